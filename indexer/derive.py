@@ -1,0 +1,175 @@
+"""Session fields derived from records, one record at a time.
+
+Every rule of spec/semantics.md §2 is a fold over the file's records: last-wins fields,
+first-seen fields and counters. Because a fold can resume from its stored state, an
+appended tail updates a session without re-reading the file, and the result equals a
+fold over the whole file (the incremental == rebuild invariant).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from transcripts.pr_urls import PullRequest, find_pr_urls, parse_pr_url
+from transcripts.records import (
+    CHAIN_TYPES,
+    MESSAGE_TYPES,
+    FirstPromptState,
+    get_str,
+    text_parts,
+    timestamp_ms,
+    tool_parts,
+)
+
+
+@dataclass
+class SessionState:
+    """The ``sessions`` columns that records determine (file facts are set apart)."""
+
+    cwd: str | None = None
+    custom_title: str | None = None
+    ai_title: str | None = None
+    agent_name: str | None = None
+    summary: str | None = None
+    last_prompt: str | None = None
+    first_prompt: str | None = None
+    prompt_fallback: str | None = None
+    first_command: str | None = None
+    seen_real_prompt: int = 0
+    tag: str | None = None
+    git_branch: str | None = None
+    created_ms: int | None = None
+    last_activity_ms: int | None = None
+    message_count: int = 0
+    raw_message_count: int = 0
+    entrypoint: str | None = None
+    is_sidechain: int | None = None
+    forked_from_session: str | None = None
+    forked_from_message: str | None = None
+    # Collections written to their own tables; new items only, per pass.
+    new_branches: list[str] = field(default_factory=list)
+    new_pr_links: list[PullRequest] = field(default_factory=list)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any] | None) -> SessionState:
+        state = cls()
+        if row:
+            for f in fields(cls):
+                if not f.name.startswith("new_") and f.name in row:
+                    setattr(state, f.name, row[f.name])
+        return state
+
+    def columns(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if not f.name.startswith("new_")}
+
+    def _prompt_state(self) -> FirstPromptState:
+        return FirstPromptState(prompt=self.first_prompt, command_fallback=self.prompt_fallback,
+                                first_command=self.first_command,
+                                seen_real=bool(self.seen_real_prompt))
+
+    def apply(self, record: dict[str, Any], known_branches: set[str],
+              known_links: set[str]) -> None:
+        """Fold one record of the main transcript into the state."""
+        kind = record.get("type")
+        if self.is_sidechain is None and kind in CHAIN_TYPES:
+            self.is_sidechain = 1 if record.get("isSidechain") is True else 0
+        stamp = timestamp_ms(record)
+        if stamp is not None:
+            if self.created_ms is None:
+                self.created_ms = stamp
+            self.last_activity_ms = stamp
+        if self.entrypoint is None:
+            self.entrypoint = get_str(record, "entrypoint")
+        branch = get_str(record, "gitBranch")
+        if branch:
+            self.git_branch = branch
+            if branch not in known_branches:
+                known_branches.add(branch)
+                self.new_branches.append(branch)
+        if self.forked_from_session is None:
+            origin = record.get("forkedFrom")
+            if isinstance(origin, dict) and isinstance(origin.get("sessionId"), str):
+                self.forked_from_session = origin["sessionId"]
+                message = origin.get("messageUuid")
+                self.forked_from_message = message if isinstance(message, str) else None
+        if kind in MESSAGE_TYPES:
+            self.raw_message_count += 1
+            if self.cwd is None:
+                self.cwd = get_str(record, "cwd")
+            if record.get("isMeta") is not True and record.get("isSidechain") is not True:
+                self.message_count += 1
+            if kind == "user" and not (self.first_prompt is not None and self.seen_real_prompt):
+                prompt = self._prompt_state()
+                prompt.feed(record)
+                self.first_prompt = prompt.prompt
+                self.prompt_fallback = prompt.command_fallback
+                self.first_command = prompt.first_command
+                self.seen_real_prompt = int(prompt.seen_real)
+        elif kind == "custom-title":
+            value = get_str(record, "customTitle")
+            if value is not None:
+                self.custom_title = value.strip() or None  # "" clears the name
+        elif kind == "ai-title":
+            value = get_str(record, "aiTitle")
+            if value is not None:
+                self.ai_title = value.strip() or None
+        elif kind == "agent-name":
+            value = get_str(record, "agentName")
+            if value is not None:
+                self.agent_name = value or None
+        elif kind == "summary":
+            value = get_str(record, "summary")
+            if value:
+                self.summary = value
+        elif kind == "last-prompt":
+            value = get_str(record, "lastPrompt")
+            if value:
+                self.last_prompt = value
+        elif kind == "tag":
+            value = get_str(record, "tag")
+            if value is not None:
+                self.tag = value or None  # "" clears the tag
+        elif kind == "pr-link":
+            link = pr_link_from_record(record)
+            if link is not None and link.url not in known_links:
+                known_links.add(link.url)
+                self.new_pr_links.append(link)
+
+
+def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
+    """A ``pr-link`` record's PR, normalized; a URL we cannot parse is kept as given."""
+    url = get_str(record, "prUrl")
+    if not url:
+        return None
+    parsed = parse_pr_url(url)
+    if parsed is not None:
+        return parsed
+    number = record.get("prNumber")
+    if not isinstance(number, int) or isinstance(number, bool):
+        return None
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url if "://" in url else "https://" + url).hostname or "").lower()
+    return PullRequest(url=url, number=number, repository=get_str(record, "prRepository") or "",
+                       host=host, provider="github")
+
+
+def searchable_text(record: dict[str, Any], *, include_tools: bool) -> str:
+    """The text of a user/assistant record that goes into the message index."""
+    if record.get("type") == "user" and record.get("isMeta") is True:
+        parts: list[str] = []
+    else:
+        parts = text_parts(record)
+    if include_tools:
+        parts = parts + tool_parts(record)
+    return "\n".join(p for p in parts if p)
+
+
+def mentions_in(record: dict[str, Any]) -> list[PullRequest]:
+    """PR/MR URLs in a record's text and tool traffic."""
+    found: list[PullRequest] = []
+    for part in text_parts(record) + tool_parts(record):
+        found.extend(find_pr_urls(part))
+    return found

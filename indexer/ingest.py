@@ -1,0 +1,379 @@
+"""Transcripts → index, by byte offset.
+
+One code path serves ``index``, the cheap refresh before every reading command, and the
+watcher: :func:`ingest_file` decides per file whether it is unchanged (a stat, no read),
+grown (read only the new complete lines), or rewritten/shrunk/replaced (drop its rows and
+read it again), and commits the file's rows together with its new offset, so a run killed
+at any moment leaves an index the next run completes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlite_utils import Database
+
+from indexer.db import clear_index, get_meta, set_meta
+from indexer.derive import SessionState, mentions_in, searchable_text
+from indexer.schema import SESSION_FTS_COLUMNS
+from indexer.text import fts_text
+from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
+from transcripts.pr_urls import PullRequest
+from transcripts.reader import RecordReader
+from transcripts.records import timestamp_ms
+
+FINGERPRINT_WINDOW = 4096
+MESSAGE_BATCH = 500
+
+NEW, GROWN, REWRITTEN, UNCHANGED = "new", "grown", "rewritten", "unchanged"
+
+
+@dataclass
+class RefreshStats:
+    """What a refresh did; printed by ``index`` and returned to library callers."""
+
+    files_seen: int = 0
+    new: int = 0
+    grown: int = 0
+    rewritten: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    sessions: int = 0
+    messages: int = 0
+    bytes_read: int = 0
+    bad_lines: int = 0
+    problems: Counter[str] = field(default_factory=Counter)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files_seen": self.files_seen, "new": self.new, "grown": self.grown,
+            "rewritten": self.rewritten, "removed": self.removed,
+            "unchanged": self.unchanged, "sessions": self.sessions,
+            "messages": self.messages, "bytes_read": self.bytes_read,
+            "bad_lines": self.bad_lines, "problems": dict(sorted(self.problems.items())),
+            "errors": [{"path": p, "error": e} for p, e in self.errors],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+ProgressCallback = Callable[[int, int], None]  # (files done, files total)
+
+
+def include_tools_setting(db: Database) -> bool:
+    return get_meta(db, "include_tools") == "1"
+
+
+def _fingerprint(stream: Any, consumed: int) -> str:
+    """Hash of the consumed prefix's first and last window: a rewrite or truncation
+    under the offset changes it (almost surely) without re-reading the prefix."""
+    digest = hashlib.blake2b(digest_size=16)
+    stream.seek(0)
+    digest.update(stream.read(min(FINGERPRINT_WINDOW, consumed)))
+    start = max(0, consumed - FINGERPRINT_WINDOW)
+    stream.seek(start)
+    digest.update(stream.read(consumed - start))
+    digest.update(str(consumed).encode())
+    return digest.hexdigest()
+
+
+def _delete_file_rows(db: Database, file_id: int) -> None:
+    db.execute("DELETE FROM messages WHERE file_id = ?", [file_id])
+    db.execute("DELETE FROM pr_mentions WHERE file_id = ?", [file_id])
+
+
+def _delete_session(db: Database, session_rowid: int) -> None:
+    for table in ("messages", "pr_mentions", "pr_links", "branches"):
+        db.execute(f"DELETE FROM {table} WHERE session_rowid = ?", [session_rowid])
+    db.execute("DELETE FROM session_search WHERE id = ?", [session_rowid])
+    db.execute("DELETE FROM sessions WHERE id = ?", [session_rowid])
+    db.execute("DELETE FROM files WHERE session_rowid = ? AND kind != 'main'", [session_rowid])
+
+
+def remove_path(db: Database, path: str) -> bool:
+    """Forget a transcript that no longer exists (with its subagents, for a main file)."""
+    row = db.execute("SELECT id, kind FROM files WHERE path = ?", [path]).fetchone()
+    if row is None:
+        return False
+    file_id, kind = row
+    with db.atomic():
+        if kind == MAIN:
+            _delete_session(db, file_id)
+        else:
+            _delete_file_rows(db, file_id)
+        db.execute("DELETE FROM files WHERE id = ?", [file_id])
+    return True
+
+
+def _stored(db: Database, path: str) -> dict[str, Any] | None:
+    cursor = db.execute("SELECT * FROM files WHERE path = ?", [path])
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    return dict(zip([d[0] for d in cursor.description], row))
+
+
+def _session_row(db: Database, session_rowid: int) -> dict[str, Any] | None:
+    cursor = db.execute("SELECT * FROM sessions WHERE id = ?", [session_rowid])
+    row = cursor.fetchone()
+    return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+
+
+def _write_session_search(db: Database, session_rowid: int) -> None:
+    """Refresh the session's FTS row from ``sessions`` and its link/branch tables."""
+    row = _session_row(db, session_rowid)
+    if row is None:
+        return
+    branches = [r[0] for r in db.execute(
+        "SELECT branch FROM branches WHERE session_rowid = ? ORDER BY id", [session_rowid])]
+    links = db.execute(
+        "SELECT url, number, repository FROM pr_links WHERE session_rowid = ? ORDER BY id",
+        [session_rowid]).fetchall()
+    row["branches_text"] = " ".join(branches) or None
+    # "PR #12 owner/repo" as the picker's search matches it, beside the URL itself.
+    row["pr_text"] = " ".join(f"{u} PR #{n} {r or ''}".strip() for u, n, r in links) or None
+    values = {c: (fts_text(row[c]) if isinstance(row.get(c), str) else None)
+              for c in SESSION_FTS_COLUMNS}
+    current = db.execute("SELECT * FROM session_search WHERE id = ?", [session_rowid]).fetchone()
+    if current is not None and list(current[1:]) == [values[c] for c in SESSION_FTS_COLUMNS]:
+        return
+    db.execute("UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
+               [row["branches_text"], row["pr_text"], session_rowid])
+    placeholders = ", ".join("?" for _ in SESSION_FTS_COLUMNS)
+    # DELETE then INSERT: REPLACE's implicit delete would not fire the FTS delete trigger.
+    db.execute("DELETE FROM session_search WHERE id = ?", [session_rowid])
+    db.execute(
+        f"INSERT INTO session_search (id, {', '.join(SESSION_FTS_COLUMNS)}) "
+        f"VALUES (?, {placeholders})",
+        [session_rowid] + [values[c] for c in SESSION_FTS_COLUMNS])
+
+
+def _insert_prs(db: Database, table: str, session_rowid: int, file_id: int,
+                prs: Iterable[PullRequest]) -> None:
+    db.conn.executemany(
+        f"INSERT OR IGNORE INTO {table} (session_rowid, file_id, url, number, repository,"
+        " host, provider) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(session_rowid, file_id, p.url, p.number, p.repository, p.host, p.provider)
+         for p in prs])
+
+
+def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:
+    if stored is None:
+        return NEW
+    if (stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
+            tf.size, tf.mtime_ns, tf.inode, tf.device):
+        return UNCHANGED
+    if (stored["inode"], stored["device"]) != (tf.inode, tf.device):
+        return REWRITTEN
+    if tf.size < stored["consumed"]:
+        return REWRITTEN
+    if stored["fingerprint"] != _fingerprint(stream, stored["consumed"]):
+        return REWRITTEN
+    return GROWN
+
+
+def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
+                include_tools: bool = False, force: bool = False) -> str:
+    """Bring one transcript's rows up to date; returns what was found (new, grown, …)."""
+    stats.files_seen += 1
+    path = str(tf.path)
+    stored = _stored(db, path)
+    if stored is not None and not force and (
+            stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
+            tf.size, tf.mtime_ns, tf.inode, tf.device):
+        stats.unchanged += 1
+        return UNCHANGED
+    session_rowid: int | None = None
+    if tf.kind != MAIN:
+        parent = db.execute("SELECT id FROM files WHERE path = ? AND kind = 'main'",
+                            [str(tf.main_path)]).fetchone()
+        if parent is None:
+            return UNCHANGED  # an orphan subagent: nothing to attach it to yet
+        session_rowid = parent[0]
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed in finally
+    except OSError as exc:
+        stats.errors.append((path, exc.strerror or str(exc)))
+        return UNCHANGED
+    try:
+        try:
+            st = os.fstat(stream.fileno())
+        except OSError as exc:
+            stats.errors.append((path, exc.strerror or str(exc)))
+            return UNCHANGED
+        tf = TranscriptFile(tf.path, tf.root, tf.project_key, tf.session_id, tf.kind,
+                            tf.agent_id, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+        state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
+        if force and stored is not None:
+            state_kind = REWRITTEN
+        if state_kind == UNCHANGED:
+            stats.unchanged += 1
+            return UNCHANGED
+        with db.atomic():
+            _ingest_locked(db, tf, stream, stored, state_kind, session_rowid, stats,
+                           include_tools)
+    except OSError as exc:
+        stats.errors.append((path, exc.strerror or str(exc)))
+        return UNCHANGED
+    finally:
+        stream.close()
+    setattr(stats, state_kind, getattr(stats, state_kind) + 1)
+    return state_kind
+
+
+def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
+                   stored: dict[str, Any] | None, state_kind: str,
+                   session_rowid: int | None, stats: RefreshStats,
+                   include_tools: bool) -> None:
+    path = str(tf.path)
+    is_main = tf.kind == MAIN
+    if stored is None:
+        cursor = db.execute(
+            "INSERT INTO files (path, root, project_key, session_id, kind, agent_id,"
+            " session_rowid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [path, str(tf.root), tf.project_key, tf.session_id, tf.kind, tf.agent_id,
+             session_rowid])
+        file_id = cursor.lastrowid
+        assert file_id is not None
+        offset = 0
+    else:
+        file_id = stored["id"]
+        offset = stored["consumed"] if state_kind == GROWN else 0
+    if is_main:
+        session_rowid = file_id
+        db.execute("UPDATE files SET session_rowid = ? WHERE id = ?", [file_id, file_id])
+    assert session_rowid is not None
+    bad_lines = stored["bad_lines"] if stored and state_kind == GROWN else 0
+    problems: Counter[str] = Counter(
+        orjson.loads(stored["problems"]) if stored and state_kind == GROWN and stored["problems"]
+        else {})
+    if state_kind == REWRITTEN:
+        _delete_file_rows(db, file_id)
+        if is_main:
+            db.execute("DELETE FROM pr_links WHERE session_rowid = ?", [session_rowid])
+            db.execute("DELETE FROM branches WHERE session_rowid = ?", [session_rowid])
+            db.execute("DELETE FROM sessions WHERE id = ?", [session_rowid])
+    if is_main:
+        row = _session_row(db, session_rowid)
+        if row is None:
+            db.execute(
+                "INSERT INTO sessions (id, root, project_key, session_id, file_path)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [session_rowid, str(tf.root), tf.project_key, tf.session_id, path])
+        state = SessionState.from_row(row)
+        known_branches = {r[0] for r in db.execute(
+            "SELECT branch FROM branches WHERE session_rowid = ?", [session_rowid])}
+        known_links = {r[0] for r in db.execute(
+            "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid])}
+    reader = RecordReader(stream, offset, limit=tf.size - offset)
+    batch: list[tuple[Any, ...]] = []
+    mentions: list[PullRequest] = []
+    message_rows = 0
+    insert = ("INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
+              " VALUES (?, ?, ?, ?, ?, ?)")
+    for _, record in reader:
+        if is_main:
+            state.apply(record, known_branches, known_links)
+        kind = record.get("type")
+        if kind != "user" and kind != "assistant":
+            continue
+        mentions.extend(mentions_in(record))
+        text = searchable_text(record, include_tools=include_tools)
+        if not text:
+            continue
+        uuid = record.get("uuid")
+        batch.append((session_rowid, file_id, uuid if isinstance(uuid, str) else None, kind,
+                      timestamp_ms(record), fts_text(text)))
+        if len(batch) >= MESSAGE_BATCH:
+            db.conn.executemany(insert, batch)
+            message_rows += len(batch)
+            batch.clear()
+    if batch:
+        db.conn.executemany(insert, batch)
+        message_rows += len(batch)
+    consumed = reader.end_offset
+    problems.update(reader.problems)
+    bad_lines += sum(reader.problems.values())
+    stats.bytes_read += reader.bytes_read
+    stats.messages += message_rows
+    stats.bad_lines += sum(reader.problems.values())
+    stats.problems.update(reader.problems)
+    if mentions:
+        _insert_prs(db, "pr_mentions", session_rowid, file_id, mentions)
+    if is_main:
+        columns = state.columns()
+        columns.update(mtime_ns=tf.mtime_ns, file_size=tf.size)
+        assignments = ", ".join(f"{k} = ?" for k in columns)
+        db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
+                   list(columns.values()) + [session_rowid])
+        if state.new_branches:
+            db.conn.executemany("INSERT OR IGNORE INTO branches (session_rowid, branch) VALUES (?, ?)",
+                           [(session_rowid, b) for b in state.new_branches])
+        if state.new_pr_links:
+            _insert_prs(db, "pr_links", session_rowid, file_id, state.new_pr_links)
+        _write_session_search(db, session_rowid)
+    db.execute(
+        "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
+        " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ? WHERE id = ?",
+        [tf.size, tf.mtime_ns, tf.inode, tf.device, consumed, _fingerprint(stream, consumed),
+         bad_lines, orjson.dumps(dict(problems)).decode() if problems else None,
+         session_rowid, file_id])
+
+
+def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
+            progress: ProgressCallback | None = None,
+            include_tools: bool | None = None) -> RefreshStats:
+    """Bring the index up to date with every transcript under ``roots``."""
+    started = time.perf_counter()
+    stats = RefreshStats()
+    if rebuild:
+        clear_index(db)
+    if include_tools is not None and include_tools != include_tools_setting(db):
+        clear_index(db)
+        with db.atomic():
+            set_meta(db, "include_tools", "1" if include_tools else "0")
+    tools = include_tools_setting(db)
+    files: list[TranscriptFile] = []
+    for root in roots:
+        files.extend(iter_transcripts(root))
+    seen = {str(tf.path) for tf in files}
+    root_texts = [str(r) for r in roots]
+    for (path,) in db.execute(
+            f"SELECT path FROM files WHERE root IN ({', '.join('?' for _ in roots)})"
+            " ORDER BY kind DESC", root_texts).fetchall():
+        if path not in seen and remove_path(db, path):
+            stats.removed += 1
+    for done, tf in enumerate(files, 1):
+        ingest_file(db, tf, stats, include_tools=tools)
+        if progress is not None:
+            progress(done, len(files))
+    stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    with db.atomic():
+        set_meta(db, "last_refresh", str(time.time()))
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats) -> str:
+    """Bring one path up to date after a file-system event (the watcher's entry point):
+    index it if it is a transcript, forget it if it vanished."""
+    tf = describe_path(Path(path), roots)
+    if tf is None:
+        if remove_path(db, os.path.abspath(path)):
+            stats.removed += 1
+            return "removed"
+        return UNCHANGED
+    if tf.kind != MAIN:
+        main = describe_path(tf.main_path, roots)
+        if main is not None:
+            ingest_file(db, main, stats, include_tools=include_tools_setting(db))
+    return ingest_file(db, tf, stats, include_tools=include_tools_setting(db))

@@ -1,0 +1,131 @@
+"""The index schema, as sqlite-utils migrations.
+
+The index is derived and disposable: a change of shape is a new migration here (or, for
+a change of derivation rules, a bump of ``DERIVATION_VERSION``, which makes ``open_db``
+drop every row so the next refresh rebuilds from the transcripts).
+
+Every table has an explicit INTEGER primary key: external-content FTS5 tables are keyed
+on it, and implicit rowids are not stable across VACUUM.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+# Bump when a derivation rule changes (what a row holds), not the table shape.
+DERIVATION_VERSION = 1
+
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+
+# Session metadata columns indexed by ``session_search_fts``, in this order. The bm25 weights
+# in query/search.py follow it.
+SESSION_FTS_COLUMNS = (
+    "custom_title", "ai_title", "agent_name", "tag", "branches_text", "pr_text",
+    "summary", "first_prompt", "last_prompt", "cwd",
+)
+
+migrations = Migrations("sessiondex")
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE files (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            root TEXT NOT NULL,
+            project_key TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            kind TEXT NOT NULL,              -- 'main' or 'subagent'
+            agent_id TEXT,
+            session_rowid INTEGER,           -- sessions.id this file belongs to
+            size INTEGER NOT NULL DEFAULT 0,
+            mtime_ns INTEGER NOT NULL DEFAULT 0,
+            inode INTEGER NOT NULL DEFAULT 0,
+            device INTEGER NOT NULL DEFAULT 0,
+            consumed INTEGER NOT NULL DEFAULT 0,   -- byte after the last complete line read
+            fingerprint TEXT,                      -- of the consumed prefix's head and tail
+            bad_lines INTEGER NOT NULL DEFAULT 0,
+            problems TEXT                          -- JSON {kind: count}
+        )""")
+    db.execute("CREATE INDEX files_session ON files(session_rowid)")
+    db.execute("""
+        CREATE TABLE sessions (
+            id INTEGER PRIMARY KEY,          -- = files.id of the main transcript
+            root TEXT NOT NULL,
+            project_key TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            file_path TEXT NOT NULL UNIQUE,
+            archived INTEGER NOT NULL DEFAULT 0,
+            cwd TEXT,
+            custom_title TEXT,
+            ai_title TEXT,
+            agent_name TEXT,
+            summary TEXT,
+            last_prompt TEXT,
+            first_prompt TEXT,               -- full text; cut for display in query/
+            prompt_fallback TEXT,            -- first slash command, when no prompt
+            first_command TEXT,
+            seen_real_prompt INTEGER NOT NULL DEFAULT 0,
+            tag TEXT,
+            git_branch TEXT,
+            branches_text TEXT,
+            pr_text TEXT,
+            created_ms INTEGER,
+            last_activity_ms INTEGER,
+            mtime_ns INTEGER NOT NULL DEFAULT 0,
+            file_size INTEGER NOT NULL DEFAULT 0,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            raw_message_count INTEGER NOT NULL DEFAULT 0,  -- any user/assistant record
+            entrypoint TEXT,
+            is_sidechain INTEGER,            -- NULL until the first record is seen
+            forked_from_session TEXT,
+            forked_from_message TEXT
+        )""")
+    db.execute("CREATE INDEX sessions_sid ON sessions(session_id)")
+    db.execute("CREATE INDEX sessions_project ON sessions(project_key)")
+    db.execute("CREATE INDEX sessions_activity ON sessions(last_activity_ms)")
+    db.execute("""
+        CREATE TABLE branches (
+            id INTEGER PRIMARY KEY,
+            session_rowid INTEGER NOT NULL,
+            branch TEXT NOT NULL,
+            UNIQUE(session_rowid, branch)
+        )""")
+    db.execute("CREATE INDEX branches_branch ON branches(branch)")
+    for table in ("pr_links", "pr_mentions"):
+        db.execute(f"""
+            CREATE TABLE {table} (
+                id INTEGER PRIMARY KEY,
+                session_rowid INTEGER NOT NULL,
+                file_id INTEGER NOT NULL,
+                url TEXT NOT NULL,
+                number INTEGER NOT NULL,
+                repository TEXT,
+                host TEXT,
+                provider TEXT,
+                UNIQUE(session_rowid, file_id, url)
+            )""")
+        db.execute(f"CREATE INDEX {table}_url ON {table}(url)")
+        db.execute(f"CREATE INDEX {table}_number ON {table}(number)")
+    db.execute("""
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            session_rowid INTEGER NOT NULL,
+            file_id INTEGER NOT NULL,
+            uuid TEXT,
+            type TEXT NOT NULL,
+            ts_ms INTEGER,
+            text TEXT NOT NULL               -- as indexed (indexer/text.py fts_text)
+        )""")
+    db.execute("CREATE INDEX messages_session ON messages(session_rowid)")
+    db.execute("CREATE INDEX messages_file ON messages(file_id)")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    # The searchable metadata, as indexed (indexer/text.py), apart from ``sessions`` so
+    # that a counter update does not re-index the session's FTS row.
+    columns = ",\n".join(f"{c} TEXT" for c in SESSION_FTS_COLUMNS)
+    db.execute(f"CREATE TABLE session_search (id INTEGER PRIMARY KEY, {columns})")
+    db["session_search"].enable_fts(list(SESSION_FTS_COLUMNS), fts_version="FTS5",
+                                    create_triggers=True, tokenize=FTS_TOKENIZER)
+    db["messages"].enable_fts(["text"], fts_version="FTS5", create_triggers=True,
+                              tokenize=FTS_TOKENIZER)

@@ -1,0 +1,159 @@
+"""Finding transcripts on disk: main sessions and their subagents.
+
+A session is ``projects/<key>/<uuid>.jsonl`` (UUID stem, either case); everything else at
+project level is ignored (``agent-*.jsonl``, ``*.orphaned-*``, directories named
+``*.jsonl``). Subagents live at any depth below ``<key>/<uuid>/subagents/``. Symlinked
+files and directories are not followed: a link can point anywhere (``/etc/passwd``), and
+nothing outside ``projects/`` is ours to read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from transcripts.keys import is_session_id
+
+MAIN = "main"
+SUBAGENT = "subagent"
+
+
+@dataclass(frozen=True)
+class TranscriptFile:
+    """One transcript file and where it sits."""
+
+    path: Path
+    root: Path  # the config dir
+    project_key: str
+    session_id: str  # the owning session (a subagent's parent)
+    kind: str  # MAIN or SUBAGENT
+    agent_id: str | None = None
+    size: int = 0
+    mtime_ns: int = 0
+    inode: int = 0
+    device: int = 0
+
+    @property
+    def main_path(self) -> Path:
+        """The owning session's main transcript."""
+        return self.root / "projects" / self.project_key / f"{self.session_id}.jsonl"
+
+
+def _regular_file_stat(path: str) -> os.stat_result | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _make(path: str, root: Path, key: str, sid: str, kind: str, agent: str | None,
+          st: os.stat_result) -> TranscriptFile:
+    return TranscriptFile(
+        path=Path(path), root=root, project_key=key, session_id=sid, kind=kind,
+        agent_id=agent, size=st.st_size, mtime_ns=st.st_mtime_ns,
+        inode=st.st_ino, device=st.st_dev,
+    )
+
+
+def iter_subagent_files(root: Path, key: str, session_id: str) -> Iterator[TranscriptFile]:
+    """Every ``agent-<id>.jsonl`` below ``<key>/<session_id>/subagents``, sorted, no links."""
+    base = os.path.join(str(root), "projects", key, session_id, "subagents")
+    stack = [base]
+    found: list[tuple[str, str, os.stat_result]] = []
+    while stack:
+        current = stack.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+            except OSError:
+                continue
+            name = entry.name
+            if name.startswith("agent-") and name.endswith(".jsonl"):
+                st = _regular_file_stat(entry.path)
+                if st is not None:
+                    found.append((entry.path, name[len("agent-"):-len(".jsonl")], st))
+    for path, agent, st in sorted(found):
+        yield _make(path, root, key, session_id, SUBAGENT, agent, st)
+
+
+def iter_project_keys(root: Path) -> Iterator[str]:
+    """Project dir names under ``root/projects`` (real directories only)."""
+    try:
+        entries = list(os.scandir(os.path.join(str(root), "projects")))
+    except OSError:
+        return
+    for entry in sorted(entries, key=lambda e: e.name):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                yield entry.name
+        except OSError:
+            continue
+
+
+def iter_project(root: Path, key: str, *, subagents: bool = True) -> Iterator[TranscriptFile]:
+    """Main transcripts of one project dir, each followed by its subagents."""
+    project = os.path.join(str(root), "projects", key)
+    try:
+        entries = sorted(os.scandir(project), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not name.endswith(".jsonl") or not is_session_id(name[:-6]):
+            continue
+        st = _regular_file_stat(entry.path)
+        if st is None:
+            continue
+        sid = name[:-6]
+        yield _make(entry.path, root, key, sid, MAIN, None, st)
+        if subagents:
+            yield from iter_subagent_files(root, key, sid)
+
+
+def iter_transcripts(root: Path, *, subagents: bool = True) -> Iterator[TranscriptFile]:
+    """Every transcript under one config dir, project by project."""
+    for key in iter_project_keys(root):
+        yield from iter_project(root, key, subagents=subagents)
+
+
+def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
+    """Place an arbitrary path inside a configured ``projects/`` dir, else None.
+
+    The path must be a regular file (not a link) whose location matches the layout; used
+    by the watcher and by mutations, which must never act outside ``projects/``.
+    """
+    text = os.path.abspath(str(path))
+    for root in roots:
+        projects = os.path.join(str(root), "projects") + os.sep
+        if not text.startswith(projects):
+            continue
+        parts = text[len(projects):].split(os.sep)
+        if any(p in ("", ".", "..") for p in parts):
+            return None
+        st = _regular_file_stat(text)
+        if st is None:
+            return None
+        # No directory between projects/ and the file may be a symlink out of it.
+        check = os.path.join(str(root), "projects")
+        for part in parts[:-1]:
+            check = os.path.join(check, part)
+            if os.path.islink(check):
+                return None
+        if len(parts) == 2 and parts[1].endswith(".jsonl") and is_session_id(parts[1][:-6]):
+            return _make(text, root, parts[0], parts[1][:-6], MAIN, None, st)
+        if (len(parts) >= 5 and parts[2] == "subagents" and is_session_id(parts[1])
+                and parts[-1].startswith("agent-") and parts[-1].endswith(".jsonl")):
+            return _make(text, root, parts[0], parts[1], SUBAGENT,
+                         parts[-1][len("agent-"):-len(".jsonl")], st)
+        return None
+    return None

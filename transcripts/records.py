@@ -1,0 +1,189 @@
+"""Typed views of transcript records, and the first-prompt rule.
+
+Only top-level fields of the right type are read: a ``"summary"`` key inside a tool input
+is not a summary, and ``cwd: 5`` is no cwd. Unknown record types and fields are ignored.
+The first-prompt filter is defined here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+# Records that carry the uuid/parentUuid chain.
+CHAIN_TYPES = frozenset({"user", "assistant", "progress", "system", "attachment"})
+MESSAGE_TYPES = frozenset({"user", "assistant"})
+# Entry points of ``claude -p`` and the SDKs: hidden from the picker and ``--continue``.
+PRINT_MODE_ENTRYPOINTS = frozenset({"sdk-cli", "sdk-ts", "sdk-py"})
+DESKTOP_ENTRYPOINTS = frozenset({"claude-desktop", "claude-desktop-3p", "local-agent"})
+
+FIRST_PROMPT_DISPLAY_CHARS = 200
+
+_COMMAND_RE = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_SKIP_PREFIXES = (
+    "<local-command-stdout>",
+    "<session-start-hook>",
+    "<tick>",
+    "<goal>",
+    "[Request interrupted by user",
+)
+_WHOLE_IDE_RE = re.compile(
+    r"\s*(<ide_opened_file>.*</ide_opened_file>|<ide_selection>.*</ide_selection>)\s*\Z",
+    re.DOTALL,
+)
+
+
+def get_str(record: dict[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    return value if isinstance(value, str) else None
+
+
+def record_type(record: dict[str, Any]) -> str | None:
+    return get_str(record, "type")
+
+
+def is_chain_entry(record: dict[str, Any]) -> bool:
+    return record.get("type") in CHAIN_TYPES and isinstance(record.get("uuid"), str)
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """An ISO-8601 timestamp as aware UTC; a naive one is taken as UTC (not local time,
+    unlike the SDK, so answers do not depend on the machine's timezone)."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=timezone.utc)
+    return stamp.astimezone(timezone.utc)
+
+
+def timestamp_ms(record: dict[str, Any]) -> int | None:
+    """The record's top-level ``timestamp`` in epoch milliseconds, if it parses."""
+    stamp = parse_timestamp(record.get("timestamp"))
+    return None if stamp is None else int(stamp.timestamp() * 1000)
+
+
+def _content(record: dict[str, Any]) -> Any:
+    message = record.get("message")
+    return message.get("content") if isinstance(message, dict) else None
+
+
+def content_blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
+    content = _content(record)
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def is_tool_result(record: dict[str, Any]) -> bool:
+    return any(b.get("type") == "tool_result" for b in content_blocks(record))
+
+
+def text_parts(record: dict[str, Any]) -> list[str]:
+    """The human-readable text of a user or assistant record (no tool traffic)."""
+    content = _content(record)
+    if isinstance(content, str):
+        return [content]
+    return [b["text"] for b in content_blocks(record)
+            if b.get("type") == "text" and isinstance(b.get("text"), str)]
+
+
+def _tool_result_text(content: Any) -> Iterator[str]:
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                yield item["text"]
+
+
+def tool_parts(record: dict[str, Any]) -> list[str]:
+    """Tool inputs (as compact JSON-ish text) and tool results, for mentions and the
+    optional tool index."""
+    out: list[str] = []
+    for block in content_blocks(record):
+        kind = block.get("type")
+        if kind == "tool_use":
+            value = block.get("input")
+            if isinstance(value, dict):
+                out.extend(v for v in value.values() if isinstance(v, str))
+        elif kind == "tool_result":
+            out.extend(_tool_result_text(block.get("content")))
+    return out
+
+
+def is_real_user_message(record: dict[str, Any]) -> bool:
+    """A user record a person typed: not a tool result, not meta, not a compact summary."""
+    return (record.get("type") == "user" and record.get("isMeta") is not True
+            and record.get("isCompactSummary") is not True and not is_tool_result(record))
+
+
+def display_prompt(text: str | None) -> str | None:
+    """A prompt cut for display: 200 code points, trailing space removed, then ``…``."""
+    if text is None or len(text) <= FIRST_PROMPT_DISPLAY_CHARS:
+        return text
+    return text[:FIRST_PROMPT_DISPLAY_CHARS].rstrip() + "…"
+
+
+@dataclass
+class FirstPromptState:
+    """What the first-prompt rule has seen so far; persisted so that incremental
+    indexing can resume it from where the last pass stopped."""
+
+    prompt: str | None = None  # full text, newlines turned into spaces
+    command_fallback: str | None = None
+    first_command: str | None = None  # slash command of the first real user message
+    seen_real: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.prompt is not None and self.seen_real
+
+    @property
+    def result(self) -> str | None:
+        """The first prompt, else the first command seen, else None."""
+        return self.prompt if self.prompt is not None else self.command_fallback
+
+    def feed(self, record: dict[str, Any]) -> None:
+        """The SDK's first-prompt rule (reference/sdk-sessions.md §2.5), from parsed
+        fields instead of raw substring scans, so a ``"tool_result"`` word in a prompt
+        does not hide it."""
+        if self.done or not is_real_user_message(record):
+            return
+        message = record.get("message")
+        if not isinstance(message, dict):
+            return
+        texts = text_parts(record)
+        if not self.seen_real:
+            self.seen_real = True
+            for text in texts:
+                match = _COMMAND_RE.search(text)
+                if match:
+                    self.first_command = match.group(1).strip()
+                    break
+        if self.prompt is not None:
+            return
+        for raw in texts:
+            text = raw.replace("\n", " ").strip()
+            if not text:
+                continue
+            match = _COMMAND_RE.search(text)
+            if match:
+                if self.command_fallback is None:
+                    self.command_fallback = match.group(1).strip()
+                continue
+            if text.startswith(_SKIP_PREFIXES) or _WHOLE_IDE_RE.match(text):
+                continue
+            self.prompt = text
+            return
+
+
+def is_loop_command(first_command: str | None) -> bool:
+    return first_command == "/loop"
