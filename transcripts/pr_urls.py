@@ -1,0 +1,198 @@
+"""The one parser and normaliser for pull/merge-request URLs.
+
+Every place that turns text into a PR link goes through here: the indexer (``pr-link``
+records, and URLs mentioned in tool output and messages), ``search`` (a pasted URL
+becomes a PR lookup) and ``from-pr``. One parser means one normalised form, so a URL
+stored by the indexer and the same URL pasted by a user compare equal as strings.
+
+Accepted shapes (cli-sessions.md §4.1, semantics.md §4), on any host:
+
+========================  ==========================================================
+GitHub / GH Enterprise    ``<host>/<owner>/<repo>/pull/<n>``
+GitLab (any depth)        ``<host>/<group>[/<subgroup>…]/<project>/-/merge_requests/<n>``
+Bitbucket Cloud           ``<host>/<workspace>/<repo>/pull-requests/<n>``
+Bitbucket Server / DC     ``<host>/projects/<P>/repos/<r>/pull-requests/<n>``
+Gerrit                    ``<host>/c/<project path>/+/<n>``
+========================  ==========================================================
+
+Normalised form: ``https://`` + lower-cased host (port kept) + the canonical path
+above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
+fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
+URL Claude Code recorded keeps it.
+
+``provider`` is ``github`` (GitHub Enterprise too: the CLI contract has no separate
+value), ``gitlab``, ``bitbucket`` (Cloud and Server) or ``gerrit``. ``gerrit`` is an
+extension of the contract in spec/cli.md, which lists only the first three; Claude Code
+links Gerrit change URLs printed by ``git push``, so the index must be able to hold them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "MAX_URL_LENGTH"]
+
+#: Claude Code refuses to record a PR URL longer than this (cli-sessions.md §4.1).
+MAX_URL_LENGTH = 2048
+
+# Anything above this is not something a user pasted; refusing early keeps every call
+# cheap whatever the input.
+_MAX_PASTE_LENGTH = 8192
+
+# SQLite INTEGER is signed 64-bit; a larger "number" could not be stored or compared.
+_MAX_NUMBER = 2**63 - 1
+
+# A DNS label: letters/digits, inner hyphens, at most 63 characters.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = rf"(?:{_LABEL}\.)*{_LABEL}(?::[0-9]{{1,5}})?"
+# An owner/repo/group segment: ``[A-Za-z0-9_.][\w.-]*``, never ``.`` or ``..``. Every
+# segment is followed by ``/`` in all shapes, which the look-ahead relies on. A segment
+# never starts with ``-`` or contains ``+``, so GitLab's ``/-/`` and Gerrit's ``/+/``
+# cannot be swallowed by a path.
+_SEG = r"(?!\.\.?/)[A-Za-z0-9_.][A-Za-z0-9_.-]*"
+# Up to 20 digits and then no more word characters: ``/pull/12abc`` and ``/pull/new``
+# are not PRs, and the digit cap keeps ``int()`` away from huge strings.
+_NUM = r"[0-9]{1,20}(?![A-Za-z0-9_-])"
+
+# The order of the alternatives matters for ambiguous paths: GitLab and Gerrit take
+# multi-segment paths and, being greedy, settle on the *last* ``/-/merge_requests/N`` or
+# ``/+/N``; the fixed-depth shapes come after. This also makes normalisation
+# idempotent: no normalised URL of one provider can be read as another's.
+_PR_RE = re.compile(
+    rf"""
+    (?:
+        (?<![A-Za-z0-9+.-])(?P<scheme>(?i:https?)://)   # scheme, not glued to a word
+      | (?<![A-Za-z0-9_.@/-])                           # or a bare host at a boundary
+    )
+    (?P<host>{_HOST})
+    /
+    (?:
+        (?P<gl_path>{_SEG}(?:/{_SEG})+)/-/merge_requests/(?P<gl_n>{_NUM})
+      | c/(?P<ge_path>{_SEG}(?:/{_SEG})*)/\+/(?P<ge_n>{_NUM})
+      | projects/(?P<bbs_proj>{_SEG})/repos/(?P<bbs_repo>{_SEG})/pull-requests/(?P<bbs_n>{_NUM})
+      | (?P<bb_ws>{_SEG})/(?P<bb_repo>{_SEG})/pull-requests/(?P<bb_n>{_NUM})
+      | (?P<gh_owner>{_SEG})/(?P<gh_repo>{_SEG})/pull/(?P<gh_n>{_NUM})
+    )
+    """,
+    re.VERBOSE | re.ASCII,
+)
+
+# What may follow the number in a pasted URL: a sub-page (``/files``, ``/diff``,
+# ``/commits/<sha>``, a Gerrit patch set ``/3``…), then an optional query and fragment.
+_PASTE_TAIL_RE = re.compile(r"(?:/[^\s?#]*)?(?:\?[^\s#]*)?(?:#\S*)?\Z")
+
+# Wrappers people paste around a URL, and punctuation a sentence leaves after it.
+_LEADING_JUNK = "<([{\"'`"
+_TRAILING_JUNK = ">)]}\"'`.,;:!?"
+
+# Substrings at least one of which every PR URL contains; checked before the regex so
+# large tool outputs without any PR cost one or two ``in`` scans.
+_MARKERS = ("/pull/", "merge_requests/", "pull-requests/", "/+/")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """One pull/merge request, identified by its normalised URL.
+
+    ``repository`` is the path between the host and the PR segment (``owner/repo``,
+    ``group/sub/project``, ``workspace/repo``, ``PROJ/repo`` for Bitbucket Server, the
+    project path for Gerrit), the same value Claude Code stores as ``prRepository``.
+    """
+
+    url: str
+    number: int
+    repository: str
+    host: str
+    provider: str
+
+    def as_dict(self) -> dict[str, object]:
+        """The ``pr_links`` / ``pr_mentions`` object of the JSON output (spec/cli.md)."""
+        return {
+            "url": self.url,
+            "number": self.number,
+            "repository": self.repository,
+            "host": self.host,
+            "provider": self.provider,
+        }
+
+
+def _build(match: re.Match[str]) -> PullRequest | None:
+    """Turn a regex match into a normalised :class:`PullRequest`, or ``None``.
+
+    Checks the regex cannot express: a bare (scheme-less) host needs a dot, so words
+    and relative paths such as ``src/o/r/pull/1`` are not taken for hosts; the number
+    must be positive and fit SQLite; the URL must respect Claude Code's length cap.
+    """
+    host = match["host"].lower()
+    if match["scheme"] is None and "." not in host:
+        return None
+    if match["gl_n"] is not None:
+        provider, repository, digits = "gitlab", match["gl_path"], match["gl_n"]
+        path = f"{repository}/-/merge_requests/"
+    elif match["ge_n"] is not None:
+        provider, repository, digits = "gerrit", match["ge_path"], match["ge_n"]
+        path = f"c/{repository}/+/"
+    elif match["bbs_n"] is not None:
+        provider, digits = "bitbucket", match["bbs_n"]
+        repository = f"{match['bbs_proj']}/{match['bbs_repo']}"
+        path = f"projects/{match['bbs_proj']}/repos/{match['bbs_repo']}/pull-requests/"
+    elif match["bb_n"] is not None:
+        provider, digits = "bitbucket", match["bb_n"]
+        repository = f"{match['bb_ws']}/{match['bb_repo']}"
+        path = f"{repository}/pull-requests/"
+    else:
+        provider, digits = "github", match["gh_n"]
+        repository = f"{match['gh_owner']}/{match['gh_repo']}"
+        path = f"{repository}/pull/"
+    number = int(digits)
+    if not 0 < number <= _MAX_NUMBER:
+        return None
+    url = f"https://{host}/{path}{number}"
+    if len(url) > MAX_URL_LENGTH:
+        return None
+    return PullRequest(url=url, number=number, repository=repository, host=host, provider=provider)
+
+
+def parse_pr_url(text: str) -> PullRequest | None:
+    """A URL a user pasted (the whole string) → the normalised PR, else ``None``.
+
+    Tolerates what copy-paste brings along: surrounding whitespace, ``<…>``, quotes or
+    brackets, a trailing ``.``/``,``/``)``, no scheme or ``http``, an upper-case host,
+    and anything after the number that stays on the same page (``/files``, ``/diff``,
+    ``/commits``, ``/changes``, ``/overview``, ``?query``, ``#fragment``). Anything else
+    around the URL makes it not a URL but a search query, so it returns ``None``.
+    Never raises, whatever ``text`` is.
+    """
+    if not isinstance(text, str) or len(text) > _MAX_PASTE_LENGTH:
+        return None
+    candidate = text.strip()
+    while True:
+        stripped = candidate.lstrip(_LEADING_JUNK).rstrip(_TRAILING_JUNK).strip()
+        if stripped == candidate:
+            break
+        candidate = stripped
+    match = _PR_RE.match(candidate)
+    if match is None or _PASTE_TAIL_RE.match(candidate, match.end()) is None:
+        return None
+    return _build(match)
+
+
+def find_pr_urls(text: str) -> list[PullRequest]:
+    """Every PR/MR URL inside free text, normalised, de-duplicated, first-seen order.
+
+    Meant for tool output and message bodies, which can be megabytes: a cheap substring
+    test skips texts with no PR marker at all, and the single precompiled regex only
+    starts a match at a word boundary. A URL followed by ``.``, ``)``, ``,`` or a
+    markdown ``](`` is still found; ``…/pull/new/branch`` (a ``git push`` hint) is not.
+    """
+    if not isinstance(text, str) or not any(marker in text for marker in _MARKERS):
+        return []
+    found: list[PullRequest] = []
+    seen: set[str] = set()
+    for match in _PR_RE.finditer(text):
+        pr = _build(match)
+        if pr is not None and pr.url not in seen:
+            seen.add(pr.url)
+            found.append(pr)
+    return found

@@ -1,0 +1,62 @@
+"""Tag sanitising, byte-for-byte the rule of the official ``claude-agent-sdk``.
+
+Claude Code and the Python SDK read the same ``{"type":"tag","tag":…}`` records that
+``sessiondex tag`` appends (semantics.md §5). If we stored a tag the SDK would have
+sanitised differently, ``sessiondex`` and the SDK would show two different tags for the
+same session, and ``tag_session`` round-trips would not compare equal. So this module
+copies ``claude_agent_sdk._internal.session_mutations._sanitize_unicode`` followed by
+``.strip()`` (reference/sdk-sessions.md §4.2) and deliberately adds nothing: no length
+limit, no case folding, no whitespace collapsing, and control characters such as TAB
+and LF are kept, exactly as the SDK keeps them.
+
+The stripped characters are the ones usable to hide or reorder text in a terminal
+(zero-width and bidi controls, BOM) plus private-use and unassigned code points, whose
+rendering nobody can predict. ``Cn`` depends on the Unicode database of the running
+Python, as it does for the SDK.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+#: Passes the SDK makes at most before giving up on reaching a fixed point.
+MAX_PASSES = 10
+
+# Explicit ranges, mostly redundant with the category test but kept because the SDK
+# (and the TypeScript CLI it mirrors) applies them too; keeping both makes the rule
+# identical even on a Python whose Unicode database differs.
+_STRIP_RE = re.compile("[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\ue000-\uf8ff]")
+_STRIP_CATEGORIES = frozenset({"Cf", "Co", "Cn"})
+
+
+def _sanitize_once(value: str) -> str:
+    """One SDK pass: NFKC, drop Cf/Co/Cn, drop the explicit ranges."""
+    value = unicodedata.normalize("NFKC", value)
+    value = "".join(c for c in value if unicodedata.category(c) not in _STRIP_CATEGORIES)
+    return _STRIP_RE.sub("", value)
+
+
+def sanitize_unicode(value: str) -> str:
+    """Apply the SDK pass until nothing changes (at most :data:`MAX_PASSES` times).
+
+    Repeating matters because NFKC can produce a character that a later pass removes,
+    and removing a character can create a new NFKC composition.
+    """
+    current = value
+    for _ in range(MAX_PASSES):
+        previous = current
+        current = _sanitize_once(current)
+        if current == previous:
+            break
+    return current
+
+
+def sanitize_tag(tag: str) -> str:
+    """Return ``tag`` as the SDK would store it: sanitised, then whitespace-stripped.
+
+    Returns ``""`` when nothing is left. The caller decides what that means: the SDK
+    raises ``ValueError("tag must be non-empty (use None to clear)")`` for a non-empty
+    input that sanitises to nothing, while an explicit clear writes ``""``.
+    """
+    return sanitize_unicode(tag).strip()
