@@ -1,0 +1,85 @@
+"""``index`` and ``stats``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from cli.app import app
+from cli.output import emit_object, human_size
+
+
+def _summary_line(stats: dict[str, Any]) -> str:
+    problems = ", ".join(f"{k} {v}" for k, v in stats["problems"].items())
+    line = (f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
+            f"{stats['rewritten']} rewritten, {stats['removed']} removed; "
+            f"{stats['sessions']} sessions, {stats['messages']} messages indexed, "
+            f"{human_size(stats['bytes_read'])} read, {stats['bad_lines']} bad lines"
+            f"{' (' + problems + ')' if problems else ''}, {stats['seconds']:.2f}s")
+    return line
+
+
+@click.command()
+@click.option("--rebuild", is_flag=True, help="Drop the index and read every transcript again.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="json prints the summary as an object.")
+@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+def index(rebuild: bool, fmt: str, as_json: bool) -> None:
+    """Bring the index up to date with the transcripts.
+
+    Reads only what changed since the last run (new files, appended lines, rewritten
+    files); --rebuild starts over. Transcripts are never modified.
+
+    \b
+    Example:
+        sessiondex index
+        sessiondex --config-dir ~/.claude --config-dir /backup/claude index --rebuild
+    """
+    from indexer.ingest import refresh
+
+    state = app()
+    db = state.db()
+    progress = None
+    bar = None
+    if sys.stderr.isatty():
+        bar = click.progressbar(length=1, label="Indexing", file=sys.stderr)
+        bar.__enter__()
+
+        def progress(done: int, total: int) -> None:
+            assert bar is not None
+            bar.length = total
+            bar.update(done - bar.pos)
+    try:
+        stats = refresh(db, state.roots, rebuild=rebuild, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    summary = stats.as_dict()
+    for path, error in stats.errors:
+        click.echo(f"warning: skipped {path}: {error}", err=True)
+    fmt = "json" if as_json else fmt
+    emit_object(summary, fmt, text=_summary_line(summary))
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+def stats(fmt: str, as_json: bool) -> None:
+    """Counts, corpus and index sizes, freshness and watcher status.
+
+    \b
+    Example:
+        sessiondex stats --json
+    """
+    from query.stats import index_stats
+
+    state = app()
+    db = state.fresh_db()
+    result = index_stats(db, state.database_path)
+    fmt = "json" if as_json else fmt
+    lines = [f"{k.replace('_', ' ')}: {human_size(v) if k.endswith('_bytes') else v}"
+             for k, v in result.items()]
+    emit_object(result, fmt, text="\n".join(lines))

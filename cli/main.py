@@ -1,0 +1,99 @@
+"""The ``sessiondex`` command group.
+
+Commands live in their own modules and are imported only when invoked (``LazyGroup``):
+start-up time is a benchmark figure, and ``sessiondex search`` should not pay for
+watchdog or the exporters.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from cli.app import App
+
+# command name → "module:function"; the help listing keeps this order.
+COMMANDS = {
+    "index": "cli.index_cmds:index",
+    "stats": "cli.index_cmds:stats",
+    "watch": "cli.watch_cmd:watch",
+    "list": "cli.query_cmds:list_cmd",
+    "search": "cli.query_cmds:search",
+    "from-pr": "cli.query_cmds:from_pr",
+    "resolve": "cli.query_cmds:resolve",
+    "continue": "cli.query_cmds:continue_cmd",
+    "resume": "cli.query_cmds:resume",
+    "show": "cli.show_cmds:show",
+    "export": "cli.show_cmds:export",
+    "rename": "cli.mutate_cmds:rename",
+    "tag": "cli.mutate_cmds:tag",
+    "untag": "cli.mutate_cmds:untag",
+    "fork": "cli.mutate_cmds:fork",
+    "delete": "cli.mutate_cmds:delete",
+    "cleanup": "cli.cleanup_cmd:cleanup",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._importable(name)]
+
+    def _importable(self, name: str) -> bool:
+        module = COMMANDS[name].split(":")[0]
+        return importlib.util.find_spec(module) is not None
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None or not self._importable(cmd_name):
+            return None
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sessiondex")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config-dir", "config_dirs", multiple=True, metavar="DIR",
+              help="Claude config dir to index (repeatable). Default: $CLAUDE_CONFIG_DIR "
+                   "(comma-separated list allowed), else ~/.claude.")
+@click.option("--db", "db_path", envvar="SESSIONDEX_DB", metavar="PATH",
+              help="Index database. Default: $XDG_CACHE_HOME/sessiondex/index.db.")
+@click.option("--no-refresh", is_flag=True,
+              help="Answer from the index as it is, without the quick incremental refresh.")
+@click.version_option(_version(), "--version", prog_name="sessiondex")
+@click.pass_context
+def cli(ctx: click.Context, config_dirs: tuple[str, ...], db_path: str | None,
+        no_refresh: bool) -> None:
+    """Search and manage Claude Code session history.
+
+    sessiondex keeps a SQLite FTS5 index of the transcripts under
+    <config>/projects/ (never changing them) and answers from it: list sessions like
+    the /resume picker, search their text and PR links, resolve an ID or a name, and
+    rename, tag, fork, delete or clean up sessions with records Claude Code reads.
+
+    \b
+    Example:
+        sessiondex index
+        sessiondex list --scope all
+        sessiondex search "auth refactor"
+        sessiondex resume "Auth refactor"
+    """
+    ctx.obj = App(config_dirs=list(config_dirs), db_path=db_path, no_refresh=no_refresh)
+    ctx.call_on_close(ctx.obj.close)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    return cli.main(args=argv, prog_name="sessiondex")

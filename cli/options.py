@@ -1,0 +1,72 @@
+"""Options shared by the listing commands (list, search, from-pr)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cli.app import CliError
+
+
+def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--cwd", type=click.Path(file_okay=False), default=None,
+                        help="Act as if run in DIR (default: the current directory).")(func)
+
+
+def scope_options(default_scope: str = "worktree") -> Callable[..., Any]:
+    """Scope, branch, since, kinds and limit options; ``default_scope`` differs per command."""
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        return _apply_scope_options(func, default_scope)
+    return decorate
+
+
+def _apply_scope_options(func: Callable[..., Any], default_scope: str) -> Callable[..., Any]:
+    options = [
+        click.option("--scope", type=click.Choice(["worktree", "repo", "all"]),
+                     default=default_scope, show_default=True,
+                     help="worktree: this directory's project; repo: every git worktree "
+                          "of its repository; all: every project."),
+        click.option("--branch", default=None, metavar="B",
+                     help="Only sessions that were on git branch B at any point."),
+        click.option("--current-branch", is_flag=True,
+                     help="Only sessions that were on the current git branch."),
+        click.option("--since", default=None, metavar="WHEN",
+                     help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01)."),
+        click.option("--all-kinds", is_flag=True,
+                     help="Include sidechain, metadata-only, -p/SDK and /loop sessions."),
+        click.option("--include-archived", is_flag=True,
+                     help="Include sessions archived by cleanup --archive."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="At most N rows."),
+        cwd_option,
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def build_filters(cwd: str | None, scope: str, branch: str | None, current_branch: bool,
+                  since: str | None, all_kinds: bool, include_archived: bool,
+                  limit: int | None) -> Any:
+    from query.filters import Filters, parse_since
+
+    if branch and current_branch:
+        raise click.UsageError("--branch and --current-branch cannot be combined")
+    if since:
+        try:
+            parse_since(since)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--since") from None
+    return Filters(cwd=cwd, scope=scope, branch=branch, current_branch=current_branch,
+                   since=since, all_kinds=all_kinds, include_archived=include_archived,
+                   limit=limit)
+
+
+def run_filters(func: Callable[[], Any]) -> Any:
+    """Call a library function that reads ``Filters``; its ValueErrors are user errors."""
+    try:
+        return func()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None

@@ -1,0 +1,236 @@
+"""Resolve an argument to one session: path → full UUID → exact name → ID prefix.
+
+The rules are spec/semantics.md §3, which follow ``claude --resume``: an ID from another
+project counts only when exactly one other project holds a transcript with messages for
+it (a copied duplicate makes it ambiguous, and Claude Code then says not found).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import fuzz, process
+from sqlite_utils import Database
+
+from indexer.derive import SessionState
+from query.filters import keys_sql
+from query.scopes import resolve_cwd, worktree_keys
+from query.sessions import display_title, select_rows, to_object
+from transcripts.discover import describe_path
+from transcripts.keys import is_session_id, project_keys_for_directory
+from transcripts.reader import RecordReader
+
+MATCHED_PATH, MATCHED_ID, MATCHED_OTHER, MATCHED_NAME, MATCHED_PREFIX = (
+    "path", "id", "id-other-project", "name", "id-prefix")
+MIN_PREFIX = 8
+MAX_SUGGESTIONS = 5
+_PREFIX_RE = re.compile(r"[0-9a-fA-F][0-9a-fA-F-]{7,35}\Z")
+
+
+class NotFound(Exception):
+    """Nothing matched; the message is the one-line error to show."""
+
+    def __init__(self, message: str, suggestions: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions or []
+
+
+class Ambiguous(Exception):
+    """Several sessions matched; ``candidates`` are session objects, newest first."""
+
+    def __init__(self, message: str, candidates: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+@dataclass
+class Resolution:
+    session: dict[str, Any]
+    row: dict[str, Any]
+    matched_by: str
+    other_directory: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def as_object(self) -> dict[str, Any]:
+        return {**self.session, "matched_by": self.matched_by}
+
+
+def not_found_id(session_id: str) -> NotFound:
+    return NotFound(f"No conversation found with session ID: {session_id}")
+
+
+def _row_from_file(path: Path) -> dict[str, Any]:
+    """A session row folded straight from a transcript outside the index (a path
+    argument naming a file anywhere), with the same rules as the indexer."""
+    state = SessionState()
+    branches: set[str] = set()
+    links: set[str] = set()
+    with open(path, "rb") as stream:
+        for _, record in RecordReader(stream):
+            state.apply(record, branches, links)
+        st = os.fstat(stream.fileno())
+    stem = path.name[:-len(".jsonl")]
+    row = state.columns()
+    row.update(id=-1, root=str(path.parent.parent.parent), project_key=path.parent.name,
+               session_id=stem, file_path=str(path), mtime_ns=st.st_mtime_ns,
+               file_size=st.st_size, archived=0)
+    return row
+
+
+def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Resolution | None:
+    if "\x00" in arg or not arg.endswith(".jsonl"):
+        return None
+    path = Path(os.path.abspath(os.path.expanduser(arg)))
+    try:
+        if not path.is_file():
+            return None
+    except (OSError, ValueError):
+        return None
+    described = describe_path(path, roots)
+    if for_write and (described is None or described.kind != "main"):
+        raise NotFound(f"{arg} is not a session transcript inside a configured projects/ dir")
+    rows = select_rows(db, "s.file_path = ?", [str(path)])
+    if rows:
+        return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
+    row = _row_from_file(path)
+    if not is_session_id(row["session_id"]):
+        row["session_id"] = row["session_id"]
+    return Resolution(to_object_external(row), row, MATCHED_PATH)
+
+
+def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
+    """Session object for a file that is not in the index (no branch/PR tables)."""
+    from query.sessions import iso_ms, resume_command
+    from transcripts.records import display_prompt
+
+    first = row.get("first_prompt") or row.get("prompt_fallback")
+    return {
+        "session_id": row["session_id"], "project_key": row["project_key"],
+        "config_dir": row["root"], "file_path": row["file_path"], "cwd": row.get("cwd"),
+        "title": display_title(row), "custom_title": row.get("custom_title"),
+        "ai_title": row.get("ai_title"), "summary": row.get("summary"),
+        "last_prompt": row.get("last_prompt"),
+        "first_prompt": display_prompt(first) if first else None, "tag": row.get("tag"),
+        "git_branch": row.get("git_branch"), "branches": [], "pr_links": [],
+        "pr_mentions": [], "created_at": iso_ms(row.get("created_ms")),
+        "last_activity": iso_ms(row.get("last_activity_ms") or row["mtime_ns"] // 1_000_000),
+        "mtime": iso_ms(row["mtime_ns"] // 1_000_000), "file_size": row["file_size"],
+        "message_count": row["message_count"], "entrypoint": row.get("entrypoint"),
+        "is_sidechain": bool(row.get("is_sidechain")),
+        "forked_from": ({"session_id": row["forked_from_session"],
+                         "message_uuid": row.get("forked_from_message")}
+                        if row.get("forked_from_session") else None),
+        "resume_command": resume_command(row["session_id"], row.get("cwd")),
+    }
+
+
+def _other_directory_note(row: dict[str, Any]) -> str:
+    where = row.get("cwd") or f"(project {row['project_key']})"
+    return ("This session is from a different directory. To resume, run: "
+            f"cd {where} && claude --resume {row['session_id']}")
+
+
+def _by_id(db: Database, session_id: str, keys: list[str],
+           include_archived: bool) -> Resolution:
+    archived = "" if include_archived else " AND s.archived = 0"
+    rows = select_rows(db, f"s.session_id = ? AND s.raw_message_count > 0{archived}",
+                       [session_id])
+    if not rows:
+        rows = select_rows(db, f"lower(s.session_id) = lower(?) AND s.raw_message_count > 0"
+                               f"{archived}", [session_id])
+    local = [r for r in rows if r["project_key"] in keys]
+    if local:
+        local.sort(key=lambda r: keys.index(r["project_key"]))
+        return Resolution(to_object(db, local[0]), local[0], MATCHED_ID)
+    projects = {(r["root"], r["project_key"]) for r in rows}
+    if len(projects) != 1:
+        raise not_found_id(session_id)
+    row = max(rows, key=lambda r: r["mtime_ns"])
+    return Resolution(to_object(db, row), row, MATCHED_OTHER, other_directory=True,
+                      notes=[_other_directory_note(row)])
+
+
+def _scope_rows(db: Database, keys: list[str], include_archived: bool) -> list[dict[str, Any]]:
+    where, params = keys_sql(keys)
+    if not include_archived:
+        where += " AND s.archived = 0"
+    return select_rows(db, where, params)
+
+
+def name_of(row: dict[str, Any]) -> str | None:
+    """A session's resume handle: its custom title, else its AI title."""
+    return row.get("custom_title") or row.get("ai_title")
+
+
+def resolve(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path],
+            for_write: bool = False, include_archived: bool = False) -> Resolution:
+    """One session for ``arg``, or :class:`NotFound` / :class:`Ambiguous`."""
+    if not isinstance(arg, str) or not arg.strip():
+        raise NotFound("empty session argument: give a session ID, name or path")
+    if "\x00" in arg:
+        raise NotFound("a session argument cannot contain a NUL character")
+    here = resolve_cwd(cwd)
+    by_path = _by_path(db, arg, roots, for_write)
+    if by_path is not None:
+        return by_path
+    if is_session_id(arg):
+        return _by_id(db, arg, worktree_keys(here), include_archived)
+    if arg.strip() != arg and is_session_id(arg.strip()):
+        raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
+    repo_rows = _scope_rows(db, worktree_keys(here), include_archived)
+    wanted = arg.strip().lower()
+    named = [r for r in repo_rows if (name_of(r) or "").strip().lower() == wanted]
+    if len(named) == 1:
+        return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
+    if len(named) > 1:
+        raise Ambiguous(f"{len(named)} sessions are named {arg.strip()!r}",
+                        [to_object(db, r) for r in named])
+    if _PREFIX_RE.match(arg):
+        resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived)
+        if resolution is not None:
+            return resolution
+    titles = {display_title(r): r for r in repo_rows if name_of(r)}
+    suggestions = [t for t, _, _ in process.extract(
+        arg, list(titles), scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=50)]
+    hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else ""
+    raise NotFound(f"No session matches {arg!r}.{hint}", suggestions)
+
+
+def _by_prefix(db: Database, prefix: str, repo_rows: list[dict[str, Any]],
+               include_archived: bool) -> Resolution | None:
+    local = [r for r in repo_rows if r["session_id"].lower().startswith(prefix)]
+    if not local:
+        archived = "" if include_archived else " AND s.archived = 0"
+        local = select_rows(db, f"lower(s.session_id) LIKE ? ESCAPE '\\'{archived}",
+                            [prefix.replace("_", "\\_").replace("%", "\\%") + "%"])
+    if not local:
+        return None
+    unique = {r["session_id"].lower() for r in local}
+    if len(local) > 1 or len(unique) > 1:
+        raise Ambiguous(f"{len(local)} sessions start with {prefix!r}",
+                        [to_object(db, r) for r in local])
+    return Resolution(to_object(db, local[0]), local[0], MATCHED_PREFIX)
+
+
+def continue_session(db: Database, *, cwd: str | None = None,
+                     print_mode: bool = False) -> dict[str, Any]:
+    """The session ``claude --continue`` would open in ``cwd``: newest transcript mtime in
+    the cwd's own project dir (worktrees not searched), skipping sidechains and files
+    without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop`` sessions."""
+    from query.sessions import VISIBLE_SQL
+
+    here = resolve_cwd(cwd)
+    where, params = keys_sql(project_keys_for_directory(here))
+    if print_mode:
+        where += " AND coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
+    else:
+        where += f" AND {VISIBLE_SQL}"
+    rows = select_rows(db, where + " AND s.archived = 0", params,
+                       order="s.mtime_ns DESC, s.session_id", limit=1)
+    if not rows:
+        raise NotFound(f"No conversation found to continue in {here}")
+    return to_object(db, rows[0])

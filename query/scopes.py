@@ -1,0 +1,96 @@
+"""Which project dirs a command looks at: the picker's scopes.
+
+``worktree`` is the cwd's own project dir, ``repo`` adds every git worktree of the cwd's
+repository (``git worktree list --porcelain``), ``all`` is every project.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import unicodedata
+from functools import lru_cache
+
+from transcripts.keys import canonical_directory, project_keys_for_directory
+
+SCOPES = ("worktree", "repo", "all")
+GIT_TIMEOUT_SECONDS = 5
+
+
+@lru_cache(maxsize=64)
+def git_worktrees(cwd: str) -> tuple[str, ...]:
+    """Paths of every worktree of the repository containing ``cwd`` (empty outside one)."""
+    try:
+        result = subprocess.run(
+            ["git", "worktree", "list", "--porcelain"], cwd=cwd, capture_output=True,
+            text=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if result.returncode != 0:
+        return ()
+    return tuple(unicodedata.normalize("NFC", line[len("worktree "):])
+                 for line in result.stdout.splitlines() if line.startswith("worktree "))
+
+
+@lru_cache(maxsize=64)
+def git_current_branch(cwd: str) -> str | None:
+    try:
+        result = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=cwd,
+                                capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS,
+                                check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    branch = result.stdout.strip()
+    return branch if result.returncode == 0 and branch and branch != "HEAD" else None
+
+
+@lru_cache(maxsize=64)
+def git_remote_repository(cwd: str) -> tuple[str, str] | None:
+    """``(host, owner/repo)`` of the ``origin`` remote, if it names one."""
+    try:
+        result = subprocess.run(["git", "remote", "get-url", "origin"], cwd=cwd,
+                                capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS,
+                                check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    url = result.stdout.strip()
+    if result.returncode != 0 or not url:
+        return None
+    if "://" in url:
+        rest = url.split("://", 1)[1]
+        rest = rest.split("@", 1)[-1]
+        host, _, path = rest.partition("/")
+        host = host.split(":", 1)[0]
+    elif ":" in url:  # scp-like: git@github.com:owner/repo.git
+        host, _, path = url.split("@", 1)[-1].partition(":")
+    else:
+        return None
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    return (host.lower(), path) if host and path else None
+
+
+def worktree_keys(cwd: str) -> list[str]:
+    """Project keys of the cwd and of every worktree of its repository, cwd first."""
+    keys = list(project_keys_for_directory(cwd))
+    for path in git_worktrees(canonical_directory(cwd)):
+        for key in project_keys_for_directory(path):
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def scope_keys(cwd: str, scope: str) -> list[str] | None:
+    """Project keys in ``scope`` for ``cwd``; None means every project."""
+    if scope == "all":
+        return None
+    if scope == "repo":
+        return worktree_keys(cwd)
+    if scope == "worktree":
+        return list(project_keys_for_directory(cwd))
+    raise ValueError(f"unknown scope: {scope}")
+
+
+def resolve_cwd(cwd: str | None) -> str:
+    return os.path.abspath(cwd) if cwd else os.getcwd()
