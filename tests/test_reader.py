@@ -1,0 +1,124 @@
+"""The streaming reader: complete lines only, problems counted, never raises."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transcripts.reader import (
+    PROBLEM_INVALID_UTF8,
+    PROBLEM_MALFORMED,
+    PROBLEM_NOT_OBJECT,
+    PROBLEM_NUL,
+    PROBLEM_TOO_LONG,
+    RecordReader,
+)
+
+
+def read(data: bytes, offset: int = 0, **kwargs):
+    reader = RecordReader(io.BytesIO(data), offset, **kwargs)
+    return list(reader), reader
+
+
+GOOD = b'{"type":"user","n":1}\n'
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (b"not json", PROBLEM_MALFORMED),
+        (b'{"type":"user"', PROBLEM_MALFORMED),
+        (b'{"a":"\xff\xfe"}', PROBLEM_INVALID_UTF8),
+        (b'{"a":"x\x00y"}', PROBLEM_NUL),
+        (b"[1,2,3]", PROBLEM_NOT_OBJECT),
+        (b"42", PROBLEM_NOT_OBJECT),
+        (b'"text"', PROBLEM_NOT_OBJECT),
+        (b"null", PROBLEM_NOT_OBJECT),
+    ],
+)
+def test_bad_lines_are_counted_by_kind_and_skipped(line: bytes, problem: str) -> None:
+    records, reader = read(GOOD + line + b"\n" + GOOD)
+    assert [r for _, r in records] == [{"type": "user", "n": 1}] * 2
+    assert reader.problems == {problem: 1}
+
+
+@pytest.mark.parametrize("blank", [b"", b"   ", b"\t", b"\r"])
+def test_whitespace_lines_are_neither_records_nor_problems(blank: bytes) -> None:
+    records, reader = read(GOOD + blank + b"\n" + GOOD)
+    assert len(records) == 2
+    assert not reader.problems
+
+
+def test_final_line_without_newline_is_not_a_record_yet() -> None:
+    partial = b'{"type":"user","n":2}'
+    records, reader = read(GOOD + partial)
+    assert len(records) == 1
+    assert reader.end_offset == len(GOOD)
+    records, reader = read(GOOD + partial + b"\n", reader.end_offset)
+    assert [r["n"] for _, r in records] == [2]
+    assert reader.end_offset == len(GOOD) + len(partial) + 1
+
+
+def test_offsets_are_line_starts() -> None:
+    data = GOOD + b'{"b":2}\n' + GOOD
+    records, _ = read(data)
+    assert [o for o, _ in records] == [0, len(GOOD), len(GOOD) + 8]
+
+
+def test_limit_stops_at_the_snapshot_size() -> None:
+    data = GOOD * 3
+    records, reader = read(data, limit=len(GOOD) * 2 + 3)
+    assert len(records) == 2
+    assert reader.end_offset == len(GOOD) * 2
+
+
+def test_over_long_line_is_skipped_with_bounded_memory() -> None:
+    huge = b'{"x":"' + b"a" * 5000 + b'"}'
+    records, reader = read(GOOD + huge + b"\n" + GOOD, max_line=1000)
+    assert len(records) == 2
+    assert reader.problems == {PROBLEM_TOO_LONG: 1}
+
+
+def test_line_spanning_many_chunks_is_reassembled(monkeypatch) -> None:
+    import transcripts.reader as module
+
+    monkeypatch.setattr(module, "CHUNK_BYTES", 7)
+    record = {"type": "user", "text": "é" * 40}
+    data = orjson.dumps(record) + b"\n" + GOOD
+    records, _ = read(data)
+    assert [r for _, r in records] == [record, {"type": "user", "n": 1}]
+
+
+def test_unicode_line_separators_do_not_split_records() -> None:
+    record = {"text": "a\u2028b\u2029c\x85d"}
+    records, _ = read(orjson.dumps(record) + b"\n")
+    assert [r for _, r in records] == [record]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000), st.integers(min_value=0, max_value=2100))
+def test_no_byte_string_makes_the_reader_raise(data: bytes, offset: int) -> None:
+    records, reader = read(data, min(offset, len(data)))
+    assert reader.end_offset <= len(data)
+    assert all(isinstance(r, dict) for _, r in records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20), max_size=3),
+                max_size=10),
+       st.integers(min_value=1, max_value=64))
+def test_chunked_reading_equals_whole_reading(records: list[dict], chunk: int) -> None:
+    import transcripts.reader as module
+
+    data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    original = module.CHUNK_BYTES
+    module.CHUNK_BYTES = chunk
+    try:
+        got, _ = read(data)
+    finally:
+        module.CHUNK_BYTES = original
+    assert [r for _, r in got] == records
