@@ -31,6 +31,11 @@ from transcripts.reader import RecordReader
 from transcripts.records import timestamp_ms
 
 FINGERPRINT_WINDOW = 4096
+# File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
+# as our read keeps its size and mtime. Like git's "racy clean" check, a file whose
+# mtime was that close to our stat is verified by fingerprint next time instead of
+# being trusted (costs two small reads, only for files written in the last moments).
+RACY_WINDOW_NS = 2_000_000_000
 MESSAGE_BATCH = 500
 
 NEW, GROWN, REWRITTEN, UNCHANGED = "new", "grown", "rewritten", "unchanged"
@@ -143,11 +148,11 @@ def _write_session_search(db: Database, session_rowid: int) -> None:
     row["pr_text"] = " ".join(f"{u} PR #{n} {r or ''}".strip() for u, n, r in links) or None
     values = {c: (fts_text(row[c]) if isinstance(row.get(c), str) else None)
               for c in SESSION_FTS_COLUMNS}
+    db.execute("UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
+               [row["branches_text"], row["pr_text"], session_rowid])
     current = db.execute("SELECT * FROM session_search WHERE id = ?", [session_rowid]).fetchone()
     if current is not None and list(current[1:]) == [values[c] for c in SESSION_FTS_COLUMNS]:
         return
-    db.execute("UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
-               [row["branches_text"], row["pr_text"], session_rowid])
     placeholders = ", ".join("?" for _ in SESSION_FTS_COLUMNS)
     # DELETE then INSERT: REPLACE's implicit delete would not fire the FTS delete trigger.
     db.execute("DELETE FROM session_search WHERE id = ?", [session_rowid])
@@ -166,18 +171,24 @@ def _insert_prs(db: Database, table: str, session_rowid: int, file_id: int,
          for p in prs])
 
 
+def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
+    """Same size, mtime and inode as when indexed, and not "racily" so."""
+    return (stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
+        tf.size, tf.mtime_ns, tf.inode, tf.device) and (
+        stored["mtime_ns"] < stored["checked_ns"] - RACY_WINDOW_NS)
+
+
 def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:
     if stored is None:
         return NEW
-    if (stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
-            tf.size, tf.mtime_ns, tf.inode, tf.device):
-        return UNCHANGED
     if (stored["inode"], stored["device"]) != (tf.inode, tf.device):
         return REWRITTEN
     if tf.size < stored["consumed"]:
         return REWRITTEN
     if stored["fingerprint"] != _fingerprint(stream, stored["consumed"]):
         return REWRITTEN
+    if tf.size == stored["size"]:
+        return UNCHANGED  # verified by fingerprint: only the mtime moved
     return GROWN
 
 
@@ -187,9 +198,7 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
     stats.files_seen += 1
     path = str(tf.path)
     stored = _stored(db, path)
-    if stored is not None and not force and (
-            stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
-            tf.size, tf.mtime_ns, tf.inode, tf.device):
+    if stored is not None and not force and _stat_unchanged(stored, tf):
         stats.unchanged += 1
         return UNCHANGED
     session_rowid: int | None = None
@@ -206,6 +215,7 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
         return UNCHANGED
     try:
         try:
+            checked_ns = time.time_ns()
             st = os.fstat(stream.fileno())
         except OSError as exc:
             stats.errors.append((path, exc.strerror or str(exc)))
@@ -216,11 +226,17 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
         if force and stored is not None:
             state_kind = REWRITTEN
         if state_kind == UNCHANGED:
+            assert stored is not None
+            with db.atomic():
+                db.execute("UPDATE files SET mtime_ns = ?, checked_ns = ? WHERE id = ?",
+                           [tf.mtime_ns, checked_ns, stored["id"]])
+                db.execute("UPDATE sessions SET mtime_ns = ? WHERE id = ?",
+                           [tf.mtime_ns, stored["id"]])
             stats.unchanged += 1
             return UNCHANGED
         with db.atomic():
             _ingest_locked(db, tf, stream, stored, state_kind, session_rowid, stats,
-                           include_tools)
+                           include_tools, checked_ns)
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
         return UNCHANGED
@@ -233,7 +249,7 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
 def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
                    stored: dict[str, Any] | None, state_kind: str,
                    session_rowid: int | None, stats: RefreshStats,
-                   include_tools: bool) -> None:
+                   include_tools: bool, checked_ns: int) -> None:
     path = str(tf.path)
     is_main = tf.kind == MAIN
     if stored is None:
@@ -323,10 +339,11 @@ def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
         _write_session_search(db, session_rowid)
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
-        " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ? WHERE id = ?",
+        " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?"
+        " WHERE id = ?",
         [tf.size, tf.mtime_ns, tf.inode, tf.device, consumed, _fingerprint(stream, consumed),
          bad_lines, orjson.dumps(dict(problems)).decode() if problems else None,
-         session_rowid, file_id])
+         session_rowid, checked_ns, file_id])
 
 
 def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,

@@ -45,6 +45,7 @@ def m001_initial(db: Database) -> None:
             device INTEGER NOT NULL DEFAULT 0,
             consumed INTEGER NOT NULL DEFAULT 0,   -- byte after the last complete line read
             fingerprint TEXT,                      -- of the consumed prefix's head and tail
+            checked_ns INTEGER NOT NULL DEFAULT 0, -- wall clock when the stat was taken
             bad_lines INTEGER NOT NULL DEFAULT 0,
             problems TEXT                          -- JSON {kind: count}
         )""")

@@ -14,6 +14,7 @@ from sqlite_utils import Database
 
 from indexer.db import open_db
 from indexer.ingest import refresh
+from indexer.schema import SESSION_FTS_COLUMNS
 
 
 def _rows(db: Database, sql: str) -> list[tuple[Any, ...]]:
@@ -43,8 +44,8 @@ def index_snapshot(db: Database) -> dict[str, list[tuple[Any, ...]]]:
         "messages": _rows(db, "SELECT s.file_path, f.path, m.uuid, m.type, m.ts_ms, m.text"
                               " FROM messages m JOIN sessions s ON s.id = m.session_rowid"
                               " JOIN files f ON f.id = m.file_id"),
-        "session_search": _rows(db, "SELECT s.file_path, x.* FROM session_search x"
-                                    " JOIN sessions s ON s.id = x.id"),
+        "session_search": _rows(db, f"SELECT s.file_path, {', '.join('x.' + c for c in SESSION_FTS_COLUMNS)}"
+                                    " FROM session_search x JOIN sessions s ON s.id = x.id"),
         "fts_integrity": [tuple(r) for r in db.execute(
             "SELECT (SELECT count(*) FROM messages_fts), (SELECT count(*) FROM messages),"
             " (SELECT count(*) FROM session_search_fts), (SELECT count(*) FROM session_search)")],

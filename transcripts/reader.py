@@ -56,14 +56,14 @@ class RecordReader:
     """
 
     def __init__(self, stream: BinaryIO, offset: int = 0, *, limit: int | None = None,
-                 max_line: int = MAX_LINE_BYTES) -> None:
+                 max_line: int | None = None) -> None:
         self._stream = stream
         self.start_offset = offset
         self.end_offset = offset
         self.bytes_read = 0
         self.problems: Counter[str] = Counter()
         self._limit = limit
-        self._max_line = max_line
+        self._max_line = MAX_LINE_BYTES if max_line is None else max_line
 
     def lines(self) -> Iterator[tuple[int, bytes]]:
         """Complete lines (without ``\\n``) with their start offsets."""

@@ -1,0 +1,323 @@
+"""The indexer: fixture expectations, incremental == rebuild, no-change refresh, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import transcripts.reader as reader_module
+from indexer.db import open_db
+from indexer.ingest import refresh
+from query.sessions import is_hidden, select_rows, to_object
+from tests.builders import (
+    ConfigTree,
+    append_bytes,
+    append_records,
+    copy_fixtures,
+    dumps,
+    write_jsonl,
+)
+from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
+COMPARED_FIELDS = (
+    "cwd", "custom_title", "ai_title", "summary", "last_prompt", "first_prompt", "title",
+    "tag", "git_branch", "branches", "pr_links", "pr_mentions", "message_count",
+    "entrypoint", "is_sidechain", "forked_from", "created_at", "last_activity", "file_size",
+    "project_key",
+)
+
+
+@pytest.fixture(scope="module")
+def fixture_index(tmp_path_factory):
+    base = tmp_path_factory.mktemp("fixtures")
+    root = copy_fixtures(base)
+    db = open_db(base / "index.db")
+    stats = refresh(db, [root])
+    yield root, db, stats
+    db.close()
+
+
+def _snapshot_files(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("session_id", sorted(EXPECTED), ids=lambda s: EXPECTED[s]["name"])
+def test_fixture_session_fields(fixture_index, session_id: str) -> None:
+    _, db, _ = fixture_index
+    expected = EXPECTED[session_id]
+    rows = select_rows(db, "s.session_id = ?", [session_id])
+    assert len(rows) == 1
+    got = to_object(db, rows[0])
+    for name in COMPARED_FIELDS:
+        if name in expected:
+            assert got[name] == expected[name], name
+    assert is_hidden(rows[0]) == expected["hidden_from_picker"]
+
+
+def test_fixture_summary_counts_problems(fixture_index) -> None:
+    _, _, stats = fixture_index
+    assert stats.new == stats.files_seen
+    assert stats.bad_lines == 1 and stats.problems == {"malformed-json": 1}
+    # ignored names (agent-*.jsonl, *.orphaned-*, notes.jsonl) are never sessions
+    assert stats.sessions == len(EXPECTED)
+
+
+def test_indexing_never_touches_transcripts(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    before = _snapshot_files(root)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [root])
+    refresh(db, [root], rebuild=True)
+    assert _snapshot_files(root) == before
+
+
+def test_no_change_refresh_reads_no_bytes(tmp_path: Path, monkeypatch) -> None:
+    root = copy_fixtures(tmp_path)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [root])
+    opened: list[str] = []
+    real_open = open
+
+    def spy(path, *args, **kwargs):
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", spy)
+    stats = refresh(db, [root])
+    assert stats.bytes_read == 0
+    assert stats.unchanged == stats.files_seen > 0
+    assert not [p for p in opened if p.endswith(".jsonl")]
+
+
+def test_rebuild_equals_incremental_on_fixtures(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    db = open_db(tmp_path / "a.db")
+    refresh(db, [root])
+    refresh(db, [root], rebuild=True)
+    assert index_snapshot(db) == rebuilt_snapshot([root], tmp_path / "b.db")
+    check_fts_integrity(db)
+
+
+def _session(tree: ConfigTree, cwd: str = "/work/app", **kw):
+    s = tree.session(cwd=cwd, **kw)
+    s.user("first prompt about parsers")
+    s.assistant("reply one")
+    return s
+
+
+def test_incremental_sequence_equals_rebuild(tmp_path: Path) -> None:
+    """Appends, a partial line, truncation, in-place rewrite, replacement, deletion and
+    new files: after each step the incremental index equals a fresh one."""
+    tree = ConfigTree(tmp_path / "claude")
+    a = _session(tree)
+    a.meta("custom-title", customTitle="Parser work")
+    path_a = a.write()
+    b = _session(tree, cwd="/work/other")
+    path_b = b.write()
+    db = open_db(tmp_path / "inc.db")
+    step = 0
+
+    def check() -> None:
+        nonlocal step
+        step += 1
+        refresh(db, [tree.root])
+        assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / f"r{step}.db"), step
+        check_fts_integrity(db)
+
+    check()
+    append_records(path_a, [{"type": "tag", "tag": "wip", "sessionId": a.session_id}])
+    check()
+    half = dumps({"type": "user", "uuid": "u-late", "sessionId": a.session_id,
+                  "timestamp": "2026-11-03T00:00:00.000Z", "gitBranch": "late",
+                  "message": {"role": "user", "content": "zebra crossing words"}})
+    append_bytes(path_a, half[:20])
+    check()
+    assert not select_rows(db, "s.branches_text LIKE '%late%'")
+    append_bytes(path_a, half[20:] + b"\n")
+    check()
+    assert select_rows(db, "s.branches_text LIKE '%late%'")
+    # truncation below the consumed offset
+    data = path_a.read_bytes()
+    path_a.write_bytes(data[: len(data) // 2].rsplit(b"\n", 1)[0] + b"\n")
+    check()
+    # in-place rewrite with the same size: a changed byte early in the file
+    data = bytearray(path_b.read_bytes())
+    index = data.index(b"reply one")
+    data[index:index + 9] = b"reply two"
+    path_b.write_bytes(bytes(data))
+    check()
+    # replacement by rename (new inode), as Claude Code's compaction GC does
+    tmp = path_b.with_name(path_b.name + ".compact.tmp.1")
+    tmp.write_bytes(path_b.read_bytes() + dumps({"type": "custom-title",
+                    "customTitle": "Renamed", "sessionId": b.session_id}) + b"\n")
+    os.replace(tmp, path_b)
+    check()
+    c = _session(tree, cwd="/work/third")
+    sub = c.subagent(agent_id="abc", tool_use_id="toolu_1")
+    sub.user("subagent words")
+    c.write()
+    check()
+    path_b.unlink()
+    check()
+    assert {r["session_id"] for r in select_rows(db)} == {a.session_id, c.session_id}
+
+
+def test_subagents_are_indexed_under_their_parent(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    sub = s.subagent(agent_id="a1", tool_use_id="toolu_9")
+    sub.user("unique subagent wording xylophone")
+    sub.assistant("done")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    stats = refresh(db, [tree.root])
+    assert stats.sessions == 1
+    hits = db.execute("SELECT s.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+                      " JOIN sessions s ON s.id = m.session_rowid WHERE messages_fts MATCH"
+                      " 'xylophone'").fetchall()
+    assert hits == [(s.session_id,)]
+    row = select_rows(db)[0]
+    assert row["message_count"] == 2  # subagent messages are not the session's own
+
+
+def test_unreadable_file_is_reported_and_skipped(tmp_path: Path, monkeypatch) -> None:
+    """EACCES on open (simulated: the suite may run as root, which ignores modes)."""
+    tree = ConfigTree(tmp_path / "claude")
+    path = _session(tree).write()
+    _session(tree, cwd="/work/b").write()
+    real_open = open
+
+    def deny(target, *args, **kwargs):
+        if str(target) == str(path):
+            raise PermissionError(13, "Permission denied", str(target))
+        return real_open(target, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", deny)
+    db = open_db(tmp_path / "i.db")
+    stats = refresh(db, [tree.root])
+    assert stats.errors == [(str(path), "Permission denied")]
+    assert stats.sessions == 1
+    monkeypatch.undo()
+    assert refresh(db, [tree.root]).sessions == 2  # readable again: picked up
+
+
+def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkeypatch) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    path = _session(tree).write()
+    real_open = open
+
+    def vanish(target, *args, **kwargs):
+        if str(target) == str(path):
+            path.unlink()
+        return real_open(target, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", vanish)
+    db = open_db(tmp_path / "i.db")
+    stats = refresh(db, [tree.root])
+    assert [p for p, _ in stats.errors] == [str(path)]
+    assert stats.sessions == 0
+
+
+@pytest.mark.parametrize(
+    ("records", "field", "expected"),
+    [
+        # a tool input with summary/gitBranch keys is not a summary or a branch
+        ([{"type": "assistant", "uuid": "a", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t", "name": "X",
+             "input": {"summary": "NOT", "gitBranch": "NOT"}}]}}], "summary", None),
+        ([{"type": "tag", "tag": "x"}, {"type": "tag", "tag": ""}], "tag", None),
+        ([{"type": "tag", "tag": ""}, {"type": "tag", "tag": "y"}], "tag", "y"),
+        ([{"type": "custom-title", "customTitle": "A"},
+          {"type": "custom-title", "customTitle": "B"}], "custom_title", "B"),
+        ([{"type": "custom-title", "customTitle": "A"},
+          {"type": "custom-title", "customTitle": ""}], "custom_title", None),
+        ([{"type": "user", "cwd": 5, "uuid": "u", "message": "x"}], "cwd", None),
+        ([{"type": "user", "uuid": "u", "timestamp": "yesterday", "message": {"content": "hi"}}],
+         "created_ms", None),
+        ([{"type": "summary", "summary": "S1"}, {"type": "summary", "summary": "S2"}],
+         "summary", "S2"),
+    ],
+)
+def test_whole_file_semantics_table(tmp_path: Path, records: list[dict], field: str,
+                                    expected: object) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    sid = "0f8b7c1e-2d3a-4b5c-8d9e-0a1b2c3d4e5f"
+    write_jsonl(tree.project_dir("/w") / f"{sid}.jsonl",
+                [{**record, "sessionId": sid} for record in records])
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    assert select_rows(db)[0][field] == expected
+
+
+def test_rename_deep_in_a_large_file(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    s.meta("custom-title", customTitle="Deep name")
+    for i in range(60):
+        s.assistant(f"filler {i} " + "x" * 2000)
+    path = s.write()
+    assert path.stat().st_size > 128 * 1024
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    assert to_object(db, select_rows(db)[0])["title"] == "Deep name"
+
+
+LINES = [
+    {"type": "user", "uuid": "u1", "timestamp": "2026-11-01T00:00:00Z", "cwd": "/w",
+     "gitBranch": "main", "message": {"role": "user", "content": "alpha words"}},
+    {"type": "assistant", "uuid": "a1", "gitBranch": "feat",
+     "message": {"role": "assistant", "content": [{"type": "text", "text": "beta words"}]}},
+    {"type": "custom-title", "customTitle": "T1"},
+    {"type": "pr-link", "prNumber": 3, "prUrl": "https://github.com/o/r/pull/3",
+     "prRepository": "o/r"},
+    {"type": "tag", "tag": "t"},
+    {"type": "user", "uuid": "u2", "message": {"role": "user", "content":
+        "see https://gitlab.com/g/p/-/merge_requests/4"}},
+    {"type": "tag", "tag": ""},
+    {"type": "ai-title", "aiTitle": "AI"},
+]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(range(len(LINES))), min_size=1, max_size=12),
+       st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_any_split_points_equal_rebuild(tmp_path_factory, picks: list[int],
+                                        cuts: list[int]) -> None:
+    """Property: valid records appended at arbitrary byte split points, indexed after
+    every write, give the same index as one pass over the final file."""
+    base = tmp_path_factory.mktemp("prop")
+    tree = ConfigTree(base / "claude")
+    path = tree.project_dir("/w") / "0f8b7c1e-2d3a-4b5c-8d9e-0a1b2c3d4e5f.jsonl"
+    path.parent.mkdir(parents=True)
+    data = b"".join(dumps(LINES[i]) + b"\n" for i in picks)
+    points = sorted({min(c, len(data)) for c in cuts} | {len(data)})
+    path.write_bytes(b"")
+    db = open_db(base / "inc.db")
+    previous = 0
+    for point in points:
+        append_bytes(path, data[previous:point])
+        previous = point
+        refresh(db, [tree.root])
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], base / "full.db")
+
+
+def test_reader_limit_keeps_memory_bounded_on_a_huge_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 1 << 16)
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    s.raw(b'{"type":"user","message":{"content":"' + b"z" * 200_000 + b'"}}\n')
+    s.assistant("after the huge line")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    stats = refresh(db, [tree.root])
+    assert stats.problems == {"line-too-long": 1}
+    assert select_rows(db)[0]["message_count"] == 3
