@@ -126,7 +126,7 @@ ACTIVITY_SQL = "coalesce(s.last_activity_ms, s.mtime_ns / 1000000)"
 
 
 def select_rows(db: Database, where: str = "1", params: Sequence[Any] = (),
-                order: str = f"{ACTIVITY_SQL} DESC, s.session_id",
+                order: str = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
                 limit: int | None = None) -> list[dict[str, Any]]:
     """Raw ``sessions`` rows (as dicts) matching ``where``."""
     sql = f"SELECT s.* FROM sessions s WHERE {where} ORDER BY {order}"

@@ -1,0 +1,256 @@
+"""list, resolve, continue on a tree with two repositories, one with two worktrees."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from query.scopes import git_worktrees
+from tests.builders import ConfigTree
+
+ID_PREFIX_A = "abcdef12-0000-4000-8000-000000000001"
+ID_PREFIX_B = "abcdef12-1111-4000-8000-000000000002"
+ID_DUP = "d0d0d0d0-0000-4000-8000-00000000d0d0"
+ID_OTHER = "0e0e0e0e-0000-4000-8000-000000000e0e"
+ID_META_ELSEWHERE = "4e4e4e4e-0000-4000-8000-000000004e4e"
+ID_ONLY_META = "5e5e5e5e-0000-4000-8000-000000005e5e"
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+                   cwd=cwd, check=True, capture_output=True)
+
+
+class World:
+    """Two repositories (A with a second worktree, B), a plain dir, and the sessions."""
+
+    def __init__(self, base: Path) -> None:
+        self.repo_a = base / "repo-a"
+        self.repo_a_wt = base / "repo-a-wt"
+        self.repo_b = base / "repo-b"
+        self.plain = base / "plain"
+        for d in (self.repo_a, self.repo_b, self.plain):
+            d.mkdir()
+        _git("init", "-q", "-b", "main", cwd=self.repo_a)
+        _git("commit", "-q", "--allow-empty", "-m", "init", cwd=self.repo_a)
+        _git("worktree", "add", "-q", "-b", "feat", str(self.repo_a_wt), cwd=self.repo_a)
+        _git("init", "-q", "-b", "main", cwd=self.repo_b)
+        git_worktrees.cache_clear()
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "index.db"
+        self.ids: dict[str, str] = {}
+        t = 1_790_000_000
+        self.add("auth", self.repo_a, title="Auth refactor", mtime=t + 10)
+        self.add("billing", self.repo_a_wt, ai_title="Billing cleanup", branch="feat",
+                 mtime=t + 20)
+        self.add("deploy1", self.repo_a, title="Deploy script", mtime=t + 30)
+        self.add("deploy2", self.repo_a_wt, title="deploy SCRIPT", branch="feat", mtime=t + 40)
+        self.add("onlyb", self.repo_b, title="Only in B", mtime=t + 50)
+        self.add("prefix_a", self.repo_a, session_id=ID_PREFIX_A, mtime=t + 60)
+        self.add("prefix_b", self.repo_a, session_id=ID_PREFIX_B, mtime=t + 61)
+        self.add("dup_b", self.repo_b, session_id=ID_DUP, mtime=t + 70)
+        self.add("dup_plain", self.plain, session_id=ID_DUP, mtime=t + 71)
+        self.add("other", self.repo_b, session_id=ID_OTHER, mtime=t + 80)
+        self.add("meta_b", self.repo_b, session_id=ID_META_ELSEWHERE, messages=False,
+                 mtime=t + 90)
+        self.add("real_plain", self.plain, session_id=ID_META_ELSEWHERE, mtime=t + 91)
+        self.add("only_meta", self.repo_b, session_id=ID_ONLY_META, messages=False,
+                 mtime=t + 95)
+        self.add("newest_normal", self.repo_a, title="Newest normal", mtime=t + 100)
+        self.add("print_mode", self.repo_a, entrypoint="sdk-cli", mtime=t + 110)
+        self.add("loop", self.repo_a, first="<command-name>/loop</command-name>",
+                 mtime=t + 120)
+
+    def add(self, name: str, cwd: Path, *, title: str | None = None,
+            ai_title: str | None = None, branch: str = "main", session_id: str | None = None,
+            entrypoint: str = "cli", messages: bool = True, first: str | None = None,
+            mtime: float) -> None:
+        s = self.tree.session(cwd=str(cwd), git_branch=branch, session_id=session_id,
+                              entrypoint=entrypoint)
+        if messages:
+            s.user(first or f"prompt for {name}")
+            s.assistant(f"answer for {name}")
+        if title:
+            s.meta("custom-title", customTitle=title)
+        if ai_title:
+            s.meta("ai-title", aiTitle=ai_title)
+        if not messages:
+            s.meta("custom-title", customTitle=f"meta only {name}")
+        s.write(mtime=mtime)
+        self.ids[name] = s.session_id
+
+    def run(self, *args: str, cwd: Path | None = None):
+        base = ["--config-dir", str(self.tree.root), "--db", str(self.db)]
+        if cwd is not None and args and args[0] not in ("index",):
+            args = (*args, "--cwd", str(cwd))
+        return CliRunner().invoke(cli, [*base, *args])
+
+    def ids_of(self, result) -> list[str]:
+        assert result.exit_code in (0, 3), result.output
+        return [row["session_id"] for row in json.loads(result.stdout)]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> World:
+    return World(tmp_path_factory.mktemp("world"))
+
+
+@pytest.mark.parametrize(
+    ("arg", "where", "exit_code", "expected", "matched_by"),
+    [
+        ("auth", "a", 1, None, None),  # not a name, not hex: not found
+        ("Auth refactor", "a", 0, "auth", "name"),
+        ("  auth REFACTOR ", "a", 0, "auth", "name"),  # trimmed, case-insensitive
+        ("billing cleanup", "a", 0, "billing", "name"),  # AI title, another worktree
+        ("Auth refactor", "wt", 0, "auth", "name"),  # from the linked worktree
+        ("deploy script", "a", 3, ["deploy2", "deploy1"], None),  # ambiguous, newest first
+        ("Only in B", "a", 1, None, None),  # name in another repository
+        ("Only in B", "b", 0, "onlyb", "name"),
+        (ID_OTHER, "a", 0, "other", "id-other-project"),  # exactly one other project
+        (ID_DUP, "a", 1, None, None),  # two other projects: not found
+        (ID_DUP, "b", 0, "dup_b", "id"),  # in the cwd's project: found
+        (ID_META_ELSEWHERE, "a", 0, "real_plain", "id-other-project"),  # metadata-only ignored
+        (ID_ONLY_META, "a", 1, None, None),  # only a metadata-only file: not counted
+        ("abcdef12-0000", "a", 0, "prefix_a", "id-prefix"),
+        ("ABCDEF12-1", "a", 0, "prefix_b", "id-prefix"),
+        ("abcdef12", "a", 3, ["prefix_b", "prefix_a"], None),  # ambiguous prefix
+    ],
+)
+def test_resolve_table(world: World, arg: str, where: str, exit_code: int,
+                       expected: str | list[str] | None, matched_by: str | None) -> None:
+    cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]
+    result = world.run("resolve", arg, "--json", cwd=cwd)
+    assert result.exit_code == exit_code, result.output
+    if exit_code == 0:
+        obj = json.loads(result.stdout)
+        assert obj["session_id"] == world.ids[expected]
+        assert obj["matched_by"] == matched_by
+    elif exit_code == 3:
+        assert world.ids_of(result) == [world.ids[n] for n in expected]
+    else:
+        assert result.stdout == ""
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_id_uses_claude_codes_message(world: World) -> None:
+    result = world.run("resolve", ID_DUP, cwd=world.repo_a)
+    assert result.stderr.strip() == f"No conversation found with session ID: {ID_DUP}"
+
+
+def test_other_directory_is_said(world: World) -> None:
+    result = world.run("resolve", ID_OTHER, cwd=world.repo_a)
+    assert "different directory" in result.stderr
+    assert f"cd {world.repo_b} && claude --resume {ID_OTHER}" in result.stderr
+
+
+def test_not_found_name_suggests_close_titles(world: World) -> None:
+    result = world.run("resolve", "auth refactr", cwd=world.repo_a)
+    assert result.exit_code == 1
+    assert "Auth refactor" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "arg", ["../x", "/etc/passwd", ID_OTHER + "\n", "", "   ", "a\x00b", "../../etc/passwd.jsonl",
+            "x/y/z", "/"]
+)
+def test_hostile_arguments_are_clear_errors(world: World, arg: str) -> None:
+    result = world.run("resolve", arg, cwd=world.repo_a)
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_transcript_path_resolves_anywhere_for_reading(world: World, tmp_path: Path) -> None:
+    source = next(world.tree.projects_dir.rglob(f"{world.ids['auth']}.jsonl"))
+    result = world.run("resolve", str(source), "--json", cwd=world.plain)
+    assert json.loads(result.stdout)["matched_by"] == "path"
+    copy = tmp_path / "elsewhere.jsonl"
+    copy.write_bytes(source.read_bytes())
+    obj = json.loads(world.run("resolve", str(copy), "--json").stdout)
+    assert obj["matched_by"] == "path" and obj["title"] == "Auth refactor"
+
+
+@pytest.mark.parametrize(
+    ("args", "where", "expected"),
+    [
+        (("--scope", "worktree"), "a",
+         ["newest_normal", "prefix_b", "prefix_a", "deploy1", "auth"]),
+        (("--scope", "repo"), "a",
+         ["newest_normal", "prefix_b", "prefix_a", "deploy2", "deploy1", "billing", "auth"]),
+        (("--scope", "repo", "--branch", "feat"), "a", ["deploy2", "billing"]),
+        (("--scope", "worktree", "--current-branch"), "wt", ["deploy2", "billing"]),
+        (("--scope", "worktree", "--all-kinds"), "a",
+         ["loop", "print_mode", "newest_normal", "prefix_b", "prefix_a", "deploy1", "auth"]),
+        (("--scope", "repo", "--limit", "2"), "a", ["newest_normal", "prefix_b"]),
+        (("--scope", "worktree", "--since", "2020-01-01"), "b",
+         ["other", "dup_b", "onlyb"]),
+        (("--scope", "worktree", "--since", "1d"), "b", []),
+    ],
+)
+def test_list_table(world: World, args: tuple[str, ...], where: str,
+                    expected: list[str]) -> None:
+    cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]
+    result = world.run("list", *args, "--json", cwd=cwd)
+    assert world.ids_of(result) == [world.ids[n] for n in expected]
+
+
+def test_list_scope_all_hides_hidden_kinds(world: World) -> None:
+    ids = world.ids_of(world.run("list", "--scope", "all", "--json"))
+    for hidden in ("print_mode", "loop", "only_meta"):
+        assert world.ids[hidden] not in ids
+    assert world.ids["onlyb"] in ids
+    # the metadata-only copy in repo B is hidden, the real one in plain/ is listed
+    assert ids.count(ID_META_ELSEWHERE) == 1
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "table"])
+def test_every_format_prints_the_same_rows(world: World, fmt: str) -> None:
+    result = world.run("list", "--format", fmt, cwd=world.repo_b)
+    assert result.exit_code == 0
+    if fmt == "json":
+        rows = json.loads(result.stdout)
+        from query.sessions import SESSION_FIELDS
+
+        assert all(list(r) == list(SESSION_FIELDS) for r in rows)
+    elif fmt == "jsonl":
+        assert len(result.stdout.splitlines()) == 3
+    elif fmt == "csv":
+        assert result.stdout.splitlines()[0].startswith("session_id,project_key")
+        assert len(result.stdout.splitlines()) == 4
+    else:
+        assert "Only in B" in result.stdout
+
+
+def test_empty_json_is_an_array(world: World, tmp_path: Path) -> None:
+    result = world.run("list", "--json", cwd=tmp_path)
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "print_mode", "expected"),
+    [("a", False, "newest_normal"), ("a", True, "loop"), ("wt", False, "deploy2"),
+     ("b", False, "other")],
+)
+def test_continue_table(world: World, where: str, print_mode: bool, expected: str) -> None:
+    cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]
+    args = ["continue", "--json"] + (["--print-mode"] if print_mode else [])
+    result = world.run(*args, cwd=cwd)
+    assert json.loads(result.stdout)["session_id"] == world.ids[expected]
+
+
+def test_resume_dry_run_prints_the_command(world: World) -> None:
+    result = world.run("resume", "Auth refactor", "--dry-run", cwd=world.repo_a)
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"cd {world.repo_a} && claude --resume {world.ids['auth']}"
+
+
+def test_resume_without_claude_is_a_clear_error(world: World, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = world.run("resume", "Auth refactor", cwd=world.repo_a)
+    assert result.exit_code == 1
+    assert "claude" in result.stderr and "Traceback" not in result.output
