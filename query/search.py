@@ -58,7 +58,8 @@ def quote_query(query: str) -> str:
     """User text → a safe FTS5 query: every word a quoted string (so ``-``, ``*``, ``:``,
     ``NEAR``, parentheses and stray quotes are plain text), all words required, and the
     last word also matched as a prefix once it has three characters."""
-    words = [w.replace('"', "") for w in query.split()]
+    # NUL ends a string inside SQLite's FTS5 parser; quotes are re-added below.
+    words = [w.replace('"', "").replace("\x00", "") for w in query.split()]
     words = [w for w in words if w]
     if not words:
         return ""

@@ -1,0 +1,245 @@
+"""search and from-pr: ranking, escaping, languages, PR URLs, typo tolerance."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cli.main import cli
+from indexer.db import open_db
+from indexer.ingest import refresh
+from query.filters import Filters
+from query.search import quote_query, search
+from tests.builders import ConfigTree, copy_fixtures
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
+ALL = Filters(scope="all")
+
+
+@pytest.fixture(scope="module")
+def fixture_db(tmp_path_factory):
+    base = tmp_path_factory.mktemp("search")
+    root = copy_fixtures(base)
+    db = open_db(base / "i.db")
+    refresh(db, [root])
+    yield db
+    db.close()
+
+
+def ids(rows: list[dict]) -> list[str]:
+    by_id = {v: k for k, v in NAMES.items()}
+    return [by_id.get(r["session_id"], r["session_id"]) for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # Pasted PR URL variants → the linked session (links before mentions)
+        ("https://github.com/acme/shop/pull/12", ["wt-feature", "shop-auth"]),
+        ("github.com/acme/shop/pull/12/files", ["wt-feature", "shop-auth"]),
+        ("http://GITHUB.com/acme/shop/pull/12#discussion_r1", ["wt-feature", "shop-auth"]),
+        ("https://gitlab.com/acme/marketing/blog/-/merge_requests/12/diffs", ["blog-gitlab"]),
+        ("github.acme.corp/web/blog/pull/7?tab=files", ["blog-ghe"]),
+        ("https://bitbucket.org/acme/ledger-service/pull-requests/5/overview",
+         ["long-bitbucket"]),
+        ("https://github.com/acme/shop/pull/15", ["wt-mention"]),  # mentioned only
+        # languages: Cyrillic, CJK (inside a longer run), accents folded
+        ("ошибку", ["blog-unicode"]),
+        ("認証", ["blog-unicode"]),
+        ("バグ", ["blog-unicode"]),
+        ("resume", ["blog-unicode"]),  # résumé without accents
+        ("CAFÉ", ["blog-unicode"]),
+    ],
+)
+def test_search_table(fixture_db, query: str, expected: list[str]) -> None:
+    assert ids(search(fixture_db, query, ALL)) == expected
+
+
+def test_pr_url_link_versus_mention(fixture_db) -> None:
+    rows = search(fixture_db, "https://github.com/acme/shop/pull/15", ALL)
+    assert rows[0]["snippet"].startswith("mentioned:")
+    assert rows[0]["pr_links"] == [] or all(
+        link["url"] != "https://github.com/acme/shop/pull/15" for link in rows[0]["pr_links"])
+    assert [m["url"] for m in rows[0]["pr_mentions"]] == ["https://github.com/acme/shop/pull/15"]
+    linked = search(fixture_db, "https://github.com/acme/shop/pull/12", ALL)
+    assert linked[0]["snippet"].startswith("linked:")
+
+
+def test_title_outranks_message_text(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    body = tree.session(cwd="/w/a")
+    body.user("we should talk about the quokka later")
+    body.write(mtime=2_000_000_000)  # newer, but only a message hit
+    titled = tree.session(cwd="/w/b")
+    titled.user("something else")
+    titled.meta("custom-title", customTitle="Quokka migration")
+    titled.write(mtime=1_000_000_000)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, "quokka", ALL)
+    assert [r["session_id"] for r in rows] == [titled.session_id, body.session_id]
+    assert rows[0]["score"] < rows[1]["score"]
+    assert "[Quokka]" in rows[0]["snippet"]
+
+
+def test_ties_are_broken_by_recency(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    made = []
+    for i, start in enumerate(["2026-01-01T00:00:00.000Z", "2026-06-01T00:00:00.000Z"]):
+        s = tree.session(cwd=f"/w/{i}", start=start)
+        s.user("identical wombat text")
+        s.write()
+        made.append(s.session_id)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    assert [r["session_id"] for r in search(db, "wombat", ALL)] == made[::-1]
+
+
+def test_word_in_the_50th_message_is_found(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w")
+    for i in range(49):
+        s.user(f"message number {i}")
+        s.assistant(f"reply {i}")
+    s.user("the fiftieth mentions a narwhal")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, "narwhal", ALL)
+    assert [r["session_id"] for r in rows] == [s.session_id]
+    assert "[narwhal]" in rows[0]["snippet"]
+
+
+def test_typo_tolerance_finds_the_title(fixture_db) -> None:
+    rows = search(fixture_db, "atuh refactr", ALL)
+    assert ids(rows)[0] in ("shop-auth", "shop-fork")
+    assert all(r["score"] < 0 for r in rows)
+
+
+SPECIALS = ['"', '""', "'", "-", "--x", "*", "a*", "NEAR", "NEAR(a b)", "a:b", ":", "(", ")",
+            "(a", "a)", "AND", "OR", "NOT", "a OR", "^", "{a}", "[x]", "\\", "%", "_", ";",
+            "a\x00b", "🙂", "-auth", "auth -", "col:auth", "\"unbalanced", "a + b"]
+
+
+@pytest.mark.parametrize("query", SPECIALS)
+def test_fts_special_characters_never_raise(fixture_db, query: str) -> None:
+    search(fixture_db, query, ALL)
+    match = quote_query(query)
+    if match:  # the escaped form is valid FTS5 syntax
+        fixture_db.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                           [match]).fetchone()
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=40))
+def test_any_text_query_never_raises(fixture_db, query: str) -> None:
+    search(fixture_db, query, ALL)
+
+
+def test_raw_syntax_error_is_exit_1_with_a_hint(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "search", "--raw", "auth AND (", "--scope", "all"])
+    assert result.exit_code == 1
+    assert "drop --raw" in result.stderr and "Traceback" not in result.output
+    ok = CliRunner().invoke(cli, [*base, "search", "--raw", "auth OR ошибку", "--scope", "all",
+                                  "--json"])
+    assert ok.exit_code == 0 and len(json.loads(ok.stdout)) >= 2
+
+
+def test_escaped_query_keeps_operators_as_words() -> None:
+    assert quote_query('auth NEAR "x') == '"auth" "NEAR" "x"'
+    assert quote_query("auth refac") == '"auth" "refac"*'
+    assert quote_query("ab") == '"ab"'
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+    con.execute("INSERT INTO t VALUES ('the word near here')")
+    assert con.execute("SELECT count(*) FROM t WHERE t MATCH ?",
+                       [quote_query("NEAR")]).fetchone()[0] == 1
+
+
+def test_search_plain_markers_off_a_terminal(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(tmp_path / "i.db"),
+                                      "search", "ошибку", "--scope", "all"])
+    assert result.exit_code == 0
+    assert "[ошибку]" in result.stdout and "\x1b[" not in result.stdout
+
+
+# ---- from-pr -------------------------------------------------------------------------
+
+def _git_repo(path: Path, remote: str | None) -> None:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=path, check=True)
+    if remote:
+        subprocess.run(["git", "remote", "add", "origin", remote], cwd=path, check=True)
+
+
+@pytest.fixture
+def pr_world(tmp_path: Path):
+    repo = tmp_path / "shop"
+    _git_repo(repo, "git@github.com:acme/shop.git")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    tree = ConfigTree(tmp_path / "claude")
+    made = {}
+
+    def add(name: str, cwd: Path, links: list[tuple[int, str, str]], mtime: int) -> None:
+        # activity follows mtime: both order "newest first"
+        s = tree.session(cwd=str(cwd), start=f"2026-11-0{mtime // 100}T10:00:00.000Z")
+        s.user(f"work on {name}")
+        for number, url, repository in links:
+            s.pr_link(number=number, url=url, repository=repository)
+            s.pr_link(number=number, url=url, repository=repository)  # re-emitted
+        s.write(mtime=mtime)
+        made[name] = s.session_id
+
+    add("three_prs", repo, [(1, "https://github.com/acme/shop/pull/1", "acme/shop"),
+                            (2, "https://github.com/acme/shop/pull/2", "acme/shop"),
+                            (3, "https://github.com/acme/shop/pull/3", "acme/shop")], 100)
+    add("other_repo_12", repo, [(12, "https://github.com/other/lib/pull/12", "other/lib")], 200)
+    add("shop_12", repo, [(12, "https://github.com/acme/shop/pull/12", "acme/shop")], 300)
+    add("plain_12", plain, [(12, "https://github.com/acme/shop/pull/12", "acme/shop")], 400)
+    add("no_pr", repo, [], 500)
+    return tree, repo, plain, made, tmp_path / "i.db"
+
+
+@pytest.mark.parametrize(
+    ("pr", "where", "expected"),
+    [
+        ("1", "repo", ["three_prs"]),
+        ("2", "repo", ["three_prs"]),  # every PR of a session finds it (#84511)
+        ("#3", "repo", ["three_prs"]),
+        ("12", "repo", ["shop_12"]),  # PR #12 of other/lib is not this repository's
+        ("12", "plain", ["plain_12"]),  # no remote: the number alone
+        ("https://github.com/acme/shop/pull/12", "plain", ["plain_12", "shop_12"]),
+        ("https://github.com/other/lib/pull/12/files", "repo", ["other_repo_12"]),
+        (None, "repo", ["shop_12", "other_repo_12", "three_prs"]),
+        ("99", "repo", []),
+    ],
+)
+def test_from_pr_table(pr_world, pr: str | None, where: str, expected: list[str]) -> None:
+    tree, repo, plain, made, db = pr_world
+    cwd = repo if where == "repo" else plain
+    args = ["--config-dir", str(tree.root), "--db", str(db), "from-pr"]
+    args += ([pr] if pr else []) + ["--cwd", str(cwd), "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    names = {v: k for k, v in made.items()}
+    assert [names[r["session_id"]] for r in json.loads(result.stdout)] == expected
+
+
+def test_from_pr_rejects_garbage(pr_world) -> None:
+    tree, repo, _, _, db = pr_world
+    result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", str(db),
+                                      "from-pr", "abc", "--cwd", str(repo)])
+    assert result.exit_code == 1 and "not a PR number or URL" in result.stderr
