@@ -1,0 +1,194 @@
+"""Writing commands: rename, tag, untag, fork, delete.
+
+Each resolves ARG like ``resolve`` (paths only inside a configured ``projects/`` dir; an
+ambiguous ARG prints the candidates and exits 3 before anything is written), then
+calls ``query.mutations``, which appends the record Claude Code and the SDK read and
+updates the index before returning.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from cli.app import CliError, app
+from cli.options import cwd_option
+from cli.output import chosen_format, format_options
+
+
+def _stdin_is_terminal() -> bool:
+    """Whether a person can answer a question (tests replace this)."""
+    return sys.stdin.isatty()
+
+
+def _target(arg: str, cwd: str | None, fmt: str) -> Any:
+    from cli.query_cmds import resolve_or_exit
+
+    found = resolve_or_exit(arg, cwd, fmt, for_write=True)
+    for note in found.notes:
+        click.echo(note, err=True)
+    return found
+
+
+def _run(action: Any) -> Any:
+    """Call a mutation; its expected failures become one ``Error:`` line, exit 1."""
+    from query.mutations import MutationError
+
+    try:
+        return action()
+    except MutationError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _report(result: Any, fmt: str, text: str) -> None:
+    """``text`` for people; the session object after the change for scripts."""
+    if fmt == "table":
+        click.echo(text)
+        return
+    from cli.output import emit
+
+    emit([result.session] if result.session else [], fmt)
+
+
+def _checked(check: Any, value: str) -> str:
+    from query.mutations import MutationError
+
+    try:
+        return str(check(value))
+    except MutationError as exc:
+        raise CliError(str(exc)) from None
+
+
+@click.command()
+@click.argument("arg")
+@click.argument("name")
+@cwd_option
+@format_options
+def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> None:
+    """Rename a session (the name `claude --resume NAME` and the picker use).
+
+    Appends the custom-title record Claude Code writes for /rename.
+
+    \b
+    Example:
+        sessiondex rename 3f2a9c1e "Auth refactor"
+        sessiondex rename "old name" "new name" --cwd ~/src/shop
+    """
+    from query.mutations import check_name
+    from query.mutations import rename as do_rename
+
+    fmt = chosen_format(fmt, as_json)
+    title = _checked(check_name, name)
+    found = _target(arg, cwd, fmt)
+    result = _run(lambda: do_rename(app().db(), found, title, roots=app().roots))
+    _report(result, fmt, f"Renamed {result.session_id} to {title!r}")
+
+
+@click.command()
+@click.argument("arg")
+@click.argument("tag")
+@cwd_option
+@format_options
+def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
+    """Tag a session (shown as #TAG in the picker; one tag per session).
+
+    The tag is cleaned the way the SDK cleans it (NFKC; invisible and private-use
+    characters removed; surrounding spaces stripped).
+
+    \b
+    Example:
+        sessiondex tag 3f2a9c1e review
+        sessiondex tag "Auth refactor" shipped
+    """
+    from query.mutations import check_tag
+    from query.mutations import tag as do_tag
+
+    fmt = chosen_format(fmt, as_json)
+    clean = _checked(check_tag, tag)
+    found = _target(arg, cwd, fmt)
+    result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots))
+    _report(result, fmt, f"Tagged {result.session_id} #{clean}")
+
+
+@click.command()
+@click.argument("arg")
+@cwd_option
+@format_options
+def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
+    """Clear a session's tag.
+
+    \b
+    Example:
+        sessiondex untag 3f2a9c1e
+    """
+    from query.mutations import untag as do_untag
+
+    fmt = chosen_format(fmt, as_json)
+    found = _target(arg, cwd, fmt)
+    result = _run(lambda: do_untag(app().db(), found, roots=app().roots))
+    _report(result, fmt, f"Cleared the tag of {result.session_id}")
+
+
+@click.command()
+@click.argument("arg")
+@click.option("--up-to", "up_to", metavar="MESSAGE_UUID", default=None,
+              help="Copy the conversation only up to and including this message.")
+@click.option("--title", default=None, metavar="T",
+              help="Name of the fork (default: '<source name> (fork)').")
+@cwd_option
+@format_options
+def fork(arg: str, up_to: str | None, title: str | None, cwd: str | None, fmt: str,
+         as_json: bool) -> None:
+    """Copy a session into a new one and print the new session's ID.
+
+    The copy gets new IDs, keeps the original timestamps, names its origin in each
+    record (forkedFrom) and leaves out subagent (sidechain) entries. Resume it with
+    `claude --resume <new id>`.
+
+    \b
+    Example:
+        sessiondex fork 3f2a9c1e
+        sessiondex fork "Auth refactor" --up-to 8d0e5a7b-1c2d-4e3f-9a8b-7c6d5e4f3a2b --title "Auth: plan B"
+    """
+    from query.mutations import fork as do_fork
+
+    fmt = chosen_format(fmt, as_json)
+    if title is not None and not title.strip():
+        raise CliError("the fork's title is empty")
+    found = _target(arg, cwd, fmt)
+    result = _run(lambda: do_fork(app().db(), found, roots=app().roots, up_to=up_to,
+                                  title=title))
+    _report(result, fmt, result.session_id)
+
+
+@click.command()
+@click.argument("arg")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@cwd_option
+def delete(arg: str, yes: bool, cwd: str | None) -> None:
+    """Delete a session's transcript and its subagent folder, for good.
+
+    Asks first unless --yes; without a terminal to ask on, --yes is required.
+    (A softer alternative: `sessiondex tag ARG __hidden`.)
+
+    \b
+    Example:
+        sessiondex delete 3f2a9c1e
+        sessiondex delete "scratch session" --yes
+    """
+    from query.mutations import delete as do_delete
+
+    found = _target(arg, cwd, "table")
+    session = found.session
+    if not yes:
+        if not _stdin_is_terminal():
+            raise CliError("refusing to delete without confirmation: pass --yes")
+        question = (f"Delete session {session['title']!r} ({session['session_id']}), "
+                    f"{session['file_path']} and its subagents?")
+        if not click.confirm(question, default=False, err=True):
+            raise CliError("aborted: nothing deleted")
+    result = _run(lambda: do_delete(app().db(), found, roots=app().roots))
+    for path in result.removed:
+        click.echo(f"Deleted {path}")

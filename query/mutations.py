@@ -1,0 +1,180 @@
+"""Rename, tag, untag, fork and delete a session (spec/semantics.md §5).
+
+Each mutation resolves its argument exactly as ``resolve`` does but for writing
+(a transcript path must lie inside a configured ``projects/`` dir; an ambiguous
+argument raises :class:`~query.resolve.Ambiguous` before anything is written), writes
+through ``transcripts.write`` / ``transcripts.fork`` (the only code that changes
+transcripts), then brings the index up to date for that one file, so the next query
+sees the change even with ``--no-refresh`` or a watcher that has not caught up yet.
+
+The records appended are byte-for-byte the ones ``claude_agent_sdk.rename_session`` and
+``tag_session`` append (except that non-ASCII stays raw UTF-8, as the CLI writes it),
+so Claude Code and the SDK read our changes and we read theirs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from indexer.ingest import RefreshStats, ingest_path, remove_path
+from query.resolve import NotFound, Resolution, resolve
+from query.sessions import select_rows, to_object
+from transcripts.fork import fork_transcript
+from transcripts.tags import sanitize_tag
+from transcripts.write import WriteRefused, append_record, delete_session_files
+
+
+class MutationError(Exception):
+    """An expected failure of a mutation (bad input, file gone, write refused)."""
+
+
+@dataclass
+class MutationResult:
+    """What a mutation did. ``session`` is the session object after the change (None
+    after a delete); ``removed`` lists deleted paths."""
+
+    action: str
+    session_id: str
+    file_path: str
+    session: dict[str, Any] | None = None
+    removed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+Target = Resolution | str
+
+
+def find_target(db: Database, arg: str, *, cwd: str | None = None,
+                roots: list[Path]) -> Resolution:
+    """Resolve ``arg`` for writing; raises NotFound / Ambiguous like ``resolve``."""
+    return resolve(db, arg, cwd=cwd, roots=roots, for_write=True)
+
+
+def _target(db: Database, target: Target, cwd: str | None, roots: list[Path]) -> Resolution:
+    if isinstance(target, Resolution):
+        return target
+    return find_target(db, target, cwd=cwd, roots=roots)
+
+
+def _sync(db: Database, path: str, roots: list[Path]) -> None:
+    """Make the index agree with ``path`` now (ingest it, or forget it if it is gone)."""
+    ingest_path(db, path, roots, RefreshStats())
+
+
+def _write_guard(db: Database, path: str, roots: list[Path]) -> None:
+    """Say "no longer exists" for a transcript that vanished since it was indexed (the
+    write layer would call it "not a transcript", true but unhelpful) and drop it from
+    the index; the write layer still re-checks, so a race only changes the wording."""
+    if not os.path.lexists(path):
+        _sync(db, path, roots)
+        raise MutationError(f"{path} no longer exists")
+
+
+def _object_for(db: Database, path: str) -> dict[str, Any] | None:
+    rows = select_rows(db, "s.file_path = ?", [path])
+    return to_object(db, rows[0]) if rows else None
+
+
+def _append(db: Database, found: Resolution, record: dict[str, Any], roots: list[Path],
+            action: str) -> MutationResult:
+    path = found.row["file_path"]
+    _write_guard(db, path, roots)
+    try:
+        append_record(Path(path), record, roots)
+    except WriteRefused as exc:
+        _sync(db, path, roots)  # e.g. the file vanished: the index must not keep it
+        raise MutationError(str(exc)) from None
+    _sync(db, path, roots)
+    return MutationResult(action, found.session["session_id"], path,
+                          session=_object_for(db, path), notes=list(found.notes))
+
+
+def check_name(name: object) -> str:
+    """The name as stored (stripped, as the SDK stores it); empty is an error (Claude
+    Code's ``/rename`` with no name asks the model instead, which we cannot do)."""
+    title = name.strip() if isinstance(name, str) else ""
+    if not title:
+        raise MutationError("the new name is empty")
+    return title
+
+
+def check_tag(value: object) -> str:
+    """The tag as stored (the SDK's sanitising, then stripped); empty is an error."""
+    clean = sanitize_tag(value) if isinstance(value, str) else ""
+    if not clean:
+        raise MutationError("the tag is empty (after removing invisible characters); "
+                            "use untag to clear a tag")
+    return clean
+
+
+def rename(db: Database, target: Target, name: str, *, cwd: str | None = None,
+           roots: list[Path]) -> MutationResult:
+    """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``."""
+    title = check_name(name)
+    found = _target(db, target, cwd, roots)
+    record = {"type": "custom-title", "customTitle": title,
+              "sessionId": found.session["session_id"]}
+    return _append(db, found, record, roots, "rename")
+
+
+def tag(db: Database, target: Target, value: str, *, cwd: str | None = None,
+        roots: list[Path]) -> MutationResult:
+    """Append ``{"type":"tag","tag":…,"sessionId":…}`` with the SDK's sanitising; a tag
+    that is empty after sanitising is an error (use :func:`untag` to clear)."""
+    clean = check_tag(value)
+    found = _target(db, target, cwd, roots)
+    record = {"type": "tag", "tag": clean, "sessionId": found.session["session_id"]}
+    return _append(db, found, record, roots, "tag")
+
+
+def untag(db: Database, target: Target, *, cwd: str | None = None,
+          roots: list[Path]) -> MutationResult:
+    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it."""
+    found = _target(db, target, cwd, roots)
+    record = {"type": "tag", "tag": "", "sessionId": found.session["session_id"]}
+    return _append(db, found, record, roots, "untag")
+
+
+def fork(db: Database, target: Target, *, cwd: str | None = None, roots: list[Path],
+         up_to: str | None = None, title: str | None = None) -> MutationResult:
+    """Copy the session into a new one in the same project dir; the result's
+    ``session_id`` is the new session's."""
+    if title is not None and not title.strip():
+        raise MutationError("the fork's title is empty")
+    found = _target(db, target, cwd, roots)
+    path = found.row["file_path"]
+    _write_guard(db, path, roots)
+    try:
+        result = fork_transcript(Path(path), roots, up_to=up_to, title=title)
+    except WriteRefused as exc:
+        _sync(db, path, roots)
+        raise MutationError(str(exc)) from None
+    _sync(db, str(result.path), roots)
+    return MutationResult("fork", result.session_id, str(result.path),
+                          session=_object_for(db, str(result.path)),
+                          notes=list(found.notes))
+
+
+def delete(db: Database, target: Target, *, cwd: str | None = None,
+           roots: list[Path]) -> MutationResult:
+    """Remove the transcript and its ``<id>/`` folder (subagents), then its index rows."""
+    found = _target(db, target, cwd, roots)
+    path = found.row["file_path"]
+    _write_guard(db, path, roots)
+    try:
+        removed = delete_session_files(Path(path), roots)
+    except WriteRefused as exc:
+        _sync(db, path, roots)
+        raise MutationError(str(exc)) from None
+    remove_path(db, path)
+    return MutationResult("delete", found.session["session_id"], path,
+                          removed=[str(p) for p in removed], notes=list(found.notes))
+
+
+__all__ = ["MutationError", "MutationResult", "NotFound", "check_name", "check_tag", "delete",
+           "find_target", "fork", "rename", "tag", "untag"]

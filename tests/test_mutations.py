@@ -1,0 +1,366 @@
+"""rename, tag, untag, fork, delete: the records written, the index after, and bad input.
+
+Every failure case checks the three promises of spec/semantics.md §5 and §7: one
+``Error:`` line, the exit code (1, or 3 for an ambiguous name), and not one byte or
+mtime changed anywhere in the config dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from tests.builders import ConfigTree
+from transcripts.fork import build_fork
+
+CWD = "/home/dev/proj"  # does not exist: no git repository, no worktrees
+MTIME = 1_790_000_000
+
+
+class World:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "index.db"
+        self.ids: dict[str, str] = {}
+        self.paths: dict[str, Path] = {}
+
+        s = self._session("alpha", title="Alpha")
+        s.user("first question about alpha")
+        s.assistant("answer about alpha")
+        s.write(mtime=MTIME + 1)
+
+        for n, name in enumerate(("twin1", "twin2")):
+            s = self._session(name, title="Same name")
+            s.user(f"prompt of {name}")
+            s.assistant("ok")
+            s.write(mtime=MTIME + 10 + n)
+
+        # The fork source: a progress link, a sidechain entry, a raw U+2028, a subagent.
+        s = self._session("source", title="Source work")
+        self.source_user = s.user("start the source work")
+        turn = s.assistant("Running", tool_uses=[("Bash", {"command": "make"})])
+        self.source_progress = s.progress(turn.tool_use_ids[0])
+        self.source_result = s.tool_result(turn.tool_use_ids[0], "built")
+        self.source_side = s.user("a sidechain line", isSidechain=True)
+        self.source_sep = s.assistant("line\u2028separated text")
+        self.source_last = s.user("and the last prompt")
+        s.meta("tag", tag="keep-me-out-of-the-fork")
+        sub = s.subagent(agent_id="a1", tool_use_id=turn.tool_use_ids[0])
+        sub.user("subagent task")
+        sub.assistant("subagent answer")
+        s.write(mtime=MTIME + 20)
+        self.source_records = s.records
+
+        # No trailing newline on the last line (a writer that crashed mid-append).
+        s = self._session("ragged", title="Ragged")
+        s.user("ragged prompt")
+        s.assistant("ragged answer")
+        s.raw(b'{"type":"last-prompt","lastPrompt":"half","sessionId":"x"}')
+        s.write(mtime=MTIME + 30)
+
+        # A transcript outside every projects/ dir.
+        self.outside = base / "elsewhere" / "0c0c0c0c-0000-4000-8000-000000000c0c.jsonl"
+        self.outside.parent.mkdir()
+        self.outside.write_bytes(self.paths["alpha"].read_bytes())
+
+    def _session(self, name: str, title: str | None = None) -> Any:
+        s = self.tree.session(CWD)
+        if title:
+            s.meta("custom-title", customTitle=title)
+        self.ids[name] = s.session_id
+        self.paths[name] = s.path
+        return s
+
+    def run(self, *args: str, no_refresh: bool = False, input: str | None = None) -> Any:
+        base = ["--config-dir", str(self.tree.root), "--db", str(self.db)]
+        if no_refresh:
+            base.append("--no-refresh")
+        return CliRunner().invoke(cli, [*base, *args], input=input)
+
+    def resolve(self, arg: str) -> dict[str, Any]:
+        result = self.run("resolve", arg, "--cwd", CWD, "--json", no_refresh=True)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    def snapshot(self) -> dict[str, tuple[bytes, int]]:
+        """Every file under the config dir (and the outside one): bytes and mtime."""
+        out = {}
+        for path in sorted([*self.tree.root.rglob("*"), self.outside]):
+            if path.is_file():
+                out[str(path)] = (path.read_bytes(), path.stat().st_mtime_ns)
+        return out
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    w = World(tmp_path)
+    assert w.run("index").exit_code == 0
+    return w
+
+
+def last_line(path: Path) -> dict[str, Any]:
+    return orjson.loads(path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1])
+
+
+# ----------------------------------------------------------------- appends
+def test_rename_appends_the_sdk_record_and_updates_the_index(world: World) -> None:
+    path = world.paths["alpha"]
+    before = path.read_bytes()
+    result = world.run("rename", world.ids["alpha"], "  Beta ☕  ", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    written = path.read_bytes()[len(before):]
+    # Exactly the SDK's record and key order, stripped name, raw UTF-8 like the CLI.
+    assert written == ('{"type":"custom-title","customTitle":"Beta ☕","sessionId":"'
+                       + world.ids["alpha"] + '"}\n').encode()
+    # --no-refresh: the mutation itself brought the index up to date.
+    assert world.resolve("beta ☕")["session_id"] == world.ids["alpha"]
+
+
+def test_tag_is_sanitised_and_untag_clears(world: World) -> None:
+    sid = world.ids["alpha"]
+    result = world.run("tag", sid, "  \ufb01x\u200b-it ", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert last_line(world.paths["alpha"]) == {"type": "tag", "tag": "fix-it", "sessionId": sid}
+    assert world.resolve(sid)["tag"] == "fix-it"
+    result = world.run("untag", sid, "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert last_line(world.paths["alpha"]) == {"type": "tag", "tag": "", "sessionId": sid}
+    assert world.resolve(sid)["tag"] is None
+
+
+def test_rename_by_transcript_path_inside_projects(world: World) -> None:
+    result = world.run("rename", str(world.paths["alpha"]), "By path")
+    assert result.exit_code == 0, result.output
+    assert world.resolve(world.ids["alpha"])["custom_title"] == "By path"
+
+
+def test_append_adds_the_missing_newline_first(world: World) -> None:
+    path = world.paths["ragged"]
+    before = path.read_bytes()
+    assert not before.endswith(b"\n")
+    result = world.run("tag", world.ids["ragged"], "fixed", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    after = path.read_bytes()
+    assert after.startswith(before + b"\n")  # the half line is closed, not glued to
+    lines = after.rstrip(b"\n").split(b"\n")
+    assert orjson.loads(lines[-2]) == {"type": "last-prompt", "lastPrompt": "half",
+                                       "sessionId": "x"}
+    assert orjson.loads(lines[-1])["tag"] == "fixed"
+
+
+def test_json_output_is_the_session_after_the_change(world: World) -> None:
+    result = world.run("rename", world.ids["alpha"], "Gamma", "--cwd", CWD, "--json")
+    assert result.exit_code == 0, result.output
+    [obj] = json.loads(result.stdout)
+    assert (obj["session_id"], obj["custom_title"], obj["title"]) == (
+        world.ids["alpha"], "Gamma", "Gamma")
+
+
+# ----------------------------------------------------------------- bad input
+@pytest.mark.parametrize(("args", "message"), [
+    (["rename", "99999999-9999-4999-8999-999999999999", "x"],
+     "No conversation found with session ID: 99999999-9999-4999-8999-999999999999"),
+    (["rename", "no such session", "x"], "Error: No session matches 'no such session'."),
+    (["rename", "Alpha", ""], "Error: the new name is empty"),
+    (["rename", "Alpha", " \t "], "Error: the new name is empty"),
+    (["tag", "Alpha", ""], "Error: the tag is empty"),
+    (["tag", "Alpha", "\u200b\ufeff "], "Error: the tag is empty"),
+    (["fork", "Alpha", "--title", "  "], "Error: the fork's title is empty"),
+    (["fork", "Alpha", "--up-to", "77777777-7777-4777-8777-777777777777"],
+     "Error: Message 77777777-7777-4777-8777-777777777777 not found in session"),
+    (["untag", "OUTSIDE"], "is not a session transcript inside a configured projects/ dir"),
+    (["rename", "OUTSIDE", "x"], "is not a session transcript inside a configured projects/ dir"),
+    (["delete", "OUTSIDE", "--yes"],
+     "is not a session transcript inside a configured projects/ dir"),
+    (["delete", "Alpha"], "Error: refusing to delete without confirmation: pass --yes"),
+])
+def test_bad_input_is_one_line_exit_1_and_writes_nothing(
+        world: World, args: list[str], message: str) -> None:
+    args = [str(world.outside) if a == "OUTSIDE" else a for a in args]
+    before = world.snapshot()
+    result = world.run(*args, "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+    assert world.snapshot() == before
+
+
+@pytest.mark.parametrize("args", [
+    ["rename", "same name", "x"], ["tag", "Same Name", "t"], ["untag", "same name"],
+    ["fork", "same name"], ["delete", "same name", "--yes"],
+])
+def test_ambiguous_name_exits_3_with_candidates_and_writes_nothing(
+        world: World, args: list[str]) -> None:
+    before = world.snapshot()
+    result = world.run(*args, "--cwd", CWD, "--json" if args[0] != "delete" else "--yes")
+    assert result.exit_code == 3, result.output
+    assert "2 sessions are named 'same name'" in result.stderr.lower()
+    if args[0] != "delete":
+        assert {c["session_id"] for c in json.loads(result.stdout)} == {
+            world.ids["twin1"], world.ids["twin2"]}
+    else:
+        assert world.ids["twin1"][:8] in result.stdout and world.ids["twin2"][:8] in result.stdout
+    assert world.snapshot() == before
+
+
+def test_vanished_file_is_an_error_and_is_never_recreated(world: World) -> None:
+    path = world.paths["alpha"]
+    path.unlink()
+    # --no-refresh: the index still lists the session, so the write itself finds it gone.
+    result = world.run("rename", world.ids["alpha"], "x", "--cwd", CWD, no_refresh=True)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == f"Error: {path} no longer exists"
+    assert not path.exists()
+    # And the index forgot it on the way.
+    gone = world.run("resolve", world.ids["alpha"], "--cwd", CWD, no_refresh=True)
+    assert gone.exit_code == 1
+
+
+def test_a_transcript_that_became_a_directory_is_refused(world: World) -> None:
+    """A write that fails for another reason than "missing" (here the path is now a
+    directory named ``<id>.jsonl``): one line, exit 1, nothing written."""
+    path = world.paths["alpha"]
+    path.unlink()
+    path.mkdir()
+    before = world.snapshot()
+    result = world.run("tag", world.ids["alpha"], "t", "--cwd", CWD, no_refresh=True)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+    assert path.is_dir() and not any(path.iterdir())
+    assert world.snapshot() == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through chmod 0444; the "
+                    "directory case above covers a failing append when running as root")
+def test_read_only_transcript_is_refused(world: World) -> None:
+    path = world.paths["alpha"]
+    path.chmod(0o444)
+    before = world.snapshot()
+    result = world.run("rename", world.ids["alpha"], "x", "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert "cannot write" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert world.snapshot() == before
+
+
+# ----------------------------------------------------------------- fork
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().split(b"\n") if line]
+
+
+def test_fork_copies_the_main_thread_with_new_ids(world: World) -> None:
+    result = world.run("fork", "Source work", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    new_id = result.stdout.strip()
+    source_path = world.paths["source"]
+    fork_path = source_path.parent / f"{new_id}.jsonl"
+    assert stat.S_IMODE(fork_path.stat().st_mode) == 0o600
+    records = _records(fork_path)
+    entries, title = records[:-1], records[-1]
+    originals = {r["uuid"]: r for r in world.source_records if "uuid" in r}
+    # Every chain entry but the progress link and the sidechain line, in file order.
+    expected = [u for u, r in originals.items()
+                if r["type"] != "progress" and not r.get("isSidechain")]
+    assert [e["forkedFrom"]["messageUuid"] for e in entries] == expected
+    new_of = {e["forkedFrom"]["messageUuid"]: e["uuid"] for e in entries}
+    assert not set(new_of.values()) & set(originals)  # fresh UUIDs only
+    for entry in entries:
+        original = originals[entry["forkedFrom"]["messageUuid"]]
+        assert entry["forkedFrom"]["sessionId"] == world.ids["source"]
+        assert entry["sessionId"] == new_id and entry["isSidechain"] is False
+        assert entry["timestamp"] == original["timestamp"]  # originals kept
+        assert entry["message"] == original["message"]
+    # The tool result hung off the progress link: its parent is now the progress
+    # link's own parent (the assistant line), remapped.
+    result_entry = next(e for e in entries
+                        if e["forkedFrom"]["messageUuid"] == world.source_result)
+    progress = originals[world.source_progress]
+    assert result_entry["parentUuid"] == new_of[progress["parentUuid"]]
+    # The U+2028 entry survived (the SDK's splitlines() loses it).
+    assert any(e["forkedFrom"]["messageUuid"] == world.source_sep.uuid for e in entries)
+    assert "\u2028".encode() in fork_path.read_bytes()
+    assert title == {"type": "custom-title", "sessionId": new_id,
+                     "customTitle": "Source work (fork)", "uuid": title["uuid"],
+                     "timestamp": title["timestamp"]}
+    assert len(title["timestamp"]) == len("2026-11-01T10:00:00.000Z")
+    # No tag, no subagents copied; the index knows the fork already.
+    assert not any(r.get("type") == "tag" for r in records)
+    assert not (source_path.parent / new_id).exists()
+    obj = world.resolve(new_id)
+    assert obj["forked_from"] == {"session_id": world.ids["source"],
+                                  "message_uuid": world.source_user}
+    assert obj["title"] == "Source work (fork)" and obj["tag"] is None
+
+
+def test_fork_up_to_a_message_with_a_title(world: World) -> None:
+    result = world.run("fork", world.ids["source"], "--up-to", world.source_result,
+                       "--title", "Plan B", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    new_id = result.stdout.strip()
+    records = _records(world.paths["source"].parent / f"{new_id}.jsonl")
+    assert records[-2]["forkedFrom"]["messageUuid"] == world.source_result
+    assert records[-1]["customTitle"] == "Plan B"
+    assert world.resolve("plan b")["session_id"] == new_id
+
+
+def test_fork_up_to_a_sidechain_entry_is_not_found(world: World) -> None:
+    before = world.snapshot()
+    result = world.run("fork", world.ids["source"], "--up-to", world.source_side,
+                       "--cwd", CWD)
+    assert result.exit_code == 1
+    assert "not found in session" in result.stderr
+    assert world.snapshot() == before
+
+
+def test_build_fork_never_reuses_ids_and_skips_progress_chains() -> None:
+    """Pure function: a chain user → progress → progress → assistant."""
+    records = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "message": {"content": "hi"},
+         "timestamp": "2026-01-01T00:00:00.000Z"},
+        {"type": "progress", "uuid": "p1", "parentUuid": "u1"},
+        {"type": "progress", "uuid": "p2", "parentUuid": "p1"},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "p2", "slug": "s",
+         "teamName": "t", "message": {"content": "yo"}},
+        {"type": "content-replacement", "sessionId": "S", "replacements": [{"k": 1}]},
+    ]
+    out = build_fork(records, source_id="S", new_id="N", now="2026-02-02T00:00:00.000Z")
+    user, assistant, replacement, title = out
+    assert assistant["parentUuid"] == user["uuid"]
+    assert "slug" not in assistant and "teamName" not in assistant
+    assert assistant["timestamp"] == "2026-02-02T00:00:00.000Z"  # had none
+    assert user["timestamp"] == "2026-01-01T00:00:00.000Z"
+    assert replacement["replacements"] == [{"k": 1}] and replacement["sessionId"] == "N"
+    assert title["customTitle"] == "hi (fork)"
+
+
+# ----------------------------------------------------------------- delete
+def test_delete_with_yes_removes_transcript_folder_and_index_row(world: World) -> None:
+    path = world.paths["source"]
+    folder = path.with_suffix("")
+    assert folder.is_dir()
+    result = world.run("delete", "Source work", "--yes", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert not path.exists() and not folder.exists()
+    assert world.run("resolve", world.ids["source"], "--cwd", CWD,
+                     no_refresh=True).exit_code == 1
+
+
+@pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
+def test_delete_asks_on_a_terminal(world: World, monkeypatch: pytest.MonkeyPatch,
+                                   answer: str, deleted: bool) -> None:
+    import cli.mutate_cmds
+
+    monkeypatch.setattr(cli.mutate_cmds, "_stdin_is_terminal", lambda: True)
+    result = world.run("delete", "Alpha", "--cwd", CWD, input=answer)
+    assert "Delete session 'Alpha'" in result.stderr
+    assert result.exit_code == (0 if deleted else 1), result.output
+    assert world.paths["alpha"].exists() is not deleted

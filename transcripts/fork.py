@@ -1,0 +1,204 @@
+"""Fork a session: copy its main chain entries into a new transcript with new IDs.
+
+The shape of the new file is the one ``claude_agent_sdk.fork_session`` writes
+(reference/sdk-sessions.md §4.4), so the SDK, the CLI and our index all read a fork made
+here as a fork: every entry gets a fresh ``uuid`` and the new ``sessionId``,
+``parentUuid`` is remapped (skipping ``progress`` ancestors, which are not copied),
+``forkedFrom {sessionId, messageUuid}`` names the original entry, sidechain entries are
+dropped, and a ``custom-title`` record titles the fork ``<source title> (fork)``.
+
+Where the SDK loses data we do not:
+
+* lines are split on ``\\n`` only (the SDK's ``str.splitlines()`` also splits on raw
+  U+2028/U+2029, which the CLI leaves inside JSON strings, and so drops those entries);
+* original timestamps are kept on every entry (the SDK stamps the last one with "now",
+  in microseconds, which no CLI writes); records without one get "now" in the CLI's
+  millisecond ``Date.toISOString()`` form;
+* the default title comes from the whole file, not a 64 KiB head and tail;
+* non-ASCII is written as raw UTF-8, as the CLI writes it (the SDK escapes it).
+
+The file is created with ``O_CREAT|O_EXCL`` and mode 0600 and written with one
+``write``, so an existing session is never overwritten and a reader never sees a
+half-made fork for long (a failed write removes it).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from transcripts.chain import load_entries
+from transcripts.records import FirstPromptState, display_prompt, get_str, is_chain_entry
+from transcripts.write import WriteRefused, owned_transcript
+
+FORK_SUFFIX = " (fork)"
+DEFAULT_BASE_TITLE = "Forked session"
+# Keys the SDK removes from forked entries: team/agent identity and the per-session slug
+# belong to the source session (``teamName`` would also hide the entry from readers).
+_DROPPED_KEYS = ("teamName", "agentName", "slug")
+
+
+class ForkError(WriteRefused):
+    """The fork cannot be made (nothing to copy, unknown cut point); one-line message."""
+
+
+@dataclass(frozen=True)
+class ForkResult:
+    session_id: str
+    path: Path
+    entries: int  # chain entries copied (progress entries are not)
+
+
+def now_iso_ms() -> str:
+    """The current time as the CLI writes timestamps: ISO-8601 UTC, milliseconds, ``Z``."""
+    moment = datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def default_base_title(records: list[dict[str, Any]]) -> str:
+    """The source's name for ``<name> (fork)``: the last custom title (an empty one
+    clears it), else the last AI title, else the first prompt, else "Forked session".
+
+    The SDK's order (custom, AI, first prompt; never last-prompt or summary), read from
+    the whole file so a rename deep in a large transcript is not missed.
+    """
+    custom: str | None = None
+    ai: str | None = None
+    prompt = FirstPromptState()
+    for record in records:
+        kind = record.get("type")
+        if kind == "custom-title":
+            value = get_str(record, "customTitle")
+            if value is not None:
+                custom = value.strip() or None
+        elif kind == "ai-title":
+            value = get_str(record, "aiTitle")
+            if value is not None:
+                ai = value.strip() or None
+        elif kind == "user" and not prompt.done and record.get("isSidechain") is not True:
+            prompt.feed(record)
+    first = prompt.result
+    return custom or ai or (display_prompt(first) if first else None) or DEFAULT_BASE_TITLE
+
+
+def _replacements(records: list[dict[str, Any]], source_id: str) -> list[Any]:
+    """The source's ``content-replacement`` lists (large tool outputs kept out of the
+    JSONL), concatenated in file order, so the fork can still find them."""
+    out: list[Any] = []
+    for record in records:
+        if (record.get("type") == "content-replacement" and record.get("sessionId") == source_id
+                and isinstance(record.get("replacements"), list)):
+            out.extend(record["replacements"])
+    return out
+
+
+def build_fork(records: list[dict[str, Any]], *, source_id: str, new_id: str,
+               up_to: str | None = None, title: str | None = None,
+               now: str | None = None) -> list[dict[str, Any]]:
+    """The records of the fork, in file order (pure: no I/O, testable on its own)."""
+    stamp = now or now_iso_ms()
+    entries = [r for r in records if is_chain_entry(r) and r.get("isSidechain") is not True]
+    if not entries:
+        raise ForkError(f"Session {source_id} has no messages to fork")
+    if up_to is not None:
+        cut = next((i for i, r in enumerate(entries) if r["uuid"] == up_to), None)
+        if cut is None:
+            raise ForkError(f"Message {up_to} not found in session {source_id}")
+        entries = entries[:cut + 1]
+    # Later duplicates of a uuid overwrite earlier ones, as every chain reader does.
+    by_uuid = {r["uuid"]: r for r in entries}
+    new_ids = {old: str(uuid.uuid4()) for old in by_uuid}
+
+    def mapped_parent(parent: object) -> str | None:
+        """The new id of the first non-progress ancestor (progress is not copied)."""
+        seen: set[str] = set()
+        while isinstance(parent, str) and parent in by_uuid and parent not in seen:
+            seen.add(parent)
+            ancestor = by_uuid[parent]
+            if ancestor.get("type") != "progress":
+                return new_ids[parent]
+            parent = ancestor.get("parentUuid")
+        return None
+
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        if entry.get("type") == "progress":
+            continue
+        copy = dict(entry)  # original key order kept; new keys go at the end
+        for key in _DROPPED_KEYS:
+            copy.pop(key, None)
+        copy["parentUuid"] = mapped_parent(entry.get("parentUuid"))
+        if "logicalParentUuid" in copy and entry.get("logicalParentUuid"):
+            copy["logicalParentUuid"] = new_ids.get(entry["logicalParentUuid"])
+        # The SDK drops this link; remapping it keeps parallel tool-call recovery working
+        # in readers that use it (it names the assistant line that made the call).
+        source_tool = entry.get("sourceToolAssistantUUID")
+        if source_tool is not None:
+            if isinstance(source_tool, str) and source_tool in new_ids:
+                copy["sourceToolAssistantUUID"] = new_ids[source_tool]
+            else:
+                copy.pop("sourceToolAssistantUUID")
+        copy["isSidechain"] = False
+        copy["sessionId"] = new_id
+        copy["uuid"] = new_ids[entry["uuid"]]
+        if not isinstance(copy.get("timestamp"), str):
+            copy["timestamp"] = stamp
+        copy["forkedFrom"] = {"sessionId": source_id, "messageUuid": entry["uuid"]}
+        out.append(copy)
+    if not out:
+        raise ForkError(f"Session {source_id} has no messages to fork")
+    replacements = _replacements(records, source_id)
+    if replacements:
+        out.append({"type": "content-replacement", "sessionId": new_id,
+                    "replacements": replacements, "uuid": str(uuid.uuid4()),
+                    "timestamp": stamp})
+    name = (title or "").strip() or default_base_title(records) + FORK_SUFFIX
+    out.append({"type": "custom-title", "sessionId": new_id, "customTitle": name,
+                "uuid": str(uuid.uuid4()), "timestamp": stamp})
+    return out
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (never overwrite) with mode 0600 and write ``data`` in one call."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        raise ForkError(f"{path} already exists; not overwriting it") from None
+    except OSError as exc:
+        raise ForkError(f"cannot create {path}: {exc.strerror}") from None
+    try:
+        written = os.write(fd, data)
+        if written != len(data):
+            raise OSError(0, f"short write ({written} of {len(data)} bytes)")
+    except OSError as exc:
+        os.close(fd)
+        os.unlink(path)  # a partial fork would be read as a (broken) session
+        raise ForkError(f"cannot write {path}: {exc.strerror}") from None
+    os.close(fd)
+
+
+def fork_transcript(source: Path, roots: list[Path], *, up_to: str | None = None,
+                    title: str | None = None) -> ForkResult:
+    """Fork the main transcript ``source`` (inside a configured ``projects/`` dir) into a
+    new session in the same project dir; returns its ID and path."""
+    owned = owned_transcript(source, roots)
+    try:
+        # Split on b"\n" only: a raw U+2028 inside a string does not end a record.
+        records, _problems = load_entries(owned.path)
+    except FileNotFoundError:
+        raise ForkError(f"{owned.path} no longer exists") from None
+    except OSError as exc:
+        raise ForkError(f"cannot read {owned.path}: {exc.strerror}") from None
+    new_id = str(uuid.uuid4())
+    fork = build_fork(records, source_id=owned.session_id, new_id=new_id, up_to=up_to,
+                      title=title)
+    target = owned.path.parent / f"{new_id}.jsonl"
+    _write_new(target, b"".join(orjson.dumps(r) + b"\n" for r in fork))
+    return ForkResult(new_id, target, sum(1 for r in fork if is_chain_entry(r)))
