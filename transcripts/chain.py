@@ -1,0 +1,302 @@
+"""The conversation chain of a transcript, by the official SDK's rules.
+
+reference/sdk-sessions.md §3.3–3.4: a transcript is a tree of entries linked by
+``parentUuid``; rewinds and edits leave dead branches behind, and the CLI writes one
+assistant entry per content block, so a turn with parallel tool calls forks too. The
+conversation is the path from the root to the newest main-thread leaf, with the parallel
+calls and their results put back. ``show``, ``export`` and the SDK-compatible message
+reader all use these functions so they agree with ``get_session_messages`` entry for entry.
+
+Where the SDK fails we do not: invalid UTF-8 is replaced instead of raising, and a line
+is split on ``\\n`` only, so a raw U+2028 inside a string survives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from transcripts.reader import PROBLEM_INVALID_UTF8, PROBLEM_MALFORMED, PROBLEM_NOT_OBJECT
+from transcripts.records import CHAIN_TYPES, MESSAGE_TYPES
+
+Entry = dict[str, Any]
+
+
+def _parse_line(raw: bytes, problems: Counter[str]) -> Entry | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        # Keep the record with U+FFFD in place of the bad bytes (the SDK raises on the
+        # whole file instead), and say so.
+        problems[PROBLEM_INVALID_UTF8] += 1
+        text = raw.decode("utf-8", "replace")
+    # str.strip, as the SDK does: it also drops Unicode whitespace around the JSON.
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        # The SDK parses with the stdlib, which also takes NaN, huge integers and
+        # lone-surrogate escapes; fall back so the same lines count as records.
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            problems[PROBLEM_MALFORMED] += 1
+            return None
+    if not isinstance(value, dict):
+        problems[PROBLEM_NOT_OBJECT] += 1
+        return None
+    return value
+
+
+def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
+    """Every JSON object of the file in file order, and the skipped or repaired lines by kind.
+
+    The whole file is read (the chain can reach anywhere in it). Lines are split on
+    ``b"\\n"`` only; ``str.splitlines`` would also cut at U+2028/U+2029 and lose the
+    record. Raises only ``OSError`` for the file itself, never for its content.
+    """
+    data = Path(path).read_bytes()
+    problems: Counter[str] = Counter()
+    entries: list[Entry] = []
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        entry = _parse_line(raw, problems)
+        if entry is not None:
+            entries.append(entry)
+    return entries, problems
+
+
+def _chain_entries(entries: list[Entry]) -> list[Entry]:
+    """Entries that take part in the chain: a chain type with a string ``uuid``."""
+    return [e for e in entries if e.get("type") in CHAIN_TYPES and isinstance(e.get("uuid"), str)]
+
+
+def _parent(entry: Entry) -> str | None:
+    parent = entry.get("parentUuid")
+    # A non-string parent is no link (the SDK would crash hashing a list here).
+    return parent if isinstance(parent, str) and parent else None
+
+
+def _walk_to_root(leaf: Entry, by_uuid: dict[str, Entry]) -> tuple[list[Entry], set[str]]:
+    """Root-to-leaf path from ``leaf``; stops at a missing parent or a cycle."""
+    path: list[Entry] = []
+    seen: set[str] = set()
+    current: Entry | None = leaf
+    while current is not None and current["uuid"] not in seen:
+        seen.add(current["uuid"])
+        path.append(current)
+        parent = _parent(current)
+        current = by_uuid.get(parent) if parent else None
+    path.reverse()
+    return path, seen
+
+
+def _is_main_thread(entry: Entry) -> bool:
+    return not entry.get("isSidechain") and not entry.get("teamName") and not entry.get("isMeta")
+
+
+def main_chain(entries: list[Entry]) -> list[Entry]:
+    """The live conversation, root first: every chain entry type, parallel calls recovered.
+
+    The leaf is the latest (in file order) user/assistant entry reached from a terminal
+    entry that is not sidechain, team or meta; the walk up does not follow
+    ``logicalParentUuid``, so a compacted session starts at its compact boundary.
+    """
+    chain_entries = _chain_entries(entries)
+    if not chain_entries:
+        return []
+    by_uuid: dict[str, Entry] = {}
+    position: dict[str, int] = {}
+    for index, entry in enumerate(chain_entries):
+        by_uuid[entry["uuid"]] = entry  # a later duplicate wins, as in the SDK
+        position[entry["uuid"]] = index
+    parents = {p for p in (_parent(e) for e in chain_entries) if p}
+
+    candidates: list[Entry] = []
+    for terminal in chain_entries:
+        if terminal["uuid"] in parents:
+            continue
+        current: Entry | None = terminal
+        visited: set[str] = set()
+        while current is not None and current["uuid"] not in visited:
+            visited.add(current["uuid"])
+            if current.get("type") in MESSAGE_TYPES:
+                candidates.append(current)
+                break
+            parent = _parent(current)
+            current = by_uuid.get(parent) if parent else None
+    if not candidates:
+        return []
+    preferred = [c for c in candidates if _is_main_thread(c)] or candidates
+    # max() keeps the first of equal positions, like the SDK's strict ">" scan.
+    leaf = max(preferred, key=lambda e: position.get(e["uuid"], -1))
+    chain, seen = _walk_to_root(leaf, by_uuid)
+    return _recover_parallel(by_uuid, chain, seen)
+
+
+# ----------------------------------------------------------------- parallel tool calls
+def _message_id(entry: Entry) -> str | None:
+    if entry.get("type") != "assistant":
+        return None
+    message = entry.get("message")
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _block_ids(entry: Entry, block_type: str, field: str) -> list[str]:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [b[field] for b in content
+            if isinstance(b, dict) and b.get("type") == block_type and isinstance(b.get(field), str)]
+
+
+def _is_tool_result_entry(entry: Entry) -> bool:
+    """A user entry with a parent whose content holds a ``tool_result`` block."""
+    if entry.get("type") != "user" or _parent(entry) is None:
+        return False
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def _same_writer(a: Entry, b: Entry) -> bool:
+    """Written by the same (sub)agent: a sidechain result never answers a main call."""
+    return bool(a.get("isSidechain")) == bool(b.get("isSidechain")) and (
+        a.get("agentId") == b.get("agentId"))
+
+
+def _stamp(entry: Entry) -> str:
+    value = entry.get("timestamp")
+    return value if isinstance(value, str) else ""
+
+
+def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry],
+                      seen: set[str]) -> list[Entry]:
+    """Put back the sibling calls and results that a parallel turn left off the path.
+
+    Each tool_result's parent is its own call's entry, so the path keeps only the
+    branch the next turn continued from. For each response (``message.id``) on the
+    chain, its off-chain entries and their results are inserted after the response's
+    last on-chain entry: siblings first, then results, each stably by timestamp.
+    """
+    chain_assistants = [e for e in chain if e.get("type") == "assistant"]
+    anchors: dict[str, Entry] = {}
+    for entry in chain_assistants:
+        mid = _message_id(entry)
+        if mid:
+            anchors[mid] = entry  # the last on-chain entry of the response
+    if not anchors:
+        return chain
+
+    siblings: dict[str, list[Entry]] = {}
+    # tool_use id → the entry that issued it; None when two responses claim it.
+    owner_of: dict[str, Entry | None] = {}
+    results: list[Entry] = []
+    for entry in by_uuid.values():
+        mid = _message_id(entry)
+        if mid:
+            siblings.setdefault(mid, []).append(entry)
+            for call in _block_ids(entry, "tool_use", "id"):
+                if call not in owner_of:
+                    owner_of[call] = entry
+                else:
+                    previous = owner_of[call]
+                    same = previous is not None and _message_id(previous) == mid
+                    owner_of[call] = entry if same else None
+        elif _is_tool_result_entry(entry):
+            results.append(entry)
+
+    results_of: dict[str, list[Entry]] = {}
+    for result in results:
+        results_of.setdefault(result["parentUuid"], []).append(result)
+        source = result.get("sourceToolAssistantUUID")
+        if isinstance(source, str):
+            source_entry = by_uuid.get(source)
+            if source_entry is not None and _same_writer(result, source_entry):
+                results_of.setdefault(source, []).append(result)
+        for call in _block_ids(result, "tool_result", "tool_use_id"):
+            owner = owner_of.get(call)
+            if owner is not None and _same_writer(result, owner):
+                results_of.setdefault(owner["uuid"], []).append(result)
+
+    answered_on_chain: set[str] | None = None
+    file_order = {uid: i for i, uid in enumerate(by_uuid)}
+    done: set[str] = set()
+    inserts: dict[str, list[Entry]] = {}
+    for assistant in chain_assistants:
+        mid = _message_id(assistant)
+        if not mid or mid in done:
+            continue
+        done.add(mid)
+        group = siblings.get(mid, [assistant])
+        members = {m["uuid"] for m in group}
+        lost_siblings = [m for m in group if m["uuid"] not in seen]
+        lost_results: list[Entry] = []
+        strays: list[Entry] = []
+        collected: set[str] = set()
+        for member in group:
+            for result in results_of.get(member["uuid"], ()):
+                if result["uuid"] in seen or result["uuid"] in collected:
+                    continue
+                collected.add(result["uuid"])
+                (lost_results if result["parentUuid"] in members else strays).append(result)
+        if strays:
+            # A result parented elsewhere is taken only if it answers a call of this
+            # response that nothing on the chain (or recovered) answers yet.
+            if answered_on_chain is None:
+                answered_on_chain = {c for e in chain
+                                     for c in _block_ids(e, "tool_result", "tool_use_id")}
+            answered = set(answered_on_chain)
+            for result in lost_results:
+                answered.update(_block_ids(result, "tool_result", "tool_use_id"))
+            for result in sorted(strays, key=lambda e: file_order[e["uuid"]]):
+                calls = _block_ids(result, "tool_result", "tool_use_id")
+                if any(c not in answered and (o := owner_of.get(c)) is not None
+                       and o["uuid"] in members for c in calls):
+                    answered.update(calls)
+                    lost_results.append(result)
+        if not lost_siblings and not lost_results:
+            continue
+        recovered = sorted(lost_siblings, key=_stamp) + sorted(lost_results, key=_stamp)
+        seen.update(e["uuid"] for e in recovered)
+        inserts[anchors[mid]["uuid"]] = recovered
+    if not inserts:
+        return chain
+    out: list[Entry] = []
+    for entry in chain:
+        out.append(entry)
+        out.extend(inserts.get(entry["uuid"], ()))
+    return out
+
+
+def visible_messages(chain: list[Entry]) -> list[Entry]:
+    """What ``get_session_messages`` returns from a chain: user and assistant entries that
+    are not meta, sidechain or team entries (compact summaries are kept: they are the only
+    trace of what came before a compaction)."""
+    return [e for e in chain if e.get("type") in MESSAGE_TYPES and not e.get("isMeta")
+            and not e.get("isSidechain") and not e.get("teamName")]
+
+
+def subagent_chain(entries: list[Entry]) -> list[Entry]:
+    """A subagent transcript's messages: walk up from its last user/assistant entry.
+
+    Subagent files are linear, so the SDK takes the last message in file order as the
+    leaf and filters nothing (meta entries included); we do the same.
+    """
+    chain_entries = _chain_entries(entries)
+    by_uuid = {e["uuid"]: e for e in chain_entries}
+    leaf = next((e for e in reversed(chain_entries) if e.get("type") in MESSAGE_TYPES), None)
+    if leaf is None:
+        return []
+    chain, _seen = _walk_to_root(leaf, by_uuid)
+    return [e for e in chain if e.get("type") in MESSAGE_TYPES]
