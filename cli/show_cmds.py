@@ -1,0 +1,163 @@
+"""show and export: a session's conversation, read from its transcript."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any
+
+import click
+
+from cli.app import CliError
+from cli.options import cwd_option
+from cli.query_cmds import resolve_or_exit
+
+_EXTENSION_FORMATS = {".html": "html", ".htm": "html", ".json": "json", ".md": "md",
+                      ".markdown": "md"}
+
+
+def _conversation_options(func: Any) -> Any:
+    func = cwd_option(func)
+    func = click.option("--subagents", is_flag=True,
+                        help="Show each subagent's conversation where its Task/Agent call "
+                             "was made.")(func)
+    func = click.option("--tools", is_flag=True,
+                        help="Include tool calls and results (long ones folded, with their "
+                             "size).")(func)
+    return func
+
+
+def _load(arg: str, cwd: str | None, fmt: str) -> Any:
+    """Resolve ARG, then read its transcript (the truth; the index only located it)."""
+    from query.conversation import build_conversation
+
+    found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
+    for note in found.notes:
+        click.echo(note, err=True)
+    try:
+        return build_conversation(found.session)
+    except OSError as exc:
+        raise CliError(f"cannot read {found.session.get('file_path')}: "
+                       f"{exc.strerror or exc}") from None
+
+
+def _warn_problems(conv: Any) -> None:
+    """JSON output must stay the SDK's shape, so the bad-lines note goes to stderr."""
+    from query.conversation import problem_note
+
+    note = problem_note(conv.problems)
+    if note:
+        click.echo(f"note: {note}", err=True)
+
+
+@click.command()
+@click.argument("arg")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text",
+              show_default=True, help="text for the terminal, md for Markdown, json for the "
+                                      "SDK's SessionMessage objects.")
+@_conversation_options
+def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> None:
+    """Print a session's conversation from its transcript.
+
+    The messages are the live chain, as the SDK's get_session_messages computes it:
+    rewound branches are left out, parallel tool calls put back, compactions marked.
+    On a terminal the text is coloured (unless NO_COLOR) and long output goes through
+    a pager. Lines that cannot be read are skipped and counted in a note.
+
+    \b
+    Example:
+        sessiondex show "auth refactor"
+        sessiondex show 3f2a9c1e --tools --subagents
+        sessiondex show 3f2a9c1e --format json | jq '.[].message.content'
+    """
+    from query.conversation import render
+
+    conv = _load(arg, cwd, fmt)
+    if fmt == "json":
+        _warn_problems(conv)
+    terminal = sys.stdout.isatty()
+    color = fmt == "text" and terminal and not os.environ.get("NO_COLOR")
+    text = render(conv, fmt, tools=tools, subagents=subagents, color=color)
+    if terminal and fmt != "json" and text.count("\n") > shutil.get_terminal_size().lines - 1:
+        click.echo_via_pager(text, color=color)
+    else:
+        click.echo(text, nl=False, color=color)
+
+
+@click.command()
+@click.argument("arg")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
+              help="File to write (refused if it exists, unless --force).")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "json"]), default=None,
+              help="Default: from the file's extension (.html, .json), else md.")
+@click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
+@_conversation_options
+def export(arg: str, output: str, fmt: str | None, force: bool, tools: bool, subagents: bool,
+           cwd: str | None) -> None:
+    """Write a session's conversation to a file: Markdown, one self-contained HTML page
+    (metadata at the top, no external assets) or the SDK's JSON messages.
+
+    The file is written to a temporary name and renamed into place, so it is never
+    seen half-written.
+
+    \b
+    Example:
+        sessiondex export "auth refactor" -o auth.md
+        sessiondex export 3f2a9c1e -o session.html --tools --subagents
+        sessiondex export 3f2a9c1e -o messages.json
+    """
+    from query.conversation import render
+
+    if fmt is None:
+        fmt = _EXTENSION_FORMATS.get(os.path.splitext(output)[1].lower(), "md")
+    if os.path.lexists(output) and not force:
+        raise CliError(f"{output} already exists (use --force to overwrite it)")
+    conv = _load(arg, cwd, fmt)
+    _warn_problems(conv)
+    data = render(conv, fmt, tools=tools, subagents=subagents).encode("utf-8", "surrogatepass")
+    _write_atomic(output, data, force=force)
+    click.echo(f"wrote {output} ({len(conv.messages)} messages, {fmt})", err=True)
+
+
+def _write_atomic(target: str, data: bytes, *, force: bool) -> None:
+    """Temp file in the target's directory, then rename: never a half-written file.
+
+    Without ``force`` the final step is a hard link, which fails if the name appeared
+    meanwhile, so an existing file is never replaced by a race either.
+    """
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise CliError(f"directory {directory} does not exist")
+    try:
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.",
+                                    suffix=".tmp")
+    except OSError as exc:
+        raise CliError(f"cannot write in {directory}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a plain file follows the umask
+        if force:
+            os.replace(temp, target)
+        else:
+            try:
+                os.link(temp, target)
+            except FileExistsError:
+                raise CliError(f"{target} already exists (use --force to overwrite it)") from None
+            except OSError:  # no hard links here (some network/FAT mounts)
+                if os.path.lexists(target):
+                    raise CliError(f"{target} already exists (use --force to overwrite "
+                                   "it)") from None
+                os.replace(temp, target)
+    except OSError as exc:
+        raise CliError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.lexists(temp):
+            os.unlink(temp)

@@ -1,0 +1,361 @@
+"""show and export: the conversation from the transcript, as the SDK reads it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from query.conversation import build_conversation, render_text
+from tests.builders import ConfigTree, SessionWriter
+
+CWD = "/tmp/sessiondex-show-tests/repo"  # outside any git repository (the SDK runs git)
+
+
+def _run(tree: ConfigTree, tmp_path: Path, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+# ----------------------------------------------------------------- scenarios
+def _plain(s: SessionWriter) -> dict[str, Any]:
+    s.user("explain the build")
+    s.assistant("It uses hatch.", thinking="let me look")
+    s.user("and the tests?")
+    s.assistant("pytest")
+    return {}
+
+
+def _parallel(s: SessionWriter, continue_from: int = -1) -> dict[str, Any]:
+    """Three parallel calls written as the CLI does: each result's parent is its call."""
+    s.user("run the three checks")
+    turn = s.assistant("Running them", tool_uses=[
+        ("Bash", {"command": "check-alpha"}), ("Bash", {"command": "check-beta"}),
+        ("Bash", {"command": "check-gamma"})])
+    results = [s.tool_result(tid, f"output-{name}", parentUuid=turn.uuids[i + 1])
+               for i, (tid, name) in enumerate(zip(turn.tool_use_ids,
+                                                   ("alpha", "beta", "gamma")))]
+    s.last_uuid = results[continue_from]
+    s.assistant("All three passed")
+    return {}
+
+
+def _rewind(s: SessionWriter) -> dict[str, Any]:
+    s.user("start here")
+    turn = s.assistant("ok")
+    s.user("ABANDONED-PROMPT go left")
+    s.assistant("ABANDONED-ANSWER going left")
+    s.last_uuid = turn.uuid  # the user rewound to after "ok"
+    s.user("go right instead")
+    s.assistant("going right")
+    return {"absent": ["ABANDONED-PROMPT", "ABANDONED-ANSWER"]}
+
+
+def _compacted(s: SessionWriter) -> dict[str, Any]:
+    s.user("BEFORE-COMPACT prompt")
+    s.assistant("before answer")
+    s.system("compact_boundary")
+    s.user("Summary of the earlier conversation", isCompactSummary=True)
+    s.user("after compact prompt")
+    s.assistant("after answer")
+    return {"absent": ["BEFORE-COMPACT"]}
+
+
+def _meta_and_progress(s: SessionWriter) -> dict[str, Any]:
+    s.user("<local-command-caveat>hidden</local-command-caveat>", is_meta=True)
+    s.user("real prompt")
+    turn = s.assistant(tool_uses=[("Read", {"file_path": "/x"})])
+    s.progress(turn.tool_use_ids[0])
+    s.tool_result(turn.tool_use_ids[0], "file text")
+    s.attachment({"type": "queued_command", "prompt": "later"})
+    s.assistant("read it")
+    return {}
+
+
+SCENARIOS: dict[str, Callable[[SessionWriter], dict[str, Any]]] = {
+    "plain": _plain,
+    "parallel-continue-last": _parallel,
+    "parallel-continue-first": lambda s: _parallel(s, continue_from=0),
+    "rewind": _rewind,
+    "compacted": _compacted,
+    "meta-and-progress": _meta_and_progress,
+}
+
+
+def _session(tmp_path: Path, name: str) -> tuple[ConfigTree, SessionWriter, dict[str, Any]]:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    info = SCENARIOS[name](s)
+    s.meta("custom-title", customTitle=f"scenario {name}")
+    s.write()
+    return tree, s, info
+
+
+# ----------------------------------------------------------------- SDK parity
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_json_matches_sdk_get_session_messages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               name: str) -> None:
+    from claude_agent_sdk import get_session_messages
+
+    tree, s, _ = _session(tmp_path, name)
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "json")
+    assert result.exit_code == 0, result.output
+    ours = json.loads(result.stdout)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    theirs = [dataclasses.asdict(m) for m in get_session_messages(s.session_id)]
+    assert theirs, "the scenario must give the SDK something to compare"
+    assert ours == theirs
+
+
+def test_json_with_subagents_matches_sdk_at_call_site(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from claude_agent_sdk import get_session_messages, get_subagent_messages
+
+    tree, s = _with_subagent(tmp_path)
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "json", "--subagents")
+    ours = json.loads(result.stdout)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    main = [dataclasses.asdict(m) for m in get_session_messages(s.session_id)]
+    sub = [dataclasses.asdict(m) for m in get_subagent_messages(s.session_id, "ag1")]
+    assert sub and all(m["parent_tool_use_id"] == s.task_id for m in sub)
+    # the subagent's messages follow the message that made the Task call
+    call_at = next(i for i, m in enumerate(main) if any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == s.task_id
+        for b in m["message"]["content"]))
+    assert ours == main[:call_at + 1] + sub + main[call_at + 1:]
+
+
+# ----------------------------------------------------------------- what is shown
+def test_rewind_shows_only_the_live_branch(tmp_path: Path) -> None:
+    tree, s, info = _session(tmp_path, "rewind")
+    for fmt in ("text", "md"):
+        out = _run(tree, tmp_path, "show", s.session_id, "--format", fmt).stdout
+        assert "go right instead" in out and "going right" in out
+        for gone in info["absent"]:
+            assert gone not in out
+
+
+def test_compact_boundary_is_marked(tmp_path: Path) -> None:
+    tree, s, info = _session(tmp_path, "compacted")
+    out = _run(tree, tmp_path, "show", s.session_id).stdout
+    assert "Conversation compacted" in out
+    assert out.index("Conversation compacted") < out.index("after compact prompt")
+    assert "BEFORE-COMPACT" not in out
+
+
+@pytest.mark.parametrize("name", ["parallel-continue-last", "parallel-continue-first"])
+def test_parallel_tool_calls_appear_in_order(tmp_path: Path, name: str) -> None:
+    tree, s, _ = _session(tmp_path, name)
+    out = _run(tree, tmp_path, "show", s.session_id, "--tools").stdout
+    calls = [out.index(f"check-{n}") for n in ("alpha", "beta", "gamma")]
+    outputs = [out.index(f"output-{n}") for n in ("alpha", "beta", "gamma")]
+    assert calls == sorted(calls)
+    assert max(calls) < min(outputs) and max(outputs) < out.index("All three passed")
+    if name == "parallel-continue-last":  # the SDK's order: results by timestamp
+        assert outputs == sorted(outputs)
+
+
+def test_tools_hidden_by_default_and_long_output_folded(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("dump the log")
+    turn = s.assistant("Here", tool_uses=[("Bash", {"command": "cat big.log"})])
+    s.tool_result(turn.tool_use_ids[0], "".join(f"log line {i}\n" for i in range(500)))
+    s.assistant("done")
+    s.write()
+    plain = _run(tree, tmp_path, "show", s.session_id).stdout
+    assert "cat big.log" not in plain and "log line" not in plain
+    for fmt in ("text", "md"):
+        out = _run(tree, tmp_path, "show", s.session_id, "--tools", "--format", fmt).stdout
+        assert "cat big.log" in out and "log line 0" in out
+        assert "log line 499" not in out
+        assert "500 lines" in out and "KB" in out
+
+
+def _with_subagent(tmp_path: Path) -> tuple[ConfigTree, Any]:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("find the config loader")
+    turn = s.assistant("Delegating", tool_uses=[
+        ("Task", {"description": "explore", "prompt": "find it", "subagent_type": "Explore"})])
+    sub = s.subagent(agent_id="ag1", tool_use_id=turn.tool_use_ids[0], agent_type="Explore")
+    sub.user("SUBAGENT-PROMPT find it")
+    sub.assistant("SUBAGENT-ANSWER it is in config.py")
+    s.tool_result(turn.tool_use_ids[0], "it is in config.py")
+    s.assistant("MAIN-AFTER The loader is in config.py")
+    s.write()
+    s.task_id = turn.tool_use_ids[0]  # type: ignore[attr-defined]
+    return tree, s
+
+
+@pytest.mark.parametrize("fmt", ["text", "md"])
+def test_subagent_appears_at_its_call_site(tmp_path: Path, fmt: str) -> None:
+    tree, s = _with_subagent(tmp_path)
+    without = _run(tree, tmp_path, "show", s.session_id, "--format", fmt).stdout
+    assert "SUBAGENT-PROMPT" not in without
+    out = _run(tree, tmp_path, "show", s.session_id, "--format", fmt, "--subagents").stdout
+    assert (out.index("Delegating") < out.index("SUBAGENT-PROMPT")
+            < out.index("SUBAGENT-ANSWER") < out.index("MAIN-AFTER"))
+    assert "Explore" in out
+
+
+def test_unlinked_subagent_is_listed_after(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("hello")
+    s.assistant("hi")
+    sub = s.subagent(agent_id="lost", tool_use_id="toolu_nowhere")
+    sub.user("ORPHAN-SUBAGENT")
+    s.write()
+    out = _run(tree, tmp_path, "show", s.session_id, "--subagents").stdout
+    assert "not linked" in out and out.index("hi") < out.index("ORPHAN-SUBAGENT")
+
+
+def test_invalid_utf8_and_malformed_lines_still_show(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("first prompt")
+    turn = s.assistant("answer")
+    s.raw(b'{"type":"user","message":{"role":"user","content"\n')  # malformed
+    s.raw(b"\xff\xfe garbage\n")
+    line = json.dumps({"parentUuid": turn.uuid, "type": "user", "uuid": "bad-bytes-1",
+                       "sessionId": s.session_id, "timestamp": "2026-11-01T11:00:00.000Z",
+                       "message": {"role": "user", "content": "caf@@ ok"}}).encode()
+    s.raw(line.replace(b"@@", b"\xc3") + b"\n")  # a lone lead byte: invalid UTF-8
+    s.write()
+    for fmt in ("text", "md"):
+        result = _run(tree, tmp_path, "show", s.session_id, "--format", fmt)
+        assert result.exit_code == 0
+        assert "first prompt" in result.stdout and "answer" in result.stdout
+        assert "caf\ufffd ok" in result.stdout
+        assert "invalid UTF-8" in result.stdout and "skipped" in result.stdout
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "json")
+    assert json.loads(result.stdout)[-1]["message"]["content"] == "caf\ufffd ok"
+    assert "note:" in result.stderr and "invalid UTF-8" in result.stderr
+
+
+def test_raw_u2028_survives(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    prompt = "line one\u2028line two\u2029end"
+    s.user(prompt)
+    s.assistant("noted")
+    path = s.write()
+    assert "\u2028".encode() in path.read_bytes()
+    messages = json.loads(_run(tree, tmp_path, "show", s.session_id, "--format", "json").stdout)
+    assert [m["message"]["content"] for m in messages][0] == prompt
+    assert prompt in _run(tree, tmp_path, "show", s.session_id, "--format", "md").stdout
+
+
+def test_no_colour_when_not_a_terminal_and_colour_on_request(tmp_path: Path) -> None:
+    tree, s, _ = _session(tmp_path, "plain")
+    out = _run(tree, tmp_path, "show", s.session_id).stdout
+    assert "\x1b[" not in out
+    conv = build_conversation(json.loads(
+        _run(tree, tmp_path, "resolve", s.session_id, "--json").stdout))
+    assert "\x1b[" in render_text(conv, color=True)
+    assert "\x1b[" not in render_text(conv, color=False)
+
+
+def test_show_unknown_session_is_exit_1(tmp_path: Path) -> None:
+    tree, _, _ = _session(tmp_path, "plain")
+    result = _run(tree, tmp_path, "show", "00000000-0000-4000-8000-000000000000")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_reading_changes_no_transcript(tmp_path: Path) -> None:
+    tree, s = _with_subagent(tmp_path)
+    files = sorted(p for p in tree.root.rglob("*") if p.is_file())
+    before = [(p.read_bytes(), p.stat().st_mtime_ns) for p in files]
+    _run(tree, tmp_path, "show", s.session_id, "--tools", "--subagents")
+    _run(tree, tmp_path, "export", s.session_id, "-o", str(tmp_path / "x.html"), "--subagents")
+    assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in files] == before
+
+
+# ----------------------------------------------------------------- export
+class _TextCollector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_export_parses_and_holds_every_prompt(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD, git_branch="feature/x")
+    prompts = ["plain prompt", "<script>alert('x')</script> & <b>not bold</b>",
+               "quotes \" and ' and ]]> and </article>", "日本語のプロンプト\u2028two"]
+    for prompt in prompts:
+        s.user(prompt)
+        s.assistant(f"reply to {prompt[:5]}")
+    s.pr_link(number=42, url="https://github.com/acme/shop/pull/42", repository="acme/shop")
+    s.meta("custom-title", customTitle="Title <with> & tags")
+    s.write()
+    target = tmp_path / "out.html"
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(target), "--tools")
+    assert result.exit_code == 0, result.output
+    page = target.read_text(encoding="utf-8")
+    parser = _TextCollector()
+    parser.feed(page)
+    parser.close()
+    text = "".join(parser.text)
+    for prompt in prompts:
+        assert prompt in text
+    assert "Title <with> & tags" in text and "feature/x" in text
+    assert "https://github.com/acme/shop/pull/42" in text
+    # self-contained, and user text never became markup
+    assert "script" not in parser.tags and "link" not in parser.tags
+    assert not [v for k, v in parser.attrs if k == "src"]
+    assert [v for k, v in parser.attrs if k == "href"] == ["https://github.com/acme/shop/pull/42"]
+    assert "b" not in parser.tags
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("out.md", "# scenario plain"),
+    ("out.html", "<!DOCTYPE html>"),
+    ("out.json", '[\n  {\n    "type": "user"'),
+    ("out.txt", "# scenario plain"),
+])
+def test_export_format_from_extension(tmp_path: Path, name: str, expected: str) -> None:
+    tree, s, _ = _session(tmp_path, "plain")
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(tmp_path / name))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / name).read_text(encoding="utf-8").startswith(expected)
+
+
+def test_export_refuses_to_overwrite_unless_force(tmp_path: Path) -> None:
+    tree, s, _ = _session(tmp_path, "plain")
+    target = tmp_path / "out.md"
+    target.write_text("keep me")
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(target))
+    assert result.exit_code == 1 and "already exists" in result.output
+    assert target.read_text() == "keep me"
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(target), "--force",
+                  "--format", "md")
+    assert result.exit_code == 0
+    assert target.read_text(encoding="utf-8").startswith("# scenario plain")
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_export_into_missing_directory_is_an_error(tmp_path: Path) -> None:
+    tree, s, _ = _session(tmp_path, "plain")
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(tmp_path / "no" / "x.md"))
+    assert result.exit_code == 1 and "does not exist" in result.output
