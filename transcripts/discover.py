@@ -151,7 +151,7 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
                 return None
         if len(parts) == 2 and parts[1].endswith(".jsonl") and is_session_id(parts[1][:-6]):
             return _make(text, root, parts[0], parts[1][:-6], MAIN, None, st)
-        if (len(parts) >= 5 and parts[2] == "subagents" and is_session_id(parts[1])
+        if (len(parts) >= 4 and parts[2] == "subagents" and is_session_id(parts[1])
                 and parts[-1].startswith("agent-") and parts[-1].endswith(".jsonl")):
             return _make(text, root, parts[0], parts[1], SUBAGENT,
                          parts[-1][len("agent-"):-len(".jsonl")], st)
