@@ -1,0 +1,376 @@
+"""Interop with the real ``claude-agent-sdk`` (a test dependency).
+
+Three promises: the SDK sees what our mutations write, we see what the SDK's mutations
+write, and ``query.sdk_api`` answers like the SDK field by field, except where the SDK's
+head/tail reads are wrong. Those cases are listed below with the reason, and for each
+the test asserts that ours holds the right value.
+
+The SDK is pointed at a tmp tree with ``CLAUDE_CONFIG_DIR``; every cwd is outside any
+git repository (and directory listings pass ``include_worktrees=False``), so no test
+depends on the machine's git state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from indexer.db import open_db
+from query import sdk_api
+from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures
+
+sdk = pytest.importorskip("claude_agent_sdk")
+
+T0 = 1_790_000_000
+
+# Sessions of fixtures/ where the SDK is wrong, field → why. Ours must equal
+# fixtures/expected.json there (asserted below), and the SDK elsewhere.
+FIXTURE_SDK_BUGS: dict[str, dict[str, str]] = {
+    "0299d474-8976-5a23-b6a6-e232a4e09752": {  # shop-big
+        "custom_title": "the only custom-title is >64 KiB from both ends: the SDK's head+tail "
+                        "read misses it and reports the tail's ai-title",
+        "summary": "follows custom_title",
+    },
+    "c6a04f93-f286-5217-a5c3-ce43f91715c6": {  # blog-trap
+        "summary": "the SDK's key scan takes a tool_use input's \"summary\" key as a summary",
+        "git_branch": "the SDK's key scan takes a tool_use input's \"gitBranch\" key as the "
+                      "branch",
+    },
+}
+
+
+def asdicts(items: list[Any]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(i) for i in items]
+
+
+@pytest.fixture
+def fixture_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = copy_fixtures(tmp_path)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    return root
+
+
+def ours(root: Path, name: str, *args: Any, **kwargs: Any) -> Any:
+    db = open_db(root.parent / "index.db")
+    try:
+        return getattr(sdk_api, name)(*args, db=db, config_dir=root, **kwargs)
+    finally:
+        db.close()
+
+
+def run_cli(root: Path, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "--db", str(root.parent / "index.db"), *args])
+    return result
+
+
+def our_session(root: Path, session_id: str) -> dict[str, Any] | None:
+    """The session object our index holds (after the refresh every read does)."""
+    result = run_cli(root, "resolve", session_id, "--json")
+    return json.loads(result.stdout) if result.exit_code == 0 else None
+
+
+# ----------------------------------------------------------------- result types
+@pytest.mark.parametrize(("mine", "theirs"), [
+    (sdk_api.SDKSessionInfo, sdk.SDKSessionInfo),
+    (sdk_api.SessionMessage, sdk.SessionMessage),
+])
+def test_result_types_mirror_the_sdk(mine: Any, theirs: Any) -> None:
+    def shape(cls: Any) -> list[tuple[str, Any]]:
+        return [(f.name, f.default) for f in dataclasses.fields(cls)]
+    assert shape(mine) == shape(theirs)
+
+
+@pytest.mark.parametrize("name", ["list_sessions", "get_session_info", "get_session_messages",
+                                  "list_subagents", "get_subagent_messages"])
+def test_signatures_start_with_the_sdk_parameters(name: str) -> None:
+    import inspect
+
+    theirs = list(inspect.signature(getattr(sdk, name)).parameters.values())
+    mine = list(inspect.signature(getattr(sdk_api, name)).parameters.values())
+    assert [(p.name, p.default) for p in mine[:len(theirs)]] == [
+        (p.name, p.default) for p in theirs]
+    assert all(p.kind == p.KEYWORD_ONLY for p in mine[len(theirs):])
+
+
+# ----------------------------------------------------------------- parity: fixtures
+def _compare(mine: list[dict[str, Any]], theirs: list[dict[str, Any]],
+             bugs: dict[str, dict[str, str]]) -> None:
+    assert [i["session_id"] for i in mine] == [i["session_id"] for i in theirs]
+    for a, b in zip(mine, theirs):
+        wrong = bugs.get(a["session_id"], {})
+        for field in a:
+            if field in wrong:
+                assert a[field] != b[field], f"SDK bug gone? {a['session_id']} {field}"
+            else:
+                assert a[field] == b[field], (a["session_id"], field)
+
+
+def test_fixture_tree_list_sessions_equals_the_sdk(fixture_root: Path) -> None:
+    mine = asdicts(ours(fixture_root, "list_sessions"))
+    theirs = asdicts(sdk.list_sessions())
+    assert len(mine) == 21  # 23 sessions minus the sidechain file and the empty one
+    _compare(mine, theirs, FIXTURE_SDK_BUGS)
+    expected = json.loads((FIXTURES_DIR / "expected.json").read_text(encoding="utf-8"))
+    by_id = {i["session_id"]: i for i in mine}
+    for sid in FIXTURE_SDK_BUGS:
+        row = expected[sid]
+        assert by_id[sid]["custom_title"] == (row["custom_title"] or row["ai_title"])
+        assert by_id[sid]["git_branch"] == row["git_branch"]
+        assert by_id[sid]["summary"] == row["title"]
+
+
+@pytest.mark.parametrize("cwd", ["/home/dev/shop", "/home/dev/blog",
+                                 "/home/dev/shop-wt/feature-x"])
+@pytest.mark.parametrize(("limit", "offset"), [(None, 0), (3, 1)])
+def test_fixture_tree_directory_listing_equals_the_sdk(fixture_root: Path, cwd: str,
+                                                       limit: int | None, offset: int) -> None:
+    mine = asdicts(ours(fixture_root, "list_sessions", cwd, limit, offset, False))
+    theirs = asdicts(sdk.list_sessions(cwd, limit, offset, include_worktrees=False))
+    assert mine
+    _compare(mine, theirs, FIXTURE_SDK_BUGS)
+
+
+def _session_ids(root: Path) -> list[str]:
+    return sorted(p.stem for p in (root / "projects").glob("*/*.jsonl")
+                  if sdk_api.is_session_id(p.stem))
+
+
+def test_fixture_tree_info_messages_and_subagents_equal_the_sdk(fixture_root: Path) -> None:
+    checked_subagents = 0
+    for sid in _session_ids(fixture_root):
+        mine = ours(fixture_root, "get_session_info", sid)
+        theirs = sdk.get_session_info(sid)
+        if theirs is None or mine is None:
+            assert mine == theirs, sid
+        else:
+            _compare([dataclasses.asdict(mine)], [dataclasses.asdict(theirs)],
+                     FIXTURE_SDK_BUGS)
+        assert asdicts(ours(fixture_root, "get_session_messages", sid)) == asdicts(
+            sdk.get_session_messages(sid)), sid
+        agents = ours(fixture_root, "list_subagents", sid)
+        assert agents == sdk.list_subagents(sid)
+        for agent in agents:
+            checked_subagents += 1
+            assert asdicts(ours(fixture_root, "get_subagent_messages", sid, agent)) == asdicts(
+                sdk.get_subagent_messages(sid, agent))
+    assert checked_subagents >= 2
+
+
+# ----------------------------------------------------------------- parity: generated
+EMOJI_CWD = "/tmp/sessiondex-interop/😀-project"  # never created: realpath keeps it
+
+
+def build_generated_tree(root: Path) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """~30 builder-made sessions in three projects, and the SDK bugs they trigger:
+    session id → {field: the right value}."""
+    tree = ConfigTree(root)
+    cwds = ["/home/gen/alpha", "/home/gen/beta-service", EMOJI_CWD]
+    bugs: dict[str, dict[str, Any]] = {}
+    ids: list[str] = []
+    for n in range(30):
+        cwd = cwds[n % 3]
+        s = tree.session(cwd, git_branch=f"branch-{n % 4}",
+                         entrypoint="sdk-py" if n == 7 else "cli")
+        if n % 5 == 0:
+            s.user("<command-name>/init</command-name>")
+        s.user(f"task number {n}: " + "détails " * (n % 7) + ("\n second line" if n % 4 else ""))
+        turn = s.assistant(f"working on {n}",
+                           tool_uses=[("Bash", {"command": f"make t{n}"}),
+                                      ("Read", {"file_path": f"/src/{n}.py"})])
+        for tool_id in turn.tool_use_ids:  # parallel calls: results parented on their call
+            s.tool_result(tool_id, f"output {tool_id[-4:]}")
+        s.assistant("done\u2028really" if n % 6 == 0 else "done")
+        if n % 3 == 1:
+            s.meta("ai-title", aiTitle=f"AI title {n}")
+        if n % 4 == 1:
+            s.meta("custom-title", customTitle=f"Custom {n} ✓")
+        if n % 5 == 2:
+            s.meta("tag", tag=f"tag{n}")
+        if n % 7 == 3:
+            s.meta("last-prompt", lastPrompt=f"last prompt {n}")
+        if n % 8 == 5:
+            s.meta("summary", summary=f"legacy summary {n}", leafUuid=s.last_uuid,
+                   sessionId=None)
+        if n == 11:  # a rename deep in a large file: ~200 KiB, the title in the middle
+            for k in range(60):
+                s.user(f"step {k}")
+                s.assistant("z" * 1600)
+                if k == 30:
+                    s.meta("custom-title", customTitle="Deep rename")
+            bugs[s.session_id] = {"custom_title": "Deep rename", "summary": "Deep rename"}
+        if n == 13:  # a tag set deep in a large file is still the live tag
+            s.meta("tag", tag="deep-tag")
+            for _ in range(50):
+                s.assistant("y" * 2000)
+            bugs[s.session_id] = {"tag": "deep-tag"}
+        if n == 17:  # keys inside a tool input are not metadata
+            s.assistant("editing", tool_uses=[("Write", {"summary": "not a summary",
+                                                         "gitBranch": "not-a-branch",
+                                                         "customTitle": "not a title"})])
+            bugs[s.session_id] = {"git_branch": s.git_branch, "custom_title": "Custom 17 ✓",
+                                  "summary": "Custom 17 ✓"}
+        s.write(mtime=T0 + n)
+        ids.append(s.session_id)
+    side = tree.session(cwds[0], is_sidechain=True)
+    side.user("sidechain")
+    side.write(mtime=T0 + 100)
+    meta = tree.session(cwds[1])
+    meta.meta("custom-title", customTitle="Only metadata")
+    meta.write(mtime=T0 + 101)
+    ids.append(meta.session_id)
+    return ids, bugs
+
+
+@pytest.fixture
+def generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str],
+                                                                        dict[str, Any]]:
+    root = tmp_path / "claude"
+    ids, bugs = build_generated_tree(root)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    return root, ids, bugs
+
+
+def test_generated_tree_list_sessions_equals_the_sdk(generated: Any) -> None:
+    root, ids, right = generated
+    # A drop-in: no extra arguments (CLAUDE_CONFIG_DIR and the default index, as the SDK).
+    mine = asdicts(sdk_api.list_sessions())
+    theirs = asdicts(sdk.list_sessions())
+    assert sorted(i["session_id"] for i in mine) == sorted(ids)
+    bugs = {sid: dict.fromkeys(fields, "see build_generated_tree") for sid, fields in right.items()}
+    _compare(mine, theirs, bugs)
+    by_id = {i["session_id"]: i for i in mine}
+    for sid, fields in right.items():
+        for field, value in fields.items():
+            assert by_id[sid][field] == value, (sid, field)
+
+
+def test_generated_tree_messages_equal_the_sdk(generated: Any) -> None:
+    root, ids, _right = generated
+    for sid in ids:
+        assert asdicts(sdk_api.get_session_messages(sid, limit=5, offset=1)) == asdicts(
+            sdk.get_session_messages(sid, limit=5, offset=1))
+        assert asdicts(sdk_api.get_session_messages(sid)) == asdicts(
+            sdk.get_session_messages(sid)), sid
+
+
+def test_emoji_project_path_is_found_where_claude_code_writes_it(generated: Any) -> None:
+    """The CLI turns an emoji into two dashes (UTF-16); the SDK into one, so the SDK
+    looks in a project dir Claude Code never writes and finds nothing."""
+    root, ids, _right = generated
+    mine = sdk_api.list_sessions(EMOJI_CWD, include_worktrees=False)
+    assert len(mine) == 10 and all(i.cwd == EMOJI_CWD for i in mine)
+    assert sdk.list_sessions(EMOJI_CWD, include_worktrees=False) == []
+    assert sdk_api.get_session_info(mine[0].session_id, EMOJI_CWD) == mine[0]
+    assert sdk.get_session_info(mine[0].session_id, EMOJI_CWD) is None
+
+
+# ----------------------------------------------------------------- our writes → the SDK
+def test_the_sdk_sees_our_rename_tag_untag_and_fork(fixture_root: Path) -> None:
+    sid = "0299d474-8976-5a23-b6a6-e232a4e09752"  # shop-big: the SDK misses its deep title
+    assert sdk.get_session_info(sid).custom_title == "Investigate slow checkout endpoint"
+    assert run_cli(fixture_root, "rename", sid, "Perf ☕ work").exit_code == 0
+    assert run_cli(fixture_root, "tag", sid, "perf").exit_code == 0
+    info = sdk.get_session_info(sid)
+    assert (info.custom_title, info.summary, info.tag) == ("Perf ☕ work", "Perf ☕ work", "perf")
+    assert info.session_id in {i.session_id for i in sdk.list_sessions() if i.tag == "perf"}
+    assert run_cli(fixture_root, "untag", sid).exit_code == 0
+    assert sdk.get_session_info(sid).tag is None
+
+    source = "4045e6f8-686a-5d64-9f2b-e0830c6ab007"  # shop-auth
+    forked = run_cli(fixture_root, "fork", source)
+    assert forked.exit_code == 0, forked.output
+    new_id = forked.stdout.strip()
+    info = sdk.get_session_info(new_id)
+    assert info is not None and info.custom_title == "Auth refactor (fork)"
+    assert new_id in {i.session_id for i in sdk.list_sessions("/home/dev/shop",
+                                                              include_worktrees=False)}
+    # The SDK reads the same conversation from the fork as from the source.
+    def bodies(messages: list[Any]) -> list[Any]:
+        return [(m.type, m.message) for m in messages]
+    assert bodies(sdk.get_session_messages(new_id)) == bodies(sdk.get_session_messages(source))
+    assert all(m.session_id == new_id for m in sdk.get_session_messages(new_id))
+
+
+def test_our_append_keeps_the_last_line_the_sdk_would_glue_onto(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """Two copies of a file whose last line has no ``\\n``: after the SDK's tag_session
+    its last message is gone (glued into an invalid line); after ours it is kept."""
+    roots = {}
+    for name in ("ours", "sdk"):
+        tree = ConfigTree(tmp_path / name / "claude")
+        s = tree.session("/home/dev/ragged", session_id="1a1a1a1a-0000-4000-8000-000000000001")
+        s.user("hello")
+        turn = s.assistant("last answer")
+        s.write(mtime=T0)
+        path = s.path
+        path.write_bytes(path.read_bytes().rstrip(b"\n"))
+        roots[name] = tree.root
+    sid = "1a1a1a1a-0000-4000-8000-000000000001"
+    assert run_cli(roots["ours"], "tag", sid, "t").exit_code == 0
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(roots["sdk"]))
+    sdk.tag_session(sid, "t")
+    assert [m.uuid for m in sdk.get_session_messages(sid)][-1] != turn.uuid  # the SDK's bug
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(roots["ours"]))
+    assert [m.uuid for m in sdk.get_session_messages(sid)][-1] == turn.uuid
+    assert sdk.get_session_info(sid).tag == "t"
+
+
+# ----------------------------------------------------------------- the SDK's writes → us
+def test_our_index_sees_the_sdks_rename_tag_fork_and_delete(fixture_root: Path) -> None:
+    sid = "d36aa0a1-11d8-5c2a-be7f-9879597e52d9"  # blog-aititle
+    assert our_session(fixture_root, sid)["tag"] == "feed"  # indexed before the SDK writes
+    sdk.rename_session(sid, "Блог RSS ☕")  # written as \\u escapes by the SDK
+    sdk.tag_session(sid, "  \ufb01x\u200b-it ")
+    obj = our_session(fixture_root, sid)
+    assert (obj["custom_title"], obj["title"], obj["tag"]) == ("Блог RSS ☕", "Блог RSS ☕",
+                                                               "fix-it")
+    assert dataclasses.asdict(ours(fixture_root, "get_session_info", sid)) == (
+        dataclasses.asdict(sdk.get_session_info(sid)))
+    sdk.tag_session(sid, None)
+    assert our_session(fixture_root, sid)["tag"] is None
+
+    new_id = sdk.fork_session(sid).session_id
+    obj = our_session(fixture_root, new_id)
+    assert obj["forked_from"]["session_id"] == sid
+    assert obj["custom_title"] == "Блог RSS ☕ (fork)"
+    assert asdicts(ours(fixture_root, "get_session_messages", new_id)) == asdicts(
+        sdk.get_session_messages(new_id))
+
+    sdk.delete_session(new_id)
+    assert our_session(fixture_root, new_id) is None
+    assert new_id not in {i.session_id for i in ours(fixture_root, "list_sessions")}
+
+
+def test_our_fork_writes_what_the_sdk_fork_writes(fixture_root: Path) -> None:
+    """Same entries, same links, same forkedFrom; our differences are deliberate
+    (timestamps kept, raw UTF-8)."""
+    source = "12a0e588-8672-5ff7-9137-d430dc55a4df"  # blog-unicode: raw U+2028 inside
+    sdk_id = sdk.fork_session(source).session_id
+    result = run_cli(fixture_root, "fork", source)
+    assert result.exit_code == 0, result.output
+    our_id = result.stdout.strip()
+    folder = fixture_root / "projects" / "-home-dev-blog"
+
+    def shape(session_id: str) -> list[tuple[Any, ...]]:
+        records = [orjson.loads(line) for line in
+                   (folder / f"{session_id}.jsonl").read_bytes().split(b"\n") if line]
+        index = {r.get("uuid"): i for i, r in enumerate(records)}
+        return [(r["type"], r.get("forkedFrom"), index.get(r.get("parentUuid")),
+                 r.get("customTitle")) for r in records]
+    mine, theirs = shape(our_id), shape(sdk_id)
+    # The SDK's splitlines() drops the entry holding U+2028; ours keeps it.
+    assert len(mine) == len(theirs) + 1
+    dropped = [row for row in mine if row[1] and row[1]["messageUuid"] not in
+               {t[1]["messageUuid"] for t in theirs if t[1]}]
+    assert len(dropped) == 1
+    assert "\u2028".encode() in (folder / f"{our_id}.jsonl").read_bytes()
+    assert [row[:2] for row in mine if row not in dropped] == [row[:2] for row in theirs]
