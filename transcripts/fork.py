@@ -103,7 +103,7 @@ def build_fork(records: list[dict[str, Any]], *, source_id: str, new_id: str,
                now: str | None = None) -> list[dict[str, Any]]:
     """The records of the fork, in file order (pure: no I/O, testable on its own)."""
     stamp = now or now_iso_ms()
-    entries = [r for r in records if is_chain_entry(r) and r.get("isSidechain") is not True]
+    entries = [r for r in records if is_chain_entry(r) and not r.get("isSidechain")]
     if not entries:
         raise ForkError(f"Session {source_id} has no messages to fork")
     if up_to is not None:
