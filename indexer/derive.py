@@ -50,6 +50,16 @@ class SessionState:
     # Collections written to their own tables; new items only, per pass.
     new_branches: list[str] = field(default_factory=list)
     new_pr_links: list[PullRequest] = field(default_factory=list)
+    new_pending_stamps: list[object] = field(default_factory=list)
+
+    def finish(self) -> None:
+        """Settle what apply() deferred: the last parseable timestamp of this pass."""
+        for raw in reversed(self.new_pending_stamps):
+            stamp = timestamp_ms({"timestamp": raw})
+            if stamp is not None:
+                self.last_activity_ms = stamp
+                break
+        self.new_pending_stamps.clear()
 
     @classmethod
     def from_row(cls, row: dict[str, Any] | None) -> SessionState:
@@ -75,11 +85,12 @@ class SessionState:
         kind = record.get("type")
         if self.is_sidechain is None and kind in CHAIN_TYPES:
             self.is_sidechain = 1 if record.get("isSidechain") is True else 0
-        stamp = timestamp_ms(record)
-        if stamp is not None:
+        raw_stamp = record.get("timestamp")
+        if raw_stamp is not None:
             if self.created_ms is None:
-                self.created_ms = stamp
-            self.last_activity_ms = stamp
+                self.created_ms = timestamp_ms(record)
+            # Parsed lazily in finish(): only the last parseable one matters.
+            self.new_pending_stamps.append(raw_stamp)
         if self.entrypoint is None:
             self.entrypoint = get_str(record, "entrypoint")
         branch = get_str(record, "gitBranch")

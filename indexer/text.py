@@ -14,6 +14,9 @@ import re
 _CJK_RE = re.compile(
     "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f])"
 )
+_CJK_RUN_RE = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+"
+)
 _SPACED_CJK_RE = re.compile(
     "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]) "
     "(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f])"
@@ -22,9 +25,13 @@ _SPACED_CJK_RE = re.compile(
 
 def fts_text(text: str) -> str:
     """Text as stored for FTS: CJK characters become separate tokens."""
-    if text.isascii():
+    if text.isascii() or _CJK_RE.search(text) is None:
         return text
-    return _CJK_RE.sub(r" \1 ", text)
+    return _CJK_RUN_RE.sub(_space_run, text)
+
+
+def _space_run(match: re.Match[str]) -> str:
+    return " " + " ".join(match.group(0)) + " "
 
 
 def unspace_cjk(text: str) -> str:

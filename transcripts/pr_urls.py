@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "MAX_URL_LENGTH"]
+__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "might_hold_pr_url", "MAX_URL_LENGTH"]
 
 #: Claude Code refuses to record a PR URL longer than this (cli-sessions.md §4.1).
 MAX_URL_LENGTH = 2048
@@ -176,6 +176,14 @@ def parse_pr_url(text: str) -> PullRequest | None:
     if match is None or _PASTE_TAIL_RE.match(candidate, match.end()) is None:
         return None
     return _build(match)
+
+
+_BYTE_MARKERS = tuple(marker.encode() for marker in _MARKERS)
+
+
+def might_hold_pr_url(data: bytes) -> bool:
+    """Cheap pre-check on a raw transcript line: False means no PR URL can be in it."""
+    return any(marker in data for marker in _BYTE_MARKERS)
 
 
 def find_pr_urls(text: str) -> list[PullRequest]:
