@@ -304,6 +304,14 @@ def _visible(message: Message, tools: bool, subagents: bool) -> bool:
     return subagents and any(b.subagents for b in message.blocks)
 
 
+EMPTY_NOTE = "(no messages on the conversation chain)"
+
+
+def _empty(items: list[Item], tools: bool, subagents: bool) -> bool:
+    """Nothing to show: a metadata-only file, or only tool traffic without --tools."""
+    return not any(isinstance(i, Marker) or _visible(i, tools, subagents) for i in items)
+
+
 def _role_label(message: Message) -> str:
     return "summary" if message.is_compact_summary else message.role
 
@@ -360,6 +368,8 @@ def render_text(conv: Conversation, *, tools: bool = False, subagents: bool = Fa
     if note:
         out.append(style(f"note: {note}", fg="yellow"))
     out.append("")
+    if _empty(conv.items, tools, subagents):
+        out += [style(EMPTY_NOTE, dim=True), ""]
     _text_items(out, conv.items, style, tools, subagents, indent="")
     if subagents and conv.unlinked:
         out.append(style("Subagents not linked to a call on this chain", bold=True))
@@ -470,6 +480,8 @@ def render_markdown(conv: Conversation, *, tools: bool = False,
     if note:
         out += ["", f"> **note:** {note}"]
     out += ["", "---", ""]
+    if _empty(conv.items, tools, subagents):
+        out += [f"*{EMPTY_NOTE}*", ""]
     _md_items(out, conv.items, tools, subagents, level=2)
     if subagents and conv.unlinked:
         out += ["## Subagents not linked to a call on this chain", ""]
@@ -625,6 +637,8 @@ def render_html(conv: Conversation, *, tools: bool = False, subagents: bool = Fa
     if note:
         out.append(f'<p class="note">{_esc(note)}</p>')
     out.append("<main>")
+    if _empty(conv.items, tools, subagents):
+        out.append(f'<p class="marker">{_esc(EMPTY_NOTE)}</p>')
     _html_items(out, conv.items, tools, subagents)
     if subagents and conv.unlinked:
         out.append("<h2>Subagents not linked to a call on this chain</h2>")

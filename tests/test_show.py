@@ -359,3 +359,42 @@ def test_export_into_missing_directory_is_an_error(tmp_path: Path) -> None:
     tree, s, _ = _session(tmp_path, "plain")
     result = _run(tree, tmp_path, "export", s.session_id, "-o", str(tmp_path / "no" / "x.md"))
     assert result.exit_code == 1 and "does not exist" in result.output
+
+
+def test_metadata_only_file_by_path_says_so(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.meta("custom-title", customTitle="Only a title")
+    path = s.write()
+    for fmt in ("text", "md"):
+        result = _run(tree, tmp_path, "show", str(path), "--format", fmt)
+        assert result.exit_code == 0, result.output
+        assert "Only a title" in result.stdout and "no messages" in result.stdout
+    assert json.loads(_run(tree, tmp_path, "show", str(path), "--format", "json").stdout) == []
+
+
+def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("plan it")
+    turn = s.assistant("OUTER-CALL", tool_uses=[("Task", {"prompt": "research"})])
+    outer = s.subagent(agent_id="outer", tool_use_id=turn.tool_use_ids[0])
+    outer.user("OUTER-PROMPT research")
+    inner_turn = outer.assistant("INNER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
+    inner = s.subagent(agent_id="inner", tool_use_id=inner_turn.tool_use_ids[0],
+                       subdir="nested", meta={"parentAgentId": "outer"})
+    inner.user("INNER-PROMPT dig")
+    outer.assistant("OUTER-DONE")
+    s.tool_result(turn.tool_use_ids[0], "done")
+    s.assistant("MAIN-DONE")
+    s.write()
+    out = _run(tree, tmp_path, "show", s.session_id, "--subagents").stdout
+    order = ["OUTER-CALL", "OUTER-PROMPT", "INNER-CALL", "INNER-PROMPT", "OUTER-DONE",
+             "MAIN-DONE"]
+    assert [out.index(m) for m in order] == sorted(out.index(m) for m in order)
+    assert "not linked" not in out
+    messages = json.loads(
+        _run(tree, tmp_path, "show", s.session_id, "--format", "json", "--subagents").stdout)
+    inner_ids = {(m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages
+                 if m["parent_agent_id"]}
+    assert inner_ids == {(inner_turn.tool_use_ids[0], "outer")}
