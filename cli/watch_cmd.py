@@ -1,0 +1,103 @@
+"""``watch``: catch up, then keep the index live until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+import warnings
+from typing import Any
+
+import click
+
+from cli.app import CliError, app
+from cli.output import human_size
+
+# How often the main thread checks that the worker is still alive while it waits for a
+# signal; a short wait also keeps signal delivery prompt on every platform.
+_WAIT = 0.5
+
+
+def _batch_line(report: Any) -> str:
+    stats = report.stats
+    what = (f"{len(report.paths)} paths" if report.reason == "events"
+            else f"{stats.files_seen} files")
+    line = (f"{time.strftime('%H:%M:%S')} {report.reason}: {what}; {stats.new} new, "
+            f"{stats.grown} grown, {stats.rewritten} rewritten, {stats.removed} removed; "
+            f"{stats.messages} messages, {human_size(stats.bytes_read)} read, "
+            f"{report.seconds * 1000:.0f} ms")
+    if stats.errors:
+        line += f", {len(stats.errors)} skipped"
+    return line
+
+
+@click.command()
+@click.option("--debounce", type=click.IntRange(min=0), default=100, show_default=True,
+              metavar="MS", help="Apply a burst of changes once it has been quiet this long.")
+@click.option("--max-latency", type=click.IntRange(min=1), default=1000, show_default=True,
+              metavar="MS", help="…but never later than this after its first change.")
+@click.option("--rescan", type=click.FloatRange(min=0), default=300, show_default=True,
+              metavar="SECONDS",
+              help="Full incremental rescan this often, for events the OS dropped; 0: never.")
+@click.option("--poll", is_flag=True,
+              help="Poll the file system (every second) instead of native events, e.g. on "
+                   "network file systems.")
+@click.option("-v", "--verbose", is_flag=True, help="Log one line per applied batch to stderr.")
+def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: bool) -> None:
+    """Keep the index live from file-system events until interrupted.
+
+    Catches up first (whatever changed while no watcher ran), then applies each burst of
+    changes to the transcripts within --max-latency. Only one watch may run per index;
+    while it runs, reading commands skip their own refresh. Stop it with Ctrl-C or
+    SIGTERM: the last batch is committed first. Transcripts are never modified.
+
+    \b
+    Example:
+        sessiondex watch -v
+        sessiondex --config-dir ~/.claude watch --debounce 50 --rescan 600
+    """
+    from indexer.lock import AlreadyWatching, WatcherLock
+    from indexer.watch import Watcher, WatchError
+
+    state = app()
+    # watchdog warns when a watched directory is moved within the tree (it re-registers
+    # the same inotify watch); the move is handled, so the warning is only noise.
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
+
+    def log(message: str) -> None:
+        click.echo(f"watch: {message}", err=True)
+
+    lock = WatcherLock(state.database_path)
+    try:
+        lock.acquire()
+    except AlreadyWatching as exc:
+        raise CliError(f"{exc}; stop it first, or use another --db") from None
+    except OSError as exc:
+        raise CliError(f"cannot take the watch lock {lock.path}: {exc.strerror or exc}") from None
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    watcher = Watcher(
+        state.database_path, state.roots, debounce=debounce / 1000,
+        max_latency=max_latency / 1000, rescan=rescan, poll=poll,
+        on_batch=(lambda report: log(_batch_line(report))) if verbose else None, log=log)
+    try:
+        try:
+            watcher.start()
+        except WatchError as exc:
+            raise CliError(f"cannot start watching: {exc}") from None
+        if verbose:
+            roots = ", ".join(str(r) for r in state.roots)
+            log(f"watching {roots} with {watcher.observer_kind} events; index "
+                f"{state.database_path}; Ctrl-C to stop")
+        while not stop.wait(_WAIT) and watcher.running:
+            pass
+    finally:
+        watcher.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        lock.release()
+    if watcher.failure is not None:
+        raise CliError(f"watch stopped: {watcher.failure}")
+    if verbose:
+        log("stopped")

@@ -1,0 +1,458 @@
+"""Keep the index live from file-system events (``sessiondex watch``).
+
+Shape (watchdog's own examples): the observer's handler only *enqueues* paths; one worker
+thread owns the only writing SQLite connection and applies :func:`indexer.ingest.ingest_path`
+to each changed path, the same per-file incremental ingest ``refresh()`` uses, so a live
+index and a rebuilt one cannot drift apart by construction.
+
+Why not watchdog's ``EventDebouncer``: it restarts its timer on every event, so a session
+that streams a line every 50 ms would never be indexed. Here a burst is applied when it has
+been quiet for ``debounce`` seconds **or** ``max_latency`` seconds after its first event,
+whichever comes first.
+
+Events are hints, not truth: every path is re-stat'ed and classified by the ingest (a
+half-written last line is never consumed, a rewritten file is re-read from scratch), a
+directory event re-scans that directory, and a periodic full ``refresh()`` (and an
+immediate one when inotify reports a queue overflow) catches whatever the stream dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from indexer.db import open_db
+from indexer.ingest import (
+    NEW,
+    REWRITTEN,
+    RefreshStats,
+    include_tools_setting,
+    ingest_file,
+    ingest_path,
+    refresh,
+)
+from transcripts.discover import MAIN, describe_path, iter_subagent_files
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DEBOUNCE = 0.1
+DEFAULT_MAX_LATENCY = 1.0
+DEFAULT_RESCAN = 300.0
+DEFAULT_POLL_INTERVAL = 1.0
+# How often the worker wakes when idle: to notice a projects/ dir that appeared (or was
+# replaced) and to run the periodic rescan. Cheap: one stat per root.
+TICK = 1.0
+SUFFIX = ".jsonl"
+
+# Event kinds that can change what a transcript holds. "opened"/"closed_no_write" never
+# do; "closed" always follows a "modified" that is already queued.
+_FILE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "attrib"})
+_DIR_EVENTS = frozenset({"created", "moved", "deleted"})
+
+
+class WatchError(RuntimeError):
+    """The watcher could not start or its worker stopped on an unexpected error."""
+
+
+@dataclass
+class BatchReport:
+    """One applied batch (or catch-up / rescan), for ``-v`` logging and tests."""
+
+    reason: str  # "catch-up", "events" or "rescan"
+    paths: list[str]
+    stats: RefreshStats
+    seconds: float
+
+
+@dataclass
+class _Work:
+    files: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)
+    rescan: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.dirs or self.rescan)
+
+
+class _Pending:
+    """The coalescing queue between the observer thread and the worker.
+
+    A dict keeps each path once (in first-seen order) however many events name it: a
+    burst of 200 appends to one transcript is one ingest of that file.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._files: dict[str, None] = {}
+        self._dirs: dict[str, None] = {}
+        self._rescan = False
+        self._stopping = False
+        self._first = 0.0
+        self._last = 0.0
+
+    def _touch(self) -> None:
+        now = time.monotonic()
+        if not (self._files or self._dirs):
+            self._first = now
+        self._last = now
+        self._cond.notify()
+
+    def add_file(self, path: str) -> None:
+        with self._cond:
+            self._touch()
+            self._files[path] = None
+
+    def add_dir(self, path: str) -> None:
+        with self._cond:
+            self._touch()
+            self._dirs[path] = None
+
+    def request_rescan(self) -> None:
+        with self._cond:
+            self._rescan = True
+            self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._files) + len(self._dirs)
+
+    def _drain(self) -> _Work:
+        work = _Work(list(self._files), list(self._dirs), self._rescan)
+        self._files, self._dirs, self._rescan = {}, {}, False
+        return work
+
+    def take(self, debounce: float, max_latency: float, tick: float) -> _Work | None:
+        """Block until a burst is due (quiet for ``debounce``, or ``max_latency`` old), a
+        rescan is asked for, or ``tick`` passes (an empty work item); None once stopped
+        and drained: a stop flushes what is pending instead of dropping it."""
+        with self._cond:
+            wake = time.monotonic() + tick
+            while True:
+                now = time.monotonic()
+                if self._files or self._dirs:
+                    due = min(self._last + debounce, self._first + max_latency)
+                    if self._stopping or self._rescan or now >= due:
+                        return self._drain()
+                    self._cond.wait(due - now)
+                elif self._rescan:
+                    return self._drain()
+                elif self._stopping:
+                    return None
+                elif now >= wake:
+                    return _Work()
+                else:
+                    self._cond.wait(wake - now)
+
+
+class _Handler(FileSystemEventHandler):
+    """Runs on the observer's thread: classify the event, enqueue, return."""
+
+    def __init__(self, pending: _Pending) -> None:
+        self._pending = pending
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        kinds = _DIR_EVENTS if event.is_directory else _FILE_EVENTS
+        if event.event_type not in kinds:
+            return
+        paths = [os.fsdecode(event.src_path)]
+        if event.event_type == "moved":  # forget the source, index the destination
+            paths.append(os.fsdecode(event.dest_path))
+        for path in paths:
+            if event.is_directory:
+                self._pending.add_dir(path)
+            elif path.endswith(SUFFIX):
+                self._pending.add_file(path)
+
+
+class _OverflowTrap(logging.Handler):
+    """watchdog reports an inotify queue overflow only as a log warning; turn it into an
+    immediate rescan rather than waiting for the periodic one."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__(logging.WARNING)
+        self._on_overflow = on_overflow
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self._on_overflow()
+
+
+def observer_name(observer: BaseObserver) -> str:
+    """``inotify``, ``fsevents``, ``polling``…: for the start-up log line."""
+    return type(observer).__name__.removesuffix("Observer").lower() or "native"
+
+
+class Watcher:
+    """Catch up, then keep the index at ``db_path`` live for ``roots`` until :meth:`stop`.
+
+    ``with Watcher(db_path, roots) as w: ...`` starts (blocking until the catch-up refresh
+    is committed) and stops. The caller holds :class:`indexer.lock.WatcherLock`; the
+    watcher itself only promises to be the one writer *inside* this process.
+    """
+
+    def __init__(self, db_path: str | os.PathLike[str], roots: list[Path], *,
+                 debounce: float = DEFAULT_DEBOUNCE, max_latency: float = DEFAULT_MAX_LATENCY,
+                 rescan: float = DEFAULT_RESCAN, poll: bool = False,
+                 poll_interval: float = DEFAULT_POLL_INTERVAL,
+                 on_batch: Callable[[BatchReport], None] | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.db_path = Path(db_path)
+        self.roots = list(roots)
+        self.debounce = debounce
+        self.max_latency = max_latency
+        self.rescan_interval = rescan
+        self.poll = poll
+        self.poll_interval = poll_interval
+        self.on_batch = on_batch
+        self.log = log or logger.warning
+        self.failure: BaseException | None = None
+        self.catch_up: RefreshStats | None = None
+        self._pending = _Pending()
+        self._handler = _Handler(self._pending)
+        self._observer: BaseObserver | None = None
+        # projects dir → (watch, inode of the dir when scheduled)
+        self._watches: dict[str, tuple[ObservedWatch, int]] = {}
+        self._observer_lock = threading.Lock()
+        self._ready = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._trap = _OverflowTrap(self._pending.request_rescan)
+        self._dirty = False
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def observer_kind(self) -> str:
+        return observer_name(self._observer) if self._observer is not None else "none"
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def pending(self) -> int:
+        """Paths and directories queued but not yet applied."""
+        return len(self._pending)
+
+    def start(self, timeout: float | None = None) -> RefreshStats:
+        """Start observing, then catch up; returns the catch-up stats once committed.
+
+        The observer starts *before* the catch-up refresh so that a change made while it
+        runs is queued rather than missed (applying it twice is harmless).
+        """
+        self._observer = self._new_observer(poll=self.poll)
+        logging.getLogger("watchdog.observers").addHandler(self._trap)
+        self._worker = threading.Thread(target=self._run, name="sessiondex-watch-worker",
+                                        daemon=True)
+        self._worker.start()
+        if not self._ready.wait(timeout):
+            self.stop()
+            raise WatchError("the catch-up refresh did not finish in time")
+        if self.failure is not None:
+            failure = self.failure
+            self.stop()
+            raise WatchError(str(failure)) from failure
+        assert self.catch_up is not None
+        return self.catch_up
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop events, commit what is queued, and join every thread this started."""
+        with self._observer_lock:
+            observer, self._observer = self._observer, None
+            self._watches.clear()
+        if observer is not None:
+            observer.stop()
+            if observer.is_alive():
+                observer.join(timeout)
+        self._pending.stop()
+        if self._worker is not None:
+            self._worker.join(timeout)
+        logging.getLogger("watchdog.observers").removeHandler(self._trap)
+
+    def __enter__(self) -> Watcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ observers
+    def _new_observer(self, *, poll: bool) -> BaseObserver:
+        """The native observer (inotify, FSEvents…), or polling when asked or when the
+        native one cannot start (inotify instance or watch limits, unsupported FS)."""
+        if not poll:
+            from watchdog.observers import Observer
+
+            native = Observer()
+            try:
+                self._schedule_all(native)
+                native.start()
+                return native
+            except OSError as exc:
+                self.log(f"native file events unavailable ({exc}); polling every "
+                         f"{self.poll_interval:g}s instead")
+                self._watches.clear()
+                native.stop()
+        from watchdog.observers.polling import PollingObserver
+
+        polling = PollingObserver(timeout=self.poll_interval)
+        self._schedule_all(polling)
+        polling.start()
+        return polling
+
+    def _schedule_all(self, observer: BaseObserver) -> None:
+        for root in self.roots:
+            projects = os.path.join(str(root), "projects")
+            inode = _dir_inode(projects)
+            if inode is not None:
+                self._watches[projects] = (
+                    observer.schedule(self._handler, projects, recursive=True), inode)
+
+    def _ensure_watches(self, replaced: Collection[str] = ()) -> None:
+        """Watch a projects/ dir that appeared since start, and re-watch one that was
+        deleted or replaced (its old watch points at a dead inode); queue a scan of it.
+
+        ``replaced``: projects dirs an event said were deleted. The inode check alone
+        misses a dir deleted and re-created within one tick: file systems reuse inodes.
+        """
+        with self._observer_lock:
+            observer = self._observer
+            if observer is None:
+                return
+            for root in self.roots:
+                projects = os.path.join(str(root), "projects")
+                inode = _dir_inode(projects)
+                current = self._watches.get(projects)
+                if current is not None and current[1] == inode and projects not in replaced:
+                    continue
+                if current is not None:
+                    self._watches.pop(projects)
+                    try:
+                        observer.unschedule(current[0])
+                    except KeyError:  # watchdog already dropped a deleted dir's emitter
+                        pass
+                    self._pending.add_dir(projects)  # forget what was there
+                if inode is None:
+                    continue
+                try:
+                    watch = observer.schedule(self._handler, projects, recursive=True)
+                except OSError as exc:
+                    self.log(f"cannot watch {projects} ({exc}); relying on the periodic "
+                             "rescan for it")
+                    continue
+                self._watches[projects] = (watch, inode)
+                self._pending.add_dir(projects)
+
+    # ------------------------------------------------------------------ worker
+    def _run(self) -> None:
+        db = None
+        try:
+            db = open_db(self.db_path)
+            self.catch_up = self._refresh(db, "catch-up")
+            self._ready.set()
+            last_rescan = last_tick = time.monotonic()
+            while True:
+                work = self._pending.take(self.debounce, self.max_latency, TICK)
+                if work is None:
+                    break
+                now = time.monotonic()
+                if work.rescan or self._dirty or (
+                        self.rescan_interval > 0 and now - last_rescan >= self.rescan_interval):
+                    self._refresh(db, "rescan")
+                    last_rescan = now
+                    work.rescan = False
+                if work:
+                    self._apply(db, work)
+                if now - last_tick >= TICK:
+                    self._ensure_watches()
+                    last_tick = now
+        except BaseException as exc:  # surfaced by start()/the CLI, never swallowed
+            self.failure = exc
+        finally:
+            if db is not None:
+                db.close()
+            self._ready.set()
+
+    def _refresh(self, db: Any, reason: str) -> RefreshStats:
+        started = time.perf_counter()
+        try:
+            stats = refresh(db, self.roots)
+            self._dirty = False
+        except sqlite3.OperationalError as exc:  # e.g. locked by a long `index --rebuild`
+            if reason == "catch-up":
+                raise
+            self._dirty = True
+            stats = RefreshStats(errors=[(str(self.db_path), str(exc))])
+        self._report(reason, [], stats, started)
+        return stats
+
+    def _apply(self, db: Any, work: _Work) -> None:
+        started = time.perf_counter()
+        stats = RefreshStats()
+        paths = dict.fromkeys(work.files)
+        watched = set(self._watches)
+        if watched.intersection(work.dirs):  # a projects/ dir itself was deleted or moved
+            self._ensure_watches(replaced=watched.intersection(work.dirs))
+        for directory in work.dirs:
+            paths.update(dict.fromkeys(_paths_under(db, directory)))
+        for path in sorted(paths):
+            try:
+                result = ingest_path(db, path, self.roots, stats)
+                if result in (NEW, REWRITTEN):
+                    self._ingest_subagents(db, path, stats)
+            except sqlite3.OperationalError as exc:
+                stats.errors.append((path, str(exc)))
+                self._dirty = True  # the next tick's full refresh retries it
+        self._report("events", sorted(paths), stats, started)
+
+    def _ingest_subagents(self, db: Any, path: str, stats: RefreshStats) -> None:
+        """A main transcript that (re)appeared takes its subagents with it, as ``refresh``
+        does: deleting a main drops its subagents' rows, and their files raise no event
+        when only the main comes back."""
+        tf = describe_path(Path(path), self.roots)
+        if tf is None or tf.kind != MAIN:
+            return
+        tools = include_tools_setting(db)
+        for sub in iter_subagent_files(tf.root, tf.project_key, tf.session_id):
+            ingest_file(db, sub, stats, include_tools=tools)
+
+    def _report(self, reason: str, paths: list[str], stats: RefreshStats,
+                started: float) -> None:
+        stats.seconds = time.perf_counter() - started
+        for path, error in stats.errors:
+            self.log(f"skipped {path}: {error}")
+        if self.on_batch is not None:
+            self.on_batch(BatchReport(reason, paths, stats, stats.seconds))
+
+
+def _dir_inode(path: str) -> int | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_ino if stat.S_ISDIR(st.st_mode) else None
+
+
+def _paths_under(db: Any, directory: str) -> list[str]:
+    """Transcripts on disk below ``directory`` plus indexed ones that were: a created or
+    moved-in directory is read, a deleted or moved-away one is forgotten."""
+    prefix = directory.rstrip(os.sep) + os.sep
+    found = [row[0] for row in db.execute(
+        "SELECT path FROM files WHERE substr(path, 1, ?) = ?", [len(prefix), prefix])]
+    for current, dirs, files in os.walk(directory):  # does not follow links
+        dirs.sort()
+        found.extend(os.path.join(current, f) for f in sorted(files) if f.endswith(SUFFIX))
+    return found

@@ -1,0 +1,479 @@
+"""``watch``: a live index equals a rebuild, half lines stay invisible, one writer, clean stop.
+
+The watcher runs in-process (a :class:`indexer.watch.Watcher` in this test's threads) for
+the scenarios, and as a real ``sessiondex watch`` subprocess for signals and the lock.
+Nothing here asserts a duration: waits poll for a condition with a generous deadline and
+fail with the state they last saw.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import indexer.watch as watch_module
+from cli.main import cli
+from indexer.db import open_db
+from indexer.lock import WatcherLock, lock_path, watcher_alive
+from indexer.watch import BatchReport, Watcher
+from query.filters import Filters
+from query.search import search
+from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps
+from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
+
+# watchdog's own noise when a watched directory moves (see cli/watch_cmd.py)
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+
+DEADLINE = 20.0  # seconds; only ever reached when something is broken
+EVERYWHERE = Filters(scope="all", all_kinds=True, include_archived=True)
+
+
+def wait_for(condition: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
+    end = time.monotonic() + deadline
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def found(db: Any, word: str) -> list[str]:
+    return [hit["session_id"] for hit in search(db, word, EVERYWHERE)]
+
+
+class Batches:
+    """Thread-safe record of the watcher's applied batches."""
+
+    def __init__(self) -> None:
+        self.items: list[BatchReport] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, report: BatchReport) -> None:
+        with self._lock:
+            self.items.append(report)
+
+    def since(self, index: int) -> list[BatchReport]:
+        with self._lock:
+            return self.items[index:]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self.items)
+
+
+@pytest.fixture
+def start_watcher(tmp_path: Path) -> Iterator[Callable[..., tuple[Watcher, Batches]]]:
+    """Start in-process watchers; at teardown stop them and check that no thread leaked."""
+    before = set(threading.enumerate())
+    started: list[Watcher] = []
+
+    def start(roots: list[Path], **options: Any) -> tuple[Watcher, Batches]:
+        batches = Batches()
+        options = {"debounce": 0.05, "max_latency": 0.3, "rescan": 0, **options}
+        watcher = Watcher(tmp_path / "index.db", roots, on_batch=batches, **options)
+        started.append(watcher)
+        watcher.start(timeout=DEADLINE)
+        return watcher, batches
+
+    yield start
+    for watcher in started:
+        watcher.stop()
+        assert watcher.failure is None, watcher.failure
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert leaked == []
+
+
+def session(tree: ConfigTree, cwd: str, text: str, **kwargs: Any) -> SessionWriter:
+    s = tree.session(cwd=cwd, **kwargs)
+    s.user(text)
+    s.assistant(f"answer to {text}")
+    s.write()
+    return s
+
+
+def split_append(s: SessionWriter, text: str, cut: int | None, pause: float) -> None:
+    """Append one user record in two writes, ``cut`` bytes first (None: all but the \\n)."""
+    s.user(text)
+    line = dumps(s.entries.pop()) + b"\n"  # popped: the writer must not write it again
+    cut = len(line) - 1 if cut is None else cut
+    append_bytes(s.path, line[:cut])
+    time.sleep(pause)
+    append_bytes(s.path, line[cut:])
+
+
+# --------------------------------------------------------------------- live == rebuild
+def run_writer(tree: ConfigTree, live: dict[str, SessionWriter]) -> None:
+    """Everything a busy machine does to transcripts while the watcher runs."""
+    a, b, c, d, e, f = (live[k] for k in "abcdef")
+    pause = 0.02
+    for i in range(6):
+        a.user(f"alpha append {i}")
+        a.assistant(f"alpha reply {i}")
+        a.append()
+        split_append(b, f"bravo split {i}", cut=None if i % 2 else 25, pause=pause)
+        time.sleep(pause)
+    a.meta("custom-title", customTitle="Renamed alpha")  # rename
+    a.append()
+    b.meta("tag", tag="urgent")  # tag
+    b.append()
+    c.pr_link(number=7, url="https://github.com/acme/app/pull/7", repository="acme/app")
+    c.append()
+    # new project dirs, one with a session that at once gets a new subagents/ folder
+    g = session(tree, "/srv/brand/new", "golf in a new project")
+    h = tree.session(cwd="/srv/other/new")
+    h.user("hotel spawns an agent")
+    turn = h.assistant("delegating", tool_uses=[("Task", {"prompt": "look"})])
+    agent = h.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+    agent.user("india inside a subagent")
+    agent.assistant("india done")
+    h.write()
+    time.sleep(pause)
+    # a subagents/ folder appearing under an existing session
+    late = c.subagent(agent_id="d4e5f6", tool_use_id="toolu_late")
+    late.user("juliet late subagent")
+    late.write()
+    g.user("golf grows")
+    g.append()
+    # delete a main transcript
+    d.path.unlink()
+    # rewrite in place (same inode, shorter, different content)
+    lines = c.path.read_bytes().splitlines(keepends=True)
+    with open(c.path, "r+b") as fh:
+        fh.truncate(0)
+        fh.write(b"".join(lines[:2]))
+        time.sleep(pause)
+        c.user("kilo after rewrite")
+        fh.write(dumps(c.entries.pop()) + b"\n")
+    # atomic replace by rename (an editor's save): new inode under the same name
+    e.user("lima atomic replace")
+    tmp = e.path.with_name(e.path.name + ".tmp")
+    tmp.write_bytes(e.to_bytes())
+    os.replace(tmp, e.path)
+    # a transcript moved to a new name (another session id)
+    os.rename(f.path, f.path.with_name("0f0f0f0f-0000-4000-8000-000000000001.jsonl"))
+    # a whole project dir moved, then another deleted
+    other = tree.project_dir("/srv/other/new")
+    other.rename(other.with_name(other.name + "-moved"))
+    shutil.rmtree(tree.project_dir("/srv/brand/new"))
+    # mtime-only change
+    os.utime(a.path, (1_800_000_000, 1_800_000_000))
+    # and a last unterminated line that stays unterminated
+    append_bytes(b.path, b'{"type":"user","message":{"role":"user","content":"mike half')
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["native", "polling"])
+def test_live_index_equals_rebuild(tmp_path: Path, start_watcher, poll: bool) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    live = {
+        "a": session(tree, "/work/repo", "alpha start"),
+        "b": session(tree, "/work/repo", "bravo start"),
+        "c": session(tree, "/work/repo", "charlie start"),
+        "d": session(tree, "/work/repo", "delta start"),
+        "e": session(tree, "/work/side", "echo start"),
+        "f": session(tree, "/work/side", "foxtrot start"),
+    }
+    sub = live["a"].subagent(agent_id="abc123", tool_use_id="toolu_x")
+    sub.user("alpha subagent")
+    sub.write()
+    watcher, batches = start_watcher([tree.root], poll=poll, poll_interval=0.1)
+    assert watcher.observer_kind == ("polling" if poll else "inotify")
+
+    writer = threading.Thread(target=run_writer, args=(tree, live))
+    writer.start()
+    writer.join(DEADLINE)
+    assert not writer.is_alive()
+
+    expected = rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: index_snapshot(db) == expected, "the live index to match a rebuild")
+        check_fts_integrity(db)
+        assert found(db, "kilo") and found(db, "juliet") and found(db, "india")
+        assert not found(db, "mike") and not found(db, "delta")
+    finally:
+        db.close()
+    # rescan is off and the catch-up ran before the writer: events did all of it
+    assert {r.reason for r in batches.since(0)} == {"catch-up", "events"}
+
+
+# --------------------------------------------------------------------- partial lines
+@pytest.mark.parametrize("cut", [None, 30], ids=["all-but-newline", "mid-line"])
+def test_partial_line_never_visible(tmp_path: Path, start_watcher, cut: int | None) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "hello")
+    watcher, batches = start_watcher([tree.root])
+    db = open_db(tmp_path / "index.db")
+    seen_early: list[list[str]] = []
+    second_half = threading.Event()
+    done = threading.Event()
+
+    def reader() -> None:
+        rdb = open_db(tmp_path / "index.db")
+        try:
+            while not done.is_set():
+                early = not second_half.is_set()
+                hits = found(rdb, "zanzibar")
+                if hits and early:
+                    seen_early.append(hits)
+        finally:
+            rdb.close()
+
+    poller = threading.Thread(target=reader)
+    poller.start()
+    try:
+        s.user("zanzibar quokka")
+        line = dumps(s.entries.pop()) + b"\n"
+        cut_at = len(line) - 1 if cut is None else cut
+        mark = len(batches)
+        append_bytes(s.path, line[:cut_at])
+        # the watcher has seen the half line: it read the file after the first write
+        wait_for(lambda: any(str(s.path) in r.paths for r in batches.since(mark)),
+                 "a batch that read the half-written file")
+        assert found(db, "zanzibar") == []
+        second_half.set()
+        append_bytes(s.path, line[cut_at:])
+        assert wait_for(lambda: found(db, "zanzibar"), "the completed line") == [s.session_id]
+    finally:
+        done.set()
+        poller.join()
+        db.close()
+    assert seen_early == []
+
+
+# --------------------------------------------------------------------- directories
+def test_projects_dir_created_after_start(tmp_path: Path, start_watcher) -> None:
+    root = tmp_path / "claude"
+    root.mkdir()
+    watcher, _ = start_watcher([root])
+    tree = ConfigTree(root)  # creates projects/ now
+    s = tree.session(cwd="/late/project")
+    s.user("papaya arrives late")
+    turn = s.assistant("spawning", tool_uses=[("Task", {"prompt": "x"})])
+    agent = s.subagent(agent_id="ff00", tool_use_id=turn.tool_use_ids[0], subdir="nested")
+    agent.user("quince in a nested subagent dir")
+    s.write()
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "papaya") and found(db, "quince"), "the late projects dir")
+        # and the projects dir replaced wholesale is watched again
+        shutil.rmtree(tree.projects_dir)
+        wait_for(lambda: not found(db, "papaya"), "the deleted projects dir to be forgotten")
+        tree2 = ConfigTree(root)
+        session(tree2, "/again", "rambutan after replace")
+        wait_for(lambda: found(db, "rambutan"), "the re-created projects dir")
+    finally:
+        db.close()
+
+
+# --------------------------------------------------------------------- robustness
+def test_stop_commits_the_pending_batch(tmp_path: Path, start_watcher) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "hello")
+    watcher, batches = start_watcher([tree.root], debounce=60, max_latency=120)
+    s.user("saguaro pending at stop")
+    s.append()
+    wait_for(lambda: watcher.pending() > 0, "the event to be queued")
+    watcher.stop()
+    assert batches.since(0)[-1].reason == "events"
+    db = open_db(tmp_path / "index.db")
+    try:
+        assert found(db, "saguaro") == [s.session_id]
+    finally:
+        db.close()
+
+
+def test_periodic_rescan_catches_dropped_events(tmp_path: Path, start_watcher,
+                                                monkeypatch) -> None:
+    monkeypatch.setattr(watch_module._Handler, "on_any_event", lambda self, event: None)
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "hello")
+    watcher, batches = start_watcher([tree.root], rescan=0.2)
+    s.user("tamarind never announced")
+    s.append()
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "tamarind"), "the periodic rescan")
+    finally:
+        db.close()
+    assert "events" not in {r.reason for r in batches.since(0)}
+
+
+def test_inotify_overflow_triggers_a_rescan(tmp_path: Path, start_watcher) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/work/repo", "hello")
+    watcher, batches = start_watcher([tree.root])
+    logging.getLogger("watchdog.observers.inotify_c").warning(
+        "Inotify queue overflowed; filesystem events were lost")
+    wait_for(lambda: any(r.reason == "rescan" for r in batches.since(0)), "a rescan")
+
+
+def test_falls_back_to_polling_when_native_events_fail(tmp_path: Path, start_watcher,
+                                                       monkeypatch) -> None:
+    import watchdog.observers
+
+    class Broken(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
+        def start(self) -> None:
+            raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watchdog.observers, "Observer", Broken)
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "hello")
+    notes: list[str] = []
+    watcher, _ = start_watcher([tree.root], poll_interval=0.1, log=notes.append)
+    assert watcher.observer_kind == "polling"
+    assert any("polling" in n for n in notes)
+    s.user("ugli polled")
+    s.append()
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "ugli"), "the polling observer")
+    finally:
+        db.close()
+
+
+def test_subagent_events_are_placed_in_their_session(tmp_path: Path) -> None:
+    """An event names the subagent file itself: it must map to its session (not be
+    mistaken for a vanished path and dropped), directly in subagents/ or deeper."""
+    from transcripts.discover import SUBAGENT, describe_path
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session()
+    s.user("x")
+    direct = s.subagent(agent_id="d1", tool_use_id="t1")
+    nested = s.subagent(agent_id="n1", tool_use_id="t2", subdir="workflows/run1")
+    direct.user("y")
+    nested.user("z")
+    s.write()
+    for agent in (direct, nested):
+        tf = describe_path(agent.path, [tree.root])
+        assert tf is not None
+        assert (tf.kind, tf.session_id, tf.agent_id) == (SUBAGENT, s.session_id, agent.agent_id)
+
+
+# --------------------------------------------------------------------- the command
+class WatchProcess:
+    """``sessiondex watch -v`` as a subprocess, its stderr read on a thread."""
+
+    def __init__(self, root: Path, db_path: Path, *extra: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from cli.main import main; main()",
+             "--config-dir", str(root), "--db", str(db_path), "watch", "-v",
+             "--debounce", "50", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=Path(__file__).resolve().parent.parent)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            self.lines.put(line)
+
+    def wait_for_line(self, text: str) -> str:
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            if text in line:
+                return line
+        raise AssertionError(f"no {text!r} line; stderr so far: {''.join(self.stderr)}")
+
+    def finish(self, sig: int) -> int:
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(DEADLINE)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(DEADLINE)
+        return code
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_watch_command_keeps_index_live_and_stops_cleanly(tmp_path: Path, sig: int) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    a = session(tree, "/work/repo", "alpha start")
+    db_path = tmp_path / "index.db"
+    watcher = WatchProcess(tree.root, db_path)
+    try:
+        watcher.wait_for_line("watching")
+        assert watcher_alive(db_path)
+        for i in range(5):
+            a.user(f"vanilla {i}")
+            a.append()
+            split_append(a, f"walnut {i}", cut=20, pause=0.01)
+        session(tree, "/work/new-project", "xigua in a new project")
+        a.meta("custom-title", customTitle="Yuzu title")
+        a.append()
+        runner = CliRunner()
+        wait_for(lambda: "xigua" in runner.invoke(
+            cli, ["--config-dir", str(tree.root), "--db", str(db_path), "search", "xigua",
+                  "--scope", "all", "--json"]).output, "search to see the new session")
+        # a second watch on the same index is refused
+        second = runner.invoke(cli, ["--config-dir", str(tree.root), "--db", str(db_path),
+                                     "watch"])
+        assert second.exit_code == 1
+        assert "already running" in second.output
+    finally:
+        code = watcher.finish(sig)
+    assert code == 0, "".join(watcher.stderr)
+    assert "Traceback" not in "".join(watcher.stderr)
+    assert watcher.stderr[-1].strip() == "watch: stopped"
+    assert not watcher_alive(db_path)
+    db = open_db(db_path)
+    try:
+        assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    finally:
+        db.close()
+
+
+def test_stale_lock_from_a_killed_watcher_does_not_block(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/work/repo", "hello")
+    db_path = tmp_path / "index.db"
+    first = WatchProcess(tree.root, db_path)
+    first.wait_for_line("watching")
+    first.finish(signal.SIGKILL)
+    assert lock_path(db_path).exists()  # the file stays; the kernel dropped the flock
+    assert not watcher_alive(db_path)
+    second = WatchProcess(tree.root, db_path)
+    try:
+        second.wait_for_line("watching")
+        assert watcher_alive(db_path)
+    finally:
+        assert second.finish(signal.SIGTERM) == 0
+
+
+def test_second_watch_exits_1_with_a_clear_message(tmp_path: Path) -> None:
+    db_path = tmp_path / "index.db"
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    with WatcherLock(db_path):
+        result = CliRunner().invoke(cli, ["--config-dir", str(tmp_path / "claude"), "--db",
+                                          str(db_path), "watch"])
+    assert result.exit_code == 1
+    assert f"another sessiondex watch is already running for this index (pid {os.getpid()})" \
+        in result.output
+    assert "Traceback" not in result.output
