@@ -57,7 +57,8 @@ def clear_index(db: Database) -> None:
     with db.atomic():
         for table in DATA_TABLES:
             db.execute(f"DELETE FROM {table}")
-        db.execute("DELETE FROM meta WHERE key != 'derivation_version'")
+        # archive_dirs is configuration (where cleanup --archive put sessions), not derived.
+        db.execute("DELETE FROM meta WHERE key NOT IN ('derivation_version', 'archive_dirs')")
 
 
 def _check_derivation_version(db: Database) -> None:

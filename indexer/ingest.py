@@ -373,6 +373,9 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
         ingest_file(db, tf, stats, include_tools=tools)
         if progress is not None:
             progress(done, len(files))
+    from indexer.archive_ingest import refresh_archives  # lazy: it imports this module
+
+    refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
     with db.atomic():
         set_meta(db, "last_refresh", str(time.time()))

@@ -1,0 +1,152 @@
+"""Archived sessions (``cleanup --archive DIR``) stay findable: DIR is indexed read-only.
+
+Each ``<DIR>/<project_key>/<id>.tar.gz`` becomes one ``sessions`` row with
+``archived = 1`` (``list``/``search``/``resolve`` show it only with
+``--include-archived``) whose ``file_path`` is the archive. Its transcript is
+decompressed into a seekable temporary stream and folded by the same code as a live
+transcript (:func:`indexer.ingest._ingest_locked`), so an archived session holds exactly
+the rows it held before it was archived. Subagent transcripts inside the archive are
+indexed too, under ``<archive>#<member>`` paths.
+
+The archive dirs are remembered in ``meta`` (``archive_dirs``, a JSON list) and swept by
+every :func:`indexer.ingest.refresh`; :func:`indexer.db.clear_index` keeps that key so
+``index --rebuild`` does not forget them. Archives are write-once, so an unchanged
+archive (same mtime, inode and device) costs a stat.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+from sqlite_utils import Database
+
+from indexer.db import get_meta, set_meta
+from indexer.ingest import (
+    NEW,
+    REWRITTEN,
+    UNCHANGED,
+    RefreshStats,
+    _ingest_locked,
+    remove_path,
+)
+from transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
+from transcripts.discover import MAIN, TranscriptFile
+
+ARCHIVE_DIRS_KEY = "archive_dirs"
+
+
+def archive_dirs(db: Database) -> list[Path]:
+    """The archive dirs recorded in the index, in the order they were added."""
+    raw = get_meta(db, ARCHIVE_DIRS_KEY)
+    if not raw:
+        return []
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return []
+    return [Path(v) for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def add_archive_dir(db: Database, directory: Path) -> Path:
+    """Remember ``directory`` (absolute) as an archive root; returns it."""
+    path = Path(os.path.abspath(directory))
+    current = archive_dirs(db)
+    if path not in current:
+        with db.atomic():
+            set_meta(db, ARCHIVE_DIRS_KEY,
+                     orjson.dumps([str(p) for p in [*current, path]]).decode())
+    return path
+
+
+def iter_archives(directory: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """``<dir>/<key>/*.tar.gz`` regular files (no symlinks followed), sorted."""
+    try:
+        keys = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for key in keys:
+        try:
+            if not key.is_dir(follow_symlinks=False):
+                continue
+            entries = sorted(os.scandir(key.path), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.name.endswith(ARCHIVE_SUFFIX):
+                continue
+            try:
+                st = os.lstat(entry.path)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield Path(entry.path), st
+
+
+def ingest_archive(db: Database, archive: Path, directory: Path, stats: RefreshStats, *,
+                   include_tools: bool = False, st: os.stat_result | None = None) -> str:
+    """Index one session archive (again, if it changed); returns new/unchanged/rewritten."""
+    path = str(archive)
+    stats.files_seen += 1
+    try:
+        st = st or os.lstat(archive)
+    except OSError as exc:
+        stats.errors.append((path, exc.strerror or str(exc)))
+        return UNCHANGED
+    stored = db.execute("SELECT mtime_ns, inode, device FROM files WHERE path = ?",
+                        [path]).fetchone()
+    if stored is not None and tuple(stored) == (st.st_mtime_ns, st.st_ino, st.st_dev):
+        stats.unchanged += 1
+        return UNCHANGED
+    state = NEW if stored is None else REWRITTEN
+    try:
+        with db.atomic():
+            if stored is not None:
+                remove_path(db, path)  # with its subagent rows: re-read from scratch
+            session_rowid: int | None = None
+            for item in read_archive(archive):
+                if item.kind == MAIN:
+                    if session_rowid is not None:
+                        continue  # one session per archive
+                    member_path = archive
+                elif session_rowid is None:
+                    continue  # a subagent before (or without) its main transcript
+                else:
+                    member_path = Path(f"{path}#{item.member}")
+                tf = TranscriptFile(member_path, Path(directory), item.project_key,
+                                    item.session_id, item.kind, item.agent_id, item.size,
+                                    item.mtime_ns, st.st_ino, st.st_dev)
+                _ingest_locked(db, tf, item.stream, None, NEW, session_rowid, stats,
+                               include_tools, time.time_ns())
+                if item.kind == MAIN:
+                    row = db.execute("SELECT id FROM files WHERE path = ?", [path]).fetchone()
+                    session_rowid = row[0]
+                    db.execute("UPDATE sessions SET archived = 1 WHERE id = ?", [session_rowid])
+                    # Change detection keys on the archive file itself (write-once).
+                    db.execute("UPDATE files SET mtime_ns = ?, inode = ?, device = ?"
+                               " WHERE id = ?",
+                               [st.st_mtime_ns, st.st_ino, st.st_dev, session_rowid])
+            if session_rowid is None:
+                raise ArchiveError(f"{archive} holds no session transcript")
+    except ArchiveError as exc:
+        stats.errors.append((path, str(exc)))
+        return UNCHANGED
+    setattr(stats, state, getattr(stats, state) + 1)
+    return state
+
+
+def refresh_archives(db: Database, stats: RefreshStats, *, include_tools: bool = False,
+                     directories: list[Path] | None = None) -> None:
+    """Bring every recorded archive dir's rows up to date (new, changed, vanished)."""
+    for directory in directories if directories is not None else archive_dirs(db):
+        found = dict(iter_archives(directory))
+        for (path,) in db.execute("SELECT path FROM files WHERE root = ? AND kind = 'main'",
+                                  [str(directory)]).fetchall():
+            if Path(path) not in found and remove_path(db, path):
+                stats.removed += 1
+        for archive, st in found.items():
+            ingest_archive(db, archive, directory, stats, include_tools=include_tools, st=st)
