@@ -78,8 +78,13 @@ def stats(fmt: str, as_json: bool) -> None:
 
     state = app()
     db = state.fresh_db()
+    from cli.cleanup_cmd import describe_summary
+    from query.cleanup import cleanup_summary
+
     result = index_stats(db, state.database_path)
     fmt = "json" if as_json else fmt
     lines = [f"{k.replace('_', ' ')}: {human_size(v) if k.endswith('_bytes') else v}"
              for k, v in result.items()]
+    result["cleanup"] = cleanup_summary(db, state.roots)
+    lines.append(f"cleanup: {describe_summary(result['cleanup'])}")
     emit_object(result, fmt, text="\n".join(lines))

@@ -1,0 +1,539 @@
+"""cleanup: Claude Code's retention predicted exactly, and a cleanup that loses nothing.
+
+Library tests use one fixed ``NOW``; CLI tests (real clock) put every mtime days away
+from any boundary, so nothing depends on how long a test takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from indexer.db import open_db
+from indexer.ingest import refresh
+from query import cleanup as cl
+from tests.builders import ConfigTree
+
+NOW = 1_800_000_000.0
+DAY = 86400
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _settings(path: Path, content: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(json.dumps(content), encoding="utf-8")
+
+
+def _session(tree: ConfigTree, text: str, mtime: float, *, cwd: str = "/work/repo",
+             entrypoint: str = "cli", tag: str | None = None, folder: bool = False) -> Any:
+    s = tree.session(cwd=cwd, entrypoint=entrypoint)
+    s.user(text)
+    s.assistant(f"answer about {text}")
+    if tag is not None:
+        s.meta("tag", tag=tag, sessionId=s.session_id)
+    if folder:
+        turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "sub"})])
+        sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+        sub.user(f"subagent work on {text}")
+        sub.assistant("done")
+        results = s.project_dir / s.session_id / "tool-results" / "r1.txt"
+        results.parent.mkdir(parents=True, exist_ok=True)
+        results.write_bytes(b"big tool output\n")
+        os.utime(results, (mtime, mtime))
+    s.write(mtime=mtime)
+    return s
+
+
+def _snapshot(base: Path) -> dict[str, bytes | str | None]:
+    """Every path under ``base`` (links not followed): file bytes, link target, or None."""
+    out: dict[str, bytes | str | None] = {}
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, base)
+            if os.path.islink(path):
+                out[rel] = "->" + os.readlink(path)
+            elif os.path.isdir(path):
+                out[rel] = None
+            else:
+                out[rel] = Path(path).read_bytes()
+    return out
+
+
+def _run(args: list[str], root: Path, db: Path, env: dict[str, str] | None = None) -> Any:
+    runner = CliRunner()
+    return runner.invoke(cli, ["--config-dir", str(root), "--db", str(db), *args],
+                         env={"SESSIONDEX_MANAGED_SETTINGS": str(root / "no-managed.json"),
+                              **(env or {})})
+
+
+def _stdout_json(result: Any) -> Any:
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+# --------------------------------------------------------------------------- settings
+
+ABSENT = object()
+BAD_JSON = b'{"cleanupPeriodDays": 7,'
+
+# (managed, local, project, user) → (days or None when the sweep is skipped,
+#                                    the kind that set it, or the kind whose file is bad)
+PRECEDENCE = [
+    ((ABSENT, ABSENT, ABSENT, ABSENT), 30, "default"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": 10}), 10, "user"),
+    ((ABSENT, ABSENT, {"cleanupPeriodDays": 20}, {"cleanupPeriodDays": 10}), 20, "project"),
+    ((ABSENT, {"cleanupPeriodDays": 5}, {"cleanupPeriodDays": 20}, {"cleanupPeriodDays": 10}),
+     5, "local"),
+    (({"cleanupPeriodDays": 7}, {"cleanupPeriodDays": 5}, ABSENT, {"cleanupPeriodDays": 10}),
+     7, "managed"),
+    (({"model": "x"}, {"other": 1}, ABSENT, {"cleanupPeriodDays": 12}), 12, "user"),
+    ((ABSENT, {"cleanupPeriodDays": 3}, {"model": "x"}, ABSENT), 3, "local"),
+    ((ABSENT, ABSENT, ABSENT, {"model": "x"}), 30, "default"),
+    ((ABSENT, ABSENT, ABSENT, b""), 30, "default"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": 0}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": -5}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": "30"}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": 1.5}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": True}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": None}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, BAD_JSON), None, "user"),
+    ((ABSENT, ABSENT, BAD_JSON, {"cleanupPeriodDays": 10}), None, "project"),
+    ((ABSENT, {"cleanupPeriodDays": 5}, ABSENT, BAD_JSON), None, "user"),
+    (({"cleanupPeriodDays": 0}, {"cleanupPeriodDays": 5}, ABSENT, ABSENT), None, "managed"),
+    ((BAD_JSON, ABSENT, ABSENT, {"cleanupPeriodDays": 10}), None, "managed"),
+    # a valid higher file does not rescue an invalid lower one: Claude Code's validation
+    # fails as a whole and the sweep is skipped
+    ((ABSENT, {"cleanupPeriodDays": 5}, ABSENT, {"cleanupPeriodDays": "x"}), None, "user"),
+]
+
+
+@pytest.mark.parametrize(("files", "days", "kind"), PRECEDENCE)
+def test_settings_precedence(tmp_path: Path, files: tuple[Any, ...], days: int | None,
+                             kind: str) -> None:
+    root = tmp_path / "claude"
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    paths = {"managed": tmp_path / "etc" / "managed-settings.json",
+             "local": cwd / ".claude" / "settings.local.json",
+             "project": cwd / ".claude" / "settings.json",
+             "user": root / "settings.json"}
+    for (_, path), content in zip(paths.items(), files):
+        if content is not ABSENT:
+            _settings(path, content)
+    retention = cl.read_retention(root, str(cwd), paths["managed"])
+    assert retention.days == days
+    if days is None:
+        assert not retention.sweep_enabled
+        assert retention.problems[0]["file"] == str(paths[kind])
+        assert retention.source == str(paths[kind])
+    else:
+        assert retention.source_kind == kind
+        assert retention.source == ("default" if kind == "default" else str(paths[kind]))
+        assert retention.problems == []
+
+
+def test_managed_path_per_platform() -> None:
+    assert cl.default_managed_path("linux", {}) == Path("/etc/claude-code/managed-settings.json")
+    assert cl.default_managed_path("darwin", {}) == Path(
+        "/Library/Application Support/ClaudeCode/managed-settings.json")
+    assert cl.default_managed_path("linux", {cl.MANAGED_ENV: "/x.json"}) == Path("/x.json")
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> dict[str, Any]:
+    """A config dir with sessions on both sides of a 30-day cutoff at NOW."""
+    tree = ConfigTree(tmp_path / "claude")
+    cutoff = NOW - 30 * DAY
+    s = {
+        "old": _session(tree, "old parser work", cutoff - 10 * DAY, folder=True),
+        "older": _session(tree, "ancient css", cutoff - 200 * DAY, cwd="/work/other"),
+        "edge_in": _session(tree, "just expired", cutoff - 1),
+        "edge_out": _session(tree, "just kept", cutoff + 1),
+        "young": _session(tree, "fresh work", NOW - 2 * DAY),
+        "soon": _session(tree, "expires soon", cutoff + 2 * DAY),
+        "desktop": _session(tree, "desktop chat", cutoff - 5 * DAY, entrypoint="claude-desktop"),
+        "released": _session(tree, "released desktop", cutoff - 5 * DAY,
+                             entrypoint="local-agent"),
+        "keep": _session(tree, "precious notes", cutoff - 3 * DAY, tag="keep"),
+    }
+    released = s["released"]
+    tree.write_file(f"projects/{released.project_dir.name}/{released.session_id}"
+                    ".desktop-released.json", b'{"released": true}', mtime=cutoff - 5 * DAY)
+    db = open_db(tmp_path / "index.db")
+    refresh(db, [tree.root])
+    return {"tree": tree, "s": s, "db": db, "cwd": str(tmp_path)}
+
+
+def _ids(entries: list[cl.PlanEntry]) -> set[str]:
+    return {e.session_id for e in entries}
+
+
+def test_dry_run_lists_exactly_the_sessions_before_the_cutoff(world: dict[str, Any]) -> None:
+    s, tree = world["s"], world["tree"]
+    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    (root,) = plan.roots
+    assert root.days == 30 and root.cutoff == NOW - 30 * DAY
+    assert _ids(root.to_delete) == {s[k].session_id for k in ("old", "older", "edge_in",
+                                                               "released")}
+    assert _ids(root.protected) == {s["keep"].session_id}
+    assert _ids(root.exempt) == {s["desktop"].session_id}
+    assert root.exempt[0].exempt_reason and not root.exempt[0].claude_code_deletes
+    keep = root.protected[0]
+    assert keep.claude_code_deletes and keep.tag == "keep"
+    assert root.claude_code_sessions == 5  # the four + the protected one
+    old = next(e for e in root.to_delete if e.session_id == s["old"].session_id)
+    assert old.title == "old parser work" and old.cwd == "/work/repo"
+    assert old.size > old.transcript_size  # the <id>/ folder counts
+    assert old.last_activity and old.last_activity.endswith("Z")
+    as_json = plan.as_dict()
+    assert as_json["totals"]["sessions"] == 4 and as_json["totals"]["protected"] == 1
+
+
+def test_days_override_and_skipped_sweep(world: dict[str, Any]) -> None:
+    s, tree = world["s"], world["tree"]
+    tree.write_settings({"cleanupPeriodDays": "forever"})
+    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    (root,) = plan.roots
+    assert not root.retention.sweep_enabled and root.expired == []
+    assert root.retention.problems[0]["file"] == str(tree.root / "settings.json")
+    assert root.claude_code_sessions == 0
+    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, days=100,
+                           managed=None)
+    (root,) = plan.roots
+    assert _ids(root.to_delete) == {s["older"].session_id}
+    assert not root.to_delete[0].claude_code_deletes  # Claude Code will not sweep at all
+
+
+def test_managed_retention_lifts_the_desktop_exemption(world: dict[str, Any],
+                                                       tmp_path: Path) -> None:
+    managed = tmp_path / "managed.json"
+    _settings(managed, {"cleanupPeriodDays": 30})
+    plan = cl.plan_cleanup(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
+                           managed=managed)
+    assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
+
+
+def test_desktop_ceiling(world: dict[str, Any]) -> None:
+    world["tree"].write_settings({"desktopSessionCleanupPeriodDays": 32})
+    plan = cl.plan_cleanup(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
+                           managed=None)
+    assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
+
+
+def test_expiring_soon_counts_within_three_days(world: dict[str, Any]) -> None:
+    s = world["s"]
+    paths = [str(s[k].path) for k in ("old", "soon", "young", "desktop", "edge_out")]
+    count = cl.expiring_soon(world["db"], paths, world["cwd"], [world["tree"].root], now=NOW,
+                             managed=None)
+    assert count == 3  # old (expired), soon (in 2 days), edge_out (in 1 s); desktop exempt
+    summary = cl.cleanup_summary(world["db"], [world["tree"].root], world["cwd"], now=NOW,
+                                 managed=None)
+    assert summary["expired_sessions"] == 5
+    assert summary["expiring_within_3_days"] == 2
+
+
+def test_next_sweep_from_last_cleanup(world: dict[str, Any]) -> None:
+    tree = world["tree"]
+    tree.write_file(".last-cleanup", b"2027-01-01T00:00:00Z", mtime=NOW - 3600)
+    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    assert plan.roots[0].next_sweep == NOW - 3600 + DAY
+    tree.write_file(".last-cleanup", b"x", mtime=NOW - 2 * DAY)
+    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    assert plan.roots[0].next_sweep is None  # at the next start
+
+
+# --------------------------------------------------------------------------- apply (library)
+
+
+def test_live_and_symlinked_sessions_are_left_alone(world: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    s, tree, db = world["s"], world["tree"], world["db"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_bytes(b"not yours")
+    target = outside / "elsewhere.jsonl"
+    target.write_bytes(s["older"].path.read_bytes())
+    os.utime(target, (NOW - 300 * DAY,) * 2)
+    link = s["older"].project_dir / "0f0f0f0f-0000-4000-8000-000000000001.jsonl"
+    link.symlink_to(target)
+    os.utime(link, (NOW - 300 * DAY,) * 2, follow_symlinks=False)
+    # the expired session's <id>/ folder is a link out of projects/
+    folder_link = s["older"].path.with_suffix("")
+    folder_link.symlink_to(outside, target_is_directory=True)
+    plan = cl.plan_cleanup(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    assert "0f0f0f0f-0000-4000-8000-000000000001" not in _ids(plan.to_delete)
+    before_outside = _snapshot(outside)
+    live_mtime = s["edge_in"].path.stat().st_mtime
+    outcomes = cl.apply_plan(db, plan, [tree.root], clock=lambda: live_mtime + 60)
+    status = {o.session_id: o.status for o in outcomes}
+    # by this clock "edge_in" was written a minute ago: it may be live, so it is kept
+    assert status[s["edge_in"].session_id] == cl.SKIPPED and s["edge_in"].path.exists()
+    assert status[s["older"].session_id] == cl.DELETED
+    assert status[s["old"].session_id] == cl.DELETED
+    assert not os.path.lexists(folder_link) and not s["older"].path.exists()
+    assert _snapshot(outside) == before_outside
+    assert link.is_symlink() and target.exists()
+
+
+def test_session_changed_since_the_plan_is_kept(world: dict[str, Any]) -> None:
+    s, tree, db = world["s"], world["tree"], world["db"]
+    plan = cl.plan_cleanup(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    os.utime(s["older"].path, (NOW - 100 * DAY,) * 2)
+    outcomes = cl.apply_plan(db, plan, [tree.root], clock=lambda: NOW)
+    older = next(o for o in outcomes if o.session_id == s["older"].session_id)
+    assert older.status == cl.SKIPPED and s["older"].path.exists()
+
+
+def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import transcripts.archive as archive
+
+    s, tree, db = world["s"], world["tree"], world["db"]
+
+    def broken(path: Path, entries: Any) -> None:
+        raise archive.ArchiveError(f"{path}: simulated mismatch")
+
+    monkeypatch.setattr(archive, "verify_archive", broken)
+    plan = cl.plan_cleanup(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    outcomes = cl.apply_plan(db, plan, [tree.root], archive_dir=tmp_path / "arch",
+                             clock=lambda: NOW)
+    assert outcomes and all(o.status == cl.FAILED for o in outcomes)
+    assert all(Path(e.file_path).exists() for e in plan.to_delete)
+    assert s["keep"].path.exists()
+    assert not list((tmp_path / "arch").rglob("*.tar.gz"))  # no half-verified archive left
+
+
+def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
+    tree = world["tree"]
+    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    with pytest.raises(ValueError, match="inside"):
+        cl.apply_plan(world["db"], plan, [tree.root], archive_dir=tree.projects_dir / "arch")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture()
+def live(tmp_path: Path) -> dict[str, Any]:
+    """A config dir on the real clock, with every mtime days from any boundary."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    s = {
+        "old": _session(tree, "zebra migration plan", now - 45 * DAY, folder=True),
+        "older": _session(tree, "quokka refactor", now - 120 * DAY, cwd="/work/other"),
+        "young": _session(tree, "fresh lemur work", now - 3 * DAY, folder=True),
+        "keep": _session(tree, "precious walrus notes", now - 60 * DAY, tag="keep"),
+        "desktop": _session(tree, "desktop ibis chat", now - 50 * DAY,
+                            entrypoint="claude-desktop"),
+    }
+    project = s["old"].project_dir
+    # Things that are not sessions, old as they are: never ours to delete.
+    for name in ("agent-deadbeef.jsonl", "notes.jsonl",
+                 f"{s['old'].session_id}.ccr-tip.json", "bridge-pointer.json"):
+        (project / name).write_bytes(b"{}\n")
+        os.utime(project / name, (now - 90 * DAY,) * 2)
+    tree.write_file(".last-cleanup", b"2020-01-01T00:00:00.000Z", mtime=now - 2 * DAY)
+    return {"tree": tree, "s": s, "db": tmp_path / "index.db", "tmp": tmp_path}
+
+
+def test_cli_dry_run_json_and_table(live: dict[str, Any]) -> None:
+    s, tree = live["s"], live["tree"]
+    before = _snapshot(tree.root)
+    result = _run(["cleanup", "--json", "--cwd", str(live["tmp"])], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    plan = _stdout_json(result)
+    (root,) = plan["config_dirs"]
+    assert {e["session_id"] for e in root["expired"]} == {s["old"].session_id,
+                                                           s["older"].session_id}
+    assert {e["session_id"] for e in root["protected"]} == {s["keep"].session_id}
+    assert {e["session_id"] for e in root["exempt"]} == {s["desktop"].session_id}
+    assert root["claude_code"]["days"] == 30 and root["claude_code"]["next_sweep"] is None
+    assert _snapshot(tree.root) == before  # a dry run touches nothing
+
+    text = _run(["cleanup", "--cwd", str(live["tmp"])], tree.root, live["db"])
+    assert text.exit_code == 0, text.output
+    assert "zebra migration plan" in text.output and "quokka refactor" in text.output
+    assert "lemur" not in text.output
+    assert "Claude Code's own sweep will still delete them" in text.output
+    assert "--archive" in text.output
+    assert "Exempt: 1 desktop session" in text.output
+
+
+def test_cli_invalid_settings_lists_nothing_but_days_still_plans(live: dict[str, Any]) -> None:
+    tree = live["tree"]
+    tree.write_settings({"cleanupPeriodDays": 0})
+    result = _run(["cleanup", "--cwd", str(live["tmp"])], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    assert "skips its sweep" in result.output and str(tree.root / "settings.json") in result.output
+    assert "zebra" not in result.output
+    plan = _stdout_json(_run(["cleanup", "--json", "--days", "100", "--cwd", str(live["tmp"])],
+                             tree.root, live["db"]))
+    assert [e["session_id"] for e in plan["config_dirs"][0]["expired"]] == [
+        live["s"]["older"].session_id]
+
+
+def test_cli_apply_removes_exactly_the_expired(live: dict[str, Any]) -> None:
+    s, tree = live["s"], live["tree"]
+    before = _snapshot(tree.root)
+    result = _run(["cleanup", "--apply", "--cwd", str(live["tmp"])], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    expected = dict(before)
+    for key in ("old", "older"):
+        rel = os.path.relpath(s[key].path, tree.root)
+        assert f"deleted {s[key].path}" in result.output
+        for path in list(expected):
+            if path == rel or path == rel[:-len(".jsonl")] or path.startswith(
+                    rel[:-len(".jsonl")] + os.sep):
+                del expected[path]
+    assert _snapshot(tree.root) == expected
+    assert s["keep"].path.exists() and s["desktop"].path.exists()
+    # the index dropped them in the same run
+    gone = _run(["--no-refresh", "resolve", s["old"].session_id], tree.root, live["db"])
+    assert gone.exit_code == 1
+    kept = _run(["--no-refresh", "resolve", s["keep"].session_id, "--json"], tree.root,
+                live["db"])
+    assert kept.exit_code == 0, kept.output
+
+
+def test_cli_one_failure_does_not_stop_the_others(live: dict[str, Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import transcripts.write as write
+
+    s, tree = live["s"], live["tree"]
+    real = write.delete_session_files
+
+    def flaky(path: Path, roots: list[Path]) -> list[Path]:
+        if Path(path) == s["older"].path:
+            raise write.WriteRefused(f"cannot delete {path}: Permission denied")
+        return real(path, roots)
+
+    monkeypatch.setattr(write, "delete_session_files", flaky)
+    result = _run(["cleanup", "--apply", "--cwd", str(live["tmp"])], tree.root, live["db"])
+    assert result.exit_code == 1
+    assert "failed" in result.stderr and "Permission denied" in result.stderr
+    assert not s["old"].path.exists() and s["older"].path.exists()
+
+
+def test_cli_archive_round_trip_and_findable(live: dict[str, Any]) -> None:
+    s, tree, tmp = live["s"], live["tree"], live["tmp"]
+    archive_dir = tmp / "archive"
+    originals = {k: _snapshot(s[k].project_dir) for k in ("old",)}
+    old_bytes = s["old"].path.read_bytes()
+    old_mtime_ns = s["old"].path.stat().st_mtime_ns
+    result = _run(["cleanup", "--apply", "--archive", str(archive_dir), "--json",
+                   "--cwd", str(tmp)], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    outcome = {o["session_id"]: o for o in _stdout_json(result)["results"]}
+    assert outcome[s["old"].session_id]["status"] == "deleted"
+    # the protected session: a copy archived, the original kept
+    assert outcome[s["keep"].session_id]["status"] == "archived" and s["keep"].path.exists()
+    assert not s["old"].path.exists()
+
+    archive = Path(outcome[s["old"].session_id]["archive"])
+    assert archive == archive_dir / s["old"].project_dir.name / f"{s['old'].session_id}.tar.gz"
+    restore = tmp / "restore"
+    with tarfile.open(archive, "r:gz") as tar:
+        tar.extractall(restore)  # noqa: S202 - our own archive, in a temp dir
+    restored = restore / "projects" / s["old"].project_dir.name / s["old"].path.name
+    assert restored.read_bytes() == old_bytes
+    assert abs(restored.stat().st_mtime_ns - old_mtime_ns) < 1000
+    restored_tree = _snapshot(restore / "projects" / s["old"].project_dir.name)
+    for rel, content in originals["old"].items():
+        sid = s["old"].session_id
+        if rel in (sid, f"{sid}.jsonl") or rel.startswith(sid + os.sep):
+            assert restored_tree[rel] == content
+    assert f"{s['old'].session_id}.ccr-tip.json" not in restored_tree  # side files stay
+
+    # findable with --include-archived only (search, resolve), also after a rebuild
+    for extra in ([], ["index", "--rebuild"]):
+        if extra:
+            assert _run(extra, tree.root, live["db"]).exit_code == 0
+        hidden = _stdout_json(_run(["search", "zebra", "--scope", "all", "--json"],
+                                   tree.root, live["db"]))
+        assert hidden == []
+        found = _stdout_json(_run(["search", "zebra", "--scope", "all", "--include-archived",
+                                   "--json"], tree.root, live["db"]))
+        assert [r["session_id"] for r in found] == [s["old"].session_id]
+        assert found[0]["file_path"] == str(archive)
+        assert _run(["resolve", s["old"].session_id], tree.root, live["db"]).exit_code == 1
+        resolved = _run(["resolve", s["old"].session_id, "--include-archived", "--json",
+                         "--cwd", "/work/repo"], tree.root, live["db"])
+        assert resolved.exit_code == 0, resolved.output
+        assert json.loads(resolved.stdout)["session_id"] == s["old"].session_id
+        # subagent text inside the archive is searchable too
+        sub = _stdout_json(_run(["search", "subagent work on zebra", "--scope", "all",
+                                 "--include-archived", "--json"], tree.root, live["db"]))
+        assert [r["session_id"] for r in sub] == [s["old"].session_id]
+
+    # a second run does not archive the protected session again
+    again = _run(["cleanup", "--apply", "--archive", str(archive_dir), "--json",
+                  "--cwd", str(tmp)], tree.root, live["db"])
+    results = _stdout_json(again)["results"]
+    assert [r["status"] for r in results] == ["skipped"]
+    assert len(list(archive_dir.rglob(f"{s['keep'].session_id}*.tar.gz"))) == 1
+
+
+def test_cli_keep_tag_option(live: dict[str, Any]) -> None:
+    s, tree = live["s"], live["tree"]
+    result = _run(["cleanup", "--apply", "--keep-tag", "zebra", "--json",
+                   "--cwd", str(live["tmp"])], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    assert s["keep"].path.exists() is False  # "keep" is no longer the protecting tag
+    assert s["old"].path.exists() is False
+
+
+def test_cli_stats_has_a_cleanup_line(live: dict[str, Any]) -> None:
+    tree = live["tree"]
+    result = _run(["stats"], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    assert "cleanup: 3 session(s)" in result.output
+    data = _stdout_json(_run(["stats", "--json"], tree.root, live["db"]))
+    assert data["cleanup"]["expired_sessions"] == 3
+
+
+def test_cli_list_warns_about_expiring_sessions(live: dict[str, Any]) -> None:
+    tree = live["tree"]
+    result = _run(["list", "--scope", "all"], tree.root, live["db"])
+    assert result.exit_code == 0, result.output
+    assert "3 listed session(s) will be deleted" in result.stderr
+
+
+def test_archive_module_is_byte_identical(tmp_path: Path) -> None:
+    from transcripts.archive import read_archive, write_session_archive
+    from transcripts.discover import describe_path
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "archive me", NOW - 40 * DAY, folder=True)
+    s.raw(b'{"type":"user","broken":')  # a torn last line is kept as is
+    s.write(mtime=NOW - 40 * DAY)
+    tf = describe_path(s.path, [tree.root])
+    assert tf is not None
+    archive = write_session_archive(tf, tmp_path / "arch")
+    second = write_session_archive(tf, tmp_path / "arch")
+    assert second.name == f"{s.session_id}-2.tar.gz"  # never overwritten
+    items = [(i.kind, i.stream.read()) for i in read_archive(archive)]
+    assert items[0] == ("main", s.path.read_bytes())
+    assert [k for k, _ in items[1:]] == ["subagent"]
+    with tarfile.open(archive, "r:gz") as tar:
+        names = tar.getnames()
+    assert names[0] == f"projects/{s.project_dir.name}/{s.session_id}.jsonl"
+    assert f"projects/{s.project_dir.name}/{s.session_id}/tool-results/r1.txt" in names
+    assert orjson.loads(items[1][1].splitlines()[0])["isSidechain"] is True
