@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -26,8 +27,8 @@ from indexer.derive import SessionState, mentions_in, searchable_text
 from indexer.schema import SESSION_FTS_COLUMNS
 from indexer.text import fts_text
 from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
-from transcripts.pr_urls import PullRequest
-from transcripts.reader import RecordReader
+from transcripts.pr_urls import PullRequest, might_hold_pr_url
+from transcripts.reader import RecordReader, classify
 from transcripts.records import timestamp_ms
 
 FINGERPRINT_WINDOW = 4096
@@ -296,13 +297,19 @@ def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
     message_rows = 0
     insert = ("INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
               " VALUES (?, ?, ?, ?, ?, ?)")
-    for _, record in reader:
+    for _, line in reader.lines():
+        record, problem = classify(line)
+        if record is None:
+            if problem is not None:
+                reader.problems[problem] += 1
+            continue
         if is_main:
             state.apply(record, known_branches, known_links)
         kind = record.get("type")
         if kind != "user" and kind != "assistant":
             continue
-        mentions.extend(mentions_in(record))
+        if might_hold_pr_url(line):  # a byte scan spares most records the text walk
+            mentions.extend(mentions_in(record))
         text = searchable_text(record, include_tools=include_tools)
         if not text:
             continue
@@ -326,6 +333,7 @@ def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
     if mentions:
         _insert_prs(db, "pr_mentions", session_rowid, file_id, mentions)
     if is_main:
+        state.finish()
         columns = state.columns()
         columns.update(mtime_ns=tf.mtime_ns, file_size=tf.size)
         assignments = ", ".join(f"{k} = ?" for k in columns)
@@ -344,6 +352,40 @@ def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
         [tf.size, tf.mtime_ns, tf.inode, tf.device, consumed, _fingerprint(stream, consumed),
          bad_lines, orjson.dumps(dict(problems)).decode() if problems else None,
          session_rowid, checked_ns, file_id])
+
+
+class _CommitGroup:
+    """Several files' transactions committed as one (each file stays a savepoint).
+
+    FTS5 flushes its pending terms into a new segment at every commit; one commit per
+    small file makes a cold build spend most of its time merging segments. A group is
+    still all-or-nothing for each file and its offset, so a killed run stays
+    consistent; it is closed after ``GROUP_BYTES`` read or ``GROUP_SECONDS``, so
+    readers see progress.
+    """
+
+    GROUP_BYTES = 64 << 20
+    GROUP_SECONDS = 0.5
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._context: Any = None
+        self._start_bytes = 0
+        self._started = 0.0
+
+    def after_file(self, bytes_read: int) -> None:
+        if self._context is None:
+            self._context = self._db.atomic()
+            self._context.__enter__()
+            self._start_bytes, self._started = bytes_read, time.perf_counter()
+        elif (bytes_read - self._start_bytes >= self.GROUP_BYTES
+              or time.perf_counter() - self._started >= self.GROUP_SECONDS):
+            self.close()
+
+    def close(self) -> None:
+        if self._context is not None:
+            context, self._context = self._context, None
+            context.__exit__(*sys.exc_info())
 
 
 def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
@@ -369,10 +411,15 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
             " ORDER BY kind DESC", root_texts).fetchall():
         if path not in seen and remove_path(db, path):
             stats.removed += 1
-    for done, tf in enumerate(files, 1):
-        ingest_file(db, tf, stats, include_tools=tools)
-        if progress is not None:
-            progress(done, len(files))
+    group = _CommitGroup(db)
+    try:
+        for done, tf in enumerate(files, 1):
+            ingest_file(db, tf, stats, include_tools=tools)
+            group.after_file(stats.bytes_read)
+            if progress is not None:
+                progress(done, len(files))
+    finally:
+        group.close()
     from indexer.archive_ingest import refresh_archives  # lazy: it imports this module
 
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
