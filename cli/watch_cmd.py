@@ -35,7 +35,7 @@ def _batch_line(report: Any) -> str:
 @click.option("--debounce", type=click.IntRange(min=0), default=100, show_default=True,
               metavar="MS", help="Apply a burst of changes once it has been quiet this long.")
 @click.option("--max-latency", type=click.IntRange(min=1), default=1000, show_default=True,
-              metavar="MS", help="…but never later than this after its first change.")
+              metavar="MS", help="Apply a burst at the latest this long after its first change.")
 @click.option("--rescan", type=click.FloatRange(min=0), default=300, show_default=True,
               metavar="SECONDS",
               help="Full incremental rescan this often, for events the OS dropped; 0: never.")

@@ -253,7 +253,10 @@ class Watcher:
         The observer starts *before* the catch-up refresh so that a change made while it
         runs is queued rather than missed (applying it twice is harmless).
         """
-        self._observer = self._new_observer(poll=self.poll)
+        try:
+            self._observer = self._new_observer(poll=self.poll)
+        except OSError as exc:  # even polling failed: e.g. projects/ unreadable
+            raise WatchError(f"cannot observe the transcripts: {exc}") from exc
         logging.getLogger("watchdog.observers").addHandler(self._trap)
         self._worker = threading.Thread(target=self._run, name="sessiondex-watch-worker",
                                         daemon=True)

@@ -467,6 +467,36 @@ def test_stale_lock_from_a_killed_watcher_does_not_block(tmp_path: Path) -> None
         assert second.finish(signal.SIGTERM) == 0
 
 
+def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None:
+    """A watcher whose worker failed must not linger holding the lock, indexing nothing."""
+    def broken(*args: Any) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(watch_module, "ingest_path", broken)
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "hello")
+    db_path = tmp_path / "index.db"
+    finished = threading.Event()
+
+    def keep_appending() -> None:  # until the watcher is up and sees one
+        while not finished.wait(0.05):
+            if watcher_alive(db_path):
+                s.user("more")
+                s.append()
+
+    appender = threading.Thread(target=keep_appending)
+    appender.start()
+    try:
+        result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db",
+                                          str(db_path), "watch", "--debounce", "10"])
+    finally:
+        finished.set()
+        appender.join()
+    assert result.exit_code == 1
+    assert "Error: watch stopped: boom" in result.output
+    assert not watcher_alive(db_path)
+
+
 def test_second_watch_exits_1_with_a_clear_message(tmp_path: Path) -> None:
     db_path = tmp_path / "index.db"
     (tmp_path / "claude" / "projects").mkdir(parents=True)
