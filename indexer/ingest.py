@@ -24,6 +24,7 @@ from sqlite_utils import Database
 
 from indexer.db import clear_index, get_meta, set_meta
 from indexer.derive import SessionState, mentions_in, searchable_text
+from indexer.objects import store_objects
 from indexer.schema import SESSION_FTS_COLUMNS
 from indexer.text import fts_text
 from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
@@ -193,11 +194,24 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
     return GROWN
 
 
+_UNKNOWN: dict[str, Any] = {}
+
+
 def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
-                include_tools: bool = False, force: bool = False) -> str:
-    """Bring one transcript's rows up to date; returns what was found (new, grown, …)."""
+                include_tools: bool = False, force: bool = False,
+                stat_row: dict[str, Any] | None = _UNKNOWN) -> str:
+    """Bring one transcript's rows up to date; returns what was found (new, grown, …).
+
+    ``stat_row`` is the file's stored row when the caller already loaded it (refresh
+    loads all rows in one query, so a no-change pass costs a stat and no query per file);
+    ``None`` means the file is not in the index yet.
+    """
     stats.files_seen += 1
     path = str(tf.path)
+    if stat_row is not _UNKNOWN and stat_row is not None and not force and _stat_unchanged(
+            stat_row, tf):
+        stats.unchanged += 1
+        return UNCHANGED
     stored = _stored(db, path)
     if stored is not None and not force and _stat_unchanged(stored, tf):
         stats.unchanged += 1
@@ -233,6 +247,8 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
                            [tf.mtime_ns, checked_ns, stored["id"]])
                 db.execute("UPDATE sessions SET mtime_ns = ? WHERE id = ?",
                            [tf.mtime_ns, stored["id"]])
+                if stored["kind"] == MAIN:
+                    store_objects(db, [stored["id"]])
             stats.unchanged += 1
             return UNCHANGED
         with db.atomic():
@@ -345,6 +361,7 @@ def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
         if state.new_pr_links:
             _insert_prs(db, "pr_links", session_rowid, file_id, state.new_pr_links)
         _write_session_search(db, session_rowid)
+    store_objects(db, [session_rowid])
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
         " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?"
@@ -406,15 +423,18 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
         files.extend(iter_transcripts(root))
     seen = {str(tf.path) for tf in files}
     root_texts = [str(r) for r in roots]
-    for (path,) in db.execute(
-            f"SELECT path FROM files WHERE root IN ({', '.join('?' for _ in roots)})"
-            " ORDER BY kind DESC", root_texts).fetchall():
+    cursor = db.execute(
+        "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
+        f" WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC", root_texts)
+    names = [d[0] for d in cursor.description]
+    known = {row[0]: dict(zip(names, row)) for row in cursor.fetchall()}
+    for path in known:
         if path not in seen and remove_path(db, path):
             stats.removed += 1
     group = _CommitGroup(db)
     try:
         for done, tf in enumerate(files, 1):
-            ingest_file(db, tf, stats, include_tools=tools)
+            ingest_file(db, tf, stats, include_tools=tools, stat_row=known.get(str(tf.path)))
             group.after_file(stats.bytes_read)
             if progress is not None:
                 progress(done, len(files))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from sqlite_utils import Database, Migrations
 
 # Bump when a derivation rule changes (what a row holds), not the table shape.
-DERIVATION_VERSION = 1
+DERIVATION_VERSION = 2
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -130,3 +130,10 @@ def m001_initial(db: Database) -> None:
                                     create_triggers=True, tokenize=FTS_TOKENIZER)
     db["messages"].enable_fts(["text"], fts_version="FTS5", create_triggers=True,
                               tokenize=FTS_TOKENIZER)
+
+
+@migrations()
+def m002_session_object(db: Database) -> None:
+    """The contract's session object, stored as JSON whenever the session changes
+    (indexer/objects.py), so listings decode instead of rebuilding."""
+    db.execute("ALTER TABLE sessions ADD COLUMN object_json TEXT")

@@ -7,7 +7,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from query.filters import Filters
-from query.sessions import select_rows, to_object
+from query.sessions import LISTING_COLUMNS, select_rows, to_objects
 
 
 def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -40,5 +40,6 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
     """Session objects in scope, newest activity first."""
     where, params = filters.where()
-    rows = place_forks(select_rows(db, where, params, limit=filters.limit))
-    return [to_object(db, r) for r in rows]
+    rows = place_forks(select_rows(db, where, params, limit=filters.limit,
+                                   columns=LISTING_COLUMNS))
+    return to_objects(db, rows)

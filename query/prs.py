@@ -8,7 +8,7 @@ from sqlite_utils import Database
 
 from query.filters import Filters
 from query.scopes import git_remote_repository, resolve_cwd
-from query.sessions import select_rows, to_object
+from query.sessions import select_rows, to_objects
 from transcripts.pr_urls import parse_pr_url
 
 
@@ -22,13 +22,13 @@ def sessions_for_url(db: Database, url: str, *, include_mentions: bool = True,
     archived = "" if include_archived else " AND s.archived = 0"
     linked = select_rows(
         db, f"s.id IN (SELECT session_rowid FROM pr_links WHERE url = ?){archived}", [pr.url])
-    out = [to_object(db, r) for r in linked]
+    out = to_objects(db, linked)
     if include_mentions:
         seen = {r["id"] for r in linked}
         mentioned = select_rows(
             db, f"s.id IN (SELECT session_rowid FROM pr_mentions WHERE url = ?){archived}",
             [pr.url])
-        out.extend(to_object(db, r) for r in mentioned if r["id"] not in seen)
+        out.extend(to_objects(db, [r for r in mentioned if r["id"] not in seen]))
     return out
 
 
@@ -47,7 +47,7 @@ def from_pr(db: Database, pr: str | None, filters: Filters) -> list[dict[str, An
     where, params = filters.where()
     if pr is None:
         where += " AND EXISTS (SELECT 1 FROM pr_links p WHERE p.session_rowid = s.id)"
-        return [to_object(db, r) for r in select_rows(db, where, params, limit=filters.limit)]
+        return to_objects(db, select_rows(db, where, params, limit=filters.limit))
     number = parse_pr_number(pr)
     if number is None:
         raise ValueError(f"not a PR number or URL: {pr!r}")
@@ -61,4 +61,4 @@ def from_pr(db: Database, pr: str | None, filters: Filters) -> list[dict[str, An
         link_params.extend([remote[0], remote[1].lower()])
     where += f" AND EXISTS ({link})"
     rows = select_rows(db, where, params + link_params, limit=filters.limit)
-    return [to_object(db, r) for r in rows]
+    return to_objects(db, rows)

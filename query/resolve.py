@@ -19,7 +19,7 @@ from sqlite_utils import Database
 from indexer.derive import SessionState
 from query.filters import keys_sql
 from query.scopes import resolve_cwd, worktree_keys
-from query.sessions import display_title, select_rows, to_object
+from query.sessions import build_object, display_title, select_rows, to_object, to_objects
 from transcripts.discover import describe_path
 from transcripts.keys import is_session_id, project_keys_for_directory
 from transcripts.reader import RecordReader
@@ -97,35 +97,12 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     if rows:
         return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
     row = _row_from_file(path)
-    if not is_session_id(row["session_id"]):
-        row["session_id"] = row["session_id"]
     return Resolution(to_object_external(row), row, MATCHED_PATH)
 
 
 def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
     """Session object for a file that is not in the index (no branch/PR tables)."""
-    from query.sessions import iso_ms, resume_command
-    from transcripts.records import display_prompt
-
-    first = row.get("first_prompt") or row.get("prompt_fallback")
-    return {
-        "session_id": row["session_id"], "project_key": row["project_key"],
-        "config_dir": row["root"], "file_path": row["file_path"], "cwd": row.get("cwd"),
-        "title": display_title(row), "custom_title": row.get("custom_title"),
-        "ai_title": row.get("ai_title"), "summary": row.get("summary"),
-        "last_prompt": row.get("last_prompt"),
-        "first_prompt": display_prompt(first) if first else None, "tag": row.get("tag"),
-        "git_branch": row.get("git_branch"), "branches": [], "pr_links": [],
-        "pr_mentions": [], "created_at": iso_ms(row.get("created_ms")),
-        "last_activity": iso_ms(row.get("last_activity_ms") or row["mtime_ns"] // 1_000_000),
-        "mtime": iso_ms(row["mtime_ns"] // 1_000_000), "file_size": row["file_size"],
-        "message_count": row["message_count"], "entrypoint": row.get("entrypoint"),
-        "is_sidechain": bool(row.get("is_sidechain")),
-        "forked_from": ({"session_id": row["forked_from_session"],
-                         "message_uuid": row.get("forked_from_message")}
-                        if row.get("forked_from_session") else None),
-        "resume_command": resume_command(row["session_id"], row.get("cwd")),
-    }
+    return build_object(row, [], [], [])
 
 
 def _other_directory_note(row: dict[str, Any]) -> str:
@@ -188,7 +165,7 @@ def resolve(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path]
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
         raise Ambiguous(f"{len(named)} sessions are named {arg.strip()!r}",
-                        [to_object(db, r) for r in named])
+                        to_objects(db, named))
     if _PREFIX_RE.match(arg):
         resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived)
         if resolution is not None:
@@ -212,7 +189,7 @@ def _by_prefix(db: Database, prefix: str, repo_rows: list[dict[str, Any]],
     unique = {r["session_id"].lower() for r in local}
     if len(local) > 1 or len(unique) > 1:
         raise Ambiguous(f"{len(local)} sessions start with {prefix!r}",
-                        [to_object(db, r) for r in local])
+                        to_objects(db, local))
     return Resolution(to_object(db, local[0]), local[0], MATCHED_PREFIX)
 
 

@@ -32,7 +32,7 @@ from indexer.schema import SESSION_FTS_COLUMNS
 from indexer.text import fts_text, unspace_cjk
 from query.filters import Filters
 from query.prs import sessions_for_url
-from query.sessions import ACTIVITY_SQL, activity_ms, display_title, select_rows, to_object
+from query.sessions import ACTIVITY_SQL, activity_ms, display_title, select_rows, to_objects
 from transcripts.pr_urls import parse_pr_url
 
 COLUMN_WEIGHTS = {
@@ -156,12 +156,10 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
                     key=lambda h: (h.score, -activity_ms(rows[h.session_rowid])))
     if filters.limit:
         ranked = ranked[:filters.limit]
-    out = []
-    for hit in ranked:
-        obj = to_object(db, rows[hit.session_rowid])
+    out = to_objects(db, [rows[hit.session_rowid] for hit in ranked])
+    for obj, hit in zip(out, ranked):
         obj["score"] = round(hit.score, 6)
         obj["snippet"] = _snippet(db, hit, match, markers)
-        out.append(obj)
     return out
 
 
@@ -189,11 +187,9 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], -activity_ms(by_id[kv[0]])))
     if filters.limit:
         ranked = ranked[:filters.limit]
-    out = []
-    for rowid, (score, choice) in ranked:
-        obj = to_object(db, by_id[rowid])
+    out = to_objects(db, [by_id[rowid] for rowid, _ in ranked])
+    for obj, (_, (score, choice)) in zip(out, ranked):
         # Negative like bm25, so "lower is better" holds for fuzzy rows too.
         obj["score"] = round(-score / 100.0, 6)
         obj["snippet"] = choice
-        out.append(obj)
     return out

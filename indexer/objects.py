@@ -1,0 +1,151 @@
+"""The session object of spec/cli.md, built once per change and stored with the row.
+
+Listing thousands of sessions must not rebuild thousands of dicts (the picker-speed
+goal is 2% of the SDK's scan), so the indexer stores each session's object as JSON
+whenever its rows change, and queries only decode it. The display-title precedence is
+defined here (:func:`display_title`) and nowhere else.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+from sqlite_utils import Database
+
+from transcripts.records import display_prompt
+
+SESSION_FIELDS = (
+    "session_id", "project_key", "config_dir", "file_path", "cwd", "title", "custom_title",
+    "ai_title", "summary", "last_prompt", "first_prompt", "tag", "git_branch", "branches",
+    "pr_links", "pr_mentions", "created_at", "last_activity", "mtime", "file_size",
+    "message_count", "entrypoint", "is_sidechain", "forked_from", "resume_command",
+)
+
+def display_title(row: dict[str, Any]) -> str:
+    """The picker's order: custom title, AI title, summary, last prompt, first prompt
+    (or its command fallback), else the first 8 characters of the ID."""
+    for value in (row.get("custom_title"), row.get("ai_title"), row.get("summary"),
+                  row.get("last_prompt"), row.get("first_prompt"), row.get("prompt_fallback")):
+        if value:
+            text = " ".join(str(value).split())
+            if text:
+                return display_prompt(text) or text
+    return str(row["session_id"])[:8]
+
+
+def iso_ms(ms: int | None) -> str | None:
+    """Epoch milliseconds → ``2026-11-02T10:00:30.000Z``."""
+    if ms is None:
+        return None
+    seconds, millis = divmod(int(ms), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+def resume_command(session_id: str, cwd: str | None) -> str:
+    if not cwd:
+        return f"claude --resume {session_id}"
+    return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
+
+
+def activity_ms(row: dict[str, Any]) -> int:
+    """Last activity: the last record timestamp, else the file's mtime."""
+    value = row.get("last_activity_ms")
+    return int(value) if value is not None else int(row["mtime_ns"]) // 1_000_000
+
+
+def _pr_objects(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    return [{"url": u, "number": n, "repository": r, "host": h, "provider": p}
+            for u, n, r, h, p in rows]
+
+
+def build_object(row: dict[str, Any], branches: list[str], links: list[Sequence[Any]],
+                 mentions: list[Sequence[Any]]) -> dict[str, Any]:
+    """The contract's session object from a session row and its related rows (PR rows
+    are ``(url, number, repository, host, provider)``; mentions that are also links are
+    dropped here, so a mention never duplicates a link)."""
+    linked = {link[0] for link in links}
+    forked = None
+    if row.get("forked_from_session"):
+        forked = {"session_id": row["forked_from_session"],
+                  "message_uuid": row.get("forked_from_message")}
+    first_prompt = row.get("first_prompt") or row.get("prompt_fallback")
+    return {
+        "session_id": row["session_id"],
+        "project_key": row["project_key"],
+        "config_dir": row["root"],
+        "file_path": row["file_path"],
+        "cwd": row.get("cwd"),
+        "title": display_title(row),
+        "custom_title": row.get("custom_title"),
+        "ai_title": row.get("ai_title"),
+        "summary": row.get("summary"),
+        "last_prompt": row.get("last_prompt"),
+        "first_prompt": display_prompt(first_prompt) if first_prompt else None,
+        "tag": row.get("tag"),
+        "git_branch": row.get("git_branch"),
+        "branches": branches,
+        "pr_links": _pr_objects(links),
+        "pr_mentions": _pr_objects(m for m in mentions if m[0] not in linked),
+        "created_at": iso_ms(row.get("created_ms")),
+        "last_activity": iso_ms(activity_ms(row)),
+        "mtime": iso_ms(row["mtime_ns"] // 1_000_000),
+        "file_size": row["file_size"],
+        "message_count": row["message_count"],
+        "entrypoint": row.get("entrypoint"),
+        "is_sidechain": bool(row.get("is_sidechain")),
+        "forked_from": forked,
+        "resume_command": resume_command(row["session_id"], row.get("cwd")),
+    }
+
+
+# SQLite's default limit on bound parameters is 32766; stay well below it.
+_ID_CHUNK = 5000
+
+
+def _build_many(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Three queries per chunk of rows, not three per row."""
+    branches: dict[int, list[str]] = {}
+    links: dict[int, list[Sequence[Any]]] = {}
+    mentions: dict[int, list[Sequence[Any]]] = {}
+    ids = [r["id"] for r in rows]
+    for start in range(0, len(ids), _ID_CHUNK):
+        chunk = ids[start:start + _ID_CHUNK]
+        marks = ", ".join("?" for _ in chunk)
+        for rowid, branch in db.execute(
+                f"SELECT session_rowid, branch FROM branches WHERE session_rowid IN ({marks})"
+                " ORDER BY id", chunk):
+            branches.setdefault(rowid, []).append(branch)
+        for rowid, *pr in db.execute(
+                "SELECT session_rowid, url, number, repository, host, provider FROM pr_links"
+                f" WHERE session_rowid IN ({marks}) ORDER BY id", chunk):
+            links.setdefault(rowid, []).append(pr)
+        for rowid, *pr in db.execute(
+                "SELECT session_rowid, url, number, repository, host, provider FROM pr_mentions"
+                f" WHERE session_rowid IN ({marks}) GROUP BY session_rowid, url ORDER BY min(id)",
+                chunk):
+            mentions.setdefault(rowid, []).append(pr)
+    return [build_object(r, branches.get(r["id"], []), links.get(r["id"], []),
+                         mentions.get(r["id"], [])) for r in rows]
+
+
+def build_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Session objects for ``sessions`` rows, reading their branch and PR rows."""
+    return _build_many(db, rows)
+
+
+def store_objects(db: Database, session_rowids: Iterable[int]) -> None:
+    """Recompute and store the object of each session (call after its rows change)."""
+    ids = list(dict.fromkeys(session_rowids))
+    if not ids:
+        return
+    marks = ", ".join("?" for _ in ids)
+    cursor = db.execute(f"SELECT * FROM sessions WHERE id IN ({marks})", ids)
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, r)) for r in cursor.fetchall()]
+    for row, obj in zip(rows, _build_many(db, rows)):
+        db.execute("UPDATE sessions SET object_json = ? WHERE id = ?",
+                   [orjson.dumps(obj).decode(), row["id"]])
