@@ -15,14 +15,16 @@ def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="Act as if run in DIR (default: the current directory).")(func)
 
 
-def scope_options(default_scope: str = "worktree") -> Callable[..., Any]:
-    """Scope, branch, since, kinds and limit options; ``default_scope`` differs per command."""
+def scope_options(default_scope: str = "worktree",
+                  default_limit: int | None = None) -> Callable[..., Any]:
+    """Scope, branch, since, kinds and limit options; the defaults differ per command."""
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        return _apply_scope_options(func, default_scope)
+        return _apply_scope_options(func, default_scope, default_limit)
     return decorate
 
 
-def _apply_scope_options(func: Callable[..., Any], default_scope: str) -> Callable[..., Any]:
+def _apply_scope_options(func: Callable[..., Any], default_scope: str,
+                         default_limit: int | None) -> Callable[..., Any]:
     options = [
         click.option("--scope", type=click.Choice(["worktree", "repo", "all"]),
                      default=default_scope, show_default=True,
@@ -38,8 +40,8 @@ def _apply_scope_options(func: Callable[..., Any], default_scope: str) -> Callab
                      help="Include sidechain, metadata-only, -p/SDK and /loop sessions."),
         click.option("--include-archived", is_flag=True,
                      help="Include sessions archived by cleanup --archive."),
-        click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="At most N rows."),
+        click.option("--limit", type=click.IntRange(min=1), default=default_limit,
+                     show_default=default_limit is not None, help="At most N rows."),
         cwd_option,
     ]
     for option in reversed(options):

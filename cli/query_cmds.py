@@ -74,7 +74,7 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
 
 @click.command()
 @click.argument("query")
-@scope_options()
+@scope_options(default_limit=50)
 @click.option("--raw", is_flag=True, help="Pass QUERY to FTS5 as is (AND, OR, NEAR, prefix*).")
 @format_options
 def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
