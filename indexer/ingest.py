@@ -9,6 +9,7 @@ at any moment leaves an index the next run completes.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import sys
@@ -38,7 +39,8 @@ FINGERPRINT_WINDOW = 4096
 # mtime was that close to our stat is verified by fingerprint next time instead of
 # being trusted (costs two small reads, only for files written in the last moments).
 RACY_WINDOW_NS = 2_000_000_000
-MESSAGE_BATCH = 500
+# Below this many new bytes a second parsing process costs more than it saves.
+PREFETCH_MIN_BYTES = 64 << 20
 
 NEW, GROWN, REWRITTEN, UNCHANGED = "new", "grown", "rewritten", "unchanged"
 
@@ -263,10 +265,62 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
     return state_kind
 
 
+@dataclass
+class ParsedTail:
+    """What one pass over a file's new complete lines found; computed without the
+    database, so a cold build can parse the next file while SQLite writes this one."""
+
+    state: SessionState | None  # main transcripts only
+    known_branches: set[str]
+    known_links: set[str]
+    messages: list[tuple[str | None, str, int | None, str]]  # uuid, type, ts_ms, fts text
+    mentions: list[PullRequest]
+    consumed: int
+    fingerprint: str
+    problems: Counter[str]
+    bytes_read: int
+
+
+def parse_tail(stream: Any, size: int, offset: int, state: SessionState | None,
+               known_branches: set[str], known_links: set[str],
+               include_tools: bool) -> ParsedTail:
+    """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
+    reading: later bytes wait for the next pass)."""
+    reader = RecordReader(stream, offset, limit=size - offset)
+    messages: list[tuple[str | None, str, int | None, str]] = []
+    mentions: list[PullRequest] = []
+    for _, line in reader.lines():
+        record, problem = classify(line)
+        if record is None:
+            if problem is not None:
+                reader.problems[problem] += 1
+            continue
+        if state is not None:
+            state.apply(record, known_branches, known_links)
+        kind = record.get("type")
+        if kind != "user" and kind != "assistant":
+            continue
+        if might_hold_pr_url(line):  # a byte scan spares most records the text walk
+            mentions.extend(mentions_in(record))
+        text = searchable_text(record, include_tools=include_tools)
+        if text:
+            uuid = record.get("uuid")
+            messages.append((uuid if isinstance(uuid, str) else None, kind,
+                             timestamp_ms(record), fts_text(text)))
+    if state is not None:
+        state.finish()
+    consumed = reader.end_offset
+    return ParsedTail(state, known_branches, known_links, messages, mentions, consumed,
+                      _fingerprint(stream, consumed), reader.problems, reader.bytes_read)
+
+
 def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
                    stored: dict[str, Any] | None, state_kind: str,
                    session_rowid: int | None, stats: RefreshStats,
-                   include_tools: bool, checked_ns: int) -> None:
+                   include_tools: bool, checked_ns: int,
+                   parsed: ParsedTail | None = None) -> None:
+    """Apply one file's new lines inside the caller's transaction. ``parsed`` is the
+    file already parsed from 0 (a new file); otherwise it is parsed here."""
     path = str(tf.path)
     is_main = tf.kind == MAIN
     if stored is None:
@@ -302,73 +356,142 @@ def _ingest_locked(db: Database, tf: TranscriptFile, stream: Any,
                 "INSERT INTO sessions (id, root, project_key, session_id, file_path)"
                 " VALUES (?, ?, ?, ?, ?)",
                 [session_rowid, str(tf.root), tf.project_key, tf.session_id, path])
-        state = SessionState.from_row(row)
-        known_branches = {r[0] for r in db.execute(
-            "SELECT branch FROM branches WHERE session_rowid = ?", [session_rowid])}
-        known_links = {r[0] for r in db.execute(
-            "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid])}
-    reader = RecordReader(stream, offset, limit=tf.size - offset)
-    batch: list[tuple[Any, ...]] = []
-    mentions: list[PullRequest] = []
-    message_rows = 0
-    insert = ("INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
-              " VALUES (?, ?, ?, ?, ?, ?)")
-    for _, line in reader.lines():
-        record, problem = classify(line)
-        if record is None:
-            if problem is not None:
-                reader.problems[problem] += 1
-            continue
+    if parsed is None:
+        state = None
+        known_branches: set[str] = set()
+        known_links: set[str] = set()
         if is_main:
-            state.apply(record, known_branches, known_links)
-        kind = record.get("type")
-        if kind != "user" and kind != "assistant":
-            continue
-        if might_hold_pr_url(line):  # a byte scan spares most records the text walk
-            mentions.extend(mentions_in(record))
-        text = searchable_text(record, include_tools=include_tools)
-        if not text:
-            continue
-        uuid = record.get("uuid")
-        batch.append((session_rowid, file_id, uuid if isinstance(uuid, str) else None, kind,
-                      timestamp_ms(record), fts_text(text)))
-        if len(batch) >= MESSAGE_BATCH:
-            db.conn.executemany(insert, batch)
-            message_rows += len(batch)
-            batch.clear()
-    if batch:
-        db.conn.executemany(insert, batch)
-        message_rows += len(batch)
-    consumed = reader.end_offset
-    problems.update(reader.problems)
-    bad_lines += sum(reader.problems.values())
-    stats.bytes_read += reader.bytes_read
-    stats.messages += message_rows
-    stats.bad_lines += sum(reader.problems.values())
-    stats.problems.update(reader.problems)
-    if mentions:
-        _insert_prs(db, "pr_mentions", session_rowid, file_id, mentions)
-    if is_main:
-        state.finish()
-        columns = state.columns()
+            state = SessionState.from_row(row)
+            known_branches = {r[0] for r in db.execute(
+                "SELECT branch FROM branches WHERE session_rowid = ?", [session_rowid])}
+            known_links = {r[0] for r in db.execute(
+                "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid])}
+        parsed = parse_tail(stream, tf.size, offset, state, known_branches, known_links,
+                            include_tools)
+    db.conn.executemany(
+        "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(session_rowid, file_id, *message) for message in parsed.messages])
+    problems.update(parsed.problems)
+    bad_lines += sum(parsed.problems.values())
+    stats.bytes_read += parsed.bytes_read
+    stats.messages += len(parsed.messages)
+    stats.bad_lines += sum(parsed.problems.values())
+    stats.problems.update(parsed.problems)
+    if parsed.mentions:
+        _insert_prs(db, "pr_mentions", session_rowid, file_id, parsed.mentions)
+    if is_main and parsed.state is not None:
+        columns = parsed.state.columns()
         columns.update(mtime_ns=tf.mtime_ns, file_size=tf.size)
         assignments = ", ".join(f"{k} = ?" for k in columns)
         db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
                    list(columns.values()) + [session_rowid])
-        if state.new_branches:
-            db.conn.executemany("INSERT OR IGNORE INTO branches (session_rowid, branch) VALUES (?, ?)",
-                           [(session_rowid, b) for b in state.new_branches])
-        if state.new_pr_links:
-            _insert_prs(db, "pr_links", session_rowid, file_id, state.new_pr_links)
+        if parsed.state.new_branches:
+            db.conn.executemany(
+                "INSERT OR IGNORE INTO branches (session_rowid, branch) VALUES (?, ?)",
+                [(session_rowid, b) for b in parsed.state.new_branches])
+        if parsed.state.new_pr_links:
+            _insert_prs(db, "pr_links", session_rowid, file_id, parsed.state.new_pr_links)
         _write_session_search(db, session_rowid)
     store_objects(db, [session_rowid])
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
         " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?"
         " WHERE id = ?",
-        [tf.size, tf.mtime_ns, tf.inode, tf.device, consumed, _fingerprint(stream, consumed),
+        [tf.size, tf.mtime_ns, tf.inode, tf.device, parsed.consumed, parsed.fingerprint,
          bad_lines, orjson.dumps(dict(problems)).decode() if problems else None,
          session_rowid, checked_ns, file_id])
+
+
+@dataclass
+class _Prefetched:
+    tf: TranscriptFile
+    checked_ns: int = 0
+    parsed: ParsedTail | None = None
+    error: str | None = None
+
+
+def _parse_new_file(tf: TranscriptFile, include_tools: bool) -> _Prefetched:
+    path = str(tf.path)
+    try:
+        with open(path, "rb") as stream:
+            checked_ns = time.time_ns()
+            st = os.fstat(stream.fileno())
+            tf = TranscriptFile(tf.path, tf.root, tf.project_key, tf.session_id, tf.kind,
+                                tf.agent_id, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+            state = SessionState() if tf.kind == MAIN else None
+            parsed = parse_tail(stream, tf.size, 0, state, set(), set(), include_tools)
+    except OSError as exc:
+        return _Prefetched(tf, error=exc.strerror or str(exc))
+    return _Prefetched(tf, checked_ns, parsed)
+
+
+class _Prefetcher:
+    """Parses new files in a second process, in order, while this one writes.
+
+    Parsing is pure Python and writing is mostly SQLite's FTS5 tokenizer; in one process
+    the two fight over the GIL (a thread is slower than none), in two they overlap, so a
+    cold build on two cores takes about the longer of the two instead of their sum.
+    Only new files go this way: they need no stored state, so the parser never touches
+    the database. At most ``WINDOW`` files are in flight, which bounds memory.
+    """
+
+    WINDOW = 16
+
+    def __init__(self, files: list[TranscriptFile], include_tools: bool) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: the caller may be the multi-threaded watcher.
+        self._pool = ProcessPoolExecutor(max_workers=1,
+                                         mp_context=multiprocessing.get_context("spawn"))
+        self._pending = iter(files)
+        self._include_tools = include_tools
+        self._futures: collections.deque[Any] = collections.deque()
+        for _ in range(self.WINDOW):
+            self._submit_next()
+
+    def _submit_next(self) -> None:
+        tf = next(self._pending, None)
+        if tf is not None:
+            self._futures.append(self._pool.submit(_parse_new_file, tf, self._include_tools))
+
+    def take(self, tf: TranscriptFile) -> _Prefetched:
+        item: _Prefetched = self._futures.popleft().result()
+        self._submit_next()
+        assert item.tf.path == tf.path, (item.tf.path, tf.path)
+        return item
+
+    def close(self) -> None:
+        for future in self._futures:
+            future.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ingest_prefetched(db: Database, item: _Prefetched, stats: RefreshStats,
+                       include_tools: bool) -> str:
+    """Write a new file parsed by the prefetcher (same rows as :func:`ingest_file`)."""
+    tf = item.tf
+    stats.files_seen += 1
+    if item.error is not None:
+        stats.errors.append((str(tf.path), item.error))
+        return UNCHANGED
+    assert item.parsed is not None
+    if _stored(db, str(tf.path)) is not None:  # indexed meanwhile: take the normal path
+        stats.files_seen -= 1
+        return ingest_file(db, tf, stats, include_tools=include_tools)
+    session_rowid: int | None = None
+    if tf.kind != MAIN:
+        parent = db.execute("SELECT id FROM files WHERE path = ? AND kind = 'main'",
+                            [str(tf.main_path)]).fetchone()
+        if parent is None:
+            return UNCHANGED
+        session_rowid = parent[0]
+    with db.atomic():
+        _ingest_locked(db, tf, None, None, NEW, session_rowid, stats, include_tools,
+                       item.checked_ns, parsed=item.parsed)
+    stats.new += 1
+    return NEW
 
 
 class _CommitGroup:
@@ -432,13 +555,22 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
         if path not in seen and remove_path(db, path):
             stats.removed += 1
     group = _CommitGroup(db)
+    new_files = [tf for tf in files if str(tf.path) not in known]
+    prefetcher = (_Prefetcher(new_files, tools)
+                  if sum(tf.size for tf in new_files) >= PREFETCH_MIN_BYTES else None)
     try:
         for done, tf in enumerate(files, 1):
-            ingest_file(db, tf, stats, include_tools=tools, stat_row=known.get(str(tf.path)))
+            stat_row = known.get(str(tf.path))
+            if prefetcher is not None and stat_row is None:
+                _ingest_prefetched(db, prefetcher.take(tf), stats, tools)
+            else:
+                ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
             group.after_file(stats.bytes_read)
             if progress is not None:
                 progress(done, len(files))
     finally:
+        if prefetcher is not None:
+            prefetcher.close()
         group.close()
     from indexer.archive_ingest import refresh_archives  # lazy: it imports this module
 
