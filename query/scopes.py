@@ -17,44 +17,35 @@ SCOPES = ("worktree", "repo", "all")
 GIT_TIMEOUT_SECONDS = 5
 
 
+def _git(cwd: str, *args: str) -> str | None:
+    """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
+    try:
+        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                                timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
 @lru_cache(maxsize=64)
 def git_worktrees(cwd: str) -> tuple[str, ...]:
     """Paths of every worktree of the repository containing ``cwd`` (empty outside one)."""
-    try:
-        result = subprocess.run(
-            ["git", "worktree", "list", "--porcelain"], cwd=cwd, capture_output=True,
-            text=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    if result.returncode != 0:
-        return ()
+    out = _git(cwd, "worktree", "list", "--porcelain") or ""
     return tuple(unicodedata.normalize("NFC", line[len("worktree "):])
-                 for line in result.stdout.splitlines() if line.startswith("worktree "))
+                 for line in out.splitlines() if line.startswith("worktree "))
 
 
 @lru_cache(maxsize=64)
 def git_current_branch(cwd: str) -> str | None:
-    try:
-        result = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=cwd,
-                                capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS,
-                                check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    branch = result.stdout.strip()
-    return branch if result.returncode == 0 and branch and branch != "HEAD" else None
+    branch = (_git(cwd, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
+    return branch if branch and branch != "HEAD" else None
 
 
 @lru_cache(maxsize=64)
 def git_remote_repository(cwd: str) -> tuple[str, str] | None:
     """``(host, owner/repo)`` of the ``origin`` remote, if it names one."""
-    try:
-        result = subprocess.run(["git", "remote", "get-url", "origin"], cwd=cwd,
-                                capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS,
-                                check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    url = result.stdout.strip()
-    if result.returncode != 0 or not url:
+    url = (_git(cwd, "remote", "get-url", "origin") or "").strip()
+    if not url:
         return None
     if "://" in url:
         rest = url.split("://", 1)[1]
