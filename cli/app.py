@@ -61,9 +61,18 @@ class App:
                 raise CliError(f"cannot open the index at {self.database_path}: {exc}") from None
         return self._db
 
+    def warn_missing_roots(self) -> None:
+        """One stderr line per config dir without a ``projects/`` folder (a typo in
+        --config-dir should not look like an empty history)."""
+        for root in self.roots:
+            if not (root / "projects").is_dir():
+                click.echo(f"warning: {root} has no projects/ folder; nothing to index there",
+                           err=True)
+
     def fresh_db(self) -> Database:
         """The database, first brought up to date unless --no-refresh or a live watcher."""
         db = self.db()
+        self.warn_missing_roots()
         if not self.no_refresh:
             from indexer.ingest import refresh
             from indexer.lock import watcher_alive

@@ -41,6 +41,7 @@ def index(rebuild: bool, fmt: str, as_json: bool) -> None:
 
     state = app()
     db = state.db()
+    state.warn_missing_roots()
     progress = None
     bar = None
     if sys.stderr.isatty():
@@ -74,17 +75,22 @@ def stats(fmt: str, as_json: bool) -> None:
     Example:
         sessiondex stats --json
     """
+    from cli.cleanup_cmd import describe_summary
+    from query.cleanup import cleanup_summary
     from query.stats import index_stats
 
     state = app()
     db = state.fresh_db()
-    from cli.cleanup_cmd import describe_summary
-    from query.cleanup import cleanup_summary
-
     result = index_stats(db, state.database_path)
-    fmt = "json" if as_json else fmt
-    lines = [f"{k.replace('_', ' ')}: {human_size(v) if k.endswith('_bytes') else v}"
-             for k, v in result.items()]
     result["cleanup"] = cleanup_summary(db, state.roots)
+    fmt = "json" if as_json else fmt
+
+    def shown(key: str, value: Any) -> Any:
+        if key.endswith("_bytes"):
+            return human_size(value)
+        return ", ".join(value) if isinstance(value, list) else value
+
+    lines = [f"{k.replace('_', ' ')}: {shown(k, v)}" for k, v in result.items()
+             if not isinstance(v, dict)]
     lines.append(f"cleanup: {describe_summary(result['cleanup'])}")
     emit_object(result, fmt, text="\n".join(lines))
