@@ -1,0 +1,173 @@
+"""Discovery, record views and the first-prompt rule (one implementation, one table)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+
+from cli.main import cli
+from tests.builders import copy_fixtures
+from transcripts.discover import MAIN, SUBAGENT, describe_path, iter_transcripts
+from transcripts.records import FirstPromptState, display_prompt, is_real_user_message
+
+SID = "0f8b7c1e-2d3a-4b5c-8d9e-0a1b2c3d4e5f"
+
+
+def _touch(path: Path, data: bytes = b"{}\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_discovery_keeps_uuid_stems_and_subagents_only(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    project = root / "projects" / "-w"
+    main = _touch(project / f"{SID}.jsonl")
+    upper = _touch(project / f"{SID.upper()}.jsonl")
+    _touch(project / "agent-abc.jsonl")
+    _touch(project / f"{SID}.jsonl.orphaned-1")
+    _touch(project / f"{SID}.jsonl.superseded-2")
+    _touch(project / "notes.jsonl")
+    (project / "a1b2c3d4-0000-4000-8000-000000000000.jsonl").mkdir()  # a directory
+    outside = _touch(tmp_path / "secret.jsonl")
+    (project / "11111111-0000-4000-8000-000000000000.jsonl").symlink_to(outside)
+    flat = _touch(project / SID / "subagents" / "agent-flat.jsonl")
+    nested = _touch(project / SID / "subagents" / "workflows" / "run1" / "agent-deep.jsonl")
+    _touch(project / SID / "subagents" / "notes.jsonl")
+    _touch(project / SID / "tool-results" / "x.txt")
+    found = {(str(tf.path), tf.kind, tf.session_id, tf.agent_id) for tf in iter_transcripts(root)}
+    assert found == {
+        (str(main), MAIN, SID, None),
+        (str(upper), MAIN, SID.upper(), None),
+        (str(flat), SUBAGENT, SID, "flat"),
+        (str(nested), SUBAGENT, SID, "deep"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("relative", "kind"),
+    [
+        (f"projects/-w/{SID}.jsonl", MAIN),
+        (f"projects/-w/{SID}/subagents/agent-x.jsonl", SUBAGENT),
+        (f"projects/-w/{SID}/subagents/a/b/agent-y.jsonl", SUBAGENT),
+        ("projects/-w/notes.jsonl", None),
+        (f"projects/{SID}.jsonl", None),
+        (f"projects/-w/../-w/{SID}.jsonl", None),
+        (f"other/-w/{SID}.jsonl", None),
+    ],
+)
+def test_describe_path_places_only_transcripts(tmp_path: Path, relative: str,
+                                               kind: str | None) -> None:
+    root = tmp_path / "claude"
+    target = root / relative
+    if ".." not in relative:
+        _touch(target)
+    described = describe_path(target, [root])
+    assert (described.kind if described else None) == kind
+
+
+def test_describe_path_refuses_a_symlinked_project_dir(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    real = tmp_path / "elsewhere"
+    _touch(real / f"{SID}.jsonl")
+    (root / "projects").mkdir(parents=True)
+    os.symlink(real, root / "projects" / "-w")
+    assert describe_path(root / "projects" / "-w" / f"{SID}.jsonl", [root]) is None
+
+
+def _user(content, **extra) -> dict:
+    return {"type": "user", "message": {"role": "user", "content": content}, **extra}
+
+
+TOOL_RESULT = [{"type": "tool_result", "tool_use_id": "t", "content": "out"}]
+
+
+@pytest.mark.parametrize(
+    ("records", "prompt", "command"),
+    [
+        ([_user("hello world")], "hello world", None),
+        ([_user("line one\nline two")], "line one line two", None),
+        ([_user("x", isMeta=True), _user("real")], "real", None),
+        ([_user(TOOL_RESULT), _user("after tool")], "after tool", None),
+        ([_user("sum", isCompactSummary=True), _user("next")], "next", None),
+        ([_user("<local-command-stdout>ok</local-command-stdout>"), _user("p")], "p", None),
+        ([_user("<session-start-hook>h"), _user("p")], "p", None),
+        ([_user("<tick>"), _user("<goal>g"), _user("p")], "p", None),
+        ([_user("[Request interrupted by user]"), _user("p")], "p", None),
+        ([_user("<ide_opened_file>a.py</ide_opened_file>"), _user("p")], "p", None),
+        ([_user("<ide_opened_file>a.py</ide_opened_file> and fix it")],
+         "<ide_opened_file>a.py</ide_opened_file> and fix it", None),
+        ([_user("<command-name>/init</command-name>")], None, "/init"),
+        ([_user("<command-name>/init</command-name>"), _user("then this")], "then this", "/init"),
+        ([_user([{"type": "text", "text": "  "}, {"type": "text", "text": "block"}])],
+         "block", None),
+        ([_user(5), _user({"bad": 1}), {"type": "user", "message": "x"}, _user("ok")], "ok", None),
+        ([{"type": "assistant", "message": {"content": "no"}}, _user("yes")], "yes", None),
+    ],
+)
+def test_first_prompt_table(records: list[dict], prompt: str | None,
+                            command: str | None) -> None:
+    state = FirstPromptState()
+    for record in records:
+        state.feed(record)
+    assert state.prompt == prompt
+    assert state.command_fallback == command
+    assert state.result == (prompt if prompt is not None else command)
+
+
+def test_first_command_is_the_first_real_messages() -> None:
+    state = FirstPromptState()
+    for record in (_user("x", isMeta=True),
+                   _user("<command-name>/loop</command-name><command-args>5m</command-args>"),
+                   _user("later")):
+        state.feed(record)
+    assert state.first_command == "/loop"
+    assert state.prompt == "later"
+
+
+def test_display_prompt_cuts_at_200_code_points() -> None:
+    text = "é" * 199 + " " + "x" * 10
+    shown = display_prompt(text)
+    assert shown == "é" * 199 + "…"
+    assert display_prompt("short") == "short"
+
+
+@pytest.mark.parametrize(
+    ("record", "real"),
+    [(_user("a"), True), (_user("a", isMeta=True), False), (_user(TOOL_RESULT), False),
+     (_user("a", isCompactSummary=True), False), ({"type": "assistant"}, False)],
+)
+def test_real_user_message(record: dict, real: bool) -> None:
+    assert is_real_user_message(record) is real
+
+
+def test_fixture_index_opens_in_sqlite_utils_with_fts(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    db_path = tmp_path / "i.db"
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(db_path),
+                                      "index", "--json"])
+    summary = json.loads(result.stdout)
+    assert summary["sessions"] == 23 and summary["bad_lines"] == 1
+    db = sqlite_utils.Database(db_path)
+    assert db["messages"].detect_fts() == "messages_fts"
+    assert db["session_search"].detect_fts() == "session_search_fts"
+    hits = list(db["messages"].search("ошибку"))
+    assert hits and "ошибку" in hits[0]["text"]
+
+
+def test_forks_are_listed_right_after_their_origin(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(tmp_path / "i.db"),
+                                      "list", "--scope", "all", "--json"])
+    rows = json.loads(result.stdout)
+    position = {r["session_id"]: i for i, r in enumerate(rows)}
+    forks = [r for r in rows if r["forked_from"]]
+    assert forks
+    for fork in forks:
+        origin = fork["forked_from"]["session_id"]
+        assert position[fork["session_id"]] == position[origin] + 1
