@@ -411,6 +411,23 @@ class _Prefetched:
     error: str | None = None
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Parsing worker's initializer: end the worker once its parent is gone.
+
+    A parent killed with SIGKILL cannot shut the pool down, and the worker would wait
+    on its call queue forever (it holds both ends of it), keeping the dead command's
+    stdout/stderr open too.
+    """
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _parse_new_file(tf: TranscriptFile, include_tools: bool) -> _Prefetched:
     path = str(tf.path)
     try:
@@ -444,7 +461,9 @@ class _Prefetcher:
 
         # spawn, not fork: the caller may be the multi-threaded watcher.
         self._pool = ProcessPoolExecutor(max_workers=1,
-                                         mp_context=multiprocessing.get_context("spawn"))
+                                         mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_exit_with_parent,
+                                         initargs=(os.getpid(),))
         self._pending = iter(files)
         self._include_tools = include_tools
         self._futures: collections.deque[Any] = collections.deque()
