@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what `python -m bench` needs beyond `pip install -e '.[test]'`:
+#   * ripgrep (`rg`), the search baseline, from the distribution's packages;
+#   * claude-agent-sdk, the list_sessions()/get_session_info() baseline.
+# Idempotent: each step is skipped when its tool is already there.
+# Usage: bench/setup.sh [PYTHON]   (default: /work/venv/bin/python if present, else python3)
+set -euo pipefail
+
+PYTHON="${1:-}"
+if [ -z "$PYTHON" ]; then
+    if [ -x /work/venv/bin/python ]; then PYTHON=/work/venv/bin/python; else PYTHON=python3; fi
+fi
+
+if command -v rg >/dev/null 2>&1; then
+    echo "ripgrep: $(rg --version | head -n 1) (already installed)"
+else
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    # Refresh the package lists only when the first attempt cannot find the package.
+    $SUDO apt-get install -y ripgrep || { $SUDO apt-get update && $SUDO apt-get install -y ripgrep; }
+    echo "ripgrep: $(rg --version | head -n 1)"
+fi
+
+if "$PYTHON" -c "import claude_agent_sdk" >/dev/null 2>&1; then
+    echo "claude-agent-sdk: $("$PYTHON" -c 'import claude_agent_sdk; print(claude_agent_sdk.__version__)') (already installed)"
+else
+    "$PYTHON" -m pip install claude-agent-sdk
+fi

@@ -1,0 +1,122 @@
+"""Smoke test of the benchmark runner (``python -m bench --quick``) on a tiny corpus.
+
+It proves the runner runs end to end, reports every row, writes its JSON and that our
+answers agree with the generator's manifest. It asserts no timing: the machine is shared
+and the figures are the bench's business, not a unit test's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import runner  # noqa: E402
+from bench.corpus import generate  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str]:
+    base = tmp_path_factory.mktemp("bench")
+    corpus = generate(base / "corpus", sessions=40, projects=4, size_mb=3, seed=1).parent
+    out = base / "out" / "results.json"
+    lines: list[str] = []
+    opts = runner.parse_args(["--corpus", str(corpus), "--out", str(out), "--quick",
+                              "--workdir", str(base)])
+    bench = runner.Bench(opts, log=lines.append)
+    status = bench.run()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(bench.as_json()))
+    return status, json.loads(out.read_text()), bench.table()
+
+
+def test_every_row_is_reported_in_order(quick_run: tuple[int, dict, str]) -> None:
+    _status, result, table = quick_run
+    assert [r["figure"] for r in result["rows"]] == list(runner.ROW_NAMES)
+    for name in runner.ROW_NAMES:
+        assert f"| {name} |" in table
+
+
+@pytest.mark.parametrize("name", [runner.COLD, runner.REFRESH, runner.LIST, runner.INFO,
+                                  runner.SEARCH_LIB, runner.SEARCH_CLI, runner.RSS,
+                                  runner.SIZE])
+def test_measured_rows_have_a_figure(quick_run: tuple[int, dict, str], name: str) -> None:
+    row = next(r for r in quick_run[1]["rows"] if r["figure"] == name)
+    assert row["ours"] not in ("error", "not measured"), row["note"]
+
+
+def test_scale_rows_say_how_to_run_them(quick_run: tuple[int, dict, str]) -> None:
+    for name in (runner.GROW_LIST, runner.GROW_SEARCH, runner.GROW_RSS):
+        row = next(r for r in quick_run[1]["rows"] if r["figure"] == name)
+        assert row["ours"] == "not run (use --scale-check)"
+        assert row["met"] is None
+
+
+def test_answers_match_the_manifest(quick_run: tuple[int, dict, str]) -> None:
+    status, result, table = quick_run
+    failed = [c for c in result["checks"] if not c["passed"]]
+    assert not failed, failed
+    assert status == 0
+    assert result["all_checks_passed"] is True
+    names = {c["name"] for c in result["checks"]}
+    assert {"custom_title of every session = manifest", "tag of every session = manifest",
+            "branches of every session = manifest",
+            "pr_links (url, number, provider) of every session = manifest",
+            "pr_links.repository of every session = manifest"} <= names
+    assert "PASS  search 'thornwhistle'" in table and "FAIL" not in table
+
+
+def test_the_index_of_the_run_is_sized_against_the_corpus(
+        quick_run: tuple[int, dict, str]) -> None:
+    row = next(r for r in quick_run[1]["rows"] if r["figure"] == runner.SIZE)
+    assert row["data"]["corpus_bytes"] == quick_run[1]["corpus"]["bytes"] > 0
+    assert row["ratio"] == pytest.approx(row["data"]["index_bytes"] / row["data"]["corpus_bytes"])
+
+
+def test_a_wrong_index_fails_a_check(tmp_path: Path) -> None:
+    """The checks can fail: a session whose title the index lost is reported."""
+    from indexer.db import open_db
+    from indexer.ingest import refresh
+
+    corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=2).parent
+    manifest = runner.read_manifest(corpus)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [corpus])
+    assert all(c.passed for c in runner.correctness(db, manifest, None, None))
+    titled = next(m for m in manifest if m["custom_title"])
+    titled["custom_title"] = "a title the index never saw"
+    failed = [c.name for c in runner.correctness(db, manifest, None, None) if not c.passed]
+    assert failed == ["custom_title of every session = manifest"]
+    db.close()
+
+
+def test_main_writes_json_and_the_table(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line path: ``main`` prints the table and writes ``--out``."""
+    corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=3).parent
+    out = tmp_path / "o" / "r.json"
+    status = runner.main(["--corpus", str(corpus), "--out", str(out), "--quick",
+                          "--workdir", str(tmp_path)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("| figure |") and str(out) in printed
+    assert len(json.loads(out.read_text())["rows"]) == len(runner.ROW_NAMES)
+
+
+def test_missing_rg_is_reported_not_fatal(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=4).parent
+    monkeypatch.setattr(runner.shutil, "which", lambda name: None)
+    opts = runner.parse_args(["--corpus", str(corpus), "--quick", "--workdir", str(tmp_path)])
+    opts.appends = 0
+    bench = runner.Bench(opts, log=lambda _m: None)
+    bench.measure_watch = lambda row: None  # type: ignore[method-assign]
+    assert bench.run() == 0
+    for name in (runner.SEARCH_LIB, runner.SEARCH_CLI):
+        row = bench.rows[name]
+        assert "rg not found" in row.note
+        assert row.ratio is None and row.met is None
