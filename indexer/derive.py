@@ -83,6 +83,8 @@ class SessionState:
               known_links: set[str]) -> None:
         """Fold one record of the main transcript into the state."""
         kind = record.get("type")
+        if not isinstance(kind, str):
+            kind = None  # "type": [] or {} is no known type (and unhashable in a set test)
         if self.is_sidechain is None and kind in CHAIN_TYPES:
             self.is_sidechain = 1 if record.get("isSidechain") is True else 0
         raw_stamp = record.get("timestamp")

@@ -18,7 +18,8 @@ from indexer.schema import SESSION_FTS_COLUMNS
 
 
 def _rows(db: Database, sql: str) -> list[tuple[Any, ...]]:
-    return sorted(tuple(r) for r in db.execute(sql).fetchall())
+    # key=repr: a total order even when a column mixes NULL and text (hostile corpora)
+    return sorted((tuple(r) for r in db.execute(sql).fetchall()), key=repr)
 
 
 def index_snapshot(db: Database) -> dict[str, list[tuple[Any, ...]]]:

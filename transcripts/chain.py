@@ -75,7 +75,9 @@ def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
 
 def _chain_entries(entries: list[Entry]) -> list[Entry]:
     """Entries that take part in the chain: a chain type with a string ``uuid``."""
-    return [e for e in entries if e.get("type") in CHAIN_TYPES and isinstance(e.get("uuid"), str)]
+    # isinstance first: a "type" that is a list or dict cannot be looked up in a set
+    return [e for e in entries if isinstance(e.get("type"), str) and e["type"] in CHAIN_TYPES
+            and isinstance(e.get("uuid"), str)]
 
 
 def _parent(entry: Entry) -> str | None:

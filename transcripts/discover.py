@@ -42,6 +42,20 @@ class TranscriptFile:
         return self.root / "projects" / self.project_key / f"{self.session_id}.jsonl"
 
 
+def _utf8_name(name: str) -> bool:
+    """Whether a directory entry's name is valid UTF-8 (no surrogate escapes).
+
+    Claude Code's names are ASCII (sanitized keys, UUIDs); a name that is not UTF-8 was
+    made by something else and cannot be stored in the index (SQLite text is UTF-8),
+    so it is skipped like any other foreign file instead of stopping the whole refresh.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _regular_file_stat(path: str) -> os.stat_result | None:
     try:
         st = os.lstat(path)
@@ -62,6 +76,9 @@ def _make(path: str, root: Path, key: str, sid: str, kind: str, agent: str | Non
 def iter_subagent_files(root: Path, key: str, session_id: str) -> Iterator[TranscriptFile]:
     """Every ``agent-<id>.jsonl`` below ``<key>/<session_id>/subagents``, sorted, no links."""
     base = os.path.join(str(root), "projects", key, session_id, "subagents")
+    # scandir follows a link given as its argument: refuse a linked <id>/ or subagents/
+    if os.path.islink(os.path.dirname(base)) or os.path.islink(base):
+        return
     stack = [base]
     found: list[tuple[str, str, os.stat_result]] = []
     while stack:
@@ -71,6 +88,8 @@ def iter_subagent_files(root: Path, key: str, session_id: str) -> Iterator[Trans
         except OSError:
             continue
         for entry in entries:
+            if not _utf8_name(entry.name):
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
@@ -93,6 +112,8 @@ def iter_project_keys(root: Path) -> Iterator[str]:
     except OSError:
         return
     for entry in sorted(entries, key=lambda e: e.name):
+        if not _utf8_name(entry.name):
+            continue
         try:
             if entry.is_dir(follow_symlinks=False):
                 yield entry.name
@@ -133,6 +154,8 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
     by the watcher and by mutations, which must never act outside ``projects/``.
     """
     text = os.path.abspath(str(path))
+    if not _utf8_name(text):
+        return None
     for root in roots:
         projects = os.path.join(str(root), "projects") + os.sep
         if not text.startswith(projects):

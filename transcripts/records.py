@@ -46,7 +46,8 @@ def record_type(record: dict[str, Any]) -> str | None:
 
 
 def is_chain_entry(record: dict[str, Any]) -> bool:
-    return record.get("type") in CHAIN_TYPES and isinstance(record.get("uuid"), str)
+    kind = record.get("type")  # may be any JSON value: only a str can be a chain type
+    return isinstance(kind, str) and kind in CHAIN_TYPES and isinstance(record.get("uuid"), str)
 
 
 def parse_timestamp(value: object) -> datetime | None:
