@@ -56,15 +56,6 @@ class LazyGroup(click.Group):
         return command
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sessiondex")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config-dir", "config_dirs", multiple=True, metavar="DIR",
               help="Claude config dir to index (repeatable). Default: $CLAUDE_CONFIG_DIR "
@@ -73,7 +64,8 @@ def _version() -> str:
               help="Index database. Default: $XDG_CACHE_HOME/sessiondex/index.db.")
 @click.option("--no-refresh", is_flag=True,
               help="Answer from the index as it is, without the quick incremental refresh.")
-@click.version_option(_version(), "--version", prog_name="sessiondex")
+# package_name: the version is looked up only when --version is given (start-up time).
+@click.version_option(package_name="sessiondex", prog_name="sessiondex")
 @click.pass_context
 def cli(ctx: click.Context, config_dirs: tuple[str, ...], db_path: str | None,
         no_refresh: bool) -> None:

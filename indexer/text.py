@@ -10,24 +10,27 @@ anywhere, with no extra tokenizer to install.
 from __future__ import annotations
 
 import re
+from functools import cache
 
-_CJK_RE = re.compile(
-    "([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f])"
-)
-_CJK_RUN_RE = re.compile(
-    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+"
-)
-_SPACED_CJK_RE = re.compile(
-    "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]) "
-    "(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f])"
-)
+# Hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
+# ideographs, half-width katakana.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Compiled on first use: compiling at import would cost every command start-up."""
+    return re.compile(f"[{_CJK}]+"), re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
 
 
 def fts_text(text: str) -> str:
     """Text as stored for FTS: CJK characters become separate tokens."""
-    if text.isascii() or _CJK_RE.search(text) is None:
+    if text.isascii():
         return text
-    return _CJK_RUN_RE.sub(_space_run, text)
+    runs = _patterns()[0]
+    if runs.search(text) is None:
+        return text
+    return runs.sub(_space_run, text)
 
 
 def _space_run(match: re.Match[str]) -> str:
@@ -38,4 +41,4 @@ def unspace_cjk(text: str) -> str:
     """Undo :func:`fts_text` for display (snippets)."""
     if text.isascii():
         return text
-    return _SPACED_CJK_RE.sub("", text.replace("  ", " "))
+    return _patterns()[1].sub("", text.replace("  ", " "))

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rapidfuzz import fuzz, process
 from sqlite_utils import Database
 
 from indexer.derive import SessionState
@@ -171,6 +170,8 @@ def resolve(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path]
         if resolution is not None:
             return resolution
     titles = {display_title(r): r for r in repo_rows if name_of(r)}
+    from rapidfuzz import fuzz, process  # only for suggestions (start-up time)
+
     suggestions = [t for t, _, _ in process.extract(
         arg, list(titles), scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=50)]
     hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else ""

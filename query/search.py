@@ -25,7 +25,6 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from rapidfuzz import fuzz, process
 from sqlite_utils import Database
 
 from indexer.schema import SESSION_FTS_COLUMNS
@@ -176,6 +175,8 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
                  row.get("branches_text"), (row.get("first_prompt") or "")[:200]]
         choices[row["id"]] = [t for t in texts if t]
     flat = [(rowid, t) for rowid, texts in choices.items() for t in texts]
+    from rapidfuzz import fuzz, process  # only the typo fallback needs it (start-up time)
+
     scored = process.extract(query, [t for _, t in flat], scorer=fuzz.WRatio,
                              score_cutoff=FUZZY_CUTOFF, limit=None)
     best: dict[int, tuple[float, str]] = {}
