@@ -50,7 +50,7 @@ BB = PullRequest(
 BBS = PullRequest(
     "https://git.corp.example:7990/projects/PROJ/repos/svc/pull-requests/88",
     88,
-    "PROJ/svc",
+    "projects/PROJ/repos/svc",
     "git.corp.example:7990",
     "bitbucket",
 )

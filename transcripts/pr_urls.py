@@ -97,8 +97,9 @@ class PullRequest:
     """One pull/merge request, identified by its normalised URL.
 
     ``repository`` is the path between the host and the PR segment (``owner/repo``,
-    ``group/sub/project``, ``workspace/repo``, ``PROJ/repo`` for Bitbucket Server, the
-    project path for Gerrit), the same value Claude Code stores as ``prRepository``.
+    ``group/sub/project``, ``workspace/repo``, ``projects/PROJ/repos/repo`` for Bitbucket
+    Server), the value Claude Code stores as ``prRepository`` (cli-sessions.md §4.1);
+    for Gerrit, the project path between ``/c/`` and ``/+/``.
     """
 
     url: str
@@ -136,8 +137,8 @@ def _build(match: re.Match[str]) -> PullRequest | None:
         path = f"c/{repository}/+/"
     elif match["bbs_n"] is not None:
         provider, digits = "bitbucket", match["bbs_n"]
-        repository = f"{match['bbs_proj']}/{match['bbs_repo']}"
-        path = f"projects/{match['bbs_proj']}/repos/{match['bbs_repo']}/pull-requests/"
+        repository = f"projects/{match['bbs_proj']}/repos/{match['bbs_repo']}"
+        path = f"{repository}/pull-requests/"
     elif match["bb_n"] is not None:
         provider, digits = "bitbucket", match["bb_n"]
         repository = f"{match['bb_ws']}/{match['bb_repo']}"
