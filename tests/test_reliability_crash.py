@@ -228,8 +228,9 @@ def test_killed_index_is_completed_by_the_next_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.stress
+@pytest.mark.timeout(3600)
 @stress
 def test_killed_index_stress(tmp_path: Path) -> None:
-    world = CrashWorld(tmp_path, sessions=400, size_mb=40, seed=7)
+    world = CrashWorld(tmp_path, sessions=300, size_mb=24, seed=7)
     crash_rounds(world, kills=200)
     assert world.kills >= 200
