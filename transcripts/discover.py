@@ -128,6 +128,15 @@ def iter_project(root: Path, key: str, *, subagents: bool = True) -> Iterator[Tr
         entries = sorted(os.scandir(project), key=lambda e: e.name)
     except OSError:
         return
+    # Real <id>/ folders, from the directory entries' types (no extra system call):
+    # most sessions have none, and looking for subagents/ in each would cost two.
+    folders = set()
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                folders.add(entry.name)
+        except OSError:
+            continue
     for entry in entries:
         name = entry.name
         if not name.endswith(".jsonl") or not is_session_id(name[:-6]):
@@ -137,7 +146,7 @@ def iter_project(root: Path, key: str, *, subagents: bool = True) -> Iterator[Tr
             continue
         sid = name[:-6]
         yield _make(entry.path, root, key, sid, MAIN, None, st)
-        if subagents:
+        if subagents and sid in folders:
             yield from iter_subagent_files(root, key, sid)
 
 
