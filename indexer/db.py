@@ -7,7 +7,10 @@ instead of failing, and migrations applied on every open.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -37,14 +40,40 @@ def open_db(path: str | os.PathLike[str] | None = None) -> Database:
         db.enable_wal()
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
-    if migrations.pending(db):
-        migrations.apply(db)
-    _check_derivation_version(db)
+    if migrations.pending(db) or get_meta(db, "derivation_version") != str(DERIVATION_VERSION):
+        # Several processes may open a new index at once (a watcher and a reader):
+        # take the write lock first, then look again, so one of them migrates.
+        with immediate(db):
+            if migrations.pending(db):
+                migrations.apply(db)
+            _check_derivation_version(db)
+    from indexer.bulk import repair_interrupted_bulk  # it imports this module's neighbours
+
+    repair_interrupted_bulk(db)
     return db
 
 
+@contextlib.contextmanager
+def immediate(db: Database) -> Iterator[Database]:
+    """A transaction that holds the write lock from its start (``BEGIN IMMEDIATE``), for
+    check-then-write steps that two processes may race on. Nested ``db.atomic()``
+    blocks inside it become savepoints."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.conn.rollback()
+        raise
+    else:
+        db.execute("COMMIT")
+
+
 def get_meta(db: Database, key: str) -> str | None:
-    row = db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+    """A ``meta`` value; None when unset (or before the first migration made the table)."""
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+    except sqlite3.OperationalError:
+        return None
     return None if row is None else row[0]
 
 

@@ -10,6 +10,7 @@ at any moment leaves an index the next run completes.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import os
 import sys
@@ -23,6 +24,7 @@ from typing import Any
 import orjson
 from sqlite_utils import Database
 
+from indexer.bulk import BulkFts
 from indexer.db import clear_index, get_meta, set_meta
 from indexer.derive import SessionState, mentions_in, searchable_text
 from indexer.objects import store_objects
@@ -547,6 +549,10 @@ class _CommitGroup:
             context.__exit__(*sys.exc_info())
 
 
+def _indexed_bytes(db: Database) -> int:
+    return int(db.execute("SELECT coalesce(sum(size), 0) FROM files").fetchone()[0])
+
+
 def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
             progress: ProgressCallback | None = None,
             include_tools: bool | None = None) -> RefreshStats:
@@ -575,9 +581,13 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
             stats.removed += 1
     group = _CommitGroup(db)
     new_files = [tf for tf in files if str(tf.path) not in known]
-    prefetcher = (_Prefetcher(new_files, tools)
-                  if sum(tf.size for tf in new_files) >= PREFETCH_MIN_BYTES else None)
+    new_bytes = sum(tf.size for tf in new_files)
+    big = new_bytes >= PREFETCH_MIN_BYTES
+    prefetcher = _Prefetcher(new_files, tools) if big else None
+    # Rebuilding FTS costs the whole index's text: worth it only when most is new.
+    bulk = BulkFts(db) if big and new_bytes >= _indexed_bytes(db) else contextlib.nullcontext()
     try:
+        bulk.__enter__()
         for done, tf in enumerate(files, 1):
             stat_row = known.get(str(tf.path))
             if prefetcher is not None and stat_row is None:
@@ -591,6 +601,7 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
         if prefetcher is not None:
             prefetcher.close()
         group.close()
+        bulk.__exit__(*sys.exc_info())
     from indexer.archive_ingest import refresh_archives  # lazy: it imports this module
 
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive

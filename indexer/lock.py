@@ -1,6 +1,7 @@
-"""Exactly one writer: the ``watch`` lock next to the database.
+"""Locks next to the database: ``watch`` (exactly one writer) and ``bulk`` (a cold build
+with FTS triggers off).
 
-The lock is an ``flock`` on ``<db>.watch.lock``, held for the watcher's lifetime. The
+A lock is an ``flock`` on ``<db>.<kind>.lock``, held for the holder's lifetime. The
 kernel drops it when the process dies, however it dies, so a stale lock file never
 blocks anyone: "is a watcher live?" is "is the lock held?", not "does the file exist?".
 """
@@ -12,15 +13,16 @@ import os
 from pathlib import Path
 
 
-def lock_path(db_path: str | os.PathLike[str]) -> Path:
-    return Path(f"{os.fspath(db_path)}.watch.lock")
+def lock_path(db_path: str | os.PathLike[str], kind: str = "watch") -> Path:
+    return Path(f"{os.fspath(db_path)}.{kind}.lock")
 
 
 class WatcherLock:
-    """Hold the writer lock: ``with WatcherLock(db): ...``; raises ``AlreadyWatching``."""
+    """Hold a lock: ``with WatcherLock(db): ...``; raises ``AlreadyWatching`` when another
+    process holds it."""
 
-    def __init__(self, db_path: str | os.PathLike[str]) -> None:
-        self.path = lock_path(db_path)
+    def __init__(self, db_path: str | os.PathLike[str], kind: str = "watch") -> None:
+        self.path = lock_path(db_path, kind)
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -63,9 +65,9 @@ def watcher_pid(path: Path) -> int | None:
         return None
 
 
-def watcher_alive(db_path: str | os.PathLike[str]) -> bool:
-    """True while a ``watch`` process holds the lock for this database."""
-    path = lock_path(db_path)
+def watcher_alive(db_path: str | os.PathLike[str], kind: str = "watch") -> bool:
+    """True while a live process holds this database's ``kind`` lock."""
+    path = lock_path(db_path, kind)
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -321,3 +322,39 @@ def test_reader_limit_keeps_memory_bounded_on_a_huge_line(tmp_path: Path, monkey
     stats = refresh(db, [tree.root])
     assert stats.problems == {"line-too-long": 1}
     assert select_rows(db)[0]["message_count"] == 3
+
+
+def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, monkeypatch) -> None:
+    """A refresh big enough for bulk mode (insert trigger off, one FTS rebuild) gives the
+    same index as row-by-row FTS; a bulk build that dies mid-way is repaired by the
+    next open_db (trigger restored, FTS rebuilt from the rows)."""
+    import indexer.ingest as ingest
+    from indexer.bulk import BULK_TRIGGER_KEY, BulkFts
+
+    root = copy_fixtures(tmp_path)
+    monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1)
+    db = open_db(tmp_path / "bulk.db")
+    refresh(db, [root])
+    check_fts_integrity(db)
+    assert db.execute("SELECT count(*) FROM meta WHERE key = ?", [BULK_TRIGGER_KEY]
+                      ).fetchone()[0] == 0
+    monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1 << 40)
+    assert index_snapshot(db) == rebuilt_snapshot([root], tmp_path / "plain.db")
+    db.close()
+
+    crashed = open_db(tmp_path / "crash.db")
+    bulk = BulkFts(crashed)
+    bulk.__enter__()
+    assert bulk.active
+    monkeypatch.setattr(ingest, "BulkFts", lambda db: contextlib.nullcontext())
+    refresh(crashed, [root])  # rows written while the trigger is off
+    crashed.close()
+    bulk._lock.release()  # the process "died": its lock is gone
+    reopened = open_db(tmp_path / "crash.db")
+    check_fts_integrity(reopened)
+    names = {r[0] for r in reopened.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert "messages_ai" in names
+    assert index_snapshot(reopened) == rebuilt_snapshot([root], tmp_path / "plain2.db")
+    hits = reopened.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                            ['"ошибку"']).fetchone()[0]
+    assert hits == 1

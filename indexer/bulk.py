@@ -1,0 +1,94 @@
+"""Cold builds with the message FTS trigger off, and the repair of an interrupted one.
+
+FTS5 tokenizes row by row through the insert trigger; for a cold build that is most of
+the time (1.2–1.9 s of 5.6 s on the bench corpus), while one ``'rebuild'`` over the same
+text takes ~0.35 s. So a refresh whose new bytes outweigh the indexed ones drops the
+insert trigger, inserts, then rebuilds the FTS table and restores the trigger in one
+transaction. The trigger's SQL is kept in ``meta`` while it is off, and a bulk lock is
+held: if the process dies, the next ``open_db`` that finds the SQL there and no live
+holder of the lock rebuilds and restores, so the index is never left unsearchable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from indexer.db import immediate
+from indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
+
+BULK_TRIGGER_KEY = "bulk_insert_trigger"
+TRIGGER = "messages_ai"
+BULK_LOCK = "bulk"
+
+
+def database_path(db: Database) -> Path | None:
+    row = db.execute("PRAGMA database_list").fetchone()
+    return Path(row[2]) if row and row[2] else None
+
+
+def _get(db: Database, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+    return None if row is None else row[0]
+
+
+class BulkFts:
+    """``with BulkFts(db): ...`` inserts messages without per-row FTS work."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        path = database_path(db)
+        self._lock = WatcherLock(path, BULK_LOCK) if path else None
+        self.active = False
+
+    def __enter__(self) -> BulkFts:
+        db = self._db
+        if self._lock is not None:
+            try:
+                self._lock.acquire()
+            except (AlreadyWatching, OSError):
+                return self  # someone else's bulk build: stay with the trigger
+        row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+                         [TRIGGER]).fetchone()
+        if row is None or _get(db, BULK_TRIGGER_KEY) is not None:
+            return self
+        with db.atomic():
+            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                       [BULK_TRIGGER_KEY, row[0]])
+            db.execute(f"DROP TRIGGER {TRIGGER}")
+        self.active = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.active:
+                restore_fts(self._db)
+                self.active = False
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+
+
+def restore_fts(db: Database) -> None:
+    """Rebuild the message FTS from its table and put the insert trigger back."""
+    if _get(db, BULK_TRIGGER_KEY) is None:
+        return
+    with immediate(db):  # two readers may find the same interrupted build
+        sql = _get(db, BULK_TRIGGER_KEY)
+        if sql is None:
+            return
+        db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+        db.execute(sql)
+        db.execute("DELETE FROM meta WHERE key = ?", [BULK_TRIGGER_KEY])
+
+
+def repair_interrupted_bulk(db: Database) -> None:
+    """Finish what a killed bulk build left: called by every ``open_db``."""
+    if _get(db, BULK_TRIGGER_KEY) is None:
+        return
+    path = database_path(db)
+    if path is not None and watcher_alive(os.fspath(path), BULK_LOCK):
+        return  # the build is still running
+    restore_fts(db)
