@@ -151,7 +151,9 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
             best[hit.session_rowid] = hit
     rows = {r["id"]: r for r in select_rows(
         db, f"s.id IN ({', '.join(str(i) for i in best)})")}
-    ranked = sorted(best.values(),
+    # The hits and the rows are two queries: a watcher may remove or rewrite a session
+    # in between, and a hit whose row is gone is dropped (it was a KeyError).
+    ranked = sorted((h for h in best.values() if h.session_rowid in rows),
                     key=lambda h: (h.score, -activity_ms(rows[h.session_rowid])))
     if filters.limit:
         ranked = ranked[:filters.limit]
