@@ -120,8 +120,10 @@ class CrashWorld:
         # before reading its pipes: a leftover worker would hold them open
         self.assert_no_orphans()
         _, err = proc.communicate(timeout=60)
-        assert b"Traceback" not in err, err.decode(errors="replace")
         if proc.returncode >= 0:
+            # (a killed run may leave noise from its parsing worker, which saw its parent
+            # vanish mid-handshake; a run that finished must be clean)
+            assert b"Traceback" not in err, err.decode(errors="replace")
             assert proc.returncode == 0, err
             self.clean_exits += 1
         else:
