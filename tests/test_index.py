@@ -358,3 +358,27 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     hits = reopened.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
                             ['"ошибку"']).fetchone()[0]
     assert hits == 1
+
+
+def test_new_session_rows_equal_the_general_path(tmp_path: Path) -> None:
+    """A transcript indexed whole on first sight (the fast path) and the same transcript
+    indexed as an append to an empty-looking file (the general path) give equal rows,
+    mention order included."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w")
+    s.user("see https://github.com/o/r/pull/2 then https://github.com/o/r/pull/1")
+    s.assistant("and https://github.com/o/r/pull/2 again, https://gitlab.com/g/p/-/merge_requests/3")
+    s.pr_link(number=1, url="https://github.com/o/r/pull/1", repository="o/r")
+    s.meta("custom-title", customTitle="Mentions")
+    path = s.write()
+    data = path.read_bytes()
+    path.write_bytes(data[:1])  # not a complete line: the file is known, nothing read
+    stepwise = open_db(tmp_path / "step.db")
+    refresh(stepwise, [tree.root])
+    path.write_bytes(data)
+    refresh(stepwise, [tree.root])
+    whole = open_db(tmp_path / "whole.db")
+    refresh(whole, [tree.root])
+    assert index_snapshot(stepwise) == index_snapshot(whole)
+    obj = json.loads(whole.execute("SELECT object_json FROM sessions").fetchone()[0])
+    assert [m["number"] for m in obj["pr_mentions"]] == [2, 3]
