@@ -633,7 +633,7 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
     tools = include_tools_setting(db)
     files: list[TranscriptFile] = []
     for root in roots:
-        files.extend(iter_transcripts(root))
+        files.extend(iter_transcripts(root, skipped=stats.problems))
     seen = {str(tf.path) for tf in files}
     root_texts = [str(r) for r in roots]
     cursor = db.execute(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,12 +57,31 @@ def _utf8_name(name: str) -> bool:
     return True
 
 
-def _regular_file_stat(path: str) -> os.stat_result | None:
+SKIPPED_SYMLINK = "skipped-symlink"
+SKIPPED_NOT_A_FILE = "skipped-not-a-file"
+SKIPPED_NON_UTF8_NAME = "skipped-non-utf8-name"
+
+
+def _regular_file_stat(path: str, skipped: Counter[str] | None = None) -> os.stat_result | None:
+    """lstat of a regular file; anything else (a link, a directory named like a
+    transcript, a vanished entry) is None, counted in ``skipped`` by kind."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return st if stat.S_ISREG(st.st_mode) else None
+    if stat.S_ISREG(st.st_mode):
+        return st
+    if skipped is not None:
+        skipped[SKIPPED_SYMLINK if stat.S_ISLNK(st.st_mode) else SKIPPED_NOT_A_FILE] += 1
+    return None
+
+
+def _named_ok(name: str, skipped: Counter[str] | None) -> bool:
+    if _utf8_name(name):
+        return True
+    if skipped is not None:
+        skipped[SKIPPED_NON_UTF8_NAME] += 1
+    return False
 
 
 def _make(path: str, root: Path, key: str, sid: str, kind: str, agent: str | None,
@@ -73,11 +93,14 @@ def _make(path: str, root: Path, key: str, sid: str, kind: str, agent: str | Non
     )
 
 
-def iter_subagent_files(root: Path, key: str, session_id: str) -> Iterator[TranscriptFile]:
+def iter_subagent_files(root: Path, key: str, session_id: str,
+                        skipped: Counter[str] | None = None) -> Iterator[TranscriptFile]:
     """Every ``agent-<id>.jsonl`` below ``<key>/<session_id>/subagents``, sorted, no links."""
     base = os.path.join(str(root), "projects", key, session_id, "subagents")
     # scandir follows a link given as its argument: refuse a linked <id>/ or subagents/
     if os.path.islink(os.path.dirname(base)) or os.path.islink(base):
+        if skipped is not None:
+            skipped[SKIPPED_SYMLINK] += 1
         return
     stack = [base]
     found: list[tuple[str, str, os.stat_result]] = []
@@ -88,7 +111,7 @@ def iter_subagent_files(root: Path, key: str, session_id: str) -> Iterator[Trans
         except OSError:
             continue
         for entry in entries:
-            if not _utf8_name(entry.name):
+            if not _named_ok(entry.name, skipped):
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -98,31 +121,35 @@ def iter_subagent_files(root: Path, key: str, session_id: str) -> Iterator[Trans
                 continue
             name = entry.name
             if name.startswith("agent-") and name.endswith(".jsonl"):
-                st = _regular_file_stat(entry.path)
+                st = _regular_file_stat(entry.path, skipped)
                 if st is not None:
                     found.append((entry.path, name[len("agent-"):-len(".jsonl")], st))
     for path, agent, st in sorted(found):
         yield _make(path, root, key, session_id, SUBAGENT, agent, st)
 
 
-def iter_project_keys(root: Path) -> Iterator[str]:
+def iter_project_keys(root: Path, skipped: Counter[str] | None = None) -> Iterator[str]:
     """Project dir names under ``root/projects`` (real directories only)."""
     try:
         entries = list(os.scandir(os.path.join(str(root), "projects")))
     except OSError:
         return
     for entry in sorted(entries, key=lambda e: e.name):
-        if not _utf8_name(entry.name):
+        if not _named_ok(entry.name, skipped):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
                 yield entry.name
+            elif entry.is_symlink() and skipped is not None:
+                skipped[SKIPPED_SYMLINK] += 1  # a linked project dir is never followed
         except OSError:
             continue
 
 
-def iter_project(root: Path, key: str, *, subagents: bool = True) -> Iterator[TranscriptFile]:
-    """Main transcripts of one project dir, each followed by its subagents."""
+def iter_project(root: Path, key: str, *, subagents: bool = True,
+                 skipped: Counter[str] | None = None) -> Iterator[TranscriptFile]:
+    """Main transcripts of one project dir, each followed by its subagents. Entries named
+    like transcripts that are not regular files are counted in ``skipped``."""
     project = os.path.join(str(root), "projects", key)
     try:
         entries = sorted(os.scandir(project), key=lambda e: e.name)
@@ -141,19 +168,20 @@ def iter_project(root: Path, key: str, *, subagents: bool = True) -> Iterator[Tr
         name = entry.name
         if not name.endswith(".jsonl") or not is_session_id(name[:-6]):
             continue
-        st = _regular_file_stat(entry.path)
+        st = _regular_file_stat(entry.path, skipped)
         if st is None:
             continue
         sid = name[:-6]
         yield _make(entry.path, root, key, sid, MAIN, None, st)
         if subagents and sid in folders:
-            yield from iter_subagent_files(root, key, sid)
+            yield from iter_subagent_files(root, key, sid, skipped)
 
 
-def iter_transcripts(root: Path, *, subagents: bool = True) -> Iterator[TranscriptFile]:
+def iter_transcripts(root: Path, *, subagents: bool = True,
+                     skipped: Counter[str] | None = None) -> Iterator[TranscriptFile]:
     """Every transcript under one config dir, project by project."""
-    for key in iter_project_keys(root):
-        yield from iter_project(root, key, subagents=subagents)
+    for key in iter_project_keys(root, skipped):
+        yield from iter_project(root, key, subagents=subagents, skipped=skipped)
 
 
 def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
