@@ -38,6 +38,7 @@ class App:
     db_path: str | None
     no_refresh: bool
     _db: Database | None = field(default=None, repr=False)
+    _reader: Database | None = field(default=None, repr=False)
 
     @property
     def roots(self) -> list[Path]:
@@ -81,10 +82,31 @@ class App:
                 refresh(db, self.roots)
         return db
 
+    def reading_db(self) -> Database:
+        """For commands that only read: a read-only handle (no sqlite-utils import) when
+        nothing needs refreshing (``--no-refresh``, or a live ``watch``), else
+        :meth:`fresh_db`."""
+        if self._reader is None:
+            from indexer.lock import watcher_alive
+
+            if self.no_refresh or watcher_alive(self.database_path):
+                from indexer.db import open_db
+
+                self.warn_missing_roots()
+                try:
+                    self._reader = open_db(self.database_path, readonly=True)
+                except Exception as exc:  # sqlite3 errors, permissions: one clear line
+                    raise CliError(
+                        f"cannot open the index at {self.database_path}: {exc}") from None
+            else:
+                self._reader = self.fresh_db()
+        return self._reader
+
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        handles = {id(h): h for h in (self._reader, self._db) if h is not None}
+        for handle in handles.values():  # the reader may be the writer itself
+            handle.close()
+        self._db = self._reader = None
 
 
 def app(ctx: click.Context | None = None) -> App:

@@ -80,7 +80,7 @@ def stats(fmt: str, as_json: bool) -> None:
     from query.stats import index_stats
 
     state = app()
-    db = state.fresh_db()
+    db = state.reading_db()
     result = index_stats(db, state.database_path)
     result["cleanup"] = cleanup_summary(db, state.roots)
     fmt = "json" if as_json else fmt

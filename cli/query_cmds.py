@@ -21,7 +21,7 @@ def resolve_or_exit(arg: str, cwd: str | None, fmt: str = "table", *,
     from query.resolve import Ambiguous, NotFound, resolve
 
     state = app()
-    db = state.fresh_db()
+    db = state.reading_db()
     try:
         return resolve(db, arg, cwd=cwd, roots=state.roots, for_write=for_write,
                        include_archived=include_archived)
@@ -53,7 +53,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     from query.listing import list_sessions
 
     filters = build_filters(**options)
-    db = app().fresh_db()
+    db = app().reading_db()
     rows = run_filters(lambda: list_sessions(db, filters))
     emit(rows, chosen_format(fmt, as_json), empty_message="No sessions in this scope "
          "(try --scope repo or --scope all).")
@@ -94,7 +94,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     from query.search import search as run_search
 
     filters = build_filters(**options)
-    db = app().fresh_db()
+    db = app().reading_db()
     fmt = chosen_format(fmt, as_json)
     markers = ("\x1b[1;33m", "\x1b[0m") if (
         fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")) else ("[", "]")
@@ -124,7 +124,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     from query.prs import from_pr as run_from_pr
 
     filters = build_filters(**options)
-    db = app().fresh_db()
+    db = app().reading_db()
     rows = run_filters(lambda: run_from_pr(db, pr, filters))
     emit(rows, chosen_format(fmt, as_json), empty_message="No session is linked to that PR.")
 
@@ -179,7 +179,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     """
     from query.resolve import NotFound, continue_session
 
-    db = app().fresh_db()
+    db = app().reading_db()
     try:
         obj = continue_session(db, cwd=cwd, print_mode=print_mode)
     except NotFound as exc:

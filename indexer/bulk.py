@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING
 
 from indexer.db import immediate
 from indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 BULK_TRIGGER_KEY = "bulk_insert_trigger"
 TRIGGER = "messages_ai"

@@ -3,6 +3,12 @@
 WAL so readers never wait on the writer (``watch``), ``synchronous=NORMAL`` because the
 index can always be rebuilt, a busy timeout so a reader that meets a checkpoint waits
 instead of failing, and migrations applied on every open.
+
+``open_db(path, readonly=True)`` is for a command that will only read (``--no-refresh``,
+or a live ``watch`` keeps the index current): when the index on disk is current it
+returns a :class:`ReadOnlyIndex` over a ``mode=ro`` connection without importing
+sqlite-utils, whose import is half of a query process's start-up. Otherwise it opens
+(and migrates) as usual.
 """
 
 from __future__ import annotations
@@ -12,10 +18,13 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from sqlite_utils import Database
+from indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 
-from indexer.schema import DERIVATION_VERSION, migrations
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 BUSY_TIMEOUT_MS = 30_000
 DATA_TABLES = ("messages", "session_search", "pr_mentions", "pr_links", "branches", "sessions", "files")
@@ -30,9 +39,52 @@ def default_db_path(environ: dict[str, str] | None = None) -> Path:
     return Path(cache) / "sessiondex" / "index.db"
 
 
-def open_db(path: str | os.PathLike[str] | None = None) -> Database:
+class ReadOnlyIndex:
+    """The part of sqlite-utils' ``Database`` the query layer uses, over a read-only
+    connection: ``execute``, ``conn`` and ``close``."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
+        return self.conn.execute(sql, parameters if parameters is not None else ())
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
+    """A read-only handle when the index exists and needs no migration, derivation
+    rebuild or repair; else None (the caller opens it the normal way)."""
+    if not target.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(target))}?mode=ro", uri=True)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        applied = {r[0] for r in conn.execute(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET])}
+        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN"
+                                 " ('derivation_version', 'bulk_insert_trigger')"))
+    except sqlite3.Error:
+        return None
+    if (applied != set(MIGRATION_NAMES) or meta.get("derivation_version") != str(
+            DERIVATION_VERSION) or "bulk_insert_trigger" in meta):
+        conn.close()
+        return None
+    return ReadOnlyIndex(conn)
+
+
+def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> Database:
     """Open (creating if needed) and migrate the index at ``path``."""
     target = Path(path) if path is not None else default_db_path()
+    if readonly:
+        handle = _open_current_readonly(target)
+        if handle is not None:
+            return handle  # type: ignore[return-value] - the subset queries use
+    from sqlite_utils import Database
+
+    from indexer.schema import migrations
+
     target.parent.mkdir(parents=True, exist_ok=True)
     db = Database(target)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

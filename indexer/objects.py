@@ -11,12 +11,14 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlite_utils import Database
 
 from transcripts.records import display_prompt
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 SESSION_FIELDS = (
     "session_id", "project_key", "config_dir", "file_path", "cwd", "title", "custom_title",

@@ -12,19 +12,14 @@ from __future__ import annotations
 
 from sqlite_utils import Database, Migrations
 
-# Bump when a derivation rule changes (what a row holds), not the table shape.
-DERIVATION_VERSION = 3
-
-FTS_TOKENIZER = "unicode61 remove_diacritics 2"
-
-# Session metadata columns indexed by ``session_search_fts``, in this order. The bm25 weights
-# in query/search.py follow it.
-SESSION_FTS_COLUMNS = (
-    "custom_title", "ai_title", "agent_name", "tag", "branches_text", "pr_text",
-    "summary", "first_prompt", "last_prompt", "cwd",
+from indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exported
+    DERIVATION_VERSION,
+    FTS_TOKENIZER,
+    MIGRATION_SET,
+    SESSION_FTS_COLUMNS,
 )
 
-migrations = Migrations("sessiondex")
+migrations = Migrations(MIGRATION_SET)
 
 
 @migrations()

@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlite_utils import Database
 
 from indexer.ingest import RefreshStats, include_tools_setting, ingest_file, remove_path
 from query.scopes import resolve_cwd
@@ -34,6 +33,9 @@ from query.sessions import activity_ms, display_title, iso_ms
 from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
 from transcripts.records import DESKTOP_ENTRYPOINTS
 from transcripts.tags import sanitize_tag
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 DEFAULT_DAYS = 30
 DAY = 86400

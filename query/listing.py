@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from query.filters import Filters
 from query.sessions import LISTING_COLUMNS, select_rows, to_objects
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,9 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from indexer.ingest import RefreshStats, ingest_path, remove_path
 from query.resolve import NotFound, Resolution, resolve
@@ -27,6 +25,9 @@ from query.sessions import select_rows, to_object
 from transcripts.fork import fork_transcript
 from transcripts.tags import sanitize_tag
 from transcripts.write import WriteRefused, append_record, delete_session_files
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 class MutationError(Exception):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from query.filters import Filters
 from query.scopes import git_remote_repository, resolve_cwd
 from query.sessions import select_rows, to_objects
 from transcripts.pr_urls import parse_pr_url
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 def sessions_for_url(db: Database, url: str, *, include_mentions: bool = True,

@@ -11,9 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from indexer.derive import SessionState
 from query.filters import keys_sql
@@ -22,6 +20,9 @@ from query.sessions import build_object, display_title, select_rows, to_object, 
 from transcripts.discover import describe_path
 from transcripts.keys import is_session_id, project_keys_for_directory
 from transcripts.reader import RecordReader
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 MATCHED_PATH, MATCHED_ID, MATCHED_OTHER, MATCHED_NAME, MATCHED_PREFIX = (
     "path", "id", "id-other-project", "name", "id-prefix")

@@ -33,16 +33,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import orjson
-from sqlite_utils import Database
 
 from query.scopes import git_worktrees
 from transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
 from transcripts.discover import iter_subagent_files
 from transcripts.keys import canonical_directory, is_session_id, project_keys_for_directory
 from transcripts.records import display_prompt
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 T = TypeVar("T")
 

@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
-
-from indexer.schema import SESSION_FTS_COLUMNS
+from indexer.shape import SESSION_FTS_COLUMNS
 from indexer.text import fts_text, unspace_cjk
 from query.filters import Filters
 from query.prs import sessions_for_url
 from query.sessions import ACTIVITY_SQL, activity_ms, display_title, select_rows, to_objects
 from transcripts.pr_urls import parse_pr_url
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 COLUMN_WEIGHTS = {
     "custom_title": 10.0, "ai_title": 8.0, "agent_name": 5.0, "tag": 6.0,

@@ -7,10 +7,9 @@ it changes); this module selects rows and decodes their objects.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlite_utils import Database
 
 from indexer.objects import (  # noqa: F401 - re-exported for query/ and cli/
     SESSION_FIELDS,
@@ -22,6 +21,9 @@ from indexer.objects import (  # noqa: F401 - re-exported for query/ and cli/
     resume_command,
 )
 from transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 # SQL for rows the picker hides: sidechains, files with no user/assistant record,
 # -p/SDK sessions and /loop sessions.

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from indexer.db import get_meta
 from indexer.lock import watcher_alive
 from query.sessions import VISIBLE_SQL
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
 
 
 def index_stats(db: Database, db_path: Path) -> dict[str, Any]:

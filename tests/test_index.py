@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -382,3 +383,30 @@ def test_new_session_rows_equal_the_general_path(tmp_path: Path) -> None:
     assert index_snapshot(stepwise) == index_snapshot(whole)
     obj = json.loads(whole.execute("SELECT object_json FROM sessions").fetchone()[0])
     assert [m["number"] for m in obj["pr_mentions"]] == [2, 3]
+
+
+def test_migration_names_constant_matches_the_registered_migrations() -> None:
+    from indexer.schema import migrations
+    from indexer.shape import MIGRATION_NAMES
+
+    assert tuple(m.name for m in migrations._migrations) == MIGRATION_NAMES
+
+
+def test_readonly_open_answers_like_the_full_one(tmp_path: Path) -> None:
+    from indexer.db import ReadOnlyIndex
+    from query.filters import Filters
+    from query.listing import list_sessions
+    from query.search import search
+
+    root = copy_fixtures(tmp_path)
+    path = tmp_path / "i.db"
+    assert not isinstance(open_db(path, readonly=True), ReadOnlyIndex)  # new: migrated
+    full = open_db(path)
+    refresh(full, [root])
+    reader = open_db(path, readonly=True)
+    assert isinstance(reader, ReadOnlyIndex)
+    everything = Filters(scope="all", all_kinds=True)
+    assert list_sessions(reader, everything) == list_sessions(full, everything)
+    assert search(reader, "ошибку", everything) == search(full, "ошибку", everything)
+    with pytest.raises(sqlite3.OperationalError):
+        reader.execute("DELETE FROM sessions")

@@ -1,0 +1,24 @@
+"""The index's shape as plain constants, importable without sqlite-utils.
+
+Reading commands open the index read-only and never import sqlite-utils (its import is
+most of a query process's start-up); they need these names to check that the index on
+disk is current. ``indexer/schema.py`` builds the tables from the same constants, and a
+test checks ``MIGRATION_NAMES`` against the registered migrations.
+"""
+
+from __future__ import annotations
+
+# Bump when a derivation rule changes (what a row holds), not the table shape.
+DERIVATION_VERSION = 3
+
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+
+# Session metadata columns indexed by ``session_search_fts``, in this order. The bm25
+# weights in query/search.py follow it.
+SESSION_FTS_COLUMNS = (
+    "custom_title", "ai_title", "agent_name", "tag", "branches_text", "pr_text",
+    "summary", "first_prompt", "last_prompt", "cwd",
+)
+
+MIGRATION_SET = "sessiondex"
+MIGRATION_NAMES = ("m001_initial", "m002_session_object", "m003_activity_order_index")
