@@ -521,13 +521,16 @@ class _Prefetcher:
     """
 
     WINDOW = 16
+    # Measured on two cores: a second parser is slower (the writer and one parser
+    # already keep both busy).
+    WORKERS = 1
 
     def __init__(self, files: list[TranscriptFile], include_tools: bool) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         # spawn, not fork: the caller may be the multi-threaded watcher.
-        self._pool = ProcessPoolExecutor(max_workers=1,
+        self._pool = ProcessPoolExecutor(max_workers=self.WORKERS,
                                          mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_exit_with_parent,
                                          initargs=(os.getpid(),))
