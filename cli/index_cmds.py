@@ -23,10 +23,13 @@ def _summary_line(stats: dict[str, Any]) -> str:
 
 @click.command()
 @click.option("--rebuild", is_flag=True, help="Drop the index and read every transcript again.")
+@click.option("--tools/--no-tools", "tools", default=None,
+              help="Also index tool inputs and results (off by default: they are most of "
+                   "the bytes). The choice is remembered; changing it rebuilds the index.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="json prints the summary as an object.")
 @click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
-def index(rebuild: bool, fmt: str, as_json: bool) -> None:
+def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
     """Bring the index up to date with the transcripts.
 
     Reads only what changed since the last run (new files, appended lines, rewritten
@@ -35,6 +38,7 @@ def index(rebuild: bool, fmt: str, as_json: bool) -> None:
     \b
     Example:
         sessiondex index
+        sessiondex index --tools        # make tool output (logs, gh output) searchable
         sessiondex --config-dir ~/.claude --config-dir /backup/claude index --rebuild
     """
     from indexer.ingest import refresh
@@ -53,7 +57,8 @@ def index(rebuild: bool, fmt: str, as_json: bool) -> None:
             bar.length = total
             bar.update(done - bar.pos)
     try:
-        stats = refresh(db, state.roots, rebuild=rebuild, progress=progress)
+        stats = refresh(db, state.roots, rebuild=rebuild, progress=progress,
+                        include_tools=tools)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

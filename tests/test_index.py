@@ -410,3 +410,31 @@ def test_readonly_open_answers_like_the_full_one(tmp_path: Path) -> None:
     assert search(reader, "ошибку", everything) == search(full, "ошибку", everything)
     with pytest.raises(sqlite3.OperationalError):
         reader.execute("DELETE FROM sessions")
+
+
+def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from cli.main import cli
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w")
+    s.user("run the build")
+    turn = s.assistant("running", tool_uses=[("Bash", {"command": "make"})])
+    s.tool_result(turn.tool_use_ids[0], "error: flibbertigibbet not found")
+    s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+
+    def hits() -> list[str]:
+        out = CliRunner().invoke(cli, [*base, "search", "flibbertigibbet", "--scope", "all",
+                                       "--json"])
+        return [r["session_id"] for r in json.loads(out.stdout)]
+
+    assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0
+    assert hits() == []
+    assert CliRunner().invoke(cli, [*base, "index", "--tools"]).exit_code == 0
+    assert hits() == [s.session_id]
+    assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0  # remembered
+    assert hits() == [s.session_id]
+    assert CliRunner().invoke(cli, [*base, "index", "--no-tools"]).exit_code == 0
+    assert hits() == []
