@@ -12,6 +12,7 @@ import io
 import shutil
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -69,8 +70,26 @@ def dumps(value: Any, *, indent: bool = False) -> str:
     return orjson.dumps(value, option=option).decode()
 
 
-def _truncate(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
+def display_width(text: str) -> int:
+    """Terminal columns: East Asian wide/full-width characters and emoji take two."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 0
+               if unicodedata.combining(ch) else 1 for ch in text)
+
+
+def _fit(text: str, width: int) -> str:
+    """Cut to ``width`` columns (with ``…``) and pad to exactly ``width``."""
+    if display_width(text) > width:
+        out, used = [], 0
+        for ch in text:
+            step = display_width(ch)
+            if used + step > width - 1:
+                break
+            out.append(ch)
+            used += step
+        text = "".join(out) + "…"
+    return text + " " * (width - display_width(text))
 
 
 SESSION_COLUMNS = ("title", "last activity", "branch", "size", "msgs", "id")
@@ -91,13 +110,13 @@ def render_table(rows: Sequence[Sequence[str]], headers: Sequence[str],
                  flexible: int = 0) -> str:
     """Plain aligned columns; column ``flexible`` shrinks to fit the terminal."""
     width = shutil.get_terminal_size((120, 24)).columns
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    widths = [max([len(h)] + [display_width(r[i]) for r in rows])
+              for i, h in enumerate(headers)]
     others = sum(w for i, w in enumerate(widths) if i != flexible) + 2 * (len(headers) - 1)
     widths[flexible] = max(10, min(widths[flexible], width - others))
     lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
     for row in rows:
-        cells = [_truncate(c.replace("\n", " "), widths[i]).ljust(widths[i])
-                 for i, c in enumerate(row)]
+        cells = [_fit(c.replace("\n", " "), widths[i]) for i, c in enumerate(row)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
