@@ -40,15 +40,11 @@ class LazyGroup(click.Group):
     """A group whose commands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if self._importable(name)]
-
-    def _importable(self, name: str) -> bool:
-        module = COMMANDS[name].split(":")[0]
-        return importlib.util.find_spec(module) is not None
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
-        if target is None or not self._importable(cmd_name):
+        if target is None:
             return None
         module_name, attr = target.split(":")
         command = getattr(importlib.import_module(module_name), attr)

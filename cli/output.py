@@ -7,9 +7,6 @@ scripts. JSON is serialized with orjson; times are already ISO strings.
 
 from __future__ import annotations
 
-import csv
-import io
-import shutil
 import sys
 import time
 import unicodedata
@@ -109,6 +106,8 @@ def _session_cells(obj: dict[str, Any]) -> list[str]:
 def render_table(rows: Sequence[Sequence[str]], headers: Sequence[str],
                  flexible: int = 0) -> str:
     """Plain aligned columns; column ``flexible`` shrinks to fit the terminal."""
+    import shutil
+
     width = shutil.get_terminal_size((120, 24)).columns
     widths = [max([len(h)] + [display_width(r[i]) for r in rows])
               for i, h in enumerate(headers)]
@@ -141,6 +140,9 @@ def emit(objects: Iterable[dict[str, Any]], fmt: str, *, extra_columns: Sequence
         for item in items:
             out.write(dumps(item) + "\n")
     elif fmt == "csv":
+        import csv
+        import io
+
         if not items:
             return
         buffer = io.StringIO()
@@ -173,6 +175,8 @@ def emit_object(value: dict[str, Any], fmt: str, *, text: str | None = None) -> 
     if fmt in ("json", "jsonl"):
         sys.stdout.write(dumps(value, indent=fmt == "json") + "\n")
     elif fmt == "csv":
+        import csv
+
         writer = csv.writer(sys.stdout)
         for key, item in value.items():
             writer.writerow([key, _csv_value(item)])

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from typing import Any
 
@@ -221,6 +219,9 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
     if dry_run:
         click.echo(f"cd {shlex.quote(workdir)} && {shlex.join(command)}")
         return
+    import shutil
+    import subprocess
+
     executable = shutil.which("claude")
     if executable is None:
         raise CliError("the `claude` executable is not on PATH; install Claude Code or run: "
