@@ -18,16 +18,21 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-
 
 
 @cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _run_pattern() -> re.Pattern[str]:
     """Compiled on first use: compiling at import would cost every command start-up."""
-    return re.compile(f"[{_CJK}]+"), re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+    return re.compile(f"[{_CJK}]+")
+
+
+@cache
+def _gap_pattern() -> re.Pattern[str]:
+    return re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
 
 
 def fts_text(text: str) -> str:
     """Text as stored for FTS: CJK characters become separate tokens."""
     if text.isascii():
         return text
-    runs = _patterns()[0]
+    runs = _run_pattern()
     if runs.search(text) is None:
         return text
     return runs.sub(_space_run, text)
@@ -41,4 +46,4 @@ def unspace_cjk(text: str) -> str:
     """Undo :func:`fts_text` for display (snippets)."""
     if text.isascii():
         return text
-    return _patterns()[1].sub("", text.replace("  ", " "))
+    return _gap_pattern().sub("", text.replace("  ", " "))
