@@ -31,7 +31,7 @@ from indexer.objects import build_object, store_objects
 from indexer.schema import SESSION_FTS_COLUMNS
 from indexer.text import fts_text
 from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
-from transcripts.pr_urls import PullRequest, might_hold_pr_url
+from transcripts.pr_urls import PullRequest
 from transcripts.reader import RecordReader, classify
 from transcripts.records import timestamp_ms
 
@@ -361,8 +361,7 @@ def parse_tail(stream: Any, size: int, offset: int, state: SessionState | None,
         kind = record.get("type")
         if kind != "user" and kind != "assistant":
             continue
-        if might_hold_pr_url(line):  # a byte scan spares most records the text walk
-            mentions.extend(mentions_in(record))
+        mentions.extend(mentions_in(record))
         text = searchable_text(record, include_tools=include_tools)
         if text:
             uuid = record.get("uuid")

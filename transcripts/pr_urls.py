@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "might_hold_pr_url", "MAX_URL_LENGTH"]
+__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "MAX_URL_LENGTH"]
 
 #: Claude Code refuses to record a PR URL longer than this (cli-sessions.md §4.1).
 MAX_URL_LENGTH = 2048
@@ -88,8 +88,6 @@ _TRAILING_JUNK = ">)]}\"'`.,;:!?"
 
 # Substrings at least one of which every PR URL contains; checked before the regex so
 # large tool outputs without any PR cost one or two ``in`` scans.
-# Every shape's path holds one of these (``find_pr_urls`` checks them before its regex).
-_MARKERS = ("/pull/", "merge_requests/", "pull-requests/", "/+/")
 
 
 @dataclass(frozen=True)
@@ -180,18 +178,6 @@ def parse_pr_url(text: str) -> PullRequest | None:
     return _build(match)
 
 
-def might_hold_pr_url(data: bytes) -> bool:
-    """Cheap pre-check on a raw transcript line: False means no PR URL can be in it.
-
-    Three scans instead of one per marker: ``/pull`` covers ``/pull/`` and
-    ``/pull-requests/``, and the slow three-byte ``/+/`` scan runs only when a ``+``
-    (a one-byte memchr) is there at all. Measured on the bench corpus: half the time of
-    scanning for every marker.
-    """
-    return (b"/pull" in data or b"merge_requests/" in data
-            or (b"+" in data and b"/+/" in data))
-
-
 def find_pr_urls(text: str) -> list[PullRequest]:
     """Every PR/MR URL inside free text, normalised, de-duplicated, first-seen order.
 
@@ -200,7 +186,12 @@ def find_pr_urls(text: str) -> list[PullRequest]:
     starts a match at a word boundary. A URL followed by ``.``, ``)``, ``,`` or a
     markdown ``](`` is still found; ``…/pull/new/branch`` (a ``git push`` hint) is not.
     """
-    if not isinstance(text, str) or not any(marker in text for marker in _MARKERS):
+    if not isinstance(text, str) or not (
+            "/pull" in text or "merge_requests/" in text or ("+" in text and "/+/" in text)):
+        # Every shape's path holds one of these. Three scans, not one per marker:
+        # "/pull" covers /pull/ and /pull-requests/, and the slow three-character "/+/"
+        # scan runs only after a one-character search finds a "+". Most of a cold
+        # build's text is tool output without any: this test is what it pays.
         return []
     found: list[PullRequest] = []
     seen: set[str] = set()
