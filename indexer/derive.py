@@ -169,20 +169,17 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
                        host=host, provider="github")
 
 
-def searchable_text(record: dict[str, Any], *, include_tools: bool) -> str:
-    """The text of a user/assistant record that goes into the message index."""
+def message_texts(record: dict[str, Any], *, include_tools: bool
+                  ) -> tuple[str, list[PullRequest]]:
+    """What a user/assistant record gives the index: its searchable text (prompts and
+    replies; tool traffic only with ``include_tools``; nothing from meta records) and the
+    PR/MR URLs its text and tool traffic mention. One walk of the content for both."""
+    texts = text_parts(record)
+    tools = tool_parts(record)
+    mentions: list[PullRequest] = []
+    for part in texts + tools:
+        mentions.extend(find_pr_urls(part))
     if record.get("type") == "user" and record.get("isMeta") is True:
-        parts: list[str] = []
-    else:
-        parts = text_parts(record)
-    if include_tools:
-        parts = parts + tool_parts(record)
-    return "\n".join(p for p in parts if p)
-
-
-def mentions_in(record: dict[str, Any]) -> list[PullRequest]:
-    """PR/MR URLs in a record's text and tool traffic."""
-    found: list[PullRequest] = []
-    for part in text_parts(record) + tool_parts(record):
-        found.extend(find_pr_urls(part))
-    return found
+        texts = []
+    searchable = texts + tools if include_tools else texts
+    return "\n".join(p for p in searchable if p), mentions

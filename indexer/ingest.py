@@ -26,7 +26,7 @@ from sqlite_utils import Database
 
 from indexer.bulk import BulkFts
 from indexer.db import clear_index, get_meta, set_meta
-from indexer.derive import SessionState, mentions_in, searchable_text
+from indexer.derive import SessionState, message_texts
 from indexer.objects import build_object, store_objects
 from indexer.schema import SESSION_FTS_COLUMNS
 from indexer.text import fts_text
@@ -361,8 +361,8 @@ def parse_tail(stream: Any, size: int, offset: int, state: SessionState | None,
         kind = record.get("type")
         if kind != "user" and kind != "assistant":
             continue
-        mentions.extend(mentions_in(record))
-        text = searchable_text(record, include_tools=include_tools)
+        text, found = message_texts(record, include_tools=include_tools)
+        mentions.extend(found)
         if text:
             uuid = record.get("uuid")
             messages.append((uuid if isinstance(uuid, str) else None, kind,
