@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -528,9 +529,11 @@ class _Prefetcher:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # spawn, not fork: the caller may be the multi-threaded watcher.
+        # fork starts the parser at once, but forking a process with other threads (the
+        # watcher's) can copy a held lock into the child: then spawn a fresh interpreter.
+        method = "fork" if (threading.active_count() == 1 and sys.platform == "linux") else "spawn"
         self._pool = ProcessPoolExecutor(max_workers=self.WORKERS,
-                                         mp_context=multiprocessing.get_context("spawn"),
+                                         mp_context=multiprocessing.get_context(method),
                                          initializer=_exit_with_parent,
                                          initargs=(os.getpid(),))
         self._pending = iter(files)
