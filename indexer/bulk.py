@@ -1,12 +1,12 @@
-"""Cold builds with the message FTS trigger off, and the repair of an interrupted one.
+"""Cold builds with the FTS insert triggers off, and the repair of an interrupted one.
 
-FTS5 tokenizes row by row through the insert trigger; for a cold build that is most of
-the time (1.2–1.9 s of 5.6 s on the bench corpus), while one ``'rebuild'`` over the same
-text takes ~0.35 s. So a refresh whose new bytes outweigh the indexed ones drops the
-insert trigger, inserts, then rebuilds the FTS table and restores the trigger in one
-transaction. The trigger's SQL is kept in ``meta`` while it is off, and a bulk lock is
-held: if the process dies, the next ``open_db`` that finds the SQL there and no live
-holder of the lock rebuilds and restores, so the index is never left unsearchable.
+FTS5 tokenizes row by row through the insert triggers; for a cold build that was most
+of the time (1.2–1.9 s of 5.6 s on the bench corpus), while one ``'rebuild'`` over the
+same text takes ~0.35 s. So a refresh whose new bytes outweigh the indexed ones drops
+the insert triggers, inserts, then rebuilds the FTS tables and restores the triggers in
+one transaction. The triggers' SQL is kept in ``meta`` while they are off, and a bulk
+lock is held: if the process dies, the next ``open_db`` that finds the SQL there and no
+live holder of the lock rebuilds and restores, so the index is never left unsearchable.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
+
 from indexer.db import immediate
 from indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
 
@@ -22,7 +24,10 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 BULK_TRIGGER_KEY = "bulk_insert_trigger"
-TRIGGER = "messages_ai"
+# Insert trigger → the FTS table it feeds. Both are dropped for a bulk build; their
+# update/delete triggers stay (a 'delete' of a row the index never saw is harmless
+# here, because the closing 'rebuild' recomputes the whole index from the rows).
+TRIGGERS = {"messages_ai": "messages_fts", "session_search_ai": "session_search_fts"}
 BULK_LOCK = "bulk"
 
 
@@ -37,7 +42,7 @@ def _get(db: Database, key: str) -> str | None:
 
 
 class BulkFts:
-    """``with BulkFts(db): ...`` inserts messages without per-row FTS work."""
+    """``with BulkFts(db): ...`` inserts messages and sessions without per-row FTS work."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -52,14 +57,16 @@ class BulkFts:
                 self._lock.acquire()
             except (AlreadyWatching, OSError):
                 return self  # someone else's bulk build: stay with the trigger
-        row = db.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
-                         [TRIGGER]).fetchone()
-        if row is None or _get(db, BULK_TRIGGER_KEY) is not None:
+        saved = {name: sql for name, sql in db.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN"
+            f" ({', '.join('?' for _ in TRIGGERS)})", list(TRIGGERS))}
+        if set(saved) != set(TRIGGERS) or _get(db, BULK_TRIGGER_KEY) is not None:
             return self
         with db.atomic():
             db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                       [BULK_TRIGGER_KEY, row[0]])
-            db.execute(f"DROP TRIGGER {TRIGGER}")
+                       [BULK_TRIGGER_KEY, orjson.dumps(saved).decode()])
+            for name in saved:
+                db.execute(f"DROP TRIGGER {name}")
         self.active = True
         return self
 
@@ -74,15 +81,16 @@ class BulkFts:
 
 
 def restore_fts(db: Database) -> None:
-    """Rebuild the message FTS from its table and put the insert trigger back."""
+    """Rebuild the FTS tables from their rows and put the insert triggers back."""
     if _get(db, BULK_TRIGGER_KEY) is None:
         return
     with immediate(db):  # two readers may find the same interrupted build
-        sql = _get(db, BULK_TRIGGER_KEY)
-        if sql is None:
+        saved = _get(db, BULK_TRIGGER_KEY)
+        if saved is None:
             return
-        db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
-        db.execute(sql)
+        for name, sql in orjson.loads(saved).items():
+            db.execute(f"INSERT INTO {TRIGGERS[name]}({TRIGGERS[name]}) VALUES ('rebuild')")
+            db.execute(sql)
         db.execute("DELETE FROM meta WHERE key = ?", [BULK_TRIGGER_KEY])
 
 

@@ -354,11 +354,14 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     reopened = open_db(tmp_path / "crash.db")
     check_fts_integrity(reopened)
     names = {r[0] for r in reopened.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert "messages_ai" in names
+    assert {"messages_ai", "session_search_ai"} <= names
     assert index_snapshot(reopened) == rebuilt_snapshot([root], tmp_path / "plain2.db")
     hits = reopened.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
                             ['"ошибку"']).fetchone()[0]
     assert hits == 1
+    titles = reopened.execute("SELECT count(*) FROM session_search_fts WHERE"
+                              " session_search_fts MATCH ?", ['"Auth"']).fetchone()[0]
+    assert titles >= 1
 
 
 def test_new_session_rows_equal_the_general_path(tmp_path: Path) -> None:
