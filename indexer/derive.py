@@ -95,14 +95,14 @@ class SessionState:
             self.new_pending_stamps.append(raw_stamp)
         if self.entrypoint is None:
             self.entrypoint = get_str(record, "entrypoint")
-        branch = get_str(record, "gitBranch")
-        if branch:
+        branch = record.get("gitBranch")  # every record has one: no helper call here
+        if branch and isinstance(branch, str):
             self.git_branch = branch
             if branch not in known_branches:
                 known_branches.add(branch)
                 self.new_branches.append(branch)
-        if self.forked_from_session is None:
-            origin = record.get("forkedFrom")
+        if self.forked_from_session is None and "forkedFrom" in record:
+            origin = record["forkedFrom"]
             if isinstance(origin, dict) and isinstance(origin.get("sessionId"), str):
                 self.forked_from_session = origin["sessionId"]
                 message = origin.get("messageUuid")
