@@ -16,10 +16,9 @@ from transcripts.records import (
     CHAIN_TYPES,
     MESSAGE_TYPES,
     FirstPromptState,
+    content_texts,
     get_str,
-    text_parts,
     timestamp_ms,
-    tool_parts,
 )
 
 
@@ -174,8 +173,7 @@ def message_texts(record: dict[str, Any], *, include_tools: bool
     """What a user/assistant record gives the index: its searchable text (prompts and
     replies; tool traffic only with ``include_tools``; nothing from meta records) and the
     PR/MR URLs its text and tool traffic mention. One walk of the content for both."""
-    texts = text_parts(record)
-    tools = tool_parts(record)
+    texts, tools = content_texts(record)
     mentions: list[PullRequest] = []
     for part in texts + tools:
         mentions.extend(find_pr_urls(part))

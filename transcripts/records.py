@@ -8,7 +8,6 @@ The first-prompt filter is defined here and nowhere else.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -87,37 +86,49 @@ def is_tool_result(record: dict[str, Any]) -> bool:
     return any(b.get("type") == "tool_result" for b in content_blocks(record))
 
 
+def content_texts(record: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """One walk of a user or assistant record's content: ``(text, tool)`` where text is
+    what a person or the model wrote and tool is tool inputs (their string values) and
+    tool results. The indexer needs both for every record, so they come together."""
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [content], []
+    texts: list[str] = []
+    tools: list[str] = []
+    if not isinstance(content, list):
+        return texts, tools
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+        elif kind == "tool_result":
+            result = block.get("content")
+            if isinstance(result, str):
+                tools.append(result)
+            elif isinstance(result, list):
+                tools.extend(item["text"] for item in result
+                             if isinstance(item, dict) and isinstance(item.get("text"), str))
+        elif kind == "tool_use":
+            value = block.get("input")
+            if isinstance(value, dict):
+                tools.extend(v for v in value.values() if isinstance(v, str))
+    return texts, tools
+
+
 def text_parts(record: dict[str, Any]) -> list[str]:
     """The human-readable text of a user or assistant record (no tool traffic)."""
-    content = _content(record)
-    if isinstance(content, str):
-        return [content]
-    return [b["text"] for b in content_blocks(record)
-            if b.get("type") == "text" and isinstance(b.get("text"), str)]
-
-
-def _tool_result_text(content: Any) -> Iterator[str]:
-    if isinstance(content, str):
-        yield content
-    elif isinstance(content, list):
-        for item in content:
-            if isinstance(item, dict) and isinstance(item.get("text"), str):
-                yield item["text"]
+    return content_texts(record)[0]
 
 
 def tool_parts(record: dict[str, Any]) -> list[str]:
-    """Tool inputs (as compact JSON-ish text) and tool results, for mentions and the
-    optional tool index."""
-    out: list[str] = []
-    for block in content_blocks(record):
-        kind = block.get("type")
-        if kind == "tool_use":
-            value = block.get("input")
-            if isinstance(value, dict):
-                out.extend(v for v in value.values() if isinstance(v, str))
-        elif kind == "tool_result":
-            out.extend(_tool_result_text(block.get("content")))
-    return out
+    """Tool inputs (their string values) and tool results, for mentions and the optional
+    tool index."""
+    return content_texts(record)[1]
 
 
 def is_real_user_message(record: dict[str, Any]) -> bool:
