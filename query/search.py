@@ -41,8 +41,6 @@ COLUMN_WEIGHTS = {
     "last_prompt": 3.0, "cwd": 1.0,
 }
 METADATA_BOOST = 2.0
-# How many message hits are ranked before grouping by session: enough for any page.
-MESSAGE_HIT_LIMIT = 5000
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
 SNIPPET_TOKENS = 12
@@ -81,28 +79,38 @@ class Hit:
     score: float
     source: str  # "meta" or "message"
     fts_rowid: int
+    activity: int  # last activity (ms), the tie-break
 
 
 def _weights_sql() -> str:
     return ", ".join(str(COLUMN_WEIGHTS[c]) for c in SESSION_FTS_COLUMNS)
 
 
-def _metadata_hits(db: Database, match: str, where: str, params: list[Any]) -> list[Hit]:
+def _metadata_hits(db: Database, match: str, where: str, params: list[Any],
+                   limit: int) -> list[Hit]:
     rows = db.execute(
-        f"SELECT f.rowid, bm25(session_search_fts, {_weights_sql()}) AS score"
+        f"SELECT f.rowid, bm25(session_search_fts, {_weights_sql()}) * {METADATA_BOOST}"
+        f" AS score, {ACTIVITY_SQL} AS activity"
         " FROM session_search_fts f JOIN sessions s ON s.id = f.rowid"
-        f" WHERE session_search_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
-        [match, *params, MESSAGE_HIT_LIMIT]).fetchall()
-    return [Hit(r[0], r[1] * METADATA_BOOST, "meta", r[0]) for r in rows]
+        f" WHERE session_search_fts MATCH ? AND {where}"
+        " ORDER BY score, activity DESC LIMIT ?",
+        [match, *params, limit]).fetchall()
+    return [Hit(r[0], r[1], "meta", r[0], r[2]) for r in rows]
 
 
-def _message_hits(db: Database, match: str, where: str, params: list[Any]) -> list[Hit]:
+def _message_hits(db: Database, match: str, where: str, params: list[Any],
+                  limit: int) -> list[Hit]:
+    """Each session's best message (SQLite gives a bare column the values of the row
+    that holds the ``min()``), best sessions first: grouping in SQL keeps the Python
+    side proportional to the page, not to the number of matching messages."""
     rows = db.execute(
-        "SELECT f.rowid, m.session_rowid, f.rank FROM messages_fts f"
-        " JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_rowid"
-        f" WHERE messages_fts MATCH ? AND {where} ORDER BY f.rank LIMIT ?",
-        [match, *params, MESSAGE_HIT_LIMIT]).fetchall()
-    return [Hit(r[1], r[2], "message", r[0]) for r in rows]
+        f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {ACTIVITY_SQL} AS activity"
+        " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+        " JOIN sessions s ON s.id = m.session_rowid"
+        f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
+        " ORDER BY score, activity DESC LIMIT ?",
+        [match, *params, limit]).fetchall()
+    return [Hit(r[0], r[1], "message", r[2], r[3]) for r in rows]
 
 
 def _snippet(db: Database, hit: Hit, match: str, markers: tuple[str, str]) -> str:
@@ -132,11 +140,14 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
         return found[:filters.limit] if filters.limit else found
     match = text if raw else quote_query(text)
     where, params = filters.where()
+    # The best N sessions overall are among the best N of each source (a session's score
+    # is the better of its two), so each query stops at N. -1: no limit.
+    limit = filters.limit or -1
     hits: list[Hit] = []
     if match:
         try:
-            hits = _metadata_hits(db, match, where, params) + _message_hits(
-                db, match, where, params)
+            hits = _metadata_hits(db, match, where, params, limit) + _message_hits(
+                db, match, where, params, limit)
         except sqlite3.OperationalError as exc:
             if not raw:
                 raise
@@ -150,14 +161,14 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
     for hit in hits:
         if hit.session_rowid not in best or hit.score < best[hit.session_rowid].score:
             best[hit.session_rowid] = hit
-    rows = {r["id"]: r for r in select_rows(
-        db, f"s.id IN ({', '.join(str(i) for i in best)})")}
-    # The hits and the rows are two queries: a watcher may remove or rewrite a session
-    # in between, and a hit whose row is gone is dropped (it was a KeyError).
-    ranked = sorted((h for h in best.values() if h.session_rowid in rows),
-                    key=lambda h: (h.score, -activity_ms(rows[h.session_rowid])))
+    ranked = sorted(best.values(), key=lambda h: (h.score, -h.activity))
     if filters.limit:
         ranked = ranked[:filters.limit]
+    rows = {r["id"]: r for r in select_rows(
+        db, f"s.id IN ({', '.join(str(h.session_rowid) for h in ranked)})")}
+    # The hits and the rows are two queries: a watcher may remove or rewrite a session
+    # in between, and a hit whose row is gone is dropped (it was a KeyError).
+    ranked = [h for h in ranked if h.session_rowid in rows]
     out = to_objects(db, [rows[hit.session_rowid] for hit in ranked])
     for obj, hit in zip(out, ranked):
         obj["score"] = round(hit.score, 6)
