@@ -3,7 +3,6 @@ and the mapping of library errors to exit codes (1 not found, 3 ambiguous)."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,7 +113,3 @@ def app(ctx: click.Context | None = None) -> App:
     obj = context.find_object(App)
     assert obj is not None
     return obj
-
-
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()

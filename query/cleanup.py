@@ -21,7 +21,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -668,10 +667,3 @@ def cleanup_summary(db: Database, roots: list[Path], cwd: str | None = None, *,
         "expiring_within_3_days": soon - expired,
         "config_dirs": [{"config_dir": k, **v.as_dict()} for k, v in retentions.items()],
     }
-
-
-def format_time(seconds: float | None) -> str:
-    """Local-free display time (UTC, minutes)."""
-    if seconds is None:
-        return ""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -123,10 +123,3 @@ class RecordReader:
                 self.problems[problem] += 1
             elif record is not None:
                 yield offset, record
-
-
-def read_records(path: str, offset: int = 0) -> tuple[list[tuple[int, dict[str, Any]]], RecordReader]:
-    """Convenience for small files and tests: every record from ``offset``."""
-    with open(path, "rb") as stream:
-        reader = RecordReader(stream, offset)
-        return list(reader), reader

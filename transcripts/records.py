@@ -40,10 +40,6 @@ def get_str(record: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def record_type(record: dict[str, Any]) -> str | None:
-    return get_str(record, "type")
-
-
 def is_chain_entry(record: dict[str, Any]) -> bool:
     kind = record.get("type")  # may be any JSON value: only a str can be a chain type
     return isinstance(kind, str) and kind in CHAIN_TYPES and isinstance(record.get("uuid"), str)
@@ -124,11 +120,6 @@ def text_parts(record: dict[str, Any]) -> list[str]:
     """The human-readable text of a user or assistant record (no tool traffic)."""
     return content_texts(record)[0]
 
-
-def tool_parts(record: dict[str, Any]) -> list[str]:
-    """Tool inputs (their string values) and tool results, for mentions and the optional
-    tool index."""
-    return content_texts(record)[1]
 
 
 def is_real_user_message(record: dict[str, Any]) -> bool:
