@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
-from transcripts.discover import iter_subagent_files
+from transcripts.discover import iter_subagent_files, read_subagent_meta
 from transcripts.reader import PROBLEM_INVALID_UTF8
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
@@ -193,14 +193,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    meta_path = path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
-    try:
-        value = orjson.loads(meta_path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
 
 def _load_subagent(path: Path, agent_id: str) -> Subagent:
     try:
@@ -208,7 +200,7 @@ def _load_subagent(path: Path, agent_id: str) -> Subagent:
     except OSError:
         entries, problems = [], Counter({"unreadable": 1})
     chain = subagent_chain(entries)
-    meta = _read_meta(path)
+    meta = read_subagent_meta(path)
     return Subagent(agent_id=agent_id, agent_type=_str(meta.get("agentType")),
                     tool_use_id=_str(meta.get("toolUseId")),
                     parent_agent_id=_str(meta.get("parentAgentId")), path=path,

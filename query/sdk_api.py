@@ -35,11 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import orjson
-
 from query.scopes import git_worktrees
 from transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
-from transcripts.discover import iter_subagent_files
+from transcripts.discover import iter_subagent_files, read_subagent_meta
 from transcripts.keys import canonical_directory, is_session_id, project_keys_for_directory
 from transcripts.records import display_prompt
 
@@ -292,14 +290,6 @@ def list_subagents(session_id: str, directory: str | None = None, *,
     return [agent for agent, _path in _subagent_files(row)]
 
 
-def _sidecar(path: Path) -> dict[str, Any]:
-    meta = path.with_name(path.name[:-len(".jsonl")] + ".meta.json")
-    try:
-        value = orjson.loads(meta.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
 
 def get_subagent_messages(session_id: str, agent_id: str, directory: str | None = None,
                           limit: int | None = None, offset: int = 0, *,
@@ -321,7 +311,7 @@ def get_subagent_messages(session_id: str, agent_id: str, directory: str | None 
         entries, _problems = load_entries(path)
     except OSError:
         return []
-    meta = _sidecar(path)
+    meta = read_subagent_meta(path)
     tool_use = meta.get("toolUseId")
     parent_agent = meta.get("parentAgentId")
     messages = [_message(e, tool_use if isinstance(tool_use, str) else None,

@@ -15,6 +15,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from transcripts.keys import is_session_id
 
@@ -182,6 +185,18 @@ def iter_transcripts(root: Path, *, subagents: bool = True,
     """Every transcript under one config dir, project by project."""
     for key in iter_project_keys(root, skipped):
         yield from iter_project(root, key, subagents=subagents, skipped=skipped)
+
+
+def read_subagent_meta(path: Path) -> dict[str, Any]:
+    """The ``agent-<id>.meta.json`` beside a subagent transcript (``toolUseId``,
+    ``parentAgentId``, ``agentType``, …); ``{}`` when missing, unreadable or not an
+    object, as the SDK treats it."""
+    meta = path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
+    try:
+        value = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
