@@ -45,7 +45,7 @@ from typing import Any
 import orjson
 
 from bench import vocab
-from transcripts.keys import project_key_for_canonical
+from sessiondex.transcripts.keys import project_key_for_canonical
 
 VERSION = "2.1.332"
 DEFAULT_NOW = datetime(2026, 11, 29, tzinfo=timezone.utc)

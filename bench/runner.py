@@ -226,8 +226,8 @@ def remove_db(db_path: Path) -> None:
 _BUILD_CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from indexer.db import open_db
-from indexer.ingest import refresh
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
 started = time.perf_counter()
 db = open_db(sys.argv[1])
 stats = refresh(db, [Path(p) for p in sys.argv[2:]])
@@ -288,7 +288,7 @@ def sessiondex_command() -> list[str]:
     found = shutil.which("sessiondex")
     if found:
         return [found]
-    return [sys.executable, "-c", "from cli.main import cli; cli()"]
+    return [sys.executable, "-c", "from sessiondex.cli.main import cli; cli()"]
 
 
 def run_process(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
@@ -357,9 +357,9 @@ def search_expectation(manifest: list[dict[str, Any]], word: str) -> set[str]:
 def correctness(db: Any, manifest: list[dict[str, Any]], info_fn: Callable[[str], Any] | None,
                 info_id: str | None) -> list[Check]:
     from bench.vocab import PLANTED
-    from query.filters import Filters
-    from query.listing import list_sessions
-    from query.search import search
+    from sessiondex.query.filters import Filters
+    from sessiondex.query.listing import list_sessions
+    from sessiondex.query.search import search
 
     everything = Filters(scope="all", all_kinds=True, include_archived=True)
     objects = {o["session_id"]: o for o in list_sessions(db, everything)}
@@ -446,8 +446,8 @@ class Bench:
             self.log(f"  {row.note}")
 
     def run(self) -> int:
-        from indexer.db import open_db
-        from transcripts.config import config_dirs
+        from sessiondex.indexer.db import open_db
+        from sessiondex.transcripts.config import config_dirs
 
         opts = self.opts
         params = QUICK_CORPUS if opts.quick else DEFAULT_CORPUS
@@ -481,7 +481,7 @@ class Bench:
             self._guard(RSS, self.measure_rss)
             if not self.db_path.exists():
                 open_db(self.db_path).close()
-                from indexer.ingest import refresh
+                from sessiondex.indexer.ingest import refresh
                 db = open_db(self.db_path)
                 refresh(db, self.roots)
                 db.close()
@@ -519,8 +519,8 @@ class Bench:
         row.data = result
 
     def measure_cold(self, row: Row) -> None:
-        from indexer.db import open_db
-        from indexer.ingest import refresh
+        from sessiondex.indexer.db import open_db
+        from sessiondex.indexer.ingest import refresh
 
         path = self.work / "cold.db"
 
@@ -540,7 +540,7 @@ class Bench:
                    f"{self.corpus_size / ours.median / 1e6:,.0f} MB/s"
 
     def measure_refresh(self, row: Row) -> None:
-        from indexer.ingest import refresh
+        from sessiondex.indexer.ingest import refresh
 
         sdk_list = self._sdk_list()
         if sdk_list is None:
@@ -557,8 +557,8 @@ class Bench:
         row.note = f"SDK lists {len(sdk_list())} sessions; ours stats {stats.files_seen} files"
 
     def measure_list(self, row: Row) -> None:
-        from query.filters import Filters
-        from query.listing import list_sessions
+        from sessiondex.query.filters import Filters
+        from sessiondex.query.listing import list_sessions
 
         filters = Filters(scope="all")
         ours_fn = lambda: list_sessions(self.db, filters)  # noqa: E731
@@ -585,9 +585,9 @@ class Bench:
         """``query.sdk_api.get_session_info`` from the open index (no refresh: the
         refresh's cost is its own row), else ``query.resolve.resolve`` by ID."""
         try:
-            from query.sdk_api import get_session_info
+            from sessiondex.query.sdk_api import get_session_info
         except ImportError:
-            from query.resolve import resolve
+            from sessiondex.query.resolve import resolve
 
             return resolve(self.db, session_id, roots=self.roots)
         return get_session_info(session_id, db=self.db, config_dir=self.root, refresh=False)
@@ -614,8 +614,8 @@ class Bench:
                     f"{'found it' if found is not None else 'returned None'}")
 
     def measure_search_lib(self, row: Row) -> None:
-        from query.filters import Filters
-        from query.search import search
+        from sessiondex.query.filters import Filters
+        from sessiondex.query.search import search
 
         filters = Filters(scope="all")
         ours_fn = lambda: search(self.db, self.opts.word, filters)  # noqa: E731
@@ -706,7 +706,7 @@ class Bench:
                                         "needed for the 10x corpus and its index")
             return
         try:
-            from transcripts.config import config_dirs
+            from sessiondex.transcripts.config import config_dirs
 
             big = ensure_corpus(params, scale=SCALE, log=self.log)
             big_roots = config_dirs([str(big)])
@@ -732,10 +732,10 @@ class Bench:
     def _growth(self, row: Row, big_db_path: Path, kind: str) -> None:
         """Latency at 10x ÷ latency at 1x for a screenful of results (the output does not
         grow, so this measures the index); the full answer (10x the rows) is in the note."""
-        from indexer.db import open_db
-        from query.filters import Filters
-        from query.listing import list_sessions
-        from query.search import search
+        from sessiondex.indexer.db import open_db
+        from sessiondex.query.filters import Filters
+        from sessiondex.query.listing import list_sessions
+        from sessiondex.query.search import search
 
         big = open_db(big_db_path)
         try:

@@ -36,9 +36,9 @@ from typing import Any
 
 import orjson
 
-from indexer.db import open_db
-from query.filters import Filters
-from query.search import search
+from sessiondex.indexer.db import open_db
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import search
 
 PROJECT_KEY = "-sessiondex-bench-watch-latency"
 POLL_SECONDS = 0.002
@@ -75,7 +75,7 @@ class _Subprocess:
 
     def __init__(self, config_dir: Path, db_path: Path, debounce_ms: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from cli.main import main; main()",
+            [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
              "--config-dir", str(config_dir), "--db", str(db_path), "watch", "-v",
              "--debounce", str(debounce_ms)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
@@ -139,7 +139,7 @@ def measure_append_latency(config_dir: str | os.PathLike[str], db_path: str | os
     path.write_bytes(line)
     watcher: Any
     if in_process:
-        from indexer.watch import Watcher
+        from sessiondex.indexer.watch import Watcher
 
         watcher = Watcher(db_path, [root], debounce=debounce_ms / 1000)
         watcher.start()

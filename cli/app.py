@@ -41,19 +41,19 @@ class App:
 
     @property
     def roots(self) -> list[Path]:
-        from transcripts.config import config_dirs
+        from sessiondex.transcripts.config import config_dirs
 
         return config_dirs(self.config_dirs)
 
     @property
     def database_path(self) -> Path:
-        from indexer.db import default_db_path
+        from sessiondex.indexer.db import default_db_path
 
         return Path(self.db_path) if self.db_path else default_db_path()
 
     def db(self) -> Database:
         if self._db is None:
-            from indexer.db import open_db
+            from sessiondex.indexer.db import open_db
 
             try:
                 self._db = open_db(self.database_path)
@@ -74,8 +74,8 @@ class App:
         db = self.db()
         self.warn_missing_roots()
         if not self.no_refresh:
-            from indexer.ingest import refresh
-            from indexer.lock import watcher_alive
+            from sessiondex.indexer.ingest import refresh
+            from sessiondex.indexer.lock import watcher_alive
 
             if not watcher_alive(self.database_path):
                 refresh(db, self.roots)
@@ -86,10 +86,10 @@ class App:
         nothing needs refreshing (``--no-refresh``, or a live ``watch``), else
         :meth:`fresh_db`."""
         if self._reader is None:
-            from indexer.lock import watcher_alive
+            from sessiondex.indexer.lock import watcher_alive
 
             if self.no_refresh or watcher_alive(self.database_path):
-                from indexer.db import open_db
+                from sessiondex.indexer.db import open_db
 
                 self.warn_missing_roots()
                 try:

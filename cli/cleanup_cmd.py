@@ -7,13 +7,13 @@ from typing import Any
 
 import click
 
-from cli.app import CliError, app
-from cli.options import cwd_option
+from sessiondex.cli.app import CliError, app
+from sessiondex.cli.options import cwd_option
 
 
 def describe_summary(summary: dict[str, Any]) -> str:
     """The one ``cleanup:`` line of ``stats`` (from ``query.cleanup.cleanup_summary``)."""
-    from cli.output import human_size
+    from sessiondex.cli.output import human_size
 
     parts = []
     days = sorted({d["days"] for d in summary["config_dirs"] if d["sweep_enabled"]})
@@ -31,7 +31,7 @@ def describe_summary(summary: dict[str, Any]) -> str:
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
-    from cli.output import human_size, relative_time
+    from sessiondex.cli.output import human_size, relative_time
 
     return [[e["title"], e.get("cwd") or e["project_key"], relative_time(e["last_activity"]),
              relative_time(e["mtime"]), human_size(e["size"]), e["session_id"][:8]]
@@ -39,7 +39,7 @@ def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def _table(entries: list[dict[str, Any]]) -> str:
-    from cli.output import render_table
+    from sessiondex.cli.output import render_table
 
     text = render_table(_entry_rows(entries),
                         ("title", "project", "last activity", "modified", "size", "id"))
@@ -48,7 +48,7 @@ def _table(entries: list[dict[str, Any]]) -> str:
 
 def _render_root(plan: dict[str, Any], applying: bool, archive: str | None,
                  keep_tag: str) -> list[str]:
-    from cli.output import human_size
+    from sessiondex.cli.output import human_size
 
     cc = plan["claude_code"]
     out = [f"Config dir {plan['config_dir']}"]
@@ -126,15 +126,15 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
         sessiondex cleanup --apply --archive ~/claude-archive
         sessiondex search "old idea" --scope all --include-archived
     """
-    from cli.output import dumps, human_size
-    from query.cleanup import (
+    from sessiondex.cli.output import dumps, human_size
+    from sessiondex.query.cleanup import (
         DELETED,
         FAILED,
         apply_plan,
         archive_dir_problem,
         plan_cleanup,
     )
-    from transcripts.tags import sanitize_tag
+    from sessiondex.transcripts.tags import sanitize_tag
 
     fmt = "json" if as_json else fmt
     if not sanitize_tag(keep_tag):

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from cli.app import app
-from cli.output import emit_object, human_size
+from sessiondex.cli.app import app
+from sessiondex.cli.output import emit_object, human_size
 
 
 def _summary_line(stats: dict[str, Any]) -> str:
@@ -41,7 +41,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
         sessiondex index --tools        # make tool output (logs, gh output) searchable
         sessiondex --config-dir ~/.claude --config-dir /backup/claude index --rebuild
     """
-    from indexer.ingest import refresh
+    from sessiondex.indexer.ingest import refresh
 
     state = app()
     db = state.db()
@@ -80,9 +80,9 @@ def stats(fmt: str, as_json: bool) -> None:
     Example:
         sessiondex stats --json
     """
-    from cli.cleanup_cmd import describe_summary
-    from query.cleanup import cleanup_summary
-    from query.stats import index_stats
+    from sessiondex.cli.cleanup_cmd import describe_summary
+    from sessiondex.query.cleanup import cleanup_summary
+    from sessiondex.query.stats import index_stats
 
     state = app()
     db = state.reading_db()

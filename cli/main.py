@@ -12,27 +12,27 @@ from typing import Any
 
 import click
 
-from cli.app import App
+from sessiondex.cli.app import App
 
 # command name → "module:function"; the help listing keeps this order.
 COMMANDS = {
-    "index": "cli.index_cmds:index",
-    "stats": "cli.index_cmds:stats",
-    "watch": "cli.watch_cmd:watch",
-    "list": "cli.query_cmds:list_cmd",
-    "search": "cli.query_cmds:search",
-    "from-pr": "cli.query_cmds:from_pr",
-    "resolve": "cli.query_cmds:resolve",
-    "continue": "cli.query_cmds:continue_cmd",
-    "resume": "cli.query_cmds:resume",
-    "show": "cli.show_cmds:show",
-    "export": "cli.show_cmds:export",
-    "rename": "cli.mutate_cmds:rename",
-    "tag": "cli.mutate_cmds:tag",
-    "untag": "cli.mutate_cmds:untag",
-    "fork": "cli.mutate_cmds:fork",
-    "delete": "cli.mutate_cmds:delete",
-    "cleanup": "cli.cleanup_cmd:cleanup",
+    "index": "sessiondex.cli.index_cmds:index",
+    "stats": "sessiondex.cli.index_cmds:stats",
+    "watch": "sessiondex.cli.watch_cmd:watch",
+    "list": "sessiondex.cli.query_cmds:list_cmd",
+    "search": "sessiondex.cli.query_cmds:search",
+    "from-pr": "sessiondex.cli.query_cmds:from_pr",
+    "resolve": "sessiondex.cli.query_cmds:resolve",
+    "continue": "sessiondex.cli.query_cmds:continue_cmd",
+    "resume": "sessiondex.cli.query_cmds:resume",
+    "show": "sessiondex.cli.show_cmds:show",
+    "export": "sessiondex.cli.show_cmds:export",
+    "rename": "sessiondex.cli.mutate_cmds:rename",
+    "tag": "sessiondex.cli.mutate_cmds:tag",
+    "untag": "sessiondex.cli.mutate_cmds:untag",
+    "fork": "sessiondex.cli.mutate_cmds:fork",
+    "delete": "sessiondex.cli.mutate_cmds:delete",
+    "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
 }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.app import CliError
+from sessiondex.cli.app import CliError
 
 
 def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -52,7 +52,7 @@ def _apply_scope_options(func: Callable[..., Any], default_scope: str,
 def build_filters(cwd: str | None, scope: str, branch: str | None, current_branch: bool,
                   since: str | None, all_kinds: bool, include_archived: bool,
                   limit: int | None) -> Any:
-    from query.filters import Filters, parse_since
+    from sessiondex.query.filters import Filters, parse_since
 
     if branch and current_branch:
         raise click.UsageError("--branch and --current-branch cannot be combined")

@@ -8,15 +8,15 @@ from typing import Any
 
 import click
 
-from cli.app import EXIT_AMBIGUOUS, BareError, CliError, app
-from cli.options import build_filters, cwd_option, run_filters, scope_options
-from cli.output import chosen_format, emit, format_options
+from sessiondex.cli.app import EXIT_AMBIGUOUS, BareError, CliError, app
+from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
+from sessiondex.cli.output import chosen_format, emit, format_options
 
 
 def resolve_or_exit(arg: str, cwd: str | None, fmt: str = "table", *,
                     for_write: bool = False, include_archived: bool = False) -> Any:
     """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3."""
-    from query.resolve import Ambiguous, NotFound, resolve
+    from sessiondex.query.resolve import Ambiguous, NotFound, resolve
 
     state = app()
     db = state.reading_db()
@@ -48,7 +48,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         sessiondex list --scope repo --current-branch --since 7d
         sessiondex list --scope all --json | jq '.[].title'
     """
-    from query.listing import list_sessions
+    from sessiondex.query.listing import list_sessions
 
     filters = build_filters(**options)
     db = app().reading_db()
@@ -61,7 +61,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
 def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
     """A stderr line when Claude Code's retention sweep will soon delete listed sessions."""
     try:
-        from query.cleanup import expiring_soon
+        from sessiondex.query.cleanup import expiring_soon
     except ImportError:
         return
     count = expiring_soon(db, [r["file_path"] for r in rows], cwd=None, roots=app().roots)
@@ -88,8 +88,8 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         sessiondex search https://github.com/acme/shop/pull/42
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
-    from query.search import SearchSyntaxError
-    from query.search import search as run_search
+    from sessiondex.query.search import SearchSyntaxError
+    from sessiondex.query.search import search as run_search
 
     filters = build_filters(**options)
     db = app().reading_db()
@@ -119,7 +119,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
         sessiondex from-pr 42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """
-    from query.prs import from_pr as run_from_pr
+    from sessiondex.query.prs import from_pr as run_from_pr
 
     filters = build_filters(**options)
     db = app().reading_db()
@@ -155,7 +155,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
         emit([obj], fmt)
         click.echo(f"matched by {found.matched_by}: {obj['resume_command']}")
     elif fmt == "json":
-        from cli.output import dumps
+        from sessiondex.cli.output import dumps
 
         click.echo(dumps(obj, indent=True))
     else:
@@ -175,7 +175,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
         sessiondex continue
         sessiondex continue --cwd ~/src/shop --json
     """
-    from query.resolve import NotFound, continue_session
+    from sessiondex.query.resolve import NotFound, continue_session
 
     db = app().reading_db()
     try:
@@ -184,7 +184,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
         raise CliError(str(exc)) from None
     fmt = chosen_format(fmt, as_json)
     if fmt == "json":
-        from cli.output import dumps
+        from sessiondex.cli.output import dumps
 
         click.echo(dumps(obj, indent=True))
     else:

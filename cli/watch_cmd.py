@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from cli.app import CliError, app
-from cli.output import human_size
+from sessiondex.cli.app import CliError, app
+from sessiondex.cli.output import human_size
 
 # How often the main thread checks that the worker is still alive while it waits for a
 # signal; a short wait also keeps signal delivery prompt on every platform.
@@ -56,8 +56,8 @@ def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: b
         sessiondex watch -v
         sessiondex --config-dir ~/.claude watch --debounce 50 --rescan 600
     """
-    from indexer.lock import AlreadyWatching, WatcherLock
-    from indexer.watch import Watcher, WatchError
+    from sessiondex.indexer.lock import AlreadyWatching, WatcherLock
+    from sessiondex.indexer.watch import Watcher, WatchError
 
     state = app()
     # watchdog warns when a watched directory is moved within the tree (it re-registers

@@ -25,8 +25,8 @@ from pathlib import Path
 import orjson
 from sqlite_utils import Database
 
-from indexer.db import get_meta, set_meta
-from indexer.ingest import (
+from sessiondex.indexer.db import get_meta, set_meta
+from sessiondex.indexer.ingest import (
     NEW,
     REWRITTEN,
     UNCHANGED,
@@ -34,8 +34,8 @@ from indexer.ingest import (
     _ingest_locked,
     remove_path,
 )
-from transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
-from transcripts.discover import MAIN, TranscriptFile
+from sessiondex.transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
+from sessiondex.transcripts.discover import MAIN, TranscriptFile
 
 ARCHIVE_DIRS_KEY = "archive_dirs"
 

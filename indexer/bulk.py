@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from indexer.db import immediate
-from indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
+from sessiondex.indexer.db import immediate
+from sessiondex.indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

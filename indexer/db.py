@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
+from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -85,7 +85,7 @@ def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = Fals
             return handle  # type: ignore[return-value] - the subset queries use
     from sqlite_utils import Database
 
-    from indexer.schema import migrations
+    from sessiondex.indexer.schema import migrations
 
     target.parent.mkdir(parents=True, exist_ok=True)
     db = Database(target)
@@ -101,7 +101,7 @@ def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = Fals
             if migrations.pending(db):
                 migrations.apply(db)
             _check_derivation_version(db)
-    from indexer.bulk import repair_interrupted_bulk  # it imports this module's neighbours
+    from sessiondex.indexer.bulk import repair_interrupted_bulk  # it imports this module's neighbours
 
     repair_interrupted_bulk(db)
     return db

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from transcripts.pr_urls import PullRequest, find_pr_urls, parse_pr_url
-from transcripts.records import (
+from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls, parse_pr_url
+from sessiondex.transcripts.records import (
     CHAIN_TYPES,
     MESSAGE_TYPES,
     FirstPromptState,

@@ -25,16 +25,16 @@ from typing import Any
 import orjson
 from sqlite_utils import Database
 
-from indexer.bulk import BulkFts
-from indexer.db import clear_index, get_meta, set_meta
-from indexer.derive import SessionState, message_texts
-from indexer.objects import build_object, store_objects
-from indexer.schema import SESSION_FTS_COLUMNS
-from indexer.text import fts_text
-from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
-from transcripts.pr_urls import PullRequest
-from transcripts.reader import RecordReader, classify
-from transcripts.records import timestamp_ms
+from sessiondex.indexer.bulk import BulkFts
+from sessiondex.indexer.db import clear_index, get_meta, set_meta
+from sessiondex.indexer.derive import SessionState, message_texts
+from sessiondex.indexer.objects import build_object, store_objects
+from sessiondex.indexer.schema import SESSION_FTS_COLUMNS
+from sessiondex.indexer.text import fts_text
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
+from sessiondex.transcripts.pr_urls import PullRequest
+from sessiondex.transcripts.reader import RecordReader, classify
+from sessiondex.transcripts.records import timestamp_ms
 
 FINGERPRINT_WINDOW = 4096
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
@@ -672,7 +672,7 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
             prefetcher.close()
         group.close()
         bulk.__exit__(*sys.exc_info())
-    from indexer.archive_ingest import refresh_archives  # lazy: it imports this module
+    from sessiondex.indexer.archive_ingest import refresh_archives  # lazy: it imports this module
 
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from transcripts.records import display_prompt
+from sessiondex.transcripts.records import display_prompt
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sqlite_utils import Database, Migrations
 
-from indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exported
+from sessiondex.indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exported
     DERIVATION_VERSION,
     FTS_TOKENIZER,
     MIGRATION_SET,

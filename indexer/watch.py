@@ -32,8 +32,8 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from indexer.db import open_db
-from indexer.ingest import (
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import (
     NEW,
     REWRITTEN,
     RefreshStats,
@@ -42,7 +42,7 @@ from indexer.ingest import (
     ingest_path,
     refresh,
 )
-from transcripts.discover import MAIN, describe_path, iter_subagent_files
+from sessiondex.transcripts.discover import MAIN, describe_path, iter_subagent_files
 
 logger = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from indexer.ingest import RefreshStats, include_tools_setting, ingest_file, remove_path
-from query.scopes import resolve_cwd
-from query.sessions import activity_ms, display_title, iso_ms
-from transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
-from transcripts.records import DESKTOP_ENTRYPOINTS
-from transcripts.tags import sanitize_tag
+from sessiondex.indexer.ingest import RefreshStats, include_tools_setting, ingest_file, remove_path
+from sessiondex.query.scopes import resolve_cwd
+from sessiondex.query.sessions import activity_ms, display_title, iso_ms
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
+from sessiondex.transcripts.records import DESKTOP_ENTRYPOINTS
+from sessiondex.transcripts.tags import sanitize_tag
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -476,9 +476,9 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
 
 def _apply_one(db: Database, entry: PlanEntry, roots: list[Path], archive_dir: Path | None,
                clock: Callable[[], float], archive_stats: RefreshStats) -> Outcome:
-    from indexer.archive_ingest import ingest_archive
-    from transcripts.archive import ArchiveError, write_session_archive
-    from transcripts.write import WriteRefused, delete_session_files
+    from sessiondex.indexer.archive_ingest import ingest_archive
+    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
+    from sessiondex.transcripts.write import WriteRefused, delete_session_files
 
     path = Path(entry.file_path)
     outcome = Outcome(entry.session_id, entry.file_path, FAILED)
@@ -536,8 +536,8 @@ def _archive_copy(db: Database, entry: PlanEntry, roots: list[Path], archive_dir
                   archive_stats: RefreshStats) -> Outcome:
     """A protected session: archive a copy (Claude Code's sweep ignores our tag), keep it.
     Skipped when the archive dir already holds this exact version."""
-    from indexer.archive_ingest import ingest_archive
-    from transcripts.archive import ArchiveError, write_session_archive
+    from sessiondex.indexer.archive_ingest import ingest_archive
+    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
 
     outcome = Outcome(entry.session_id, entry.file_path, FAILED)
     directory = Path(os.path.abspath(archive_dir))
@@ -571,7 +571,7 @@ def apply_plan(db: Database, plan: CleanupPlan, roots: list[Path], *,
     changed since the plan), never through a symlink, never anything but ``<uuid>.jsonl``
     and ``<uuid>/``; one failure does not stop the rest; the index follows each deletion."""
     if archive_dir is not None:
-        from indexer.archive_ingest import add_archive_dir
+        from sessiondex.indexer.archive_ingest import add_archive_dir
 
         archive_dir = Path(os.path.abspath(archive_dir))
         problem = archive_dir_problem(archive_dir, roots)

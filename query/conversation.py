@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
-from transcripts.discover import iter_subagent_files, read_subagent_meta
-from transcripts.reader import PROBLEM_INVALID_UTF8
+from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
+from sessiondex.transcripts.reader import PROBLEM_INVALID_UTF8
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
 FOLD_LINES = 12

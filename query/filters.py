@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from query.scopes import git_current_branch, resolve_cwd, scope_keys
-from query.sessions import ACTIVITY_SQL, VISIBLE_SQL
-from transcripts.keys import MAX_SANITIZED_LENGTH
+from sessiondex.query.scopes import git_current_branch, resolve_cwd, scope_keys
+from sessiondex.query.sessions import ACTIVITY_SQL, VISIBLE_SQL
+from sessiondex.transcripts.keys import MAX_SANITIZED_LENGTH
 
 _RELATIVE_RE = re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from query.filters import Filters
-from query.sessions import LISTING_COLUMNS, select_rows, to_objects
+from sessiondex.query.filters import Filters
+from sessiondex.query.sessions import LISTING_COLUMNS, select_rows, to_objects
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

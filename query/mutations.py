@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.ingest import RefreshStats, ingest_path, remove_path
-from query.resolve import NotFound, Resolution, resolve
-from query.sessions import select_rows, to_object
-from transcripts.fork import fork_transcript
-from transcripts.tags import sanitize_tag
-from transcripts.write import WriteRefused, append_record, delete_session_files
+from sessiondex.indexer.ingest import RefreshStats, ingest_path, remove_path
+from sessiondex.query.resolve import NotFound, Resolution, resolve
+from sessiondex.query.sessions import select_rows, to_object
+from sessiondex.transcripts.fork import fork_transcript
+from sessiondex.transcripts.tags import sanitize_tag
+from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

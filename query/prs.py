@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from query.filters import Filters
-from query.scopes import git_remote_repository, resolve_cwd
-from query.sessions import select_rows, to_objects
-from transcripts.pr_urls import parse_pr_url
+from sessiondex.query.filters import Filters
+from sessiondex.query.scopes import git_remote_repository, resolve_cwd
+from sessiondex.query.sessions import select_rows, to_objects
+from sessiondex.transcripts.pr_urls import parse_pr_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

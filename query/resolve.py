@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.derive import SessionState
-from query.filters import keys_sql
-from query.scopes import resolve_cwd, worktree_keys
-from query.sessions import build_object, display_title, select_rows, to_object, to_objects
-from transcripts.discover import describe_path
-from transcripts.keys import is_session_id, project_keys_for_directory
-from transcripts.reader import RecordReader
+from sessiondex.indexer.derive import SessionState
+from sessiondex.query.filters import keys_sql
+from sessiondex.query.scopes import resolve_cwd, worktree_keys
+from sessiondex.query.sessions import build_object, display_title, select_rows, to_object, to_objects
+from sessiondex.transcripts.discover import describe_path
+from sessiondex.transcripts.keys import is_session_id, project_keys_for_directory
+from sessiondex.transcripts.reader import RecordReader
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -200,7 +200,7 @@ def continue_session(db: Database, *, cwd: str | None = None,
     """The session ``claude --continue`` would open in ``cwd``: newest transcript mtime in
     the cwd's own project dir (worktrees not searched), skipping sidechains and files
     without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop`` sessions."""
-    from query.sessions import VISIBLE_SQL
+    from sessiondex.query.sessions import VISIBLE_SQL
 
     here = resolve_cwd(cwd)
     where, params = keys_sql(project_keys_for_directory(here))

@@ -11,7 +11,7 @@ import subprocess
 import unicodedata
 from functools import lru_cache
 
-from transcripts.keys import canonical_directory, project_keys_for_directory
+from sessiondex.transcripts.keys import canonical_directory, project_keys_for_directory
 
 SCOPES = ("worktree", "repo", "all")
 GIT_TIMEOUT_SECONDS = 5

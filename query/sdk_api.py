@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from query.scopes import git_worktrees
-from transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
-from transcripts.discover import iter_subagent_files, read_subagent_meta
-from transcripts.keys import canonical_directory, is_session_id, project_keys_for_directory
-from transcripts.records import display_prompt
+from sessiondex.query.scopes import git_worktrees
+from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
+from sessiondex.transcripts.keys import canonical_directory, is_session_id, project_keys_for_directory
+from sessiondex.transcripts.records import display_prompt
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -80,10 +80,10 @@ class SessionMessage:
 def _index(db: Database | None, config_dir: str | os.PathLike[str] | None,
            refresh: bool) -> Iterator[tuple[Database, list[Path]]]:
     """The index and the config dirs to answer for; opened (and closed) here unless given."""
-    from indexer.db import default_db_path, open_db
-    from indexer.ingest import refresh as refresh_index
-    from indexer.lock import watcher_alive
-    from transcripts.config import config_dirs
+    from sessiondex.indexer.db import default_db_path, open_db
+    from sessiondex.indexer.ingest import refresh as refresh_index
+    from sessiondex.indexer.lock import watcher_alive
+    from sessiondex.transcripts.config import config_dirs
 
     roots = config_dirs([os.fspath(config_dir)] if config_dir else None)
     owned = db is None
@@ -101,7 +101,7 @@ def _index(db: Database | None, config_dir: str | os.PathLike[str] | None,
 
 def _rows(db: Database, roots: list[Path], keys: Sequence[str] | None = None,
           session_id: str | None = None) -> list[dict[str, Any]]:
-    from query.sessions import select_rows
+    from sessiondex.query.sessions import select_rows
 
     where = [f"s.root IN ({', '.join('?' for _ in roots)})", "s.archived = 0"]
     params: list[Any] = [str(r) for r in roots]

@@ -25,12 +25,12 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from indexer.shape import SESSION_FTS_COLUMNS
-from indexer.text import fts_text, unspace_cjk
-from query.filters import Filters
-from query.prs import sessions_for_url
-from query.sessions import ACTIVITY_SQL, activity_ms, display_title, select_rows, to_objects
-from transcripts.pr_urls import parse_pr_url
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
+from sessiondex.indexer.text import fts_text, unspace_cjk
+from sessiondex.query.filters import Filters
+from sessiondex.query.prs import sessions_for_url
+from sessiondex.query.sessions import ACTIVITY_SQL, activity_ms, display_title, select_rows, to_objects
+from sessiondex.transcripts.pr_urls import parse_pr_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from indexer.objects import (  # noqa: F401 - re-exported for query/ and cli/
+from sessiondex.indexer.objects import (  # noqa: F401 - re-exported for query/ and cli/
     SESSION_FIELDS,
     activity_ms,
     build_object,
@@ -20,7 +20,7 @@ from indexer.objects import (  # noqa: F401 - re-exported for query/ and cli/
     iso_ms,
     resume_command,
 )
-from transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
+from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

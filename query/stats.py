@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from indexer.db import get_meta
-from indexer.lock import watcher_alive
-from query.sessions import VISIBLE_SQL
+from sessiondex.indexer.db import get_meta
+from sessiondex.indexer.lock import watcher_alive
+from sessiondex.query.sessions import VISIBLE_SQL
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

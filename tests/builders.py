@@ -42,7 +42,7 @@ from typing import Any
 
 import orjson
 
-from transcripts.keys import project_key as _project_key
+from sessiondex.transcripts.keys import project_key as _project_key
 
 __all__ = [
     "CLI_VERSION",

@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from indexer.db import open_db
-from indexer.ingest import refresh
-from indexer.schema import SESSION_FTS_COLUMNS
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
+from sessiondex.indexer.schema import SESSION_FTS_COLUMNS
 
 
 def _rows(db: Database, sql: str) -> list[tuple[Any, ...]]:

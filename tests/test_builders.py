@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from tests.builders import ConfigTree, append_records, copy_fixtures, write_jsonl
-from transcripts.keys import project_key
+from sessiondex.transcripts.keys import project_key
 
 
 def _lines(path: Path) -> list[dict]:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from tests.builders import ConfigTree, write_jsonl
-from transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
 
 
 def _e(uuid: str, parent: str | None, type_: str = "user", **extra: Any) -> dict[str, Any]:

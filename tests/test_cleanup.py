@@ -17,10 +17,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from indexer.db import open_db
-from indexer.ingest import refresh
-from query import cleanup as cl
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
+from sessiondex.query import cleanup as cl
 from tests.builders import ConfigTree
 
 NOW = 1_800_000_000.0
@@ -304,7 +304,7 @@ def test_session_changed_since_the_plan_is_kept(world: dict[str, Any]) -> None:
 
 def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import transcripts.archive as archive
+    import sessiondex.transcripts.archive as archive
 
     s, tree, db = world["s"], world["tree"], world["db"]
 
@@ -415,7 +415,7 @@ def test_cli_apply_removes_exactly_the_expired(live: dict[str, Any]) -> None:
 
 def test_cli_one_failure_does_not_stop_the_others(live: dict[str, Any],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import transcripts.write as write
+    import sessiondex.transcripts.write as write
 
     s, tree = live["s"], live["tree"]
     real = write.delete_session_files
@@ -517,8 +517,8 @@ def test_cli_list_warns_about_expiring_sessions(live: dict[str, Any]) -> None:
 
 
 def test_archive_module_is_byte_identical(tmp_path: Path) -> None:
-    from transcripts.archive import read_archive, write_session_archive
-    from transcripts.discover import describe_path
+    from sessiondex.transcripts.archive import read_archive, write_session_archive
+    from sessiondex.transcripts.discover import describe_path
 
     tree = ConfigTree(tmp_path / "claude")
     s = _session(tree, "archive me", NOW - 40 * DAY, folder=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from transcripts.config import config_dirs
+from sessiondex.transcripts.config import config_dirs
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.main import COMMANDS, cli
+from sessiondex.cli.main import COMMANDS, cli
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import transcripts.reader as reader_module
-from indexer.db import open_db
-from indexer.ingest import refresh
-from query.sessions import is_hidden, select_rows, to_object
+import sessiondex.transcripts.reader as reader_module
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
+from sessiondex.query.sessions import is_hidden, select_rows, to_object
 from tests.builders import (
     ConfigTree,
     append_bytes,
@@ -329,8 +329,8 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     """A refresh big enough for bulk mode (insert trigger off, one FTS rebuild) gives the
     same index as row-by-row FTS; a bulk build that dies mid-way is repaired by the
     next open_db (trigger restored, FTS rebuilt from the rows)."""
-    import indexer.ingest as ingest
-    from indexer.bulk import BULK_TRIGGER_KEY, BulkFts
+    import sessiondex.indexer.ingest as ingest
+    from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, BulkFts
 
     root = copy_fixtures(tmp_path)
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1)
@@ -389,17 +389,17 @@ def test_new_session_rows_equal_the_general_path(tmp_path: Path) -> None:
 
 
 def test_migration_names_constant_matches_the_registered_migrations() -> None:
-    from indexer.schema import migrations
-    from indexer.shape import MIGRATION_NAMES
+    from sessiondex.indexer.schema import migrations
+    from sessiondex.indexer.shape import MIGRATION_NAMES
 
     assert tuple(m.name for m in migrations._migrations) == MIGRATION_NAMES
 
 
 def test_readonly_open_answers_like_the_full_one(tmp_path: Path) -> None:
-    from indexer.db import ReadOnlyIndex
-    from query.filters import Filters
-    from query.listing import list_sessions
-    from query.search import search
+    from sessiondex.indexer.db import ReadOnlyIndex
+    from sessiondex.query.filters import Filters
+    from sessiondex.query.listing import list_sessions
+    from sessiondex.query.search import search
 
     root = copy_fixtures(tmp_path)
     path = tmp_path / "i.db"
@@ -418,7 +418,7 @@ def test_readonly_open_answers_like_the_full_one(tmp_path: Path) -> None:
 def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from cli.main import cli
+    from sessiondex.cli.main import cli
 
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/w")

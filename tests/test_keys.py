@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transcripts.keys import (
+from sessiondex.transcripts.keys import (
     is_session_id,
     project_dir_name_override,
     project_key,

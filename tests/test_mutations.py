@@ -17,9 +17,9 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from sessiondex.cli.main import cli
 from tests.builders import ConfigTree
-from transcripts.fork import build_fork
+from sessiondex.transcripts.fork import build_fork
 
 CWD = "/home/dev/proj"  # does not exist: no git repository, no worktrees
 MTIME = 1_790_000_000
@@ -357,9 +357,9 @@ def test_delete_with_yes_removes_transcript_folder_and_index_row(world: World) -
 @pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
 def test_delete_asks_on_a_terminal(world: World, monkeypatch: pytest.MonkeyPatch,
                                    answer: str, deleted: bool) -> None:
-    import cli.mutate_cmds
+    import sessiondex.cli.mutate_cmds as mutate_cmds
 
-    monkeypatch.setattr(cli.mutate_cmds, "_stdin_is_terminal", lambda: True)
+    monkeypatch.setattr(mutate_cmds, "_stdin_is_terminal", lambda: True)
     result = world.run("delete", "Alpha", "--cwd", CWD, input=answer)
     assert "Delete session 'Alpha'" in result.stderr
     assert result.exit_code == (0 if deleted else 1), result.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.output import display_width, relative_time, render_table
+from sessiondex.cli.output import display_width, relative_time, render_table
 
 
 @pytest.mark.parametrize(

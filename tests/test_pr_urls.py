@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcripts.pr_urls import (
+from sessiondex.transcripts.pr_urls import (
     MAX_URL_LENGTH,
     PullRequest,
     find_pr_urls,

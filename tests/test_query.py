@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from query.scopes import git_worktrees
+from sessiondex.cli.main import cli
+from sessiondex.query.scopes import git_worktrees
 from tests.builders import ConfigTree
 
 ID_PREFIX_A = "abcdef12-0000-4000-8000-000000000001"
@@ -214,7 +214,7 @@ def test_every_format_prints_the_same_rows(world: World, fmt: str) -> None:
     assert result.exit_code == 0
     if fmt == "json":
         rows = json.loads(result.stdout)
-        from query.sessions import SESSION_FIELDS
+        from sessiondex.query.sessions import SESSION_FIELDS
 
         assert all(list(r) == list(SESSION_FIELDS) for r in rows)
     elif fmt == "jsonl":

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transcripts.reader import (
+from sessiondex.transcripts.reader import (
     PROBLEM_INVALID_UTF8,
     PROBLEM_MALFORMED,
     PROBLEM_NOT_OBJECT,
@@ -84,7 +84,7 @@ def test_over_long_line_is_skipped_with_bounded_memory() -> None:
 
 
 def test_line_spanning_many_chunks_is_reassembled(monkeypatch) -> None:
-    import transcripts.reader as module
+    import sessiondex.transcripts.reader as module
 
     monkeypatch.setattr(module, "CHUNK_BYTES", 7)
     record = {"type": "user", "text": "é" * 40}
@@ -112,7 +112,7 @@ def test_no_byte_string_makes_the_reader_raise(data: bytes, offset: int) -> None
                 max_size=10),
        st.integers(min_value=1, max_value=64))
 def test_chunked_reading_equals_whole_reading(records: list[dict], chunk: int) -> None:
-    import transcripts.reader as module
+    import sessiondex.transcripts.reader as module
 
     data = b"".join(orjson.dumps(r) + b"\n" for r in records)
     original = module.CHUNK_BYTES

@@ -30,10 +30,10 @@ from typing import Any
 import pytest
 
 from bench.corpus import generate
-from indexer.db import open_db
-from indexer.lock import watcher_alive
-from query.filters import Filters
-from query.search import search
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.lock import watcher_alive
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import search
 from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
@@ -64,7 +64,7 @@ class WatchProcess:
         self._err = open(stderr, "wb")  # noqa: SIM115 - closed in stop()
         self.stderr_path = stderr
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from cli.main import main; main()",
+            [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
              "--config-dir", str(root), "--db", str(db), "watch", "-v",
              "--debounce", "20", "--max-latency", "200", "--rescan", "0"],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=self._err)
@@ -240,7 +240,7 @@ def test_writer_and_reader_during_watch(tmp_path: Path) -> None:
 # ------------------------------------------------------- 2. reader processes vs ingest
 READER = r"""
 import contextlib, io, json, os, sys, time
-from cli.main import cli
+from sessiondex.cli.main import cli
 config, db, stop_file, seed = sys.argv[1:5]
 words = ["error", "test", "auth", "refactor", "deploy", "function", "config", "zzzz"]
 queries = answered = locked = 0

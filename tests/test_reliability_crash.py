@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 from bench.corpus import generate
-from indexer.db import open_db
-from indexer.ingest import refresh
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,12 +45,12 @@ stress = pytest.mark.skipif(not STRESS, reason="long run: set SESSIONDEX_STRESS=
 # kill delay is measured from there and mostly lands in the indexing itself.
 CHILD = """
 import sys
-from indexer import ingest
+from sessiondex.indexer import ingest
 if sys.argv[1] == "small-groups":
     ingest._CommitGroup.GROUP_SECONDS = 0.002
 if sys.argv[1] == "prefetch":  # the cold build's parsing process, whatever the size
     ingest.PREFETCH_MIN_BYTES = 0
-from cli.main import main
+from sessiondex.cli.main import main
 print("ready", flush=True)
 main(sys.argv[2:])
 """

@@ -24,13 +24,13 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import cli
-from indexer.db import open_db
-from indexer.ingest import refresh
-from query.conversation import build_conversation, render
-from query.filters import Filters
-from query.listing import list_sessions
-from query.search import search
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
+from sessiondex.query.conversation import build_conversation, render
+from sessiondex.query.filters import Filters
+from sessiondex.query.listing import list_sessions
+from sessiondex.query.search import search
 from tests.builders import ConfigTree, append_records, write_jsonl
 from tests.helpers_index import check_fts_integrity, index_snapshot
 
@@ -237,7 +237,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
 @pytest.fixture(scope="module")
 def indexed(hostile: Hostile) -> dict[str, Any]:
     """``index --json`` over the hostile tree, with the vanish/EACCES races simulated."""
-    import indexer.ingest as ingest
+    import sessiondex.indexer.ingest as ingest
 
     real_open = open
 
@@ -349,7 +349,7 @@ def test_the_parsing_process_handles_the_same_corpus(hostile: Hostile,
                                                      indexed: dict[str, Any],
                                                      tmp_path: Path, monkeypatch) -> None:
     """The cold build's prefetching worker (used for big corpora) gives the same rows."""
-    import indexer.ingest as ingest
+    import sessiondex.indexer.ingest as ingest
 
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 0)
     a, b = open_db(tmp_path / "prefetch.db"), open_db(tmp_path / "plain.db")

@@ -23,7 +23,7 @@ import orjson
 import pytest
 from click.testing import CliRunner, Result
 
-from cli.main import cli
+from sessiondex.cli.main import cli
 from tests.builders import ConfigTree
 from tests.test_reliability_truth import snapshot
 

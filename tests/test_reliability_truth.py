@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from cli.main import COMMANDS, cli
+from sessiondex.cli.main import COMMANDS, cli
 from tests.builders import copy_fixtures
 
 SHOP = "/home/dev/shop"
@@ -147,13 +147,13 @@ def test_watch_never_touches_transcripts(tmp_path: Path) -> None:
     fx = Fixture(tmp_path)
     before = snapshot(fx.config)
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from cli.main import main; main()",
+        [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
          "--config-dir", str(fx.config), "--db", str(fx.db), "watch", "-v",
          "--debounce", "20"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=Path(__file__).parents[1])
     try:
         deadline = time.monotonic() + 30
-        from indexer.lock import watcher_alive
+        from sessiondex.indexer.lock import watcher_alive
 
         while not watcher_alive(fx.db):
             assert proc.poll() is None, proc.communicate()

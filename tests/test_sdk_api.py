@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from indexer.db import open_db
-from query import sdk_api
+from sessiondex.indexer.db import open_db
+from sessiondex.query import sdk_api
 from tests.builders import ConfigTree
 
 A = "/home/dev/a"

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import cli
-from indexer.db import open_db
-from indexer.ingest import refresh
-from query.filters import Filters
-from query.search import quote_query, search
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import refresh
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import quote_query, search
 from tests.builders import ConfigTree, copy_fixtures
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

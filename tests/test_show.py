@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from query.conversation import build_conversation, render_text
+from sessiondex.cli.main import cli
+from sessiondex.query.conversation import build_conversation, render_text
 from tests.builders import ConfigTree, SessionWriter
 
 CWD = "/tmp/sessiondex-show-tests/repo"  # outside any git repository (the SDK runs git)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transcripts.tags import sanitize_tag, sanitize_unicode
+from sessiondex.transcripts.tags import sanitize_tag, sanitize_unicode
 
 CASES = [
     # Examples from reference/sdk-sessions.md §4.2

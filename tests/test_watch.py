@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import indexer.watch as watch_module
-from cli.main import cli
-from indexer.db import open_db
-from indexer.lock import WatcherLock, lock_path, watcher_alive
-from indexer.watch import BatchReport, Watcher
-from query.filters import Filters
-from query.search import search
+import sessiondex.indexer.watch as watch_module
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.lock import WatcherLock, lock_path, watcher_alive
+from sessiondex.indexer.watch import BatchReport, Watcher
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import search
 from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
@@ -349,7 +349,7 @@ def test_falls_back_to_polling_when_native_events_fail(tmp_path: Path, start_wat
 def test_subagent_events_are_placed_in_their_session(tmp_path: Path) -> None:
     """An event names the subagent file itself: it must map to its session (not be
     mistaken for a vanished path and dropped), directly in subagents/ or deeper."""
-    from transcripts.discover import SUBAGENT, describe_path
+    from sessiondex.transcripts.discover import SUBAGENT, describe_path
 
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session()
@@ -371,7 +371,7 @@ class WatchProcess:
 
     def __init__(self, root: Path, db_path: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from cli.main import main; main()",
+            [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
              "--config-dir", str(root), "--db", str(db_path), "watch", "-v",
              "--debounce", "50", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

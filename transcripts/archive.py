@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from transcripts.discover import MAIN, SUBAGENT, TranscriptFile
-from transcripts.keys import is_session_id
+from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile
+from sessiondex.transcripts.keys import is_session_id
 
 ARCHIVE_SUFFIX = ".tar.gz"
 CHUNK = 1 << 20

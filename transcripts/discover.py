@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from transcripts.keys import is_session_id
+from sessiondex.transcripts.keys import is_session_id
 
 MAIN = "main"
 SUBAGENT = "subagent"

@@ -33,9 +33,9 @@ from typing import Any
 
 import orjson
 
-from transcripts.chain import load_entries
-from transcripts.records import FirstPromptState, display_prompt, get_str, is_chain_entry
-from transcripts.write import WriteRefused, owned_transcript
+from sessiondex.transcripts.chain import load_entries
+from sessiondex.transcripts.records import FirstPromptState, display_prompt, get_str, is_chain_entry
+from sessiondex.transcripts.write import WriteRefused, owned_transcript
 
 FORK_SUFFIX = " (fork)"
 DEFAULT_BASE_TITLE = "Forked session"

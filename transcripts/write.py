@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from transcripts.discover import MAIN, TranscriptFile, describe_path
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path
 
 
 class WriteRefused(Exception):
