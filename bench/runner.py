@@ -585,7 +585,7 @@ class Bench:
         """``query.sdk_api.get_session_info`` from the open index (no refresh: the
         refresh's cost is its own row), else ``query.resolve.resolve`` by ID."""
         try:
-            from sessiondex.query.sdk_api import get_session_info
+            from sessiondex.sdk import get_session_info
         except ImportError:
             from sessiondex.query.resolve import resolve
 

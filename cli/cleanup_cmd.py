@@ -127,12 +127,12 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
         sessiondex search "old idea" --scope all --include-archived
     """
     from sessiondex.cli.output import dumps, human_size
-    from sessiondex.query.cleanup import (
+    from sessiondex.actions.cleanup import (
         DELETED,
         FAILED,
         apply_plan,
         archive_dir_problem,
-        plan_cleanup,
+        fresh_plan,
     )
     from sessiondex.transcripts.tags import sanitize_tag
 
@@ -146,7 +146,7 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
         if problem:
             raise CliError(problem)
     db = state.fresh_db()
-    plan = plan_cleanup(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
+    plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
     result = plan.as_dict()
     if fmt == "table":
         lines: list[str] = []

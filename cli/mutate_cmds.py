@@ -34,7 +34,7 @@ def _target(arg: str, cwd: str | None, fmt: str) -> Any:
 
 def _run(action: Any) -> Any:
     """Call a mutation; its expected failures become one ``Error:`` line, exit 1."""
-    from sessiondex.query.mutations import MutationError
+    from sessiondex.actions.mutations import MutationError
 
     try:
         return action()
@@ -53,7 +53,7 @@ def _report(result: Any, fmt: str, text: str) -> None:
 
 
 def _checked(check: Any, value: str) -> str:
-    from sessiondex.query.mutations import MutationError
+    from sessiondex.actions.mutations import MutationError
 
     try:
         return str(check(value))
@@ -76,8 +76,8 @@ def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> Non
         sessiondex rename 3f2a9c1e "Auth refactor"
         sessiondex rename "old name" "new name" --cwd ~/src/shop
     """
-    from sessiondex.query.mutations import check_name
-    from sessiondex.query.mutations import rename as do_rename
+    from sessiondex.actions.mutations import check_name
+    from sessiondex.actions.mutations import rename as do_rename
 
     fmt = chosen_format(fmt, as_json)
     title = _checked(check_name, name)
@@ -102,8 +102,8 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
         sessiondex tag 3f2a9c1e review
         sessiondex tag "Auth refactor" shipped
     """
-    from sessiondex.query.mutations import check_tag
-    from sessiondex.query.mutations import tag as do_tag
+    from sessiondex.actions.mutations import check_tag
+    from sessiondex.actions.mutations import tag as do_tag
 
     fmt = chosen_format(fmt, as_json)
     clean = _checked(check_tag, tag)
@@ -123,7 +123,7 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     Example:
         sessiondex untag 3f2a9c1e
     """
-    from sessiondex.query.mutations import untag as do_untag
+    from sessiondex.actions.mutations import untag as do_untag
 
     fmt = chosen_format(fmt, as_json)
     found = _target(arg, cwd, fmt)
@@ -152,7 +152,7 @@ def fork(arg: str, up_to: str | None, title: str | None, cwd: str | None, fmt: s
         sessiondex fork 3f2a9c1e
         sessiondex fork "Auth refactor" --up-to 8d0e5a7b-1c2d-4e3f-9a8b-7c6d5e4f3a2b --title "Auth: plan B"
     """
-    from sessiondex.query.mutations import fork as do_fork
+    from sessiondex.actions.mutations import fork as do_fork
 
     fmt = chosen_format(fmt, as_json)
     if title is not None and not title.strip():
@@ -178,7 +178,7 @@ def delete(arg: str, yes: bool, cwd: str | None) -> None:
         sessiondex delete 3f2a9c1e
         sessiondex delete "scratch session" --yes
     """
-    from sessiondex.query.mutations import delete as do_delete
+    from sessiondex.actions.mutations import delete as do_delete
 
     found = _target(arg, cwd, "table")
     session = found.session

@@ -30,7 +30,7 @@ def _conversation_options(func: Any) -> Any:
 
 def _load(arg: str, cwd: str | None, fmt: str) -> Any:
     """Resolve ARG, then read its transcript (the truth; the index only located it)."""
-    from sessiondex.query.conversation import build_conversation
+    from sessiondex.render.conversation import build_conversation
 
     found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
     for note in found.notes:
@@ -44,7 +44,7 @@ def _load(arg: str, cwd: str | None, fmt: str) -> Any:
 
 def _warn_problems(conv: Any) -> None:
     """JSON output must stay the SDK's shape, so the bad-lines note goes to stderr."""
-    from sessiondex.query.conversation import problem_note
+    from sessiondex.render.conversation import problem_note
 
     note = problem_note(conv.problems)
     if note:
@@ -71,7 +71,7 @@ def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> N
         sessiondex show 3f2a9c1e --tools --subagents
         sessiondex show 3f2a9c1e --format json | jq '.[].message.content'
     """
-    from sessiondex.query.conversation import render
+    from sessiondex.render.conversation import render
 
     conv = _load(arg, cwd, fmt)
     if fmt == "json":
@@ -107,7 +107,7 @@ def export(arg: str, output: str, fmt: str | None, force: bool, tools: bool, sub
         sessiondex export 3f2a9c1e -o session.html --tools --subagents
         sessiondex export 3f2a9c1e -o messages.json
     """
-    from sessiondex.query.conversation import render
+    from sessiondex.render.conversation import render
 
     if fmt is None:
         fmt = _EXTENSION_FORMATS.get(os.path.splitext(output)[1].lower(), "md")

@@ -11,6 +11,7 @@ import subprocess
 import unicodedata
 from functools import lru_cache
 
+from sessiondex.transcripts.config import resolve_cwd  # noqa: F401 - re-exported
 from sessiondex.transcripts.keys import canonical_directory, project_keys_for_directory
 
 SCOPES = ("worktree", "repo", "all")
@@ -81,7 +82,3 @@ def scope_keys(cwd: str, scope: str) -> list[str] | None:
     if scope == "worktree":
         return list(project_keys_for_directory(cwd))
     raise ValueError(f"unknown scope: {scope}")
-
-
-def resolve_cwd(cwd: str | None) -> str:
-    return os.path.abspath(cwd) if cwd else os.getcwd()

@@ -20,7 +20,9 @@ from click.testing import CliRunner
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.ingest import refresh
+from sessiondex.actions import cleanup as act
 from sessiondex.query import cleanup as cl
+from sessiondex.transcripts import retention as rules
 from tests.builders import ConfigTree
 
 NOW = 1_800_000_000.0
@@ -135,7 +137,7 @@ def test_settings_precedence(tmp_path: Path, files: tuple[Any, ...], days: int |
     for (_, path), content in zip(paths.items(), files):
         if content is not ABSENT:
             _settings(path, content)
-    retention = cl.read_retention(root, str(cwd), paths["managed"])
+    retention = rules.read_retention(root, str(cwd), paths["managed"])
     assert retention.days == days
     if days is None:
         assert not retention.sweep_enabled
@@ -148,10 +150,10 @@ def test_settings_precedence(tmp_path: Path, files: tuple[Any, ...], days: int |
 
 
 def test_managed_path_per_platform() -> None:
-    assert cl.default_managed_path("linux", {}) == Path("/etc/claude-code/managed-settings.json")
-    assert cl.default_managed_path("darwin", {}) == Path(
+    assert rules.default_managed_path("linux", {}) == Path("/etc/claude-code/managed-settings.json")
+    assert rules.default_managed_path("darwin", {}) == Path(
         "/Library/Application Support/ClaudeCode/managed-settings.json")
-    assert cl.default_managed_path("linux", {cl.MANAGED_ENV: "/x.json"}) == Path("/x.json")
+    assert rules.default_managed_path("linux", {rules.MANAGED_ENV: "/x.json"}) == Path("/x.json")
 
 
 # --------------------------------------------------------------------------- the plan
@@ -188,7 +190,7 @@ def _ids(entries: list[cl.PlanEntry]) -> set[str]:
 
 def test_dry_run_lists_exactly_the_sessions_before_the_cutoff(world: dict[str, Any]) -> None:
     s, tree = world["s"], world["tree"]
-    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     (root,) = plan.roots
     assert root.days == 30 and root.cutoff == NOW - 30 * DAY
     assert _ids(root.to_delete) == {s[k].session_id for k in ("old", "older", "edge_in",
@@ -210,12 +212,12 @@ def test_dry_run_lists_exactly_the_sessions_before_the_cutoff(world: dict[str, A
 def test_days_override_and_skipped_sweep(world: dict[str, Any]) -> None:
     s, tree = world["s"], world["tree"]
     tree.write_settings({"cleanupPeriodDays": "forever"})
-    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     (root,) = plan.roots
     assert not root.retention.sweep_enabled and root.expired == []
     assert root.retention.problems[0]["file"] == str(tree.root / "settings.json")
     assert root.claude_code_sessions == 0
-    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, days=100,
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, days=100,
                            managed=None)
     (root,) = plan.roots
     assert _ids(root.to_delete) == {s["older"].session_id}
@@ -226,14 +228,14 @@ def test_managed_retention_lifts_the_desktop_exemption(world: dict[str, Any],
                                                        tmp_path: Path) -> None:
     managed = tmp_path / "managed.json"
     _settings(managed, {"cleanupPeriodDays": 30})
-    plan = cl.plan_cleanup(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
+    plan = act.fresh_plan(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
                            managed=managed)
     assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
 
 
 def test_desktop_ceiling(world: dict[str, Any]) -> None:
     world["tree"].write_settings({"desktopSessionCleanupPeriodDays": 32})
-    plan = cl.plan_cleanup(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
+    plan = act.fresh_plan(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
                            managed=None)
     assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
 
@@ -253,10 +255,10 @@ def test_expiring_soon_counts_within_three_days(world: dict[str, Any]) -> None:
 def test_next_sweep_from_last_cleanup(world: dict[str, Any]) -> None:
     tree = world["tree"]
     tree.write_file(".last-cleanup", b"2027-01-01T00:00:00Z", mtime=NOW - 3600)
-    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     assert plan.roots[0].next_sweep == NOW - 3600 + DAY
     tree.write_file(".last-cleanup", b"x", mtime=NOW - 2 * DAY)
-    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     assert plan.roots[0].next_sweep is None  # at the next start
 
 
@@ -278,16 +280,16 @@ def test_live_and_symlinked_sessions_are_left_alone(world: dict[str, Any],
     # the expired session's <id>/ folder is a link out of projects/
     folder_link = s["older"].path.with_suffix("")
     folder_link.symlink_to(outside, target_is_directory=True)
-    plan = cl.plan_cleanup(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     assert "0f0f0f0f-0000-4000-8000-000000000001" not in _ids(plan.to_delete)
     before_outside = _snapshot(outside)
     live_mtime = s["edge_in"].path.stat().st_mtime
-    outcomes = cl.apply_plan(db, plan, [tree.root], clock=lambda: live_mtime + 60)
+    outcomes = act.apply_plan(db, plan, [tree.root], clock=lambda: live_mtime + 60)
     status = {o.session_id: o.status for o in outcomes}
     # by this clock "edge_in" was written a minute ago: it may be live, so it is kept
-    assert status[s["edge_in"].session_id] == cl.SKIPPED and s["edge_in"].path.exists()
-    assert status[s["older"].session_id] == cl.DELETED
-    assert status[s["old"].session_id] == cl.DELETED
+    assert status[s["edge_in"].session_id] == act.SKIPPED and s["edge_in"].path.exists()
+    assert status[s["older"].session_id] == act.DELETED
+    assert status[s["old"].session_id] == act.DELETED
     assert not os.path.lexists(folder_link) and not s["older"].path.exists()
     assert _snapshot(outside) == before_outside
     assert link.is_symlink() and target.exists()
@@ -295,11 +297,11 @@ def test_live_and_symlinked_sessions_are_left_alone(world: dict[str, Any],
 
 def test_session_changed_since_the_plan_is_kept(world: dict[str, Any]) -> None:
     s, tree, db = world["s"], world["tree"], world["db"]
-    plan = cl.plan_cleanup(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     os.utime(s["older"].path, (NOW - 100 * DAY,) * 2)
-    outcomes = cl.apply_plan(db, plan, [tree.root], clock=lambda: NOW)
+    outcomes = act.apply_plan(db, plan, [tree.root], clock=lambda: NOW)
     older = next(o for o in outcomes if o.session_id == s["older"].session_id)
-    assert older.status == cl.SKIPPED and s["older"].path.exists()
+    assert older.status == act.SKIPPED and s["older"].path.exists()
 
 
 def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Path,
@@ -312,10 +314,10 @@ def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Pat
         raise archive.ArchiveError(f"{path}: simulated mismatch")
 
     monkeypatch.setattr(archive, "verify_archive", broken)
-    plan = cl.plan_cleanup(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
-    outcomes = cl.apply_plan(db, plan, [tree.root], archive_dir=tmp_path / "arch",
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    outcomes = act.apply_plan(db, plan, [tree.root], archive_dir=tmp_path / "arch",
                              clock=lambda: NOW)
-    assert outcomes and all(o.status == cl.FAILED for o in outcomes)
+    assert outcomes and all(o.status == act.FAILED for o in outcomes)
     assert all(Path(e.file_path).exists() for e in plan.to_delete)
     assert s["keep"].path.exists()
     assert not list((tmp_path / "arch").rglob("*.tar.gz"))  # no half-verified archive left
@@ -323,9 +325,9 @@ def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Pat
 
 def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
     tree = world["tree"]
-    plan = cl.plan_cleanup(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     with pytest.raises(ValueError, match="inside"):
-        cl.apply_plan(world["db"], plan, [tree.root], archive_dir=tree.projects_dir / "arch")
+        act.apply_plan(world["db"], plan, [tree.root], archive_dir=tree.projects_dir / "arch")
 
 
 # --------------------------------------------------------------------------- CLI

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.ingest import refresh
-from sessiondex.query.conversation import build_conversation, render
+from sessiondex.render.conversation import build_conversation, render
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import list_sessions
 from sessiondex.query.search import search

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sessiondex.indexer.db import open_db
-from sessiondex.query import sdk_api
+from sessiondex import sdk as sdk_api
 from tests.builders import ConfigTree
 
 A = "/home/dev/a"

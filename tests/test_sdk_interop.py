@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from sessiondex.query import sdk_api
+from sessiondex import sdk as sdk_api
 from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures
 
 sdk = pytest.importorskip("claude_agent_sdk")

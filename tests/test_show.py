@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from sessiondex.query.conversation import build_conversation, render_text
+from sessiondex.render.conversation import build_conversation, render_text
 from tests.builders import ConfigTree, SessionWriter
 
 CWD = "/tmp/sessiondex-show-tests/repo"  # outside any git repository (the SDK runs git)

@@ -39,3 +39,8 @@ def config_dirs(
 
 def projects_dir(config_dir: Path) -> Path:
     return config_dir / "projects"
+
+
+def resolve_cwd(cwd: str | None) -> str:
+    """The directory a question is asked from: ``cwd`` made absolute, else the process's."""
+    return os.path.abspath(cwd) if cwd else os.getcwd()

@@ -1,0 +1,198 @@
+"""Carry out a cleanup plan: delete, or archive then delete, losing nothing silently.
+
+The plan (what Claude Code's sweep and our ``--days`` would delete) is
+:mod:`sessiondex.query.cleanup`; this module acts on it with the safety rules of
+``docs/retention.md``: never a transcript written in the last minutes, never through a
+symlink, never anything but ``<uuid>.jsonl`` and ``<uuid>/``, and the index follows
+each deletion.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sessiondex.indexer.ingest import RefreshStats, include_tools_setting, ingest_file, remove_path
+from sessiondex.query.cleanup import CleanupPlan, PlanEntry, archived_copy_exists, plan_cleanup
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path
+from sessiondex.transcripts.retention import folder_stats
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+# A transcript (or a file in its folder) written this recently may be live: never touched.
+LIVE_SECONDS = 600
+
+
+
+
+def fresh_plan(db: Database, roots: Iterable[Path], **options: Any) -> CleanupPlan:
+    """:func:`~sessiondex.query.cleanup.plan_cleanup` with each expired session's rows
+    first brought up to date from its file (a stat when unchanged): a ``keep`` tag added
+    a moment ago must protect the session."""
+    tools = include_tools_setting(db)
+
+    def refresh_file(tf: TranscriptFile) -> None:
+        ingest_file(db, tf, RefreshStats(), include_tools=tools)
+
+    return plan_cleanup(db, roots, refresh_file=refresh_file, **options)
+
+
+DELETED, ARCHIVED, SKIPPED, FAILED = "deleted", "archived", "skipped", "failed"
+
+
+@dataclass
+class Outcome:
+    """What happened to one planned session."""
+
+    session_id: str
+    file_path: str
+    status: str  # deleted / archived (a protected session: copy kept) / skipped / failed
+    message: str = ""
+    removed: list[str] = field(default_factory=list)
+    archive: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def archive_dir_problem(archive_dir: Path, roots: Iterable[Path]) -> str | None:
+    """Why ``archive_dir`` cannot hold archives (inside a projects/ dir), else None."""
+    target = os.path.realpath(archive_dir)
+    for root in roots:
+        projects = os.path.realpath(Path(root) / "projects")
+        if target == projects or target.startswith(projects + os.sep):
+            return (f"--archive {archive_dir} is inside {projects}: Claude Code would sweep "
+                    "it; choose a directory outside projects/")
+    return None
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+
+
+def _apply_one(db: Database, entry: PlanEntry, roots: list[Path], archive_dir: Path | None,
+               clock: Callable[[], float], archive_stats: RefreshStats) -> Outcome:
+    from sessiondex.indexer.archive_ingest import ingest_archive
+    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
+    from sessiondex.transcripts.write import WriteRefused, delete_session_files
+
+    path = Path(entry.file_path)
+    outcome = Outcome(entry.session_id, entry.file_path, FAILED)
+    if not os.path.lexists(path):
+        remove_path(db, str(path))
+        outcome.status, outcome.message = SKIPPED, "already gone"
+        return outcome
+    tf = describe_path(path, roots)
+    if tf is None or tf.kind != MAIN:
+        outcome.message = "not a regular transcript inside projects/ (a symlink?); left alone"
+        return outcome
+    if tf.mtime_ns != entry.mtime_ns:
+        outcome.status, outcome.message = SKIPPED, "modified since the plan was made; kept"
+        return outcome
+    _, folder_newest = folder_stats(path.with_suffix(""))
+    newest = max(tf.mtime_ns, folder_newest) / 1e9
+    if clock() - newest < LIVE_SECONDS:
+        outcome.status = SKIPPED
+        outcome.message = "written in the last 10 minutes (may be live); kept"
+        return outcome
+    before = _stat_key(os.lstat(path))
+    archive: Path | None = None
+    if archive_dir is not None:
+        try:
+            archive = write_session_archive(tf, archive_dir)
+        except ArchiveError as exc:
+            outcome.message = f"not archived, kept: {exc}"
+            return outcome
+        try:
+            changed = _stat_key(os.lstat(path)) != before
+        except OSError:
+            changed = True
+        if changed:
+            archive.unlink(missing_ok=True)
+            outcome.message = "changed while archiving; kept"
+            return outcome
+        outcome.archive = str(archive)
+    try:
+        removed = delete_session_files(path, roots)
+    except WriteRefused as exc:
+        outcome.message = str(exc)
+        if not os.path.lexists(path):
+            remove_path(db, str(path))  # the transcript went even if its folder did not
+        return outcome
+    remove_path(db, str(path))
+    if archive is not None and archive_dir is not None:
+        ingest_archive(db, archive, Path(os.path.abspath(archive_dir)), archive_stats,
+                       include_tools=include_tools_setting(db))
+    outcome.status = DELETED
+    outcome.removed = [str(p) for p in removed]
+    return outcome
+
+
+def _archive_copy(db: Database, entry: PlanEntry, roots: list[Path], archive_dir: Path,
+                  archive_stats: RefreshStats) -> Outcome:
+    """A protected session: archive a copy (Claude Code's sweep ignores our tag), keep it.
+    Skipped when the archive dir already holds this exact version."""
+    from sessiondex.indexer.archive_ingest import ingest_archive
+    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
+
+    outcome = Outcome(entry.session_id, entry.file_path, FAILED)
+    directory = Path(os.path.abspath(archive_dir))
+    if archived_copy_exists(db, directory, entry):
+        outcome.status, outcome.message = SKIPPED, "protected; already archived, kept"
+        return outcome
+    tf = describe_path(Path(entry.file_path), roots)
+    if tf is None or tf.kind != MAIN:
+        outcome.message = "not a regular transcript inside projects/; left alone"
+        return outcome
+    try:
+        archive = write_session_archive(tf, directory)
+    except ArchiveError as exc:
+        outcome.message = f"protected; not archived: {exc}"
+        return outcome
+    ingest_archive(db, archive, directory, archive_stats,
+                   include_tools=include_tools_setting(db))
+    outcome.status, outcome.archive = ARCHIVED, str(archive)
+    outcome.message = "protected; archived a copy, original kept"
+    return outcome
+
+
+def apply_plan(db: Database, plan: CleanupPlan, roots: list[Path], *,
+               archive_dir: Path | None = None, clock: Callable[[], float] = time.time,
+               on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Delete (after archiving, with ``archive_dir``) every unprotected expired session of
+    ``plan``. Never a transcript written in the last 10 minutes by ``clock`` (nor one
+    changed since the plan), never through a symlink, never anything but ``<uuid>.jsonl``
+    and ``<uuid>/``; one failure does not stop the rest; the index follows each deletion."""
+    if archive_dir is not None:
+        from sessiondex.indexer.archive_ingest import add_archive_dir
+
+        archive_dir = Path(os.path.abspath(archive_dir))
+        problem = archive_dir_problem(archive_dir, roots)
+        if problem:
+            raise ValueError(problem)
+        Path(archive_dir).mkdir(parents=True, exist_ok=True)
+        add_archive_dir(db, Path(archive_dir))  # before any deletion: never forgotten
+    outcomes: list[Outcome] = []
+    stats = RefreshStats()
+    for entry in [e for r in plan.roots for e in r.expired]:
+        if entry.protected and archive_dir is None:
+            continue
+        try:
+            if entry.protected:
+                outcome = _archive_copy(db, entry, roots, Path(archive_dir or "."), stats)
+            else:
+                outcome = _apply_one(db, entry, roots, archive_dir, clock, stats)
+        except OSError as exc:  # a vanished folder, a permission: this session only
+            outcome = Outcome(entry.session_id, entry.file_path, FAILED,
+                              f"{exc.strerror or exc}")
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return outcomes
+
+

@@ -1,0 +1,1 @@
+"""A conversation as people read it: its live branch, as text, Markdown, HTML or JSON."""
