@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.ingest import RefreshStats, include_tools_setting, ingest_file, remove_path
+from sessiondex.indexer.ingest import include_tools_setting, ingest_file, remove_path
+from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.cleanup import CleanupPlan, PlanEntry, archived_copy_exists, plan_cleanup
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path
 from sessiondex.transcripts.retention import folder_stats

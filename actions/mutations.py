@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.ingest import RefreshStats, ingest_path, remove_path
+from sessiondex.indexer.ingest import remove_path
+from sessiondex.indexer.refresh import ingest_path
+from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import fork_transcript

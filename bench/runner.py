@@ -227,7 +227,7 @@ _BUILD_CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
+from sessiondex.indexer.refresh import refresh
 started = time.perf_counter()
 db = open_db(sys.argv[1])
 stats = refresh(db, [Path(p) for p in sys.argv[2:]])
@@ -481,7 +481,7 @@ class Bench:
             self._guard(RSS, self.measure_rss)
             if not self.db_path.exists():
                 open_db(self.db_path).close()
-                from sessiondex.indexer.ingest import refresh
+                from sessiondex.indexer.refresh import refresh
                 db = open_db(self.db_path)
                 refresh(db, self.roots)
                 db.close()
@@ -520,7 +520,7 @@ class Bench:
 
     def measure_cold(self, row: Row) -> None:
         from sessiondex.indexer.db import open_db
-        from sessiondex.indexer.ingest import refresh
+        from sessiondex.indexer.refresh import refresh
 
         path = self.work / "cold.db"
 
@@ -540,7 +540,7 @@ class Bench:
                    f"{self.corpus_size / ours.median / 1e6:,.0f} MB/s"
 
     def measure_refresh(self, row: Row) -> None:
-        from sessiondex.indexer.ingest import refresh
+        from sessiondex.indexer.refresh import refresh
 
         sdk_list = self._sdk_list()
         if sdk_list is None:

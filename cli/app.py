@@ -74,8 +74,8 @@ class App:
         db = self.db()
         self.warn_missing_roots()
         if not self.no_refresh:
-            from sessiondex.indexer.ingest import refresh
             from sessiondex.indexer.lock import watcher_alive
+            from sessiondex.indexer.refresh import refresh
 
             if not watcher_alive(self.database_path):
                 refresh(db, self.roots)

@@ -126,7 +126,6 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
         sessiondex cleanup --apply --archive ~/claude-archive
         sessiondex search "old idea" --scope all --include-archived
     """
-    from sessiondex.cli.output import dumps, human_size
     from sessiondex.actions.cleanup import (
         DELETED,
         FAILED,
@@ -134,6 +133,7 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
         archive_dir_problem,
         fresh_plan,
     )
+    from sessiondex.cli.output import dumps, human_size
     from sessiondex.transcripts.tags import sanitize_tag
 
     fmt = "json" if as_json else fmt

@@ -41,7 +41,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
         sessiondex index --tools        # make tool output (logs, gh output) searchable
         sessiondex --config-dir ~/.claude --config-dir /backup/claude index --rebuild
     """
-    from sessiondex.indexer.ingest import refresh
+    from sessiondex.indexer.refresh import refresh
 
     state = app()
     db = state.db()

@@ -4,12 +4,12 @@ Each ``<DIR>/<project_key>/<id>.tar.gz`` becomes one ``sessions`` row with
 ``archived = 1`` (``list``/``search``/``resolve`` show it only with
 ``--include-archived``) whose ``file_path`` is the archive. Its transcript is
 decompressed into a seekable temporary stream and folded by the same code as a live
-transcript (:func:`indexer.ingest._ingest_locked`), so an archived session holds exactly
+transcript (:func:`sessiondex.indexer.ingest.apply_tail`), so an archived session holds exactly
 the rows it held before it was archived. Subagent transcripts inside the archive are
 indexed too, under ``<archive>#<member>`` paths.
 
 The archive dirs are remembered in ``meta`` (``archive_dirs``, a JSON list) and swept by
-every :func:`indexer.ingest.refresh`; :func:`indexer.db.clear_index` keeps that key so
+every :func:`sessiondex.indexer.refresh.refresh`; :func:`indexer.db.clear_index` keeps that key so
 ``index --rebuild`` does not forget them. Archives are write-once, so an unchanged
 archive (same mtime, inode and device) costs a stat.
 """
@@ -26,14 +26,8 @@ import orjson
 from sqlite_utils import Database
 
 from sessiondex.indexer.db import get_meta, set_meta
-from sessiondex.indexer.ingest import (
-    NEW,
-    REWRITTEN,
-    UNCHANGED,
-    RefreshStats,
-    _ingest_locked,
-    remove_path,
-)
+from sessiondex.indexer.ingest import apply_tail, remove_path
+from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 
@@ -120,7 +114,7 @@ def ingest_archive(db: Database, archive: Path, directory: Path, stats: RefreshS
                 tf = TranscriptFile(member_path, Path(directory), item.project_key,
                                     item.session_id, item.kind, item.agent_id, item.size,
                                     item.mtime_ns, st.st_ino, st.st_dev)
-                _ingest_locked(db, tf, item.stream, None, NEW, session_rowid, stats,
+                apply_tail(db, tf, item.stream, None, NEW, session_rowid, stats,
                                include_tools, time.time_ns())
                 if item.kind == MAIN:
                     row = db.execute("SELECT id FROM files WHERE path = ?", [path]).fetchone()

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from sessiondex.indexer.db import immediate
 from sessiondex.indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
+from sessiondex.indexer.meta import get_meta, immediate
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -34,11 +34,6 @@ BULK_LOCK = "bulk"
 def database_path(db: Database) -> Path | None:
     row = db.execute("PRAGMA database_list").fetchone()
     return Path(row[2]) if row and row[2] else None
-
-
-def _get(db: Database, key: str) -> str | None:
-    row = db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
-    return None if row is None else row[0]
 
 
 class BulkFts:
@@ -60,7 +55,7 @@ class BulkFts:
         saved = {name: sql for name, sql in db.execute(
             "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN"
             f" ({', '.join('?' for _ in TRIGGERS)})", list(TRIGGERS))}
-        if set(saved) != set(TRIGGERS) or _get(db, BULK_TRIGGER_KEY) is not None:
+        if set(saved) != set(TRIGGERS) or get_meta(db, BULK_TRIGGER_KEY) is not None:
             return self
         with db.atomic():
             db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
@@ -82,10 +77,10 @@ class BulkFts:
 
 def restore_fts(db: Database) -> None:
     """Rebuild the FTS tables from their rows and put the insert triggers back."""
-    if _get(db, BULK_TRIGGER_KEY) is None:
+    if get_meta(db, BULK_TRIGGER_KEY) is None:
         return
     with immediate(db):  # two readers may find the same interrupted build
-        saved = _get(db, BULK_TRIGGER_KEY)
+        saved = get_meta(db, BULK_TRIGGER_KEY)
         if saved is None:
             return
         for name, sql in orjson.loads(saved).items():
@@ -96,7 +91,7 @@ def restore_fts(db: Database) -> None:
 
 def repair_interrupted_bulk(db: Database) -> None:
     """Finish what a killed bulk build left: called by every ``open_db``."""
-    if _get(db, BULK_TRIGGER_KEY) is None:
+    if get_meta(db, BULK_TRIGGER_KEY) is None:
         return
     path = database_path(db)
     if path is not None and watcher_alive(os.fspath(path), BULK_LOCK):

@@ -13,13 +13,13 @@ sqlite-utils, whose import is half of a query process's start-up. Otherwise it o
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.indexer.bulk import repair_interrupted_bulk
+from sessiondex.indexer.meta import get_meta, immediate, set_meta
 from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 
 if TYPE_CHECKING:
@@ -101,38 +101,8 @@ def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = Fals
             if migrations.pending(db):
                 migrations.apply(db)
             _check_derivation_version(db)
-    from sessiondex.indexer.bulk import repair_interrupted_bulk  # it imports this module's neighbours
-
     repair_interrupted_bulk(db)
     return db
-
-
-@contextlib.contextmanager
-def immediate(db: Database) -> Iterator[Database]:
-    """A transaction that holds the write lock from its start (``BEGIN IMMEDIATE``), for
-    check-then-write steps that two processes may race on. Nested ``db.atomic()``
-    blocks inside it become savepoints."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.conn.rollback()
-        raise
-    else:
-        db.execute("COMMIT")
-
-
-def get_meta(db: Database, key: str) -> str | None:
-    """A ``meta`` value; None when unset (or before the first migration made the table)."""
-    try:
-        row = db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
-    except sqlite3.OperationalError:
-        return None
-    return None if row is None else row[0]
-
-
-def set_meta(db: Database, key: str, value: str) -> None:
-    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [key, value])
 
 
 def clear_index(db: Database) -> None:

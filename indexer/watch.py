@@ -1,7 +1,7 @@
 """Keep the index live from file-system events (``sessiondex watch``).
 
 Shape (watchdog's own examples): the observer's handler only *enqueues* paths; one worker
-thread owns the only writing SQLite connection and applies :func:`indexer.ingest.ingest_path`
+thread owns the only writing SQLite connection and applies :func:`sessiondex.indexer.refresh.ingest_path`
 to each changed path, the same per-file incremental ingest ``refresh()`` uses, so a live
 index and a rebuilt one cannot drift apart by construction.
 
@@ -33,15 +33,9 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import (
-    NEW,
-    REWRITTEN,
-    RefreshStats,
-    include_tools_setting,
-    ingest_file,
-    ingest_path,
-    refresh,
-)
+from sessiondex.indexer.ingest import include_tools_setting, ingest_file
+from sessiondex.indexer.refresh import ingest_path, refresh
+from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
 from sessiondex.transcripts.discover import MAIN, describe_path, iter_subagent_files
 
 logger = logging.getLogger(__name__)

@@ -38,7 +38,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from sessiondex.query.scopes import git_worktrees
 from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
-from sessiondex.transcripts.keys import canonical_directory, is_session_id, project_keys_for_directory
+from sessiondex.transcripts.keys import (
+    canonical_directory,
+    is_session_id,
+    project_keys_for_directory,
+)
 from sessiondex.transcripts.records import display_prompt
 
 if TYPE_CHECKING:
@@ -81,8 +85,8 @@ def _index(db: Database | None, config_dir: str | os.PathLike[str] | None,
            refresh: bool) -> Iterator[tuple[Database, list[Path]]]:
     """The index and the config dirs to answer for; opened (and closed) here unless given."""
     from sessiondex.indexer.db import default_db_path, open_db
-    from sessiondex.indexer.ingest import refresh as refresh_index
     from sessiondex.indexer.lock import watcher_alive
+    from sessiondex.indexer.refresh import refresh as refresh_index
     from sessiondex.transcripts.config import config_dirs
 
     roots = config_dirs([os.fspath(config_dir)] if config_dir else None)

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState
 from sessiondex.query.filters import keys_sql
 from sessiondex.query.scopes import resolve_cwd, worktree_keys
-from sessiondex.query.sessions import build_object, display_title, select_rows, to_object, to_objects
+from sessiondex.query.sessions import (
+    build_object,
+    display_title,
+    select_rows,
+    to_object,
+    to_objects,
+)
 from sessiondex.transcripts.discover import describe_path
 from sessiondex.transcripts.keys import is_session_id, project_keys_for_directory
 from sessiondex.transcripts.reader import RecordReader

@@ -6,7 +6,6 @@ repository (``git worktree list --porcelain``), ``all`` is every project.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import unicodedata
 from functools import lru_cache

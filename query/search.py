@@ -29,7 +29,13 @@ from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
 from sessiondex.indexer.text import fts_text, unspace_cjk
 from sessiondex.query.filters import Filters
 from sessiondex.query.prs import sessions_for_url
-from sessiondex.query.sessions import ACTIVITY_SQL, activity_ms, display_title, select_rows, to_objects
+from sessiondex.query.sessions import (
+    ACTIVITY_SQL,
+    activity_ms,
+    display_title,
+    select_rows,
+    to_objects,
+)
 from sessiondex.transcripts.pr_urls import parse_pr_url
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
+from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.schema import SESSION_FTS_COLUMNS
 
 

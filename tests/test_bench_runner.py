@@ -80,7 +80,7 @@ def test_the_index_of_the_run_is_sized_against_the_corpus(
 def test_a_wrong_index_fails_a_check(tmp_path: Path) -> None:
     """The checks can fail: a session whose title the index lost is reported."""
     from sessiondex.indexer.db import open_db
-    from sessiondex.indexer.ingest import refresh
+    from sessiondex.indexer.refresh import refresh
 
     corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=2).parent
     manifest = runner.read_manifest(corpus)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from tests.builders import ConfigTree, append_records, copy_fixtures, write_jsonl
 from sessiondex.transcripts.keys import project_key
+from tests.builders import ConfigTree, append_records, copy_fixtures, write_jsonl
 
 
 def _lines(path: Path) -> list[dict]:

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.builders import ConfigTree, write_jsonl
 from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from tests.builders import ConfigTree, write_jsonl
 
 
 def _e(uuid: str, parent: str | None, type_: str = "user", **extra: Any) -> dict[str, Any]:

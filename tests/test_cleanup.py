@@ -17,10 +17,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from sessiondex.actions import cleanup as act
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
-from sessiondex.actions import cleanup as act
+from sessiondex.indexer.refresh import refresh
 from sessiondex.query import cleanup as cl
 from sessiondex.transcripts import retention as rules
 from tests.builders import ConfigTree

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import sessiondex.transcripts.reader as reader_module
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
+from sessiondex.indexer.refresh import refresh
 from sessiondex.query.sessions import is_hidden, select_rows, to_object
 from tests.builders import (
     ConfigTree,
@@ -329,7 +329,7 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     """A refresh big enough for bulk mode (insert trigger off, one FTS rebuild) gives the
     same index as row-by-row FTS; a bulk build that dies mid-way is repaired by the
     next open_db (trigger restored, FTS rebuilt from the rows)."""
-    import sessiondex.indexer.ingest as ingest
+    import sessiondex.indexer.refresh as ingest
     from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, BulkFts
 
     root = copy_fixtures(tmp_path)

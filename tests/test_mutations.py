@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from tests.builders import ConfigTree
 from sessiondex.transcripts.fork import build_fork
+from tests.builders import ConfigTree
 
 CWD = "/home/dev/proj"  # does not exist: no git repository, no worktrees
 MTIME = 1_790_000_000

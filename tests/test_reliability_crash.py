@@ -1,6 +1,6 @@
 """Crash consistency: ``sessiondex index`` killed with SIGKILL at random moments.
 
-Each file's rows and its byte offset are committed together (indexer/ingest.py), so a run
+Each file's rows and its byte offset are committed together (sessiondex.indexer.ingest), so a run
 killed anywhere — while the schema is created, mid-file, mid-commit, during a
 ``--rebuild``'s clear — must leave a database that opens, passes ``PRAGMA
 integrity_check`` and FTS5's own check, and that the next normal ``index`` completes to
@@ -33,7 +33,7 @@ import pytest
 
 from bench.corpus import generate
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
+from sessiondex.indexer.refresh import refresh
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,11 +45,11 @@ stress = pytest.mark.skipif(not STRESS, reason="long run: set SESSIONDEX_STRESS=
 # kill delay is measured from there and mostly lands in the indexing itself.
 CHILD = """
 import sys
-from sessiondex.indexer import ingest
+from sessiondex.indexer import refresh
 if sys.argv[1] == "small-groups":
-    ingest._CommitGroup.GROUP_SECONDS = 0.002
+    refresh.CommitGroup.GROUP_SECONDS = 0.002
 if sys.argv[1] == "prefetch":  # the cold build's parsing process, whatever the size
-    ingest.PREFETCH_MIN_BYTES = 0
+    refresh.PREFETCH_MIN_BYTES = 0
 from sessiondex.cli.main import main
 print("ready", flush=True)
 main(sys.argv[2:])

@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
-from sessiondex.render.conversation import build_conversation, render
+from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import list_sessions
 from sessiondex.query.search import search
+from sessiondex.render.conversation import build_conversation, render
 from tests.builders import ConfigTree, append_records, write_jsonl
 from tests.helpers_index import check_fts_integrity, index_snapshot
 
@@ -349,7 +349,7 @@ def test_the_parsing_process_handles_the_same_corpus(hostile: Hostile,
                                                      indexed: dict[str, Any],
                                                      tmp_path: Path, monkeypatch) -> None:
     """The cold build's prefetching worker (used for big corpora) gives the same rows."""
-    import sessiondex.indexer.ingest as ingest
+    import sessiondex.indexer.refresh as ingest
 
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 0)
     a, b = open_db(tmp_path / "prefetch.db"), open_db(tmp_path / "plain.db")

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from sessiondex.indexer.db import open_db
 from sessiondex import sdk as sdk_api
+from sessiondex.indexer.db import open_db
 from tests.builders import ConfigTree
 
 A = "/home/dev/a"

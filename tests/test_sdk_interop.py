@@ -21,9 +21,9 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from sessiondex import sdk as sdk_api
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from sessiondex import sdk as sdk_api
 from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures
 
 sdk = pytest.importorskip("claude_agent_sdk")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.ingest import refresh
+from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import quote_query, search
 from tests.builders import ConfigTree, copy_fixtures

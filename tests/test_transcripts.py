@@ -11,9 +11,9 @@ import sqlite_utils
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from tests.builders import copy_fixtures
 from sessiondex.transcripts.discover import MAIN, SUBAGENT, describe_path, iter_transcripts
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, is_real_user_message
+from tests.builders import copy_fixtures
 
 SID = "0f8b7c1e-2d3a-4b5c-8d9e-0a1b2c3d4e5f"
 

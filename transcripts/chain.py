@@ -20,7 +20,11 @@ from typing import Any
 
 import orjson
 
-from sessiondex.transcripts.reader import PROBLEM_INVALID_UTF8, PROBLEM_MALFORMED, PROBLEM_NOT_OBJECT
+from sessiondex.transcripts.reader import (
+    PROBLEM_INVALID_UTF8,
+    PROBLEM_MALFORMED,
+    PROBLEM_NOT_OBJECT,
+)
 from sessiondex.transcripts.records import CHAIN_TYPES, MESSAGE_TYPES
 
 Entry = dict[str, Any]

@@ -1,0 +1,102 @@
+"""Parse new files in a second process while this one writes (cold builds)."""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sessiondex.indexer.derive import SessionState
+from sessiondex.indexer.parse import ParsedTail, parse_tail
+from sessiondex.transcripts.discover import MAIN, TranscriptFile
+
+
+@dataclass
+class Prefetched:
+    tf: TranscriptFile
+    checked_ns: int = 0
+    parsed: ParsedTail | None = None
+    error: str | None = None
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Parsing worker's initializer: end the worker once its parent is gone.
+
+    A parent killed with SIGKILL cannot shut the pool down, and the worker would wait
+    on its call queue forever (it holds both ends of it), keeping the dead command's
+    stdout/stderr open too.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
+    path = str(tf.path)
+    try:
+        with open(path, "rb") as stream:
+            checked_ns = time.time_ns()
+            st = os.fstat(stream.fileno())
+            tf = TranscriptFile(tf.path, tf.root, tf.project_key, tf.session_id, tf.kind,
+                                tf.agent_id, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+            state = SessionState() if tf.kind == MAIN else None
+            parsed = parse_tail(stream, tf.size, 0, state, set(), set(), include_tools)
+    except OSError as exc:
+        return Prefetched(tf, error=exc.strerror or str(exc))
+    return Prefetched(tf, checked_ns, parsed)
+
+
+class Prefetcher:
+    """Parses new files in a second process, in order, while this one writes.
+
+    Parsing is pure Python and writing is mostly SQLite's FTS5 tokenizer; in one process
+    the two fight over the GIL (a thread is slower than none), in two they overlap, so a
+    cold build on two cores takes about the longer of the two instead of their sum.
+    Only new files go this way: they need no stored state, so the parser never touches
+    the database. At most ``WINDOW`` files are in flight, which bounds memory.
+    """
+
+    WINDOW = 16
+    # Measured on two cores: a second parser is slower (the writer and one parser
+    # already keep both busy).
+    WORKERS = 1
+
+    def __init__(self, files: list[TranscriptFile], include_tools: bool) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # fork starts the parser at once, but forking a process with other threads (the
+        # watcher's) can copy a held lock into the child: then spawn a fresh interpreter.
+        method = "fork" if (threading.active_count() == 1 and sys.platform == "linux") else "spawn"
+        self._pool = ProcessPoolExecutor(max_workers=self.WORKERS,
+                                         mp_context=multiprocessing.get_context(method),
+                                         initializer=_exit_with_parent,
+                                         initargs=(os.getpid(),))
+        self._pending = iter(files)
+        self._include_tools = include_tools
+        self._futures: collections.deque[Any] = collections.deque()
+        for _ in range(self.WINDOW):
+            self._submit_next()
+
+    def _submit_next(self) -> None:
+        tf = next(self._pending, None)
+        if tf is not None:
+            self._futures.append(self._pool.submit(parse_new_file, tf, self._include_tools))
+
+    def take(self, tf: TranscriptFile) -> Prefetched:
+        item: Prefetched = self._futures.popleft().result()
+        self._submit_next()
+        assert item.tf.path == tf.path, (item.tf.path, tf.path)
+        return item
+
+    def close(self) -> None:
+        for future in self._futures:
+            future.cancel()
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,172 @@
+"""Every transcript under the config dirs → the index: ``index``, the refresh before
+each reading command, and the watcher's per-event entry point (:func:`ingest_path`).
+
+Per-file work is :mod:`.ingest`; this module picks the files, forgets vanished ones,
+hands new files to the parsing process on a cold build (:mod:`.prefetch`), groups
+commits, and sweeps the archive dirs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from sessiondex.indexer.archive_ingest import refresh_archives
+from sessiondex.indexer.bulk import BulkFts
+from sessiondex.indexer.db import clear_index, set_meta
+from sessiondex.indexer.ingest import (
+    apply_tail,
+    include_tools_setting,
+    ingest_file,
+    remove_path,
+    stored_file,
+)
+from sessiondex.indexer.prefetch import Prefetched, Prefetcher
+from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
+
+# Below this many new bytes a second parsing process costs more than it saves.
+PREFETCH_MIN_BYTES = 64 << 20
+
+
+def ingest_prefetched(db: Database, item: Prefetched, stats: RefreshStats,
+                       include_tools: bool) -> str:
+    """Write a new file parsed by the prefetcher (same rows as :func:`ingest_file`)."""
+    tf = item.tf
+    stats.files_seen += 1
+    if item.error is not None:
+        stats.errors.append((str(tf.path), item.error))
+        return UNCHANGED
+    assert item.parsed is not None
+    if stored_file(db, str(tf.path)) is not None:  # indexed meanwhile: take the normal path
+        stats.files_seen -= 1
+        return ingest_file(db, tf, stats, include_tools=include_tools)
+    session_rowid: int | None = None
+    if tf.kind != MAIN:
+        parent = db.execute("SELECT id FROM files WHERE path = ? AND kind = 'main'",
+                            [str(tf.main_path)]).fetchone()
+        if parent is None:
+            return UNCHANGED
+        session_rowid = parent[0]
+    with db.atomic():
+        apply_tail(db, tf, None, None, NEW, session_rowid, stats, include_tools,
+                       item.checked_ns, parsed=item.parsed)
+    stats.new += 1
+    return NEW
+
+
+class CommitGroup:
+    """Several files' transactions committed as one (each file stays a savepoint).
+
+    FTS5 flushes its pending terms into a new segment at every commit; one commit per
+    small file makes a cold build spend most of its time merging segments. A group is
+    still all-or-nothing for each file and its offset, so a killed run stays
+    consistent; it is closed after ``GROUP_BYTES`` read or ``GROUP_SECONDS``, so
+    readers see progress.
+    """
+
+    GROUP_BYTES = 64 << 20
+    GROUP_SECONDS = 0.5
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._context: Any = None
+        self._start_bytes = 0
+        self._started = 0.0
+
+    def after_file(self, bytes_read: int) -> None:
+        if self._context is None:
+            self._context = self._db.atomic()
+            self._context.__enter__()
+            self._start_bytes, self._started = bytes_read, time.perf_counter()
+        elif (bytes_read - self._start_bytes >= self.GROUP_BYTES
+              or time.perf_counter() - self._started >= self.GROUP_SECONDS):
+            self.close()
+
+    def close(self) -> None:
+        if self._context is not None:
+            context, self._context = self._context, None
+            context.__exit__(*sys.exc_info())
+
+
+def _indexed_bytes(db: Database) -> int:
+    return int(db.execute("SELECT coalesce(sum(size), 0) FROM files").fetchone()[0])
+
+
+def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
+            progress: ProgressCallback | None = None,
+            include_tools: bool | None = None) -> RefreshStats:
+    """Bring the index up to date with every transcript under ``roots``."""
+    started = time.perf_counter()
+    stats = RefreshStats()
+    if rebuild:
+        clear_index(db)
+    if include_tools is not None and include_tools != include_tools_setting(db):
+        clear_index(db)
+        with db.atomic():
+            set_meta(db, "include_tools", "1" if include_tools else "0")
+    tools = include_tools_setting(db)
+    files: list[TranscriptFile] = []
+    for root in roots:
+        files.extend(iter_transcripts(root, skipped=stats.problems))
+    seen = {str(tf.path) for tf in files}
+    root_texts = [str(r) for r in roots]
+    cursor = db.execute(
+        "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
+        f" WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC", root_texts)
+    names = [d[0] for d in cursor.description]
+    known = {row[0]: dict(zip(names, row)) for row in cursor.fetchall()}
+    for path in known:
+        if path not in seen and remove_path(db, path):
+            stats.removed += 1
+    group = CommitGroup(db)
+    new_files = [tf for tf in files if str(tf.path) not in known]
+    new_bytes = sum(tf.size for tf in new_files)
+    big = new_bytes >= PREFETCH_MIN_BYTES
+    prefetcher = Prefetcher(new_files, tools) if big else None
+    # Rebuilding FTS costs the whole index's text: worth it only when most is new.
+    bulk = BulkFts(db) if big and new_bytes >= _indexed_bytes(db) else contextlib.nullcontext()
+    try:
+        bulk.__enter__()
+        for done, tf in enumerate(files, 1):
+            stat_row = known.get(str(tf.path))
+            if prefetcher is not None and stat_row is None:
+                ingest_prefetched(db, prefetcher.take(tf), stats, tools)
+            else:
+                ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
+            group.after_file(stats.bytes_read)
+            if progress is not None:
+                progress(done, len(files))
+    finally:
+        if prefetcher is not None:
+            prefetcher.close()
+        group.close()
+        bulk.__exit__(*sys.exc_info())
+    refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
+    stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    with db.atomic():
+        set_meta(db, "last_refresh", str(time.time()))
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats) -> str:
+    """Bring one path up to date after a file-system event (the watcher's entry point):
+    index it if it is a transcript, forget it if it vanished."""
+    tf = describe_path(Path(path), roots)
+    if tf is None:
+        if remove_path(db, os.path.abspath(path)):
+            stats.removed += 1
+            return "removed"
+        return UNCHANGED
+    if tf.kind != MAIN:
+        main = describe_path(tf.main_path, roots)
+        if main is not None:
+            ingest_file(db, main, stats, include_tools=include_tools_setting(db))
+    return ingest_file(db, tf, stats, include_tools=include_tools_setting(db))
