@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 LIVE_SECONDS = 600
 
 
-
-
 def fresh_plan(db: Database, roots: Iterable[Path], **options: Any) -> CleanupPlan:
     """:func:`~sessiondex.query.cleanup.plan_cleanup` with each expired session's rows
     first brought up to date from its file (a stat when unchanged): a ``keep`` tag added
@@ -67,8 +65,10 @@ def archive_dir_problem(archive_dir: Path, roots: Iterable[Path]) -> str | None:
     for root in roots:
         projects = os.path.realpath(Path(root) / "projects")
         if target == projects or target.startswith(projects + os.sep):
-            return (f"--archive {archive_dir} is inside {projects}: Claude Code would sweep "
-                    "it; choose a directory outside projects/")
+            return (
+                f"--archive {archive_dir} is inside {projects}: Claude Code would sweep "
+                "it; choose a directory outside projects/"
+            )
     return None
 
 
@@ -76,8 +76,14 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
 
 
-def _apply_one(db: Database, entry: PlanEntry, roots: list[Path], archive_dir: Path | None,
-               clock: Callable[[], float], archive_stats: RefreshStats) -> Outcome:
+def _apply_one(
+    db: Database,
+    entry: PlanEntry,
+    roots: list[Path],
+    archive_dir: Path | None,
+    clock: Callable[[], float],
+    archive_stats: RefreshStats,
+) -> Outcome:
     from sessiondex.indexer.archive_ingest import ingest_archive
     from sessiondex.transcripts.archive import ArchiveError, write_session_archive
     from sessiondex.transcripts.write import WriteRefused, delete_session_files
@@ -127,15 +133,25 @@ def _apply_one(db: Database, entry: PlanEntry, roots: list[Path], archive_dir: P
         return outcome
     remove_path(db, str(path))
     if archive is not None and archive_dir is not None:
-        ingest_archive(db, archive, Path(os.path.abspath(archive_dir)), archive_stats,
-                       include_tools=include_tools_setting(db))
+        ingest_archive(
+            db,
+            archive,
+            Path(os.path.abspath(archive_dir)),
+            archive_stats,
+            include_tools=include_tools_setting(db),
+        )
     outcome.status = DELETED
     outcome.removed = [str(p) for p in removed]
     return outcome
 
 
-def _archive_copy(db: Database, entry: PlanEntry, roots: list[Path], archive_dir: Path,
-                  archive_stats: RefreshStats) -> Outcome:
+def _archive_copy(
+    db: Database,
+    entry: PlanEntry,
+    roots: list[Path],
+    archive_dir: Path,
+    archive_stats: RefreshStats,
+) -> Outcome:
     """A protected session: archive a copy (Claude Code's sweep ignores our tag), keep it.
     Skipped when the archive dir already holds this exact version."""
     from sessiondex.indexer.archive_ingest import ingest_archive
@@ -155,16 +171,21 @@ def _archive_copy(db: Database, entry: PlanEntry, roots: list[Path], archive_dir
     except ArchiveError as exc:
         outcome.message = f"protected; not archived: {exc}"
         return outcome
-    ingest_archive(db, archive, directory, archive_stats,
-                   include_tools=include_tools_setting(db))
+    ingest_archive(db, archive, directory, archive_stats, include_tools=include_tools_setting(db))
     outcome.status, outcome.archive = ARCHIVED, str(archive)
     outcome.message = "protected; archived a copy, original kept"
     return outcome
 
 
-def apply_plan(db: Database, plan: CleanupPlan, roots: list[Path], *,
-               archive_dir: Path | None = None, clock: Callable[[], float] = time.time,
-               on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+def apply_plan(
+    db: Database,
+    plan: CleanupPlan,
+    roots: list[Path],
+    *,
+    archive_dir: Path | None = None,
+    clock: Callable[[], float] = time.time,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
     """Delete (after archiving, with ``archive_dir``) every unprotected expired session of
     ``plan``. Never a transcript written in the last 10 minutes by ``clock`` (nor one
     changed since the plan), never through a symlink, never anything but ``<uuid>.jsonl``
@@ -189,11 +210,8 @@ def apply_plan(db: Database, plan: CleanupPlan, roots: list[Path], *,
             else:
                 outcome = _apply_one(db, entry, roots, archive_dir, clock, stats)
         except OSError as exc:  # a vanished folder, a permission: this session only
-            outcome = Outcome(entry.session_id, entry.file_path, FAILED,
-                              f"{exc.strerror or exc}")
+            outcome = Outcome(entry.session_id, entry.file_path, FAILED, f"{exc.strerror or exc}")
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
     return outcomes
-
-

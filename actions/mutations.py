@@ -52,8 +52,7 @@ class MutationResult:
 Target = Resolution | str
 
 
-def find_target(db: Database, arg: str, *, cwd: str | None = None,
-                roots: list[Path]) -> Resolution:
+def find_target(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path]) -> Resolution:
     """Resolve ``arg`` for writing; raises NotFound / Ambiguous like ``resolve``."""
     return resolve(db, arg, cwd=cwd, roots=roots, for_write=True)
 
@@ -83,8 +82,9 @@ def _object_for(db: Database, path: str) -> dict[str, Any] | None:
     return to_object(db, rows[0]) if rows else None
 
 
-def _append(db: Database, found: Resolution, record: dict[str, Any], roots: list[Path],
-            action: str) -> MutationResult:
+def _append(
+    db: Database, found: Resolution, record: dict[str, Any], roots: list[Path], action: str
+) -> MutationResult:
     path = found.row["file_path"]
     _write_guard(db, path, roots)
     try:
@@ -93,8 +93,13 @@ def _append(db: Database, found: Resolution, record: dict[str, Any], roots: list
         _sync(db, path, roots)  # e.g. the file vanished: the index must not keep it
         raise MutationError(str(exc)) from None
     _sync(db, path, roots)
-    return MutationResult(action, found.session["session_id"], path,
-                          session=_object_for(db, path), notes=list(found.notes))
+    return MutationResult(
+        action,
+        found.session["session_id"],
+        path,
+        session=_object_for(db, path),
+        notes=list(found.notes),
+    )
 
 
 def check_name(name: object) -> str:
@@ -110,23 +115,29 @@ def check_tag(value: object) -> str:
     """The tag as stored (the SDK's sanitising, then stripped); empty is an error."""
     clean = sanitize_tag(value) if isinstance(value, str) else ""
     if not clean:
-        raise MutationError("the tag is empty (after removing invisible characters); "
-                            "use untag to clear a tag")
+        raise MutationError(
+            "the tag is empty (after removing invisible characters); use untag to clear a tag"
+        )
     return clean
 
 
-def rename(db: Database, target: Target, name: str, *, cwd: str | None = None,
-           roots: list[Path]) -> MutationResult:
+def rename(
+    db: Database, target: Target, name: str, *, cwd: str | None = None, roots: list[Path]
+) -> MutationResult:
     """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``."""
     title = check_name(name)
     found = _target(db, target, cwd, roots)
-    record = {"type": "custom-title", "customTitle": title,
-              "sessionId": found.session["session_id"]}
+    record = {
+        "type": "custom-title",
+        "customTitle": title,
+        "sessionId": found.session["session_id"],
+    }
     return _append(db, found, record, roots, "rename")
 
 
-def tag(db: Database, target: Target, value: str, *, cwd: str | None = None,
-        roots: list[Path]) -> MutationResult:
+def tag(
+    db: Database, target: Target, value: str, *, cwd: str | None = None, roots: list[Path]
+) -> MutationResult:
     """Append ``{"type":"tag","tag":…,"sessionId":…}`` with the SDK's sanitising; a tag
     that is empty after sanitising is an error (use :func:`untag` to clear)."""
     clean = check_tag(value)
@@ -135,16 +146,24 @@ def tag(db: Database, target: Target, value: str, *, cwd: str | None = None,
     return _append(db, found, record, roots, "tag")
 
 
-def untag(db: Database, target: Target, *, cwd: str | None = None,
-          roots: list[Path]) -> MutationResult:
+def untag(
+    db: Database, target: Target, *, cwd: str | None = None, roots: list[Path]
+) -> MutationResult:
     """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it."""
     found = _target(db, target, cwd, roots)
     record = {"type": "tag", "tag": "", "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "untag")
 
 
-def fork(db: Database, target: Target, *, cwd: str | None = None, roots: list[Path],
-         up_to: str | None = None, title: str | None = None) -> MutationResult:
+def fork(
+    db: Database,
+    target: Target,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    up_to: str | None = None,
+    title: str | None = None,
+) -> MutationResult:
     """Copy the session into a new one in the same project dir; the result's
     ``session_id`` is the new session's."""
     if title is not None and not title.strip():
@@ -158,13 +177,18 @@ def fork(db: Database, target: Target, *, cwd: str | None = None, roots: list[Pa
         _sync(db, path, roots)
         raise MutationError(str(exc)) from None
     _sync(db, str(result.path), roots)
-    return MutationResult("fork", result.session_id, str(result.path),
-                          session=_object_for(db, str(result.path)),
-                          notes=list(found.notes))
+    return MutationResult(
+        "fork",
+        result.session_id,
+        str(result.path),
+        session=_object_for(db, str(result.path)),
+        notes=list(found.notes),
+    )
 
 
-def delete(db: Database, target: Target, *, cwd: str | None = None,
-           roots: list[Path]) -> MutationResult:
+def delete(
+    db: Database, target: Target, *, cwd: str | None = None, roots: list[Path]
+) -> MutationResult:
     """Remove the transcript and its ``<id>/`` folder (subagents), then its index rows."""
     found = _target(db, target, cwd, roots)
     path = found.row["file_path"]
@@ -175,9 +199,25 @@ def delete(db: Database, target: Target, *, cwd: str | None = None,
         _sync(db, path, roots)
         raise MutationError(str(exc)) from None
     remove_path(db, path)
-    return MutationResult("delete", found.session["session_id"], path,
-                          removed=[str(p) for p in removed], notes=list(found.notes))
+    return MutationResult(
+        "delete",
+        found.session["session_id"],
+        path,
+        removed=[str(p) for p in removed],
+        notes=list(found.notes),
+    )
 
 
-__all__ = ["MutationError", "MutationResult", "NotFound", "check_name", "check_tag", "delete",
-           "find_target", "fork", "rename", "tag", "untag"]
+__all__ = [
+    "MutationError",
+    "MutationResult",
+    "NotFound",
+    "check_name",
+    "check_tag",
+    "delete",
+    "find_target",
+    "fork",
+    "rename",
+    "tag",
+    "untag",
+]

@@ -62,8 +62,20 @@ SIZE = "index size / corpus size"
 GROW_LIST = "10x corpus: list latency growth"
 GROW_SEARCH = "10x corpus: search latency growth"
 GROW_RSS = "10x corpus: peak RSS of a cold build"
-ROW_NAMES = (COLD, REFRESH, LIST, INFO, SEARCH_LIB, SEARCH_CLI, WATCH, RSS, SIZE,
-             GROW_LIST, GROW_SEARCH, GROW_RSS)
+ROW_NAMES = (
+    COLD,
+    REFRESH,
+    LIST,
+    INFO,
+    SEARCH_LIB,
+    SEARCH_CLI,
+    WATCH,
+    RSS,
+    SIZE,
+    GROW_LIST,
+    GROW_SEARCH,
+    GROW_RSS,
+)
 
 
 # ----------------------------------------------------------------- results
@@ -83,8 +95,12 @@ class Timing:
         return f"{_ms(self.median)} ({_ms(min(self.samples))}–{_ms(max(self.samples))})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"median_s": self.median, "min_s": min(self.samples),
-                "max_s": max(self.samples), "samples_s": self.samples}
+        return {
+            "median_s": self.median,
+            "min_s": min(self.samples),
+            "max_s": max(self.samples),
+            "samples_s": self.samples,
+        }
 
 
 @dataclass
@@ -123,8 +139,9 @@ def _mb(n_bytes: float) -> str:
     return f"{n_bytes / 1e6:,.1f} MB"
 
 
-def paired(ours: Callable[[], Any], baseline: Callable[[], Any], runs: int,
-           warmup: int) -> tuple[Timing, Timing]:
+def paired(
+    ours: Callable[[], Any], baseline: Callable[[], Any], runs: int, warmup: int
+) -> tuple[Timing, Timing]:
     """Time ``ours`` and ``baseline`` alternately, so a burst of load from a neighbour
     falls on both sides of the ratio rather than on one."""
     a: list[float] = []
@@ -155,8 +172,9 @@ def cache_dir() -> Path:
     return Path(base) / "sessiondex-bench"
 
 
-def ensure_corpus(params: dict[str, Any], scale: int = 1, log: Callable[[str], None] = print
-                  ) -> Path:
+def ensure_corpus(
+    params: dict[str, Any], scale: int = 1, log: Callable[[str], None] = print
+) -> Path:
     """The generated corpus for ``params`` in the cache dir, generated once.
 
     Generation is deterministic, so a corpus with its manifest in place is reused; one
@@ -164,15 +182,24 @@ def ensure_corpus(params: dict[str, Any], scale: int = 1, log: Callable[[str], N
     """
     from bench.corpus import generate
 
-    name = (f"corpus-n{params['sessions']}-p{params['projects']}-m{params['size_mb']:g}"
-            f"-s{params['seed']}-x{scale}")
+    name = (
+        f"corpus-n{params['sessions']}-p{params['projects']}-m{params['size_mb']:g}"
+        f"-s{params['seed']}-x{scale}"
+    )
     out = cache_dir() / name
     if (out / "manifest.jsonl").is_file():
         return out
     log(f"generating the corpus into {out} ...")
     out.parent.mkdir(parents=True, exist_ok=True)
-    generate(out, sessions=params["sessions"], projects=params["projects"],
-             size_mb=params["size_mb"], seed=params["seed"], scale=scale, overwrite=True)
+    generate(
+        out,
+        sessions=params["sessions"],
+        projects=params["projects"],
+        size_mb=params["size_mb"],
+        seed=params["seed"],
+        scale=scale,
+        overwrite=True,
+    )
     return out
 
 
@@ -214,8 +241,7 @@ def bare_parse(files: list[Path]) -> int:
 
 # ----------------------------------------------------------------- helpers
 def db_bytes(db_path: Path) -> int:
-    return sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal"))
-               if p.exists())
+    return sum(p.stat().st_size for p in (db_path, Path(f"{db_path}-wal")) if p.exists())
 
 
 def remove_db(db_path: Path) -> None:
@@ -246,9 +272,13 @@ def build_in_child(db_path: Path, roots: list[Path]) -> dict[str, Any]:
     beside it.
     """
     remove_db(db_path)
-    proc = subprocess.run([sys.executable, "-c", _BUILD_CHILD, str(db_path),
-                           *map(str, roots)], capture_output=True, text=True,
-                          cwd=REPO_ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUILD_CHILD, str(db_path), *map(str, roots)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"cold build child failed: {proc.stderr.strip()[-2000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -297,8 +327,18 @@ def run_process(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
 
 # ----------------------------------------------------------------- correctness
 _PR_FIELDS = ("url", "number", "provider")
-_SAME_FIELDS = ("custom_title", "tag", "branches", "git_branch", "ai_title", "summary",
-                "cwd", "entrypoint", "is_sidechain", "message_count")
+_SAME_FIELDS = (
+    "custom_title",
+    "tag",
+    "branches",
+    "git_branch",
+    "ai_title",
+    "summary",
+    "cwd",
+    "entrypoint",
+    "is_sidechain",
+    "message_count",
+)
 # The generator names GitHub Enterprise links as Claude Code's forge classifier does
 # (reference/cli-sessions.md); the contract (spec/cli.md) says "GitHub Enterprise is
 # `github` on another host", and the spec wins.
@@ -320,9 +360,14 @@ def _field_of(obj: dict[str, Any], name: str) -> Any:
 def _expected(m: dict[str, Any], name: str) -> Any:
     """The manifest's value for one check."""
     if name == "pr_links":
-        return [{"url": p["url"], "number": p["number"],
-                 "provider": _CONTRACT_PROVIDER.get(p["provider"], p["provider"])}
-                for p in m["pr_links"]]
+        return [
+            {
+                "url": p["url"],
+                "number": p["number"],
+                "provider": _CONTRACT_PROVIDER.get(p["provider"], p["provider"]),
+            }
+            for p in m["pr_links"]
+        ]
     if name == _PR_REPOSITORY:
         # prRepository as the pr-link record carries it: "the path between the host and
         # the PR segment" (reference/cli-sessions.md §4.1).
@@ -349,13 +394,19 @@ def _first_difference(ours: Any, theirs: Any) -> tuple[Any, Any]:
 def search_expectation(manifest: list[dict[str, Any]], word: str) -> set[str]:
     """Sessions whose *message text* holds ``word``: tool output is not indexed unless
     ``index --include-tools``, so a word planted only in a tool result is not a hit."""
-    return {m["session_id"] for m in manifest
-            if any(p["word"] == word and p["where"] in ("user", "assistant")
-                   for p in m["planted"])}
+    return {
+        m["session_id"]
+        for m in manifest
+        if any(p["word"] == word and p["where"] in ("user", "assistant") for p in m["planted"])
+    }
 
 
-def correctness(db: Any, manifest: list[dict[str, Any]], info_fn: Callable[[str], Any] | None,
-                info_id: str | None) -> list[Check]:
+def correctness(
+    db: Any,
+    manifest: list[dict[str, Any]],
+    info_fn: Callable[[str], Any] | None,
+    info_id: str | None,
+) -> list[Check]:
     from bench.vocab import PLANTED
     from sessiondex.query.filters import Filters
     from sessiondex.query.listing import list_sessions
@@ -367,43 +418,69 @@ def correctness(db: Any, manifest: list[dict[str, Any]], info_fn: Callable[[str]
     checks = []
     missing = sorted(set(wanted) - set(objects))
     extra = sorted(set(objects) - set(wanted))
-    checks.append(Check("every manifest session is indexed, and nothing else",
-                        not missing and not extra,
-                        f"{len(objects)} indexed, {len(wanted)} in manifest"
-                        + (f"; missing {missing[:3]}" if missing else "")
-                        + (f"; extra {extra[:3]}" if extra else "")))
+    checks.append(
+        Check(
+            "every manifest session is indexed, and nothing else",
+            not missing and not extra,
+            f"{len(objects)} indexed, {len(wanted)} in manifest"
+            + (f"; missing {missing[:3]}" if missing else "")
+            + (f"; extra {extra[:3]}" if extra else ""),
+        )
+    )
     for name in (*_SAME_FIELDS, "pr_links", _PR_REPOSITORY, "pr_mentions"):
-        wrong = [sid for sid, m in wanted.items()
-                 if sid in objects and _field_of(objects[sid], name) != _expected(m, name)]
+        wrong = [
+            sid
+            for sid, m in wanted.items()
+            if sid in objects and _field_of(objects[sid], name) != _expected(m, name)
+        ]
         detail = f"{len(wanted) - len(wrong) - len(missing)}/{len(wanted)} equal"
         if wrong:
             sid = wrong[0]
-            ours, theirs = _first_difference(_field_of(objects[sid], name),
-                                             _expected(wanted[sid], name))
-            detail += (f"; e.g. {sid} ({wanted[sid]['kind']}): index {ours!r:.160} != "
-                       f"manifest {theirs!r:.160}")
+            ours, theirs = _first_difference(
+                _field_of(objects[sid], name), _expected(wanted[sid], name)
+            )
+            detail += (
+                f"; e.g. {sid} ({wanted[sid]['kind']}): index {ours!r:.160} != "
+                f"manifest {theirs!r:.160}"
+            )
         label = "pr_links (url, number, provider)" if name == "pr_links" else name
         checks.append(Check(f"{label} of every session = manifest", not wrong, detail))
     deep = [sid for sid, m in wanted.items() if m["deep"] and sid in objects]
-    checks.append(Check("titles/tags written deep inside big files are found",
-                        all(objects[s]["custom_title"] == wanted[s]["custom_title"]
-                            and objects[s]["tag"] == wanted[s]["tag"] for s in deep),
-                        f"{len(deep)} sessions with a deep title or tag"))
+    checks.append(
+        Check(
+            "titles/tags written deep inside big files are found",
+            all(
+                objects[s]["custom_title"] == wanted[s]["custom_title"]
+                and objects[s]["tag"] == wanted[s]["tag"]
+                for s in deep
+            ),
+            f"{len(deep)} sessions with a deep title or tag",
+        )
+    )
     for word, _count in PLANTED:
         expected = search_expectation(manifest, word)
         got = {o["session_id"] for o in search(db, word, everything)}
         detail = f"{len(got)} found, {len(expected)} expected"
         if got != expected:
-            detail += (f"; missing {sorted(expected - got)[:3]}, "
-                       f"unexpected {sorted(got - expected)[:3]}")
+            detail += (
+                f"; missing {sorted(expected - got)[:3]}, unexpected {sorted(got - expected)[:3]}"
+            )
         checks.append(Check(f"search {word!r} = manifest's sessions", got == expected, detail))
     if info_fn is not None and info_id is not None:
         info = info_fn(info_id)
         m = wanted[info_id]
-        ok = (info is not None and getattr(info, "custom_title", None) == m["custom_title"]
-              and getattr(info, "git_branch", None) == m["git_branch"])
-        checks.append(Check("get_session_info (ours) = manifest (custom_title, git_branch)",
-                            ok, f"session {info_id}"))
+        ok = (
+            info is not None
+            and getattr(info, "custom_title", None) == m["custom_title"]
+            and getattr(info, "git_branch", None) == m["git_branch"]
+        )
+        checks.append(
+            Check(
+                "get_session_info (ours) = manifest (custom_title, git_branch)",
+                ok,
+                f"session {info_id}",
+            )
+        )
     return checks
 
 
@@ -451,8 +528,11 @@ class Bench:
 
         opts = self.opts
         params = QUICK_CORPUS if opts.quick else DEFAULT_CORPUS
-        self.root = (opts.corpus.resolve() if opts.corpus is not None
-                     else ensure_corpus(params, log=self.log))
+        self.root = (
+            opts.corpus.resolve()
+            if opts.corpus is not None
+            else ensure_corpus(params, log=self.log)
+        )
         self.roots = config_dirs([str(self.root)])
         self.manifest = read_manifest(self.root)
         self.files = jsonl_files(self.root)
@@ -460,20 +540,30 @@ class Bench:
         self.sdk = sdk_module()
         self.rg = shutil.which("rg")
         self.info = machine_info()
-        self.info.update({
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "corpus": {"path": str(self.root), "files": len(self.files),
-                       "bytes": self.corpus_size, "sessions": len(self.manifest),
-                       "params": None if opts.corpus else params},
-            "runs": opts.runs, "warmup": opts.warmup, "word": opts.word,
-            "quick": opts.quick, "loadavg_start": os.getloadavg(),
-            "rg": rg_version(self.rg), "claude_agent_sdk": getattr(
-                self.sdk, "__version__", None),
-        })
-        self.log(f"corpus {self.root}: {len(self.manifest)} sessions, {len(self.files)} "
-                 f".jsonl files, {_mb(self.corpus_size)}; load {os.getloadavg()[0]:.2f}")
-        with tempfile.TemporaryDirectory(prefix="sessiondex-bench-",
-                                         dir=opts.workdir) as scratch:
+        self.info.update(
+            {
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "corpus": {
+                    "path": str(self.root),
+                    "files": len(self.files),
+                    "bytes": self.corpus_size,
+                    "sessions": len(self.manifest),
+                    "params": None if opts.corpus else params,
+                },
+                "runs": opts.runs,
+                "warmup": opts.warmup,
+                "word": opts.word,
+                "quick": opts.quick,
+                "loadavg_start": os.getloadavg(),
+                "rg": rg_version(self.rg),
+                "claude_agent_sdk": getattr(self.sdk, "__version__", None),
+            }
+        )
+        self.log(
+            f"corpus {self.root}: {len(self.manifest)} sessions, {len(self.files)} "
+            f".jsonl files, {_mb(self.corpus_size)}; load {os.getloadavg()[0]:.2f}"
+        )
+        with tempfile.TemporaryDirectory(prefix="sessiondex-bench-", dir=opts.workdir) as scratch:
             self.work = Path(scratch)
             self.db_path = self.work / "index.db"
             bare_parse(self.files)  # warm the page cache before anything is timed
@@ -482,6 +572,7 @@ class Bench:
             if not self.db_path.exists():
                 open_db(self.db_path).close()
                 from sessiondex.indexer.refresh import refresh
+
                 db = open_db(self.db_path)
                 refresh(db, self.roots)
                 db.close()
@@ -496,11 +587,13 @@ class Bench:
                 self._guard(SIZE, self.measure_size)
                 self.log("checking answers against manifest.jsonl")
                 try:
-                    self.checks = correctness(self.db, self.manifest, self._our_info,
-                                              self._info_session())
+                    self.checks = correctness(
+                        self.db, self.manifest, self._our_info, self._info_session()
+                    )
                 except Exception as exc:  # noqa: BLE001 - a crash is a failed check
-                    self.checks = [Check("correctness checks ran", False,
-                                         f"{type(exc).__name__}: {exc}")]
+                    self.checks = [
+                        Check("correctness checks ran", False, f"{type(exc).__name__}: {exc}")
+                    ]
                 self._guard(WATCH, self.measure_watch)
                 self.measure_scale()
             finally:
@@ -532,12 +625,13 @@ class Bench:
             finally:
                 db.close()
 
-        ours, base = paired(cold, lambda: bare_parse(self.files), self.opts.runs,
-                            self.opts.warmup)
+        ours, base = paired(cold, lambda: bare_parse(self.files), self.opts.runs, self.opts.warmup)
         remove_db(path)
         self._fill(row, ours, base, 3.0, "bare read + orjson.loads")
-        row.note = f"floor {self.corpus_size / base.median / 1e6:,.0f} MB/s, ours " \
-                   f"{self.corpus_size / ours.median / 1e6:,.0f} MB/s"
+        row.note = (
+            f"floor {self.corpus_size / base.median / 1e6:,.0f} MB/s, ours "
+            f"{self.corpus_size / ours.median / 1e6:,.0f} MB/s"
+        )
 
     def measure_refresh(self, row: Row) -> None:
         from sessiondex.indexer.refresh import refresh
@@ -551,8 +645,9 @@ class Bench:
         stats = refresh(self.db, self.roots)
         if stats.new or stats.grown or stats.rewritten or stats.removed:
             raise RuntimeError(f"the index was not up to date: {stats.as_dict()}")
-        ours, base = paired(lambda: refresh(self.db, self.roots), sdk_list, self.opts.runs,
-                            self.opts.warmup)
+        ours, base = paired(
+            lambda: refresh(self.db, self.roots), sdk_list, self.opts.runs, self.opts.warmup
+        )
         self._fill(row, ours, base, 0.1, "SDK list_sessions()")
         row.note = f"SDK lists {len(sdk_list())} sessions; ours stats {stats.files_seen} files"
 
@@ -566,8 +661,10 @@ class Bench:
         if sdk_list is None:
             ours = timed(ours_fn, self.opts.runs, self.opts.warmup)
             row.ours, row.goal = ours.text(), "≤ 0.02"
-            row.note, row.data = "baseline not measured: claude-agent-sdk missing", {
-                "ours": ours.as_dict()}
+            row.note, row.data = (
+                "baseline not measured: claude-agent-sdk missing",
+                {"ours": ours.as_dict()},
+            )
             return
         ours, base = paired(ours_fn, sdk_list, self.opts.runs, self.opts.warmup)
         self._fill(row, ours, base, 0.02, "SDK list_sessions()")
@@ -610,8 +707,10 @@ class Bench:
         ours, base = paired(ours_fn, sdk_info, self.opts.runs, self.opts.warmup)
         self._fill(row, ours, base, None, "SDK get_session_info()")
         found = sdk_info()
-        row.note = (f"session {sid[:8]}, index lookup without refresh; SDK "
-                    f"{'found it' if found is not None else 'returned None'}")
+        row.note = (
+            f"session {sid[:8]}, index lookup without refresh; SDK "
+            f"{'found it' if found is not None else 'returned None'}"
+        )
 
     def measure_search_lib(self, row: Row) -> None:
         from sessiondex.query.filters import Filters
@@ -628,19 +727,32 @@ class Bench:
         rg_fn = self._rg_fn()
         ours, base = paired(ours_fn, rg_fn, self.opts.runs, self.opts.warmup)
         self._fill(row, ours, base, 0.1, f"rg -l -F {self.opts.word} (process)")
-        row.note = (f"{len(ours_fn())} sessions found; rg lists "
-                    f"{len(rg_fn().stdout.splitlines())} files")
+        row.note = (
+            f"{len(ours_fn())} sessions found; rg lists {len(rg_fn().stdout.splitlines())} files"
+        )
 
     def measure_search_cli(self, row: Row) -> None:
-        argv = [*sessiondex_command(), "--config-dir", str(self.root), "--db",
-                str(self.db_path), "--no-refresh", "search", self.opts.word, "--scope", "all",
-                "--json"]
+        argv = [
+            *sessiondex_command(),
+            "--config-dir",
+            str(self.root),
+            "--db",
+            str(self.db_path),
+            "--no-refresh",
+            "search",
+            self.opts.word,
+            "--scope",
+            "all",
+            "--json",
+        ]
 
         def cli() -> None:
             proc = run_process(argv)
             if proc.returncode != 0:
-                raise RuntimeError(f"sessiondex search exited {proc.returncode}: "
-                                   f"{proc.stderr.decode(errors='replace')[-500:]}")
+                raise RuntimeError(
+                    f"sessiondex search exited {proc.returncode}: "
+                    f"{proc.stderr.decode(errors='replace')[-500:]}"
+                )
 
         if self.rg is None:
             ours = timed(cli, self.opts.runs, self.opts.warmup)
@@ -670,13 +782,14 @@ class Bench:
             return
         appends = 5 if self.opts.quick else self.opts.appends
         result = measure_append_latency(self.root, self.db_path, appends=appends)
-        row.ours = (f"p95 {result['p95_ms']} ms (p50 {result['p50_ms']}, "
-                    f"max {result['max_ms']})")
+        row.ours = f"p95 {result['p95_ms']} ms (p50 {result['p50_ms']}, max {result['max_ms']})"
         row.goal = "p95 ≤ 300 ms"
         row.met = bool(result["met"])
-        row.note = (f"{result['appends']} appends, {result['timeouts']} timeouts, "
-                    f"{result['mode']} watcher, {result['observer']} events, debounce "
-                    f"{result['debounce_ms']} ms")
+        row.note = (
+            f"{result['appends']} appends, {result['timeouts']} timeouts, "
+            f"{result['mode']} watcher, {result['observer']} events, debounce "
+            f"{result['debounce_ms']} ms"
+        )
         row.data = result
 
     def measure_scale(self) -> None:
@@ -695,15 +808,20 @@ class Bench:
         target = cache_dir()
         target.mkdir(parents=True, exist_ok=True)
         need = self.corpus_size * SCALE * INDEX_SHARE
-        existing = [p for p in target.glob(f"corpus-n{params['sessions']}-*-x{SCALE}")
-                    if (p / "manifest.jsonl").is_file()]
+        existing = [
+            p
+            for p in target.glob(f"corpus-n{params['sessions']}-*-x{SCALE}")
+            if (p / "manifest.jsonl").is_file()
+        ]
         if not existing:
             need += self.corpus_size * SCALE * 1.05
         free = min(shutil.disk_usage(target).free, shutil.disk_usage(self.work).free)
         if free < need:
             for name in names:
-                self.rows[name].ours = (f"skipped: {_mb(free)} free, about {_mb(need)} "
-                                        "needed for the 10x corpus and its index")
+                self.rows[name].ours = (
+                    f"skipped: {_mb(free)} free, about {_mb(need)} "
+                    "needed for the 10x corpus and its index"
+                )
             return
         try:
             from sessiondex.transcripts.config import config_dirs
@@ -739,27 +857,37 @@ class Bench:
 
         big = open_db(big_db_path)
         try:
+
             def query(db: Any, limit: int | None) -> Callable[[], Any]:
                 filters = Filters(scope="all", limit=limit)
                 if kind == "list":
                     return lambda: list_sessions(db, filters)
                 return lambda: search(db, self.opts.word, filters)
 
-            small_t, big_t = paired(query(self.db, PICKER_LIMIT), query(big, PICKER_LIMIT),
-                                    self.opts.runs, self.opts.warmup)
-            small_all, big_all = paired(query(self.db, None), query(big, None),
-                                        self.opts.runs, self.opts.warmup)
+            small_t, big_t = paired(
+                query(self.db, PICKER_LIMIT),
+                query(big, PICKER_LIMIT),
+                self.opts.runs,
+                self.opts.warmup,
+            )
+            small_all, big_all = paired(
+                query(self.db, None), query(big, None), self.opts.runs, self.opts.warmup
+            )
         finally:
             big.close()
         row.ours, row.baseline = big_t.text(), f"{small_t.text()} at 1x"
         row.ratio = big_t.median / small_t.median
         row.goal = "≤ 2×"
         row.compare(2.0)
-        row.note = (f"--limit {PICKER_LIMIT}; without a limit (10x the rows): "
-                    f"{big_all.text()} vs {small_all.text()}, "
-                    f"×{big_all.median / small_all.median:.1f}")
-        row.data = {"limited": {"x1": small_t.as_dict(), "x10": big_t.as_dict()},
-                    "all": {"x1": small_all.as_dict(), "x10": big_all.as_dict()}}
+        row.note = (
+            f"--limit {PICKER_LIMIT}; without a limit (10x the rows): "
+            f"{big_all.text()} vs {small_all.text()}, "
+            f"×{big_all.median / small_all.median:.1f}"
+        )
+        row.data = {
+            "limited": {"x1": small_t.as_dict(), "x10": big_t.as_dict()},
+            "all": {"x1": small_all.as_dict(), "x10": big_all.as_dict()},
+        }
 
     # -- shared pieces
     def _sdk_list(self) -> Callable[[], list[Any]] | None:
@@ -777,36 +905,41 @@ class Bench:
         argv = [self.rg, "-l", "-F", self.opts.word, str(self.root / "projects")]
         return lambda: run_process(argv)
 
-    def _fill(self, row: Row, ours: Timing, base: Timing, limit: float | None,
-              baseline: str) -> None:
+    def _fill(
+        self, row: Row, ours: Timing, base: Timing, limit: float | None, baseline: str
+    ) -> None:
         row.ours, row.baseline = ours.text(), f"{base.text()} [{baseline}]"
         row.ratio = ours.median / base.median
         if limit is not None:
             row.goal = f"≤ {limit:g}"
             row.compare(limit)
-        row.data = {"ours": ours.as_dict(), "baseline": base.as_dict(),
-                    "baseline_name": baseline}
+        row.data = {"ours": ours.as_dict(), "baseline": base.as_dict(), "baseline_name": baseline}
 
     # -- output
     def table(self) -> str:
         header = ("figure", "ours (median, min–max)", "baseline", "ratio", "goal", "met?")
         lines = [header]
         for row in self.rows.values():
-            ratio = "—" if row.ratio is None else (
-                f"{row.ratio:.3f}" if row.ratio < 0.1 else f"{row.ratio:.2f}")
+            ratio = (
+                "—"
+                if row.ratio is None
+                else (f"{row.ratio:.3f}" if row.ratio < 0.1 else f"{row.ratio:.2f}")
+            )
             met = {True: "yes", False: "NO", None: "—"}[row.met]
             lines.append((row.figure, row.ours, row.baseline, ratio, row.goal, met))
         out = ["| " + " | ".join(cells) + " |" for cells in lines]
         out.insert(1, "|" + "|".join("---" for _ in header) + "|")
         notes = [f"- {row.figure}: {row.note}" for row in self.rows.values() if row.note]
-        checks = [f"{'PASS' if c.passed else 'FAIL'}  {c.name}  ({c.detail})"
-                  for c in self.checks]
+        checks = [f"{'PASS' if c.passed else 'FAIL'}  {c.name}  ({c.detail})" for c in self.checks]
         return "\n".join([*out, "", "Notes:", *notes, "", "Correctness:", *checks])
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.info, "rows": [asdict(r) for r in self.rows.values()],
-                "checks": [asdict(c) for c in self.checks],
-                "all_checks_passed": all(c.passed for c in self.checks)}
+        return {
+            **self.info,
+            "rows": [asdict(r) for r in self.rows.values()],
+            "checks": [asdict(c) for c in self.checks],
+            "all_checks_passed": all(c.passed for c in self.checks),
+        }
 
 
 # ----------------------------------------------------------------- machine
@@ -830,37 +963,67 @@ def machine_info() -> dict[str, Any]:
             if line.startswith("MemTotal:"):
                 mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
                 break
-    return {"nproc": os.cpu_count(), "cpu": cpu or platform.processor(), "memory": mem,
-            "python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
-            "platform": platform.platform()}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu or platform.processor(),
+        "memory": mem,
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+    }
 
 
 # ----------------------------------------------------------------- CLI
 def parse_args(argv: list[str] | None) -> Options:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", type=Path,
-                    help="a corpus dir from bench.corpus (default: the default corpus, "
-                         "generated once into ~/.cache/sessiondex-bench)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help="where to write the results as JSON (default: bench/out/results.json)")
-    ap.add_argument("--runs", type=int, default=None,
-                    help="timed runs per figure after one warm-up (default 5; 1 with --quick)")
-    ap.add_argument("--scale-check", action="store_true",
-                    help="also generate the 10x corpus (~4.4 GB) and report query growth")
-    ap.add_argument("--quick", action="store_true",
-                    help="a smoke run: one run, no warm-up, a small corpus, 5 appends")
+    ap.add_argument(
+        "--corpus",
+        type=Path,
+        help="a corpus dir from bench.corpus (default: the default corpus, "
+        "generated once into ~/.cache/sessiondex-bench)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="where to write the results as JSON (default: bench/out/results.json)",
+    )
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="timed runs per figure after one warm-up (default 5; 1 with --quick)",
+    )
+    ap.add_argument(
+        "--scale-check",
+        action="store_true",
+        help="also generate the 10x corpus (~4.4 GB) and report query growth",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: one run, no warm-up, a small corpus, 5 appends",
+    )
     ap.add_argument("--word", default=DEFAULT_WORD, help="the word to search for")
     ap.add_argument("--appends", type=int, default=100, help="appends for the watch row")
-    ap.add_argument("--workdir", type=Path,
-                    help="where the scratch indexes go (default: the system temp dir)")
+    ap.add_argument(
+        "--workdir", type=Path, help="where the scratch indexes go (default: the system temp dir)"
+    )
     args = ap.parse_args(argv)
     runs = args.runs if args.runs is not None else (1 if args.quick else 5)
     if runs < 1:
         ap.error("--runs must be at least 1")
-    return Options(corpus=args.corpus, out=args.out, runs=runs,
-                   warmup=0 if args.quick else 1, scale_check=args.scale_check,
-                   quick=args.quick, word=args.word, appends=args.appends,
-                   workdir=args.workdir)
+    return Options(
+        corpus=args.corpus,
+        out=args.out,
+        runs=runs,
+        warmup=0 if args.quick else 1,
+        scale_check=args.scale_check,
+        quick=args.quick,
+        word=args.word,
+        appends=args.appends,
+        workdir=args.workdir,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,10 +53,18 @@ def _record(session_id: str, parent: str | None, text: str) -> tuple[str, bytes]
     uid = str(uuid.uuid4())
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     record = {
-        "parentUuid": parent, "isSidechain": False, "userType": "external",
-        "cwd": "/sessiondex/bench/watch-latency", "sessionId": session_id,
-        "version": "2.1.332", "gitBranch": "main", "entrypoint": "cli", "type": "user",
-        "message": {"role": "user", "content": text}, "uuid": uid, "timestamp": stamp,
+        "parentUuid": parent,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/sessiondex/bench/watch-latency",
+        "sessionId": session_id,
+        "version": "2.1.332",
+        "gitBranch": "main",
+        "entrypoint": "cli",
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "uuid": uid,
+        "timestamp": stamp,
     }
     return uid, orjson.dumps(record) + b"\n"
 
@@ -75,10 +83,24 @@ class _Subprocess:
 
     def __init__(self, config_dir: Path, db_path: Path, debounce_ms: int) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
-             "--config-dir", str(config_dir), "--db", str(db_path), "watch", "-v",
-             "--debounce", str(debounce_ms)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+            [
+                sys.executable,
+                "-c",
+                "from sessiondex.cli.main import main; main()",
+                "--config-dir",
+                str(config_dir),
+                "--db",
+                str(db_path),
+                "watch",
+                "-v",
+                "--debounce",
+                str(debounce_ms),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO_ROOT,
+        )
         self.lines: queue.Queue[str] = queue.Queue()
         self.observer = "?"
         threading.Thread(target=self._drain, daemon=True).start()
@@ -121,9 +143,15 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-def measure_append_latency(config_dir: str | os.PathLike[str], db_path: str | os.PathLike[str],
-                           appends: int = 100, *, in_process: bool = False,
-                           debounce_ms: int = 100, spacing: float = 0.05) -> dict[str, Any]:
+def measure_append_latency(
+    config_dir: str | os.PathLike[str],
+    db_path: str | os.PathLike[str],
+    appends: int = 100,
+    *,
+    in_process: bool = False,
+    debounce_ms: int = 100,
+    spacing: float = 0.05,
+) -> dict[str, Any]:
     """Latency (ms) from appending a line to a transcript to ``search`` returning it.
 
     Returns ``{"appends", "p50_ms", "p95_ms", "max_ms", "timeouts", "observer", "mode",
@@ -190,29 +218,42 @@ def measure_append_latency(config_dir: str | os.PathLike[str], db_path: str | os
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.watch_latency",
-                                 description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.watch_latency", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--config-dir", required=True, help="a scratch config dir (bench.corpus)")
-    ap.add_argument("--db", help="index to use (default: a new one in a temp dir; the "
-                                 "watcher's catch-up builds it)")
+    ap.add_argument(
+        "--db",
+        help="index to use (default: a new one in a temp dir; the watcher's catch-up builds it)",
+    )
     ap.add_argument("--appends", type=int, default=100)
     ap.add_argument("--debounce", type=int, default=100, metavar="MS")
-    ap.add_argument("--in-process", action="store_true",
-                    help="run the Watcher in this process instead of `sessiondex watch`")
+    ap.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the Watcher in this process instead of `sessiondex watch`",
+    )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sessiondex-watch-bench-") as scratch:
         db_path = Path(args.db) if args.db else Path(scratch) / "index.db"
-        result = measure_append_latency(args.config_dir, db_path, args.appends,
-                                        in_process=args.in_process, debounce_ms=args.debounce)
+        result = measure_append_latency(
+            args.config_dir,
+            db_path,
+            args.appends,
+            in_process=args.in_process,
+            debounce_ms=args.debounce,
+        )
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"append → search visible ({result['mode']}, {result['observer']}, debounce "
-              f"{result['debounce_ms']} ms, {result['appends']} appends): p50 "
-              f"{result['p50_ms']} ms, p95 {result['p95_ms']} ms, max {result['max_ms']} ms, "
-              f"{result['timeouts']} timeouts; goal p95 ≤ {GOAL_P95_MS:g} ms: "
-              f"{'met' if result['met'] else 'NOT met'}")
+        print(
+            f"append → search visible ({result['mode']}, {result['observer']}, debounce "
+            f"{result['debounce_ms']} ms, {result['appends']} appends): p50 "
+            f"{result['p50_ms']} ms, p95 {result['p95_ms']} ms, max {result['max_ms']} ms, "
+            f"{result['timeouts']} timeouts; goal p95 ≤ {GOAL_P95_MS:g} ms: "
+            f"{'met' if result['met'] else 'NOT met'}"
+        )
     return 0 if result["met"] else 1
 
 

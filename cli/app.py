@@ -66,8 +66,9 @@ class App:
         --config-dir should not look like an empty history)."""
         for root in self.roots:
             if not (root / "projects").is_dir():
-                click.echo(f"warning: {root} has no projects/ folder; nothing to index there",
-                           err=True)
+                click.echo(
+                    f"warning: {root} has no projects/ folder; nothing to index there", err=True
+                )
 
     def fresh_db(self) -> Database:
         """The database, first brought up to date unless --no-refresh or a live watcher."""
@@ -96,7 +97,8 @@ class App:
                     self._reader = open_db(self.database_path, readonly=True)
                 except Exception as exc:  # sqlite3 errors, permissions: one clear line
                     raise CliError(
-                        f"cannot open the index at {self.database_path}: {exc}") from None
+                        f"cannot open the index at {self.database_path}: {exc}"
+                    ) from None
             else:
                 self._reader = self.fresh_db()
         return self._reader

@@ -18,51 +18,72 @@ def describe_summary(summary: dict[str, Any]) -> str:
     parts = []
     days = sorted({d["days"] for d in summary["config_dirs"] if d["sweep_enabled"]})
     if days:
-        parts.append(f"{summary['expired_sessions']} session(s) "
-                     f"({human_size(summary['expired_bytes'])}) past cleanupPeriodDays "
-                     f"({'/'.join(str(d) for d in days)}), "
-                     f"{summary['expiring_within_3_days']} more within 3 days")
+        parts.append(
+            f"{summary['expired_sessions']} session(s) "
+            f"({human_size(summary['expired_bytes'])}) past cleanupPeriodDays "
+            f"({'/'.join(str(d) for d in days)}), "
+            f"{summary['expiring_within_3_days']} more within 3 days"
+        )
     for item in summary["config_dirs"]:
         if not item["sweep_enabled"]:
             problem = item["problems"][0]
-            parts.append(f"Claude Code skips its sweep of {item['config_dir']} "
-                         f"({problem['problem']}: {problem['file']})")
+            parts.append(
+                f"Claude Code skips its sweep of {item['config_dir']} "
+                f"({problem['problem']}: {problem['file']})"
+            )
     return "; ".join(parts) + "; see `sessiondex cleanup`"
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
     from sessiondex.cli.output import human_size, relative_time
 
-    return [[e["title"], e.get("cwd") or e["project_key"], relative_time(e["last_activity"]),
-             relative_time(e["mtime"]), human_size(e["size"]), e["session_id"][:8]]
-            for e in entries]
+    return [
+        [
+            e["title"],
+            e.get("cwd") or e["project_key"],
+            relative_time(e["last_activity"]),
+            relative_time(e["mtime"]),
+            human_size(e["size"]),
+            e["session_id"][:8],
+        ]
+        for e in entries
+    ]
 
 
 def _table(entries: list[dict[str, Any]]) -> str:
     from sessiondex.cli.output import render_table
 
-    text = render_table(_entry_rows(entries),
-                        ("title", "project", "last activity", "modified", "size", "id"))
+    text = render_table(
+        _entry_rows(entries), ("title", "project", "last activity", "modified", "size", "id")
+    )
     return "\n".join("  " + line for line in text.split("\n"))
 
 
-def _render_root(plan: dict[str, Any], applying: bool, archive: str | None,
-                 keep_tag: str) -> list[str]:
+def _render_root(
+    plan: dict[str, Any], applying: bool, archive: str | None, keep_tag: str
+) -> list[str]:
     from sessiondex.cli.output import human_size
 
     cc = plan["claude_code"]
     out = [f"Config dir {plan['config_dir']}"]
     if cc["sweep_enabled"]:
         where = "default" if cc["source"] == "default" else cc["source"]
-        when = (f"not before {cc['next_sweep']} (.last-cleanup is under a day old)"
-                if cc["next_sweep"] else "the next time it starts")
-        out.append(f"  Claude Code: cleanupPeriodDays = {cc['days']} ({where}); its sweep can "
-                   f"run {when} and would delete {cc['would_delete_sessions']} session(s), "
-                   f"{human_size(cc['would_delete_bytes'])}.")
+        when = (
+            f"not before {cc['next_sweep']} (.last-cleanup is under a day old)"
+            if cc["next_sweep"]
+            else "the next time it starts"
+        )
+        out.append(
+            f"  Claude Code: cleanupPeriodDays = {cc['days']} ({where}); its sweep can "
+            f"run {when} and would delete {cc['would_delete_sessions']} session(s), "
+            f"{human_size(cc['would_delete_bytes'])}."
+        )
     else:
         for problem in cc["problems"]:
-            out.append(f"  Claude Code skips its sweep: {problem['problem']} ({problem['file']}); "
-                       "nothing is expiring by Claude Code.")
+            out.append(
+                f"  Claude Code skips its sweep: {problem['problem']} ({problem['file']}); "
+                "nothing is expiring by Claude Code."
+            )
     for note in cc["notes"]:
         out.append(f"  note: {note}")
     if plan["days"] is None:
@@ -70,8 +91,10 @@ def _render_root(plan: dict[str, Any], applying: bool, archive: str | None,
         return out
     totals = plan["totals"]
     source = "--days" if plan["days_source"] == "--days" else "cleanupPeriodDays"
-    out.append(f"  Cutoff: {plan['cutoff']} ({source} = {plan['days']}; transcripts last "
-               "modified before it are expired).")
+    out.append(
+        f"  Cutoff: {plan['cutoff']} ({source} = {plan['days']}; transcripts last "
+        "modified before it are expired)."
+    )
     verb = "Deleting" if applying else "Expired (cleanup --apply deletes these)"
     if plan["expired"]:
         out.append(f"  {verb}: {totals['sessions']} session(s), {human_size(totals['bytes'])}")
@@ -79,36 +102,75 @@ def _render_root(plan: dict[str, Any], applying: bool, archive: str | None,
     else:
         out.append("  No expired session.")
     if plan["protected"]:
-        out.append(f"  Protected by tag {keep_tag!r} ({totals['protected']} session(s), "
-                   f"{human_size(totals['protected_bytes'])}): cleanup --apply keeps them, but "
-                   "Claude Code's own sweep will still delete them (it ignores tags).")
+        out.append(
+            f"  Protected by tag {keep_tag!r} ({totals['protected']} session(s), "
+            f"{human_size(totals['protected_bytes'])}): cleanup --apply keeps them, but "
+            "Claude Code's own sweep will still delete them (it ignores tags)."
+        )
         out.append(_table(plan["protected"]))
         if not archive:
-            out.append("  Keep a copy: sessiondex cleanup --apply --archive DIR (archives them "
-                       "and leaves the originals).")
+            out.append(
+                "  Keep a copy: sessiondex cleanup --apply --archive DIR (archives them "
+                "and leaves the originals)."
+            )
     if plan["exempt"]:
-        out.append(f"  Exempt: {totals['exempt']} desktop session(s) past the cutoff; Claude "
-                   "Code's sweep keeps them (not counted).")
+        out.append(
+            f"  Exempt: {totals['exempt']} desktop session(s) past the cutoff; Claude "
+            "Code's sweep keeps them (not counted)."
+        )
         out.append(_table(plan["exempt"]))
     return out
 
 
 @click.command()
-@click.option("--days", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Plan with N days instead of cleanupPeriodDays from the settings.")
-@click.option("--apply", "do_apply", is_flag=True,
-              help="Delete the expired sessions (default: a dry run that deletes nothing).")
-@click.option("--archive", "archive_dir", type=click.Path(file_okay=False), default=None,
-              metavar="DIR", help="With --apply: first archive each session into DIR "
-                                  "(one verified .tar.gz each); DIR stays searchable.")
-@click.option("--keep-tag", default="keep", show_default=True, metavar="T",
-              help="Sessions tagged T are never deleted by --apply.")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Plan with N days instead of cleanupPeriodDays from the settings.",
+)
+@click.option(
+    "--apply",
+    "do_apply",
+    is_flag=True,
+    help="Delete the expired sessions (default: a dry run that deletes nothing).",
+)
+@click.option(
+    "--archive",
+    "archive_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="With --apply: first archive each session into DIR "
+    "(one verified .tar.gz each); DIR stays searchable.",
+)
+@click.option(
+    "--keep-tag",
+    default="keep",
+    show_default=True,
+    metavar="T",
+    help="Sessions tagged T are never deleted by --apply.",
+)
 @cwd_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="Output format.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
-def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag: str,
-            cwd: str | None, fmt: str, as_json: bool) -> None:
+def cleanup(
+    days: int | None,
+    do_apply: bool,
+    archive_dir: str | None,
+    keep_tag: str,
+    cwd: str | None,
+    fmt: str,
+    as_json: bool,
+) -> None:
     """Show what Claude Code's retention sweep will delete; optionally clean up first.
 
     Claude Code deletes transcripts whose file mtime is older than cleanupPeriodDays
@@ -153,8 +215,10 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
         for root in result["config_dirs"]:
             lines.extend(_render_root(root, do_apply, archive_dir, keep_tag))
         if not do_apply and plan.to_delete:
-            lines.append("Dry run: nothing was deleted. Run with --apply (and --archive DIR "
-                         "to keep a compressed copy).")
+            lines.append(
+                "Dry run: nothing was deleted. Run with --apply (and --archive DIR "
+                "to keep a compressed copy)."
+            )
         click.echo("\n".join(lines))
     if not do_apply:
         if fmt == "json":
@@ -172,25 +236,31 @@ def cleanup(days: int | None, do_apply: bool, archive_dir: str | None, keep_tag:
             click.echo(f"failed {outcome.file_path}: {outcome.message}", err=True)
         else:
             where = f" ({outcome.archive})" if outcome.archive else ""
-            click.echo(f"{outcome.status} {outcome.file_path}: {outcome.message}{where}",
-                       err=echo_err)
+            click.echo(
+                f"{outcome.status} {outcome.file_path}: {outcome.message}{where}", err=echo_err
+            )
 
     try:
-        outcomes = apply_plan(db, plan, roots,
-                              archive_dir=Path(archive_dir) if archive_dir else None,
-                              on_outcome=report)
+        outcomes = apply_plan(
+            db,
+            plan,
+            roots,
+            archive_dir=Path(archive_dir) if archive_dir else None,
+            on_outcome=report,
+        )
     except ValueError as exc:
         raise CliError(str(exc)) from None
     deleted = [o for o in outcomes if o.status == DELETED]
     failed = [o for o in outcomes if o.status == FAILED]
-    freed = sum(e.size for e in plan.to_delete
-                if e.file_path in {o.file_path for o in deleted})
+    freed = sum(e.size for e in plan.to_delete if e.file_path in {o.file_path for o in deleted})
     if fmt == "json":
         result["results"] = [o.as_dict() for o in outcomes]
         click.echo(dumps(result, indent=True))
     else:
-        click.echo(f"{len(deleted)} session(s) deleted ({human_size(freed)}), "
-                   f"{len(failed)} failed, "
-                   f"{len(outcomes) - len(deleted) - len(failed)} skipped or archived.")
+        click.echo(
+            f"{len(deleted)} session(s) deleted ({human_size(freed)}), "
+            f"{len(failed)} failed, "
+            f"{len(outcomes) - len(deleted) - len(failed)} skipped or archived."
+        )
     if failed:
         raise CliError(f"{len(failed)} session(s) could not be cleaned up (see above)")

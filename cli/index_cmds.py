@@ -13,21 +13,33 @@ from sessiondex.cli.output import emit_object, human_size
 
 def _summary_line(stats: dict[str, Any]) -> str:
     problems = ", ".join(f"{k} {v}" for k, v in stats["problems"].items())
-    line = (f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
-            f"{stats['rewritten']} rewritten, {stats['removed']} removed; "
-            f"{stats['sessions']} sessions, {stats['messages']} messages indexed, "
-            f"{human_size(stats['bytes_read'])} read, {stats['bad_lines']} bad lines"
-            f"{' (' + problems + ')' if problems else ''}, {stats['seconds']:.2f}s")
+    line = (
+        f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
+        f"{stats['rewritten']} rewritten, {stats['removed']} removed; "
+        f"{stats['sessions']} sessions, {stats['messages']} messages indexed, "
+        f"{human_size(stats['bytes_read'])} read, {stats['bad_lines']} bad lines"
+        f"{' (' + problems + ')' if problems else ''}, {stats['seconds']:.2f}s"
+    )
     return line
 
 
 @click.command()
 @click.option("--rebuild", is_flag=True, help="Drop the index and read every transcript again.")
-@click.option("--tools/--no-tools", "tools", default=None,
-              help="Also index tool inputs and results (off by default: they are most of "
-                   "the bytes). The choice is remembered; changing it rebuilds the index.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="json prints the summary as an object.")
+@click.option(
+    "--tools/--no-tools",
+    "tools",
+    default=None,
+    help="Also index tool inputs and results (off by default: they are most of "
+    "the bytes). The choice is remembered; changing it rebuilds the index.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="json prints the summary as an object.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
 def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
     """Bring the index up to date with the transcripts.
@@ -56,9 +68,9 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
             assert bar is not None
             bar.length = total
             bar.update(done - bar.pos)
+
     try:
-        stats = refresh(db, state.roots, rebuild=rebuild, progress=progress,
-                        include_tools=tools)
+        stats = refresh(db, state.roots, rebuild=rebuild, progress=progress, include_tools=tools)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -70,8 +82,9 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
 def stats(fmt: str, as_json: bool) -> None:
     """Counts, corpus and index sizes, freshness and watcher status.
@@ -95,7 +108,10 @@ def stats(fmt: str, as_json: bool) -> None:
             return human_size(value)
         return ", ".join(value) if isinstance(value, list) else value
 
-    lines = [f"{k.replace('_', ' ')}: {shown(k, v)}" for k, v in result.items()
-             if not isinstance(v, dict)]
+    lines = [
+        f"{k.replace('_', ' ')}: {shown(k, v)}"
+        for k, v in result.items()
+        if not isinstance(v, dict)
+    ]
     lines.append(f"cleanup: {describe_summary(result['cleanup'])}")
     emit_object(result, fmt, text="\n".join(lines))

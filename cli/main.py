@@ -53,18 +53,32 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config-dir", "config_dirs", multiple=True, metavar="DIR",
-              help="Claude config dir to index (repeatable). Default: $CLAUDE_CONFIG_DIR "
-                   "(comma-separated list allowed), else ~/.claude.")
-@click.option("--db", "db_path", envvar="SESSIONDEX_DB", metavar="PATH",
-              help="Index database. Default: $XDG_CACHE_HOME/sessiondex/index.db.")
-@click.option("--no-refresh", is_flag=True,
-              help="Answer from the index as it is, without the quick incremental refresh.")
+@click.option(
+    "--config-dir",
+    "config_dirs",
+    multiple=True,
+    metavar="DIR",
+    help="Claude config dir to index (repeatable). Default: $CLAUDE_CONFIG_DIR "
+    "(comma-separated list allowed), else ~/.claude.",
+)
+@click.option(
+    "--db",
+    "db_path",
+    envvar="SESSIONDEX_DB",
+    metavar="PATH",
+    help="Index database. Default: $XDG_CACHE_HOME/sessiondex/index.db.",
+)
+@click.option(
+    "--no-refresh",
+    is_flag=True,
+    help="Answer from the index as it is, without the quick incremental refresh.",
+)
 # package_name: the version is looked up only when --version is given (start-up time).
 @click.version_option(package_name="sessiondex", prog_name="sessiondex")
 @click.pass_context
-def cli(ctx: click.Context, config_dirs: tuple[str, ...], db_path: str | None,
-        no_refresh: bool) -> None:
+def cli(
+    ctx: click.Context, config_dirs: tuple[str, ...], db_path: str | None, no_refresh: bool
+) -> None:
     """Search and manage Claude Code session history.
 
     sessiondex keeps a SQLite FTS5 index of the transcripts under

@@ -133,14 +133,21 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("arg")
-@click.option("--up-to", "up_to", metavar="MESSAGE_UUID", default=None,
-              help="Copy the conversation only up to and including this message.")
-@click.option("--title", default=None, metavar="T",
-              help="Name of the fork (default: '<source name> (fork)').")
+@click.option(
+    "--up-to",
+    "up_to",
+    metavar="MESSAGE_UUID",
+    default=None,
+    help="Copy the conversation only up to and including this message.",
+)
+@click.option(
+    "--title", default=None, metavar="T", help="Name of the fork (default: '<source name> (fork)')."
+)
 @cwd_option
 @format_options
-def fork(arg: str, up_to: str | None, title: str | None, cwd: str | None, fmt: str,
-         as_json: bool) -> None:
+def fork(
+    arg: str, up_to: str | None, title: str | None, cwd: str | None, fmt: str, as_json: bool
+) -> None:
     """Copy a session into a new one and print the new session's ID.
 
     The copy gets new IDs, keeps the original timestamps, names its origin in each
@@ -158,8 +165,7 @@ def fork(arg: str, up_to: str | None, title: str | None, cwd: str | None, fmt: s
     if title is not None and not title.strip():
         raise CliError("the fork's title is empty")
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_fork(app().db(), found, roots=app().roots, up_to=up_to,
-                                  title=title))
+    result = _run(lambda: do_fork(app().db(), found, roots=app().roots, up_to=up_to, title=title))
     _report(result, fmt, result.session_id)
 
 
@@ -185,8 +191,10 @@ def delete(arg: str, yes: bool, cwd: str | None) -> None:
     if not yes:
         if not _stdin_is_terminal():
             raise CliError("refusing to delete without confirmation: pass --yes")
-        question = (f"Delete session {session['title']!r} ({session['session_id']}), "
-                    f"{session['file_path']} and its subagents?")
+        question = (
+            f"Delete session {session['title']!r} ({session['session_id']}), "
+            f"{session['file_path']} and its subagents?"
+        )
         if not click.confirm(question, default=False, err=True):
             raise CliError("aborted: nothing deleted")
     result = _run(lambda: do_delete(app().db(), found, roots=app().roots))

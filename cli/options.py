@@ -11,37 +11,71 @@ from sessiondex.cli.app import CliError
 
 
 def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--cwd", type=click.Path(file_okay=False), default=None,
-                        help="Act as if run in DIR (default: the current directory).")(func)
+    return click.option(
+        "--cwd",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Act as if run in DIR (default: the current directory).",
+    )(func)
 
 
-def scope_options(default_scope: str = "worktree",
-                  default_limit: int | None = None) -> Callable[..., Any]:
+def scope_options(
+    default_scope: str = "worktree", default_limit: int | None = None
+) -> Callable[..., Any]:
     """Scope, branch, since, kinds and limit options; the defaults differ per command."""
+
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         return _apply_scope_options(func, default_scope, default_limit)
+
     return decorate
 
 
-def _apply_scope_options(func: Callable[..., Any], default_scope: str,
-                         default_limit: int | None) -> Callable[..., Any]:
+def _apply_scope_options(
+    func: Callable[..., Any], default_scope: str, default_limit: int | None
+) -> Callable[..., Any]:
     options = [
-        click.option("--scope", type=click.Choice(["worktree", "repo", "all"]),
-                     default=default_scope, show_default=True,
-                     help="worktree: this directory's project; repo: every git worktree "
-                          "of its repository; all: every project."),
-        click.option("--branch", default=None, metavar="B",
-                     help="Only sessions that were on git branch B at any point."),
-        click.option("--current-branch", is_flag=True,
-                     help="Only sessions that were on the current git branch."),
-        click.option("--since", default=None, metavar="WHEN",
-                     help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01)."),
-        click.option("--all-kinds", is_flag=True,
-                     help="Include sidechain, metadata-only, -p/SDK and /loop sessions."),
-        click.option("--include-archived", is_flag=True,
-                     help="Include sessions archived by cleanup --archive."),
-        click.option("--limit", type=click.IntRange(min=1), default=default_limit,
-                     show_default=default_limit is not None, help="At most N rows."),
+        click.option(
+            "--scope",
+            type=click.Choice(["worktree", "repo", "all"]),
+            default=default_scope,
+            show_default=True,
+            help="worktree: this directory's project; repo: every git worktree "
+            "of its repository; all: every project.",
+        ),
+        click.option(
+            "--branch",
+            default=None,
+            metavar="B",
+            help="Only sessions that were on git branch B at any point.",
+        ),
+        click.option(
+            "--current-branch",
+            is_flag=True,
+            help="Only sessions that were on the current git branch.",
+        ),
+        click.option(
+            "--since",
+            default=None,
+            metavar="WHEN",
+            help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01).",
+        ),
+        click.option(
+            "--all-kinds",
+            is_flag=True,
+            help="Include sidechain, metadata-only, -p/SDK and /loop sessions.",
+        ),
+        click.option(
+            "--include-archived",
+            is_flag=True,
+            help="Include sessions archived by cleanup --archive.",
+        ),
+        click.option(
+            "--limit",
+            type=click.IntRange(min=1),
+            default=default_limit,
+            show_default=default_limit is not None,
+            help="At most N rows.",
+        ),
         cwd_option,
     ]
     for option in reversed(options):
@@ -49,9 +83,16 @@ def _apply_scope_options(func: Callable[..., Any], default_scope: str,
     return func
 
 
-def build_filters(cwd: str | None, scope: str, branch: str | None, current_branch: bool,
-                  since: str | None, all_kinds: bool, include_archived: bool,
-                  limit: int | None) -> Any:
+def build_filters(
+    cwd: str | None,
+    scope: str,
+    branch: str | None,
+    current_branch: bool,
+    since: str | None,
+    all_kinds: bool,
+    include_archived: bool,
+    limit: int | None,
+) -> Any:
     from sessiondex.query.filters import Filters, parse_since
 
     if branch and current_branch:
@@ -61,9 +102,16 @@ def build_filters(cwd: str | None, scope: str, branch: str | None, current_branc
             parse_since(since)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--since") from None
-    return Filters(cwd=cwd, scope=scope, branch=branch, current_branch=current_branch,
-                   since=since, all_kinds=all_kinds, include_archived=include_archived,
-                   limit=limit)
+    return Filters(
+        cwd=cwd,
+        scope=scope,
+        branch=branch,
+        current_branch=current_branch,
+        since=since,
+        all_kinds=all_kinds,
+        include_archived=include_archived,
+        limit=limit,
+    )
 
 
 def run_filters(func: Callable[[], Any]) -> Any:

@@ -22,10 +22,15 @@ FORMATS = ("table", "json", "jsonl", "csv")
 
 def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--format table|json|jsonl|csv`` and ``--json`` (short for ``--format json``)."""
-    func = click.option("--json", "as_json", is_flag=True,
-                        help="Short for --format json.")(func)
-    func = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
-                        show_default=True, help="Output format.")(func)
+    func = click.option("--json", "as_json", is_flag=True, help="Short for --format json.")(func)
+    func = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        help="Output format.",
+    )(func)
     return func
 
 
@@ -55,8 +60,12 @@ def relative_time(iso: str | None, now: float | None = None) -> str:
     delta = (time.time() if now is None else now) - stamp
     if delta < 0:
         return "just now" if delta > -60 else iso[:10]
-    for limit, size, unit in ((60, 1, "s"), (3600, 60, "m"), (86400, 3600, "h"),
-                              (30 * 86400, 86400, "d")):
+    for limit, size, unit in (
+        (60, 1, "s"),
+        (3600, 60, "m"),
+        (86400, 3600, "h"),
+        (30 * 86400, 86400, "d"),
+    ):
         if delta < limit:
             return f"{int(delta // size)}{unit} ago"
     return iso[:10]
@@ -71,8 +80,10 @@ def display_width(text: str) -> int:
     """Terminal columns: East Asian wide/full-width characters and emoji take two."""
     if text.isascii():
         return len(text)
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 0
-               if unicodedata.combining(ch) else 1 for ch in text)
+    return sum(
+        2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1
+        for ch in text
+    )
 
 
 def _fit(text: str, width: int) -> str:
@@ -98,19 +109,22 @@ def _session_cells(obj: dict[str, Any]) -> list[str]:
         title = "↳ " + title
     if obj.get("tag"):
         title += f"  #{obj['tag']}"
-    return [title, relative_time(obj.get("last_activity")), obj.get("git_branch") or "",
-            human_size(obj.get("file_size")), str(obj.get("message_count", "")),
-            str(obj.get("session_id", ""))[:8]]
+    return [
+        title,
+        relative_time(obj.get("last_activity")),
+        obj.get("git_branch") or "",
+        human_size(obj.get("file_size")),
+        str(obj.get("message_count", "")),
+        str(obj.get("session_id", ""))[:8],
+    ]
 
 
-def render_table(rows: Sequence[Sequence[str]], headers: Sequence[str],
-                 flexible: int = 0) -> str:
+def render_table(rows: Sequence[Sequence[str]], headers: Sequence[str], flexible: int = 0) -> str:
     """Plain aligned columns; column ``flexible`` shrinks to fit the terminal."""
     import shutil
 
     width = shutil.get_terminal_size((120, 24)).columns
-    widths = [max([len(h)] + [display_width(r[i]) for r in rows])
-              for i, h in enumerate(headers)]
+    widths = [max([len(h)] + [display_width(r[i]) for r in rows]) for i, h in enumerate(headers)]
     others = sum(w for i, w in enumerate(widths) if i != flexible) + 2 * (len(headers) - 1)
     widths[flexible] = max(10, min(widths[flexible], width - others))
     lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
@@ -128,8 +142,13 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def emit(objects: Iterable[dict[str, Any]], fmt: str, *, extra_columns: Sequence[str] = (),
-         empty_message: str | None = None) -> None:
+def emit(
+    objects: Iterable[dict[str, Any]],
+    fmt: str,
+    *,
+    extra_columns: Sequence[str] = (),
+    empty_message: str | None = None,
+) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row."""
     items = list(objects)
@@ -181,5 +200,4 @@ def emit_object(value: dict[str, Any], fmt: str, *, text: str | None = None) -> 
         for key, item in value.items():
             writer.writerow([key, _csv_value(item)])
     else:
-        click.echo(text if text is not None else "\n".join(
-            f"{k}: {v}" for k, v in value.items()))
+        click.echo(text if text is not None else "\n".join(f"{k}: {v}" for k, v in value.items()))

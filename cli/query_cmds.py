@@ -13,16 +13,28 @@ from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope
 from sessiondex.cli.output import chosen_format, emit, format_options
 
 
-def resolve_or_exit(arg: str, cwd: str | None, fmt: str = "table", *,
-                    for_write: bool = False, include_archived: bool = False) -> Any:
+def resolve_or_exit(
+    arg: str,
+    cwd: str | None,
+    fmt: str = "table",
+    *,
+    for_write: bool = False,
+    include_archived: bool = False,
+) -> Any:
     """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3."""
     from sessiondex.query.resolve import Ambiguous, NotFound, resolve
 
     state = app()
     db = state.reading_db()
     try:
-        return resolve(db, arg, cwd=cwd, roots=state.roots, for_write=for_write,
-                       include_archived=include_archived)
+        return resolve(
+            db,
+            arg,
+            cwd=cwd,
+            roots=state.roots,
+            for_write=for_write,
+            include_archived=include_archived,
+        )
     except NotFound as exc:
         if str(exc).startswith("No conversation found with session ID"):
             raise BareError(str(exc)) from None
@@ -53,8 +65,11 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     filters = build_filters(**options)
     db = app().reading_db()
     rows = run_filters(lambda: list_sessions(db, filters))
-    emit(rows, chosen_format(fmt, as_json), empty_message="No sessions in this scope "
-         "(try --scope repo or --scope all).")
+    emit(
+        rows,
+        chosen_format(fmt, as_json),
+        empty_message="No sessions in this scope (try --scope repo or --scope all).",
+    )
     _warn_expiring(db, rows)
 
 
@@ -66,8 +81,11 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
         return
     count = expiring_soon(db, [r["file_path"] for r in rows], cwd=None, roots=app().roots)
     if count:
-        click.echo(f"warning: {count} listed session(s) will be deleted by Claude Code's "
-                   "cleanup within 3 days; see `sessiondex cleanup`", err=True)
+        click.echo(
+            f"warning: {count} listed session(s) will be deleted by Claude Code's "
+            "cleanup within 3 days; see `sessiondex cleanup`",
+            err=True,
+        )
 
 
 @click.command()
@@ -94,8 +112,11 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     filters = build_filters(**options)
     db = app().reading_db()
     fmt = chosen_format(fmt, as_json)
-    markers = ("\x1b[1;33m", "\x1b[0m") if (
-        fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")) else ("[", "]")
+    markers = (
+        ("\x1b[1;33m", "\x1b[0m")
+        if (fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+        else ("[", "]")
+    )
     try:
         rows = run_filters(lambda: run_search(db, query, filters, raw=raw, markers=markers))
     except SearchSyntaxError as exc:
@@ -164,8 +185,11 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
 
 @click.command("continue")
 @cwd_option
-@click.option("--print-mode", is_flag=True,
-              help="Also consider -p/SDK and /loop sessions, as `claude -p --continue` does.")
+@click.option(
+    "--print-mode",
+    is_flag=True,
+    help="Also consider -p/SDK and /loop sessions, as `claude -p --continue` does.",
+)
 @format_options
 def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> None:
     """The session `claude --continue` would open in this directory.
@@ -224,8 +248,10 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
 
     executable = shutil.which("claude")
     if executable is None:
-        raise CliError("the `claude` executable is not on PATH; install Claude Code or run: "
-                       f"cd {shlex.quote(workdir)} && {shlex.join(command)}")
+        raise CliError(
+            "the `claude` executable is not on PATH; install Claude Code or run: "
+            f"cd {shlex.quote(workdir)} && {shlex.join(command)}"
+        )
     sys.stdout.flush()
     completed = subprocess.run([executable, *command[1:]], cwd=workdir, check=False)
     sys.exit(completed.returncode)

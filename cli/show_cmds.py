@@ -13,18 +13,27 @@ from sessiondex.cli.app import CliError
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.query_cmds import resolve_or_exit
 
-_EXTENSION_FORMATS = {".html": "html", ".htm": "html", ".json": "json", ".md": "md",
-                      ".markdown": "md"}
+_EXTENSION_FORMATS = {
+    ".html": "html",
+    ".htm": "html",
+    ".json": "json",
+    ".md": "md",
+    ".markdown": "md",
+}
 
 
 def _conversation_options(func: Any) -> Any:
     func = cwd_option(func)
-    func = click.option("--subagents", is_flag=True,
-                        help="Show each subagent's conversation where its Task/Agent call "
-                             "was made.")(func)
-    func = click.option("--tools", is_flag=True,
-                        help="Include tool calls and results (long ones folded, with their "
-                             "size).")(func)
+    func = click.option(
+        "--subagents",
+        is_flag=True,
+        help="Show each subagent's conversation where its Task/Agent call was made.",
+    )(func)
+    func = click.option(
+        "--tools",
+        is_flag=True,
+        help="Include tool calls and results (long ones folded, with their size).",
+    )(func)
     return func
 
 
@@ -38,8 +47,9 @@ def _load(arg: str, cwd: str | None, fmt: str) -> Any:
     try:
         return build_conversation(found.session)
     except OSError as exc:
-        raise CliError(f"cannot read {found.session.get('file_path')}: "
-                       f"{exc.strerror or exc}") from None
+        raise CliError(
+            f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}"
+        ) from None
 
 
 def _warn_problems(conv: Any) -> None:
@@ -53,9 +63,14 @@ def _warn_problems(conv: Any) -> None:
 
 @click.command()
 @click.argument("arg")
-@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text",
-              show_default=True, help="text for the terminal, md for Markdown, json for the "
-                                      "SDK's SessionMessage objects.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "md", "json"]),
+    default="text",
+    show_default=True,
+    help="text for the terminal, md for Markdown, json for the SDK's SessionMessage objects.",
+)
 @_conversation_options
 def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> None:
     """Print a session's conversation from its transcript.
@@ -87,14 +102,32 @@ def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> N
 
 @click.command()
 @click.argument("arg")
-@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False),
-              help="File to write (refused if it exists, unless --force).")
-@click.option("--format", "fmt", type=click.Choice(["md", "html", "json"]), default=None,
-              help="Default: from the file's extension (.html, .json), else md.")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="File to write (refused if it exists, unless --force).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "html", "json"]),
+    default=None,
+    help="Default: from the file's extension (.html, .json), else md.",
+)
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @_conversation_options
-def export(arg: str, output: str, fmt: str | None, force: bool, tools: bool, subagents: bool,
-           cwd: str | None) -> None:
+def export(
+    arg: str,
+    output: str,
+    fmt: str | None,
+    force: bool,
+    tools: bool,
+    subagents: bool,
+    cwd: str | None,
+) -> None:
     """Write a session's conversation to a file: Markdown, one self-contained HTML page
     (metadata at the top, no external assets) or the SDK's JSON messages.
 
@@ -132,8 +165,9 @@ def _write_atomic(target: str, data: bytes, *, force: bool) -> None:
     if not os.path.isdir(directory):
         raise CliError(f"directory {directory} does not exist")
     try:
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.",
-                                    suffix=".tmp")
+        fd, temp = tempfile.mkstemp(
+            dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp"
+        )
     except OSError as exc:
         raise CliError(f"cannot write in {directory}: {exc.strerror or exc}") from None
     try:
@@ -153,8 +187,9 @@ def _write_atomic(target: str, data: bytes, *, force: bool) -> None:
                 raise CliError(f"{target} already exists (use --force to overwrite it)") from None
             except OSError:  # no hard links here (some network/FAT mounts)
                 if os.path.lexists(target):
-                    raise CliError(f"{target} already exists (use --force to overwrite "
-                                   "it)") from None
+                    raise CliError(
+                        f"{target} already exists (use --force to overwrite it)"
+                    ) from None
                 os.replace(temp, target)
     except OSError as exc:
         raise CliError(f"cannot write {target}: {exc.strerror or exc}") from None

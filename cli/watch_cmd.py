@@ -20,28 +20,51 @@ _WAIT = 0.5
 
 def _batch_line(report: Any) -> str:
     stats = report.stats
-    what = (f"{len(report.paths)} paths" if report.reason == "events"
-            else f"{stats.files_seen} files")
-    line = (f"{time.strftime('%H:%M:%S')} {report.reason}: {what}; {stats.new} new, "
-            f"{stats.grown} grown, {stats.rewritten} rewritten, {stats.removed} removed; "
-            f"{stats.messages} messages, {human_size(stats.bytes_read)} read, "
-            f"{report.seconds * 1000:.0f} ms")
+    what = (
+        f"{len(report.paths)} paths" if report.reason == "events" else f"{stats.files_seen} files"
+    )
+    line = (
+        f"{time.strftime('%H:%M:%S')} {report.reason}: {what}; {stats.new} new, "
+        f"{stats.grown} grown, {stats.rewritten} rewritten, {stats.removed} removed; "
+        f"{stats.messages} messages, {human_size(stats.bytes_read)} read, "
+        f"{report.seconds * 1000:.0f} ms"
+    )
     if stats.errors:
         line += f", {len(stats.errors)} skipped"
     return line
 
 
 @click.command()
-@click.option("--debounce", type=click.IntRange(min=0), default=100, show_default=True,
-              metavar="MS", help="Apply a burst of changes once it has been quiet this long.")
-@click.option("--max-latency", type=click.IntRange(min=1), default=1000, show_default=True,
-              metavar="MS", help="Apply a burst at the latest this long after its first change.")
-@click.option("--rescan", type=click.FloatRange(min=0), default=300, show_default=True,
-              metavar="SECONDS",
-              help="Full incremental rescan this often, for events the OS dropped; 0: never.")
-@click.option("--poll", is_flag=True,
-              help="Poll the file system (every second) instead of native events, e.g. on "
-                   "network file systems.")
+@click.option(
+    "--debounce",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    metavar="MS",
+    help="Apply a burst of changes once it has been quiet this long.",
+)
+@click.option(
+    "--max-latency",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    metavar="MS",
+    help="Apply a burst at the latest this long after its first change.",
+)
+@click.option(
+    "--rescan",
+    type=click.FloatRange(min=0),
+    default=300,
+    show_default=True,
+    metavar="SECONDS",
+    help="Full incremental rescan this often, for events the OS dropped; 0: never.",
+)
+@click.option(
+    "--poll",
+    is_flag=True,
+    help="Poll the file system (every second) instead of native events, e.g. on "
+    "network file systems.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log one line per applied batch to stderr.")
 def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: bool) -> None:
     """Keep the index live from file-system events until interrupted.
@@ -75,12 +98,19 @@ def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: b
     except OSError as exc:
         raise CliError(f"cannot take the watch lock {lock.path}: {exc.strerror or exc}") from None
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     watcher = Watcher(
-        state.database_path, state.roots, debounce=debounce / 1000,
-        max_latency=max_latency / 1000, rescan=rescan, poll=poll,
-        on_batch=(lambda report: log(_batch_line(report))) if verbose else None, log=log)
+        state.database_path,
+        state.roots,
+        debounce=debounce / 1000,
+        max_latency=max_latency / 1000,
+        rescan=rescan,
+        poll=poll,
+        on_batch=(lambda report: log(_batch_line(report))) if verbose else None,
+        log=log,
+    )
     try:
         try:
             watcher.start()
@@ -88,8 +118,10 @@ def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: b
             raise CliError(f"cannot start watching: {exc}") from None
         if verbose:
             roots = ", ".join(str(r) for r in state.roots)
-            log(f"watching {roots} with {watcher.observer_kind} events; index "
-                f"{state.database_path}; Ctrl-C to stop")
+            log(
+                f"watching {roots} with {watcher.observer_kind} events; index "
+                f"{state.database_path}; Ctrl-C to stop"
+            )
         while not stop.wait(_WAIT) and watcher.running:
             pass
     finally:

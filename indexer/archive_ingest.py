@@ -52,8 +52,9 @@ def add_archive_dir(db: Database, directory: Path) -> Path:
     current = archive_dirs(db)
     if path not in current:
         with db.atomic():
-            set_meta(db, ARCHIVE_DIRS_KEY,
-                     orjson.dumps([str(p) for p in [*current, path]]).decode())
+            set_meta(
+                db, ARCHIVE_DIRS_KEY, orjson.dumps([str(p) for p in [*current, path]]).decode()
+            )
     return path
 
 
@@ -81,8 +82,15 @@ def iter_archives(directory: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 yield Path(entry.path), st
 
 
-def ingest_archive(db: Database, archive: Path, directory: Path, stats: RefreshStats, *,
-                   include_tools: bool = False, st: os.stat_result | None = None) -> str:
+def ingest_archive(
+    db: Database,
+    archive: Path,
+    directory: Path,
+    stats: RefreshStats,
+    *,
+    include_tools: bool = False,
+    st: os.stat_result | None = None,
+) -> str:
     """Index one session archive (again, if it changed); returns new/unchanged/rewritten."""
     path = str(archive)
     stats.files_seen += 1
@@ -91,8 +99,9 @@ def ingest_archive(db: Database, archive: Path, directory: Path, stats: RefreshS
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
         return UNCHANGED
-    stored = db.execute("SELECT mtime_ns, inode, device FROM files WHERE path = ?",
-                        [path]).fetchone()
+    stored = db.execute(
+        "SELECT mtime_ns, inode, device FROM files WHERE path = ?", [path]
+    ).fetchone()
     if stored is not None and tuple(stored) == (st.st_mtime_ns, st.st_ino, st.st_dev):
         stats.unchanged += 1
         return UNCHANGED
@@ -111,19 +120,38 @@ def ingest_archive(db: Database, archive: Path, directory: Path, stats: RefreshS
                     continue  # a subagent before (or without) its main transcript
                 else:
                     member_path = Path(f"{path}#{item.member}")
-                tf = TranscriptFile(member_path, Path(directory), item.project_key,
-                                    item.session_id, item.kind, item.agent_id, item.size,
-                                    item.mtime_ns, st.st_ino, st.st_dev)
-                apply_tail(db, tf, item.stream, None, NEW, session_rowid, stats,
-                               include_tools, time.time_ns())
+                tf = TranscriptFile(
+                    member_path,
+                    Path(directory),
+                    item.project_key,
+                    item.session_id,
+                    item.kind,
+                    item.agent_id,
+                    item.size,
+                    item.mtime_ns,
+                    st.st_ino,
+                    st.st_dev,
+                )
+                apply_tail(
+                    db,
+                    tf,
+                    item.stream,
+                    None,
+                    NEW,
+                    session_rowid,
+                    stats,
+                    include_tools,
+                    time.time_ns(),
+                )
                 if item.kind == MAIN:
                     row = db.execute("SELECT id FROM files WHERE path = ?", [path]).fetchone()
                     session_rowid = row[0]
                     db.execute("UPDATE sessions SET archived = 1 WHERE id = ?", [session_rowid])
                     # Change detection keys on the archive file itself (write-once).
-                    db.execute("UPDATE files SET mtime_ns = ?, inode = ?, device = ?"
-                               " WHERE id = ?",
-                               [st.st_mtime_ns, st.st_ino, st.st_dev, session_rowid])
+                    db.execute(
+                        "UPDATE files SET mtime_ns = ?, inode = ?, device = ? WHERE id = ?",
+                        [st.st_mtime_ns, st.st_ino, st.st_dev, session_rowid],
+                    )
             if session_rowid is None:
                 raise ArchiveError(f"{archive} holds no session transcript")
     except ArchiveError as exc:
@@ -133,13 +161,19 @@ def ingest_archive(db: Database, archive: Path, directory: Path, stats: RefreshS
     return state
 
 
-def refresh_archives(db: Database, stats: RefreshStats, *, include_tools: bool = False,
-                     directories: list[Path] | None = None) -> None:
+def refresh_archives(
+    db: Database,
+    stats: RefreshStats,
+    *,
+    include_tools: bool = False,
+    directories: list[Path] | None = None,
+) -> None:
     """Bring every recorded archive dir's rows up to date (new, changed, vanished)."""
     for directory in directories if directories is not None else archive_dirs(db):
         found = dict(iter_archives(directory))
-        for (path,) in db.execute("SELECT path FROM files WHERE root = ? AND kind = 'main'",
-                                  [str(directory)]).fetchall():
+        for (path,) in db.execute(
+            "SELECT path FROM files WHERE root = ? AND kind = 'main'", [str(directory)]
+        ).fetchall():
             if Path(path) not in found and remove_path(db, path):
                 stats.removed += 1
         for archive, st in found.items():

@@ -52,14 +52,21 @@ class BulkFts:
                 self._lock.acquire()
             except (AlreadyWatching, OSError):
                 return self  # someone else's bulk build: stay with the trigger
-        saved = {name: sql for name, sql in db.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN"
-            f" ({', '.join('?' for _ in TRIGGERS)})", list(TRIGGERS))}
+        saved = {
+            name: sql
+            for name, sql in db.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN"
+                f" ({', '.join('?' for _ in TRIGGERS)})",
+                list(TRIGGERS),
+            )
+        }
         if set(saved) != set(TRIGGERS) or get_meta(db, BULK_TRIGGER_KEY) is not None:
             return self
         with db.atomic():
-            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                       [BULK_TRIGGER_KEY, orjson.dumps(saved).decode()])
+            db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                [BULK_TRIGGER_KEY, orjson.dumps(saved).decode()],
+            )
             for name in saved:
                 db.execute(f"DROP TRIGGER {name}")
         self.active = True

@@ -26,7 +26,15 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 BUSY_TIMEOUT_MS = 30_000
-DATA_TABLES = ("messages", "session_search", "pr_mentions", "pr_links", "branches", "sessions", "files")
+DATA_TABLES = (
+    "messages",
+    "session_search",
+    "pr_mentions",
+    "pr_links",
+    "branches",
+    "sessions",
+    "files",
+)
 
 
 def default_db_path(environ: dict[str, str] | None = None) -> Path:
@@ -63,14 +71,25 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
         uri_path = str(target).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
         conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        applied = {r[0] for r in conn.execute(
-            "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET])}
-        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN"
-                                 " ('derivation_version', 'bulk_insert_trigger')"))
+        applied = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET]
+            )
+        }
+        meta = dict(
+            conn.execute(
+                "SELECT key, value FROM meta WHERE key IN"
+                " ('derivation_version', 'bulk_insert_trigger')"
+            )
+        )
     except sqlite3.Error:
         return None
-    if (applied != set(MIGRATION_NAMES) or meta.get("derivation_version") != str(
-            DERIVATION_VERSION) or "bulk_insert_trigger" in meta):
+    if (
+        applied != set(MIGRATION_NAMES)
+        or meta.get("derivation_version") != str(DERIVATION_VERSION)
+        or "bulk_insert_trigger" in meta
+    ):
         conn.close()
         return None
     return ReadOnlyIndex(conn)

@@ -70,16 +70,21 @@ class SessionState:
         return state
 
     def columns(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if not f.name.startswith("new_")}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("new_")
+        }
 
     def _prompt_state(self) -> FirstPromptState:
-        return FirstPromptState(prompt=self.first_prompt, command_fallback=self.prompt_fallback,
-                                first_command=self.first_command,
-                                seen_real=bool(self.seen_real_prompt))
+        return FirstPromptState(
+            prompt=self.first_prompt,
+            command_fallback=self.prompt_fallback,
+            first_command=self.first_command,
+            seen_real=bool(self.seen_real_prompt),
+        )
 
-    def apply(self, record: dict[str, Any], known_branches: set[str],
-              known_links: set[str]) -> None:
+    def apply(
+        self, record: dict[str, Any], known_branches: set[str], known_links: set[str]
+    ) -> None:
         """Fold one record of the main transcript into the state."""
         kind = record.get("type")
         if not isinstance(kind, str):
@@ -164,12 +169,16 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     from urllib.parse import urlsplit
 
     host = (urlsplit(url if "://" in url else "https://" + url).hostname or "").lower()
-    return PullRequest(url=url, number=number, repository=get_str(record, "prRepository") or "",
-                       host=host, provider="github")
+    return PullRequest(
+        url=url,
+        number=number,
+        repository=get_str(record, "prRepository") or "",
+        host=host,
+        provider="github",
+    )
 
 
-def message_texts(record: dict[str, Any], *, include_tools: bool
-                  ) -> tuple[str, list[PullRequest]]:
+def message_texts(record: dict[str, Any], *, include_tools: bool) -> tuple[str, list[PullRequest]]:
     """What a user/assistant record gives the index: its searchable text (prompts and
     replies; tool traffic only with ``include_tools``; nothing from meta records) and the
     PR/MR URLs its text and tool traffic mention. One walk of the content for both."""

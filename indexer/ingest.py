@@ -81,8 +81,9 @@ def _session_row(db: Database, session_rowid: int) -> dict[str, Any] | None:
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
 
-def _derived_texts(branches: list[str], links: Iterable[tuple[str, int, str | None]]
-                   ) -> tuple[str | None, str | None]:
+def _derived_texts(
+    branches: list[str], links: Iterable[tuple[str, int, str | None]]
+) -> tuple[str | None, str | None]:
     """``branches_text`` and ``pr_text``: what the session search indexes of its branches
     and PR links ("PR #12 owner/repo" as the picker's search matches it, beside the URL)."""
     pr_text = " ".join(f"{u} PR #{n} {r or ''}".strip() for u, n, r in links) or None
@@ -90,12 +91,13 @@ def _derived_texts(branches: list[str], links: Iterable[tuple[str, int, str | No
 
 
 def _search_values(row: dict[str, Any]) -> list[str | None]:
-    return [fts_text(row[c]) if isinstance(row.get(c), str) else None
-            for c in SESSION_FTS_COLUMNS]
+    return [fts_text(row[c]) if isinstance(row.get(c), str) else None for c in SESSION_FTS_COLUMNS]
 
 
-_SEARCH_INSERT = (f"INSERT INTO session_search (id, {', '.join(SESSION_FTS_COLUMNS)}) "
-                  f"VALUES (?, {', '.join('?' for _ in SESSION_FTS_COLUMNS)})")
+_SEARCH_INSERT = (
+    f"INSERT INTO session_search (id, {', '.join(SESSION_FTS_COLUMNS)}) "
+    f"VALUES (?, {', '.join('?' for _ in SESSION_FTS_COLUMNS)})"
+)
 
 
 def _write_session_search(db: Database, session_rowid: int) -> None:
@@ -103,15 +105,22 @@ def _write_session_search(db: Database, session_rowid: int) -> None:
     row = _session_row(db, session_rowid)
     if row is None:
         return
-    branches = [r[0] for r in db.execute(
-        "SELECT branch FROM branches WHERE session_rowid = ? ORDER BY id", [session_rowid])]
+    branches = [
+        r[0]
+        for r in db.execute(
+            "SELECT branch FROM branches WHERE session_rowid = ? ORDER BY id", [session_rowid]
+        )
+    ]
     links = db.execute(
         "SELECT url, number, repository FROM pr_links WHERE session_rowid = ? ORDER BY id",
-        [session_rowid]).fetchall()
+        [session_rowid],
+    ).fetchall()
     row["branches_text"], row["pr_text"] = _derived_texts(branches, links)
     values = _search_values(row)
-    db.execute("UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
-               [row["branches_text"], row["pr_text"], session_rowid])
+    db.execute(
+        "UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
+        [row["branches_text"], row["pr_text"], session_rowid],
+    )
     current = db.execute("SELECT * FROM session_search WHERE id = ?", [session_rowid]).fetchone()
     if current is not None and list(current[1:]) == values:
         return
@@ -120,8 +129,9 @@ def _write_session_search(db: Database, session_rowid: int) -> None:
     db.execute(_SEARCH_INSERT, [session_rowid, *values])
 
 
-def _write_new_session(db: Database, tf: TranscriptFile, parsed: ParsedTail,
-                       stats: RefreshStats, checked_ns: int) -> None:
+def _write_new_session(
+    db: Database, tf: TranscriptFile, parsed: ParsedTail, stats: RefreshStats, checked_ns: int
+) -> None:
     """A main transcript seen for the first time: every row is known from the parse, so
     it is written without reading anything back (8 statements instead of ~22; most of
     a cold build's database time). Its rows equal what the general path writes, which
@@ -133,10 +143,23 @@ def _write_new_session(db: Database, tf: TranscriptFile, parsed: ParsedTail,
         "INSERT INTO files (path, root, project_key, session_id, kind, agent_id, size,"
         " mtime_ns, inode, device, consumed, fingerprint, bad_lines, problems, checked_ns)"
         " VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [str(tf.path), str(tf.root), tf.project_key, tf.session_id, tf.kind, tf.size,
-         tf.mtime_ns, tf.inode, tf.device, parsed.consumed, parsed.fingerprint,
-         sum(problems.values()), orjson.dumps(dict(problems)).decode() if problems else None,
-         checked_ns])
+        [
+            str(tf.path),
+            str(tf.root),
+            tf.project_key,
+            tf.session_id,
+            tf.kind,
+            tf.size,
+            tf.mtime_ns,
+            tf.inode,
+            tf.device,
+            parsed.consumed,
+            parsed.fingerprint,
+            sum(problems.values()),
+            orjson.dumps(dict(problems)).decode() if problems else None,
+            checked_ns,
+        ],
+    )
     rowid = cursor.lastrowid
     assert rowid is not None
     db.execute("UPDATE files SET session_rowid = ? WHERE id = ?", [rowid, rowid])
@@ -146,20 +169,35 @@ def _write_new_session(db: Database, tf: TranscriptFile, parsed: ParsedTail,
         first_seen.setdefault(p.url, (p.url, p.number, p.repository, p.host, p.provider))
     mentions = list(first_seen.values())
     row = state.columns()
-    row.update(id=rowid, root=str(tf.root), project_key=tf.project_key,
-               session_id=tf.session_id, file_path=str(tf.path), archived=0,
-               mtime_ns=tf.mtime_ns, file_size=tf.size)
+    row.update(
+        id=rowid,
+        root=str(tf.root),
+        project_key=tf.project_key,
+        session_id=tf.session_id,
+        file_path=str(tf.path),
+        archived=0,
+        mtime_ns=tf.mtime_ns,
+        file_size=tf.size,
+    )
     row["branches_text"], row["pr_text"] = _derived_texts(
-        state.new_branches, [(u, n, r) for u, n, r, _, _ in links])
+        state.new_branches, [(u, n, r) for u, n, r, _, _ in links]
+    )
     row["object_json"] = orjson.dumps(
-        build_object(row, list(state.new_branches), links, mentions)).decode()
-    db.execute(f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
-               list(row.values()))
+        build_object(row, list(state.new_branches), links, mentions)
+    ).decode()
+    db.execute(
+        f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+        list(row.values()),
+    )
     db.conn.executemany(
         "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
-        " VALUES (?, ?, ?, ?, ?, ?)", [(rowid, rowid, *m) for m in parsed.messages])
-    db.conn.executemany("INSERT INTO branches (session_rowid, branch) VALUES (?, ?)",
-                        [(rowid, b) for b in state.new_branches])
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [(rowid, rowid, *m) for m in parsed.messages],
+    )
+    db.conn.executemany(
+        "INSERT INTO branches (session_rowid, branch) VALUES (?, ?)",
+        [(rowid, b) for b in state.new_branches],
+    )
     _insert_prs(db, "pr_links", rowid, rowid, state.new_pr_links)
     _insert_prs(db, "pr_mentions", rowid, rowid, parsed.mentions)
     db.execute(_SEARCH_INSERT, [rowid, *_search_values(row)])
@@ -169,20 +207,24 @@ def _write_new_session(db: Database, tf: TranscriptFile, parsed: ParsedTail,
     stats.problems.update(problems)
 
 
-def _insert_prs(db: Database, table: str, session_rowid: int, file_id: int,
-                prs: Iterable[PullRequest]) -> None:
+def _insert_prs(
+    db: Database, table: str, session_rowid: int, file_id: int, prs: Iterable[PullRequest]
+) -> None:
     db.conn.executemany(
         f"INSERT OR IGNORE INTO {table} (session_rowid, file_id, url, number, repository,"
         " host, provider) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(session_rowid, file_id, p.url, p.number, p.repository, p.host, p.provider)
-         for p in prs])
+        [(session_rowid, file_id, p.url, p.number, p.repository, p.host, p.provider) for p in prs],
+    )
 
 
 def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
     """Same size, mtime and inode as when indexed, and not "racily" so."""
     return (stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
-        tf.size, tf.mtime_ns, tf.inode, tf.device) and (
-        stored["mtime_ns"] < stored["checked_ns"] - RACY_WINDOW_NS)
+        tf.size,
+        tf.mtime_ns,
+        tf.inode,
+        tf.device,
+    ) and (stored["mtime_ns"] < stored["checked_ns"] - RACY_WINDOW_NS)
 
 
 def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:
@@ -202,9 +244,15 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
 _UNKNOWN: dict[str, Any] = {}
 
 
-def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
-                include_tools: bool = False, force: bool = False,
-                stat_row: dict[str, Any] | None = _UNKNOWN) -> str:
+def ingest_file(
+    db: Database,
+    tf: TranscriptFile,
+    stats: RefreshStats,
+    *,
+    include_tools: bool = False,
+    force: bool = False,
+    stat_row: dict[str, Any] | None = _UNKNOWN,
+) -> str:
     """Bring one transcript's rows up to date; returns what was found (new, grown, …).
 
     ``stat_row`` is the file's stored row when the caller already loaded it (refresh
@@ -213,8 +261,12 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
     """
     stats.files_seen += 1
     path = str(tf.path)
-    if stat_row is not _UNKNOWN and stat_row is not None and not force and _stat_unchanged(
-            stat_row, tf):
+    if (
+        stat_row is not _UNKNOWN
+        and stat_row is not None
+        and not force
+        and _stat_unchanged(stat_row, tf)
+    ):
         stats.unchanged += 1
         return UNCHANGED
     stored = stored_file(db, path)
@@ -223,8 +275,9 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
         return UNCHANGED
     session_rowid: int | None = None
     if tf.kind != MAIN:
-        parent = db.execute("SELECT id FROM files WHERE path = ? AND kind = 'main'",
-                            [str(tf.main_path)]).fetchone()
+        parent = db.execute(
+            "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
+        ).fetchone()
         if parent is None:
             return UNCHANGED  # an orphan subagent: nothing to attach it to yet
         session_rowid = parent[0]
@@ -240,25 +293,39 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
         except OSError as exc:
             stats.errors.append((path, exc.strerror or str(exc)))
             return UNCHANGED
-        tf = TranscriptFile(tf.path, tf.root, tf.project_key, tf.session_id, tf.kind,
-                            tf.agent_id, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+        tf = TranscriptFile(
+            tf.path,
+            tf.root,
+            tf.project_key,
+            tf.session_id,
+            tf.kind,
+            tf.agent_id,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ino,
+            st.st_dev,
+        )
         state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
         if force and stored is not None:
             state_kind = REWRITTEN
         if state_kind == UNCHANGED:
             assert stored is not None
             with db.atomic():
-                db.execute("UPDATE files SET mtime_ns = ?, checked_ns = ? WHERE id = ?",
-                           [tf.mtime_ns, checked_ns, stored["id"]])
-                db.execute("UPDATE sessions SET mtime_ns = ? WHERE id = ?",
-                           [tf.mtime_ns, stored["id"]])
+                db.execute(
+                    "UPDATE files SET mtime_ns = ?, checked_ns = ? WHERE id = ?",
+                    [tf.mtime_ns, checked_ns, stored["id"]],
+                )
+                db.execute(
+                    "UPDATE sessions SET mtime_ns = ? WHERE id = ?", [tf.mtime_ns, stored["id"]]
+                )
                 if stored["kind"] == MAIN:
                     store_objects(db, [stored["id"]])
             stats.unchanged += 1
             return UNCHANGED
         with db.atomic():
-            apply_tail(db, tf, stream, stored, state_kind, session_rowid, stats,
-                           include_tools, checked_ns)
+            apply_tail(
+                db, tf, stream, stored, state_kind, session_rowid, stats, include_tools, checked_ns
+            )
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
         return UNCHANGED
@@ -268,27 +335,41 @@ def ingest_file(db: Database, tf: TranscriptFile, stats: RefreshStats, *,
     return state_kind
 
 
-def apply_tail(db: Database, tf: TranscriptFile, stream: Any,
-                   stored: dict[str, Any] | None, state_kind: str,
-                   session_rowid: int | None, stats: RefreshStats,
-                   include_tools: bool, checked_ns: int,
-                   parsed: ParsedTail | None = None) -> None:
+def apply_tail(
+    db: Database,
+    tf: TranscriptFile,
+    stream: Any,
+    stored: dict[str, Any] | None,
+    state_kind: str,
+    session_rowid: int | None,
+    stats: RefreshStats,
+    include_tools: bool,
+    checked_ns: int,
+    parsed: ParsedTail | None = None,
+) -> None:
     """Apply one file's new lines inside the caller's transaction. ``parsed`` is the
     file already parsed from 0 (a new file); otherwise it is parsed here."""
     path = str(tf.path)
     is_main = tf.kind == MAIN
     if stored is None and is_main:
         if parsed is None:
-            parsed = parse_tail(stream, tf.size, 0, SessionState(), set(), set(),
-                                include_tools)
+            parsed = parse_tail(stream, tf.size, 0, SessionState(), set(), set(), include_tools)
         _write_new_session(db, tf, parsed, stats, checked_ns)
         return
     if stored is None:
         cursor = db.execute(
             "INSERT INTO files (path, root, project_key, session_id, kind, agent_id,"
             " session_rowid) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [path, str(tf.root), tf.project_key, tf.session_id, tf.kind, tf.agent_id,
-             session_rowid])
+            [
+                path,
+                str(tf.root),
+                tf.project_key,
+                tf.session_id,
+                tf.kind,
+                tf.agent_id,
+                session_rowid,
+            ],
+        )
         file_id = cursor.lastrowid
         assert file_id is not None
         offset = 0
@@ -301,8 +382,10 @@ def apply_tail(db: Database, tf: TranscriptFile, stream: Any,
     assert session_rowid is not None
     bad_lines = stored["bad_lines"] if stored and state_kind == GROWN else 0
     problems: Counter[str] = Counter(
-        orjson.loads(stored["problems"]) if stored and state_kind == GROWN and stored["problems"]
-        else {})
+        orjson.loads(stored["problems"])
+        if stored and state_kind == GROWN and stored["problems"]
+        else {}
+    )
     if state_kind == REWRITTEN:
         _delete_file_rows(db, file_id)
         if is_main:
@@ -315,23 +398,34 @@ def apply_tail(db: Database, tf: TranscriptFile, stream: Any,
             db.execute(
                 "INSERT INTO sessions (id, root, project_key, session_id, file_path)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [session_rowid, str(tf.root), tf.project_key, tf.session_id, path])
+                [session_rowid, str(tf.root), tf.project_key, tf.session_id, path],
+            )
     if parsed is None:
         state = None
         known_branches: set[str] = set()
         known_links: set[str] = set()
         if is_main:
             state = SessionState.from_row(row)
-            known_branches = {r[0] for r in db.execute(
-                "SELECT branch FROM branches WHERE session_rowid = ?", [session_rowid])}
-            known_links = {r[0] for r in db.execute(
-                "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid])}
-        parsed = parse_tail(stream, tf.size, offset, state, known_branches, known_links,
-                            include_tools)
+            known_branches = {
+                r[0]
+                for r in db.execute(
+                    "SELECT branch FROM branches WHERE session_rowid = ?", [session_rowid]
+                )
+            }
+            known_links = {
+                r[0]
+                for r in db.execute(
+                    "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid]
+                )
+            }
+        parsed = parse_tail(
+            stream, tf.size, offset, state, known_branches, known_links, include_tools
+        )
     db.conn.executemany(
         "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
         " VALUES (?, ?, ?, ?, ?, ?)",
-        [(session_rowid, file_id, *message) for message in parsed.messages])
+        [(session_rowid, file_id, *message) for message in parsed.messages],
+    )
     problems.update(parsed.problems)
     bad_lines += sum(parsed.problems.values())
     stats.bytes_read += parsed.bytes_read
@@ -344,12 +438,15 @@ def apply_tail(db: Database, tf: TranscriptFile, stream: Any,
         columns = parsed.state.columns()
         columns.update(mtime_ns=tf.mtime_ns, file_size=tf.size)
         assignments = ", ".join(f"{k} = ?" for k in columns)
-        db.execute(f"UPDATE sessions SET {assignments} WHERE id = ?",
-                   list(columns.values()) + [session_rowid])
+        db.execute(
+            f"UPDATE sessions SET {assignments} WHERE id = ?",
+            list(columns.values()) + [session_rowid],
+        )
         if parsed.state.new_branches:
             db.conn.executemany(
                 "INSERT OR IGNORE INTO branches (session_rowid, branch) VALUES (?, ?)",
-                [(session_rowid, b) for b in parsed.state.new_branches])
+                [(session_rowid, b) for b in parsed.state.new_branches],
+            )
         if parsed.state.new_pr_links:
             _insert_prs(db, "pr_links", session_rowid, file_id, parsed.state.new_pr_links)
         _write_session_search(db, session_rowid)
@@ -358,6 +455,17 @@ def apply_tail(db: Database, tf: TranscriptFile, stream: Any,
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
         " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?"
         " WHERE id = ?",
-        [tf.size, tf.mtime_ns, tf.inode, tf.device, parsed.consumed, parsed.fingerprint,
-         bad_lines, orjson.dumps(dict(problems)).decode() if problems else None,
-         session_rowid, checked_ns, file_id])
+        [
+            tf.size,
+            tf.mtime_ns,
+            tf.inode,
+            tf.device,
+            parsed.consumed,
+            parsed.fingerprint,
+            bad_lines,
+            orjson.dumps(dict(problems)).decode() if problems else None,
+            session_rowid,
+            checked_ns,
+            file_id,
+        ],
+    )

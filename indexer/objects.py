@@ -21,17 +21,45 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 SESSION_FIELDS = (
-    "session_id", "project_key", "config_dir", "file_path", "cwd", "title", "custom_title",
-    "ai_title", "summary", "last_prompt", "first_prompt", "tag", "git_branch", "branches",
-    "pr_links", "pr_mentions", "created_at", "last_activity", "mtime", "file_size",
-    "message_count", "entrypoint", "is_sidechain", "forked_from", "resume_command",
+    "session_id",
+    "project_key",
+    "config_dir",
+    "file_path",
+    "cwd",
+    "title",
+    "custom_title",
+    "ai_title",
+    "summary",
+    "last_prompt",
+    "first_prompt",
+    "tag",
+    "git_branch",
+    "branches",
+    "pr_links",
+    "pr_mentions",
+    "created_at",
+    "last_activity",
+    "mtime",
+    "file_size",
+    "message_count",
+    "entrypoint",
+    "is_sidechain",
+    "forked_from",
+    "resume_command",
 )
+
 
 def display_title(row: dict[str, Any]) -> str:
     """The picker's order: custom title, AI title, summary, last prompt, first prompt
     (or its command fallback), else the first 8 characters of the ID."""
-    for value in (row.get("custom_title"), row.get("ai_title"), row.get("summary"),
-                  row.get("last_prompt"), row.get("first_prompt"), row.get("prompt_fallback")):
+    for value in (
+        row.get("custom_title"),
+        row.get("ai_title"),
+        row.get("summary"),
+        row.get("last_prompt"),
+        row.get("first_prompt"),
+        row.get("prompt_fallback"),
+    ):
         if value:
             text = " ".join(str(value).split())
             if text:
@@ -60,20 +88,27 @@ def activity_ms(row: dict[str, Any]) -> int:
 
 
 def _pr_objects(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
-    return [{"url": u, "number": n, "repository": r, "host": h, "provider": p}
-            for u, n, r, h, p in rows]
+    return [
+        {"url": u, "number": n, "repository": r, "host": h, "provider": p} for u, n, r, h, p in rows
+    ]
 
 
-def build_object(row: dict[str, Any], branches: list[str], links: list[Sequence[Any]],
-                 mentions: list[Sequence[Any]]) -> dict[str, Any]:
+def build_object(
+    row: dict[str, Any],
+    branches: list[str],
+    links: list[Sequence[Any]],
+    mentions: list[Sequence[Any]],
+) -> dict[str, Any]:
     """The contract's session object from a session row and its related rows (PR rows
     are ``(url, number, repository, host, provider)``; mentions that are also links are
     dropped here, so a mention never duplicates a link)."""
     linked = {link[0] for link in links}
     forked = None
     if row.get("forked_from_session"):
-        forked = {"session_id": row["forked_from_session"],
-                  "message_uuid": row.get("forked_from_message")}
+        forked = {
+            "session_id": row["forked_from_session"],
+            "message_uuid": row.get("forked_from_message"),
+        }
     first_prompt = row.get("first_prompt") or row.get("prompt_fallback")
     return {
         "session_id": row["session_id"],
@@ -115,23 +150,32 @@ def _build_many(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, 
     mentions: dict[int, list[Sequence[Any]]] = {}
     ids = [r["id"] for r in rows]
     for start in range(0, len(ids), _ID_CHUNK):
-        chunk = ids[start:start + _ID_CHUNK]
+        chunk = ids[start : start + _ID_CHUNK]
         marks = ", ".join("?" for _ in chunk)
         for rowid, branch in db.execute(
-                f"SELECT session_rowid, branch FROM branches WHERE session_rowid IN ({marks})"
-                " ORDER BY id", chunk):
+            f"SELECT session_rowid, branch FROM branches WHERE session_rowid IN ({marks})"
+            " ORDER BY id",
+            chunk,
+        ):
             branches.setdefault(rowid, []).append(branch)
         for rowid, *pr in db.execute(
-                "SELECT session_rowid, url, number, repository, host, provider FROM pr_links"
-                f" WHERE session_rowid IN ({marks}) ORDER BY id", chunk):
+            "SELECT session_rowid, url, number, repository, host, provider FROM pr_links"
+            f" WHERE session_rowid IN ({marks}) ORDER BY id",
+            chunk,
+        ):
             links.setdefault(rowid, []).append(pr)
         for rowid, *pr in db.execute(
-                "SELECT session_rowid, url, number, repository, host, provider FROM pr_mentions"
-                f" WHERE session_rowid IN ({marks}) GROUP BY session_rowid, url ORDER BY min(id)",
-                chunk):
+            "SELECT session_rowid, url, number, repository, host, provider FROM pr_mentions"
+            f" WHERE session_rowid IN ({marks}) GROUP BY session_rowid, url ORDER BY min(id)",
+            chunk,
+        ):
             mentions.setdefault(rowid, []).append(pr)
-    return [build_object(r, branches.get(r["id"], []), links.get(r["id"], []),
-                         mentions.get(r["id"], [])) for r in rows]
+    return [
+        build_object(
+            r, branches.get(r["id"], []), links.get(r["id"], []), mentions.get(r["id"], [])
+        )
+        for r in rows
+    ]
 
 
 def build_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,5 +193,7 @@ def store_objects(db: Database, session_rowids: Iterable[int]) -> None:
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     for row, obj in zip(rows, _build_many(db, rows)):
-        db.execute("UPDATE sessions SET object_json = ? WHERE id = ?",
-                   [orjson.dumps(obj).decode(), row["id"]])
+        db.execute(
+            "UPDATE sessions SET object_json = ? WHERE id = ?",
+            [orjson.dumps(obj).decode(), row["id"]],
+        )

@@ -49,9 +49,15 @@ class ParsedTail:
     bytes_read: int
 
 
-def parse_tail(stream: Any, size: int, offset: int, state: SessionState | None,
-               known_branches: set[str], known_links: set[str],
-               include_tools: bool) -> ParsedTail:
+def parse_tail(
+    stream: Any,
+    size: int,
+    offset: int,
+    state: SessionState | None,
+    known_branches: set[str],
+    known_links: set[str],
+    include_tools: bool,
+) -> ParsedTail:
     """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
     reading: later bytes wait for the next pass)."""
     reader = RecordReader(stream, offset, limit=size - offset)
@@ -72,10 +78,25 @@ def parse_tail(stream: Any, size: int, offset: int, state: SessionState | None,
         mentions.extend(found)
         if text:
             uuid = record.get("uuid")
-            messages.append((uuid if isinstance(uuid, str) else None, kind,
-                             timestamp_ms(record), fts_text(text)))
+            messages.append(
+                (
+                    uuid if isinstance(uuid, str) else None,
+                    kind,
+                    timestamp_ms(record),
+                    fts_text(text),
+                )
+            )
     if state is not None:
         state.finish()
     consumed = reader.end_offset
-    return ParsedTail(state, known_branches, known_links, messages, mentions, consumed,
-                      fingerprint(stream, consumed), reader.problems, reader.bytes_read)
+    return ParsedTail(
+        state,
+        known_branches,
+        known_links,
+        messages,
+        mentions,
+        consumed,
+        fingerprint(stream, consumed),
+        reader.problems,
+        reader.bytes_read,
+    )

@@ -30,6 +30,7 @@ def _exit_with_parent(parent: int) -> None:
     on its call queue forever (it holds both ends of it), keeping the dead command's
     stdout/stderr open too.
     """
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.2)
@@ -44,8 +45,18 @@ def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
         with open(path, "rb") as stream:
             checked_ns = time.time_ns()
             st = os.fstat(stream.fileno())
-            tf = TranscriptFile(tf.path, tf.root, tf.project_key, tf.session_id, tf.kind,
-                                tf.agent_id, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+            tf = TranscriptFile(
+                tf.path,
+                tf.root,
+                tf.project_key,
+                tf.session_id,
+                tf.kind,
+                tf.agent_id,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ino,
+                st.st_dev,
+            )
             state = SessionState() if tf.kind == MAIN else None
             parsed = parse_tail(stream, tf.size, 0, state, set(), set(), include_tools)
     except OSError as exc:
@@ -75,10 +86,12 @@ class Prefetcher:
         # fork starts the parser at once, but forking a process with other threads (the
         # watcher's) can copy a held lock into the child: then spawn a fresh interpreter.
         method = "fork" if (threading.active_count() == 1 and sys.platform == "linux") else "spawn"
-        self._pool = ProcessPoolExecutor(max_workers=self.WORKERS,
-                                         mp_context=multiprocessing.get_context(method),
-                                         initializer=_exit_with_parent,
-                                         initargs=(os.getpid(),))
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.WORKERS,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
         self._pending = iter(files)
         self._include_tools = include_tools
         self._futures: collections.deque[Any] = collections.deque()

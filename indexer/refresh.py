@@ -35,8 +35,9 @@ from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path,
 PREFETCH_MIN_BYTES = 64 << 20
 
 
-def ingest_prefetched(db: Database, item: Prefetched, stats: RefreshStats,
-                       include_tools: bool) -> str:
+def ingest_prefetched(
+    db: Database, item: Prefetched, stats: RefreshStats, include_tools: bool
+) -> str:
     """Write a new file parsed by the prefetcher (same rows as :func:`ingest_file`)."""
     tf = item.tf
     stats.files_seen += 1
@@ -49,14 +50,25 @@ def ingest_prefetched(db: Database, item: Prefetched, stats: RefreshStats,
         return ingest_file(db, tf, stats, include_tools=include_tools)
     session_rowid: int | None = None
     if tf.kind != MAIN:
-        parent = db.execute("SELECT id FROM files WHERE path = ? AND kind = 'main'",
-                            [str(tf.main_path)]).fetchone()
+        parent = db.execute(
+            "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
+        ).fetchone()
         if parent is None:
             return UNCHANGED
         session_rowid = parent[0]
     with db.atomic():
-        apply_tail(db, tf, None, None, NEW, session_rowid, stats, include_tools,
-                       item.checked_ns, parsed=item.parsed)
+        apply_tail(
+            db,
+            tf,
+            None,
+            None,
+            NEW,
+            session_rowid,
+            stats,
+            include_tools,
+            item.checked_ns,
+            parsed=item.parsed,
+        )
     stats.new += 1
     return NEW
 
@@ -85,8 +97,10 @@ class CommitGroup:
             self._context = self._db.atomic()
             self._context.__enter__()
             self._start_bytes, self._started = bytes_read, time.perf_counter()
-        elif (bytes_read - self._start_bytes >= self.GROUP_BYTES
-              or time.perf_counter() - self._started >= self.GROUP_SECONDS):
+        elif (
+            bytes_read - self._start_bytes >= self.GROUP_BYTES
+            or time.perf_counter() - self._started >= self.GROUP_SECONDS
+        ):
             self.close()
 
     def close(self) -> None:
@@ -99,9 +113,14 @@ def _indexed_bytes(db: Database) -> int:
     return int(db.execute("SELECT coalesce(sum(size), 0) FROM files").fetchone()[0])
 
 
-def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
-            progress: ProgressCallback | None = None,
-            include_tools: bool | None = None) -> RefreshStats:
+def refresh(
+    db: Database,
+    roots: list[Path],
+    *,
+    rebuild: bool = False,
+    progress: ProgressCallback | None = None,
+    include_tools: bool | None = None,
+) -> RefreshStats:
     """Bring the index up to date with every transcript under ``roots``."""
     started = time.perf_counter()
     stats = RefreshStats()
@@ -119,7 +138,9 @@ def refresh(db: Database, roots: list[Path], *, rebuild: bool = False,
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
         "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
-        f" WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC", root_texts)
+        f" WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC",
+        root_texts,
+    )
     names = [d[0] for d in cursor.description]
     known = {row[0]: dict(zip(names, row)) for row in cursor.fetchall()}
     for path in known:

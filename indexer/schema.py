@@ -121,10 +121,12 @@ def m001_initial(db: Database) -> None:
     # that a counter update does not re-index the session's FTS row.
     columns = ",\n".join(f"{c} TEXT" for c in SESSION_FTS_COLUMNS)
     db.execute(f"CREATE TABLE session_search (id INTEGER PRIMARY KEY, {columns})")
-    db["session_search"].enable_fts(list(SESSION_FTS_COLUMNS), fts_version="FTS5",
-                                    create_triggers=True, tokenize=FTS_TOKENIZER)
-    db["messages"].enable_fts(["text"], fts_version="FTS5", create_triggers=True,
-                              tokenize=FTS_TOKENIZER)
+    db["session_search"].enable_fts(
+        list(SESSION_FTS_COLUMNS), fts_version="FTS5", create_triggers=True, tokenize=FTS_TOKENIZER
+    )
+    db["messages"].enable_fts(
+        ["text"], fts_version="FTS5", create_triggers=True, tokenize=FTS_TOKENIZER
+    )
 
 
 @migrations()
@@ -139,6 +141,8 @@ def m003_activity_order_index(db: Database) -> None:
     """Listings are "newest activity first": an index on exactly that ORDER BY
     (query/sessions.py ACTIVITY_SQL) lets ``LIMIT N`` stop after N rows instead of
     sorting every session, so a page costs the same with 10x the sessions."""
-    db.execute("CREATE INDEX sessions_activity_order ON sessions("
-               "coalesce(last_activity_ms, mtime_ns / 1000000) DESC, mtime_ns DESC, session_id)")
+    db.execute(
+        "CREATE INDEX sessions_activity_order ON sessions("
+        "coalesce(last_activity_ms, mtime_ns / 1000000) DESC, mtime_ns DESC, session_id)"
+    )
     db.execute("DROP INDEX IF EXISTS sessions_activity")

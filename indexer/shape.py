@@ -16,8 +16,16 @@ FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 # Session metadata columns indexed by ``session_search_fts``, in this order. The bm25
 # weights in query/search.py follow it.
 SESSION_FTS_COLUMNS = (
-    "custom_title", "ai_title", "agent_name", "tag", "branches_text", "pr_text",
-    "summary", "first_prompt", "last_prompt", "cwd",
+    "custom_title",
+    "ai_title",
+    "agent_name",
+    "tag",
+    "branches_text",
+    "pr_text",
+    "summary",
+    "first_prompt",
+    "last_prompt",
+    "cwd",
 )
 
 MIGRATION_SET = "sessiondex"

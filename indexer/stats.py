@@ -30,11 +30,17 @@ class RefreshStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "files_seen": self.files_seen, "new": self.new, "grown": self.grown,
-            "rewritten": self.rewritten, "removed": self.removed,
-            "unchanged": self.unchanged, "sessions": self.sessions,
-            "messages": self.messages, "bytes_read": self.bytes_read,
-            "bad_lines": self.bad_lines, "problems": dict(sorted(self.problems.items())),
+            "files_seen": self.files_seen,
+            "new": self.new,
+            "grown": self.grown,
+            "rewritten": self.rewritten,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "sessions": self.sessions,
+            "messages": self.messages,
+            "bytes_read": self.bytes_read,
+            "bad_lines": self.bad_lines,
+            "problems": dict(sorted(self.problems.items())),
             "errors": [{"path": p, "error": e} for p, e in self.errors],
             "seconds": round(self.seconds, 3),
         }

@@ -200,12 +200,19 @@ class Watcher:
     watcher itself only promises to be the one writer *inside* this process.
     """
 
-    def __init__(self, db_path: str | os.PathLike[str], roots: list[Path], *,
-                 debounce: float = DEFAULT_DEBOUNCE, max_latency: float = DEFAULT_MAX_LATENCY,
-                 rescan: float = DEFAULT_RESCAN, poll: bool = False,
-                 poll_interval: float = DEFAULT_POLL_INTERVAL,
-                 on_batch: Callable[[BatchReport], None] | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str],
+        roots: list[Path],
+        *,
+        debounce: float = DEFAULT_DEBOUNCE,
+        max_latency: float = DEFAULT_MAX_LATENCY,
+        rescan: float = DEFAULT_RESCAN,
+        poll: bool = False,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        on_batch: Callable[[BatchReport], None] | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         self.db_path = Path(db_path)
         self.roots = list(roots)
         self.debounce = debounce
@@ -252,8 +259,9 @@ class Watcher:
         except OSError as exc:  # even polling failed: e.g. projects/ unreadable
             raise WatchError(f"cannot observe the transcripts: {exc}") from exc
         logging.getLogger("watchdog.observers").addHandler(self._trap)
-        self._worker = threading.Thread(target=self._run, name="sessiondex-watch-worker",
-                                        daemon=True)
+        self._worker = threading.Thread(
+            target=self._run, name="sessiondex-watch-worker", daemon=True
+        )
         self._worker.start()
         if not self._ready.wait(timeout):
             self.stop()
@@ -299,8 +307,10 @@ class Watcher:
                 native.start()
                 return native
             except OSError as exc:
-                self.log(f"native file events unavailable ({exc}); polling every "
-                         f"{self.poll_interval:g}s instead")
+                self.log(
+                    f"native file events unavailable ({exc}); polling every "
+                    f"{self.poll_interval:g}s instead"
+                )
                 self._watches.clear()
                 native.stop()
         from watchdog.observers.polling import PollingObserver
@@ -316,7 +326,9 @@ class Watcher:
             inode = _dir_inode(projects)
             if inode is not None:
                 self._watches[projects] = (
-                    observer.schedule(self._handler, projects, recursive=True), inode)
+                    observer.schedule(self._handler, projects, recursive=True),
+                    inode,
+                )
 
     def _ensure_watches(self, replaced: Collection[str] = ()) -> None:
         """Watch a projects/ dir that appeared since start, and re-watch one that was
@@ -347,8 +359,9 @@ class Watcher:
                 try:
                     watch = observer.schedule(self._handler, projects, recursive=True)
                 except OSError as exc:
-                    self.log(f"cannot watch {projects} ({exc}); relying on the periodic "
-                             "rescan for it")
+                    self.log(
+                        f"cannot watch {projects} ({exc}); relying on the periodic rescan for it"
+                    )
                     continue
                 self._watches[projects] = (watch, inode)
                 self._pending.add_dir(projects)
@@ -366,8 +379,11 @@ class Watcher:
                 if work is None:
                     break
                 now = time.monotonic()
-                if work.rescan or self._dirty or (
-                        self.rescan_interval > 0 and now - last_rescan >= self.rescan_interval):
+                if (
+                    work.rescan
+                    or self._dirty
+                    or (self.rescan_interval > 0 and now - last_rescan >= self.rescan_interval)
+                ):
                     self._refresh(db, "rescan")
                     last_rescan = now
                     work.rescan = False
@@ -426,8 +442,7 @@ class Watcher:
         for sub in iter_subagent_files(tf.root, tf.project_key, tf.session_id):
             ingest_file(db, sub, stats, include_tools=tools)
 
-    def _report(self, reason: str, paths: list[str], stats: RefreshStats,
-                started: float) -> None:
+    def _report(self, reason: str, paths: list[str], stats: RefreshStats, started: float) -> None:
         stats.seconds = time.perf_counter() - started
         for path, error in stats.errors:
             self.log(f"skipped {path}: {error}")
@@ -447,8 +462,12 @@ def _paths_under(db: Any, directory: str) -> list[str]:
     """Transcripts on disk below ``directory`` plus indexed ones that were: a created or
     moved-in directory is read, a deleted or moved-away one is forgotten."""
     prefix = directory.rstrip(os.sep) + os.sep
-    found = [row[0] for row in db.execute(
-        "SELECT path FROM files WHERE substr(path, 1, ?) = ?", [len(prefix), prefix])]
+    found = [
+        row[0]
+        for row in db.execute(
+            "SELECT path FROM files WHERE substr(path, 1, ?) = ?", [len(prefix), prefix]
+        )
+    ]
     for current, dirs, files in os.walk(directory):  # does not follow links
         dirs.sort()
         found.extend(os.path.join(current, f) for f in sorted(files) if f.endswith(SUFFIX))

@@ -81,8 +81,9 @@ class SessionMessage:
 
 # ----------------------------------------------------------------- plumbing
 @contextmanager
-def _index(db: Database | None, config_dir: str | os.PathLike[str] | None,
-           refresh: bool) -> Iterator[tuple[Database, list[Path]]]:
+def _index(
+    db: Database | None, config_dir: str | os.PathLike[str] | None, refresh: bool
+) -> Iterator[tuple[Database, list[Path]]]:
     """The index and the config dirs to answer for; opened (and closed) here unless given."""
     from sessiondex.indexer.db import default_db_path, open_db
     from sessiondex.indexer.lock import watcher_alive
@@ -103,8 +104,12 @@ def _index(db: Database | None, config_dir: str | os.PathLike[str] | None,
             database.close()
 
 
-def _rows(db: Database, roots: list[Path], keys: Sequence[str] | None = None,
-          session_id: str | None = None) -> list[dict[str, Any]]:
+def _rows(
+    db: Database,
+    roots: list[Path],
+    keys: Sequence[str] | None = None,
+    session_id: str | None = None,
+) -> list[dict[str, Any]]:
     from sessiondex.query.sessions import select_rows
 
     where = [f"s.root IN ({', '.join('?' for _ in roots)})", "s.archived = 0"]
@@ -125,8 +130,9 @@ def _last_modified(mtime_ns: int) -> int:
     return int((seconds + nanos * 1e-9) * 1000)
 
 
-def _directory_keys(directory: str, include_worktrees: bool,
-                    min_worktrees: int = 2) -> list[tuple[str, str]]:
+def _directory_keys(
+    directory: str, include_worktrees: bool, min_worktrees: int = 2
+) -> list[tuple[str, str]]:
     """(project key, the path it stands for) for ``directory`` and, if asked, each git
     worktree of its repository: the cwd reported for sessions whose records have none.
 
@@ -153,8 +159,7 @@ def _info(row: dict[str, Any], fallback_cwd: str | None = None) -> SDKSessionInf
     first_prompt = display_prompt(first) if first else None
     # The SDK reports an AI title as custom_title when there is no user title.
     custom_title = row.get("custom_title") or row.get("ai_title") or None
-    summary = (custom_title or row.get("last_prompt") or row.get("summary")
-               or first_prompt)
+    summary = custom_title or row.get("last_prompt") or row.get("summary") or first_prompt
     if not summary:
         return None
     return SDKSessionInfo(
@@ -174,14 +179,15 @@ def _info(row: dict[str, Any], fallback_cwd: str | None = None) -> SDKSessionInf
 def _page(items: list[T], limit: int | None, offset: int) -> list[T]:
     """The SDK's message paging: a slice when limit > 0, else everything from offset."""
     if limit is not None and limit > 0:
-        return items[offset:offset + limit]
+        return items[offset : offset + limit]
     if offset > 0:
         return items[offset:]
     return items
 
 
-def _find_main(db: Database, roots: list[Path], session_id: str,
-               directory: str | None) -> dict[str, Any] | None:
+def _find_main(
+    db: Database, roots: list[Path], session_id: str, directory: str | None
+) -> dict[str, Any] | None:
     """The session's non-empty main transcript: in the directory's project dir, then its
     worktrees' (as the SDK looks), or anywhere; among copies, the newest."""
     if not is_session_id(session_id):
@@ -197,10 +203,16 @@ def _find_main(db: Database, roots: list[Path], session_id: str,
 
 
 # ----------------------------------------------------------------- public API
-def list_sessions(directory: str | None = None, limit: int | None = None, offset: int = 0,
-                  include_worktrees: bool = True, *, db: Database | None = None,
-                  config_dir: str | os.PathLike[str] | None = None,
-                  refresh: bool = True) -> list[SDKSessionInfo]:
+def list_sessions(
+    directory: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    include_worktrees: bool = True,
+    *,
+    db: Database | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> list[SDKSessionInfo]:
     """Sessions newest first (by file mtime): those of ``directory`` (and, with
     ``include_worktrees``, of every git worktree of its repository), or of every
     project; one per session ID (the newest copy). ``offset``/``limit`` apply only when
@@ -226,10 +238,14 @@ def list_sessions(directory: str | None = None, limit: int | None = None, offset
     return result
 
 
-def get_session_info(session_id: str, directory: str | None = None, *,
-                     db: Database | None = None,
-                     config_dir: str | os.PathLike[str] | None = None,
-                     refresh: bool = True) -> SDKSessionInfo | None:
+def get_session_info(
+    session_id: str,
+    directory: str | None = None,
+    *,
+    db: Database | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> SDKSessionInfo | None:
     """One session's info, or None (invalid ID, missing or empty file, a sidechain,
     nothing to call it by)."""
     with _index(db, config_dir, refresh) as (database, roots):
@@ -243,22 +259,31 @@ def get_session_info(session_id: str, directory: str | None = None, *,
         return _info(row, fallback)
 
 
-def _message(entry: dict[str, Any], parent_tool_use_id: str | None = None,
-             parent_agent_id: str | None = None) -> SessionMessage:
+def _message(
+    entry: dict[str, Any], parent_tool_use_id: str | None = None, parent_agent_id: str | None = None
+) -> SessionMessage:
     session = entry.get("sessionId")
     uuid = entry.get("uuid")
-    return SessionMessage(type=entry["type"], uuid=uuid if isinstance(uuid, str) else "",
-                          session_id=session if isinstance(session, str) else "",
-                          message=entry.get("message"),
-                          parent_tool_use_id=parent_tool_use_id,
-                          parent_agent_id=parent_agent_id)
+    return SessionMessage(
+        type=entry["type"],
+        uuid=uuid if isinstance(uuid, str) else "",
+        session_id=session if isinstance(session, str) else "",
+        message=entry.get("message"),
+        parent_tool_use_id=parent_tool_use_id,
+        parent_agent_id=parent_agent_id,
+    )
 
 
-def get_session_messages(session_id: str, directory: str | None = None,
-                         limit: int | None = None, offset: int = 0, *,
-                         db: Database | None = None,
-                         config_dir: str | os.PathLike[str] | None = None,
-                         refresh: bool = True) -> list[SessionMessage]:
+def get_session_messages(
+    session_id: str,
+    directory: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    *,
+    db: Database | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> list[SessionMessage]:
     """The conversation's user and assistant messages, root first (``[]`` if not found)."""
     with _index(db, config_dir, refresh) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
@@ -282,10 +307,14 @@ def _subagent_files(row: dict[str, Any]) -> list[tuple[str, Path]]:
     return [(tf.agent_id or "", tf.path) for tf in files]
 
 
-def list_subagents(session_id: str, directory: str | None = None, *,
-                   db: Database | None = None,
-                   config_dir: str | os.PathLike[str] | None = None,
-                   refresh: bool = True) -> list[str]:
+def list_subagents(
+    session_id: str,
+    directory: str | None = None,
+    *,
+    db: Database | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> list[str]:
     """Agent IDs of the session's subagent transcripts (``[]`` without a main file)."""
     with _index(db, config_dir, refresh) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
@@ -294,12 +323,17 @@ def list_subagents(session_id: str, directory: str | None = None, *,
     return [agent for agent, _path in _subagent_files(row)]
 
 
-
-def get_subagent_messages(session_id: str, agent_id: str, directory: str | None = None,
-                          limit: int | None = None, offset: int = 0, *,
-                          db: Database | None = None,
-                          config_dir: str | os.PathLike[str] | None = None,
-                          refresh: bool = True) -> list[SessionMessage]:
+def get_subagent_messages(
+    session_id: str,
+    agent_id: str,
+    directory: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    *,
+    db: Database | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> list[SessionMessage]:
     """One subagent's messages, each carrying the Agent ``tool_use`` id that spawned it
     and its parent agent id, from the ``.meta.json`` sidecar."""
     if not agent_id:
@@ -318,11 +352,23 @@ def get_subagent_messages(session_id: str, agent_id: str, directory: str | None 
     meta = read_subagent_meta(path)
     tool_use = meta.get("toolUseId")
     parent_agent = meta.get("parentAgentId")
-    messages = [_message(e, tool_use if isinstance(tool_use, str) else None,
-                         parent_agent if isinstance(parent_agent, str) else None)
-                for e in subagent_chain(entries)]
+    messages = [
+        _message(
+            e,
+            tool_use if isinstance(tool_use, str) else None,
+            parent_agent if isinstance(parent_agent, str) else None,
+        )
+        for e in subagent_chain(entries)
+    ]
     return _page(messages, limit, offset)
 
 
-__all__ = ["SDKSessionInfo", "SessionMessage", "get_session_info", "get_session_messages",
-           "get_subagent_messages", "list_sessions", "list_subagents"]
+__all__ = [
+    "SDKSessionInfo",
+    "SessionMessage",
+    "get_session_info",
+    "get_session_messages",
+    "get_subagent_messages",
+    "list_sessions",
+    "list_subagents",
+]

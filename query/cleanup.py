@@ -106,12 +106,15 @@ class RootPlan:
     def as_dict(self) -> dict[str, Any]:
         return {
             "config_dir": self.config_dir,
-            "claude_code": {**self.retention.as_dict(),
-                            "last_cleanup": _iso(self.last_cleanup),
-                            "next_sweep": _iso(self.next_sweep),
-                            "would_delete_sessions": self.claude_code_sessions,
-                            "would_delete_bytes": self.claude_code_bytes},
-            "days": self.days, "days_source": self.days_source,
+            "claude_code": {
+                **self.retention.as_dict(),
+                "last_cleanup": _iso(self.last_cleanup),
+                "next_sweep": _iso(self.next_sweep),
+                "would_delete_sessions": self.claude_code_sessions,
+                "would_delete_bytes": self.claude_code_bytes,
+            },
+            "days": self.days,
+            "days_source": self.days_source,
             "cutoff": _iso(self.cutoff),
             "expired": [e.as_dict() for e in self.to_delete],
             "protected": [e.as_dict() for e in self.protected],
@@ -120,11 +123,16 @@ class RootPlan:
         }
 
 
-def _totals(delete: list[PlanEntry], protected: list[PlanEntry],
-            exempt: list[PlanEntry]) -> dict[str, int]:
-    return {"sessions": len(delete), "bytes": sum(e.size for e in delete),
-            "protected": len(protected), "protected_bytes": sum(e.size for e in protected),
-            "exempt": len(exempt)}
+def _totals(
+    delete: list[PlanEntry], protected: list[PlanEntry], exempt: list[PlanEntry]
+) -> dict[str, int]:
+    return {
+        "sessions": len(delete),
+        "bytes": sum(e.size for e in delete),
+        "protected": len(protected),
+        "protected_bytes": sum(e.size for e in protected),
+        "exempt": len(exempt),
+    }
 
 
 @dataclass
@@ -140,9 +148,14 @@ class CleanupPlan:
     def as_dict(self) -> dict[str, Any]:
         roots = [r.as_dict() for r in self.roots]
         return {
-            "now": _iso(self.now), "keep_tag": self.keep_tag, "config_dirs": roots,
-            "totals": _totals(self.to_delete, [e for r in self.roots for e in r.protected],
-                              [e for r in self.roots for e in r.exempt]),
+            "now": _iso(self.now),
+            "keep_tag": self.keep_tag,
+            "config_dirs": roots,
+            "totals": _totals(
+                self.to_delete,
+                [e for r in self.roots for e in r.protected],
+                [e for r in self.roots for e in r.exempt],
+            ),
         }
 
 
@@ -154,21 +167,37 @@ def _row(db: Database, tf: TranscriptFile) -> dict[str, Any] | None:
 
 def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> bool:
     """Whether ``archive_dir`` already holds this exact version of the session."""
-    return db.execute(
-        "SELECT 1 FROM sessions WHERE archived = 1 AND root = ? AND session_id = ?"
-        " AND project_key = ? AND file_size = ? AND abs(mtime_ns - ?) < 1000",
-        [str(archive_dir), entry.session_id, entry.project_key, entry.transcript_size,
-         entry.mtime_ns]).fetchone() is not None
+    return (
+        db.execute(
+            "SELECT 1 FROM sessions WHERE archived = 1 AND root = ? AND session_id = ?"
+            " AND project_key = ? AND file_size = ? AND abs(mtime_ns - ?) < 1000",
+            [
+                str(archive_dir),
+                entry.session_id,
+                entry.project_key,
+                entry.transcript_size,
+                entry.mtime_ns,
+            ],
+        ).fetchone()
+        is not None
+    )
 
 
 def _same_tag(tag: str | None, keep_tag: str) -> bool:
     return bool(tag) and sanitize_tag(tag).casefold() == keep_tag.casefold()
 
 
-def plan_root(db: Database, root: Path, *, cwd: str | None, now: float,
-              days: int | None = None, keep_tag: str = DEFAULT_KEEP_TAG,
-              managed: Path | None = UNSET,
-              refresh_file: Callable[[TranscriptFile], object] | None = None) -> RootPlan:
+def plan_root(
+    db: Database,
+    root: Path,
+    *,
+    cwd: str | None,
+    now: float,
+    days: int | None = None,
+    keep_tag: str = DEFAULT_KEEP_TAG,
+    managed: Path | None = UNSET,
+    refresh_file: Callable[[TranscriptFile], object] | None = None,
+) -> RootPlan:
     """What Claude Code's next sweep deletes in ``root``, and what we would.
 
     ``refresh_file`` brings one expired session's rows up to date before they are read
@@ -183,9 +212,15 @@ def plan_root(db: Database, root: Path, *, cwd: str | None, now: float,
     except OSError:
         last = None
     next_sweep = last + SWEEP_INTERVAL if last is not None and last + SWEEP_INTERVAL > now else None
-    plan = RootPlan(str(root), retention, effective,
-                    "--days" if days is not None else retention.source, cutoff, last,
-                    next_sweep)
+    plan = RootPlan(
+        str(root),
+        retention,
+        effective,
+        "--days" if days is not None else retention.source,
+        cutoff,
+        last,
+        next_sweep,
+    )
     keep = sanitize_tag(keep_tag)
     for tf in iter_transcripts(root, subagents=False):
         mtime = tf.mtime_ns / 1e9
@@ -199,13 +234,23 @@ def plan_root(db: Database, root: Path, *, cwd: str | None, now: float,
         exempt = desktop_exemption(tf.path, row.get("entrypoint"), retention, mtime, now)
         folder_bytes, _ = folder_stats(tf.path.with_suffix(""))
         entry = PlanEntry(
-            session_id=tf.session_id, config_dir=str(root), project_key=tf.project_key,
-            file_path=str(tf.path), cwd=row.get("cwd"), title=display_title(row),
-            tag=row.get("tag"), entrypoint=row.get("entrypoint"),
-            last_activity=iso_ms(activity_ms(row)), mtime=_iso(mtime), mtime_ns=tf.mtime_ns,
-            transcript_size=tf.size, size=tf.size + folder_bytes,
+            session_id=tf.session_id,
+            config_dir=str(root),
+            project_key=tf.project_key,
+            file_path=str(tf.path),
+            cwd=row.get("cwd"),
+            title=display_title(row),
+            tag=row.get("tag"),
+            entrypoint=row.get("entrypoint"),
+            last_activity=iso_ms(activity_ms(row)),
+            mtime=_iso(mtime),
+            mtime_ns=tf.mtime_ns,
+            transcript_size=tf.size,
+            size=tf.size + folder_bytes,
             protected=_same_tag(row.get("tag"), keep),
-            claude_code_deletes=theirs and exempt is None, exempt_reason=exempt)
+            claude_code_deletes=theirs and exempt is None,
+            exempt_reason=exempt,
+        )
         if entry.claude_code_deletes:
             plan.claude_code_sessions += 1
             plan.claude_code_bytes += entry.size
@@ -216,17 +261,37 @@ def plan_root(db: Database, root: Path, *, cwd: str | None, now: float,
     return plan
 
 
-def plan_cleanup(db: Database, roots: Iterable[Path], *, cwd: str | None = None,
-                 days: int | None = None, keep_tag: str = DEFAULT_KEEP_TAG,
-                 now: float | None = None, managed: Path | None = UNSET,
-                 refresh_file: Callable[[TranscriptFile], object] | None = None
-                 ) -> CleanupPlan:
+def plan_cleanup(
+    db: Database,
+    roots: Iterable[Path],
+    *,
+    cwd: str | None = None,
+    days: int | None = None,
+    keep_tag: str = DEFAULT_KEEP_TAG,
+    now: float | None = None,
+    managed: Path | None = UNSET,
+    refresh_file: Callable[[TranscriptFile], object] | None = None,
+) -> CleanupPlan:
     """The dry run: one :class:`RootPlan` per config dir. ``days`` overrides
     ``cleanupPeriodDays`` for our plan (Claude Code's own prediction keeps its value)."""
     current = time.time() if now is None else now
-    return CleanupPlan(current, keep_tag, [
-        plan_root(db, Path(root), cwd=cwd, now=current, days=days, keep_tag=keep_tag,
-                  managed=managed, refresh_file=refresh_file) for root in roots])
+    return CleanupPlan(
+        current,
+        keep_tag,
+        [
+            plan_root(
+                db,
+                Path(root),
+                cwd=cwd,
+                now=current,
+                days=days,
+                keep_tag=keep_tag,
+                managed=managed,
+                refresh_file=refresh_file,
+            )
+            for root in roots
+        ],
+    )
 
 
 # --------------------------------------------------------------------------- list / stats
@@ -235,18 +300,20 @@ def plan_cleanup(db: Database, roots: Iterable[Path], *, cwd: str | None = None,
 def _rows_for_paths(db: Database, paths: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for start in range(0, len(paths), 500):
-        chunk = paths[start:start + 500]
+        chunk = paths[start : start + 500]
         cursor = db.execute(
             "SELECT root, file_path, mtime_ns, file_size, entrypoint FROM sessions"
-            f" WHERE archived = 0 AND file_path IN ({', '.join('?' for _ in chunk)})", chunk)
+            f" WHERE archived = 0 AND file_path IN ({', '.join('?' for _ in chunk)})",
+            chunk,
+        )
         names = [d[0] for d in cursor.description]
         rows.extend(dict(zip(names, r)) for r in cursor.fetchall())
     return rows
 
 
-def _count_deleted_by(rows: list[dict[str, Any]], cwd: str | None,
-                      now: float, horizon: float,
-                      managed: Path | None) -> tuple[int, int, dict[str, Retention]]:
+def _count_deleted_by(
+    rows: list[dict[str, Any]], cwd: str | None, now: float, horizon: float, managed: Path | None
+) -> tuple[int, int, dict[str, Retention]]:
     """(sessions, bytes) among ``rows`` that Claude Code's sweep deletes by ``now + horizon``."""
     retentions: dict[str, Retention] = {}
     count = size = 0
@@ -260,16 +327,24 @@ def _count_deleted_by(rows: list[dict[str, Any]], cwd: str | None,
         mtime = row["mtime_ns"] / 1e9
         if mtime >= now + horizon - retention.days * DAY:
             continue
-        if desktop_exemption(Path(row["file_path"]), row.get("entrypoint"), retention,
-                             mtime, now + horizon):
+        if desktop_exemption(
+            Path(row["file_path"]), row.get("entrypoint"), retention, mtime, now + horizon
+        ):
             continue
         count += 1
         size += row["file_size"] or 0
     return count, size, retentions
 
 
-def expiring_soon(db: Database, file_paths: list[str], cwd: str | None, roots: list[Path],
-                  *, now: float | None = None, managed: Path | None = UNSET) -> int:
+def expiring_soon(
+    db: Database,
+    file_paths: list[str],
+    cwd: str | None,
+    roots: list[Path],
+    *,
+    now: float | None = None,
+    managed: Path | None = UNSET,
+) -> int:
     """How many of these sessions Claude Code's sweep deletes within 3 days (already
     expired ones included), for the warning under ``list``."""
     del roots  # each row records its own config dir
@@ -279,14 +354,22 @@ def expiring_soon(db: Database, file_paths: list[str], cwd: str | None, roots: l
     return count
 
 
-def cleanup_summary(db: Database, roots: list[Path], cwd: str | None = None, *,
-                    now: float | None = None, managed: Path | None = UNSET) -> dict[str, Any]:
+def cleanup_summary(
+    db: Database,
+    roots: list[Path],
+    cwd: str | None = None,
+    *,
+    now: float | None = None,
+    managed: Path | None = UNSET,
+) -> dict[str, Any]:
     """Counts for ``stats``: what Claude Code's sweep deletes now and within 3 days."""
     current = time.time() if now is None else now
     texts = [str(r) for r in roots]
     cursor = db.execute(
         "SELECT root, file_path, mtime_ns, file_size, entrypoint FROM sessions"
-        f" WHERE archived = 0 AND root IN ({', '.join('?' for _ in texts) or 'NULL'})", texts)
+        f" WHERE archived = 0 AND root IN ({', '.join('?' for _ in texts) or 'NULL'})",
+        texts,
+    )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     expired, expired_bytes, retentions = _count_deleted_by(rows, cwd, current, 0, managed)
@@ -294,7 +377,8 @@ def cleanup_summary(db: Database, roots: list[Path], cwd: str | None = None, *,
     for root in texts:
         retentions.setdefault(root, read_retention(Path(root), cwd, managed))
     return {
-        "expired_sessions": expired, "expired_bytes": expired_bytes,
+        "expired_sessions": expired,
+        "expired_bytes": expired_bytes,
         "expiring_within_3_days": soon - expired,
         "config_dirs": [{"config_dir": k, **v.as_dict()} for k, v in retentions.items()],
     }

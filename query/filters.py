@@ -30,7 +30,8 @@ def parse_since(text: str, now: float | None = None) -> int:
         stamp = datetime.fromisoformat(value)
     except ValueError:
         raise ValueError(
-            f"cannot read --since {text!r}: use e.g. 7d, 12h, 2w or 2026-11-01") from None
+            f"cannot read --since {text!r}: use e.g. 7d, 12h, 2w or 2026-11-01"
+        ) from None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=timezone.utc)
     return int(stamp.timestamp() * 1000)
@@ -46,7 +47,7 @@ def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[
     for key in keys:
         if len(key) > MAX_SANITIZED_LENGTH:
             clauses.append(f"substr({column}, 1, ?) = ?")
-            params.extend([MAX_SANITIZED_LENGTH + 1, key[:MAX_SANITIZED_LENGTH + 1]])
+            params.extend([MAX_SANITIZED_LENGTH + 1, key[: MAX_SANITIZED_LENGTH + 1]])
     return "(" + " OR ".join(clauses) + ")", params
 
 
@@ -78,8 +79,9 @@ class Filters:
             if branch is None:
                 raise ValueError(f"--current-branch: {cwd} is not on a git branch")
         if branch:
-            clauses.append("EXISTS (SELECT 1 FROM branches b WHERE b.session_rowid = s.id"
-                           " AND b.branch = ?)")
+            clauses.append(
+                "EXISTS (SELECT 1 FROM branches b WHERE b.session_rowid = s.id AND b.branch = ?)"
+            )
             params.append(branch)
         if self.since:
             clauses.append(f"{ACTIVITY_SQL} >= ?")

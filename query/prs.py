@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 
-def sessions_for_url(db: Database, url: str, *, include_mentions: bool = True,
-                     include_archived: bool = False) -> list[dict[str, Any]]:
+def sessions_for_url(
+    db: Database, url: str, *, include_mentions: bool = True, include_archived: bool = False
+) -> list[dict[str, Any]]:
     """Sessions with a ``pr-link`` to the PR at ``url`` (any project), newest first, then
     those that only mention it. ``url`` is normalized first."""
     pr = parse_pr_url(url)
@@ -22,13 +23,14 @@ def sessions_for_url(db: Database, url: str, *, include_mentions: bool = True,
         raise ValueError(f"not a pull/merge request URL: {url}")
     archived = "" if include_archived else " AND s.archived = 0"
     linked = select_rows(
-        db, f"s.id IN (SELECT session_rowid FROM pr_links WHERE url = ?){archived}", [pr.url])
+        db, f"s.id IN (SELECT session_rowid FROM pr_links WHERE url = ?){archived}", [pr.url]
+    )
     out = to_objects(db, linked)
     if include_mentions:
         seen = {r["id"] for r in linked}
         mentioned = select_rows(
-            db, f"s.id IN (SELECT session_rowid FROM pr_mentions WHERE url = ?){archived}",
-            [pr.url])
+            db, f"s.id IN (SELECT session_rowid FROM pr_mentions WHERE url = ?){archived}", [pr.url]
+        )
         out.extend(to_objects(db, [r for r in mentioned if r["id"] not in seen]))
     return out
 
@@ -43,8 +45,9 @@ def from_pr(db: Database, pr: str | None, filters: Filters) -> list[dict[str, An
     """Sessions linked to a PR number (in scope, and in the cwd's remote repository when
     known) or URL (anywhere); with no PR, every session in scope that has a link."""
     if pr is not None and parse_pr_url(pr) is not None:
-        return sessions_for_url(db, pr, include_mentions=False,
-                                include_archived=filters.include_archived)
+        return sessions_for_url(
+            db, pr, include_mentions=False, include_archived=filters.include_archived
+        )
     where, params = filters.where()
     if pr is None:
         where += " AND EXISTS (SELECT 1 FROM pr_links p WHERE p.session_rowid = s.id)"

@@ -31,7 +31,12 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 MATCHED_PATH, MATCHED_ID, MATCHED_OTHER, MATCHED_NAME, MATCHED_PREFIX = (
-    "path", "id", "id-other-project", "name", "id-prefix")
+    "path",
+    "id",
+    "id-other-project",
+    "name",
+    "id-prefix",
+)
 MIN_PREFIX = 8
 MAX_SUGGESTIONS = 5
 _PREFIX_RE = re.compile(r"[0-9a-fA-F][0-9a-fA-F-]{7,35}\Z")
@@ -79,11 +84,18 @@ def _row_from_file(path: Path) -> dict[str, Any]:
         for _, record in RecordReader(stream):
             state.apply(record, branches, links)
         st = os.fstat(stream.fileno())
-    stem = path.name[:-len(".jsonl")]
+    stem = path.name[: -len(".jsonl")]
     row = state.columns()
-    row.update(id=-1, root=str(path.parent.parent.parent), project_key=path.parent.name,
-               session_id=stem, file_path=str(path), mtime_ns=st.st_mtime_ns,
-               file_size=st.st_size, archived=0)
+    row.update(
+        id=-1,
+        root=str(path.parent.parent.parent),
+        project_key=path.parent.name,
+        session_id=stem,
+        file_path=str(path),
+        mtime_ns=st.st_mtime_ns,
+        file_size=st.st_size,
+        archived=0,
+    )
     return row
 
 
@@ -113,18 +125,21 @@ def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
 
 def _other_directory_note(row: dict[str, Any]) -> str:
     where = row.get("cwd") or f"(project {row['project_key']})"
-    return ("This session is from a different directory. To resume, run: "
-            f"cd {where} && claude --resume {row['session_id']}")
+    return (
+        "This session is from a different directory. To resume, run: "
+        f"cd {where} && claude --resume {row['session_id']}"
+    )
 
 
-def _by_id(db: Database, session_id: str, keys: list[str],
-           include_archived: bool) -> Resolution:
+def _by_id(db: Database, session_id: str, keys: list[str], include_archived: bool) -> Resolution:
     archived = "" if include_archived else " AND s.archived = 0"
-    rows = select_rows(db, f"s.session_id = ? AND s.raw_message_count > 0{archived}",
-                       [session_id])
+    rows = select_rows(db, f"s.session_id = ? AND s.raw_message_count > 0{archived}", [session_id])
     if not rows:
-        rows = select_rows(db, f"lower(s.session_id) = lower(?) AND s.raw_message_count > 0"
-                               f"{archived}", [session_id])
+        rows = select_rows(
+            db,
+            f"lower(s.session_id) = lower(?) AND s.raw_message_count > 0{archived}",
+            [session_id],
+        )
     local = [r for r in rows if r["project_key"] in keys]
     if local:
         local.sort(key=lambda r: keys.index(r["project_key"]))
@@ -133,8 +148,13 @@ def _by_id(db: Database, session_id: str, keys: list[str],
     if len(projects) != 1:
         raise not_found_id(session_id)
     row = max(rows, key=lambda r: r["mtime_ns"])
-    return Resolution(to_object(db, row), row, MATCHED_OTHER, other_directory=True,
-                      notes=[_other_directory_note(row)])
+    return Resolution(
+        to_object(db, row),
+        row,
+        MATCHED_OTHER,
+        other_directory=True,
+        notes=[_other_directory_note(row)],
+    )
 
 
 def _scope_rows(db: Database, keys: list[str], include_archived: bool) -> list[dict[str, Any]]:
@@ -149,8 +169,15 @@ def name_of(row: dict[str, Any]) -> str | None:
     return row.get("custom_title") or row.get("ai_title")
 
 
-def resolve(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path],
-            for_write: bool = False, include_archived: bool = False) -> Resolution:
+def resolve(
+    db: Database,
+    arg: str,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    for_write: bool = False,
+    include_archived: bool = False,
+) -> Resolution:
     """One session for ``arg``, or :class:`NotFound` / :class:`Ambiguous`."""
     if not isinstance(arg, str) or not arg.strip():
         raise NotFound("empty session argument: give a session ID, name or path")
@@ -170,8 +197,7 @@ def resolve(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path]
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
-        raise Ambiguous(f"{len(named)} sessions are named {arg.strip()!r}",
-                        to_objects(db, named))
+        raise Ambiguous(f"{len(named)} sessions are named {arg.strip()!r}", to_objects(db, named))
     if _PREFIX_RE.match(arg):
         resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived)
         if resolution is not None:
@@ -179,30 +205,38 @@ def resolve(db: Database, arg: str, *, cwd: str | None = None, roots: list[Path]
     titles = {display_title(r): r for r in repo_rows if name_of(r)}
     from rapidfuzz import fuzz, process  # only for suggestions (start-up time)
 
-    suggestions = [t for t, _, _ in process.extract(
-        arg, list(titles), scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=50)]
+    suggestions = [
+        t
+        for t, _, _ in process.extract(
+            arg, list(titles), scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=50
+        )
+    ]
     hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else ""
     raise NotFound(f"No session matches {arg!r}.{hint}", suggestions)
 
 
-def _by_prefix(db: Database, prefix: str, repo_rows: list[dict[str, Any]],
-               include_archived: bool) -> Resolution | None:
+def _by_prefix(
+    db: Database, prefix: str, repo_rows: list[dict[str, Any]], include_archived: bool
+) -> Resolution | None:
     local = [r for r in repo_rows if r["session_id"].lower().startswith(prefix)]
     if not local:
         archived = "" if include_archived else " AND s.archived = 0"
-        local = select_rows(db, f"lower(s.session_id) LIKE ? ESCAPE '\\'{archived}",
-                            [prefix.replace("_", "\\_").replace("%", "\\%") + "%"])
+        local = select_rows(
+            db,
+            f"lower(s.session_id) LIKE ? ESCAPE '\\'{archived}",
+            [prefix.replace("_", "\\_").replace("%", "\\%") + "%"],
+        )
     if not local:
         return None
     unique = {r["session_id"].lower() for r in local}
     if len(local) > 1 or len(unique) > 1:
-        raise Ambiguous(f"{len(local)} sessions start with {prefix!r}",
-                        to_objects(db, local))
+        raise Ambiguous(f"{len(local)} sessions start with {prefix!r}", to_objects(db, local))
     return Resolution(to_object(db, local[0]), local[0], MATCHED_PREFIX)
 
 
-def continue_session(db: Database, *, cwd: str | None = None,
-                     print_mode: bool = False) -> dict[str, Any]:
+def continue_session(
+    db: Database, *, cwd: str | None = None, print_mode: bool = False
+) -> dict[str, Any]:
     """The session ``claude --continue`` would open in ``cwd``: newest transcript mtime in
     the cwd's own project dir (worktrees not searched), skipping sidechains and files
     without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop`` sessions."""
@@ -214,8 +248,9 @@ def continue_session(db: Database, *, cwd: str | None = None,
         where += " AND coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
     else:
         where += f" AND {VISIBLE_SQL}"
-    rows = select_rows(db, where + " AND s.archived = 0", params,
-                       order="s.mtime_ns DESC, s.session_id", limit=1)
+    rows = select_rows(
+        db, where + " AND s.archived = 0", params, order="s.mtime_ns DESC, s.session_id", limit=1
+    )
     if not rows:
         raise NotFound(f"No conversation found to continue in {here}")
     return to_object(db, rows[0])

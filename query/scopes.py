@@ -20,8 +20,14 @@ GIT_TIMEOUT_SECONDS = 5
 def _git(cwd: str, *args: str) -> str | None:
     """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
     try:
-        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                                timeout=GIT_TIMEOUT_SECONDS, check=False)
+        result = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout if result.returncode == 0 else None
@@ -31,8 +37,11 @@ def _git(cwd: str, *args: str) -> str | None:
 def git_worktrees(cwd: str) -> tuple[str, ...]:
     """Paths of every worktree of the repository containing ``cwd`` (empty outside one)."""
     out = _git(cwd, "worktree", "list", "--porcelain") or ""
-    return tuple(unicodedata.normalize("NFC", line[len("worktree "):])
-                 for line in out.splitlines() if line.startswith("worktree "))
+    return tuple(
+        unicodedata.normalize("NFC", line[len("worktree ") :])
+        for line in out.splitlines()
+        if line.startswith("worktree ")
+    )
 
 
 @lru_cache(maxsize=64)

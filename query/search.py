@@ -42,9 +42,16 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 COLUMN_WEIGHTS = {
-    "custom_title": 10.0, "ai_title": 8.0, "agent_name": 5.0, "tag": 6.0,
-    "branches_text": 4.0, "pr_text": 4.0, "summary": 3.0, "first_prompt": 3.0,
-    "last_prompt": 3.0, "cwd": 1.0,
+    "custom_title": 10.0,
+    "ai_title": 8.0,
+    "agent_name": 5.0,
+    "tag": 6.0,
+    "branches_text": 4.0,
+    "pr_text": 4.0,
+    "summary": 3.0,
+    "first_prompt": 3.0,
+    "last_prompt": 3.0,
+    "cwd": 1.0,
 }
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
@@ -92,20 +99,21 @@ def _weights_sql() -> str:
     return ", ".join(str(COLUMN_WEIGHTS[c]) for c in SESSION_FTS_COLUMNS)
 
 
-def _metadata_hits(db: Database, match: str, where: str, params: list[Any],
-                   limit: int) -> list[Hit]:
+def _metadata_hits(
+    db: Database, match: str, where: str, params: list[Any], limit: int
+) -> list[Hit]:
     rows = db.execute(
         f"SELECT f.rowid, bm25(session_search_fts, {_weights_sql()}) * {METADATA_BOOST}"
         f" AS score, {ACTIVITY_SQL} AS activity"
         " FROM session_search_fts f JOIN sessions s ON s.id = f.rowid"
         f" WHERE session_search_fts MATCH ? AND {where}"
         " ORDER BY score, activity DESC LIMIT ?",
-        [match, *params, limit]).fetchall()
+        [match, *params, limit],
+    ).fetchall()
     return [Hit(r[0], r[1], "meta", r[0], r[2]) for r in rows]
 
 
-def _message_hits(db: Database, match: str, where: str, params: list[Any],
-                  limit: int) -> list[Hit]:
+def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
     """Each session's best message (SQLite gives a bare column the values of the row
     that holds the ``min()``), best sessions first: grouping in SQL keeps the Python
     side proportional to the page, not to the number of matching messages."""
@@ -115,7 +123,8 @@ def _message_hits(db: Database, match: str, where: str, params: list[Any],
         " JOIN sessions s ON s.id = m.session_rowid"
         f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
         " ORDER BY score, activity DESC LIMIT ?",
-        [match, *params, limit]).fetchall()
+        [match, *params, limit],
+    ).fetchall()
     return [Hit(r[0], r[1], "message", r[2], r[3]) for r in rows]
 
 
@@ -124,13 +133,20 @@ def _snippet(db: Database, hit: Hit, match: str, markers: tuple[str, str]) -> st
     row = db.execute(
         f"SELECT snippet({table}, -1, ?, ?, '…', {SNIPPET_TOKENS}) FROM {table}"
         f" WHERE {table} MATCH ? AND rowid = ?",
-        [markers[0], markers[1], match, hit.fts_rowid]).fetchone()
+        [markers[0], markers[1], match, hit.fts_rowid],
+    ).fetchone()
     text = row[0] if row and row[0] else ""
     return unspace_cjk(" ".join(text.split()))
 
 
-def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
-           markers: tuple[str, str] = DEFAULT_MARKERS) -> list[dict[str, Any]]:
+def search(
+    db: Database,
+    query: str,
+    filters: Filters,
+    *,
+    raw: bool = False,
+    markers: tuple[str, str] = DEFAULT_MARKERS,
+) -> list[dict[str, Any]]:
     """Session objects matching ``query`` with ``score`` and ``snippet``, best first."""
     text = query.strip()
     if not text:
@@ -143,7 +159,7 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
             linked = any(link["url"] == pr.url for link in obj["pr_links"])
             obj["score"] = None
             obj["snippet"] = f"{'linked' if linked else 'mentioned'}: {pr.url}"
-        return found[:filters.limit] if filters.limit else found
+        return found[: filters.limit] if filters.limit else found
     match = text if raw else quote_query(text)
     where, params = filters.where()
     # The best N sessions overall are among the best N of each source (a session's score
@@ -153,7 +169,8 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
     if match:
         try:
             hits = _metadata_hits(db, match, where, params, limit) + _message_hits(
-                db, match, where, params, limit)
+                db, match, where, params, limit
+            )
         except sqlite3.OperationalError as exc:
             if not raw:
                 raise
@@ -169,9 +186,11 @@ def search(db: Database, query: str, filters: Filters, *, raw: bool = False,
             best[hit.session_rowid] = hit
     ranked = sorted(best.values(), key=lambda h: (h.score, -h.activity))
     if filters.limit:
-        ranked = ranked[:filters.limit]
-    rows = {r["id"]: r for r in select_rows(
-        db, f"s.id IN ({', '.join(str(h.session_rowid) for h in ranked)})")}
+        ranked = ranked[: filters.limit]
+    rows = {
+        r["id"]: r
+        for r in select_rows(db, f"s.id IN ({', '.join(str(h.session_rowid) for h in ranked)})")
+    }
     # The hits and the rows are two queries: a watcher may remove or rewrite a session
     # in between, and a hit whose row is gone is dropped (it was a KeyError).
     ranked = [h for h in ranked if h.session_rowid in rows]
@@ -187,18 +206,23 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
     whole corpus in Python)."""
     where, params = filters.where()
-    rows = select_rows(db, where, params, order=f"{ACTIVITY_SQL} DESC",
-                       limit=FUZZY_CANDIDATES)
+    rows = select_rows(db, where, params, order=f"{ACTIVITY_SQL} DESC", limit=FUZZY_CANDIDATES)
     choices: dict[int, list[str]] = {}
     for row in rows:
-        texts = [display_title(row), row.get("custom_title"), row.get("ai_title"),
-                 row.get("branches_text"), (row.get("first_prompt") or "")[:200]]
+        texts = [
+            display_title(row),
+            row.get("custom_title"),
+            row.get("ai_title"),
+            row.get("branches_text"),
+            (row.get("first_prompt") or "")[:200],
+        ]
         choices[row["id"]] = [t for t in texts if t]
     flat = [(rowid, t) for rowid, texts in choices.items() for t in texts]
     from rapidfuzz import fuzz, process  # only the typo fallback needs it (start-up time)
 
-    scored = process.extract(query, [t for _, t in flat], scorer=fuzz.WRatio,
-                             score_cutoff=FUZZY_CUTOFF, limit=None)
+    scored = process.extract(
+        query, [t for _, t in flat], scorer=fuzz.WRatio, score_cutoff=FUZZY_CUTOFF, limit=None
+    )
     best: dict[int, tuple[float, str]] = {}
     for choice, score, index in scored:
         rowid = flat[index][0]
@@ -207,7 +231,7 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     by_id = {r["id"]: r for r in rows}
     ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], -activity_ms(by_id[kv[0]])))
     if filters.limit:
-        ranked = ranked[:filters.limit]
+        ranked = ranked[: filters.limit]
     out = to_objects(db, [by_id[rowid] for rowid, _ in ranked])
     for obj, (_, (score, choice)) in zip(out, ranked):
         # Negative like bm25, so "lower is better" holds for fuzzy rows too.

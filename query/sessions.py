@@ -37,9 +37,12 @@ VISIBLE_SQL = (
 
 def is_hidden(row: dict[str, Any]) -> bool:
     """Python twin of :data:`VISIBLE_SQL` for rows already loaded."""
-    return bool(row.get("is_sidechain")) or not row.get("raw_message_count") or (
-        row.get("entrypoint") in PRINT_MODE_ENTRYPOINTS) or is_loop_command(
-        row.get("first_command"))
+    return (
+        bool(row.get("is_sidechain"))
+        or not row.get("raw_message_count")
+        or (row.get("entrypoint") in PRINT_MODE_ENTRYPOINTS)
+        or is_loop_command(row.get("first_command"))
+    )
 
 
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -49,8 +52,7 @@ def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, A
         ids = ", ".join(str(int(r["id"])) for r in missing)
         missing = select_rows(db, f"s.id IN ({ids})")
     built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    return [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"])
-            for r in rows]
+    return [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"]) for r in rows]
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
@@ -66,9 +68,14 @@ ACTIVITY_SQL = "coalesce(s.last_activity_ms, s.mtime_ns / 1000000)"
 LISTING_COLUMNS = "s.id, s.session_id, s.forked_from_session, s.object_json"
 
 
-def select_rows(db: Database, where: str = "1", params: Sequence[Any] = (),
-                order: str = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
-                limit: int | None = None, columns: str = "s.*") -> list[dict[str, Any]]:
+def select_rows(
+    db: Database,
+    where: str = "1",
+    params: Sequence[Any] = (),
+    order: str = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
+    limit: int | None = None,
+    columns: str = "s.*",
+) -> list[dict[str, Any]]:
     """Raw ``sessions`` rows (as dicts) matching ``where``."""
     sql = f"SELECT {columns} FROM sessions s WHERE {where} ORDER BY {order}"
     args = list(params)

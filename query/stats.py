@@ -19,8 +19,11 @@ def index_stats(db: Database, db_path: Path) -> dict[str, Any]:
     def one(sql: str) -> Any:
         return db.execute(sql).fetchone()[0]
 
-    index_bytes = sum(os.path.getsize(p) for p in (
-        str(db_path), f"{db_path}-wal", f"{db_path}-shm") if os.path.exists(p))
+    index_bytes = sum(
+        os.path.getsize(p)
+        for p in (str(db_path), f"{db_path}-wal", f"{db_path}-shm")
+        if os.path.exists(p)
+    )
     last = get_meta(db, "last_refresh")
     return {
         "database": str(db_path),
@@ -35,7 +38,8 @@ def index_stats(db: Database, db_path: Path) -> dict[str, Any]:
         "bad_lines": one("SELECT coalesce(sum(bad_lines), 0) FROM files"),
         "corpus_bytes": one("SELECT coalesce(sum(size), 0) FROM files"),
         "index_bytes": index_bytes,
-        "last_refresh": (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last)))
-                         if last else None),
+        "last_refresh": (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None
+        ),
         "watcher": "running" if watcher_alive(db_path) else "not running",
     }

@@ -137,14 +137,24 @@ def _blocks(entry: dict[str, Any]) -> list[Block]:
         elif kind == "tool_use":
             name = block.get("name")
             tool_id = block.get("id")
-            out.append(Block("tool_use", _input_text(block.get("input")),
-                             name=name if isinstance(name, str) else "tool",
-                             tool_id=tool_id if isinstance(tool_id, str) else None))
+            out.append(
+                Block(
+                    "tool_use",
+                    _input_text(block.get("input")),
+                    name=name if isinstance(name, str) else "tool",
+                    tool_id=tool_id if isinstance(tool_id, str) else None,
+                )
+            )
         elif kind == "tool_result":
             tool_id = block.get("tool_use_id")
-            out.append(Block("tool_result", _result_text(block.get("content")),
-                             tool_id=tool_id if isinstance(tool_id, str) else None,
-                             is_error=block.get("is_error") is True))
+            out.append(
+                Block(
+                    "tool_result",
+                    _result_text(block.get("content")),
+                    tool_id=tool_id if isinstance(tool_id, str) else None,
+                    is_error=block.get("is_error") is True,
+                )
+            )
     return out
 
 
@@ -161,8 +171,12 @@ def _items(chain: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[
     response_of: dict[str, str] = {}  # displayed assistant message uuid → response id
     for entry in chain:
         if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
-            items.append(Marker(_str(entry.get("timestamp")), "Conversation compacted: "
-                                "earlier messages are not on the live chain"))
+            items.append(
+                Marker(
+                    _str(entry.get("timestamp")),
+                    "Conversation compacted: earlier messages are not on the live chain",
+                )
+            )
             continue
         if id(entry) not in shown:
             continue
@@ -177,12 +191,21 @@ def _items(chain: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[
                 continue
             role = "tool"
         rid = _response_id(entry)
-        if (rid and isinstance(previous, Message) and previous.role == "assistant"
-                and response_of.get(previous.uuid) == rid):
+        if (
+            rid
+            and isinstance(previous, Message)
+            and previous.role == "assistant"
+            and response_of.get(previous.uuid) == rid
+        ):
             previous.blocks.extend(blocks)
             continue
-        message = Message(role, entry["uuid"], _str(entry.get("timestamp")), blocks,
-                          is_compact_summary=bool(entry.get("isCompactSummary")))
+        message = Message(
+            role,
+            entry["uuid"],
+            _str(entry.get("timestamp")),
+            blocks,
+            is_compact_summary=bool(entry.get("isCompactSummary")),
+        )
         if rid:
             response_of[message.uuid] = rid
         items.append(message)
@@ -193,7 +216,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-
 def _load_subagent(path: Path, agent_id: str) -> Subagent:
     try:
         entries, problems = load_entries(path)
@@ -201,10 +223,16 @@ def _load_subagent(path: Path, agent_id: str) -> Subagent:
         entries, problems = [], Counter({"unreadable": 1})
     chain = subagent_chain(entries)
     meta = read_subagent_meta(path)
-    return Subagent(agent_id=agent_id, agent_type=_str(meta.get("agentType")),
-                    tool_use_id=_str(meta.get("toolUseId")),
-                    parent_agent_id=_str(meta.get("parentAgentId")), path=path,
-                    entries=chain, items=_items(chain, chain), problems=problems)
+    return Subagent(
+        agent_id=agent_id,
+        agent_type=_str(meta.get("agentType")),
+        tool_use_id=_str(meta.get("toolUseId")),
+        parent_agent_id=_str(meta.get("parentAgentId")),
+        path=path,
+        entries=chain,
+        items=_items(chain, chain),
+        problems=problems,
+    )
 
 
 def _tool_blocks(items: list[Item]) -> Iterator[Block]:
@@ -229,9 +257,12 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     entries, problems = load_entries(path)
     chain = main_chain(entries)
     items = _items(chain, visible_messages(chain))
-    subagents = [_load_subagent(tf.path, tf.agent_id or "")
-                 for tf in iter_subagent_files(Path(session["config_dir"]),
-                                               session["project_key"], session["session_id"])]
+    subagents = [
+        _load_subagent(tf.path, tf.agent_id or "")
+        for tf in iter_subagent_files(
+            Path(session["config_dir"]), session["project_key"], session["session_id"]
+        )
+    ]
     by_call: dict[str, list[Subagent]] = {}
     for sub in subagents:
         if sub.tool_use_id:
@@ -239,8 +270,15 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     linked: set[int] = set()
     _link(items, by_call, linked)
     unlinked = [s for s in subagents if id(s) not in linked]
-    return Conversation(session=session, path=path, chain=chain, items=items,
-                        problems=problems, subagents=subagents, unlinked=unlinked)
+    return Conversation(
+        session=session,
+        path=path,
+        chain=chain,
+        items=items,
+        problems=problems,
+        subagents=subagents,
+        unlinked=unlinked,
+    )
 
 
 # ----------------------------------------------------------------- shared helpers
@@ -248,12 +286,15 @@ def problem_note(problems: Counter[str]) -> str | None:
     """One line about the lines that were repaired or skipped, or None."""
     parts = []
     if problems.get(PROBLEM_INVALID_UTF8):
-        parts.append(f"{problems[PROBLEM_INVALID_UTF8]} line(s) with invalid UTF-8 "
-                     "(bad bytes replaced with U+FFFD)")
+        parts.append(
+            f"{problems[PROBLEM_INVALID_UTF8]} line(s) with invalid UTF-8 "
+            "(bad bytes replaced with U+FFFD)"
+        )
     skipped = sum(v for k, v in problems.items() if k != PROBLEM_INVALID_UTF8)
     if skipped:
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(problems.items())
-                          if k != PROBLEM_INVALID_UTF8)
+        kinds = ", ".join(
+            f"{k} {v}" for k, v in sorted(problems.items()) if k != PROBLEM_INVALID_UTF8
+        )
         parts.append(f"{skipped} unreadable line(s) skipped ({kinds})")
     return "; ".join(parts) if parts else None
 
@@ -317,7 +358,8 @@ def _header_fields(session: dict[str, Any]) -> list[tuple[str, str]]:
     if session.get("cwd"):
         fields.append(("directory", session["cwd"]))
     branches = session.get("branches") or (
-        [session["git_branch"]] if session.get("git_branch") else [])
+        [session["git_branch"]] if session.get("git_branch") else []
+    )
     if branches:
         fields.append(("branch", ", ".join(branches)))
     prs = _pr_urls(session)
@@ -325,8 +367,9 @@ def _header_fields(session: dict[str, Any]) -> list[tuple[str, str]]:
         fields.append(("PRs", " ".join(prs)))
     if session.get("tag"):
         fields.append(("tag", session["tag"]))
-    dates = " → ".join(_stamp(d) for d in (session.get("created_at"),
-                                           session.get("last_activity")) if d)
+    dates = " → ".join(
+        _stamp(d) for d in (session.get("created_at"), session.get("last_activity")) if d
+    )
     if dates:
         fields.append(("dates", dates))
     return fields
@@ -348,8 +391,9 @@ class _Style:
 _ROLE_COLORS = {"user": "green", "assistant": "cyan", "summary": "magenta", "tool": "blue"}
 
 
-def render_text(conv: Conversation, *, tools: bool = False, subagents: bool = False,
-                color: bool = False) -> str:
+def render_text(
+    conv: Conversation, *, tools: bool = False, subagents: bool = False, color: bool = False
+) -> str:
     style = _Style(color)
     out: list[str] = []
     session = conv.session
@@ -376,19 +420,22 @@ def _indent(text: str, prefix: str) -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in text.split("\n"))
 
 
-def _text_items(out: list[str], items: list[Item], style: _Style, tools: bool,
-                subagents: bool, indent: str) -> None:
+def _text_items(
+    out: list[str], items: list[Item], style: _Style, tools: bool, subagents: bool, indent: str
+) -> None:
     for item in items:
         if isinstance(item, Marker):
-            out.append(indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──",
-                                      fg="yellow"))
+            out.append(indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──", fg="yellow"))
             out.append("")
             continue
         if not _visible(item, tools, subagents):
             continue
         role = _role_label(item)
-        out.append(indent + style(role, fg=_ROLE_COLORS.get(role), bold=True)
-                   + style(f"  {_stamp(item.timestamp)}", dim=True))
+        out.append(
+            indent
+            + style(role, fg=_ROLE_COLORS.get(role), bold=True)
+            + style(f"  {_stamp(item.timestamp)}", dim=True)
+        )
         body = indent + "  "
         for block in item.blocks:
             if block.kind == "text":
@@ -434,8 +481,7 @@ def _subagent_title(sub: Subagent) -> str:
     return f"subagent {sub.agent_id}{kind}"
 
 
-def _text_subagent(out: list[str], sub: Subagent, style: _Style, tools: bool,
-                   indent: str) -> None:
+def _text_subagent(out: list[str], sub: Subagent, style: _Style, tools: bool, indent: str) -> None:
     out.append(indent + style(f"┌ {_subagent_title(sub)}", fg="magenta", bold=True))
     note = problem_note(sub.problems)
     if note:
@@ -458,8 +504,7 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def render_markdown(conv: Conversation, *, tools: bool = False,
-                    subagents: bool = False) -> str:
+def render_markdown(conv: Conversation, *, tools: bool = False, subagents: bool = False) -> str:
     session = conv.session
     out = [f"# {session.get('title') or session.get('session_id')}", ""]
     for name, value in _header_fields(session):
@@ -482,8 +527,7 @@ def render_markdown(conv: Conversation, *, tools: bool = False,
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _md_items(out: list[str], items: list[Item], tools: bool, subagents: bool,
-              level: int) -> None:
+def _md_items(out: list[str], items: list[Item], tools: bool, subagents: bool, level: int) -> None:
     hashes = "#" * min(level, 6)
     for item in items:
         if isinstance(item, Marker):
@@ -544,18 +588,24 @@ def session_messages(conv: Conversation, *, subagents: bool = False) -> list[dic
     return out
 
 
-def _json_entries(out: list[dict[str, Any]], entries: list[dict[str, Any]],
-                  sub: Subagent | None, by_call: dict[str, list[Subagent]],
-                  emitted: set[int]) -> None:
+def _json_entries(
+    out: list[dict[str, Any]],
+    entries: list[dict[str, Any]],
+    sub: Subagent | None,
+    by_call: dict[str, list[Subagent]],
+    emitted: set[int],
+) -> None:
     for entry in entries:
-        out.append({
-            "type": "user" if entry.get("type") == "user" else "assistant",
-            "uuid": entry.get("uuid", ""),
-            "session_id": entry.get("sessionId", ""),
-            "message": entry.get("message"),
-            "parent_tool_use_id": sub.tool_use_id if sub else None,
-            "parent_agent_id": sub.parent_agent_id if sub else None,
-        })
+        out.append(
+            {
+                "type": "user" if entry.get("type") == "user" else "assistant",
+                "uuid": entry.get("uuid", ""),
+                "session_id": entry.get("sessionId", ""),
+                "message": entry.get("message"),
+                "parent_tool_use_id": sub.tool_use_id if sub else None,
+                "parent_agent_id": sub.parent_agent_id if sub else None,
+            }
+        )
         for block in _content_blocks(entry):
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 for child in by_call.pop(str(block.get("id")), []):
@@ -614,10 +664,19 @@ def _esc(text: Any) -> str:
 def render_html(conv: Conversation, *, tools: bool = False, subagents: bool = False) -> str:
     session = conv.session
     title = str(session.get("title") or session.get("session_id"))
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{_esc(title)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
-           f"<h1>{_esc(title)}</h1>", '<dl class="meta">']
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{_esc(title)}</h1>",
+        '<dl class="meta">',
+    ]
     for name, value in _header_fields(session):
         if name == "PRs":
             links = " ".join(f'<a href="{_esc(u)}">{_esc(u)}</a>' for u in _pr_urls(session))
@@ -651,33 +710,38 @@ def _html_pre(text: str) -> str:
 def _html_items(out: list[str], items: list[Item], tools: bool, subagents: bool) -> None:
     for item in items:
         if isinstance(item, Marker):
-            out.append(f'<p class="marker">{_esc(item.text)} '
-                       f"({_esc(_stamp(item.timestamp))})</p>")
+            out.append(f'<p class="marker">{_esc(item.text)} ({_esc(_stamp(item.timestamp))})</p>')
             continue
         if not _visible(item, tools, subagents):
             continue
         role = _role_label(item)
         out.append(f'<article class="msg {_esc(role)}" id="m-{_esc(item.uuid)}">')
-        out.append(f'<header><span class="role">{_esc(role)}</span> · '
-                   f'<time datetime="{_esc(item.timestamp or "")}">'
-                   f"{_esc(_stamp(item.timestamp))}</time></header>")
+        out.append(
+            f'<header><span class="role">{_esc(role)}</span> · '
+            f'<time datetime="{_esc(item.timestamp or "")}">'
+            f"{_esc(_stamp(item.timestamp))}</time></header>"
+        )
         for block in item.blocks:
             if block.kind == "text":
                 if block.text.strip():
                     out.append(f'<div class="text">{_esc(block.text.strip())}</div>')
             elif block.kind == "tool_use":
                 if tools:
-                    out.append(f'<details class="tool"><summary>Tool call: '
-                               f"<code>{_esc(block.name)}</code></summary>"
-                               f"{_html_pre(block.text)}</details>")
+                    out.append(
+                        f'<details class="tool"><summary>Tool call: '
+                        f"<code>{_esc(block.name)}</code></summary>"
+                        f"{_html_pre(block.text)}</details>"
+                    )
                 if subagents:
                     for sub in block.subagents:
                         _html_subagent(out, sub, tools)
             elif block.kind == "tool_result" and tools:
                 kind = "error" if block.is_error else "result"
                 size = human_size(len(block.text.encode("utf-8", "surrogatepass")))
-                out.append(f'<details class="tool {kind}"><summary>Tool {kind} '
-                           f"({_esc(size)})</summary>{_html_pre(block.text)}</details>")
+                out.append(
+                    f'<details class="tool {kind}"><summary>Tool {kind} '
+                    f"({_esc(size)})</summary>{_html_pre(block.text)}</details>"
+                )
         out.append("</article>")
 
 
@@ -690,8 +754,14 @@ def _html_subagent(out: list[str], sub: Subagent, tools: bool) -> None:
     out.append("</section>")
 
 
-def render(conv: Conversation, fmt: str, *, tools: bool = False, subagents: bool = False,
-           color: bool = False) -> str:
+def render(
+    conv: Conversation,
+    fmt: str,
+    *,
+    tools: bool = False,
+    subagents: bool = False,
+    color: bool = False,
+) -> str:
     """One rendering entry point for ``show`` and ``export``."""
     if fmt == "json":
         return render_json(conv, subagents=subagents)

@@ -25,39 +25,73 @@ def _rows(db: Database, sql: str) -> list[tuple[Any, ...]]:
 def index_snapshot(db: Database) -> dict[str, list[tuple[Any, ...]]]:
     """Every table's rows, ids replaced by paths (sorted, comparable with ``==``)."""
     session_columns = [c for c in db["sessions"].columns_dict if c not in ("id",)]
-    file_columns = ["path", "root", "project_key", "session_id", "kind", "agent_id", "size",
-                    "consumed", "bad_lines", "problems"]
+    file_columns = [
+        "path",
+        "root",
+        "project_key",
+        "session_id",
+        "kind",
+        "agent_id",
+        "size",
+        "consumed",
+        "bad_lines",
+        "problems",
+    ]
     return {
         "files": _rows(db, f"SELECT {', '.join(file_columns)} FROM files"),
         "sessions": _rows(db, f"SELECT {', '.join(session_columns)} FROM sessions"),
-        "branches": _rows(db, "SELECT s.file_path, b.branch FROM branches b"
-                              " JOIN sessions s ON s.id = b.session_rowid"),
-        "branch_order": [tuple(r) for r in db.execute(
-            "SELECT s.file_path, group_concat(b.branch, ' ') FROM"
-            " (SELECT * FROM branches ORDER BY id) b JOIN sessions s ON s.id = b.session_rowid"
-            " GROUP BY s.file_path ORDER BY s.file_path")],
-        "pr_links": _rows(db, "SELECT s.file_path, f.path, p.url, p.number, p.repository,"
-                              " p.host, p.provider FROM pr_links p JOIN sessions s"
-                              " ON s.id = p.session_rowid JOIN files f ON f.id = p.file_id"),
-        "pr_mentions": _rows(db, "SELECT s.file_path, f.path, p.url FROM pr_mentions p"
-                                 " JOIN sessions s ON s.id = p.session_rowid"
-                                 " JOIN files f ON f.id = p.file_id"),
-        "messages": _rows(db, "SELECT s.file_path, f.path, m.uuid, m.type, m.ts_ms, m.text"
-                              " FROM messages m JOIN sessions s ON s.id = m.session_rowid"
-                              " JOIN files f ON f.id = m.file_id"),
-        "session_search": _rows(db, f"SELECT s.file_path, {', '.join('x.' + c for c in SESSION_FTS_COLUMNS)}"
-                                    " FROM session_search x JOIN sessions s ON s.id = x.id"),
-        "fts_integrity": [tuple(r) for r in db.execute(
-            "SELECT (SELECT count(*) FROM messages_fts), (SELECT count(*) FROM messages),"
-            " (SELECT count(*) FROM session_search_fts), (SELECT count(*) FROM session_search)")],
+        "branches": _rows(
+            db,
+            "SELECT s.file_path, b.branch FROM branches b"
+            " JOIN sessions s ON s.id = b.session_rowid",
+        ),
+        "branch_order": [
+            tuple(r)
+            for r in db.execute(
+                "SELECT s.file_path, group_concat(b.branch, ' ') FROM"
+                " (SELECT * FROM branches ORDER BY id) b JOIN sessions s ON s.id = b.session_rowid"
+                " GROUP BY s.file_path ORDER BY s.file_path"
+            )
+        ],
+        "pr_links": _rows(
+            db,
+            "SELECT s.file_path, f.path, p.url, p.number, p.repository,"
+            " p.host, p.provider FROM pr_links p JOIN sessions s"
+            " ON s.id = p.session_rowid JOIN files f ON f.id = p.file_id",
+        ),
+        "pr_mentions": _rows(
+            db,
+            "SELECT s.file_path, f.path, p.url FROM pr_mentions p"
+            " JOIN sessions s ON s.id = p.session_rowid"
+            " JOIN files f ON f.id = p.file_id",
+        ),
+        "messages": _rows(
+            db,
+            "SELECT s.file_path, f.path, m.uuid, m.type, m.ts_ms, m.text"
+            " FROM messages m JOIN sessions s ON s.id = m.session_rowid"
+            " JOIN files f ON f.id = m.file_id",
+        ),
+        "session_search": _rows(
+            db,
+            f"SELECT s.file_path, {', '.join('x.' + c for c in SESSION_FTS_COLUMNS)}"
+            " FROM session_search x JOIN sessions s ON s.id = x.id",
+        ),
+        "fts_integrity": [
+            tuple(r)
+            for r in db.execute(
+                "SELECT (SELECT count(*) FROM messages_fts), (SELECT count(*) FROM messages),"
+                " (SELECT count(*) FROM session_search_fts), (SELECT count(*) FROM session_search)"
+            )
+        ],
     }
 
 
 def check_fts_integrity(db: Database) -> None:
     """FTS5's own consistency check against its content tables (raises if out of sync)."""
     db.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
-    db.execute("INSERT INTO session_search_fts(session_search_fts, rank)"
-               " VALUES ('integrity-check', 1)")
+    db.execute(
+        "INSERT INTO session_search_fts(session_search_fts, rank) VALUES ('integrity-check', 1)"
+    )
 
 
 def rebuilt_snapshot(roots: list[Path], db_path: Path) -> dict[str, list[tuple[Any, ...]]]:

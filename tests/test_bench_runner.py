@@ -25,8 +25,9 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str]
     corpus = generate(base / "corpus", sessions=40, projects=4, size_mb=3, seed=1).parent
     out = base / "out" / "results.json"
     lines: list[str] = []
-    opts = runner.parse_args(["--corpus", str(corpus), "--out", str(out), "--quick",
-                              "--workdir", str(base)])
+    opts = runner.parse_args(
+        ["--corpus", str(corpus), "--out", str(out), "--quick", "--workdir", str(base)]
+    )
     bench = runner.Bench(opts, log=lines.append)
     status = bench.run()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -41,9 +42,19 @@ def test_every_row_is_reported_in_order(quick_run: tuple[int, dict, str]) -> Non
         assert f"| {name} |" in table
 
 
-@pytest.mark.parametrize("name", [runner.COLD, runner.REFRESH, runner.LIST, runner.INFO,
-                                  runner.SEARCH_LIB, runner.SEARCH_CLI, runner.RSS,
-                                  runner.SIZE])
+@pytest.mark.parametrize(
+    "name",
+    [
+        runner.COLD,
+        runner.REFRESH,
+        runner.LIST,
+        runner.INFO,
+        runner.SEARCH_LIB,
+        runner.SEARCH_CLI,
+        runner.RSS,
+        runner.SIZE,
+    ],
+)
 def test_measured_rows_have_a_figure(quick_run: tuple[int, dict, str], name: str) -> None:
     row = next(r for r in quick_run[1]["rows"] if r["figure"] == name)
     assert row["ours"] not in ("error", "not measured"), row["note"]
@@ -63,15 +74,17 @@ def test_answers_match_the_manifest(quick_run: tuple[int, dict, str]) -> None:
     assert status == 0
     assert result["all_checks_passed"] is True
     names = {c["name"] for c in result["checks"]}
-    assert {"custom_title of every session = manifest", "tag of every session = manifest",
-            "branches of every session = manifest",
-            "pr_links (url, number, provider) of every session = manifest",
-            "pr_links.repository of every session = manifest"} <= names
+    assert {
+        "custom_title of every session = manifest",
+        "tag of every session = manifest",
+        "branches of every session = manifest",
+        "pr_links (url, number, provider) of every session = manifest",
+        "pr_links.repository of every session = manifest",
+    } <= names
     assert "PASS  search 'thornwhistle'" in table and "FAIL" not in table
 
 
-def test_the_index_of_the_run_is_sized_against_the_corpus(
-        quick_run: tuple[int, dict, str]) -> None:
+def test_the_index_of_the_run_is_sized_against_the_corpus(quick_run: tuple[int, dict, str]) -> None:
     row = next(r for r in quick_run[1]["rows"] if r["figure"] == runner.SIZE)
     assert row["data"]["corpus_bytes"] == quick_run[1]["corpus"]["bytes"] > 0
     assert row["ratio"] == pytest.approx(row["data"]["index_bytes"] / row["data"]["corpus_bytes"])
@@ -94,21 +107,20 @@ def test_a_wrong_index_fails_a_check(tmp_path: Path) -> None:
     db.close()
 
 
-def test_main_writes_json_and_the_table(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_writes_json_and_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The command line path: ``main`` prints the table and writes ``--out``."""
     corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=3).parent
     out = tmp_path / "o" / "r.json"
-    status = runner.main(["--corpus", str(corpus), "--out", str(out), "--quick",
-                          "--workdir", str(tmp_path)])
+    status = runner.main(
+        ["--corpus", str(corpus), "--out", str(out), "--quick", "--workdir", str(tmp_path)]
+    )
     assert status == 0
     printed = capsys.readouterr().out
     assert printed.startswith("| figure |") and str(out) in printed
     assert len(json.loads(out.read_text())["rows"]) == len(runner.ROW_NAMES)
 
 
-def test_missing_rg_is_reported_not_fatal(tmp_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_rg_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=4).parent
     monkeypatch.setattr(runner.shutil, "which", lambda name: None)
     opts = runner.parse_args(["--corpus", str(corpus), "--quick", "--workdir", str(tmp_path)])

@@ -40,8 +40,16 @@ def _settings(path: Path, content: Any) -> None:
         path.write_text(json.dumps(content), encoding="utf-8")
 
 
-def _session(tree: ConfigTree, text: str, mtime: float, *, cwd: str = "/work/repo",
-             entrypoint: str = "cli", tag: str | None = None, folder: bool = False) -> Any:
+def _session(
+    tree: ConfigTree,
+    text: str,
+    mtime: float,
+    *,
+    cwd: str = "/work/repo",
+    entrypoint: str = "cli",
+    tag: str | None = None,
+    folder: bool = False,
+) -> Any:
     s = tree.session(cwd=cwd, entrypoint=entrypoint)
     s.user(text)
     s.assistant(f"answer about {text}")
@@ -78,9 +86,11 @@ def _snapshot(base: Path) -> dict[str, bytes | str | None]:
 
 def _run(args: list[str], root: Path, db: Path, env: dict[str, str] | None = None) -> Any:
     runner = CliRunner()
-    return runner.invoke(cli, ["--config-dir", str(root), "--db", str(db), *args],
-                         env={"SESSIONDEX_MANAGED_SETTINGS": str(root / "no-managed.json"),
-                              **(env or {})})
+    return runner.invoke(
+        cli,
+        ["--config-dir", str(root), "--db", str(db), *args],
+        env={"SESSIONDEX_MANAGED_SETTINGS": str(root / "no-managed.json"), **(env or {})},
+    )
 
 
 def _stdout_json(result: Any) -> Any:
@@ -99,10 +109,16 @@ PRECEDENCE = [
     ((ABSENT, ABSENT, ABSENT, ABSENT), 30, "default"),
     ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": 10}), 10, "user"),
     ((ABSENT, ABSENT, {"cleanupPeriodDays": 20}, {"cleanupPeriodDays": 10}), 20, "project"),
-    ((ABSENT, {"cleanupPeriodDays": 5}, {"cleanupPeriodDays": 20}, {"cleanupPeriodDays": 10}),
-     5, "local"),
-    (({"cleanupPeriodDays": 7}, {"cleanupPeriodDays": 5}, ABSENT, {"cleanupPeriodDays": 10}),
-     7, "managed"),
+    (
+        (ABSENT, {"cleanupPeriodDays": 5}, {"cleanupPeriodDays": 20}, {"cleanupPeriodDays": 10}),
+        5,
+        "local",
+    ),
+    (
+        ({"cleanupPeriodDays": 7}, {"cleanupPeriodDays": 5}, ABSENT, {"cleanupPeriodDays": 10}),
+        7,
+        "managed",
+    ),
     (({"model": "x"}, {"other": 1}, ABSENT, {"cleanupPeriodDays": 12}), 12, "user"),
     ((ABSENT, {"cleanupPeriodDays": 3}, {"model": "x"}, ABSENT), 3, "local"),
     ((ABSENT, ABSENT, ABSENT, {"model": "x"}), 30, "default"),
@@ -125,15 +141,18 @@ PRECEDENCE = [
 
 
 @pytest.mark.parametrize(("files", "days", "kind"), PRECEDENCE)
-def test_settings_precedence(tmp_path: Path, files: tuple[Any, ...], days: int | None,
-                             kind: str) -> None:
+def test_settings_precedence(
+    tmp_path: Path, files: tuple[Any, ...], days: int | None, kind: str
+) -> None:
     root = tmp_path / "claude"
     cwd = tmp_path / "repo"
     cwd.mkdir()
-    paths = {"managed": tmp_path / "etc" / "managed-settings.json",
-             "local": cwd / ".claude" / "settings.local.json",
-             "project": cwd / ".claude" / "settings.json",
-             "user": root / "settings.json"}
+    paths = {
+        "managed": tmp_path / "etc" / "managed-settings.json",
+        "local": cwd / ".claude" / "settings.local.json",
+        "project": cwd / ".claude" / "settings.json",
+        "user": root / "settings.json",
+    }
     for (_, path), content in zip(paths.items(), files):
         if content is not ABSENT:
             _settings(path, content)
@@ -152,7 +171,8 @@ def test_settings_precedence(tmp_path: Path, files: tuple[Any, ...], days: int |
 def test_managed_path_per_platform() -> None:
     assert rules.default_managed_path("linux", {}) == Path("/etc/claude-code/managed-settings.json")
     assert rules.default_managed_path("darwin", {}) == Path(
-        "/Library/Application Support/ClaudeCode/managed-settings.json")
+        "/Library/Application Support/ClaudeCode/managed-settings.json"
+    )
     assert rules.default_managed_path("linux", {rules.MANAGED_ENV: "/x.json"}) == Path("/x.json")
 
 
@@ -172,13 +192,15 @@ def world(tmp_path: Path) -> dict[str, Any]:
         "young": _session(tree, "fresh work", NOW - 2 * DAY),
         "soon": _session(tree, "expires soon", cutoff + 2 * DAY),
         "desktop": _session(tree, "desktop chat", cutoff - 5 * DAY, entrypoint="claude-desktop"),
-        "released": _session(tree, "released desktop", cutoff - 5 * DAY,
-                             entrypoint="local-agent"),
+        "released": _session(tree, "released desktop", cutoff - 5 * DAY, entrypoint="local-agent"),
         "keep": _session(tree, "precious notes", cutoff - 3 * DAY, tag="keep"),
     }
     released = s["released"]
-    tree.write_file(f"projects/{released.project_dir.name}/{released.session_id}"
-                    ".desktop-released.json", b'{"released": true}', mtime=cutoff - 5 * DAY)
+    tree.write_file(
+        f"projects/{released.project_dir.name}/{released.session_id}.desktop-released.json",
+        b'{"released": true}',
+        mtime=cutoff - 5 * DAY,
+    )
     db = open_db(tmp_path / "index.db")
     refresh(db, [tree.root])
     return {"tree": tree, "s": s, "db": db, "cwd": str(tmp_path)}
@@ -193,8 +215,9 @@ def test_dry_run_lists_exactly_the_sessions_before_the_cutoff(world: dict[str, A
     plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     (root,) = plan.roots
     assert root.days == 30 and root.cutoff == NOW - 30 * DAY
-    assert _ids(root.to_delete) == {s[k].session_id for k in ("old", "older", "edge_in",
-                                                               "released")}
+    assert _ids(root.to_delete) == {
+        s[k].session_id for k in ("old", "older", "edge_in", "released")
+    }
     assert _ids(root.protected) == {s["keep"].session_id}
     assert _ids(root.exempt) == {s["desktop"].session_id}
     assert root.exempt[0].exempt_reason and not root.exempt[0].claude_code_deletes
@@ -217,37 +240,43 @@ def test_days_override_and_skipped_sweep(world: dict[str, Any]) -> None:
     assert not root.retention.sweep_enabled and root.expired == []
     assert root.retention.problems[0]["file"] == str(tree.root / "settings.json")
     assert root.claude_code_sessions == 0
-    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, days=100,
-                           managed=None)
+    plan = act.fresh_plan(
+        world["db"], [tree.root], cwd=world["cwd"], now=NOW, days=100, managed=None
+    )
     (root,) = plan.roots
     assert _ids(root.to_delete) == {s["older"].session_id}
     assert not root.to_delete[0].claude_code_deletes  # Claude Code will not sweep at all
 
 
-def test_managed_retention_lifts_the_desktop_exemption(world: dict[str, Any],
-                                                       tmp_path: Path) -> None:
+def test_managed_retention_lifts_the_desktop_exemption(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
     managed = tmp_path / "managed.json"
     _settings(managed, {"cleanupPeriodDays": 30})
-    plan = act.fresh_plan(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
-                           managed=managed)
+    plan = act.fresh_plan(
+        world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW, managed=managed
+    )
     assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
 
 
 def test_desktop_ceiling(world: dict[str, Any]) -> None:
     world["tree"].write_settings({"desktopSessionCleanupPeriodDays": 32})
-    plan = act.fresh_plan(world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW,
-                           managed=None)
+    plan = act.fresh_plan(
+        world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW, managed=None
+    )
     assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
 
 
 def test_expiring_soon_counts_within_three_days(world: dict[str, Any]) -> None:
     s = world["s"]
     paths = [str(s[k].path) for k in ("old", "soon", "young", "desktop", "edge_out")]
-    count = cl.expiring_soon(world["db"], paths, world["cwd"], [world["tree"].root], now=NOW,
-                             managed=None)
+    count = cl.expiring_soon(
+        world["db"], paths, world["cwd"], [world["tree"].root], now=NOW, managed=None
+    )
     assert count == 3  # old (expired), soon (in 2 days), edge_out (in 1 s); desktop exempt
-    summary = cl.cleanup_summary(world["db"], [world["tree"].root], world["cwd"], now=NOW,
-                                 managed=None)
+    summary = cl.cleanup_summary(
+        world["db"], [world["tree"].root], world["cwd"], now=NOW, managed=None
+    )
     assert summary["expired_sessions"] == 5
     assert summary["expiring_within_3_days"] == 2
 
@@ -265,8 +294,7 @@ def test_next_sweep_from_last_cleanup(world: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- apply (library)
 
 
-def test_live_and_symlinked_sessions_are_left_alone(world: dict[str, Any],
-                                                    tmp_path: Path) -> None:
+def test_live_and_symlinked_sessions_are_left_alone(world: dict[str, Any], tmp_path: Path) -> None:
     s, tree, db = world["s"], world["tree"], world["db"]
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -304,8 +332,9 @@ def test_session_changed_since_the_plan_is_kept(world: dict[str, Any]) -> None:
     assert older.status == act.SKIPPED and s["older"].path.exists()
 
 
-def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_archive_failure_keeps_the_original(
+    world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sessiondex.transcripts.archive as archive
 
     s, tree, db = world["s"], world["tree"], world["db"]
@@ -315,8 +344,9 @@ def test_archive_failure_keeps_the_original(world: dict[str, Any], tmp_path: Pat
 
     monkeypatch.setattr(archive, "verify_archive", broken)
     plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
-    outcomes = act.apply_plan(db, plan, [tree.root], archive_dir=tmp_path / "arch",
-                             clock=lambda: NOW)
+    outcomes = act.apply_plan(
+        db, plan, [tree.root], archive_dir=tmp_path / "arch", clock=lambda: NOW
+    )
     assert outcomes and all(o.status == act.FAILED for o in outcomes)
     assert all(Path(e.file_path).exists() for e in plan.to_delete)
     assert s["keep"].path.exists()
@@ -343,13 +373,16 @@ def live(tmp_path: Path) -> dict[str, Any]:
         "older": _session(tree, "quokka refactor", now - 120 * DAY, cwd="/work/other"),
         "young": _session(tree, "fresh lemur work", now - 3 * DAY, folder=True),
         "keep": _session(tree, "precious walrus notes", now - 60 * DAY, tag="keep"),
-        "desktop": _session(tree, "desktop ibis chat", now - 50 * DAY,
-                            entrypoint="claude-desktop"),
+        "desktop": _session(tree, "desktop ibis chat", now - 50 * DAY, entrypoint="claude-desktop"),
     }
     project = s["old"].project_dir
     # Things that are not sessions, old as they are: never ours to delete.
-    for name in ("agent-deadbeef.jsonl", "notes.jsonl",
-                 f"{s['old'].session_id}.ccr-tip.json", "bridge-pointer.json"):
+    for name in (
+        "agent-deadbeef.jsonl",
+        "notes.jsonl",
+        f"{s['old'].session_id}.ccr-tip.json",
+        "bridge-pointer.json",
+    ):
         (project / name).write_bytes(b"{}\n")
         os.utime(project / name, (now - 90 * DAY,) * 2)
     tree.write_file(".last-cleanup", b"2020-01-01T00:00:00.000Z", mtime=now - 2 * DAY)
@@ -363,8 +396,10 @@ def test_cli_dry_run_json_and_table(live: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     plan = _stdout_json(result)
     (root,) = plan["config_dirs"]
-    assert {e["session_id"] for e in root["expired"]} == {s["old"].session_id,
-                                                           s["older"].session_id}
+    assert {e["session_id"] for e in root["expired"]} == {
+        s["old"].session_id,
+        s["older"].session_id,
+    }
     assert {e["session_id"] for e in root["protected"]} == {s["keep"].session_id}
     assert {e["session_id"] for e in root["exempt"]} == {s["desktop"].session_id}
     assert root["claude_code"]["days"] == 30 and root["claude_code"]["next_sweep"] is None
@@ -386,10 +421,14 @@ def test_cli_invalid_settings_lists_nothing_but_days_still_plans(live: dict[str,
     assert result.exit_code == 0, result.output
     assert "skips its sweep" in result.output and str(tree.root / "settings.json") in result.output
     assert "zebra" not in result.output
-    plan = _stdout_json(_run(["cleanup", "--json", "--days", "100", "--cwd", str(live["tmp"])],
-                             tree.root, live["db"]))
+    plan = _stdout_json(
+        _run(
+            ["cleanup", "--json", "--days", "100", "--cwd", str(live["tmp"])], tree.root, live["db"]
+        )
+    )
     assert [e["session_id"] for e in plan["config_dirs"][0]["expired"]] == [
-        live["s"]["older"].session_id]
+        live["s"]["older"].session_id
+    ]
 
 
 def test_cli_apply_removes_exactly_the_expired(live: dict[str, Any]) -> None:
@@ -402,21 +441,24 @@ def test_cli_apply_removes_exactly_the_expired(live: dict[str, Any]) -> None:
         rel = os.path.relpath(s[key].path, tree.root)
         assert f"deleted {s[key].path}" in result.output
         for path in list(expected):
-            if path == rel or path == rel[:-len(".jsonl")] or path.startswith(
-                    rel[:-len(".jsonl")] + os.sep):
+            if (
+                path == rel
+                or path == rel[: -len(".jsonl")]
+                or path.startswith(rel[: -len(".jsonl")] + os.sep)
+            ):
                 del expected[path]
     assert _snapshot(tree.root) == expected
     assert s["keep"].path.exists() and s["desktop"].path.exists()
     # the index dropped them in the same run
     gone = _run(["--no-refresh", "resolve", s["old"].session_id], tree.root, live["db"])
     assert gone.exit_code == 1
-    kept = _run(["--no-refresh", "resolve", s["keep"].session_id, "--json"], tree.root,
-                live["db"])
+    kept = _run(["--no-refresh", "resolve", s["keep"].session_id, "--json"], tree.root, live["db"])
     assert kept.exit_code == 0, kept.output
 
 
-def test_cli_one_failure_does_not_stop_the_others(live: dict[str, Any],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_one_failure_does_not_stop_the_others(
+    live: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sessiondex.transcripts.write as write
 
     s, tree = live["s"], live["tree"]
@@ -440,8 +482,11 @@ def test_cli_archive_round_trip_and_findable(live: dict[str, Any]) -> None:
     originals = {k: _snapshot(s[k].project_dir) for k in ("old",)}
     old_bytes = s["old"].path.read_bytes()
     old_mtime_ns = s["old"].path.stat().st_mtime_ns
-    result = _run(["cleanup", "--apply", "--archive", str(archive_dir), "--json",
-                   "--cwd", str(tmp)], tree.root, live["db"])
+    result = _run(
+        ["cleanup", "--apply", "--archive", str(archive_dir), "--json", "--cwd", str(tmp)],
+        tree.root,
+        live["db"],
+    )
     assert result.exit_code == 0, result.output
     outcome = {o["session_id"]: o for o in _stdout_json(result)["results"]}
     assert outcome[s["old"].session_id]["status"] == "deleted"
@@ -468,26 +513,50 @@ def test_cli_archive_round_trip_and_findable(live: dict[str, Any]) -> None:
     for extra in ([], ["index", "--rebuild"]):
         if extra:
             assert _run(extra, tree.root, live["db"]).exit_code == 0
-        hidden = _stdout_json(_run(["search", "zebra", "--scope", "all", "--json"],
-                                   tree.root, live["db"]))
+        hidden = _stdout_json(
+            _run(["search", "zebra", "--scope", "all", "--json"], tree.root, live["db"])
+        )
         assert hidden == []
-        found = _stdout_json(_run(["search", "zebra", "--scope", "all", "--include-archived",
-                                   "--json"], tree.root, live["db"]))
+        found = _stdout_json(
+            _run(
+                ["search", "zebra", "--scope", "all", "--include-archived", "--json"],
+                tree.root,
+                live["db"],
+            )
+        )
         assert [r["session_id"] for r in found] == [s["old"].session_id]
         assert found[0]["file_path"] == str(archive)
         assert _run(["resolve", s["old"].session_id], tree.root, live["db"]).exit_code == 1
-        resolved = _run(["resolve", s["old"].session_id, "--include-archived", "--json",
-                         "--cwd", "/work/repo"], tree.root, live["db"])
+        resolved = _run(
+            ["resolve", s["old"].session_id, "--include-archived", "--json", "--cwd", "/work/repo"],
+            tree.root,
+            live["db"],
+        )
         assert resolved.exit_code == 0, resolved.output
         assert json.loads(resolved.stdout)["session_id"] == s["old"].session_id
         # subagent text inside the archive is searchable too
-        sub = _stdout_json(_run(["search", "subagent work on zebra", "--scope", "all",
-                                 "--include-archived", "--json"], tree.root, live["db"]))
+        sub = _stdout_json(
+            _run(
+                [
+                    "search",
+                    "subagent work on zebra",
+                    "--scope",
+                    "all",
+                    "--include-archived",
+                    "--json",
+                ],
+                tree.root,
+                live["db"],
+            )
+        )
         assert [r["session_id"] for r in sub] == [s["old"].session_id]
 
     # a second run does not archive the protected session again
-    again = _run(["cleanup", "--apply", "--archive", str(archive_dir), "--json",
-                  "--cwd", str(tmp)], tree.root, live["db"])
+    again = _run(
+        ["cleanup", "--apply", "--archive", str(archive_dir), "--json", "--cwd", str(tmp)],
+        tree.root,
+        live["db"],
+    )
     results = _stdout_json(again)["results"]
     assert [r["status"] for r in results] == ["skipped"]
     assert len(list(archive_dir.rglob(f"{s['keep'].session_id}*.tar.gz"))) == 1
@@ -495,8 +564,11 @@ def test_cli_archive_round_trip_and_findable(live: dict[str, Any]) -> None:
 
 def test_cli_keep_tag_option(live: dict[str, Any]) -> None:
     s, tree = live["s"], live["tree"]
-    result = _run(["cleanup", "--apply", "--keep-tag", "zebra", "--json",
-                   "--cwd", str(live["tmp"])], tree.root, live["db"])
+    result = _run(
+        ["cleanup", "--apply", "--keep-tag", "zebra", "--json", "--cwd", str(live["tmp"])],
+        tree.root,
+        live["db"],
+    )
     assert result.exit_code == 0, result.output
     assert s["keep"].path.exists() is False  # "keep" is no longer the protecting tag
     assert s["old"].path.exists() is False

@@ -20,6 +20,7 @@ from sessiondex.transcripts.config import config_dirs
         ([], {"HOME": "/home/u"}, ["/home/u/.claude"]),
     ],
 )
-def test_config_dir_precedence(explicit: list[str], env: dict[str, str],
-                               expected: list[str]) -> None:
+def test_config_dir_precedence(
+    explicit: list[str], env: dict[str, str], expected: list[str]
+) -> None:
     assert config_dirs(explicit, env) == [Path(p) for p in expected]

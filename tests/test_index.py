@@ -29,9 +29,25 @@ from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_sna
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
 COMPARED_FIELDS = (
-    "cwd", "custom_title", "ai_title", "summary", "last_prompt", "first_prompt", "title",
-    "tag", "git_branch", "branches", "pr_links", "pr_mentions", "message_count",
-    "entrypoint", "is_sidechain", "forked_from", "created_at", "last_activity", "file_size",
+    "cwd",
+    "custom_title",
+    "ai_title",
+    "summary",
+    "last_prompt",
+    "first_prompt",
+    "title",
+    "tag",
+    "git_branch",
+    "branches",
+    "pr_links",
+    "pr_mentions",
+    "message_count",
+    "entrypoint",
+    "is_sidechain",
+    "forked_from",
+    "created_at",
+    "last_activity",
+    "file_size",
     "project_key",
 )
 
@@ -47,8 +63,11 @@ def fixture_index(tmp_path_factory):
 
 
 def _snapshot_files(root: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("session_id", sorted(EXPECTED), ids=lambda s: EXPECTED[s]["name"])
@@ -137,9 +156,16 @@ def test_incremental_sequence_equals_rebuild(tmp_path: Path) -> None:
     check()
     append_records(path_a, [{"type": "tag", "tag": "wip", "sessionId": a.session_id}])
     check()
-    half = dumps({"type": "user", "uuid": "u-late", "sessionId": a.session_id,
-                  "timestamp": "2026-11-03T00:00:00.000Z", "gitBranch": "late",
-                  "message": {"role": "user", "content": "zebra crossing words"}})
+    half = dumps(
+        {
+            "type": "user",
+            "uuid": "u-late",
+            "sessionId": a.session_id,
+            "timestamp": "2026-11-03T00:00:00.000Z",
+            "gitBranch": "late",
+            "message": {"role": "user", "content": "zebra crossing words"},
+        }
+    )
     append_bytes(path_a, half[:20])
     check()
     assert not select_rows(db, "s.branches_text LIKE '%late%'")
@@ -153,13 +179,16 @@ def test_incremental_sequence_equals_rebuild(tmp_path: Path) -> None:
     # in-place rewrite with the same size: a changed byte early in the file
     data = bytearray(path_b.read_bytes())
     index = data.index(b"reply one")
-    data[index:index + 9] = b"reply two"
+    data[index : index + 9] = b"reply two"
     path_b.write_bytes(bytes(data))
     check()
     # replacement by rename (new inode), as Claude Code's compaction GC does
     tmp = path_b.with_name(path_b.name + ".compact.tmp.1")
-    tmp.write_bytes(path_b.read_bytes() + dumps({"type": "custom-title",
-                    "customTitle": "Renamed", "sessionId": b.session_id}) + b"\n")
+    tmp.write_bytes(
+        path_b.read_bytes()
+        + dumps({"type": "custom-title", "customTitle": "Renamed", "sessionId": b.session_id})
+        + b"\n"
+    )
     os.replace(tmp, path_b)
     check()
     c = _session(tree, cwd="/work/third")
@@ -182,9 +211,11 @@ def test_subagents_are_indexed_under_their_parent(tmp_path: Path) -> None:
     db = open_db(tmp_path / "i.db")
     stats = refresh(db, [tree.root])
     assert stats.sessions == 1
-    hits = db.execute("SELECT s.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-                      " JOIN sessions s ON s.id = m.session_rowid WHERE messages_fts MATCH"
-                      " 'xylophone'").fetchall()
+    hits = db.execute(
+        "SELECT s.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+        " JOIN sessions s ON s.id = m.session_rowid WHERE messages_fts MATCH"
+        " 'xylophone'"
+    ).fetchall()
     assert hits == [(s.session_id,)]
     row = select_rows(db)[0]
     assert row["message_count"] == 2  # subagent messages are not the session's own
@@ -232,28 +263,67 @@ def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkey
     ("records", "field", "expected"),
     [
         # a tool input with summary/gitBranch keys is not a summary or a branch
-        ([{"type": "assistant", "uuid": "a", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "t", "name": "X",
-             "input": {"summary": "NOT", "gitBranch": "NOT"}}]}}], "summary", None),
+        (
+            [
+                {
+                    "type": "assistant",
+                    "uuid": "a",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": "t",
+                                "name": "X",
+                                "input": {"summary": "NOT", "gitBranch": "NOT"},
+                            }
+                        ],
+                    },
+                }
+            ],
+            "summary",
+            None,
+        ),
         ([{"type": "tag", "tag": "x"}, {"type": "tag", "tag": ""}], "tag", None),
         ([{"type": "tag", "tag": ""}, {"type": "tag", "tag": "y"}], "tag", "y"),
-        ([{"type": "custom-title", "customTitle": "A"},
-          {"type": "custom-title", "customTitle": "B"}], "custom_title", "B"),
-        ([{"type": "custom-title", "customTitle": "A"},
-          {"type": "custom-title", "customTitle": ""}], "custom_title", None),
+        (
+            [
+                {"type": "custom-title", "customTitle": "A"},
+                {"type": "custom-title", "customTitle": "B"},
+            ],
+            "custom_title",
+            "B",
+        ),
+        (
+            [
+                {"type": "custom-title", "customTitle": "A"},
+                {"type": "custom-title", "customTitle": ""},
+            ],
+            "custom_title",
+            None,
+        ),
         ([{"type": "user", "cwd": 5, "uuid": "u", "message": "x"}], "cwd", None),
-        ([{"type": "user", "uuid": "u", "timestamp": "yesterday", "message": {"content": "hi"}}],
-         "created_ms", None),
-        ([{"type": "summary", "summary": "S1"}, {"type": "summary", "summary": "S2"}],
-         "summary", "S2"),
+        (
+            [{"type": "user", "uuid": "u", "timestamp": "yesterday", "message": {"content": "hi"}}],
+            "created_ms",
+            None,
+        ),
+        (
+            [{"type": "summary", "summary": "S1"}, {"type": "summary", "summary": "S2"}],
+            "summary",
+            "S2",
+        ),
     ],
 )
-def test_whole_file_semantics_table(tmp_path: Path, records: list[dict], field: str,
-                                    expected: object) -> None:
+def test_whole_file_semantics_table(
+    tmp_path: Path, records: list[dict], field: str, expected: object
+) -> None:
     tree = ConfigTree(tmp_path / "claude")
     sid = "0f8b7c1e-2d3a-4b5c-8d9e-0a1b2c3d4e5f"
-    write_jsonl(tree.project_dir("/w") / f"{sid}.jsonl",
-                [{**record, "sessionId": sid} for record in records])
+    write_jsonl(
+        tree.project_dir("/w") / f"{sid}.jsonl",
+        [{**record, "sessionId": sid} for record in records],
+    )
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
     assert select_rows(db)[0][field] == expected
@@ -273,27 +343,48 @@ def test_rename_deep_in_a_large_file(tmp_path: Path) -> None:
 
 
 LINES = [
-    {"type": "user", "uuid": "u1", "timestamp": "2026-11-01T00:00:00Z", "cwd": "/w",
-     "gitBranch": "main", "message": {"role": "user", "content": "alpha words"}},
-    {"type": "assistant", "uuid": "a1", "gitBranch": "feat",
-     "message": {"role": "assistant", "content": [{"type": "text", "text": "beta words"}]}},
+    {
+        "type": "user",
+        "uuid": "u1",
+        "timestamp": "2026-11-01T00:00:00Z",
+        "cwd": "/w",
+        "gitBranch": "main",
+        "message": {"role": "user", "content": "alpha words"},
+    },
+    {
+        "type": "assistant",
+        "uuid": "a1",
+        "gitBranch": "feat",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "beta words"}]},
+    },
     {"type": "custom-title", "customTitle": "T1"},
-    {"type": "pr-link", "prNumber": 3, "prUrl": "https://github.com/o/r/pull/3",
-     "prRepository": "o/r"},
+    {
+        "type": "pr-link",
+        "prNumber": 3,
+        "prUrl": "https://github.com/o/r/pull/3",
+        "prRepository": "o/r",
+    },
     {"type": "tag", "tag": "t"},
-    {"type": "user", "uuid": "u2", "message": {"role": "user", "content":
-        "see https://gitlab.com/g/p/-/merge_requests/4"}},
+    {
+        "type": "user",
+        "uuid": "u2",
+        "message": {"role": "user", "content": "see https://gitlab.com/g/p/-/merge_requests/4"},
+    },
     {"type": "tag", "tag": ""},
     {"type": "ai-title", "aiTitle": "AI"},
 ]
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(range(len(LINES))), min_size=1, max_size=12),
-       st.lists(st.integers(min_value=0, max_value=400), max_size=6))
-def test_any_split_points_equal_rebuild(tmp_path_factory, picks: list[int],
-                                        cuts: list[int]) -> None:
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.sampled_from(range(len(LINES))), min_size=1, max_size=12),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+)
+def test_any_split_points_equal_rebuild(
+    tmp_path_factory, picks: list[int], cuts: list[int]
+) -> None:
     """Property: valid records appended at arbitrary byte split points, indexed after
     every write, give the same index as one pass over the final file."""
     base = tmp_path_factory.mktemp("prop")
@@ -337,8 +428,9 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     db = open_db(tmp_path / "bulk.db")
     refresh(db, [root])
     check_fts_integrity(db)
-    assert db.execute("SELECT count(*) FROM meta WHERE key = ?", [BULK_TRIGGER_KEY]
-                      ).fetchone()[0] == 0
+    assert (
+        db.execute("SELECT count(*) FROM meta WHERE key = ?", [BULK_TRIGGER_KEY]).fetchone()[0] == 0
+    )
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1 << 40)
     assert index_snapshot(db) == rebuilt_snapshot([root], tmp_path / "plain.db")
     db.close()
@@ -356,11 +448,13 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     names = {r[0] for r in reopened.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
     assert {"messages_ai", "session_search_ai"} <= names
     assert index_snapshot(reopened) == rebuilt_snapshot([root], tmp_path / "plain2.db")
-    hits = reopened.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
-                            ['"ошибку"']).fetchone()[0]
+    hits = reopened.execute(
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ['"ошибку"']
+    ).fetchone()[0]
     assert hits == 1
-    titles = reopened.execute("SELECT count(*) FROM session_search_fts WHERE"
-                              " session_search_fts MATCH ?", ['"Auth"']).fetchone()[0]
+    titles = reopened.execute(
+        "SELECT count(*) FROM session_search_fts WHERE session_search_fts MATCH ?", ['"Auth"']
+    ).fetchone()[0]
     assert titles >= 1
 
 
@@ -371,7 +465,9 @@ def test_new_session_rows_equal_the_general_path(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/w")
     s.user("see https://github.com/o/r/pull/2 then https://github.com/o/r/pull/1")
-    s.assistant("and https://github.com/o/r/pull/2 again, https://gitlab.com/g/p/-/merge_requests/3")
+    s.assistant(
+        "and https://github.com/o/r/pull/2 again, https://gitlab.com/g/p/-/merge_requests/3"
+    )
     s.pr_link(number=1, url="https://github.com/o/r/pull/1", repository="o/r")
     s.meta("custom-title", customTitle="Mentions")
     path = s.write()
@@ -429,8 +525,9 @@ def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
     base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
 
     def hits() -> list[str]:
-        out = CliRunner().invoke(cli, [*base, "search", "flibbertigibbet", "--scope", "all",
-                                       "--json"])
+        out = CliRunner().invoke(
+            cli, [*base, "search", "flibbertigibbet", "--scope", "all", "--json"]
+        )
         return [r["session_id"] for r in json.loads(out.stdout)]
 
     assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0

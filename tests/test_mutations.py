@@ -117,10 +117,16 @@ def test_rename_appends_the_sdk_record_and_updates_the_index(world: World) -> No
     before = path.read_bytes()
     result = world.run("rename", world.ids["alpha"], "  Beta ☕  ", "--cwd", CWD)
     assert result.exit_code == 0, result.output
-    written = path.read_bytes()[len(before):]
+    written = path.read_bytes()[len(before) :]
     # Exactly the SDK's record and key order, stripped name, raw UTF-8 like the CLI.
-    assert written == ('{"type":"custom-title","customTitle":"Beta ☕","sessionId":"'
-                       + world.ids["alpha"] + '"}\n').encode()
+    assert (
+        written
+        == (
+            '{"type":"custom-title","customTitle":"Beta ☕","sessionId":"'
+            + world.ids["alpha"]
+            + '"}\n'
+        ).encode()
+    )
     # --no-refresh: the mutation itself brought the index up to date.
     assert world.resolve("beta ☕")["session_id"] == world.ids["alpha"]
 
@@ -152,8 +158,11 @@ def test_append_adds_the_missing_newline_first(world: World) -> None:
     after = path.read_bytes()
     assert after.startswith(before + b"\n")  # the half line is closed, not glued to
     lines = after.rstrip(b"\n").split(b"\n")
-    assert orjson.loads(lines[-2]) == {"type": "last-prompt", "lastPrompt": "half",
-                                       "sessionId": "x"}
+    assert orjson.loads(lines[-2]) == {
+        "type": "last-prompt",
+        "lastPrompt": "half",
+        "sessionId": "x",
+    }
     assert orjson.loads(lines[-1])["tag"] == "fixed"
 
 
@@ -162,29 +171,45 @@ def test_json_output_is_the_session_after_the_change(world: World) -> None:
     assert result.exit_code == 0, result.output
     [obj] = json.loads(result.stdout)
     assert (obj["session_id"], obj["custom_title"], obj["title"]) == (
-        world.ids["alpha"], "Gamma", "Gamma")
+        world.ids["alpha"],
+        "Gamma",
+        "Gamma",
+    )
 
 
 # ----------------------------------------------------------------- bad input
-@pytest.mark.parametrize(("args", "message"), [
-    (["rename", "99999999-9999-4999-8999-999999999999", "x"],
-     "No conversation found with session ID: 99999999-9999-4999-8999-999999999999"),
-    (["rename", "no such session", "x"], "Error: No session matches 'no such session'."),
-    (["rename", "Alpha", ""], "Error: the new name is empty"),
-    (["rename", "Alpha", " \t "], "Error: the new name is empty"),
-    (["tag", "Alpha", ""], "Error: the tag is empty"),
-    (["tag", "Alpha", "\u200b\ufeff "], "Error: the tag is empty"),
-    (["fork", "Alpha", "--title", "  "], "Error: the fork's title is empty"),
-    (["fork", "Alpha", "--up-to", "77777777-7777-4777-8777-777777777777"],
-     "Error: Message 77777777-7777-4777-8777-777777777777 not found in session"),
-    (["untag", "OUTSIDE"], "is not a session transcript inside a configured projects/ dir"),
-    (["rename", "OUTSIDE", "x"], "is not a session transcript inside a configured projects/ dir"),
-    (["delete", "OUTSIDE", "--yes"],
-     "is not a session transcript inside a configured projects/ dir"),
-    (["delete", "Alpha"], "Error: refusing to delete without confirmation: pass --yes"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["rename", "99999999-9999-4999-8999-999999999999", "x"],
+            "No conversation found with session ID: 99999999-9999-4999-8999-999999999999",
+        ),
+        (["rename", "no such session", "x"], "Error: No session matches 'no such session'."),
+        (["rename", "Alpha", ""], "Error: the new name is empty"),
+        (["rename", "Alpha", " \t "], "Error: the new name is empty"),
+        (["tag", "Alpha", ""], "Error: the tag is empty"),
+        (["tag", "Alpha", "\u200b\ufeff "], "Error: the tag is empty"),
+        (["fork", "Alpha", "--title", "  "], "Error: the fork's title is empty"),
+        (
+            ["fork", "Alpha", "--up-to", "77777777-7777-4777-8777-777777777777"],
+            "Error: Message 77777777-7777-4777-8777-777777777777 not found in session",
+        ),
+        (["untag", "OUTSIDE"], "is not a session transcript inside a configured projects/ dir"),
+        (
+            ["rename", "OUTSIDE", "x"],
+            "is not a session transcript inside a configured projects/ dir",
+        ),
+        (
+            ["delete", "OUTSIDE", "--yes"],
+            "is not a session transcript inside a configured projects/ dir",
+        ),
+        (["delete", "Alpha"], "Error: refusing to delete without confirmation: pass --yes"),
+    ],
+)
 def test_bad_input_is_one_line_exit_1_and_writes_nothing(
-        world: World, args: list[str], message: str) -> None:
+    world: World, args: list[str], message: str
+) -> None:
     args = [str(world.outside) if a == "OUTSIDE" else a for a in args]
     before = world.snapshot()
     result = world.run(*args, "--cwd", CWD)
@@ -195,19 +220,28 @@ def test_bad_input_is_one_line_exit_1_and_writes_nothing(
     assert world.snapshot() == before
 
 
-@pytest.mark.parametrize("args", [
-    ["rename", "same name", "x"], ["tag", "Same Name", "t"], ["untag", "same name"],
-    ["fork", "same name"], ["delete", "same name", "--yes"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rename", "same name", "x"],
+        ["tag", "Same Name", "t"],
+        ["untag", "same name"],
+        ["fork", "same name"],
+        ["delete", "same name", "--yes"],
+    ],
+)
 def test_ambiguous_name_exits_3_with_candidates_and_writes_nothing(
-        world: World, args: list[str]) -> None:
+    world: World, args: list[str]
+) -> None:
     before = world.snapshot()
     result = world.run(*args, "--cwd", CWD, "--json" if args[0] != "delete" else "--yes")
     assert result.exit_code == 3, result.output
     assert "2 sessions are named 'same name'" in result.stderr.lower()
     if args[0] != "delete":
         assert {c["session_id"] for c in json.loads(result.stdout)} == {
-            world.ids["twin1"], world.ids["twin2"]}
+            world.ids["twin1"],
+            world.ids["twin2"],
+        }
     else:
         assert world.ids["twin1"][:8] in result.stdout and world.ids["twin2"][:8] in result.stdout
     assert world.snapshot() == before
@@ -240,8 +274,11 @@ def test_a_transcript_that_became_a_directory_is_refused(world: World) -> None:
     assert world.snapshot() == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through chmod 0444; the "
-                    "directory case above covers a failing append when running as root")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="root writes through chmod 0444; the "
+    "directory case above covers a failing append when running as root",
+)
 def test_read_only_transcript_is_refused(world: World) -> None:
     path = world.paths["alpha"]
     path.chmod(0o444)
@@ -268,8 +305,9 @@ def test_fork_copies_the_main_thread_with_new_ids(world: World) -> None:
     entries, title = records[:-1], records[-1]
     originals = {r["uuid"]: r for r in world.source_records if "uuid" in r}
     # Every chain entry but the progress link and the sidechain line, in file order.
-    expected = [u for u, r in originals.items()
-                if r["type"] != "progress" and not r.get("isSidechain")]
+    expected = [
+        u for u, r in originals.items() if r["type"] != "progress" and not r.get("isSidechain")
+    ]
     assert [e["forkedFrom"]["messageUuid"] for e in entries] == expected
     new_of = {e["forkedFrom"]["messageUuid"]: e["uuid"] for e in entries}
     assert not set(new_of.values()) & set(originals)  # fresh UUIDs only
@@ -281,29 +319,42 @@ def test_fork_copies_the_main_thread_with_new_ids(world: World) -> None:
         assert entry["message"] == original["message"]
     # The tool result hung off the progress link: its parent is now the progress
     # link's own parent (the assistant line), remapped.
-    result_entry = next(e for e in entries
-                        if e["forkedFrom"]["messageUuid"] == world.source_result)
+    result_entry = next(e for e in entries if e["forkedFrom"]["messageUuid"] == world.source_result)
     progress = originals[world.source_progress]
     assert result_entry["parentUuid"] == new_of[progress["parentUuid"]]
     # The U+2028 entry survived (the SDK's splitlines() loses it).
     assert any(e["forkedFrom"]["messageUuid"] == world.source_sep.uuid for e in entries)
     assert "\u2028".encode() in fork_path.read_bytes()
-    assert title == {"type": "custom-title", "sessionId": new_id,
-                     "customTitle": "Source work (fork)", "uuid": title["uuid"],
-                     "timestamp": title["timestamp"]}
+    assert title == {
+        "type": "custom-title",
+        "sessionId": new_id,
+        "customTitle": "Source work (fork)",
+        "uuid": title["uuid"],
+        "timestamp": title["timestamp"],
+    }
     assert len(title["timestamp"]) == len("2026-11-01T10:00:00.000Z")
     # No tag, no subagents copied; the index knows the fork already.
     assert not any(r.get("type") == "tag" for r in records)
     assert not (source_path.parent / new_id).exists()
     obj = world.resolve(new_id)
-    assert obj["forked_from"] == {"session_id": world.ids["source"],
-                                  "message_uuid": world.source_user}
+    assert obj["forked_from"] == {
+        "session_id": world.ids["source"],
+        "message_uuid": world.source_user,
+    }
     assert obj["title"] == "Source work (fork)" and obj["tag"] is None
 
 
 def test_fork_up_to_a_message_with_a_title(world: World) -> None:
-    result = world.run("fork", world.ids["source"], "--up-to", world.source_result,
-                       "--title", "Plan B", "--cwd", CWD)
+    result = world.run(
+        "fork",
+        world.ids["source"],
+        "--up-to",
+        world.source_result,
+        "--title",
+        "Plan B",
+        "--cwd",
+        CWD,
+    )
     assert result.exit_code == 0, result.output
     new_id = result.stdout.strip()
     records = _records(world.paths["source"].parent / f"{new_id}.jsonl")
@@ -314,8 +365,7 @@ def test_fork_up_to_a_message_with_a_title(world: World) -> None:
 
 def test_fork_up_to_a_sidechain_entry_is_not_found(world: World) -> None:
     before = world.snapshot()
-    result = world.run("fork", world.ids["source"], "--up-to", world.source_side,
-                       "--cwd", CWD)
+    result = world.run("fork", world.ids["source"], "--up-to", world.source_side, "--cwd", CWD)
     assert result.exit_code == 1
     assert "not found in session" in result.stderr
     assert world.snapshot() == before
@@ -324,12 +374,23 @@ def test_fork_up_to_a_sidechain_entry_is_not_found(world: World) -> None:
 def test_build_fork_never_reuses_ids_and_skips_progress_chains() -> None:
     """Pure function: a chain user → progress → progress → assistant."""
     records = [
-        {"type": "user", "uuid": "u1", "parentUuid": None, "message": {"content": "hi"},
-         "timestamp": "2026-01-01T00:00:00.000Z"},
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "message": {"content": "hi"},
+            "timestamp": "2026-01-01T00:00:00.000Z",
+        },
         {"type": "progress", "uuid": "p1", "parentUuid": "u1"},
         {"type": "progress", "uuid": "p2", "parentUuid": "p1"},
-        {"type": "assistant", "uuid": "a1", "parentUuid": "p2", "slug": "s",
-         "teamName": "t", "message": {"content": "yo"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "p2",
+            "slug": "s",
+            "teamName": "t",
+            "message": {"content": "yo"},
+        },
         {"type": "content-replacement", "sessionId": "S", "replacements": [{"k": 1}]},
     ]
     out = build_fork(records, source_id="S", new_id="N", now="2026-02-02T00:00:00.000Z")
@@ -350,13 +411,13 @@ def test_delete_with_yes_removes_transcript_folder_and_index_row(world: World) -
     result = world.run("delete", "Source work", "--yes", "--cwd", CWD)
     assert result.exit_code == 0, result.output
     assert not path.exists() and not folder.exists()
-    assert world.run("resolve", world.ids["source"], "--cwd", CWD,
-                     no_refresh=True).exit_code == 1
+    assert world.run("resolve", world.ids["source"], "--cwd", CWD, no_refresh=True).exit_code == 1
 
 
 @pytest.mark.parametrize(("answer", "deleted"), [("y\n", True), ("n\n", False), ("\n", False)])
-def test_delete_asks_on_a_terminal(world: World, monkeypatch: pytest.MonkeyPatch,
-                                   answer: str, deleted: bool) -> None:
+def test_delete_asks_on_a_terminal(
+    world: World, monkeypatch: pytest.MonkeyPatch, answer: str, deleted: bool
+) -> None:
     import sessiondex.cli.mutate_cmds as mutate_cmds
 
     monkeypatch.setattr(mutate_cmds, "_stdin_is_terminal", lambda: True)

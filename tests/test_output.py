@@ -19,8 +19,10 @@ def test_table_columns_line_up_with_wide_characters(monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "60")
     rows = [["認証のバグを修正", "2d ago"], ["plain title", "3h ago"], ["🚀 launch", "1m ago"]]
     lines = render_table(rows, ["title", "when"]).splitlines()
-    starts = {display_width(line[: line.index(ago)]) for line, ago in
-              zip(lines[1:], ["2d ago", "3h ago", "1m ago"])}
+    starts = {
+        display_width(line[: line.index(ago)])
+        for line, ago in zip(lines[1:], ["2d ago", "3h ago", "1m ago"])
+    }
     assert len(starts) == 1  # the second column starts at the same terminal column
 
 
@@ -33,11 +35,13 @@ def test_long_titles_are_cut_to_the_terminal(monkeypatch) -> None:
 
 @pytest.mark.parametrize(
     ("iso", "now", "shown"),
-    [("2026-11-29T12:00:00.000Z", 1795953600 + 30, "30s ago"),
-     ("2026-11-29T12:00:00.000Z", 1795953600 + 7200, "2h ago"),
-     ("2026-11-29T12:00:00.000Z", 1795953600 + 3 * 86400, "3d ago"),
-     ("2026-09-01T00:00:00.000Z", 1795953600, "2026-09-01"),
-     (None, 0, "")],
+    [
+        ("2026-11-29T12:00:00.000Z", 1795953600 + 30, "30s ago"),
+        ("2026-11-29T12:00:00.000Z", 1795953600 + 7200, "2h ago"),
+        ("2026-11-29T12:00:00.000Z", 1795953600 + 3 * 86400, "3d ago"),
+        ("2026-09-01T00:00:00.000Z", 1795953600, "2026-09-01"),
+        (None, 0, ""),
+    ],
 )
 def test_relative_time(iso: str | None, now: float, shown: str) -> None:
     assert relative_time(iso, now) == shown

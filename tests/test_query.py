@@ -22,8 +22,12 @@ ID_ONLY_META = "5e5e5e5e-0000-4000-8000-000000005e5e"
 
 
 def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-                   cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
 class World:
@@ -46,8 +50,7 @@ class World:
         self.ids: dict[str, str] = {}
         t = 1_790_000_000
         self.add("auth", self.repo_a, title="Auth refactor", mtime=t + 10)
-        self.add("billing", self.repo_a_wt, ai_title="Billing cleanup", branch="feat",
-                 mtime=t + 20)
+        self.add("billing", self.repo_a_wt, ai_title="Billing cleanup", branch="feat", mtime=t + 20)
         self.add("deploy1", self.repo_a, title="Deploy script", mtime=t + 30)
         self.add("deploy2", self.repo_a_wt, title="deploy SCRIPT", branch="feat", mtime=t + 40)
         self.add("onlyb", self.repo_b, title="Only in B", mtime=t + 50)
@@ -56,22 +59,30 @@ class World:
         self.add("dup_b", self.repo_b, session_id=ID_DUP, mtime=t + 70)
         self.add("dup_plain", self.plain, session_id=ID_DUP, mtime=t + 71)
         self.add("other", self.repo_b, session_id=ID_OTHER, mtime=t + 80)
-        self.add("meta_b", self.repo_b, session_id=ID_META_ELSEWHERE, messages=False,
-                 mtime=t + 90)
+        self.add("meta_b", self.repo_b, session_id=ID_META_ELSEWHERE, messages=False, mtime=t + 90)
         self.add("real_plain", self.plain, session_id=ID_META_ELSEWHERE, mtime=t + 91)
-        self.add("only_meta", self.repo_b, session_id=ID_ONLY_META, messages=False,
-                 mtime=t + 95)
+        self.add("only_meta", self.repo_b, session_id=ID_ONLY_META, messages=False, mtime=t + 95)
         self.add("newest_normal", self.repo_a, title="Newest normal", mtime=t + 100)
         self.add("print_mode", self.repo_a, entrypoint="sdk-cli", mtime=t + 110)
-        self.add("loop", self.repo_a, first="<command-name>/loop</command-name>",
-                 mtime=t + 120)
+        self.add("loop", self.repo_a, first="<command-name>/loop</command-name>", mtime=t + 120)
 
-    def add(self, name: str, cwd: Path, *, title: str | None = None,
-            ai_title: str | None = None, branch: str = "main", session_id: str | None = None,
-            entrypoint: str = "cli", messages: bool = True, first: str | None = None,
-            mtime: float) -> None:
-        s = self.tree.session(cwd=str(cwd), git_branch=branch, session_id=session_id,
-                              entrypoint=entrypoint)
+    def add(
+        self,
+        name: str,
+        cwd: Path,
+        *,
+        title: str | None = None,
+        ai_title: str | None = None,
+        branch: str = "main",
+        session_id: str | None = None,
+        entrypoint: str = "cli",
+        messages: bool = True,
+        first: str | None = None,
+        mtime: float,
+    ) -> None:
+        s = self.tree.session(
+            cwd=str(cwd), git_branch=branch, session_id=session_id, entrypoint=entrypoint
+        )
         if messages:
             s.user(first or f"prompt for {name}")
             s.assistant(f"answer for {name}")
@@ -121,8 +132,14 @@ def world(tmp_path_factory) -> World:
         ("abcdef12", "a", 3, ["prefix_b", "prefix_a"], None),  # ambiguous prefix
     ],
 )
-def test_resolve_table(world: World, arg: str, where: str, exit_code: int,
-                       expected: str | list[str] | None, matched_by: str | None) -> None:
+def test_resolve_table(
+    world: World,
+    arg: str,
+    where: str,
+    exit_code: int,
+    expected: str | list[str] | None,
+    matched_by: str | None,
+) -> None:
     cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]
     result = world.run("resolve", arg, "--json", cwd=cwd)
     assert result.exit_code == exit_code, result.output
@@ -155,8 +172,18 @@ def test_not_found_name_suggests_close_titles(world: World) -> None:
 
 
 @pytest.mark.parametrize(
-    "arg", ["../x", "/etc/passwd", ID_OTHER + "\n", "", "   ", "a\x00b", "../../etc/passwd.jsonl",
-            "x/y/z", "/"]
+    "arg",
+    [
+        "../x",
+        "/etc/passwd",
+        ID_OTHER + "\n",
+        "",
+        "   ",
+        "a\x00b",
+        "../../etc/passwd.jsonl",
+        "x/y/z",
+        "/",
+    ],
 )
 def test_hostile_arguments_are_clear_errors(world: World, arg: str) -> None:
     result = world.run("resolve", arg, cwd=world.repo_a)
@@ -178,22 +205,29 @@ def test_transcript_path_resolves_anywhere_for_reading(world: World, tmp_path: P
 @pytest.mark.parametrize(
     ("args", "where", "expected"),
     [
-        (("--scope", "worktree"), "a",
-         ["newest_normal", "prefix_b", "prefix_a", "deploy1", "auth"]),
-        (("--scope", "repo"), "a",
-         ["newest_normal", "prefix_b", "prefix_a", "deploy2", "deploy1", "billing", "auth"]),
+        (
+            ("--scope", "worktree"),
+            "a",
+            ["newest_normal", "prefix_b", "prefix_a", "deploy1", "auth"],
+        ),
+        (
+            ("--scope", "repo"),
+            "a",
+            ["newest_normal", "prefix_b", "prefix_a", "deploy2", "deploy1", "billing", "auth"],
+        ),
         (("--scope", "repo", "--branch", "feat"), "a", ["deploy2", "billing"]),
         (("--scope", "worktree", "--current-branch"), "wt", ["deploy2", "billing"]),
-        (("--scope", "worktree", "--all-kinds"), "a",
-         ["loop", "print_mode", "newest_normal", "prefix_b", "prefix_a", "deploy1", "auth"]),
+        (
+            ("--scope", "worktree", "--all-kinds"),
+            "a",
+            ["loop", "print_mode", "newest_normal", "prefix_b", "prefix_a", "deploy1", "auth"],
+        ),
         (("--scope", "repo", "--limit", "2"), "a", ["newest_normal", "prefix_b"]),
-        (("--scope", "worktree", "--since", "2020-01-01"), "b",
-         ["other", "dup_b", "onlyb"]),
+        (("--scope", "worktree", "--since", "2020-01-01"), "b", ["other", "dup_b", "onlyb"]),
         (("--scope", "worktree", "--since", "1d"), "b", []),
     ],
 )
-def test_list_table(world: World, args: tuple[str, ...], where: str,
-                    expected: list[str]) -> None:
+def test_list_table(world: World, args: tuple[str, ...], where: str, expected: list[str]) -> None:
     cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]
     result = world.run("list", *args, "--json", cwd=cwd)
     assert world.ids_of(result) == [world.ids[n] for n in expected]
@@ -233,8 +267,12 @@ def test_empty_json_is_an_array(world: World, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("where", "print_mode", "expected"),
-    [("a", False, "newest_normal"), ("a", True, "loop"), ("wt", False, "deploy2"),
-     ("b", False, "other")],
+    [
+        ("a", False, "newest_normal"),
+        ("a", True, "loop"),
+        ("wt", False, "deploy2"),
+        ("b", False, "other"),
+    ],
 )
 def test_continue_table(world: World, where: str, print_mode: bool, expected: str) -> None:
     cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]

@@ -108,9 +108,10 @@ def test_no_byte_string_makes_the_reader_raise(data: bytes, offset: int) -> None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20), max_size=3),
-                max_size=10),
-       st.integers(min_value=1, max_value=64))
+@given(
+    st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=20), max_size=3), max_size=10),
+    st.integers(min_value=1, max_value=64),
+)
 def test_chunked_reading_equals_whole_reading(records: list[dict], chunk: int) -> None:
     import sessiondex.transcripts.reader as module
 

@@ -64,10 +64,27 @@ class WatchProcess:
         self._err = open(stderr, "wb")  # noqa: SIM115 - closed in stop()
         self.stderr_path = stderr
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
-             "--config-dir", str(root), "--db", str(db), "watch", "-v",
-             "--debounce", "20", "--max-latency", "200", "--rescan", "0"],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=self._err)
+            [
+                sys.executable,
+                "-c",
+                "from sessiondex.cli.main import main; main()",
+                "--config-dir",
+                str(root),
+                "--db",
+                str(db),
+                "watch",
+                "-v",
+                "--debounce",
+                "20",
+                "--max-latency",
+                "200",
+                "--rescan",
+                "0",
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=self._err,
+        )
         wait_for(lambda: watcher_alive(db) or self.proc.poll() is not None, "watch to start")
         assert self.proc.poll() is None, self.stderr()
 
@@ -104,9 +121,14 @@ def live_equals_rebuild(root: Path, db_path: Path, scratch: Path) -> None:
             got = index_snapshot(db)
         finally:
             db.close()
-        differing = {t: (sorted(set(got[t]) - set(expected[t]), key=repr)[:3],
-                         sorted(set(expected[t]) - set(got[t]), key=repr)[:3])
-                     for t in expected if got[t] != expected[t]}
+        differing = {
+            t: (
+                sorted(set(got[t]) - set(expected[t]), key=repr)[:3],
+                sorted(set(expected[t]) - set(got[t]), key=repr)[:3],
+            )
+            for t in expected
+            if got[t] != expected[t]
+        }
         raise AssertionError(f"live index != rebuild: {differing}") from None
     db = open_db(db_path)
     try:
@@ -184,8 +206,7 @@ class Writer:
         for i in range(6):
             a.user(f"plain append {i}")
             a.append()
-            self.split_append(b if i % 2 else a, f"splitword{i}",
-                              cut=None if i % 2 else 40 + i)
+            self.split_append(b if i % 2 else a, f"splitword{i}", cut=None if i % 2 else 40 + i)
         # truncate one file to nothing, then one line comes back
         c.path.write_bytes(b"")
         time.sleep(0.1)
@@ -269,14 +290,22 @@ print(json.dumps({"queries": queries, "answered": answered, "locked": locked,
 """
 
 
-@pytest.mark.parametrize("size", [
-    pytest.param((240, 16, 3), id="ci"),
-    pytest.param((1500, 150, 4), id="stress", marks=[
-        pytest.mark.stress, pytest.mark.timeout(1800),
-        pytest.mark.skipif(not STRESS, reason="long run: set SESSIONDEX_STRESS=1")]),
-])
-def test_reader_processes_while_watch_ingests(tmp_path: Path,
-                                              size: tuple[int, int, int]) -> None:
+@pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param((240, 16, 3), id="ci"),
+        pytest.param(
+            (1500, 150, 4),
+            id="stress",
+            marks=[
+                pytest.mark.stress,
+                pytest.mark.timeout(1800),
+                pytest.mark.skipif(not STRESS, reason="long run: set SESSIONDEX_STRESS=1"),
+            ],
+        ),
+    ],
+)
+def test_reader_processes_while_watch_ingests(tmp_path: Path, size: tuple[int, int, int]) -> None:
     sessions, size_mb, readers = size
     staging = tmp_path / "staging"
     generate(staging, sessions=sessions, projects=8, size_mb=size_mb, seed=5)
@@ -291,9 +320,22 @@ def test_reader_processes_while_watch_ingests(tmp_path: Path,
     try:
         wait_for(lambda: db_path.exists(), "the index to exist")
         for n in range(readers):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-c", READER, str(tree.root), str(db_path), str(stop_file),
-                 str(n)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        READER,
+                        str(tree.root),
+                        str(db_path),
+                        str(stop_file),
+                        str(n),
+                    ],
+                    cwd=REPO,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
         # the corpus arrives while the readers read: whole project dirs moved in
         for project in sorted((staging / "projects").iterdir()):
             shutil.move(str(project), str(tree.root / "projects" / project.name))

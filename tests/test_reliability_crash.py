@@ -96,16 +96,32 @@ class CrashWorld:
 
     def transcripts(self) -> list[Path]:
         # the corpus also holds decoys (a directory named <uuid>.jsonl, agent-*.jsonl)
-        return sorted(p for p in self.config.glob("projects/*/*.jsonl")
-                      if p.is_file() and not p.is_symlink() and not p.name.startswith("agent-"))
+        return sorted(
+            p
+            for p in self.config.glob("projects/*/*.jsonl")
+            if p.is_file() and not p.is_symlink() and not p.name.startswith("agent-")
+        )
 
     # ------------------------------------------------------------------ child runs
     def start(self, *args: str, mode: str) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, mode,
-             "--config-dir", str(self.config), "--db", str(self.db), "index", *args],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**os.environ, MARK: self.mark})
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                mode,
+                "--config-dir",
+                str(self.config),
+                "--db",
+                str(self.db),
+                "index",
+                *args,
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, MARK: self.mark},
+        )
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == b"ready", proc.communicate()
         return proc

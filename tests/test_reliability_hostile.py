@@ -39,42 +39,105 @@ BIG_LINE_BYTES = 50_000_000
 
 # Every field sessiondex or the conversation model reads, with a value of the wrong type.
 WRONG_TYPES: dict[str, Any] = {
-    "cwd": 5, "message": "x", "timestamp": "yesterday", "customTitle": 7, "tag": [],
-    "gitBranch": {}, "isSidechain": "yes", "prUrl": 5, "prNumber": "twelve",
-    "prRepository": 9, "aiTitle": [], "summary": {}, "lastPrompt": 3, "agentName": 1.5,
-    "entrypoint": 3, "forkedFrom": "x", "uuid": 5, "parentUuid": 7, "sessionId": [],
-    "isMeta": "yes", "toolUseResult": 5, "leafUuid": {}, "isCompactSummary": "no",
-    "logicalParentUuid": 3, "agentId": [], "subtype": 4, "content": 8,
-    "compactMetadata": "x", "userType": 0, "version": [], "requestId": {},
+    "cwd": 5,
+    "message": "x",
+    "timestamp": "yesterday",
+    "customTitle": 7,
+    "tag": [],
+    "gitBranch": {},
+    "isSidechain": "yes",
+    "prUrl": 5,
+    "prNumber": "twelve",
+    "prRepository": 9,
+    "aiTitle": [],
+    "summary": {},
+    "lastPrompt": 3,
+    "agentName": 1.5,
+    "entrypoint": 3,
+    "forkedFrom": "x",
+    "uuid": 5,
+    "parentUuid": 7,
+    "sessionId": [],
+    "isMeta": "yes",
+    "toolUseResult": 5,
+    "leafUuid": {},
+    "isCompactSummary": "no",
+    "logicalParentUuid": 3,
+    "agentId": [],
+    "subtype": 4,
+    "content": 8,
+    "compactMetadata": "x",
+    "userType": 0,
+    "version": [],
+    "requestId": {},
 }
 BAD_CONTENT: list[Any] = [
-    1, None, "plain", [], {"type": 5}, {"type": "text", "text": 5},
-    {"type": "text"}, {"type": "tool_use", "input": "x", "name": 3, "id": []},
+    1,
+    None,
+    "plain",
+    [],
+    {"type": 5},
+    {"type": "text", "text": 5},
+    {"type": "text"},
+    {"type": "tool_use", "input": "x", "name": 3, "id": []},
     {"type": "tool_result", "content": 5, "tool_use_id": None},
     {"type": "tool_result", "content": [1, {"type": "text", "text": None}]},
-    {"type": "thinking", "thinking": {}}, {"type": "image", "source": "x"},
+    {"type": "thinking", "thinking": {}},
+    {"type": "image", "source": "x"},
 ]
 
 
 def wrong_type_records(sid: str) -> list[dict[str, Any]]:
     """One record per field and type it could carry, then one with every field wrong."""
     records: list[dict[str, Any]] = []
-    kinds = ["user", "assistant", "system", "summary", "custom-title", "ai-title", "tag",
-             "pr-link", "agent-name", "last-prompt", "progress", "attachment",
-             "file-history-snapshot", "queue-operation"]
+    kinds = [
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "custom-title",
+        "ai-title",
+        "tag",
+        "pr-link",
+        "agent-name",
+        "last-prompt",
+        "progress",
+        "attachment",
+        "file-history-snapshot",
+        "queue-operation",
+    ]
     for kind in kinds:
         for key, value in WRONG_TYPES.items():
             records.append({"type": kind, "sessionId": sid, key: value})
     for kind in ("user", "assistant"):
         for block in BAD_CONTENT:
-            records.append({"type": kind, "sessionId": sid, "uuid": f"{kind}-{len(records)}",
-                            "message": {"role": kind, "content": [block]}})
-        for message in ({"role": 5, "content": 5}, {"content": {"a": 1}}, [], 5, None,
-                        {"content": None}, {"role": "user"}):
+            records.append(
+                {
+                    "type": kind,
+                    "sessionId": sid,
+                    "uuid": f"{kind}-{len(records)}",
+                    "message": {"role": kind, "content": [block]},
+                }
+            )
+        for message in (
+            {"role": 5, "content": 5},
+            {"content": {"a": 1}},
+            [],
+            5,
+            None,
+            {"content": None},
+            {"role": "user"},
+        ):
             records.append({"type": kind, "sessionId": sid, "message": message})
     for stamp in (1e300, -1, 0, "9999999-01-01", "2026-13-45T99:99:99Z", True, None, []):
-        records.append({"type": "user", "sessionId": sid, "timestamp": stamp,
-                        "message": {"role": "user", "content": "stamp"}})
+        records.append(
+            {
+                "type": "user",
+                "sessionId": sid,
+                "timestamp": stamp,
+                "message": {"role": "user", "content": "stamp"},
+            }
+        )
     for origin in ({"sessionId": 5}, {"sessionId": "s", "messageUuid": []}, [], 1):
         records.append({"type": "user", "sessionId": sid, "forkedFrom": origin})
     for kind in (5, None, [], {}, "", "USER"):
@@ -109,13 +172,27 @@ class Hostile:
         s = self.tree.session(cwd=CWD)
         s.user("survivor before the bad lines")
         bad_lines = {
-            "malformed-json": [b'{"type": "user", "message": ', b"not json at all", b"{]",
-                               b'{"a": 1}}', b"\xef\xbb\xbf{}"],
+            "malformed-json": [
+                b'{"type": "user", "message": ',
+                b"not json at all",
+                b"{]",
+                b'{"a": 1}}',
+                b"\xef\xbb\xbf{}",
+            ],
             "nul-byte": [b'{"type":"user","message":{"content":"a\x00b"}}', b"\x00" * 64],
-            "invalid-utf8": [b'{"type":"user","message":{"content":"\xff\xfe"}}',
-                             b"\xc3\x28 broken"],
-            "not-an-object": [b"[1, 2, 3]", b"42", b'"a string"', b"null", b"true",
-                              b"[]", b"-0.5e10"],
+            "invalid-utf8": [
+                b'{"type":"user","message":{"content":"\xff\xfe"}}',
+                b"\xc3\x28 broken",
+            ],
+            "not-an-object": [
+                b"[1, 2, 3]",
+                b"42",
+                b'"a string"',
+                b"null",
+                b"true",
+                b"[]",
+                b"-0.5e10",
+            ],
         }
         for kind, lines in bad_lines.items():
             for line in lines:
@@ -139,11 +216,18 @@ class Hostile:
             for _ in range(BIG_LINE_BYTES // len(chunk)):
                 fh.write(chunk)
             fh.write(b'"}}\n')
-            fh.write(orjson.dumps({"type": "user", "sessionId": s.session_id,
-                                   "uuid": "after-giant", "cwd": CWD,
-                                   "message": {"role": "user",
-                                               "content": "walrus after the giant line"}})
-                     + b"\n")
+            fh.write(
+                orjson.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": s.session_id,
+                        "uuid": "after-giant",
+                        "cwd": CWD,
+                        "message": {"role": "user", "content": "walrus after the giant line"},
+                    }
+                )
+                + b"\n"
+            )
         os.utime(s.path, (1_790_000_200, 1_790_000_200))
         self.expected_problems["line-too-long"] = 1
         self.good["walrus"] = s.session_id
@@ -154,11 +238,22 @@ class Hostile:
         sid = "0f8b7c1e-2d3a-4b5c-8d9e-0a1b2c3d4e5f"
         records: list[Any] = wrong_type_records(sid)
         for number in (b"99999999999999999999999", b"1e308", b"-1e308", b"-0"):
-            records.append(b'{"type":"user","uuid":"big","timestamp":' + number
-                           + b',"message":{"role":"user","content":[{"type":"text","text":'
-                           + number + b"}]}}\n")
-        records.append({"type": "user", "sessionId": sid, "cwd": CWD, "uuid": "typed-ok",
-                        "message": {"role": "user", "content": "ocelot typed fine"}})
+            records.append(
+                b'{"type":"user","uuid":"big","timestamp":'
+                + number
+                + b',"message":{"role":"user","content":[{"type":"text","text":'
+                + number
+                + b"}]}}\n"
+            )
+        records.append(
+            {
+                "type": "user",
+                "sessionId": sid,
+                "cwd": CWD,
+                "uuid": "typed-ok",
+                "message": {"role": "user", "content": "ocelot typed fine"},
+            }
+        )
         write_jsonl(self.tree.project_dir(CWD) / f"{sid}.jsonl", records, mtime=1_790_000_300)
         self.good["ocelot"] = sid
         self.hostile_ids.append(sid)
@@ -179,17 +274,27 @@ class Hostile:
         outside = base / "outside"
         outside.mkdir()
         (outside / "secret.jsonl").write_bytes(
-            orjson.dumps({"type": "user", "cwd": CWD, "uuid": "o",
-                          "message": {"role": "user", "content": "narwhal outside"}}) + b"\n")
+            orjson.dumps(
+                {
+                    "type": "user",
+                    "cwd": CWD,
+                    "uuid": "o",
+                    "message": {"role": "user", "content": "narwhal outside"},
+                }
+            )
+            + b"\n"
+        )
         (project / "2b2b2b2b-0000-4000-8000-000000000001.jsonl").mkdir()
         loop = project / "2b2b2b2b-0000-4000-8000-000000000002.jsonl"
         loop.symlink_to(loop.name)
         (project / "2b2b2b2b-0000-4000-8000-000000000003.jsonl").symlink_to("/etc/passwd")
         (project / "2b2b2b2b-0000-4000-8000-000000000004.jsonl").symlink_to(
-            outside / "secret.jsonl")
+            outside / "secret.jsonl"
+        )
         (self.projects / "-linked-project").symlink_to(outside, target_is_directory=True)
         (outside / "2b2b2b2b-0000-4000-8000-000000000005.jsonl").symlink_to(
-            outside / "secret.jsonl")
+            outside / "secret.jsonl"
+        )
         # a subagents/ folder that is a link out of projects/
         (project / self.good["zucchini"]).mkdir()
         (project / self.good["zucchini"] / "subagents").symlink_to(outside)
@@ -201,9 +306,18 @@ class Hostile:
         os.mkdir(odd)
         odd_id = "3c3c3c3c-0000-4000-8000-000000000001"
         with open(os.path.join(odd, f"{odd_id}.jsonl".encode()), "wb") as fh:
-            fh.write(orjson.dumps({"type": "user", "sessionId": odd_id, "uuid": "c",
-                                   "cwd": "/home/dev/café", "message": {"role": "user",
-                                               "content": "platypus in an odd dir"}}) + b"\n")
+            fh.write(
+                orjson.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": odd_id,
+                        "uuid": "c",
+                        "cwd": "/home/dev/café",
+                        "message": {"role": "user", "content": "platypus in an odd dir"},
+                    }
+                )
+                + b"\n"
+            )
         self.odd_id = odd_id
         self.inputs += 1
 
@@ -219,13 +333,15 @@ class Hostile:
 
     def run(self, *args: str) -> Result:
         return CliRunner().invoke(
-            cli, ["--config-dir", str(self.tree.root), "--db", str(self.db), *args])
+            cli, ["--config-dir", str(self.tree.root), "--db", str(self.db), *args]
+        )
 
 
 def no_traceback(result: Result, codes: tuple[int, ...] = (0, 1)) -> None:
     assert result.exit_code in codes, (result.exit_code, result.output)
-    assert result.exception is None or isinstance(result.exception, SystemExit), (
-        repr(result.exception))
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
     assert "Traceback" not in result.output
 
 
@@ -268,12 +384,13 @@ def test_index_counts_every_problem_by_kind(hostile: Hostile, indexed: dict[str,
     assert indexed["problems"] == {**hostile.expected_problems, **EXPECTED_SKIPPED}
     assert indexed["bad_lines"] == sum(hostile.expected_problems.values())
     errors = {e["path"]: e["error"] for e in indexed["errors"]}
-    assert errors == {str(hostile.vanishing): "No such file or directory",
-                      str(hostile.denied): "Permission denied"}
+    assert errors == {
+        str(hostile.vanishing): "No such file or directory",
+        str(hostile.denied): "Permission denied",
+    }
 
 
-def test_good_sessions_are_listed_and_searchable(hostile: Hostile,
-                                                 indexed: dict[str, Any]) -> None:
+def test_good_sessions_are_listed_and_searchable(hostile: Hostile, indexed: dict[str, Any]) -> None:
     listed = hostile.run("list", "--scope", "all", "--all-kinds", "--json")
     no_traceback(listed, (0,))
     ids = {row["session_id"] for row in json.loads(listed.stdout)}
@@ -295,29 +412,35 @@ def test_good_sessions_are_listed_and_searchable(hostile: Hostile,
         db.close()
 
 
-def test_nothing_outside_projects_or_through_links_is_indexed(hostile: Hostile,
-                                                              indexed: dict[str, Any]) -> None:
+def test_nothing_outside_projects_or_through_links_is_indexed(
+    hostile: Hostile, indexed: dict[str, Any]
+) -> None:
     db = open_db(hostile.db)
     try:
         paths = [r[0] for r in db.execute("SELECT path FROM files")]
         # (not `search`: with no match it offers close titles instead)
-        assert db.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH"
-                          " 'narwhal'").fetchone()[0] == 0
+        assert (
+            db.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'narwhal'"
+            ).fetchone()[0]
+            == 0
+        )
     finally:
         db.close()
     projects = str(hostile.projects) + os.sep
     assert all(p.startswith(projects) for p in paths)
-    assert not any("2b2b2b2b" in p or "-linked-project" in p or "agent-evil" in p
-                   for p in paths)
+    assert not any("2b2b2b2b" in p or "-linked-project" in p or "agent-evil" in p for p in paths)
 
 
-def test_odd_project_dir_name_does_not_stop_the_index(hostile: Hostile,
-                                                      indexed: dict[str, Any]) -> None:
+def test_odd_project_dir_name_does_not_stop_the_index(
+    hostile: Hostile, indexed: dict[str, Any]
+) -> None:
     """A non-UTF-8 directory name is skipped; it used to stop every refresh."""
     db = open_db(hostile.db)
     try:
-        rows = db.execute("SELECT count(*) FROM sessions WHERE session_id = ?",
-                          [hostile.odd_id]).fetchone()[0]
+        rows = db.execute(
+            "SELECT count(*) FROM sessions WHERE session_id = ?", [hostile.odd_id]
+        ).fetchone()[0]
     finally:
         db.close()
     # Skipped (SQLite text is UTF-8; Claude Code never makes such a name), while the
@@ -326,9 +449,9 @@ def test_odd_project_dir_name_does_not_stop_the_index(hostile: Hostile,
     assert not any(hostile.odd_id in e["path"] for e in indexed["errors"])
 
 
-def test_a_second_run_reads_nothing_and_equals_a_rebuild(hostile: Hostile,
-                                                         indexed: dict[str, Any],
-                                                         tmp_path: Path) -> None:
+def test_a_second_run_reads_nothing_and_equals_a_rebuild(
+    hostile: Hostile, indexed: dict[str, Any], tmp_path: Path
+) -> None:
     again = hostile.run("index", "--json")
     no_traceback(again, (0,))
     summary = json.loads(again.stdout)
@@ -345,9 +468,9 @@ def test_a_second_run_reads_nothing_and_equals_a_rebuild(hostile: Hostile,
         rebuilt.close()
 
 
-def test_the_parsing_process_handles_the_same_corpus(hostile: Hostile,
-                                                     indexed: dict[str, Any],
-                                                     tmp_path: Path, monkeypatch) -> None:
+def test_the_parsing_process_handles_the_same_corpus(
+    hostile: Hostile, indexed: dict[str, Any], tmp_path: Path, monkeypatch
+) -> None:
     """The cold build's prefetching worker (used for big corpora) gives the same rows."""
     import sessiondex.indexer.refresh as ingest
 
@@ -366,11 +489,16 @@ def test_the_parsing_process_handles_the_same_corpus(hostile: Hostile,
 
 def _reading_runs(hostile: Hostile) -> list[list[str]]:
     ids = hostile.hostile_ids + list(hostile.good.values()) + [hostile.odd_id]
-    runs: list[list[str]] = [["stats"], ["stats", "--json"], ["cleanup"],
-                             ["cleanup", "--json", "--days", "1"],
-                             ["from-pr", "--scope", "all"], ["from-pr", "12", "--cwd", CWD],
-                             ["continue", "--cwd", CWD], ["continue", "--cwd", CWD,
-                                                          "--print-mode", "--json"]]
+    runs: list[list[str]] = [
+        ["stats"],
+        ["stats", "--json"],
+        ["cleanup"],
+        ["cleanup", "--json", "--days", "1"],
+        ["from-pr", "--scope", "all"],
+        ["from-pr", "12", "--cwd", CWD],
+        ["continue", "--cwd", CWD],
+        ["continue", "--cwd", CWD, "--print-mode", "--json"],
+    ]
     for fmt in ("table", "json", "jsonl", "csv"):
         runs.append(["list", "--scope", "all", "--all-kinds", "--format", fmt])
         runs.append(["search", "stamp", "--scope", "all", "--all-kinds", "--format", fmt])
@@ -381,8 +509,18 @@ def _reading_runs(hostile: Hostile) -> list[list[str]]:
         runs.append(["resume", sid, "--cwd", CWD, "--dry-run"])
         for fmt in ("text", "md", "json"):
             runs.append(["show", sid, "--cwd", CWD, "--tools", "--subagents", "--format", fmt])
-        runs.append(["export", sid, "--cwd", CWD, "--tools", "--subagents",
-                     "-o", str(hostile.base / "exports" / f"{sid}.html")])
+        runs.append(
+            [
+                "export",
+                sid,
+                "--cwd",
+                CWD,
+                "--tools",
+                "--subagents",
+                "-o",
+                str(hostile.base / "exports" / f"{sid}.html"),
+            ]
+        )
     return runs
 
 
@@ -397,26 +535,64 @@ def test_every_reading_command_exits_cleanly(hostile: Hostile, indexed: dict[str
 # ------------------------------------------------------------- property: any JSON value
 KNOWN_FIELDS = sorted(set(WRONG_TYPES) | {"type", "message"})
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.sampled_from(["type", "text", "content", "role", "input", "id",
-                                       "tool_use_id", "sessionId", "name"]), children,
-                      max_size=3),
-    max_leaves=8)
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "text",
+                    "content",
+                    "role",
+                    "input",
+                    "id",
+                    "tool_use_id",
+                    "sessionId",
+                    "name",
+                ]
+            ),
+            children,
+            max_size=3,
+        )
+    ),
+    max_leaves=8,
+)
 RECORD = st.fixed_dictionaries(
-    {"type": st.sampled_from(["user", "assistant", "system", "summary", "custom-title",
-                              "tag", "pr-link", "ai-title", "last-prompt", "agent-name"])
-     | JSON},
-    optional={name: JSON for name in KNOWN_FIELDS if name != "type"})
+    {
+        "type": st.sampled_from(
+            [
+                "user",
+                "assistant",
+                "system",
+                "summary",
+                "custom-title",
+                "tag",
+                "pr-link",
+                "ai-title",
+                "last-prompt",
+                "agent-name",
+            ]
+        )
+        | JSON
+    },
+    optional={name: JSON for name in KNOWN_FIELDS if name != "type"},
+)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(records=st.lists(RECORD, min_size=1, max_size=6), split=st.integers(0, 6))
-def test_any_json_in_any_known_field_never_raises(tmp_path_factory, records: list[dict],
-                                                  split: int) -> None:
+def test_any_json_in_any_known_field_never_raises(
+    tmp_path_factory, records: list[dict], split: int
+) -> None:
     """Index (in two passes split anywhere), list, search and render any records."""
     base = tmp_path_factory.mktemp("prop")
     tree = ConfigTree(base / "claude")

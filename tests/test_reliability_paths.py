@@ -36,8 +36,13 @@ WRITING = ["rename", "tag", "untag", "fork", "delete"]
 
 
 def _args(command: str, arg: str, out: Path) -> list[str]:
-    extra = {"resume": ["--dry-run"], "export": ["-o", str(out)], "rename": ["new name"],
-             "tag": ["newtag"], "delete": ["--yes"]}.get(command, [])
+    extra = {
+        "resume": ["--dry-run"],
+        "export": ["-o", str(out)],
+        "rename": ["new name"],
+        "tag": ["newtag"],
+        "delete": ["--yes"],
+    }.get(command, [])
     if command in ("rename", "tag"):
         return [command, arg, *extra, "--cwd", CWD]
     return [command, arg, *extra, "--cwd", CWD]
@@ -59,36 +64,68 @@ class PathWorld:
         self.sentinel = base / "sentinel"
         self.sentinel.mkdir()
         self.outside = self.sentinel / f"{OUTSIDE_ID}.jsonl"
-        self.outside.write_bytes(orjson.dumps({
-            "type": "user", "sessionId": OUTSIDE_ID, "uuid": "u1", "cwd": CWD,
-            "message": {"role": "user", "content": "outside words"}}) + b"\n")
+        self.outside.write_bytes(
+            orjson.dumps(
+                {
+                    "type": "user",
+                    "sessionId": OUTSIDE_ID,
+                    "uuid": "u1",
+                    "cwd": CWD,
+                    "message": {"role": "user", "content": "outside words"},
+                }
+            )
+            + b"\n"
+        )
         (self.sentinel / OUTSIDE_ID / "subagents").mkdir(parents=True)
         (self.sentinel / OUTSIDE_ID / "subagents" / "agent-x.jsonl").write_bytes(b"{}\n")
         (self.sentinel / "keep.txt").write_bytes(b"do not touch\n")
         os.utime(self.outside, (1_700_000_000, 1_700_000_000))
         # inside projects/: a transcript that is a link out, and a linked project dir
         (self.project / f"{LINK_ID}.jsonl").symlink_to(self.outside)
-        (self.project / LINK_ID).symlink_to(self.sentinel / OUTSIDE_ID,
-                                           target_is_directory=True)
-        (self.tree.root / "projects" / "-linked").symlink_to(self.sentinel,
-                                                             target_is_directory=True)
+        (self.project / LINK_ID).symlink_to(self.sentinel / OUTSIDE_ID, target_is_directory=True)
+        (self.tree.root / "projects" / "-linked").symlink_to(
+            self.sentinel, target_is_directory=True
+        )
         self.out = base / "exports"
         self.out.mkdir()
 
     def hostile_args(self) -> list[str]:
         rel_outside = os.path.relpath(self.outside, self.project)
         return [
-            "../", "..", "../../etc/passwd", "../../../../../../../../etc/passwd",
-            "/etc/passwd", "/etc", "/", str(self.sentinel), str(self.sentinel / "keep.txt"),
-            str(self.outside), rel_outside, f"./{rel_outside}",
+            "../",
+            "..",
+            "../../etc/passwd",
+            "../../../../../../../../etc/passwd",
+            "/etc/passwd",
+            "/etc",
+            "/",
+            str(self.sentinel),
+            str(self.sentinel / "keep.txt"),
+            str(self.outside),
+            rel_outside,
+            f"./{rel_outside}",
             str(self.project / ".." / ".." / ".." / "sentinel" / f"{OUTSIDE_ID}.jsonl"),
             str(self.project / f"{LINK_ID}.jsonl"),
             str(self.tree.root / "projects" / "-linked" / f"{OUTSIDE_ID}.jsonl"),
-            f"{self.good}\x00.jsonl", f"x\x00{self.outside}", f"{OUTSIDE_ID}\n",
-            f"{self.good.stem}\n", f" {self.good.stem}", f"{self.good.stem}/../{OUTSIDE_ID}",
-            "a/b", "..\\..\\etc\\passwd", "C:\\Windows\\win.ini", "name/with/slashes",
-            "~/../../etc/passwd", "~root/.bashrc", "$HOME/x.jsonl", "%2e%2e%2fetc%2fpasswd",
-            "-linked", OUTSIDE_ID, LINK_ID, "file:///etc/passwd", "\\\\server\\share\\x.jsonl",
+            f"{self.good}\x00.jsonl",
+            f"x\x00{self.outside}",
+            f"{OUTSIDE_ID}\n",
+            f"{self.good.stem}\n",
+            f" {self.good.stem}",
+            f"{self.good.stem}/../{OUTSIDE_ID}",
+            "a/b",
+            "..\\..\\etc\\passwd",
+            "C:\\Windows\\win.ini",
+            "name/with/slashes",
+            "~/../../etc/passwd",
+            "~root/.bashrc",
+            "$HOME/x.jsonl",
+            "%2e%2e%2fetc%2fpasswd",
+            "-linked",
+            OUTSIDE_ID,
+            LINK_ID,
+            "file:///etc/passwd",
+            "\\\\server\\share\\x.jsonl",
         ]
 
 
@@ -129,9 +166,17 @@ class OpenAudit:
 
 
 def _allowed_prefixes(base: Path) -> tuple[str, ...]:
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix,
-                str(Path(__file__).resolve().parents[1]), "/usr/", "/dev/", "/proc/",
-                "/sys/", os.path.realpath(base)}
+    prefixes = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        str(Path(__file__).resolve().parents[1]),
+        "/usr/",
+        "/dev/",
+        "/proc/",
+        "/sys/",
+        os.path.realpath(base),
+    }
     return tuple(os.path.realpath(p) for p in prefixes)
 
 
@@ -139,20 +184,21 @@ def _allowed_prefixes(base: Path) -> tuple[str, ...]:
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PathWorld:
     w = PathWorld(tmp_path)
     monkeypatch.chdir(w.project)  # relative ARGs start inside projects/<key>/
-    result = CliRunner().invoke(cli, ["--config-dir", str(w.tree.root), "--db", str(w.db),
-                                      "index"])
+    result = CliRunner().invoke(cli, ["--config-dir", str(w.tree.root), "--db", str(w.db), "index"])
     assert result.exit_code == 0, result.output
     return w
 
 
 def _run(world: PathWorld, args: list[str]) -> Result:
-    return CliRunner().invoke(cli, ["--config-dir", str(world.tree.root), "--db",
-                                    str(world.db), *args])
+    return CliRunner().invoke(
+        cli, ["--config-dir", str(world.tree.root), "--db", str(world.db), *args]
+    )
 
 
 @pytest.mark.parametrize("command", READING + WRITING)
-def test_no_arg_reaches_outside_projects(world: PathWorld, command: str,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_arg_reaches_outside_projects(
+    world: PathWorld, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sentinel_before = snapshot(world.sentinel)
     tree_before = snapshot(world.tree.root)
     etc_passwd = os.stat("/etc/passwd")
@@ -167,10 +213,15 @@ def test_no_arg_reaches_outside_projects(world: PathWorld, command: str,
         opened = audit.take()
         tried += 1
         assert result.exception is None or isinstance(result.exception, SystemExit), (
-            arg, repr(result.exception))
+            arg,
+            repr(result.exception),
+        )
         assert "Traceback" not in result.output
-        named_outside = os.path.realpath(os.path.abspath(os.path.expanduser(
-            arg))) == outside_real if "\x00" not in arg else False
+        named_outside = (
+            os.path.realpath(os.path.abspath(os.path.expanduser(arg))) == outside_real
+            if "\x00" not in arg
+            else False
+        )
         if command in WRITING:
             assert result.exit_code in (1, 2), (arg, result.output)
         else:
@@ -187,7 +238,9 @@ def test_no_arg_reaches_outside_projects(world: PathWorld, command: str,
             # the named transcript and its own <id>/subagents/, nothing else there
             own = outside_real[: -len(".jsonl")] + os.sep
             assert all(p == outside_real or p.startswith(own) for p in in_sentinel), (
-                arg, in_sentinel)
+                arg,
+                in_sentinel,
+            )
         assert snapshot(world.sentinel) == sentinel_before, arg
         assert snapshot(world.tree.root) == tree_before, arg
     assert os.stat("/etc/passwd").st_mtime_ns == etc_passwd.st_mtime_ns
@@ -195,8 +248,7 @@ def test_no_arg_reaches_outside_projects(world: PathWorld, command: str,
 
 
 @pytest.mark.parametrize("command", WRITING)
-def test_writing_commands_still_work_on_a_real_transcript(world: PathWorld,
-                                                          command: str) -> None:
+def test_writing_commands_still_work_on_a_real_transcript(world: PathWorld, command: str) -> None:
     """The refusals above are not because the commands never work."""
     result = _run(world, _args(command, str(world.good), world.out / "x.md"))
     assert result.exit_code == 0, (result.output, result.exception)

@@ -64,8 +64,10 @@ class Fixture:
 
     def run(self, *args: str) -> Result:
         return self.runner.invoke(
-            cli, ["--config-dir", str(self.config), "--db", str(self.db), *args],
-            catch_exceptions=True)
+            cli,
+            ["--config-dir", str(self.config), "--db", str(self.db), *args],
+            catch_exceptions=True,
+        )
 
 
 # Each reading command with the arguments that make it read the most (every format,
@@ -76,11 +78,15 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("index", ["index", "--rebuild", "--json"], (0,)),
     ("stats", ["stats"], (0,)),
     ("stats", ["stats", "--json"], (0,)),
-    *[("list", ["list", "--scope", "all", "--all-kinds", "--format", f], (0,))
-      for f in ("table", "json", "jsonl", "csv")],
+    *[
+        ("list", ["list", "--scope", "all", "--all-kinds", "--format", f], (0,))
+        for f in ("table", "json", "jsonl", "csv")
+    ],
     ("list", ["list", "--cwd", SHOP], (0,)),
-    *[("search", ["search", "auth", "--scope", "all", "--format", f], (0,))
-      for f in ("table", "json", "jsonl", "csv")],
+    *[
+        ("search", ["search", "auth", "--scope", "all", "--format", f], (0,))
+        for f in ("table", "json", "jsonl", "csv")
+    ],
     ("search", ["search", "https://github.com/acme/shop/pull/12", "--scope", "all"], (0,)),
     ("search", ["search", "--raw", "auth OR login", "--scope", "all", "--json"], (0,)),
     ("from-pr", ["from-pr", "12", "--cwd", SHOP, "--json"], (0,)),
@@ -92,11 +98,32 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("continue", ["continue", "--cwd", SHOP, "--json"], (0,)),
     ("continue", ["continue", "--cwd", SHOP, "--print-mode"], (0,)),
     ("resume", ["resume", AUTH_ID, "--cwd", SHOP, "--dry-run"], (0,)),
-    *[("show", ["show", WITH_SUBAGENTS, "--cwd", SHOP, "--tools", "--subagents",
-                "--format", f], (0,)) for f in ("text", "md", "json")],
+    *[
+        (
+            "show",
+            ["show", WITH_SUBAGENTS, "--cwd", SHOP, "--tools", "--subagents", "--format", f],
+            (0,),
+        )
+        for f in ("text", "md", "json")
+    ],
     ("show", ["show", "{config}/" + AUTH_PATH], (0,)),
-    *[("export", ["export", WITH_SUBAGENTS, "--cwd", SHOP, "--tools", "--subagents",
-                  "-o", "{out}/export." + ext], (0,)) for ext in ("md", "html", "json")],
+    *[
+        (
+            "export",
+            [
+                "export",
+                WITH_SUBAGENTS,
+                "--cwd",
+                SHOP,
+                "--tools",
+                "--subagents",
+                "-o",
+                "{out}/export." + ext,
+            ],
+            (0,),
+        )
+        for ext in ("md", "html", "json")
+    ],
     ("cleanup", ["cleanup"], (0,)),
     ("cleanup", ["cleanup", "--days", "1", "--json"], (0,)),
 ]
@@ -123,7 +150,8 @@ def test_reading_commands_never_touch_transcripts(tmp_path: Path) -> None:
         result = fx.run(*_fill(args, fx))
         assert result.exit_code in codes, (args, result.output, result.exception)
         assert not isinstance(result.exception, Exception) or isinstance(
-            result.exception, SystemExit), (args, result.exception)
+            result.exception, SystemExit
+        ), (args, result.exception)
         assert "Traceback" not in result.output, args
         after = snapshot(fx.config)
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
@@ -147,10 +175,23 @@ def test_watch_never_touches_transcripts(tmp_path: Path) -> None:
     fx = Fixture(tmp_path)
     before = snapshot(fx.config)
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
-         "--config-dir", str(fx.config), "--db", str(fx.db), "watch", "-v",
-         "--debounce", "20"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=Path(__file__).parents[1])
+        [
+            sys.executable,
+            "-c",
+            "from sessiondex.cli.main import main; main()",
+            "--config-dir",
+            str(fx.config),
+            "--db",
+            str(fx.db),
+            "watch",
+            "-v",
+            "--debounce",
+            "20",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).parents[1],
+    )
     try:
         deadline = time.monotonic() + 30
         from sessiondex.indexer.lock import watcher_alive
@@ -171,7 +212,7 @@ def test_watch_never_touches_transcripts(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ mutations
 def _appended_one_line(old: bytes, new: bytes) -> bytes:
     assert new.startswith(old), "the old bytes must be kept as they were"
-    extra = new[len(old):]
+    extra = new[len(old) :]
     assert extra.endswith(b"\n") and extra.count(b"\n") == 1, extra
     return extra
 
@@ -188,15 +229,18 @@ def _untag(fx: Fixture) -> list[str]:
     return ["untag", AUTH_ID, "--cwd", SHOP]
 
 
-APPENDING = {"rename": (_rename, b'"customTitle":"A new name"'),
-             "tag": (_tag, b'"tag":"reviewed"'),
-             "untag": (_untag, b'"tag":""')}
+APPENDING = {
+    "rename": (_rename, b'"customTitle":"A new name"'),
+    "tag": (_tag, b'"tag":"reviewed"'),
+    "untag": (_untag, b'"tag":""'),
+}
 MUTATIONS = [*APPENDING, "fork", "delete", "cleanup"]
 
 
 @pytest.mark.parametrize("command", sorted(APPENDING))
-def test_appending_mutation_changes_only_its_target_by_one_line(tmp_path: Path,
-                                                                 command: str) -> None:
+def test_appending_mutation_changes_only_its_target_by_one_line(
+    tmp_path: Path, command: str
+) -> None:
     skip_unless_built(command)
     fx = Fixture(tmp_path)
     assert fx.run("index").exit_code == 0

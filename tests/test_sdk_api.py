@@ -34,19 +34,39 @@ def api(tree: ConfigTree, name: str, *args: Any, **kwargs: Any) -> Any:
         db.close()
 
 
-@pytest.mark.parametrize(("metas", "summary", "custom_title"), [
-    ([], "the first prompt", None),
-    ([("summary", {"summary": "Legacy summary", "sessionId": None})], "Legacy summary", None),
-    ([("summary", {"summary": "S", "sessionId": None}), ("last-prompt", {"lastPrompt": "LP"})],
-     "LP", None),
-    ([("last-prompt", {"lastPrompt": "LP"}), ("ai-title", {"aiTitle": "AI"})], "AI", "AI"),
-    ([("ai-title", {"aiTitle": "AI"}), ("custom-title", {"customTitle": "Mine"})],
-     "Mine", "Mine"),
-    ([("custom-title", {"customTitle": "Mine"}), ("custom-title", {"customTitle": ""}),
-      ("ai-title", {"aiTitle": "AI"})], "AI", "AI"),
-])
-def test_summary_and_custom_title_precedence(tree: ConfigTree, metas: list[Any], summary: str,
-                                             custom_title: str | None) -> None:
+@pytest.mark.parametrize(
+    ("metas", "summary", "custom_title"),
+    [
+        ([], "the first prompt", None),
+        ([("summary", {"summary": "Legacy summary", "sessionId": None})], "Legacy summary", None),
+        (
+            [
+                ("summary", {"summary": "S", "sessionId": None}),
+                ("last-prompt", {"lastPrompt": "LP"}),
+            ],
+            "LP",
+            None,
+        ),
+        ([("last-prompt", {"lastPrompt": "LP"}), ("ai-title", {"aiTitle": "AI"})], "AI", "AI"),
+        (
+            [("ai-title", {"aiTitle": "AI"}), ("custom-title", {"customTitle": "Mine"})],
+            "Mine",
+            "Mine",
+        ),
+        (
+            [
+                ("custom-title", {"customTitle": "Mine"}),
+                ("custom-title", {"customTitle": ""}),
+                ("ai-title", {"aiTitle": "AI"}),
+            ],
+            "AI",
+            "AI",
+        ),
+    ],
+)
+def test_summary_and_custom_title_precedence(
+    tree: ConfigTree, metas: list[Any], summary: str, custom_title: str | None
+) -> None:
     s = tree.session(A)
     s.user("the first prompt")
     s.assistant("ok")
@@ -55,7 +75,10 @@ def test_summary_and_custom_title_precedence(tree: ConfigTree, metas: list[Any],
     s.write(mtime=T0)
     [info] = api(tree, "list_sessions")
     assert (info.summary, info.custom_title, info.first_prompt) == (
-        summary, custom_title, "the first prompt")
+        summary,
+        custom_title,
+        "the first prompt",
+    )
 
 
 def test_fields_of_one_session(tree: ConfigTree) -> None:
@@ -68,9 +91,15 @@ def test_fields_of_one_session(tree: ConfigTree) -> None:
     path = s.write(mtime=T0 + 0.5)
     [info] = api(tree, "list_sessions")
     assert dataclasses.asdict(info) == {
-        "session_id": s.session_id, "summary": "x" * 200 + "…", "last_modified": 1_790_000_000_500,
-        "file_size": path.stat().st_size, "custom_title": None,
-        "first_prompt": "x" * 200 + "…", "git_branch": "feature", "cwd": A, "tag": "t2",
+        "session_id": s.session_id,
+        "summary": "x" * 200 + "…",
+        "last_modified": 1_790_000_000_500,
+        "file_size": path.stat().st_size,
+        "custom_title": None,
+        "first_prompt": "x" * 200 + "…",
+        "git_branch": "feature",
+        "cwd": A,
+        "tag": "t2",
         "created_at": 1_793_527_200_000,  # 2026-11-01T10:00:00Z
     }
 
@@ -95,16 +124,25 @@ def test_listing_scope_hidden_files_and_cwd_fallback(tree: ConfigTree) -> None:
     # A metadata-only session has no cwd of its own: the directory asked about.
     assert listed[0].cwd == A and listed[0].summary == "Notes"
     assert {i.session_id for i in api(tree, "list_sessions")} == {
-        meta_only.session_id, *ids.values()}
+        meta_only.session_id,
+        *ids.values(),
+    }
     assert api(tree, "list_sessions", "/home/dev/nowhere") == []
 
 
-@pytest.mark.parametrize(("limit", "offset", "expected"), [
-    (None, 0, [4, 3, 2, 1, 0]), (2, 0, [4, 3]), (2, 1, [3, 2]), (0, 0, [4, 3, 2, 1, 0]),
-    (-1, 3, [1, 0]), (None, -2, [4, 3, 2, 1, 0]), (10, 4, [0]),
-])
-def test_list_paging(tree: ConfigTree, limit: int | None, offset: int,
-                     expected: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("limit", "offset", "expected"),
+    [
+        (None, 0, [4, 3, 2, 1, 0]),
+        (2, 0, [4, 3]),
+        (2, 1, [3, 2]),
+        (0, 0, [4, 3, 2, 1, 0]),
+        (-1, 3, [1, 0]),
+        (None, -2, [4, 3, 2, 1, 0]),
+        (10, 4, [0]),
+    ],
+)
+def test_list_paging(tree: ConfigTree, limit: int | None, offset: int, expected: list[int]) -> None:
     ids = []
     for n in range(5):
         s = tree.session(A)
@@ -115,9 +153,15 @@ def test_list_paging(tree: ConfigTree, limit: int | None, offset: int,
     assert [i.session_id for i in got] == [ids[n] for n in expected]
 
 
-@pytest.mark.parametrize("session_id", [
-    "not-a-uuid", "99999999-9999-4999-8999-999999999999", "", "../../etc/passwd",
-])
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "not-a-uuid",
+        "99999999-9999-4999-8999-999999999999",
+        "",
+        "../../etc/passwd",
+    ],
+)
 def test_unknown_or_invalid_ids_answer_empty(tree: ConfigTree, session_id: str) -> None:
     s = tree.session(A)
     s.user("hello")
@@ -139,13 +183,21 @@ def test_info_equals_the_listing_and_respects_directory(tree: ConfigTree) -> Non
     assert api(tree, "get_session_info", s.session_id, B) is None
 
 
-@pytest.mark.parametrize(("limit", "offset", "expected"), [
-    (None, 0, slice(None)), (2, 0, slice(0, 2)), (2, 3, slice(3, 5)), (None, 4, slice(4, None)),
-    (0, 0, slice(None)), (1, -2, slice(-2, -1)),
-    (2, -2, slice(-2, 0)),  # the SDK slices items[offset:offset+limit]: [-2:0] is empty
-])
-def test_messages_follow_the_chain_and_page(tree: ConfigTree, limit: int | None, offset: int,
-                                            expected: slice) -> None:
+@pytest.mark.parametrize(
+    ("limit", "offset", "expected"),
+    [
+        (None, 0, slice(None)),
+        (2, 0, slice(0, 2)),
+        (2, 3, slice(3, 5)),
+        (None, 4, slice(4, None)),
+        (0, 0, slice(None)),
+        (1, -2, slice(-2, -1)),
+        (2, -2, slice(-2, 0)),  # the SDK slices items[offset:offset+limit]: [-2:0] is empty
+    ],
+)
+def test_messages_follow_the_chain_and_page(
+    tree: ConfigTree, limit: int | None, offset: int, expected: slice
+) -> None:
     s = tree.session(A)
     u1 = s.user("first")
     a1 = s.assistant("line\u2028with a separator")
@@ -167,8 +219,9 @@ def test_subagents(tree: ConfigTree) -> None:
     s = tree.session(A)
     s.user("delegate")
     turn = s.assistant("spawning", tool_uses=[("Task", {"prompt": "look"})])
-    sub = s.subagent(agent_id="zz", tool_use_id=turn.tool_use_ids[0],
-                     meta={"parentAgentId": "parent-1"})
+    sub = s.subagent(
+        agent_id="zz", tool_use_id=turn.tool_use_ids[0], meta={"parentAgentId": "parent-1"}
+    )
     first = sub.user("look around")
     answer = sub.assistant("looked")
     nested = s.subagent(agent_id="aa", tool_use_id="toolu_x", subdir="workflows/run1")
@@ -178,7 +231,8 @@ def test_subagents(tree: ConfigTree) -> None:
     messages = api(tree, "get_subagent_messages", s.session_id, "zz")
     assert [m.uuid for m in messages] == [first, answer.uuid]
     assert {(m.parent_tool_use_id, m.parent_agent_id) for m in messages} == {
-        (turn.tool_use_ids[0], "parent-1")}
+        (turn.tool_use_ids[0], "parent-1")
+    }
     assert api(tree, "get_subagent_messages", s.session_id, "") == []
     assert api(tree, "get_subagent_messages", s.session_id, "missing") == []
 

@@ -35,13 +35,12 @@ T0 = 1_790_000_000
 FIXTURE_SDK_BUGS: dict[str, dict[str, str]] = {
     "0299d474-8976-5a23-b6a6-e232a4e09752": {  # shop-big
         "custom_title": "the only custom-title is >64 KiB from both ends: the SDK's head+tail "
-                        "read misses it and reports the tail's ai-title",
+        "read misses it and reports the tail's ai-title",
         "summary": "follows custom_title",
     },
     "c6a04f93-f286-5217-a5c3-ce43f91715c6": {  # blog-trap
         "summary": "the SDK's key scan takes a tool_use input's \"summary\" key as a summary",
-        "git_branch": "the SDK's key scan takes a tool_use input's \"gitBranch\" key as the "
-                      "branch",
+        "git_branch": "the SDK's key scan takes a tool_use input's \"gitBranch\" key as the branch",
     },
 }
 
@@ -67,7 +66,8 @@ def ours(root: Path, name: str, *args: Any, **kwargs: Any) -> Any:
 
 def run_cli(root: Path, *args: str) -> Any:
     result = CliRunner().invoke(
-        cli, ["--config-dir", str(root), "--db", str(root.parent / "index.db"), *args])
+        cli, ["--config-dir", str(root), "--db", str(root.parent / "index.db"), *args]
+    )
     return result
 
 
@@ -78,31 +78,45 @@ def our_session(root: Path, session_id: str) -> dict[str, Any] | None:
 
 
 # ----------------------------------------------------------------- result types
-@pytest.mark.parametrize(("mine", "theirs"), [
-    (sdk_api.SDKSessionInfo, sdk.SDKSessionInfo),
-    (sdk_api.SessionMessage, sdk.SessionMessage),
-])
+@pytest.mark.parametrize(
+    ("mine", "theirs"),
+    [
+        (sdk_api.SDKSessionInfo, sdk.SDKSessionInfo),
+        (sdk_api.SessionMessage, sdk.SessionMessage),
+    ],
+)
 def test_result_types_mirror_the_sdk(mine: Any, theirs: Any) -> None:
     def shape(cls: Any) -> list[tuple[str, Any]]:
         return [(f.name, f.default) for f in dataclasses.fields(cls)]
+
     assert shape(mine) == shape(theirs)
 
 
-@pytest.mark.parametrize("name", ["list_sessions", "get_session_info", "get_session_messages",
-                                  "list_subagents", "get_subagent_messages"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "list_sessions",
+        "get_session_info",
+        "get_session_messages",
+        "list_subagents",
+        "get_subagent_messages",
+    ],
+)
 def test_signatures_start_with_the_sdk_parameters(name: str) -> None:
     import inspect
 
     theirs = list(inspect.signature(getattr(sdk, name)).parameters.values())
     mine = list(inspect.signature(getattr(sdk_api, name)).parameters.values())
-    assert [(p.name, p.default) for p in mine[:len(theirs)]] == [
-        (p.name, p.default) for p in theirs]
-    assert all(p.kind == p.KEYWORD_ONLY for p in mine[len(theirs):])
+    assert [(p.name, p.default) for p in mine[: len(theirs)]] == [
+        (p.name, p.default) for p in theirs
+    ]
+    assert all(p.kind == p.KEYWORD_ONLY for p in mine[len(theirs) :])
 
 
 # ----------------------------------------------------------------- parity: fixtures
-def _compare(mine: list[dict[str, Any]], theirs: list[dict[str, Any]],
-             bugs: dict[str, dict[str, str]]) -> None:
+def _compare(
+    mine: list[dict[str, Any]], theirs: list[dict[str, Any]], bugs: dict[str, dict[str, str]]
+) -> None:
     assert [i["session_id"] for i in mine] == [i["session_id"] for i in theirs]
     for a, b in zip(mine, theirs):
         wrong = bugs.get(a["session_id"], {})
@@ -127,11 +141,11 @@ def test_fixture_tree_list_sessions_equals_the_sdk(fixture_root: Path) -> None:
         assert by_id[sid]["summary"] == row["title"]
 
 
-@pytest.mark.parametrize("cwd", ["/home/dev/shop", "/home/dev/blog",
-                                 "/home/dev/shop-wt/feature-x"])
+@pytest.mark.parametrize("cwd", ["/home/dev/shop", "/home/dev/blog", "/home/dev/shop-wt/feature-x"])
 @pytest.mark.parametrize(("limit", "offset"), [(None, 0), (3, 1)])
-def test_fixture_tree_directory_listing_equals_the_sdk(fixture_root: Path, cwd: str,
-                                                       limit: int | None, offset: int) -> None:
+def test_fixture_tree_directory_listing_equals_the_sdk(
+    fixture_root: Path, cwd: str, limit: int | None, offset: int
+) -> None:
     mine = asdicts(ours(fixture_root, "list_sessions", cwd, limit, offset, False))
     theirs = asdicts(sdk.list_sessions(cwd, limit, offset, include_worktrees=False))
     assert mine
@@ -139,8 +153,9 @@ def test_fixture_tree_directory_listing_equals_the_sdk(fixture_root: Path, cwd: 
 
 
 def _session_ids(root: Path) -> list[str]:
-    return sorted(p.stem for p in (root / "projects").glob("*/*.jsonl")
-                  if sdk_api.is_session_id(p.stem))
+    return sorted(
+        p.stem for p in (root / "projects").glob("*/*.jsonl") if sdk_api.is_session_id(p.stem)
+    )
 
 
 def test_fixture_tree_info_messages_and_subagents_equal_the_sdk(fixture_root: Path) -> None:
@@ -151,16 +166,17 @@ def test_fixture_tree_info_messages_and_subagents_equal_the_sdk(fixture_root: Pa
         if theirs is None or mine is None:
             assert mine == theirs, sid
         else:
-            _compare([dataclasses.asdict(mine)], [dataclasses.asdict(theirs)],
-                     FIXTURE_SDK_BUGS)
+            _compare([dataclasses.asdict(mine)], [dataclasses.asdict(theirs)], FIXTURE_SDK_BUGS)
         assert asdicts(ours(fixture_root, "get_session_messages", sid)) == asdicts(
-            sdk.get_session_messages(sid)), sid
+            sdk.get_session_messages(sid)
+        ), sid
         agents = ours(fixture_root, "list_subagents", sid)
         assert agents == sdk.list_subagents(sid)
         for agent in agents:
             checked_subagents += 1
             assert asdicts(ours(fixture_root, "get_subagent_messages", sid, agent)) == asdicts(
-                sdk.get_subagent_messages(sid, agent))
+                sdk.get_subagent_messages(sid, agent)
+            )
     assert checked_subagents >= 2
 
 
@@ -177,14 +193,19 @@ def build_generated_tree(root: Path) -> tuple[list[str], dict[str, dict[str, Any
     ids: list[str] = []
     for n in range(30):
         cwd = cwds[n % 3]
-        s = tree.session(cwd, git_branch=f"branch-{n % 4}",
-                         entrypoint="sdk-py" if n == 7 else "cli")
+        s = tree.session(
+            cwd, git_branch=f"branch-{n % 4}", entrypoint="sdk-py" if n == 7 else "cli"
+        )
         if n % 5 == 0:
             s.user("<command-name>/init</command-name>")
         s.user(f"task number {n}: " + "détails " * (n % 7) + ("\n second line" if n % 4 else ""))
-        turn = s.assistant(f"working on {n}",
-                           tool_uses=[("Bash", {"command": f"make t{n}"}),
-                                      ("Read", {"file_path": f"/src/{n}.py"})])
+        turn = s.assistant(
+            f"working on {n}",
+            tool_uses=[
+                ("Bash", {"command": f"make t{n}"}),
+                ("Read", {"file_path": f"/src/{n}.py"}),
+            ],
+        )
         for tool_id in turn.tool_use_ids:  # parallel calls: results parented on their call
             s.tool_result(tool_id, f"output {tool_id[-4:]}")
         s.assistant("done\u2028really" if n % 6 == 0 else "done")
@@ -197,8 +218,7 @@ def build_generated_tree(root: Path) -> tuple[list[str], dict[str, dict[str, Any
         if n % 7 == 3:
             s.meta("last-prompt", lastPrompt=f"last prompt {n}")
         if n % 8 == 5:
-            s.meta("summary", summary=f"legacy summary {n}", leafUuid=s.last_uuid,
-                   sessionId=None)
+            s.meta("summary", summary=f"legacy summary {n}", leafUuid=s.last_uuid, sessionId=None)
         if n == 11:  # a rename deep in a large file: ~200 KiB, the title in the middle
             for k in range(60):
                 s.user(f"step {k}")
@@ -212,11 +232,24 @@ def build_generated_tree(root: Path) -> tuple[list[str], dict[str, dict[str, Any
                 s.assistant("y" * 2000)
             bugs[s.session_id] = {"tag": "deep-tag"}
         if n == 17:  # keys inside a tool input are not metadata
-            s.assistant("editing", tool_uses=[("Write", {"summary": "not a summary",
-                                                         "gitBranch": "not-a-branch",
-                                                         "customTitle": "not a title"})])
-            bugs[s.session_id] = {"git_branch": s.git_branch, "custom_title": "Custom 17 ✓",
-                                  "summary": "Custom 17 ✓"}
+            s.assistant(
+                "editing",
+                tool_uses=[
+                    (
+                        "Write",
+                        {
+                            "summary": "not a summary",
+                            "gitBranch": "not-a-branch",
+                            "customTitle": "not a title",
+                        },
+                    )
+                ],
+            )
+            bugs[s.session_id] = {
+                "git_branch": s.git_branch,
+                "custom_title": "Custom 17 ✓",
+                "summary": "Custom 17 ✓",
+            }
         s.write(mtime=T0 + n)
         ids.append(s.session_id)
     side = tree.session(cwds[0], is_sidechain=True)
@@ -230,8 +263,9 @@ def build_generated_tree(root: Path) -> tuple[list[str], dict[str, dict[str, Any
 
 
 @pytest.fixture
-def generated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str],
-                                                                        dict[str, Any]]:
+def generated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, list[str], dict[str, Any]]:
     root = tmp_path / "claude"
     ids, bugs = build_generated_tree(root)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
@@ -256,9 +290,11 @@ def test_generated_tree_messages_equal_the_sdk(generated: Any) -> None:
     root, ids, _right = generated
     for sid in ids:
         assert asdicts(sdk_api.get_session_messages(sid, limit=5, offset=1)) == asdicts(
-            sdk.get_session_messages(sid, limit=5, offset=1))
+            sdk.get_session_messages(sid, limit=5, offset=1)
+        )
         assert asdicts(sdk_api.get_session_messages(sid)) == asdicts(
-            sdk.get_session_messages(sid)), sid
+            sdk.get_session_messages(sid)
+        ), sid
 
 
 def test_emoji_project_path_is_found_where_claude_code_writes_it(generated: Any) -> None:
@@ -290,18 +326,21 @@ def test_the_sdk_sees_our_rename_tag_untag_and_fork(fixture_root: Path) -> None:
     new_id = forked.stdout.strip()
     info = sdk.get_session_info(new_id)
     assert info is not None and info.custom_title == "Auth refactor (fork)"
-    assert new_id in {i.session_id for i in sdk.list_sessions("/home/dev/shop",
-                                                              include_worktrees=False)}
+    assert new_id in {
+        i.session_id for i in sdk.list_sessions("/home/dev/shop", include_worktrees=False)
+    }
+
     # The SDK reads the same conversation from the fork as from the source.
     def bodies(messages: list[Any]) -> list[Any]:
         return [(m.type, m.message) for m in messages]
+
     assert bodies(sdk.get_session_messages(new_id)) == bodies(sdk.get_session_messages(source))
     assert all(m.session_id == new_id for m in sdk.get_session_messages(new_id))
 
 
-def test_our_append_keeps_the_last_line_the_sdk_would_glue_onto(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch
-                                                                 ) -> None:
+def test_our_append_keeps_the_last_line_the_sdk_would_glue_onto(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two copies of a file whose last line has no ``\\n``: after the SDK's tag_session
     its last message is gone (glued into an invalid line); after ours it is kept."""
     roots = {}
@@ -331,10 +370,14 @@ def test_our_index_sees_the_sdks_rename_tag_fork_and_delete(fixture_root: Path) 
     sdk.rename_session(sid, "Блог RSS ☕")  # written as \\u escapes by the SDK
     sdk.tag_session(sid, "  \ufb01x\u200b-it ")
     obj = our_session(fixture_root, sid)
-    assert (obj["custom_title"], obj["title"], obj["tag"]) == ("Блог RSS ☕", "Блог RSS ☕",
-                                                               "fix-it")
+    assert (obj["custom_title"], obj["title"], obj["tag"]) == (
+        "Блог RSS ☕",
+        "Блог RSS ☕",
+        "fix-it",
+    )
     assert dataclasses.asdict(ours(fixture_root, "get_session_info", sid)) == (
-        dataclasses.asdict(sdk.get_session_info(sid)))
+        dataclasses.asdict(sdk.get_session_info(sid))
+    )
     sdk.tag_session(sid, None)
     assert our_session(fixture_root, sid)["tag"] is None
 
@@ -343,7 +386,8 @@ def test_our_index_sees_the_sdks_rename_tag_fork_and_delete(fixture_root: Path) 
     assert obj["forked_from"]["session_id"] == sid
     assert obj["custom_title"] == "Блог RSS ☕ (fork)"
     assert asdicts(ours(fixture_root, "get_session_messages", new_id)) == asdicts(
-        sdk.get_session_messages(new_id))
+        sdk.get_session_messages(new_id)
+    )
 
     sdk.delete_session(new_id)
     assert our_session(fixture_root, new_id) is None
@@ -361,16 +405,25 @@ def test_our_fork_writes_what_the_sdk_fork_writes(fixture_root: Path) -> None:
     folder = fixture_root / "projects" / "-home-dev-blog"
 
     def shape(session_id: str) -> list[tuple[Any, ...]]:
-        records = [orjson.loads(line) for line in
-                   (folder / f"{session_id}.jsonl").read_bytes().split(b"\n") if line]
+        records = [
+            orjson.loads(line)
+            for line in (folder / f"{session_id}.jsonl").read_bytes().split(b"\n")
+            if line
+        ]
         index = {r.get("uuid"): i for i, r in enumerate(records)}
-        return [(r["type"], r.get("forkedFrom"), index.get(r.get("parentUuid")),
-                 r.get("customTitle")) for r in records]
+        return [
+            (r["type"], r.get("forkedFrom"), index.get(r.get("parentUuid")), r.get("customTitle"))
+            for r in records
+        ]
+
     mine, theirs = shape(our_id), shape(sdk_id)
     # The SDK's splitlines() drops the entry holding U+2028; ours keeps it.
     assert len(mine) == len(theirs) + 1
-    dropped = [row for row in mine if row[1] and row[1]["messageUuid"] not in
-               {t[1]["messageUuid"] for t in theirs if t[1]}]
+    dropped = [
+        row
+        for row in mine
+        if row[1] and row[1]["messageUuid"] not in {t[1]["messageUuid"] for t in theirs if t[1]}
+    ]
     assert len(dropped) == 1
     assert "\u2028".encode() in (folder / f"{our_id}.jsonl").read_bytes()
     assert [row[:2] for row in mine if row not in dropped] == [row[:2] for row in theirs]

@@ -48,8 +48,7 @@ def ids(rows: list[dict]) -> list[str]:
         ("http://GITHUB.com/acme/shop/pull/12#discussion_r1", ["wt-feature", "shop-auth"]),
         ("https://gitlab.com/acme/marketing/blog/-/merge_requests/12/diffs", ["blog-gitlab"]),
         ("github.acme.corp/web/blog/pull/7?tab=files", ["blog-ghe"]),
-        ("https://bitbucket.org/acme/ledger-service/pull-requests/5/overview",
-         ["long-bitbucket"]),
+        ("https://bitbucket.org/acme/ledger-service/pull-requests/5/overview", ["long-bitbucket"]),
         ("https://github.com/acme/shop/pull/15", ["wt-mention"]),  # mentioned only
         # languages: Cyrillic, CJK (inside a longer run), accents folded
         ("ошибку", ["blog-unicode"]),
@@ -67,7 +66,8 @@ def test_pr_url_link_versus_mention(fixture_db) -> None:
     rows = search(fixture_db, "https://github.com/acme/shop/pull/15", ALL)
     assert rows[0]["snippet"].startswith("mentioned:")
     assert rows[0]["pr_links"] == [] or all(
-        link["url"] != "https://github.com/acme/shop/pull/15" for link in rows[0]["pr_links"])
+        link["url"] != "https://github.com/acme/shop/pull/15" for link in rows[0]["pr_links"]
+    )
     assert [m["url"] for m in rows[0]["pr_mentions"]] == ["https://github.com/acme/shop/pull/15"]
     linked = search(fixture_db, "https://github.com/acme/shop/pull/12", ALL)
     assert linked[0]["snippet"].startswith("linked:")
@@ -124,9 +124,41 @@ def test_typo_tolerance_finds_the_title(fixture_db) -> None:
     assert all(r["score"] < 0 for r in rows)
 
 
-SPECIALS = ['"', '""', "'", "-", "--x", "*", "a*", "NEAR", "NEAR(a b)", "a:b", ":", "(", ")",
-            "(a", "a)", "AND", "OR", "NOT", "a OR", "^", "{a}", "[x]", "\\", "%", "_", ";",
-            "a\x00b", "🙂", "-auth", "auth -", "col:auth", "\"unbalanced", "a + b"]
+SPECIALS = [
+    '"',
+    '""',
+    "'",
+    "-",
+    "--x",
+    "*",
+    "a*",
+    "NEAR",
+    "NEAR(a b)",
+    "a:b",
+    ":",
+    "(",
+    ")",
+    "(a",
+    "a)",
+    "AND",
+    "OR",
+    "NOT",
+    "a OR",
+    "^",
+    "{a}",
+    "[x]",
+    "\\",
+    "%",
+    "_",
+    ";",
+    "a\x00b",
+    "🙂",
+    "-auth",
+    "auth -",
+    "col:auth",
+    '"unbalanced',
+    "a + b",
+]
 
 
 @pytest.mark.parametrize("query", SPECIALS)
@@ -134,12 +166,14 @@ def test_fts_special_characters_never_raise(fixture_db, query: str) -> None:
     search(fixture_db, query, ALL)
     match = quote_query(query)
     if match:  # the escaped form is valid FTS5 syntax
-        fixture_db.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
-                           [match]).fetchone()
+        fixture_db.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [match]
+        ).fetchone()
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.text(max_size=40))
 def test_any_text_query_never_raises(fixture_db, query: str) -> None:
     search(fixture_db, query, ALL)
@@ -151,8 +185,9 @@ def test_raw_syntax_error_is_exit_1_with_a_hint(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, [*base, "search", "--raw", "auth AND (", "--scope", "all"])
     assert result.exit_code == 1
     assert "drop --raw" in result.stderr and "Traceback" not in result.output
-    ok = CliRunner().invoke(cli, [*base, "search", "--raw", "auth OR ошибку", "--scope", "all",
-                                  "--json"])
+    ok = CliRunner().invoke(
+        cli, [*base, "search", "--raw", "auth OR ошибку", "--scope", "all", "--json"]
+    )
     assert ok.exit_code == 0 and len(json.loads(ok.stdout)) >= 2
 
 
@@ -163,19 +198,33 @@ def test_escaped_query_keeps_operators_as_words() -> None:
     con = sqlite3.connect(":memory:")
     con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
     con.execute("INSERT INTO t VALUES ('the word near here')")
-    assert con.execute("SELECT count(*) FROM t WHERE t MATCH ?",
-                       [quote_query("NEAR")]).fetchone()[0] == 1
+    assert (
+        con.execute("SELECT count(*) FROM t WHERE t MATCH ?", [quote_query("NEAR")]).fetchone()[0]
+        == 1
+    )
 
 
 def test_search_plain_markers_off_a_terminal(tmp_path: Path) -> None:
     root = copy_fixtures(tmp_path)
-    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(tmp_path / "i.db"),
-                                      "search", "ошибку", "--scope", "all"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--config-dir",
+            str(root),
+            "--db",
+            str(tmp_path / "i.db"),
+            "search",
+            "ошибку",
+            "--scope",
+            "all",
+        ],
+    )
     assert result.exit_code == 0
     assert "[ошибку]" in result.stdout and "\x1b[" not in result.stdout
 
 
 # ---- from-pr -------------------------------------------------------------------------
+
 
 def _git_repo(path: Path, remote: str | None) -> None:
     path.mkdir(parents=True)
@@ -203,9 +252,16 @@ def pr_world(tmp_path: Path):
         s.write(mtime=mtime)
         made[name] = s.session_id
 
-    add("three_prs", repo, [(1, "https://github.com/acme/shop/pull/1", "acme/shop"),
-                            (2, "https://github.com/acme/shop/pull/2", "acme/shop"),
-                            (3, "https://github.com/acme/shop/pull/3", "acme/shop")], 100)
+    add(
+        "three_prs",
+        repo,
+        [
+            (1, "https://github.com/acme/shop/pull/1", "acme/shop"),
+            (2, "https://github.com/acme/shop/pull/2", "acme/shop"),
+            (3, "https://github.com/acme/shop/pull/3", "acme/shop"),
+        ],
+        100,
+    )
     add("other_repo_12", repo, [(12, "https://github.com/other/lib/pull/12", "other/lib")], 200)
     add("shop_12", repo, [(12, "https://github.com/acme/shop/pull/12", "acme/shop")], 300)
     add("plain_12", plain, [(12, "https://github.com/acme/shop/pull/12", "acme/shop")], 400)
@@ -240,6 +296,7 @@ def test_from_pr_table(pr_world, pr: str | None, where: str, expected: list[str]
 
 def test_from_pr_rejects_garbage(pr_world) -> None:
     tree, repo, _, _, db = pr_world
-    result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", str(db),
-                                      "from-pr", "abc", "--cwd", str(repo)])
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(db), "from-pr", "abc", "--cwd", str(repo)]
+    )
     assert result.exit_code == 1 and "not a PR number or URL" in result.stderr

@@ -21,7 +21,8 @@ CWD = "/tmp/sessiondex-show-tests/repo"  # outside any git repository (the SDK r
 
 def _run(tree: ConfigTree, tmp_path: Path, *args: str) -> Any:
     result = CliRunner().invoke(
-        cli, ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), *args])
+        cli, ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), *args]
+    )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result
 
@@ -38,12 +39,18 @@ def _plain(s: SessionWriter) -> dict[str, Any]:
 def _parallel(s: SessionWriter, continue_from: int = -1) -> dict[str, Any]:
     """Three parallel calls written as the CLI does: each result's parent is its call."""
     s.user("run the three checks")
-    turn = s.assistant("Running them", tool_uses=[
-        ("Bash", {"command": "check-alpha"}), ("Bash", {"command": "check-beta"}),
-        ("Bash", {"command": "check-gamma"})])
-    results = [s.tool_result(tid, f"output-{name}", parentUuid=turn.uuids[i + 1])
-               for i, (tid, name) in enumerate(zip(turn.tool_use_ids,
-                                                   ("alpha", "beta", "gamma")))]
+    turn = s.assistant(
+        "Running them",
+        tool_uses=[
+            ("Bash", {"command": "check-alpha"}),
+            ("Bash", {"command": "check-beta"}),
+            ("Bash", {"command": "check-gamma"}),
+        ],
+    )
+    results = [
+        s.tool_result(tid, f"output-{name}", parentUuid=turn.uuids[i + 1])
+        for i, (tid, name) in enumerate(zip(turn.tool_use_ids, ("alpha", "beta", "gamma")))
+    ]
     s.last_uuid = results[continue_from]
     s.assistant("All three passed")
     return {}
@@ -102,8 +109,9 @@ def _session(tmp_path: Path, name: str) -> tuple[ConfigTree, SessionWriter, dict
 
 # ----------------------------------------------------------------- SDK parity
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_json_matches_sdk_get_session_messages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               name: str) -> None:
+def test_json_matches_sdk_get_session_messages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     from claude_agent_sdk import get_session_messages
 
     tree, s, _ = _session(tmp_path, name)
@@ -116,8 +124,9 @@ def test_json_matches_sdk_get_session_messages(tmp_path: Path, monkeypatch: pyte
     assert ours == theirs
 
 
-def test_json_with_subagents_matches_sdk_at_call_site(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_json_with_subagents_matches_sdk_at_call_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from claude_agent_sdk import get_session_messages, get_subagent_messages
 
     tree, s = _with_subagent(tmp_path)
@@ -128,10 +137,15 @@ def test_json_with_subagents_matches_sdk_at_call_site(tmp_path: Path,
     sub = [dataclasses.asdict(m) for m in get_subagent_messages(s.session_id, "ag1")]
     assert sub and all(m["parent_tool_use_id"] == s.task_id for m in sub)
     # the subagent's messages follow the message that made the Task call
-    call_at = next(i for i, m in enumerate(main) if any(
-        isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == s.task_id
-        for b in m["message"]["content"]))
-    assert ours == main[:call_at + 1] + sub + main[call_at + 1:]
+    call_at = next(
+        i
+        for i, m in enumerate(main)
+        if any(
+            isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == s.task_id
+            for b in m["message"]["content"]
+        )
+    )
+    assert ours == main[: call_at + 1] + sub + main[call_at + 1 :]
 
 
 # ----------------------------------------------------------------- what is shown
@@ -185,8 +199,12 @@ def _with_subagent(tmp_path: Path) -> tuple[ConfigTree, Any]:
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd=CWD)
     s.user("find the config loader")
-    turn = s.assistant("Delegating", tool_uses=[
-        ("Task", {"description": "explore", "prompt": "find it", "subagent_type": "Explore"})])
+    turn = s.assistant(
+        "Delegating",
+        tool_uses=[
+            ("Task", {"description": "explore", "prompt": "find it", "subagent_type": "Explore"})
+        ],
+    )
     sub = s.subagent(agent_id="ag1", tool_use_id=turn.tool_use_ids[0], agent_type="Explore")
     sub.user("SUBAGENT-PROMPT find it")
     sub.assistant("SUBAGENT-ANSWER it is in config.py")
@@ -203,8 +221,12 @@ def test_subagent_appears_at_its_call_site(tmp_path: Path, fmt: str) -> None:
     without = _run(tree, tmp_path, "show", s.session_id, "--format", fmt).stdout
     assert "SUBAGENT-PROMPT" not in without
     out = _run(tree, tmp_path, "show", s.session_id, "--format", fmt, "--subagents").stdout
-    assert (out.index("Delegating") < out.index("SUBAGENT-PROMPT")
-            < out.index("SUBAGENT-ANSWER") < out.index("MAIN-AFTER"))
+    assert (
+        out.index("Delegating")
+        < out.index("SUBAGENT-PROMPT")
+        < out.index("SUBAGENT-ANSWER")
+        < out.index("MAIN-AFTER")
+    )
     assert "Explore" in out
 
 
@@ -227,9 +249,16 @@ def test_invalid_utf8_and_malformed_lines_still_show(tmp_path: Path) -> None:
     turn = s.assistant("answer")
     s.raw(b'{"type":"user","message":{"role":"user","content"\n')  # malformed
     s.raw(b"\xff\xfe garbage\n")
-    line = json.dumps({"parentUuid": turn.uuid, "type": "user", "uuid": "bad-bytes-1",
-                       "sessionId": s.session_id, "timestamp": "2026-11-01T11:00:00.000Z",
-                       "message": {"role": "user", "content": "caf@@ ok"}}).encode()
+    line = json.dumps(
+        {
+            "parentUuid": turn.uuid,
+            "type": "user",
+            "uuid": "bad-bytes-1",
+            "sessionId": s.session_id,
+            "timestamp": "2026-11-01T11:00:00.000Z",
+            "message": {"role": "user", "content": "caf@@ ok"},
+        }
+    ).encode()
     s.raw(line.replace(b"@@", b"\xc3") + b"\n")  # a lone lead byte: invalid UTF-8
     s.write()
     for fmt in ("text", "md"):
@@ -260,8 +289,9 @@ def test_no_colour_when_not_a_terminal_and_colour_on_request(tmp_path: Path) -> 
     tree, s, _ = _session(tmp_path, "plain")
     out = _run(tree, tmp_path, "show", s.session_id).stdout
     assert "\x1b[" not in out
-    conv = build_conversation(json.loads(
-        _run(tree, tmp_path, "resolve", s.session_id, "--json").stdout))
+    conv = build_conversation(
+        json.loads(_run(tree, tmp_path, "resolve", s.session_id, "--json").stdout)
+    )
     assert "\x1b[" in render_text(conv, color=True)
     assert "\x1b[" not in render_text(conv, color=False)
 
@@ -300,8 +330,12 @@ class _TextCollector(HTMLParser):
 def test_html_export_parses_and_holds_every_prompt(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd=CWD, git_branch="feature/x")
-    prompts = ["plain prompt", "<script>alert('x')</script> & <b>not bold</b>",
-               "quotes \" and ' and ]]> and </article>", "日本語のプロンプト\u2028two"]
+    prompts = [
+        "plain prompt",
+        "<script>alert('x')</script> & <b>not bold</b>",
+        "quotes \" and ' and ]]> and </article>",
+        "日本語のプロンプト\u2028two",
+    ]
     for prompt in prompts:
         s.user(prompt)
         s.assistant(f"reply to {prompt[:5]}")
@@ -327,12 +361,15 @@ def test_html_export_parses_and_holds_every_prompt(tmp_path: Path) -> None:
     assert "b" not in parser.tags
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("out.md", "# scenario plain"),
-    ("out.html", "<!DOCTYPE html>"),
-    ("out.json", '[\n  {\n    "type": "user"'),
-    ("out.txt", "# scenario plain"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("out.md", "# scenario plain"),
+        ("out.html", "<!DOCTYPE html>"),
+        ("out.json", '[\n  {\n    "type": "user"'),
+        ("out.txt", "# scenario plain"),
+    ],
+)
 def test_export_format_from_extension(tmp_path: Path, name: str, expected: str) -> None:
     tree, s, _ = _session(tmp_path, "plain")
     result = _run(tree, tmp_path, "export", s.session_id, "-o", str(tmp_path / name))
@@ -347,8 +384,9 @@ def test_export_refuses_to_overwrite_unless_force(tmp_path: Path) -> None:
     result = _run(tree, tmp_path, "export", s.session_id, "-o", str(target))
     assert result.exit_code == 1 and "already exists" in result.output
     assert target.read_text() == "keep me"
-    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(target), "--force",
-                  "--format", "md")
+    result = _run(
+        tree, tmp_path, "export", s.session_id, "-o", str(target), "--force", "--format", "md"
+    )
     assert result.exit_code == 0
     assert target.read_text(encoding="utf-8").startswith("# scenario plain")
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
@@ -381,20 +419,25 @@ def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> N
     outer = s.subagent(agent_id="outer", tool_use_id=turn.tool_use_ids[0])
     outer.user("OUTER-PROMPT research")
     inner_turn = outer.assistant("INNER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
-    inner = s.subagent(agent_id="inner", tool_use_id=inner_turn.tool_use_ids[0],
-                       subdir="nested", meta={"parentAgentId": "outer"})
+    inner = s.subagent(
+        agent_id="inner",
+        tool_use_id=inner_turn.tool_use_ids[0],
+        subdir="nested",
+        meta={"parentAgentId": "outer"},
+    )
     inner.user("INNER-PROMPT dig")
     outer.assistant("OUTER-DONE")
     s.tool_result(turn.tool_use_ids[0], "done")
     s.assistant("MAIN-DONE")
     s.write()
     out = _run(tree, tmp_path, "show", s.session_id, "--subagents").stdout
-    order = ["OUTER-CALL", "OUTER-PROMPT", "INNER-CALL", "INNER-PROMPT", "OUTER-DONE",
-             "MAIN-DONE"]
+    order = ["OUTER-CALL", "OUTER-PROMPT", "INNER-CALL", "INNER-PROMPT", "OUTER-DONE", "MAIN-DONE"]
     assert [out.index(m) for m in order] == sorted(out.index(m) for m in order)
     assert "not linked" not in out
     messages = json.loads(
-        _run(tree, tmp_path, "show", s.session_id, "--format", "json", "--subagents").stdout)
-    inner_ids = {(m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages
-                 if m["parent_agent_id"]}
+        _run(tree, tmp_path, "show", s.session_id, "--format", "json", "--subagents").stdout
+    )
+    inner_ids = {
+        (m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages if m["parent_agent_id"]
+    }
     assert inner_ids == {(inner_turn.tool_use_ids[0], "outer")}

@@ -61,8 +61,9 @@ def test_discovery_keeps_uuid_stems_and_subagents_only(tmp_path: Path) -> None:
         (f"other/-w/{SID}.jsonl", None),
     ],
 )
-def test_describe_path_places_only_transcripts(tmp_path: Path, relative: str,
-                                               kind: str | None) -> None:
+def test_describe_path_places_only_transcripts(
+    tmp_path: Path, relative: str, kind: str | None
+) -> None:
     root = tmp_path / "claude"
     target = root / relative
     if ".." not in relative:
@@ -100,18 +101,23 @@ TOOL_RESULT = [{"type": "tool_result", "tool_use_id": "t", "content": "out"}]
         ([_user("<tick>"), _user("<goal>g"), _user("p")], "p", None),
         ([_user("[Request interrupted by user]"), _user("p")], "p", None),
         ([_user("<ide_opened_file>a.py</ide_opened_file>"), _user("p")], "p", None),
-        ([_user("<ide_opened_file>a.py</ide_opened_file> and fix it")],
-         "<ide_opened_file>a.py</ide_opened_file> and fix it", None),
+        (
+            [_user("<ide_opened_file>a.py</ide_opened_file> and fix it")],
+            "<ide_opened_file>a.py</ide_opened_file> and fix it",
+            None,
+        ),
         ([_user("<command-name>/init</command-name>")], None, "/init"),
         ([_user("<command-name>/init</command-name>"), _user("then this")], "then this", "/init"),
-        ([_user([{"type": "text", "text": "  "}, {"type": "text", "text": "block"}])],
-         "block", None),
+        (
+            [_user([{"type": "text", "text": "  "}, {"type": "text", "text": "block"}])],
+            "block",
+            None,
+        ),
         ([_user(5), _user({"bad": 1}), {"type": "user", "message": "x"}, _user("ok")], "ok", None),
         ([{"type": "assistant", "message": {"content": "no"}}, _user("yes")], "yes", None),
     ],
 )
-def test_first_prompt_table(records: list[dict], prompt: str | None,
-                            command: str | None) -> None:
+def test_first_prompt_table(records: list[dict], prompt: str | None, command: str | None) -> None:
     state = FirstPromptState()
     for record in records:
         state.feed(record)
@@ -122,9 +128,11 @@ def test_first_prompt_table(records: list[dict], prompt: str | None,
 
 def test_first_command_is_the_first_real_messages() -> None:
     state = FirstPromptState()
-    for record in (_user("x", isMeta=True),
-                   _user("<command-name>/loop</command-name><command-args>5m</command-args>"),
-                   _user("later")):
+    for record in (
+        _user("x", isMeta=True),
+        _user("<command-name>/loop</command-name><command-args>5m</command-args>"),
+        _user("later"),
+    ):
         state.feed(record)
     assert state.first_command == "/loop"
     assert state.prompt == "later"
@@ -139,8 +147,13 @@ def test_display_prompt_cuts_at_200_code_points() -> None:
 
 @pytest.mark.parametrize(
     ("record", "real"),
-    [(_user("a"), True), (_user("a", isMeta=True), False), (_user(TOOL_RESULT), False),
-     (_user("a", isCompactSummary=True), False), ({"type": "assistant"}, False)],
+    [
+        (_user("a"), True),
+        (_user("a", isMeta=True), False),
+        (_user(TOOL_RESULT), False),
+        (_user("a", isCompactSummary=True), False),
+        ({"type": "assistant"}, False),
+    ],
 )
 def test_real_user_message(record: dict, real: bool) -> None:
     assert is_real_user_message(record) is real
@@ -149,8 +162,9 @@ def test_real_user_message(record: dict, real: bool) -> None:
 def test_fixture_index_opens_in_sqlite_utils_with_fts(tmp_path: Path) -> None:
     root = copy_fixtures(tmp_path)
     db_path = tmp_path / "i.db"
-    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(db_path),
-                                      "index", "--json"])
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "--db", str(db_path), "index", "--json"]
+    )
     summary = json.loads(result.stdout)
     assert summary["sessions"] == 23 and summary["bad_lines"] == 1
     db = sqlite_utils.Database(db_path)
@@ -162,8 +176,19 @@ def test_fixture_index_opens_in_sqlite_utils_with_fts(tmp_path: Path) -> None:
 
 def test_forks_are_listed_right_after_their_origin(tmp_path: Path) -> None:
     root = copy_fixtures(tmp_path)
-    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(tmp_path / "i.db"),
-                                      "list", "--scope", "all", "--json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--config-dir",
+            str(root),
+            "--db",
+            str(tmp_path / "i.db"),
+            "list",
+            "--scope",
+            "all",
+            "--json",
+        ],
+    )
     rows = json.loads(result.stdout)
     position = {r["session_id"]: i for i, r in enumerate(rows)}
     forks = [r for r in rows if r["forked_from"]]

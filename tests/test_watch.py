@@ -242,8 +242,10 @@ def test_partial_line_never_visible(tmp_path: Path, start_watcher, cut: int | No
         mark = len(batches)
         append_bytes(s.path, line[:cut_at])
         # the watcher has seen the half line: it read the file after the first write
-        wait_for(lambda: any(str(s.path) in r.paths for r in batches.since(mark)),
-                 "a batch that read the half-written file")
+        wait_for(
+            lambda: any(str(s.path) in r.paths for r in batches.since(mark)),
+            "a batch that read the half-written file",
+        )
         assert found(db, "zanzibar") == []
         second_half.set()
         append_bytes(s.path, line[cut_at:])
@@ -297,8 +299,7 @@ def test_stop_commits_the_pending_batch(tmp_path: Path, start_watcher) -> None:
         db.close()
 
 
-def test_periodic_rescan_catches_dropped_events(tmp_path: Path, start_watcher,
-                                                monkeypatch) -> None:
+def test_periodic_rescan_catches_dropped_events(tmp_path: Path, start_watcher, monkeypatch) -> None:
     monkeypatch.setattr(watch_module._Handler, "on_any_event", lambda self, event: None)
     tree = ConfigTree(tmp_path / "claude")
     s = session(tree, "/work/repo", "hello")
@@ -318,12 +319,14 @@ def test_inotify_overflow_triggers_a_rescan(tmp_path: Path, start_watcher) -> No
     session(tree, "/work/repo", "hello")
     watcher, batches = start_watcher([tree.root])
     logging.getLogger("watchdog.observers.inotify_c").warning(
-        "Inotify queue overflowed; filesystem events were lost")
+        "Inotify queue overflowed; filesystem events were lost"
+    )
     wait_for(lambda: any(r.reason == "rescan" for r in batches.since(0)), "a rescan")
 
 
-def test_falls_back_to_polling_when_native_events_fail(tmp_path: Path, start_watcher,
-                                                       monkeypatch) -> None:
+def test_falls_back_to_polling_when_native_events_fail(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
     import watchdog.observers
 
     class Broken(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
@@ -371,11 +374,25 @@ class WatchProcess:
 
     def __init__(self, root: Path, db_path: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from sessiondex.cli.main import main; main()",
-             "--config-dir", str(root), "--db", str(db_path), "watch", "-v",
-             "--debounce", "50", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            cwd=Path(__file__).resolve().parent.parent)
+            [
+                sys.executable,
+                "-c",
+                "from sessiondex.cli.main import main; main()",
+                "--config-dir",
+                str(root),
+                "--db",
+                str(db_path),
+                "watch",
+                "-v",
+                "--debounce",
+                "50",
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -429,12 +446,28 @@ def test_watch_command_keeps_index_live_and_stops_cleanly(tmp_path: Path, sig: i
         a.meta("custom-title", customTitle="Yuzu title")
         a.append()
         runner = CliRunner()
-        wait_for(lambda: "xigua" in runner.invoke(
-            cli, ["--config-dir", str(tree.root), "--db", str(db_path), "search", "xigua",
-                  "--scope", "all", "--json"]).output, "search to see the new session")
+        wait_for(
+            lambda: (
+                "xigua"
+                in runner.invoke(
+                    cli,
+                    [
+                        "--config-dir",
+                        str(tree.root),
+                        "--db",
+                        str(db_path),
+                        "search",
+                        "xigua",
+                        "--scope",
+                        "all",
+                        "--json",
+                    ],
+                ).output
+            ),
+            "search to see the new session",
+        )
         # a second watch on the same index is refused
-        second = runner.invoke(cli, ["--config-dir", str(tree.root), "--db", str(db_path),
-                                     "watch"])
+        second = runner.invoke(cli, ["--config-dir", str(tree.root), "--db", str(db_path), "watch"])
         assert second.exit_code == 1
         assert "already running" in second.output
     finally:
@@ -469,6 +502,7 @@ def test_stale_lock_from_a_killed_watcher_does_not_block(tmp_path: Path) -> None
 
 def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None:
     """A watcher whose worker failed must not linger holding the lock, indexing nothing."""
+
     def broken(*args: Any) -> str:
         raise RuntimeError("boom")
 
@@ -487,8 +521,9 @@ def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None
     appender = threading.Thread(target=keep_appending)
     appender.start()
     try:
-        result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db",
-                                          str(db_path), "watch", "--debounce", "10"])
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tree.root), "--db", str(db_path), "watch", "--debounce", "10"]
+        )
     finally:
         finished.set()
         appender.join()
@@ -501,9 +536,12 @@ def test_second_watch_exits_1_with_a_clear_message(tmp_path: Path) -> None:
     db_path = tmp_path / "index.db"
     (tmp_path / "claude" / "projects").mkdir(parents=True)
     with WatcherLock(db_path):
-        result = CliRunner().invoke(cli, ["--config-dir", str(tmp_path / "claude"), "--db",
-                                          str(db_path), "watch"])
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tmp_path / "claude"), "--db", str(db_path), "watch"]
+        )
     assert result.exit_code == 1
-    assert f"another sessiondex watch is already running for this index (pid {os.getpid()})" \
+    assert (
+        f"another sessiondex watch is already running for this index (pid {os.getpid()})"
         in result.output
+    )
     assert "Traceback" not in result.output

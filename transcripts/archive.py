@@ -118,10 +118,15 @@ def verify_archive(archive: Path, entries: list[_Entry]) -> None:
                 mode = entry.st.st_mode
                 if stat.S_ISREG(mode):
                     extracted = tar.extractfile(member)
-                    if not member.isreg() or extracted is None or not _same_bytes(
-                            extracted, entry.path, member.size):
-                        raise ArchiveError(f"{archive}: {member.name} does not match "
-                                           f"{entry.path} (changed while archiving?)")
+                    if (
+                        not member.isreg()
+                        or extracted is None
+                        or not _same_bytes(extracted, entry.path, member.size)
+                    ):
+                        raise ArchiveError(
+                            f"{archive}: {member.name} does not match "
+                            f"{entry.path} (changed while archiving?)"
+                        )
                 elif stat.S_ISLNK(mode):
                     if not member.issym() or member.linkname != os.readlink(entry.path):
                         raise ArchiveError(f"{archive}: link {member.name} does not match")
@@ -168,14 +173,17 @@ def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
         entries = _entries(tf)
         handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below
-            dir=directory, prefix=f".{tf.session_id}.", suffix=".tmp", delete=False)
+            dir=directory, prefix=f".{tf.session_id}.", suffix=".tmp", delete=False
+        )
     except OSError as exc:
         raise ArchiveError(f"cannot archive {tf.path} into {directory}: {exc}") from None
     tmp = Path(handle.name)
     try:
         try:
-            with handle, tarfile.open(fileobj=handle, mode="w:gz",
-                                      format=tarfile.PAX_FORMAT) as tar:
+            with (
+                handle,
+                tarfile.open(fileobj=handle, mode="w:gz", format=tarfile.PAX_FORMAT) as tar,
+            ):
                 for entry in entries:
                     info = tar.gettarinfo(str(entry.path), arcname=entry.arcname)
                     # Sub-second mtime: PAX stores a float; Claude Code's sweep keys on it.
@@ -214,9 +222,14 @@ def _layout(name: str) -> tuple[str, str, str, str | None] | None:
     key = parts[1]
     if len(parts) == 3 and parts[2].endswith(".jsonl") and is_session_id(parts[2][:-6]):
         return MAIN, key, parts[2][:-6], None
-    if (len(parts) >= 5 and is_session_id(parts[2]) and parts[3] == "subagents"
-            and parts[-1].startswith("agent-") and parts[-1].endswith(".jsonl")):
-        return SUBAGENT, key, parts[2], parts[-1][len("agent-"):-len(".jsonl")]
+    if (
+        len(parts) >= 5
+        and is_session_id(parts[2])
+        and parts[3] == "subagents"
+        and parts[-1].startswith("agent-")
+        and parts[-1].endswith(".jsonl")
+    ):
+        return SUBAGENT, key, parts[2], parts[-1][len("agent-") : -len(".jsonl")]
     return None
 
 
@@ -236,7 +249,15 @@ def read_archive(archive: Path) -> Iterator[ArchivedTranscript]:
                 with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
                     shutil.copyfileobj(source, spool, CHUNK)
                     spool.seek(0)
-                    yield ArchivedTranscript(kind, member.name, key, sid, agent, member.size,
-                                             int(member.mtime * 1e9), spool)  # type: ignore[arg-type]
+                    yield ArchivedTranscript(
+                        kind,
+                        member.name,
+                        key,
+                        sid,
+                        agent,
+                        member.size,
+                        int(member.mtime * 1e9),
+                        spool,
+                    )  # type: ignore[arg-type]
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise ArchiveError(f"cannot read {archive}: {exc}") from None

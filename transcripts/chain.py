@@ -80,8 +80,13 @@ def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
 def _chain_entries(entries: list[Entry]) -> list[Entry]:
     """Entries that take part in the chain: a chain type with a string ``uuid``."""
     # isinstance first: a "type" that is a list or dict cannot be looked up in a set
-    return [e for e in entries if isinstance(e.get("type"), str) and e["type"] in CHAIN_TYPES
-            and isinstance(e.get("uuid"), str)]
+    return [
+        e
+        for e in entries
+        if isinstance(e.get("type"), str)
+        and e["type"] in CHAIN_TYPES
+        and isinstance(e.get("uuid"), str)
+    ]
 
 
 def _parent(entry: Entry) -> str | None:
@@ -161,8 +166,11 @@ def _block_ids(entry: Entry, block_type: str, field: str) -> list[str]:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return []
-    return [b[field] for b in content
-            if isinstance(b, dict) and b.get("type") == block_type and isinstance(b.get(field), str)]
+    return [
+        b[field]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == block_type and isinstance(b.get(field), str)
+    ]
 
 
 def _is_tool_result_entry(entry: Entry) -> bool:
@@ -172,13 +180,15 @@ def _is_tool_result_entry(entry: Entry) -> bool:
     message = entry.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _same_writer(a: Entry, b: Entry) -> bool:
     """Written by the same (sub)agent: a sidechain result never answers a main call."""
     return bool(a.get("isSidechain")) == bool(b.get("isSidechain")) and (
-        a.get("agentId") == b.get("agentId"))
+        a.get("agentId") == b.get("agentId")
+    )
 
 
 def _stamp(entry: Entry) -> str:
@@ -186,8 +196,7 @@ def _stamp(entry: Entry) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry],
-                      seen: set[str]) -> list[Entry]:
+def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[str]) -> list[Entry]:
     """Put back the sibling calls and results that a parallel turn left off the path.
 
     Each tool_result's parent is its own call's entry, so the path keeps only the
@@ -260,15 +269,20 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry],
             # A result parented elsewhere is taken only if it answers a call of this
             # response that nothing on the chain (or recovered) answers yet.
             if answered_on_chain is None:
-                answered_on_chain = {c for e in chain
-                                     for c in _block_ids(e, "tool_result", "tool_use_id")}
+                answered_on_chain = {
+                    c for e in chain for c in _block_ids(e, "tool_result", "tool_use_id")
+                }
             answered = set(answered_on_chain)
             for result in lost_results:
                 answered.update(_block_ids(result, "tool_result", "tool_use_id"))
             for result in sorted(strays, key=lambda e: file_order[e["uuid"]]):
                 calls = _block_ids(result, "tool_result", "tool_use_id")
-                if any(c not in answered and (o := owner_of.get(c)) is not None
-                       and o["uuid"] in members for c in calls):
+                if any(
+                    c not in answered
+                    and (o := owner_of.get(c)) is not None
+                    and o["uuid"] in members
+                    for c in calls
+                ):
                     answered.update(calls)
                     lost_results.append(result)
         if not lost_siblings and not lost_results:
@@ -289,8 +303,14 @@ def visible_messages(chain: list[Entry]) -> list[Entry]:
     """What ``get_session_messages`` returns from a chain: user and assistant entries that
     are not meta, sidechain or team entries (compact summaries are kept: they are the only
     trace of what came before a compaction)."""
-    return [e for e in chain if e.get("type") in MESSAGE_TYPES and not e.get("isMeta")
-            and not e.get("isSidechain") and not e.get("teamName")]
+    return [
+        e
+        for e in chain
+        if e.get("type") in MESSAGE_TYPES
+        and not e.get("isMeta")
+        and not e.get("isSidechain")
+        and not e.get("teamName")
+    ]
 
 
 def subagent_chain(entries: list[Entry]) -> list[Entry]:

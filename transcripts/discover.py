@@ -87,17 +87,26 @@ def _named_ok(name: str, skipped: Counter[str] | None) -> bool:
     return False
 
 
-def _make(path: str, root: Path, key: str, sid: str, kind: str, agent: str | None,
-          st: os.stat_result) -> TranscriptFile:
+def _make(
+    path: str, root: Path, key: str, sid: str, kind: str, agent: str | None, st: os.stat_result
+) -> TranscriptFile:
     return TranscriptFile(
-        path=Path(path), root=root, project_key=key, session_id=sid, kind=kind,
-        agent_id=agent, size=st.st_size, mtime_ns=st.st_mtime_ns,
-        inode=st.st_ino, device=st.st_dev,
+        path=Path(path),
+        root=root,
+        project_key=key,
+        session_id=sid,
+        kind=kind,
+        agent_id=agent,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        inode=st.st_ino,
+        device=st.st_dev,
     )
 
 
-def iter_subagent_files(root: Path, key: str, session_id: str,
-                        skipped: Counter[str] | None = None) -> Iterator[TranscriptFile]:
+def iter_subagent_files(
+    root: Path, key: str, session_id: str, skipped: Counter[str] | None = None
+) -> Iterator[TranscriptFile]:
     """Every ``agent-<id>.jsonl`` below ``<key>/<session_id>/subagents``, sorted, no links."""
     base = os.path.join(str(root), "projects", key, session_id, "subagents")
     # scandir follows a link given as its argument: refuse a linked <id>/ or subagents/
@@ -126,7 +135,7 @@ def iter_subagent_files(root: Path, key: str, session_id: str,
             if name.startswith("agent-") and name.endswith(".jsonl"):
                 st = _regular_file_stat(entry.path, skipped)
                 if st is not None:
-                    found.append((entry.path, name[len("agent-"):-len(".jsonl")], st))
+                    found.append((entry.path, name[len("agent-") : -len(".jsonl")], st))
     for path, agent, st in sorted(found):
         yield _make(path, root, key, session_id, SUBAGENT, agent, st)
 
@@ -149,8 +158,9 @@ def iter_project_keys(root: Path, skipped: Counter[str] | None = None) -> Iterat
             continue
 
 
-def iter_project(root: Path, key: str, *, subagents: bool = True,
-                 skipped: Counter[str] | None = None) -> Iterator[TranscriptFile]:
+def iter_project(
+    root: Path, key: str, *, subagents: bool = True, skipped: Counter[str] | None = None
+) -> Iterator[TranscriptFile]:
     """Main transcripts of one project dir, each followed by its subagents. Entries named
     like transcripts that are not regular files are counted in ``skipped``."""
     project = os.path.join(str(root), "projects", key)
@@ -180,8 +190,9 @@ def iter_project(root: Path, key: str, *, subagents: bool = True,
             yield from iter_subagent_files(root, key, sid, skipped)
 
 
-def iter_transcripts(root: Path, *, subagents: bool = True,
-                     skipped: Counter[str] | None = None) -> Iterator[TranscriptFile]:
+def iter_transcripts(
+    root: Path, *, subagents: bool = True, skipped: Counter[str] | None = None
+) -> Iterator[TranscriptFile]:
     """Every transcript under one config dir, project by project."""
     for key in iter_project_keys(root, skipped):
         yield from iter_project(root, key, subagents=subagents, skipped=skipped)
@@ -212,7 +223,7 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
         projects = os.path.join(str(root), "projects") + os.sep
         if not text.startswith(projects):
             continue
-        parts = text[len(projects):].split(os.sep)
+        parts = text[len(projects) :].split(os.sep)
         if any(p in ("", ".", "..") for p in parts):
             return None
         st = _regular_file_stat(text)
@@ -226,9 +237,21 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
                 return None
         if len(parts) == 2 and parts[1].endswith(".jsonl") and is_session_id(parts[1][:-6]):
             return _make(text, root, parts[0], parts[1][:-6], MAIN, None, st)
-        if (len(parts) >= 4 and parts[2] == "subagents" and is_session_id(parts[1])
-                and parts[-1].startswith("agent-") and parts[-1].endswith(".jsonl")):
-            return _make(text, root, parts[0], parts[1], SUBAGENT,
-                         parts[-1][len("agent-"):-len(".jsonl")], st)
+        if (
+            len(parts) >= 4
+            and parts[2] == "subagents"
+            and is_session_id(parts[1])
+            and parts[-1].startswith("agent-")
+            and parts[-1].endswith(".jsonl")
+        ):
+            return _make(
+                text,
+                root,
+                parts[0],
+                parts[1],
+                SUBAGENT,
+                parts[-1][len("agent-") : -len(".jsonl")],
+                st,
+            )
         return None
     return None

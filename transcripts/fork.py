@@ -92,15 +92,24 @@ def _replacements(records: list[dict[str, Any]], source_id: str) -> list[Any]:
     JSONL), concatenated in file order, so the fork can still find them."""
     out: list[Any] = []
     for record in records:
-        if (record.get("type") == "content-replacement" and record.get("sessionId") == source_id
-                and isinstance(record.get("replacements"), list)):
+        if (
+            record.get("type") == "content-replacement"
+            and record.get("sessionId") == source_id
+            and isinstance(record.get("replacements"), list)
+        ):
             out.extend(record["replacements"])
     return out
 
 
-def build_fork(records: list[dict[str, Any]], *, source_id: str, new_id: str,
-               up_to: str | None = None, title: str | None = None,
-               now: str | None = None) -> list[dict[str, Any]]:
+def build_fork(
+    records: list[dict[str, Any]],
+    *,
+    source_id: str,
+    new_id: str,
+    up_to: str | None = None,
+    title: str | None = None,
+    now: str | None = None,
+) -> list[dict[str, Any]]:
     """The records of the fork, in file order (pure: no I/O, testable on its own)."""
     stamp = now or now_iso_ms()
     entries = [r for r in records if is_chain_entry(r) and not r.get("isSidechain")]
@@ -110,7 +119,7 @@ def build_fork(records: list[dict[str, Any]], *, source_id: str, new_id: str,
         cut = next((i for i, r in enumerate(entries) if r["uuid"] == up_to), None)
         if cut is None:
             raise ForkError(f"Message {up_to} not found in session {source_id}")
-        entries = entries[:cut + 1]
+        entries = entries[: cut + 1]
     # Later duplicates of a uuid overwrite earlier ones, as every chain reader does.
     by_uuid = {r["uuid"]: r for r in entries}
     new_ids = {old: str(uuid.uuid4()) for old in by_uuid}
@@ -155,12 +164,25 @@ def build_fork(records: list[dict[str, Any]], *, source_id: str, new_id: str,
         raise ForkError(f"Session {source_id} has no messages to fork")
     replacements = _replacements(records, source_id)
     if replacements:
-        out.append({"type": "content-replacement", "sessionId": new_id,
-                    "replacements": replacements, "uuid": str(uuid.uuid4()),
-                    "timestamp": stamp})
+        out.append(
+            {
+                "type": "content-replacement",
+                "sessionId": new_id,
+                "replacements": replacements,
+                "uuid": str(uuid.uuid4()),
+                "timestamp": stamp,
+            }
+        )
     name = (title or "").strip() or default_base_title(records) + FORK_SUFFIX
-    out.append({"type": "custom-title", "sessionId": new_id, "customTitle": name,
-                "uuid": str(uuid.uuid4()), "timestamp": stamp})
+    out.append(
+        {
+            "type": "custom-title",
+            "sessionId": new_id,
+            "customTitle": name,
+            "uuid": str(uuid.uuid4()),
+            "timestamp": stamp,
+        }
+    )
     return out
 
 
@@ -184,8 +206,9 @@ def _write_new(path: Path, data: bytes) -> None:
     os.close(fd)
 
 
-def fork_transcript(source: Path, roots: list[Path], *, up_to: str | None = None,
-                    title: str | None = None) -> ForkResult:
+def fork_transcript(
+    source: Path, roots: list[Path], *, up_to: str | None = None, title: str | None = None
+) -> ForkResult:
     """Fork the main transcript ``source`` (inside a configured ``projects/`` dir) into a
     new session in the same project dir; returns its ID and path."""
     owned = owned_transcript(source, roots)
@@ -197,8 +220,7 @@ def fork_transcript(source: Path, roots: list[Path], *, up_to: str | None = None
     except OSError as exc:
         raise ForkError(f"cannot read {owned.path}: {exc.strerror}") from None
     new_id = str(uuid.uuid4())
-    fork = build_fork(records, source_id=owned.session_id, new_id=new_id, up_to=up_to,
-                      title=title)
+    fork = build_fork(records, source_id=owned.session_id, new_id=new_id, up_to=up_to, title=title)
     target = owned.path.parent / f"{new_id}.jsonl"
     _write_new(target, b"".join(orjson.dumps(r) + b"\n" for r in fork))
     return ForkResult(new_id, target, sum(1 for r in fork if is_chain_entry(r)))

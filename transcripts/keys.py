@@ -21,9 +21,7 @@ _UUID_RE = re.compile(
 )
 _PROJECT_DIR_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _WINDOWS_DEVICE_NAMES = frozenset(
-    ["con", "prn", "aux", "nul"]
-    + [f"com{i}" for i in range(10)]
-    + [f"lpt{i}" for i in range(10)]
+    ["con", "prn", "aux", "nul"] + [f"com{i}" for i in range(10)] + [f"lpt{i}" for i in range(10)]
 )
 
 

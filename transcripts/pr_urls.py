@@ -187,7 +187,8 @@ def find_pr_urls(text: str) -> list[PullRequest]:
     markdown ``](`` is still found; ``…/pull/new/branch`` (a ``git push`` hint) is not.
     """
     if not isinstance(text, str) or not (
-            "/pull" in text or "merge_requests/" in text or ("+" in text and "/+/" in text)):
+        "/pull" in text or "merge_requests/" in text or ("+" in text and "/+/" in text)
+    ):
         # Every shape's path holds one of these. Three scans, not one per marker:
         # "/pull" covers /pull/ and /pull-requests/, and the slow three-character "/+/"
         # scan runs only after a one-character search finds a "+". Most of a cold

@@ -57,8 +57,14 @@ class RecordReader:
     much was read, ``problems`` the skipped lines by kind.
     """
 
-    def __init__(self, stream: BinaryIO, offset: int = 0, *, limit: int | None = None,
-                 max_line: int | None = None) -> None:
+    def __init__(
+        self,
+        stream: BinaryIO,
+        offset: int = 0,
+        *,
+        limit: int | None = None,
+        max_line: int | None = None,
+    ) -> None:
         self._stream = stream
         self.start_offset = offset
         self.end_offset = offset

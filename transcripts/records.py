@@ -107,8 +107,11 @@ def content_texts(record: dict[str, Any]) -> tuple[list[str], list[str]]:
             if isinstance(result, str):
                 tools.append(result)
             elif isinstance(result, list):
-                tools.extend(item["text"] for item in result
-                             if isinstance(item, dict) and isinstance(item.get("text"), str))
+                tools.extend(
+                    item["text"]
+                    for item in result
+                    if isinstance(item, dict) and isinstance(item.get("text"), str)
+                )
         elif kind == "tool_use":
             value = block.get("input")
             if isinstance(value, dict):
@@ -121,11 +124,14 @@ def text_parts(record: dict[str, Any]) -> list[str]:
     return content_texts(record)[0]
 
 
-
 def is_real_user_message(record: dict[str, Any]) -> bool:
     """A user record a person typed: not a tool result, not meta, not a compact summary."""
-    return (record.get("type") == "user" and record.get("isMeta") is not True
-            and record.get("isCompactSummary") is not True and not is_tool_result(record))
+    return (
+        record.get("type") == "user"
+        and record.get("isMeta") is not True
+        and record.get("isCompactSummary") is not True
+        and not is_tool_result(record)
+    )
 
 
 def display_prompt(text: str | None) -> str | None:

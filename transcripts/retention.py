@@ -32,8 +32,9 @@ MANAGED_ENV = "SESSIONDEX_MANAGED_SETTINGS"
 MANAGED, LOCAL, PROJECT, USER, DEFAULT = "managed", "local", "project", "user", "default"
 
 
-def default_managed_path(platform: str | None = None,
-                         environ: dict[str, str] | None = None) -> Path | None:
+def default_managed_path(
+    platform: str | None = None, environ: dict[str, str] | None = None
+) -> Path | None:
     """Claude Code's managed (policy) settings file for this OS; ``$SESSIONDEX_MANAGED_SETTINGS``
     overrides it (tests, unusual installs)."""
     env = os.environ if environ is None else environ
@@ -53,8 +54,11 @@ def settings_files(config_dir: Path, cwd: str, managed: Path | None) -> list[tup
     if managed is not None:
         files.append((MANAGED, managed))
     project = Path(cwd) / ".claude"
-    files += [(LOCAL, project / "settings.local.json"), (PROJECT, project / "settings.json"),
-              (USER, Path(config_dir) / "settings.json")]
+    files += [
+        (LOCAL, project / "settings.local.json"),
+        (PROJECT, project / "settings.json"),
+        (USER, Path(config_dir) / "settings.json"),
+    ]
     return files
 
 
@@ -74,10 +78,15 @@ class Retention:
         return self.days is not None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"days": self.days, "source": self.source, "source_kind": self.source_kind,
-                "sweep_enabled": self.sweep_enabled,
-                "desktop_session_cleanup_period_days": self.desktop_days,
-                "problems": self.problems, "notes": self.notes}
+        return {
+            "days": self.days,
+            "source": self.source,
+            "source_kind": self.source_kind,
+            "sweep_enabled": self.sweep_enabled,
+            "desktop_session_cleanup_period_days": self.desktop_days,
+            "problems": self.problems,
+            "notes": self.notes,
+        }
 
 
 # "not given" for ``managed``: None means "no managed settings file".
@@ -109,8 +118,9 @@ def _load_settings(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def read_retention(config_dir: Path, cwd: str | None = None,
-                   managed: Path | None = UNSET) -> Retention:
+def read_retention(
+    config_dir: Path, cwd: str | None = None, managed: Path | None = UNSET
+) -> Retention:
     """``cleanupPeriodDays`` for a sweep started in ``cwd`` on ``config_dir``.
 
     Highest precedence first: managed, ``<cwd>/.claude/settings.local.json``,
@@ -135,9 +145,13 @@ def read_retention(config_dir: Path, cwd: str | None = None,
         if "cleanupPeriodDays" in settings:
             value = settings["cleanupPeriodDays"]
             if not _valid_days(value, 1):
-                problems.append({"file": str(path), "problem":
-                                 f"cleanupPeriodDays is {orjson.dumps(value).decode()}, "
-                                 "not a positive integer"})
+                problems.append(
+                    {
+                        "file": str(path),
+                        "problem": f"cleanupPeriodDays is {orjson.dumps(value).decode()}, "
+                        "not a positive integer",
+                    }
+                )
             elif days is None:
                 days, source, kind = value, str(path), label
         if "desktopSessionCleanupPeriodDays" in settings and desktop is None:
@@ -147,14 +161,15 @@ def read_retention(config_dir: Path, cwd: str | None = None,
             else:
                 # Read as "no ceiling": we then never predict a desktop session's deletion
                 # from a value Claude Code may reject.
-                notes.append(f"ignored desktopSessionCleanupPeriodDays "
-                             f"{orjson.dumps(value).decode()} in {path}")
+                notes.append(
+                    f"ignored desktopSessionCleanupPeriodDays "
+                    f"{orjson.dumps(value).decode()} in {path}"
+                )
     if problems:
         return Retention(None, problems[0]["file"], "invalid", desktop or 0, problems, notes)
     if days is None:
         days = DEFAULT_DAYS
     return Retention(days, source, kind, desktop or 0, problems, notes)
-
 
 
 # --------------------------------------------------------------------------- desktop
@@ -197,7 +212,7 @@ def _window_entrypoints(path: Path) -> list[str]:
 def _released(transcript: Path) -> bool:
     """``<id>.desktop-released.json`` beside the transcript releases the session (unless it
     says ``"released": false``; the marker's exact shape is not documented)."""
-    marker = transcript.with_name(transcript.name[:-len(".jsonl")] + ".desktop-released.json")
+    marker = transcript.with_name(transcript.name[: -len(".jsonl")] + ".desktop-released.json")
     try:
         if not stat.S_ISREG(os.lstat(marker).st_mode):
             return False
@@ -209,13 +224,15 @@ def _released(transcript: Path) -> bool:
     return not (isinstance(value, dict) and value.get("released") is False)
 
 
-def desktop_exemption(path: Path, entrypoint: str | None, retention: Retention,
-                      mtime: float, now: float) -> str | None:
+def desktop_exemption(
+    path: Path, entrypoint: str | None, retention: Retention, mtime: float, now: float
+) -> str | None:
     """Why Claude Code keeps this expired transcript (a desktop session), else None."""
     if retention.source_kind == MANAGED:
         return None  # the exemption does not apply when policy manages retention
     if entrypoint not in DESKTOP_ENTRYPOINTS and not any(
-            e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path)):
+        e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path)
+    ):
         return None
     if _released(path):
         return None
