@@ -3,7 +3,7 @@ and the mapping of library errors to exit codes (1 not found, 3 ambiguous)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +11,8 @@ import click
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+    from sessiondex.index import Index
 
 EXIT_NOT_FOUND = 1
 EXIT_AMBIGUOUS = 3
@@ -31,39 +33,51 @@ class BareError(click.ClickException):
         click.echo(self.format_message(), err=True)
 
 
-@dataclass
 class App:
-    config_dirs: list[str]
-    db_path: str | None
-    no_refresh: bool
-    _db: Database | None = field(default=None, repr=False)
-    _reader: Database | None = field(default=None, repr=False)
+    """The command group's state: options turned into one :class:`sessiondex.Index`,
+    opened on first use, with library failures turned into one-line errors."""
+
+    def __init__(self, config_dirs: list[str], db_path: str | None, no_refresh: bool) -> None:
+        self.config_dirs = config_dirs
+        self.db_path = db_path
+        self.no_refresh = no_refresh
+        self._index: Index | None = None
+        self._warned = False
+
+    @property
+    def index(self) -> Index:
+        if self._index is None:
+            from sessiondex.index import Index
+
+            self._index = Index(self.db_path, self.config_dirs or None, refresh=not self.no_refresh)
+        return self._index
 
     @property
     def roots(self) -> list[Path]:
-        from sessiondex.transcripts.config import config_dirs
-
-        return config_dirs(self.config_dirs)
+        return self.index.roots
 
     @property
     def database_path(self) -> Path:
-        from sessiondex.indexer.db import default_db_path
+        path = self.index.db_path
+        assert path is not None
+        return path
 
-        return Path(self.db_path) if self.db_path else default_db_path()
+    def _open(self, opener: Callable[[], Database]) -> Database:
+        try:
+            return opener()
+        except Exception as exc:  # sqlite3 errors, permissions: one clear line
+            raise CliError(f"cannot open the index at {self.database_path}: {exc}") from None
 
     def db(self) -> Database:
-        if self._db is None:
-            from sessiondex.indexer.db import open_db
-
-            try:
-                self._db = open_db(self.database_path)
-            except Exception as exc:  # sqlite3 errors, permissions: one clear line
-                raise CliError(f"cannot open the index at {self.database_path}: {exc}") from None
-        return self._db
+        """The database for writing."""
+        return self._open(self.index.writer)
 
     def warn_missing_roots(self) -> None:
         """One stderr line per config dir without a ``projects/`` folder (a typo in
         --config-dir should not look like an empty history)."""
+        if self._warned:
+            return
+        self._warned = True
         for root in self.roots:
             if not (root / "projects").is_dir():
                 click.echo(
@@ -71,43 +85,22 @@ class App:
                 )
 
     def fresh_db(self) -> Database:
-        """The database, first brought up to date unless --no-refresh or a live watcher."""
-        db = self.db()
+        """The writable database, first brought up to date (unless --no-refresh or a
+        live watcher)."""
         self.warn_missing_roots()
-        if not self.no_refresh:
-            from sessiondex.indexer.lock import watcher_alive
-            from sessiondex.indexer.refresh import refresh
-
-            if not watcher_alive(self.database_path):
-                refresh(db, self.roots)
+        db = self.db()
+        self._open(lambda: (self.index.ensure_fresh(), db)[1])
         return db
 
     def reading_db(self) -> Database:
-        """For commands that only read: a read-only handle (no sqlite-utils import) when
-        nothing needs refreshing (``--no-refresh``, or a live ``watch``), else
-        :meth:`fresh_db`."""
-        if self._reader is None:
-            from sessiondex.indexer.lock import watcher_alive
-
-            if self.no_refresh or watcher_alive(self.database_path):
-                from sessiondex.indexer.db import open_db
-
-                self.warn_missing_roots()
-                try:
-                    self._reader = open_db(self.database_path, readonly=True)
-                except Exception as exc:  # sqlite3 errors, permissions: one clear line
-                    raise CliError(
-                        f"cannot open the index at {self.database_path}: {exc}"
-                    ) from None
-            else:
-                self._reader = self.fresh_db()
-        return self._reader
+        """For commands that only read: :meth:`sessiondex.Index.reader`."""
+        self.warn_missing_roots()
+        return self._open(self.index.reader)
 
     def close(self) -> None:
-        handles = {id(h): h for h in (self._reader, self._db) if h is not None}
-        for handle in handles.values():  # the reader may be the writer itself
-            handle.close()
-        self._db = self._reader = None
+        if self._index is not None:
+            self._index.close()
+            self._index = None
 
 
 def app(ctx: click.Context | None = None) -> App:

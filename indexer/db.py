@@ -104,12 +104,17 @@ def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = Fals
             return handle  # type: ignore[return-value] - the subset queries use
     from sqlite_utils import Database
 
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return prepare(Database(target))
+
+
+def prepare(db: Database) -> Database:
+    """Settings, migrations and repair for a database opened by anyone (``open_db``, or a
+    connection a library caller passed to ``sessiondex.Index``)."""
     from sessiondex.indexer.schema import migrations
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    db = Database(target)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+    if db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
         db.enable_wal()
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")

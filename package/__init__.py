@@ -1,9 +1,72 @@
 """sessiondex: a live SQLite FTS5 index of Claude Code's session transcripts.
 
+``sessiondex.Index`` is the entry point (open, refresh, list, search, resolve, show,
+rename, tag, fork, delete). The SDK-style functions (``list_sessions``,
+``get_session_info``, ``get_session_messages`` …) have ``claude_agent_sdk``'s names and
+signatures, so ``from claude_agent_sdk import X`` becomes ``from sessiondex import X``.
+
 The repository's top-level folders are this package's subpackages
 (``sessiondex.transcripts`` ← ``transcripts/`` …); this folder holds only the package's
 own modules, and is not named ``sessiondex`` so a checkout never shadows the installed
-package.
+package. Names are imported on first use: ``sessiondex search`` must not pay for them.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+    from sessiondex.query.resolve import Ambiguous, NotFound, Resolution
+    from sessiondex.sdk import (
+        SDKSessionInfo,
+        SessionMessage,
+        get_session_info,
+        get_session_messages,
+        get_subagent_messages,
+        list_sessions,
+        list_subagents,
+    )
+
+# public name → the module that defines it
+_EXPORTS = {
+    "Index": "sessiondex.index",
+    "NotFound": "sessiondex.query.resolve",
+    "Ambiguous": "sessiondex.query.resolve",
+    "Resolution": "sessiondex.query.resolve",
+    "SDKSessionInfo": "sessiondex.sdk",
+    "SessionMessage": "sessiondex.sdk",
+    "list_sessions": "sessiondex.sdk",
+    "get_session_info": "sessiondex.sdk",
+    "get_session_messages": "sessiondex.sdk",
+    "list_subagents": "sessiondex.sdk",
+    "get_subagent_messages": "sessiondex.sdk",
+}
+
+__all__ = [
+    "Ambiguous",
+    "Index",
+    "NotFound",
+    "Resolution",
+    "SDKSessionInfo",
+    "SessionMessage",
+    "get_session_info",
+    "get_session_messages",
+    "get_subagent_messages",
+    "list_sessions",
+    "list_subagents",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessiondex' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

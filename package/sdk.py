@@ -84,24 +84,12 @@ class SessionMessage:
 def _index(
     db: Database | None, config_dir: str | os.PathLike[str] | None, refresh: bool
 ) -> Iterator[tuple[Database, list[Path]]]:
-    """The index and the config dirs to answer for; opened (and closed) here unless given."""
-    from sessiondex.indexer.db import default_db_path, open_db
-    from sessiondex.indexer.lock import watcher_alive
-    from sessiondex.indexer.refresh import refresh as refresh_index
-    from sessiondex.transcripts.config import config_dirs
+    """The index and the config dirs to answer for, through :class:`sessiondex.Index`
+    (which owns the refresh rule); a ``db`` passed in is the caller's to close."""
+    from sessiondex.index import Index
 
-    roots = config_dirs([os.fspath(config_dir)] if config_dir else None)
-    owned = db is None
-    db_path = default_db_path() if owned else None
-    database = open_db(db_path) if db is None else db
-    try:
-        # A live watcher keeps its database current; refreshing beside it only contends.
-        if refresh and not (db_path is not None and watcher_alive(db_path)):
-            refresh_index(database, roots)
-        yield database, roots
-    finally:
-        if owned:
-            database.close()
+    with Index(db, [config_dir] if config_dir else None, refresh=refresh) as index:
+        yield index.reader(), index.roots
 
 
 def _rows(

@@ -1,0 +1,313 @@
+"""``sessiondex.Index``: the one way into the index for every front end.
+
+The CLI, the SDK-style functions (:mod:`sessiondex.sdk`) and every later front end
+(picker, MCP server, web view) need the same three things: which config dirs to answer
+for, which database to open (and whether read-only), and the one rule for refreshing
+before a read — bring the index up to date with a cheap incremental pass, unless the
+caller said not to or a live ``watch`` already keeps it current. That rule lives here
+and nowhere else; the query, action and render layers take an open database and answer.
+
+Example::
+
+    from sessiondex import Index
+
+    with Index() as index:                      # ~/.claude, the default database
+        for session in index.list(scope="all", limit=5):
+            print(session["title"])
+        hits = index.search("auth refactor", scope="all")
+        found = index.resolve("Auth refactor")  # ID, name, path or ID prefix
+        print(index.show(found.session["session_id"], format="md"))
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from sessiondex.actions.mutations import MutationResult
+    from sessiondex.indexer.stats import ProgressCallback, RefreshStats
+    from sessiondex.query.filters import Filters
+    from sessiondex.query.resolve import Resolution
+    from sessiondex.render.conversation import Conversation
+
+    DbArg = str | os.PathLike[str] | sqlite3.Connection | Database | None
+
+
+class Index:
+    """The index of one or more Claude config dirs, and every question asked of it.
+
+    ``db`` is a path, an open ``sqlite3.Connection`` or sqlite-utils ``Database``, or
+    None for the default (``$SESSIONDEX_DB``, else ``$XDG_CACHE_HOME/sessiondex/index.db``).
+    ``config_dirs`` defaults as the CLI's ``--config-dir`` does. ``refresh=False``
+    answers from the index as it is (the CLI's ``--no-refresh``).
+
+    Handles are opened on first use and closed by :meth:`close` (or ``with``); a
+    connection passed in is the caller's and is never closed here.
+    """
+
+    def __init__(
+        self,
+        db: DbArg = None,
+        config_dirs: Iterable[str | os.PathLike[str]] | None = None,
+        *,
+        refresh: bool = True,
+    ) -> None:
+        from sessiondex.transcripts.config import config_dirs as resolve_config_dirs
+
+        self.roots: list[Path] = resolve_config_dirs(
+            [os.fspath(d) for d in config_dirs] if config_dirs is not None else None
+        )
+        self.auto_refresh = refresh
+        self._given: Database | None = None
+        self._path: Path | None = None
+        if db is None or isinstance(db, (str, os.PathLike)):
+            from sessiondex.indexer.db import default_db_path
+
+            self._path = Path(db) if db is not None else default_db_path()
+        else:
+            self._given = _as_database(db)
+            self._path = _database_file(self._given)
+        self._writer: Database | None = None
+        self._reader: Database | None = None
+        self._refreshed = False
+
+    # ------------------------------------------------------------------ handles
+    @property
+    def db_path(self) -> Path | None:
+        """The database file; None for an in-memory database passed in."""
+        return self._path
+
+    def watcher_alive(self) -> bool:
+        """True while a ``sessiondex watch`` keeps this database current."""
+        from sessiondex.indexer.lock import watcher_alive
+
+        return self._path is not None and watcher_alive(self._path)
+
+    def writer(self) -> Database:
+        """The database opened for writing (created and migrated if needed)."""
+        if self._given is not None:
+            return self._given
+        if self._writer is None:
+            from sessiondex.indexer.db import open_db
+
+            self._writer = open_db(self._path)
+        return self._writer
+
+    def reader(self) -> Database:
+        """The database for answering, first brought up to date unless ``refresh=False``
+        or a live watcher keeps it so. Without a refresh to do it is a read-only handle
+        (no sqlite-utils import: start-up time is a benchmark figure)."""
+        if self._reader is None:
+            if self._given is not None:
+                self.ensure_fresh()
+                self._reader = self._given
+            elif not self.auto_refresh or self.watcher_alive():
+                from sessiondex.indexer.db import open_db
+
+                assert self._path is not None
+                self._reader = open_db(self._path, readonly=True)
+            else:
+                self.ensure_fresh()
+                self._reader = self.writer()
+        return self._reader
+
+    def ensure_fresh(self) -> None:
+        """Refresh once in this object's life, by the rule in the module docstring."""
+        if self._refreshed or not self.auto_refresh or self.watcher_alive():
+            return
+        self.refresh()
+
+    def refresh(
+        self,
+        *,
+        rebuild: bool = False,
+        progress: ProgressCallback | None = None,
+        include_tools: bool | None = None,
+    ) -> RefreshStats:
+        """Bring the index up to date with every transcript now (``index``)."""
+        from sessiondex.indexer.refresh import refresh
+
+        stats = refresh(
+            self.writer(),
+            self.roots,
+            rebuild=rebuild,
+            progress=progress,
+            include_tools=include_tools,
+        )
+        self._refreshed = True
+        return stats
+
+    def close(self) -> None:
+        handles = {id(h): h for h in (self._reader, self._writer) if h is not None}
+        for handle in handles.values():
+            if handle is not self._given:
+                handle.close()
+        self._reader = self._writer = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ answers
+    def list(self, **filters: Any) -> list[dict[str, Any]]:
+        """Picker rows, newest activity first. Keyword arguments are
+        :class:`~sessiondex.query.filters.Filters` fields (``cwd``, ``scope``,
+        ``branch``, ``current_branch``, ``since``, ``all_kinds``,
+        ``include_archived``, ``limit``)."""
+        from sessiondex.query.listing import list_sessions
+
+        return list_sessions(self.reader(), _filters(filters))
+
+    def search(self, query: str, *, raw: bool = False, **filters: Any) -> list[dict[str, Any]]:
+        """Ranked sessions for a full-text query or a PR/MR URL (each with ``score``,
+        ``snippet``); the typo fallback when nothing matches."""
+        from sessiondex.query.search import search
+
+        return search(self.reader(), query, _filters(filters), raw=raw)
+
+    def from_pr(self, pr: str | None, **filters: Any) -> list[dict[str, Any]]:
+        """Sessions linked to a PR number or URL (every linked one with None)."""
+        from sessiondex.query.prs import from_pr
+
+        return from_pr(self.reader(), pr, _filters(filters))
+
+    def resolve(
+        self, arg: str, *, cwd: str | None = None, include_archived: bool = False
+    ) -> Resolution:
+        """One session from an ID, name, transcript path or ID prefix; raises
+        :class:`~sessiondex.query.resolve.NotFound` or ``Ambiguous``."""
+        from sessiondex.query.resolve import resolve
+
+        return resolve(
+            self.reader(), arg, cwd=cwd, roots=self.roots, include_archived=include_archived
+        )
+
+    def continue_session(
+        self, *, cwd: str | None = None, print_mode: bool = False
+    ) -> dict[str, Any] | None:
+        """The session ``claude --continue`` would open in ``cwd``."""
+        from sessiondex.query.resolve import continue_session
+
+        return continue_session(self.reader(), cwd=cwd, print_mode=print_mode)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, sizes, freshness, watcher status and the retention outlook."""
+        from sessiondex.query.cleanup import cleanup_summary
+        from sessiondex.query.stats import index_stats
+
+        db = self.reader()
+        result = index_stats(db, self._path or Path(":memory:"))
+        result["cleanup"] = cleanup_summary(db, self.roots)
+        return result
+
+    def conversation(
+        self, arg: str, *, cwd: str | None = None, include_archived: bool = False
+    ) -> Conversation:
+        """The live branch of a session's conversation, read from its transcript."""
+        from sessiondex.render.conversation import build_conversation
+
+        found = self.resolve(arg, cwd=cwd, include_archived=include_archived)
+        return build_conversation(found.session)
+
+    def show(
+        self,
+        arg: str,
+        *,
+        format: str = "md",
+        tools: bool = False,
+        subagents: bool = False,
+        cwd: str | None = None,
+    ) -> str:
+        """A session's conversation rendered as ``md``, ``text``, ``html`` or ``json``."""
+        from sessiondex.render.conversation import render
+
+        return render(self.conversation(arg, cwd=cwd), format, tools=tools, subagents=subagents)
+
+    # ------------------------------------------------------------------ writes
+    def rename(self, arg: str, name: str, *, cwd: str | None = None) -> MutationResult:
+        """Append the ``custom-title`` record Claude Code reads."""
+        from sessiondex.actions.mutations import rename
+
+        return self._mutate(lambda db: rename(db, arg, name, cwd=cwd, roots=self.roots))
+
+    def tag(self, arg: str, tag: str, *, cwd: str | None = None) -> MutationResult:
+        """Append a ``tag`` record (sanitized as the SDK does)."""
+        from sessiondex.actions.mutations import tag as tag_session
+
+        return self._mutate(lambda db: tag_session(db, arg, tag, cwd=cwd, roots=self.roots))
+
+    def untag(self, arg: str, *, cwd: str | None = None) -> MutationResult:
+        """Append the ``tag`` record that clears the tag."""
+        from sessiondex.actions.mutations import untag
+
+        return self._mutate(lambda db: untag(db, arg, cwd=cwd, roots=self.roots))
+
+    def fork(
+        self,
+        arg: str,
+        *,
+        up_to: str | None = None,
+        title: str | None = None,
+        cwd: str | None = None,
+    ) -> MutationResult:
+        """Copy a session into a new one (fresh IDs, ``forkedFrom`` on every entry)."""
+        from sessiondex.actions.mutations import fork
+
+        return self._mutate(
+            lambda db: fork(db, arg, cwd=cwd, roots=self.roots, up_to=up_to, title=title)
+        )
+
+    def delete(self, arg: str, *, cwd: str | None = None) -> MutationResult:
+        """Remove a session's transcript and its ``<id>/`` folder."""
+        from sessiondex.actions.mutations import delete
+
+        return self._mutate(lambda db: delete(db, arg, cwd=cwd, roots=self.roots))
+
+    def _mutate(self, action: Callable[[Database], MutationResult]) -> MutationResult:
+        # Writes resolve against the writable handle: the session must be found as the
+        # index holds it now, and the index follows the write before this returns.
+        return action(self.writer())
+
+
+def _filters(options: dict[str, Any]) -> Filters:
+    from sessiondex.query.filters import Filters
+
+    return Filters(**options)
+
+
+def _as_database(db: Any) -> Database:
+    """An open connection (sqlite3 or sqlite-utils), as the sqlite-utils ``Database``
+    the layers below take, migrated if it is new."""
+    from sqlite_utils import Database
+
+    from sessiondex.indexer.db import ReadOnlyIndex, prepare
+
+    if isinstance(db, sqlite3.Connection):
+        return prepare(Database(db))
+    if isinstance(db, Database):
+        return prepare(db)
+    if isinstance(db, ReadOnlyIndex):
+        return db  # type: ignore[return-value] - the subset the query layer uses
+    raise TypeError(
+        "db must be a path, a sqlite3.Connection or a sqlite_utils.Database, "
+        f"not {type(db).__name__}"
+    )
+
+
+def _database_file(db: Database) -> Path | None:
+    row = db.execute("PRAGMA database_list").fetchone()
+    return Path(row[2]) if row and row[2] else None
