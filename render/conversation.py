@@ -72,7 +72,7 @@ class Subagent:
     parent_agent_id: str | None
     path: Path
     entries: list[dict[str, Any]]  # the SDK's subagent chain (user + assistant)
-    items: list[Message]
+    items: list[Item]
     problems: Counter[str]
 
 
