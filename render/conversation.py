@@ -19,9 +19,11 @@ from typing import Any
 
 import orjson
 
+from sessiondex.render.sizes import human_size
 from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
 from sessiondex.transcripts.reader import PROBLEM_INVALID_UTF8
+from sessiondex.transcripts.records import content_blocks, message_content, response_id
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
 FOLD_LINES = 12
@@ -95,12 +97,12 @@ class Conversation:
 
 
 # ----------------------------------------------------------------- building it
-def _content_blocks(entry: dict[str, Any]) -> list[Any]:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+def _content_blocks(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entry's blocks for display: a plain-string content is one text block."""
+    content = message_content(entry)
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return content if isinstance(content, list) else []
+    return content_blocks(entry)
 
 
 def _result_text(content: Any) -> str:
@@ -127,8 +129,6 @@ def _input_text(value: Any) -> str:
 def _blocks(entry: dict[str, Any]) -> list[Block]:
     out: list[Block] = []
     for block in _content_blocks(entry):
-        if not isinstance(block, dict):
-            continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             out.append(Block("text", block["text"]))
@@ -158,12 +158,6 @@ def _blocks(entry: dict[str, Any]) -> list[Block]:
     return out
 
 
-def _response_id(entry: dict[str, Any]) -> str | None:
-    message = entry.get("message")
-    value = message.get("id") if isinstance(message, dict) else None
-    return value if entry.get("type") == "assistant" and isinstance(value, str) else None
-
-
 def _items(chain: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[Item]:
     """Chain entries → display items: messages (one per response) and compact markers."""
     shown = {id(e) for e in messages}
@@ -190,7 +184,7 @@ def _items(chain: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[
                 previous.blocks.extend(blocks)
                 continue
             role = "tool"
-        rid = _response_id(entry)
+        rid = response_id(entry)
         if (
             rid
             and isinstance(previous, Message)
@@ -297,14 +291,6 @@ def problem_note(problems: Counter[str]) -> str | None:
         )
         parts.append(f"{skipped} unreadable line(s) skipped ({kinds})")
     return "; ".join(parts) if parts else None
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def fold(text: str) -> tuple[str, str | None]:
@@ -607,7 +593,7 @@ def _json_entries(
             }
         )
         for block in _content_blocks(entry):
-            if isinstance(block, dict) and block.get("type") == "tool_use":
+            if block.get("type") == "tool_use":
                 for child in by_call.pop(str(block.get("id")), []):
                     emitted.add(id(child))
                     _json_entries(out, child.entries, child, by_call, emitted)
