@@ -17,7 +17,7 @@ from typing import Any
 import click
 import orjson
 
-from sessiondex.render.sizes import human_size
+from sessiondex.render.sizes import human_size as human_size  # re-exported for the commands
 
 FORMATS = ("table", "json", "jsonl", "csv")
 

@@ -23,7 +23,7 @@ def _guarded_lines(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Try):
             continue
-        caught = set()
+        caught: set[str] = set()
         for handler in node.handlers:
             kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
             caught.update(k.id for k in kinds if isinstance(k, ast.Name))

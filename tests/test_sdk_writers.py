@@ -93,8 +93,9 @@ def test_same_signature_as_the_sdk(name: str) -> None:
     """Positional parameters, names and defaults as the SDK's; ours add keyword-only
     ``db``, ``config_dir``, ``refresh`` to the functions; dataclass fields are equal."""
     sdk = pytest.importorskip("claude_agent_sdk")
-    theirs, ours = getattr(sdk, name), getattr(sessiondex, name)
-    if inspect.isclass(theirs):
+    theirs: Any = getattr(sdk, name)
+    ours: Any = getattr(sessiondex, name)
+    if dataclasses.is_dataclass(theirs):
         fields = [(f.name, f.default) for f in dataclasses.fields(theirs)]
         assert [(f.name, f.default) for f in dataclasses.fields(ours)] == fields
         return
