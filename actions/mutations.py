@@ -1,4 +1,4 @@
-"""Rename, tag, untag, fork and delete a session (spec/semantics.md §5).
+"""Rename, tag, untag, fork and delete a session (docs/mutations.md).
 
 Each mutation resolves its argument exactly as ``resolve`` does but for writing
 (a transcript path must lie inside a configured ``projects/`` dir; an ambiguous

@@ -1,6 +1,6 @@
 """Resolve an argument to one session: path → full UUID → exact name → ID prefix.
 
-The rules are spec/semantics.md §3, which follow ``claude --resume``: an ID from another
+The rules are docs/resolution.md, which follow ``claude --resume``: an ID from another
 project counts only when exactly one other project holds a transcript with messages for
 it (a copied duplicate makes it ambiguous, and Claude Code then says not found).
 """

@@ -1,4 +1,4 @@
-"""transcripts.chain: reading a whole transcript and the SDK's chain rules (sdk-sessions §3.3–3.4)."""
+"""transcripts.chain: reading a whole transcript and the SDK's chain rules (docs/sdk-compat.md#conversation-chain)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Truth is never touched: every command over the fixture tree leaves the transcripts alone.
 
-The transcripts are the source of truth (spec/semantics.md §1); the index is derived.
+The transcripts are the source of truth (docs/transcripts.md#source-of-truth); the index is derived.
 Every reading command of ``cli.main.COMMANDS`` runs over a copy of ``fixtures/claude``
 and afterwards each file under the config dir has the same bytes and the same mtime.
 The mutations then change exactly what they target and nothing else: one appended line

@@ -1,6 +1,6 @@
 """The conversation chain of a transcript, by the official SDK's rules.
 
-reference/sdk-sessions.md §3.3–3.4: a transcript is a tree of entries linked by
+docs/sdk-compat.md#conversation-chain: a transcript is a tree of entries linked by
 ``parentUuid``; rewinds and edits leave dead branches behind, and the CLI writes one
 assistant entry per content block, so a turn with parallel tool calls forks too. The
 conversation is the path from the root to the newest main-thread leaf, with the parallel

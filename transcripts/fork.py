@@ -1,7 +1,7 @@
 """Fork a session: copy its main chain entries into a new transcript with new IDs.
 
 The shape of the new file is the one ``claude_agent_sdk.fork_session`` writes
-(reference/sdk-sessions.md §4.4), so the SDK, the CLI and our index all read a fork made
+(docs/mutations.md#fork), so the SDK, the CLI and our index all read a fork made
 here as a fork: every entry gets a fresh ``uuid`` and the new ``sessionId``,
 ``parentUuid`` is remapped (skipping ``progress`` ancestors, which are not copied),
 ``forkedFrom {sessionId, messageUuid}`` names the original entry, sidechain entries are

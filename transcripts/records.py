@@ -188,7 +188,7 @@ class FirstPromptState:
         return self.prompt if self.prompt is not None else self.command_fallback
 
     def feed(self, record: dict[str, Any]) -> None:
-        """The SDK's first-prompt rule (reference/sdk-sessions.md §2.5), from parsed
+        """The SDK's first-prompt rule (docs/session-fields.md#first-prompt-filter), from parsed
         fields instead of raw substring scans, so a ``"tool_result"`` word in a prompt
         does not hide it."""
         if self.done or not is_real_user_message(record):
