@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import signal
 import socket
 import threading
 import time
 import webbrowser
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -54,6 +57,29 @@ def _url(sock: socket.socket) -> str:
     if host in ("0.0.0.0", "::"):
         shown = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
     return f"http://{shown}:{port}/"
+
+
+def _server(config: Any) -> Any:
+    """A uvicorn server that stops on SIGINT/SIGTERM and returns, like ``watch``: the
+    index is closed and the exit code is 0. (uvicorn itself re-raises the signal after
+    its graceful shutdown, so the process would die of it before closing anything.)"""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
 
 
 def _open_when_up(server: Any, url: str) -> None:
@@ -130,7 +156,7 @@ def serve(host: str, port: int, open_browser: bool) -> None:
         sock = _bind(host, port)
         url = _url(sock)
         datasette = build(web, index.db_path)
-        server = uvicorn.Server(
+        server = _server(
             uvicorn.Config(datasette.app(), log_level="warning", lifespan="on", access_log=False)
         )
         click.echo(f"Serving {url} (read-only; Ctrl-C to stop)")

@@ -319,3 +319,33 @@ def test_aliases_follow_the_message_they_join(tmp_path: Path) -> None:
     extra = aliases(conv.items, conv.chain)
     assert any(tree.merged_uuid in uuids for uuids in extra.values())
     assert tree.heartbeat_uuid not in {u for uuids in extra.values() for u in uuids}
+
+
+# ----------------------------------------------------------------- the command
+def test_loopback_hosts() -> None:
+    from sessiondex.cli.serve_cmd import is_loopback
+
+    assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.test"]))
+
+
+def test_serve_warns_off_loopback_and_reports_a_bad_address(tmp_path: Path) -> None:
+    import socket
+
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    base = ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "index.db")]
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    # 192.0.2.1 (TEST-NET-1) is on no interface here: the bind fails, nothing is sent.
+    result = CliRunner().invoke(cli, [*base, "serve", "--host", "192.0.2.1", "--port", "0"])
+    assert result.exit_code == 1
+    assert "may hold secrets" in result.stderr and "cannot serve on 192.0.2.1" in result.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(cli, [*base, "serve", "--port", port])
+    assert result.exit_code == 1 and f"cannot serve on 127.0.0.1:{port}" in result.stderr
+    assert "secrets" not in result.stderr

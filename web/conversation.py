@@ -127,6 +127,7 @@ def pre(text: str, lang: str = "") -> str:
 class _Walk:
     hits: set[str]
     out: list[str] = field(default_factory=list)
+    shown_hits: list[str] = field(default_factory=list)  # page order
 
 
 def _stamp(timestamp: str | None) -> str:
@@ -215,6 +216,8 @@ def _message(walk: _Walk, item: Message, alias: list[str]) -> None:
     role = _role(item)
     hit = item.uuid in walk.hits or any(a in walk.hits for a in alias)
     classes = f"msg {role}" + (" hit" if hit else "")
+    if hit:
+        walk.shown_hits.append(item.uuid)
     out = walk.out
     out.append(f'<article class="{esc(classes)}" id="msg-{esc(item.uuid)}">')
     out.extend(f'<span class="alias" id="msg-{esc(a)}"></span>' for a in alias)
@@ -226,7 +229,8 @@ def _message(walk: _Walk, item: Message, alias: list[str]) -> None:
     )
     texts = [b for b in item.blocks if b.kind == "text" and b.text.strip()]
     if role == "summary" and texts:
-        out.append("<details><summary>Summary of the earlier conversation</summary>")
+        is_open = " open" if hit else ""
+        out.append(f"<details{is_open}><summary>Summary of the earlier conversation</summary>")
     for block in item.blocks:
         _block(walk, block)
     if role == "summary" and texts:
@@ -273,9 +277,16 @@ def _subagent(walk: _Walk, sub: Subagent) -> None:
     walk.out.append("</details>")
 
 
-def render_conversation(conv: Conversation, hits: Iterable[str] = ()) -> str:
+@dataclass
+class Rendered:
+    html: str
+    shown_hits: list[str]  # anchors of the messages shown as hits, in page order
+
+
+def render_conversation(conv: Conversation, hits: Iterable[str] = ()) -> Rendered:
     """The messages of the live chain as HTML; messages whose uuid is in ``hits`` (a
-    search's matches) carry the ``hit`` class."""
+    search's matches) carry the ``hit`` class. A hit off the live chain (rewound, or
+    before a compaction) is not shown, so ``shown_hits`` may be fewer."""
     walk = _Walk(set(hits))
     note = problem_note(conv.problems)
     if note:
@@ -287,7 +298,7 @@ def render_conversation(conv: Conversation, hits: Iterable[str] = ()) -> str:
         walk.out.append("<h2>Subagents not linked to a call on this chain</h2>")
         for sub in conv.unlinked:
             _subagent(walk, sub)
-    return "\n".join(walk.out)
+    return Rendered("\n".join(walk.out), walk.shown_hits)
 
 
 def mark_snippet(snippet: str, start: str, end: str) -> str:

@@ -454,6 +454,7 @@ def session(
         for s in everything
         if (s.get("forked_from") or {}).get("session_id") == found["session_id"]
     ]
+    rendered = render_conversation(conversation, hits)
     return {
         "session": found,
         "row": to_row(found, now, url_of(found)),
@@ -462,6 +463,7 @@ def session(
         "forks": forks,
         "q": query,
         "hits": len(hits),
-        "first_hit": hits[0] if hits else None,
-        "conversation_html": render_conversation(conversation, hits),
+        "shown_hits": len(rendered.shown_hits),
+        "first_hit": rendered.shown_hits[0] if rendered.shown_hits else None,
+        "conversation_html": rendered.html,
     }

@@ -1,5 +1,5 @@
-// sessiondex web view: the copy buttons. No inline scripts anywhere (the pages'
-// Content-Security-Policy allows only this file).
+// sessiondex web view: the copy buttons, and the jump to a search hit. No inline
+// scripts anywhere (the pages' Content-Security-Policy allows only this file).
 "use strict";
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("button[data-copy]");
@@ -23,4 +23,15 @@ document.addEventListener("click", async (event) => {
   const label = button.textContent;
   button.textContent = copied ? "Copied" : "Press Ctrl-C";
   setTimeout(() => { button.textContent = label; }, 1500);
+});
+
+// A search result links to its best message (#msg-<uuid>). When that message is not on
+// the page (rewound, or compacted away), show the first hit that is.
+document.addEventListener("DOMContentLoaded", () => {
+  const hash = window.location.hash;
+  if (!hash.startsWith("#msg-") || document.getElementById(hash.slice(1))) return;
+  const hit = document.querySelector("article.msg.hit");
+  if (!hit) return;
+  hit.classList.add("target");
+  hit.scrollIntoView({ block: "start" });
 });
