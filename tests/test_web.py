@@ -349,3 +349,20 @@ def test_serve_warns_off_loopback_and_reports_a_bad_address(tmp_path: Path) -> N
         result = CliRunner().invoke(cli, [*base, "serve", "--port", port])
     assert result.exit_code == 1 and f"cannot serve on 127.0.0.1:{port}" in result.stderr
     assert "secrets" not in result.stderr
+
+
+def test_markdown_is_rendered_safely() -> None:
+    from sessiondex.web.conversation import render_markdown
+
+    html = render_markdown(
+        "**bold** <script>x()</script> [a](javascript:x()) [b](https://example.test/)"
+        " ![img](https://example.test/p.png)\n\n| a | b |\n|--:|:-:|\n| 1 | 2 |\n\n"
+        "```nosuchlanguage\n<tag>\n```\n\n```python\nimport os\n```"
+    )
+    assert "<strong>bold</strong>" in html and "&lt;script&gt;x()&lt;/script&gt;" in html
+    assert "javascript:" not in html.replace("(javascript:x())", "")
+    assert '<a href="https://example.test/" rel="noopener noreferrer nofollow">b</a>' in html
+    assert "<img" not in html and "style=" not in html
+    assert '<th class="al-right">a</th>' in html
+    assert "&lt;tag&gt;" in html  # an unknown language: escaped, not highlighted
+    assert '<span class="kn">import</span>' in html

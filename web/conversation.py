@@ -79,12 +79,25 @@ def _link_open(
     return renderer.renderToken(tokens, idx, options, env)
 
 
+def _cell_open(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    # Column alignment as a class: the pages' CSP refuses inline style attributes.
+    token = tokens[idx]
+    style = str(token.attrs.pop("style", "") or "")
+    if style.startswith("text-align:"):
+        token.attrJoin("class", "al-" + style.split(":", 1)[1].strip())
+    return renderer.renderToken(tokens, idx, options, env)
+
+
 @lru_cache(maxsize=1)
 def markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "breaks": True, "highlight": _highlight})
     md.enable(["table", "strikethrough"])
     md.disable("image")
     md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("th_open", _cell_open)
+    md.add_render_rule("td_open", _cell_open)
     return md
 
 

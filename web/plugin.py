@@ -151,7 +151,7 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, send)
                 return
             path = str(scope.get("path", ""))
-            if not path.startswith(("/-/static", STATIC_PREFIX, "/favicon")):
+            if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
                 await state.fresh()
 
             async def send_with_headers(message: dict[str, Any]) -> None:
