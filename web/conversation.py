@@ -31,9 +31,9 @@ from sessiondex.render.conversation import (
     Marker,
     Message,
     Subagent,
-    human_size,
     problem_note,
 )
+from sessiondex.render.sizes import human_size
 
 # Past these sizes text is shown plain and cut: a page must stay quick to render and to
 # load even for a 50 MB tool output (`sessiondex show --tools` has all of it).

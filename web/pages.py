@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from sessiondex.render.conversation import human_size
+from sessiondex.render.sizes import human_size
 from sessiondex.web.conversation import mark_snippet, render_conversation
 
 if TYPE_CHECKING:
