@@ -58,14 +58,19 @@ def _parse_line(raw: bytes, problems: Counter[str]) -> Entry | None:
     return value
 
 
-def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
+def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry], Counter[str]]:
     """Every JSON object of the file in file order, and the skipped or repaired lines by kind.
 
     The whole file is read (the chain can reach anywhere in it). Lines are split on
     ``b"\\n"`` only; ``str.splitlines`` would also cut at U+2028/U+2029 and lose the
-    record. Raises only ``OSError`` for the file itself, never for its content.
+    record. A last line without ``\\n`` is read too, as the SDK reads it, unless
+    ``complete_only`` (a writer may still be writing it: a copy must not take half a
+    record, nor a whole one whose line has not ended yet). Raises only ``OSError`` for
+    the file itself, never for its content.
     """
     data = Path(path).read_bytes()
+    if complete_only:
+        data = data[: data.rfind(b"\n") + 1]
     problems: Counter[str] = Counter()
     entries: list[Entry] = []
     for raw in data.split(b"\n"):
