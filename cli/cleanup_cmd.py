@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,9 @@ def _render_root(
 @click.option(
     "--archive",
     "archive_dir",
-    type=click.Path(file_okay=False),
+    # Not file_okay=False: click's refusal is a multi-line usage error that would come
+    # before ours, which says why (a transcript, the index) in one line.
+    type=click.Path(),
     default=None,
     metavar="DIR",
     help="With --apply: first archive each session into DIR "
@@ -192,7 +195,6 @@ def cleanup(
         DELETED,
         FAILED,
         apply_plan,
-        archive_dir_problem,
         fresh_plan,
     )
     from sessiondex.cli.output import dumps, human_size
@@ -204,9 +206,11 @@ def cleanup(
     state = app()
     roots = state.roots
     if archive_dir:
-        problem = archive_dir_problem(Path(archive_dir), roots)
-        if problem:
-            raise CliError(problem)
+        from sessiondex.cli.options import UnsafeOutputPath, check_output_path
+
+        check_output_path(archive_dir, "--archive")
+        if os.path.exists(archive_dir) and not os.path.isdir(archive_dir):
+            raise UnsafeOutputPath(f"--archive {archive_dir} is a file, not a directory")
     db = state.fresh_db()
     plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
     result = plan.as_dict()

@@ -108,7 +108,8 @@ def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> N
     "output",
     required=True,
     type=click.Path(dir_okay=False),
-    help="File to write (refused if it exists, unless --force).",
+    help="File to write (refused if it exists, unless --force; never inside a config "
+    "dir's projects/ or over the index); - for stdout.",
 )
 @click.option(
     "--format",
@@ -132,7 +133,9 @@ def export(
     (metadata at the top, no external assets) or the SDK's JSON messages.
 
     The file is written to a temporary name and renamed into place, so it is never
-    seen half-written.
+    seen half-written. A path inside a config dir's projects/ (Claude Code's
+    transcripts) or one of the index's files is refused (exit 2); -o - writes to
+    standard output.
 
     \b
     Example:
@@ -140,10 +143,17 @@ def export(
         sessiondex export 3f2a9c1e -o session.html --tools --subagents
         sessiondex export 3f2a9c1e -o messages.json
     """
+    from sessiondex.cli.options import check_output_path
     from sessiondex.render.conversation import render
 
     if fmt is None:
         fmt = _EXTENSION_FORMATS.get(os.path.splitext(output)[1].lower(), "md")
+    if output == "-":
+        conv = _load(arg, cwd, fmt)
+        _warn_problems(conv)
+        click.echo(render(conv, fmt, tools=tools, subagents=subagents), nl=False)
+        return
+    check_output_path(output, "-o")
     if os.path.lexists(output) and not force:
         raise CliError(f"{output} already exists (use --force to overwrite it)")
     conv = _load(arg, cwd, fmt)
