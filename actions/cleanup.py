@@ -195,6 +195,9 @@ def apply_plan(
         if problem:
             raise ValueError(problem)
         Path(archive_dir).mkdir(parents=True, exist_ok=True)
+        from sessiondex.transcripts.archive import remove_stale_temps
+
+        remove_stale_temps(archive_dir)  # what a killed earlier run left behind
         add_archive_dir(db, Path(archive_dir))  # before any deletion: never forgotten
     outcomes: list[Outcome] = []
     stats = RefreshStats()
