@@ -12,7 +12,8 @@ import click
 
 from sessiondex.cli.app import CliError
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.query_cmds import resolve_or_exit
+from sessiondex.cli.output import clean_line
+from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
 
 _EXTENSION_FORMATS = {
     ".html": "html",
@@ -43,13 +44,12 @@ def _load(arg: str, cwd: str | None, fmt: str) -> Any:
     from sessiondex.render.conversation import build_conversation
 
     found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
-    for note in found.notes:
-        click.echo(note, err=True)
+    echo_notes(found.notes)
     try:
         return build_conversation(found.session)
     except OSError as exc:
         raise CliError(
-            f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}"
+            clean_line(f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}")
         ) from None
 
 
@@ -114,7 +114,9 @@ def _reading(chunks: Iterable[str], conv: Any) -> Iterator[str]:
     try:
         yield from chunks
     except OSError as exc:
-        raise CliError(f"cannot read {conv.path}: {exc.strerror or exc}; try again") from None
+        raise CliError(
+            clean_line(f"cannot read {conv.path}: {exc.strerror or exc}; try again")
+        ) from None
 
 
 def _screenful(chunks: Iterator[str], lines: int) -> tuple[list[str], bool]:
@@ -200,7 +202,7 @@ def export(
             click.echo(chunk, nl=False)
         return
     _write_atomic(output, chunks, force=force)
-    click.echo(f"wrote {output} ({conv.message_count} messages, {fmt})", err=True)
+    click.echo(clean_line(f"wrote {output} ({conv.message_count} messages, {fmt})"), err=True)
 
 
 def _write_atomic(target: str, chunks: Iterable[str], *, force: bool) -> None:
