@@ -89,8 +89,12 @@ class App:
         live watcher)."""
         self.warn_missing_roots()
         db = self.db()
-        self._open(lambda: (self.index.ensure_fresh(), db)[1])
+        self._open(self._refreshed_writer)
         return db
+
+    def _refreshed_writer(self) -> Database:
+        self.index.ensure_fresh()
+        return self.index.writer()
 
     def reading_db(self) -> Database:
         """For commands that only read: :meth:`sessiondex.Index.reader`."""

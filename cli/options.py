@@ -34,7 +34,7 @@ def scope_options(
 def _apply_scope_options(
     func: Callable[..., Any], default_scope: str, default_limit: int | None
 ) -> Callable[..., Any]:
-    options = [
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--scope",
             type=click.Choice(["worktree", "repo", "all"]),

@@ -22,6 +22,7 @@ from typing import Any
 import click
 import orjson
 
+from sessiondex.render.sizes import human_size as human_size  # re-exported for the commands
 from sessiondex.render.terminal import json_escape_controls, neutralize
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -60,17 +61,6 @@ def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def chosen_format(fmt: str, as_json: bool) -> str:
     return "json" if as_json else fmt
-
-
-def human_size(size: int | None) -> str:
-    if size is None:
-        return ""
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"
 
 
 def relative_time(iso: str | None, now: float | None = None) -> str:

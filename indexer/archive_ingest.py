@@ -25,8 +25,8 @@ from pathlib import Path
 import orjson
 from sqlite_utils import Database
 
-from sessiondex.indexer.db import get_meta, set_meta
 from sessiondex.indexer.ingest import apply_tail, remove_path
+from sessiondex.indexer.meta import get_meta, set_meta
 from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
 from sessiondex.transcripts.discover import MAIN, TranscriptFile

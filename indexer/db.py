@@ -101,7 +101,7 @@ def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = Fals
     if readonly:
         handle = _open_current_readonly(target)
         if handle is not None:
-            return handle  # type: ignore[return-value] - the subset queries use
+            return handle  # type: ignore[return-value]  # the subset queries use
     from sqlite_utils import Database
 
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,11 +18,11 @@ from typing import Any
 import orjson
 from sqlite_utils import Database
 
-from sessiondex.indexer.db import get_meta
 from sessiondex.indexer.derive import SessionState
+from sessiondex.indexer.meta import get_meta
 from sessiondex.indexer.objects import build_object, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
-from sessiondex.indexer.schema import SESSION_FTS_COLUMNS
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.text import fts_text
 from sessiondex.transcripts.discover import MAIN, TranscriptFile

@@ -96,8 +96,8 @@ def _pr_objects(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
 def build_object(
     row: dict[str, Any],
     branches: list[str],
-    links: list[Sequence[Any]],
-    mentions: list[Sequence[Any]],
+    links: Sequence[Sequence[Any]],
+    mentions: Sequence[Sequence[Any]],
 ) -> dict[str, Any]:
     """The contract's session object from a session row and its related rows (PR rows
     are ``(url, number, repository, host, provider)``; mentions that are also links are

@@ -19,7 +19,7 @@ from sqlite_utils import Database
 
 from sessiondex.indexer.archive_ingest import refresh_archives
 from sessiondex.indexer.bulk import BulkFts
-from sessiondex.indexer.db import clear_index, set_meta
+from sessiondex.indexer.db import clear_index
 from sessiondex.indexer.ingest import (
     apply_tail,
     include_tools_setting,
@@ -27,6 +27,7 @@ from sessiondex.indexer.ingest import (
     remove_path,
     stored_file,
 )
+from sessiondex.indexer.meta import set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts

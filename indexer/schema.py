@@ -121,10 +121,10 @@ def m001_initial(db: Database) -> None:
     # that a counter update does not re-index the session's FTS row.
     columns = ",\n".join(f"{c} TEXT" for c in SESSION_FTS_COLUMNS)
     db.execute(f"CREATE TABLE session_search (id INTEGER PRIMARY KEY, {columns})")
-    db["session_search"].enable_fts(
+    db.table("session_search").enable_fts(
         list(SESSION_FTS_COLUMNS), fts_version="FTS5", create_triggers=True, tokenize=FTS_TOKENIZER
     )
-    db["messages"].enable_fts(
+    db.table("messages").enable_fts(
         ["text"], fts_version="FTS5", create_triggers=True, tokenize=FTS_TOKENIZER
     )
 

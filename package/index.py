@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     DbArg = str | os.PathLike[str] | sqlite3.Connection | Database | None
 
 
+Sessions = list[dict[str, Any]]  # session objects, as the JSON output prints them
+
+
 class Index:
     """The index of one or more Claude config dirs, and every question asked of it.
 
@@ -163,7 +166,7 @@ class Index:
         self.close()
 
     # ------------------------------------------------------------------ answers
-    def list(self, **filters: Any) -> list[dict[str, Any]]:
+    def list(self, **filters: Any) -> Sessions:
         """Picker rows, newest activity first. Keyword arguments are
         :class:`~sessiondex.query.filters.Filters` fields (``cwd``, ``scope``,
         ``branch``, ``current_branch``, ``since``, ``all_kinds``,
@@ -172,14 +175,14 @@ class Index:
 
         return list_sessions(self.reader(), _filters(filters))
 
-    def search(self, query: str, *, raw: bool = False, **filters: Any) -> list[dict[str, Any]]:
+    def search(self, query: str, *, raw: bool = False, **filters: Any) -> Sessions:
         """Ranked sessions for a full-text query or a PR/MR URL (each with ``score``,
         ``snippet``); the typo fallback when nothing matches."""
         from sessiondex.query.search import search
 
         return search(self.reader(), query, _filters(filters), raw=raw)
 
-    def from_pr(self, pr: str | None, **filters: Any) -> list[dict[str, Any]]:
+    def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
         """Sessions linked to a PR number or URL (every linked one with None)."""
         from sessiondex.query.prs import from_pr
 
@@ -301,7 +304,7 @@ def _as_database(db: Any) -> Database:
     if isinstance(db, Database):
         return prepare(db)
     if isinstance(db, ReadOnlyIndex):
-        return db  # type: ignore[return-value] - the subset the query layer uses
+        return db  # type: ignore[return-value]  # the subset the query layer uses
     raise TypeError(
         "db must be a path, a sqlite3.Connection or a sqlite_utils.Database, "
         f"not {type(db).__name__}"

@@ -184,7 +184,7 @@ def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> b
 
 
 def _same_tag(tag: str | None, keep_tag: str) -> bool:
-    return bool(tag) and sanitize_tag(tag).casefold() == keep_tag.casefold()
+    return tag is not None and tag != "" and sanitize_tag(tag).casefold() == keep_tag.casefold()
 
 
 def plan_root(

@@ -10,7 +10,7 @@ import subprocess
 import unicodedata
 from functools import lru_cache
 
-from sessiondex.transcripts.config import resolve_cwd  # noqa: F401 - re-exported
+from sessiondex.transcripts.config import resolve_cwd as resolve_cwd  # re-exported
 from sessiondex.transcripts.keys import canonical_directory, project_keys_for_directory
 
 SCOPES = ("worktree", "repo", "all")

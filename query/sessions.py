@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from sessiondex.indexer.objects import (  # noqa: F401 - re-exported for query/ and cli/
-    SESSION_FIELDS,
-    activity_ms,
-    build_object,
-    build_objects,
-    display_title,
-    iso_ms,
-    resume_command,
-)
+# Re-exported for query/ and cli/ (the ``X as X`` form marks them public for mypy).
+from sessiondex.indexer.objects import SESSION_FIELDS as SESSION_FIELDS
+from sessiondex.indexer.objects import activity_ms as activity_ms
+from sessiondex.indexer.objects import build_object as build_object
+from sessiondex.indexer.objects import build_objects as build_objects
+from sessiondex.indexer.objects import display_title as display_title
+from sessiondex.indexer.objects import iso_ms as iso_ms
+from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.db import get_meta
 from sessiondex.indexer.lock import watcher_alive
+from sessiondex.indexer.meta import get_meta
 from sessiondex.query.sessions import VISIBLE_SQL
 
 if TYPE_CHECKING:

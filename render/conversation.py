@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from sessiondex.render.sizes import human_size
 from sessiondex.render.terminal import json_escape_controls, neutralize, neutralize_escapes
 from sessiondex.transcripts.chain import (
     ChainScan,
@@ -40,6 +41,7 @@ from sessiondex.transcripts.chain import (
 )
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
 from sessiondex.transcripts.reader import PROBLEM_INVALID_UTF8
+from sessiondex.transcripts.records import content_blocks, message_content, response_id
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
 FOLD_LINES = 12
@@ -115,7 +117,7 @@ class Thread:
         """The ids of the tool calls shown, in order (what subagents are linked to)."""
         for stub in self.shown:
             for block in _content_blocks(stub):
-                if isinstance(block, dict) and block.get("type") == "tool_use":
+                if block.get("type") == "tool_use":
                     tool_id = block.get("id")
                     yield tool_id if isinstance(tool_id, str) else None
 
@@ -155,7 +157,7 @@ class Thread:
                     previous.blocks.extend(blocks)
                     continue
                 role = "tool"
-            rid = _response_id(entry)
+            rid = response_id(entry)
             if (
                 rid
                 and isinstance(previous, Message)
@@ -240,12 +242,12 @@ class Conversation:
 
 
 # ----------------------------------------------------------------- building it
-def _content_blocks(entry: Entry) -> list[Any]:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+def _content_blocks(entry: Entry) -> list[dict[str, Any]]:
+    """The entry's blocks for display: a plain-string content is one text block."""
+    content = message_content(entry)
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return content if isinstance(content, list) else []
+    return content_blocks(entry)
 
 
 def _result_text(content: Any) -> str:
@@ -272,8 +274,6 @@ def _input_text(value: Any) -> str:
 def _blocks(entry: Entry, clean: Clean = _keep) -> list[Block]:
     out: list[Block] = []
     for block in _content_blocks(entry):
-        if not isinstance(block, dict):
-            continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             out.append(Block("text", clean(block["text"])))
@@ -301,12 +301,6 @@ def _blocks(entry: Entry, clean: Clean = _keep) -> list[Block]:
                 )
             )
     return out
-
-
-def _response_id(entry: Entry) -> str | None:
-    message = entry.get("message")
-    value = message.get("id") if isinstance(message, dict) else None
-    return value if entry.get("type") == "assistant" and isinstance(value, str) else None
 
 
 def _str(value: Any) -> str | None:
@@ -393,14 +387,6 @@ def problem_note(problems: Counter[str]) -> str | None:
         )
         parts.append(f"{skipped} unreadable line(s) skipped ({kinds})")
     return "; ".join(parts) if parts else None
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def fold(text: str) -> tuple[str, str | None]:
@@ -801,7 +787,7 @@ def _json_entries(
             "parent_agent_id": sub.parent_agent_id if sub else None,
         }
         for block in _content_blocks(entry):
-            if isinstance(block, dict) and block.get("type") == "tool_use":
+            if block.get("type") == "tool_use":
                 for child in by_call.pop(str(block.get("id")), []):
                     emitted.add(id(child))
                     yield from _json_entries(child.thread.entries(), child, by_call, emitted)

@@ -308,6 +308,6 @@ def read_archive(archive: Path) -> Iterator[ArchivedTranscript]:
                         member.size,
                         int(member.mtime * 1e9),
                         spool,
-                    )  # type: ignore[arg-type]
+                    )
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise ArchiveError(f"cannot read {archive}: {exc}") from None

@@ -28,7 +28,13 @@ from sessiondex.transcripts.reader import (
     PROBLEM_MALFORMED,
     PROBLEM_NOT_OBJECT,
 )
-from sessiondex.transcripts.records import CHAIN_TYPES, MESSAGE_TYPES
+from sessiondex.transcripts.records import (
+    MESSAGE_TYPES,
+    block_ids,
+    is_chain_entry,
+    is_tool_result,
+    response_id,
+)
 
 Entry = dict[str, Any]
 
@@ -180,7 +186,7 @@ class ChainScan:
                 if not raw.strip():
                     continue
                 entry = _parse_line(raw, self.problems)
-                if entry is None or not _is_chain_entry(entry):
+                if entry is None or not is_chain_entry(entry):
                     continue
                 stub = _stub(entry)
                 self.stubs.append(stub)
@@ -231,20 +237,6 @@ def read_messages(path: Path, *, subagent: bool = False) -> list[Entry]:
         return pick(entries)
 
 
-def _is_chain_entry(entry: Entry) -> bool:
-    return (
-        isinstance(entry.get("type"), str)
-        and entry["type"] in CHAIN_TYPES
-        and isinstance(entry.get("uuid"), str)
-    )
-
-
-def _chain_entries(entries: list[Entry]) -> list[Entry]:
-    """Entries that take part in the chain: a chain type with a string ``uuid``."""
-    # isinstance first: a "type" that is a list or dict cannot be looked up in a set
-    return [e for e in entries if _is_chain_entry(e)]
-
-
 def _parent(entry: Entry) -> str | None:
     parent = entry.get("parentUuid")
     # A non-string parent is no link (the SDK would crash hashing a list here).
@@ -276,7 +268,7 @@ def main_chain(entries: list[Entry]) -> list[Entry]:
     entry that is not sidechain, team or meta; the walk up does not follow
     ``logicalParentUuid``, so a compacted session starts at its compact boundary.
     """
-    chain_entries = _chain_entries(entries)
+    chain_entries = [e for e in entries if is_chain_entry(e)]
     if not chain_entries:
         return []
     by_uuid: dict[str, Entry] = {}
@@ -309,35 +301,9 @@ def main_chain(entries: list[Entry]) -> list[Entry]:
 
 
 # ----------------------------------------------------------------- parallel tool calls
-def _message_id(entry: Entry) -> str | None:
-    if entry.get("type") != "assistant":
-        return None
-    message = entry.get("message")
-    value = message.get("id") if isinstance(message, dict) else None
-    return value if isinstance(value, str) and value else None
-
-
-def _block_ids(entry: Entry, block_type: str, field: str) -> list[str]:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [
-        b[field]
-        for b in content
-        if isinstance(b, dict) and b.get("type") == block_type and isinstance(b.get(field), str)
-    ]
-
-
 def _is_tool_result_entry(entry: Entry) -> bool:
     """A user entry with a parent whose content holds a ``tool_result`` block."""
-    if entry.get("type") != "user" or _parent(entry) is None:
-        return False
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
+    return entry.get("type") == "user" and _parent(entry) is not None and is_tool_result(entry)
 
 
 def _same_writer(a: Entry, b: Entry) -> bool:
@@ -363,7 +329,7 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
     chain_assistants = [e for e in chain if e.get("type") == "assistant"]
     anchors: dict[str, Entry] = {}
     for entry in chain_assistants:
-        mid = _message_id(entry)
+        mid = response_id(entry)
         if mid:
             anchors[mid] = entry  # the last on-chain entry of the response
     if not anchors:
@@ -374,15 +340,15 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
     owner_of: dict[str, Entry | None] = {}
     results: list[Entry] = []
     for entry in by_uuid.values():
-        mid = _message_id(entry)
+        mid = response_id(entry)
         if mid:
             siblings.setdefault(mid, []).append(entry)
-            for call in _block_ids(entry, "tool_use", "id"):
+            for call in block_ids(entry, "tool_use", "id"):
                 if call not in owner_of:
                     owner_of[call] = entry
                 else:
                     previous = owner_of[call]
-                    same = previous is not None and _message_id(previous) == mid
+                    same = previous is not None and response_id(previous) == mid
                     owner_of[call] = entry if same else None
         elif _is_tool_result_entry(entry):
             results.append(entry)
@@ -395,7 +361,7 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
             source_entry = by_uuid.get(source)
             if source_entry is not None and _same_writer(result, source_entry):
                 results_of.setdefault(source, []).append(result)
-        for call in _block_ids(result, "tool_result", "tool_use_id"):
+        for call in block_ids(result, "tool_result", "tool_use_id"):
             owner = owner_of.get(call)
             if owner is not None and _same_writer(result, owner):
                 results_of.setdefault(owner["uuid"], []).append(result)
@@ -405,7 +371,7 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
     done: set[str] = set()
     inserts: dict[str, list[Entry]] = {}
     for assistant in chain_assistants:
-        mid = _message_id(assistant)
+        mid = response_id(assistant)
         if not mid or mid in done:
             continue
         done.add(mid)
@@ -426,13 +392,13 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
             # response that nothing on the chain (or recovered) answers yet.
             if answered_on_chain is None:
                 answered_on_chain = {
-                    c for e in chain for c in _block_ids(e, "tool_result", "tool_use_id")
+                    c for e in chain for c in block_ids(e, "tool_result", "tool_use_id")
                 }
             answered = set(answered_on_chain)
             for result in lost_results:
-                answered.update(_block_ids(result, "tool_result", "tool_use_id"))
+                answered.update(block_ids(result, "tool_result", "tool_use_id"))
             for result in sorted(strays, key=lambda e: file_order[e["uuid"]]):
-                calls = _block_ids(result, "tool_result", "tool_use_id")
+                calls = block_ids(result, "tool_result", "tool_use_id")
                 if any(
                     c not in answered
                     and (o := owner_of.get(c)) is not None
@@ -475,7 +441,7 @@ def subagent_chain(entries: list[Entry]) -> list[Entry]:
     Subagent files are linear, so the SDK takes the last message in file order as the
     leaf and filters nothing (meta entries included); we do the same.
     """
-    chain_entries = _chain_entries(entries)
+    chain_entries = [e for e in entries if is_chain_entry(e)]
     by_uuid = {e["uuid"]: e for e in chain_entries}
     leaf = next((e for e in reversed(chain_entries) if e.get("type") in MESSAGE_TYPES), None)
     if leaf is None:

@@ -1,0 +1,203 @@
+"""``sessiondex`` as a library: one import package, and ``sessiondex.Index`` as the entry
+point every front end goes through (list, search, resolve, show, writes; ``db=`` as a
+path or an open connection)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlite_utils
+
+import sessiondex
+from sessiondex import Index, NotFound
+from sessiondex.indexer.db import open_db
+from tests.builders import ConfigTree
+
+REPO = Path(__file__).resolve().parent.parent
+CWD = "/home/dev/shop"
+OTHER = "/home/dev/blog"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> ConfigTree:
+    tree = ConfigTree(tmp_path / "claude")
+    auth = tree.session(cwd=CWD, git_branch="feat/auth")
+    auth.user("the websocket login drops after a minute")
+    auth.assistant("The heartbeat interval is longer than the proxy timeout.")
+    auth.meta("custom-title", customTitle="Auth refactor")
+    auth.write(mtime=1_790_000_300)
+    blog = tree.session(cwd=OTHER)
+    blog.user("draft the release notes for 2.0")
+    blog.assistant("Here is a first draft.")
+    blog.write(mtime=1_790_000_100)
+    return tree
+
+
+def _db_variants(tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "index.db"
+    return {
+        "str path": str(path),
+        "Path": path,
+        "sqlite3 connection": sqlite3.connect(path),
+        "sqlite-utils Database": sqlite_utils.Database(path),
+        "in-memory connection": sqlite3.connect(":memory:"),
+    }
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["str path", "Path", "sqlite3 connection", "sqlite-utils Database", "in-memory connection"],
+)
+def test_db_accepts_a_path_or_an_open_connection(
+    tree: ConfigTree, tmp_path: Path, kind: str
+) -> None:
+    db = _db_variants(tmp_path)[kind]
+    with Index(db, [tree.root]) as index:
+        titles = [s["title"] for s in index.list(scope="all")]
+        assert titles == ["Auth refactor", "draft the release notes for 2.0"]
+    if not isinstance(db, (str, Path)):
+        # A connection passed in is the caller's: still open after the Index closed.
+        conn = db.conn if isinstance(db, sqlite_utils.Database) else db
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
+
+
+def test_answers_list_search_resolve_show(tree: ConfigTree, tmp_path: Path) -> None:
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        hits = index.search("heartbeat", scope="all")
+        assert [h["title"] for h in hits] == ["Auth refactor"]
+        found = index.resolve("auth REFACTOR", cwd=CWD)
+        assert found.matched_by == "name"
+        assert found.session["git_branch"] == "feat/auth"
+        text = index.show(found.session["session_id"], format="md", cwd=CWD)
+        assert "websocket login drops" in text and "heartbeat interval" in text
+        assert index.list(cwd=OTHER)[0]["cwd"] == OTHER
+        with pytest.raises(NotFound):
+            index.resolve("no such session", cwd=CWD)
+
+
+def test_writes_are_seen_by_the_next_read(tree: ConfigTree, tmp_path: Path) -> None:
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        session_id = index.resolve("Auth refactor", cwd=CWD).session["session_id"]
+        index.rename(session_id, "Websocket heartbeat", cwd=CWD)
+        index.tag(session_id, "keep", cwd=CWD)
+        assert index.resolve("websocket heartbeat", cwd=CWD).session["tag"] == "keep"
+    with Index(tmp_path / "index.db", [tree.root], refresh=False) as index:
+        assert index.list(cwd=CWD)[0]["title"] == "Websocket heartbeat"
+
+
+def test_refresh_false_answers_from_the_index_as_it_is(tree: ConfigTree, tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as index:
+        assert len(index.list(scope="all")) == 2
+    late = tree.session(cwd=CWD)
+    late.user("a session written after the last refresh")
+    late.write(mtime=1_790_000_900)
+    with Index(db, [tree.root], refresh=False) as index:
+        assert len(index.list(scope="all")) == 2
+    with Index(db, [tree.root]) as index:
+        assert len(index.list(scope="all")) == 3
+
+
+def test_sdk_functions_take_a_db_path(tree: ConfigTree, tmp_path: Path) -> None:
+    # list_sessions(db="/path") used to crash with AttributeError.
+    db = str(tmp_path / "index.db")
+    infos = sessiondex.list_sessions(db=db, config_dir=tree.root)
+    assert [i.summary for i in infos] == ["Auth refactor", "draft the release notes for 2.0"]
+    info = sessiondex.get_session_info(infos[0].session_id, db=db, config_dir=tree.root)
+    assert info is not None and info.git_branch == "feat/auth"
+
+
+def test_a_wrong_db_type_is_a_type_error(tree: ConfigTree) -> None:
+    with pytest.raises(TypeError, match="db must be"):
+        Index(42, [tree.root])  # type: ignore[arg-type]
+
+
+def test_public_names_are_exported() -> None:
+    for name in sessiondex.__all__:
+        assert getattr(sessiondex, name) is not None
+    assert set(sessiondex.__all__) == set(sessiondex._EXPORTS)
+    with pytest.raises(AttributeError):
+        sessiondex.no_such_name  # noqa: B018
+
+
+def test_importing_the_package_stays_light() -> None:
+    # Every command imports `sessiondex` first: its re-exports must load nothing heavy.
+    code = "import sys, sessiondex; print(sorted(m for m in ('sqlite_utils', 'watchdog', 'rapidfuzz', 'sessiondex.index', 'sessiondex.sdk') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_index_opened_by_open_db_is_the_same_index(tree: ConfigTree, tmp_path: Path) -> None:
+    db = open_db(tmp_path / "index.db")
+    try:
+        with Index(db, [tree.root]) as index:
+            assert len(index.list(scope="all")) == 2
+        assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
+    finally:
+        db.close()
+
+
+def test_the_wheel_holds_one_top_level_package(tmp_path: Path) -> None:
+    """`pip install .` must put only `sessiondex` (and its dist-info) in site-packages: a
+    bare `cli` or `query` package would collide with any other of those names."""
+    pytest.importorskip("setuptools")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot build a wheel here: {result.stderr.strip().splitlines()[-1:]}")
+    (wheel,) = tmp_path.glob("sessiondex-*.whl")
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"sessiondex"}
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in (
+        "index.py",
+        "sdk.py",
+        "py.typed",
+        "cli/main.py",
+        "indexer/refresh.py",
+        "query/search.py",
+        "actions/mutations.py",
+        "render/conversation.py",
+        "transcripts/retention.py",
+    ):
+        assert f"sessiondex/{module}" in names
+
+
+def test_installed_beside_unrelated_cli_and_query_packages(tmp_path: Path) -> None:
+    """Another distribution's top-level `cli` and `query` packages do not shadow ours."""
+    pytest.importorskip("setuptools")
+    for name in ("cli", "query", "indexer", "transcripts"):
+        (tmp_path / "elsewhere" / name).mkdir(parents=True)
+        (tmp_path / "elsewhere" / name / "__init__.py").write_text("BROKEN = True\n")
+    code = (
+        "import sys; sys.path.insert(0, {!r})\n"
+        "import cli, query\n"
+        "assert cli.BROKEN and query.BROKEN\n"
+        "from sessiondex.cli.main import cli as command\n"
+        "from sessiondex.query.search import search\n"
+        "print(command.name)\n"
+    ).format(str(tmp_path / "elsewhere"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "cli"
