@@ -26,6 +26,7 @@ only spells C1 and bidi controls as ``\\uXXXX`` escapes, which decode to the sam
 from __future__ import annotations
 
 import re
+from functools import cache
 
 _BIDI = (
     [0x061C, 0x200E, 0x200F]
@@ -49,8 +50,12 @@ _ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " "}
 _ESCAPES: dict[int, str] = {0x1B: _caret(0x1B)}
 _ESCAPES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
 
-# Anything a table above would replace: a quick test before translating.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+@cache
+def _unsafe() -> re.Pattern[str]:
+    """Anything a table above would replace: a quick test before translating (compiled
+    on first use: every command imports this module, few print transcript text)."""
+    return re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def neutralize(text: str, *, single_line: bool = False) -> str:
@@ -58,7 +63,7 @@ def neutralize(text: str, *, single_line: bool = False) -> str:
 
     ``single_line`` also turns ``\\n`` and ``\\t`` into spaces (a table cell, a note).
     """
-    if not _UNSAFE.search(text):
+    if not _unsafe().search(text):
         return text
     if single_line:
         return text.replace("\r\n", "\n").translate(_ONE_LINE)
@@ -68,7 +73,7 @@ def neutralize(text: str, *, single_line: bool = False) -> str:
 def neutralize_escapes(text: str) -> str:
     """``text`` with only ESC, C1 and bidi controls made visible: for files people read
     (Markdown, HTML), where tabs, carriage returns and the like stay as written."""
-    if not _UNSAFE.search(text):
+    if not _unsafe().search(text):
         return text
     return text.translate(_ESCAPES)
 
@@ -76,9 +81,9 @@ def neutralize_escapes(text: str) -> str:
 # UTF-8 of the C1 and bidi controls. In valid UTF-8 these byte sequences are always
 # those characters (0xC2, 0xD8 and 0xE2 are lead bytes), so a bytes-level substitution
 # is safe; in JSON text they can only occur inside strings.
-_JSON_UNSAFE = re.compile(
-    rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]"
-)
+@cache
+def _json_unsafe() -> re.Pattern[bytes]:
+    return re.compile(rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
 
 
 def _json_escape(match: re.Match[bytes]) -> bytes:
@@ -90,4 +95,4 @@ def json_escape_controls(data: bytes) -> bytes:
     itself but writes every other character raw): same JSON value, safe on a terminal."""
     if data.isascii():
         return data
-    return _JSON_UNSAFE.sub(_json_escape, data)
+    return _json_unsafe().sub(_json_escape, data)
