@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sessiondex.query.scopes import git_worktrees
-from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from sessiondex.transcripts.chain import read_messages
 from sessiondex.transcripts.config import projects_dir
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
 from sessiondex.transcripts.keys import (
@@ -304,10 +304,10 @@ def get_session_messages(
     if row is None:
         return []
     try:
-        entries, _problems = load_entries(Path(row["file_path"]))
+        entries = read_messages(Path(row["file_path"]))
     except OSError:
         return []
-    messages = [_message(e) for e in visible_messages(main_chain(entries))]
+    messages = [_message(e) for e in entries]
     return _page(messages, limit, offset)
 
 
@@ -360,7 +360,7 @@ def get_subagent_messages(
     if path is None:
         return []
     try:
-        entries, _problems = load_entries(path)
+        entries = read_messages(path, subagent=True)
     except OSError:
         return []
     meta = read_subagent_meta(path)
@@ -372,7 +372,7 @@ def get_subagent_messages(
             tool_use if isinstance(tool_use, str) else None,
             parent_agent if isinstance(parent_agent, str) else None,
         )
-        for e in subagent_chain(entries)
+        for e in entries
     ]
     return _page(messages, limit, offset)
 

@@ -13,10 +13,13 @@ is split on ``\\n`` only, so a raw U+2028 inside a string survives.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -64,14 +67,19 @@ def _parse_line(raw: bytes, problems: Counter[str]) -> Entry | None:
     return value
 
 
-def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
+def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry], Counter[str]]:
     """Every JSON object of the file in file order, and the skipped or repaired lines by kind.
 
     The whole file is read (the chain can reach anywhere in it). Lines are split on
     ``b"\\n"`` only; ``str.splitlines`` would also cut at U+2028/U+2029 and lose the
-    record. Raises only ``OSError`` for the file itself, never for its content.
+    record. A last line without ``\\n`` is read too, as the SDK reads it, unless
+    ``complete_only`` (a writer may still be writing it: a copy must not take half a
+    record, nor a whole one whose line has not ended yet). Raises only ``OSError`` for
+    the file itself, never for its content.
     """
     data = Path(path).read_bytes()
+    if complete_only:
+        data = data[: data.rfind(b"\n") + 1]
     problems: Counter[str] = Counter()
     entries: list[Entry] = []
     for raw in data.split(b"\n"):
@@ -81,6 +89,152 @@ def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
         if entry is not None:
             entries.append(entry)
     return entries, problems
+
+
+# ----------------------------------------------------------------- two passes
+# ``show`` of a 64 MB transcript must not hold 64 MB of parsed JSON: the chain needs only
+# each entry's links, never its content. Pass 1 (:func:`scan_chain`) keeps, per chain
+# entry, a *stub* with just the fields the chain rules read, and where its line is; the
+# chain functions below run on stubs unchanged. Pass 2 (:meth:`ChainScan.read`) reads
+# back, one at a time, only the lines the caller shows.
+_CHUNK = 1 << 20
+_STUB_KEYS = (
+    "type",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "isSidechain",
+    "teamName",
+    "isMeta",
+    "agentId",
+    "timestamp",
+    "subtype",
+    "isCompactSummary",
+    "sourceToolAssistantUUID",
+)
+_LINK_BLOCKS = ("tool_use", "tool_result")
+
+
+def _stub(entry: Entry) -> Entry:
+    """The fields of ``entry`` that the chain rules, ``visible_messages`` and the
+    conversation's layout read; content reduced to its tool_use/tool_result ids."""
+    stub = {k: entry[k] for k in _STUB_KEYS if k in entry}
+    message = entry.get("message")
+    if isinstance(message, dict):
+        reduced: dict[str, Any] = {}
+        if "id" in message:
+            reduced["id"] = message["id"]
+        content = message.get("content")
+        if isinstance(content, list):
+            reduced["content"] = [
+                {"type": b.get("type"), "id": b.get("id"), "tool_use_id": b.get("tool_use_id")}
+                for b in content
+                if isinstance(b, dict) and b.get("type") in _LINK_BLOCKS
+            ]
+        stub["message"] = reduced
+    return stub
+
+
+def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` for every line split on ``b"\\n"``, the last one even without
+    its ``\\n`` (as :func:`load_entries` reads it); one line in memory at a time."""
+    offset = 0
+    pending: list[bytes] = []
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                pending.append(chunk[start:])
+                break
+            if pending:
+                pending.append(chunk[start:nl])
+                line = b"".join(pending)
+                pending = []
+            else:
+                line = chunk[start:nl]
+            yield offset, line
+            offset += len(line) + 1
+            start = nl + 1
+    if pending:
+        line = b"".join(pending)
+        if line:
+            yield offset, line
+
+
+class ChainScan:
+    """Pass 1 over a transcript: stubs of its chain entries, in file order, and the
+    skipped or repaired lines by kind (the same counts :func:`load_entries` gives).
+
+    ``main_chain(scan.stubs)`` / ``subagent_chain(scan.stubs)`` give the chain as stubs;
+    :meth:`read` turns stubs back into the full entries. Memory is proportional to the
+    number of chain entries, not to the bytes of the file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.stubs: list[Entry] = []
+        self.problems: Counter[str] = Counter()
+        self._where: dict[int, tuple[int, int]] = {}
+        with open(self.path, "rb") as stream:
+            st = os.fstat(stream.fileno())
+            self._identity = (st.st_dev, st.st_ino)
+            for offset, raw in _iter_lines(stream):
+                if not raw.strip():
+                    continue
+                entry = _parse_line(raw, self.problems)
+                if entry is None or not is_chain_entry(entry):
+                    continue
+                stub = _stub(entry)
+                self.stubs.append(stub)
+                self._where[id(stub)] = (offset, len(raw))
+
+    def read(self, stubs: Iterable[Entry]) -> Iterator[Entry]:
+        """The full entry of each stub (stubs of this scan), read back from its line.
+
+        Raises ``OSError`` if the file was replaced or rewritten since the scan (an
+        append, the only change Claude Code makes, does not matter).
+        """
+        with open(self.path, "rb") as stream:
+            fd = stream.fileno()
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self._identity:
+                raise OSError(errno.ESTALE, f"{self.path} was replaced while being read")
+            for stub in stubs:
+                offset, length = self._where[id(stub)]
+                raw = os.pread(fd, length, offset)
+                entry = _parse_line(raw, Counter()) if len(raw) == length else None
+                if entry is None or entry.get("uuid") != stub.get("uuid"):
+                    raise OSError(errno.ESTALE, f"{self.path} was rewritten while being read")
+                yield entry
+
+
+def scan_chain(path: Path) -> ChainScan:
+    """Pass 1 over ``path`` (see :class:`ChainScan`); raises only ``OSError``."""
+    return ChainScan(path)
+
+
+def read_messages(path: Path, *, subagent: bool = False) -> list[Entry]:
+    """The full entries ``get_session_messages`` returns for the transcript at ``path``
+    (``get_subagent_messages`` with ``subagent``), holding in memory only those entries
+    and the stubs, not every entry of the file. Raises only ``OSError``."""
+
+    def pick(entries: list[Entry]) -> list[Entry]:
+        return subagent_chain(entries) if subagent else visible_messages(main_chain(entries))
+
+    scan = scan_chain(path)
+    try:
+        return list(scan.read(pick(scan.stubs)))
+    except OSError as exc:
+        if exc.errno != errno.ESTALE:
+            raise
+        # Replaced between the two passes (not something Claude Code does): read it
+        # whole, once, as it is now.
+        entries, _problems = load_entries(path)
+        return pick(entries)
 
 
 def _parent(entry: Entry) -> str | None:

@@ -221,7 +221,8 @@ def fork_transcript(
     owned = owned_transcript(source, roots)
     try:
         # Split on b"\n" only: a raw U+2028 inside a string does not end a record.
-        records, _problems = load_entries(owned.path)
+        # Complete lines only: Claude Code may be writing the last one right now.
+        records, _problems = load_entries(owned.path, complete_only=True)
     except FileNotFoundError:
         raise ForkError(f"{owned.path} no longer exists") from None
     except OSError as exc:
