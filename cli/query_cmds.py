@@ -84,7 +84,9 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     emit(
         rows,
         chosen_format(fmt, as_json),
-        empty_message="No sessions in this scope (try --scope repo or --scope all).",
+        empty_message=_empty_message(
+            "No sessions in this scope (try --scope repo or --scope all)."
+        ),
     )
     _warn_expiring(db, rows)
 
@@ -102,6 +104,14 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
             "cleanup within 3 days; see `sessiondex cleanup`",
             err=True,
         )
+
+
+def _empty_message(message: str) -> str | None:
+    """``message`` for an empty answer, unless no config dir has any history (the line
+    saying so is already out; a scope hint would send the user the wrong way)."""
+    from sessiondex.cli.config_dirs import no_history
+
+    return None if no_history(app().roots) else message
 
 
 @click.command()
