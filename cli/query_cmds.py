@@ -106,6 +106,23 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
         )
 
 
+def _elsewhere_hint(counts: dict[str, int], nouns: tuple[str, str]) -> str | None:
+    """``3 matches in other projects: --scope all`` when this scope has none but wider
+    scopes do (``counts``: scope → count there, each including the narrower ones;
+    ``nouns``: singular and plural)."""
+    repo = counts.get("repo", 0)
+    every = counts.get("all", 0)
+    parts = []
+    if repo:
+        noun = nouns[repo != 1]
+        parts.append(f"{repo} {noun} in other worktrees of this repository: --scope repo")
+    if every > repo:
+        rest = every - repo
+        noun = "" if parts else f" {nouns[rest != 1]}"
+        parts.append(f"{rest}{noun} in other projects: --scope all")
+    return "; ".join(parts) or None
+
+
 def _empty_message(message: str) -> str | None:
     """``message`` for an empty answer, unless no config dir has any history (the line
     saying so is already out; a scope hint would send the user the wrong way)."""
@@ -149,28 +166,92 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     emit(rows, fmt, extra_columns=("snippet",), empty_message="No matches.", highlight=highlight)
 
 
+def _pr_cell(kind: str, number: int | None, url: str | None) -> Any:
+    """The PR column: the session's PRs this answer is about (all its links without a
+    PR), as ``owner/repo#N``; more than two are counted."""
+    from sessiondex.query.prs import pr_label
+
+    def cell(obj: dict[str, Any]) -> str:
+        prs = [
+            p
+            for p in obj.get(kind) or []
+            if (number is None or p.get("number") == number)
+            and (url is None or str(p.get("url", "")).lower() == url.lower())
+        ]
+        labels = [pr_label(p) for p in prs]
+        return ", ".join(labels[:2]) + (f" +{len(labels) - 2}" if len(labels) > 2 else "")
+
+    return cell
+
+
 @click.command("from-pr")
 @click.argument("pr", required=False)
-@scope_options(default_scope="repo")
+@scope_options()
 @format_options
-def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
-    """Sessions linked to a pull/merge request, by number or URL.
+@click.pass_context
+def from_pr(ctx: click.Context, pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
+    """Sessions linked to a pull/merge request, by number, URL or owner/repo#123, then
+    the sessions that only mention it (its URL appears in their text, without the
+    pr-link record Claude Code writes for the PRs it opens).
 
-    A number matches PR links in this repository's worktrees (only this repository's
-    PRs when its origin remote is known); a URL matches its normalized form in every
-    project. Without PR: every session in scope that has a PR link.
+    A number matches the PRs of sessions in scope (default: this directory's, like
+    list and search; --scope repo for every worktree of the repository), and only this
+    repository's PRs when its origin remote is known; a URL or owner/repo#123 names one
+    PR and matches in every project. Without PR: every session in scope that has a PR
+    link. The table's pr column shows the PRs concerned.
+
+    Exit status: 0 when a session was found, 1 when none was (--json prints []), 2
+    for a usage error.
 
     \b
     Example:
         sessiondex from-pr 42
+        sessiondex from-pr 42 --scope repo
+        sessiondex from-pr acme/shop#42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """
-    from sessiondex.query.prs import from_pr as run_from_pr
+    from sessiondex.query.prs import find_pr, pr_label
 
     filters = build_filters(**options)
     db = app().reading_db()
-    rows = run_filters(lambda: run_from_pr(db, pr, filters))
-    emit(rows, chosen_format(fmt, as_json), empty_message="No session is linked to that PR.")
+    fmt = chosen_format(fmt, as_json)
+    answer = run_filters(lambda: find_pr(db, pr, filters, elsewhere=fmt == "table"))
+    if fmt != "table":
+        emit(answer.rows, fmt)
+    else:
+        url = answer.pr.url if answer.pr else None
+        what = (
+            pr_label(answer.pr)
+            if answer.pr
+            else f"PR #{answer.number}"
+            if answer.number is not None
+            else None
+        )
+        if answer.linked:
+            emit(answer.linked, fmt, columns=[("pr", _pr_cell("pr_links", answer.number, url))])
+        if answer.mentioned:
+            if answer.linked:
+                click.echo("\nMentioned in (no pr-link record):")
+            else:
+                click.echo(f"No session is linked to {what}; mentioned in:")
+            emit(
+                answer.mentioned,
+                fmt,
+                columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
+            )
+        if not answer.rows:
+            message = (
+                f"No session is linked to {what}."
+                if what
+                else "No session in this scope has a PR link."
+            )
+            if _empty_message(message):
+                click.echo(message, err=True)
+            hint = _elsewhere_hint(answer.elsewhere, ("session", "sessions"))
+            if hint:
+                click.echo(hint, err=True)
+    if not answer.rows:
+        ctx.exit(1)
 
 
 @click.command()
