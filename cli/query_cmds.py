@@ -136,34 +136,69 @@ def _empty_message(message: str) -> str | None:
 @scope_options(default_limit=50)
 @click.option("--raw", is_flag=True, help="Pass QUERY to FTS5 as is (AND, OR, NEAR, prefix*).")
 @format_options
-def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
+@click.pass_context
+def search(
+    ctx: click.Context, query: str, raw: bool, fmt: str, as_json: bool, **options: Any
+) -> None:
     """Full-text search over titles, names, tags, branches, PR links, prompts and
-    message text; or, given a PR/MR URL, the sessions linked to that PR.
+    message text; or, given a PR/MR URL or owner/repo#123, the sessions linked to that
+    PR, then those that only mention it.
 
-    Words are matched as typed (quotes, -, *, : are plain text) unless --raw. When
-    nothing matches, close titles and branches are offered (typo tolerance).
+    Every word must appear in the session, though not necessarily in one message; the
+    last word also matches as a prefix. Words are matched as typed (quotes, -, *, :
+    are plain text) unless --raw. Forks are shown right after the session they came
+    from. Each JSON row says how it matched: matched_by is title, text, pr-link,
+    pr-mention or fuzzy.
+
+    When no session has every word, the best partial matches are shown under "No
+    session has all of: ...; best partial matches:"; when none has any, the closest
+    titles under "No exact matches; closest titles:" (typo tolerance). When nothing
+    matches in this scope, a line says how many matches wider scopes hold.
+
+    Exit status, as grep's: 0 when a session matched; 1 when none did (partial matches
+    and closest titles are suggestions, not matches: they are still printed, and
+    --json prints them or []); 2 for a usage error.
 
     \b
     Example:
         sessiondex search "auth refactor" --scope all
         sessiondex search https://github.com/acme/shop/pull/42
+        sessiondex search acme/shop#42
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
-    from sessiondex.query.search import SearchSyntaxError
-    from sessiondex.query.search import search as run_search
+    from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError, run_search
 
     filters = build_filters(**options)
     db = app().reading_db()
     fmt = chosen_format(fmt, as_json)
-    highlight = fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    table = fmt == "table"
+    highlight = table and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     # Placeholders, not colour codes: the snippet is transcript text and is cleaned
     # before the placeholders become colour (cli/output.py).
     markers = HIGHLIGHT if highlight else ("[", "]")
     try:
-        rows = run_filters(lambda: run_search(db, query, filters, raw=raw, markers=markers))
+        outcome = run_filters(
+            lambda: run_search(db, query, filters, raw=raw, markers=markers, elsewhere=table)
+        )
     except SearchSyntaxError as exc:
         raise CliError(clean(str(exc))) from None
-    emit(rows, fmt, extra_columns=("snippet",), empty_message="No matches.", highlight=highlight)
+    if table and outcome.kind == PARTIAL:
+        words = clean_line(", ".join(outcome.words))
+        click.echo(f"No session has all of: {words}; best partial matches:")
+    elif table and outcome.kind == FUZZY:
+        click.echo("No exact matches; closest titles:")
+    emit(
+        outcome.rows,
+        fmt,
+        extra_columns=("snippet",),
+        empty_message=_empty_message("No matches."),
+        highlight=highlight,
+    )
+    hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
+    if hint:
+        click.echo(hint, err=True)
+    if not outcome.matched:
+        ctx.exit(1)
 
 
 def _pr_cell(kind: str, number: int | None, url: str | None) -> Any:

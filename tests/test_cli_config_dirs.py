@@ -100,6 +100,8 @@ def test_a_named_config_dir_that_is_missing_is_a_usage_error(
     [
         (["list", "--scope", "all"], 0),
         (["list", "--scope", "all", "--json"], 0),
+        (["search", "x"], 1),
+        (["from-pr", "12"], 1),
         (["resolve", "abcdef12"], 1),
         (["index"], 0),
         (["stats"], 0),
@@ -151,4 +153,8 @@ def test_help_names_every_environment_variable() -> None:
 
 def test_help_needs_no_config_dir(tmp_path: Path) -> None:
     result = _run(tmp_path, ["--config-dir", str(tmp_path / "nope"), "search", "--help"])
-    assert result.exit_code == 0 and "search [OPTIONS] QUERY" in result.output
+    assert (
+        result.exit_code == 0
+        and "Exit status" in result.output
+        and "search [OPTIONS] QUERY" in result.output
+    )
