@@ -25,7 +25,7 @@ from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
-from sessiondex.transcripts.tags import sanitize_tag
+from sessiondex.transcripts.tags import clean_label, clean_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ class CannotFork(MutationError):
 @dataclass
 class MutationResult:
     """What a mutation did. ``session`` is the session object after the change (None
-    after a delete); ``removed`` lists deleted paths."""
+    after a delete); ``removed`` lists deleted paths; ``written`` is False when the
+    session already was as asked (nothing appended, the mtime untouched)."""
 
     action: str
     session_id: str
@@ -52,6 +53,7 @@ class MutationResult:
     session: dict[str, Any] | None = None
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    written: bool = True
 
 
 Target = Resolution | str
@@ -107,23 +109,47 @@ def _append(
     )
 
 
-def check_name(name: object) -> str:
-    """The name as stored (stripped, as the SDK stores it); empty is an error (Claude
-    Code's ``/rename`` with no name asks the model instead, which we cannot do)."""
-    title = name.strip() if isinstance(name, str) else ""
+def check_name(name: object, what: str = "the new name") -> str:
+    """The name as stored (:func:`~transcripts.tags.clean_label`: invisible characters
+    removed, stripped); nothing visible left is an error (Claude Code's ``/rename``
+    with no name asks the model instead, which we cannot do)."""
+    title = clean_label(name) if isinstance(name, str) else ""
     if not title:
-        raise MutationError("the new name is empty")
+        raise MutationError(f"{what} is empty (after removing invisible characters)")
     return title
 
 
 def check_tag(value: object) -> str:
-    """The tag as stored (the SDK's sanitising, then stripped); empty is an error."""
-    clean = sanitize_tag(value) if isinstance(value, str) else ""
+    """The tag as stored (:func:`~transcripts.tags.clean_tag`: the SDK's sanitising,
+    stripped, no leading ``#``); nothing visible left is an error."""
+    clean = clean_tag(value) if isinstance(value, str) else ""
     if not clean:
         raise MutationError(
             "the tag is empty (after removing invisible characters); use untag to clear a tag"
         )
     return clean
+
+
+def _unchanged(
+    db: Database, found: Resolution, roots: list[Path], action: str, same: Any
+) -> MutationResult | None:
+    """A result with ``written=False`` when ``same(session)`` holds for the session as
+    its file says now (the index is brought up to date with the file first: with
+    ``--no-refresh`` it may lag behind), else None."""
+    path = found.row["file_path"]
+    _write_guard(db, path, roots)
+    _sync(db, path, roots)
+    current = _object_for(db, path)
+    if current is None or not same(current):
+        return None
+    return MutationResult(
+        action,
+        found.session["session_id"],
+        path,
+        session=current,
+        notes=list(found.notes),
+        written=False,
+    )
 
 
 def rename(
@@ -132,6 +158,9 @@ def rename(
     """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``."""
     title = check_name(name)
     found = _target(db, target, cwd, roots)
+    unchanged = _unchanged(db, found, roots, "rename", lambda s: s.get("custom_title") == title)
+    if unchanged is not None:
+        return unchanged
     record = {
         "type": "custom-title",
         "customTitle": title,
@@ -144,9 +173,13 @@ def tag(
     db: Database, target: Target, value: str, *, cwd: str | None = None, roots: list[Path]
 ) -> MutationResult:
     """Append ``{"type":"tag","tag":…,"sessionId":…}`` with the SDK's sanitising; a tag
-    that is empty after sanitising is an error (use :func:`untag` to clear)."""
+    that is empty after sanitising is an error (use :func:`untag` to clear). Nothing is
+    written when the session already has that tag."""
     clean = check_tag(value)
     found = _target(db, target, cwd, roots)
+    unchanged = _unchanged(db, found, roots, "tag", lambda s: s.get("tag") == clean)
+    if unchanged is not None:
+        return unchanged
     record = {"type": "tag", "tag": clean, "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "tag")
 
@@ -154,8 +187,12 @@ def tag(
 def untag(
     db: Database, target: Target, *, cwd: str | None = None, roots: list[Path]
 ) -> MutationResult:
-    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it."""
+    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it.
+    Nothing is written when the session has no tag."""
     found = _target(db, target, cwd, roots)
+    unchanged = _unchanged(db, found, roots, "untag", lambda s: not s.get("tag"))
+    if unchanged is not None:
+        return unchanged
     record = {"type": "tag", "tag": "", "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "untag")
 
@@ -171,8 +208,8 @@ def fork(
 ) -> MutationResult:
     """Copy the session into a new one in the same project dir; the result's
     ``session_id`` is the new session's."""
-    if title is not None and not title.strip():
-        raise MutationError("the fork's title is empty")
+    if title is not None:
+        title = check_name(title, "the fork's title")
     found = _target(db, target, cwd, roots)
     path = found.row["file_path"]
     _write_guard(db, path, roots)
