@@ -32,8 +32,8 @@ def check_config_dirs(explicit: Sequence[str]) -> None:
         raise InvalidValue(where, f"directory '{root}' {problem}.")
     if found.is_default and not found.dirs[0].is_dir():
         click.echo(
-            f"note: {found.dirs[0]} does not exist, so there is no session history to read;"
-            " name a Claude config dir with --config-dir DIR or CLAUDE_CONFIG_DIR",
+            f"note: {found.dirs[0]} does not exist: no Claude Code history to read"
+            " (name a config dir with --config-dir or CLAUDE_CONFIG_DIR)",
             err=True,
         )
         return

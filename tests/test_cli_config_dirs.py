@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from sessiondex.cli.main import cli
 from tests.builders import ConfigTree
 
-MISSING_NOTE = "does not exist, so there is no session history to read"
+MISSING_NOTE = "does not exist: no Claude Code history to read"
 
 
 def _tree(root: Path, word: str = "capybara") -> ConfigTree:
