@@ -25,7 +25,7 @@ from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
-from sessiondex.transcripts.tags import clean_label, clean_tag
+from sessiondex.transcripts.tags import clean_label, clean_tag, sanitize_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
 if TYPE_CHECKING:
@@ -109,19 +109,42 @@ def _append(
     )
 
 
-def check_name(name: object, what: str = "the new name") -> str:
-    """The name as stored (:func:`~transcripts.tags.clean_label`: invisible characters
-    removed, stripped); nothing visible left is an error (Claude Code's ``/rename``
-    with no name asks the model instead, which we cannot do)."""
+def check_name(name: object) -> str:
+    """The name as the SDK stores it (stripped); empty is an error (Claude Code's
+    ``/rename`` with no name asks the model instead, which we cannot do). What a person
+    typed goes through :func:`user_name` first."""
+    title = name.strip() if isinstance(name, str) else ""
+    if not title:
+        raise MutationError("the new name is empty")
+    return title
+
+
+def check_tag(value: object) -> str:
+    """The tag as the SDK stores it (its sanitising, then stripped); empty is an error.
+    What a person typed goes through :func:`user_tag` first."""
+    clean = sanitize_tag(value) if isinstance(value, str) else ""
+    if not clean:
+        raise MutationError(
+            "the tag is empty (after removing invisible characters); use untag to clear a tag"
+        )
+    return clean
+
+
+def user_name(name: object, what: str = "the new name") -> str:
+    """The one validation of a name a person typed (``rename``, ``fork --title``), the
+    same as for a tag: :func:`~transcripts.tags.clean_label` (invisible and bidi
+    characters removed, stripped); nothing visible left is an error. The SDK-style
+    writers keep the SDK's looser rule (:func:`check_name`): they must write what the
+    SDK writes."""
     title = clean_label(name) if isinstance(name, str) else ""
     if not title:
         raise MutationError(f"{what} is empty (after removing invisible characters)")
     return title
 
 
-def check_tag(value: object) -> str:
-    """The tag as stored (:func:`~transcripts.tags.clean_tag`: the SDK's sanitising,
-    stripped, no leading ``#``); nothing visible left is an error."""
+def user_tag(value: object) -> str:
+    """The one validation of a tag a person typed: :func:`~transcripts.tags.clean_tag`
+    (as :func:`user_name`, and without leading ``#``, which the picker adds itself)."""
     clean = clean_tag(value) if isinstance(value, str) else ""
     if not clean:
         raise MutationError(
@@ -153,14 +176,23 @@ def _unchanged(
 
 
 def rename(
-    db: Database, target: Target, name: str, *, cwd: str | None = None, roots: list[Path]
+    db: Database,
+    target: Target,
+    name: str,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    if_changed: bool = False,
 ) -> MutationResult:
-    """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``."""
+    """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``. With
+    ``if_changed`` nothing is written when the session already has that name (the
+    SDK's ``rename_session`` always appends, and its drop-in must too)."""
     title = check_name(name)
     found = _target(db, target, cwd, roots)
-    unchanged = _unchanged(db, found, roots, "rename", lambda s: s.get("custom_title") == title)
-    if unchanged is not None:
-        return unchanged
+    if if_changed:
+        same = _unchanged(db, found, roots, "rename", lambda s: s.get("custom_title") == title)
+        if same is not None:
+            return same
     record = {
         "type": "custom-title",
         "customTitle": title,
@@ -170,29 +202,42 @@ def rename(
 
 
 def tag(
-    db: Database, target: Target, value: str, *, cwd: str | None = None, roots: list[Path]
+    db: Database,
+    target: Target,
+    value: str,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    if_changed: bool = False,
 ) -> MutationResult:
     """Append ``{"type":"tag","tag":…,"sessionId":…}`` with the SDK's sanitising; a tag
-    that is empty after sanitising is an error (use :func:`untag` to clear). Nothing is
-    written when the session already has that tag."""
+    that is empty after sanitising is an error (use :func:`untag` to clear). With
+    ``if_changed`` nothing is written when the session already has that tag."""
     clean = check_tag(value)
     found = _target(db, target, cwd, roots)
-    unchanged = _unchanged(db, found, roots, "tag", lambda s: s.get("tag") == clean)
-    if unchanged is not None:
-        return unchanged
+    if if_changed:
+        same = _unchanged(db, found, roots, "tag", lambda s: s.get("tag") == clean)
+        if same is not None:
+            return same
     record = {"type": "tag", "tag": clean, "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "tag")
 
 
 def untag(
-    db: Database, target: Target, *, cwd: str | None = None, roots: list[Path]
+    db: Database,
+    target: Target,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    if_changed: bool = False,
 ) -> MutationResult:
-    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it.
-    Nothing is written when the session has no tag."""
+    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it. With
+    ``if_changed`` nothing is written when the session has no tag."""
     found = _target(db, target, cwd, roots)
-    unchanged = _unchanged(db, found, roots, "untag", lambda s: not s.get("tag"))
-    if unchanged is not None:
-        return unchanged
+    if if_changed:
+        same = _unchanged(db, found, roots, "untag", lambda s: not s.get("tag"))
+        if same is not None:
+            return same
     record = {"type": "tag", "tag": "", "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "untag")
 
@@ -208,8 +253,8 @@ def fork(
 ) -> MutationResult:
     """Copy the session into a new one in the same project dir; the result's
     ``session_id`` is the new session's."""
-    if title is not None:
-        title = check_name(title, "the fork's title")
+    if title is not None and not title.strip():
+        raise MutationError("the fork's title is empty")
     found = _target(db, target, cwd, roots)
     path = found.row["file_path"]
     _write_guard(db, path, roots)
@@ -259,6 +304,8 @@ __all__ = [
     "NotFound",
     "check_name",
     "check_tag",
+    "user_name",
+    "user_tag",
     "delete",
     "find_target",
     "fork",

@@ -82,13 +82,13 @@ def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> Non
         sessiondex rename 3f2a9c1e "Auth refactor"
         sessiondex rename "old name" "new name" --cwd ~/src/shop
     """
-    from sessiondex.actions.mutations import check_name
     from sessiondex.actions.mutations import rename as do_rename
+    from sessiondex.actions.mutations import user_name
 
     fmt = chosen_format(fmt, as_json)
-    title = _checked(check_name, name)
+    title = _checked(user_name, name)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_rename(app().db(), found, title, roots=app().roots))
+    result = _run(lambda: do_rename(app().db(), found, title, roots=app().roots, if_changed=True))
     _report(result, fmt, f"Renamed {result.session_id} to {title!r}", f"is already named {title!r}")
 
 
@@ -109,13 +109,13 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
         sessiondex tag 3f2a9c1e review
         sessiondex tag "Auth refactor" shipped
     """
-    from sessiondex.actions.mutations import check_tag
     from sessiondex.actions.mutations import tag as do_tag
+    from sessiondex.actions.mutations import user_tag
 
     fmt = chosen_format(fmt, as_json)
-    clean = _checked(check_tag, tag)
+    clean = _checked(user_tag, tag)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots))
+    result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots, if_changed=True))
     _report(result, fmt, f"Tagged {result.session_id} #{clean}", f"is already tagged #{clean}")
 
 
@@ -134,7 +134,7 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
 
     fmt = chosen_format(fmt, as_json)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_untag(app().db(), found, roots=app().roots))
+    result = _run(lambda: do_untag(app().db(), found, roots=app().roots, if_changed=True))
     _report(result, fmt, f"Cleared the tag of {result.session_id}", "is already untagged")
 
 
@@ -166,12 +166,12 @@ def fork(
         sessiondex fork 3f2a9c1e
         sessiondex fork "Auth refactor" --up-to 8d0e5a7b-1c2d-4e3f-9a8b-7c6d5e4f3a2b --title "Auth: plan B"
     """
-    from sessiondex.actions.mutations import check_name
     from sessiondex.actions.mutations import fork as do_fork
+    from sessiondex.actions.mutations import user_name
 
     fmt = chosen_format(fmt, as_json)
     if title is not None:
-        title = _checked(lambda value: check_name(value, "the fork's title"), title)
+        title = _checked(lambda value: user_name(value, "the fork's title"), title)
     found = _target(arg, cwd, fmt)
     result = _run(lambda: do_fork(app().db(), found, roots=app().roots, up_to=up_to, title=title))
     _report(result, fmt, result.session_id)

@@ -108,3 +108,24 @@ def test_a_real_change_still_writes(world: World) -> None:
     assert world.run("tag", sid, "y", "--cwd", CWD).stdout == f"Tagged {sid} #y\n"
     assert world.run("untag", sid, "--cwd", CWD).stdout == f"Cleared the tag of {sid}\n"
     assert last_line(world.paths["alpha"]) == {"type": "tag", "tag": "", "sessionId": sid}
+
+
+def test_the_sdk_style_writers_keep_the_sdks_rules(world: World) -> None:
+    """What a person types is cleaned (user_name/user_tag) and no-ops are skipped by the
+    CLI only: the library's defaults write what claude_agent_sdk writes, every time."""
+    from sessiondex.actions.mutations import check_name, check_tag, untag, user_name, user_tag
+    from sessiondex.indexer.db import open_db
+
+    assert (check_tag("#hash"), user_tag("#hash")) == ("#hash", "hash")
+    assert (check_name("a\u200bb "), user_name("a\u200bb ")) == ("a\u200bb", "ab")
+    sid = world.ids["alpha"]
+    before = world.paths["alpha"].read_bytes()
+    db = open_db(world.db)
+    try:
+        result = untag(db, sid, cwd=CWD, roots=[world.tree.root])  # already untagged
+    finally:
+        db.close()
+    assert result.written
+    assert world.paths["alpha"].read_bytes() == (
+        before + f'{{"type":"tag","tag":"","sessionId":"{sid}"}}\n'.encode()
+    )
