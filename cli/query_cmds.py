@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from sessiondex.cli.app import EXIT_AMBIGUOUS, BareError, CliError, app
+from sessiondex.cli.app import EXIT_AMBIGUOUS, EXIT_NOT_FOUND, BareError, CliError, app
 from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
 from sessiondex.cli.output import (
     HIGHLIGHT,
@@ -136,10 +136,7 @@ def _empty_message(message: str) -> str | None:
 @scope_options(default_limit=50)
 @click.option("--raw", is_flag=True, help="Pass QUERY to FTS5 as is (AND, OR, NEAR, prefix*).")
 @format_options
-@click.pass_context
-def search(
-    ctx: click.Context, query: str, raw: bool, fmt: str, as_json: bool, **options: Any
-) -> None:
+def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
     """Full-text search over titles, names, tags, branches, PR links, prompts and
     message text; or, given a PR/MR URL or owner/repo#123, the sessions linked to that
     PR, then those that only mention it.
@@ -198,7 +195,9 @@ def search(
     if hint:
         click.echo(hint, err=True)
     if not outcome.matched:
-        ctx.exit(1)
+        # Nothing matched: exit 1, as grep. click's Exit, not SystemExit, so a caller
+        # of cli.main(standalone_mode=False) gets the code back (not an exception).
+        raise click.exceptions.Exit(EXIT_NOT_FOUND)
 
 
 def _pr_cell(kind: str, number: int | None, url: str | None) -> Any:
@@ -223,8 +222,7 @@ def _pr_cell(kind: str, number: int | None, url: str | None) -> Any:
 @click.argument("pr", required=False)
 @scope_options()
 @format_options
-@click.pass_context
-def from_pr(ctx: click.Context, pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
+def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     """Sessions linked to a pull/merge request, by number, URL or owner/repo#123, then
     the sessions that only mention it (its URL appears in their text, without the
     pr-link record Claude Code writes for the PRs it opens).
@@ -286,7 +284,9 @@ def from_pr(ctx: click.Context, pr: str | None, fmt: str, as_json: bool, **optio
             if hint:
                 click.echo(hint, err=True)
     if not answer.rows:
-        ctx.exit(1)
+        # Nothing matched: exit 1, as grep. click's Exit, not SystemExit, so a caller
+        # of cli.main(standalone_mode=False) gets the code back (not an exception).
+        raise click.exceptions.Exit(EXIT_NOT_FOUND)
 
 
 @click.command()

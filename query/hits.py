@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sessiondex.query.search import quote_query
-from sessiondex.transcripts.pr_urls import parse_pr_url
+from sessiondex.transcripts.pr_urls import parse_pr_ref
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -35,7 +35,7 @@ def message_hits(
     a ``raw`` query FTS5 cannot parse has no message hits."""
     paths = sorted(set(file_paths))
     text = query.strip()
-    if not paths or not text or (not raw and parse_pr_url(text) is not None):
+    if not paths or not text or (not raw and parse_pr_ref(text) is not None):
         return {}
     match = text if raw else quote_query(text)
     if not match:
