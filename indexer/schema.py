@@ -146,3 +146,15 @@ def m003_activity_order_index(db: Database) -> None:
         "coalesce(last_activity_ms, mtime_ns / 1000000) DESC, mtime_ns DESC, session_id)"
     )
     db.execute("DROP INDEX IF EXISTS sessions_activity")
+
+
+@migrations()
+def m005_fork_origin_index(db: Database) -> None:
+    """``list --limit N`` is the first N rows of the whole list, where each fork follows
+    its origin (query/listing.py): a page looks up the forks of the sessions on it, and
+    without this index that lookup reads every row (20 ms at 20,000 sessions against
+    0.1 ms for the page). Partial: most sessions are not forks."""
+    db.execute(
+        "CREATE INDEX sessions_fork_origin ON sessions(forked_from_session)"
+        " WHERE forked_from_session IS NOT NULL"
+    )

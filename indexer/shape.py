@@ -29,4 +29,9 @@ SESSION_FTS_COLUMNS = (
 )
 
 MIGRATION_SET = "sessiondex"
-MIGRATION_NAMES = ("m001_initial", "m002_session_object", "m003_activity_order_index")
+MIGRATION_NAMES = (
+    "m001_initial",
+    "m002_session_object",
+    "m003_activity_order_index",
+    "m005_fork_origin_index",
+)

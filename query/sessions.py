@@ -74,13 +74,14 @@ def select_rows(
     order: str = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
     limit: int | None = None,
     columns: str = "s.*",
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Raw ``sessions`` rows (as dicts) matching ``where``."""
     sql = f"SELECT {columns} FROM sessions s WHERE {where} ORDER BY {order}"
     args = list(params)
     if limit is not None:
-        sql += " LIMIT ?"
-        args.append(limit)
+        sql += " LIMIT ? OFFSET ?"
+        args.extend([limit, offset])
     cursor = db.execute(sql, args)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r)) for r in cursor.fetchall()]

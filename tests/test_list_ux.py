@@ -1,0 +1,105 @@
+"""list and its tables: --limit is a prefix of the full list, hidden-tagged sessions,
+the project column, and column widths on a narrow terminal (issue 16 items 5-8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex import Index
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree
+
+T0 = 1_790_000_000
+
+
+def _session(
+    tree: ConfigTree,
+    cwd: str,
+    name: str,
+    mtime: float,
+    *,
+    fork_of: str | None = None,
+    tag: str | None = None,
+    branch: str = "main",
+) -> str:
+    s = tree.session(cwd=cwd, git_branch=branch)
+    extra: dict[str, Any] = {}
+    if fork_of:
+        extra["forkedFrom"] = {"sessionId": fork_of, "messageUuid": "m"}
+    s.user(f"prompt for {name}", **extra)
+    s.assistant(f"answer for {name}", **extra)
+    s.meta("custom-title", customTitle=name)
+    if tag:
+        s.meta("tag", tag=tag)
+    s.write(mtime=mtime)
+    return s.session_id
+
+
+class Forks:
+    """Forks placed every way the cut can get wrong: an old fork of the newest session,
+    a recent fork of an old session, a fork of a fork, a fork cycle, a fork whose
+    origin is out of scope (another project)."""
+
+    def __init__(self, base: Path) -> None:
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        tree, cwd = self.tree, "/w/app"
+        self.ids: dict[str, str] = {}
+        add = self.ids.__setitem__
+        add("origin", _session(tree, cwd, "origin", T0 + 100))
+        add("old fork", _session(tree, cwd, "old fork", T0 + 10, fork_of=self.ids["origin"]))
+        add("middle", _session(tree, cwd, "middle", T0 + 90))
+        add("old origin", _session(tree, cwd, "old origin", T0 + 5))
+        add(
+            "recent fork",
+            _session(tree, cwd, "recent fork", T0 + 95, fork_of=self.ids["old origin"]),
+        )
+        add(
+            "fork of fork",
+            _session(tree, cwd, "fork of fork", T0 + 1, fork_of=self.ids["recent fork"]),
+        )
+        add("elsewhere", _session(tree, "/w/other", "elsewhere", T0 + 80))
+        add(
+            "fork of elsewhere",
+            _session(tree, cwd, "fork of elsewhere", T0 + 85, fork_of=self.ids["elsewhere"]),
+        )
+        add("plain", _session(tree, cwd, "plain", T0 + 50))
+        # A cycle: neither is a top of the list; place_forks puts them last.
+        a = "c1c1c1c1-0000-4000-8000-000000000001"
+        b = "c2c2c2c2-0000-4000-8000-000000000002"
+        for sid, other, when in ((a, b, T0 + 70), (b, a, T0 + 60)):
+            s = tree.session(cwd=cwd, session_id=sid)
+            s.user("cycle", forkedFrom={"sessionId": other, "messageUuid": "m"})
+            s.write(mtime=when)
+
+
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory: pytest.TempPathFactory) -> Forks:
+    return Forks(tmp_path_factory.mktemp("forks"))
+
+
+@pytest.mark.parametrize(("scope", "cwd"), [("worktree", "/w/app"), ("all", "/w/app")])
+def test_limit_is_a_prefix_of_the_full_list(forks: Forks, scope: str, cwd: str) -> None:
+    with Index(forks.db, [forks.tree.root]) as index:
+        full = [s["session_id"] for s in index.list(scope=scope, cwd=cwd)]
+        assert len(full) >= 9
+        for n in range(1, len(full) + 2):
+            limited = [s["session_id"] for s in index.list(scope=scope, cwd=cwd, limit=n)]
+            assert limited == full[:n], n
+
+
+def test_limit_keeps_the_fork_the_full_list_shows_second(forks: Forks) -> None:
+    """The issue's case: the newest session's fork is old, yet second in the list."""
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(forks.tree.root), "--db", str(forks.db)]
+        + ["list", "--limit", "2", "--json", "--cwd", "/w/app"],
+    )
+    assert result.exit_code == 0, result.output
+    ids = [row["session_id"] for row in json.loads(result.stdout)]
+    assert ids == [forks.ids["origin"], forks.ids["old fork"]]
