@@ -103,11 +103,14 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     The tag is cleaned the way the SDK cleans it (NFKC; invisible and private-use
     characters removed; surrounding spaces stripped), and a leading # is dropped (the
     picker adds its own). Tagging with the tag the session already has writes nothing.
+    The tag __hidden hides the session from list, search, from-pr and pick (a soft
+    delete; --include-hidden shows it, untag brings it back).
 
     \b
     Example:
         sessiondex tag 3f2a9c1e review
         sessiondex tag "Auth refactor" shipped
+        sessiondex tag 3f2a9c1e __hidden
     """
     from sessiondex.actions.mutations import tag as do_tag
     from sessiondex.actions.mutations import user_tag
@@ -117,6 +120,12 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     found = _target(arg, cwd, fmt)
     result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots, if_changed=True))
     _report(result, fmt, f"Tagged {result.session_id} #{clean}", f"is already tagged #{clean}")
+    from sessiondex.query.sessions import HIDDEN_TAG
+
+    if clean == HIDDEN_TAG and fmt == "table":
+        click.echo(
+            "Hidden from list, search and pick (--include-hidden shows it; untag brings it back)."
+        )
 
 
 @click.command()
@@ -185,7 +194,8 @@ def delete(arg: str, yes: bool, cwd: str | None) -> None:
     """Delete a session's transcript and its subagent folder, for good.
 
     Asks first unless --yes; without a terminal to ask on, --yes is required.
-    (A softer alternative: `sessiondex tag ARG __hidden`.)
+    (A softer alternative: `sessiondex tag ARG __hidden` hides it from list and
+    search; `sessiondex untag ARG` brings it back.)
 
     \b
     Example:

@@ -63,7 +63,13 @@ def _apply_scope_options(
         click.option(
             "--all-kinds",
             is_flag=True,
-            help="Include sidechain, metadata-only, -p/SDK and /loop sessions.",
+            help="Include sidechain, metadata-only, -p/SDK and /loop sessions "
+            "(and those tagged __hidden).",
+        ),
+        click.option(
+            "--include-hidden",
+            is_flag=True,
+            help="Include sessions tagged __hidden (`sessiondex tag ID __hidden` hides one).",
         ),
         click.option(
             "--include-archived",
@@ -93,6 +99,7 @@ def build_filters(
     all_kinds: bool,
     include_archived: bool,
     limit: int | None,
+    include_hidden: bool = False,
 ) -> Any:
     from sessiondex.query.filters import Filters, parse_since
 
@@ -112,6 +119,7 @@ def build_filters(
         all_kinds=all_kinds,
         include_archived=include_archived,
         limit=limit,
+        include_hidden=include_hidden,
     )
 
 

@@ -171,7 +171,7 @@ class Index:
         """Picker rows, newest activity first. Keyword arguments are
         :class:`~sessiondex.query.filters.Filters` fields (``cwd``, ``scope``,
         ``branch``, ``current_branch``, ``since``, ``all_kinds``,
-        ``include_archived``, ``limit``)."""
+        ``include_archived``, ``include_hidden``, ``limit``)."""
         from sessiondex.query.listing import list_sessions
 
         return list_sessions(self.reader(), _filters(filters))

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sessiondex.query.scopes import git_current_branch, resolve_cwd, scope_keys
-from sessiondex.query.sessions import ACTIVITY_SQL, VISIBLE_SQL
+from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 from sessiondex.transcripts.keys import MAX_SANITIZED_LENGTH
 
 _RELATIVE_RE = re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
@@ -63,6 +63,7 @@ class Filters:
     all_kinds: bool = False
     include_archived: bool = False
     limit: int | None = None
+    include_hidden: bool = False  # sessions tagged __hidden (--all-kinds includes them too)
 
     def where(self) -> tuple[str, list[Any]]:
         cwd = resolve_cwd(self.cwd)
@@ -88,6 +89,8 @@ class Filters:
             params.append(parse_since(self.since))
         if not self.all_kinds:
             clauses.append(VISIBLE_SQL)
+            if not self.include_hidden:
+                clauses.append(NOT_HIDDEN_TAG_SQL)
         if not self.include_archived:
             clauses.append("s.archived = 0")
         return (" AND ".join(clauses) or "1"), params

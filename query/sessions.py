@@ -34,6 +34,15 @@ VISIBLE_SQL = (
 )
 
 
+#: The tag that hides a session from listings, a soft delete (``tag ID __hidden``):
+#: ``list``, ``search``, ``from-pr`` and the picker leave it out unless asked
+#: (``--include-hidden``, or ``--all-kinds``). Resolving it by ID or name still works,
+#: and ``untag`` brings it back. Claude Code knows nothing of it: its picker still shows
+#: the session with the tag.
+HIDDEN_TAG = "__hidden"
+NOT_HIDDEN_TAG_SQL = f"coalesce(s.tag, '') != '{HIDDEN_TAG}'"
+
+
 def is_hidden(row: dict[str, Any]) -> bool:
     """Python twin of :data:`VISIBLE_SQL` for rows already loaded."""
     return (

@@ -103,3 +103,74 @@ def test_limit_keeps_the_fork_the_full_list_shows_second(forks: Forks) -> None:
     assert result.exit_code == 0, result.output
     ids = [row["session_id"] for row in json.loads(result.stdout)]
     assert ids == [forks.ids["origin"], forks.ids["old fork"]]
+
+
+class Hidden:
+    """Two sessions about the same thing, one tagged __hidden (the soft delete)."""
+
+    def __init__(self, base: Path) -> None:
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        self.shown = _session(self.tree, "/w/app", "wombat one", T0 + 10)
+        s = self.tree.session(cwd="/w/app")
+        s.user("wombat two, see https://github.com/acme/app/pull/3")
+        s.pr_link(number=3, url="https://github.com/acme/app/pull/3", repository="acme/app")
+        s.meta("tag", tag="__hidden")
+        s.write(mtime=T0 + 20)
+        self.hidden = s.session_id
+        s = self.tree.session(cwd="/w/app")
+        s.user("wombat three, see https://github.com/acme/app/pull/3")
+        s.pr_link(number=3, url="https://github.com/acme/app/pull/3", repository="acme/app")
+        s.write(mtime=T0 + 5)
+
+    def ids(self, *args: str) -> list[str]:
+        result = CliRunner().invoke(
+            cli,
+            ["--config-dir", str(self.tree.root), "--db", str(self.db), *args]
+            + ["--json", "--cwd", "/w/app"],
+        )
+        assert result.exit_code == 0, result.output
+        return [row["session_id"] for row in json.loads(result.stdout)]
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> Hidden:
+    return Hidden(tmp_path_factory.mktemp("hidden"))
+
+
+@pytest.mark.parametrize("command", [["list"], ["search", "wombat"], ["from-pr", "3"]])
+@pytest.mark.parametrize(
+    ("flags", "shown"), [([], False), (["--include-hidden"], True), (["--all-kinds"], True)]
+)
+def test_hidden_tag_leaves_a_session_out(
+    hidden: Hidden, command: list[str], flags: list[str], shown: bool
+) -> None:
+    ids = hidden.ids(*command, *flags)
+    assert ids and (hidden.hidden in ids) is shown
+
+
+def test_a_hidden_session_still_resolves_and_untag_brings_it_back(
+    hidden: Hidden, tmp_path: Path
+) -> None:
+    import shutil
+
+    root = tmp_path / "claude"
+    shutil.copytree(hidden.tree.root, root)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    runner = CliRunner()
+    found = runner.invoke(cli, [*base, "resolve", hidden.hidden, "--json"])
+    assert json.loads(found.stdout)["tag"] == "__hidden"
+    assert runner.invoke(cli, [*base, "untag", hidden.hidden]).exit_code == 0
+    listed = runner.invoke(cli, [*base, "list", "--json", "--cwd", "/w/app"])
+    assert hidden.hidden in [row["session_id"] for row in json.loads(listed.stdout)]
+
+
+def test_tagging_hidden_says_what_it_does(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    sid = _session(tree, "/w/app", "scratch", T0)
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), "tag", sid, "__hidden"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Hidden from list, search and pick" in result.stdout
