@@ -314,7 +314,8 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     obj = found.as_object()
     if fmt == "table":
         emit([obj], fmt)
-        click.echo(clean(f"matched by {found.matched_by}: {obj['resume_command']}"))
+        how = obj["resume_command"] or archived_advice(obj)
+        click.echo(clean(f"matched by {found.matched_by}: {how}"))
     elif fmt == "json":
         from sessiondex.cli.output import dumps
 
@@ -355,6 +356,15 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
         emit([obj], fmt)
 
 
+def archived_advice(session: dict[str, Any]) -> str:
+    """What to do with an archived session instead of resuming it (it has no
+    resume_command: Claude Code cannot find a transcript that is in an archive)."""
+    return (
+        f"archived in {session['file_path']}; "
+        f"run `sessiondex restore {session['session_id']}` first to resume it"
+    )
+
+
 @click.command()
 @click.argument("arg")
 @cwd_option
@@ -363,15 +373,19 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
     """Resolve ARG, then run `claude --resume <id>` in the session's directory.
 
     If the recorded directory no longer exists, the current one is used (and said).
+    A session outside ~/.claude is resumed with CLAUDE_CONFIG_DIR set to its config
+    dir, so Claude Code looks where the session is. An archived session cannot be
+    resumed: `sessiondex restore ID` puts it back first.
 
     \b
     Example:
         sessiondex resume "auth refactor"
         sessiondex resume 3f2a9c1e --dry-run
+        sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
-    import shlex
+    from sessiondex.query.sessions import claude_config_dir, resume_command
 
-    found = resolve_or_exit(arg, cwd)
+    found = _resolve_live(arg, cwd)
     session = found.session
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
@@ -382,11 +396,12 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
                 err=True,
             )
         workdir = fallback
-    command = ["claude", "--resume", session["session_id"]]
+    config_dir = claude_config_dir(session)
+    # Shell-quoted, then cleaned: a directory holding control characters is shown with
+    # them made visible (to paste, use resolve --json's resume_command).
+    line = clean(resume_command(session["session_id"], workdir, config_dir))
     if dry_run:
-        # Shell-quoted, then cleaned: a directory holding control characters is shown
-        # with them made visible (to paste, use resolve --json's resume_command).
-        click.echo(clean(f"cd {shlex.quote(workdir)} && {shlex.join(command)}"))
+        click.echo(line)
         return
     import shutil
     import subprocess
@@ -394,11 +409,36 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
     executable = shutil.which("claude")
     if executable is None:
         raise CliError(
-            clean(
-                "the `claude` executable is not on PATH; install Claude Code or run: "
-                f"cd {shlex.quote(workdir)} && {shlex.join(command)}"
-            )
+            f"the `claude` executable is not on PATH; install Claude Code or run: {line}"
         )
+    environment = dict(os.environ)
+    if config_dir:
+        environment["CLAUDE_CONFIG_DIR"] = config_dir
+    else:  # in ~/.claude: an inherited CLAUDE_CONFIG_DIR would send claude elsewhere
+        environment.pop("CLAUDE_CONFIG_DIR", None)
     sys.stdout.flush()
-    completed = subprocess.run([executable, *command[1:]], cwd=workdir, check=False)
+    completed = subprocess.run(
+        [executable, "--resume", session["session_id"]], cwd=workdir, env=environment, check=False
+    )
     sys.exit(completed.returncode)
+
+
+def _resolve_live(arg: str, cwd: str | None) -> Any:
+    """Resolve ARG for resume. Not found among live sessions but archived: exit 1 with
+    the way back (``sessiondex restore``), instead of "not found" or a resume line that
+    cannot work."""
+    from sessiondex.query.resolve import Ambiguous, NotFound, resolve
+
+    try:
+        return resolve_or_exit(arg, cwd)
+    except click.ClickException:
+        state = app()
+        try:
+            archived = resolve(
+                state.reading_db(), arg, cwd=cwd, roots=state.roots, include_archived=True
+            )
+        except (NotFound, Ambiguous):  # the first answer stands
+            archived = None
+        if archived is None or archived.session["resume_command"] is not None:
+            raise
+        raise CliError(clean_line(f"session {archived_advice(archived.session)}")) from None

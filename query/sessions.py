@@ -19,6 +19,8 @@ from sessiondex.indexer.objects import build_objects as build_objects
 from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
+from sessiondex.indexer.objects import with_config_dir
+from sessiondex.transcripts.config import default_config_dir
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
 if TYPE_CHECKING:
@@ -54,13 +56,39 @@ def is_hidden(row: dict[str, Any]) -> bool:
 
 
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Session objects for rows: the stored JSON, built afresh only where missing."""
+    """Session objects for rows: the stored JSON, built afresh only where missing, with
+    the resume command finished for this reader (:func:`finish_resume_commands`)."""
     missing = [r for r in rows if not r.get("object_json")]
     if missing and "file_size" not in missing[0]:  # lean listing rows: load them whole
         ids = ", ".join(str(int(r["id"])) for r in missing)
         missing = select_rows(db, f"s.id IN ({ids})")
     built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    return [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"]) for r in rows]
+    objects = [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"]) for r in rows]
+    finish_resume_commands(objects, [bool(r.get("archived")) for r in rows])
+    return objects
+
+
+def claude_config_dir(obj: dict[str, Any]) -> str | None:
+    """The ``CLAUDE_CONFIG_DIR`` that ``claude --resume`` needs to find this session:
+    its config dir, unless that is the default ``~/.claude`` (for this user's ``HOME``,
+    read now: the index may be shared by several users or outlive a change of HOME)."""
+    root = obj.get("config_dir")
+    return root if root and root != str(default_config_dir()) else None
+
+
+def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[bool]) -> None:
+    """Fill in, in place, what the stored ``resume_command`` cannot know: an archived
+    session has none (its transcript is not where Claude Code looks; ``sessiondex
+    restore`` puts it back), and a session outside ``~/.claude`` needs
+    ``CLAUDE_CONFIG_DIR``."""
+    default = str(default_config_dir())
+    for obj, gone in zip(objects, archived):
+        if gone:
+            obj["resume_command"] = None
+            continue
+        root = obj.get("config_dir")
+        if root and root != default and obj.get("resume_command"):
+            obj["resume_command"] = with_config_dir(obj["resume_command"], root)
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +101,7 @@ ACTIVITY_SQL = "coalesce(s.last_activity_ms, s.mtime_ns / 1000000)"
 
 
 # What a listing needs of a row besides its stored object (place_forks reads the origin).
-LISTING_COLUMNS = "s.id, s.session_id, s.forked_from_session, s.object_json"
+LISTING_COLUMNS = "s.id, s.session_id, s.forked_from_session, s.archived, s.object_json"
 
 
 def select_rows(
