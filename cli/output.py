@@ -118,8 +118,16 @@ def _fit(text: str, width: int) -> str:
 SESSION_COLUMNS = ("title", "last activity", "branch", "size", "msgs", "id")
 
 
+def is_archived(obj: dict[str, Any]) -> bool:
+    """An archived session (``cleanup --archive``): the contract gives exactly those a
+    null ``resume_command`` (Claude Code cannot open a transcript inside an archive)."""
+    return "resume_command" in obj and obj["resume_command"] is None
+
+
 def _session_cells(obj: dict[str, Any]) -> list[str]:
     title = obj.get("title") or ""
+    if is_archived(obj):
+        title = "[archived] " + title
     if obj.get("forked_from"):
         title = "↳ " + title
     if obj.get("tag"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -33,8 +34,11 @@ def resolve_or_exit(
     *,
     for_write: bool = False,
     include_archived: bool = False,
+    if_archived: Callable[[dict[str, Any]], str] | None = None,
 ) -> Any:
-    """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3."""
+    """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3.
+    With ``if_archived``, an ARG that only an archived session matches is exit 1 with
+    ``if_archived(session)`` as the message (what to do instead), not "not found"."""
     from sessiondex.query.resolve import Ambiguous, NotFound, resolve
 
     state = app()
@@ -49,6 +53,13 @@ def resolve_or_exit(
             include_archived=include_archived,
         )
     except NotFound as exc:
+        if if_archived is not None and not include_archived:
+            try:
+                found = resolve(db, arg, cwd=cwd, roots=state.roots, include_archived=True)
+            except (NotFound, Ambiguous):
+                found = None  # the first answer stands
+            if found is not None and found.row.get("archived"):
+                raise CliError(clean_line(if_archived(found.session))) from None
         # The message quotes ARG and the closest titles: transcript text, cleaned.
         if str(exc).startswith("No conversation found with session ID"):
             raise BareError(clean(str(exc))) from None
@@ -385,7 +396,9 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
 
-    found = _resolve_live(arg, cwd)
+    found = resolve_or_exit(
+        arg, cwd, if_archived=lambda session: f"session {archived_advice(session)}"
+    )
     session = found.session
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
@@ -421,24 +434,3 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
         [executable, "--resume", session["session_id"]], cwd=workdir, env=environment, check=False
     )
     sys.exit(completed.returncode)
-
-
-def _resolve_live(arg: str, cwd: str | None) -> Any:
-    """Resolve ARG for resume. Not found among live sessions but archived: exit 1 with
-    the way back (``sessiondex restore``), instead of "not found" or a resume line that
-    cannot work."""
-    from sessiondex.query.resolve import Ambiguous, NotFound, resolve
-
-    try:
-        return resolve_or_exit(arg, cwd)
-    except click.ClickException:
-        state = app()
-        try:
-            archived = resolve(
-                state.reading_db(), arg, cwd=cwd, roots=state.roots, include_archived=True
-            )
-        except (NotFound, Ambiguous):  # the first answer stands
-            archived = None
-        if archived is None or archived.session["resume_command"] is not None:
-            raise
-        raise CliError(clean_line(f"session {archived_advice(archived.session)}")) from None

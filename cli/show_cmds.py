@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import click
@@ -46,6 +47,11 @@ def _export_format(output: str) -> str:
 def _conversation_options(func: Any) -> Any:
     func = cwd_option(func)
     func = click.option(
+        "--include-archived",
+        is_flag=True,
+        help="Also find sessions archived by cleanup --archive (read from the archive).",
+    )(func)
+    func = click.option(
         "--subagents",
         is_flag=True,
         help="Show each subagent's conversation where its Task/Agent call was made.",
@@ -58,18 +64,41 @@ def _conversation_options(func: Any) -> Any:
     return func
 
 
-def _load(arg: str, cwd: str | None, fmt: str) -> Any:
-    """Resolve ARG, then read its transcript (the truth; the index only located it)."""
-    from sessiondex.render.conversation import build_conversation
+@contextmanager
+def _opened(arg: str, cwd: str | None, fmt: str, include_archived: bool) -> Iterator[Any]:
+    """Resolve ARG, then read its transcript (the truth; the index only located it), or
+    for an archived session the transcript inside its archive (unpacked for as long as
+    the ``with`` block renders it)."""
+    from sessiondex.render.conversation import archived_conversation, build_conversation
+    from sessiondex.transcripts.archive import ArchiveError
 
-    found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
+    found = resolve_or_exit(
+        arg,
+        cwd,
+        "json" if fmt == "json" else "table",
+        include_archived=include_archived,
+        if_archived=_archived_hint,
+    )
     echo_notes(found.notes)
-    try:
-        return build_conversation(found.session)
-    except OSError as exc:
-        raise CliError(
-            clean_line(f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}")
-        ) from None
+    with ExitStack() as stack:
+        try:
+            if found.row.get("archived"):
+                conv = stack.enter_context(archived_conversation(found.session))
+            else:
+                conv = build_conversation(found.session)
+        except ArchiveError as exc:
+            raise CliError(clean_line(str(exc))) from None
+        except OSError as exc:
+            where = found.session.get("file_path")
+            raise CliError(clean_line(f"cannot read {where}: {exc.strerror or exc}")) from None
+        yield conv
+
+
+def _archived_hint(session: dict[str, Any]) -> str:
+    return (
+        f"session {session['session_id']} is archived ({session['file_path']}): "
+        "add --include-archived to read it"
+    )
 
 
 def _warn_problems(conv: Any) -> None:
@@ -92,13 +121,16 @@ def _warn_problems(conv: Any) -> None:
     help="text for the terminal, md for Markdown, json for the SDK's SessionMessage objects.",
 )
 @_conversation_options
-def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> None:
+def show(
+    arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None, include_archived: bool
+) -> None:
     """Print a session's conversation from its transcript.
 
     The messages are the live chain, as the SDK's get_session_messages computes it:
     rewound branches are left out, parallel tool calls put back, compactions marked.
     On a terminal the text is coloured (unless NO_COLOR) and long output goes through
-    a pager. Lines that cannot be read are skipped and counted in a note.
+    a pager. Lines that cannot be read are skipped and counted in a note. An archived
+    session (cleanup --archive) is read from its archive with --include-archived.
 
     \b
     Example:
@@ -106,9 +138,13 @@ def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> N
         sessiondex show 3f2a9c1e --tools --subagents
         sessiondex show 3f2a9c1e --format json | jq '.[].message.content'
     """
+    with _opened(arg, cwd, fmt, include_archived) as conv:
+        _show(conv, fmt, tools, subagents)
+
+
+def _show(conv: Any, fmt: str, tools: bool, subagents: bool) -> None:
     from sessiondex.render.conversation import render_stream
 
-    conv = _load(arg, cwd, fmt)
     if fmt == "json":
         _warn_problems(conv)
     terminal = sys.stdout.isatty()
@@ -134,7 +170,7 @@ def _reading(chunks: Iterable[str], conv: Any) -> Iterator[str]:
         yield from chunks
     except OSError as exc:
         raise CliError(
-            clean_line(f"cannot read {conv.path}: {exc.strerror or exc}; try again")
+            clean_line(f"cannot read {conv.archive or conv.path}: {exc.strerror or exc}; try again")
         ) from None
 
 
@@ -185,6 +221,7 @@ def export(
     tools: bool,
     subagents: bool,
     cwd: str | None,
+    include_archived: bool,
 ) -> None:
     """Write a session's conversation to a file: Markdown, one self-contained HTML page
     (metadata at the top, no external assets) or the SDK's JSON messages.
@@ -209,19 +246,19 @@ def export(
         check_output_path(output, "-o")
         if os.path.lexists(output) and not force:
             raise CliError(f"{output} already exists (use --force to overwrite it)")
-    conv = _load(arg, cwd, fmt)
-    _warn_problems(conv)
-    # A file keeps the text exact but for ESC, C1 and bidi controls; -o - on a screen
-    # is cleaned like show.
-    screen = output == "-" and sys.stdout.isatty()
-    chunks = _reading(
-        render_stream(conv, fmt, tools=tools, subagents=subagents, terminal=screen), conv
-    )
-    if output == "-":
-        for chunk in chunks:
-            click.echo(chunk, nl=False)
-        return
-    _write_atomic(output, chunks, force=force)
+    with _opened(arg, cwd, fmt, include_archived) as conv:
+        _warn_problems(conv)
+        # A file keeps the text exact but for ESC, C1 and bidi controls; -o - on a
+        # screen is cleaned like show.
+        screen = output == "-" and sys.stdout.isatty()
+        chunks = _reading(
+            render_stream(conv, fmt, tools=tools, subagents=subagents, terminal=screen), conv
+        )
+        if output == "-":
+            for chunk in chunks:
+                click.echo(chunk, nl=False)
+            return
+        _write_atomic(output, chunks, force=force)
     click.echo(clean_line(f"wrote {output} ({conv.message_count} messages, {fmt})"), err=True)
 
 

@@ -24,6 +24,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,7 @@ class Conversation:
     problems: Counter[str]
     subagents: list[Subagent]  # every subagent file found
     unlinked: list[Subagent]  # those whose call is not on the chain
+    archive: Path | None = None  # read from this archive (cleanup --archive)
 
     @property
     def chain(self) -> list[Entry]:
@@ -371,6 +373,25 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     )
 
 
+@contextmanager
+def archived_conversation(session: dict[str, Any]) -> Iterator[Conversation]:
+    """The conversation of an archived session (its ``file_path`` is the archive),
+    read by the same code as a live one: the archive's transcripts are unpacked into a
+    private temporary config dir that lives as long as the ``with`` block (rendering is
+    streamed from it) and is removed after. Raises ``OSError`` or ``ArchiveError``."""
+    import tempfile
+
+    from sessiondex.transcripts.archive import extract_for_reading
+
+    archive = Path(session["file_path"])
+    with tempfile.TemporaryDirectory(prefix="sessiondex-archived-") as tmp:
+        main = extract_for_reading(archive, Path(tmp))
+        conv = build_conversation({**session, "file_path": str(main), "config_dir": tmp})
+        conv.session = session
+        conv.archive = archive
+        yield conv
+
+
 # ----------------------------------------------------------------- shared helpers
 def problem_note(problems: Counter[str]) -> str | None:
     """One line about the lines that were repaired or skipped, or None. The unfinished
@@ -444,9 +465,13 @@ def _title(session: dict[str, Any], clean: Clean) -> str:
     return clean(str(session.get("title") or session.get("session_id")))
 
 
-def _header_fields(session: dict[str, Any], clean: Clean = _keep) -> list[tuple[str, str]]:
+def _header_fields(conv: Conversation, clean: Clean = _keep) -> list[tuple[str, str]]:
     """(name, value) pairs for the header, values cleaned (they come from transcripts)."""
+    session = conv.session
     fields = [("session", clean(str(session.get("session_id") or "")))]
+    if conv.archive is not None:
+        restore = f"sessiondex restore {session.get('session_id')}"
+        fields.append(("archived", clean(f"{conv.archive} ({restore} to resume it)")))
     if session.get("cwd"):
         fields.append(("directory", clean(str(session["cwd"]))))
     branches = session.get("branches") or (
@@ -532,7 +557,7 @@ def _text_lines(
 ) -> Iterator[str]:
     session = conv.session
     yield style(_title(session, clean), bold=True)
-    for name, value in _header_fields(session, clean):
+    for name, value in _header_fields(conv, clean):
         yield style(f"{name}: ", dim=True) + value
     note = problem_note(conv.problems)
     if note:
@@ -662,7 +687,7 @@ def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) ->
     session = conv.session
     yield f"# {_title(session, clean)}"
     yield ""
-    for name, value in _header_fields(session, clean):
+    for name, value in _header_fields(conv, clean):
         if name == "PRs":
             value = ", ".join(f"<{u}>" for u in _pr_urls(session, clean))
         elif name in ("session", "directory", "branch"):
@@ -882,7 +907,7 @@ def _html_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) 
         f"<h1>{_esc(title)}</h1>",
         '<dl class="meta">',
     )
-    for name, value in _header_fields(session, clean):
+    for name, value in _header_fields(conv, clean):
         if name == "PRs":
             links = " ".join(f'<a href="{_esc(u)}">{_esc(u)}</a>' for u in _pr_urls(session, clean))
             yield f"<dt>{_esc(name)}</dt><dd>{links}</dd>"
