@@ -36,12 +36,12 @@ def describe_summary(summary: dict[str, Any]) -> str:
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
-    from sessiondex.cli.output import human_size, relative_time
+    from sessiondex.cli.output import human_size, project_label, relative_time
 
     return [
         [
             e["title"],
-            e.get("cwd") or e["project_key"],
+            project_label(e),
             relative_time(e["last_activity"]),
             relative_time(e["mtime"]),
             human_size(e["size"]),
@@ -52,10 +52,13 @@ def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def _table(entries: list[dict[str, Any]]) -> str:
-    from sessiondex.cli.output import render_table
+    from sessiondex.cli.output import PROJECT_SHRINK, render_table
 
     text = render_table(
-        _entry_rows(entries), ("title", "project", "last activity", "modified", "size", "id")
+        _entry_rows(entries),
+        ("title", "project", "last activity", "modified", "size", "id"),
+        shrink={1: PROJECT_SHRINK},
+        from_left=(1,),
     )
     return "\n".join("  " + line for line in text.split("\n"))
 

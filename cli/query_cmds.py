@@ -68,8 +68,19 @@ def resolve_or_exit(
         click.echo(
             f"Error: {clean(str(exc))}; say which one (candidates below, newest first)", err=True
         )
-        emit(exc.candidates, fmt if fmt != "table" else "table")
+        emit(exc.candidates, fmt, project=True)
         sys.exit(EXIT_AMBIGUOUS)
+
+
+def shows_project(filters: Any, rows: list[dict[str, Any]]) -> bool:
+    """Whether a table needs the project column: outside the worktree scope, or when
+    rows come from other projects anyway (a PR URL matches in every project)."""
+    if filters.scope != "worktree":
+        return True
+    from sessiondex.query.scopes import resolve_cwd, scope_keys
+
+    here = set(scope_keys(resolve_cwd(filters.cwd), "worktree") or ())
+    return any(row.get("project_key") not in here for row in rows)
 
 
 @click.command("list")
@@ -98,6 +109,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         empty_message=_empty_message(
             "No sessions in this scope (try --scope repo or --scope all)."
         ),
+        project=shows_project(filters, rows),
     )
     _warn_expiring(db, rows)
 
@@ -201,6 +213,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         extra_columns=("snippet",),
         empty_message=_empty_message("No matches."),
         highlight=highlight,
+        project=shows_project(filters, outcome.rows),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
@@ -271,8 +284,14 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
             if answer.number is not None
             else None
         )
+        project = shows_project(filters, answer.rows)
         if answer.linked:
-            emit(answer.linked, fmt, columns=[("pr", _pr_cell("pr_links", answer.number, url))])
+            emit(
+                answer.linked,
+                fmt,
+                columns=[("pr", _pr_cell("pr_links", answer.number, url))],
+                project=project,
+            )
         if answer.mentioned:
             if answer.linked:
                 click.echo("\nMentioned in (no pr-link record):")
@@ -282,6 +301,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 answer.mentioned,
                 fmt,
                 columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
+                project=project,
             )
         if not answer.rows:
             message = (
@@ -324,7 +344,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
-        emit([obj], fmt)
+        emit([obj], fmt, project=True)
         how = obj["resume_command"] or archived_advice(obj)
         click.echo(clean(f"matched by {found.matched_by}: {how}"))
     elif fmt == "json":

@@ -174,3 +174,76 @@ def test_tagging_hidden_says_what_it_does(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "Hidden from list, search and pick" in result.stdout
+
+
+class TwoRepos:
+    """Two repositories under HOME with "auth-refactor" sessions (two in one of them),
+    and a session with a 270-character branch name and directory."""
+
+    def __init__(self, base: Path, home: Path) -> None:
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        self.home = home
+        self.shop = _session(self.tree, f"{home}/src/shop", "auth-refactor", T0 + 20)
+        self.blog = _session(self.tree, f"{home}/src/blog", "auth-refactor", T0 + 10)
+        self.twin = _session(self.tree, f"{home}/src/shop", "auth-refactor", T0 + 15)
+        deep = "/srv/" + "/".join(["deeply-nested-folder"] * 13) + "/service"
+        self.long = _session(
+            self.tree,
+            deep,
+            "Investigate the flaky checkout integration test on CI",
+            T0,
+            branch="feature/" + "x" * 262,
+        )
+
+    def run(self, *args: str, columns: int = 120) -> Any:
+        return CliRunner().invoke(
+            cli,
+            ["--config-dir", str(self.tree.root), "--db", str(self.db), *args],
+            env={"COLUMNS": str(columns), "HOME": str(self.home)},
+        )
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory: pytest.TempPathFactory) -> TwoRepos:
+    base = tmp_path_factory.mktemp("repos")
+    return TwoRepos(base, base / "home")
+
+
+def _cells(table: str, column: str) -> list[str]:
+    """The (stripped) cells of one column of a printed table."""
+    lines = table.splitlines()
+    header = lines[0]
+    start = header.index(column)
+    nxt = min((header.index(h) for h in header[start:].split()[1:2]), default=len(header))
+    return [line[start:nxt].strip() for line in lines[1:]]
+
+
+def test_scope_all_shows_the_project_of_each_row(repos: TwoRepos) -> None:
+    result = repos.run("list", "--scope", "all")
+    assert result.exit_code == 0, result.output
+    projects = _cells(result.stdout, "project")
+    assert projects[:3] == ["~/src/shop", "~/src/shop", "~/src/blog"]  # the auth-refactors
+    assert projects[3].startswith("…") and projects[3].endswith("/service")
+    here = repos.run("list", "--cwd", f"{repos.home}/src/shop")
+    assert "project" not in here.stdout.splitlines()[0]  # worktree scope: one project
+
+
+def test_ambiguous_candidates_show_their_project(repos: TwoRepos) -> None:
+    result = repos.run("resolve", "auth-refactor", "--cwd", f"{repos.home}/src/shop")
+    assert result.exit_code == 3, result.output
+    assert _cells(result.stdout, "project") == ["~/src/shop", "~/src/shop"]
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
+    repos: TwoRepos, columns: int
+) -> None:
+    lines = repos.run("list", "--scope", "all", columns=columns).stdout.splitlines()
+    assert all(len(line) <= columns for line in lines)
+    row = next(line for line in lines if line.startswith("Investigate"))
+    title = _cells("\n".join([lines[0], row]), "title")[0]
+    branch = _cells("\n".join([lines[0], row]), "branch")[0]
+    project = _cells("\n".join([lines[0], row]), "project")[0]
+    assert len(title) >= max(len(branch), len(project), 22)
+    assert branch.startswith("feat") and project.endswith("ice")
