@@ -34,6 +34,8 @@ COMMANDS = {
     "fork": "sessiondex.cli.mutate_cmds:fork",
     "delete": "sessiondex.cli.mutate_cmds:delete",
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
+    "config": "sessiondex.cli.config_cmd:config",
+    "completion": "sessiondex.cli.config_cmd:completion",
     "serve": "sessiondex.cli.serve_cmd:serve",
 }
 
@@ -71,8 +73,19 @@ Environment:
   SESSIONDEX_MANAGED_SETTINGS
                           Claude Code's managed settings file, read by
                           cleanup (default: the OS's policy path)
+  SESSIONDEX_CONFIG       the config file (default: $XDG_CONFIG_HOME/
+                          sessiondex/config.toml, else ~/.config/...)
+  XDG_CONFIG_HOME         where the config file is (see above)
   NO_COLOR                no colour (search highlights, show)
-  PAGER                   the pager for long show output
+  PAGER                   the pager for long show output (default less;
+                          "cat" or empty: none)
+  LESS                    less's options; FRX when unset, as git sets it
+  _SESSIONDEX_COMPLETE    shell completion (see `sessiondex completion`)
+
+\b
+Settings: options beat environment variables, which beat the config file
+(scope, config_dirs, db, pager, color), which beats the defaults; `sessiondex
+config` shows each setting and where it came from.
 """
 
 
@@ -121,7 +134,10 @@ def cli(
         sessiondex search "auth refactor"
         sessiondex resume "Auth refactor"
     """
-    ctx.obj = App(config_dirs=list(config_dirs), db_path=db_path, no_refresh=no_refresh)
+    from sessiondex.cli.settings import apply_settings
+
+    dirs, db_path = apply_settings(ctx, config_dirs, db_path)
+    ctx.obj = App(config_dirs=dirs, db_path=db_path, no_refresh=no_refresh)
     ctx.call_on_close(ctx.obj.close)
 
 

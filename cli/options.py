@@ -41,7 +41,8 @@ def _apply_scope_options(
             default=default_scope,
             show_default=True,
             help="worktree: this directory's project; repo: every git worktree "
-            "of its repository; all: every project.",
+            "of its repository; all: every project. The default can be set in "
+            "config.toml (sessiondex config).",
         ),
         click.option(
             "--branch",
@@ -103,6 +104,7 @@ def build_filters(
 ) -> Any:
     from sessiondex.query.filters import Filters, parse_since
 
+    scope = _configured_scope(scope)
     if branch and current_branch:
         raise click.UsageError("--branch and --current-branch cannot be combined")
     if since:
@@ -121,6 +123,25 @@ def build_filters(
         limit=limit,
         include_hidden=include_hidden,
     )
+
+
+def _configured_scope(scope: str) -> str:
+    """``--scope`` as given, else the config file's scope, else the command's default
+    (the file is read when the option is absent, so --help keeps the true default)."""
+    from click.core import ParameterSource
+
+    from sessiondex.cli.settings import DEFAULT, current
+
+    ctx = click.get_current_context(silent=True)
+    settings = current()
+    if (
+        ctx is None
+        or settings is None
+        or ctx.get_parameter_source("scope") != ParameterSource.DEFAULT
+        or settings.source("scope") == DEFAULT
+    ):
+        return scope
+    return str(settings["scope"])
 
 
 def run_filters(func: Callable[[], Any]) -> Any:

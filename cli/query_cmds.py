@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import EXIT_AMBIGUOUS, EXIT_NOT_FOUND, BareError, CliError, app
+from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
 from sessiondex.cli.output import (
     HIGHLIGHT,
@@ -186,13 +187,14 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         sessiondex search acme/shop#42
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
+    from sessiondex.cli.settings import use_color
     from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError, run_search
 
     filters = build_filters(**options)
     db = app().reading_db()
     fmt = chosen_format(fmt, as_json)
     table = fmt == "table"
-    highlight = table and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    highlight = table and use_color(sys.stdout.isatty())
     # Placeholders, not colour codes: the snippet is transcript text and is cleaned
     # before the placeholders become colour (cli/output.py).
     markers = HIGHLIGHT if highlight else ("[", "]")
@@ -321,7 +323,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @cwd_option
 @click.option("--include-archived", is_flag=True, help="Also resolve archived sessions.")
 @format_options
@@ -397,7 +399,7 @@ def archived_advice(session: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @cwd_option
 @click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
 def resume(arg: str, cwd: str | None, dry_run: bool) -> None:

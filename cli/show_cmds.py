@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import CliError
+from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import clean_line
 from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
@@ -111,7 +112,7 @@ def _warn_problems(conv: Any) -> None:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.option(
     "--format",
     "fmt",
@@ -120,44 +121,69 @@ def _warn_problems(conv: Any) -> None:
     show_default=True,
     help="text for the terminal, md for Markdown, json for the SDK's SessionMessage objects.",
 )
+@click.option(
+    "--uuids",
+    is_flag=True,
+    help="Show each message's short UUID, which fork --up-to takes.",
+)
 @_conversation_options
 def show(
-    arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None, include_archived: bool
+    arg: str,
+    fmt: str,
+    uuids: bool,
+    tools: bool,
+    subagents: bool,
+    cwd: str | None,
+    include_archived: bool,
 ) -> None:
     """Print a session's conversation from its transcript.
 
     The messages are the live chain, as the SDK's get_session_messages computes it:
     rewound branches are left out, parallel tool calls put back, compactions marked.
-    On a terminal the text is coloured (unless NO_COLOR) and long output goes through
-    a pager. Lines that cannot be read are skipped and counted in a note. An archived
+    On a terminal the text is coloured (unless NO_COLOR, or color = "never" in the
+    config file) and long output goes through a pager as git log does ($PAGER, else
+    less with LESS=FRX when LESS is unset; a pager that cannot show colours gets
+    plain text). Lines that cannot be read are skipped and counted in a note. An archived
     session (cleanup --archive) is read from its archive with --include-archived.
+    --uuids shows each message's short UUID (the JSON has the full ones): fork a
+    session up to a message with `sessiondex fork ARG --up-to <short uuid>`.
 
     \b
     Example:
         sessiondex show "auth refactor"
         sessiondex show 3f2a9c1e --tools --subagents
+        sessiondex show 3f2a9c1e --uuids
         sessiondex show 3f2a9c1e --format json | jq '.[].message.content'
     """
     with _opened(arg, cwd, fmt, include_archived) as conv:
-        _show(conv, fmt, tools, subagents)
+        _show(conv, fmt, tools, subagents, uuids)
 
 
-def _show(conv: Any, fmt: str, tools: bool, subagents: bool) -> None:
+def _show(conv: Any, fmt: str, tools: bool, subagents: bool, uuids: bool) -> None:
+    from sessiondex.cli.settings import current, use_color
     from sessiondex.render.conversation import render_stream
 
     if fmt == "json":
         _warn_problems(conv)
     terminal = sys.stdout.isatty()
-    color = fmt == "text" and terminal and not os.environ.get("NO_COLOR")
+    color = fmt == "text" and use_color(terminal)
     # terminal=True whatever stdout is: show's text and Markdown are for people.
     chunks = _reading(
-        render_stream(conv, fmt, tools=tools, subagents=subagents, color=color, terminal=True),
+        render_stream(
+            conv, fmt, tools=tools, subagents=subagents, color=color, terminal=True, uuids=uuids
+        ),
         conv,
     )
     if terminal and fmt != "json":
         head, longer = _screenful(chunks, shutil.get_terminal_size().lines - 1)
         if longer:
-            click.echo_via_pager(_chain(head, chunks), color=color)
+            from sessiondex.cli.pager import choose_pager, page
+
+            settings = current()
+            pager = choose_pager(settings["pager"] if settings else os.environ.get("PAGER"))
+            paged = _chain(head, chunks)
+            # Only our own styles are ANSI codes (transcript text is neutralized).
+            page(paged if pager.color else map(click.unstyle, paged), pager)
             return
         chunks = iter(head)
     for chunk in chunks:
@@ -193,7 +219,7 @@ def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.option(
     "-o",
     "--output",

@@ -76,15 +76,20 @@ def not_found_id(session_id: str) -> NotFound:
 
 def _row_from_file(path: Path) -> dict[str, Any]:
     """A session row folded straight from a transcript outside the index (a path
-    argument naming a file anywhere), with the same rules as the indexer."""
+    argument naming a file anywhere), with the same rules as the indexer. Its session
+    ID is the one its records carry (a copy named ``backup.jsonl`` is still that
+    session, and ``claude --resume`` needs the ID), else the file's name."""
     state = SessionState()
     branches: set[str] = set()
     links: set[str] = set()
+    inside: str | None = None
     with open(path, "rb") as stream:
         for _, record in RecordReader(stream):
             state.apply(record, branches, links)
+            if inside is None and is_session_id(record.get("sessionId")):
+                inside = record["sessionId"]
         st = os.fstat(stream.fileno())
-    stem = path.name[: -len(".jsonl")]
+    stem = inside or path.name[: -len(".jsonl")]
     row = state.columns()
     row.update(
         id=-1,

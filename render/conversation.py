@@ -81,6 +81,13 @@ class Message:
     timestamp: str | None
     blocks: list[Block]
     is_compact_summary: bool = False
+    # The last entry merged into this message: what ``fork --up-to`` cuts after to
+    # keep the whole message (a response is written one entry per content block).
+    last_uuid: str = ""
+
+    @property
+    def fork_point(self) -> str:
+        return self.last_uuid or self.uuid
 
     def has_text(self) -> bool:
         return any(b.kind == "text" and b.text.strip() for b in self.blocks)
@@ -156,6 +163,7 @@ class Thread:
                 # "tool", one item for the results of consecutive parallel calls.
                 if isinstance(previous, Message) and previous.role == "tool":
                     previous.blocks.extend(blocks)
+                    previous.last_uuid = clean(entry["uuid"])
                     continue
                 role = "tool"
             rid = response_id(entry)
@@ -166,6 +174,7 @@ class Thread:
                 and response_of.get(previous.uuid) == rid
             ):
                 previous.blocks.extend(blocks)
+                previous.last_uuid = clean(entry["uuid"])
                 continue
             message = Message(
                 role,
@@ -393,6 +402,15 @@ def archived_conversation(session: dict[str, Any]) -> Iterator[Conversation]:
 
 
 # ----------------------------------------------------------------- shared helpers
+#: Characters of a message UUID shown by ``show --uuids``: unique within a session in
+#: practice (``fork --up-to`` takes any unique prefix, and says when one is not).
+SHORT_UUID = 8
+
+
+def _short(uuid: str) -> str:
+    return uuid[:SHORT_UUID]
+
+
 def problem_note(problems: Counter[str]) -> str | None:
     """One line about the lines that were repaired or skipped, or None. The unfinished
     last line of a file being written is said apart: it is not a bad line (``index``
@@ -553,7 +571,12 @@ _ROLE_COLORS = {"user": "green", "assistant": "cyan", "summary": "magenta", "too
 
 
 def _text_lines(
-    conv: Conversation, style: _Style, tools: bool, subagents: bool, clean: Clean
+    conv: Conversation,
+    style: _Style,
+    tools: bool,
+    subagents: bool,
+    clean: Clean,
+    uuids: bool = False,
 ) -> Iterator[str]:
     session = conv.session
     yield style(_title(session, clean), bold=True)
@@ -567,7 +590,7 @@ def _text_lines(
     for item in conv.iter_items(clean):
         if _shows(item, tools, subagents):
             shown = True
-            yield from _text_item(item, style, tools, subagents, "", clean)
+            yield from _text_item(item, style, tools, subagents, "", clean, uuids)
     if not shown:
         # Where the items would have been: nothing was written in their place.
         yield style(EMPTY_NOTE, dim=True)
@@ -581,7 +604,13 @@ def _text_lines(
 
 
 def _text_item(
-    item: Item, style: _Style, tools: bool, subagents: bool, indent: str, clean: Clean
+    item: Item,
+    style: _Style,
+    tools: bool,
+    subagents: bool,
+    indent: str,
+    clean: Clean,
+    uuids: bool = False,
 ) -> Iterator[str]:
     if isinstance(item, Marker):
         yield indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──", fg="yellow")
@@ -594,6 +623,7 @@ def _text_item(
         indent
         + style(role, fg=_ROLE_COLORS.get(role), bold=True)
         + style(f"  {_stamp(item.timestamp)}", dim=True)
+        + (style(f"  {_short(item.fork_point)}", fg="yellow") if uuids else "")
     )
     body = indent + "  "
     for block in item.blocks:
@@ -660,9 +690,11 @@ def iter_text(
     subagents: bool = False,
     color: bool = False,
     clean: Clean = neutralize,
+    uuids: bool = False,
 ) -> Iterator[str]:
-    """The text view, piece by piece (every piece ends a line)."""
-    lines = _text_lines(conv, _Style(color), tools, subagents, clean)
+    """The text view, piece by piece (every piece ends a line). ``uuids`` shows each
+    message's short UUID (:func:`_short`), the handle ``fork --up-to`` takes."""
+    lines = _text_lines(conv, _Style(color), tools, subagents, clean, uuids)
     return _batched(line + "\n" for line in _rstripped(lines))
 
 
@@ -683,7 +715,9 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) -> Iterator[str]:
+def _md_lines(
+    conv: Conversation, tools: bool, subagents: bool, clean: Clean, uuids: bool = False
+) -> Iterator[str]:
     session = conv.session
     yield f"# {_title(session, clean)}"
     yield ""
@@ -702,7 +736,7 @@ def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) ->
     for item in conv.iter_items(clean):
         if _shows(item, tools, subagents):
             shown = True
-            yield from _md_item(item, tools, subagents, 2, clean)
+            yield from _md_item(item, tools, subagents, 2, clean, uuids)
     if not shown:
         yield f"*{EMPTY_NOTE}*"
         yield ""
@@ -713,7 +747,9 @@ def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) ->
             yield from _md_subagent(sub, tools, 3, clean)
 
 
-def _md_item(item: Item, tools: bool, subagents: bool, level: int, clean: Clean) -> Iterator[str]:
+def _md_item(
+    item: Item, tools: bool, subagents: bool, level: int, clean: Clean, uuids: bool = False
+) -> Iterator[str]:
     hashes = "#" * min(level, 6)
     if isinstance(item, Marker):
         yield f"> *{item.text}* ({_stamp(item.timestamp)})"
@@ -721,7 +757,8 @@ def _md_item(item: Item, tools: bool, subagents: bool, level: int, clean: Clean)
         return
     if not _visible(item, tools, subagents):
         return
-    yield f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}"
+    handle = f" · `{_short(item.fork_point)}`" if uuids else ""
+    yield f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}{handle}"
     yield ""
     for block in item.blocks:
         if block.kind == "text":
@@ -769,9 +806,10 @@ def iter_markdown(
     tools: bool = False,
     subagents: bool = False,
     clean: Clean = neutralize_escapes,
+    uuids: bool = False,
 ) -> Iterator[str]:
-    """The Markdown view, piece by piece."""
-    lines = _md_lines(conv, tools, subagents, clean)
+    """The Markdown view, piece by piece (``uuids``: as :func:`iter_text`)."""
+    lines = _md_lines(conv, tools, subagents, clean, uuids)
     return _batched(line + "\n" for line in _rstripped(lines))
 
 
@@ -1010,9 +1048,11 @@ def render_stream(
     subagents: bool = False,
     color: bool = False,
     terminal: bool | None = None,
+    uuids: bool = False,
 ) -> Iterator[str]:
     """The one rendering entry point of ``show`` and ``export``: the output in pieces,
-    each transcript entry read only when its turn comes.
+    each transcript entry read only when its turn comes. ``uuids`` adds each message's
+    short UUID to the text and Markdown views (JSON has the full ones).
 
     ``terminal`` says the text is for a screen (``show``): every control and bidi
     character from the transcript is made visible. Otherwise (files) only ESC, C1 and
@@ -1026,10 +1066,10 @@ def render_stream(
         terminal = fmt == "text"
     clean = neutralize if terminal else neutralize_escapes
     if fmt == "md":
-        return iter_markdown(conv, tools=tools, subagents=subagents, clean=clean)
+        return iter_markdown(conv, tools=tools, subagents=subagents, clean=clean, uuids=uuids)
     if fmt == "html":
         return iter_html(conv, tools=tools, subagents=subagents, clean=clean)
-    return iter_text(conv, tools=tools, subagents=subagents, color=color, clean=clean)
+    return iter_text(conv, tools=tools, subagents=subagents, color=color, clean=clean, uuids=uuids)
 
 
 def render(

@@ -126,6 +126,10 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ],
     ("cleanup", ["cleanup"], (0,)),
     ("cleanup", ["cleanup", "--days", "1", "--json"], (0,)),
+    ("show", ["show", AUTH_ID, "--cwd", SHOP, "--uuids"], (0,)),
+    ("config", ["config"], (0,)),
+    ("config", ["config", "--json"], (0,)),
+    ("completion", ["completion", "zsh"], (0,)),
 ]
 
 
