@@ -569,9 +569,13 @@ def cut(text: str, limit: int, marker: str | None = None) -> str:
     cut (so a reader never mistakes a cut message for a whole one)."""
     if len(text) <= limit:
         return text
-    note = marker or f" [… cut: {len(text) - limit} more characters]"
-    keep = max(0, limit - len(note))
-    return text[:keep] + note
+    if marker is not None:
+        return text[: max(0, limit - len(marker))] + marker
+    keep = limit
+    for _ in range(3):  # the note's length depends on the count it reports
+        note = f" [… cut: {len(text) - keep} more characters]"
+        keep = max(0, limit - len(note))
+    return text[:keep] + f" [… cut: {len(text) - keep} more characters]"
 
 
 def _clip(value: Any, limit: int) -> Any:

@@ -310,14 +310,14 @@ class Index:
 
     # ------------------------------------------------------------------ long-lived front ends
     def renew(self) -> None:
-        """Apply the refresh rule again before the next answer, keeping the open handles.
+        """Apply the refresh rule again now, keeping the open handles.
 
         A long-lived front end (the MCP server) answers many questions over hours; each
         must see the transcripts as they are when it is asked, as each CLI command does,
-        while :meth:`ensure_fresh` refreshes once in this object's life."""
+        while :meth:`ensure_fresh` refreshes once in this object's life. Called before
+        a write too: the writes resolve their argument against the index as it is."""
         self._refreshed = False
-        if self._reader is not None:
-            self.ensure_fresh()
+        self.ensure_fresh()
 
     def message_snippets(
         self, query: str, file_paths: Iterable[str], *, per_session: int = 3
