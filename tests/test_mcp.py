@@ -33,6 +33,7 @@ from sessiondex import Index
 from sessiondex.cli.main import cli
 from sessiondex.render.conversation import Message
 from tests.builders import copy_fixtures
+from tests.test_reliability_truth import snapshot
 
 SERVER = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
 SHOP = "/home/dev/shop"
@@ -136,6 +137,8 @@ def page_uuids(page: str) -> list[str]:
 
 # ----------------------------------------------------------------- read-only server
 def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> None:
+    before = snapshot(tree[0])
+
     async def scenario() -> None:
         async with connect(tree, "--cwd", SHOP) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -311,6 +314,7 @@ def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> No
             assert ids(again["sessions"]) == ids(found["sessions"])
 
     run(scenario)
+    assert snapshot(tree[0]) == before  # the transcripts are the truth: bytes and mtimes
 
 
 # ----------------------------------------------------------------- writes
