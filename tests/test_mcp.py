@@ -9,6 +9,7 @@ server per test, a bounded wait on everything (``anyio.fail_after``).
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import select
@@ -518,6 +519,19 @@ def test_streamable_http_on_loopback(tree: tuple[Path, Path]) -> None:
                     assert (await answer(session, "list_sessions", scope="all"))["count"]
 
         run(scenario)
+        # DNS rebinding: a page elsewhere that resolves its name to 127.0.0.1 is refused
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.putrequest("POST", "/mcp", skip_host=True)
+        for name, value in [
+            ("Host", f"attacker.example:{port}"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Length", "2"),
+        ]:
+            connection.putheader(name, value)
+        connection.endheaders(b"{}")
+        assert connection.getresponse().status == 421
+        connection.close()
     finally:
         server.terminate()
         try:
