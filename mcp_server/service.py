@@ -157,9 +157,11 @@ class SessionService:
             raise UserError("ref is empty: give a session ID, an ID prefix, a name or a path")
         if "\x00" in text:
             raise UserError("ref cannot contain a NUL character")
-        if text.endswith(".jsonl") or "/" in text or os.sep in text:
+        # A path is what ``resolve`` reads as one (``….jsonl``) or anything naming a file
+        # that exists; a name may contain "/" ("feat/login plan") and is not a path.
+        path = os.path.abspath(os.path.expanduser(text))
+        if text.endswith(".jsonl") or _exists(path):
             index = self.index()
-            path = os.path.abspath(os.path.expanduser(text))
             if not self._inside_roots(path):
                 roots = ", ".join(str(r / "projects") for r in index.roots)
                 raise UserError(
@@ -576,6 +578,13 @@ def cut(text: str, limit: int, marker: str | None = None) -> str:
         note = f" [… cut: {len(text) - keep} more characters]"
         keep = max(0, limit - len(note))
     return text[:keep] + f" [… cut: {len(text) - keep} more characters]"
+
+
+def _exists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _clip(value: Any, limit: int) -> Any:

@@ -135,3 +135,14 @@ def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
 def test_bad_input_is_one_sentence(fixture_index: Index, call, says: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UserError, match=re.escape(says)):
         call(service(fixture_index))
+
+
+def test_a_name_with_a_slash_is_a_name_not_a_path(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("plan the login work")
+    session.meta("custom-title", customTitle="feat/login: plan")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        found = json.loads(service(index, cwd=CWD).resolve_session("feat/login: plan"))
+    assert (found["status"], found["session"]["session_id"]) == ("found", session.session_id)
