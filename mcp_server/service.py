@@ -508,7 +508,9 @@ def _turns(
 
     turns: list[Turn] = []
     item_turn: dict[str, int] = {}  # first uuid of a display item → its turn
-    for item in conversation.items:
+    # One item at a time (the renderer streams the transcript), each body cut at once:
+    # memory follows the number of turns, not the transcript's size.
+    for item in conversation.iter_items():
         if not isinstance(item, Message):
             turns.append(Turn(len(turns), "compaction", None, _stamp(item.timestamp), item.text))
             continue

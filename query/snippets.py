@@ -7,6 +7,9 @@ conversation can be opened at that message (``mcp`` ``read_session(around_messag
 
 The words are matched as ``search`` matches them (:func:`query.search.quote_query`). A
 PR/MR URL query has no message hits here (``search`` answers it from the PR tables).
+:mod:`query.hits` answers a neighbouring question for the web view (every matching
+UUID, to mark a whole page); this one keeps a few per session with their text, which
+is what a reader deciding where to look needs.
 """
 
 from __future__ import annotations

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench import mcp_latency
-from bench.corpus import generate
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from bench import mcp_latency  # noqa: E402
+from bench.corpus import generate  # noqa: E402
 
 
 def test_mcp_latency_reports_a_checked_figure(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

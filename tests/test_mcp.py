@@ -22,19 +22,22 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from click.testing import CliRunner
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
 
-from sessiondex import Index
-from sessiondex.cli.main import cli
-from sessiondex.render.conversation import Message
-from tests.builders import copy_fixtures
-from tests.test_reliability_truth import snapshot
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+import anyio  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.types import CallToolResult  # noqa: E402
+
+from sessiondex import Index  # noqa: E402
+from sessiondex.cli.main import cli  # noqa: E402
+from sessiondex.render.conversation import Message  # noqa: E402
+from tests.builders import copy_fixtures  # noqa: E402
+from tests.test_reliability_truth import snapshot  # noqa: E402
 
 SERVER = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
 SHOP = "/home/dev/shop"

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sessiondex import Index
-from sessiondex.mcp_server.server import parse_loopback
-from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut
-from tests.builders import ConfigTree, copy_fixtures
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+
+from sessiondex import Index  # noqa: E402
+from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
+from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
+from tests.builders import ConfigTree, copy_fixtures  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
 NEXT_RE = re.compile(r"offset=(\d+)\]$", re.M)
