@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import http.client
 import json
+import queue
 import re
-import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -431,34 +432,42 @@ def test_stdout_carries_only_the_protocol(tree: tuple[Path, Path]) -> None:
             "params": {"name": "search_sessions", "arguments": {"query": "auth"}},
         },
     ]
+    errlog = open(config.parent / "server.stderr", "wb")  # closed below
     server = subprocess.Popen(
         [*SERVER, "--config-dir", str(config), "--db", str(db), "mcp"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=errlog,
         cwd=config.parent,
     )
     assert server.stdin and server.stdout
     try:
         server.stdin.write("".join(json.dumps(r) + "\n" for r in requests).encode())
         server.stdin.flush()
-        lines: list[bytes] = []
+        lines: queue.Queue[bytes] = queue.Queue()
+        stdout = server.stdout
+        reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True)
+        reader.start()
+        received: list[bytes] = []
         deadline = time.monotonic() + TIMEOUT
         # stdin stays open until every answer is in (closing it cancels pending calls)
-        while len(lines) < 4 and time.monotonic() < deadline:
-            ready, _, _ = select.select([server.stdout], [], [], 1.0)
-            if ready:
-                line = server.stdout.readline()
-                assert line, "the server closed stdout"
-                lines.append(line)
+        while len(received) < 4 and time.monotonic() < deadline:
+            try:
+                received.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                assert server.poll() is None, "the server ended early"
         server.stdin.close()  # the client goes away: the server ends by itself
         assert server.wait(timeout=20) == 0
-        rest, stderr = server.stdout.read(), server.stderr.read().decode() if server.stderr else ""
     finally:
         if server.poll() is None:
             server.kill()
             server.wait(timeout=10)
-    messages = [json.loads(line) for line in [*lines, *rest.splitlines()]]
+        errlog.close()
+    reader.join(timeout=10)  # stdout is closed once the server has ended
+    while not lines.empty():  # anything after the 4 answers would be a protocol error
+        received.append(lines.get())
+    stderr = (config.parent / "server.stderr").read_text()
+    messages = [json.loads(line) for line in received]
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     by_id = {m["id"]: m for m in messages}
     assert set(by_id) == {1, 2, 3, 4}
