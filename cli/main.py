@@ -35,6 +35,7 @@ COMMANDS = {
     "delete": "sessiondex.cli.mutate_cmds:delete",
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
     "serve": "sessiondex.cli.serve_cmd:serve",
+    "mcp": "sessiondex.cli.mcp_cmd:mcp",
 }
 
 

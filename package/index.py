@@ -308,6 +308,27 @@ class Index:
 
         return message_hits(self.reader(), query, file_paths, raw=raw)
 
+    # ------------------------------------------------------------------ long-lived front ends
+    def renew(self) -> None:
+        """Apply the refresh rule again now, keeping the open handles.
+
+        A long-lived front end (the MCP server) answers many questions over hours; each
+        must see the transcripts as they are when it is asked, as each CLI command does,
+        while :meth:`ensure_fresh` refreshes once in this object's life. Called before
+        a write too: the writes resolve their argument against the index as it is."""
+        self._refreshed = False
+        self.ensure_fresh()
+
+    def message_snippets(
+        self, query: str, file_paths: Iterable[str], *, per_session: int = 3
+    ) -> dict[str, Sessions]:
+        """The best message hits of each session (by ``file_path``) for a full-text query:
+        ``{"message_uuid", "role", "snippet"}``, best first, so a search answer can point
+        at the exact turn to open."""
+        from sessiondex.query.hits import message_snippets
+
+        return message_snippets(self.reader(), query, list(file_paths), per_session=per_session)
+
 
 def _filters(options: dict[str, Any]) -> Filters:
     from sessiondex.query.filters import Filters
