@@ -97,6 +97,11 @@ class App:
         self.warn_missing_roots()
         return self._open(self.index.reader)
 
+    def reading_index(self) -> Index:
+        """The index, opened for answering (:meth:`reading_db`'s checks and errors)."""
+        self.reading_db()
+        return self.index
+
     def close(self) -> None:
         if self._index is not None:
             self._index.close()

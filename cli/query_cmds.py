@@ -163,10 +163,10 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         sessiondex search acme/shop#42
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
-    from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError, run_search
+    from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError
 
     filters = build_filters(**options)
-    db = app().reading_db()
+    index = app().reading_index()
     fmt = chosen_format(fmt, as_json)
     table = fmt == "table"
     highlight = table and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -175,7 +175,9 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     markers = HIGHLIGHT if highlight else ("[", "]")
     try:
         outcome = run_filters(
-            lambda: run_search(db, query, filters, raw=raw, markers=markers, elsewhere=table)
+            lambda: index.search_outcome(
+                query, raw=raw, markers=markers, elsewhere=table, filters=filters
+            )
         )
     except SearchSyntaxError as exc:
         raise CliError(clean(str(exc))) from None

@@ -305,7 +305,11 @@ def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> No
                 ("list_sessions", {"since": "last tuesday"}, "cannot read --since"),
                 ("list_sessions", {"scope": "galaxy"}, "scope"),
                 ("list_sessions", {"cwd": "relative/dir"}, "absolute"),
-                ("sessions_for_pr", {"pr": "not a pr"}, "not a PR number, URL or owner/repo#number"),
+                (
+                    "sessions_for_pr",
+                    {"pr": "not a pr"},
+                    "not a PR number, URL or owner/repo#number",
+                ),
                 ("search_sessions", {}, "query"),
                 ("no_such_tool", {}, "no_such_tool"),
             ]:
