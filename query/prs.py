@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.query.archives import archived_sql
 from sessiondex.query.filters import Filters
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
@@ -21,7 +22,7 @@ def sessions_for_url(
     pr = parse_pr_url(url)
     if pr is None:
         raise ValueError(f"not a pull/merge request URL: {url}")
-    archived = "" if include_archived else " AND s.archived = 0"
+    archived = " AND " + archived_sql(include_archived)
     linked = select_rows(
         db, f"s.id IN (SELECT session_rowid FROM pr_links WHERE url = ?){archived}", [pr.url]
     )
