@@ -54,7 +54,25 @@ def same_version_sql(live: str) -> str:
     )
 
 
-ARCHIVED_COPY_SQL = f"EXISTS (SELECT 1 FROM sessions a WHERE {same_version_sql('s')})"
+_ARCHIVED_COPY_SQL = f"EXISTS (SELECT 1 FROM sessions a WHERE {same_version_sql('s')})"
+
+
+def archived_paths(db: Database, file_paths: list[str]) -> set[str]:
+    """Which of these live transcripts are archived as they are now. Asked only about
+    the few sessions the sweep is about to delete: one lookup per row costs as much as
+    the whole listing on a large index."""
+    found: set[str] = set()
+    for start in range(0, len(file_paths), 500):
+        chunk = file_paths[start : start + 500]
+        found.update(
+            str(r[0])
+            for r in db.execute(
+                "SELECT s.file_path FROM sessions s WHERE s.archived = 0"
+                f" AND s.file_path IN ({', '.join('?' for _ in chunk)}) AND {_ARCHIVED_COPY_SQL}",
+                chunk,
+            )
+        )
+    return found
 
 
 def archived_version(

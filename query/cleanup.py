@@ -18,12 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.query.archives import (
-    ARCHIVED_COPY_SQL,
-    archived_only,
-    archived_version,
-    last_run,
-)
+from sessiondex.query.archives import archived_only, archived_paths, archived_version, last_run
 from sessiondex.query.sessions import activity_ms, display_title, iso_ms
 from sessiondex.transcripts.discover import TranscriptFile, iter_transcripts
 from sessiondex.transcripts.retention import (
@@ -300,11 +295,8 @@ def plan_cleanup(
 # --------------------------------------------------------------------------- list / stats
 
 
-# What the retention counts read of a live session; ``archived``: its current version is
-# in an archive (the sweep can delete it without losing anything).
-_COUNT_COLUMNS = (
-    f"s.root, s.file_path, s.mtime_ns, s.file_size, s.entrypoint, {ARCHIVED_COPY_SQL} AS archived"
-)
+# What the retention counts read of a live session.
+_COUNT_COLUMNS = "s.root, s.file_path, s.mtime_ns, s.file_size, s.entrypoint"
 
 
 def _rows_for_paths(db: Database, paths: list[str]) -> list[dict[str, Any]]:
@@ -365,8 +357,8 @@ def expiring_soon(
     del roots  # each row records its own config dir
     current = time.time() if now is None else now
     rows = _rows_for_paths(db, list(file_paths))
-    doomed = _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, {})
-    return sum(1 for row in doomed if not row["archived"])
+    doomed = [r["file_path"] for r in _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, {})]
+    return len(doomed) - len(archived_paths(db, doomed))
 
 
 def cleanup_summary(
@@ -395,7 +387,7 @@ def cleanup_summary(
     soon = _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, retentions)
     for root in texts:
         retentions.setdefault(root, read_retention(Path(root), cwd, managed))
-    protected = sum(1 for row in soon if row["archived"])
+    protected = len(archived_paths(db, [row["file_path"] for row in soon]))
     return {
         "expired_sessions": len(expired),
         "expired_bytes": sum(row["file_size"] or 0 for row in expired),
