@@ -261,6 +261,13 @@ def test_archive_dir_is_never_in_a_config_dir_or_the_index(tmp_path: Path, where
     assert _tree_state(tree.root) == before
 
 
+def test_a_window_that_is_not_a_duration_is_a_usage_error(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    result = _run(tree, tmp_path / "index.db", "archive", "--expiring-within", "soon")
+    assert result.exit_code == 2 and "3d" in result.output
+    assert not (tmp_path / "index.db").exists()
+
+
 # --------------------------------------------------------------------------- watch
 
 
