@@ -1,7 +1,7 @@
 """A scratch PostgreSQL database for the team-store tests.
 
 PostgreSQL runs on the development and CI machines (socket and 127.0.0.1:5432, trust
-auth). The first test that asks for :func:`pg_dsn` creates ``sessiondex_test_<random>``,
+auth). The first test that calls :func:`require_database` creates ``sessiondex_test_<random>``,
 and it is dropped when the test process exits; tests that need an empty store call
 :func:`truncate`. Test modules wrap :func:`require_database` in a fixture of their own;
 with no server reachable, their tests skip and say why.
