@@ -38,7 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 
 from sessiondex.indexer.parse import fingerprint
-from sessiondex.store.redact import Finding, redact_value
+from sessiondex.store.redact import Finding, candidate_rules, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
 from sessiondex.store.write import Entry, Key, Writer, append, dumps_entry, reset_transcript
@@ -169,8 +169,9 @@ def prepare(
     ``with_tools``) and the number of tool outputs left out. A line nothing had to
     change is stored as the very bytes of the file."""
     value, mentions, omitted = (record, [], 0) if with_tools else strip_tool_outputs(record)
-    redacted, _ = redact_value(value, findings)
-    text = line.decode("utf-8") if redacted is record else dumps_entry(redacted)
+    raw = line.decode("utf-8")
+    redacted, _ = redact_value(value, findings, candidate_rules(raw))
+    text = raw if redacted is record else dumps_entry(redacted)
     return Entry(text, redacted, mentions), omitted
 
 
@@ -235,6 +236,7 @@ class _FileState:
     fingerprint: str | None
     meta_digest: str | None
     transcript_ref: int | None
+    with_tools: bool = False
 
 
 class Pusher:
@@ -251,21 +253,24 @@ class Pusher:
     async def _state(self, tf: TranscriptFile, *, lock: bool) -> _FileState:
         conn = self.conn
         if conn is None:  # a dry run against a store never migrated: nothing sent yet
-            return _FileState(0, None, None, None)
+            return _FileState(0, None, None, None, self.options.with_tools)
         args = [self.host, str(tf.root), str(tf.path)]
-        if lock:
-            await conn.execute(
+        columns = "consumed, fingerprint, meta_digest, transcript_ref, with_tools"
+        if lock:  # create or lock the file's row, in one statement
+            cur = await conn.execute(
                 "INSERT INTO push_files (host, config_dir, path) VALUES (%s, %s, %s)"
-                " ON CONFLICT DO NOTHING",
+                " ON CONFLICT (host, config_dir, path) DO UPDATE SET host = EXCLUDED.host"
+                f" RETURNING {columns}",
                 args,
             )
-        cur = await conn.execute(
-            "SELECT consumed, fingerprint, meta_digest, transcript_ref FROM push_files"
-            " WHERE host = %s AND config_dir = %s AND path = %s" + (" FOR UPDATE" if lock else ""),
-            args,
-        )
+        else:
+            cur = await conn.execute(
+                f"SELECT {columns} FROM push_files"
+                " WHERE host = %s AND config_dir = %s AND path = %s",
+                args,
+            )
         row = await cur.fetchone()
-        return _FileState(*row) if row else _FileState(0, None, None, None)
+        return _FileState(*row) if row else _FileState(0, None, None, None, self.options.with_tools)
 
     def _writer(self, tf: TranscriptFile, size: int, cwd: str | None) -> Writer:
         return Writer(
@@ -307,7 +312,7 @@ class Pusher:
         with stream:
             size = os.fstat(stream.fileno()).st_size
             consumed, status = state.consumed, "grown" if state.consumed else "new"
-            if consumed and (consumed > size or fingerprint(stream, consumed) != state.fingerprint):
+            if self._changed(stream, size, state):
                 consumed, status = 0, "rewritten"
             start = consumed
             while consumed < size:
@@ -318,6 +323,17 @@ class Pusher:
                 consumed = end
                 self.stats.sessions.add((key.project_key, key.session_id))
         return status if consumed > start or status == "rewritten" else "unchanged"
+
+    def _changed(self, stream: Any, size: int, state: _FileState) -> bool:
+        """Whether what was sent of a file no longer stands: the file was rewritten or
+        shrunk under the offset, or ``--with-tools`` changed (lines already sent hold,
+        or lack, the tool outputs: they are sent again the way asked now)."""
+        consumed = state.consumed
+        if not consumed:
+            return False
+        if state.with_tools != self.options.with_tools:
+            return True
+        return consumed > size or fingerprint(stream, consumed) != state.fingerprint
 
     async def _chunk(self, tf: TranscriptFile, key: Key, status: str) -> tuple[str, bool]:
         """One transaction: lock the file's row, check for a rewrite, send the next
@@ -331,11 +347,16 @@ class Pusher:
         with stream:
             size = os.fstat(stream.fileno()).st_size
             consumed = state.consumed
-            if consumed and (consumed > size or fingerprint(stream, consumed) != state.fingerprint):
+            if self._changed(stream, size, state):
                 status, consumed = "rewritten", 0
                 if state.transcript_ref is not None:
                     sref = await self._session_ref(state.transcript_ref)
                     await reset_transcript(self.conn, key, state.transcript_ref, sref)
+                    await self.conn.execute(  # the .meta.json entry went too: send it again
+                        "UPDATE push_files SET meta_digest = NULL"
+                        " WHERE host = %s AND config_dir = %s AND path = %s",
+                        [self.host, str(tf.root), str(tf.path)],
+                    )
             if consumed >= size:
                 return status, True
             entries, end = self._read(tf, stream, consumed, size)
@@ -461,6 +482,10 @@ async def push(dsn: str, options: PushOptions, progress: Progress | None = None)
             pusher = Pusher(conn if usable else None, options)
         else:
             await migrate(conn)
+            # Each offset commits with the lines it covers: a commit lost in a server
+            # crash loses both, and the next push sends them again. So push need not
+            # wait for its commits to reach the disk (the SDK store's appends do).
+            await conn.execute("SET synchronous_commit = off")
             pusher = Pusher(conn, options)
         total = sum(tf.size for tf in files)
         done = 0

@@ -92,12 +92,13 @@ def _random_looking(value: str) -> bool:
     return not _is_base64_text(value)
 
 
-# Values that name a type or a placeholder, not a secret (``password: str``,
-# ``token = None``, ``api_key = "<your key>"``).
+# Values that name a type, a placeholder or a keyword of code, not a secret
+# (``password: str``, ``token = None``, ``const token = await fetch(...)``).
 _NOT_SECRETS = frozenset(
     "none null nil true false undefined string str bytes int integer number bool boolean "
     "optional required secret password token redacted example changeme your_password "
-    "secretstr any object".split()
+    "secretstr any object await new function async lambda require import return yield "
+    "this self typeof const let var".split()
 )
 # Names that contain a keyword but hold no secret (``max_tokens``, ``token_count``,
 # ``password_file``, ``access_key_id``).
@@ -117,7 +118,7 @@ def _assigned_secret(name: str, value: str) -> bool:
         return False
     if value[0] in "$<{%([*`" or value.startswith(("process.env", "os.getenv", "os.environ")):
         return False
-    return not (any(ch in value for ch in "()[]") or _CODE_VALUE.match(value))
+    return not (any(ch in value for ch in "()[]") or _CODE_VALUE.match(value.rstrip("…")))
 
 
 # ----------------------------------------------------------------------------- rules
@@ -312,10 +313,30 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    pattern: re.Pattern[str]
+    triggers: re.Pattern[str]  # any of the rule's triggers, searched in one C call
+
+    def haystack(self, text: str, folded: list[str | None]) -> str:
+        if not self.rule.fold:
+            return text
+        lowered = folded[0]
+        if lowered is None:
+            lowered = folded[0] = text.lower()
+        return lowered
+
+
 @cache
-def _compiled() -> tuple[tuple[Rule, re.Pattern[str]], ...]:
+def _compiled() -> tuple[_Compiled, ...]:
     """Compiled on first use (start-up time is a benchmark figure)."""
-    return tuple((rule, re.compile(rule.pattern)) for rule in RULES)
+    return tuple(
+        _Compiled(
+            rule, re.compile(rule.pattern), re.compile("|".join(map(re.escape, rule.triggers)))
+        )
+        for rule in RULES
+    )
 
 
 # Strings shorter than this hold no secret any rule can find: skip them (most strings
@@ -323,52 +344,60 @@ def _compiled() -> tuple[tuple[Rule, re.Pattern[str]], ...]:
 MIN_LENGTH = 10
 
 
-def _matches(rule: Rule, pattern: re.Pattern[str], text: str, haystack: str) -> list[re.Match[str]]:
-    if not rule.anchored:
-        return list(pattern.finditer(text))
+def _matches(c: _Compiled, text: str, haystack: str) -> list[re.Match[str]]:
+    if not c.rule.anchored:
+        return list(c.pattern.finditer(text))
     found = []
-    for trigger in rule.triggers:
-        at = haystack.find(trigger)
-        while at >= 0:
-            match = pattern.match(text, at)
-            if match is not None:
-                found.append(match)
-            at = haystack.find(trigger, at + 1)
-    found.sort(key=lambda m: m.start())
+    for hit in c.triggers.finditer(haystack):
+        match = c.pattern.match(text, hit.start())
+        if match is not None:
+            found.append(match)
     return found
 
 
-def _spans(text: str) -> list[tuple[int, int, str]]:
+def _spans(text: str, rules: tuple[_Compiled, ...] | None = None) -> list[tuple[int, int, str]]:
     """Non-overlapping ``(start, end, kind)`` of the secrets in ``text``, in order; the
     first rule wins where two overlap (shapes come before judgements)."""
     found: list[tuple[int, int, str]] = []
-    folded: str | None = None
-    for rule, pattern in _compiled():
-        if rule.fold:
-            if folded is None:
-                folded = text.lower()
-            haystack = folded
-        else:
-            haystack = text
-        if not any(t in haystack for t in rule.triggers):
+    folded: list[str | None] = [None]
+    for c in _compiled() if rules is None else rules:
+        haystack = c.haystack(text, folded)
+        if c.triggers.search(haystack) is None:
             continue
-        for match in _matches(rule, pattern, text, haystack):
-            if rule.check is not None and not rule.check(match):
+        for match in _matches(c, text, haystack):
+            if c.rule.check is not None and not c.rule.check(match):
                 continue
-            start, end = match.span("s") if "s" in pattern.groupindex else match.span()
+            start, end = match.span("s") if "s" in c.pattern.groupindex else match.span()
             if any(start < e and s < end for s, e, _ in found):
                 continue
-            found.append((start, end, rule.kind))
+            found.append((start, end, c.rule.kind))
     found.sort()
     return found
 
 
-def redact_text(text: str, findings: list[Finding] | None = None) -> str:
+def candidate_rules(line: str) -> tuple[_Compiled, ...]:
+    """The rules whose triggers occur anywhere in a record's JSON text: the others
+    cannot match any of its strings, so most records are not walked at all.
+
+    A JSON line shows a string's characters as they are, except for quotes,
+    backslashes and control characters (none of them in a trigger) and, when a writer
+    escapes them, other characters as ``\\uXXXX``: a line with such an escape of an
+    ASCII character is checked against every rule.
+    """
+    if "\\u00" in line:
+        return _compiled()
+    folded: list[str | None] = [None]
+    return tuple(c for c in _compiled() if c.triggers.search(c.haystack(line, folded)))
+
+
+def redact_text(
+    text: str, findings: list[Finding] | None = None, rules: tuple[_Compiled, ...] | None = None
+) -> str:
     """``text`` with every secret replaced by ``[REDACTED:kind]``; each is added to
-    ``findings`` when given."""
+    ``findings`` when given. ``rules``: only these (see :func:`candidate_rules`)."""
     if len(text) < MIN_LENGTH:
         return text
-    spans = _spans(text)
+    spans = _spans(text, rules)
     if not spans:
         return text
     out: list[str] = []
@@ -383,22 +412,28 @@ def redact_text(text: str, findings: list[Finding] | None = None) -> str:
     return "".join(out)
 
 
-def redact_value(value: Any, findings: list[Finding] | None = None) -> tuple[Any, bool]:
+def redact_value(
+    value: Any,
+    findings: list[Finding] | None = None,
+    rules: tuple[_Compiled, ...] | None = None,
+) -> tuple[Any, bool]:
     """A JSON value with every string redacted: ``(value, changed)``. Unchanged parts
     are the same objects (nothing is copied when nothing is found)."""
+    if rules is not None and not rules:
+        return value, False
     if isinstance(value, str):
-        new = redact_text(value, findings)
+        new = redact_text(value, findings, rules)
         return new, new is not value
     if isinstance(value, dict):
         changed = False
         out: dict[Any, Any] = {}
         for k, v in value.items():
-            new_v, did = redact_value(v, findings)
+            new_v, did = redact_value(v, findings, rules)
             out[k] = new_v
             changed = changed or did
         return (out if changed else value), changed
     if isinstance(value, list):
-        items = [redact_value(v, findings) for v in value]
+        items = [redact_value(v, findings, rules) for v in value]
         if any(did for _, did in items):
             return [v for v, _ in items], True
         return value, False

@@ -130,57 +130,88 @@ def dumps_entry(value: Any) -> str:
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
 
 
+def _copy_field(value: Any) -> str:
+    """One field of COPY's text format. PostgreSQL text cannot hold NUL (SQLite's can):
+    it is dropped from derived text; entries keep theirs, escaped inside the JSON."""
+    if value is None:
+        return "\\N"
+    if not isinstance(value, str):
+        return str(value)
+    return (
+        value.replace("\\", "\\\\")
+        .replace("\n", "\\n")
+        .replace("\r", "\\r")
+        .replace("\t", "\\t")
+        .replace("\x00", "")
+    )
+
+
+async def copy_rows(
+    conn: AsyncConnection[Any], table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> None:
+    """Insert ``rows`` in order with one COPY: a statement per row, or psycopg's
+    parameter adaptation of large arrays, costs several times more on a push."""
+    if not rows:
+        return
+    data = "".join("\t".join(map(_copy_field, row)) + "\n" for row in rows)
+    async with conn.cursor() as cur:
+        async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            await copy.write(data.encode("utf-8"))
+
+
+def no_nul(value: Any) -> Any:
+    return value.replace("\x00", "") if isinstance(value, str) else value
+
+
 _NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 
-async def session_ref(conn: AsyncConnection[Any], project_key: str, session_id: str) -> int:
-    """The session row's id, created on first sight (a subagent may come first)."""
-    cur = await conn.execute(
-        "INSERT INTO sessions (project_key, session_id) VALUES (%s, %s)"
-        " ON CONFLICT DO NOTHING RETURNING id",
-        [project_key, session_id],
-    )
-    row = await cur.fetchone()
-    if row is None:
-        cur = await conn.execute(
-            "SELECT id FROM sessions WHERE project_key = %s AND session_id = %s",
-            [project_key, session_id],
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return int(row[0])
+@dataclass
+class _Locked:
+    session_ref: int
+    transcript_ref: int
+    mtime_ms: int
+    sdk_summary: dict[str, Any] | None
+    new_transcript: bool
 
 
-async def lock_transcript(
-    conn: AsyncConnection[Any], key: Key
-) -> tuple[int, int, int, dict[str, Any] | None]:
-    """``(session_ref, transcript_ref, mtime_ms, sdk_summary)`` with the transcript row
-    locked until the transaction ends and its mtime bumped (strictly increasing)."""
-    sref = await session_ref(conn, key.project_key, key.session_id)
-    cur = await conn.execute(
-        f"INSERT INTO transcripts (session_ref, subpath, mtime_ms) VALUES (%s, %s, {_NOW_MS})"
-        " ON CONFLICT (session_ref, subpath) DO UPDATE"
-        " SET mtime_ms = greatest(transcripts.mtime_ms + 1, EXCLUDED.mtime_ms)"
-        " RETURNING id, mtime_ms, sdk_summary",
-        [sref, key.subpath],
-    )
+# One statement: create or lock the session row, then create or lock the transcript's
+# and bump its mtime. Every append of a session thus queues on the session row (a
+# subagent's too), always in the same order (session, then transcript): no deadlock.
+_LOCK = f"""
+WITH s AS (
+    INSERT INTO sessions (project_key, session_id) VALUES (%s, %s)
+    ON CONFLICT (project_key, session_id) DO UPDATE SET project_key = EXCLUDED.project_key
+    RETURNING id
+)
+INSERT INTO transcripts (session_ref, subpath, mtime_ms) SELECT id, %s, {_NOW_MS} FROM s
+ON CONFLICT (session_ref, subpath) DO UPDATE
+    SET mtime_ms = greatest(transcripts.mtime_ms + 1, EXCLUDED.mtime_ms)
+RETURNING session_ref, id, mtime_ms, sdk_summary, xmax = 0
+"""
+
+
+async def lock_transcript(conn: AsyncConnection[Any], key: Key) -> _Locked:
+    """The key's rows, locked until the transaction ends, its mtime bumped (strictly
+    increasing), created on first sight (a subagent may come before its session)."""
+    cur = await conn.execute(_LOCK, [key.project_key, key.session_id, key.subpath])
     row = await cur.fetchone()
     assert row is not None
-    return sref, int(row[0]), int(row[1]), row[2]
+    return _Locked(int(row[0]), int(row[1]), int(row[2]), row[3], bool(row[4]))
 
 
 async def _fresh(
-    conn: AsyncConnection[Any], transcript_ref: int, entries: Sequence[Entry]
+    conn: AsyncConnection[Any], locked: _Locked, entries: Sequence[Entry]
 ) -> list[Entry]:
     """The entries not stored yet: a uuid already stored for this key (or earlier in
     the batch) is a retry; entries without a uuid are always new. Exact because the
     caller holds the transcript's row lock: nobody else inserts for this key meanwhile."""
     uuids = [e.uuid for e in entries if e.uuid is not None]
     seen: set[str] = set()
-    if uuids:
+    if uuids and not locked.new_transcript:
         cur = await conn.execute(
             "SELECT uuid FROM entries WHERE transcript_ref = %s AND uuid = ANY(%s)",
-            [transcript_ref, uuids],
+            [locked.transcript_ref, uuids],
         )
         seen = {row[0] for row in await cur.fetchall()}
     fresh = []
@@ -209,85 +240,75 @@ async def append(
     ``fold_session_summary`` (main transcripts only): its result is stored verbatim,
     stamped with this append's mtime, the clock ``list_sessions`` reports.
     """
-    sref, tref, mtime_ms, summary = await lock_transcript(conn, key)
-    fresh = await _fresh(conn, tref, entries)
+    locked = await lock_transcript(conn, key)
+    sref, tref = locked.session_ref, locked.transcript_ref
+    fresh = await _fresh(conn, locked, entries)
     size = sum(len(e.text.encode("utf-8")) for e in fresh)
-    if fresh:
-        async with conn.cursor() as cur:
-            async with cur.copy("COPY entries (transcript_ref, uuid, entry) FROM STDIN") as copy:
-                for entry in fresh:
-                    await copy.write_row((tref, entry.uuid, entry.text))
+    await copy_rows(
+        conn,
+        "entries",
+        ("transcript_ref", "uuid", "entry"),
+        [(tref, e.uuid, e.text) for e in fresh],
+    )
     new_summary = None
     if key.is_main and fold_summary is not None and fresh:
         sdk_key = {"project_key": key.project_key, "session_id": key.session_id}
-        new_summary = fold_summary(summary, sdk_key, [e.record for e in fresh])
-        new_summary["mtime"] = mtime_ms
+        new_summary = fold_summary(locked.sdk_summary, sdk_key, [e.record for e in fresh])
+        new_summary["mtime"] = locked.mtime_ms
     await conn.execute(
         "UPDATE transcripts SET entry_count = entry_count + %s, byte_count = byte_count + %s,"
         " sdk_summary = coalesce(%s::json, sdk_summary) WHERE id = %s",
         [len(fresh), size, None if new_summary is None else dumps_entry(new_summary), tref],
     )
-    await _derive(conn, key, sref, tref, fresh, include_tools)
+    state = await _derive(conn, key, locked, fresh, include_tools)
     if key.is_main:
-        await _stamp_session(conn, sref, writer, mtime_ms, size)
-    return Appended(sref, tref, mtime_ms, len(fresh), len(entries) - len(fresh))
-
-
-async def _stamp_session(
-    conn: AsyncConnection[Any], sref: int, writer: Writer, mtime_ms: int, size: int
-) -> None:
-    """Who wrote the session last, from where, and its size and mtime: a pushed file's
-    own, or for an SDK write the store's clock and the bytes stored."""
-    await conn.execute(
-        "UPDATE sessions SET source = %s, pushed_by_user = %s, pushed_by_host = %s,"
-        " pushed_at = now(), config_dir = coalesce(%s, config_dir),"
-        " file_path = coalesce(%s, file_path), origin_url = coalesce(%s, origin_url),"
-        " mtime_ms = coalesce(%s, %s),"
-        " file_size = coalesce(%s, file_size + %s) WHERE id = %s",
-        [
-            writer.source,
-            writer.user,
-            writer.host,
-            writer.config_dir,
-            writer.file_path,
-            writer.origin_url,
-            writer.file_mtime_ms,
-            mtime_ms,
-            writer.file_size,
-            size,
-            sref,
-        ],
-    )
+        await _update_session(conn, locked, state, writer, size)
+    return Appended(sref, tref, locked.mtime_ms, len(fresh), len(entries) - len(fresh))
 
 
 _STATE_COLUMNS = tuple(SessionState().columns())
 
 
+@dataclass
+class _Folded:
+    state: SessionState
+    branches: list[str]  # every branch, first seen first
+    links: list[tuple[str, int, str | None]]  # every PR link (url, number, repository)
+
+
 async def _derive(
     conn: AsyncConnection[Any],
     key: Key,
-    sref: int,
-    tref: int,
+    locked: _Locked,
     fresh: Sequence[Entry],
     include_tools: bool,
-) -> None:
-    """Fold new entries into ``sessions`` (main transcript only, as SQLite does),
-    ``messages``, ``branches``, ``pr_links`` and ``pr_mentions``."""
+) -> _Folded | None:
+    """Fold new entries into ``messages`` and ``pr_mentions``, and for the main
+    transcript (as SQLite does) into the session's fields, ``branches`` and
+    ``pr_links``; returns the folded session state for :func:`_update_session`."""
     if not fresh:
-        return
-    state: SessionState | None = None
-    known_branches: set[str] = set()
-    known_links: set[str] = set()
+        return None
+    sref, tref = locked.session_ref, locked.transcript_ref
+    folded: _Folded | None = None
     if key.is_main:
-        cur = await conn.execute(
-            f"SELECT {', '.join(_STATE_COLUMNS)} FROM sessions WHERE id = %s", [sref]
-        )
-        row = await cur.fetchone()
-        state = SessionState.from_row(dict(zip(_STATE_COLUMNS, row or ())))
-        cur = await conn.execute("SELECT branch FROM branches WHERE session_ref = %s", [sref])
-        known_branches = {r[0] for r in await cur.fetchall()}
-        cur = await conn.execute("SELECT url FROM pr_links WHERE session_ref = %s", [sref])
-        known_links = {r[0] for r in await cur.fetchall()}
+        folded = _Folded(SessionState(), [], [])
+        if not locked.new_transcript:  # a new main transcript has folded nothing yet
+            cur = await conn.execute(
+                f"SELECT {', '.join(_STATE_COLUMNS)},"
+                " array(SELECT branch FROM branches WHERE session_ref = s.id ORDER BY id),"
+                " array(SELECT ARRAY[url, number::text, repository] FROM pr_links"
+                " WHERE session_ref = s.id ORDER BY id)"
+                " FROM sessions s WHERE id = %s",
+                [sref],
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            folded.state = SessionState.from_row(dict(zip(_STATE_COLUMNS, row)))
+            folded.branches = list(row[-2])
+            folded.links = [(u, int(n), r) for u, n, r in row[-1]]
+    state = folded.state if folded is not None else None
+    known_branches = set(folded.branches) if folded is not None else set()
+    known_links = {u for u, _, _ in folded.links} if folded is not None else set()
     messages: list[tuple[Any, ...]] = []
     mentions: dict[str, PullRequest] = {}
     for entry in fresh:
@@ -305,65 +326,94 @@ async def _derive(
                 )
         for pr in entry.extra_mentions:
             mentions.setdefault(pr.url, pr)
-    if messages:
-        async with conn.cursor() as cur:
-            async with cur.copy(
-                "COPY messages (session_ref, transcript_ref, uuid, type, ts_ms, text) FROM STDIN"
-            ) as copy:
-                for message in messages:
-                    await copy.write_row(message)
-    if mentions:
-        async with conn.cursor() as cur:
-            await cur.executemany(
-                "INSERT INTO pr_mentions (session_ref, transcript_ref, url, number, repository,"
-                " host, provider) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                [
-                    (sref, tref, p.url, p.number, p.repository, p.host, p.provider)
-                    for p in mentions.values()
-                ],
+    await copy_rows(
+        conn,
+        "messages",
+        ("session_ref", "transcript_ref", "uuid", "type", "ts_ms", "text"),
+        messages,
+    )
+    await _insert_prs(conn, "pr_mentions", sref, tref, list(mentions.values()))
+    if folded is not None:
+        folded.state.finish()
+        new_branches = [no_nul(b) for b in folded.state.new_branches]
+        if new_branches:
+            await conn.execute(
+                "INSERT INTO branches (session_ref, branch) SELECT %s, b"
+                " FROM unnest(%s::text[]) WITH ORDINALITY AS t(b, o) ORDER BY o"
+                " ON CONFLICT DO NOTHING",
+                [sref, new_branches],
             )
-    if state is not None:
-        state.finish()
-        await _write_state(conn, sref, tref, state)
+        await _insert_prs(conn, "pr_links", sref, tref, folded.state.new_pr_links)
+        folded.branches += new_branches
+        folded.links += [(p.url, p.number, p.repository) for p in folded.state.new_pr_links]
+    return folded
 
 
-async def _write_state(
-    conn: AsyncConnection[Any], sref: int, tref: int, state: SessionState
+async def _insert_prs(
+    conn: AsyncConnection[Any], table: str, sref: int, tref: int, prs: Sequence[PullRequest]
 ) -> None:
-    async with conn.cursor() as cur:
-        if state.new_branches:
-            await cur.executemany(
-                "INSERT INTO branches (session_ref, branch) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                [(sref, b) for b in state.new_branches],
-            )
-        if state.new_pr_links:
-            await cur.executemany(
-                "INSERT INTO pr_links (session_ref, transcript_ref, url, number, repository,"
-                " host, provider) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                [
-                    (sref, tref, p.url, p.number, p.repository, p.host, p.provider)
-                    for p in state.new_pr_links
-                ],
-            )
-        await cur.execute("SELECT branch FROM branches WHERE session_ref = %s ORDER BY id", [sref])
-        branches = [r[0] for r in await cur.fetchall()]
-        await cur.execute(
-            "SELECT url, number, repository FROM pr_links WHERE session_ref = %s ORDER BY id",
-            [sref],
-        )
-        links = [(r[0], r[1], r[2]) for r in await cur.fetchall()]
-    row = state.columns()
-    row["branches_text"], row["pr_text"] = _derived_texts(branches, links)
-    weighted = []
-    params: list[Any] = []
-    for weight, columns in SEARCH_WEIGHTS:
-        text = " ".join(fts_text(row[c]) for c in columns if isinstance(row.get(c), str))
-        weighted.append(f"setweight(to_tsvector('{TS_CONFIG}', %s), '{weight}')")
-        params.append(text)
-    assignments = ", ".join(f"{column} = %s" for column in row)
+    if not prs:
+        return
     await conn.execute(
-        f"UPDATE sessions SET {assignments}, search = {' || '.join(weighted)} WHERE id = %s",
-        [*row.values(), *params, sref],
+        f"INSERT INTO {table} (session_ref, transcript_ref, url, number, repository, host,"
+        " provider) SELECT %s, %s, u, n, r, h, p"
+        " FROM unnest(%s::text[], %s::int[], %s::text[], %s::text[], %s::text[])"
+        " WITH ORDINALITY AS t(u, n, r, h, p, o) ORDER BY o ON CONFLICT DO NOTHING",
+        [
+            sref,
+            tref,
+            [p.url for p in prs],
+            [p.number for p in prs],
+            [p.repository for p in prs],
+            [p.host for p in prs],
+            [p.provider for p in prs],
+        ],
+    )
+
+
+async def _update_session(
+    conn: AsyncConnection[Any], locked: _Locked, folded: _Folded | None, writer: Writer, size: int
+) -> None:
+    """One UPDATE of the session row: its folded fields and search vector (when new
+    entries came), and who wrote it last, from where, its size and mtime (a pushed
+    file's own; for an SDK write the store's clock and the bytes stored)."""
+    assignments = [
+        "source = %s",
+        "pushed_by_user = %s",
+        "pushed_by_host = %s",
+        "pushed_at = now()",
+        "config_dir = coalesce(%s, config_dir)",
+        "file_path = coalesce(%s, file_path)",
+        "origin_url = coalesce(%s, origin_url)",
+        "mtime_ms = coalesce(%s, %s)",
+        "file_size = coalesce(%s, file_size + %s)",
+    ]
+    params: list[Any] = [
+        writer.source,
+        writer.user,
+        writer.host,
+        writer.config_dir,
+        writer.file_path,
+        writer.origin_url,
+        writer.file_mtime_ms,
+        locked.mtime_ms,
+        writer.file_size,
+        size,
+    ]
+    if folded is not None:
+        row = {column: no_nul(value) for column, value in folded.state.columns().items()}
+        row["branches_text"], row["pr_text"] = _derived_texts(folded.branches, folded.links)
+        assignments += [f"{column} = %s" for column in row]
+        params += row.values()
+        weighted = []
+        for weight, columns in SEARCH_WEIGHTS:
+            text = " ".join(fts_text(row[c]) for c in columns if isinstance(row.get(c), str))
+            weighted.append(f"setweight(to_tsvector('{TS_CONFIG}', %s), '{weight}')")
+            params.append(text)
+        assignments.append(f"search = {' || '.join(weighted)}")
+    await conn.execute(
+        f"UPDATE sessions SET {', '.join(assignments)} WHERE id = %s",
+        [*params, locked.session_ref],
     )
 
 

@@ -137,6 +137,7 @@ LOOK_ALIKES = [
     "def login(user: str, password: str) -> Token:",
     "password = getpass.getpass()",
     "token = request.headers.get('Authorization')",
+    "const tokenSearch = await response.search(tokenId);",
     "api_key = os.environ['OPENAI_API_KEY']",
     'password: "${DB_PASSWORD}"',
     "max_tokens=4096, output_tokens: 1200",
