@@ -170,7 +170,13 @@ def prepare(
     change is stored as the very bytes of the file."""
     value, mentions, omitted = (record, [], 0) if with_tools else strip_tool_outputs(record)
     raw = line.decode("utf-8")
-    redacted, _ = redact_value(value, findings, candidate_rules(raw))
+    scanned = raw
+    if value is not record:  # the outputs left out need no scan: look at what remains
+        try:
+            scanned = orjson.dumps(value).decode("utf-8")
+        except orjson.JSONEncodeError:  # an int beyond 64 bits: the whole line is a superset
+            pass
+    redacted, _ = redact_value(value, findings, candidate_rules(scanned))
     text = raw if redacted is record else dumps_entry(redacted)
     return Entry(text, redacted, mentions), omitted
 

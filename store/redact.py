@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 from collections import Counter
@@ -138,6 +139,10 @@ class Rule:
     # Match only where a trigger occurs (``pattern`` starts with it), for triggers that
     # are common words ("token", "password"): a scan of every position would cost more.
     anchored: bool = False
+    # Where a rule's triggers are common (every assistant line says "input_tokens"), the
+    # record is a candidate only where this also matches right after a trigger in its
+    # JSON line: a superset of what ``pattern`` needs, read on the escaped text.
+    near: str | None = None
 
 
 _KEYWORDS = (
@@ -158,6 +163,10 @@ _KEYWORDS = (
 )
 _KEYWORD_RE = r"(?i:passw(?:or)?d|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|auth[_-]?key)"
 _VALUE = r"[^\s\"'`,;]{4,}"
+# After a keyword in a JSON line: an assignment (``=``, ``:=``, ``=>``), a colon after an
+# escaped quote or none (``\\"password\\": ``, ``password: ``), or a JSON key with a
+# string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
+_NEAR_ASSIGNMENT = r"[\w.-]*(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
 
 
 def _full_name(match: re.Match[str]) -> str:
@@ -178,6 +187,10 @@ def _word_start(match: re.Match[str]) -> bool:
     return start == 0 or not (match.string[start - 1].isalnum() or match.string[start - 1] == "_")
 
 
+# The end of a line: a newline, or inside JSON text a ``\\n`` escape or the end of a
+# string (``"API_KEY=..."``).
+_LINE_END = r"(?:(?m:$)|(?=\\[nr])|(?=\\?\"))"
+
 # What may precede the match on its line: a YAML key (``  - db_password:``), an env
 # assignment (``export API_KEY=``).
 _YAML_HEAD = re.compile(r"[ \t-]*[\w.-]*")
@@ -188,7 +201,14 @@ def _line_head(match: re.Match[str], head: re.Pattern[str]) -> bool:
     """Whether the text between the line's start and the match is ``head``: the rule
     holds for whole lines only, without a ``^`` the engine would try at every position."""
     text, start = match.string, match.start()
-    begin = text.rfind("\n", 0, start) + 1
+    # a line starts after a newline, or inside JSON text after a ``\\n`` escape or at
+    # a string's opening quote (``"Env": ["API_KEY=..."]``)
+    escape = text.rfind("\\n", 0, start)
+    begin = max(
+        text.rfind("\n", 0, start) + 1,
+        escape + 2 if escape >= 0 else 0,
+        text.rfind('"', 0, start) + 1,
+    )
     return start - begin <= 200 and head.fullmatch(text, begin, start) is not None
 
 
@@ -294,19 +314,21 @@ RULES: tuple[Rule, ...] = (
         lambda m: _assigned_secret(_full_name(m), m.group("s")),
         fold=True,
         anchored=True,
+        near=_NEAR_ASSIGNMENT,
     ),
     Rule(
         "secret-assignment",
         _KEYWORDS,
-        rf"(?P<n>{_KEYWORD_RE}[\w.-]*):[ \t]+(?P<s>{_VALUE})[ \t]*(?m:$)",
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]*):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
         lambda m: _line_head(m, _YAML_HEAD) and _assigned_secret(_full_name(m), m.group("s")),
         fold=True,
         anchored=True,
+        near=_NEAR_ASSIGNMENT,
     ),
     Rule(
         "high-entropy",
         ("=",),
-        r"=[ \t]*[\"']?(?P<s>[A-Za-z0-9+/=_.~-]{20,})[\"']?[ \t]*(?m:$)",
+        r"=[ \t]*[\"']?(?P<s>[A-Za-z0-9+/=_.~-]{20,})[\"']?[ \t]*" + _LINE_END,
         lambda m: _line_head(m, _ENV_HEAD) and _random_looking(m.group("s")),
         anchored=True,
     ),
@@ -318,6 +340,7 @@ class _Compiled:
     rule: Rule
     pattern: re.Pattern[str]
     triggers: re.Pattern[str]  # any of the rule's triggers, searched in one C call
+    near: re.Pattern[str] | None
 
     def haystack(self, text: str, folded: list[str | None]) -> str:
         if not self.rule.fold:
@@ -333,7 +356,10 @@ def _compiled() -> tuple[_Compiled, ...]:
     """Compiled on first use (start-up time is a benchmark figure)."""
     return tuple(
         _Compiled(
-            rule, re.compile(rule.pattern), re.compile("|".join(map(re.escape, rule.triggers)))
+            rule,
+            re.compile(rule.pattern),
+            re.compile("|".join(map(re.escape, rule.triggers))),
+            re.compile(rule.near) if rule.near else None,
         )
         for rule in RULES
     )
@@ -386,20 +412,38 @@ def candidate_rules(line: str) -> tuple[_Compiled, ...]:
     """
     if "\\u00" in line:
         return _compiled()
-    folded: list[str | None] = [None]
-    return tuple(c for c in _compiled() if c.triggers.search(c.haystack(line, folded)))
+    # ``in`` tests, not the rules' trigger regexes: over a whole line a substring
+    # search runs several times faster, and a line is one call per rule.
+    lowered = None
+    found = []
+    for c in _compiled():
+        if c.rule.fold:
+            if lowered is None:
+                lowered = line.lower()
+            haystack = lowered
+        else:
+            haystack = line
+        if c.near is None:
+            if any(t in haystack for t in c.rule.triggers):
+                found.append(c)
+        elif _near(c.near, haystack, c.rule.triggers):
+            found.append(c)
+    return tuple(found)
 
 
-def redact_text(
-    text: str, findings: list[Finding] | None = None, rules: tuple[_Compiled, ...] | None = None
+def _near(near: re.Pattern[str], haystack: str, triggers: tuple[str, ...]) -> bool:
+    for trigger in triggers:
+        at = haystack.find(trigger)
+        while at >= 0:
+            if near.match(haystack, at + len(trigger)):
+                return True
+            at = haystack.find(trigger, at + 1)
+    return False
+
+
+def _replace_spans(
+    text: str, spans: list[tuple[int, int, str]], findings: list[Finding] | None
 ) -> str:
-    """``text`` with every secret replaced by ``[REDACTED:kind]``; each is added to
-    ``findings`` when given. ``rules``: only these (see :func:`candidate_rules`)."""
-    if len(text) < MIN_LENGTH:
-        return text
-    spans = _spans(text, rules)
-    if not spans:
-        return text
     out: list[str] = []
     last = 0
     for start, end, kind in spans:
@@ -410,6 +454,70 @@ def redact_text(
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_UNESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(text: str) -> str:
+    """JSON string escapes undone (``\\n`` → newline, ``\\"`` → ``"``): the view of
+    JSON pasted as text (``cat credentials.json``, a config dump in a prompt)."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code[0] == "u":
+            return chr(int(code[1:], 16))
+        return _UNESCAPED.get(code, code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def redact_text(
+    text: str, findings: list[Finding] | None = None, rules: tuple[_Compiled, ...] | None = None
+) -> str:
+    """``text`` with every secret replaced by ``[REDACTED:kind]``; each is added to
+    ``findings`` when given. ``rules``: only these (see :func:`candidate_rules`).
+
+    Text holding JSON escapes (JSON pasted as text) is read a second time with them
+    undone, so that line rules see its lines and quoted values their quotes; a secret
+    found there is replaced wherever it occurs, in its escaped form.
+    """
+    if len(text) < MIN_LENGTH:
+        return text
+    spans = _spans(text, rules)
+    out = _replace_spans(text, spans, findings) if spans else text
+    if "\\" not in out:
+        return out
+    view = _unescape(out)
+    if view == out:
+        return out
+    for start, end, kind in _spans(view, rules):
+        secret = view[start:end]
+        if "[REDACTED:" in secret:
+            continue
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        form = escaped if escaped in out else secret
+        if form in out:
+            out = out.replace(form, MARK.format(kind=kind))
+            if findings is not None:
+                findings.append(Finding(kind, mask(secret)))
+    return out
+
+
+_SECRET_FIELD = re.compile(
+    r"(?:password|passwd|secret|token|apikey|accesskey|privatekey|credentials?|authkey)\Z"
+)
+
+
+def _secret_field(key: object, value: str) -> bool:
+    """A JSON field that holds a secret by its name (``{"password": "hunter2"}`` in a
+    tool input): the name ends with a keyword (``api_key``, ``GITHUB_TOKEN``, not
+    ``tokenizer``), and the value is not a type, placeholder or code."""
+    if not isinstance(key, str) or len(value) < 4 or value.startswith("[REDACTED:"):
+        return False
+    name = "".join(ch for ch in key.lower() if ch.isalnum())
+    return _SECRET_FIELD.search(name) is not None and _assigned_secret(key, value)
 
 
 def redact_value(
@@ -427,8 +535,14 @@ def redact_value(
     if isinstance(value, dict):
         changed = False
         out: dict[Any, Any] = {}
+        keyed = rules is None or any(c.rule.kind == "secret-assignment" for c in rules)
         for k, v in value.items():
-            new_v, did = redact_value(v, findings, rules)
+            if keyed and isinstance(v, str) and _secret_field(k, v):
+                new_v, did = MARK.format(kind="secret-assignment"), True
+                if findings is not None:
+                    findings.append(Finding("secret-assignment", mask(v)))
+            else:
+                new_v, did = redact_value(v, findings, rules)
             out[k] = new_v
             changed = changed or did
         return (out if changed else value), changed

@@ -16,8 +16,8 @@ from functools import cache
 
 import pytest
 
-# Where a server may be, in order; SESSIONDEX_TEST_PG (a DSN of a maintenance database)
-# comes first.
+# Where a server may be, in order; SESSIONDEX_TEST_PG (a DSN or URL of a maintenance
+# database) comes first.
 CANDIDATES = (
     "host=/var/run/postgresql dbname=postgres user=postgres",
     "host=127.0.0.1 port=5432 dbname=postgres user=postgres",
@@ -41,7 +41,9 @@ def _admin_dsn() -> str | None:
 
 
 def _with_dbname(dsn: str, name: str) -> str:
-    return " ".join(p for p in dsn.split() if not p.startswith("dbname=")) + f" dbname={name}"
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo(**{**conninfo_to_dict(dsn), "dbname": name})
 
 
 @cache
@@ -66,13 +68,13 @@ def _scratch() -> str:
 
 def database_url(dsn: str) -> str:
     """The same database as a ``postgresql://`` URL (what ``--to`` takes)."""
-    parts = dict(p.split("=", 1) for p in dsn.split())
-    host = parts.get("host", "")
-    query = f"?host={host}" if host.startswith("/") else ""
-    netloc = "" if query else f"{host}:{parts.get('port', '5432')}"
-    user = parts.get("user")
-    netloc = f"{user}@{netloc}" if user else netloc
-    return f"postgresql://{netloc}/{parts['dbname']}{query}"
+    from urllib.parse import quote, urlencode
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    name = params.pop("dbname", "")
+    return f"postgresql:///{quote(name)}?{urlencode(params)}"
 
 
 def require_database() -> str:

@@ -7,7 +7,9 @@ are what transcripts are full of and must survive untouched.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
+import orjson
 import pytest
 
 from sessiondex.store.push import TOOL_OUTPUT_OMITTED, prepare, strip_tool_outputs
@@ -228,3 +230,67 @@ def test_an_unchanged_line_is_stored_as_its_bytes() -> None:
         line, {"type": "user", "b": 1, "a": "x"}, with_tools=False, findings=[]
     )
     assert entry.text == line.decode() and omitted == 0
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return orjson.dumps(record)
+
+
+@pytest.mark.parametrize(("text", "kind", "secret"), SECRETS, ids=[k for _, k, _ in SECRETS])
+@pytest.mark.parametrize("where", ["prompt", "tool-input", "json-in-text"])
+def test_a_secret_in_a_transcript_line_never_leaves(
+    text: str, kind: str, secret: str, where: str
+) -> None:
+    """Through push's path: the line-level pre-check (which rules can apply to the
+    record, read on the JSON-escaped line) must never skip a secret."""
+    if where == "prompt":
+        record: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": text}}
+    elif where == "tool-input":
+        record = {
+            "type": "assistant",
+            "message": {
+                "content": [{"type": "tool_use", "name": "Bash", "input": {"command": text}}],
+                "usage": {"input_tokens": 4, "output_tokens": 12},
+            },
+        }
+    else:
+        record = {"type": "user", "message": {"content": orjson.dumps({"note": text}).decode()}}
+    findings: list[Finding] = []
+    entry, _ = prepare(_line(record), record, with_tools=False, findings=findings)
+    assert secret not in entry.text
+    assert kind in {f.kind for f in findings}
+
+
+@pytest.mark.parametrize(
+    ("record", "redacted"),
+    [
+        ({"type": "assistant", "message": {"usage": {"input_tokens": 4}}}, False),
+        ({"type": "assistant", "input": {"password": "hunter2x", "tokenizer": "gpt2"}}, True),
+        ({"type": "x", "GITHUB_TOKEN": "abc123def", "token_type": "bearer"}, True),
+        ({"type": "x", "password": "${DB_PASSWORD}", "secret_name": "prod/db"}, False),
+    ],
+)
+def test_fields_named_like_secrets(record: dict[str, Any], redacted: bool) -> None:
+    entry, _ = prepare(_line(record), record, with_tools=False, findings=[])
+    assert ("[REDACTED:secret-assignment]" in entry.text) is redacted
+    assert "gpt2" in entry.text or "tokenizer" not in str(record)
+
+
+def test_an_escaped_character_does_not_hide_a_secret() -> None:
+    line = b'{"type":"user","message":{"content":"key \\u0041KIAIOSFODNN7EXAMPLE"}}'
+    record = orjson.loads(line)
+    entry, _ = prepare(line, record, with_tools=False, findings=[])
+    assert "AKIAIOSFODNN7EXAMPLE" not in entry.text and "\\u0041KIA" not in entry.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "export SESSION_SALT=Zk3vQ9pL2mX7nB4cR8tY1wE6",  # a line at the very start
+        '"Env": ["PATH=/usr/bin", "SESSION_SALT=Zk3vQ9pL2mX7nB4cR8tY1wE6"]',  # docker inspect
+        '{\\"db\\": {\\"password\\": \\"Zk3vQ9pL\\\\\\\\2mX\\"}}',  # JSON pasted twice escaped
+    ],
+)
+def test_line_rules_find_lines_inside_json(text: str) -> None:
+    out = redact_text(text)
+    assert "Zk3vQ9pL" not in out and "[REDACTED:" in out
