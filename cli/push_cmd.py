@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import CliError, app
-from sessiondex.cli.output import emit_object, human_size
+from sessiondex.cli.output import clean_line, emit_object, human_size
 
 
 def _summary_line(stats: dict[str, Any], dry_run: bool) -> str:
@@ -28,11 +28,6 @@ def _summary_line(stats: dict[str, Any], dry_run: bool) -> str:
         + f", {stats['seconds']:.2f}s"
     )
     return line
-
-
-def _printable(text: str) -> str:
-    """A path as shown on a terminal: control and bidi characters escaped."""
-    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
 
 
 def _project_keys(projects: tuple[str, ...], roots: list[Path]) -> set[str] | None:
@@ -158,7 +153,7 @@ def push(
             bar.__exit__(None, None, None)
     for path, offset, finding in stats.findings:
         click.echo(
-            f"{_printable(path)} byte {offset}: {finding.kind} {finding.preview}", err=as_json
+            f"{clean_line(path)} byte {offset}: {finding.kind} {finding.preview}", err=as_json
         )
     summary = stats.as_dict()
     summary["dry_run"] = dry_run

@@ -37,8 +37,8 @@ def run(dsn: str, body: Callable[[PostgresSessionStore], Awaitable[Any]]) -> Any
 
 
 def test_conformance_suite_passes_with_nothing_skipped(pg_dsn: str) -> None:
-    from claude_agent_sdk.testing import run_session_store_conformance
-    from claude_agent_sdk.testing.session_store_conformance import _has_optional
+    testing = pytest.importorskip("claude_agent_sdk.testing")
+    conformance = pytest.importorskip("claude_agent_sdk.testing.session_store_conformance")
 
     stores: list[PostgresSessionStore] = []
 
@@ -51,8 +51,8 @@ def test_conformance_suite_passes_with_nothing_skipped(pg_dsn: str) -> None:
         try:
             probe = make()
             for method in ("list_sessions", "list_session_summaries", "delete", "list_subkeys"):
-                assert _has_optional(probe, method, frozenset()), method
-            await run_session_store_conformance(make)
+                assert conformance._has_optional(probe, method, frozenset()), method
+            await testing.run_session_store_conformance(make)
         finally:
             for store in stores:
                 await store.close()
@@ -198,20 +198,15 @@ def test_resume_through_the_store(pg_dsn: str, tmp_path: Path) -> None:
     """What the SDK does before spawning ``claude --resume`` with a store: load the
     session (and its subagents) into a temporary config dir; and the store-reading
     helpers, as the SDK's InMemorySessionStore tests use them."""
-    from claude_agent_sdk import (
-        ClaudeAgentOptions,
-        get_session_messages_from_store,
-        list_sessions_from_store,
-        tag_session_via_store,
-    )
-    from claude_agent_sdk._internal.session_resume import materialize_resume_session
-    from claude_agent_sdk._internal.sessions import project_key_for_directory
+    sdk = pytest.importorskip("claude_agent_sdk")
+    resume = pytest.importorskip("claude_agent_sdk._internal.session_resume")
+    sessions = pytest.importorskip("claude_agent_sdk._internal.sessions")
 
     truncate(pg_dsn)
     cwd = tmp_path / "shop"
     cwd.mkdir()
     sid = "5e551000-aaaa-4bbb-8ccc-000000000042"
-    key = {"project_key": project_key_for_directory(str(cwd)), "session_id": sid}
+    key = {"project_key": sessions.project_key_for_directory(str(cwd)), "session_id": sid}
     entries = _transcript(sid, str(cwd))
     sub = [{**entries[0], "isSidechain": True, "agentId": "a1"}]
     meta = {"type": "agent_metadata", "agentType": "general-purpose", "toolUseId": "toolu_1"}
@@ -219,9 +214,9 @@ def test_resume_through_the_store(pg_dsn: str, tmp_path: Path) -> None:
     async def body(store: PostgresSessionStore) -> dict[str, Any]:
         await store.append(key, entries)
         await store.append({**key, "subpath": "subagents/agent-a1"}, [*sub, meta])
-        await tag_session_via_store(store, sid, "review", directory=str(cwd))
-        options = ClaudeAgentOptions(session_store=store, resume=sid, cwd=str(cwd))
-        materialized = await materialize_resume_session(options)
+        await sdk.tag_session_via_store(store, sid, "review", directory=str(cwd))
+        options = sdk.ClaudeAgentOptions(session_store=store, resume=sid, cwd=str(cwd))
+        materialized = await resume.materialize_resume_session(options)
         assert materialized is not None
         try:
             project = materialized.config_dir / "projects" / key["project_key"]
@@ -234,8 +229,10 @@ def test_resume_through_the_store(pg_dsn: str, tmp_path: Path) -> None:
                 "agent": [json.loads(line) for line in agent.read_text().splitlines()],
                 "meta": json.loads(agent.with_name("agent-a1.meta.json").read_text()),
                 "resume": materialized.resume_session_id,
-                "messages": await get_session_messages_from_store(store, sid, directory=str(cwd)),
-                "listed": await list_sessions_from_store(store, directory=str(cwd)),
+                "messages": await sdk.get_session_messages_from_store(
+                    store, sid, directory=str(cwd)
+                ),
+                "listed": await sdk.list_sessions_from_store(store, directory=str(cwd)),
             }
         finally:
             await materialized.cleanup()
