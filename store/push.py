@@ -235,6 +235,18 @@ def select_files(options: PushOptions) -> list[TranscriptFile]:
     return files
 
 
+def _meta_path(tf: TranscriptFile) -> Path:
+    return tf.path.with_name(tf.path.name[: -len(".jsonl")] + ".meta.json")
+
+
+def _meta_digest(tf: TranscriptFile) -> str | None:
+    """The digest :meth:`Pusher._push_meta` records for a subagent's ``.meta.json``."""
+    try:
+        return hashlib.blake2b(_meta_path(tf).read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
 # ----------------------------------------------------------------------------- push
 @dataclass
 class _FileState:
@@ -255,6 +267,40 @@ class Pusher:
         user, host = local_identity()
         self.user = user
         self.host = host or "unknown"
+        self._known: dict[tuple[str, str], _FileState] = {}
+
+    async def load_known(self) -> None:
+        """What this host has pushed, in one query: a file that has not changed since
+        is then skipped without a transaction of its own (most files, most runs)."""
+        if self.conn is None:
+            return
+        cur = await self.conn.execute(
+            "SELECT config_dir, path, consumed, fingerprint, meta_digest, transcript_ref,"
+            " with_tools FROM push_files WHERE host = %s",
+            [self.host],
+        )
+        self._known = {(r[0], r[1]): _FileState(*r[2:]) for r in await cur.fetchall()}
+
+    def _unchanged(self, tf: TranscriptFile) -> bool:
+        """Sent whole and unchanged (size, fingerprint, tool choice, subagent meta):
+        safe to skip even while another push runs, which can only be further along."""
+        state = self._known.get((str(tf.root), str(tf.path)))
+        if (
+            state is None
+            or state.consumed != tf.size
+            or state.with_tools != self.options.with_tools
+        ):
+            return False
+        try:
+            with open(tf.path, "rb") as stream:
+                if fingerprint(stream, state.consumed) != state.fingerprint:
+                    return False
+        except OSError:
+            return False
+        if tf.kind != MAIN:
+            digest = _meta_digest(tf)
+            return digest is None or digest == state.meta_digest
+        return True
 
     async def _state(self, tf: TranscriptFile, *, lock: bool) -> _FileState:
         conn = self.conn
@@ -295,7 +341,9 @@ class Pusher:
         transaction with its offset."""
         key = Key(tf.project_key, tf.session_id, subpath_of(tf))
         status = "unchanged"
-        if self.options.dry_run:
+        if self._unchanged(tf):
+            pass
+        elif self.options.dry_run:
             status = await self._dry_file(tf, key)
         else:
             assert self.conn is not None
@@ -447,9 +495,8 @@ class Pusher:
     async def _push_meta(self, tf: TranscriptFile, key: Key) -> None:
         """A subagent's ``agent-<id>.meta.json`` as the SDK imports it: one
         ``agent_metadata`` entry, sent again only when the file changed."""
-        meta_path = tf.path.with_name(tf.path.name[: -len(".jsonl")] + ".meta.json")
         try:
-            raw = meta_path.read_bytes()
+            raw = _meta_path(tf).read_bytes()
             meta = orjson.loads(raw)
         except (OSError, orjson.JSONDecodeError):
             return
@@ -493,6 +540,7 @@ async def push(dsn: str, options: PushOptions, progress: Progress | None = None)
             # wait for its commits to reach the disk (the SDK store's appends do).
             await conn.execute("SET synchronous_commit = off")
             pusher = Pusher(conn, options)
+        await pusher.load_known()
         total = sum(tf.size for tf in files)
         done = 0
         for tf in files:
