@@ -31,17 +31,11 @@ from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.meta import get_meta, immediate
 from sessiondex.indexer.objects import build_object, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
+from sessiondex.indexer.shape import RACY_WINDOW_NS, SESSION_FTS_COLUMNS
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.text import fts_text
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 from sessiondex.transcripts.pr_urls import PullRequest
-
-# File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
-# as our read keeps its size and mtime. Like git's "racy clean" check, a file whose
-# mtime was that close to our stat is verified by fingerprint next time instead of
-# being trusted (costs two small reads, only for files written in the last moments).
-RACY_WINDOW_NS = 2_000_000_000
 
 
 def include_tools_setting(db: Database) -> bool:

@@ -35,3 +35,10 @@ MIGRATION_NAMES = (
     "m003_activity_order_index",
     "m004_message_offsets",
 )
+
+# File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
+# as our read keeps its size and mtime. Like git's "racy clean" check, a file whose
+# mtime was that close to our stat is verified by fingerprint next time instead of
+# being trusted (costs two small reads, only for files written in the last moments).
+# Here because a reading command checks one session's file against it too.
+RACY_WINDOW_NS = 2_000_000_000

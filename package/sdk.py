@@ -82,13 +82,19 @@ class SessionMessage:
 # ----------------------------------------------------------------- plumbing
 @contextmanager
 def _index(
-    db: Database | None, config_dir: str | os.PathLike[str] | None, refresh: bool
+    db: Database | None,
+    config_dir: str | os.PathLike[str] | None,
+    refresh: bool,
+    session_id: str | None = None,
 ) -> Iterator[tuple[Database, list[Path]]]:
     """The index and the config dirs to answer for, through :class:`sessiondex.Index`
-    (which owns the refresh rule); a ``db`` passed in is the caller's to close."""
+    (which owns the refresh rule); a ``db`` passed in is the caller's to close. With a
+    ``session_id``, that session's transcripts are checked first (read your writes)."""
     from sessiondex.index import Index
 
     with Index(db, [config_dir] if config_dir else None, refresh=refresh) as index:
+        if session_id is not None:
+            index.sync_session(session_id)
         yield index.reader(), index.roots
 
 
@@ -236,7 +242,7 @@ def get_session_info(
 ) -> SDKSessionInfo | None:
     """One session's info, or None (invalid ID, missing or empty file, a sidechain,
     nothing to call it by)."""
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
         if row is None:
             return None
@@ -273,7 +279,7 @@ def get_session_messages(
     refresh: bool = True,
 ) -> list[SessionMessage]:
     """The conversation's user and assistant messages, root first (``[]`` if not found)."""
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
     if row is None:
         return []
@@ -304,7 +310,7 @@ def list_subagents(
     refresh: bool = True,
 ) -> list[str]:
     """Agent IDs of the session's subagent transcripts (``[]`` without a main file)."""
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
     if row is None:
         return []
@@ -326,7 +332,7 @@ def get_subagent_messages(
     and its parent agent id, from the ``.meta.json`` sidecar."""
     if not agent_id:
         return []
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
     if row is None:
         return []
