@@ -92,16 +92,26 @@ class App:
         return CliError(f"cannot open the index at {path}: {detail}")
 
     def _open(self, opener: Callable[[], Database]) -> Database:
+        from sessiondex.indexer.faults import is_corrupt
+
         try:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
+            if is_corrupt(exc):
+                raise  # guarded_invoke rebuilds the index and runs the command again
             raise self.failure(exc) from None
 
     def db(self) -> Database:
-        """The database for a writing command, checked writable before anything (a
-        transcript) is touched."""
+        """The database for a writing command, checked writable (and whole) before
+        anything, a transcript, is touched."""
+        db = self._open(self.index.writable)
         self.writes_started = True
-        return self._open(self.index.writable)
+        return db
+
+    def check_writable(self) -> None:
+        """Fail now (one line) if the index cannot take a write: a writing command asks
+        before it resolves its target, so a read-only index is reported first."""
+        self._open(self.index.writable)
 
     def refresh(self, **options: Any) -> Any:
         """``Index.refresh`` (the ``index`` command), its failures as one line."""
@@ -127,8 +137,9 @@ class App:
         """The writable database, first brought up to date (unless --no-refresh or a
         live watcher)."""
         self.warn_missing_roots()
+        db = self._open(self._refreshed_writer)
         self.writes_started = True
-        return self._open(self._refreshed_writer)
+        return db
 
     def _refreshed_writer(self) -> Database:
         self.index.ensure_fresh()
@@ -194,10 +205,9 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
         rerun = hasattr(ctx, "_protected_args") and (
             command in RERUNNABLE or not state.writes_started
         )
-        try:
+        try:  # rebuilt now, so the second run (even --no-refresh) answers from it
             state.index.recover(exc)
-            if not rerun:
-                state.index.refresh()
+            state.index.refresh()
         except sqlite3.Error as again:
             raise state.failure(again) from None
         finally:

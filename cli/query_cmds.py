@@ -25,6 +25,8 @@ def resolve_or_exit(
     from sessiondex.query.resolve import Ambiguous, NotFound
 
     state = app()
+    if for_write:
+        state.check_writable()
     state.reading_db()
     try:  # through the Index: it checks the session's own file first (read your writes)
         return state.index.resolve(

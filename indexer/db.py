@@ -166,7 +166,7 @@ def recover_damaged(
     except OSError as exc:
         raise error from exc
     if moved is not None and notice is not None:
-        detail = str(error).strip() or type(error).__name__
+        detail = " ".join(str(error).split()) or type(error).__name__
         notice(
             f"warning: the index at {target} was damaged ({detail}); moved it to {moved} "
             "and rebuilding it from the transcripts"

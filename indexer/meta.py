@@ -36,9 +36,11 @@ NOTICE_AFTER = 2.0
 class WritePolicy:
     """How one connection waits for its write turn."""
 
-    wait: float = WRITE_WAIT
+    # Read when the policy is made (not when this module is imported), so the module
+    # constants can be changed for a process (tests shorten them).
+    wait: float = field(default_factory=lambda: WRITE_WAIT)
     notice: Callable[[], None] | None = None
-    notice_after: float = NOTICE_AFTER
+    notice_after: float = field(default_factory=lambda: NOTICE_AFTER)
     turn: WriteTurn | None = field(default=None, repr=False)
     resolved: bool = False
 
@@ -138,11 +140,16 @@ def immediate(db: Database) -> Iterator[Database]:
 
 
 def check_writable(db: Database) -> None:
-    """Fail now, with SQLite's own error, if ``db`` cannot be written (a read-only file or
-    directory): before a mutation touches a transcript, not after. Takes the write turn
-    (so it also waits out another writer) and changes nothing."""
+    """Fail now, with SQLite's own error, if ``db`` cannot take the rows a mutation will
+    write: a read-only file or directory, or damage (``PRAGMA quick_check``, a few ms per
+    MB of index; mutations are rare). Called before a mutation touches a transcript, so
+    the failure comes before the change, not after it. Takes the write turn (so it also
+    waits out another writer) and changes nothing."""
     with immediate(db):
         db.execute("DELETE FROM meta WHERE 0")
+        problems = [" ".join(str(r[0]).split()) for r in db.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError(f"database disk image is malformed: {'; '.join(problems)}")
 
 
 def get_meta(db: Database, key: str) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -107,10 +106,16 @@ class CommitGroup:
         ):
             self.close()
 
-    def close(self) -> None:
+    def close(self, error: BaseException | None = None) -> None:
+        """Commit the open group, or roll it back when closing because of ``error``.
+        (Not ``sys.exc_info()``: a refresh run from inside an ``except`` block, as after
+        a damaged index was moved aside, would see that handled error and roll back.)"""
         if self._context is not None:
             context, self._context = self._context, None
-            context.__exit__(*sys.exc_info())
+            if error is None:
+                context.__exit__(None, None, None)
+            else:
+                context.__exit__(type(error), error, error.__traceback__)
 
 
 def file_failure(exc: BaseException) -> bool:
@@ -168,6 +173,7 @@ def refresh(
     prefetcher = Prefetcher(new_files, tools) if big else None
     # Rebuilding FTS costs the whole index's text: worth it only when most is new.
     bulk = BulkFts(db) if big and new_bytes >= _indexed_bytes(db) else contextlib.nullcontext()
+    failure: BaseException | None = None
     try:
         bulk.__enter__()
         for done, tf in enumerate(files, 1):
@@ -186,11 +192,14 @@ def refresh(
             group.after_file(stats.bytes_read)
             if progress is not None:
                 progress(done, len(files))
+    except BaseException as exc:
+        failure = exc
+        raise
     finally:
         if prefetcher is not None:
             prefetcher.close()
-        group.close()
-        bulk.__exit__(*sys.exc_info())
+        group.close(failure)
+        bulk.__exit__(None, None, None)  # restores the FTS triggers either way
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
     with immediate(db):

@@ -116,6 +116,8 @@ class Index:
         # anything is answered from it, whatever the refresh rule says.
         self._recovered = False
         self._identity: tuple[int, int] | None = None
+        # A refresh for a read failed (busy, read-only, full): answer as the index is.
+        self._unwritable = False
 
     # ------------------------------------------------------------------ handles
     @property
@@ -232,6 +234,7 @@ class Index:
             kind = classify(exc)
             if kind is None:
                 raise
+            self._unwritable = True  # said once: later writes of this read stay quiet
             if kind == BUSY:
                 why = "another sessiondex process is writing to it"
             elif kind == FULL:
@@ -372,7 +375,7 @@ class Index:
         return self._ingest_paths([path] if _stale(stored, path) else [])
 
     def _ingest_paths(self, paths: list[str]) -> bool:
-        if not paths:
+        if not paths or self._unwritable:
             return False
         from sessiondex.indexer.faults import classify
         from sessiondex.indexer.refresh import ingest_path
@@ -553,16 +556,22 @@ class Index:
     def _mutate(self, action: Callable[[Database], MutationResult]) -> MutationResult:
         # Writes resolve against the writable handle: the session must be found as the
         # index holds it now, and the index follows the write before this returns. The
-        # index is checked writable first: a read-only one fails before the transcript
-        # is touched. A damaged one is rebuilt (then the error is raised: whether the
-        # transcript was already written cannot be told here).
+        # index is checked writable and whole first, so a read-only one fails and a
+        # damaged one is rebuilt before the transcript is touched. Damage met after the
+        # write (rare: it passed quick_check) is rebuilt too, then raised.
         from sessiondex.indexer.faults import is_corrupt
 
         try:
-            return action(self.writable())
+            db = self.writable()
+        except sqlite3.DatabaseError as exc:  # found before the write: rebuild, go on
+            if not is_corrupt(exc) or not self.recover(exc):
+                raise
+            self._refresh_now()
+            db = self.writable()
+        try:
+            return action(db)
         except sqlite3.DatabaseError as exc:
-            if is_corrupt(exc):
-                self.recover(exc)
+            if is_corrupt(exc) and self.recover(exc):
                 self._refresh_now()
             raise
 
