@@ -118,6 +118,7 @@ class Index:
         self._identity: tuple[int, int] | None = None
         # A refresh for a read failed (busy, read-only, full): answer as the index is.
         self._unwritable = False
+        self._checked = False  # check_writable passed on the current writer
 
     # ------------------------------------------------------------------ handles
     @property
@@ -173,7 +174,9 @@ class Index:
         from sessiondex.indexer.meta import check_writable
 
         db = self.writer()
-        check_writable(db)
+        if not self._checked:  # once per handle: the CLI asks before and after resolving
+            check_writable(db)
+            self._checked = True
         return db
 
     def reader(self) -> Database:
@@ -396,6 +399,7 @@ class Index:
         return True
 
     def close(self) -> None:
+        self._checked = False
         handles = {id(h): h for h in (self._reader, self._writer) if h is not None}
         for handle in handles.values():
             if handle is not self._given:
