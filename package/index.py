@@ -334,16 +334,15 @@ class Index:
 
         if not self.auto_refresh or not is_session_id(session_id):
             return False
-        db = self.reader()
         roots = [str(r) for r in self.roots]  # not archives: those are not transcripts
-        known = {
-            row[0]: row
-            for row in db.execute(
+        rows = self._answer(
+            lambda db: db.execute(
                 "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
                 f" WHERE session_id = ? AND kind = 'main' AND root IN ({_marks(roots)})",
                 [session_id, *roots],
-            )
-        }
+            ).fetchall()
+        )
+        known = {row[0]: row for row in rows}
         paths = set(known)
         for root in self.roots:
             try:
@@ -367,13 +366,11 @@ class Index:
             return False
         if row.get("id") is None or int(row["id"]) < 0:
             return False  # a file outside the index, read straight from disk
-        stored = (
-            self.reader()
-            .execute(
+        stored = self._answer(
+            lambda db: db.execute(
                 "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files WHERE path = ?",
                 [path],
-            )
-            .fetchone()
+            ).fetchone()
         )
         return self._ingest_paths([path] if _stale(stored, path) else [])
 
