@@ -17,8 +17,8 @@ immediate one when inotify reports a queue overflow) catches whatever the stream
 
 The watcher outlives what goes wrong around it: a file whose ingest fails (unreadable,
 a record the derivation chokes on, the database busy or full for a while) is logged and
-tried again with a growing delay (capped at ``RETRY_MAX``) while every other file goes
-on; an index file that is deleted or replaced under it (checked on every wake-up: one
+tried again with a growing delay (capped at ``RETRY_MAX``, ``RETRY_LIMIT`` times) while
+every other file goes on; an index file that is deleted or replaced under it (checked on every wake-up: one
 ``stat``) or found damaged is reopened — moved aside first when damaged — and rebuilt
 from the transcripts, so readers never meet an empty index that a watcher claims to
 keep current.
@@ -56,9 +56,12 @@ DEFAULT_POLL_INTERVAL = 1.0
 # replaced) and to run the periodic rescan. Cheap: one stat per root.
 TICK = 1.0
 SUFFIX = ".jsonl"
-# A failed file is tried again after RETRY_FIRST seconds, doubling up to RETRY_MAX.
+# A failed file is tried again after RETRY_FIRST seconds, doubling up to RETRY_MAX, at
+# most RETRY_LIMIT times (~2 minutes); after that only its next change (an event) or the
+# periodic rescan tries it: a file that stays unreadable must not log forever.
 RETRY_FIRST = 0.5
 RETRY_MAX = 30.0
+RETRY_LIMIT = 8
 
 # Event kinds that can change what a transcript holds. "opened"/"closed_no_write" never
 # do; "closed" always follows a "modified" that is already queued.
@@ -461,12 +464,16 @@ class Watcher:
             wake = min(wake, max(0.05, self._rescan_retry_at - now))
         return wake
 
-    def _schedule_retry(self, path: str) -> float:
-        """Try ``path`` again later; returns the delay (doubling per failure, capped)."""
+    def _schedule_retry(self, path: str) -> str:
+        """Try ``path`` again later (doubling the delay per failure, capped); returns
+        what will happen, for the log line."""
         attempts = self._retry.get(path, (0, 0.0))[0] + 1
+        if attempts > RETRY_LIMIT:
+            self._retry.pop(path, None)
+            return "left for its next change or the next rescan"
         delay = _backoff(attempts)
         self._retry[path] = (attempts, time.monotonic() + delay)
-        return delay
+        return f"trying again in {delay:g}s"
 
     def _due_retries(self, now: float) -> list[str]:
         due = [p for p, (_n, at) in self._retry.items() if at <= now]
@@ -527,9 +534,9 @@ class Watcher:
                 # watcher: the file is tried again later, the others go on.
                 stats.errors.append((path, f"{type(exc).__name__}: {exc}"))
             if len(stats.errors) > errors_before:  # failed, or unreadable: not indexed yet
-                delay = self._schedule_retry(path)
+                then = self._schedule_retry(path)
                 stats.errors[errors_before:] = [
-                    (p, f"{e}; trying again in {delay:g}s") for p, e in stats.errors[errors_before:]
+                    (p, f"{e}; {then}") for p, e in stats.errors[errors_before:]
                 ]
             else:
                 self._retry.pop(path, None)

@@ -590,3 +590,30 @@ def test_second_watch_exits_1_with_a_clear_message(tmp_path: Path) -> None:
         in result.output
     )
     assert "Traceback" not in result.output
+
+
+def test_a_file_that_keeps_failing_is_retried_a_bounded_number_of_times(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
+    """The retries of one failing file stop after RETRY_LIMIT (its next change or the
+    rescan tries again): a file that stays broken does not log forever."""
+    real = watch_module.ingest_path
+
+    def always_broken(db: Any, path: str, roots: list[Path], stats: Any) -> str:
+        if "broken" in Path(path).read_text(errors="replace"):
+            raise RuntimeError("still broken")
+        return real(db, path, roots, stats)
+
+    monkeypatch.setattr(watch_module, "ingest_path", always_broken)
+    monkeypatch.setattr(watch_module, "RETRY_FIRST", 0.01)
+    monkeypatch.setattr(watch_module, "RETRY_MAX", 0.02)
+    monkeypatch.setattr(watch_module, "RETRY_LIMIT", 3)
+    logged: list[str] = []
+    tree = ConfigTree(tmp_path / "claude")
+    watcher, _batches = start_watcher([tree.root], log=logged.append)
+    session(tree, "/work/a", "broken beyond repair")
+    wait_for(lambda: any("left for its next change" in line for line in logged), "giving up")
+    time.sleep(0.3)  # no retry after that
+    tries = [line for line in logged if "still broken" in line]
+    assert len(tries) == 4, logged  # the first try and RETRY_LIMIT retries
+    assert watcher.running
