@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
+    from sessiondex.query.search import SearchOutcome
     from sessiondex.render.conversation import Conversation
 
     DbArg = str | os.PathLike[str] | sqlite3.Connection | Database | None
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 
 Sessions = list[dict[str, Any]]  # session objects, as the JSON output prints them
 T = TypeVar("T")
+MessageHits = dict[str, list[str]]  # session file_path → uuids of matching messages
 
 logger = logging.getLogger("sessiondex")
 
@@ -224,6 +226,7 @@ class Index:
         from sessiondex.indexer.faults import BUSY, FULL, classify
         from sessiondex.indexer.meta import write_policy
 
+        self._unwritable = False
         try:
             db = self.writer()
             policy = write_policy(db)
@@ -424,12 +427,45 @@ class Index:
 
         return self._answer(lambda db: list_sessions(db, _filters(filters)))
 
-    def search(self, query: str, *, raw: bool = False, **filters: Any) -> Sessions:
-        """Ranked sessions for a full-text query or a PR/MR URL (each with ``score``,
-        ``snippet``); the typo fallback when nothing matches."""
-        from sessiondex.query.search import search
+    def search(
+        self,
+        query: str,
+        *,
+        raw: bool = False,
+        markers: tuple[str, str] | None = None,
+        **filters: Any,
+    ) -> Sessions:
+        """Ranked sessions for a full-text query, a PR/MR URL or ``owner/repo#N`` (each
+        with ``score``, ``snippet``, ``matched_by``): every word's matches, else the best
+        partial matches, else the typo fallback. ``markers`` surround the matched words
+        in snippets (default ``[`` ``]``; the web view uses control characters, so it can
+        escape a snippet first and then mark it)."""
+        return self.search_outcome(query, raw=raw, markers=markers, **filters).rows
 
-        return self._answer(lambda db: search(db, query, _filters(filters), raw=raw))
+    def search_outcome(
+        self,
+        query: str,
+        *,
+        raw: bool = False,
+        markers: tuple[str, str] | None = None,
+        elsewhere: bool = False,
+        **filters: Any,
+    ) -> SearchOutcome:
+        """:meth:`search` with what the rows are (``kind``: match, partial, fuzzy, none),
+        the words used and, with ``elsewhere``, how many sessions wider scopes match
+        when this one has none: what a front end needs to label the rows."""
+        from sessiondex.query.search import DEFAULT_MARKERS, run_search
+
+        return self._answer(
+            lambda db: run_search(
+                db,
+                query,
+                _filters(filters),
+                raw=raw,
+                markers=markers or DEFAULT_MARKERS,
+                elsewhere=elsewhere,
+            )
+        )
 
     def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
         """Sessions linked to a PR number or URL (every linked one with None)."""
@@ -576,10 +612,52 @@ class Index:
                 self._refresh_now()
             raise
 
+    # ------------------------------------------------------------------ web view
+    def message_hits(
+        self, query: str, file_paths: Iterable[str], *, raw: bool = False
+    ) -> MessageHits:
+        """For each session (by ``file_path``), the uuids of its messages matching
+        ``query`` as :meth:`search` reads it, best first: the web view links a result to
+        its best message and marks the hits on the session page."""
+        from sessiondex.query.hits import message_hits
+
+        paths = list(file_paths)
+        return self._answer(lambda db: message_hits(db, query, paths, raw=raw))
+
+    # ------------------------------------------------------------------ long-lived front ends
+    def renew(self) -> None:
+        """Apply the refresh rule again now, keeping the open handles.
+
+        A long-lived front end (the MCP server) answers many questions over hours; each
+        must see the transcripts as they are when it is asked, as each CLI command does,
+        while :meth:`ensure_fresh` refreshes once in this object's life. Called before
+        a write too: the writes resolve their argument against the index as it is."""
+        self._refreshed = False
+        self._unwritable = False
+        self.ensure_fresh()
+
+    def message_snippets(
+        self, query: str, file_paths: Iterable[str], *, per_session: int = 3
+    ) -> dict[str, Sessions]:
+        """The best message hits of each session (by ``file_path``) for a full-text query:
+        ``{"message_uuid", "role", "snippet"}``, best first, so a search answer can point
+        at the exact turn to open."""
+        from sessiondex.query.hits import message_snippets
+
+        paths = list(file_paths)
+        return self._answer(lambda db: message_snippets(db, query, paths, per_session=per_session))
+
 
 def _filters(options: dict[str, Any]) -> Filters:
+    """The answers' keyword arguments as :class:`Filters`: its fields, or ``filters=`` a
+    ready-made one (the CLI builds it from its options)."""
     from sessiondex.query.filters import Filters
 
+    given = options.get("filters")
+    if isinstance(given, Filters):
+        if len(options) > 1:
+            raise TypeError("pass either filters= or the filter fields, not both")
+        return given
     return Filters(**options)
 
 

@@ -595,7 +595,9 @@ def test_index_deleted_under_watch_is_rebuilt_and_never_answers_empty(tmp_path: 
     try:
         wait_for(
             lambda: (
-                cli_run(tree.root, db_path, "--no-refresh", "search", "platypusword").returncode
+                cli_run(
+                    tree.root, db_path, "--no-refresh", "search", "platypusword", "--scope", "all"
+                ).returncode
                 == 0
             ),
             "the watcher's catch-up",
@@ -610,7 +612,9 @@ def test_index_deleted_under_watch_is_rebuilt_and_never_answers_empty(tmp_path: 
         s.append()
 
         def live() -> bool:
-            done = cli_run(tree.root, db_path, "--no-refresh", "search", "echidnaword")
+            done = cli_run(
+                tree.root, db_path, "--no-refresh", "search", "echidnaword", "--scope", "all"
+            )
             return done.returncode == 0
 
         wait_for(live, "the watcher to keep the new index live")

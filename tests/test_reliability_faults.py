@@ -32,6 +32,7 @@ import sqlite3
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -326,8 +327,8 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
     tmp_path: Path, disk: dict[str, bool]
 ) -> None:
     world = World(tmp_path)
-    tree = ConfigTree(world.root)
-    big = tree.session(cwd=CWD)
+    # (a new ConfigTree would number its sessions from 1 again: an ID of our own)
+    big = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
     for i in range(40):
         big.user(f"bulky wombatword {i} " + "filler text " * 400)
     big.write()
@@ -407,7 +408,7 @@ def test_a_reader_that_cannot_refresh_in_time_answers_with_a_note(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = World(tmp_path)
-    late = ConfigTree(world.root).session(cwd=CWD)
+    late = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
     late.user("written after the last index")
     late.write()
     monkeypatch.setattr(index_module, "READ_WAIT", 0.3)

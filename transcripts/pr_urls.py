@@ -5,7 +5,7 @@ records, and URLs mentioned in tool output and messages), ``search`` (a pasted U
 becomes a PR lookup) and ``from-pr``. One parser means one normalised form, so a URL
 stored by the indexer and the same URL pasted by a user compare equal as strings.
 
-Accepted shapes (cli-sessions.md §4.1, semantics.md §4), on any host:
+Accepted shapes (docs/pull-requests.md#accepted-shapes), on any host:
 
 ========================  ==========================================================
 GitHub / GH Enterprise    ``<host>/<owner>/<repo>/pull/<n>``
@@ -15,6 +15,10 @@ Bitbucket Server / DC     ``<host>/projects/<P>/repos/<r>/pull-requests/<n>``
 Gerrit                    ``<host>/c/<project path>/+/<n>``
 ========================  ==========================================================
 
+A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is accepted
+(``search``, ``from-pr``): :func:`parse_pr_ref` reads it as
+``https://github.com/owner/repo/pull/123``, the URL it stands for on GitHub.
+
 Normalised form: ``https://`` + lower-cased host (port kept) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
 fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
@@ -22,7 +26,7 @@ URL Claude Code recorded keeps it.
 
 ``provider`` is ``github`` (GitHub Enterprise too: the CLI contract has no separate
 value), ``gitlab``, ``bitbucket`` (Cloud and Server) or ``gerrit``. ``gerrit`` is an
-extension of the contract in spec/cli.md, which lists only the first three; Claude Code
+extension of the JSON contract (docs/pull-requests.md#json-shape), which lists only the first three; Claude Code
 links Gerrit change URLs printed by ``git push``, so the index must be able to hold them.
 """
 
@@ -31,9 +35,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "MAX_URL_LENGTH"]
+__all__ = ["PullRequest", "parse_pr_url", "parse_pr_ref", "find_pr_urls", "MAX_URL_LENGTH"]
 
-#: Claude Code refuses to record a PR URL longer than this (cli-sessions.md §4.1).
+#: Claude Code refuses to record a PR URL longer than this (docs/pull-requests.md#where-pr-data-comes-from).
 MAX_URL_LENGTH = 2048
 
 # Anything above this is not something a user pasted; refusing early keeps every call
@@ -96,7 +100,7 @@ class PullRequest:
 
     ``repository`` is the path between the host and the PR segment (``owner/repo``,
     ``group/sub/project``, ``workspace/repo``, ``projects/PROJ/repos/repo`` for Bitbucket
-    Server), the value Claude Code stores as ``prRepository`` (cli-sessions.md §4.1);
+    Server), the value Claude Code stores as ``prRepository`` (docs/pull-requests.md#normalized-form);
     for Gerrit, the project path between ``/c/`` and ``/+/``.
     """
 
@@ -107,7 +111,7 @@ class PullRequest:
     provider: str
 
     def as_dict(self) -> dict[str, object]:
-        """The ``pr_links`` / ``pr_mentions`` object of the JSON output (spec/cli.md)."""
+        """The ``pr_links`` / ``pr_mentions`` object of the JSON output (docs/pull-requests.md#json-shape)."""
         return {
             "url": self.url,
             "number": self.number,
@@ -176,6 +180,38 @@ def parse_pr_url(text: str) -> PullRequest | None:
     if match is None or _PASTE_TAIL_RE.match(candidate, match.end()) is None:
         return None
     return _build(match)
+
+
+# GitHub's ``owner/repo#123``: an owner is letters, digits and inner hyphens; a repository
+# name also takes ``.`` and ``_`` (never ``.`` or ``..`` alone).
+_SHORTHAND_RE = re.compile(
+    r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>(?!\.\.?#)[A-Za-z0-9_.-]{1,100})"
+    r"#(?P<n>[0-9]{1,20})\Z",
+    re.ASCII,
+)
+
+
+def parse_pr_ref(text: str) -> PullRequest | None:
+    """What a user typed to name one PR: a URL (:func:`parse_pr_url`) or GitHub's
+    ``owner/repo#123`` shorthand (surrounding whitespace and quotes tolerated), else
+    ``None``. The shorthand means github.com, as it does on GitHub; never raises."""
+    found = parse_pr_url(text)
+    if found is not None or not isinstance(text, str) or len(text) > _MAX_PASTE_LENGTH:
+        return found
+    match = _SHORTHAND_RE.match(text.strip().strip("\"'`"))
+    if match is None:
+        return None
+    number = int(match["n"])
+    if not 0 < number <= _MAX_NUMBER:
+        return None
+    repository = f"{match['owner']}/{match['repo']}"
+    return PullRequest(
+        url=f"https://github.com/{repository}/pull/{number}",
+        number=number,
+        repository=repository,
+        host="github.com",
+        provider="github",
+    )
 
 
 def find_pr_urls(text: str) -> list[PullRequest]:
