@@ -85,10 +85,10 @@ class App:
 
     def failure(self, exc: BaseException) -> CliError:
         """One ``Error:`` line for a failure of the index (busy, read-only, full, …)."""
-        from sessiondex.indexer.faults import classify, describe
+        from sessiondex.indexer.faults import describe
 
         path = self.index.db_path
-        if isinstance(exc, sqlite3.Error) and classify(exc) is not None:
+        if isinstance(exc, sqlite3.Error):
             return CliError(describe(exc, path))
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return CliError(f"cannot open the index at {path}: {detail}")
