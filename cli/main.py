@@ -49,6 +49,11 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        from sessiondex.cli.app import guarded_invoke
+
+        return guarded_invoke(ctx, super().invoke)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:

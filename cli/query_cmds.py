@@ -35,18 +35,15 @@ def resolve_or_exit(
     include_archived: bool = False,
 ) -> Any:
     """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3."""
-    from sessiondex.query.resolve import Ambiguous, NotFound, resolve
+    from sessiondex.query.resolve import Ambiguous, NotFound
 
     state = app()
-    db = state.reading_db()
-    try:
-        return resolve(
-            db,
-            arg,
-            cwd=cwd,
-            roots=state.roots,
-            for_write=for_write,
-            include_archived=include_archived,
+    if for_write:
+        state.check_writable()
+    state.reading_db()
+    try:  # through the Index: it checks the session's own file first (read your writes)
+        return state.index.resolve(
+            arg, cwd=cwd, for_write=for_write, include_archived=include_archived
         )
     except NotFound as exc:
         # The message quotes ARG and the closest titles: transcript text, cleaned.

@@ -44,14 +44,34 @@ def is_hidden(row: dict[str, Any]) -> bool:
     )
 
 
+def _stored_object(raw: Any) -> dict[str, Any] | None:
+    """A row's stored object, or None when it is missing or cannot be the contract's
+    object (undecodable, not an object, keys missing): the index is derived, so a
+    damaged value is rebuilt from the row rather than failing the command."""
+    if not raw:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(value, dict) or not all(k in value for k in SESSION_FIELDS):
+        return None
+    return value
+
+
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Session objects for rows: the stored JSON, built afresh only where missing."""
-    missing = [r for r in rows if not r.get("object_json")]
+    """Session objects for rows: the stored JSON, built afresh where missing or damaged."""
+    stored = {id(r): _stored_object(r.get("object_json")) for r in rows}
+    missing = [r for r in rows if stored[id(r)] is None]
     if missing and "file_size" not in missing[0]:  # lean listing rows: load them whole
         ids = ", ".join(str(int(r["id"])) for r in missing)
         missing = select_rows(db, f"s.id IN ({ids})")
     built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    return [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"]) for r in rows]
+    objects = []
+    for r in rows:
+        obj = stored[id(r)]
+        objects.append(obj if obj is not None else built[r["id"]])
+    return objects
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
