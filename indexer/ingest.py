@@ -86,7 +86,7 @@ def _session_row(db: Database, session_rowid: int) -> dict[str, Any] | None:
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
 
-def _derived_texts(
+def derived_texts(
     branches: list[str], links: Iterable[tuple[str, int, str | None]]
 ) -> tuple[str | None, str | None]:
     """``branches_text`` and ``pr_text``: what the session search indexes of its branches
@@ -127,7 +127,7 @@ def _write_session_search(db: Database, session_rowid: int) -> None:
         "SELECT url, number, repository FROM pr_links WHERE session_rowid = ? ORDER BY id",
         [session_rowid],
     ).fetchall()
-    row["branches_text"], row["pr_text"] = _derived_texts(branches, links)
+    row["branches_text"], row["pr_text"] = derived_texts(branches, links)
     values = _search_values(row)
     db.execute(
         "UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
@@ -192,7 +192,7 @@ def _write_new_session(
         mtime_ns=tf.mtime_ns,
         file_size=tf.size,
     )
-    row["branches_text"], row["pr_text"] = _derived_texts(
+    row["branches_text"], row["pr_text"] = derived_texts(
         state.new_branches, [(u, n, r) for u, n, r, _, _ in links]
     )
     row["object_json"] = orjson.dumps(
