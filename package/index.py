@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -284,6 +284,21 @@ class Index:
         # Writes resolve against the writable handle: the session must be found as the
         # index holds it now, and the index follows the write before this returns.
         return action(self.writer())
+
+    # ------------------------------------------------------------------ paging (picker)
+    def list_order(self, **filters: Any) -> Sessions:
+        """Every session in scope as ``{file_path, session_id, forked_from_session}``, in
+        :meth:`list` order, without decoding the objects: an interactive picker lays out
+        thousands of rows with it and fetches only the visible ones (:meth:`sessions_at`)."""
+        from sessiondex.query.listing import listing_order
+
+        return listing_order(self.reader(), _filters(filters))
+
+    def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
+        """The session objects of these transcripts, in the order given (gone ones left out)."""
+        from sessiondex.query.listing import sessions_by_path
+
+        return sessions_by_path(self.reader(), file_paths)
 
 
 def _filters(options: dict[str, Any]) -> Filters:
