@@ -300,6 +300,16 @@ class Index:
 
         return sessions_by_path(self.reader(), file_paths)
 
+    def interrupt(self) -> None:
+        """Abort the query running on the reading handle, from another thread (SQLite's
+        ``interrupt``: the query raises ``sqlite3.OperationalError``). An interactive
+        front end stops the search that the next keystroke made stale, instead of
+        queueing the new one behind it."""
+        handle = self._reader
+        conn = getattr(handle, "conn", None)
+        if isinstance(conn, sqlite3.Connection):
+            conn.interrupt()
+
 
 def _filters(options: dict[str, Any]) -> Filters:
     from sessiondex.query.filters import Filters

@@ -15,7 +15,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,9 +52,30 @@ def run_picker(
     source = Source(db_path, config_dirs)
     try:
         app = PickerApp(source, options, glyphs=glyphs or UNICODE, refresh=refresh)
-        return app.run()
+        with _terminal_on_stdout():
+            return app.run()
     finally:
         source.close()
+
+
+@contextlib.contextmanager
+def _terminal_on_stdout() -> Iterator[None]:
+    """Textual sizes the screen from stdout. In ``eval "$(sessiondex pick)"`` stdout is
+    a pipe that must receive only the chosen command, so while the picker runs, fd 1
+    is the terminal the picker draws on (stderr) and the pipe is put back after."""
+    stdout, stderr = sys.__stdout__, sys.__stderr__
+    if stdout is None or stderr is None or stdout.isatty() or not stderr.isatty():
+        yield
+        return
+    stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def __getattr__(name: str) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from sessiondex.picker.rows import (
     marked_snippet,
     short_path,
 )
-from sessiondex.picker.source import Freshness, Source
+from sessiondex.picker.source import Freshness, Interrupted, Source
 from sessiondex.picker.widgets import HelpScreen, QueryBox, SessionList, TextPrompt
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ PAGE = 50  # session objects fetched below the screen; search results per page
 SCOPE_LABELS = {"worktree": "this worktree", "repo": "all worktrees", "all": "all projects"}
 PREVIEW_MESSAGES = 4  # last messages shown in the preview
 PREVIEW_CHARS = 400  # per message
+SEARCH_CACHE = 32  # recent search answers kept
 
 
 @dataclass
@@ -126,9 +128,12 @@ class PickerScreen(Screen[None]):
         self.search_limit = PAGE
         self.search_complete = True
         self.expanded: set[str] = set()
+        # recent search answers, for backspacing; emptied whenever the index changes
+        self.search_cache: OrderedDict[Any, tuple[list[Row], dict[str, Any], bool]] = OrderedDict()
         self.listing: Listing | None = None
         self.generation = 0
         self.painted_generation = 0  # the last load whose rows reached the screen
+        self.painted_at = 0.0
         self.preview_shown = False
         self.is_loading = True
         self.error: str | None = None
@@ -176,8 +181,24 @@ class PickerScreen(Screen[None]):
         """Load the rows of the current query and filters, keeping the cursor on the
         session ``keep`` (and, for a live update, on the same screen line)."""
         self.generation += 1
+        self.source.interrupt()  # a running search answers a query nobody waits for now
         offset = self.session_list.screen_offset() if live and keep else None
+        if live:
+            self.search_cache.clear()
+        cached = self.search_cache.get(self._search_key())
+        if cached is not None:  # backspace over a query seen a moment ago
+            rows, objects, complete = cached
+            self.search_cache.move_to_end(self._search_key())
+            loaded = Loaded(self.generation, rows, objects, None, complete, _position(rows, keep))
+            self.apply(loaded, offset)
+            return
         self.load(self.generation, keep, offset)
+
+    def _search_key(self) -> tuple[Any, ...] | None:
+        query = self.query_text.strip()
+        if not query:
+            return None
+        return (query, self.search_limit, tuple(sorted(self.filters().items())))
 
     @work(exclusive=True, group="load")
     async def load(self, generation: int, keep: str | None, offset: int | None) -> None:
@@ -215,7 +236,9 @@ class PickerScreen(Screen[None]):
             )
 
         try:
-            loaded = await asyncio.wrap_future(self.source.submit(job))
+            loaded = await asyncio.wrap_future(self.source.submit(job, interruptible=True))
+        except Interrupted:
+            return
         except ValueError as exc:  # a filter that cannot apply (no git branch here)
             self.notify(clean(str(exc)), severity="error")
             if self.current_branch:
@@ -232,6 +255,11 @@ class PickerScreen(Screen[None]):
         self.apply(loaded, offset)
 
     def apply(self, loaded: Loaded, offset: int | None) -> None:
+        key = self._search_key()
+        if key is not None and loaded.listing is None:
+            self.search_cache[key] = (loaded.rows, loaded.objects, loaded.complete)
+            while len(self.search_cache) > SEARCH_CACHE:
+                self.search_cache.popitem(last=False)
         self.is_loading = False
         self.error = None
         self.listing = loaded.listing
@@ -245,7 +273,9 @@ class PickerScreen(Screen[None]):
         self.call_after_refresh(self._painted, generation)
 
     def _painted(self, generation: int) -> None:
-        self.painted_generation = max(self.painted_generation, generation)
+        if generation > self.painted_generation:
+            self.painted_generation = generation
+            self.painted_at = time.perf_counter()  # for bench/picker.py
 
     def fetch_objects(self, paths: list[str]) -> None:
         self._fetch(paths, self.generation)
@@ -372,7 +402,8 @@ class PickerScreen(Screen[None]):
 
         text.append(clean(obj.get("title"), ascii_only=ascii_only) + "\n", style="bold")
         line("id", obj.get("session_id"))
-        line("cwd", short_path(obj.get("cwd")))
+        room = max(20, (self.size.width or 80) - 12)
+        line("cwd", fit(clean(short_path(obj.get("cwd"))), room, self.glyphs, left=True))
         branches = obj.get("branches") or []
         line("branch", ", ".join(str(b) for b in branches) or obj.get("git_branch"))
         for pr in (obj.get("pr_links") or [])[:3]:

@@ -15,6 +15,7 @@ database changed; without one it runs the cheap incremental refresh every few se
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class Interrupted(Exception):
+    """A search stopped by :meth:`Source.interrupt` (a newer keystroke superseded it)."""
+
+
 class Source:
     """One ``Index`` on one thread; ``submit`` a function of it, get a future."""
 
@@ -35,6 +40,7 @@ class Source:
         self.config_dirs = list(config_dirs)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-pick")
         self._index: Index | None = None
+        self._interruptible = False
 
     def open_index(self, *, refresh: bool = False) -> Index:
         """A new ``Index`` on the same database and config dirs (for another thread)."""
@@ -42,13 +48,29 @@ class Source:
 
         return Index(self.db_path, self.config_dirs, refresh=refresh)
 
-    def submit(self, job: Callable[[Index], T]) -> Future[T]:
-        return self._executor.submit(self._run, job)
+    def submit(self, job: Callable[[Index], T], *, interruptible: bool = False) -> Future[T]:
+        """Run ``job(index)`` on the index thread. An ``interruptible`` job (a search)
+        may be stopped mid-query by :meth:`interrupt`; it then raises
+        :class:`Interrupted`."""
+        return self._executor.submit(self._run, job, interruptible)
 
-    def _run(self, job: Callable[[Index], T]) -> T:
+    def _run(self, job: Callable[[Index], T], interruptible: bool) -> T:
         if self._index is None:
             self._index = self.open_index()
-        return job(self._index)
+        self._interruptible = interruptible
+        try:
+            return job(self._index)
+        except sqlite3.OperationalError as exc:
+            if interruptible and "interrupt" in str(exc):
+                raise Interrupted() from None
+            raise
+        finally:
+            self._interruptible = False
+
+    def interrupt(self) -> None:
+        """Stop the running job if it is interruptible (called from the UI thread)."""
+        if self._interruptible and self._index is not None:
+            self._index.interrupt()
 
     def close(self) -> None:
         """Finish the running query, drop the pending ones, close the handle."""
@@ -58,7 +80,7 @@ class Source:
 
         if self._index is not None:
             try:
-                self._executor.submit(self._run, close_index).result(timeout=10)
+                self.submit(close_index).result(timeout=10)
             except Exception:  # noqa: BLE001 - closing must not fail the exit
                 pass
         self._executor.shutdown(wait=True, cancel_futures=True)

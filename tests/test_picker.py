@@ -309,15 +309,22 @@ def test_first_screen_snapshot(world: PickerWorld, size: tuple[int, int]) -> Non
     assert "Auth&#160;refactor" in svg
 
 
-def test_ascii_glyphs_for_a_latin1_terminal(world: PickerWorld) -> None:
+def test_a_latin1_terminal_without_colour(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NO_COLOR and a non-UTF-8 locale: ASCII glyphs and text, and the highlighted row
+    still stands out (reverse video, not a colour)."""
     assert glyphs_for("ISO-8859-1") is ASCII and glyphs_for("utf-8") is not ASCII
+    monkeypatch.setenv("NO_COLOR", "1")
 
     async def run(app: PickerApp, pilot: Any) -> Any:
-        return screen_text(app)
+        first = app.picker.session_list.render_line(0)
+        return app.no_color, screen_text(app), [seg.style for seg in first if seg.text.strip()]
 
-    _, text = drive(world, run, size=(80, 24), glyphs=ASCII)
+    _, (no_color, text, styles) = drive(world, run, size=(80, 24), glyphs=ASCII)
     body = "\n".join(text.splitlines()[2:-1])
-    assert body.isascii(), [ch for ch in body if not ch.isascii()]
+    assert no_color and body.isascii(), [ch for ch in body if not ch.isascii()]
+    assert styles and all(style is not None and style.reverse for style in styles)
 
 
 # ----------------------------------------------------------------- pure parts
@@ -386,54 +393,32 @@ def test_pick_without_a_terminal_refuses_in_one_line(world: PickerWorld) -> None
     assert len(lines) == 1 and "sessiondex list" in lines[0] and "terminal" in lines[0]
 
 
-@pytest.mark.parametrize(
-    "flags, expected",
-    [
-        ([], "resume_command"),
-        (["--print-id"], "session_id"),
-    ],
-)
+@pytest.mark.parametrize("flags, field", [([], "resume_command"), (["--print-id"], "session_id")])
 def test_pick_prints_the_choice_of_another_project(
-    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, flags: list[str], expected: str
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, flags: list[str], field: str
 ) -> None:
     """Choosing a session of another project prints the `cd … && claude --resume` line
-    `resume` prints (the picker itself replaced by its answer: the app is tested above)."""
-    import sessiondex.cli.pick_cmd as pick_cmd
-    import sessiondex.picker as picker
-
-    captured: dict[str, Any] = {}
-
-    def fake_run(db_path: Path, roots: Any, options: PickerOptions, **kw: Any) -> Any:
-        captured["options"] = options
-        with Index(db_path, roots, refresh=False) as index:
-            return index.resolve(str(world.paths["ledger"])).session
-
-    monkeypatch.setattr(pick_cmd, "has_terminal", lambda: True)
-    monkeypatch.setattr(picker, "run_picker", fake_run)
-    root = str(world.tree.root)
-    result = CliRunner().invoke(
-        cli,
-        ["--db", str(world.db), "--config-dir", root, "pick", "--cwd", str(world.shop), *flags],
-    )
+    `resume --dry-run` prints, or its ID alone."""
+    result = _pick_cli(world, monkeypatch, ["pick", "--cwd", str(world.shop), *flags])
     assert result.exit_code == 0, result.output
     with Index(world.db, [world.tree.root], refresh=False) as index:
         ledger = index.resolve(str(world.paths["ledger"])).session
-    assert result.output.strip() == ledger[expected]
-    if expected == "resume_command":
-        dry = CliRunner().invoke(
-            cli,
-            [
-                "--db",
-                str(world.db),
-                "--config-dir",
-                root,
-                "resume",
-                "--dry-run",
-                ledger["session_id"],
-            ],
-        )
+    assert result.output.strip() == ledger[field]
+    if field == "resume_command":
+        base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+        dry = CliRunner().invoke(cli, [*base, "resume", "--dry-run", ledger["session_id"]])
         assert result.output == dry.output and result.output.startswith(f"cd {world.api} && ")
-    assert captured["options"].cwd == os.path.abspath(world.shop)
+
+
+def test_leaving_the_picker_exits_1(world: PickerWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sessiondex.cli.pick_cmd as pick_cmd
+    import sessiondex.picker as picker
+
+    monkeypatch.setattr(pick_cmd, "has_terminal", lambda: True)
+    monkeypatch.setattr(picker, "run_picker", lambda *a, **k: None)
+    base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+    result = CliRunner().invoke(cli, [*base, "pick"])
+    assert result.exit_code == 1 and result.output == ""
 
 
 def test_choosing_in_the_app_returns_a_session_of_another_project(world: PickerWorld) -> None:
@@ -445,3 +430,66 @@ def test_choosing_in_the_app_returns_a_session_of_another_project(world: PickerW
     chosen, _ = drive(world, run)
     assert chosen["session_id"] == world.ids["ledger"]
     assert chosen["resume_command"] == f"cd {world.api} && claude --resume {world.ids['ledger']}"
+
+
+def test_a_stale_search_is_interrupted(world: PickerWorld) -> None:
+    """A new keystroke stops the query of the previous one instead of waiting for it."""
+    import threading
+
+    from sessiondex.picker.source import Interrupted, Source
+
+    started = threading.Event()
+
+    def endless(index: Index) -> Any:
+        started.set()
+        db = index.reader()
+        return db.execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1e10)"
+            " SELECT count(*) FROM c"
+        ).fetchone()
+
+    source = Source(world.db, [world.tree.root])
+    try:
+        future = source.submit(endless, interruptible=True)
+        assert started.wait(10)
+        time.sleep(0.05)
+        source.interrupt()
+        with pytest.raises(Interrupted):
+            future.result(timeout=10)
+        # the thread is free for the next query
+        assert source.submit(lambda index: len(index.list_order(scope="all"))).result(10) == 6
+    finally:
+        source.close()
+
+
+def _pick_cli(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, args: list[str], choice: str = "ledger"
+) -> Any:
+    """Run a CLI command with the picker replaced by its answer (the app is tested above)."""
+    import sessiondex.cli.pick_cmd as pick_cmd
+    import sessiondex.picker as picker
+
+    def fake_run(db_path: Path, roots: Any, options: PickerOptions, **kw: Any) -> Any:
+        assert options.cwd == os.path.abspath(world.shop)
+        with Index(db_path, roots, refresh=False) as index:
+            return index.resolve(str(world.paths[choice])).session
+
+    monkeypatch.setattr(pick_cmd, "has_terminal", lambda: True)
+    monkeypatch.setattr(picker, "run_picker", fake_run)
+    base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+    return CliRunner().invoke(cli, [*base, *args])
+
+
+@pytest.mark.parametrize("command", [["pick", "--exec"], ["resume"]])
+def test_exec_and_resume_without_arg_run_claude_in_the_session_directory(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    record = tmp_path / "claude-ran"
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$PWD $*" > {record}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    result = _pick_cli(world, monkeypatch, [*command, "--cwd", str(world.shop)])
+    assert result.exit_code == 0, result.output
+    assert record.read_text().split() == [str(world.api), "--resume", world.ids["ledger"]]

@@ -1,0 +1,204 @@
+"""``python -m bench.picker``: the picker's figures (spec/performance.md).
+
+- **keystroke → results painted**: the picker runs headless (Textual's ``run_test``) on
+  an index of the generated corpus, in the "all projects" scope; a word is typed one key
+  at a time and each key is timed from the press until the rows of *its* query are on
+  screen (the load's generation painted). A PR URL is pasted in one insert and timed
+  the same way. p50/p95 over every keystroke.
+- **startup → first paint**: a new Python process that imports the picker, opens the
+  index and paints the first rows (headless), timed from spawn to its "painted" line.
+
+The index is built once per corpus (``--db``, default in the bench cache dir); the
+corpus comes from :func:`bench.runner.ensure_corpus` (``--scale 10``: 20,000 sessions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.runner import DEFAULT_CORPUS, cache_dir, ensure_corpus, read_manifest
+
+WORDS = ["kubectl", "stripe", "zephyrquartz", "timeout", "thornwhistle", "database"]
+STARTUP_RUNS = 7
+
+CHILD = r"""
+import sys, time, asyncio
+from pathlib import Path
+from sessiondex.picker.app import PickerApp, PickerOptions
+from sessiondex.picker.source import Source
+
+async def main():
+    source = Source(Path(sys.argv[1]), [Path(sys.argv[2])])
+    app = PickerApp(source, PickerOptions(cwd="/", scope="all"), live_interval=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.picker
+        for _ in range(20000):
+            if screen.painted_generation >= 1 and screen.session_list.objects:
+                break
+            await asyncio.sleep(0.001)
+        print("painted", len(screen.session_list.rows), flush=True)
+    source.close()
+
+asyncio.run(main())
+"""
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def build_index(corpus: Path, db: Path) -> None:
+    from sessiondex.index import Index
+
+    if db.exists():
+        return
+    print(f"indexing {corpus} into {db} ...", file=sys.stderr)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Index(db, [corpus]) as index:
+        index.refresh()
+
+
+async def keystrokes(corpus: Path, db: Path, pr_urls: list[str]) -> dict[str, list[float]]:
+    from sessiondex.picker.app import PickerApp, PickerOptions
+    from sessiondex.picker.source import Source
+
+    source = Source(db, [corpus])
+    app = PickerApp(source, PickerOptions(cwd="/", scope="all"), live_interval=None)
+    out: dict[str, list[float]] = {"word": [], "burst": [], "pr": [], "counts": []}
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = app.picker
+            box = screen.query_one("#query")
+
+            async def painted(after: int, timeout: float = 10.0) -> float:
+                """Wait for a load newer than generation ``after`` to be on screen."""
+                started = time.perf_counter()
+                while screen.generation <= after or screen.painted_generation < screen.generation:
+                    if time.perf_counter() - started > timeout:
+                        raise TimeoutError("no paint")
+                    await asyncio.sleep(0.0005)
+                return time.perf_counter()
+
+            async def clear() -> None:
+                if box.value:  # type: ignore[attr-defined]
+                    before = screen.generation
+                    box.value = ""  # type: ignore[attr-defined]
+                    await painted(before)
+                screen.search_cache.clear()
+
+            await painted(0)
+            for round_ in range(2):  # the first round warms the page cache
+                for word in WORDS:
+                    await clear()
+                    # every keystroke, waiting for its answer before the next key
+                    for ch in word:
+                        before = screen.generation
+                        t0 = time.perf_counter()
+                        await pilot.press(ch)
+                        t1 = await painted(before)
+                        if round_:
+                            out["word"].append((t1 - t0) * 1000)
+                    out["counts"].append(len(screen.session_list.rows))
+                    # typed at 10 keys a second: the last key to its answer on screen
+                    await clear()
+                    for ch in word:
+                        before = screen.generation
+                        t0 = time.perf_counter()
+                        await pilot.press(ch)
+                        await asyncio.sleep(0.1)
+                    await painted(before)
+                    if round_:
+                        out["burst"].append((screen.painted_at - t0) * 1000)
+                for url in pr_urls:
+                    await clear()
+                    before = screen.generation
+                    t0 = time.perf_counter()
+                    box.insert_text_at_cursor(url)  # type: ignore[attr-defined]
+                    t1 = await painted(before)
+                    if round_:
+                        out["pr"].append((t1 - t0) * 1000)
+    finally:
+        source.close()
+    return out
+
+
+def startup(corpus: Path, db: Path, runs: int = STARTUP_RUNS) -> list[float]:
+    samples = []
+    for run in range(runs + 1):
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, str(db), str(corpus)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        if "painted" not in proc.stdout:
+            raise RuntimeError(proc.stdout + proc.stderr)
+        if run:  # the first is a warm-up
+            samples.append(elapsed)
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.picker")
+    parser.add_argument("--scale", type=int, default=10, help="corpus scale for keystrokes")
+    parser.add_argument("--startup-scale", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("bench/out/picker.json"))
+    args = parser.parse_args(argv)
+
+    corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.scale)
+    db = cache_dir() / f"picker-x{args.scale}.db"
+    build_index(corpus, db)
+    manifest = read_manifest(corpus)
+    urls = sorted({link["url"] for m in manifest for link in m.get("pr_links", [])})[:10]
+    results = asyncio.run(keystrokes(corpus, db, urls))
+
+    start_corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.startup_scale)
+    start_db = cache_dir() / f"picker-x{args.startup_scale}.db"
+    build_index(start_corpus, start_db)
+    boot = startup(start_corpus, start_db)
+
+    report: dict[str, Any] = {
+        "sessions": len(manifest),
+        "keystroke_word_ms": {
+            "p50": statistics.median(results["word"]),
+            "p95": percentile(results["word"], 0.95),
+            "max": max(results["word"]),
+            "n": len(results["word"]),
+        },
+        "word_typed_last_key_ms": {
+            "p50": statistics.median(results["burst"]),
+            "p95": percentile(results["burst"], 0.95),
+            "n": len(results["burst"]),
+        },
+        "pr_url_ms": {
+            "p50": statistics.median(results["pr"]) if results["pr"] else None,
+            "p95": percentile(results["pr"], 0.95) if results["pr"] else None,
+            "n": len(results["pr"]),
+        },
+        "startup_sessions": len(read_manifest(start_corpus)),
+        "startup_first_paint_ms": {
+            "p50": statistics.median(boot),
+            "min": min(boot),
+            "max": max(boot),
+            "n": len(boot),
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
