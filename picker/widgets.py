@@ -48,7 +48,7 @@ class SessionList(ScrollView, can_focus=True):
     """Every row of the current scope or search, drawn a screen at a time."""
 
     DEFAULT_CSS = """
-    SessionList { height: 1fr; scrollbar-size-vertical: 1; }
+    SessionList { height: 1fr; scrollbar-size-vertical: 1; overflow-x: hidden; }
     """
 
     def __init__(
