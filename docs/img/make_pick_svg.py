@@ -32,7 +32,10 @@ async def main() -> None:
         index.refresh()
     source = Source(db, [config])
     app = PickerApp(
-        source, PickerOptions(cwd="/home/dev/shop", scope="all"), clock=lambda: NOW, live_interval=None
+        source,
+        PickerOptions(cwd="/home/dev/shop", scope="all"),
+        clock=lambda: NOW,
+        live_interval=None,
     )
     try:
         async with app.run_test(size=(110, 32)) as pilot:
