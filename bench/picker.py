@@ -32,12 +32,17 @@ STARTUP_RUNS = 7
 CHILD = r"""
 import sys, time, asyncio
 from pathlib import Path
-from sessiondex.picker.app import PickerApp, PickerOptions
+from sessiondex.picker import prefetch
+from sessiondex.picker.model import PickerOptions
 from sessiondex.picker.source import Source
 
 async def main():
     source = Source(Path(sys.argv[1]), [Path(sys.argv[2])])
-    app = PickerApp(source, PickerOptions(cwd="/", scope="all"), live_interval=None)
+    options = PickerOptions(cwd="/", scope="all")
+    initial = prefetch(source, options)  # as run_picker does, before Textual loads
+    from sessiondex.picker.app import PickerApp
+
+    app = PickerApp(source, options, live_interval=None, initial=initial)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = app.picker
         for _ in range(20000):
@@ -68,7 +73,8 @@ def build_index(corpus: Path, db: Path) -> None:
 
 
 async def keystrokes(corpus: Path, db: Path, pr_urls: list[str]) -> dict[str, list[float]]:
-    from sessiondex.picker.app import PickerApp, PickerOptions
+    from sessiondex.picker.app import PickerApp
+    from sessiondex.picker.model import PickerOptions
     from sessiondex.picker.source import Source
 
     source = Source(db, [corpus])

@@ -43,7 +43,7 @@ def choose_session(
     if not textual_available():
         raise CliError("the picker needs Textual: pip install 'sessiondex[picker]'")
     from sessiondex.picker import run_picker
-    from sessiondex.picker.app import PickerOptions
+    from sessiondex.picker.model import PickerOptions
     from sessiondex.picker.rows import glyphs_for
 
     state = app()

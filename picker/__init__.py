@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sessiondex.picker.app import PickerOptions
-    from sessiondex.picker.rows import Glyphs
+    from concurrent.futures import Future
 
-__all__ = ["PickerOptions", "run_picker", "textual_available"]
+    from sessiondex.picker.model import Loaded, PickerOptions
+    from sessiondex.picker.rows import Glyphs
+    from sessiondex.picker.source import Source
+
+__all__ = ["PickerOptions", "prefetch", "run_picker", "textual_available"]
 
 
 def textual_available() -> bool:
@@ -45,17 +48,34 @@ def run_picker(
     glyphs: Glyphs | None = None,
 ) -> dict[str, Any] | None:
     """Run the picker on this terminal; the chosen session object, or None if left."""
-    from sessiondex.picker.app import PickerApp
-    from sessiondex.picker.rows import UNICODE
     from sessiondex.picker.source import Source
 
     source = Source(db_path, config_dirs)
     try:
-        app = PickerApp(source, options, glyphs=glyphs or UNICODE, refresh=refresh)
+        initial = prefetch(source, options)
+        from sessiondex.picker.app import PickerApp  # Textual loads while the index answers
+        from sessiondex.picker.rows import UNICODE
+
+        app = PickerApp(source, options, glyphs=glyphs or UNICODE, refresh=refresh, initial=initial)
         with _terminal_on_stdout():
             return app.run()
     finally:
         source.close()
+
+
+def prefetch(source: Source, options: PickerOptions) -> Future[Loaded]:
+    """Ask the index for the first screen of rows before Textual is even imported: the
+    query runs on the index thread while the UI starts (start-up to first paint is a
+    benchmark figure, and importing Textual is most of it)."""
+    from sessiondex.picker.model import filters_for, load
+
+    try:
+        height = os.get_terminal_size(2).lines
+    except OSError:
+        height = 40
+    query = options.query.strip()
+    filters = filters_for(options)
+    return source.submit(lambda index: load(index, 1, query, filters, height=height))
 
 
 @contextlib.contextmanager
@@ -80,7 +100,7 @@ def _terminal_on_stdout() -> Iterator[None]:
 
 def __getattr__(name: str) -> Any:
     if name == "PickerOptions":
-        from sessiondex.picker.app import PickerOptions
+        from sessiondex.picker.model import PickerOptions
 
         return PickerOptions
     raise AttributeError(f"module 'sessiondex.picker' has no attribute {name!r}")

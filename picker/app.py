@@ -17,6 +17,7 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
-from sessiondex.picker.model import Listing, Row, flat_rows
+from sessiondex.picker.model import (
+    PAGE,
+    Listing,
+    Loaded,
+    PickerOptions,
+    Row,
+    filters_for,
+    position,
+)
+from sessiondex.picker.model import load as load_rows
 from sessiondex.picker.rows import (
     UNICODE,
     Glyphs,
@@ -43,35 +53,10 @@ from sessiondex.picker.widgets import HelpScreen, QueryBox, SessionList, TextPro
 if TYPE_CHECKING:
     from sessiondex.index import Index
 
-PAGE = 50  # session objects fetched below the screen; search results per page
 SCOPE_LABELS = {"worktree": "this worktree", "repo": "all worktrees", "all": "all projects"}
 PREVIEW_MESSAGES = 4  # last messages shown in the preview
 PREVIEW_CHARS = 400  # per message
 SEARCH_CACHE = 32  # recent search answers kept
-
-
-@dataclass
-class PickerOptions:
-    """What the picker starts with (the ``pick`` command's options)."""
-
-    cwd: str
-    scope: str = "worktree"
-    query: str = ""
-    all_kinds: bool = False
-    include_archived: bool = False
-    current_branch: bool = False
-
-
-@dataclass
-class Loaded:
-    """One load's answer, computed on the index thread."""
-
-    generation: int
-    rows: list[Row]
-    objects: dict[str, dict[str, Any]]
-    listing: Listing | None
-    complete: bool  # False: a search page was full, more may follow
-    cursor: int = 0
 
 
 @dataclass
@@ -134,6 +119,7 @@ class PickerScreen(Screen[None]):
         self.generation = 0
         self.painted_generation = 0  # the last load whose rows reached the screen
         self.painted_at = 0.0
+        self.choose_when_loaded = False
         self.preview_shown = False
         self.is_loading = True
         self.error: str | None = None
@@ -162,25 +148,39 @@ class PickerScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(QueryBox).focus()
-        self.start_load(keep=None)
+        app = self.app
+        initial = app.initial if isinstance(app, PickerApp) else None
+        if initial is None:
+            self.start_load(keep=None)
+        else:
+            self.generation = initial_generation = 1
+            self.apply_initial(initial, initial_generation)
+
+    @work(group="load")
+    async def apply_initial(self, initial: Future[Loaded], generation: int) -> None:
+        """The first rows, queried while Textual was still starting (see ``prefetch``)."""
+        try:
+            loaded = await asyncio.wrap_future(initial)
+        except Exception:  # noqa: BLE001 - ask again the ordinary way, which reports it
+            if self.generation == generation:
+                self.start_load(keep=None)
+            return
+        if self.generation == generation:
+            self.apply(loaded, None)
 
     def on_resize(self) -> None:
         self.update_chrome()
 
     # ----------------------------------------------------------------- loading
     def filters(self) -> dict[str, Any]:
-        return {
-            "cwd": self.options.cwd,
-            "scope": self.scope,
-            "current_branch": self.current_branch,
-            "all_kinds": self.options.all_kinds,
-            "include_archived": self.options.include_archived,
-        }
+        return filters_for(self.options, self.scope, self.current_branch)
 
     def start_load(self, keep: str | None, *, live: bool = False) -> None:
         """Load the rows of the current query and filters, keeping the cursor on the
-        session ``keep`` (and, for a live update, on the same screen line)."""
+        session ``keep`` (and, for a live update, on the same screen line; if that
+        session is gone, on the same row number)."""
         self.generation += 1
+        fallback = self.session_list.cursor if live else 0
         self.source.interrupt()  # a running search answers a query nobody waits for now
         offset = self.session_list.screen_offset() if live and keep else None
         if live:
@@ -189,10 +189,11 @@ class PickerScreen(Screen[None]):
         if cached is not None:  # backspace over a query seen a moment ago
             rows, objects, complete = cached
             self.search_cache.move_to_end(self._search_key())
-            loaded = Loaded(self.generation, rows, objects, None, complete, _position(rows, keep))
+            at = position(rows, keep, fallback)
+            loaded = Loaded(self.generation, rows, objects, None, complete, at)
             self.apply(loaded, offset)
             return
-        self.load(self.generation, keep, offset)
+        self.load(self.generation, keep, offset, fallback)
 
     def _search_key(self) -> tuple[Any, ...] | None:
         query = self.query_text.strip()
@@ -201,7 +202,9 @@ class PickerScreen(Screen[None]):
         return (query, self.search_limit, tuple(sorted(self.filters().items())))
 
     @work(exclusive=True, group="load")
-    async def load(self, generation: int, keep: str | None, offset: int | None) -> None:
+    async def load(
+        self, generation: int, keep: str | None, offset: int | None, fallback: int
+    ) -> None:
         query = self.query_text.strip()
         filters = self.filters()
         expanded = set(self.expanded)
@@ -211,28 +214,16 @@ class PickerScreen(Screen[None]):
         def job(index: Index) -> Loaded | None:
             if generation != self.generation:
                 return None  # superseded while it waited: skip the query
-            if query:
-                found = index.search(query, limit=limit, **filters)
-                return Loaded(
-                    generation,
-                    flat_rows(found),
-                    {o["file_path"]: o for o in found},
-                    None,
-                    complete=len(found) < limit,
-                    cursor=_position(flat_rows(found), keep),
-                )
-            listing = Listing(index.list_order(**filters))
-            rows = listing.rows(expanded)
-            at = _position(rows, keep)
-            window = rows[max(0, at - height) : at + height + PAGE]
-            objects = index.sessions_at([r.path for r in window])
-            return Loaded(
+            return load_rows(
+                index,
                 generation,
-                rows,
-                {o["file_path"]: o for o in objects},
-                listing,
-                complete=True,
-                cursor=at,
+                query,
+                filters,
+                expanded=expanded,
+                limit=limit,
+                height=height,
+                keep=keep,
+                fallback=fallback,
             )
 
         try:
@@ -264,13 +255,15 @@ class PickerScreen(Screen[None]):
         self.error = None
         self.listing = loaded.listing
         self.search_complete = loaded.complete
-        self.session_list.objects = dict(loaded.objects)
+        self.session_list.replace_objects(loaded.objects)
         self.session_list.show_project = self.scope != "worktree"
         self.session_list.set_rows(loaded.rows, loaded.cursor, screen_offset=offset)
         self.update_chrome()
         self.highlight_changed()
         generation = loaded.generation
         self.call_after_refresh(self._painted, generation)
+        if self.choose_when_loaded:
+            self.call_after_refresh(self.action_choose)
 
     def _painted(self, generation: int) -> None:
         if generation > self.painted_generation:
@@ -443,6 +436,11 @@ class PickerScreen(Screen[None]):
                 self.start_load(current.path if current else None, live=True)
 
     def action_choose(self) -> None:
+        if self.painted_generation < self.generation and not self.error:
+            # typed, then Enter at once: choose from the answer to what was typed
+            self.choose_when_loaded = True
+            return
+        self.choose_when_loaded = False
         row = self.session_list.current
         if row is None:
             return
@@ -520,7 +518,7 @@ class PickerScreen(Screen[None]):
         """Expand or collapse on the UI thread: the order is already here."""
         assert self.listing is not None
         rows = self.listing.rows(self.expanded)
-        self.session_list.set_rows(rows, _position(rows, keep))
+        self.session_list.set_rows(rows, position(rows, keep))
         self.highlight_changed()
 
     def action_help(self) -> None:
@@ -533,6 +531,12 @@ class PickerScreen(Screen[None]):
         box = self.query_one(QueryBox)
         box.focus()
         box.insert_text_at_cursor(character)
+
+    def backspace_query(self) -> None:
+        box = self.query_one(QueryBox)
+        box.focus()
+        box.action_end()
+        box.action_delete_left()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "query":
@@ -590,20 +594,13 @@ class PickerScreen(Screen[None]):
         self.start_load(path, live=True)
 
 
-def _position(rows: list[Row], path: str | None) -> int:
-    if path is not None:
-        for index, row in enumerate(rows):
-            if row.path == path:
-                return index
-    return 0
-
-
 class PickerApp(App[dict[str, Any] | None]):
     """The picker as an app: returns the chosen session object, or None.
 
     ``clock`` gives "now" for relative times (tests pin it); ``live_interval`` is how
     often the index is checked for changes (None: never, for tests that drive it);
-    ``refresh`` False answers from the index as it is (``--no-refresh``).
+    ``refresh`` False answers from the index as it is (``--no-refresh``); ``initial``
+    is the first load, already asked for (:func:`sessiondex.picker.prefetch`).
     """
 
     ENABLE_COMMAND_PALETTE = False
@@ -618,8 +615,10 @@ class PickerApp(App[dict[str, Any] | None]):
         glyphs: Glyphs = UNICODE,
         live_interval: float | None = 2.0,
         refresh: bool = True,
+        initial: Future[Loaded] | None = None,
     ) -> None:
         super().__init__()
+        self.initial = initial
         self.source = source
         self.options = options
         self.clock = clock

@@ -10,9 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
 
 MAX_DEPTH = 8  # fork chains deeper than this are shown flat (and cycles end here)
+PAGE = 50  # session objects fetched below the screen; search results per page
+
+
+@dataclass
+class PickerOptions:
+    """What the picker starts with (the ``pick`` command's options)."""
+
+    cwd: str
+    scope: str = "worktree"
+    query: str = ""
+    all_kinds: bool = False
+    include_archived: bool = False
+    current_branch: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,3 +83,75 @@ class Listing:
 def flat_rows(objects: Sequence[dict[str, Any]]) -> list[Row]:
     """Search results as rows: ranked, one level."""
     return [Row(o["file_path"], o["session_id"]) for o in objects]
+
+
+@dataclass
+class Loaded:
+    """One load's answer, computed on the index thread."""
+
+    generation: int
+    rows: list[Row]
+    objects: dict[str, dict[str, Any]]
+    listing: Listing | None
+    complete: bool  # False: a search page was full, more may follow
+    cursor: int = 0
+
+
+def position(rows: Sequence[Row], path: str | None, fallback: int = 0) -> int:
+    """The row showing ``path``; else ``fallback`` (kept within the list)."""
+    if path is not None:
+        for index, row in enumerate(rows):
+            if row.path == path:
+                return index
+    return max(0, min(fallback, len(rows) - 1))
+
+
+def load(
+    index: Index,
+    generation: int,
+    query: str,
+    filters: dict[str, Any],
+    *,
+    expanded: set[str] | frozenset[str] = frozenset(),
+    limit: int = PAGE,
+    height: int = 40,
+    keep: str | None = None,
+    fallback: int = 0,
+) -> Loaded:
+    """The rows for ``query`` (``Index.search``) or, without one, for the scope
+    (``Index.list_order``, with the objects of a screen around the kept row)."""
+    if query:
+        found = index.search(query, limit=limit, **filters)
+        rows = flat_rows(found)
+        return Loaded(
+            generation,
+            rows,
+            {o["file_path"]: o for o in found},
+            None,
+            complete=len(found) < limit,
+            cursor=position(rows, keep, fallback),
+        )
+    listing = Listing(index.list_order(**filters))
+    rows = listing.rows(set(expanded))
+    at = position(rows, keep, fallback)
+    window = rows[max(0, at - height) : at + height + PAGE]
+    objects = index.sessions_at([r.path for r in window])
+    return Loaded(
+        generation, rows, {o["file_path"]: o for o in objects}, listing, complete=True, cursor=at
+    )
+
+
+def filters_for(
+    options: PickerOptions, scope: str | None = None, current_branch: bool | None = None
+) -> dict[str, Any]:
+    """``Index`` filter arguments for the picker's options (``PickerOptions``), with the
+    scope and branch toggles applied."""
+    return {
+        "cwd": options.cwd,
+        "scope": scope if scope is not None else options.scope,
+        "current_branch": (
+            current_branch if current_branch is not None else options.current_branch
+        ),
+        "all_kinds": options.all_kinds,
+        "include_archived": options.include_archived,
+    }

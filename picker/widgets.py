@@ -18,7 +18,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -37,11 +37,13 @@ class Picker(Protocol):
     def action_help(self) -> None: ...
     def focus_query(self) -> None: ...
     def type_into_query(self, character: str) -> None: ...
+    def backspace_query(self) -> None: ...
     def highlight_changed(self) -> None: ...
     def fetch_objects(self, paths: list[str]) -> None: ...
 
 
 CURSOR_STYLE = Style(reverse=True, bold=True)
+STRIP_CACHE = 2000  # drawn rows kept
 
 
 class SessionList(ScrollView, can_focus=True):
@@ -68,6 +70,11 @@ class SessionList(ScrollView, can_focus=True):
         self.cursor = 0
         self.show_project = False
         self._missing: set[str] = set()
+        # drawn rows, reused while scrolling and moving; ``version`` counts changes of
+        # ``objects`` and is part of the key, with the minute (relative times)
+        self.version = 0
+        self._strips: dict[tuple[Row, bool, int, int, int], Strip] = {}
+        self._paint: tuple[Style, Columns, float, int] = (Style(), Columns(title=10), 0.0, 0)
         self._fetch_pending = False
 
     # ----------------------------------------------------------------- state
@@ -120,19 +127,30 @@ class SessionList(ScrollView, can_focus=True):
         return [r.path for r in self.rows[top : top + height + extra]]
 
     # ----------------------------------------------------------------- drawing
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # What every line of one paint shares, computed once per paint (the widget's
+        # style is a computed property, and a paint is 20-40 lines).
         width = self.scrollable_content_region.width
+        self._paint = (self.rich_style, self.columns(), self.clock(), width)
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        base, columns, now, width = self._paint
         index = round(self.scroll_offset.y) + y
         if index >= len(self.rows):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, base)
         row = self.rows[index]
         obj = self.objects.get(row.path)
         if obj is None:
             self._want(row.path)
+        key = (row, index == self.cursor, width, self.version, int(now // 60))
+        strip = self._strips.get(key)
+        if strip is not None:
+            return strip
         text = row_text(
             obj,
-            self.columns(),
-            self.clock(),
+            columns,
+            now,
             depth=row.depth,
             forks=row.forks,
             expanded=row.expanded,
@@ -143,9 +161,12 @@ class SessionList(ScrollView, can_focus=True):
         if index == self.cursor:
             text.stylize(CURSOR_STYLE)
         segments = list(text.render(self.app.console, end=""))
-        return Strip(Segment.apply_style(segments, self.rich_style)).crop_extend(
-            0, width, self.rich_style
-        )
+        strip = Strip(Segment.apply_style(segments, base)).crop_extend(0, width, base)
+        if obj is not None:
+            if len(self._strips) > STRIP_CACHE:
+                self._strips.clear()
+            self._strips[key] = strip
+        return strip
 
     def _want(self, path: str) -> None:
         """A row on screen has no object yet: ask for the screen's worth once drawn."""
@@ -163,7 +184,13 @@ class SessionList(ScrollView, can_focus=True):
 
     def add_objects(self, objects: dict[str, dict[str, Any]]) -> None:
         self.objects.update(objects)
+        self.version += 1
         self.refresh()
+
+    def replace_objects(self, objects: dict[str, dict[str, Any]]) -> None:
+        self.objects = dict(objects)
+        self.version += 1
+        self._strips.clear()
 
     # ----------------------------------------------------------------- input
     def on_key(self, event: events.Key) -> None:
@@ -177,6 +204,7 @@ class SessionList(ScrollView, can_focus=True):
             "left": self.picker.action_left,
             "question_mark": self.picker.action_help,
             "slash": self.picker.focus_query,
+            "backspace": self.picker.backspace_query,
         }
         action = actions.get(event.key)
         if action is not None:

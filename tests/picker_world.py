@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from sessiondex.index import Index
-from sessiondex.picker.app import PickerApp, PickerOptions
+from sessiondex.picker import prefetch
+from sessiondex.picker.app import PickerApp
+from sessiondex.picker.model import PickerOptions
 from sessiondex.picker.rows import UNICODE, Glyphs
 from sessiondex.picker.source import Source
 from sessiondex.query.scopes import git_current_branch, git_worktrees
@@ -167,12 +169,14 @@ def drive(
 
     async def main() -> tuple[Any, Any]:
         source = Source(world.db, [world.tree.root])
+        chosen_options = options or PickerOptions(cwd=str(world.shop))
         app = PickerApp(
             source,
-            options or PickerOptions(cwd=str(world.shop)),
+            chosen_options,
             clock=lambda: NOW,
             live_interval=live_interval,
             glyphs=glyphs,
+            initial=prefetch(source, chosen_options),  # as run_picker starts it
         )
         try:
             async with app.run_test(size=size) as pilot:

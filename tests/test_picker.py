@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.index import Index
-from sessiondex.picker.app import PickerApp, PickerOptions
-from sessiondex.picker.model import Listing
+from sessiondex.picker.app import PickerApp
+from sessiondex.picker.model import Listing, PickerOptions
 from sessiondex.picker.rows import ASCII, clean, glyphs_for, marked_snippet
 from tests.builders import append_records
 from tests.picker_world import HOSTILE, NOW, PR_URL, PickerWorld, drive, settle, titles

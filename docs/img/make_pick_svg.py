@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from sessiondex.index import Index  # noqa: E402
-from sessiondex.picker.app import PickerApp, PickerOptions  # noqa: E402
+from sessiondex.picker.app import PickerApp  # noqa: E402
+from sessiondex.picker.model import PickerOptions  # noqa: E402
 from sessiondex.picker.source import Source  # noqa: E402
 from tests.builders import copy_fixtures  # noqa: E402
 from tests.picker_world import settle  # noqa: E402
