@@ -231,7 +231,7 @@ class PickerScreen(Screen[None]):
         except Interrupted:
             return
         except ValueError as exc:  # a filter that cannot apply (no git branch here)
-            self.notify(clean(str(exc)), severity="error")
+            self.notify(clean(str(exc)), severity="error", markup=False)
             if self.current_branch:
                 self.current_branch = False
                 self.start_load(keep)
@@ -449,8 +449,9 @@ class PickerScreen(Screen[None]):
             return  # its object is on the way; Enter again
         if obj.get("resume_command") is None:
             self.notify(
-                f"archived: restore it first (sessiondex restore {obj['session_id']})",
+                f"archived: restore it first (sessiondex restore {clean(obj['session_id'])})",
                 severity="warning",
+                markup=False,
             )
             return
         self.app.exit(obj)
@@ -588,9 +589,9 @@ class PickerScreen(Screen[None]):
         try:
             await asyncio.wrap_future(self.source.submit(action))
         except Exception as exc:  # noqa: BLE001 - NotFound, a refused name, a vanished file
-            self.notify(clean(str(exc)), severity="error")
+            self.notify(clean(str(exc)), severity="error", markup=False)
             return
-        self.notify(done)
+        self.notify(done, markup=False)
         self.start_load(path, live=True)
 
 
@@ -647,7 +648,7 @@ class PickerApp(App[dict[str, Any] | None]):
             self._freshness.start()
 
     def _warn(self, message: str) -> None:
-        self.notify(clean(message), severity="warning")
+        self.notify(clean(message), severity="warning", markup=False)
 
     def on_unmount(self) -> None:
         if self._freshness is not None:

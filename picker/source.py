@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sessiondex.index import Index
 
 T = TypeVar("T")
+WATCH_POLL = 0.5  # seconds between looks at the database while a watcher keeps it live
 
 
 class Interrupted(Exception):
@@ -103,8 +104,9 @@ def database_signature(db_path: Path) -> tuple[tuple[int, int] | None, ...]:
 class Freshness:
     """Calls ``on_change`` (from its own thread) whenever the index changed.
 
-    Every ``interval`` seconds: when a ``watch`` keeps the index live, compare the
-    database's :func:`database_signature`; otherwise run ``Index.refresh()`` (the same
+    When a ``watch`` keeps the index live, compare the database's
+    :func:`database_signature` every ``WATCH_POLL`` seconds; otherwise, every
+    ``interval`` seconds, run ``Index.refresh()`` (the same
     stat-first incremental pass every command runs) and report it when it read anything.
     The first round runs at once, so a picker opened on a stale index paints first and
     catches up right after. ``on_error`` gets the first failure of a kind (a busy or
@@ -143,9 +145,10 @@ class Freshness:
         errors: set[str] = set()
         try:
             while not self._stop.is_set():
-                changed = False
+                changed = watching = False
                 try:
-                    if self.refresh and not index.watcher_alive():
+                    watching = index.watcher_alive()
+                    if self.refresh and not watching:
                         # A refresh writes its bookkeeping even when no file changed:
                         # what it read says whether sessions did.
                         stats = index.refresh()
@@ -164,6 +167,7 @@ class Freshness:
                         self.on_change()
                     except RuntimeError:  # the UI's loop has closed: we are done
                         return
-                self._stop.wait(self.interval)
+                # A stat is cheap: with a watcher, look more often than we would refresh.
+                self._stop.wait(self.interval if self.refresh and not watching else WATCH_POLL)
         finally:
             index.close()

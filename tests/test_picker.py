@@ -19,7 +19,7 @@ from sessiondex.cli.main import cli
 from sessiondex.index import Index
 from sessiondex.picker.app import PickerApp
 from sessiondex.picker.model import Listing, PickerOptions
-from sessiondex.picker.rows import ASCII, clean, glyphs_for, marked_snippet
+from sessiondex.picker.rows import ASCII, clean, glyphs_for, marked_snippet, markers
 from tests.builders import append_records
 from tests.picker_world import HOSTILE, NOW, PR_URL, PickerWorld, drive, settle, titles
 
@@ -97,30 +97,31 @@ def test_escape_clears_the_query_then_leaves(world: PickerWorld) -> None:
     assert chosen is None
 
 
-@pytest.mark.parametrize(
-    "query, scope, expected",
-    [
-        ("websocket heartbeat", "worktree", ["auth"]),
-        ("zephyrquartz", "all", ["ledger"]),
-        ("auth", "worktree", None),  # whatever Index.search finds, in its order
-    ],
-)
-def test_typing_narrows_to_what_index_search_finds(
-    world: PickerWorld, query: str, scope: str, expected: list[str] | None
-) -> None:
-    async def typed(app: PickerApp, pilot: Any) -> Any:
-        if scope == "all":
-            await press(app, pilot, "ctrl+a")
-        keys = ["space" if ch == " " else ch for ch in query]
-        await press(app, pilot, *keys)
-        return [r.session_id for r in app.picker.session_list.rows]
+TYPED = [  # (query, scope, the sessions it must find; None: whatever Index.search finds)
+    ("websocket heartbeat", "worktree", ["auth"]),
+    ("auth", "worktree", None),
+    ("zephyrquartz", "all", ["ledger"]),
+]
 
-    _, shown = drive(world, typed)
+
+def test_typing_narrows_to_what_index_search_finds(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        shown = []
+        for query, scope, _ in TYPED:
+            if scope == "all" and app.picker.scope != "all":
+                await press(app, pilot, "ctrl+a")
+            await press(app, pilot, *["space" if ch == " " else ch for ch in query])
+            shown.append([r.session_id for r in app.picker.session_list.rows])
+            await press(app, pilot, "escape")
+        return shown
+
+    _, shown = drive(world, run)
     with Index(world.db, [world.tree.root], refresh=False) as index:
-        found = index.search(query, cwd=str(world.shop), scope=scope, limit=50)
-    assert shown == [o["session_id"] for o in found]
-    if expected is not None:
-        assert shown == [world.ids[name] for name in expected]
+        for (query, scope, expected), got in zip(TYPED, shown):
+            found = index.search(query, cwd=str(world.shop), scope=scope, limit=50)
+            assert got == [o["session_id"] for o in found], query
+            if expected is not None:
+                assert got == [world.ids[name] for name in expected], query
 
 
 def test_pasting_a_pr_url_shows_the_linked_session_first(world: PickerWorld) -> None:
@@ -234,8 +235,15 @@ def test_rename_writes_a_record_resolve_finds(tmp_path: Path) -> None:
     assert '"customTitle":"Coupons v2"' in lines[-2] and '"tag":"keep"' in lines[-1]
 
 
-def test_live_update_keeps_the_highlighted_session(tmp_path: Path) -> None:
+@pytest.mark.parametrize("watching", [False, True])
+def test_live_update_keeps_the_highlighted_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watching: bool
+) -> None:
+    """Without a watcher the picker refreshes the index itself; with one (simulated: the
+    test indexes the change as `watch` would) it notices the database changed."""
     world = PickerWorld(tmp_path)
+    if watching:
+        monkeypatch.setattr(Index, "watcher_alive", lambda self: True)
 
     async def run(app: PickerApp, pilot: Any) -> Any:
         before = app.picker.session_list.current  # "Implement coupon codes", first row
@@ -263,6 +271,8 @@ def test_live_update_keeps_the_highlighted_session(tmp_path: Path) -> None:
             ],
             mtime=NOW - 60,
         )
+        if watching:
+            world.refresh()
         for _ in range(250):
             await pilot.pause(0.02)
             if "Auth, renamed elsewhere" in titles(app):
@@ -361,6 +371,21 @@ def test_marked_snippet(snippet: str, query: str, marked: list[str]) -> None:
     spans = [text.plain[s.start : s.end] for s in text.spans]
     assert spans == marked
     assert "[docs]" in text.plain or "docs" not in snippet
+
+
+@pytest.mark.parametrize(
+    "fields, expected",
+    [
+        ({"tag": "review"}, ["#review"]),
+        ({"entrypoint": "sdk-cli"}, ["-p"]),
+        ({"entrypoint": "sdk-py", "tag": "x\u202ey"}, ["#xy", "sdk"]),
+        ({"resume_command": None}, ["archived"]),
+        ({"entrypoint": "cli"}, []),
+    ],
+)
+def test_row_markers(fields: dict[str, Any], expected: list[str]) -> None:
+    obj = {"session_id": "s", "resume_command": "claude --resume s", **fields}
+    assert markers(obj) == expected
 
 
 def test_listing_groups_forks_under_their_origin() -> None:
