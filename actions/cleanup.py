@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.actions.paths import write_target_problem
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file, remove_path
 from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.cleanup import CleanupPlan, PlanEntry, archived_copy_exists, plan_cleanup
@@ -59,17 +60,13 @@ class Outcome:
         return dict(self.__dict__)
 
 
-def archive_dir_problem(archive_dir: Path, roots: Iterable[Path]) -> str | None:
-    """Why ``archive_dir`` cannot hold archives (inside a projects/ dir), else None."""
-    target = os.path.realpath(archive_dir)
-    for root in roots:
-        projects = os.path.realpath(Path(root) / "projects")
-        if target == projects or target.startswith(projects + os.sep):
-            return (
-                f"--archive {archive_dir} is inside {projects}: Claude Code would sweep "
-                "it; choose a directory outside projects/"
-            )
-    return None
+def archive_dir_problem(
+    archive_dir: Path, roots: Iterable[Path], db_path: str | os.PathLike[str] | None = None
+) -> str | None:
+    """Why ``archive_dir`` cannot hold archives, else None: the rule of
+    :mod:`sessiondex.actions.paths` (not inside a ``projects/`` dir, where Claude Code
+    would sweep it and readers would take it for sessions; not an index file)."""
+    return write_target_problem(archive_dir, roots, db_path, label="--archive")
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -198,6 +195,9 @@ def apply_plan(
         if problem:
             raise ValueError(problem)
         Path(archive_dir).mkdir(parents=True, exist_ok=True)
+        from sessiondex.transcripts.archive import remove_stale_temps
+
+        remove_stale_temps(archive_dir)  # what a killed earlier run left behind
         add_archive_dir(db, Path(archive_dir))  # before any deletion: never forgotten
     outcomes: list[Outcome] = []
     stats = RefreshStats()

@@ -1,4 +1,4 @@
-"""Rename, tag, untag, fork and delete a session (spec/semantics.md §5).
+"""Rename, tag, untag, fork and delete a session (docs/mutations.md).
 
 Each mutation resolves its argument exactly as ``resolve`` does but for writing
 (a transcript path must lie inside a configured ``projects/`` dir; an ambiguous
@@ -24,7 +24,7 @@ from sessiondex.indexer.refresh import ingest_path
 from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
-from sessiondex.transcripts.fork import fork_transcript
+from sessiondex.transcripts.fork import NothingToFork, fork_transcript
 from sessiondex.transcripts.tags import sanitize_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 class MutationError(Exception):
     """An expected failure of a mutation (bad input, file gone, write refused)."""
+
+
+class CannotFork(MutationError):
+    """The fork request names nothing to copy (no messages, an unknown cut point): the
+    request is wrong, not the disk, so SDK-style callers get a ``ValueError``."""
 
 
 @dataclass
@@ -173,6 +178,8 @@ def fork(
     _write_guard(db, path, roots)
     try:
         result = fork_transcript(Path(path), roots, up_to=up_to, title=title)
+    except NothingToFork as exc:
+        raise CannotFork(str(exc)) from None
     except WriteRefused as exc:
         _sync(db, path, roots)
         raise MutationError(str(exc)) from None
@@ -209,6 +216,7 @@ def delete(
 
 
 __all__ = [
+    "CannotFork",
     "MutationError",
     "MutationResult",
     "NotFound",

@@ -16,7 +16,7 @@ Why it is built the way it is:
   slices of a few MiB of pre-built pseudo-random text; nothing is generated word by word
   per record. Files are streamed through one buffered handle at a time, so memory stays
   flat at ``--scale 10`` (20,000 sessions, ~4 GB).
-* **Realistic shape** (``/work/shared/spec/performance.md``): Zipf-like sessions per
+* **Realistic shape** (bench/README.md): Zipf-like sessions per
   project, log-normal file sizes (median ~55 KiB, p90 ~430 KiB, p99 a few MiB, a few
   files of 10+ MiB), the CLI's envelope fields and record types, the metadata block the
   CLI re-appends every ~32 KiB, titles and tags set deep inside big files, PR links for

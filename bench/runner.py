@@ -1,4 +1,4 @@
-"""The benchmark runner: every figure of spec/performance.md in one run, fast *and* right.
+"""The benchmark runner: every figure of the performance goals (bench/README.md) in one run, fast *and* right.
 
 ``python -m bench [--corpus DIR] [--out results.json] [--runs 5] [--scale-check] [--quick]``
 
@@ -340,7 +340,7 @@ _SAME_FIELDS = (
     "message_count",
 )
 # The generator names GitHub Enterprise links as Claude Code's forge classifier does
-# (reference/cli-sessions.md); the contract (spec/cli.md) says "GitHub Enterprise is
+# (docs/pull-requests.md); the JSON contract says "GitHub Enterprise is
 # `github` on another host", and the spec wins.
 _CONTRACT_PROVIDER = {"github-enterprise": "github"}
 _PR_REPOSITORY = "pr_links.repository"
@@ -370,7 +370,7 @@ def _expected(m: dict[str, Any], name: str) -> Any:
         ]
     if name == _PR_REPOSITORY:
         # prRepository as the pr-link record carries it: "the path between the host and
-        # the PR segment" (reference/cli-sessions.md §4.1).
+        # the PR segment" (docs/pull-requests.md#normalized-form).
         return [p["repository"] for p in m["pr_links"]]
     return m[name]
 

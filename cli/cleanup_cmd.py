@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,9 @@ def _render_root(
 @click.option(
     "--archive",
     "archive_dir",
-    type=click.Path(file_okay=False),
+    # Not file_okay=False: click's refusal is a multi-line usage error that would come
+    # before ours, which says why (a transcript, the index) in one line.
+    type=click.Path(),
     default=None,
     metavar="DIR",
     help="With --apply: first archive each session into DIR "
@@ -192,10 +195,9 @@ def cleanup(
         DELETED,
         FAILED,
         apply_plan,
-        archive_dir_problem,
         fresh_plan,
     )
-    from sessiondex.cli.output import dumps, human_size
+    from sessiondex.cli.output import clean, clean_line, dumps, human_size
     from sessiondex.transcripts.tags import sanitize_tag
 
     fmt = "json" if as_json else fmt
@@ -204,9 +206,11 @@ def cleanup(
     state = app()
     roots = state.roots
     if archive_dir:
-        problem = archive_dir_problem(Path(archive_dir), roots)
-        if problem:
-            raise CliError(problem)
+        from sessiondex.cli.options import UnsafeOutputPath, check_output_path
+
+        check_output_path(archive_dir, "--archive")
+        if os.path.exists(archive_dir) and not os.path.isdir(archive_dir):
+            raise UnsafeOutputPath(f"--archive {archive_dir} is a file, not a directory")
     db = state.fresh_db()
     plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
     result = plan.as_dict()
@@ -219,7 +223,7 @@ def cleanup(
                 "Dry run: nothing was deleted. Run with --apply (and --archive DIR "
                 "to keep a compressed copy)."
             )
-        click.echo("\n".join(lines))
+        click.echo(clean("\n".join(lines)))
     if not do_apply:
         if fmt == "json":
             click.echo(dumps(result, indent=True))
@@ -227,17 +231,19 @@ def cleanup(
     echo_err = fmt == "json"
 
     def report(outcome: Any) -> None:
+        # Paths and messages may quote names from the transcripts' tree: cleaned.
         if outcome.status == DELETED:
             for path in outcome.removed:
-                click.echo(f"deleted {path}", err=echo_err)
+                click.echo(clean_line(f"deleted {path}"), err=echo_err)
             if outcome.archive:
-                click.echo(f"  archived as {outcome.archive}", err=echo_err)
+                click.echo(clean_line(f"  archived as {outcome.archive}"), err=echo_err)
         elif outcome.status == FAILED:
-            click.echo(f"failed {outcome.file_path}: {outcome.message}", err=True)
+            click.echo(clean_line(f"failed {outcome.file_path}: {outcome.message}"), err=True)
         else:
             where = f" ({outcome.archive})" if outcome.archive else ""
             click.echo(
-                f"{outcome.status} {outcome.file_path}: {outcome.message}{where}", err=echo_err
+                clean_line(f"{outcome.status} {outcome.file_path}: {outcome.message}{where}"),
+                err=echo_err,
             )
 
     try:
@@ -249,7 +255,7 @@ def cleanup(
             on_outcome=report,
         )
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(clean_line(str(exc))) from None
     deleted = [o for o in outcomes if o.status == DELETED]
     failed = [o for o in outcomes if o.status == FAILED]
     freed = sum(e.size for e in plan.to_delete if e.file_path in {o.file_path for o in deleted})

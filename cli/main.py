@@ -34,6 +34,7 @@ COMMANDS = {
     "fork": "sessiondex.cli.mutate_cmds:fork",
     "delete": "sessiondex.cli.mutate_cmds:delete",
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
+    "serve": "sessiondex.cli.serve_cmd:serve",
 }
 
 

@@ -15,7 +15,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import chosen_format, format_options
+from sessiondex.cli.output import chosen_format, clean_line, format_options
 
 
 def _stdin_is_terminal() -> bool:
@@ -24,11 +24,10 @@ def _stdin_is_terminal() -> bool:
 
 
 def _target(arg: str, cwd: str | None, fmt: str) -> Any:
-    from sessiondex.cli.query_cmds import resolve_or_exit
+    from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
 
     found = resolve_or_exit(arg, cwd, fmt, for_write=True)
-    for note in found.notes:
-        click.echo(note, err=True)
+    echo_notes(found.notes)
     return found
 
 
@@ -39,13 +38,13 @@ def _run(action: Any) -> Any:
     try:
         return action()
     except MutationError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(clean_line(str(exc))) from None
 
 
 def _report(result: Any, fmt: str, text: str) -> None:
     """``text`` for people; the session object after the change for scripts."""
     if fmt == "table":
-        click.echo(text)
+        click.echo(clean_line(text))
         return
     from sessiondex.cli.output import emit
 
@@ -58,7 +57,7 @@ def _checked(check: Any, value: str) -> str:
     try:
         return str(check(value))
     except MutationError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(clean_line(str(exc))) from None
 
 
 @click.command()
@@ -195,8 +194,8 @@ def delete(arg: str, yes: bool, cwd: str | None) -> None:
             f"Delete session {session['title']!r} ({session['session_id']}), "
             f"{session['file_path']} and its subagents?"
         )
-        if not click.confirm(question, default=False, err=True):
+        if not click.confirm(clean_line(question), default=False, err=True):
             raise CliError("aborted: nothing deleted")
     result = _run(lambda: do_delete(app().db(), found, roots=app().roots))
     for path in result.removed:
-        click.echo(f"Deleted {path}")
+        click.echo(clean_line(f"Deleted {path}"))

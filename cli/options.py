@@ -1,4 +1,5 @@
-"""Options shared by the listing commands (list, search, from-pr)."""
+"""Options shared by the commands: scope and filters (list, search, from-pr), --cwd, and
+the check of output paths the user names (export -o, cleanup --archive)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,21 @@ def run_filters(func: Callable[[], Any]) -> Any:
         return func()
     except ValueError as exc:
         raise CliError(str(exc)) from None
+
+
+class UnsafeOutputPath(click.ClickException):
+    """A path the user named that we must not write (usage error: exit 2, one line)."""
+
+    exit_code = 2
+
+
+def check_output_path(path: str, label: str) -> None:
+    """Refuse ``path`` if writing it could clobber a transcript or the index
+    (:func:`sessiondex.actions.paths.write_target_problem`): exit 2, one line."""
+    from sessiondex.actions.paths import write_target_problem
+    from sessiondex.cli.app import app
+
+    index = app().index
+    problem = write_target_problem(path, index.roots, index.db_path, label=label)
+    if problem:
+        raise UnsafeOutputPath(problem)

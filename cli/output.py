@@ -3,6 +3,11 @@
 ``table`` for people (title, last activity, branch, size, messages, short ID),
 ``json`` (one array, ``[]`` when empty), ``jsonl`` (one object a line) and ``csv`` for
 scripts. JSON is serialized with orjson; times are already ISO strings.
+
+Titles, branches, tags, directories and snippets come from transcripts anyone can
+write: every human-facing string passes :func:`sessiondex.render.terminal.neutralize`
+here (:func:`clean`, :func:`clean_line`), before our own highlighting is added; JSON
+keeps exact strings, with C1 and bidi controls written as ``\\uXXXX`` escapes.
 """
 
 from __future__ import annotations
@@ -17,7 +22,27 @@ from typing import Any
 import click
 import orjson
 
+from sessiondex.render.sizes import human_size as human_size  # re-exported for the commands
+from sessiondex.render.terminal import json_escape_controls, neutralize
+
 FORMATS = ("table", "json", "jsonl", "csv")
+
+# What ``search`` puts around a match when the table is highlighted: Unicode
+# noncharacters (reserved for internal use), so the snippet can be cleaned like any
+# transcript text and only then get its colour. A transcript holding these characters
+# can at worst toggle the highlight.
+HIGHLIGHT = ("\ufdd0", "\ufdd1")
+_HIGHLIGHT_ANSI = ("\x1b[1;33m", "\x1b[0m")
+
+
+def clean(text: str) -> str:
+    """Transcript-derived text for a terminal, lines kept (see render/terminal.py)."""
+    return neutralize(text)
+
+
+def clean_line(text: str) -> str:
+    """Transcript-derived text for one line of a terminal (a cell, a note, a message)."""
+    return neutralize(text, single_line=True)
 
 
 def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,17 +61,6 @@ def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def chosen_format(fmt: str, as_json: bool) -> str:
     return "json" if as_json else fmt
-
-
-def human_size(size: int | None) -> str:
-    if size is None:
-        return ""
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"
 
 
 def relative_time(iso: str | None, now: float | None = None) -> str:
@@ -72,8 +86,9 @@ def relative_time(iso: str | None, now: float | None = None) -> str:
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:
+    """JSON text: exact strings, and safe to print (C1 and bidi controls escaped)."""
     option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(value, option=option).decode()
+    return json_escape_controls(orjson.dumps(value, option=option)).decode()
 
 
 def display_width(text: str) -> int:
@@ -124,21 +139,26 @@ def render_table(rows: Sequence[Sequence[str]], headers: Sequence[str], flexible
     import shutil
 
     width = shutil.get_terminal_size((120, 24)).columns
+    rows = [[clean_line(c) for c in row] for row in rows]
     widths = [max([len(h)] + [display_width(r[i]) for r in rows]) for i, h in enumerate(headers)]
     others = sum(w for i, w in enumerate(widths) if i != flexible) + 2 * (len(headers) - 1)
     widths[flexible] = max(10, min(widths[flexible], width - others))
     lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
     for row in rows:
-        cells = [_fit(c.replace("\n", " "), widths[i]) for i, c in enumerate(row)]
+        cells = [_fit(c, widths[i]) for i, c in enumerate(row)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
 
 def _csv_value(value: Any) -> Any:
+    """CSV is read by people too (a terminal, a spreadsheet): strings are cleaned, with
+    their line breaks kept (CSV quotes them)."""
     if isinstance(value, (list, dict)):
         return dumps(value)
     if value is None:
         return ""
+    if isinstance(value, str):
+        return clean(value)
     return value
 
 
@@ -148,9 +168,11 @@ def emit(
     *,
     extra_columns: Sequence[str] = (),
     empty_message: str | None = None,
+    highlight: bool = False,
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
-    on a second, indented line per row."""
+    on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
+    markers in them become colour, after the text around them is cleaned."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -184,9 +206,18 @@ def emit(
                 merged.append(line)
                 for column in extra_columns:
                     if item.get(column):
-                        merged.append("    " + str(item[column]).replace("\n", " "))
+                        merged.append("    " + _extra(str(item[column]), highlight))
             text = "\n".join(merged)
         click.echo(text)
+
+
+def _extra(text: str, highlight: bool) -> str:
+    line = clean_line(text)
+    if highlight:
+        line = line.replace(HIGHLIGHT[0], _HIGHLIGHT_ANSI[0]).replace(
+            HIGHLIGHT[1], _HIGHLIGHT_ANSI[1]
+        )
+    return line
 
 
 def emit_object(value: dict[str, Any], fmt: str, *, text: str | None = None) -> None:
@@ -200,4 +231,5 @@ def emit_object(value: dict[str, Any], fmt: str, *, text: str | None = None) -> 
         for key, item in value.items():
             writer.writerow([key, _csv_value(item)])
     else:
-        click.echo(text if text is not None else "\n".join(f"{k}: {v}" for k, v in value.items()))
+        shown = text if text is not None else "\n".join(f"{k}: {v}" for k, v in value.items())
+        click.echo(clean(shown))

@@ -10,7 +10,20 @@ import click
 
 from sessiondex.cli.app import EXIT_AMBIGUOUS, BareError, CliError, app
 from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
-from sessiondex.cli.output import chosen_format, emit, format_options
+from sessiondex.cli.output import (
+    HIGHLIGHT,
+    chosen_format,
+    clean,
+    clean_line,
+    emit,
+    format_options,
+)
+
+
+def echo_notes(notes: list[str]) -> None:
+    """Resolution notes (they quote directories and titles) on stderr, cleaned."""
+    for note in notes:
+        click.echo(clean_line(note), err=True)
 
 
 def resolve_or_exit(
@@ -36,11 +49,14 @@ def resolve_or_exit(
             include_archived=include_archived,
         )
     except NotFound as exc:
+        # The message quotes ARG and the closest titles: transcript text, cleaned.
         if str(exc).startswith("No conversation found with session ID"):
-            raise BareError(str(exc)) from None
-        raise CliError(str(exc)) from None
+            raise BareError(clean(str(exc))) from None
+        raise CliError(clean(str(exc))) from None
     except Ambiguous as exc:
-        click.echo(f"Error: {exc}; say which one (candidates below, newest first)", err=True)
+        click.echo(
+            f"Error: {clean(str(exc))}; say which one (candidates below, newest first)", err=True
+        )
         emit(exc.candidates, fmt if fmt != "table" else "table")
         sys.exit(EXIT_AMBIGUOUS)
 
@@ -112,16 +128,15 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     filters = build_filters(**options)
     db = app().reading_db()
     fmt = chosen_format(fmt, as_json)
-    markers = (
-        ("\x1b[1;33m", "\x1b[0m")
-        if (fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-        else ("[", "]")
-    )
+    highlight = fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    # Placeholders, not colour codes: the snippet is transcript text and is cleaned
+    # before the placeholders become colour (cli/output.py).
+    markers = HIGHLIGHT if highlight else ("[", "]")
     try:
         rows = run_filters(lambda: run_search(db, query, filters, raw=raw, markers=markers))
     except SearchSyntaxError as exc:
-        raise CliError(str(exc)) from None
-    emit(rows, fmt, extra_columns=("snippet",), empty_message="No matches.")
+        raise CliError(clean(str(exc))) from None
+    emit(rows, fmt, extra_columns=("snippet",), empty_message="No matches.", highlight=highlight)
 
 
 @click.command("from-pr")
@@ -169,12 +184,11 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     """
     fmt = chosen_format(fmt, as_json)
     found = resolve_or_exit(arg, cwd, fmt, include_archived=include_archived)
-    for note in found.notes:
-        click.echo(note, err=True)
+    echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
         emit([obj], fmt)
-        click.echo(f"matched by {found.matched_by}: {obj['resume_command']}")
+        click.echo(clean(f"matched by {found.matched_by}: {obj['resume_command']}"))
     elif fmt == "json":
         from sessiondex.cli.output import dumps
 
@@ -205,7 +219,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     try:
         obj = continue_session(db, cwd=cwd, print_mode=print_mode)
     except NotFound as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(clean(str(exc))) from None
     fmt = chosen_format(fmt, as_json)
     if fmt == "json":
         from sessiondex.cli.output import dumps
@@ -244,11 +258,16 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     if not workdir or not os.path.isdir(workdir):
         fallback = os.path.abspath(cwd) if cwd else os.getcwd()
         if workdir:
-            click.echo(f"note: {workdir} no longer exists; resuming from {fallback}", err=True)
+            click.echo(
+                clean_line(f"note: {workdir} no longer exists; resuming from {fallback}"),
+                err=True,
+            )
         workdir = fallback
     command = ["claude", "--resume", session["session_id"]]
     if dry_run:
-        click.echo(f"cd {shlex.quote(workdir)} && {shlex.join(command)}")
+        # Shell-quoted, then cleaned: a directory holding control characters is shown
+        # with them made visible (to paste, use resolve --json's resume_command).
+        click.echo(clean(f"cd {shlex.quote(workdir)} && {shlex.join(command)}"))
         return
     import shutil
     import subprocess
@@ -256,8 +275,10 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     executable = shutil.which("claude")
     if executable is None:
         raise CliError(
-            "the `claude` executable is not on PATH; install Claude Code or run: "
-            f"cd {shlex.quote(workdir)} && {shlex.join(command)}"
+            clean(
+                "the `claude` executable is not on PATH; install Claude Code or run: "
+                f"cd {shlex.quote(workdir)} && {shlex.join(command)}"
+            )
         )
     sys.stdout.flush()
     completed = subprocess.run([executable, *command[1:]], cwd=workdir, check=False)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
 
 from sessiondex.cli.app import CliError
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.query_cmds import resolve_or_exit
+from sessiondex.cli.output import clean_line
+from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
 
 _EXTENSION_FORMATS = {
     ".html": "html",
@@ -42,13 +44,12 @@ def _load(arg: str, cwd: str | None, fmt: str) -> Any:
     from sessiondex.render.conversation import build_conversation
 
     found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
-    for note in found.notes:
-        click.echo(note, err=True)
+    echo_notes(found.notes)
     try:
         return build_conversation(found.session)
     except OSError as exc:
         raise CliError(
-            f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}"
+            clean_line(f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}")
         ) from None
 
 
@@ -86,18 +87,54 @@ def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> N
         sessiondex show 3f2a9c1e --tools --subagents
         sessiondex show 3f2a9c1e --format json | jq '.[].message.content'
     """
-    from sessiondex.render.conversation import render
+    from sessiondex.render.conversation import render_stream
 
     conv = _load(arg, cwd, fmt)
     if fmt == "json":
         _warn_problems(conv)
     terminal = sys.stdout.isatty()
     color = fmt == "text" and terminal and not os.environ.get("NO_COLOR")
-    text = render(conv, fmt, tools=tools, subagents=subagents, color=color)
-    if terminal and fmt != "json" and text.count("\n") > shutil.get_terminal_size().lines - 1:
-        click.echo_via_pager(text, color=color)
-    else:
-        click.echo(text, nl=False, color=color)
+    # terminal=True whatever stdout is: show's text and Markdown are for people.
+    chunks = _reading(
+        render_stream(conv, fmt, tools=tools, subagents=subagents, color=color, terminal=True),
+        conv,
+    )
+    if terminal and fmt != "json":
+        head, longer = _screenful(chunks, shutil.get_terminal_size().lines - 1)
+        if longer:
+            click.echo_via_pager(_chain(head, chunks), color=color)
+            return
+        chunks = iter(head)
+    for chunk in chunks:
+        click.echo(chunk, nl=False, color=color)
+
+
+def _reading(chunks: Iterable[str], conv: Any) -> Iterator[str]:
+    """The rendered pieces; a transcript replaced while being read is a one-line error."""
+    try:
+        yield from chunks
+    except OSError as exc:
+        raise CliError(
+            clean_line(f"cannot read {conv.path}: {exc.strerror or exc}; try again")
+        ) from None
+
+
+def _screenful(chunks: Iterator[str], lines: int) -> tuple[list[str], bool]:
+    """The first pieces of the output, read until they hold more than ``lines`` lines
+    (then True: page it, like git) or the output ends (False: print it as it is)."""
+    head: list[str] = []
+    count = 0
+    for chunk in chunks:
+        head.append(chunk)
+        count += chunk.count("\n")
+        if count > lines:
+            return head, True
+    return head, False
+
+
+def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
+    yield from head
+    yield from rest
 
 
 @click.command()
@@ -108,7 +145,8 @@ def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> N
     "output",
     required=True,
     type=click.Path(dir_okay=False),
-    help="File to write (refused if it exists, unless --force).",
+    help="File to write (refused if it exists, unless --force; never inside a config "
+    "dir's projects/ or over the index); - for stdout.",
 )
 @click.option(
     "--format",
@@ -132,7 +170,9 @@ def export(
     (metadata at the top, no external assets) or the SDK's JSON messages.
 
     The file is written to a temporary name and renamed into place, so it is never
-    seen half-written.
+    seen half-written. A path inside a config dir's projects/ (Claude Code's
+    transcripts) or one of the index's files is refused (exit 2); -o - writes to
+    standard output.
 
     \b
     Example:
@@ -140,21 +180,34 @@ def export(
         sessiondex export 3f2a9c1e -o session.html --tools --subagents
         sessiondex export 3f2a9c1e -o messages.json
     """
-    from sessiondex.render.conversation import render
+    from sessiondex.cli.options import check_output_path
+    from sessiondex.render.conversation import render_stream
 
     if fmt is None:
         fmt = _EXTENSION_FORMATS.get(os.path.splitext(output)[1].lower(), "md")
-    if os.path.lexists(output) and not force:
-        raise CliError(f"{output} already exists (use --force to overwrite it)")
+    if output != "-":
+        check_output_path(output, "-o")
+        if os.path.lexists(output) and not force:
+            raise CliError(f"{output} already exists (use --force to overwrite it)")
     conv = _load(arg, cwd, fmt)
     _warn_problems(conv)
-    data = render(conv, fmt, tools=tools, subagents=subagents).encode("utf-8", "surrogatepass")
-    _write_atomic(output, data, force=force)
-    click.echo(f"wrote {output} ({len(conv.messages)} messages, {fmt})", err=True)
+    # A file keeps the text exact but for ESC, C1 and bidi controls; -o - on a screen
+    # is cleaned like show.
+    screen = output == "-" and sys.stdout.isatty()
+    chunks = _reading(
+        render_stream(conv, fmt, tools=tools, subagents=subagents, terminal=screen), conv
+    )
+    if output == "-":
+        for chunk in chunks:
+            click.echo(chunk, nl=False)
+        return
+    _write_atomic(output, chunks, force=force)
+    click.echo(clean_line(f"wrote {output} ({conv.message_count} messages, {fmt})"), err=True)
 
 
-def _write_atomic(target: str, data: bytes, *, force: bool) -> None:
-    """Temp file in the target's directory, then rename: never a half-written file.
+def _write_atomic(target: str, chunks: Iterable[str], *, force: bool) -> None:
+    """Temp file in the target's directory, written piece by piece, then renamed into
+    place: never a half-written file, and never the whole output in memory.
 
     Without ``force`` the final step is a hard link, which fails if the name appeared
     meanwhile, so an existing file is never replaced by a race either.
@@ -172,7 +225,8 @@ def _write_atomic(target: str, data: bytes, *, force: bool) -> None:
         raise CliError(f"cannot write in {directory}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for chunk in chunks:
+                handle.write(chunk.encode("utf-8", "surrogatepass"))
             handle.flush()
             os.fsync(handle.fileno())
         umask = os.umask(0)

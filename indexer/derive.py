@@ -1,6 +1,6 @@
 """Session fields derived from records, one record at a time.
 
-Every rule of spec/semantics.md §2 is a fold over the file's records: last-wins fields,
+Every rule of docs/session-fields.md is a fold over the file's records: last-wins fields,
 first-seen fields and counters. Because a fold can resume from its stored state, an
 appended tail updates a session without re-reading the file, and the result equals a
 fold over the whole file (the incremental == rebuild invariant).

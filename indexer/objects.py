@@ -1,4 +1,4 @@
-"""The session object of spec/cli.md, built once per change and stored with the row.
+"""The session object (docs/session-fields.md#the-session-object), built once per change and stored with the row.
 
 Listing thousands of sessions must not rebuild thousands of dicts (the picker-speed
 goal is 2% of the SDK's scan), so the indexer stores each session's object as JSON

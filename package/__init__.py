@@ -2,8 +2,9 @@
 
 ``sessiondex.Index`` is the entry point (open, refresh, list, search, resolve, show,
 rename, tag, fork, delete). The SDK-style functions (``list_sessions``,
-``get_session_info``, ``get_session_messages`` …) have ``claude_agent_sdk``'s names and
-signatures, so ``from claude_agent_sdk import X`` becomes ``from sessiondex import X``.
+``get_session_info``, ``get_session_messages``, ``rename_session``, ``fork_session`` …)
+and their types have ``claude_agent_sdk``'s names, signatures and exceptions, so
+``from claude_agent_sdk import X`` becomes ``from sessiondex import X``.
 
 The repository's top-level folders are this package's subpackages
 (``sessiondex.transcripts`` ← ``transcripts/`` …); this folder holds only the package's
@@ -20,13 +21,18 @@ if TYPE_CHECKING:
     from sessiondex.index import Index
     from sessiondex.query.resolve import Ambiguous, NotFound, Resolution
     from sessiondex.sdk import (
+        ForkSessionResult,
         SDKSessionInfo,
         SessionMessage,
+        delete_session,
+        fork_session,
         get_session_info,
         get_session_messages,
         get_subagent_messages,
         list_sessions,
         list_subagents,
+        rename_session,
+        tag_session,
     )
 
 # public name → the module that defines it
@@ -42,20 +48,30 @@ _EXPORTS = {
     "get_session_messages": "sessiondex.sdk",
     "list_subagents": "sessiondex.sdk",
     "get_subagent_messages": "sessiondex.sdk",
+    "ForkSessionResult": "sessiondex.sdk",
+    "rename_session": "sessiondex.sdk",
+    "tag_session": "sessiondex.sdk",
+    "delete_session": "sessiondex.sdk",
+    "fork_session": "sessiondex.sdk",
 }
 
 __all__ = [
     "Ambiguous",
+    "ForkSessionResult",
     "Index",
     "NotFound",
     "Resolution",
     "SDKSessionInfo",
     "SessionMessage",
+    "delete_session",
+    "fork_session",
     "get_session_info",
     "get_session_messages",
     "get_subagent_messages",
     "list_sessions",
     "list_subagents",
+    "rename_session",
+    "tag_session",
 ]
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 
 Sessions = list[dict[str, Any]]  # session objects, as the JSON output prints them
+MessageHits = dict[str, list[str]]  # session file_path → uuids of matching messages
 
 
 class Index:
@@ -175,12 +176,23 @@ class Index:
 
         return list_sessions(self.reader(), _filters(filters))
 
-    def search(self, query: str, *, raw: bool = False, **filters: Any) -> Sessions:
+    def search(
+        self,
+        query: str,
+        *,
+        raw: bool = False,
+        markers: tuple[str, str] | None = None,
+        **filters: Any,
+    ) -> Sessions:
         """Ranked sessions for a full-text query or a PR/MR URL (each with ``score``,
-        ``snippet``); the typo fallback when nothing matches."""
-        from sessiondex.query.search import search
+        ``snippet``); the typo fallback when nothing matches. ``markers`` surround the
+        matched words in snippets (default ``[`` ``]``; the web view uses control
+        characters, so it can escape a snippet first and then mark it)."""
+        from sessiondex.query.search import DEFAULT_MARKERS, search
 
-        return search(self.reader(), query, _filters(filters), raw=raw)
+        return search(
+            self.reader(), query, _filters(filters), raw=raw, markers=markers or DEFAULT_MARKERS
+        )
 
     def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
         """Sessions linked to a PR number or URL (every linked one with None)."""
@@ -284,6 +296,17 @@ class Index:
         # Writes resolve against the writable handle: the session must be found as the
         # index holds it now, and the index follows the write before this returns.
         return action(self.writer())
+
+    # ------------------------------------------------------------------ web view
+    def message_hits(
+        self, query: str, file_paths: Iterable[str], *, raw: bool = False
+    ) -> MessageHits:
+        """For each session (by ``file_path``), the uuids of its messages matching
+        ``query`` as :meth:`search` reads it, best first: the web view links a result to
+        its best message and marks the hits on the session page."""
+        from sessiondex.query.hits import message_hits
+
+        return message_hits(self.reader(), query, file_paths, raw=raw)
 
     # ------------------------------------------------------------------ paging (picker)
     def list_order(self, **filters: Any) -> Sessions:

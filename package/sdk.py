@@ -1,27 +1,35 @@
-"""A drop-in for the session readers of ``claude-agent-sdk``, answered from the index.
+"""A drop-in for the local-session functions of ``claude-agent-sdk``, answered from the index.
 
-``list_sessions``, ``get_session_info``, ``get_session_messages``, ``list_subagents`` and
-``get_subagent_messages`` have the SDK's names, parameters, defaults and result types
-(reference/sdk-sessions.md §3), so a program can swap ``from claude_agent_sdk import …``
-for ``from query.sdk_api import …``. The SDK opens and scans every transcript on each
-call; here listings and info come from the index (refreshed first, a stat per file),
-and only message reads open a transcript, following the SDK's chain rules through
-``transcripts.chain``.
+Readers (``list_sessions``, ``get_session_info``, ``get_session_messages``,
+``list_subagents``, ``get_subagent_messages``) and writers (``rename_session``,
+``tag_session``, ``delete_session``, ``fork_session``) have the SDK's names, parameters,
+defaults, result types, validation and exceptions (docs/sdk-compat.md), so a program can
+swap ``from claude_agent_sdk import …`` for ``from sessiondex import …``; the SDK's own
+session tests run against this module (tests/test_sdk_upstream.py). The SDK opens and
+scans every transcript on each call; here listings and info come from the index
+(refreshed first, a stat per file), and only message reads open a transcript, following
+the SDK's chain rules through ``transcripts.chain``. Writers find the session the same
+way and change it through ``actions.mutations`` (the records the SDK appends, the fork
+it makes), which also brings the index up to date before they return.
 
-Deliberate differences, each a bug of the SDK we do not copy (tested in
-tests/test_sdk_interop.py):
+Deliberate differences, each a bug of the SDK we do not copy (docs/sdk-compat.md,
+"Deliberate divergences"; tested in tests/test_sdk_interop.py):
 
 * titles, tags and last prompts come from the whole file, not a 64 KiB head and tail,
   so a rename or tag deep in a large transcript is seen;
 * fields are read from the top level of the right record types, so ``"summary"`` or
-  ``"gitBranch"`` keys inside a tool's input are not a summary or a branch;
+  ``"gitBranch"`` keys inside a tool input (or a ``customTitle`` inside a ``summary``
+  record) are not a summary, a branch or a title;
 * a ``directory`` maps to its project dir with Claude Code's rule (an emoji counts as
   two UTF-16 units), so sessions of emoji paths are found where Claude Code put them;
-* invalid UTF-8 in a transcript does not raise.
+* invalid UTF-8 in a transcript does not raise;
+* with one session ID in several project dirs, the newest non-empty copy is the one
+  read or changed (the SDK takes whichever its directory listing returns first).
 
-Extra keyword-only parameters: ``db`` (an open index; default: the default database),
-``config_dir`` (default: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``, as the SDK) and
-``refresh`` (default True: bring the index up to date first, as every CLI read does).
+Extra keyword-only parameters: ``db`` (a path or an open connection; default: the
+default database), ``config_dir`` (default: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``,
+as the SDK) and ``refresh`` (default True: bring the index up to date first, as every
+CLI read does).
 
 The SDK package is not imported: its result types are mirrored below, field for field.
 """
@@ -36,7 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sessiondex.query.scopes import git_worktrees
-from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from sessiondex.transcripts.chain import read_messages
+from sessiondex.transcripts.config import projects_dir
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
 from sessiondex.transcripts.keys import (
     canonical_directory,
@@ -47,6 +56,9 @@ from sessiondex.transcripts.records import display_prompt
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+    from sessiondex.index import DbArg, Index
+    from sessiondex.query.resolve import Resolution
 
 T = TypeVar("T")
 
@@ -79,16 +91,30 @@ class SessionMessage:
     parent_agent_id: str | None = None
 
 
+@dataclass
+class ForkSessionResult:
+    """``claude_agent_sdk.ForkSessionResult``: the new session's ID."""
+
+    session_id: str
+
+
 # ----------------------------------------------------------------- plumbing
 @contextmanager
-def _index(
-    db: Database | None, config_dir: str | os.PathLike[str] | None, refresh: bool
-) -> Iterator[tuple[Database, list[Path]]]:
-    """The index and the config dirs to answer for, through :class:`sessiondex.Index`
-    (which owns the refresh rule); a ``db`` passed in is the caller's to close."""
+def _open(db: DbArg, config_dir: str | os.PathLike[str] | None, refresh: bool) -> Iterator[Index]:
+    """:class:`sessiondex.Index` for the config dir (it owns the database, the handles
+    and the refresh rule); a ``db`` connection passed in is the caller's to close."""
     from sessiondex.index import Index
 
     with Index(db, [config_dir] if config_dir else None, refresh=refresh) as index:
+        yield index
+
+
+@contextmanager
+def _index(
+    db: DbArg, config_dir: str | os.PathLike[str] | None, refresh: bool
+) -> Iterator[tuple[Database, list[Path]]]:
+    """The index brought up to date (by the Index's rule) and the config dirs to answer for."""
+    with _open(db, config_dir, refresh) as index:
         yield index.reader(), index.roots
 
 
@@ -197,7 +223,7 @@ def list_sessions(
     offset: int = 0,
     include_worktrees: bool = True,
     *,
-    db: Database | None = None,
+    db: DbArg = None,
     config_dir: str | os.PathLike[str] | None = None,
     refresh: bool = True,
 ) -> list[SDKSessionInfo]:
@@ -230,7 +256,7 @@ def get_session_info(
     session_id: str,
     directory: str | None = None,
     *,
-    db: Database | None = None,
+    db: DbArg = None,
     config_dir: str | os.PathLike[str] | None = None,
     refresh: bool = True,
 ) -> SDKSessionInfo | None:
@@ -268,7 +294,7 @@ def get_session_messages(
     limit: int | None = None,
     offset: int = 0,
     *,
-    db: Database | None = None,
+    db: DbArg = None,
     config_dir: str | os.PathLike[str] | None = None,
     refresh: bool = True,
 ) -> list[SessionMessage]:
@@ -278,10 +304,10 @@ def get_session_messages(
     if row is None:
         return []
     try:
-        entries, _problems = load_entries(Path(row["file_path"]))
+        entries = read_messages(Path(row["file_path"]))
     except OSError:
         return []
-    messages = [_message(e) for e in visible_messages(main_chain(entries))]
+    messages = [_message(e) for e in entries]
     return _page(messages, limit, offset)
 
 
@@ -299,7 +325,7 @@ def list_subagents(
     session_id: str,
     directory: str | None = None,
     *,
-    db: Database | None = None,
+    db: DbArg = None,
     config_dir: str | os.PathLike[str] | None = None,
     refresh: bool = True,
 ) -> list[str]:
@@ -318,7 +344,7 @@ def get_subagent_messages(
     limit: int | None = None,
     offset: int = 0,
     *,
-    db: Database | None = None,
+    db: DbArg = None,
     config_dir: str | os.PathLike[str] | None = None,
     refresh: bool = True,
 ) -> list[SessionMessage]:
@@ -334,7 +360,7 @@ def get_subagent_messages(
     if path is None:
         return []
     try:
-        entries, _problems = load_entries(path)
+        entries = read_messages(path, subagent=True)
     except OSError:
         return []
     meta = read_subagent_meta(path)
@@ -346,17 +372,184 @@ def get_subagent_messages(
             tool_use if isinstance(tool_use, str) else None,
             parent_agent if isinstance(parent_agent, str) else None,
         )
-        for e in subagent_chain(entries)
+        for e in entries
     ]
     return _page(messages, limit, offset)
 
 
+# ----------------------------------------------------------------- writers
+def _check_session_id(session_id: object) -> str:
+    """The SDK's first check in every writer: a UUID, never resolved as a name or prefix."""
+    if not is_session_id(session_id):
+        raise ValueError(f"Invalid session_id: {session_id}")
+    assert isinstance(session_id, str)
+    return session_id
+
+
+def _not_found(session_id: str, directory: str | None, roots: list[Path], appending: bool) -> str:
+    """The SDK's wording: its appenders (rename, tag) and its finders (delete, fork)
+    word a miss differently, and programs match on these messages."""
+    if directory:
+        return f"Session {session_id} not found in project directory for {directory}"
+    if not appending:
+        return f"Session {session_id} not found"
+    if not any(projects_dir(root).is_dir() for root in roots):
+        return f"Session {session_id} not found (no projects directory)"
+    return f"Session {session_id} not found in any project directory"
+
+
+def _target(index: Index, session_id: str, directory: str | None, appending: bool) -> Resolution:
+    """The session an SDK writer would change: the non-empty transcript of that exact ID
+    in the directory's project dir or its worktrees' (anywhere without a directory), as
+    the index knows it now; ``FileNotFoundError`` if there is none."""
+    from sessiondex.query.resolve import MATCHED_ID, Resolution
+    from sessiondex.query.sessions import to_object
+
+    row = _find_main(index.reader(), index.roots, session_id, directory)
+    if row is None and index.auto_refresh and index.watcher_alive():
+        # A live watcher keeps the index current, but not within the same instant: a
+        # session written a moment ago must not be "not found" to a writer.
+        index.refresh()
+        row = _find_main(index.writer(), index.roots, session_id, directory)
+    if row is None:
+        raise FileNotFoundError(_not_found(session_id, directory, index.roots, appending))
+    return Resolution(to_object(index.writer(), row), row, MATCHED_ID)
+
+
+@contextmanager
+def _sdk_errors(session_id: str, found: Resolution) -> Iterator[None]:
+    """The mutation layer's one error type as the SDK's: a transcript that vanished under
+    us is ``FileNotFoundError``, a refused write ``OSError``, as its own appends raise."""
+    from sessiondex.actions.mutations import CannotFork, MutationError
+
+    try:
+        yield
+    except CannotFork as exc:
+        raise ValueError(str(exc)) from None
+    except MutationError as exc:
+        if not os.path.lexists(found.row["file_path"]):
+            raise FileNotFoundError(f"Session {session_id} not found") from None
+        raise OSError(str(exc)) from None
+
+
+def rename_session(
+    session_id: str,
+    title: str,
+    directory: str | None = None,
+    *,
+    db: DbArg = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> None:
+    """Append ``{"type":"custom-title","customTitle":<title stripped>,"sessionId":…}``;
+    the last one wins. ``ValueError`` for an invalid ID or a blank title,
+    ``FileNotFoundError`` when the session is not there."""
+    from sessiondex.actions.mutations import MutationError, check_name, rename
+
+    session_id = _check_session_id(session_id)
+    try:
+        check_name(title)
+    except MutationError:
+        raise ValueError("title must be non-empty") from None
+    with _open(db, config_dir, refresh) as index:
+        found = _target(index, session_id, directory, appending=True)
+        with _sdk_errors(session_id, found):
+            rename(index.writer(), found, title, roots=index.roots)
+
+
+def tag_session(
+    session_id: str,
+    tag: str | None,
+    directory: str | None = None,
+    *,
+    db: DbArg = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> None:
+    """Append ``{"type":"tag","tag":…,"sessionId":…}`` with the tag sanitized as the SDK
+    does; ``None`` clears it (an empty tag is written). ``ValueError`` for an invalid ID
+    or a tag that is empty once invisible characters and whitespace are removed."""
+    from sessiondex.actions.mutations import MutationError, check_tag, untag
+    from sessiondex.actions.mutations import tag as tag_action
+
+    session_id = _check_session_id(session_id)
+    if tag is not None:
+        try:
+            check_tag(tag)
+        except MutationError:
+            raise ValueError("tag must be non-empty (use None to clear)") from None
+    with _open(db, config_dir, refresh) as index:
+        found = _target(index, session_id, directory, appending=True)
+        with _sdk_errors(session_id, found):
+            if tag is None:
+                untag(index.writer(), found, roots=index.roots)
+            else:
+                tag_action(index.writer(), found, tag, roots=index.roots)
+
+
+def delete_session(
+    session_id: str,
+    directory: str | None = None,
+    *,
+    db: DbArg = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> None:
+    """Remove the transcript and its ``<id>/`` folder (subagents), for good, and its
+    index rows. ``ValueError`` for an invalid ID, ``FileNotFoundError`` if not there."""
+    from sessiondex.actions.mutations import delete
+
+    session_id = _check_session_id(session_id)
+    with _open(db, config_dir, refresh) as index:
+        found = _target(index, session_id, directory, appending=False)
+        with _sdk_errors(session_id, found):
+            delete(index.writer(), found, roots=index.roots)
+
+
+def fork_session(
+    session_id: str,
+    directory: str | None = None,
+    up_to_message_id: str | None = None,
+    title: str | None = None,
+    *,
+    db: DbArg = None,
+    config_dir: str | os.PathLike[str] | None = None,
+    refresh: bool = True,
+) -> ForkSessionResult:
+    """Copy the session into a new one next to it (fresh IDs, ``forkedFrom`` on each
+    entry), up to and including ``up_to_message_id``, titled ``title`` or
+    ``<source title> (fork)`` (a blank title counts as none, as in the SDK).
+    ``ValueError`` for invalid IDs, nothing to fork or an unknown cut point;
+    ``FileNotFoundError`` when the session is not there."""
+    from sessiondex.actions.mutations import fork
+
+    session_id = _check_session_id(session_id)
+    if up_to_message_id and not is_session_id(up_to_message_id):
+        raise ValueError(f"Invalid up_to_message_id: {up_to_message_id}")
+    with _open(db, config_dir, refresh) as index:
+        found = _target(index, session_id, directory, appending=False)
+        with _sdk_errors(session_id, found):
+            result = fork(
+                index.writer(),
+                found,
+                roots=index.roots,
+                up_to=up_to_message_id or None,
+                title=title if title and title.strip() else None,
+            )
+    return ForkSessionResult(session_id=result.session_id)
+
+
 __all__ = [
+    "ForkSessionResult",
     "SDKSessionInfo",
     "SessionMessage",
+    "delete_session",
+    "fork_session",
     "get_session_info",
     "get_session_messages",
     "get_subagent_messages",
     "list_sessions",
     "list_subagents",
+    "rename_session",
+    "tag_session",
 ]

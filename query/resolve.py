@@ -1,6 +1,6 @@
 """Resolve an argument to one session: path → full UUID → exact name → ID prefix.
 
-The rules are spec/semantics.md §3, which follow ``claude --resume``: an ID from another
+The rules are docs/resolution.md, which follow ``claude --resume``: an ID from another
 project counts only when exactly one other project holds a transcript with messages for
 it (a copied duplicate makes it ambiguous, and Claude Code then says not found).
 """
@@ -19,6 +19,7 @@ from sessiondex.query.scopes import resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
     display_title,
+    resume_command,
     select_rows,
     to_object,
     to_objects,
@@ -124,11 +125,17 @@ def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _other_directory_note(row: dict[str, Any]) -> str:
-    where = row.get("cwd") or f"(project {row['project_key']})"
-    return (
-        "This session is from a different directory. To resume, run: "
-        f"cd {where} && claude --resume {row['session_id']}"
-    )
+    """Claude Code's hint, with the directory shell-quoted exactly as the session's
+    ``resume_command`` quotes it (a cwd is data: spaces, quotes, ``;`` or ``$(…)``
+    in it must not become shell syntax when the line is pasted)."""
+    if row.get("cwd"):
+        how = resume_command(row["session_id"], row["cwd"])
+    else:
+        how = (
+            f"claude --resume {row['session_id']} "
+            f"(from the directory of project {row['project_key']})"
+        )
+    return f"This session is from a different directory. To resume, run: {how}"
 
 
 def _by_id(db: Database, session_id: str, keys: list[str], include_archived: bool) -> Resolution:

@@ -1,4 +1,4 @@
-"""Session rows → the session objects of spec/cli.md, and the listing filters.
+"""Session rows → the session objects (docs/session-fields.md#the-session-object), and the listing filters.
 
 The objects themselves are built by :mod:`indexer.objects` (stored with each row when
 it changes); this module selects rows and decodes their objects.

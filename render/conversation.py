@@ -5,6 +5,17 @@ The transcript is the truth (the index only finds the file): the main chain is t
 returns, and the text, Markdown and HTML views show the same messages. Subagent
 transcripts are linked to the Task/Agent call that started them through the
 ``toolUseId`` of their ``.meta.json`` and shown at that call with ``subagents=True``.
+
+Memory stays flat in the size of the transcript (a 64 MB session must not take a
+gigabyte): :func:`build_conversation` keeps only the chain's *stubs* (links, no content;
+:class:`~sessiondex.transcripts.chain.ChainScan`), and every renderer is a generator
+(:func:`render_stream`) that reads each shown entry back from its line, turns it into
+display items and writes them out before reading the next. The whole text is built only
+by :func:`render` and the ``render_*`` helpers, for callers that want a string.
+
+Everything taken from a transcript passes through a cleaning function before our own
+styling is added (:mod:`sessiondex.render.terminal`): for a terminal every control and
+bidi character is made visible; in files only ESC, C1 and bidi controls are.
 """
 
 from __future__ import annotations
@@ -12,21 +23,39 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
+from sessiondex.render.sizes import human_size
+from sessiondex.render.terminal import json_escape_controls, neutralize, neutralize_escapes
+from sessiondex.transcripts.chain import (
+    ChainScan,
+    main_chain,
+    scan_chain,
+    subagent_chain,
+    visible_messages,
+)
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
 from sessiondex.transcripts.reader import PROBLEM_INVALID_UTF8
+from sessiondex.transcripts.records import content_blocks, message_content, response_id
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
 FOLD_LINES = 12
 FOLD_CHARS = 2000
 FOLD_KEEP_LINES = 8
+# Rendered output is handed on in pieces of about this many characters.
+CHUNK_CHARS = 1 << 16
+
+Entry = dict[str, Any]
+Clean = Callable[[str], str]
+
+
+def _keep(text: str) -> str:
+    return text
 
 
 # ----------------------------------------------------------------- the model
@@ -64,6 +93,95 @@ class Marker:
     text: str
 
 
+Item = Message | Marker
+
+COMPACTED = "Conversation compacted: earlier messages are not on the live chain"
+
+
+class Thread:
+    """One transcript's conversation (the main one or a subagent's), read lazily.
+
+    ``chain`` holds stubs (see :class:`~sessiondex.transcripts.chain.ChainScan`);
+    ``shown`` the stubs of the messages shown, in chain order; ``links`` the subagents
+    started by a call of this thread (tool_use id → subagents), decided once by
+    :func:`build_conversation`.
+    """
+
+    def __init__(self, scan: ChainScan | None, chain: list[Entry], shown: list[Entry]) -> None:
+        self.scan = scan
+        self.chain = chain
+        self.shown = shown
+        self.links: dict[str, list[Subagent]] = {}
+
+    def call_ids(self) -> Iterator[str | None]:
+        """The ids of the tool calls shown, in order (what subagents are linked to)."""
+        for stub in self.shown:
+            for block in _content_blocks(stub):
+                if block.get("type") == "tool_use":
+                    tool_id = block.get("id")
+                    yield tool_id if isinstance(tool_id, str) else None
+
+    def entries(self) -> Iterator[Entry]:
+        """The full entries of the shown messages, one at a time (pass 2)."""
+        if self.scan is None or not self.shown:
+            return iter(())
+        return self.scan.read(self.shown)
+
+    def iter_items(self, clean: Clean = _keep) -> Iterator[Item]:
+        """Chain entries → display items: messages (one per response, consecutive tool
+        results together) and compact markers. An item is yielded once the next entry
+        shows it is complete."""
+        pending_links = dict(self.links)
+        shown = {id(e) for e in self.shown}
+        full = self.entries()
+        previous: Item | None = None
+        response_of: dict[str, str] = {}  # displayed assistant message uuid → response id
+        for stub in self.chain:
+            if stub.get("type") == "system" and stub.get("subtype") == "compact_boundary":
+                if previous is not None:
+                    yield previous
+                previous = Marker(_clean_opt(_str(stub.get("timestamp")), clean), COMPACTED)
+                continue
+            if id(stub) not in shown:
+                continue
+            entry = next(full)
+            role = "user" if entry.get("type") == "user" else "assistant"
+            blocks = _blocks(entry, clean)
+            for block in blocks:
+                if block.kind == "tool_use" and block.tool_id is not None:
+                    block.subagents = list(pending_links.pop(block.tool_id, ()))
+            if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
+                # Tool output is written as a user entry; it is no prompt, so show it as
+                # "tool", one item for the results of consecutive parallel calls.
+                if isinstance(previous, Message) and previous.role == "tool":
+                    previous.blocks.extend(blocks)
+                    continue
+                role = "tool"
+            rid = response_id(entry)
+            if (
+                rid
+                and isinstance(previous, Message)
+                and previous.role == "assistant"
+                and response_of.get(previous.uuid) == rid
+            ):
+                previous.blocks.extend(blocks)
+                continue
+            message = Message(
+                role,
+                clean(entry["uuid"]),
+                _clean_opt(_str(entry.get("timestamp")), clean),
+                blocks,
+                is_compact_summary=bool(entry.get("isCompactSummary")),
+            )
+            if rid:
+                response_of[message.uuid] = rid
+            if previous is not None:
+                yield previous
+            previous = message
+        if previous is not None:
+            yield previous
+
+
 @dataclass
 class Subagent:
     agent_id: str
@@ -71,36 +189,65 @@ class Subagent:
     tool_use_id: str | None
     parent_agent_id: str | None
     path: Path
-    entries: list[dict[str, Any]]  # the SDK's subagent chain (user + assistant)
-    items: list[Item]
+    thread: Thread
     problems: Counter[str]
 
+    def iter_items(self, clean: Clean = _keep) -> Iterator[Item]:
+        return self.thread.iter_items(clean)
 
-Item = Message | Marker
+    @property
+    def items(self) -> list[Item]:
+        return list(self.iter_items())
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The SDK's subagent chain (user + assistant entries), read whole."""
+        return list(self.thread.entries())
 
 
 @dataclass
 class Conversation:
     session: dict[str, Any]  # the contract session object (metadata for the header)
     path: Path
-    chain: list[dict[str, Any]]  # main_chain(): every entry type
-    items: list[Item]
+    main: Thread
     problems: Counter[str]
     subagents: list[Subagent]  # every subagent file found
     unlinked: list[Subagent]  # those whose call is not on the chain
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
-        return visible_messages(self.chain)
+    def chain(self) -> list[Entry]:
+        """main_chain(): every entry type, as stubs (links and ids, no content)."""
+        return self.main.chain
+
+    @property
+    def message_count(self) -> int:
+        """How many SDK messages the conversation has (``len(messages)``, without
+        reading them)."""
+        return len(self.main.shown)
+
+    def iter_items(self, clean: Clean = _keep) -> Iterator[Item]:
+        return self.main.iter_items(clean)
+
+    @property
+    def items(self) -> list[Item]:
+        return list(self.iter_items())
+
+    def iter_messages(self) -> Iterator[Entry]:
+        """The full entries ``get_session_messages`` returns, one at a time."""
+        return self.main.entries()
+
+    @property
+    def messages(self) -> list[Entry]:
+        return list(self.iter_messages())
 
 
 # ----------------------------------------------------------------- building it
-def _content_blocks(entry: dict[str, Any]) -> list[Any]:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+def _content_blocks(entry: Entry) -> list[dict[str, Any]]:
+    """The entry's blocks for display: a plain-string content is one text block."""
+    content = message_content(entry)
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return content if isinstance(content, list) else []
+    return content_blocks(entry)
 
 
 def _result_text(content: Any) -> str:
@@ -124,14 +271,12 @@ def _input_text(value: Any) -> str:
         return repr(value)
 
 
-def _blocks(entry: dict[str, Any]) -> list[Block]:
+def _blocks(entry: Entry, clean: Clean = _keep) -> list[Block]:
     out: list[Block] = []
     for block in _content_blocks(entry):
-        if not isinstance(block, dict):
-            continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
-            out.append(Block("text", block["text"]))
+            out.append(Block("text", clean(block["text"])))
         elif kind == "image":
             out.append(Block("text", "[image]"))
         elif kind == "tool_use":
@@ -140,8 +285,8 @@ def _blocks(entry: dict[str, Any]) -> list[Block]:
             out.append(
                 Block(
                     "tool_use",
-                    _input_text(block.get("input")),
-                    name=name if isinstance(name, str) else "tool",
+                    clean(_input_text(block.get("input"))),
+                    name=clean(name) if isinstance(name, str) else "tool",
                     tool_id=tool_id if isinstance(tool_id, str) else None,
                 )
             )
@@ -150,7 +295,7 @@ def _blocks(entry: dict[str, Any]) -> list[Block]:
             out.append(
                 Block(
                     "tool_result",
-                    _result_text(block.get("content")),
+                    clean(_result_text(block.get("content"))),
                     tool_id=tool_id if isinstance(tool_id, str) else None,
                     is_error=block.get("is_error") is True,
                 )
@@ -158,70 +303,20 @@ def _blocks(entry: dict[str, Any]) -> list[Block]:
     return out
 
 
-def _response_id(entry: dict[str, Any]) -> str | None:
-    message = entry.get("message")
-    value = message.get("id") if isinstance(message, dict) else None
-    return value if entry.get("type") == "assistant" and isinstance(value, str) else None
-
-
-def _items(chain: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[Item]:
-    """Chain entries → display items: messages (one per response) and compact markers."""
-    shown = {id(e) for e in messages}
-    items: list[Item] = []
-    response_of: dict[str, str] = {}  # displayed assistant message uuid → response id
-    for entry in chain:
-        if entry.get("type") == "system" and entry.get("subtype") == "compact_boundary":
-            items.append(
-                Marker(
-                    _str(entry.get("timestamp")),
-                    "Conversation compacted: earlier messages are not on the live chain",
-                )
-            )
-            continue
-        if id(entry) not in shown:
-            continue
-        role = "user" if entry.get("type") == "user" else "assistant"
-        blocks = _blocks(entry)
-        previous = items[-1] if items else None
-        if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
-            # Tool output is written as a user entry; it is no prompt, so show it as
-            # "tool", one item for the results of consecutive parallel calls.
-            if isinstance(previous, Message) and previous.role == "tool":
-                previous.blocks.extend(blocks)
-                continue
-            role = "tool"
-        rid = _response_id(entry)
-        if (
-            rid
-            and isinstance(previous, Message)
-            and previous.role == "assistant"
-            and response_of.get(previous.uuid) == rid
-        ):
-            previous.blocks.extend(blocks)
-            continue
-        message = Message(
-            role,
-            entry["uuid"],
-            _str(entry.get("timestamp")),
-            blocks,
-            is_compact_summary=bool(entry.get("isCompactSummary")),
-        )
-        if rid:
-            response_of[message.uuid] = rid
-        items.append(message)
-    return items
-
-
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _clean_opt(value: str | None, clean: Clean) -> str | None:
+    return None if value is None else clean(value)
+
+
 def _load_subagent(path: Path, agent_id: str) -> Subagent:
     try:
-        entries, problems = load_entries(path)
+        scan: ChainScan | None = scan_chain(path)
     except OSError:
-        entries, problems = [], Counter({"unreadable": 1})
-    chain = subagent_chain(entries)
+        scan = None
+    chain = subagent_chain(scan.stubs) if scan is not None else []
     meta = read_subagent_meta(path)
     return Subagent(
         agent_id=agent_id,
@@ -229,34 +324,31 @@ def _load_subagent(path: Path, agent_id: str) -> Subagent:
         tool_use_id=_str(meta.get("toolUseId")),
         parent_agent_id=_str(meta.get("parentAgentId")),
         path=path,
-        entries=chain,
-        items=_items(chain, chain),
-        problems=problems,
+        thread=Thread(scan, chain, chain),
+        problems=scan.problems if scan is not None else Counter({"unreadable": 1}),
     )
 
 
-def _tool_blocks(items: list[Item]) -> Iterator[Block]:
-    for item in items:
-        if isinstance(item, Message):
-            yield from (b for b in item.blocks if b.kind == "tool_use")
-
-
-def _link(items: list[Item], by_call: dict[str, list[Subagent]], linked: set[int]) -> None:
-    """Attach subagents to the call that started them, nested ones included."""
-    for block in _tool_blocks(items):
-        for sub in by_call.pop(block.tool_id or "", []):
-            block.subagents.append(sub)
+def _link(thread: Thread, by_call: dict[str, list[Subagent]], linked: set[int]) -> None:
+    """Attach subagents to the first call (in chain order, depth first through the
+    subagents already attached) whose id their ``toolUseId`` names."""
+    for tool_id in thread.call_ids():
+        subs = by_call.pop(tool_id or "", [])
+        if not subs:
+            continue
+        thread.links[tool_id or ""] = subs
+        for sub in subs:
             linked.add(id(sub))
-            _link(sub.items, by_call, linked)
+            _link(sub.thread, by_call, linked)
 
 
 def build_conversation(session: dict[str, Any]) -> Conversation:
     """The conversation of a resolved session (its contract object); raises OSError when
-    the transcript cannot be read."""
+    the transcript cannot be read. Reads the transcript once (pass 1: stubs only)."""
     path = Path(session["file_path"])
-    entries, problems = load_entries(path)
-    chain = main_chain(entries)
-    items = _items(chain, visible_messages(chain))
+    scan = scan_chain(path)
+    chain = main_chain(scan.stubs)
+    main = Thread(scan, chain, visible_messages(chain))
     subagents = [
         _load_subagent(tf.path, tf.agent_id or "")
         for tf in iter_subagent_files(
@@ -268,16 +360,14 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
         if sub.tool_use_id:
             by_call.setdefault(sub.tool_use_id, []).append(sub)
     linked: set[int] = set()
-    _link(items, by_call, linked)
-    unlinked = [s for s in subagents if id(s) not in linked]
+    _link(main, by_call, linked)
     return Conversation(
         session=session,
         path=path,
-        chain=chain,
-        items=items,
-        problems=problems,
+        main=main,
+        problems=scan.problems,
         subagents=subagents,
-        unlinked=unlinked,
+        unlinked=[s for s in subagents if id(s) not in linked],
     )
 
 
@@ -297,14 +387,6 @@ def problem_note(problems: Counter[str]) -> str | None:
         )
         parts.append(f"{skipped} unreadable line(s) skipped ({kinds})")
     return "; ".join(parts) if parts else None
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def fold(text: str) -> tuple[str, str | None]:
@@ -337,42 +419,90 @@ def _visible(message: Message, tools: bool, subagents: bool) -> bool:
     return subagents and any(b.subagents for b in message.blocks)
 
 
+def _shows(item: Item, tools: bool, subagents: bool) -> bool:
+    return isinstance(item, Marker) or _visible(item, tools, subagents)
+
+
 EMPTY_NOTE = "(no messages on the conversation chain)"
-
-
-def _empty(items: list[Item], tools: bool, subagents: bool) -> bool:
-    """Nothing to show: a metadata-only file, or only tool traffic without --tools."""
-    return not any(isinstance(i, Marker) or _visible(i, tools, subagents) for i in items)
 
 
 def _role_label(message: Message) -> str:
     return "summary" if message.is_compact_summary else message.role
 
 
-def _pr_urls(session: dict[str, Any]) -> list[str]:
-    return [p["url"] for p in session.get("pr_links") or [] if p.get("url")]
+def _pr_urls(session: dict[str, Any], clean: Clean = _keep) -> list[str]:
+    return [clean(str(p["url"])) for p in session.get("pr_links") or [] if p.get("url")]
 
 
-def _header_fields(session: dict[str, Any]) -> list[tuple[str, str]]:
-    fields = [("session", str(session.get("session_id") or ""))]
+def _title(session: dict[str, Any], clean: Clean) -> str:
+    return clean(str(session.get("title") or session.get("session_id")))
+
+
+def _header_fields(session: dict[str, Any], clean: Clean = _keep) -> list[tuple[str, str]]:
+    """(name, value) pairs for the header, values cleaned (they come from transcripts)."""
+    fields = [("session", clean(str(session.get("session_id") or "")))]
     if session.get("cwd"):
-        fields.append(("directory", session["cwd"]))
+        fields.append(("directory", clean(str(session["cwd"]))))
     branches = session.get("branches") or (
         [session["git_branch"]] if session.get("git_branch") else []
     )
     if branches:
-        fields.append(("branch", ", ".join(branches)))
-    prs = _pr_urls(session)
+        fields.append(("branch", clean(", ".join(str(b) for b in branches))))
+    prs = _pr_urls(session, clean)
     if prs:
         fields.append(("PRs", " ".join(prs)))
     if session.get("tag"):
-        fields.append(("tag", session["tag"]))
+        fields.append(("tag", clean(str(session["tag"]))))
     dates = " → ".join(
-        _stamp(d) for d in (session.get("created_at"), session.get("last_activity")) if d
+        _stamp(clean(str(d)))
+        for d in (session.get("created_at"), session.get("last_activity"))
+        if d
     )
     if dates:
         fields.append(("dates", dates))
     return fields
+
+
+def _subagent_title(sub: Subagent, clean: Clean = _keep) -> str:
+    kind = f" ({clean(sub.agent_type)})" if sub.agent_type else ""
+    return f"subagent {clean(sub.agent_id)}{kind}"
+
+
+def _rstripped(lines: Iterable[str]) -> Iterator[str]:
+    """The physical lines of ``"\\n".join(lines).rstrip("\\n")``, streamed: trailing empty
+    lines are held back until something follows them (so never emitted at the end)."""
+    blanks = 0
+    produced = False
+    for chunk in lines:
+        for line in chunk.split("\n"):
+            if not line:
+                blanks += 1
+                continue
+            if blanks:
+                yield from [""] * blanks
+                blanks = 0
+            produced = True
+            yield line
+    if not produced:
+        yield ""
+
+
+def _batched(pieces: Iterable[str]) -> Iterator[str]:
+    """Hand small pieces on in chunks of about :data:`CHUNK_CHARS` (fewer writes)."""
+    buffer: list[str] = []
+    size = 0
+    for piece in pieces:
+        buffer.append(piece)
+        size += len(piece)
+        if size >= CHUNK_CHARS:
+            yield "".join(buffer)
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer)
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.split("\n"))
 
 
 # ----------------------------------------------------------------- text
@@ -391,79 +521,77 @@ class _Style:
 _ROLE_COLORS = {"user": "green", "assistant": "cyan", "summary": "magenta", "tool": "blue"}
 
 
-def render_text(
-    conv: Conversation, *, tools: bool = False, subagents: bool = False, color: bool = False
-) -> str:
-    style = _Style(color)
-    out: list[str] = []
+def _text_lines(
+    conv: Conversation, style: _Style, tools: bool, subagents: bool, clean: Clean
+) -> Iterator[str]:
     session = conv.session
-    out.append(style(str(session.get("title") or session.get("session_id")), bold=True))
-    for name, value in _header_fields(session):
-        out.append(style(f"{name}: ", dim=True) + value)
+    yield style(_title(session, clean), bold=True)
+    for name, value in _header_fields(session, clean):
+        yield style(f"{name}: ", dim=True) + value
     note = problem_note(conv.problems)
     if note:
-        out.append(style(f"note: {note}", fg="yellow"))
-    out.append("")
-    if _empty(conv.items, tools, subagents):
-        out += [style(EMPTY_NOTE, dim=True), ""]
-    _text_items(out, conv.items, style, tools, subagents, indent="")
+        yield style(f"note: {note}", fg="yellow")
+    yield ""
+    shown = False
+    for item in conv.iter_items(clean):
+        if _shows(item, tools, subagents):
+            shown = True
+            yield from _text_item(item, style, tools, subagents, "", clean)
+    if not shown:
+        # Where the items would have been: nothing was written in their place.
+        yield style(EMPTY_NOTE, dim=True)
+        yield ""
     if subagents and conv.unlinked:
-        out.append(style("Subagents not linked to a call on this chain", bold=True))
-        out.append("")
+        yield style("Subagents not linked to a call on this chain", bold=True)
+        yield ""
         for sub in conv.unlinked:
-            _text_subagent(out, sub, style, tools, indent="")
-            out.append("")
-    return "\n".join(out).rstrip("\n") + "\n"
+            yield from _text_subagent(sub, style, tools, "", clean)
+            yield ""
 
 
-def _indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.split("\n"))
-
-
-def _text_items(
-    out: list[str], items: list[Item], style: _Style, tools: bool, subagents: bool, indent: str
-) -> None:
-    for item in items:
-        if isinstance(item, Marker):
-            out.append(indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──", fg="yellow"))
-            out.append("")
-            continue
-        if not _visible(item, tools, subagents):
-            continue
-        role = _role_label(item)
-        out.append(
-            indent
-            + style(role, fg=_ROLE_COLORS.get(role), bold=True)
-            + style(f"  {_stamp(item.timestamp)}", dim=True)
-        )
-        body = indent + "  "
-        for block in item.blocks:
-            if block.kind == "text":
-                if block.text.strip():
-                    out.append(_indent(block.text.strip("\n"), body))
-            elif block.kind == "tool_use":
-                if tools:
-                    compact = _one_line(block.text)
-                    if compact is not None:
-                        out.append(body + style(f"→ {block.name} ", fg="blue") + compact)
-                    else:
-                        shown, folded = fold(block.text)
-                        out.append(body + style(f"→ {block.name}", fg="blue"))
-                        out.append(_indent(shown, body + "    "))
-                        if folded:
-                            out.append(body + "    " + style(folded, dim=True))
-                if subagents:
-                    for sub in block.subagents:
-                        _text_subagent(out, sub, style, tools, indent=body)
-            elif block.kind == "tool_result" and tools:
-                shown, folded = fold(block.text)
-                label = "← error" if block.is_error else "← result"
-                out.append(body + style(label, fg="red" if block.is_error else "blue"))
-                if shown.strip("\n"):
-                    out.append(_indent(shown.strip("\n"), body + "    "))
-                if folded:
-                    out.append(body + "    " + style(folded, dim=True))
-        out.append("")
+def _text_item(
+    item: Item, style: _Style, tools: bool, subagents: bool, indent: str, clean: Clean
+) -> Iterator[str]:
+    if isinstance(item, Marker):
+        yield indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──", fg="yellow")
+        yield ""
+        return
+    if not _visible(item, tools, subagents):
+        return
+    role = _role_label(item)
+    yield (
+        indent
+        + style(role, fg=_ROLE_COLORS.get(role), bold=True)
+        + style(f"  {_stamp(item.timestamp)}", dim=True)
+    )
+    body = indent + "  "
+    for block in item.blocks:
+        if block.kind == "text":
+            if block.text.strip():
+                yield _indent(block.text.strip("\n"), body)
+        elif block.kind == "tool_use":
+            if tools:
+                compact = _one_line(block.text)
+                if compact is not None:
+                    yield body + style(f"→ {block.name} ", fg="blue") + compact
+                else:
+                    shown, folded = fold(block.text)
+                    yield body + style(f"→ {block.name}", fg="blue")
+                    yield _indent(shown, body + "    ")
+                    if folded:
+                        yield body + "    " + style(folded, dim=True)
+            if subagents:
+                for sub in block.subagents:
+                    yield from _text_subagent(sub, style, tools, body, clean)
+        elif block.kind == "tool_result" and tools:
+            shown, folded = fold(block.text)
+            label = "← error" if block.is_error else "← result"
+            yield body + style(label, fg="red" if block.is_error else "blue")
+            if shown.strip("\n"):
+                yield _indent(shown.strip("\n"), body + "    ")
+            if folded:
+                yield body + "    " + style(folded, dim=True)
+    yield ""
 
 
 def _one_line(input_json: str) -> str | None:
@@ -476,21 +604,41 @@ def _one_line(input_json: str) -> str | None:
     return text if len(text) <= 160 and "\n" not in text else None
 
 
-def _subagent_title(sub: Subagent) -> str:
-    kind = f" ({sub.agent_type})" if sub.agent_type else ""
-    return f"subagent {sub.agent_id}{kind}"
-
-
-def _text_subagent(out: list[str], sub: Subagent, style: _Style, tools: bool, indent: str) -> None:
-    out.append(indent + style(f"┌ {_subagent_title(sub)}", fg="magenta", bold=True))
+def _text_subagent(
+    sub: Subagent, style: _Style, tools: bool, indent: str, clean: Clean
+) -> Iterator[str]:
+    title = _subagent_title(sub, clean)
+    yield indent + style(f"┌ {title}", fg="magenta", bold=True)
     note = problem_note(sub.problems)
     if note:
-        out.append(indent + "│ " + style(f"note: {note}", fg="yellow"))
-    inner: list[str] = []
-    _text_items(inner, sub.items, style, tools, True, indent="")
-    for line in "\n".join(inner).rstrip("\n").split("\n"):
-        out.append(indent + "│ " + line if line else indent + "│")
-    out.append(indent + style(f"└ end of {_subagent_title(sub)}", fg="magenta"))
+        yield indent + "│ " + style(f"note: {note}", fg="yellow")
+    inner = (
+        line
+        for item in sub.iter_items(clean)
+        for line in _text_item(item, style, tools, True, "", clean)
+    )
+    for line in _rstripped(inner):
+        yield indent + "│ " + line if line else indent + "│"
+    yield indent + style(f"└ end of {title}", fg="magenta")
+
+
+def iter_text(
+    conv: Conversation,
+    *,
+    tools: bool = False,
+    subagents: bool = False,
+    color: bool = False,
+    clean: Clean = neutralize,
+) -> Iterator[str]:
+    """The text view, piece by piece (every piece ends a line)."""
+    lines = _text_lines(conv, _Style(color), tools, subagents, clean)
+    return _batched(line + "\n" for line in _rstripped(lines))
+
+
+def render_text(
+    conv: Conversation, *, tools: bool = False, subagents: bool = False, color: bool = False
+) -> str:
+    return "".join(iter_text(conv, tools=tools, subagents=subagents, color=color))
 
 
 # ----------------------------------------------------------------- markdown
@@ -504,121 +652,172 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def render_markdown(conv: Conversation, *, tools: bool = False, subagents: bool = False) -> str:
+def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) -> Iterator[str]:
     session = conv.session
-    out = [f"# {session.get('title') or session.get('session_id')}", ""]
-    for name, value in _header_fields(session):
+    yield f"# {_title(session, clean)}"
+    yield ""
+    for name, value in _header_fields(session, clean):
         if name == "PRs":
-            value = ", ".join(f"<{u}>" for u in _pr_urls(session))
+            value = ", ".join(f"<{u}>" for u in _pr_urls(session, clean))
         elif name in ("session", "directory", "branch"):
             value = f"`{value}`"
-        out.append(f"- **{name}**: {value}")
+        yield f"- **{name}**: {value}"
     note = problem_note(conv.problems)
     if note:
-        out += ["", f"> **note:** {note}"]
-    out += ["", "---", ""]
-    if _empty(conv.items, tools, subagents):
-        out += [f"*{EMPTY_NOTE}*", ""]
-    _md_items(out, conv.items, tools, subagents, level=2)
+        yield ""
+        yield f"> **note:** {note}"
+    yield from ("", "---", "")
+    shown = False
+    for item in conv.iter_items(clean):
+        if _shows(item, tools, subagents):
+            shown = True
+            yield from _md_item(item, tools, subagents, 2, clean)
+    if not shown:
+        yield f"*{EMPTY_NOTE}*"
+        yield ""
     if subagents and conv.unlinked:
-        out += ["## Subagents not linked to a call on this chain", ""]
+        yield "## Subagents not linked to a call on this chain"
+        yield ""
         for sub in conv.unlinked:
-            _md_subagent(out, sub, tools, level=3)
-    return "\n".join(out).rstrip("\n") + "\n"
+            yield from _md_subagent(sub, tools, 3, clean)
 
 
-def _md_items(out: list[str], items: list[Item], tools: bool, subagents: bool, level: int) -> None:
+def _md_item(item: Item, tools: bool, subagents: bool, level: int, clean: Clean) -> Iterator[str]:
     hashes = "#" * min(level, 6)
-    for item in items:
-        if isinstance(item, Marker):
-            out += [f"> *{item.text}* ({_stamp(item.timestamp)})", ""]
-            continue
-        if not _visible(item, tools, subagents):
-            continue
-        out += [f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}", ""]
-        for block in item.blocks:
-            if block.kind == "text":
-                if block.text.strip():
-                    out += [block.text.strip("\n"), ""]
-            elif block.kind == "tool_use":
-                if tools:
-                    shown, folded = fold(block.text)
-                    out += [f"**Tool call:** `{block.name}`", "", _fence(shown, "json"), ""]
-                    if folded:
-                        out += [f"*{folded}*", ""]
-                if subagents:
-                    for sub in block.subagents:
-                        _md_subagent(out, sub, tools, level + 1)
-            elif block.kind == "tool_result" and tools:
+    if isinstance(item, Marker):
+        yield f"> *{item.text}* ({_stamp(item.timestamp)})"
+        yield ""
+        return
+    if not _visible(item, tools, subagents):
+        return
+    yield f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}"
+    yield ""
+    for block in item.blocks:
+        if block.kind == "text":
+            if block.text.strip():
+                yield block.text.strip("\n")
+                yield ""
+        elif block.kind == "tool_use":
+            if tools:
                 shown, folded = fold(block.text)
-                label = "Tool error" if block.is_error else "Tool result"
-                out += [f"**{label}:**", "", _fence(shown.strip("\n")), ""]
+                yield from (f"**Tool call:** `{block.name}`", "", _fence(shown, "json"), "")
                 if folded:
-                    out += [f"*{folded}*", ""]
+                    yield f"*{folded}*"
+                    yield ""
+            if subagents:
+                for sub in block.subagents:
+                    yield from _md_subagent(sub, tools, level + 1, clean)
+        elif block.kind == "tool_result" and tools:
+            shown, folded = fold(block.text)
+            label = "Tool error" if block.is_error else "Tool result"
+            yield from (f"**{label}:**", "", _fence(shown.strip("\n")), "")
+            if folded:
+                yield f"*{folded}*"
+                yield ""
 
 
-def _md_subagent(out: list[str], sub: Subagent, tools: bool, level: int) -> None:
-    inner: list[str] = [f"**{_subagent_title(sub)}**", ""]
-    note = problem_note(sub.problems)
-    if note:
-        inner += [f"**note:** {note}", ""]
-    _md_items(inner, sub.items, tools, True, level)
-    text = "\n".join(inner).rstrip("\n")
-    out += [_indent(text, "> "), ""]
+def _md_subagent(sub: Subagent, tools: bool, level: int, clean: Clean) -> Iterator[str]:
+    def inner() -> Iterator[str]:
+        yield f"**{_subagent_title(sub, clean)}**"
+        yield ""
+        note = problem_note(sub.problems)
+        if note:
+            yield f"**note:** {note}"
+            yield ""
+        for item in sub.iter_items(clean):
+            yield from _md_item(item, tools, True, level, clean)
+
+    for line in _rstripped(inner()):
+        yield "> " + line if line else ">"
+    yield ""
+
+
+def iter_markdown(
+    conv: Conversation,
+    *,
+    tools: bool = False,
+    subagents: bool = False,
+    clean: Clean = neutralize_escapes,
+) -> Iterator[str]:
+    """The Markdown view, piece by piece."""
+    lines = _md_lines(conv, tools, subagents, clean)
+    return _batched(line + "\n" for line in _rstripped(lines))
+
+
+def render_markdown(conv: Conversation, *, tools: bool = False, subagents: bool = False) -> str:
+    return "".join(iter_markdown(conv, tools=tools, subagents=subagents))
 
 
 # ----------------------------------------------------------------- json (SDK shape)
-def session_messages(conv: Conversation, *, subagents: bool = False) -> list[dict[str, Any]]:
-    """SDK ``SessionMessage`` objects; with ``subagents``, each subagent's messages
-    (with ``parent_tool_use_id``/``parent_agent_id`` as the SDK sets them) follow the
-    message that made its call."""
+def iter_session_messages(conv: Conversation, *, subagents: bool = False) -> Iterator[Entry]:
+    """SDK ``SessionMessage`` objects, one at a time; with ``subagents``, each subagent's
+    messages (with ``parent_tool_use_id``/``parent_agent_id`` as the SDK sets them)
+    follow the message that made its call, and the rest come last."""
     by_call: dict[str, list[Subagent]] = {}
     if subagents:
         for sub in conv.subagents:
             if sub.tool_use_id:
                 by_call.setdefault(sub.tool_use_id, []).append(sub)
-    out: list[dict[str, Any]] = []
     emitted: set[int] = set()
-    _json_entries(out, conv.messages, None, by_call, emitted)
+    yield from _json_entries(conv.iter_messages(), None, by_call, emitted)
     if subagents:
         for sub in conv.subagents:
             if id(sub) not in emitted:
                 emitted.add(id(sub))
-                _json_entries(out, sub.entries, sub, by_call, emitted)
-    return out
+                yield from _json_entries(sub.thread.entries(), sub, by_call, emitted)
+
+
+def session_messages(conv: Conversation, *, subagents: bool = False) -> list[Entry]:
+    return list(iter_session_messages(conv, subagents=subagents))
 
 
 def _json_entries(
-    out: list[dict[str, Any]],
-    entries: list[dict[str, Any]],
+    entries: Iterable[Entry],
     sub: Subagent | None,
     by_call: dict[str, list[Subagent]],
     emitted: set[int],
-) -> None:
+) -> Iterator[Entry]:
     for entry in entries:
-        out.append(
-            {
-                "type": "user" if entry.get("type") == "user" else "assistant",
-                "uuid": entry.get("uuid", ""),
-                "session_id": entry.get("sessionId", ""),
-                "message": entry.get("message"),
-                "parent_tool_use_id": sub.tool_use_id if sub else None,
-                "parent_agent_id": sub.parent_agent_id if sub else None,
-            }
-        )
+        yield {
+            "type": "user" if entry.get("type") == "user" else "assistant",
+            "uuid": entry.get("uuid", ""),
+            "session_id": entry.get("sessionId", ""),
+            "message": entry.get("message"),
+            "parent_tool_use_id": sub.tool_use_id if sub else None,
+            "parent_agent_id": sub.parent_agent_id if sub else None,
+        }
         for block in _content_blocks(entry):
-            if isinstance(block, dict) and block.get("type") == "tool_use":
+            if block.get("type") == "tool_use":
                 for child in by_call.pop(str(block.get("id")), []):
                     emitted.add(id(child))
-                    _json_entries(out, child.entries, child, by_call, emitted)
+                    yield from _json_entries(child.thread.entries(), child, by_call, emitted)
+
+
+def _json_item(message: Entry) -> str:
+    """One array element as ``orjson``'s 2-space indented array would print it."""
+    try:
+        data = orjson.dumps(message, option=orjson.OPT_INDENT_2)
+    except TypeError:  # lone surrogates from a "\ud800" escape: orjson refuses them
+        data = json.dumps(message, indent=2).encode()
+    # JSON strings hold no raw newline, so every "\n" here is the layout's.
+    return "  " + json_escape_controls(data).decode().replace("\n", "\n  ")
+
+
+def iter_json(conv: Conversation, *, subagents: bool = False) -> Iterator[str]:
+    """The SDK messages as one indented JSON array, element by element."""
+
+    def pieces() -> Iterator[str]:
+        first = True
+        for message in iter_session_messages(conv, subagents=subagents):
+            yield ("[\n" if first else ",\n") + _json_item(message)
+            first = False
+        yield "[]\n" if first else "\n]\n"
+
+    return _batched(pieces())
 
 
 def render_json(conv: Conversation, *, subagents: bool = False) -> str:
-    messages = session_messages(conv, subagents=subagents)
-    try:
-        return orjson.dumps(messages, option=orjson.OPT_INDENT_2).decode() + "\n"
-    except TypeError:  # lone surrogates from a "\ud800" escape: orjson refuses them
-        return json.dumps(messages, indent=2) + "\n"
+    return "".join(iter_json(conv, subagents=subagents))
 
 
 # ----------------------------------------------------------------- html
@@ -661,10 +860,10 @@ def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def render_html(conv: Conversation, *, tools: bool = False, subagents: bool = False) -> str:
+def _html_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) -> Iterator[str]:
     session = conv.session
-    title = str(session.get("title") or session.get("session_id"))
-    out = [
+    title = _title(session, clean)
+    yield from (
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
@@ -676,27 +875,30 @@ def render_html(conv: Conversation, *, tools: bool = False, subagents: bool = Fa
         "<body>",
         f"<h1>{_esc(title)}</h1>",
         '<dl class="meta">',
-    ]
-    for name, value in _header_fields(session):
+    )
+    for name, value in _header_fields(session, clean):
         if name == "PRs":
-            links = " ".join(f'<a href="{_esc(u)}">{_esc(u)}</a>' for u in _pr_urls(session))
-            out.append(f"<dt>{_esc(name)}</dt><dd>{links}</dd>")
+            links = " ".join(f'<a href="{_esc(u)}">{_esc(u)}</a>' for u in _pr_urls(session, clean))
+            yield f"<dt>{_esc(name)}</dt><dd>{links}</dd>"
         else:
-            out.append(f"<dt>{_esc(name)}</dt><dd>{_esc(value)}</dd>")
-    out.append("</dl>")
+            yield f"<dt>{_esc(name)}</dt><dd>{_esc(value)}</dd>"
+    yield "</dl>"
     note = problem_note(conv.problems)
     if note:
-        out.append(f'<p class="note">{_esc(note)}</p>')
-    out.append("<main>")
-    if _empty(conv.items, tools, subagents):
-        out.append(f'<p class="marker">{_esc(EMPTY_NOTE)}</p>')
-    _html_items(out, conv.items, tools, subagents)
+        yield f'<p class="note">{_esc(note)}</p>'
+    yield "<main>"
+    shown = False
+    for item in conv.iter_items(clean):
+        if _shows(item, tools, subagents):
+            shown = True
+            yield from _html_item(item, tools, subagents, clean)
+    if not shown:
+        yield f'<p class="marker">{_esc(EMPTY_NOTE)}</p>'
     if subagents and conv.unlinked:
-        out.append("<h2>Subagents not linked to a call on this chain</h2>")
+        yield "<h2>Subagents not linked to a call on this chain</h2>"
         for sub in conv.unlinked:
-            _html_subagent(out, sub, tools)
-    out += ["</main>", "</body>", "</html>"]
-    return "\n".join(out) + "\n"
+            yield from _html_subagent(sub, tools, clean)
+    yield from ("</main>", "</body>", "</html>")
 
 
 def _html_pre(text: str) -> str:
@@ -707,51 +909,96 @@ def _html_pre(text: str) -> str:
     return piece
 
 
-def _html_items(out: list[str], items: list[Item], tools: bool, subagents: bool) -> None:
-    for item in items:
-        if isinstance(item, Marker):
-            out.append(f'<p class="marker">{_esc(item.text)} ({_esc(_stamp(item.timestamp))})</p>')
-            continue
-        if not _visible(item, tools, subagents):
-            continue
-        role = _role_label(item)
-        out.append(f'<article class="msg {_esc(role)}" id="m-{_esc(item.uuid)}">')
-        out.append(
-            f'<header><span class="role">{_esc(role)}</span> · '
-            f'<time datetime="{_esc(item.timestamp or "")}">'
-            f"{_esc(_stamp(item.timestamp))}</time></header>"
-        )
-        for block in item.blocks:
-            if block.kind == "text":
-                if block.text.strip():
-                    out.append(f'<div class="text">{_esc(block.text.strip())}</div>')
-            elif block.kind == "tool_use":
-                if tools:
-                    out.append(
-                        f'<details class="tool"><summary>Tool call: '
-                        f"<code>{_esc(block.name)}</code></summary>"
-                        f"{_html_pre(block.text)}</details>"
-                    )
-                if subagents:
-                    for sub in block.subagents:
-                        _html_subagent(out, sub, tools)
-            elif block.kind == "tool_result" and tools:
-                kind = "error" if block.is_error else "result"
-                size = human_size(len(block.text.encode("utf-8", "surrogatepass")))
-                out.append(
-                    f'<details class="tool {kind}"><summary>Tool {kind} '
-                    f"({_esc(size)})</summary>{_html_pre(block.text)}</details>"
+def _html_item(item: Item, tools: bool, subagents: bool, clean: Clean) -> Iterator[str]:
+    if isinstance(item, Marker):
+        yield f'<p class="marker">{_esc(item.text)} ({_esc(_stamp(item.timestamp))})</p>'
+        return
+    if not _visible(item, tools, subagents):
+        return
+    role = _role_label(item)
+    yield f'<article class="msg {_esc(role)}" id="m-{_esc(item.uuid)}">'
+    yield (
+        f'<header><span class="role">{_esc(role)}</span> · '
+        f'<time datetime="{_esc(item.timestamp or "")}">'
+        f"{_esc(_stamp(item.timestamp))}</time></header>"
+    )
+    for block in item.blocks:
+        if block.kind == "text":
+            if block.text.strip():
+                yield f'<div class="text">{_esc(block.text.strip())}</div>'
+        elif block.kind == "tool_use":
+            if tools:
+                yield (
+                    f'<details class="tool"><summary>Tool call: '
+                    f"<code>{_esc(block.name)}</code></summary>"
+                    f"{_html_pre(block.text)}</details>"
                 )
-        out.append("</article>")
+            if subagents:
+                for sub in block.subagents:
+                    yield from _html_subagent(sub, tools, clean)
+        elif block.kind == "tool_result" and tools:
+            kind = "error" if block.is_error else "result"
+            size = human_size(len(block.text.encode("utf-8", "surrogatepass")))
+            yield (
+                f'<details class="tool {kind}"><summary>Tool {kind} '
+                f"({_esc(size)})</summary>{_html_pre(block.text)}</details>"
+            )
+    yield "</article>"
 
 
-def _html_subagent(out: list[str], sub: Subagent, tools: bool) -> None:
-    out.append(f'<section class="subagent"><h3>{_esc(_subagent_title(sub))}</h3>')
+def _html_subagent(sub: Subagent, tools: bool, clean: Clean) -> Iterator[str]:
+    yield f'<section class="subagent"><h3>{_esc(_subagent_title(sub, clean))}</h3>'
     note = problem_note(sub.problems)
     if note:
-        out.append(f'<p class="note">{_esc(note)}</p>')
-    _html_items(out, sub.items, tools, True)
-    out.append("</section>")
+        yield f'<p class="note">{_esc(note)}</p>'
+    for item in sub.iter_items(clean):
+        yield from _html_item(item, tools, True, clean)
+    yield "</section>"
+
+
+def iter_html(
+    conv: Conversation,
+    *,
+    tools: bool = False,
+    subagents: bool = False,
+    clean: Clean = neutralize_escapes,
+) -> Iterator[str]:
+    """One self-contained HTML page, piece by piece."""
+    return _batched(line + "\n" for line in _html_lines(conv, tools, subagents, clean))
+
+
+def render_html(conv: Conversation, *, tools: bool = False, subagents: bool = False) -> str:
+    return "".join(iter_html(conv, tools=tools, subagents=subagents))
+
+
+def render_stream(
+    conv: Conversation,
+    fmt: str,
+    *,
+    tools: bool = False,
+    subagents: bool = False,
+    color: bool = False,
+    terminal: bool | None = None,
+) -> Iterator[str]:
+    """The one rendering entry point of ``show`` and ``export``: the output in pieces,
+    each transcript entry read only when its turn comes.
+
+    ``terminal`` says the text is for a screen (``show``): every control and bidi
+    character from the transcript is made visible. Otherwise (files) only ESC, C1 and
+    bidi controls are. The default: text is for a screen, Markdown and HTML for files.
+    JSON keeps every string exact. Raises ``OSError`` if the transcript is replaced
+    while being read.
+    """
+    if fmt == "json":
+        return iter_json(conv, subagents=subagents)
+    if terminal is None:
+        terminal = fmt == "text"
+    clean = neutralize if terminal else neutralize_escapes
+    if fmt == "md":
+        return iter_markdown(conv, tools=tools, subagents=subagents, clean=clean)
+    if fmt == "html":
+        return iter_html(conv, tools=tools, subagents=subagents, clean=clean)
+    return iter_text(conv, tools=tools, subagents=subagents, color=color, clean=clean)
 
 
 def render(
@@ -761,12 +1008,9 @@ def render(
     tools: bool = False,
     subagents: bool = False,
     color: bool = False,
+    terminal: bool | None = None,
 ) -> str:
-    """One rendering entry point for ``show`` and ``export``."""
-    if fmt == "json":
-        return render_json(conv, subagents=subagents)
-    if fmt == "md":
-        return render_markdown(conv, tools=tools, subagents=subagents)
-    if fmt == "html":
-        return render_html(conv, tools=tools, subagents=subagents)
-    return render_text(conv, tools=tools, subagents=subagents, color=color)
+    """:func:`render_stream` as one string."""
+    return "".join(
+        render_stream(conv, fmt, tools=tools, subagents=subagents, color=color, terminal=terminal)
+    )

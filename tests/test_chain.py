@@ -1,4 +1,4 @@
-"""transcripts.chain: reading a whole transcript and the SDK's chain rules (sdk-sessions §3.3–3.4)."""
+"""transcripts.chain: reading a whole transcript and the SDK's chain rules (docs/sdk-compat.md#conversation-chain)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ from typing import Any
 import orjson
 import pytest
 
-from sessiondex.transcripts.chain import load_entries, main_chain, subagent_chain, visible_messages
-from tests.builders import ConfigTree, write_jsonl
+from sessiondex.transcripts.chain import (
+    load_entries,
+    main_chain,
+    scan_chain,
+    subagent_chain,
+    visible_messages,
+)
+from tests.builders import FIXTURES_DIR, ConfigTree, write_jsonl
 
 
 def _e(uuid: str, parent: str | None, type_: str = "user", **extra: Any) -> dict[str, Any]:
@@ -351,3 +357,61 @@ def test_main_chain_equals_sdk_chain(entries: list[dict[str, Any]], _expected: A
         and isinstance(e.get("uuid"), str)
     ]
     assert _uuids(main_chain(entries)) == _uuids(sdk._build_conversation_chain(sdk_entries))
+
+
+# ----------------------------------------------------------------- two passes
+# ``show`` and ``get_session_messages`` find the chain on stubs (pass 1) and read back only
+# its lines (pass 2); the answer must be the whole-file answer, entry for entry.
+def _two_pass_equals_whole_file(path: Path) -> None:
+    entries, problems = load_entries(path)
+    scan = scan_chain(path)
+    assert scan.problems == problems
+    for chain_of in (main_chain, subagent_chain):
+        whole = chain_of(entries)
+        stubs = chain_of(scan.stubs)
+        assert _uuids(stubs) == _uuids(whole)
+        assert list(scan.read(stubs)) == whole  # the same entries, the same order
+    whole_visible = visible_messages(main_chain(entries))
+    assert list(scan.read(visible_messages(main_chain(scan.stubs)))) == whole_visible
+
+
+ODD_LINES = [
+    b'{"type":"user","uuid":"u1","parentUuid":null,"message":{"content":"hi"}}',
+    b"",
+    b'{"type":"user","uuid":"bad","t":"\xff"}',
+    b"not json",
+    b'{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m",'
+    b'"content":[{"type":"tool_use","id":"t1"},{"type":["odd"]},"x"]}}',
+    b'{"type":"user","uuid":"r1","parentUuid":"a1","message":{"content":'
+    b'[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}',
+    b'{"type":"user","uuid":"u1","parentUuid":null,"message":"not a dict"}',  # duplicate
+    b'{"type":"assistant","uuid":"a2","parentUuid":"r1","message":{"content":"line\xe2\x80\xa8two"}}',
+    b'{"type":"user","uuid":"tail","parentUuid":"a2","message":{"content":"no newline"}}',
+]
+
+
+@pytest.mark.parametrize(("entries", "_expected"), [*MAIN_CHAIN_CASES, *SDK_CASES[-2:]])
+def test_two_pass_chain_equals_whole_file_chain(
+    tmp_path: Path, entries: list[dict[str, Any]], _expected: Any
+) -> None:
+    path = write_jsonl(tmp_path / "t.jsonl", entries)
+    _two_pass_equals_whole_file(path)
+
+
+def test_two_pass_chain_on_odd_lines_and_fixtures(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"\n".join(ODD_LINES))  # the last line has no newline
+    _two_pass_equals_whole_file(odd)
+    fixtures = sorted((FIXTURES_DIR / "claude").rglob("*.jsonl"))
+    assert len(fixtures) > 20
+    for path in fixtures:
+        _two_pass_equals_whole_file(path)
+
+
+def test_two_pass_read_refuses_a_replaced_file(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "t.jsonl", [_e("u1", None), _e("u2", "u1")])
+    scan = scan_chain(path)
+    chain = main_chain(scan.stubs)
+    write_jsonl(tmp_path / "new.jsonl", [_e("x1", None), _e("x2", "x1")]).replace(path)
+    with pytest.raises(OSError, match="replaced"):
+        list(scan.read(chain))

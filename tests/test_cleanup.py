@@ -611,3 +611,49 @@ def test_archive_module_is_byte_identical(tmp_path: Path) -> None:
     assert names[0] == f"projects/{s.project_dir.name}/{s.session_id}.jsonl"
     assert f"projects/{s.project_dir.name}/{s.session_id}/tool-results/r1.txt" in names
     assert orjson.loads(items[1][1].splitlines()[0])["isSidechain"] is True
+
+
+def test_archive_leftovers_of_a_killed_run_are_removed(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    """A run killed mid-archive leaves ``.<id>.<random>.tmp``; the next run removes such
+    files of its own once they are stale, and nothing else (issue 14, item 8)."""
+    s, tree, db = world["s"], world["tree"], world["db"]
+    arch = tmp_path / "arch"
+    key = s["old"].project_dir.name
+    folder = arch / key
+    folder.mkdir(parents=True)
+    sid = s["old"].session_id
+    now = time.time()
+    stale = now - 3600
+    files = {
+        f".{sid}.k3x_9qz0.tmp": (stale, False),  # ours, killed an hour ago: removed
+        f".{s['older'].session_id}.abcdefgh.tmp": (stale, False),
+        f".{sid}.live1234.tmp": (now, True),  # ours, but a run may be writing it now
+        ".notes.abcdefgh.tmp": (stale, True),  # not our pattern
+        f"{sid}.tar.gz.tmp": (stale, True),  # not our pattern
+        f".{sid}.abcdefgh.tmp.bak": (stale, True),
+        f".{sid}.abcdefgh.tmp2": (stale, True),
+    }
+    for name, (mtime, _kept) in files.items():
+        (folder / name).write_bytes(b"partial archive")
+        os.utime(folder / name, (mtime, mtime))
+    outside = tmp_path / "outside.tmp"
+    outside.write_bytes(b"not ours")
+    link = folder / f".{sid}.linkxxxx.tmp"
+    link.symlink_to(outside)
+    os.utime(link, (stale, stale), follow_symlinks=False)
+    deep = folder / "nested"
+    deep.mkdir()
+    (deep / f".{sid}.deepxxxx.tmp").write_bytes(b"x")
+    os.utime(deep / f".{sid}.deepxxxx.tmp", (stale, stale))
+
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    act.apply_plan(db, plan, [tree.root], archive_dir=arch, clock=lambda: NOW)
+    for name, (_mtime, kept) in files.items():
+        assert (folder / name).exists() == kept, name
+    assert link.is_symlink() and outside.read_bytes() == b"not ours"
+    assert (deep / f".{sid}.deepxxxx.tmp").exists()  # only one level down is ours
+    assert list(arch.rglob("*.tar.gz"))  # the run itself went on and archived
+    kept = {n for n, (_m, k) in files.items() if k} | {link.name, f".{sid}.deepxxxx.tmp"}
+    assert {p.name for p in arch.rglob("*.tmp*") if p.is_file() or p.is_symlink()} == kept

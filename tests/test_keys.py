@@ -1,4 +1,4 @@
-"""project_key and session-ID rules (spec/transcripts.md vectors)."""
+"""project_key and session-ID rules (docs/project-keys.md#test-vectors)."""
 
 from __future__ import annotations
 

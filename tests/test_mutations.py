@@ -1,6 +1,6 @@
 """rename, tag, untag, fork, delete: the records written, the index after, and bad input.
 
-Every failure case checks the three promises of spec/semantics.md §5 and §7: one
+Every failure case checks the three promises of docs/mutations.md#failures-and-exit-codes: one
 ``Error:`` line, the exit code (1, or 3 for an ambiguous name), and not one byte or
 mtime changed anywhere in the config dir.
 """

@@ -6,7 +6,7 @@ outside the config dir, a NUL, a UUID with a trailing newline, names holding ``/
 outside projects/. A sentinel directory outside must survive byte for byte (mtimes
 too), the config tree too, and an audit of every path opened in-process (``open``,
 ``io.open``, ``os.open``) shows nothing outside the test's tmp tree except Python's own
-files. Reading commands may read a ``.jsonl`` the user names explicitly (spec §3.1, as
+files. Reading commands may read a ``.jsonl`` the user names explicitly (docs/resolution.md#transcript-path, as
 ``claude --resume <path>`` does); writing commands refuse anything not inside projects/.
 """
 
@@ -226,7 +226,7 @@ def test_no_arg_reaches_outside_projects(
             assert result.exit_code in (1, 2), (arg, result.output)
         else:
             assert result.exit_code in (0, 1, 2), (arg, result.output)
-            # only a .jsonl the user named may be read (spec §3.1), nothing else outside
+            # only a .jsonl the user named may be read (docs/resolution.md#transcript-path), nothing else outside
             assert result.exit_code != 0 or named_outside, (arg, result.output)
         assert os.path.realpath("/etc/passwd") not in opened, arg
         strays = [p for p in opened if not p.startswith(allowed)]

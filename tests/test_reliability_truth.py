@@ -1,6 +1,6 @@
 """Truth is never touched: every command over the fixture tree leaves the transcripts alone.
 
-The transcripts are the source of truth (spec/semantics.md §1); the index is derived.
+The transcripts are the source of truth (docs/transcripts.md#source-of-truth); the index is derived.
 Every reading command of ``cli.main.COMMANDS`` runs over a copy of ``fixtures/claude``
 and afterwards each file under the config dir has the same bytes and the same mtime.
 The mutations then change exactly what they target and nothing else: one appended line
@@ -135,7 +135,7 @@ def _fill(args: list[str], fx: Fixture) -> list[str]:
 
 def test_every_command_is_covered() -> None:
     """A command added to the CLI must be added here too (reading or mutation list)."""
-    covered = {c for c, _, _ in READ_RUNS} | set(MUTATIONS) | {"watch"}
+    covered = {c for c, _, _ in READ_RUNS} | set(MUTATIONS) | {"watch", "serve"}
     assert set(COMMANDS) <= covered, set(COMMANDS) - covered
 
 
@@ -206,6 +206,68 @@ def test_watch_never_touches_transcripts(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert b"Traceback" not in err
+    assert snapshot(fx.config) == before
+
+
+def test_serve_never_touches_transcripts(tmp_path: Path) -> None:
+    """``serve`` refreshes, answers every page (each session's too, with tools and
+    subagents), refreshes again on requests, and is stopped; the tree is unchanged."""
+    skip_unless_built("serve")
+    pytest.importorskip("datasette", reason="the web extra is not installed")
+    import re
+    import urllib.request
+
+    fx = Fixture(tmp_path)
+    before = snapshot(fx.config)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from sessiondex.cli.main import main; main()",
+            "--config-dir",
+            str(fx.config),
+            "--db",
+            str(fx.db),
+            "serve",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "Serving http://127.0.0.1:PORT/ …", or "" if it died
+        assert line.startswith("Serving http://127.0.0.1:"), (line, proc.stderr)
+        url = line.split()[1]
+
+        def get(path: str) -> str:
+            with urllib.request.urlopen(url + path.lstrip("/"), timeout=30) as response:
+                assert response.status == 200, path
+                return str(response.read().decode())
+
+        home = get("/")
+        ids = sorted(set(re.findall(r'href="/session/([0-9a-f-]{36})', home)))
+        assert AUTH_ID in ids and WITH_SUBAGENTS in ids
+        for session_id in ids:
+            get(f"/session/{session_id}?q=auth")
+        for path in (
+            "/search?q=auth",
+            "/search?q=https%3A%2F%2Fgithub.com%2Facme%2Fshop%2Fpull%2F12",
+            "/sessiondex/sessions",
+            "/sessiondex/messages",
+            "/sessiondex/busiest_projects",
+        ):
+            get(path)
+        time.sleep(1.1)  # past the refresh throttle: the next request refreshes
+        get("/")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
     assert snapshot(fx.config) == before
 
 

@@ -1,4 +1,4 @@
-"""query.sdk_api on its own: the SDK's field rules, paging and lookups, from the index.
+"""sessiondex.sdk's readers alone: the SDK's field rules, paging and lookups, from the index.
 
 Parity with the real ``claude-agent-sdk`` is tests/test_sdk_interop.py; this file pins
 the rules themselves so a failure says which one broke.

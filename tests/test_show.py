@@ -112,7 +112,7 @@ def _session(tmp_path: Path, name: str) -> tuple[ConfigTree, SessionWriter, dict
 def test_json_matches_sdk_get_session_messages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
-    from claude_agent_sdk import get_session_messages
+    get_session_messages = pytest.importorskip("claude_agent_sdk").get_session_messages
 
     tree, s, _ = _session(tmp_path, name)
     result = _run(tree, tmp_path, "show", s.session_id, "--format", "json")
@@ -127,7 +127,11 @@ def test_json_matches_sdk_get_session_messages(
 def test_json_with_subagents_matches_sdk_at_call_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from claude_agent_sdk import get_session_messages, get_subagent_messages
+    sdk = pytest.importorskip("claude_agent_sdk")
+    get_session_messages, get_subagent_messages = (
+        sdk.get_session_messages,
+        sdk.get_subagent_messages,
+    )
 
     tree, s = _with_subagent(tmp_path)
     result = _run(tree, tmp_path, "show", s.session_id, "--format", "json", "--subagents")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sessiondex.transcripts.tags import sanitize_tag, sanitize_unicode
 
 CASES = [
-    # Examples from reference/sdk-sessions.md §4.2
+    # Examples from docs/mutations.md#tag-sanitizing
     ("  \ufb01x\u200b-it ", "fix-it"),  # ligature NFKC-expanded, ZWSP dropped, stripped
     ("\uff26\uff35\uff2c\uff2c", "FULL"),  # full-width letters
     ("line\nbreak", "line\nbreak"),  # Cc kept, internal whitespace kept

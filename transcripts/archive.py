@@ -16,17 +16,21 @@ has no random access, which costs nothing here: the transcript is read whole any
 
 An archive is written to a temporary name, read back in full (gzip CRC, then every
 member compared byte for byte with the file on disk), and only then given its final
-name, never over an existing archive. Nothing here deletes anything.
+name, never over an existing archive. Nothing here deletes anything but our own
+temporary files: a run killed mid-archive leaves its ``.<id>.<random>.tmp`` behind, and
+:func:`remove_stale_temps` (called by the next ``cleanup --archive``) removes those.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
 import stat
 import tarfile
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +43,16 @@ ARCHIVE_SUFFIX = ".tar.gz"
 CHUNK = 1 << 20
 # Decompressed transcripts up to this size stay in memory while indexed; larger spill.
 SPOOL_BYTES = 32 << 20
+# The names write_session_archive gives its temporary files: "." + session id + "." +
+# tempfile's 8 random characters + ".tmp". Nothing else is ever removed as a leftover.
+_TEMP_NAME = re.compile(
+    r"\.([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})"
+    r"\.[a-z0-9_]{8}\.tmp"
+)
+# A temporary file untouched this long is a leftover; a younger one may belong to a run
+# that is archiving right now (writing keeps its mtime fresh; verifying a large archive
+# takes seconds to minutes).
+STALE_TEMP_SECONDS = 600
 
 
 class ArchiveError(Exception):
@@ -212,6 +226,42 @@ def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def remove_stale_temps(
+    archive_dir: Path, *, min_age: float | None = None, now: float | None = None
+) -> list[Path]:
+    """Remove the temporary files a killed archiving run left in ``archive_dir``'s
+    project folders; returns what was removed.
+
+    Only regular files named exactly like ours (``.<session id>.<8 chars>.tmp``), one
+    level down, not modified for ``min_age`` seconds (default
+    :data:`STALE_TEMP_SECONDS`): a concurrent run's live temporary file is younger.
+    Links are never followed; errors (a vanished file, a permission) are skipped.
+    """
+    age = STALE_TEMP_SECONDS if min_age is None else min_age
+    moment = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        folders = [e for e in os.scandir(archive_dir) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder.path))
+        except OSError:
+            continue
+        for entry in entries:
+            if not _TEMP_NAME.fullmatch(entry.name):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and moment - st.st_mtime >= age:
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+            except OSError:
+                continue
+    return removed
 
 
 def _layout(name: str) -> tuple[str, str, str, str | None] | None:

@@ -1,6 +1,6 @@
 """The conversation chain of a transcript, by the official SDK's rules.
 
-reference/sdk-sessions.md §3.3–3.4: a transcript is a tree of entries linked by
+docs/sdk-compat.md#conversation-chain: a transcript is a tree of entries linked by
 ``parentUuid``; rewinds and edits leave dead branches behind, and the CLI writes one
 assistant entry per content block, so a turn with parallel tool calls forks too. The
 conversation is the path from the root to the newest main-thread leaf, with the parallel
@@ -13,10 +13,13 @@ is split on ``\\n`` only, so a raw U+2028 inside a string survives.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -25,7 +28,13 @@ from sessiondex.transcripts.reader import (
     PROBLEM_MALFORMED,
     PROBLEM_NOT_OBJECT,
 )
-from sessiondex.transcripts.records import CHAIN_TYPES, MESSAGE_TYPES
+from sessiondex.transcripts.records import (
+    MESSAGE_TYPES,
+    block_ids,
+    is_chain_entry,
+    is_tool_result,
+    response_id,
+)
 
 Entry = dict[str, Any]
 
@@ -58,14 +67,19 @@ def _parse_line(raw: bytes, problems: Counter[str]) -> Entry | None:
     return value
 
 
-def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
+def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry], Counter[str]]:
     """Every JSON object of the file in file order, and the skipped or repaired lines by kind.
 
     The whole file is read (the chain can reach anywhere in it). Lines are split on
     ``b"\\n"`` only; ``str.splitlines`` would also cut at U+2028/U+2029 and lose the
-    record. Raises only ``OSError`` for the file itself, never for its content.
+    record. A last line without ``\\n`` is read too, as the SDK reads it, unless
+    ``complete_only`` (a writer may still be writing it: a copy must not take half a
+    record, nor a whole one whose line has not ended yet). Raises only ``OSError`` for
+    the file itself, never for its content.
     """
     data = Path(path).read_bytes()
+    if complete_only:
+        data = data[: data.rfind(b"\n") + 1]
     problems: Counter[str] = Counter()
     entries: list[Entry] = []
     for raw in data.split(b"\n"):
@@ -77,16 +91,150 @@ def load_entries(path: Path) -> tuple[list[Entry], Counter[str]]:
     return entries, problems
 
 
-def _chain_entries(entries: list[Entry]) -> list[Entry]:
-    """Entries that take part in the chain: a chain type with a string ``uuid``."""
-    # isinstance first: a "type" that is a list or dict cannot be looked up in a set
-    return [
-        e
-        for e in entries
-        if isinstance(e.get("type"), str)
-        and e["type"] in CHAIN_TYPES
-        and isinstance(e.get("uuid"), str)
-    ]
+# ----------------------------------------------------------------- two passes
+# ``show`` of a 64 MB transcript must not hold 64 MB of parsed JSON: the chain needs only
+# each entry's links, never its content. Pass 1 (:func:`scan_chain`) keeps, per chain
+# entry, a *stub* with just the fields the chain rules read, and where its line is; the
+# chain functions below run on stubs unchanged. Pass 2 (:meth:`ChainScan.read`) reads
+# back, one at a time, only the lines the caller shows.
+_CHUNK = 1 << 20
+_STUB_KEYS = (
+    "type",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "isSidechain",
+    "teamName",
+    "isMeta",
+    "agentId",
+    "timestamp",
+    "subtype",
+    "isCompactSummary",
+    "sourceToolAssistantUUID",
+)
+_LINK_BLOCKS = ("tool_use", "tool_result")
+
+
+def _stub(entry: Entry) -> Entry:
+    """The fields of ``entry`` that the chain rules, ``visible_messages`` and the
+    conversation's layout read; content reduced to its tool_use/tool_result ids."""
+    stub = {k: entry[k] for k in _STUB_KEYS if k in entry}
+    message = entry.get("message")
+    if isinstance(message, dict):
+        reduced: dict[str, Any] = {}
+        if "id" in message:
+            reduced["id"] = message["id"]
+        content = message.get("content")
+        if isinstance(content, list):
+            reduced["content"] = [
+                {"type": b.get("type"), "id": b.get("id"), "tool_use_id": b.get("tool_use_id")}
+                for b in content
+                if isinstance(b, dict) and b.get("type") in _LINK_BLOCKS
+            ]
+        stub["message"] = reduced
+    return stub
+
+
+def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` for every line split on ``b"\\n"``, the last one even without
+    its ``\\n`` (as :func:`load_entries` reads it); one line in memory at a time."""
+    offset = 0
+    pending: list[bytes] = []
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                pending.append(chunk[start:])
+                break
+            if pending:
+                pending.append(chunk[start:nl])
+                line = b"".join(pending)
+                pending = []
+            else:
+                line = chunk[start:nl]
+            yield offset, line
+            offset += len(line) + 1
+            start = nl + 1
+    if pending:
+        line = b"".join(pending)
+        if line:
+            yield offset, line
+
+
+class ChainScan:
+    """Pass 1 over a transcript: stubs of its chain entries, in file order, and the
+    skipped or repaired lines by kind (the same counts :func:`load_entries` gives).
+
+    ``main_chain(scan.stubs)`` / ``subagent_chain(scan.stubs)`` give the chain as stubs;
+    :meth:`read` turns stubs back into the full entries. Memory is proportional to the
+    number of chain entries, not to the bytes of the file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.stubs: list[Entry] = []
+        self.problems: Counter[str] = Counter()
+        self._where: dict[int, tuple[int, int]] = {}
+        with open(self.path, "rb") as stream:
+            st = os.fstat(stream.fileno())
+            self._identity = (st.st_dev, st.st_ino)
+            for offset, raw in _iter_lines(stream):
+                if not raw.strip():
+                    continue
+                entry = _parse_line(raw, self.problems)
+                if entry is None or not is_chain_entry(entry):
+                    continue
+                stub = _stub(entry)
+                self.stubs.append(stub)
+                self._where[id(stub)] = (offset, len(raw))
+
+    def read(self, stubs: Iterable[Entry]) -> Iterator[Entry]:
+        """The full entry of each stub (stubs of this scan), read back from its line.
+
+        Raises ``OSError`` if the file was replaced or rewritten since the scan (an
+        append, the only change Claude Code makes, does not matter).
+        """
+        with open(self.path, "rb") as stream:
+            fd = stream.fileno()
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self._identity:
+                raise OSError(errno.ESTALE, f"{self.path} was replaced while being read")
+            for stub in stubs:
+                offset, length = self._where[id(stub)]
+                raw = os.pread(fd, length, offset)
+                entry = _parse_line(raw, Counter()) if len(raw) == length else None
+                if entry is None or entry.get("uuid") != stub.get("uuid"):
+                    raise OSError(errno.ESTALE, f"{self.path} was rewritten while being read")
+                yield entry
+
+
+def scan_chain(path: Path) -> ChainScan:
+    """Pass 1 over ``path`` (see :class:`ChainScan`); raises only ``OSError``."""
+    return ChainScan(path)
+
+
+def read_messages(path: Path, *, subagent: bool = False) -> list[Entry]:
+    """The full entries ``get_session_messages`` returns for the transcript at ``path``
+    (``get_subagent_messages`` with ``subagent``), holding in memory only those entries
+    and the stubs, not every entry of the file. Raises only ``OSError``."""
+
+    def pick(entries: list[Entry]) -> list[Entry]:
+        return subagent_chain(entries) if subagent else visible_messages(main_chain(entries))
+
+    scan = scan_chain(path)
+    try:
+        return list(scan.read(pick(scan.stubs)))
+    except OSError as exc:
+        if exc.errno != errno.ESTALE:
+            raise
+        # Replaced between the two passes (not something Claude Code does): read it
+        # whole, once, as it is now.
+        entries, _problems = load_entries(path)
+        return pick(entries)
 
 
 def _parent(entry: Entry) -> str | None:
@@ -120,7 +268,7 @@ def main_chain(entries: list[Entry]) -> list[Entry]:
     entry that is not sidechain, team or meta; the walk up does not follow
     ``logicalParentUuid``, so a compacted session starts at its compact boundary.
     """
-    chain_entries = _chain_entries(entries)
+    chain_entries = [e for e in entries if is_chain_entry(e)]
     if not chain_entries:
         return []
     by_uuid: dict[str, Entry] = {}
@@ -153,35 +301,9 @@ def main_chain(entries: list[Entry]) -> list[Entry]:
 
 
 # ----------------------------------------------------------------- parallel tool calls
-def _message_id(entry: Entry) -> str | None:
-    if entry.get("type") != "assistant":
-        return None
-    message = entry.get("message")
-    value = message.get("id") if isinstance(message, dict) else None
-    return value if isinstance(value, str) and value else None
-
-
-def _block_ids(entry: Entry, block_type: str, field: str) -> list[str]:
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [
-        b[field]
-        for b in content
-        if isinstance(b, dict) and b.get("type") == block_type and isinstance(b.get(field), str)
-    ]
-
-
 def _is_tool_result_entry(entry: Entry) -> bool:
     """A user entry with a parent whose content holds a ``tool_result`` block."""
-    if entry.get("type") != "user" or _parent(entry) is None:
-        return False
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
+    return entry.get("type") == "user" and _parent(entry) is not None and is_tool_result(entry)
 
 
 def _same_writer(a: Entry, b: Entry) -> bool:
@@ -207,7 +329,7 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
     chain_assistants = [e for e in chain if e.get("type") == "assistant"]
     anchors: dict[str, Entry] = {}
     for entry in chain_assistants:
-        mid = _message_id(entry)
+        mid = response_id(entry)
         if mid:
             anchors[mid] = entry  # the last on-chain entry of the response
     if not anchors:
@@ -218,15 +340,15 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
     owner_of: dict[str, Entry | None] = {}
     results: list[Entry] = []
     for entry in by_uuid.values():
-        mid = _message_id(entry)
+        mid = response_id(entry)
         if mid:
             siblings.setdefault(mid, []).append(entry)
-            for call in _block_ids(entry, "tool_use", "id"):
+            for call in block_ids(entry, "tool_use", "id"):
                 if call not in owner_of:
                     owner_of[call] = entry
                 else:
                     previous = owner_of[call]
-                    same = previous is not None and _message_id(previous) == mid
+                    same = previous is not None and response_id(previous) == mid
                     owner_of[call] = entry if same else None
         elif _is_tool_result_entry(entry):
             results.append(entry)
@@ -239,7 +361,7 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
             source_entry = by_uuid.get(source)
             if source_entry is not None and _same_writer(result, source_entry):
                 results_of.setdefault(source, []).append(result)
-        for call in _block_ids(result, "tool_result", "tool_use_id"):
+        for call in block_ids(result, "tool_result", "tool_use_id"):
             owner = owner_of.get(call)
             if owner is not None and _same_writer(result, owner):
                 results_of.setdefault(owner["uuid"], []).append(result)
@@ -249,7 +371,7 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
     done: set[str] = set()
     inserts: dict[str, list[Entry]] = {}
     for assistant in chain_assistants:
-        mid = _message_id(assistant)
+        mid = response_id(assistant)
         if not mid or mid in done:
             continue
         done.add(mid)
@@ -270,13 +392,13 @@ def _recover_parallel(by_uuid: dict[str, Entry], chain: list[Entry], seen: set[s
             # response that nothing on the chain (or recovered) answers yet.
             if answered_on_chain is None:
                 answered_on_chain = {
-                    c for e in chain for c in _block_ids(e, "tool_result", "tool_use_id")
+                    c for e in chain for c in block_ids(e, "tool_result", "tool_use_id")
                 }
             answered = set(answered_on_chain)
             for result in lost_results:
-                answered.update(_block_ids(result, "tool_result", "tool_use_id"))
+                answered.update(block_ids(result, "tool_result", "tool_use_id"))
             for result in sorted(strays, key=lambda e: file_order[e["uuid"]]):
-                calls = _block_ids(result, "tool_result", "tool_use_id")
+                calls = block_ids(result, "tool_result", "tool_use_id")
                 if any(
                     c not in answered
                     and (o := owner_of.get(c)) is not None
@@ -319,7 +441,7 @@ def subagent_chain(entries: list[Entry]) -> list[Entry]:
     Subagent files are linear, so the SDK takes the last message in file order as the
     leaf and filters nothing (meta entries included); we do the same.
     """
-    chain_entries = _chain_entries(entries)
+    chain_entries = [e for e in entries if is_chain_entry(e)]
     by_uuid = {e["uuid"]: e for e in chain_entries}
     leaf = next((e for e in reversed(chain_entries) if e.get("type") in MESSAGE_TYPES), None)
     if leaf is None:

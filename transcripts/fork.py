@@ -1,7 +1,7 @@
 """Fork a session: copy its main chain entries into a new transcript with new IDs.
 
 The shape of the new file is the one ``claude_agent_sdk.fork_session`` writes
-(reference/sdk-sessions.md §4.4), so the SDK, the CLI and our index all read a fork made
+(docs/mutations.md#fork), so the SDK, the CLI and our index all read a fork made
 here as a fork: every entry gets a fresh ``uuid`` and the new ``sessionId``,
 ``parentUuid`` is remapped (skipping ``progress`` ancestors, which are not copied),
 ``forkedFrom {sessionId, messageUuid}`` names the original entry, sidechain entries are
@@ -45,7 +45,14 @@ _DROPPED_KEYS = ("teamName", "agentName", "slug")
 
 
 class ForkError(WriteRefused):
-    """The fork cannot be made (nothing to copy, unknown cut point); one-line message."""
+    """The fork cannot be made (see :class:`NothingToFork`, or a disk failure); one-line
+    message."""
+
+
+class NothingToFork(ForkError):
+    """The request, not the disk, is at fault: the source has no messages to copy, or the
+    cut point is not among them. Front ends that mirror the SDK report it as its
+    ``ValueError``; disk failures stay :class:`ForkError`."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +121,11 @@ def build_fork(
     stamp = now or now_iso_ms()
     entries = [r for r in records if is_chain_entry(r) and not r.get("isSidechain")]
     if not entries:
-        raise ForkError(f"Session {source_id} has no messages to fork")
+        raise NothingToFork(f"Session {source_id} has no messages to fork")
     if up_to is not None:
         cut = next((i for i, r in enumerate(entries) if r["uuid"] == up_to), None)
         if cut is None:
-            raise ForkError(f"Message {up_to} not found in session {source_id}")
+            raise NothingToFork(f"Message {up_to} not found in session {source_id}")
         entries = entries[: cut + 1]
     # Later duplicates of a uuid overwrite earlier ones, as every chain reader does.
     by_uuid = {r["uuid"]: r for r in entries}
@@ -161,7 +168,7 @@ def build_fork(
         copy["forkedFrom"] = {"sessionId": source_id, "messageUuid": entry["uuid"]}
         out.append(copy)
     if not out:
-        raise ForkError(f"Session {source_id} has no messages to fork")
+        raise NothingToFork(f"Session {source_id} has no messages to fork")
     replacements = _replacements(records, source_id)
     if replacements:
         out.append(
@@ -214,7 +221,8 @@ def fork_transcript(
     owned = owned_transcript(source, roots)
     try:
         # Split on b"\n" only: a raw U+2028 inside a string does not end a record.
-        records, _problems = load_entries(owned.path)
+        # Complete lines only: Claude Code may be writing the last one right now.
+        records, _problems = load_entries(owned.path, complete_only=True)
     except FileNotFoundError:
         raise ForkError(f"{owned.path} no longer exists") from None
     except OSError as exc:

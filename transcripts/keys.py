@@ -15,7 +15,7 @@ import unicodedata
 MAX_SANITIZED_LENGTH = 200
 
 # JavaScript-style: ``\Z`` rather than ``$`` so a trailing newline is *not* accepted
-# (the SDK's ``$`` lets ``"<uuid>\n"`` through; reference/sdk-sessions.md §5).
+# (the SDK's ``$`` lets ``"<uuid>\n"`` through; docs/project-keys.md#session-ids).
 _UUID_RE = re.compile(
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.IGNORECASE
 )

@@ -5,7 +5,7 @@ records, and URLs mentioned in tool output and messages), ``search`` (a pasted U
 becomes a PR lookup) and ``from-pr``. One parser means one normalised form, so a URL
 stored by the indexer and the same URL pasted by a user compare equal as strings.
 
-Accepted shapes (cli-sessions.md §4.1, semantics.md §4), on any host:
+Accepted shapes (docs/pull-requests.md#accepted-shapes), on any host:
 
 ========================  ==========================================================
 GitHub / GH Enterprise    ``<host>/<owner>/<repo>/pull/<n>``
@@ -22,7 +22,7 @@ URL Claude Code recorded keeps it.
 
 ``provider`` is ``github`` (GitHub Enterprise too: the CLI contract has no separate
 value), ``gitlab``, ``bitbucket`` (Cloud and Server) or ``gerrit``. ``gerrit`` is an
-extension of the contract in spec/cli.md, which lists only the first three; Claude Code
+extension of the JSON contract (docs/pull-requests.md#json-shape), which lists only the first three; Claude Code
 links Gerrit change URLs printed by ``git push``, so the index must be able to hold them.
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 __all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "MAX_URL_LENGTH"]
 
-#: Claude Code refuses to record a PR URL longer than this (cli-sessions.md §4.1).
+#: Claude Code refuses to record a PR URL longer than this (docs/pull-requests.md#where-pr-data-comes-from).
 MAX_URL_LENGTH = 2048
 
 # Anything above this is not something a user pasted; refusing early keeps every call
@@ -96,7 +96,7 @@ class PullRequest:
 
     ``repository`` is the path between the host and the PR segment (``owner/repo``,
     ``group/sub/project``, ``workspace/repo``, ``projects/PROJ/repos/repo`` for Bitbucket
-    Server), the value Claude Code stores as ``prRepository`` (cli-sessions.md §4.1);
+    Server), the value Claude Code stores as ``prRepository`` (docs/pull-requests.md#normalized-form);
     for Gerrit, the project path between ``/c/`` and ``/+/``.
     """
 
@@ -107,7 +107,7 @@ class PullRequest:
     provider: str
 
     def as_dict(self) -> dict[str, object]:
-        """The ``pr_links`` / ``pr_mentions`` object of the JSON output (spec/cli.md)."""
+        """The ``pr_links`` / ``pr_mentions`` object of the JSON output (docs/pull-requests.md#json-shape)."""
         return {
             "url": self.url,
             "number": self.number,

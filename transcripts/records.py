@@ -66,16 +66,44 @@ def timestamp_ms(record: dict[str, Any]) -> int | None:
     return None if stamp is None else int(stamp.timestamp() * 1000)
 
 
-def _content(record: dict[str, Any]) -> Any:
+def message_content(record: dict[str, Any]) -> Any:
+    """``record["message"]["content"]`` when ``message`` is an object, else None: a str,
+    a list of blocks, or whatever a writer put there. Every reader of message content
+    starts here, so a record with ``"message": "text"`` or ``null`` is handled once."""
     message = record.get("message")
     return message.get("content") if isinstance(message, dict) else None
 
 
 def content_blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
-    content = _content(record)
+    """The object blocks of a list content (other items skipped); ``[]`` for str content."""
+    content = message_content(record)
     if isinstance(content, list):
         return [b for b in content if isinstance(b, dict)]
     return []
+
+
+def block_ids(record: dict[str, Any], block_type: str, key: str) -> list[str]:
+    """The string ``key`` of each ``block_type`` block: ``("tool_use", "id")`` gives the
+    calls an assistant record makes, ``("tool_result", "tool_use_id")`` the calls a user
+    record answers."""
+    return [
+        b[key]
+        for b in content_blocks(record)
+        if b.get("type") == block_type and isinstance(b.get(key), str)
+    ]
+
+
+def response_id(record: dict[str, Any]) -> str | None:
+    """The API response an assistant record belongs to (``message.id``; non-empty).
+
+    The CLI writes one line per content block of a response, all with the same id, so
+    this is what groups parallel tool calls (chain recovery) and what joins the lines
+    back into one message for display."""
+    if record.get("type") != "assistant":
+        return None
+    message = record.get("message")
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def is_tool_result(record: dict[str, Any]) -> bool:
@@ -86,8 +114,7 @@ def content_texts(record: dict[str, Any]) -> tuple[list[str], list[str]]:
     """One walk of a user or assistant record's content: ``(text, tool)`` where text is
     what a person or the model wrote and tool is tool inputs (their string values) and
     tool results. The indexer needs both for every record, so they come together."""
-    message = record.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
+    content = message_content(record)
     if isinstance(content, str):
         return [content], []
     texts: list[str] = []
@@ -161,7 +188,7 @@ class FirstPromptState:
         return self.prompt if self.prompt is not None else self.command_fallback
 
     def feed(self, record: dict[str, Any]) -> None:
-        """The SDK's first-prompt rule (reference/sdk-sessions.md §2.5), from parsed
+        """The SDK's first-prompt rule (docs/session-fields.md#first-prompt-filter), from parsed
         fields instead of raw substring scans, so a ``"tool_result"`` word in a prompt
         does not hide it."""
         if self.done or not is_real_user_message(record):

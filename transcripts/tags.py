@@ -1,11 +1,11 @@
 """Tag sanitising, byte-for-byte the rule of the official ``claude-agent-sdk``.
 
 Claude Code and the Python SDK read the same ``{"type":"tag","tag":…}`` records that
-``sessiondex tag`` appends (semantics.md §5). If we stored a tag the SDK would have
+``sessiondex tag`` appends (docs/mutations.md#tag-and-untag). If we stored a tag the SDK would have
 sanitised differently, ``sessiondex`` and the SDK would show two different tags for the
 same session, and ``tag_session`` round-trips would not compare equal. So this module
 copies ``claude_agent_sdk._internal.session_mutations._sanitize_unicode`` followed by
-``.strip()`` (reference/sdk-sessions.md §4.2) and deliberately adds nothing: no length
+``.strip()`` (docs/mutations.md#tag-sanitizing) and deliberately adds nothing: no length
 limit, no case folding, no whitespace collapsing, and control characters such as TAB
 and LF are kept, exactly as the SDK keeps them.
 

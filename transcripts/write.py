@@ -1,16 +1,35 @@
 """The only code that changes transcripts: appends and deletes.
 
 Appends follow the rules Claude Code and the SDK rely on, minus the SDK's bug: the file
-must already exist (never created), must end in ``\\n`` before we write (else the SDK
-would glue our record onto a half line, corrupting both; we add the newline first), and
-the record is one line written with one ``write`` on an ``O_APPEND`` descriptor, so a
-concurrent writer's line is never interleaved with ours.
+must already exist (never created), and the record is one line written with one
+``write`` on an ``O_APPEND`` descriptor, so a concurrent writer's complete line is never
+interleaved with ours.
+
+A file that does not end in ``\\n`` is the hard case: either a writer (Claude Code) is
+in the middle of a line, or a writer died mid-line. Writing ``\\n`` + our record into
+the first case splits the writer's line in two (both halves unparseable: its record is
+lost); writing our record without the ``\\n`` in the second case glues it to the
+fragment (ours is lost). So :func:`append_record` waits: a tail that gets its newline
+is a line that finished (we append after it); a tail that stays unchanged for
+:data:`TAIL_QUIET_SECONDS` (measured from the file's mtime) is a crashed write (we close
+it with ``\\n``, keeping the fragment as its own bad line, then append); a tail that
+keeps growing without finishing for :data:`TAIL_MAX_WAIT_SECONDS` is refused
+("session is being written, try again").
+
+What remains (Claude Code takes no lock, so no lock of ours could exclude it): the last
+byte is checked again immediately before the single ``write``. A writer that starts a
+new line in the microseconds between that check and our ``write``, with a ``write`` of
+its own that is not the whole line, would still get our record glued to its first part;
+and a writer silent for the whole quiet period that resumes in that same instant would
+have its line split. Both need a writer that splits one line over several ``write``
+calls and is paused inside it at exactly that moment.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +51,72 @@ def owned_transcript(path: Path, roots: list[Path]) -> TranscriptFile:
     return described
 
 
-def append_record(path: Path, record: dict[str, Any], roots: list[Path]) -> None:
-    """Append one record as one line to an existing transcript."""
+# A tail without "\n" unchanged this long is a write that died, not one in progress.
+TAIL_QUIET_SECONDS = 2.0
+# A tail that keeps changing without ever ending its line: give up after this long.
+TAIL_MAX_WAIT_SECONDS = 10.0
+TAIL_POLL_SECONDS = 0.02
+
+BEING_WRITTEN = "session is being written, try again"
+
+
+def _tail(fd: int) -> tuple[int, bool]:
+    """``(size, complete)``: the file's size and whether it is empty or ends in ``\\n``."""
+    size = os.fstat(fd).st_size
+    return size, size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+
+
+def _settled_prefix(
+    fd: int, path: Path, quiet: float, max_wait: float, poll: float
+) -> tuple[bytes, int]:
+    """Wait until the file's last line is complete or counts as abandoned; returns the
+    bytes to write before our record (``b""`` or ``b"\\n"``) and the size it was decided
+    at. Raises :class:`WriteRefused` when the tail keeps changing past ``max_wait``."""
+    started = time.monotonic()
+    seen_size: int | None = None
+    quiet_since = started
+    while True:
+        size, complete = _tail(fd)
+        if complete:
+            return b"", size
+        now = time.monotonic()
+        if size != seen_size:
+            if seen_size is None:
+                # First look: the tail has been still since the file's last modification
+                # (an mtime in the future says nothing: count from now).
+                age = time.time() - os.fstat(fd).st_mtime
+                quiet_since = now - max(0.0, age)
+            else:
+                quiet_since = now  # it grew while we watched: a writer is alive
+            seen_size = size
+        if now - quiet_since >= quiet:
+            return b"\n", size  # abandoned mid-line: close it, keep the fragment as a line
+        if now - started >= max_wait:
+            raise WriteRefused(
+                f"{BEING_WRITTEN} ({path} ends in a line that is still being written)"
+            )
+        time.sleep(poll)
+
+
+def append_record(
+    path: Path,
+    record: dict[str, Any],
+    roots: list[Path],
+    *,
+    quiet: float | None = None,
+    max_wait: float | None = None,
+    poll: float | None = None,
+) -> None:
+    """Append one record as one line to an existing transcript, never splitting a line
+    another process is completing (see the module docstring for the rule and its limit).
+
+    ``quiet``, ``max_wait`` and ``poll`` default to the module's ``TAIL_*`` constants
+    (read at call time, so tests can shorten them).
+    """
     owned_transcript(path, roots)
+    quiet = TAIL_QUIET_SECONDS if quiet is None else quiet
+    max_wait = TAIL_MAX_WAIT_SECONDS if max_wait is None else max_wait
+    poll = TAIL_POLL_SECONDS if poll is None else poll
     line = orjson.dumps(record) + b"\n"
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
@@ -43,14 +125,20 @@ def append_record(path: Path, record: dict[str, Any], roots: list[Path]) -> None
     except OSError as exc:
         raise WriteRefused(f"cannot write {path}: {exc.strerror}") from None
     try:
-        size = os.fstat(fd).st_size
-        if size > 0:
-            last = os.pread(fd, 1, size - 1)
-            if last != b"\n":
-                line = b"\n" + line
-        written = os.write(fd, line)
-        if written != len(line):
-            raise WriteRefused(f"short write to {path} ({written} of {len(line)} bytes)")
+        deadline = time.monotonic() + max_wait
+        while True:
+            prefix, decided_at = _settled_prefix(
+                fd, path, quiet, max(0.0, deadline - time.monotonic()), poll
+            )
+            # The last look, as close to the write as we can get: the decision holds only
+            # for the file as it was then.
+            size, complete = _tail(fd)
+            if size == decided_at and complete == (prefix == b""):
+                break
+        data = prefix + line
+        written = os.write(fd, data)
+        if written != len(data):
+            raise WriteRefused(f"short write to {path} ({written} of {len(data)} bytes)")
     except OSError as exc:
         raise WriteRefused(f"cannot write {path}: {exc.strerror}") from None
     finally:

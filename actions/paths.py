@@ -1,0 +1,70 @@
+"""Where a file the user names may be written: never over the truth, never over the index.
+
+``export -o FILE --force`` and ``cleanup --archive DIR`` write where they are told. Told
+the wrong place they would overwrite a session's own transcript, plant a file named like
+a transcript that Claude Code and every reader then take for a session, or replace the
+index database under a running watcher. One rule, used by every command that writes a
+path the user gives:
+
+* nothing inside any configured config dir's ``projects/`` (Claude Code owns that tree,
+  and its retention sweep deletes from it);
+* not the index database, nor a file that belongs to it: ``<db>-wal``, ``<db>-shm``,
+  ``<db>-journal``, ``<db>.<kind>.lock``, ``<db>.corrupt-…`` — any name in the
+  database's directory that starts with the database's name and ``-`` or ``.``.
+
+Paths are compared after resolving ``..`` and every symlink on the way (the last
+component too), so a link pointing into ``projects/`` is refused like the real path.
+A path that does not exist yet is resolved as far as it exists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def _inside(target: str, folder: str) -> bool:
+    return target == folder or target.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _index_file(target: str, db_path: str | os.PathLike[str] | None) -> str | None:
+    """The index file ``target`` would overwrite (the database or one of its side files)."""
+    if db_path is None:
+        return None
+    db = os.path.realpath(os.path.abspath(os.fspath(db_path)))
+    if target == db:
+        return db
+    directory, name = os.path.split(db)
+    there, candidate = os.path.split(target)
+    if there == directory and candidate.startswith((name + "-", name + ".")):
+        return target
+    return None
+
+
+def write_target_problem(
+    path: str | os.PathLike[str],
+    roots: Iterable[Path],
+    db_path: str | os.PathLike[str] | None,
+    *,
+    label: str = "output",
+) -> str | None:
+    """Why ``path`` must not be written (one line, naming ``label``), else None.
+
+    ``roots`` are the configured config dirs; ``db_path`` is the index database (None
+    when there is no database file).
+    """
+    target = os.path.realpath(os.path.abspath(os.fspath(path)))
+    for root in roots:
+        projects = os.path.realpath(os.path.abspath(Path(root) / "projects"))
+        if _inside(target, projects):
+            return (
+                f"{label} {os.fspath(path)} is inside {projects}, Claude Code's transcript "
+                "folder; choose a path outside projects/"
+            )
+    index_file = _index_file(target, db_path)
+    if index_file is not None:
+        return (
+            f"{label} {os.fspath(path)} is the index's own file {index_file}; choose another path"
+        )
+    return None

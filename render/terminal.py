@@ -1,0 +1,98 @@
+"""What may reach a terminal: transcript text with its control characters made visible.
+
+Titles, branches, directories, tags, prompts and message text come from files anyone
+can write (a cloned repository's branch name, a pasted log, a hostile tool output).
+Printed raw, an escape sequence in them can set the clipboard (OSC 52), plant a link
+(OSC 8), move the cursor and rewrite what is on screen (CSI, also as the one-byte C1
+``U+009B``), and a bidi override (``U+202E``) reorders the text around it. So every
+human-facing output passes transcript-derived strings through one of these functions
+*before* adding our own styling (search highlights, ``show``'s colours), as ``git`` and
+``ls`` do with file names:
+
+* C0 controls and DEL become caret notation, as ``cat -v`` and ``less`` show them:
+  ESC ``^[``, BEL ``^G``, CR ``^M``, NUL ``^@``, DEL ``^?``;
+* C1 controls (``U+0080``–``U+009F``) and the bidi controls (``U+202A``–``U+202E``,
+  ``U+2066``–``U+2069``, ``U+200E``, ``U+200F``, ``U+061C``) become ``<U+XXXX>``, as
+  ``less`` shows them;
+* ``\\n`` and ``\\t`` are kept where the output has lines (``show``); in one-line places
+  (table cells, snippets, notes) they become a space. ``\\r\\n`` is a line end.
+
+Files written for people (``export`` to Markdown or HTML) keep their text exact except
+ESC, C1 and bidi controls, which no reader of such a file wants
+(:func:`neutralize_escapes`). JSON keeps every string exact; :func:`json_escape_controls`
+only spells C1 and bidi controls as ``\\uXXXX`` escapes, which decode to the same string.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+_BIDI = (
+    [0x061C, 0x200E, 0x200F]
+    + list(range(0x202A, 0x202F))  # LRE RLE PDF LRO RLO
+    + list(range(0x2066, 0x206A))  # LRI RLI FSI PDI
+)
+_C1 = range(0x80, 0xA0)
+
+
+def _caret(code: int) -> str:
+    return "^?" if code == 0x7F else "^" + chr(code + 0x40)
+
+
+def _unicode(code: int) -> str:
+    return f"<U+{code:04X}>"
+
+
+_LINES: dict[int, str] = {c: _caret(c) for c in (*range(0x20), 0x7F) if c not in (0x0A, 0x09)}
+_LINES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
+_ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " "}
+_ESCAPES: dict[int, str] = {0x1B: _caret(0x1B)}
+_ESCAPES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
+
+
+@cache
+def _unsafe() -> re.Pattern[str]:
+    """Anything a table above would replace: a quick test before translating (compiled
+    on first use: every command imports this module, few print transcript text)."""
+    return re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def neutralize(text: str, *, single_line: bool = False) -> str:
+    """``text`` with every control and bidi character made visible (see the module doc).
+
+    ``single_line`` also turns ``\\n`` and ``\\t`` into spaces (a table cell, a note).
+    """
+    if not _unsafe().search(text):
+        return text
+    if single_line:
+        return text.replace("\r\n", "\n").translate(_ONE_LINE)
+    return text.replace("\r\n", "\n").translate(_LINES)
+
+
+def neutralize_escapes(text: str) -> str:
+    """``text`` with only ESC, C1 and bidi controls made visible: for files people read
+    (Markdown, HTML), where tabs, carriage returns and the like stay as written."""
+    if not _unsafe().search(text):
+        return text
+    return text.translate(_ESCAPES)
+
+
+# UTF-8 of the C1 and bidi controls. In valid UTF-8 these byte sequences are always
+# those characters (0xC2, 0xD8 and 0xE2 are lead bytes), so a bytes-level substitution
+# is safe; in JSON text they can only occur inside strings.
+@cache
+def _json_unsafe() -> re.Pattern[bytes]:
+    return re.compile(rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+
+
+def _json_escape(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match.group().decode("utf-8"))
+
+
+def json_escape_controls(data: bytes) -> bytes:
+    """orjson output with C1 and bidi controls written as ``\\uXXXX`` (orjson escapes C0
+    itself but writes every other character raw): same JSON value, safe on a terminal."""
+    if data.isascii():
+        return data
+    return _json_unsafe().sub(_json_escape, data)

@@ -1,0 +1,202 @@
+"""Appends beside a live writer: a mutation never splits a line another process is
+completing (issue 14, item 1).
+
+Claude Code may have half a line on disk when ``rename``/``tag``/``untag`` run. The
+three cases of ``transcripts/write.py``: the writer finishes its line while we wait
+(both records intact), the tail stays still past the quiet period (a crashed write:
+closed with ``\\n``, the fragment kept as its own bad line), the tail keeps growing
+without ending (refused, nothing of ours written). ``fork`` copies complete lines only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from sessiondex.transcripts import write
+from tests.builders import ConfigTree, SessionWriter, append_bytes
+
+CWD = "/home/dev/live-proj"  # does not exist: no git repository
+
+
+def _session(tmp_path: Path) -> tuple[ConfigTree, SessionWriter]:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(CWD)
+    s.meta("custom-title", customTitle="Live work")
+    s.user("start the live work")
+    s.assistant("working on it")
+    s.write()
+    return tree, s
+
+
+def _run(tree: ConfigTree, tmp_path: Path, *args: str) -> Any:
+    return CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), *args],
+    )
+
+
+def _writer_record(s: SessionWriter) -> bytes:
+    """One realistic line the live writer is in the middle of (a long assistant turn)."""
+    record = {
+        "parentUuid": s.last_uuid,
+        "isSidechain": False,
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "x" * 5000}]},
+        "uuid": "0e0e0e0e-0000-4000-8000-00000000beef",
+        "sessionId": s.session_id,
+        "timestamp": "2026-11-01T10:05:00.000Z",
+    }
+    return orjson.dumps(record) + b"\n"
+
+
+MUTATIONS = [
+    (["rename", "@ID", "Renamed live"], {"type": "custom-title", "customTitle": "Renamed live"}),
+    (["tag", "@ID", "review"], {"type": "tag", "tag": "review"}),
+    (["untag", "@ID"], {"type": "tag", "tag": ""}),
+]
+
+
+def _args(template: list[str], session_id: str) -> list[str]:
+    return [session_id if a == "@ID" else a for a in template] + ["--cwd", CWD]
+
+
+@pytest.mark.parametrize(("template", "expected"), MUTATIONS, ids=["rename", "tag", "untag"])
+def test_a_line_finished_while_we_wait_stays_whole(
+    tmp_path: Path, template: list[str], expected: dict[str, Any]
+) -> None:
+    tree, s = _session(tmp_path)
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    line = _writer_record(s)
+    half = len(line) // 2
+    append_bytes(s.path, line[:half])  # the writer is mid-line
+    before = s.path.read_bytes()
+
+    def finish() -> None:
+        time.sleep(0.3)  # while the mutation waits (quiet period 2 s)
+        append_bytes(s.path, line[half:])
+
+    writer = threading.Thread(target=finish)
+    writer.start()
+    try:
+        result = _run(tree, tmp_path, *_args(template, s.session_id))
+    finally:
+        writer.join(timeout=10)
+    assert result.exit_code == 0, result.output
+    data = s.path.read_bytes()
+    assert data.startswith(before + line[half:])  # the writer's line, whole, in place
+    lines = data.split(b"\n")
+    assert lines[-1] == b""
+    records = [orjson.loads(raw) for raw in lines[:-1]]  # every line parses
+    assert records[-2]["uuid"] == "0e0e0e0e-0000-4000-8000-00000000beef"
+    assert {k: records[-1][k] for k in expected} == expected
+
+
+def test_a_stalled_half_line_is_closed_then_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(write, "TAIL_QUIET_SECONDS", 0.3)
+    tree, s = _session(tmp_path)
+    fragment = _writer_record(s)[:100]
+    append_bytes(s.path, fragment)  # a writer that died mid-line, just now
+    before = s.path.read_bytes()
+    started = time.monotonic()
+    result = _run(tree, tmp_path, "rename", s.session_id, "After the crash", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - started >= 0.3  # it waited for the quiet period first
+    data = s.path.read_bytes()
+    assert data.startswith(before + b"\n")  # the fragment stays, as its own (bad) line
+    last = data[len(before) + 1 :]
+    assert last.endswith(b"\n") and last.count(b"\n") == 1
+    assert orjson.loads(last)["customTitle"] == "After the crash"
+    listed = _run(tree, tmp_path, "list", "--cwd", CWD, "--json")
+    assert [o["title"] for o in orjson.loads(listed.stdout)] == ["After the crash"]
+
+
+def test_a_tail_that_keeps_growing_is_refused_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(write, "TAIL_QUIET_SECONDS", 0.3)
+    monkeypatch.setattr(write, "TAIL_MAX_WAIT_SECONDS", 0.6)
+    tree, s = _session(tmp_path)
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    original = s.path.read_bytes()
+    append_bytes(s.path, b'{"type":"assistant","message":{"content":"')
+    grown: list[bytes] = []
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        deadline = time.monotonic() + 5
+        for _ in range(500):  # bounded by count and time
+            if stop.is_set() or time.monotonic() > deadline:
+                return
+            append_bytes(s.path, b"y")
+            grown.append(b"y")
+            time.sleep(0.02)
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        result = _run(tree, tmp_path, "tag", s.session_id, "review", "--cwd", CWD)
+    finally:
+        stop.set()
+        writer.join(timeout=10)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    [message] = result.stderr.splitlines()
+    assert message.startswith("Error: session is being written, try again")
+    assert s.path.read_bytes() == (
+        original + b'{"type":"assistant","message":{"content":"' + b"".join(grown)
+    )
+
+
+def test_append_record_decides_on_the_file_as_it_is_at_the_write(tmp_path: Path) -> None:
+    """The library call itself: a complete file is appended at once; a half line that
+    completes during the wait is never split (no CLI, no index)."""
+    tree, s = _session(tmp_path)
+    started = time.monotonic()
+    write.append_record(s.path, {"type": "tag", "tag": "a"}, [tree.root], quiet=5, max_wait=5)
+    assert time.monotonic() - started < 1  # nothing to wait for
+    line = _writer_record(s)
+    append_bytes(s.path, line[:10])
+    timer = threading.Timer(0.2, append_bytes, (s.path, line[10:]))
+    timer.start()
+    try:
+        write.append_record(s.path, {"type": "tag", "tag": "b"}, [tree.root], quiet=5, max_wait=5)
+    finally:
+        timer.join()
+    tail = s.path.read_bytes().split(b"\n")[-3:]
+    assert tail[0] == line[:-1] and orjson.loads(tail[1])["tag"] == "b" and tail[2] == b""
+
+
+def test_fork_copies_complete_lines_only(tmp_path: Path) -> None:
+    """A last line without its newline is still being written: not part of the fork,
+    even when what is on disk already parses."""
+    tree, s = _session(tmp_path)
+    unfinished = orjson.dumps(
+        {
+            "parentUuid": s.last_uuid,
+            "isSidechain": False,
+            "type": "user",
+            "message": {"role": "user", "content": "UNFINISHED-PROMPT"},
+            "uuid": "0e0e0e0e-0000-4000-8000-00000000f00d",
+            "sessionId": s.session_id,
+            "timestamp": "2026-11-01T10:06:00.000Z",
+        }
+    )
+    append_bytes(s.path, unfinished)  # whole JSON, no "\n" yet
+    before = s.path.read_bytes()
+    result = _run(tree, tmp_path, "fork", s.session_id, "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    new_id = result.stdout.strip()
+    fork = (s.path.parent / f"{new_id}.jsonl").read_bytes()
+    assert b"UNFINISHED-PROMPT" not in fork
+    assert b"start the live work" in fork
+    assert s.path.read_bytes() == before

@@ -1,0 +1,368 @@
+"""The web view (``sessiondex serve``), in process: Datasette's own test client against a
+real index of a real transcript tree. The browser test is tests/test_web_browser.py."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+pytest.importorskip("datasette", reason="the web extra is not installed")
+
+from sessiondex import Index  # noqa: E402
+from sessiondex.web.app import build  # noqa: E402
+from sessiondex.web.conversation import aliases, mark_snippet  # noqa: E402
+from sessiondex.web.state import WebIndex  # noqa: E402
+from tests.web_tree import BLOG, PR_URL, SCRIPT, SHOP, WebTree, build_web_tree  # noqa: E402
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Web:
+    tree: WebTree
+    state: WebIndex
+    clock: FakeClock
+    datasette: Any
+    loop: asyncio.AbstractEventLoop
+    db: Path
+
+    def request(self, path: str, method: str = "GET") -> Any:
+        call = getattr(self.datasette.client, method.lower())
+        return self.loop.run_until_complete(call(path))
+
+    def get(self, path: str, status: int = 200) -> str:
+        response = self.request(path)
+        assert response.status_code == status, (path, response.status_code, response.text[:500])
+        return str(response.text)
+
+
+@contextmanager
+def _serving(root: Path) -> Iterator[Web]:
+    db = root / "index.db"
+    tree = build_web_tree(root, db)
+    clock = FakeClock()
+    state = WebIndex(Index(db, [tree.tree.root]), clock=clock)
+    state.start()
+    loop = asyncio.new_event_loop()
+    try:
+        yield Web(tree, state, clock, build(state, db), loop, db)
+    finally:
+        loop.close()
+        state.close()
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
+    """One server for the tests that only read (building the tree is most of the time)."""
+    with _serving(tmp_path_factory.mktemp("web")) as served:
+        yield served
+
+
+@pytest.fixture
+def fresh_web(tmp_path: Path) -> Iterator[Web]:
+    """A server of its own, for a test that changes transcripts or the clock."""
+    with _serving(tmp_path) as served:
+        yield served
+
+
+def _session_links(page: str) -> list[str]:
+    return re.findall(r'href="/session/([0-9a-f-]{36})', page)
+
+
+# ----------------------------------------------------------------- home
+def test_home_lists_recent_sessions_with_facets(web: Web) -> None:
+    page = web.get("/")
+    links = _session_links(page)
+    cli_order = web.state.call(lambda index: [s["session_id"] for s in index.list(scope="all")])
+    assert links == cli_order  # the CLI's list --scope all: same sessions, same order
+    assert {web.tree.auth_id, web.tree.blog_id, web.tree.evil_id, web.tree.fork_id} <= set(links)
+    assert "Auth refactor" in page and "acme/shop#12" in page and "#auth" in page
+    for facet in ("since", "project", "branch", "tag", "pr"):
+        assert f'data-facet="{facet}"' in page
+    assert 'action="/search"' in page  # the search box
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("project=-tmp-sessiondex-web-tests-blog", {"blog", "evil"}),
+        ("branch=fix/auth", {"auth", "fork"}),
+        ("tag=auth", {"auth"}),
+        (f"pr={quote(PR_URL, safe='')}", {"auth"}),
+        ("branch=feat/comments&project=-tmp-sessiondex-web-tests-blog", {"blog"}),
+    ],
+)
+def test_home_filters(web: Web, query: str, expected: set[str]) -> None:
+    t = web.tree
+    ids = {"auth": t.auth_id, "blog": t.blog_id, "evil": t.evil_id, "fork": t.fork_id}
+    page = web.get("/?" + query)
+    assert set(_session_links(page)) == {ids[name] for name in expected}
+    assert "remove this filter" in page
+
+
+def test_home_date_filter_and_bad_date(web: Web) -> None:
+    # The tree's sessions are from early 2026-11; only the fork was written today.
+    assert _session_links(web.get("/?since=1d")) == [web.tree.fork_id]
+    page = web.get("/?since=soon")
+    assert "cannot read --since" in page and web.tree.auth_id in page
+
+
+# ----------------------------------------------------------------- search
+def test_search_is_the_cli_search_with_marked_snippets(web: Web) -> None:
+    page = web.get("/search?q=heartbeat")
+    expected = web.state.call(
+        lambda index: [s["session_id"] for s in index.search("heartbeat", scope="all")]
+    )
+    assert _session_links(page) == expected and web.tree.auth_id in expected
+    assert "<mark>heartbeat</mark>" in page
+    # Each result links to its best message, which the session page anchors.
+    link = re.search(rf'href="(/session/{web.tree.auth_id}\?q=heartbeat#msg-([0-9a-f-]+))"', page)
+    assert link is not None
+    assert f'id="msg-{link.group(2)}"' in web.get(link.group(1).split("#")[0])
+
+
+@pytest.mark.parametrize(
+    "query", [PR_URL + "/files", "github.com/acme/shop/pull/12#discussion", "acme/shop#12"]
+)
+def test_search_a_pr_lists_linked_sessions(web: Web, query: str) -> None:
+    page = web.get("/search?q=" + quote(query, safe=""))
+    assert set(_session_links(page)) == {web.tree.auth_id}
+    assert "for the PR" in page and "linked" in page
+
+
+def test_search_raw_syntax_error_is_a_message(web: Web) -> None:
+    page = web.get("/search?raw=1&q=" + quote('"unbalanced', safe=""))
+    assert "FTS5 cannot parse" in page
+
+
+def test_search_typo_falls_back_to_close_titles(web: Web) -> None:
+    page = web.get("/search?q=atuh+refactr")
+    assert web.tree.auth_id in _session_links(page) and "closest titles" in page
+
+
+# ----------------------------------------------------------------- session
+def test_session_page_shows_conversation_and_metadata(web: Web) -> None:
+    t = web.tree
+    page = web.get(f"/session/{t.auth_id}")
+    for text in ("Auth refactor", "/tmp/sessiondex-web-tests/shop", "fix/auth", PR_URL, "auth"):
+        assert text in page
+    assert f"cd /tmp/sessiondex-web-tests/shop &amp;&amp; claude --resume {t.auth_id}" in page
+    assert 'data-copy="#resume-command"' in page
+    assert f'id="msg-{t.heartbeat_uuid}"' in page
+    assert f'id="msg-{t.merged_uuid}"' in page  # an entry merged into the message shown
+    # Markdown, with the code highlighted by Pygments; tool calls folded.
+    assert '<code class="language-python"><span class="k">def</span>' in page
+    assert '<details class="tool call"><summary>Tool call <code>Bash</code>' in page
+    assert "3 passed in 0.4s" in page
+    # The subagent's transcript inline, at its call.
+    assert (
+        page.index("Asking a subagent")
+        < page.index("SUBAGENT-PROMPT")
+        < page.index("SUBAGENT-ANSWER")
+        < page.index("MAIN-AFTER")
+    )
+    assert "Auth refactor: plan B" in page  # its fork
+    fork = web.get(f"/session/{t.fork_id}")
+    assert "Forked from" in fork and f'href="/session/{t.auth_id}#msg-' in fork
+
+
+def test_session_page_marks_search_hits(web: Web) -> None:
+    t = web.tree
+    page = web.get(f"/session/{t.auth_id}?q=heartbeat")
+    assert re.search(rf'<article class="msg user hit" id="msg-{t.heartbeat_uuid}"', page)
+    # A hit inside a subagent opens its folded transcript.
+    assert '<details class="subagent" open>' in page
+    assert f'id="msg-{t.subagent_uuid}"' in page
+
+
+def test_session_page_by_prefix_and_unknown(web: Web) -> None:
+    assert "Auth refactor" in web.get(f"/session/{web.tree.auth_id[:8]}")
+    assert "No session" in web.get("/session/00000000-0000-4000-8000-000000000000", status=404)
+    for path in ("/session/..%2F..%2Fetc%2Fpasswd", "/session/x.jsonl"):  # never a path
+        response = web.request(path)
+        assert response.status_code in (302, 404) and "root:" not in response.text
+
+
+def test_transcript_strings_are_escaped_everywhere(web: Web) -> None:
+    pages = [
+        web.get("/"),
+        web.get(f"/session/{web.tree.evil_id}"),
+        web.get("/search?q=xsscanary"),
+        web.get("/search?q=" + quote(SCRIPT)),
+    ]
+    for page in pages:
+        assert "<script>window" not in page and "<img src=x" not in page
+        assert "javascript:" not in page.replace("javascript:window.__pwned=", "")  # as text only
+        assert not re.search(r'href="javascript', page)
+        assert " onerror=" not in page.replace("onerror=&#34;", "").replace("onerror=&quot;", "")
+    session = pages[1]
+    assert "&lt;script&gt;window.__pwned = 1;" in session
+    assert "&lt;img src=x" in session  # the title
+    assert 'src="http' not in session  # no image is loaded from a transcript
+    assert "&lt;b onmouseover" in session
+    assert "<mark>xsscanary</mark>" in pages[2]
+
+
+def test_security_headers_and_read_only(web: Web) -> None:
+    response = web.request("/")
+    csp = response.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert response.headers["referrer-policy"] == "no-referrer"
+    assert web.request("/sessiondex/sessions").headers["x-content-type-options"] == "nosniff"
+    for path in ("/", "/search?q=x", f"/session/{web.tree.auth_id}"):
+        assert web.request(path, method="POST").status_code == 405
+    # Datasette's connections are mode=ro: SQL cannot write even if it got that far.
+    bad = web.request("/sessiondex.json?sql=" + quote("delete from sessions"))
+    assert bad.status_code == 400
+    assert web.state.call(lambda index: len(index.list(scope="all", all_kinds=True))) == len(
+        _session_links(web.get("/"))
+    )
+    conn = web.datasette.get_database("sessiondex").connect()
+    try:
+        with pytest.raises(Exception, match="readonly"):
+            conn.execute("delete from sessions")
+    finally:
+        conn.close()
+
+
+def test_datasette_tables_and_canned_queries_stay(web: Web) -> None:
+    assert "sessions_for_pr" in web.get("/sessiondex")
+    assert web.tree.auth_id in web.get("/sessiondex/sessions")
+    for pr in ("acme/shop#12", PR_URL, "12"):
+        rows = web.request("/sessiondex/sessions_for_pr.json?_shape=array&pr=" + quote(pr)).json()
+        assert {r["session_id"] for r in rows} >= {web.tree.auth_id}, pr
+    rows = web.request("/sessiondex/sessions_on_branch.json?_shape=array&branch=fix/auth").json()
+    assert web.tree.auth_id in {r["session_id"] for r in rows}
+    rows = web.request("/sessiondex/busiest_projects.json?_shape=array").json()
+    assert {r["cwd"]: r["sessions"] for r in rows} == {SHOP: 2, BLOG: 2}  # + the fork
+    # Session IDs in Datasette's tables link to the session page.
+    assert f'<a href="/session/{web.tree.auth_id}">' in web.get("/sessiondex/sessions")
+
+
+def test_pages_follow_new_messages_with_a_throttled_refresh(fresh_web: Web) -> None:
+    web = fresh_web
+    t = web.tree
+    before = web.state.refreshes
+    web.get("/")
+    assert web.state.refreshes == before  # the start refreshed under a second ago
+    web.clock.now += 1.5
+    web.get("/")
+    web.get("/")
+    assert web.state.refreshes == before + 1  # at most one refresh a second
+    with t.auth_path.open("ab") as fh:
+        import orjson
+
+        fh.write(
+            orjson.dumps(
+                {
+                    "parentUuid": None,
+                    "isSidechain": False,
+                    "type": "user",
+                    "message": {"role": "user", "content": "a brandnewword arrives"},
+                    "uuid": "11111111-2222-4333-8444-555555555555",
+                    "timestamp": "2026-11-29T10:00:00.000Z",
+                    "sessionId": t.auth_id,
+                    "cwd": "/tmp/sessiondex-web-tests/shop",
+                }
+            )
+            + b"\n"
+        )
+    assert "<mark>brandnewword" not in web.get("/search?q=brandnewword")  # throttled
+    web.clock.now += 1.5
+    assert "<mark>brandnewword</mark>" in web.get("/search?q=brandnewword")
+    # Datasette's own read-only connections see the refreshed (WAL) database too.
+    rows = web.request("/sessiondex/messages.json?_shape=array&text__contains=brandnewword").json()
+    assert len(rows) == 1
+
+
+def test_no_refresh_while_a_watcher_keeps_the_index_live(
+    fresh_web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    web = fresh_web
+    monkeypatch.setattr(Index, "watcher_alive", lambda self: True)
+    before = web.state.refreshes
+    web.clock.now += 5
+    web.get("/")
+    assert web.state.refreshes == before
+
+
+# ----------------------------------------------------------------- pieces
+def test_mark_snippet_escapes_and_balances() -> None:
+    start, end = "\x02", "\x03"
+    assert mark_snippet(f"a {start}<b>{end} c", start, end) == "a <mark>&lt;b&gt;</mark> c"
+    assert mark_snippet(f"{end}x{start}y", start, end) == "x<mark>y</mark>"
+    assert mark_snippet(f"{start}{start}z{end}{end}", start, end) == "<mark>z</mark>"
+
+
+def test_aliases_follow_the_message_they_join(tmp_path: Path) -> None:
+    from sessiondex.render.conversation import build_conversation
+
+    db = tmp_path / "index.db"
+    tree = build_web_tree(tmp_path, db)
+    with Index(db, [tree.tree.root]) as index:
+        session = index.resolve(tree.auth_id).session
+    conv = build_conversation(session)
+    extra = aliases(conv.items, conv.chain)
+    assert any(tree.merged_uuid in uuids for uuids in extra.values())
+    assert tree.heartbeat_uuid not in {u for uuids in extra.values() for u in uuids}
+
+
+# ----------------------------------------------------------------- the command
+def test_loopback_hosts() -> None:
+    from sessiondex.cli.serve_cmd import is_loopback
+
+    assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]))
+    assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.test"]))
+
+
+def test_serve_warns_off_loopback_and_reports_a_bad_address(tmp_path: Path) -> None:
+    import socket
+
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    base = ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "index.db")]
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    # 192.0.2.1 (TEST-NET-1) is on no interface here: the bind fails, nothing is sent.
+    result = CliRunner().invoke(cli, [*base, "serve", "--host", "192.0.2.1", "--port", "0"])
+    assert result.exit_code == 1
+    assert "may hold secrets" in result.stderr and "cannot serve on 192.0.2.1" in result.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(cli, [*base, "serve", "--port", port])
+    assert result.exit_code == 1 and f"cannot serve on 127.0.0.1:{port}" in result.stderr
+    assert "secrets" not in result.stderr
+
+
+def test_markdown_is_rendered_safely() -> None:
+    from sessiondex.web.conversation import render_markdown
+
+    html = render_markdown(
+        "**bold** <script>x()</script> [a](javascript:x()) [b](https://example.test/)"
+        " ![img](https://example.test/p.png)\n\n| a | b |\n|--:|:-:|\n| 1 | 2 |\n\n"
+        "```nosuchlanguage\n<tag>\n```\n\n```python\nimport os\n```"
+    )
+    assert "<strong>bold</strong>" in html and "&lt;script&gt;x()&lt;/script&gt;" in html
+    assert "javascript:" not in html.replace("(javascript:x())", "")
+    assert '<a href="https://example.test/" rel="noopener noreferrer nofollow">b</a>' in html
+    assert "<img" not in html and "style=" not in html
+    assert '<th class="al-right">a</th>' in html
+    assert "&lt;tag&gt;" in html  # an unknown language: escaped, not highlighted
+    assert '<span class="kn">import</span>' in html

@@ -1,0 +1,179 @@
+"""``sessiondex serve`` as a person uses it: the real command in a subprocess on a free
+loopback port, driven by headless Chromium (Debian's ``chromium``, through Playwright;
+no browser download). Screenshots are saved under the test's tmp_path.
+
+One browser session walks the whole path: home, search a word, paste a PR URL, open a
+session at its hit, and a session full of hostile strings that must stay text.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web_tree import PR_URL, SCRIPT, WebTree, build_web_tree
+
+CHROMIUM = os.environ.get("SESSIONDEX_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+START_TIMEOUT = 60.0  # seconds for `serve` to print its URL (2 shared cores, cold imports)
+
+
+def _browser_or_skip() -> Any:
+    if not Path(CHROMIUM).is_file():
+        pytest.skip("no chromium on this machine (apt-get install chromium; .ci/run does)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (it is in the test extra)")
+    return sync_playwright
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, WebTree]]:
+    """``sessiondex serve --port 0`` running on a tree; yields its URL."""
+    pytest.importorskip("datasette", reason="the web extra is not installed")
+    db = tmp_path / "index.db"
+    tree = build_web_tree(tmp_path, db)
+    exe = Path(sys.executable).with_name("sessiondex")
+    command = [str(exe)] if exe.is_file() else [sys.executable, "-m", "sessiondex.cli.main"]
+    process = subprocess.Popen(
+        [*command, "--config-dir", str(tree.tree.root), "--db", str(db), "serve", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = _wait_for_url(process)
+        yield url, tree
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def _wait_for_url(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    deadline = time.monotonic() + START_TIMEOUT
+    line = ""
+    while time.monotonic() < deadline and not line:
+        line = process.stdout.readline()  # the first line is the URL; a dead server: ""
+        if not line and process.poll() is not None:
+            break
+    if not line.startswith("Serving http://127.0.0.1:"):
+        assert process.stderr is not None
+        process.kill()
+        raise AssertionError(f"serve did not start: {line!r} {process.stderr.read()}")
+    return line.split()[1]
+
+
+def test_browse_search_and_read_a_session_in_chromium(
+    served: tuple[str, WebTree], tmp_path: Path
+) -> None:
+    sync_playwright = _browser_or_skip()
+    url, tree = served
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in tree.tree.root.rglob("*.jsonl")}
+    dialogs: list[str] = []
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 860})
+            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url[:-1])
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on(
+                "request",
+                lambda r: (
+                    problems.append(f"external request {r.url}")
+                    if not r.url.startswith(url)
+                    else None
+                ),
+            )
+
+            # Home: every session, newest first, with facets and a search box.
+            page.goto(url)
+            rows = page.locator("table.sessions tbody tr")
+            assert rows.count() == 4
+            assert page.locator("td.title a", has_text="Auth refactor").first.is_visible()
+            assert page.locator('section.facet[data-facet="pr"]').inner_text().count("acme/shop#12")
+            page.screenshot(path=str(shots / "home.png"), full_page=True)
+
+            # Search a word: the right sessions, the word marked in the snippets.
+            page.fill(".sdx-search input[name=q]", "heartbeat")
+            page.press(".sdx-search input[name=q]", "Enter")
+            page.wait_for_url("**/search?q=heartbeat")
+            titles = page.locator("li.result h2 a").all_inner_texts()
+            assert titles[0] == "Auth refactor" and "Comments widget" not in titles
+            marks = page.locator("li.result .snippet mark").all_inner_texts()
+            assert marks and {m.lower() for m in marks} == {"heartbeat"}
+            page.screenshot(path=str(shots / "search.png"), full_page=True)
+
+            # Paste a PR URL: the session linked to it.
+            page.fill(".sdx-search-big input[name=q]", PR_URL + "/files")
+            page.press(".sdx-search-big input[name=q]", "Enter")
+            page.wait_for_selector("#result-count")
+            assert page.locator("li.result h2 a").all_inner_texts() == ["Auth refactor"]
+            assert page.locator("li.result .how").inner_text() == "linked"
+
+            # Open the session at its hit: scrolled to and marked.
+            page.go_back()
+            page.wait_for_url("**/search?q=heartbeat")
+            page.locator("li.result h2 a", has_text="Auth refactor").first.click()
+            page.wait_for_url(f"**/session/{tree.auth_id}?q=heartbeat#msg-*")
+            target = page.locator("article.msg:target")
+            # The best-ranked message (bm25: here the subagent's shorter one, inside its
+            # folded transcript, which the page opens for a hit).
+            assert target.count() == 1 and "heartbeat" in target.inner_text()
+            assert target.is_visible() and _in_viewport(page, "article.msg:target")
+            assert page.locator("article.msg.hit").count() >= 2  # the subagent's too
+            assert page.locator("pre code.language-python span.k", has_text="def").count() == 1
+            page.locator("details.tool.call summary").first.click()
+            assert page.locator("details.tool.call pre").first.is_visible()
+            page.locator("button.copy").click()
+            page.wait_for_function("document.querySelector('button.copy').textContent === 'Copied'")
+            copied = page.evaluate("navigator.clipboard.readText()")
+            assert copied == f"cd /tmp/sessiondex-web-tests/shop && claude --resume {tree.auth_id}"
+            page.screenshot(path=str(shots / "session.png"), full_page=False)
+
+            # A planted <script> is shown as text, and nothing ran.
+            page.goto(f"{url}session/{tree.evil_id}")
+            body = page.locator("main.conversation").inner_text()
+            assert SCRIPT in body
+            assert "<img src=x" in page.locator("h1").inner_text()
+            assert page.evaluate("window.__pwned") is None
+            assert page.locator("a[href^='javascript'], img, script:not([src])").count() == 0
+            page.screenshot(path=str(shots / "hostile.png"), full_page=True)
+        finally:
+            browser.close()
+    assert dialogs == [] and problems == []
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in tree.tree.root.rglob("*.jsonl")}
+    assert after == before  # read-only: no transcript byte or mtime changed
+    assert all((shots / name).stat().st_size > 10_000 for name in ("search.png", "session.png"))
+
+
+def _in_viewport(page: Any, selector: str) -> bool:
+    return bool(
+        page.evaluate(
+            """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+                return r.top >= 0 && r.top < window.innerHeight; }""",
+            selector,
+        )
+    )

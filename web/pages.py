@@ -1,0 +1,469 @@
+"""What each page shows, worked out from :class:`sessiondex.Index` answers.
+
+These functions run on the Index's worker thread (:mod:`sessiondex.web.state`) and
+return plain template contexts; the page handlers in :mod:`sessiondex.web.plugin` only
+render them. Filters and facets of the home page are computed over the session objects
+``Index.list`` returns (a few thousand dicts, milliseconds), so the page shows exactly
+the sessions, titles and order the CLI's ``list --scope all`` shows.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from sessiondex.render.sizes import human_size
+from sessiondex.web.conversation import mark_snippet, render_conversation
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+
+# Snippet markers: control characters, escaped around, then turned into <mark>.
+MARK_START, MARK_END = "\x02", "\x03"
+HOME_LIMIT = 100
+MAX_LIMIT = 2000
+SEARCH_LIMIT = 50
+FACET_SIZE = 12
+HOME_FILTERS = ("project", "branch", "tag", "pr", "since")
+DATE_BUCKETS = (("1d", "last 24 hours", 1), ("7d", "last 7 days", 7), ("30d", "last 30 days", 30))
+#: ``owner/repo#123`` (or ``group/sub/project#123``): a PR named the way people write it.
+PR_SHORTHAND = re.compile(r"\A\s*([A-Za-z0-9_.][\w.-]*(?:/[A-Za-z0-9_.][\w.-]*)+)#(\d{1,20})\s*\Z")
+
+
+class PageNotFound(Exception):
+    """The page's subject does not exist: a 404 with this message."""
+
+
+# ----------------------------------------------------------------- shared bits
+def relative_time(iso: str | None, now: float) -> str:
+    """``5m ago``, ``3h ago``, ``12d ago`` from an ISO time (UTC, ``Z``)."""
+    if not iso:
+        return ""
+    from datetime import datetime
+
+    try:
+        then = datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return iso
+    seconds = max(0, int(now - then))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return "just now"
+
+
+def stamp(iso: str | None) -> str:
+    """``2026-11-01 10:00Z``: the ISO time, to the minute."""
+    if not iso:
+        return ""
+    return iso.replace("T", " ")[:16] + "Z"
+
+
+def project_label(session: Mapping[str, Any]) -> str:
+    cwd = session.get("cwd")
+    if cwd:
+        name = str(cwd).rstrip("/").rsplit("/", 1)[-1]
+        return name or str(cwd)
+    return str(session.get("project_key") or "")
+
+
+def pr_label(link: Mapping[str, Any]) -> str:
+    repository = link.get("repository") or link.get("host") or ""
+    return f"{repository}#{link.get('number')}"
+
+
+def session_url(session: Mapping[str, Any], *, project: bool = False, **params: str) -> str:
+    """The session page; ``project`` pins the project when the ID is not unique."""
+    query = dict(params)
+    if project:
+        query = {"project": str(session["project_key"]), **query}
+    url = "/session/" + quote(str(session["session_id"]), safe="")
+    return url + ("?" + urlencode(query) if query else "")
+
+
+def _branches(session: Mapping[str, Any]) -> list[str]:
+    branches = list(session.get("branches") or [])
+    if not branches and session.get("git_branch"):
+        branches = [session["git_branch"]]
+    return branches
+
+
+@dataclass
+class Row:
+    """One session as a line of the home page or a search result."""
+
+    title: str
+    url: str
+    session_id: str
+    project: str
+    cwd: str
+    branch: str
+    branches: list[str]
+    last_activity: str
+    last_activity_ago: str
+    size: str
+    messages: int
+    tag: str
+    is_fork: bool
+    prs: list[dict[str, str]]
+    snippet: str = ""  # HTML: escaped, hits in <mark>
+    how: str = ""  # for a PR lookup: "linked" or "mentioned"
+
+
+def to_row(session: Mapping[str, Any], now: float, url: str) -> Row:
+    branches = _branches(session)
+    return Row(
+        title=str(session.get("title") or session["session_id"]),
+        url=url,
+        session_id=str(session["session_id"]),
+        project=project_label(session),
+        cwd=str(session.get("cwd") or session.get("project_key") or ""),
+        branch=branches[-1] if branches else "",
+        branches=branches,
+        last_activity=stamp(session.get("last_activity")),
+        last_activity_ago=relative_time(session.get("last_activity"), now),
+        size=human_size(int(session.get("file_size") or 0)),
+        messages=int(session.get("message_count") or 0),
+        tag=str(session.get("tag") or ""),
+        is_fork=bool(session.get("forked_from")),
+        prs=[
+            {
+                "label": pr_label(p),
+                "url": str(p["url"]),
+                "filter": "/?" + urlencode({"pr": p["url"]}),
+            }
+            for p in session.get("pr_links") or []
+        ],
+    )
+
+
+def _urls(sessions: Iterable[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
+    """A session's page URL, with its project pinned when its ID is not unique here."""
+    counts = Counter(s["session_id"] for s in sessions)
+    return lambda s: session_url(s, project=counts[s["session_id"]] > 1)
+
+
+def _limit(args: Mapping[str, str], default: int) -> int:
+    try:
+        return max(1, min(MAX_LIMIT, int(args.get("limit") or default)))
+    except ValueError:
+        return default
+
+
+# ----------------------------------------------------------------- home
+@dataclass
+class FacetValue:
+    label: str
+    count: int
+    url: str
+    title: str = ""
+    selected: bool = False
+
+
+@dataclass
+class Facet:
+    name: str
+    title: str
+    values: list[FacetValue] = field(default_factory=list)
+    more: int = 0  # values not shown
+
+
+def _with(args: Mapping[str, str], **changes: str | None) -> str:
+    query = {k: v for k, v in args.items() if k in HOME_FILTERS and v}
+    for key, value in changes.items():
+        if value is None:
+            query.pop(key, None)
+        else:
+            query[key] = value
+    return "/" + ("?" + urlencode(query) if query else "")
+
+
+def _matches(session: Mapping[str, Any], chosen: Mapping[str, str]) -> bool:
+    if "project" in chosen and session.get("project_key") != chosen["project"]:
+        return False
+    if "tag" in chosen and (session.get("tag") or "") != chosen["tag"]:
+        return False
+    return "pr" not in chosen or any(
+        p.get("url") == chosen["pr"] for p in session.get("pr_links") or []
+    )
+
+
+def _facet(
+    name: str,
+    title: str,
+    counts: Counter[str],
+    labels: Mapping[str, tuple[str, str]],
+    args: Mapping[str, str],
+) -> Facet:
+    facet = Facet(name, title)
+    chosen = args.get(name)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], labels.get(kv[0], (kv[0], ""))[0]))
+    for value, count in ranked[:FACET_SIZE]:
+        label, hover = labels.get(value, (value, ""))
+        facet.values.append(
+            FacetValue(
+                label=label,
+                count=count,
+                url=_with(args, **{name: None if value == chosen else value}),
+                title=hover,
+                selected=value == chosen,
+            )
+        )
+    facet.more = max(0, len(ranked) - FACET_SIZE)
+    return facet
+
+
+def home(index: Index, args: Mapping[str, str], now: float | None = None) -> dict[str, Any]:
+    """Recent sessions of every project, newest activity first, narrowed by the chosen
+    project / branch / tag / PR / date, with a facet of counts for each."""
+    now = time.time() if now is None else now
+    chosen = {k: args[k] for k in HOME_FILTERS if args.get(k)}
+    error = None
+    try:
+        sessions = index.list(scope="all", since=chosen.get("since"), branch=chosen.get("branch"))
+    except ValueError as exc:  # an unreadable since=
+        error = str(exc)
+        chosen.pop("since")
+        sessions = index.list(scope="all", branch=chosen.get("branch"))
+    selected = [s for s in sessions if _matches(s, chosen)]
+    projects: Counter[str] = Counter()
+    project_labels: dict[str, tuple[str, str]] = {}
+    branches: Counter[str] = Counter()
+    tags: Counter[str] = Counter()
+    prs: Counter[str] = Counter()
+    pr_labels: dict[str, tuple[str, str]] = {}
+    for session in selected:
+        key = str(session["project_key"])
+        projects[key] += 1
+        project_labels.setdefault(key, (project_label(session), str(session.get("cwd") or key)))
+        branches.update(set(_branches(session)))
+        if session.get("tag"):
+            tags[str(session["tag"])] += 1
+        for link in session.get("pr_links") or []:
+            prs[link["url"]] += 1
+            pr_labels.setdefault(link["url"], (pr_label(link), link["url"]))
+    args = {**args, **chosen}
+    if "since" not in chosen:
+        args.pop("since", None)
+    facets = [
+        _facet("project", "Project", projects, project_labels, args),
+        _facet("branch", "Branch", branches, {}, args),
+        _facet("tag", "Tag", tags, {}, args),
+        _facet("pr", "Pull request", prs, pr_labels, args),
+    ]
+    dates = Facet("since", "Last activity")
+    for value, label, days in DATE_BUCKETS:
+        cutoff = now - days * 86400
+        count = sum(1 for s in selected if _epoch(s.get("last_activity")) >= cutoff)
+        is_chosen = chosen.get("since") == value
+        dates.values.append(
+            FacetValue(label, count, _with(args, since=None if is_chosen else value), "", is_chosen)
+        )
+    if chosen.get("since") and chosen["since"] not in {v for v, _, _ in DATE_BUCKETS}:
+        dates.values.append(
+            FacetValue(f"since {chosen['since']}", len(selected), _with(args, since=None), "", True)
+        )
+    limit = _limit(args, HOME_LIMIT)
+    url_of = _urls(sessions)
+    rows = [to_row(s, now, url_of(s)) for s in selected[:limit]]
+    return {
+        "rows": rows,
+        "total": len(selected),
+        "all_total": len(sessions),
+        "facets": [dates, *facets],
+        "chosen": [
+            {
+                "name": k,
+                "value": _chosen_label(k, v, project_labels, pr_labels),
+                "remove": _with(args, **{k: None}),
+            }
+            for k, v in chosen.items()
+        ],
+        "more_url": _with(args, limit=str(min(MAX_LIMIT, limit * 5)))
+        if len(selected) > limit
+        else None,
+        "error": error,
+    }
+
+
+def _chosen_label(
+    name: str,
+    value: str,
+    projects: Mapping[str, tuple[str, str]],
+    prs: Mapping[str, tuple[str, str]],
+) -> str:
+    if name == "project":
+        return projects.get(value, (value, ""))[0]
+    if name == "pr":
+        return prs.get(value, (value, ""))[0]
+    return value
+
+
+def _epoch(iso: str | None) -> float:
+    if not iso:
+        return 0.0
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+# ----------------------------------------------------------------- search
+def search(index: Index, args: Mapping[str, str], now: float | None = None) -> dict[str, Any]:
+    """Ranked results of ``Index.search`` (the CLI's search: same query handling and
+    order), each linked to its best message; a PR URL or ``owner/repo#N`` lists the
+    sessions linked to that PR."""
+    now = time.time() if now is None else now
+    query = (args.get("q") or "").strip()
+    raw = args.get("raw") in ("1", "on", "true")
+    limit = _limit(args, SEARCH_LIMIT)
+    out: dict[str, Any] = {"q": query, "raw": raw, "rows": [], "mode": "empty", "error": None}
+    if not query:
+        return out
+    shorthand = None if raw else PR_SHORTHAND.match(query)
+    if shorthand:
+        repository, number = shorthand.group(1).lower(), int(shorthand.group(2))
+        linked = [
+            s
+            for s in index.from_pr(None, scope="all")
+            if any(
+                (p.get("repository") or "").lower() == repository and p.get("number") == number
+                for p in s.get("pr_links") or []
+            )
+        ]
+        url_of = _urls(linked)
+        out["rows"] = [_with_how(to_row(s, now, url_of(s)), "linked") for s in linked[:limit]]
+        out["mode"] = "pr"
+        return out
+    try:
+        found = index.search(
+            query, raw=raw, scope="all", limit=limit, markers=(MARK_START, MARK_END)
+        )
+    except ValueError as exc:  # a --raw query FTS5 cannot parse
+        out["error"] = str(exc)
+        out["mode"] = "error"
+        return out
+    url_of = _urls(found)
+    if found and all(s.get("score") is None for s in found):  # a PR URL: linked, mentioned
+        out["mode"] = "pr"
+        out["rows"] = [
+            _with_how(to_row(s, now, url_of(s)), str(s.get("snippet") or "").split(":", 1)[0])
+            for s in found
+        ]
+        return out
+    hits = index.message_hits(query, [s["file_path"] for s in found], raw=raw)
+    rows = []
+    for session in found:
+        best = hits.get(session["file_path"], [])
+        url = url_of(session)
+        url += ("&" if "?" in url else "?") + urlencode(
+            {"q": query, **({"raw": "1"} if raw else {})}
+        )
+        if best:
+            url += "#msg-" + best[0]
+        row = to_row(session, now, url)
+        row.snippet = mark_snippet(str(session.get("snippet") or ""), MARK_START, MARK_END)
+        rows.append(row)
+    out["rows"] = rows
+    out["mode"] = (
+        "fuzzy"
+        if rows and not any(MARK_START in (s.get("snippet") or "") for s in found)
+        else "text"
+    )
+    return out
+
+
+def _with_how(row: Row, how: str) -> Row:
+    row.how = how
+    return row
+
+
+# ----------------------------------------------------------------- session
+def _find(
+    index: Index, arg: str, project: str | None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(session, candidates, every session)``: the session the URL names, or the
+    sessions it could be when its ID is in several projects."""
+    from sessiondex import Ambiguous, NotFound
+
+    everything = index.list(scope="all", all_kinds=True)
+    if project is None:
+        try:
+            return index.resolve(arg).session, [], everything
+        except (NotFound, Ambiguous):
+            pass
+    candidates = [
+        s
+        for s in everything
+        if s["session_id"] == arg and (project is None or s["project_key"] == project)
+    ]
+    if len(candidates) == 1:
+        return candidates[0], [], everything
+    return None, candidates, everything
+
+
+def session(
+    index: Index, arg: str, args: Mapping[str, str], now: float | None = None
+) -> dict[str, Any]:
+    """A session's metadata and its conversation (read from the transcript), with the
+    messages matching ``q`` marked; raises :class:`PageNotFound`."""
+    now = time.time() if now is None else now
+    found, candidates, everything = _find(index, arg, args.get("project") or None)
+    if found is None:
+        if not candidates:
+            raise PageNotFound(f"No session {arg}")
+        return {
+            "choose": [to_row(s, now, session_url(s, project=True)) for s in candidates],
+            "session_id": arg,
+        }
+    try:
+        conversation = index.conversation(str(found["file_path"]))
+    except OSError as exc:
+        raise PageNotFound(
+            f"The transcript of {arg} cannot be read: {exc.strerror or exc}"
+        ) from None
+    query = (args.get("q") or "").strip()
+    raw = args.get("raw") in ("1", "on", "true")
+    hits: list[str] = []
+    if query:
+        try:
+            hits = index.message_hits(query, [str(found["file_path"])], raw=raw).get(
+                str(found["file_path"]), []
+            )
+        except ValueError:
+            hits = []
+    url_of = _urls(everything)
+    origin = None
+    forked = found.get("forked_from") or None
+    if forked:
+        parent = next((s for s in everything if s["session_id"] == forked.get("session_id")), None)
+        origin = {
+            "title": parent["title"] if parent else forked.get("session_id"),
+            "url": (url_of(parent) if parent else session_url({"session_id": forked["session_id"]}))
+            + (f"#msg-{forked['message_uuid']}" if forked.get("message_uuid") else ""),
+        }
+    forks = [
+        to_row(s, now, url_of(s))
+        for s in everything
+        if (s.get("forked_from") or {}).get("session_id") == found["session_id"]
+    ]
+    rendered = render_conversation(conversation, hits)
+    return {
+        "session": found,
+        "row": to_row(found, now, url_of(found)),
+        "created": stamp(found.get("created_at")),
+        "origin": origin,
+        "forks": forks,
+        "q": query,
+        "hits": len(hits),
+        "shown_hits": len(rendered.shown_hits),
+        "first_hit": rendered.shown_hits[0] if rendered.shown_hits else None,
+        "conversation_html": rendered.html,
+    }

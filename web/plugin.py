@@ -1,0 +1,193 @@
+"""The Datasette plugin: routes for the sessiondex pages, the refresh before each
+request, security headers, and session IDs in Datasette's own tables linked to the
+session page.
+
+The plugin is registered by ``sessiondex serve`` (:func:`sessiondex.web.app.build`), not
+through a ``datasette`` entry point: it replaces Datasette's home page, which no other
+``datasette`` run on the same machine should get. Its hooks act only on a Datasette
+that :func:`~sessiondex.web.app.build` made (one holding a :class:`WebIndex`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar, cast
+from urllib.parse import quote
+
+from datasette import hookimpl as _hookimpl
+from datasette.utils.asgi import Response, asgi_static
+from markupsafe import Markup
+
+from sessiondex.web import pages
+from sessiondex.web.conversation import esc, pygments_css
+from sessiondex.web.state import WebIndex
+
+HERE = Path(__file__).resolve().parent
+STATIC_DIR = HERE / "static"
+TEMPLATE_DIR = HERE / "templates"
+STATIC_PREFIX = "/-/sessiondex/static/"
+
+#: Our pages run no inline script and load nothing from elsewhere; a transcript string
+#: that escaped escaping still could not run or phone home.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+#: On every response, Datasette's pages too.
+COMMON_HEADERS = {
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",  # search words and paths stay on this machine
+    "x-frame-options": "DENY",
+}
+SESSION_ARG = r"[A-Za-z0-9_-]{1,128}"  # an ID or a prefix: never a path
+DATABASE_NAME = "sessiondex"
+
+F = TypeVar("F", bound=Callable[..., Any])
+hookimpl = cast(Callable[[F], F], _hookimpl)  # pluggy's marker, typed for mypy
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def web_index(datasette: Any) -> WebIndex | None:
+    """The WebIndex of a Datasette built by ``sessiondex serve``, else None."""
+    state = getattr(datasette, "sessiondex", None)
+    return state if isinstance(state, WebIndex) else None
+
+
+def _state(datasette: Any) -> WebIndex:
+    state = web_index(datasette)
+    assert state is not None
+    return state
+
+
+def _args(request: Any) -> dict[str, str]:
+    """Query parameters, the first value of each (a NUL cannot reach SQLite)."""
+    return {k: request.args.get(k, "").replace("\x00", "") for k in request.args.keys()}
+
+
+async def _page(
+    datasette: Any, request: Any, template: str, context: Mapping[str, Any], status: int = 200
+) -> Response:
+    body = await datasette.render_template(
+        template, {"static": STATIC_PREFIX, **context}, request=request
+    )
+    return Response.html(
+        body,
+        status=status,
+        headers={"content-security-policy": CSP, "cache-control": "no-cache"},
+    )
+
+
+async def _not_found(datasette: Any, request: Any, message: str) -> Response:
+    return await _page(datasette, request, "sessiondex_404.html", {"message": message}, 404)
+
+
+# ----------------------------------------------------------------- pages
+async def home(request: Any, datasette: Any) -> Response:
+    args = _args(request)
+    context = await _state(datasette).run(lambda index: pages.home(index, args))
+    return await _page(datasette, request, "sessiondex_home.html", context)
+
+
+async def search(request: Any, datasette: Any) -> Response:
+    args = _args(request)
+    context = await _state(datasette).run(lambda index: pages.search(index, args))
+    return await _page(datasette, request, "sessiondex_search.html", context)
+
+
+async def session(request: Any, datasette: Any) -> Response:
+    arg = request.url_vars["session_id"]
+    args = _args(request)
+    try:
+        context = await _state(datasette).run(lambda index: pages.session(index, arg, args))
+    except pages.PageNotFound as exc:
+        return await _not_found(datasette, request, str(exc))
+    template = "sessiondex_choose.html" if "choose" in context else "sessiondex_session.html"
+    return await _page(datasette, request, template, context)
+
+
+async def pygments_stylesheet() -> Response:
+    return Response(
+        pygments_css(), content_type="text/css; charset=utf-8", headers=dict(COMMON_HEADERS)
+    )
+
+
+def _get_only(view: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    """Our pages only read: anything but GET/HEAD is refused (405)."""
+
+    async def guarded(request: Any, datasette: Any) -> Response:
+        if request.method not in ("GET", "HEAD"):
+            return Response.text("read-only: only GET", status=405, headers={"allow": "GET"})
+        return await view(request, datasette)
+
+    guarded.__name__ = view.__name__
+    return guarded
+
+
+# ----------------------------------------------------------------- hooks
+@hookimpl
+def register_routes(datasette: Any) -> list[tuple[str, Any]]:
+    if web_index(datasette) is None:
+        return []
+    return [
+        (r"^/$", _get_only(home)),
+        (r"^/search$", _get_only(search)),
+        (rf"^/session/(?P<session_id>{SESSION_ARG})$", _get_only(session)),
+        (r"^/-/sessiondex/pygments\.css$", pygments_stylesheet),
+        (r"^/-/sessiondex/static/(?P<path>.*)$", asgi_static(STATIC_DIR)),
+    ]
+
+
+@hookimpl
+def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+            state = web_index(datasette)
+            if state is None or scope.get("type") != "http":
+                await app(scope, receive, send)
+                return
+            path = str(scope.get("path", ""))
+            if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
+                await state.fresh()
+
+            async def send_with_headers(message: dict[str, Any]) -> None:
+                if message.get("type") == "http.response.start":
+                    names = {bytes(k).lower() for k, _ in message.get("headers", [])}
+                    extra = [
+                        (k.encode(), v.encode())
+                        for k, v in COMMON_HEADERS.items()
+                        if k.encode() not in names
+                    ]
+                    message = {**message, "headers": [*message.get("headers", []), *extra]}
+                await send(message)
+
+            await app(scope, receive, send_with_headers)
+
+        return wrapped
+
+    return wrap
+
+
+@hookimpl
+def render_cell(value: Any, column: str, database: str | None, datasette: Any) -> Markup | None:
+    """A session ID in Datasette's tables and queries links to its session page."""
+    if web_index(datasette) is None or database != DATABASE_NAME or column != "session_id":
+        return None
+    if not isinstance(value, str) or not value:
+        return None
+    return Markup(f'<a href="/session/{esc(quote(value, safe=""))}">{esc(value)}</a>')
+
+
+@hookimpl
+def menu_links(datasette: Any) -> list[dict[str, str]] | None:
+    if web_index(datasette) is None:
+        return None
+    return [
+        {"href": "/", "label": "Recent sessions"},
+        {"href": "/search", "label": "Search sessions"},
+        {"href": f"/{DATABASE_NAME}", "label": "Tables and queries"},
+    ]

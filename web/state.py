@@ -1,0 +1,92 @@
+"""The web view's one :class:`sessiondex.Index`, used from one thread.
+
+Datasette answers requests on an asyncio loop and runs its own SQL in a thread pool;
+an Index is not thread-safe (its SQLite handles belong to the thread that opened them),
+so every Index call of the web view runs on one dedicated worker thread. That thread is
+also where the refresh happens: before a request is answered the index is brought up to
+date — at most once a second, and not at all while a ``sessiondex watch`` keeps it live
+or when ``--no-refresh`` was given. Datasette's own read-only connections then see the
+new rows (WAL), so its table views follow too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+
+T = TypeVar("T")
+
+#: A refresh on a request happens at most this often (seconds).
+REFRESH_INTERVAL = 1.0
+
+
+class WebIndex:
+    """An Index owned by one worker thread, with a throttled refresh."""
+
+    def __init__(
+        self,
+        index: Index,
+        *,
+        interval: float = REFRESH_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.index = index
+        self.interval = interval
+        self._clock = clock
+        self._last: float | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-index")
+        self.refreshes = 0  # how many refreshes ran (tests check the throttle)
+
+    # ------------------------------------------------------------------ calling it
+    def call(self, fn: Callable[[Index], T]) -> T:
+        """Run ``fn(index)`` on the worker thread and wait for it (from sync code)."""
+        return self._executor.submit(fn, self.index).result()
+
+    async def run(self, fn: Callable[[Index], T]) -> T:
+        """Run ``fn(index)`` on the worker thread without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, self.index)
+
+    # ------------------------------------------------------------------ freshness
+    def start(self) -> None:
+        """The refresh before serving (by the Index's rule), and the database opened,
+        so that the file Datasette opens exists and is current. Errors propagate: a
+        server that cannot read its index should not start."""
+
+        def first(index: Index) -> None:
+            index.ensure_fresh()
+            index.reader()
+
+        self.call(first)
+        self._last = self._clock()
+
+    def _maybe_refresh(self, index: Index) -> None:
+        now = self._clock()
+        if not index.auto_refresh or (self._last is not None and now - self._last < self.interval):
+            return
+        self._last = now
+        if index.watcher_alive():
+            return
+        try:
+            index.refresh()
+            self.refreshes += 1
+        except Exception as exc:  # a busy or damaged index: answer from what is there
+            print(f"sessiondex serve: refresh failed: {exc}", file=sys.stderr)
+
+    async def fresh(self) -> None:
+        """Bring the index up to date for a request (throttled; see the module)."""
+        await self.run(self._maybe_refresh)
+
+    def close(self) -> None:
+        """Close the Index's handles on the thread that opened them, then stop it."""
+        try:
+            self.call(lambda index: index.close())
+        finally:
+            self._executor.shutdown(wait=True)
