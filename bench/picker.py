@@ -1,4 +1,4 @@
-"""``python -m bench.picker``: the picker's figures (spec/performance.md).
+"""``python -m bench.picker``: the picker's figures (the performance goals in bench/README.md).
 
 - **keystroke → results painted**: the picker runs headless (Textual's ``run_test``) on
   an index of the generated corpus, in the "all projects" scope; a word is typed one key

@@ -406,7 +406,7 @@ class PickerScreen(Screen[None]):
         snippet = obj.get("snippet")
         if snippet and query:
             text.append(f"{'match':<8}", style="bold")
-            text.append_text(marked_snippet(snippet, query, ascii_only=ascii_only))
+            text.append_text(marked_snippet(snippet, ascii_only=ascii_only))
             text.append("\n")
         for role, message in preview.messages:
             text.append(f"{role:<10}", style="bold" if role == "user" else "italic")

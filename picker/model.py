@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sessiondex.index import Index
 
+# Snippet marks asked of Index.search (rows.marked_snippet splits on them): control
+# characters, so a snippet is cleaned piece by piece and then marked.
+MARKERS = ("\x02", "\x03")
+
 MAX_DEPTH = 8  # fork chains deeper than this are shown flat (and cycles end here)
 PAGE = 50  # session objects fetched below the screen; search results per page
 
@@ -121,7 +125,7 @@ def load(
     """The rows for ``query`` (``Index.search``) or, without one, for the scope
     (``Index.list_order``, with the objects of a screen around the kept row)."""
     if query:
-        found = index.search(query, limit=limit, **filters)
+        found = index.search(query, limit=limit, markers=MARKERS, **filters)
         rows = flat_rows(found)
         return Loaded(
             generation,

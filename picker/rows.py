@@ -21,6 +21,10 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 
+from sessiondex.picker.model import MARKERS
+from sessiondex.render.sizes import human_size
+from sessiondex.render.terminal import neutralize
+
 # Entrypoints of `claude -p` and the Agent SDK (transcripts.records.PRINT_MODE_ENTRYPOINTS;
 # repeated here because a front end reads the session objects, not the layers below).
 PRINT_MODE = {"sdk-cli": "-p", "sdk-ts": "sdk", "sdk-py": "sdk"}
@@ -51,25 +55,20 @@ def glyphs_for(encoding: str | None) -> Glyphs:
     return UNICODE if name.startswith("utf") else ASCII
 
 
-# C0/C1 controls, and the format characters that reorder or hide text (bidi overrides
-# and isolates, zero-width joiners, BOM): a title must not move the cursor, recolour the
-# terminal or display as something it is not.
-def _unsafe(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
-
-
 def clean(value: Any, *, ascii_only: bool = False) -> str:
-    """A transcript string made safe to draw on one line: whitespace runs (newlines,
-    tabs) become one space, control and invisible format characters are dropped; with
-    ``ascii_only`` the rest is folded to ASCII (accents removed, else ``?``)."""
-    if value is None:
-        return ""
-    text = str(value)
-    if not text.isascii() or not text.isprintable():
-        text = "".join(
-            " " if ch.isspace() else ch for ch in text if ch.isspace() or not _unsafe(ch)
-        )
-    text = " ".join(text.split())
+    """A transcript string made safe to draw on one line: control and bidi characters
+    made visible the project's one way (``render.terminal.neutralize``: ``^[``,
+    ``<U+202E>``), whitespace runs collapsed to one space; with ``ascii_only`` the rest
+    folded to ASCII (accents dropped, else ``?``) for a terminal that cannot show it."""
+    return "" if value is None else _inline(str(value), ascii_only).strip()
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def _inline(text: str, ascii_only: bool) -> str:
+    """:func:`clean` without the trim: for pieces of one line (snippet parts)."""
+    text = _SPACES.sub(" ", neutralize(text, single_line=True))
     if ascii_only and not text.isascii():
         folded = unicodedata.normalize("NFKD", text)
         text = "".join(
@@ -93,17 +92,6 @@ def relative_time(iso: str | None, now: float) -> str:
         if delta < limit:
             return f"{int(delta // size)}{unit} ago"
     return iso[:10]
-
-
-def human_size(size: int | None) -> str:
-    if size is None:
-        return ""
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"  # pragma: no cover - the loop returns at GB
 
 
 def short_path(path: str | None, home: str | None = None) -> str:
@@ -229,33 +217,20 @@ def row_text(
     return text
 
 
-_MARK = re.compile(r"\[([^\[\]]{1,80})\]")
+MARK_STYLE = Style(bold=True, reverse=True)
 
 
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
-def marked_snippet(snippet: str, query: str, *, ascii_only: bool = False) -> Text:
-    """A search snippet with the matched words highlighted.
-
-    ``Index.search`` marks matches as ``[word]``; a bracketed span is taken as a mark
-    only when it holds one of the query's words (folded as the FTS tokenizer folds them,
-    the last word also as a prefix), so brackets that were in the transcript stay text.
-    """
-    words = [_fold(w) for w in query.split() if w]
-    last = words[-1] if words else ""
-    out = Text(no_wrap=False)
-    position = 0
-    text = clean(snippet, ascii_only=ascii_only)
-    for match in _MARK.finditer(text):
-        inner = _fold(match.group(1))
-        hit = any(w and w in inner for w in words) or (bool(last) and inner.startswith(last))
-        if not hit:
-            continue
-        out.append(text[position : match.start()])
-        out.append(match.group(1), style=Style(bold=True, reverse=True))
-        position = match.end()
-    out.append(text[position:])
+def marked_snippet(snippet: str, *, ascii_only: bool = False) -> Text:
+    """A search snippet (with :data:`MARKERS` around the matched words) as text with the
+    matches highlighted; every piece cleaned before it is styled."""
+    start, end = MARKERS
+    out = Text()
+    for index, piece in enumerate(snippet.split(start)):
+        marked, rest = "", piece
+        if index:
+            marked, _, rest = piece.partition(end)
+        if marked:
+            out.append(_inline(marked, ascii_only), style=MARK_STYLE)
+        if rest:
+            out.append(_inline(rest, ascii_only))
     return out
