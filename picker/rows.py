@@ -43,7 +43,7 @@ class Glyphs:
 
 
 UNICODE = Glyphs()
-ASCII = Glyphs(collapsed="+", expanded="-", fork=">", ellipsis="~", dot="|")
+ASCII = Glyphs(collapsed="+", expanded="-", fork=">", ellipsis="...", dot="|")
 
 
 def glyphs_for(encoding: str | None) -> Glyphs:
