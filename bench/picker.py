@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,25 @@ async def main():
             await asyncio.sleep(0.001)
         print("painted", len(screen.session_list.rows), flush=True)
     source.close()
+
+asyncio.run(main())
+"""
+
+
+BARE_CHILD = r"""
+import asyncio
+from textual.app import App
+from textual.widgets import Static
+
+class Bare(App):
+    def compose(self):
+        yield Static("hello")
+
+async def main():
+    app = Bare()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        print("painted", flush=True)
 
 asyncio.run(main())
 """
@@ -137,12 +157,28 @@ async def keystrokes(corpus: Path, db: Path, pr_urls: list[str]) -> dict[str, li
     return out
 
 
-def startup(corpus: Path, db: Path, runs: int = STARTUP_RUNS) -> list[float]:
+def library_search(corpus: Path, db: Path) -> list[float]:
+    """The floor under a keystroke: ``Index.search`` alone for every prefix typed."""
+    from sessiondex.index import Index
+
+    samples = []
+    with Index(db, [corpus], refresh=False) as index:
+        for round_ in range(2):
+            for word in WORDS:
+                for end in range(1, len(word) + 1):
+                    t0 = time.perf_counter()
+                    index.search(word[:end], cwd="/", scope="all", limit=50)
+                    if round_:
+                        samples.append((time.perf_counter() - t0) * 1000)
+    return samples
+
+
+def startup(corpus: Path, db: Path, runs: int = STARTUP_RUNS, child: str = CHILD) -> list[float]:
     samples = []
     for run in range(runs + 1):
         started = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-c", CHILD, str(db), str(corpus)],
+            [sys.executable, "-c", child, str(db), str(corpus)],
             capture_output=True,
             text=True,
             check=True,
@@ -173,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     start_db = cache_dir() / f"picker-x{args.startup_scale}.db"
     build_index(start_corpus, start_db)
     boot = startup(start_corpus, start_db)
+    bare = startup(start_corpus, start_db, child=BARE_CHILD)
+    floor = library_search(corpus, db)
 
     report: dict[str, Any] = {
         "sessions": len(manifest),
@@ -181,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
             "p95": percentile(results["word"], 0.95),
             "max": max(results["word"]),
             "n": len(results["word"]),
+        },
+        "index_search_alone_ms": {
+            "p50": statistics.median(floor),
+            "p95": percentile(floor, 0.95),
+            "n": len(floor),
         },
         "word_typed_last_key_ms": {
             "p50": statistics.median(results["burst"]),
@@ -199,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             "max": max(boot),
             "n": len(boot),
         },
+        "bare_textual_app_first_paint_ms": {"p50": statistics.median(bare), "n": len(bare)},
+        "load_average": os.getloadavg()[0],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

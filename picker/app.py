@@ -540,8 +540,8 @@ class PickerScreen(Screen[None]):
         box.action_delete_left()
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id != "query":
-            return
+        if event.input.id != "query" or event.value == self.query_text:
+            return  # (the box reports its initial --query too: already loaded)
         self.query_text = event.value
         self.search_limit = PAGE
         self.start_load(keep=None)

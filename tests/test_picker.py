@@ -84,14 +84,16 @@ def test_moving_choosing_and_leaving(world: PickerWorld) -> None:
 
 def test_escape_clears_the_query_then_leaves(world: PickerWorld) -> None:
     async def run(app: PickerApp, pilot: Any) -> Any:
-        await press(app, pilot, *"coupon")
-        narrowed = titles(app)
+        narrowed = titles(app)  # started with --query coupon: searched once, at start
+        assert app.picker.generation == 1
         await press(app, pilot, "escape")
         cleared = (app.picker.query_text, len(titles(app)))
         await press(app, pilot, "escape")
         return narrowed, cleared
 
-    chosen, (narrowed, cleared) = drive(world, run)
+    chosen, (narrowed, cleared) = drive(
+        world, run, options=PickerOptions(cwd=str(world.shop), query="coupon")
+    )
     assert narrowed == ["Implement coupon codes"]
     assert cleared == ("", 3)
     assert chosen is None
