@@ -25,7 +25,7 @@ from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
-from sessiondex.transcripts.tags import sanitize_tag
+from sessiondex.transcripts.tags import clean_label, clean_tag, sanitize_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ class CannotFork(MutationError):
 @dataclass
 class MutationResult:
     """What a mutation did. ``session`` is the session object after the change (None
-    after a delete); ``removed`` lists deleted paths."""
+    after a delete); ``removed`` lists deleted paths; ``written`` is False when the
+    session already was as asked (nothing appended, the mtime untouched)."""
 
     action: str
     session_id: str
@@ -52,6 +53,7 @@ class MutationResult:
     session: dict[str, Any] | None = None
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    written: bool = True
 
 
 Target = Resolution | str
@@ -108,8 +110,9 @@ def _append(
 
 
 def check_name(name: object) -> str:
-    """The name as stored (stripped, as the SDK stores it); empty is an error (Claude
-    Code's ``/rename`` with no name asks the model instead, which we cannot do)."""
+    """The name as the SDK stores it (stripped); empty is an error (Claude Code's
+    ``/rename`` with no name asks the model instead, which we cannot do). What a person
+    typed goes through :func:`user_name` first."""
     title = name.strip() if isinstance(name, str) else ""
     if not title:
         raise MutationError("the new name is empty")
@@ -117,7 +120,8 @@ def check_name(name: object) -> str:
 
 
 def check_tag(value: object) -> str:
-    """The tag as stored (the SDK's sanitising, then stripped); empty is an error."""
+    """The tag as the SDK stores it (its sanitising, then stripped); empty is an error.
+    What a person typed goes through :func:`user_tag` first."""
     clean = sanitize_tag(value) if isinstance(value, str) else ""
     if not clean:
         raise MutationError(
@@ -126,12 +130,69 @@ def check_tag(value: object) -> str:
     return clean
 
 
+def user_name(name: object, what: str = "the new name") -> str:
+    """The one validation of a name a person typed (``rename``, ``fork --title``), the
+    same as for a tag: :func:`~transcripts.tags.clean_label` (invisible and bidi
+    characters removed, stripped); nothing visible left is an error. The SDK-style
+    writers keep the SDK's looser rule (:func:`check_name`): they must write what the
+    SDK writes."""
+    title = clean_label(name) if isinstance(name, str) else ""
+    if not title:
+        raise MutationError(f"{what} is empty (after removing invisible characters)")
+    return title
+
+
+def user_tag(value: object) -> str:
+    """The one validation of a tag a person typed: :func:`~transcripts.tags.clean_tag`
+    (as :func:`user_name`, and without leading ``#``, which the picker adds itself)."""
+    clean = clean_tag(value) if isinstance(value, str) else ""
+    if not clean:
+        raise MutationError(
+            "the tag is empty (after removing invisible characters); use untag to clear a tag"
+        )
+    return clean
+
+
+def _unchanged(
+    db: Database, found: Resolution, roots: list[Path], action: str, same: Any
+) -> MutationResult | None:
+    """A result with ``written=False`` when ``same(session)`` holds for the session as
+    its file says now (the index is brought up to date with the file first: with
+    ``--no-refresh`` it may lag behind), else None."""
+    path = found.row["file_path"]
+    _write_guard(db, path, roots)
+    _sync(db, path, roots)
+    current = _object_for(db, path)
+    if current is None or not same(current):
+        return None
+    return MutationResult(
+        action,
+        found.session["session_id"],
+        path,
+        session=current,
+        notes=list(found.notes),
+        written=False,
+    )
+
+
 def rename(
-    db: Database, target: Target, name: str, *, cwd: str | None = None, roots: list[Path]
+    db: Database,
+    target: Target,
+    name: str,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    if_changed: bool = False,
 ) -> MutationResult:
-    """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``."""
+    """Append ``{"type":"custom-title","customTitle":…,"sessionId":…}``. With
+    ``if_changed`` nothing is written when the session already has that name (the
+    SDK's ``rename_session`` always appends, and its drop-in must too)."""
     title = check_name(name)
     found = _target(db, target, cwd, roots)
+    if if_changed:
+        same = _unchanged(db, found, roots, "rename", lambda s: s.get("custom_title") == title)
+        if same is not None:
+            return same
     record = {
         "type": "custom-title",
         "customTitle": title,
@@ -141,21 +202,42 @@ def rename(
 
 
 def tag(
-    db: Database, target: Target, value: str, *, cwd: str | None = None, roots: list[Path]
+    db: Database,
+    target: Target,
+    value: str,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    if_changed: bool = False,
 ) -> MutationResult:
     """Append ``{"type":"tag","tag":…,"sessionId":…}`` with the SDK's sanitising; a tag
-    that is empty after sanitising is an error (use :func:`untag` to clear)."""
+    that is empty after sanitising is an error (use :func:`untag` to clear). With
+    ``if_changed`` nothing is written when the session already has that tag."""
     clean = check_tag(value)
     found = _target(db, target, cwd, roots)
+    if if_changed:
+        same = _unchanged(db, found, roots, "tag", lambda s: s.get("tag") == clean)
+        if same is not None:
+            return same
     record = {"type": "tag", "tag": clean, "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "tag")
 
 
 def untag(
-    db: Database, target: Target, *, cwd: str | None = None, roots: list[Path]
+    db: Database,
+    target: Target,
+    *,
+    cwd: str | None = None,
+    roots: list[Path],
+    if_changed: bool = False,
 ) -> MutationResult:
-    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it."""
+    """Append ``{"type":"tag","tag":"","sessionId":…}``: an empty tag clears it. With
+    ``if_changed`` nothing is written when the session has no tag."""
     found = _target(db, target, cwd, roots)
+    if if_changed:
+        same = _unchanged(db, found, roots, "untag", lambda s: not s.get("tag"))
+        if same is not None:
+            return same
     record = {"type": "tag", "tag": "", "sessionId": found.session["session_id"]}
     return _append(db, found, record, roots, "untag")
 
@@ -222,6 +304,8 @@ __all__ = [
     "NotFound",
     "check_name",
     "check_tag",
+    "user_name",
+    "user_tag",
     "delete",
     "find_target",
     "fork",

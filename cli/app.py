@@ -47,8 +47,10 @@ class App:
     @property
     def index(self) -> Index:
         if self._index is None:
+            from sessiondex.cli.config_dirs import check_config_dirs
             from sessiondex.index import Index
 
+            check_config_dirs(self.config_dirs)  # exit 2 for a named dir that is missing
             self._index = Index(self.db_path, self.config_dirs or None, refresh=not self.no_refresh)
         return self._index
 
@@ -73,16 +75,10 @@ class App:
         return self._open(self.index.writer)
 
     def warn_missing_roots(self) -> None:
-        """One stderr line per config dir without a ``projects/`` folder (a typo in
-        --config-dir should not look like an empty history)."""
-        if self._warned:
-            return
-        self._warned = True
-        for root in self.roots:
-            if not (root / "projects").is_dir():
-                click.echo(
-                    f"warning: {root} has no projects/ folder; nothing to index there", err=True
-                )
+        """Check the config dirs (a named one that is missing: exit 2; the default one
+        missing, or a dir without ``projects/``: one stderr line); see cli/config_dirs.py.
+        Done once, when the index is first opened."""
+        _ = self.index
 
     def fresh_db(self) -> Database:
         """The writable database, first brought up to date (unless --no-refresh or a
@@ -100,6 +96,11 @@ class App:
         """For commands that only read: :meth:`sessiondex.Index.reader`."""
         self.warn_missing_roots()
         return self._open(self.index.reader)
+
+    def reading_index(self) -> Index:
+        """The index, opened for answering (:meth:`reading_db`'s checks and errors)."""
+        self.reading_db()
+        return self.index
 
     def close(self) -> None:
         if self._index is not None:

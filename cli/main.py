@@ -8,6 +8,7 @@ watchdog or the exporters.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import click
@@ -35,6 +36,7 @@ COMMANDS = {
     "delete": "sessiondex.cli.mutate_cmds:delete",
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
     "serve": "sessiondex.cli.serve_cmd:serve",
+    "mcp": "sessiondex.cli.mcp_cmd:mcp",
 }
 
 
@@ -54,21 +56,47 @@ class LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# Every environment variable sessiondex reads, in `sessiondex --help`.
+ENVIRONMENT_EPILOG = f"""\b
+Environment:
+  CLAUDE_CONFIG_DIR       the config dir, one path as Claude Code reads it
+                          (a comma is part of the path); default ~/.claude
+  SESSIONDEX_CONFIG_DIRS  several config dirs, separated by "{os.pathsep}" (when
+                          neither --config-dir nor CLAUDE_CONFIG_DIR is set)
+  CLAUDE_CODE_PROJECT_DIR_NAME
+                          a fixed project dir name, honoured as Claude Code
+                          does (only together with CLAUDE_CONFIG_DIR)
+  SESSIONDEX_DB           the index database (as --db)
+  XDG_CACHE_HOME          the default index is in $XDG_CACHE_HOME/sessiondex/
+                          (else ~/.cache/sessiondex/)
+  HOME                    where ~/.claude and ~/.cache are
+  SESSIONDEX_MANAGED_SETTINGS
+                          Claude Code's managed settings file, read by
+                          cleanup (default: the OS's policy path)
+  NO_COLOR                no colour (search highlights, show)
+  PAGER                   the pager for long show output
+"""
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=ENVIRONMENT_EPILOG,
+)
 @click.option(
     "--config-dir",
     "config_dirs",
     multiple=True,
     metavar="DIR",
-    help="Claude config dir to index (repeatable). Default: $CLAUDE_CONFIG_DIR "
-    "(comma-separated list allowed), else ~/.claude.",
+    help="Claude config dir to index (repeatable; it must exist). Default: "
+    "$CLAUDE_CONFIG_DIR (one path), else $SESSIONDEX_CONFIG_DIRS, else ~/.claude.",
 )
 @click.option(
     "--db",
     "db_path",
     envvar="SESSIONDEX_DB",
     metavar="PATH",
-    help="Index database. Default: $XDG_CACHE_HOME/sessiondex/index.db.",
+    help="Index database. Default: $SESSIONDEX_DB, else $XDG_CACHE_HOME/sessiondex/index.db.",
 )
 @click.option(
     "--no-refresh",

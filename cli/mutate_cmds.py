@@ -41,8 +41,13 @@ def _run(action: Any) -> Any:
         raise CliError(clean_line(str(exc))) from None
 
 
-def _report(result: Any, fmt: str, text: str) -> None:
-    """``text`` for people; the session object after the change for scripts."""
+def _report(result: Any, fmt: str, text: str, unchanged: str = "") -> None:
+    """``text`` for people; the session object after the change for scripts. When
+    nothing was written, ``unchanged`` says why (on stderr for scripts)."""
+    if not result.written:
+        text = f"{result.session_id} {unchanged}; nothing written"
+        if fmt != "table":
+            click.echo(text, err=True)
     if fmt == "table":
         click.echo(clean_line(text))
         return
@@ -68,21 +73,23 @@ def _checked(check: Any, value: str) -> str:
 def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     """Rename a session (the name `claude --resume NAME` and the picker use).
 
-    Appends the custom-title record Claude Code writes for /rename.
+    Appends the custom-title record Claude Code writes for /rename. Invisible
+    characters are removed and a name with nothing visible left is refused (as a tag
+    is); renaming to the current name writes nothing.
 
     \b
     Example:
         sessiondex rename 3f2a9c1e "Auth refactor"
         sessiondex rename "old name" "new name" --cwd ~/src/shop
     """
-    from sessiondex.actions.mutations import check_name
     from sessiondex.actions.mutations import rename as do_rename
+    from sessiondex.actions.mutations import user_name
 
     fmt = chosen_format(fmt, as_json)
-    title = _checked(check_name, name)
+    title = _checked(user_name, name)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_rename(app().db(), found, title, roots=app().roots))
-    _report(result, fmt, f"Renamed {result.session_id} to {title!r}")
+    result = _run(lambda: do_rename(app().db(), found, title, roots=app().roots, if_changed=True))
+    _report(result, fmt, f"Renamed {result.session_id} to {title!r}", f"is already named {title!r}")
 
 
 @click.command()
@@ -94,21 +101,22 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     """Tag a session (shown as #TAG in the picker; one tag per session).
 
     The tag is cleaned the way the SDK cleans it (NFKC; invisible and private-use
-    characters removed; surrounding spaces stripped).
+    characters removed; surrounding spaces stripped), and a leading # is dropped (the
+    picker adds its own). Tagging with the tag the session already has writes nothing.
 
     \b
     Example:
         sessiondex tag 3f2a9c1e review
         sessiondex tag "Auth refactor" shipped
     """
-    from sessiondex.actions.mutations import check_tag
     from sessiondex.actions.mutations import tag as do_tag
+    from sessiondex.actions.mutations import user_tag
 
     fmt = chosen_format(fmt, as_json)
-    clean = _checked(check_tag, tag)
+    clean = _checked(user_tag, tag)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots))
-    _report(result, fmt, f"Tagged {result.session_id} #{clean}")
+    result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots, if_changed=True))
+    _report(result, fmt, f"Tagged {result.session_id} #{clean}", f"is already tagged #{clean}")
 
 
 @click.command()
@@ -116,7 +124,7 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
 @cwd_option
 @format_options
 def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
-    """Clear a session's tag.
+    """Clear a session's tag (nothing is written when it has none).
 
     \b
     Example:
@@ -126,8 +134,8 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
 
     fmt = chosen_format(fmt, as_json)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_untag(app().db(), found, roots=app().roots))
-    _report(result, fmt, f"Cleared the tag of {result.session_id}")
+    result = _run(lambda: do_untag(app().db(), found, roots=app().roots, if_changed=True))
+    _report(result, fmt, f"Cleared the tag of {result.session_id}", "is already untagged")
 
 
 @click.command()
@@ -159,10 +167,11 @@ def fork(
         sessiondex fork "Auth refactor" --up-to 8d0e5a7b-1c2d-4e3f-9a8b-7c6d5e4f3a2b --title "Auth: plan B"
     """
     from sessiondex.actions.mutations import fork as do_fork
+    from sessiondex.actions.mutations import user_name
 
     fmt = chosen_format(fmt, as_json)
-    if title is not None and not title.strip():
-        raise CliError("the fork's title is empty")
+    if title is not None:
+        title = _checked(lambda value: user_name(value, "the fork's title"), title)
     found = _target(arg, cwd, fmt)
     result = _run(lambda: do_fork(app().db(), found, roots=app().roots, up_to=up_to, title=title))
     _report(result, fmt, result.session_id)

@@ -169,10 +169,12 @@ def emit(
     extra_columns: Sequence[str] = (),
     empty_message: str | None = None,
     highlight: bool = False,
+    columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]] = (),
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
-    markers in them become colour, after the text around them is cleaned."""
+    markers in them become colour, after the text around them is cleaned. ``columns``
+    (header, cell function) come after the session columns (e.g. from-pr's PR column)."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -197,8 +199,8 @@ def emit(
             if empty_message:
                 click.echo(empty_message, err=True)
             return
-        rows = [_session_cells(i) for i in items]
-        text = render_table(rows, SESSION_COLUMNS)
+        rows = [_session_cells(i) + [cell(i) for _, cell in columns] for i in items]
+        text = render_table(rows, (*SESSION_COLUMNS, *(name for name, _ in columns)))
         if extra_columns:
             lines = text.split("\n")
             merged = [lines[0]]

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from sessiondex.cli.app import EXIT_AMBIGUOUS, BareError, CliError, app
+from sessiondex.cli.app import EXIT_AMBIGUOUS, EXIT_NOT_FOUND, BareError, CliError, app
 from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
 from sessiondex.cli.output import (
     HIGHLIGHT,
@@ -84,7 +84,9 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     emit(
         rows,
         chosen_format(fmt, as_json),
-        empty_message="No sessions in this scope (try --scope repo or --scope all).",
+        empty_message=_empty_message(
+            "No sessions in this scope (try --scope repo or --scope all)."
+        ),
     )
     _warn_expiring(db, rows)
 
@@ -104,6 +106,31 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
         )
 
 
+def _elsewhere_hint(counts: dict[str, int], nouns: tuple[str, str]) -> str | None:
+    """``3 matches in other projects: --scope all`` when this scope has none but wider
+    scopes do (``counts``: scope → count there, each including the narrower ones;
+    ``nouns``: singular and plural)."""
+    repo = counts.get("repo", 0)
+    every = counts.get("all", 0)
+    parts = []
+    if repo:
+        noun = nouns[repo != 1]
+        parts.append(f"{repo} {noun} in other worktrees of this repository: --scope repo")
+    if every > repo:
+        rest = every - repo
+        noun = "" if parts else f" {nouns[rest != 1]}"
+        parts.append(f"{rest}{noun} in other projects: --scope all")
+    return "; ".join(parts) or None
+
+
+def _empty_message(message: str) -> str | None:
+    """``message`` for an empty answer, unless no config dir has any history (the line
+    saying so is already out; a scope hint would send the user the wrong way)."""
+    from sessiondex.cli.config_dirs import no_history
+
+    return None if no_history(app().roots) else message
+
+
 @click.command()
 @click.argument("query")
 @scope_options(default_limit=50)
@@ -111,56 +138,157 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
 @format_options
 def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
     """Full-text search over titles, names, tags, branches, PR links, prompts and
-    message text; or, given a PR/MR URL, the sessions linked to that PR.
+    message text; or, given a PR/MR URL or owner/repo#123, the sessions linked to that
+    PR, then those that only mention it.
 
-    Words are matched as typed (quotes, -, *, : are plain text) unless --raw. When
-    nothing matches, close titles and branches are offered (typo tolerance).
+    Every word must appear in the session, though not necessarily in one message; the
+    last word also matches as a prefix. Words are matched as typed (quotes, -, *, :
+    are plain text) unless --raw. Forks are shown right after the session they came
+    from. Each JSON row says how it matched: matched_by is title, text, pr-link,
+    pr-mention or fuzzy.
+
+    When no session has every word, the best partial matches are shown under "No
+    session has all of: ...; best partial matches:"; when none has any, the closest
+    titles under "No exact matches; closest titles:" (typo tolerance). When nothing
+    matches in this scope, a line says how many matches wider scopes hold.
+
+    Exit status, as grep's: 0 when a session matched; 1 when none did (partial matches
+    and closest titles are suggestions, not matches: they are still printed, and
+    --json prints them or []); 2 for a usage error.
 
     \b
     Example:
         sessiondex search "auth refactor" --scope all
         sessiondex search https://github.com/acme/shop/pull/42
+        sessiondex search acme/shop#42
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
-    from sessiondex.query.search import SearchSyntaxError
-    from sessiondex.query.search import search as run_search
+    from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError
 
     filters = build_filters(**options)
-    db = app().reading_db()
+    index = app().reading_index()
     fmt = chosen_format(fmt, as_json)
-    highlight = fmt == "table" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    table = fmt == "table"
+    highlight = table and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     # Placeholders, not colour codes: the snippet is transcript text and is cleaned
     # before the placeholders become colour (cli/output.py).
     markers = HIGHLIGHT if highlight else ("[", "]")
     try:
-        rows = run_filters(lambda: run_search(db, query, filters, raw=raw, markers=markers))
+        outcome = run_filters(
+            lambda: index.search_outcome(
+                query, raw=raw, markers=markers, elsewhere=table, filters=filters
+            )
+        )
     except SearchSyntaxError as exc:
         raise CliError(clean(str(exc))) from None
-    emit(rows, fmt, extra_columns=("snippet",), empty_message="No matches.", highlight=highlight)
+    if table and outcome.kind == PARTIAL:
+        words = clean_line(", ".join(outcome.words))
+        click.echo(f"No session has all of: {words}; best partial matches:")
+    elif table and outcome.kind == FUZZY:
+        click.echo("No exact matches; closest titles:")
+    emit(
+        outcome.rows,
+        fmt,
+        extra_columns=("snippet",),
+        empty_message=_empty_message("No matches."),
+        highlight=highlight,
+    )
+    hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
+    if hint:
+        click.echo(hint, err=True)
+    if not outcome.matched:
+        # Nothing matched: exit 1, as grep. click's Exit, not SystemExit, so a caller
+        # of cli.main(standalone_mode=False) gets the code back (not an exception).
+        raise click.exceptions.Exit(EXIT_NOT_FOUND)
+
+
+def _pr_cell(kind: str, number: int | None, url: str | None) -> Any:
+    """The PR column: the session's PRs this answer is about (all its links without a
+    PR), as ``owner/repo#N``; more than two are counted."""
+    from sessiondex.query.prs import pr_label
+
+    def cell(obj: dict[str, Any]) -> str:
+        prs = [
+            p
+            for p in obj.get(kind) or []
+            if (number is None or p.get("number") == number)
+            and (url is None or str(p.get("url", "")).lower() == url.lower())
+        ]
+        labels = [pr_label(p) for p in prs]
+        return ", ".join(labels[:2]) + (f" +{len(labels) - 2}" if len(labels) > 2 else "")
+
+    return cell
 
 
 @click.command("from-pr")
 @click.argument("pr", required=False)
-@scope_options(default_scope="repo")
+@scope_options()
 @format_options
 def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
-    """Sessions linked to a pull/merge request, by number or URL.
+    """Sessions linked to a pull/merge request, by number, URL or owner/repo#123, then
+    the sessions that only mention it (its URL appears in their text, without the
+    pr-link record Claude Code writes for the PRs it opens).
 
-    A number matches PR links in this repository's worktrees (only this repository's
-    PRs when its origin remote is known); a URL matches its normalized form in every
-    project. Without PR: every session in scope that has a PR link.
+    A number matches the PRs of sessions in scope (default: this directory's, like
+    list and search; --scope repo for every worktree of the repository), and only this
+    repository's PRs when its origin remote is known; a URL or owner/repo#123 names one
+    PR and matches in every project. Without PR: every session in scope that has a PR
+    link. The table's pr column shows the PRs concerned.
+
+    Exit status: 0 when a session was found, 1 when none was (--json prints []), 2
+    for a usage error.
 
     \b
     Example:
         sessiondex from-pr 42
+        sessiondex from-pr 42 --scope repo
+        sessiondex from-pr acme/shop#42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """
-    from sessiondex.query.prs import from_pr as run_from_pr
+    from sessiondex.query.prs import find_pr, pr_label
 
     filters = build_filters(**options)
     db = app().reading_db()
-    rows = run_filters(lambda: run_from_pr(db, pr, filters))
-    emit(rows, chosen_format(fmt, as_json), empty_message="No session is linked to that PR.")
+    fmt = chosen_format(fmt, as_json)
+    answer = run_filters(lambda: find_pr(db, pr, filters, elsewhere=fmt == "table"))
+    if fmt != "table":
+        emit(answer.rows, fmt)
+    else:
+        url = answer.pr.url if answer.pr else None
+        what = (
+            pr_label(answer.pr)
+            if answer.pr
+            else f"PR #{answer.number}"
+            if answer.number is not None
+            else None
+        )
+        if answer.linked:
+            emit(answer.linked, fmt, columns=[("pr", _pr_cell("pr_links", answer.number, url))])
+        if answer.mentioned:
+            if answer.linked:
+                click.echo("\nMentioned in (no pr-link record):")
+            else:
+                click.echo(f"No session is linked to {what}; mentioned in:")
+            emit(
+                answer.mentioned,
+                fmt,
+                columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
+            )
+        if not answer.rows:
+            message = (
+                f"No session is linked to {what}."
+                if what
+                else "No session in this scope has a PR link."
+            )
+            if _empty_message(message):
+                click.echo(message, err=True)
+            hint = _elsewhere_hint(answer.elsewhere, ("session", "sessions"))
+            if hint:
+                click.echo(hint, err=True)
+    if not answer.rows:
+        # Nothing matched: exit 1, as grep. click's Exit, not SystemExit, so a caller
+        # of cli.main(standalone_mode=False) gets the code back (not an exception).
+        raise click.exceptions.Exit(EXIT_NOT_FOUND)
 
 
 @click.command()

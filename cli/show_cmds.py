@@ -21,7 +21,26 @@ _EXTENSION_FORMATS = {
     ".json": "json",
     ".md": "md",
     ".markdown": "md",
+    ".txt": "md",  # Markdown is plain text
 }
+
+
+def _export_format(output: str) -> str:
+    """The format named by ``output``'s extension; none (or ``-``) is Markdown. Any other
+    extension is a usage error: Markdown written into ``x.pdf`` would look like success."""
+    extension = os.path.splitext(output)[1].lower()
+    if not extension or output == "-":
+        return "md"
+    if extension not in _EXTENSION_FORMATS:
+        from sessiondex.cli.errors import InvalidValue
+
+        known = ", ".join(list(_EXTENSION_FORMATS)[:-1]) + " or " + list(_EXTENSION_FORMATS)[-1]
+        raise InvalidValue(
+            "'-o' / '--output'",
+            f"unknown extension {extension!r} (export writes {known};"
+            " or pass --format md|html|json)",
+        )
+    return _EXTENSION_FORMATS[extension]
 
 
 def _conversation_options(func: Any) -> Any:
@@ -153,7 +172,8 @@ def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
     "fmt",
     type=click.Choice(["md", "html", "json"]),
     default=None,
-    help="Default: from the file's extension (.html, .json), else md.",
+    help="Default: from FILE's extension (.md, .html, .json; none: md); another "
+    "extension is an error.",
 )
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @_conversation_options
@@ -184,7 +204,7 @@ def export(
     from sessiondex.render.conversation import render_stream
 
     if fmt is None:
-        fmt = _EXTENSION_FORMATS.get(os.path.splitext(output)[1].lower(), "md")
+        fmt = _export_format(output)
     if output != "-":
         check_output_path(output, "-o")
         if os.path.lexists(output) and not force:

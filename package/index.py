@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
+    from sessiondex.query.search import SearchOutcome
     from sessiondex.render.conversation import Conversation
 
     DbArg = str | os.PathLike[str] | sqlite3.Connection | Database | None
@@ -184,14 +185,34 @@ class Index:
         markers: tuple[str, str] | None = None,
         **filters: Any,
     ) -> Sessions:
-        """Ranked sessions for a full-text query or a PR/MR URL (each with ``score``,
-        ``snippet``); the typo fallback when nothing matches. ``markers`` surround the
-        matched words in snippets (default ``[`` ``]``; the web view uses control
-        characters, so it can escape a snippet first and then mark it)."""
-        from sessiondex.query.search import DEFAULT_MARKERS, search
+        """Ranked sessions for a full-text query, a PR/MR URL or ``owner/repo#N`` (each
+        with ``score``, ``snippet``, ``matched_by``): every word's matches, else the best
+        partial matches, else the typo fallback. ``markers`` surround the matched words
+        in snippets (default ``[`` ``]``; the web view uses control characters, so it can
+        escape a snippet first and then mark it)."""
+        return self.search_outcome(query, raw=raw, markers=markers, **filters).rows
 
-        return search(
-            self.reader(), query, _filters(filters), raw=raw, markers=markers or DEFAULT_MARKERS
+    def search_outcome(
+        self,
+        query: str,
+        *,
+        raw: bool = False,
+        markers: tuple[str, str] | None = None,
+        elsewhere: bool = False,
+        **filters: Any,
+    ) -> SearchOutcome:
+        """:meth:`search` with what the rows are (``kind``: match, partial, fuzzy, none),
+        the words used and, with ``elsewhere``, how many sessions wider scopes match
+        when this one has none: what a front end needs to label the rows."""
+        from sessiondex.query.search import DEFAULT_MARKERS, run_search
+
+        return run_search(
+            self.reader(),
+            query,
+            _filters(filters),
+            raw=raw,
+            markers=markers or DEFAULT_MARKERS,
+            elsewhere=elsewhere,
         )
 
     def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
@@ -308,6 +329,27 @@ class Index:
 
         return message_hits(self.reader(), query, file_paths, raw=raw)
 
+    # ------------------------------------------------------------------ long-lived front ends
+    def renew(self) -> None:
+        """Apply the refresh rule again now, keeping the open handles.
+
+        A long-lived front end (the MCP server) answers many questions over hours; each
+        must see the transcripts as they are when it is asked, as each CLI command does,
+        while :meth:`ensure_fresh` refreshes once in this object's life. Called before
+        a write too: the writes resolve their argument against the index as it is."""
+        self._refreshed = False
+        self.ensure_fresh()
+
+    def message_snippets(
+        self, query: str, file_paths: Iterable[str], *, per_session: int = 3
+    ) -> dict[str, Sessions]:
+        """The best message hits of each session (by ``file_path``) for a full-text query:
+        ``{"message_uuid", "role", "snippet"}``, best first, so a search answer can point
+        at the exact turn to open."""
+        from sessiondex.query.hits import message_snippets
+
+        return message_snippets(self.reader(), query, list(file_paths), per_session=per_session)
+
     # ------------------------------------------------------------------ paging (picker)
     def list_order(self, **filters: Any) -> Sessions:
         """Every session in scope as ``{file_path, session_id, forked_from_session}``, in
@@ -335,8 +377,15 @@ class Index:
 
 
 def _filters(options: dict[str, Any]) -> Filters:
+    """The answers' keyword arguments as :class:`Filters`: its fields, or ``filters=`` a
+    ready-made one (the CLI builds it from its options)."""
     from sessiondex.query.filters import Filters
 
+    given = options.get("filters")
+    if isinstance(given, Filters):
+        if len(options) > 1:
+            raise TypeError("pass either filters= or the filter fields, not both")
+        return given
     return Filters(**options)
 
 

@@ -1,38 +1,94 @@
-"""Sessions linked to (or mentioning) a pull request: ``search <URL>`` and ``from-pr``."""
+"""Sessions linked to (or mentioning) a pull request: ``search <PR>`` and ``from-pr``.
+
+A session is *linked* to a PR by a ``pr-link`` record (what Claude Code shows in the
+picker), and only *mentions* it when the URL merely appears in its text (e.g. printed by
+``gh pr create`` in a session Claude Code did not link). Both are answers: links first,
+then mentions, each group kept apart so a front end can say which is which.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.filters import Filters
+from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
-from sessiondex.transcripts.pr_urls import parse_pr_url
+from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+PR_TABLES = ("pr_links", "pr_mentions")
+
+
+@dataclass
+class PrAnswer:
+    """What ``from-pr`` found: ``linked`` sessions, then those that only ``mentioned``
+    the PR; ``elsewhere`` (scope → count) says how many linked or mentioning sessions
+    wider scopes hold when this one has none."""
+
+    linked: list[dict[str, Any]]
+    mentioned: list[dict[str, Any]]
+    pr: PullRequest | None = None
+    number: int | None = None
+    elsewhere: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.linked + self.mentioned
+
+
+def pr_label(pr: dict[str, Any] | PullRequest) -> str:
+    """``acme/shop#12`` (GitLab: ``group/project!7``): a PR as people write it."""
+    data = pr.as_dict() if isinstance(pr, PullRequest) else pr
+    mark = "!" if data.get("provider") == "gitlab" else "#"
+    return f"{data.get('repository') or data.get('host') or ''}{mark}{data.get('number')}"
+
+
+def _url_clause(table: str, pr: PullRequest) -> tuple[str, list[Any]]:
+    """``url`` equal to the PR's normalized URL; any case on GitHub, whose owner and
+    repository names are case-insensitive (``Acme/Shop#12`` is ``acme/shop#12``)."""
+    collate = " COLLATE NOCASE" if pr.provider == "github" else ""
+    return f"SELECT session_rowid FROM {table} WHERE url = ?{collate}", [pr.url]
+
+
+def _objects(db: Database, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return to_objects(db, place_forks(rows))
+
+
+def sessions_for_pr(
+    db: Database,
+    pr: PullRequest,
+    *,
+    include_archived: bool = False,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Sessions linked to ``pr`` (any project), newest first, and those that only
+    mention it: one PR is the same PR wherever the session ran."""
+    archived = "" if include_archived else " AND s.archived = 0"
+    found: list[list[dict[str, Any]]] = []
+    seen: set[int] = set()
+    for table in PR_TABLES:
+        sql, params = _url_clause(table, pr)
+        rows = [
+            r for r in select_rows(db, f"s.id IN ({sql}){archived}", params) if r["id"] not in seen
+        ]
+        seen.update(r["id"] for r in rows)
+        found.append(rows)
+    return _objects(db, found[0]), _objects(db, found[1])
 
 
 def sessions_for_url(
     db: Database, url: str, *, include_mentions: bool = True, include_archived: bool = False
 ) -> list[dict[str, Any]]:
-    """Sessions with a ``pr-link`` to the PR at ``url`` (any project), newest first, then
-    those that only mention it. ``url`` is normalized first."""
-    pr = parse_pr_url(url)
+    """Sessions with a ``pr-link`` to the PR at ``url`` (or ``owner/repo#N``), then
+    (with ``include_mentions``) those that only mention it."""
+    pr = parse_pr_ref(url)
     if pr is None:
         raise ValueError(f"not a pull/merge request URL: {url}")
-    archived = "" if include_archived else " AND s.archived = 0"
-    linked = select_rows(
-        db, f"s.id IN (SELECT session_rowid FROM pr_links WHERE url = ?){archived}", [pr.url]
-    )
-    out = to_objects(db, linked)
-    if include_mentions:
-        seen = {r["id"] for r in linked}
-        mentioned = select_rows(
-            db, f"s.id IN (SELECT session_rowid FROM pr_mentions WHERE url = ?){archived}", [pr.url]
-        )
-        out.extend(to_objects(db, [r for r in mentioned if r["id"] not in seen]))
-    return out
+    linked, mentioned = sessions_for_pr(db, pr, include_archived=include_archived)
+    return linked + mentioned if include_mentions else linked
 
 
 def parse_pr_number(text: str) -> int | None:
@@ -41,28 +97,76 @@ def parse_pr_number(text: str) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
-def from_pr(db: Database, pr: str | None, filters: Filters) -> list[dict[str, Any]]:
-    """Sessions linked to a PR number (in scope, and in the cwd's remote repository when
-    known) or URL (anywhere); with no PR, every session in scope that has a link."""
-    if pr is not None and parse_pr_url(pr) is not None:
-        return sessions_for_url(
-            db, pr, include_mentions=False, include_archived=filters.include_archived
-        )
+def _number_rows(
+    db: Database, number: int | None, filters: Filters, tables: tuple[str, ...]
+) -> list[list[dict[str, Any]]]:
+    """Per table, the rows in scope that hold PR ``number`` (any PR when None), a
+    session listed once (in the first table that has it)."""
     where, params = filters.where()
+    out: list[list[dict[str, Any]]] = []
+    seen: set[int] = set()
+    remote = git_remote_repository(resolve_cwd(filters.cwd)) if number is not None else None
+    for table in tables:
+        link = f"SELECT 1 FROM {table} p WHERE p.session_rowid = s.id"
+        link_params: list[Any] = []
+        if number is not None:
+            link += " AND p.number = ?"
+            link_params.append(number)
+        # Claude Code compares the number alone, so PR #12 of another repository
+        # matches too; when the cwd's origin names a repository we keep only its PRs.
+        if remote is not None:
+            link += " AND lower(p.host) = ? AND lower(p.repository) = ?"
+            link_params.extend([remote[0], remote[1].lower()])
+        rows = select_rows(
+            db, f"{where} AND EXISTS ({link})", params + link_params, limit=filters.limit
+        )
+        rows = [r for r in rows if r["id"] not in seen]
+        seen.update(r["id"] for r in rows)
+        out.append(rows)
+    return out
+
+
+def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool = False) -> PrAnswer:
+    """Sessions for a PR number (in scope, and in the cwd's remote repository when
+    known), a URL or ``owner/repo#N`` (in every project: a URL names one PR), links then
+    mentions; with no PR, every session in scope that has a link. ``elsewhere``: when
+    nothing is found for a number, count what the wider scopes hold."""
+    if pr is not None:
+        ref = parse_pr_ref(pr)
+        if ref is not None:
+            linked, mentioned = sessions_for_pr(db, ref, include_archived=filters.include_archived)
+            return _limited(PrAnswer(linked, mentioned, pr=ref), filters.limit)
     if pr is None:
-        where += " AND EXISTS (SELECT 1 FROM pr_links p WHERE p.session_rowid = s.id)"
-        return to_objects(db, select_rows(db, where, params, limit=filters.limit))
+        (rows,) = _number_rows(db, None, filters, ("pr_links",))
+        return PrAnswer(_objects(db, rows), [])
     number = parse_pr_number(pr)
     if number is None:
-        raise ValueError(f"not a PR number or URL: {pr!r}")
-    link = "SELECT 1 FROM pr_links p WHERE p.session_rowid = s.id AND p.number = ?"
-    link_params: list[Any] = [number]
-    # Claude Code compares the number alone, so PR #12 of another repository matches
-    # too; when the cwd's origin names a repository we keep only that repository's PRs.
-    remote = git_remote_repository(resolve_cwd(filters.cwd))
-    if remote is not None:
-        link += " AND lower(p.host) = ? AND lower(p.repository) = ?"
-        link_params.extend([remote[0], remote[1].lower()])
-    where += f" AND EXISTS ({link})"
-    rows = select_rows(db, where, params + link_params, limit=filters.limit)
-    return to_objects(db, rows)
+        raise ValueError(f"not a PR number, URL or owner/repo#number: {pr!r}")
+    linked_rows, mentioned_rows = _number_rows(db, number, filters, PR_TABLES)
+    answer = PrAnswer(_objects(db, linked_rows), _objects(db, mentioned_rows), number=number)
+    if elsewhere and not answer.rows:
+        answer.elsewhere = _elsewhere(db, number, filters)
+    return _limited(answer, filters.limit)
+
+
+def _limited(answer: PrAnswer, limit: int | None) -> PrAnswer:
+    """At most ``limit`` rows in all, links first."""
+    if limit:
+        answer.linked = answer.linked[:limit]
+        answer.mentioned = answer.mentioned[: max(0, limit - len(answer.linked))]
+    return answer
+
+
+def _elsewhere(db: Database, number: int, filters: Filters) -> dict[str, int]:
+    """Scope → sessions linked to or mentioning PR ``number`` in wider scopes."""
+    counts: dict[str, int] = {}
+    wider = ("repo", "all") if filters.scope == "worktree" else ("all",)
+    for scope in wider if filters.scope != "all" else ():
+        groups = _number_rows(db, number, replace(filters, scope=scope, limit=None), PR_TABLES)
+        counts[scope] = sum(len(g) for g in groups)
+    return counts
+
+
+def from_pr(db: Database, pr: str | None, filters: Filters) -> list[dict[str, Any]]:
+    """:func:`find_pr` as one list: linked sessions, then those that only mention it."""
+    return find_pr(db, pr, filters).rows

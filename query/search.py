@@ -1,6 +1,15 @@
-"""``search``: full text over session metadata and message text, or a PR URL lookup.
+"""``search``: full text over session metadata and message text, or a PR lookup.
 
-Ranking is FTS5 bm25 (lower is better). Metadata columns are weighted so that what a
+**What matches.** Every word of the query must appear in the session: in its title,
+names, tags, branches, PR links, summary, prompts or messages, not necessarily all in one
+message ("websocket login" finds a session titled "Websocket reconnect" whose messages
+talk about the login page). The last word also matches as a prefix once it has three
+characters. When no session has every word, the sessions with the most of them are
+offered as *partial* matches; when none has any word, rapidfuzz offers the closest titles,
+names and branches (a typo still finds the session). Neither is a match: the caller is
+told which of the three it got (:class:`SearchOutcome`), and ``search`` exits 1 for them.
+
+**Ranking** is FTS5 bm25 (lower is better). Metadata columns are weighted so that what a
 person named a session outranks what was merely said in it:
 
 =====================  ======  ===============================================
@@ -16,19 +25,27 @@ cwd                    1       matches every session of a project: weak
 
 A metadata hit's score is then doubled (``METADATA_BOOST``) before it competes with the
 session's best message hit, since a title hit means more than one line of a long
-conversation; ties are broken by recency.
+conversation. A session whose words are spread over several rows (no one message or
+metadata row holds them all) scores the *mean* of each word's best score: the words are
+there, but apart, which says less than finding them together. Ties go to recency. Forks
+are then placed right after their origin when both are listed, as ``list`` does.
+
+Each hit carries ``matched_by``: ``title`` when the session's titles and names hold the
+words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup and
+``fuzzy`` for the typo fallback.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
-from sessiondex.indexer.text import fts_text, unspace_cjk
+from sessiondex.indexer.text import fts_text
 from sessiondex.query.filters import Filters
-from sessiondex.query.prs import sessions_for_url
+from sessiondex.query.listing import place_forks
+from sessiondex.query.prs import sessions_for_pr
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
     activity_ms,
@@ -36,7 +53,8 @@ from sessiondex.query.sessions import (
     select_rows,
     to_objects,
 )
-from sessiondex.transcripts.pr_urls import parse_pr_url
+from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN, display_snippet, one_line
+from sessiondex.transcripts.pr_urls import parse_pr_ref
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -53,6 +71,8 @@ COLUMN_WEIGHTS = {
     "last_prompt": 3.0,
     "cwd": 1.0,
 }
+#: The columns that make a hit a ``title`` hit: the names the picker shows.
+TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
@@ -60,21 +80,43 @@ SNIPPET_TOKENS = 12
 DEFAULT_MARKERS = ("[", "]")
 MIN_PREFIX_CHARS = 3
 
+#: :attr:`SearchOutcome.kind`: every word found in a session; some words only; the
+#: typo fallback; nothing at all.
+MATCH, PARTIAL, FUZZY, NONE = "match", "partial", "fuzzy", "none"
+
 
 class SearchSyntaxError(ValueError):
     """A ``--raw`` query FTS5 cannot parse."""
 
 
-def quote_query(query: str) -> str:
-    """User text → a safe FTS5 query: every word a quoted string (so ``-``, ``*``, ``:``,
-    ``NEAR``, parentheses and stray quotes are plain text), all words required, and the
-    last word also matched as a prefix once it has three characters."""
+@dataclass
+class SearchOutcome:
+    """Rows to show and what they are. ``words`` are the query's words as typed (the
+    ones FTS could use); ``elsewhere`` maps a wider scope to the number of sessions that
+    match there, filled when nothing matched in this scope and the caller asked."""
+
+    rows: list[dict[str, Any]]
+    kind: str
+    words: list[str] = field(default_factory=list)
+    elsewhere: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def matched(self) -> bool:
+        """True when at least one session matched every word (or the PR)."""
+        return self.kind == MATCH and bool(self.rows)
+
+
+def query_terms(query: str) -> tuple[list[str], list[str]]:
+    """User text → FTS5 terms, one per word, and the words they came from.
+
+    Every word becomes a quoted string (so ``-``, ``*``, ``:``, ``NEAR``, parentheses and
+    stray quotes are plain text); the last word is also matched as a prefix once it has
+    three characters; words with nothing FTS indexes (punctuation alone) are dropped."""
     # NUL ends a string inside SQLite's FTS5 parser; quotes are re-added below.
     words = [w.replace('"', "").replace("\x00", "") for w in query.split()]
     words = [w for w in words if w]
-    if not words:
-        return ""
-    parts = []
+    terms: list[str] = []
+    kept: list[str] = []
     for index, word in enumerate(words):
         spaced = fts_text(word).strip()
         if not any(ch.isalnum() for ch in spaced):
@@ -82,8 +124,14 @@ def quote_query(query: str) -> str:
         quoted = '"' + spaced.replace('"', '""') + '"'
         if index == len(words) - 1 and len(word) >= MIN_PREFIX_CHARS and spaced == word:
             quoted += "*"
-        parts.append(quoted)
-    return " ".join(parts)
+        terms.append(quoted)
+        kept.append(word)
+    return terms, kept
+
+
+def quote_query(query: str) -> str:
+    """User text → one safe FTS5 query requiring every word in the same row."""
+    return " ".join(query_terms(query)[0])
 
 
 @dataclass
@@ -93,6 +141,8 @@ class Hit:
     source: str  # "meta" or "message"
     fts_rowid: int
     activity: int  # last activity (ms), the tie-break
+    match: str = ""  # the FTS query the snippet highlights
+    terms: tuple[int, ...] = ()  # indexes of the query terms this session holds
 
 
 def _weights_sql() -> str:
@@ -110,7 +160,7 @@ def _metadata_hits(
         " ORDER BY score, activity DESC LIMIT ?",
         [match, *params, limit],
     ).fetchall()
-    return [Hit(r[0], r[1], "meta", r[0], r[2]) for r in rows]
+    return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
@@ -125,18 +175,179 @@ def _message_hits(db: Database, match: str, where: str, params: list[Any], limit
         " ORDER BY score, activity DESC LIMIT ?",
         [match, *params, limit],
     ).fetchall()
-    return [Hit(r[0], r[1], "message", r[2], r[3]) for r in rows]
+    return [Hit(r[0], r[1], "message", r[2], r[3], match) for r in rows]
 
 
-def _snippet(db: Database, hit: Hit, match: str, markers: tuple[str, str]) -> str:
+def _best(hits: list[Hit]) -> dict[int, Hit]:
+    """A session's best hit of several (its score is the better of its sources)."""
+    best: dict[int, Hit] = {}
+    for hit in hits:
+        if hit.session_rowid not in best or hit.score < best[hit.session_rowid].score:
+            best[hit.session_rowid] = hit
+    return best
+
+
+def _fts(run: Any, raw: bool, text: str) -> Any:
+    """Run an FTS query; a ``--raw`` query FTS5 cannot parse is the user's error."""
+    try:
+        return run()
+    except sqlite3.OperationalError as exc:
+        if not raw:
+            raise
+        raise SearchSyntaxError(
+            f"FTS5 cannot parse {text!r} ({exc}); drop --raw to search the words"
+            " as typed, or see https://sqlite.org/fts5.html#full_text_query_syntax"
+        ) from None
+
+
+def _find(
+    db: Database, terms: list[str], where: str, params: list[Any], limit: int
+) -> tuple[dict[int, Hit], dict[int, Hit]]:
+    """Sessions holding every term (best hit each) and, when there are none, the
+    sessions holding some of them (best first, most terms first).
+
+    Rows holding every term are found with the page limit (each source's best N contain
+    the best N overall). With several terms a session may hold them in different rows;
+    that needs each term's full session set, so those queries run without a limit."""
+    together = " ".join(terms)
+    full = _best(
+        _metadata_hits(db, together, where, params, limit)
+        + _message_hits(db, together, where, params, limit)
+    )
+    for hit in full.values():
+        hit.terms = tuple(range(len(terms)))
+    if len(terms) < 2:
+        return full, {}
+    per_term = [
+        _best(
+            _metadata_hits(db, term, where, params, -1) + _message_hits(db, term, where, params, -1)
+        )
+        for term in terms
+    ]
+    spread: dict[int, Hit] = {}
+    for rowid in set().union(*per_term):
+        held = tuple(i for i, hits in enumerate(per_term) if rowid in hits)
+        best = min((per_term[i][rowid] for i in held), key=lambda h: h.score)
+        # Missing words count as 0: the mean over *all* words, so more words is better.
+        score = sum(per_term[i][rowid].score for i in held) / len(terms)
+        match = " OR ".join(terms[i] for i in held)
+        spread[rowid] = Hit(rowid, score, best.source, best.fts_rowid, best.activity, match, held)
+    everywhere = {r: h for r, h in spread.items() if len(h.terms) == len(terms)}
+    for rowid, hit in everywhere.items():
+        if rowid not in full or hit.score < full[rowid].score:
+            full[rowid] = hit
+    if full:
+        return full, {}
+    return {}, spread
+
+
+def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, set[int]]:
+    """Session rowid → indexes of the terms its titles and names hold."""
+    if not hits:
+        return {}
+    columns = "{" + " ".join(TITLE_COLUMNS) + "}"
+    ids = ", ".join(str(h.session_rowid) for h in hits)
+    out: dict[int, set[int]] = {}
+    for index, term in enumerate(terms):
+        try:
+            rows = db.execute(
+                "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?"
+                f" AND rowid IN ({ids})",
+                [f"{columns} : ({term})"],
+            ).fetchall()
+        except sqlite3.OperationalError:  # a --raw query that cannot take a column filter
+            continue
+        for (rowid,) in rows:
+            out.setdefault(rowid, set()).add(index)
+    return out
+
+
+def _snippet(db: Database, hit: Hit, markers: tuple[str, str]) -> str:
     table = "session_search_fts" if hit.source == "meta" else "messages_fts"
     row = db.execute(
-        f"SELECT snippet({table}, -1, ?, ?, '…', {SNIPPET_TOKENS}) FROM {table}"
+        f"SELECT snippet({table}, -1, ?, ?, ?, {SNIPPET_TOKENS}) FROM {table}"
         f" WHERE {table} MATCH ? AND rowid = ?",
-        [markers[0], markers[1], match, hit.fts_rowid],
+        [OPEN, CLOSE, ELLIPSIS, hit.match, hit.fts_rowid],
     ).fetchone()
-    text = row[0] if row and row[0] else ""
-    return unspace_cjk(" ".join(text.split()))
+    return display_snippet(row[0] if row and row[0] else "", markers)
+
+
+def _rows_for(
+    db: Database, ranked: list[Hit], terms: list[str], markers: tuple[str, str]
+) -> list[dict[str, Any]]:
+    """Session objects for ranked hits, forks after their origin, with ``score``,
+    ``snippet`` and ``matched_by``."""
+    if not ranked:
+        return []
+    by_rowid = {h.session_rowid: h for h in ranked}
+    rows = {
+        r["id"]: r
+        for r in select_rows(db, f"s.id IN ({', '.join(str(rowid) for rowid in by_rowid)})")
+    }
+    # The hits and the rows are two queries: a watcher may remove or rewrite a session
+    # in between, and a hit whose row is gone is dropped (it was a KeyError).
+    ordered = place_forks([rows[h.session_rowid] for h in ranked if h.session_rowid in rows])
+    titled = _title_terms(db, ranked, terms)
+    out = to_objects(db, ordered)
+    for obj, row in zip(out, ordered):
+        hit = by_rowid[row["id"]]
+        obj["score"] = round(hit.score, 6)
+        obj["snippet"] = _snippet(db, hit, markers)
+        held = set(hit.terms)
+        obj["matched_by"] = (
+            "title" if held and held <= titled.get(hit.session_rowid, set()) else "text"
+        )
+    return out
+
+
+def run_search(
+    db: Database,
+    query: str,
+    filters: Filters,
+    *,
+    raw: bool = False,
+    markers: tuple[str, str] = DEFAULT_MARKERS,
+    elsewhere: bool = False,
+) -> SearchOutcome:
+    """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
+    search that matches nothing in its scope also counts the matches of wider scopes."""
+    text = query.strip()
+    if not text:
+        return SearchOutcome([], NONE)
+    if not raw:
+        pr = parse_pr_ref(text)
+        if pr is not None:
+            return _pr_search(db, pr, filters)
+    if raw:
+        terms, words = [text], [text]
+    else:
+        terms, words = query_terms(text)
+    where, params = filters.where()
+    # -1: no limit.
+    limit = filters.limit or -1
+    full: dict[int, Hit] = {}
+    some: dict[int, Hit] = {}
+    if terms:
+        full, some = _fts(lambda: _find(db, terms, where, params, limit), raw, text)
+    if full:
+        ranked = sorted(full.values(), key=lambda h: (h.score, -h.activity))
+        outcome = SearchOutcome(
+            _rows_for(db, ranked[: filters.limit], terms, markers), MATCH, words
+        )
+        return outcome
+    if some:
+        ranked = sorted(some.values(), key=lambda h: (-len(h.terms), h.score, -h.activity))
+        outcome = SearchOutcome(
+            _rows_for(db, ranked[: filters.limit], terms, markers), PARTIAL, words
+        )
+    elif raw:
+        outcome = SearchOutcome([], NONE, words)
+    else:
+        rows = fuzzy_search(db, text, filters)
+        outcome = SearchOutcome(rows, FUZZY if rows else NONE, words)
+    if elsewhere and terms:
+        outcome.elsewhere = _elsewhere(db, terms, filters)
+    return outcome
 
 
 def search(
@@ -147,58 +358,33 @@ def search(
     raw: bool = False,
     markers: tuple[str, str] = DEFAULT_MARKERS,
 ) -> list[dict[str, Any]]:
-    """Session objects matching ``query`` with ``score`` and ``snippet``, best first."""
-    text = query.strip()
-    if not text:
-        return []
-    if not raw and parse_pr_url(text) is not None:
-        found = sessions_for_url(db, text, include_archived=filters.include_archived)
-        pr = parse_pr_url(text)
-        assert pr is not None
-        for obj in found:
-            linked = any(link["url"] == pr.url for link in obj["pr_links"])
+    """Session objects for ``query`` with ``score``, ``snippet`` and ``matched_by``, best
+    first: the matches, else the partial matches, else the typo fallback's."""
+    return run_search(db, query, filters, raw=raw, markers=markers).rows
+
+
+def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, int]:
+    """Wider scope → how many sessions match every term there (this scope has none)."""
+    counts: dict[str, int] = {}
+    wider = {"worktree": ("repo", "all"), "repo": ("all",)}.get(filters.scope, ())
+    for scope in wider:
+        where, params = replace(filters, scope=scope, limit=None).where()
+        # The query already ran in this scope, so FTS5 can parse it.
+        counts[scope] = len(_find(db, terms, where, params, -1)[0])
+    return counts
+
+
+def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
+    """``search <URL or owner/repo#N>``: linked sessions, then mentioning ones."""
+    linked, mentioned = sessions_for_pr(db, pr, include_archived=filters.include_archived)
+    for kind, group in (("pr-link", linked), ("pr-mention", mentioned)):
+        for obj in group:
             obj["score"] = None
-            obj["snippet"] = f"{'linked' if linked else 'mentioned'}: {pr.url}"
-        return found[: filters.limit] if filters.limit else found
-    match = text if raw else quote_query(text)
-    where, params = filters.where()
-    # The best N sessions overall are among the best N of each source (a session's score
-    # is the better of its two), so each query stops at N. -1: no limit.
-    limit = filters.limit or -1
-    hits: list[Hit] = []
-    if match:
-        try:
-            hits = _metadata_hits(db, match, where, params, limit) + _message_hits(
-                db, match, where, params, limit
-            )
-        except sqlite3.OperationalError as exc:
-            if not raw:
-                raise
-            raise SearchSyntaxError(
-                f"FTS5 cannot parse {text!r} ({exc}); drop --raw to search the words"
-                " as typed, or see https://sqlite.org/fts5.html#full_text_query_syntax"
-            ) from None
-    if not hits:
-        return [] if raw else fuzzy_search(db, text, filters)
-    best: dict[int, Hit] = {}
-    for hit in hits:
-        if hit.session_rowid not in best or hit.score < best[hit.session_rowid].score:
-            best[hit.session_rowid] = hit
-    ranked = sorted(best.values(), key=lambda h: (h.score, -h.activity))
-    if filters.limit:
-        ranked = ranked[: filters.limit]
-    rows = {
-        r["id"]: r
-        for r in select_rows(db, f"s.id IN ({', '.join(str(h.session_rowid) for h in ranked)})")
-    }
-    # The hits and the rows are two queries: a watcher may remove or rewrite a session
-    # in between, and a hit whose row is gone is dropped (it was a KeyError).
-    ranked = [h for h in ranked if h.session_rowid in rows]
-    out = to_objects(db, [rows[hit.session_rowid] for hit in ranked])
-    for obj, hit in zip(out, ranked):
-        obj["score"] = round(hit.score, 6)
-        obj["snippet"] = _snippet(db, hit, match, markers)
-    return out
+            obj["snippet"] = f"{'linked' if kind == 'pr-link' else 'mentioned'}: {pr.url}"
+            obj["matched_by"] = kind
+    rows = linked + mentioned
+    rows = rows[: filters.limit] if filters.limit else rows
+    return SearchOutcome(rows, MATCH if rows else NONE, [pr.url])
 
 
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:
@@ -232,9 +418,12 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], -activity_ms(by_id[kv[0]])))
     if filters.limit:
         ranked = ranked[: filters.limit]
-    out = to_objects(db, [by_id[rowid] for rowid, _ in ranked])
-    for obj, (_, (score, choice)) in zip(out, ranked):
+    ordered = place_forks([by_id[rowid] for rowid, _ in ranked])
+    out = to_objects(db, ordered)
+    for obj, row in zip(out, ordered):
+        score, choice = best[row["id"]]
         # Negative like bm25, so "lower is better" holds for fuzzy rows too.
         obj["score"] = round(-score / 100.0, 6)
-        obj["snippet"] = choice
+        obj["snippet"] = one_line(choice)
+        obj["matched_by"] = "fuzzy"
     return out

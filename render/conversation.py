@@ -40,7 +40,7 @@ from sessiondex.transcripts.chain import (
     visible_messages,
 )
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
-from sessiondex.transcripts.reader import PROBLEM_INVALID_UTF8
+from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, PROBLEM_INVALID_UTF8
 from sessiondex.transcripts.records import content_blocks, message_content, response_id
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
@@ -373,19 +373,25 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
 
 # ----------------------------------------------------------------- shared helpers
 def problem_note(problems: Counter[str]) -> str | None:
-    """One line about the lines that were repaired or skipped, or None."""
+    """One line about the lines that were repaired or skipped, or None. The unfinished
+    last line of a file being written is said apart: it is not a bad line (``index``
+    does not count it either; transcripts/reader.py)."""
     parts = []
     if problems.get(PROBLEM_INVALID_UTF8):
         parts.append(
             f"{problems[PROBLEM_INVALID_UTF8]} line(s) with invalid UTF-8 "
             "(bad bytes replaced with U+FFFD)"
         )
-    skipped = sum(v for k, v in problems.items() if k != PROBLEM_INVALID_UTF8)
-    if skipped:
-        kinds = ", ".join(
-            f"{k} {v}" for k, v in sorted(problems.items()) if k != PROBLEM_INVALID_UTF8
-        )
-        parts.append(f"{skipped} unreadable line(s) skipped ({kinds})")
+    other = {
+        k: v
+        for k, v in problems.items()
+        if k not in (PROBLEM_INVALID_UTF8, PROBLEM_BEING_WRITTEN) and v
+    }
+    if other:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(other.items()))
+        parts.append(f"{sum(other.values())} unreadable line(s) skipped ({kinds})")
+    if problems.get(PROBLEM_BEING_WRITTEN):
+        parts.append("the last line is still being written (not shown)")
     return "; ".join(parts) if parts else None
 
 

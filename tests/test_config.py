@@ -1,26 +1,61 @@
-"""Which config dirs are indexed."""
+"""Which config dirs are indexed, and where they came from."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from sessiondex.transcripts.config import config_dirs
+from sessiondex.transcripts.config import config_dirs, find_config_dirs
+
+SEP = os.pathsep
 
 
 @pytest.mark.parametrize(
-    ("explicit", "env", "expected"),
+    ("explicit", "env", "expected", "source"),
     [
-        (["/a", "/b"], {"CLAUDE_CONFIG_DIR": "/env"}, ["/a", "/b"]),
-        (["/a", "/a"], {}, ["/a"]),
-        ([], {"CLAUDE_CONFIG_DIR": "/env"}, ["/env"]),
-        ([], {"CLAUDE_CONFIG_DIR": "/one, /two,,"}, ["/one", "/two"]),
-        ([], {"CLAUDE_CONFIG_DIR": "", "HOME": "/home/u"}, ["/home/u/.claude"]),
-        ([], {"HOME": "/home/u"}, ["/home/u/.claude"]),
+        (["/a", "/b"], {"CLAUDE_CONFIG_DIR": "/env"}, ["/a", "/b"], "--config-dir"),
+        (["/a", "/a"], {}, ["/a"], "--config-dir"),
+        ([], {"CLAUDE_CONFIG_DIR": "/env"}, ["/env"], "CLAUDE_CONFIG_DIR"),
+        # One path, as Claude Code reads it: a comma is part of the name.
+        ([], {"CLAUDE_CONFIG_DIR": "/data/claude,old"}, ["/data/claude,old"], "CLAUDE_CONFIG_DIR"),
+        ([], {"CLAUDE_CONFIG_DIR": "/one, /two,,"}, ["/one, /two,,"], "CLAUDE_CONFIG_DIR"),
+        # Several dirs: SESSIONDEX_CONFIG_DIRS, os.pathsep-separated, empties dropped.
+        (
+            [],
+            {"SESSIONDEX_CONFIG_DIRS": f"/m1{SEP}/m2,x{SEP}{SEP}/m1"},
+            ["/m1", "/m2,x"],
+            "SESSIONDEX_CONFIG_DIRS",
+        ),
+        # Claude Code's own variable first: the SDK-style API answers for the SDK's dir.
+        (
+            [],
+            {"CLAUDE_CONFIG_DIR": "/env", "SESSIONDEX_CONFIG_DIRS": f"/m1{SEP}/m2"},
+            ["/env"],
+            "CLAUDE_CONFIG_DIR",
+        ),
+        (["/a"], {"SESSIONDEX_CONFIG_DIRS": "/m1"}, ["/a"], "--config-dir"),
+        ([], {"CLAUDE_CONFIG_DIR": "", "HOME": "/home/u"}, ["/home/u/.claude"], "default"),
+        ([], {"SESSIONDEX_CONFIG_DIRS": SEP, "HOME": "/home/u"}, ["/home/u/.claude"], "default"),
+        ([], {"HOME": "/home/u"}, ["/home/u/.claude"], "default"),
+        # NFC, as Claude Code normalizes the value.
+        ([], {"CLAUDE_CONFIG_DIR": "/cafe\u0301"}, ["/caf\u00e9"], "CLAUDE_CONFIG_DIR"),
     ],
 )
 def test_config_dir_precedence(
-    explicit: list[str], env: dict[str, str], expected: list[str]
+    explicit: list[str], env: dict[str, str], expected: list[str], source: str
 ) -> None:
     assert config_dirs(explicit, env) == [Path(p) for p in expected]
+    assert find_config_dirs(explicit, env).source == source
+
+
+def test_tilde_is_expanded_for_the_option_not_for_claude_config_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code does not expand ``~`` in CLAUDE_CONFIG_DIR (a relative path resolves
+    against the cwd), so neither do we; ``--config-dir=~/x`` is expanded as a courtesy."""
+    monkeypatch.chdir(tmp_path)
+    home = os.path.expanduser("~")
+    assert config_dirs(["~/c"], {}) == [Path(home) / "c"]
+    assert config_dirs([], {"CLAUDE_CONFIG_DIR": "~/c"}) == [tmp_path / "~" / "c"]

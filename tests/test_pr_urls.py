@@ -16,6 +16,7 @@ from sessiondex.transcripts.pr_urls import (
     MAX_URL_LENGTH,
     PullRequest,
     find_pr_urls,
+    parse_pr_ref,
     parse_pr_url,
 )
 
@@ -450,3 +451,27 @@ def test_generated_prs_normalise_idempotently(
     variant = scheme + (host.upper() if upper_host else host) + "/" + path + suffix
     assert parse_pr_url(variant) == pr
     assert find_pr_urls(f"see {variant}. and ({url})") == [pr]
+
+
+# ---- GitHub's owner/repo#123 shorthand, wherever a URL is accepted -----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        ("acme/shop#12", "https://github.com/acme/shop/pull/12"),
+        (" 'acme/shop.js#3' ", "https://github.com/acme/shop.js/pull/3"),
+        ("my-org/my_repo#7", "https://github.com/my-org/my_repo/pull/7"),
+        ("https://github.com/acme/shop/pull/12/files", "https://github.com/acme/shop/pull/12"),
+        ("acme/shop#0", None),
+        ("acme/shop #12", None),
+        ("acme/..#1", None),
+        ("-acme/shop#1", None),
+        ("acme/shop#12x", None),
+        ("shop#12", None),
+        ("#12", None),
+    ],
+)
+def test_pr_shorthand_parser(text: str, url: str | None) -> None:
+    pr = parse_pr_ref(text)
+    assert (pr.url if pr else None) == url

@@ -30,6 +30,7 @@ def _session(tmp_path: Path) -> tuple[ConfigTree, SessionWriter]:
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(CWD)
     s.meta("custom-title", customTitle="Live work")
+    s.meta("tag", tag="live")  # for untag to clear: an untag that changes nothing writes nothing
     s.user("start the live work")
     s.assistant("working on it")
     s.write()

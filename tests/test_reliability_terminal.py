@@ -21,7 +21,7 @@ from sessiondex.cli.main import cli
 from sessiondex.cli.output import HIGHLIGHT, emit
 from sessiondex.render.conversation import build_conversation, render_text
 from sessiondex.render.terminal import json_escape_controls, neutralize, neutralize_escapes
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, append_records
 
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 OSC8 = "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\"
@@ -59,7 +59,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     s.write()
     args = ["--config-dir", str(tree.root), "--db", str(base / "index.db")]
     assert CliRunner().invoke(cli, [*args, "index"]).exit_code == 0
-    return {"args": args, "id": s.session_id, "base": base}
+    return {"args": args, "id": s.session_id, "base": base, "path": s.path}
 
 
 def _run(world: dict[str, Any], *argv: str) -> Any:
@@ -110,7 +110,9 @@ def test_no_control_or_bidi_character_reaches_the_terminal(
     assert "^[" in shown and "^G" in shown  # the data is shown, made visible, not dropped
     assert "<U+009B>" in shown and "<U+202E>" in shown
     if argv[0] == "rename":  # undo, so the other commands still see the evil title
-        assert _run(world, "rename", world["id"], TITLE, "--cwd", HOME_CWD).exit_code == 0
+        # Appended as Claude Code would: `rename` itself strips bidi controls from a name.
+        record = {"type": "custom-title", "customTitle": TITLE, "sessionId": world["id"]}
+        append_records(world["path"], [record])
 
 
 def test_the_other_directory_note_quotes_the_path_like_resume_command(

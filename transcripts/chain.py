@@ -14,20 +14,13 @@ is split on ``\\n`` only, so a raw U+2028 inside a string survives.
 from __future__ import annotations
 
 import errno
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
-from sessiondex.transcripts.reader import (
-    PROBLEM_INVALID_UTF8,
-    PROBLEM_MALFORMED,
-    PROBLEM_NOT_OBJECT,
-)
+from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, parse_line, split_lines
 from sessiondex.transcripts.records import (
     MESSAGE_TYPES,
     block_ids,
@@ -39,55 +32,46 @@ from sessiondex.transcripts.records import (
 Entry = dict[str, Any]
 
 
-def _parse_line(raw: bytes, problems: Counter[str]) -> Entry | None:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        # Keep the record with U+FFFD in place of the bad bytes (the SDK raises on the
-        # whole file instead), and say so.
-        problems[PROBLEM_INVALID_UTF8] += 1
-        text = raw.decode("utf-8", "replace")
-    # str.strip, as the SDK does: it also drops Unicode whitespace around the JSON.
-    text = text.strip()
-    if not text:
+def _parse_line(raw: bytes, problems: Counter[str], *, complete: bool = True) -> Entry | None:
+    """One line by ``transcripts.reader``'s definitions (so ``show`` and ``index`` count
+    the same bad lines), invalid UTF-8 repaired (U+FFFD) and counted. A last line
+    without its ``\\n`` (``complete=False``) is kept if it already is a whole record
+    (the SDK reads it) and otherwise counted as ``being-written``, never as bad."""
+    entry, problem = parse_line(raw, repair_utf8=True)
+    if entry is None and not complete:
+        if raw.strip():
+            problems[PROBLEM_BEING_WRITTEN] += 1
         return None
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        # The SDK parses with the stdlib, which also takes NaN, huge integers and
-        # lone-surrogate escapes; fall back so the same lines count as records.
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            problems[PROBLEM_MALFORMED] += 1
-            return None
-    if not isinstance(value, dict):
-        problems[PROBLEM_NOT_OBJECT] += 1
-        return None
-    return value
+    if problem is not None:
+        problems[problem] += 1
+    return entry
 
 
 def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry], Counter[str]]:
-    """Every JSON object of the file in file order, and the skipped or repaired lines by kind.
+    """Every JSON object of the file in file order, and the skipped or repaired lines by
+    kind (``transcripts.reader``'s definitions, so ``show`` and ``index`` agree).
 
     The whole file is read (the chain can reach anywhere in it). Lines are split on
     ``b"\\n"`` only; ``str.splitlines`` would also cut at U+2028/U+2029 and lose the
-    record. A last line without ``\\n`` is read too, as the SDK reads it, unless
-    ``complete_only`` (a writer may still be writing it: a copy must not take half a
-    record, nor a whole one whose line has not ended yet). Raises only ``OSError`` for
-    the file itself, never for its content.
+    record. A last line without ``\\n`` is read too, as the SDK reads it, if it already
+    is a whole record (else it is ``being-written``, not bad), unless ``complete_only``
+    (a writer may still be writing it: a copy must not take half a record, nor a whole
+    one whose line has not ended yet). Raises only ``OSError`` for the file itself, never
+    for its content.
     """
     data = Path(path).read_bytes()
     if complete_only:
         data = data[: data.rfind(b"\n") + 1]
     problems: Counter[str] = Counter()
     entries: list[Entry] = []
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
+    lines, tail = split_lines(data)
+    for raw in lines:
         entry = _parse_line(raw, problems)
         if entry is not None:
             entries.append(entry)
+    last = _parse_line(tail, problems, complete=False)
+    if last is not None:
+        entries.append(last)
     return entries, problems
 
 
@@ -135,9 +119,10 @@ def _stub(entry: Entry) -> Entry:
     return stub
 
 
-def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    """``(offset, line)`` for every line split on ``b"\\n"``, the last one even without
-    its ``\\n`` (as :func:`load_entries` reads it); one line in memory at a time."""
+def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
+    """``(offset, line, ended)`` for every line split on ``b"\\n"``, the last one even
+    without its ``\\n`` (``ended`` False, as :func:`load_entries` reads it); one line in
+    memory at a time."""
     offset = 0
     pending: list[bytes] = []
     while True:
@@ -156,13 +141,13 @@ def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
                 pending = []
             else:
                 line = chunk[start:nl]
-            yield offset, line
+            yield offset, line, True
             offset += len(line) + 1
             start = nl + 1
     if pending:
         line = b"".join(pending)
         if line:
-            yield offset, line
+            yield offset, line, False
 
 
 class ChainScan:
@@ -182,10 +167,10 @@ class ChainScan:
         with open(self.path, "rb") as stream:
             st = os.fstat(stream.fileno())
             self._identity = (st.st_dev, st.st_ino)
-            for offset, raw in _iter_lines(stream):
+            for offset, raw, ended in _iter_lines(stream):
                 if not raw.strip():
                     continue
-                entry = _parse_line(raw, self.problems)
+                entry = _parse_line(raw, self.problems, complete=ended)
                 if entry is None or not is_chain_entry(entry):
                     continue
                 stub = _stub(entry)

@@ -1,9 +1,20 @@
 """Which config dirs hold transcripts.
 
-Order: ``--config-dir`` (repeatable), else ``$CLAUDE_CONFIG_DIR`` (non-empty; a comma
-list is accepted, as ccusage does, so several machines' copies can share one index), else
-``~/.claude``. Paths are kept as given (absolute, NFC), not realpath'd: the SDK does the
-same, and a root's identity in the index must not change when a symlink moves.
+First match wins:
+
+1. ``--config-dir`` (repeatable): every dir given (``~`` expanded, for
+   ``--config-dir=~/x`` where the shell does not expand it);
+2. ``$CLAUDE_CONFIG_DIR``, when non-empty: **one** path, exactly as Claude Code reads
+   it. A comma is part of the path (``/data/claude,old`` is one directory: Claude Code
+   would write there) and ``~`` is not expanded (Claude Code and the SDK do not);
+3. ``$SESSIONDEX_CONFIG_DIRS``: several dirs separated by ``os.pathsep`` (``:`` on
+   POSIX), for copies from several machines indexed into one database;
+4. ``~/.claude``.
+
+Claude Code's own variable comes before ours so that the SDK-style functions, which
+honour ``CLAUDE_CONFIG_DIR`` as the SDK does, answer for the same dir as the SDK.
+Paths are kept as given (absolute, NFC), not realpath'd: the SDK does the same, and a
+root's identity in the index must not change when a symlink moves.
 """
 
 from __future__ import annotations
@@ -11,30 +22,63 @@ from __future__ import annotations
 import os
 import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+#: Where the config dirs came from (:attr:`ConfigDirs.source`).
+SOURCE_OPTION = "--config-dir"
+SOURCE_CLAUDE_ENV = "CLAUDE_CONFIG_DIR"
+SOURCE_SESSIONDEX_ENV = "SESSIONDEX_CONFIG_DIRS"
+SOURCE_DEFAULT = "default"
 
-def _normalize(path: str) -> Path:
-    return Path(unicodedata.normalize("NFC", os.path.abspath(os.path.expanduser(path))))
+
+def _normalize(path: str, *, expand_user: bool = True) -> Path:
+    if expand_user:
+        path = os.path.expanduser(path)
+    return Path(unicodedata.normalize("NFC", os.path.abspath(path)))
+
+
+@dataclass(frozen=True)
+class ConfigDirs:
+    """The config dirs to index and the setting that named them: a dir the user named
+    that does not exist is a mistake worth an error, the default one is not."""
+
+    dirs: list[Path]
+    source: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == SOURCE_DEFAULT
+
+
+def find_config_dirs(
+    explicit: Iterable[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ConfigDirs:
+    """The config dirs by the order in the module docstring, de-duplicated, in order."""
+    env = os.environ if environ is None else environ
+    given = [d for d in (explicit or []) if d]
+    source, expand = SOURCE_OPTION, True
+    if not given and env.get("CLAUDE_CONFIG_DIR"):
+        given, source, expand = [env["CLAUDE_CONFIG_DIR"]], SOURCE_CLAUDE_ENV, False
+    if not given:
+        given = [p for p in env.get("SESSIONDEX_CONFIG_DIRS", "").split(os.pathsep) if p.strip()]
+        source = SOURCE_SESSIONDEX_ENV
+    if not given:
+        given = [str(Path(env.get("HOME") or Path.home()) / ".claude")]
+        source = SOURCE_DEFAULT
+    out: list[Path] = []
+    for item in given:
+        path = _normalize(item, expand_user=expand)
+        if path not in out:
+            out.append(path)
+    return ConfigDirs(out, source)
 
 
 def config_dirs(
     explicit: Iterable[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> list[Path]:
     """The config dirs to index, de-duplicated, in the order given."""
-    env = os.environ if environ is None else environ
-    given = [d for d in (explicit or []) if d]
-    if not given:
-        raw = env.get("CLAUDE_CONFIG_DIR", "")
-        given = [part.strip() for part in raw.split(",") if part.strip()]
-    if not given:
-        given = [str(Path(env.get("HOME") or Path.home()) / ".claude")]
-    out: list[Path] = []
-    for item in given:
-        path = _normalize(item)
-        if path not in out:
-            out.append(path)
-    return out
+    return find_config_dirs(explicit, environ).dirs
 
 
 def projects_dir(config_dir: Path) -> Path:

@@ -15,6 +15,10 @@ Bitbucket Server / DC     ``<host>/projects/<P>/repos/<r>/pull-requests/<n>``
 Gerrit                    ``<host>/c/<project path>/+/<n>``
 ========================  ==========================================================
 
+A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is accepted
+(``search``, ``from-pr``): :func:`parse_pr_ref` reads it as
+``https://github.com/owner/repo/pull/123``, the URL it stands for on GitHub.
+
 Normalised form: ``https://`` + lower-cased host (port kept) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
 fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
@@ -31,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PullRequest", "parse_pr_url", "find_pr_urls", "MAX_URL_LENGTH"]
+__all__ = ["PullRequest", "parse_pr_url", "parse_pr_ref", "find_pr_urls", "MAX_URL_LENGTH"]
 
 #: Claude Code refuses to record a PR URL longer than this (docs/pull-requests.md#where-pr-data-comes-from).
 MAX_URL_LENGTH = 2048
@@ -176,6 +180,38 @@ def parse_pr_url(text: str) -> PullRequest | None:
     if match is None or _PASTE_TAIL_RE.match(candidate, match.end()) is None:
         return None
     return _build(match)
+
+
+# GitHub's ``owner/repo#123``: an owner is letters, digits and inner hyphens; a repository
+# name also takes ``.`` and ``_`` (never ``.`` or ``..`` alone).
+_SHORTHAND_RE = re.compile(
+    r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>(?!\.\.?#)[A-Za-z0-9_.-]{1,100})"
+    r"#(?P<n>[0-9]{1,20})\Z",
+    re.ASCII,
+)
+
+
+def parse_pr_ref(text: str) -> PullRequest | None:
+    """What a user typed to name one PR: a URL (:func:`parse_pr_url`) or GitHub's
+    ``owner/repo#123`` shorthand (surrounding whitespace and quotes tolerated), else
+    ``None``. The shorthand means github.com, as it does on GitHub; never raises."""
+    found = parse_pr_url(text)
+    if found is not None or not isinstance(text, str) or len(text) > _MAX_PASTE_LENGTH:
+        return found
+    match = _SHORTHAND_RE.match(text.strip().strip("\"'`"))
+    if match is None:
+        return None
+    number = int(match["n"])
+    if not 0 < number <= _MAX_NUMBER:
+        return None
+    repository = f"{match['owner']}/{match['repo']}"
+    return PullRequest(
+        url=f"https://github.com/{repository}/pull/{number}",
+        number=number,
+        repository=repository,
+        host="github.com",
+        provider="github",
+    )
 
 
 def find_pr_urls(text: str) -> list[PullRequest]:

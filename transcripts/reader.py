@@ -1,10 +1,24 @@
-"""Streaming JSONL reader: complete lines only, bounded memory, never raises on content.
+"""Transcript lines: what a record is, what a bad line is, and the streaming reader.
 
-Claude Code appends to a transcript while we read it, so a final line without ``\\n``
-may be half-written: it is not a record yet and is left for the next pass (the caller
-keeps :attr:`RecordReader.end_offset`, the byte after the last complete line). A line
-that is not a JSON object — malformed, invalid UTF-8, holding a NUL, or longer than
-``MAX_LINE_BYTES`` — is counted by kind in :attr:`RecordReader.problems` and skipped.
+This module holds the one definition every reader uses (the indexer, ``show``/``export``
+and the SDK-style message reader through ``transcripts.chain``), so ``index`` and
+``show`` count the same bad lines in the same file:
+
+* a **line** is the bytes before a ``\\n``. A final piece without ``\\n`` is not a line
+  yet: Claude Code may be writing it right now. It is never a bad line; it is reported
+  as *being written* (:data:`PROBLEM_BEING_WRITTEN`, by the whole-file readers) and left
+  for the next pass (the indexer keeps :attr:`RecordReader.end_offset`);
+* a **record** is a line that parses as a JSON object, read as the SDK reads it
+  (:func:`parse_line`: Unicode whitespace around it ignored, and the standard
+  library's extensions — ``NaN``, ``Infinity`` — accepted, as Python's ``json`` does);
+* a whitespace-only line is neither a record nor a problem;
+* any other line is **bad**, counted by kind: ``malformed-json``, ``not-an-object``,
+  ``invalid-utf8``, ``nul-byte``. The streaming reader also skips lines longer than
+  ``MAX_LINE_BYTES`` (``line-too-long``) to bound its memory; the whole-file readers,
+  which hold the file anyway, read them.
+
+Invalid UTF-8 is counted by both, but ``show`` repairs such a line (bad bytes become
+U+FFFD) and shows it, where the index skips it.
 """
 
 from __future__ import annotations
@@ -24,12 +38,18 @@ PROBLEM_NOT_OBJECT = "not-an-object"
 PROBLEM_INVALID_UTF8 = "invalid-utf8"
 PROBLEM_NUL = "nul-byte"
 PROBLEM_TOO_LONG = "line-too-long"
+#: Not a bad line: the final bytes of a file, without their ``\\n`` yet.
+PROBLEM_BEING_WRITTEN = "being-written"
 
 
-def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse one line (without its ``\\n``): ``(record, None)`` or ``(None, problem)``.
+def parse_line(
+    line: bytes, *, repair_utf8: bool = False
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse one line (without its ``\\n``): ``(record, None)`` or ``(None, problem)``;
+    ``(None, None)`` for a whitespace-only line.
 
-    A whitespace-only line is neither a record nor a problem: ``(None, None)``.
+    With ``repair_utf8`` a line with invalid UTF-8 is decoded with U+FFFD for the bad
+    bytes and, if it then parses, returned as ``(record, "invalid-utf8")``.
     """
     try:
         value = orjson.loads(line)
@@ -40,14 +60,60 @@ def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
             return None, PROBLEM_NUL
         if not line.strip():
             return None, None
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            return None, PROBLEM_INVALID_UTF8
-        return None, PROBLEM_MALFORMED
+        return _parse_slowly(line, repair_utf8)
     if not isinstance(value, dict):
         return None, PROBLEM_NOT_OBJECT
     return value, None
+
+
+def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """What orjson refused, read as the SDK reads it (only failing lines get here)."""
+    repaired = False
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        if not repair_utf8:
+            return None, PROBLEM_INVALID_UTF8
+        text, repaired = line.decode("utf-8", "replace"), True
+    text = text.strip()  # str.strip, as the SDK: Unicode whitespace too
+    if not text:
+        return None, PROBLEM_INVALID_UTF8 if repaired else None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        import json  # here only: a rare path, and start-up time is a benchmark figure
+
+        try:
+            value = _without_lone_surrogates(json.loads(text))
+        except (ValueError, RecursionError):
+            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+    if not isinstance(value, dict):
+        return None, PROBLEM_NOT_OBJECT
+    return value, PROBLEM_INVALID_UTF8 if repaired else None
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``json`` decodes an escaped lone surrogate (``"\\ud800"``) into a string no UTF-8
+    encoder takes (SQLite, orjson, a terminal): make it U+FFFD, as invalid bytes are."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """:func:`parse_line` for the index: a line with invalid UTF-8 is skipped."""
+    return parse_line(line)
+
+
+def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
+    """A whole file's complete lines (without ``\\n``) and its unterminated tail
+    (``b""`` when it ends in ``\\n``): the tail is not a line yet."""
+    *lines, tail = data.split(b"\n")
+    return lines, tail
 
 
 class RecordReader:

@@ -60,3 +60,32 @@ def sanitize_tag(tag: str) -> str:
     input that sanitises to nothing, while an explicit clear writes ``""``.
     """
     return sanitize_unicode(tag).strip()
+
+
+# Characters that draw nothing although Unicode does not call them whitespace (Hangul
+# fillers, the braille blank): a name made of them looks empty in the picker.
+_BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _shows_nothing(text: str) -> bool:
+    return all(ch.isspace() or ch in _BLANKS or unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def clean_label(value: str) -> str:
+    """A session name or tag as we store it, or ``""`` when nothing visible is left.
+
+    The one validation for everything a user names a session with (``rename``,
+    ``tag``, ``fork --title``): the SDK's tag sanitising (so invisible and bidi
+    characters never reach a name either, and a tag is stored as the SDK stores it),
+    stripped; text made only of whitespace, blank-looking letters or control
+    characters counts as empty. What is left is stored as is (control characters
+    inside a name are kept, as the SDK keeps them in tags).
+    """
+    clean = sanitize_tag(value)
+    return "" if _shows_nothing(clean) else clean
+
+
+def clean_tag(value: str) -> str:
+    """:func:`clean_label`, without leading ``#``: the picker shows a tag as ``#TAG``, so
+    ``tag X "#hash"`` means the tag ``hash`` (storing ``#hash`` would show ``##hash``)."""
+    return clean_label(clean_label(value).lstrip("#"))

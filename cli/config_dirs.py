@@ -1,0 +1,48 @@
+"""The command line's check of the config dirs, once per command.
+
+A config dir the user named (``--config-dir``, ``CLAUDE_CONFIG_DIR``,
+``SESSIONDEX_CONFIG_DIRS``) that does not exist is a typo, not an empty history: exit 2
+before anything is read, instead of an empty list that suggests another scope. The
+default ``~/.claude`` missing is normal on a machine without Claude Code: one plain line
+says so and the command goes on (empty answers). The library (``sessiondex.Index`` and
+the SDK-style functions) checks nothing: the SDK returns ``[]`` for a missing dir, and so
+do we there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from sessiondex.cli.errors import InvalidValue
+from sessiondex.transcripts.config import SOURCE_OPTION, find_config_dirs
+
+
+def check_config_dirs(explicit: Sequence[str]) -> None:
+    """Raise :class:`InvalidValue` for a named config dir that is missing; otherwise one
+    stderr line for a missing default dir, or per dir without a ``projects/`` folder."""
+    found = find_config_dirs(list(explicit))
+    where = f"'{SOURCE_OPTION}'" if found.source == SOURCE_OPTION else found.source
+    for root in found.dirs:
+        if root.is_dir() or found.is_default:
+            continue
+        problem = "is not a directory" if root.exists() else "does not exist"
+        raise InvalidValue(where, f"directory '{root}' {problem}.")
+    if found.is_default and not found.dirs[0].is_dir():
+        click.echo(
+            f"note: {found.dirs[0]} does not exist: no Claude Code history to read"
+            " (name a config dir with --config-dir or CLAUDE_CONFIG_DIR)",
+            err=True,
+        )
+        return
+    for root in found.dirs:
+        if not (root / "projects").is_dir():
+            click.echo(f"warning: {root} has no projects/ folder; nothing to index there", err=True)
+
+
+def no_history(roots: Sequence[Path]) -> bool:
+    """True when no config dir has a ``projects/`` folder: an empty answer then says
+    nothing about scopes (the line above already said why)."""
+    return not any((root / "projects").is_dir() for root in roots)

@@ -1,0 +1,28 @@
+"""Usage errors worth one line.
+
+click's own usage errors print the command's usage and a ``--help`` hint before the
+message; for a value that is wrong outside the command line's grammar (a config dir that
+does not exist, an output file whose extension names no format) that is three lines of
+noise around the one that matters. Same exit code (2), same ``Error: Invalid value for
+…`` wording, one line.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import click
+
+EXIT_USAGE = 2
+
+
+class InvalidValue(click.ClickException):
+    """``Error: Invalid value for <where>: <message>`` on stderr, exit 2."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"Invalid value for {where}: {message}")
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True)

@@ -1,0 +1,93 @@
+"""Search snippets as the user wrote the text: the match marked, spacing untouched.
+
+The index stores text through ``indexer.text.fts_text``, which puts a space around every
+CJK character so each one is a token. FTS5's ``snippet()`` cuts from that stored form,
+so its output must be turned back into the original before anyone sees it. Collapsing
+and re-joining whitespace afterwards (what we used to do) loses the user's own spaces:
+``日本語 テキスト の 説明`` came out as ``日本語テキストの説明``.
+
+``fts_text`` is exactly invertible. It replaces each maximal CJK run ``c1…ck`` with
+``" c1 c2 … ck "``, so in the stored text two CJK characters separated by exactly one
+space belong to one original run (characters of two runs are at least three spaces, or a
+non-space, apart). Undoing it: for each stored group ``c1 c2 … ck`` (single spaces
+between), drop those inner spaces and the one space right before and right after the
+group, if present (a snippet may start or end inside the padding). The highlight
+markers sit between tokens and are carried through by position.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from sessiondex.indexer.text import _CJK
+
+# What snippet() is asked to put around a match: noncharacters, which text never holds
+# in practice, so the inversion can tell them from the text and then swap in the real
+# markers (``[``/``]``, or terminal colours).
+OPEN = "\ufdd0"
+CLOSE = "\ufdd1"
+ELLIPSIS = "…"
+
+
+@cache
+def _group_pattern() -> re.Pattern[str]:
+    """Compiled on first use (start-up time): a stored CJK group, one space apart."""
+    return re.compile(f"[{_CJK}](?: [{_CJK}])*")
+
+
+@cache
+def _break_pattern() -> re.Pattern[str]:
+    """Line breaks and tabs with the spaces around them: one snippet is one line."""
+    return re.compile(r"[ \u3000]*[\t\n\v\f\r\x85\u2028\u2029]+[ \u3000]*")
+
+
+def original_text(stored: str) -> str:
+    """Undo ``fts_text`` exactly (on whole texts or on cuts of them, markers included)."""
+    if stored.isascii():
+        return stored
+    text, marks = _take_marks(stored)
+    keep = [True] * len(text)
+    for match in _group_pattern().finditer(text):
+        start, end = match.span()
+        for i in range(start + 1, end, 2):  # the single spaces inside the group
+            keep[i] = False
+        if start > 0 and text[start - 1] == " ":
+            keep[start - 1] = False
+        if end < len(text) and text[end] == " ":
+            keep[end] = False
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        out.extend(marks.get(i, ()))
+        if keep[i]:
+            out.append(ch)
+    out.extend(marks.get(len(text), ()))
+    return "".join(out)
+
+
+def _take_marks(stored: str) -> tuple[str, dict[int, list[str]]]:
+    """The text without markers, and the markers by the text position they precede
+    (FTS5 puts them right at a token's edges, never inside the padding)."""
+    if OPEN not in stored and CLOSE not in stored:
+        return stored, {}
+    chars: list[str] = []
+    marks: dict[int, list[str]] = {}
+    for ch in stored:
+        if ch == OPEN or ch == CLOSE:
+            marks.setdefault(len(chars), []).append(ch)
+        else:
+            chars.append(ch)
+    return "".join(chars), marks
+
+
+def one_line(text: str) -> str:
+    """Line breaks and tabs (with the spaces around them) as one space; the spaces
+    between words are the user's and stay as they are."""
+    return _break_pattern().sub(" ", text).strip()
+
+
+def display_snippet(stored: str, markers: tuple[str, str]) -> str:
+    """An FTS5 snippet (made with :data:`OPEN`/:data:`CLOSE`) for display: the original
+    spacing back, on one line, with the caller's markers."""
+    text = one_line(original_text(stored))
+    return text.replace(OPEN, markers[0]).replace(CLOSE, markers[1])

@@ -1,0 +1,108 @@
+"""One definition of a bad line: ``index`` and ``show`` count the same lines in the same
+file, and an unfinished last line is "being written", never bad."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.refresh import refresh
+from sessiondex.transcripts.chain import load_entries
+from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, parse_line, split_lines
+from tests.builders import ConfigTree
+
+CWD = "/w/app"
+UNFINISHED = b'{"type":"user","message":{"role":"user","content":"half a li'
+
+
+def _file(tmp_path: Path, lines: list[bytes], tail: bytes = b"") -> tuple[ConfigTree, str, Path]:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("a good first prompt")
+    for line in lines:
+        s.raw(line + b"\n")
+    s.user("a good last prompt")
+    if tail:
+        s.raw(tail)
+    return tree, s.session_id, s.write()
+
+
+def _index_problems(tmp_path: Path, tree: ConfigTree) -> Counter[str]:
+    db = open_db(tmp_path / "i.db")
+    try:
+        return Counter(refresh(db, [tree.root]).problems)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("lines", "tail", "bad"),
+    [
+        ([b'{"type": "user", "message": ', b"not json"], UNFINISHED, {"malformed-json": 2}),
+        ([b'{"a":"x\x00y"}'], b"", {"nul-byte": 1}),
+        ([b"[1, 2]", b"42"], UNFINISHED, {"not-an-object": 2}),
+        ([b'{"type":"user","message":{"content":"\xff\xfe"}}'], b"", {"invalid-utf8": 1}),
+        ([b"\xc3\x28 broken"], b"", {"invalid-utf8": 1}),
+        # What the SDK (Python's json) reads is a record for both: NaN, Infinity, Unicode
+        # whitespace around the object, an escaped lone surrogate.
+        ([b'{"type":"x","n":NaN,"m":-Infinity}'], b"", {}),
+        (['\u00a0{"type":"x"}\u3000'.encode()], b"", {}),
+        ([b'{"type":"x","s":"\\ud800"}'], b"", {}),
+        ([b"", b"   ", b"\r"], b"", {}),
+        ([], b'{"type":"last-prompt","lastPrompt":"done"}', {}),  # whole, just no \n yet
+        ([], UNFINISHED, {}),
+    ],
+)
+def test_index_and_show_count_the_same_bad_lines(
+    tmp_path: Path, lines: list[bytes], tail: bytes, bad: dict[str, int]
+) -> None:
+    tree, _, path = _file(tmp_path, lines, tail)
+    assert dict(_index_problems(tmp_path, tree)) == bad
+    _, shown = load_entries(path)
+    being_written = shown.pop(PROBLEM_BEING_WRITTEN, 0)
+    assert dict(shown) == bad
+    assert being_written == (1 if tail == UNFINISHED else 0)
+
+
+def test_the_issue_case_two_bad_lines_and_an_unfinished_one(tmp_path: Path) -> None:
+    tree, sid, _ = _file(tmp_path, [b"{oops", b"also not json"], UNFINISHED)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "c.db")]
+    indexed = CliRunner().invoke(cli, [*base, "index", "--json"])
+    assert json.loads(indexed.stdout)["bad_lines"] == 2
+    shown = CliRunner().invoke(cli, [*base, "show", sid, "--cwd", CWD])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "note: 2 unreadable line(s) skipped (malformed-json 2); "
+        "the last line is still being written (not shown)"
+    ) in shown.output
+    as_json = CliRunner().invoke(cli, [*base, "show", sid, "--cwd", CWD, "--format", "json"])
+    assert as_json.stderr == (
+        "note: 2 unreadable line(s) skipped (malformed-json 2); "
+        "the last line is still being written (not shown)\n"
+    )
+
+
+def test_a_lone_surrogate_never_reaches_an_encoder() -> None:
+    record, problem = parse_line(b'{"t":"a\\ud800b","k":["\\udfff"]}')
+    assert problem is None and record == {"t": "a\ufffdb", "k": ["\ufffd"]}
+    record["t"].encode("utf-8")  # would raise with the surrogate
+
+
+@pytest.mark.parametrize(
+    ("data", "lines", "tail"),
+    [
+        (b"", [], b""),
+        (b"a\n", [b"a"], b""),
+        (b"a\nb", [b"a"], b"b"),
+        (b"a\n\nb\n", [b"a", b"", b"b"], b""),
+        ("a\u2028b\n".encode(), [b"a\xe2\x80\xa8b"], b""),  # U+2028 does not end a line
+    ],
+)
+def test_split_lines(data: bytes, lines: list[bytes], tail: bytes) -> None:
+    assert split_lines(data) == (lines, tail)

@@ -1,0 +1,160 @@
+"""Config dirs on the command line: one path per CLAUDE_CONFIG_DIR, a named dir that is
+missing is a usage error, the default one missing is said once; the environment is
+documented in ``--help``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree
+
+MISSING_NOTE = "does not exist: no Claude Code history to read"
+
+
+def _tree(root: Path, word: str = "capybara") -> ConfigTree:
+    tree = ConfigTree(root)
+    s = tree.session(cwd="/w/app")
+    s.user(f"talk about the {word}")
+    s.write(mtime=1_800_000_000)
+    return tree
+
+
+def _run(tmp_path: Path, args: list[str], env: dict[str, str] | None = None):
+    return CliRunner().invoke(cli, ["--db", str(tmp_path / "i.db"), *args], env=env)
+
+
+def test_a_comma_is_part_of_claude_config_dir(tmp_path: Path) -> None:
+    """Claude Code writes to ``/x/claude,old`` itself; splitting it found nothing."""
+    tree = _tree(tmp_path / "claude,old")
+    result = _run(
+        tmp_path,
+        ["search", "capybara", "--scope", "all", "--json"],
+        env={"CLAUDE_CONFIG_DIR": str(tree.root)},
+    )
+    assert result.exit_code == 0, result.output
+    assert [r["config_dir"] for r in json.loads(result.stdout)] == [str(tree.root)]
+
+
+def test_several_dirs_from_sessiondex_config_dirs(tmp_path: Path) -> None:
+    one = _tree(tmp_path / "m1", "capybara")
+    two = _tree(tmp_path / "m2", "capybara")
+    result = _run(
+        tmp_path,
+        ["list", "--scope", "all", "--json"],
+        env={"SESSIONDEX_CONFIG_DIRS": f"{one.root}{os.pathsep}{two.root}"},
+    )
+    assert result.exit_code == 0, result.output
+    assert {r["config_dir"] for r in json.loads(result.stdout)} == {str(one.root), str(two.root)}
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("option", "Error: Invalid value for '--config-dir': directory '{d}' does not exist."),
+        (
+            "option-file",
+            "Error: Invalid value for '--config-dir': directory '{d}' is not a directory.",
+        ),
+        (
+            "claude-env",
+            "Error: Invalid value for CLAUDE_CONFIG_DIR: directory '{d}' does not exist.",
+        ),
+        (
+            "sessiondex-env",
+            "Error: Invalid value for SESSIONDEX_CONFIG_DIRS: directory '{d}' does not exist.",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "command",
+    [["list", "--scope", "all"], ["search", "x"], ["from-pr"], ["index"], ["stats"]],
+)
+def test_a_named_config_dir_that_is_missing_is_a_usage_error(
+    tmp_path: Path, how: str, expected: str, command: list[str]
+) -> None:
+    good = _tree(tmp_path / "good").root
+    missing = tmp_path / "nope"
+    if how == "option-file":
+        missing.write_text("")
+    args, env = list(command), {}
+    if how.startswith("option"):
+        args = ["--config-dir", str(good), "--config-dir", str(missing), *command]
+    elif how == "claude-env":
+        env = {"CLAUDE_CONFIG_DIR": str(missing)}
+    else:
+        env = {"SESSIONDEX_CONFIG_DIRS": f"{good}{os.pathsep}{missing}"}
+    result = _run(tmp_path, args, env=env)
+    assert result.exit_code == 2
+    assert result.stderr == expected.format(d=missing) + "\n"  # one line, no usage block
+    assert "--scope" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (["list", "--scope", "all"], 0),
+        (["list", "--scope", "all", "--json"], 0),
+        (["search", "x"], 1),
+        (["from-pr", "12"], 1),
+        (["resolve", "abcdef12"], 1),
+        (["index"], 0),
+        (["stats"], 0),
+    ],
+)
+def test_missing_default_config_dir_is_said_once_plainly(
+    tmp_path: Path, command: list[str], code: int
+) -> None:
+    home = Path(os.environ["HOME"])  # conftest: a fresh home without .claude
+    assert not (home / ".claude").exists()
+    result = _run(tmp_path, command)
+    assert result.exit_code == code, result.output
+    assert result.stderr.count(MISSING_NOTE) == 1
+    assert str(home / ".claude") in result.stderr
+    assert "try --scope" not in result.stderr and "Traceback" not in result.output
+
+
+def test_the_library_keeps_working_with_a_missing_dir(tmp_path: Path) -> None:
+    """Index and the SDK-style API are not the CLI: no error, empty answers (the SDK
+    returns [] for a missing config dir)."""
+    from sessiondex import Index
+    from sessiondex.sdk import list_sessions
+
+    missing = tmp_path / "nope"
+    with Index(tmp_path / "i.db", [missing]) as index:
+        assert index.list(scope="all") == []
+        assert index.search("x", scope="all") == []
+    assert list_sessions(config_dir=str(missing)) == []
+
+
+def test_help_names_every_environment_variable() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in (
+        "CLAUDE_CONFIG_DIR",
+        "SESSIONDEX_CONFIG_DIRS",
+        "CLAUDE_CODE_PROJECT_DIR_NAME",
+        "SESSIONDEX_DB",
+        "XDG_CACHE_HOME",
+        "HOME",
+        "SESSIONDEX_MANAGED_SETTINGS",
+        "NO_COLOR",
+        "PAGER",
+    ):
+        assert f"\n    {name}" in result.output, name
+    db_help = result.output[result.output.index("--db PATH") : result.output.index("--no-refresh")]
+    assert "$SESSIONDEX_DB" in db_help
+
+
+def test_help_needs_no_config_dir(tmp_path: Path) -> None:
+    result = _run(tmp_path, ["--config-dir", str(tmp_path / "nope"), "search", "--help"])
+    assert (
+        result.exit_code == 0
+        and "Exit status" in result.output
+        and "search [OPTIONS] QUERY" in result.output
+    )

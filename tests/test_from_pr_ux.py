@@ -1,0 +1,141 @@
+"""from-pr: a PR column, sessions that only mention the PR, GitHub's owner/repo#123
+shorthand, exit 1 when nothing is found, and the same default scope as list and search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree, copy_fixtures
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
+SHOP_WT = "/home/dev/shop-wt/feature-x"
+
+
+def _run(tmp_path: Path, root: Path, *args: str):
+    return CliRunner().invoke(
+        cli, ["--config-dir", str(root), "--db", str(tmp_path / "i.db"), *args]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "rows"),
+    [
+        (["from-pr", "7"], 0, 1),
+        (["from-pr", "#7"], 0, 1),
+        (["from-pr", "8"], 1, 0),
+        (["from-pr", "acme/app#7"], 0, 1),
+        (["from-pr", "acme/app#8"], 1, 0),
+        (["from-pr", "https://github.com/acme/app/pull/7"], 0, 1),
+        (["from-pr", "https://github.com/acme/app/pull/8"], 1, 0),
+        (["from-pr"], 0, 1),
+    ],
+)
+def test_exit_status_like_grep(tmp_path: Path, args: list[str], code: int, rows: int) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("the capybara module")
+    s.pr_link(number=7, url="https://github.com/acme/app/pull/7", repository="acme/app")
+    s.write()
+    result = _run(tmp_path, tree.root, *args, "--scope", "all", "--json")
+    assert result.exit_code == code, result.output
+    assert len(json.loads(result.stdout)) == rows  # json prints [] when empty
+
+
+def test_no_link_at_all_is_exit_1(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("no PR here")
+    s.write()
+    result = _run(tmp_path, tree.root, "from-pr", "--scope", "all")
+    assert result.exit_code == 1 and result.stderr == "No session in this scope has a PR link.\n"
+
+
+def test_help_documents_exit_status_and_default_scope() -> None:
+    text = " ".join(CliRunner().invoke(cli, ["from-pr", "--help"]).output.split())
+    assert "Exit status" in text and "[default: worktree]" in text
+
+
+@pytest.mark.parametrize(
+    "ref", ["acme/shop#12", "Acme/Shop#12", "https://github.com/acme/shop/pull/12"]
+)
+def test_shorthand_finds_what_the_url_finds(tmp_path: Path, ref: str) -> None:
+    root = copy_fixtures(tmp_path)
+    result = _run(tmp_path, root, "from-pr", ref, "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["session_id"] for r in json.loads(result.stdout)] == [
+        NAMES["wt-feature"],
+        NAMES["shop-auth"],
+    ]
+
+
+def test_from_pr_table_has_a_pr_column(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "from-pr", "--scope", "all"])
+    assert result.exit_code == 0
+    header, *rows = result.stdout.splitlines()
+    assert header.split()[-1] == "pr"
+    joined = "\n".join(rows)
+    for label in ("acme/shop#14, acme/shop#12", "acme/marketing/blog!12", "web/blog#7"):
+        assert label in joined
+
+
+@pytest.mark.parametrize(
+    "ref", ["15", "#15", "acme/shop#15", "https://github.com/acme/shop/pull/15"]
+)
+def test_from_pr_lists_sessions_that_only_mention_the_pr(tmp_path: Path, ref: str) -> None:
+    root = copy_fixtures(tmp_path)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "from-pr", ref, "--cwd", SHOP_WT])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("No session is linked to ") and lines[0].endswith("; mentioned in:")
+    assert NAMES["wt-mention"][:8] in lines[2] and lines[2].endswith("acme/shop#15")
+    as_json = CliRunner().invoke(cli, [*base, "from-pr", ref, "--cwd", SHOP_WT, "--json"])
+    assert [r["session_id"] for r in json.loads(as_json.stdout)] == [NAMES["wt-mention"]]
+
+
+def _linked(tree: ConfigTree, cwd: str, number: int, text: str = "opened it"):
+    s = tree.session(cwd=cwd)
+    s.user(text)
+    s.pr_link(
+        number=number, url=f"https://github.com/acme/app/pull/{number}", repository="acme/app"
+    )
+    s.write()
+    return s
+
+
+def test_from_pr_lists_links_then_mentions(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    linked = _linked(tree, "/w/app", 5)
+    mention = tree.session(cwd="/w/app")
+    mention.user("see https://github.com/acme/app/pull/5 for context")
+    mention.write()
+    result = _run(tmp_path, tree.root, "from-pr", "5", "--cwd", "/w/app")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert linked.session_id[:8] in lines[1] and lines[1].endswith("acme/app#5")
+    assert lines[3] == "Mentioned in (no pr-link record):"
+    assert mention.session_id[:8] in lines[5]
+
+
+def test_list_search_and_from_pr_share_the_default_scope(tmp_path: Path) -> None:
+    for command in ("list", "search", "from-pr"):
+        text = CliRunner().invoke(cli, [command, "--help"]).output
+        assert "[default: worktree]" in " ".join(text.split()), command
+    tree = ConfigTree(tmp_path / "claude")
+    here = _linked(tree, "/w/a", 1)
+    _linked(tree, "/w/b", 1)
+    result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", "/w/a", "--json")
+    assert [r["session_id"] for r in json.loads(result.stdout)] == [here.session_id]
+    result = _run(tmp_path, tree.root, "from-pr", "2", "--cwd", "/w/a")
+    assert result.exit_code == 1 and result.stderr == "No session is linked to PR #2.\n"
+    result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", "/w/c")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == "2 sessions in other projects: --scope all"

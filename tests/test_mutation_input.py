@@ -1,0 +1,131 @@
+"""Names and tags: one validation for rename, tag and fork --title; a leading ``#`` is
+not part of a tag; a change that changes nothing writes nothing and says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessiondex.transcripts.tags import clean_label, clean_tag
+from tests.test_mutations import CWD, World, last_line
+
+# Input that leaves nothing visible: refused alike by rename, tag and fork --title.
+INVISIBLE = [
+    "",
+    "   ",
+    " \t\n ",
+    "\u200b",  # zero-width space
+    "\u200b\u200d\ufeff",  # zero-width joiner, BOM
+    "\u202e",  # right-to-left override alone
+    "\u3000",  # ideographic space
+    "\u3164",  # Hangul filler: a letter that draws nothing
+    "\u2800",  # braille blank
+    "\x07\x1b",  # control characters only
+]
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = World(tmp_path)
+    assert w.run("index").exit_code == 0
+    return w
+
+
+@pytest.mark.parametrize("value", INVISIBLE)
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["rename", "Alpha"], "Error: the new name is empty"),
+        (["tag", "Alpha"], "Error: the tag is empty"),
+        (["fork", "Alpha", "--title"], "Error: the fork's title is empty"),
+    ],
+)
+def test_one_validation_for_names_and_tags(
+    world: World, value: str, command: list[str], message: str
+) -> None:
+    before = world.snapshot()
+    result = world.run(*command, value, "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1
+    assert world.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("raw", "name", "tag"),
+    [
+        ("  Beta ☕ ", "Beta ☕", "Beta ☕"),
+        ("a\u200bb", "ab", "ab"),
+        ("\u202eevil", "evil", "evil"),
+        ("#hash", "#hash", "hash"),  # the picker shows #TAG: "#hash" meant the tag "hash"
+        ("## two", "## two", "two"),
+        ("c#", "c#", "c#"),
+        ("#", "#", ""),
+        ("\u2800x", "\u2800x", "\u2800x"),  # a blank beside a letter: something to show
+    ],
+)
+def test_clean_label_and_clean_tag(raw: str, name: str, tag: str) -> None:
+    assert clean_label(raw) == name
+    assert clean_tag(raw) == tag
+
+
+def test_a_hash_is_not_stored_in_the_tag(world: World) -> None:
+    sid = world.ids["alpha"]
+    result = world.run("tag", sid, "#hash", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"Tagged {sid} #hash\n"
+    assert last_line(world.paths["alpha"]) == {"type": "tag", "tag": "hash", "sessionId": sid}
+
+
+@pytest.mark.parametrize(
+    ("setup", "command", "message"),
+    [
+        ([], ["untag"], "is already untagged; nothing written"),
+        ([["tag", "x"]], ["tag", "x"], "is already tagged #x; nothing written"),
+        ([["tag", "x"]], ["tag", "#x"], "is already tagged #x; nothing written"),
+        ([["tag", "x"], ["untag"]], ["untag"], "is already untagged; nothing written"),
+        ([], ["rename", "Alpha"], "is already named 'Alpha'; nothing written"),
+        ([], ["rename", " Alpha\u200b "], "is already named 'Alpha'; nothing written"),
+    ],
+)
+def test_a_change_that_changes_nothing_writes_nothing(
+    world: World, setup: list[list[str]], command: list[str], message: str
+) -> None:
+    sid = world.ids["alpha"]
+    for step in setup:
+        assert world.run(step[0], sid, *step[1:], "--cwd", CWD).exit_code == 0
+    before = world.snapshot()
+    result = world.run(command[0], sid, *command[1:], "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{sid} {message}\n"
+    assert world.snapshot() == before  # not one byte, not one mtime
+    as_json = world.run(command[0], sid, *command[1:], "--cwd", CWD, "--json")
+    assert as_json.exit_code == 0 and message in as_json.stderr
+    assert world.snapshot() == before
+
+
+def test_a_real_change_still_writes(world: World) -> None:
+    sid = world.ids["alpha"]
+    assert world.run("tag", sid, "x", "--cwd", CWD).stdout == f"Tagged {sid} #x\n"
+    assert world.run("tag", sid, "y", "--cwd", CWD).stdout == f"Tagged {sid} #y\n"
+    assert world.run("untag", sid, "--cwd", CWD).stdout == f"Cleared the tag of {sid}\n"
+    assert last_line(world.paths["alpha"]) == {"type": "tag", "tag": "", "sessionId": sid}
+
+
+def test_the_sdk_style_writers_keep_the_sdks_rules(world: World) -> None:
+    """What a person types is cleaned (user_name/user_tag) and no-ops are skipped by the
+    CLI only: the library's defaults write what claude_agent_sdk writes, every time."""
+    from sessiondex.actions.mutations import check_name, check_tag, untag, user_name, user_tag
+    from sessiondex.indexer.db import open_db
+
+    assert (check_tag("#hash"), user_tag("#hash")) == ("#hash", "hash")
+    assert (check_name("a\u200bb "), user_name("a\u200bb ")) == ("a\u200bb", "ab")
+    sid = world.ids["alpha"]
+    before = world.paths["alpha"].read_bytes()
+    db = open_db(world.db)
+    try:
+        result = untag(db, sid, cwd=CWD, roots=[world.tree.root])  # already untagged
+    finally:
+        db.close()
+    assert result.written
+    assert world.paths["alpha"].read_bytes() == (
+        before + f'{{"type":"tag","tag":"","sessionId":"{sid}"}}\n'.encode()
+    )

@@ -1,0 +1,290 @@
+"""What a search user sees: which rows are real matches, words ANDed across a session,
+exit codes as grep's, matches in other scopes, forks beside their origin, CJK snippets
+as written, PR shorthand, and from-pr's PR column, mentions and default scope."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.refresh import refresh
+from sessiondex.indexer.text import fts_text
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import FUZZY, MATCH, PARTIAL, run_search, search
+from sessiondex.query.snippets import original_text
+from tests.builders import ConfigTree, copy_fixtures
+
+ALL = Filters(scope="all")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
+SHOP_WT = "/home/dev/shop-wt/feature-x"
+
+
+class World:
+    """A config tree with named sessions, indexed on demand."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.tree = ConfigTree(tmp_path / "claude")
+        self.ids: dict[str, str] = {}
+        self._mtime = 1_800_000_000
+
+    def add(
+        self,
+        name: str,
+        *,
+        cwd: str = "/w/app",
+        title: str | None = None,
+        texts: tuple[str, ...] = (),
+        **extra: object,
+    ):
+        s = self.tree.session(cwd=cwd)
+        for text in texts:
+            s.user(text, **extra)
+        if title:
+            s.meta("custom-title", customTitle=title)
+        self._mtime += 100
+        s.write(mtime=self._mtime)
+        self.ids[name] = s.session_id
+        return s
+
+    def db(self):
+        db = open_db(self.tmp / "i.db")
+        refresh(db, [self.tree.root])
+        return db
+
+    def names(self, rows: list[dict]) -> list[str]:
+        by_id = {v: k for k, v in self.ids.items()}
+        return [by_id[r["session_id"]] for r in rows]
+
+    def cli(self, *args: str):
+        return CliRunner().invoke(
+            cli, ["--config-dir", str(self.tree.root), "--db", str(self.tmp / "c.db"), *args]
+        )
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+# ---- 11: every word, anywhere in the session ------------------------------------------
+
+
+def test_words_are_anded_across_title_and_messages(world: World) -> None:
+    world.add("spread", title="Websocket reconnect", texts=("the login page hangs",))
+    world.add("login-only", texts=("fix the login form",))
+    world.add("socket-only", texts=("websocket frames are dropped",))
+    outcome = run_search(world.db(), "websocket login", ALL)
+    assert outcome.kind == MATCH
+    assert world.names(outcome.rows) == ["spread"]
+
+
+def test_words_in_one_message_outrank_words_far_apart(world: World) -> None:
+    world.add("apart", texts=("the websocket is flaky", "unrelated", "and the login too"))
+    world.add("together", texts=("websocket login handshake fails",))
+    rows = search(world.db(), "websocket login", ALL)
+    assert world.names(rows) == ["together", "apart"]
+    assert rows[0]["score"] < rows[1]["score"]
+    assert "[websocket] [login]" in rows[0]["snippet"]
+
+
+def test_no_session_with_every_word_offers_partial_matches(world: World) -> None:
+    world.add("two-of-three", texts=("websocket login", "nothing else"))
+    world.add("one-of-three", title="Login page", texts=("css",))
+    world.add("none", texts=("unrelated words",))
+    outcome = run_search(world.db(), "websocket login oauth", ALL)
+    assert outcome.kind == PARTIAL and not outcome.matched
+    assert outcome.words == ["websocket", "login", "oauth"]
+    assert world.names(outcome.rows) == ["two-of-three", "one-of-three"]
+    assert [r["matched_by"] for r in outcome.rows] == ["text", "title"]
+    result = world.cli("search", "websocket login oauth", "--scope", "all")
+    assert result.exit_code == 1
+    assert result.stdout.startswith(
+        "No session has all of: websocket, login, oauth; best partial matches:\n"
+    )
+
+
+# ---- 10: typo fallback rows are marked; real hits say how they matched -----------------
+
+
+def test_typo_fallback_is_labelled(world: World) -> None:
+    world.add("auth", title="Auth refactor", texts=("hello",))
+    outcome = run_search(world.db(), "atuh refactr", ALL)
+    assert outcome.kind == FUZZY and world.names(outcome.rows) == ["auth"]
+    assert outcome.rows[0]["matched_by"] == "fuzzy"
+    table = world.cli("search", "atuh refactr", "--scope", "all")
+    assert table.exit_code == 1
+    lines = table.stdout.splitlines()
+    assert lines[0] == "No exact matches; closest titles:" and "Auth refactor" in lines[2]
+    as_json = world.cli("search", "atuh refactr", "--scope", "all", "--json")
+    assert as_json.exit_code == 1
+    assert [r["matched_by"] for r in json.loads(as_json.stdout)] == ["fuzzy"]
+    assert "closest" not in as_json.stdout
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("quokka", "title"),  # custom title
+        ("numbat", "title"),  # AI title
+        ("wombat", "text"),  # a message
+        ("feature/bilby", "text"),  # a branch is metadata, not a title
+        ("quokka wombat", "text"),  # one word only in a message
+        ("https://github.com/acme/zoo/pull/3", "pr-link"),
+        ("https://github.com/acme/zoo/pull/4", "pr-mention"),
+    ],
+)
+def test_matched_by(world: World, query: str, expected: str) -> None:
+    s = world.tree.session(cwd="/w/zoo", git_branch="feature/bilby")
+    s.user("a wombat walks in; see https://github.com/acme/zoo/pull/4")
+    s.meta("custom-title", customTitle="Quokka census")
+    s.meta("ai-title", aiTitle="Numbat survey")
+    s.pr_link(number=3, url="https://github.com/acme/zoo/pull/3", repository="acme/zoo")
+    s.write()
+    rows = search(world.db(), query, ALL)
+    assert [r["matched_by"] for r in rows] == [expected]
+
+
+# ---- 12: exit status as grep's ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "rows"),
+    [
+        (["search", "capybara"], 0, 1),
+        (["search", "zzzqqq"], 1, 0),
+        (["search", "https://github.com/acme/none/pull/9"], 1, 0),
+        (["search", "capybara zzzqqq"], 1, 1),  # partial: a suggestion, not a match
+        (["search", "capybarra"], 1, 1),  # typo fallback: a suggestion, not a match
+        (["search", "--raw", "capybara OR zzzqqq"], 0, 1),
+        (["search", "--raw", "zzzqqq"], 1, 0),
+    ],
+)
+def test_exit_status_like_grep(world: World, args: list[str], code: int, rows: int) -> None:
+    s = world.add("capy", cwd="/w/app", texts=("the capybara module",))
+    s.pr_link(number=7, url="https://github.com/acme/app/pull/7", repository="acme/app")
+    s.write(mtime=1_900_000_000)
+    result = world.cli(*args, "--scope", "all", "--json")
+    assert result.exit_code == code, result.output
+    assert len(json.loads(result.stdout)) == rows  # json prints [] when empty
+
+
+def test_search_help_documents_the_exit_status() -> None:
+    text = CliRunner().invoke(cli, ["search", "--help"]).output
+    assert "Exit status" in text and "1 when none did" in text and "suggestions" in text
+
+
+# ---- 13: matches in other scopes -------------------------------------------------------
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_no_match_here_says_how_many_other_scopes_hold(world: World, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", "-b", "main", cwd=repo)
+    _git(
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=n",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+        cwd=repo,
+    )
+    _git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature", cwd=repo)
+    world.add("in-worktree", cwd=str(tmp_path / "wt"), texts=("wombat in the worktree",))
+    for i in range(3):
+        world.add(f"other-{i}", cwd=f"/w/other{i}", texts=(f"wombat number {i}",))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = world.cli("search", "wombat", "--cwd", str(empty))
+    assert result.exit_code == 1
+    assert result.stderr == "No matches.\n4 matches in other projects: --scope all\n"
+    result = world.cli("search", "wombat", "--cwd", str(repo))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        "1 match in other worktrees of this repository: --scope repo;"
+        " 3 in other projects: --scope all"
+    )
+    assert world.cli("search", "wombat", "--cwd", str(repo), "--scope", "repo").exit_code == 0
+    result = world.cli("search", "wombat", "--cwd", str(empty), "--json")
+    assert result.stdout.strip() == "[]" and result.stderr == ""
+
+
+# ---- 14: forks right after their origin ------------------------------------------------
+
+
+def test_a_fork_follows_its_origin_in_search_results(world: World) -> None:
+    origin = world.add("origin", texts=("we talked about the quokka once",))
+    fork = world.tree.session(cwd="/w/app")
+    fork.user(
+        "quokka quokka quokka", forkedFrom={"sessionId": origin.session_id, "messageUuid": "m"}
+    )
+    fork.meta("custom-title", customTitle="Quokka plan (fork)")
+    fork.write(mtime=1_900_000_000)
+    world.ids["fork"] = fork.session_id
+    world.add("other", title="Quokka facts", texts=("x",))
+    rows = search(world.db(), "quokka", ALL)
+    names = world.names(rows)
+    assert names.index("fork") == names.index("origin") + 1
+    assert len(names) == 3
+
+
+# ---- 15: CJK snippets keep the text as written -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "snippet"),
+    [
+        ("日本語", "[日本語] テキスト の 説明"),
+        ("日", "[日]本語 テキスト の 説明"),
+        ("テキスト", "日本語 [テキスト] の 説明"),
+        ("説明", "日本語 テキスト の [説明]"),
+        ("本語 の", "日[本語] テキスト [の] 説明"),
+    ],
+)
+def test_cjk_snippet_keeps_spacing(world: World, query: str, snippet: str) -> None:
+    world.add("cjk", texts=("日本語 テキスト の 説明",))
+    assert search(world.db(), query, ALL)[0]["snippet"] == snippet
+
+
+def test_snippet_keeps_the_users_spaces_and_flattens_lines(world: World) -> None:
+    world.add("spaces", texts=("keep  two spaces\nthen a quokka\t here",))
+    assert (
+        search(world.db(), "quokka", ALL)[0]["snippet"] == "keep  two spaces then a [quokka] here"
+    )
+
+
+@given(st.text(alphabet="日本語テキa b\n。", max_size=30))
+def test_the_index_form_is_exactly_invertible(text: str) -> None:
+    assert original_text(fts_text(text)) == text
+
+
+# ---- 16: owner/repo#123 wherever a PR URL works ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ref", ["acme/shop#12", "Acme/Shop#12", "https://github.com/acme/shop/pull/12"]
+)
+def test_shorthand_finds_what_the_url_finds(tmp_path: Path, ref: str) -> None:
+    root = copy_fixtures(tmp_path)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    expected = [NAMES["wt-feature"], NAMES["shop-auth"]]
+    result = CliRunner().invoke(cli, [*base, "search", ref, "--scope", "all", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r["session_id"] for r in json.loads(result.stdout)] == expected
