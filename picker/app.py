@@ -256,16 +256,17 @@ class PickerScreen(Screen[None]):
         self.listing = loaded.listing
         self.search_complete = loaded.complete
         self.session_list.replace_objects(loaded.objects)
+        self.session_list.generation = loaded.generation
         self.session_list.show_project = self.scope != "worktree"
         self.session_list.set_rows(loaded.rows, loaded.cursor, screen_offset=offset)
         self.update_chrome()
         self.highlight_changed()
-        generation = loaded.generation
-        self.call_after_refresh(self._painted, generation)
         if self.choose_when_loaded:
             self.call_after_refresh(self.action_choose)
 
-    def _painted(self, generation: int) -> None:
+    def painted(self, generation: int) -> None:
+        """The list has drawn the rows of load ``generation`` (called as it renders:
+        the moment a keystroke's answer is on screen, for the tests and the bench)."""
         if generation > self.painted_generation:
             self.painted_generation = generation
             self.painted_at = time.perf_counter()  # for bench/picker.py

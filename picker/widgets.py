@@ -40,6 +40,7 @@ class Picker(Protocol):
     def backspace_query(self) -> None: ...
     def highlight_changed(self) -> None: ...
     def fetch_objects(self, paths: list[str]) -> None: ...
+    def painted(self, generation: int) -> None: ...
 
 
 CURSOR_STYLE = Style(reverse=True, bold=True)
@@ -73,6 +74,7 @@ class SessionList(ScrollView, can_focus=True):
         # drawn rows, reused while scrolling and moving; ``version`` counts changes of
         # ``objects`` and is part of the key, with the minute (relative times)
         self.version = 0
+        self.generation = 0  # the load whose rows these are (the picker's count)
         self._strips: dict[tuple[Row, bool, int, int, int], Strip] = {}
         self._paint: tuple[Style, Columns, float, int] = (Style(), Columns(title=10), 0.0, 0)
         self._fetch_pending = False
@@ -132,7 +134,9 @@ class SessionList(ScrollView, can_focus=True):
         # style is a computed property, and a paint is 20-40 lines).
         width = self.scrollable_content_region.width
         self._paint = (self.rich_style, self.columns(), self.clock(), width)
-        return super().render_lines(crop)
+        lines = super().render_lines(crop)
+        self.picker.painted(self.generation)
+        return lines
 
     def render_line(self, y: int) -> Strip:
         base, columns, now, width = self._paint
