@@ -70,7 +70,6 @@ class SessionList(ScrollView, can_focus=True):
         self.objects: dict[str, dict[str, Any]] = {}
         self.cursor = 0
         self.show_project = False
-        self._missing: set[str] = set()
         # drawn rows, reused while scrolling and moving; ``version`` counts changes of
         # ``objects`` and is part of the key, with the minute (relative times)
         self.version = 0
@@ -174,7 +173,6 @@ class SessionList(ScrollView, can_focus=True):
 
     def _want(self, path: str) -> None:
         """A row on screen has no object yet: ask for the screen's worth once drawn."""
-        self._missing.add(path)
         if not self._fetch_pending:
             self._fetch_pending = True
             self.call_after_refresh(self._fetch_missing)
@@ -182,7 +180,6 @@ class SessionList(ScrollView, can_focus=True):
     def _fetch_missing(self) -> None:
         self._fetch_pending = False
         wanted = [p for p in self.visible_paths(extra=50) if p not in self.objects]
-        self._missing.clear()
         if wanted:
             self.picker.fetch_objects(wanted)
 

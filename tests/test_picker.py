@@ -20,7 +20,7 @@ from sessiondex.index import Index
 from sessiondex.picker.app import PickerApp
 from sessiondex.picker.model import Listing, PickerOptions
 from sessiondex.picker.rows import ASCII, clean, glyphs_for, marked_snippet, markers
-from tests.builders import append_records
+from tests.builders import ConfigTree, append_records
 from tests.picker_world import HOSTILE, NOW, PR_URL, PickerWorld, drive, settle, titles
 
 pytest.importorskip("textual")
@@ -522,3 +522,36 @@ def test_exec_and_resume_without_arg_run_claude_in_the_session_directory(
     result = _pick_cli(world, monkeypatch, [*command, "--cwd", str(world.shop)])
     assert result.exit_code == 0, result.output
     assert record.read_text().split() == [str(world.api), "--resume", world.ids["ledger"]]
+
+
+def test_a_long_list_is_paged_from_the_index(tmp_path: Path) -> None:
+    """Rows for every session, objects only for those near the screen; moving down a
+    page at a time fetches the rest as they come into view."""
+    tree = ConfigTree(tmp_path / "claude")
+    cwd = tmp_path / "big"
+    cwd.mkdir()
+    count = 160
+    for n in range(count):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 3600 - n * 60))
+        session = tree.session(str(cwd), start=stamp)
+        session.user(f"task number {n}")
+        session.meta("custom-title", customTitle=f"Task {n:03d}")
+        session.write(mtime=NOW - 3600 - n * 60)
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as index:
+        index.refresh()
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        first = (len(app.picker.session_list.rows), len(app.picker.session_list.objects))
+        for _ in range(9):
+            await press(app, pilot, "pagedown")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return first, app.picker.session_list.current, titles(app)
+
+    world = PickerWorld.__new__(PickerWorld)  # an empty world around this tree
+    world.tree, world.db, world.shop = tree, db, cwd
+    _, (first, current, shown) = drive(world, run, size=(80, 24))
+    assert first[0] == count and first[1] < count  # never every object at once
+    assert current is not None and shown[-1] == f"Task {count - 1:03d}"
+    assert "?" not in shown[-20:]  # the rows on screen have their objects now
