@@ -35,6 +35,8 @@ COMMANDS = {
     "fork": "sessiondex.cli.mutate_cmds:fork",
     "delete": "sessiondex.cli.mutate_cmds:delete",
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
+    "archive": "sessiondex.cli.archive_cmd:archive",
+    "restore": "sessiondex.cli.archive_cmd:restore",
     "serve": "sessiondex.cli.serve_cmd:serve",
     "mcp": "sessiondex.cli.mcp_cmd:mcp",
 }
@@ -129,3 +131,7 @@ def cli(
 
 def main(argv: list[str] | None = None) -> Any:
     return cli.main(args=argv, prog_name="sessiondex")
+
+
+if __name__ == "__main__":  # `python -m sessiondex.cli.main`: the job's fallback command
+    main()

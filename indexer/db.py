@@ -135,7 +135,9 @@ def clear_index(db: Database) -> None:
         for table in DATA_TABLES:
             db.execute(f"DELETE FROM {table}")
         # archive_dirs is configuration (where cleanup --archive put sessions), not derived.
-        db.execute("DELETE FROM meta WHERE key NOT IN ('derivation_version', 'archive_dirs')")
+        db.execute(
+            "DELETE FROM meta WHERE key NOT IN ('derivation_version', 'archive_dirs', 'archive_last_run')"
+        )
 
 
 def _check_derivation_version(db: Database) -> None:

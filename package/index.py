@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+    from sessiondex.actions.archive import ArchiveRun, RestoreResult
     from sessiondex.actions.mutations import MutationResult
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
@@ -349,6 +350,27 @@ class Index:
         from sessiondex.query.hits import message_snippets
 
         return message_snippets(self.reader(), query, list(file_paths), per_session=per_session)
+
+    # ------------------------------------------------------------------ archive
+    def archive(self, **options: Any) -> ArchiveRun:
+        """Archive every session Claude Code's sweep deletes within ``window`` seconds
+        (default 3 days) that is not archived as it is now; keyword arguments are
+        :func:`sessiondex.actions.archive.archive_expiring`'s (``archive_dir``, ``window``,
+        ``cwd``, ``now``, ``dry_run``, ``on_result``). Transcripts are not touched."""
+        from sessiondex.actions.archive import archive_expiring
+
+        db = self.writer()
+        self.ensure_fresh()
+        return archive_expiring(db, self.roots, db_path=self._path, **options)
+
+    def restore(self, session_id: str) -> RestoreResult:
+        """Put an archived session's transcript (and ``<id>/`` folder) back, byte for
+        byte; never over an existing transcript."""
+        from sessiondex.actions.archive import restore
+
+        db = self.writer()
+        self.ensure_fresh()  # a transcript the sweep just deleted must not count as live
+        return restore(db, session_id, self.roots)
 
     # ------------------------------------------------------------------ paging (picker)
     def list_order(self, **filters: Any) -> Sessions:

@@ -80,6 +80,9 @@ class WatchProcess:
                 "200",
                 "--rescan",
                 "0",
+                # the generated corpus is months old: no archiving of it (a rebuild of the
+                # transcripts alone is what the live index is compared with)
+                "--no-archive",
             ],
             cwd=REPO,
             stdout=subprocess.DEVNULL,

@@ -298,7 +298,7 @@ APPENDING = {
     "tag": (_tag, b'"tag":"reviewed"'),
     "untag": (_untag, b'"tag":""'),
 }
-MUTATIONS = [*APPENDING, "fork", "delete", "cleanup"]
+MUTATIONS = [*APPENDING, "fork", "delete", "cleanup", "archive", "restore"]
 
 
 @pytest.mark.parametrize("command", sorted(APPENDING))
@@ -355,5 +355,25 @@ def test_cleanup_apply_with_nothing_expired_changes_nothing(tmp_path: Path) -> N
     fx = Fixture(tmp_path)
     before = snapshot(fx.config)
     result = fx.run("cleanup", "--apply", "--days", "36500", "--json")
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert snapshot(fx.config) == before
+
+
+def test_archive_writes_nothing_and_restore_puts_back_exactly_its_session(
+    tmp_path: Path,
+) -> None:
+    """``archive`` (every session, with a window of a century) leaves the tree as it was;
+    after a ``delete``, ``restore`` brings back exactly that session's files, bytes and
+    mtimes."""
+    skip_unless_built("restore")
+    fx = Fixture(tmp_path)
+    before = snapshot(fx.config)
+    for args in (["--dry-run"], ["--json"]):
+        result = fx.run("archive", "--expiring-within", "5200w", *args)
+        assert result.exit_code == 0, (result.output, result.exception)
+        assert snapshot(fx.config) == before
+    assert fx.run("delete", WITH_SUBAGENTS, "--yes", "--cwd", SHOP).exit_code == 0
+    assert snapshot(fx.config) != before
+    result = fx.run("restore", WITH_SUBAGENTS)
     assert result.exit_code == 0, (result.output, result.exception)
     assert snapshot(fx.config) == before
