@@ -39,6 +39,8 @@ COMMANDS = {
     "restore": "sessiondex.cli.archive_cmd:restore",
     "serve": "sessiondex.cli.serve_cmd:serve",
     "mcp": "sessiondex.cli.mcp_cmd:mcp",
+    "push": "sessiondex.cli.push_cmd:push",
+    "store": "sessiondex.cli.store_cmd:store",
 }
 
 
