@@ -26,6 +26,7 @@ COMMANDS = {
     "resolve": "sessiondex.cli.query_cmds:resolve",
     "continue": "sessiondex.cli.query_cmds:continue_cmd",
     "resume": "sessiondex.cli.query_cmds:resume",
+    "pick": "sessiondex.cli.pick_cmd:pick",
     "show": "sessiondex.cli.show_cmds:show",
     "export": "sessiondex.cli.show_cmds:export",
     "rename": "sessiondex.cli.mutate_cmds:rename",

@@ -355,20 +355,27 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", required=False)
 @cwd_option
 @click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
-def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
+def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     """Resolve ARG, then run `claude --resume <id>` in the session's directory.
 
     If the recorded directory no longer exists, the current one is used (and said).
+    Without ARG, on a terminal, the picker (`sessiondex pick`) chooses the session.
 
     \b
     Example:
         sessiondex resume "auth refactor"
         sessiondex resume 3f2a9c1e --dry-run
+        sessiondex resume
     """
     import shlex
+
+    if arg is None:
+        from sessiondex.cli.pick_cmd import choose_session
+
+        arg = choose_session(cwd)["file_path"]
 
     found = resolve_or_exit(arg, cwd)
     session = found.session

@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -668,6 +668,31 @@ class Index:
         db = self.writer()
         self.ensure_fresh()  # a transcript the sweep just deleted must not count as live
         return restore(db, session_id, self.roots)
+
+    # ------------------------------------------------------------------ paging (picker)
+    def list_order(self, **filters: Any) -> Sessions:
+        """Every session in scope as ``{file_path, session_id, forked_from_session}``, in
+        :meth:`list` order, without decoding the objects: an interactive picker lays out
+        thousands of rows with it and fetches only the visible ones (:meth:`sessions_at`)."""
+        from sessiondex.query.listing import listing_order
+
+        return listing_order(self.reader(), _filters(filters))
+
+    def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
+        """The session objects of these transcripts, in the order given (gone ones left out)."""
+        from sessiondex.query.listing import sessions_by_path
+
+        return sessions_by_path(self.reader(), file_paths)
+
+    def interrupt(self) -> None:
+        """Abort the query running on the reading handle, from another thread (SQLite's
+        ``interrupt``: the query raises ``sqlite3.OperationalError``). An interactive
+        front end stops the search that the next keystroke made stale, instead of
+        queueing the new one behind it."""
+        handle = self._reader
+        conn = getattr(handle, "conn", None)
+        if isinstance(conn, sqlite3.Connection):
+            conn.interrupt()
 
 
 def _filters(options: dict[str, Any]) -> Filters:

@@ -98,6 +98,7 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("continue", ["continue", "--cwd", SHOP, "--json"], (0,)),
     ("continue", ["continue", "--cwd", SHOP, "--print-mode"], (0,)),
     ("resume", ["resume", AUTH_ID, "--cwd", SHOP, "--dry-run"], (0,)),
+    ("pick", ["pick", "--cwd", SHOP], (2,)),  # no terminal here: refuses in one line
     *[
         (
             "show",
