@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import queue
+import re
 import shutil
 import signal
 import sqlite3
