@@ -7,7 +7,9 @@ index database under a running watcher. One rule, used by every command that wri
 path the user gives:
 
 * nothing inside any configured config dir's ``projects/`` (Claude Code owns that tree,
-  and its retention sweep deletes from it);
+  and its retention sweep deletes from it); with ``whole_config_dir``, nothing inside
+  the config dir at all (the archive: Claude Code's housekeeping prunes many of its
+  folders, and a copy kept there is lost with the config dir);
 * not the index database, nor a file that belongs to it: ``<db>-wal``, ``<db>-shm``,
   ``<db>-journal``, ``<db>.<kind>.lock``, ``<db>.corrupt-…`` — any name in the
   database's directory that starts with the database's name and ``-`` or ``.``.
@@ -48,6 +50,7 @@ def write_target_problem(
     db_path: str | os.PathLike[str] | None,
     *,
     label: str = "output",
+    whole_config_dir: bool = False,
 ) -> str | None:
     """Why ``path`` must not be written (one line, naming ``label``), else None.
 
@@ -56,6 +59,12 @@ def write_target_problem(
     """
     target = os.path.realpath(os.path.abspath(os.fspath(path)))
     for root in roots:
+        config = os.path.realpath(os.path.abspath(root))
+        if whole_config_dir and _inside(target, config):
+            return (
+                f"{label} {os.fspath(path)} is inside the Claude config dir {config}; "
+                "choose a path outside it"
+            )
         projects = os.path.realpath(os.path.abspath(Path(root) / "projects"))
         if _inside(target, projects):
             return (

@@ -95,6 +95,7 @@ class _Subprocess:
                 "-v",
                 "--debounce",
                 str(debounce_ms),
+                "--no-archive",  # measure indexing; never archive a generated corpus
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -32,7 +32,22 @@ def describe_summary(summary: dict[str, Any]) -> str:
                 f"Claude Code skips its sweep of {item['config_dir']} "
                 f"({problem['problem']}: {problem['file']})"
             )
+    if "archive" in summary:
+        parts.append(describe_archive(summary["archive"]))
     return "; ".join(parts) + "; see `sessiondex cleanup`"
+
+
+def describe_archive(archive: dict[str, Any]) -> str:
+    """What the archive covers of the next days' deletions (``cleanup_summary``'s
+    ``archive``), for ``stats`` and ``cleanup``."""
+    text = (
+        f"archive: {archive['protected']} protected, {archive['at_risk']} at risk "
+        f"(deleted within {archive['window_days']} days, not archived"
+    )
+    text += "; `sessiondex archive` copies them)" if archive["at_risk"] else ")"
+    if archive["archived_only"]:
+        text += f", {archive['archived_only']} kept only in the archive"
+    return text + f", last archive run {archive['last_run'] or 'never'}"
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
@@ -40,7 +55,7 @@ def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
 
     return [
         [
-            e["title"],
+            e["title"] + (" [archived]" if e.get("archive") else ""),
             project_label(e),
             relative_time(e["last_activity"]),
             relative_time(e["mtime"]),
@@ -201,6 +216,7 @@ def cleanup(
         fresh_plan,
     )
     from sessiondex.cli.output import clean, clean_line, dumps
+    from sessiondex.query.cleanup import cleanup_summary
     from sessiondex.transcripts.tags import sanitize_tag
 
     fmt = "json" if as_json else fmt
@@ -217,10 +233,13 @@ def cleanup(
     db = state.fresh_db()
     plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
     result = plan.as_dict()
+    result["archive"] = cleanup_summary(db, roots, cwd, now=plan.now)["archive"]
     if fmt == "table":
         lines: list[str] = []
         for root in result["config_dirs"]:
             lines.extend(_render_root(root, do_apply, archive_dir, keep_tag))
+        archive_line = describe_archive(result["archive"])
+        lines.append(archive_line[0].upper() + archive_line[1:] + ".")
         if not do_apply and plan.to_delete:
             lines.append(
                 "Dry run: nothing was deleted. Run with --apply (and --archive DIR "

@@ -26,6 +26,7 @@ COMMANDS = {
     "resolve": "sessiondex.cli.query_cmds:resolve",
     "continue": "sessiondex.cli.query_cmds:continue_cmd",
     "resume": "sessiondex.cli.query_cmds:resume",
+    "pick": "sessiondex.cli.pick_cmd:pick",
     "show": "sessiondex.cli.show_cmds:show",
     "export": "sessiondex.cli.show_cmds:export",
     "rename": "sessiondex.cli.mutate_cmds:rename",
@@ -34,9 +35,14 @@ COMMANDS = {
     "fork": "sessiondex.cli.mutate_cmds:fork",
     "delete": "sessiondex.cli.mutate_cmds:delete",
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
+    "archive": "sessiondex.cli.archive_cmd:archive",
+    "restore": "sessiondex.cli.archive_cmd:restore",
     "config": "sessiondex.cli.config_cmd:config",
     "completion": "sessiondex.cli.config_cmd:completion",
     "serve": "sessiondex.cli.serve_cmd:serve",
+    "mcp": "sessiondex.cli.mcp_cmd:mcp",
+    "push": "sessiondex.cli.push_cmd:push",
+    "store": "sessiondex.cli.store_cmd:store",
 }
 
 
@@ -45,6 +51,11 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from sessiondex.cli.app import guarded_invoke
+
+        return guarded_invoke(ctx, super().invoke)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -143,3 +154,7 @@ def cli(
 
 def main(argv: list[str] | None = None) -> Any:
     return cli.main(args=argv, prog_name="sessiondex")
+
+
+if __name__ == "__main__":  # `python -m sessiondex.cli.main`: the job's fallback command
+    main()

@@ -104,7 +104,7 @@ def build_filters(
 ) -> Any:
     from sessiondex.query.filters import Filters, parse_since
 
-    scope = _configured_scope(scope)
+    scope = configured_scope(scope)
     if branch and current_branch:
         raise click.UsageError("--branch and --current-branch cannot be combined")
     if since:
@@ -125,21 +125,21 @@ def build_filters(
     )
 
 
-def _configured_scope(scope: str) -> str:
-    """``--scope`` as given, else the config file's scope, else the command's default
-    (the file is read when the option is absent, so --help keeps the true default)."""
+def configured_scope(scope: str) -> str:
+    """``--scope`` as given, else the config file's scope, else ``scope`` (the
+    command's default). The file is consulted here, not as the option's default, so
+    ``--help`` keeps showing the true default."""
     from click.core import ParameterSource
 
     from sessiondex.cli.settings import DEFAULT, current
 
     ctx = click.get_current_context(silent=True)
     settings = current()
-    if (
-        ctx is None
-        or settings is None
-        or ctx.get_parameter_source("scope") != ParameterSource.DEFAULT
-        or settings.source("scope") == DEFAULT
-    ):
+    given = ctx is not None and ctx.get_parameter_source("scope") not in (
+        None,
+        ParameterSource.DEFAULT,
+    )
+    if given or settings is None or settings.source("scope") == DEFAULT:
         return scope
     return str(settings["scope"])
 

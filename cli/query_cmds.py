@@ -40,23 +40,20 @@ def resolve_or_exit(
     """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3.
     With ``if_archived``, an ARG that only an archived session matches is exit 1 with
     ``if_archived(session)`` as the message (what to do instead), not "not found"."""
-    from sessiondex.query.resolve import Ambiguous, NotFound, resolve
+    from sessiondex.query.resolve import Ambiguous, NotFound
 
     state = app()
-    db = state.reading_db()
-    try:
-        return resolve(
-            db,
-            arg,
-            cwd=cwd,
-            roots=state.roots,
-            for_write=for_write,
-            include_archived=include_archived,
+    if for_write:
+        state.check_writable()
+    state.reading_db()
+    try:  # through the Index: it checks the session's own file first (read your writes)
+        return state.index.resolve(
+            arg, cwd=cwd, for_write=for_write, include_archived=include_archived
         )
     except NotFound as exc:
         if if_archived is not None and not include_archived:
             try:
-                found = resolve(db, arg, cwd=cwd, roots=state.roots, include_archived=True)
+                found = state.index.resolve(arg, cwd=cwd, include_archived=True)
             except (NotFound, Ambiguous):
                 found = None  # the first answer stands
             if found is not None and found.row.get("archived"):
@@ -188,10 +185,10 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
     from sessiondex.cli.settings import use_color
-    from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError, run_search
+    from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError
 
     filters = build_filters(**options)
-    db = app().reading_db()
+    index = app().reading_index()
     fmt = chosen_format(fmt, as_json)
     table = fmt == "table"
     highlight = table and use_color(sys.stdout.isatty())
@@ -200,7 +197,9 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     markers = HIGHLIGHT if highlight else ("[", "]")
     try:
         outcome = run_filters(
-            lambda: run_search(db, query, filters, raw=raw, markers=markers, elsewhere=table)
+            lambda: index.search_outcome(
+                query, raw=raw, markers=markers, elsewhere=table, filters=filters
+            )
         )
     except SearchSyntaxError as exc:
         raise CliError(clean(str(exc))) from None
@@ -399,13 +398,14 @@ def archived_advice(session: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.argument("arg", shell_complete=complete_session)
+@click.argument("arg", required=False, shell_complete=complete_session)
 @cwd_option
 @click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
-def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
+def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     """Resolve ARG, then run `claude --resume <id>` in the session's directory.
 
     If the recorded directory no longer exists, the current one is used (and said).
+    Without ARG, on a terminal, the picker (`sessiondex pick`) chooses the session.
     A session outside ~/.claude is resumed with CLAUDE_CONFIG_DIR set to its config
     dir, so Claude Code looks where the session is. An archived session cannot be
     resumed: `sessiondex restore ID` puts it back first.
@@ -414,9 +414,16 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
     Example:
         sessiondex resume "auth refactor"
         sessiondex resume 3f2a9c1e --dry-run
+        sessiondex resume
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
+
+    if arg is None:
+        from sessiondex.cli.options import configured_scope
+        from sessiondex.cli.pick_cmd import choose_session
+
+        arg = choose_session(cwd, scope=configured_scope("worktree"))["file_path"]
 
     found = resolve_or_exit(
         arg, cwd, if_archived=lambda session: f"session {archived_advice(session)}"

@@ -50,7 +50,7 @@ def _conversation_options(func: Any) -> Any:
     func = click.option(
         "--include-archived",
         is_flag=True,
-        help="Also find sessions archived by cleanup --archive (read from the archive).",
+        help="Also find archived sessions (sessiondex archive, cleanup --archive), read from the archive.",
     )(func)
     func = click.option(
         "--subagents",

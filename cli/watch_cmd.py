@@ -66,19 +66,29 @@ def _batch_line(report: Any) -> str:
     "network file systems.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log one line per applied batch to stderr.")
-def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: bool) -> None:
+@click.option(
+    "--no-archive",
+    is_flag=True,
+    help="Do not archive, at start and once a day, the sessions Claude Code's sweep "
+    "deletes within 3 days (see `sessiondex archive`).",
+)
+def watch(
+    debounce: int, max_latency: int, rescan: float, poll: bool, verbose: bool, no_archive: bool
+) -> None:
     """Keep the index live from file-system events until interrupted.
 
     Catches up first (whatever changed while no watcher ran), then applies each burst of
     changes to the transcripts within --max-latency. Only one watch may run per index;
     while it runs, reading commands skip their own refresh. Stop it with Ctrl-C or
     SIGTERM: the last batch is committed first. Transcripts are never modified.
+    At start and once a day it also runs `sessiondex archive` (unless --no-archive).
 
     \b
     Example:
         sessiondex watch -v
         sessiondex --config-dir ~/.claude watch --debounce 50 --rescan 600
     """
+    from sessiondex.cli.archive_cmd import watch_rescue
     from sessiondex.indexer.lock import AlreadyWatching, WatcherLock
     from sessiondex.indexer.watch import Watcher, WatchError
 
@@ -122,8 +132,12 @@ def watch(debounce: int, max_latency: int, rescan: float, poll: bool, verbose: b
                 f"watching {roots} with {watcher.observer_kind} events; index "
                 f"{state.database_path}; Ctrl-C to stop"
             )
+        rescue = None if no_archive else watch_rescue(state.index, log)
+        if rescue is not None:
+            rescue.poll()  # at start, then once a day
         while not stop.wait(_WAIT) and watcher.running:
-            pass
+            if rescue is not None:
+                rescue.poll()
     finally:
         watcher.stop()
         for sig, handler in previous.items():

@@ -12,6 +12,15 @@ The archive dirs are remembered in ``meta`` (``archive_dirs``, a JSON list) and 
 every :func:`sessiondex.indexer.refresh.refresh`; :func:`indexer.db.clear_index` keeps that key so
 ``index --rebuild`` does not forget them. Archives are write-once, so an unchanged
 archive (same mtime, inode and device) costs a stat.
+
+Versions: a session archived again after it changed (``sessiondex archive`` of a session
+that grew, or one restored, continued and expiring again) gets a new file beside the old
+one, ``<id>-2.tar.gz``, ``<id>-3.tar.gz``… (:mod:`sessiondex.transcripts.archive` never
+replaces an archive). Every version is indexed, and :func:`mark_newest` keeps exactly one
+row per session at ``archived = 1``, the newest by the archived transcript's mtime (then
+size, then the later ingest), across every archive dir; the others get ``archived = 2``
+and are never shown. Readers show the ``archived = 1`` row only while no live transcript
+of the session exists (``query/archives.py``).
 """
 
 from __future__ import annotations
@@ -26,12 +35,14 @@ import orjson
 from sqlite_utils import Database
 
 from sessiondex.indexer.ingest import apply_tail, remove_path
-from sessiondex.indexer.meta import get_meta, set_meta
+from sessiondex.indexer.meta import get_meta, immediate, set_meta
 from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 
 ARCHIVE_DIRS_KEY = "archive_dirs"
+# sessions.archived: 0 live, 1 the newest archived version, 2 an older version.
+NEWEST, SUPERSEDED = 1, 2
 
 
 def archive_dirs(db: Database) -> list[Path]:
@@ -51,7 +62,7 @@ def add_archive_dir(db: Database, directory: Path) -> Path:
     path = Path(os.path.abspath(directory))
     current = archive_dirs(db)
     if path not in current:
-        with db.atomic():
+        with immediate(db):
             set_meta(
                 db, ARCHIVE_DIRS_KEY, orjson.dumps([str(p) for p in [*current, path]]).decode()
             )
@@ -82,6 +93,13 @@ def iter_archives(directory: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 yield Path(entry.path), st
 
 
+def _archive_unchanged(db: Database, path: str, st: os.stat_result) -> bool:
+    stored = db.execute(
+        "SELECT mtime_ns, inode, device FROM files WHERE path = ?", [path]
+    ).fetchone()
+    return stored is not None and tuple(stored) == (st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
 def ingest_archive(
     db: Database,
     archive: Path,
@@ -99,15 +117,16 @@ def ingest_archive(
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
         return UNCHANGED
-    stored = db.execute(
-        "SELECT mtime_ns, inode, device FROM files WHERE path = ?", [path]
-    ).fetchone()
-    if stored is not None and tuple(stored) == (st.st_mtime_ns, st.st_ino, st.st_dev):
+    if _archive_unchanged(db, path, st):  # a hint read without the lock: only to skip
         stats.unchanged += 1
         return UNCHANGED
-    state = NEW if stored is None else REWRITTEN
     try:
-        with db.atomic():
+        with immediate(db):
+            stored = db.execute("SELECT 1 FROM files WHERE path = ?", [path]).fetchone()
+            if stored is not None and _archive_unchanged(db, path, st):
+                stats.unchanged += 1
+                return UNCHANGED
+            state = NEW if stored is None else REWRITTEN
             if stored is not None:
                 remove_path(db, path)  # with its subagent rows: re-read from scratch
             session_rowid: int | None = None
@@ -154,11 +173,32 @@ def ingest_archive(
                     )
             if session_rowid is None:
                 raise ArchiveError(f"{archive} holds no session transcript")
+            (session_id,) = db.execute(
+                "SELECT session_id FROM sessions WHERE id = ?", [session_rowid]
+            ).fetchone()
+            mark_newest(db, session_id)
     except ArchiveError as exc:
         stats.errors.append((path, str(exc)))
         return UNCHANGED
     setattr(stats, state, getattr(stats, state) + 1)
     return state
+
+
+def mark_newest(db: Database, session_id: str) -> None:
+    """Give exactly one archived row of ``session_id`` ``archived = 1``: the newest version
+    (archived transcript's mtime, then size, then the later ingest); the rest ``2``."""
+    newest = db.execute(
+        "SELECT id FROM sessions WHERE session_id = ? AND archived != 0"
+        " ORDER BY mtime_ns DESC, file_size DESC, id DESC LIMIT 1",
+        [session_id],
+    ).fetchone()
+    if newest is None:
+        return
+    db.execute(
+        "UPDATE sessions SET archived = CASE id WHEN ? THEN ? ELSE ? END"
+        " WHERE session_id = ? AND archived != 0",
+        [newest[0], NEWEST, SUPERSEDED, session_id],
+    )
 
 
 def refresh_archives(
@@ -171,10 +211,12 @@ def refresh_archives(
     """Bring every recorded archive dir's rows up to date (new, changed, vanished)."""
     for directory in directories if directories is not None else archive_dirs(db):
         found = dict(iter_archives(directory))
-        for (path,) in db.execute(
-            "SELECT path FROM files WHERE root = ? AND kind = 'main'", [str(directory)]
+        for path, session_id in db.execute(
+            "SELECT path, session_id FROM files WHERE root = ? AND kind = 'main'",
+            [str(directory)],
         ).fetchall():
             if Path(path) not in found and remove_path(db, path):
                 stats.removed += 1
+                mark_newest(db, session_id)  # an older version may be the newest now
         for archive, st in found.items():
             ingest_archive(db, archive, directory, stats, include_tools=include_tools, st=st)

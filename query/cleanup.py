@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.query.archives import archived_only, archived_paths, archived_version, last_run
 from sessiondex.query.sessions import activity_ms, display_title, iso_ms
 from sessiondex.transcripts.discover import TranscriptFile, iter_transcripts
 from sessiondex.transcripts.retention import (
@@ -74,6 +75,7 @@ class PlanEntry:
     protected: bool = False
     claude_code_deletes: bool = False
     exempt_reason: str | None = None
+    archive: str | None = None  # the archive already holding this exact version
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "mtime_ns"}
@@ -167,20 +169,15 @@ def _row(db: Database, tf: TranscriptFile) -> dict[str, Any] | None:
 
 def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> bool:
     """Whether ``archive_dir`` already holds this exact version of the session."""
-    return (
-        db.execute(
-            "SELECT 1 FROM sessions WHERE archived = 1 AND root = ? AND session_id = ?"
-            " AND project_key = ? AND file_size = ? AND abs(mtime_ns - ?) < 1000",
-            [
-                str(archive_dir),
-                entry.session_id,
-                entry.project_key,
-                entry.transcript_size,
-                entry.mtime_ns,
-            ],
-        ).fetchone()
-        is not None
+    found = archived_version(
+        db,
+        entry.session_id,
+        entry.project_key,
+        entry.transcript_size,
+        entry.mtime_ns,
+        archive_dir=str(archive_dir),
     )
+    return found is not None
 
 
 def _same_tag(tag: str | None, keep_tag: str) -> bool:
@@ -250,6 +247,7 @@ def plan_root(
             protected=_same_tag(row.get("tag"), keep),
             claude_code_deletes=theirs and exempt is None,
             exempt_reason=exempt,
+            archive=archived_version(db, tf.session_id, tf.project_key, tf.size, tf.mtime_ns),
         )
         if entry.claude_code_deletes:
             plan.claude_code_sessions += 1
@@ -297,13 +295,17 @@ def plan_cleanup(
 # --------------------------------------------------------------------------- list / stats
 
 
+# What the retention counts read of a live session.
+_COUNT_COLUMNS = "s.root, s.file_path, s.mtime_ns, s.file_size, s.entrypoint"
+
+
 def _rows_for_paths(db: Database, paths: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for start in range(0, len(paths), 500):
         chunk = paths[start : start + 500]
         cursor = db.execute(
-            "SELECT root, file_path, mtime_ns, file_size, entrypoint FROM sessions"
-            f" WHERE archived = 0 AND file_path IN ({', '.join('?' for _ in chunk)})",
+            f"SELECT {_COUNT_COLUMNS} FROM sessions s"
+            f" WHERE s.archived = 0 AND s.file_path IN ({', '.join('?' for _ in chunk)})",
             chunk,
         )
         names = [d[0] for d in cursor.description]
@@ -311,12 +313,17 @@ def _rows_for_paths(db: Database, paths: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _count_deleted_by(
-    rows: list[dict[str, Any]], cwd: str | None, now: float, horizon: float, managed: Path | None
-) -> tuple[int, int, dict[str, Retention]]:
-    """(sessions, bytes) among ``rows`` that Claude Code's sweep deletes by ``now + horizon``."""
-    retentions: dict[str, Retention] = {}
-    count = size = 0
+def _deleted_by(
+    rows: list[dict[str, Any]],
+    cwd: str | None,
+    now: float,
+    horizon: float,
+    managed: Path | None,
+    retentions: dict[str, Retention],
+) -> list[dict[str, Any]]:
+    """The ``rows`` Claude Code's sweep deletes by ``now + horizon`` (each config dir's
+    retention read once into ``retentions``)."""
+    doomed: list[dict[str, Any]] = []
     for row in rows:
         root = row["root"]
         if root not in retentions:
@@ -331,9 +338,8 @@ def _count_deleted_by(
             Path(row["file_path"]), row.get("entrypoint"), retention, mtime, now + horizon
         ):
             continue
-        count += 1
-        size += row["file_size"] or 0
-    return count, size, retentions
+        doomed.append(row)
+    return doomed
 
 
 def expiring_soon(
@@ -346,12 +352,13 @@ def expiring_soon(
     managed: Path | None = UNSET,
 ) -> int:
     """How many of these sessions Claude Code's sweep deletes within 3 days (already
-    expired ones included), for the warning under ``list``."""
+    expired ones included) with no archived copy of their current version, for the
+    warning under ``list``: an archived session loses nothing to the sweep."""
     del roots  # each row records its own config dir
     current = time.time() if now is None else now
     rows = _rows_for_paths(db, list(file_paths))
-    count, _, _ = _count_deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed)
-    return count
+    doomed = [r["file_path"] for r in _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, {})]
+    return len(doomed) - len(archived_paths(db, doomed))
 
 
 def cleanup_summary(
@@ -362,23 +369,35 @@ def cleanup_summary(
     now: float | None = None,
     managed: Path | None = UNSET,
 ) -> dict[str, Any]:
-    """Counts for ``stats``: what Claude Code's sweep deletes now and within 3 days."""
+    """Counts for ``stats`` and ``cleanup``: what Claude Code's sweep deletes now and
+    within 3 days, and what the archive covers of it (``archive``: ``protected``, doomed
+    within 3 days but archived as they are; ``at_risk``, doomed and not archived;
+    ``archived_only``, sessions the archive alone still holds; ``last_run``)."""
     current = time.time() if now is None else now
     texts = [str(r) for r in roots]
     cursor = db.execute(
-        "SELECT root, file_path, mtime_ns, file_size, entrypoint FROM sessions"
-        f" WHERE archived = 0 AND root IN ({', '.join('?' for _ in texts) or 'NULL'})",
+        f"SELECT {_COUNT_COLUMNS} FROM sessions s"
+        f" WHERE s.archived = 0 AND s.root IN ({', '.join('?' for _ in texts) or 'NULL'})",
         texts,
     )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
-    expired, expired_bytes, retentions = _count_deleted_by(rows, cwd, current, 0, managed)
-    soon, _, _ = _count_deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed)
+    retentions: dict[str, Retention] = {}
+    expired = _deleted_by(rows, cwd, current, 0, managed, retentions)
+    soon = _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, retentions)
     for root in texts:
         retentions.setdefault(root, read_retention(Path(root), cwd, managed))
+    protected = len(archived_paths(db, [row["file_path"] for row in soon]))
     return {
-        "expired_sessions": expired,
-        "expired_bytes": expired_bytes,
-        "expiring_within_3_days": soon - expired,
+        "expired_sessions": len(expired),
+        "expired_bytes": sum(row["file_size"] or 0 for row in expired),
+        "expiring_within_3_days": len(soon) - len(expired),
         "config_dirs": [{"config_dir": k, **v.as_dict()} for k, v in retentions.items()],
+        "archive": {
+            "protected": protected,
+            "at_risk": len(soon) - protected,
+            "window_days": SOON_DAYS,
+            "archived_only": archived_only(db),
+            "last_run": last_run(db),
+        },
     }

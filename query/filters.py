@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from sessiondex.query.archives import archived_sql
 from sessiondex.query.scopes import git_current_branch, resolve_cwd, scope_keys
 from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 from sessiondex.transcripts.keys import MAX_SANITIZED_LENGTH
@@ -16,12 +17,17 @@ _RELATIVE_RE = re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+def parse_duration(text: str) -> int | None:
+    """``7d``, ``12h``, ``2w``, ``30m``, ``45s`` → seconds; None for anything else."""
+    match = _RELATIVE_RE.match(text)
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()] if match else None
+
+
 def parse_since(text: str, now: float | None = None) -> int:
     """``7d``, ``12h``, ``2w``, ``30m``, ``2026-11-01`` or an ISO time → epoch ms."""
-    match = _RELATIVE_RE.match(text)
+    seconds = parse_duration(text)
     current = time.time() if now is None else now
-    if match:
-        seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
+    if seconds is not None:
         return int((current - seconds) * 1000)
     value = text.strip()
     if value.endswith(("Z", "z")):
@@ -91,6 +97,5 @@ class Filters:
             clauses.append(VISIBLE_SQL)
             if not self.include_hidden:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
-        if not self.include_archived:
-            clauses.append("s.archived = 0")
+        clauses.append(archived_sql(self.include_archived))
         return (" AND ".join(clauses) or "1"), params

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.query.archives import archived_sql
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
@@ -66,7 +67,7 @@ def sessions_for_pr(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Sessions linked to ``pr`` (any project), newest first, and those that only
     mention it: one PR is the same PR wherever the session ran."""
-    archived = "" if include_archived else " AND s.archived = 0"
+    archived = " AND " + archived_sql(include_archived)
     found: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     for table in PR_TABLES:

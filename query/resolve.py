@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState
+from sessiondex.query.archives import archived_sql
 from sessiondex.query.filters import keys_sql
 from sessiondex.query.scopes import resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
@@ -141,7 +142,7 @@ def _other_directory_note(session: dict[str, Any]) -> str:
 
 
 def _by_id(db: Database, session_id: str, keys: list[str], include_archived: bool) -> Resolution:
-    archived = "" if include_archived else " AND s.archived = 0"
+    archived = " AND " + archived_sql(include_archived)
     rows = select_rows(db, f"s.session_id = ? AND s.raw_message_count > 0{archived}", [session_id])
     if not rows:
         rows = select_rows(
@@ -169,8 +170,7 @@ def _by_id(db: Database, session_id: str, keys: list[str], include_archived: boo
 
 def _scope_rows(db: Database, keys: list[str], include_archived: bool) -> list[dict[str, Any]]:
     where, params = keys_sql(keys)
-    if not include_archived:
-        where += " AND s.archived = 0"
+    where += " AND " + archived_sql(include_archived)
     return select_rows(db, where, params)
 
 
@@ -230,7 +230,7 @@ def _by_prefix(
 ) -> Resolution | None:
     local = [r for r in repo_rows if r["session_id"].lower().startswith(prefix)]
     if not local:
-        archived = "" if include_archived else " AND s.archived = 0"
+        archived = " AND " + archived_sql(include_archived)
         local = select_rows(
             db,
             f"lower(s.session_id) LIKE ? ESCAPE '\\'{archived}",

@@ -55,15 +55,34 @@ def is_hidden(row: dict[str, Any]) -> bool:
     )
 
 
+def _stored_object(raw: Any) -> dict[str, Any] | None:
+    """A row's stored object, or None when it is missing or cannot be the contract's
+    object (undecodable, not an object, keys missing): the index is derived, so a
+    damaged value is rebuilt from the row rather than failing the command."""
+    if not raw:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(value, dict) or not all(k in value for k in SESSION_FIELDS):
+        return None
+    return value
+
+
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Session objects for rows: the stored JSON, built afresh only where missing, with
-    the resume command finished for this reader (:func:`finish_resume_commands`)."""
-    missing = [r for r in rows if not r.get("object_json")]
+    """Session objects for rows: the stored JSON, built afresh where missing or damaged,
+    with the resume command finished for this reader (:func:`finish_resume_commands`)."""
+    stored = {id(r): _stored_object(r.get("object_json")) for r in rows}
+    missing = [r for r in rows if stored[id(r)] is None]
     if missing and "file_size" not in missing[0]:  # lean listing rows: load them whole
         ids = ", ".join(str(int(r["id"])) for r in missing)
         missing = select_rows(db, f"s.id IN ({ids})")
     built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    objects = [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"]) for r in rows]
+    objects = []
+    for r in rows:
+        obj = stored[id(r)]
+        objects.append(obj if obj is not None else built[r["id"]])
     finish_resume_commands(objects, [bool(r.get("archived")) for r in rows])
     return objects
 
@@ -82,7 +101,11 @@ def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[boo
     restore`` puts it back), and a session outside ``~/.claude`` needs
     ``CLAUDE_CONFIG_DIR``."""
     default = str(default_config_dir())
+    done: set[int] = set()  # a row listed twice shares its built object: finish it once
     for obj, gone in zip(objects, archived):
+        if id(obj) in done:
+            continue
+        done.add(id(obj))
         if gone:
             obj["resume_command"] = None
             continue

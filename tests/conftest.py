@@ -23,5 +23,8 @@ def _isolated_environment(tmp_path_factory, monkeypatch) -> None:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    # the default archive dir and the archive job's unit files
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     for name in ("CLAUDE_CONFIG_DIR", "SESSIONDEX_DB", "CLAUDE_CODE_PROJECT_DIR_NAME"):
         monkeypatch.delenv(name, raising=False)

@@ -98,6 +98,7 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("continue", ["continue", "--cwd", SHOP, "--json"], (0,)),
     ("continue", ["continue", "--cwd", SHOP, "--print-mode"], (0,)),
     ("resume", ["resume", AUTH_ID, "--cwd", SHOP, "--dry-run"], (0,)),
+    ("pick", ["pick", "--cwd", SHOP], (2,)),  # no terminal here: refuses in one line
     *[
         (
             "show",
@@ -139,7 +140,11 @@ def _fill(args: list[str], fx: Fixture) -> list[str]:
 
 def test_every_command_is_covered() -> None:
     """A command added to the CLI must be added here too (reading or mutation list)."""
-    covered = {c for c, _, _ in READ_RUNS} | set(MUTATIONS) | {"watch", "serve"}
+    # mcp: tests/test_mcp.py calls every read tool and checks the same snapshot; push and
+    # store (the PostgreSQL team store): tests/test_store_push.py
+    # ::test_push_leaves_the_transcripts_alone, against a real server
+    covered = {c for c, _, _ in READ_RUNS} | set(MUTATIONS)
+    covered |= {"watch", "serve", "mcp", "push", "store"}
     assert set(COMMANDS) <= covered, set(COMMANDS) - covered
 
 
@@ -300,7 +305,7 @@ APPENDING = {
     "tag": (_tag, b'"tag":"reviewed"'),
     "untag": (_untag, b'"tag":""'),
 }
-MUTATIONS = [*APPENDING, "fork", "delete", "cleanup"]
+MUTATIONS = [*APPENDING, "fork", "delete", "cleanup", "archive", "restore"]
 
 
 @pytest.mark.parametrize("command", sorted(APPENDING))
@@ -357,5 +362,25 @@ def test_cleanup_apply_with_nothing_expired_changes_nothing(tmp_path: Path) -> N
     fx = Fixture(tmp_path)
     before = snapshot(fx.config)
     result = fx.run("cleanup", "--apply", "--days", "36500", "--json")
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert snapshot(fx.config) == before
+
+
+def test_archive_writes_nothing_and_restore_puts_back_exactly_its_session(
+    tmp_path: Path,
+) -> None:
+    """``archive`` (every session, with a window of a century) leaves the tree as it was;
+    after a ``delete``, ``restore`` brings back exactly that session's files, bytes and
+    mtimes."""
+    skip_unless_built("restore")
+    fx = Fixture(tmp_path)
+    before = snapshot(fx.config)
+    for args in (["--dry-run"], ["--json"]):
+        result = fx.run("archive", "--expiring-within", "5200w", *args)
+        assert result.exit_code == 0, (result.output, result.exception)
+        assert snapshot(fx.config) == before
+    assert fx.run("delete", WITH_SUBAGENTS, "--yes", "--cwd", SHOP).exit_code == 0
+    assert snapshot(fx.config) != before
+    result = fx.run("restore", WITH_SUBAGENTS)
     assert result.exit_code == 0, (result.output, result.exception)
     assert snapshot(fx.config) == before

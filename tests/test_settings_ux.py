@@ -250,3 +250,22 @@ def test_show_pages_like_git_log(world: World, tmp_path: Path, name: str, colour
     assert text.splitlines()[0] == ("LESS=FRX" if name == "less" else "LESS=")
     assert "work on Auth refactor" in text
     assert ("\x1b[" in text) is coloured
+
+
+@pytest.mark.parametrize(("argv", "scope"), [(["pick"], "all"), (["resume"], "all")])
+def test_the_picker_opens_in_the_files_scope(
+    clean_file: World, monkeypatch: pytest.MonkeyPatch, argv: list[str], scope: str
+) -> None:
+    import sessiondex.cli.pick_cmd as pick_cmd
+
+    seen: list[str] = []
+
+    def choose(cwd: str | None, **options: Any) -> dict[str, Any]:
+        seen.append(options["scope"])
+        raise SystemExit(1)
+
+    monkeypatch.setattr(pick_cmd, "choose_session", choose)
+    clean_file.write(f'scope = "{scope}"\n')
+    clean_file.run(*argv)
+    clean_file.run("pick", "--scope", "worktree")
+    assert seen == [scope, "worktree"]

@@ -154,6 +154,13 @@ def test_search_typo_falls_back_to_close_titles(web: Web) -> None:
     assert web.tree.auth_id in _session_links(page) and "closest titles" in page
 
 
+def test_search_says_when_no_session_has_every_word(web: Web) -> None:
+    # Labelled as the CLI labels them: the web view reads the same search outcome.
+    page = web.get("/search?q=heartbeat+zeppelin")
+    assert "No session has all of: heartbeat, zeppelin; best partial matches:" in page
+    assert web.tree.auth_id in _session_links(page)
+
+
 # ----------------------------------------------------------------- session
 def test_session_page_shows_conversation_and_metadata(web: Web) -> None:
     t = web.tree

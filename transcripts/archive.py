@@ -16,7 +16,9 @@ has no random access, which costs nothing here: the transcript is read whole any
 
 An archive is written to a temporary name, read back in full (gzip CRC, then every
 member compared byte for byte with the file on disk), and only then given its final
-name, never over an existing archive. Nothing here deletes anything but our own
+name, never over an existing archive: a later version of the same session is
+``<id>-2.tar.gz``, ``<id>-3.tar.gz``… :func:`restore_session_archive` puts a session back
+into a config dir, byte for byte and with its mtimes, never over an existing file. Nothing here deletes anything but our own
 temporary files: a run killed mid-archive leaves its ``.<id>.<random>.tmp`` behind, and
 :func:`remove_stale_temps` (called by the next ``cleanup --archive``) removes those.
 """
@@ -57,6 +59,10 @@ STALE_TEMP_SECONDS = 600
 
 class ArchiveError(Exception):
     """Writing or verifying an archive failed; the message says why, in one line."""
+
+
+class RestoreRefused(ArchiveError):
+    """Restoring would replace something on disk; nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -200,8 +206,12 @@ def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
             ):
                 for entry in entries:
                     info = tar.gettarinfo(str(entry.path), arcname=entry.arcname)
-                    # Sub-second mtime: PAX stores a float; Claude Code's sweep keys on it.
+                    # Sub-second mtime (Claude Code's sweep keys on it): the PAX header
+                    # holds it as an exact decimal (a float would lose the nanoseconds).
                     info.mtime = entry.st.st_mtime_ns / 1e9
+                    if entry.st.st_mtime_ns >= 0:
+                        seconds, ns = divmod(entry.st.st_mtime_ns, 10**9)
+                        info.pax_headers = {**info.pax_headers, "mtime": f"{seconds}.{ns:09d}"}
                     if info.isreg():
                         with open(entry.path, "rb") as source:
                             tar.addfile(info, source)
@@ -264,6 +274,16 @@ def remove_stale_temps(
     return removed
 
 
+def member_mtime_ns(member: tarfile.TarInfo) -> int:
+    """A member's mtime in nanoseconds, exact from its PAX decimal when there is one
+    (tarfile's own ``mtime`` is a float)."""
+    text = member.pax_headers.get("mtime", "")
+    whole, _, fraction = text.partition(".")
+    if whole.isdigit() and (fraction == "" or fraction.isdigit()):
+        return int(whole) * 10**9 + int((fraction + "000000000")[:9])
+    return int(member.mtime * 1e9)
+
+
 def _layout(name: str) -> tuple[str, str, str, str | None] | None:
     """``(kind, project_key, session_id, agent_id)`` for a transcript member name."""
     parts = name.split("/")
@@ -306,11 +326,155 @@ def read_archive(archive: Path) -> Iterator[ArchivedTranscript]:
                         sid,
                         agent,
                         member.size,
-                        int(member.mtime * 1e9),
+                        member_mtime_ns(member),
                         spool,
                     )
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise ArchiveError(f"cannot read {archive}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- restore
+
+
+@dataclass
+class RestoredSession:
+    """Where :func:`restore_session_archive` put a session back."""
+
+    session_id: str
+    project_key: str
+    transcript: Path
+    folder: Path | None  # None when the archive held no ``<id>/`` folder
+    mtime_ns: int
+
+
+def _restore_plan(tar: tarfile.TarFile, archive: Path) -> tuple[str, str, list[tarfile.TarInfo]]:
+    """(project_key, session_id, members) of a session archive; every member must be the
+    transcript or lie inside its ``<id>/`` folder (nothing else is ever extracted)."""
+    members = tar.getmembers()  # reads to the end: the gzip CRC is checked
+    main = next((m for m in members if m.isreg() and _layout(m.name)), None)
+    layout = _layout(main.name) if main is not None else None
+    if main is None or layout is None or layout[0] != MAIN:
+        raise ArchiveError(f"{archive} holds no session transcript")
+    _, key, sid, _ = layout
+    prefix = f"projects/{key}/{sid}"
+    for member in members:
+        parts = member.name.split("/")
+        if any(p in ("", ".", "..") for p in parts) or not (
+            member.name in (prefix, prefix + ".jsonl") or member.name.startswith(prefix + "/")
+        ):
+            raise ArchiveError(f"{archive}: unexpected member {member.name}")
+    return key, sid, members
+
+
+def _extract_member(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
+    """One regular file or link at ``target`` (which must not exist), as archived."""
+    if member.issym():
+        os.symlink(member.linkname, target)
+        return
+    source = tar.extractfile(member)
+    if source is None:
+        raise ArchiveError(f"cannot read {member.name}")
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, member.mode & 0o777 or 0o600)
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(source, out, CHUNK)
+        out.flush()
+        os.fsync(out.fileno())
+    mtime_ns = member_mtime_ns(member)
+    os.utime(target, ns=(mtime_ns, mtime_ns))
+
+
+def _extract_folder(
+    tar: tarfile.TarFile, members: list[tarfile.TarInfo], prefix: str, staging: Path
+) -> None:
+    """The ``<id>/`` folder's members into ``staging`` (an empty directory that becomes
+    the folder); directory mtimes are set last, deepest first (writing into a directory
+    changes its mtime)."""
+    dirs: list[tuple[Path, tarfile.TarInfo]] = []
+    for member in members:
+        relative = member.name[len(prefix) + 1 :]
+        target = staging / relative if relative else staging
+        if member.isdir():
+            target.mkdir(parents=True, exist_ok=True)
+            dirs.append((target, member))
+        elif member.isreg() or member.issym():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _extract_member(tar, member, target)
+    for target, member in sorted(dirs, key=lambda d: len(d[0].parts), reverse=True):
+        os.chmod(target, member.mode & 0o777 or 0o700)
+        mtime_ns = member_mtime_ns(member)
+        os.utime(target, ns=(mtime_ns, mtime_ns))
+
+
+def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
+    """Put the session in ``archive`` back into ``config_dir/projects/<key>/``: the
+    transcript and its ``<id>/`` folder byte for byte, with their archived mtimes (so the
+    restored session is exactly the archived version, and counts as archived).
+
+    Never replaces anything: refused (:class:`RestoreRefused`) when ``<id>.jsonl`` or
+    ``<id>/`` exists, or the project dir is a symlink. The folder is extracted under a
+    temporary name and renamed; the transcript comes last, through a temporary file
+    compared with the archive and hard-linked into place (which fails rather than
+    replace a file that appeared meanwhile): readers see the session whole or not at all.
+    """
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            key, sid, members = _restore_plan(tar, archive)
+            prefix = f"projects/{key}/{sid}"
+            project_dir = Path(config_dir) / "projects" / key
+            transcript = project_dir / f"{sid}.jsonl"
+            folder = project_dir / sid
+            for path in (project_dir, project_dir.parent):
+                if os.path.islink(path):
+                    raise RestoreRefused(f"{path} is a symlink; nothing restored")
+            for path in (transcript, folder):
+                if os.path.lexists(path):
+                    raise RestoreRefused(f"{path} already exists; nothing restored")
+            project_dir.mkdir(parents=True, exist_ok=True)
+            main = next(m for m in members if m.name == prefix + ".jsonl")
+            inside = [m for m in members if m.name == prefix or m.name.startswith(prefix + "/")]
+            restored_folder: Path | None = None
+            tmp = project_dir / f".{sid}.{os.urandom(4).hex()}.tmp"
+            try:
+                link = next((m for m in inside if m.name == prefix and m.issym()), None)
+                if link is not None:  # a symlinked folder was stored as the link itself
+                    _extract_member(tar, link, folder)
+                    restored_folder = folder
+                elif inside:
+                    staging = Path(tempfile.mkdtemp(prefix=f".{sid}.", dir=project_dir))
+                    try:
+                        _extract_folder(tar, inside, prefix, staging)
+                        if os.path.lexists(folder):
+                            raise RestoreRefused(f"{folder} appeared meanwhile; nothing restored")
+                        os.rename(staging, folder)
+                    except BaseException:
+                        shutil.rmtree(staging, ignore_errors=True)
+                        raise
+                    restored_folder = folder
+                _extract_member(tar, main, tmp)
+                check = tar.extractfile(main)
+                if check is None or not _same_bytes(check, tmp, main.size):
+                    raise ArchiveError(f"{tmp} does not match {archive} after writing")
+                try:
+                    os.link(tmp, transcript)
+                except FileExistsError:
+                    raise RestoreRefused(
+                        f"{transcript} appeared meanwhile; nothing restored"
+                    ) from None
+            except BaseException:
+                if restored_folder is not None and os.path.islink(restored_folder):
+                    os.unlink(restored_folder)
+                elif restored_folder is not None:
+                    shutil.rmtree(restored_folder, ignore_errors=True)
+                raise
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+            _fsync_dir(project_dir)
+            return RestoredSession(
+                sid, key, transcript, restored_folder, os.lstat(transcript).st_mtime_ns
+            )
+    except (OSError, EOFError, tarfile.TarError) as exc:
+        raise ArchiveError(f"cannot restore from {archive}: {exc}") from None
 
 
 def extract_for_reading(archive: Path, dest: Path) -> Path:

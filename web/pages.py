@@ -9,7 +9,6 @@ the sessions, titles and order the CLI's ``list --scope all`` shows.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -31,8 +30,6 @@ SEARCH_LIMIT = 50
 FACET_SIZE = 12
 HOME_FILTERS = ("project", "branch", "tag", "pr", "since")
 DATE_BUCKETS = (("1d", "last 24 hours", 1), ("7d", "last 7 days", 7), ("30d", "last 30 days", 30))
-#: ``owner/repo#123`` (or ``group/sub/project#123``): a PR named the way people write it.
-PR_SHORTHAND = re.compile(r"\A\s*([A-Za-z0-9_.][\w.-]*(?:/[A-Za-z0-9_.][\w.-]*)+)#(\d{1,20})\s*\Z")
 
 
 class PageNotFound(Exception):
@@ -327,36 +324,23 @@ def search(index: Index, args: Mapping[str, str], now: float | None = None) -> d
     out: dict[str, Any] = {"q": query, "raw": raw, "rows": [], "mode": "empty", "error": None}
     if not query:
         return out
-    shorthand = None if raw else PR_SHORTHAND.match(query)
-    if shorthand:
-        repository, number = shorthand.group(1).lower(), int(shorthand.group(2))
-        linked = [
-            s
-            for s in index.from_pr(None, scope="all")
-            if any(
-                (p.get("repository") or "").lower() == repository and p.get("number") == number
-                for p in s.get("pr_links") or []
-            )
-        ]
-        url_of = _urls(linked)
-        out["rows"] = [_with_how(to_row(s, now, url_of(s)), "linked") for s in linked[:limit]]
-        out["mode"] = "pr"
-        return out
+    from sessiondex.query.search import FUZZY, PARTIAL
+
     try:
-        found = index.search(
+        outcome = index.search_outcome(
             query, raw=raw, scope="all", limit=limit, markers=(MARK_START, MARK_END)
         )
     except ValueError as exc:  # a --raw query FTS5 cannot parse
         out["error"] = str(exc)
         out["mode"] = "error"
         return out
+    found = outcome.rows
     url_of = _urls(found)
-    if found and all(s.get("score") is None for s in found):  # a PR URL: linked, mentioned
+    if found and all(s.get("matched_by") in ("pr-link", "pr-mention") for s in found):
+        # A PR URL or owner/repo#N: linked sessions, then the ones that mention it.
         out["mode"] = "pr"
-        out["rows"] = [
-            _with_how(to_row(s, now, url_of(s)), str(s.get("snippet") or "").split(":", 1)[0])
-            for s in found
-        ]
+        how = {"pr-link": "linked", "pr-mention": "mentioned"}
+        out["rows"] = [_with_how(to_row(s, now, url_of(s)), how[s["matched_by"]]) for s in found]
         return out
     hits = index.message_hits(query, [s["file_path"] for s in found], raw=raw)
     rows = []
@@ -372,11 +356,8 @@ def search(index: Index, args: Mapping[str, str], now: float | None = None) -> d
         row.snippet = mark_snippet(str(session.get("snippet") or ""), MARK_START, MARK_END)
         rows.append(row)
     out["rows"] = rows
-    out["mode"] = (
-        "fuzzy"
-        if rows and not any(MARK_START in (s.get("snippet") or "") for s in found)
-        else "text"
-    )
+    out["mode"] = {FUZZY: "fuzzy", PARTIAL: "partial"}.get(outcome.kind, "text")
+    out["words"] = outcome.words
     return out
 
 

@@ -1,0 +1,320 @@
+"""Rescue sessions before Claude Code's sweep deletes them: ``archive``, ``restore``, and
+the daily run ``watch`` performs.
+
+``archive`` copies (verified, compressed: :mod:`sessiondex.transcripts.archive`) every
+session Claude Code's retention sweep will delete within a window, already expired ones
+included, and changes nothing in the config dir. Which sessions those are is the
+cleanup plan's rule (:func:`sessiondex.query.cleanup.plan_cleanup`, asked about
+``now + window``): the same settings files and precedence, invalid values skip the sweep,
+desktop sessions are exempt, and the transcript's mtime is what counts. A session whose
+current version (size and mtime) is already in an archive dir is not archived again; one
+that changed gets a new version beside the old one, and the index shows the newest
+(``indexer/archive_ingest.py``). The rules are in ``docs/retention.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sessiondex.actions.cleanup import fresh_plan
+from sessiondex.actions.paths import write_target_problem
+from sessiondex.query.archives import LAST_RUN_KEY, live_transcripts, newest_archive
+from sessiondex.query.cleanup import PlanEntry
+from sessiondex.query.sessions import iso_ms
+from sessiondex.transcripts.discover import MAIN, describe_path
+from sessiondex.transcripts.retention import DAY, UNSET, read_retention
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+DEFAULT_WINDOW = 3 * DAY
+ARCHIVED, ALREADY, PLANNED, SKIPPED, FAILED = (
+    "archived",
+    "already-archived",
+    "would-archive",
+    "skipped",
+    "failed",
+)
+
+
+def default_archive_dir(environ: dict[str, str] | None = None) -> Path:
+    """``$XDG_DATA_HOME/sessiondex/archive`` (``~/.local/share/…``): data, not cache (an
+    archive may be the only copy left), beside sessiondex's other files and never inside
+    a Claude config dir."""
+    env = os.environ if environ is None else environ
+    data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "sessiondex" / "archive"
+
+
+def archive_dir_problem(
+    directory: Path, roots: Iterable[Path], db_path: str | os.PathLike[str] | None
+) -> str | None:
+    """Why ``directory`` cannot hold the archive, else None: the output-path rule of
+    :mod:`sessiondex.actions.paths`, widened to the whole config dir."""
+    problem = write_target_problem(
+        directory, roots, db_path, label="archive dir", whole_config_dir=True
+    )
+    if problem is None and os.path.exists(directory) and not os.path.isdir(directory):
+        problem = f"archive dir {directory} is a file, not a directory"
+    return problem
+
+
+@dataclass
+class ArchiveResult:
+    """What happened to one session the sweep will delete within the window."""
+
+    session_id: str
+    config_dir: str
+    project_key: str
+    file_path: str
+    title: str
+    cwd: str | None
+    mtime: str | None
+    size: int
+    status: str  # archived / already-archived / would-archive / skipped / failed
+    archive: str | None = None
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ArchiveRun:
+    """One ``archive`` run: where, for which window, and each session's result."""
+
+    now: float
+    archive_dir: str
+    window: float  # seconds
+    dry_run: bool
+    config_dirs: list[dict[str, Any]]
+    results: list[ArchiveResult] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+    def as_dict(self) -> dict[str, Any]:
+        statuses = (ARCHIVED, ALREADY, PLANNED, SKIPPED, FAILED)
+        return {
+            "now": iso_ms(int(self.now * 1000)),
+            "archive_dir": self.archive_dir,
+            "expiring_within_days": self.window / DAY,
+            "dry_run": self.dry_run,
+            "config_dirs": self.config_dirs,
+            "results": [r.as_dict() for r in self.results],
+            "totals": {s.replace("-", "_"): self.count(s) for s in statuses},
+        }
+
+
+def _result(entry: PlanEntry, status: str, **extra: Any) -> ArchiveResult:
+    return ArchiveResult(
+        entry.session_id,
+        entry.config_dir,
+        entry.project_key,
+        entry.file_path,
+        entry.title,
+        entry.cwd,
+        entry.mtime,
+        entry.size,
+        status,
+        **extra,
+    )
+
+
+def _archive_one(
+    db: Database, entry: PlanEntry, roots: list[Path], directory: Path
+) -> ArchiveResult:
+    from sessiondex.indexer.archive_ingest import ingest_archive
+    from sessiondex.indexer.ingest import include_tools_setting
+    from sessiondex.indexer.stats import RefreshStats
+    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
+
+    tf = describe_path(Path(entry.file_path), roots)
+    if tf is None or tf.kind != MAIN:
+        return _result(entry, SKIPPED, message="gone, or not a regular transcript in projects/")
+    if (tf.size, tf.mtime_ns) != (entry.transcript_size, entry.mtime_ns):
+        return _result(entry, SKIPPED, message="written since the plan; no longer expiring")
+    try:
+        archive = write_session_archive(tf, directory)
+    except ArchiveError as exc:
+        return _result(entry, FAILED, message=str(exc))
+    stats = RefreshStats()
+    ingest_archive(db, archive, directory, stats, include_tools=include_tools_setting(db))
+    if stats.errors:
+        return _result(entry, FAILED, archive=str(archive), message=stats.errors[0][1])
+    return _result(entry, ARCHIVED, archive=str(archive))
+
+
+def archive_expiring(
+    db: Database,
+    roots: list[Path],
+    *,
+    archive_dir: Path | None = None,
+    window: float = DEFAULT_WINDOW,
+    db_path: str | os.PathLike[str] | None = None,
+    cwd: str | None = None,
+    now: float | None = None,
+    dry_run: bool = False,
+    managed: Path | None = UNSET,
+    on_result: Callable[[ArchiveResult], None] | None = None,
+) -> ArchiveRun:
+    """Archive every session Claude Code's sweep deletes by ``now + window`` (already
+    expired ones included) that is not archived as it is now. Writes only into
+    ``archive_dir`` (default :func:`default_archive_dir`) and the index; raises
+    ValueError when the archive dir is not allowed. ``cwd`` is where Claude Code will
+    start (its project settings may set the period), as for ``cleanup``."""
+    from sessiondex.indexer.archive_ingest import add_archive_dir
+    from sessiondex.indexer.meta import set_meta
+    from sessiondex.transcripts.archive import remove_stale_temps
+
+    current = time.time() if now is None else now
+    directory = Path(os.path.abspath(archive_dir or default_archive_dir()))
+    problem = archive_dir_problem(directory, roots, db_path)
+    if problem:
+        raise ValueError(problem)
+    plan = fresh_plan(db, roots, cwd=cwd, now=current + window, managed=managed)
+    run = ArchiveRun(
+        current,
+        str(directory),
+        window,
+        dry_run,
+        [{"config_dir": r.config_dir, **r.retention.as_dict()} for r in plan.roots],
+    )
+    prepared = False
+    # With no --days, a root plan's ``expired`` is exactly what the sweep deletes by then
+    # (keep-tagged sessions included: the sweep ignores tags); exempt ones are apart.
+    for entry in [e for r in plan.roots for e in r.expired]:
+        if entry.archive is not None:
+            result = _result(entry, ALREADY, archive=entry.archive)
+        elif dry_run:
+            result = _result(entry, PLANNED)
+        else:
+            if not prepared:
+                directory.mkdir(parents=True, exist_ok=True)
+                remove_stale_temps(directory)  # what a killed earlier run left behind
+                add_archive_dir(db, directory)  # indexed from now on, also after a rebuild
+                prepared = True
+            try:
+                result = _archive_one(db, entry, roots, directory)
+            except OSError as exc:  # a vanished file, a permission: this session only
+                result = _result(entry, FAILED, message=str(exc.strerror or exc))
+        run.results.append(result)
+        if on_result is not None:
+            on_result(result)
+    stamp = iso_ms(int(current * 1000))
+    if not dry_run and stamp is not None:
+        with db.atomic():
+            set_meta(db, LAST_RUN_KEY, stamp)
+    return run
+
+
+# --------------------------------------------------------------------------- restore
+
+
+@dataclass
+class RestoreResult:
+    """A session put back from its archive."""
+
+    session_id: str
+    archive: str
+    transcript: str
+    folder: str | None
+    expired: bool  # its archived mtime is past cleanupPeriodDays: the next sweep takes it
+    days: int | None  # the config dir's cleanupPeriodDays (None: the sweep is skipped)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _restore_root(roots: list[Path], project_key: str) -> Path:
+    """The config dir a session goes back to: the first configured one that still has
+    its project dir, else the first one (the archive does not record the config dir;
+    with one config dir, the usual case, this is always where it came from)."""
+    for root in roots:
+        if (root / "projects" / project_key).is_dir():
+            return root
+    return roots[0]
+
+
+def restore(
+    db: Database, session_id: str, roots: list[Path], *, now: float | None = None
+) -> RestoreResult:
+    """Put the newest archived version of ``session_id`` back into its project dir, byte
+    for byte (its archived mtimes too), and index it live. Raises
+    :class:`~sessiondex.query.resolve.NotFound` when no archive holds the session, and
+    :class:`~sessiondex.transcripts.archive.RestoreRefused` (nothing written) when a
+    transcript of the session exists, there or anywhere the index knows."""
+    from sessiondex.indexer.ingest import include_tools_setting, ingest_file
+    from sessiondex.indexer.refresh import ingest_path
+    from sessiondex.indexer.stats import RefreshStats
+    from sessiondex.query.resolve import NotFound
+    from sessiondex.transcripts.archive import RestoreRefused, restore_session_archive
+    from sessiondex.transcripts.discover import iter_subagent_files
+
+    if not roots:
+        raise RestoreRefused("no config dir to restore into")
+    row = newest_archive(db, session_id.strip())
+    if row is None:
+        raise NotFound(f"No archived session with ID: {session_id}")
+    live = live_transcripts(db, row["session_id"])
+    if live:
+        raise RestoreRefused(
+            f"session {row['session_id']} is not gone: its transcript is {live[0]}; "
+            "nothing restored"
+        )
+    root = _restore_root(roots, row["project_key"])
+    restored = restore_session_archive(Path(row["file_path"]), root)
+    stats = RefreshStats()
+    ingest_path(db, str(restored.transcript), roots, stats)
+    tools = include_tools_setting(db)
+    for sub in iter_subagent_files(root, restored.project_key, restored.session_id):
+        ingest_file(db, sub, stats, include_tools=tools)
+    retention = read_retention(root)
+    current = time.time() if now is None else now
+    expired = (
+        retention.days is not None and restored.mtime_ns / 1e9 < current - retention.days * DAY
+    )
+    return RestoreResult(
+        restored.session_id,
+        row["file_path"],
+        str(restored.transcript),
+        str(restored.folder) if restored.folder is not None else None,
+        expired,
+        retention.days,
+    )
+
+
+# --------------------------------------------------------------------------- schedule
+
+
+class Daily:
+    """Calls ``job`` at the first :meth:`poll` and again whenever ``interval`` seconds
+    have passed by ``clock`` since the last call: ``watch`` polls it from its main loop,
+    so a user who keeps ``watch`` running is rescued at start and once a day. The
+    clock is injectable (tests advance a fake one instead of waiting a day)."""
+
+    def __init__(
+        self,
+        job: Callable[[], object],
+        *,
+        interval: float = DAY,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.job = job
+        self.interval = interval
+        self.clock = clock
+        self.last: float | None = None
+
+    def poll(self) -> bool:
+        """Run the job if it is due; whether it ran."""
+        now = self.clock()
+        if self.last is not None and now - self.last < self.interval:
+            return False
+        self.last = now
+        self.job()
+        return True

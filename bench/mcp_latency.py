@@ -1,0 +1,201 @@
+"""``search_sessions`` round trip over MCP stdio (goal: p95 ≤ 50 ms).
+
+``python -m bench.mcp_latency [--sessions 2000] [--corpus DIR] [--calls 200] [--out FILE]``
+
+Generates (or reuses) the bench corpus (``bench/corpus.py``; 2,000 sessions is the goal
+corpus, ``--sessions N`` a smaller or larger one with the same shape), builds its index
+once, then starts ``sessiondex mcp`` as Claude Code does (a subprocess on stdio) and
+times ``tools/call search_sessions`` from the ``mcp`` SDK's own stdio client: the time
+from sending the request to having the parsed result, for a rotation of words (planted
+words in a known set of sessions, topic words in a quarter of them, general words in
+nearly all), ``limit`` 10 as a model calls it.
+
+Two modes, both reported:
+
+* ``refresh`` — no watcher: the server applies the CLI's rule and brings the index up to
+  date before every answer (a stat of every transcript; most of the time at 2,000
+  sessions).
+* ``watch`` — a ``sessiondex watch`` keeps the index live, so answers skip the refresh:
+  the setup the README recommends for a long-lived server.
+
+The first answer of each mode is checked against ``sessiondex.Index.search`` for the same
+question (same sessions, same order). Every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from bench.runner import DEFAULT_CORPUS, ensure_corpus
+from bench.watch_latency import _percentile, _Subprocess
+
+GOAL_P95_MS = 50.0
+DEFAULT_CALLS = 200
+WARMUP_CALLS = 10
+CALL_TIMEOUT = 30.0
+WORDS = [
+    "thornwhistle",
+    "kubectl",
+    "stripe refund",
+    "obsidianfjord",
+    "database",
+    "timeout",
+    "zephyrquartz",
+    "postgres vacuum",
+    "react hydration",
+    "tokio",
+]
+SERVER = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def corpus_params(sessions: int) -> dict[str, Any]:
+    """The default corpus's shape, scaled to ``sessions`` (same size per session)."""
+    if sessions == DEFAULT_CORPUS["sessions"]:
+        return dict(DEFAULT_CORPUS)
+    scale = sessions / DEFAULT_CORPUS["sessions"]
+    return {
+        "sessions": sessions,
+        "projects": max(
+            2, min(DEFAULT_CORPUS["projects"], round(DEFAULT_CORPUS["projects"] * scale))
+        ),
+        "size_mb": round(DEFAULT_CORPUS["size_mb"] * scale, 1),
+        "seed": DEFAULT_CORPUS["seed"],
+    }
+
+
+async def _time_calls(config: Path, db: Path, calls: int) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from sessiondex import Index
+
+    params = StdioServerParameters(
+        command=SERVER[0],
+        args=[*SERVER[1:], "--config-dir", str(config), "--db", str(db), "mcp"],
+        cwd=str(REPO_ROOT),
+    )
+    samples: list[float] = []
+    errors = 0
+    with open(db.parent / "mcp.stderr", "a") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                first = await session.call_tool("search_sessions", {"query": WORDS[0], "limit": 10})
+                got = [s["session_id"] for s in json.loads(first.content[0].text)["sessions"]]  # type: ignore[union-attr]
+                with Index(db, [config], refresh=False) as index:
+                    want = [s["session_id"] for s in index.search(WORDS[0], scope="all", limit=10)]
+                for number in range(WARMUP_CALLS + calls):
+                    word = WORDS[number % len(WORDS)]
+                    started = time.perf_counter()
+                    with anyio.fail_after(CALL_TIMEOUT):
+                        result = await session.call_tool(
+                            "search_sessions", {"query": word, "limit": 10}
+                        )
+                    elapsed = (time.perf_counter() - started) * 1000
+                    errors += bool(getattr(result, "is_error", True))
+                    if number >= WARMUP_CALLS:
+                        samples.append(elapsed)
+    ordered = sorted(samples)
+    p95 = _percentile(ordered, 0.95)
+    return {
+        "calls": len(samples),
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(p95, 2),
+        "max_ms": round(ordered[-1], 2),
+        "errors": errors,
+        "same_answer_as_library": got == want,
+        "goal_p95_ms": GOAL_P95_MS,
+        "met": p95 <= GOAL_P95_MS,
+    }
+
+
+def measure(config: Path, workdir: Path, calls: int, modes: list[str]) -> dict[str, Any]:
+    db = workdir / "index.db"
+    started = time.perf_counter()
+    subprocess.run(
+        [*SERVER, "--config-dir", str(config), "--db", str(db), "index"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=1800,
+    )
+    results: dict[str, Any] = {"index_build_s": round(time.perf_counter() - started, 2)}
+    for mode in modes:
+        watcher = None
+        if mode == "watch":
+            watcher = _Subprocess(config, db, 100)
+            watcher.wait_ready()
+        try:
+            results[mode] = anyio.run(_time_calls, config, db, calls)
+        finally:
+            if watcher is not None:
+                watcher.stop()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.mcp_latency", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--sessions",
+        type=int,
+        default=DEFAULT_CORPUS["sessions"],
+        help="corpus size (default 2000, the goal corpus)",
+    )
+    ap.add_argument(
+        "--corpus", type=Path, default=None, help="a generated corpus dir (skips generation)"
+    )
+    ap.add_argument("--calls", type=int, default=DEFAULT_CALLS, help="timed calls per mode")
+    ap.add_argument("--mode", choices=["both", "refresh", "watch"], default="both")
+    ap.add_argument("--workdir", type=Path, default=None, help="scratch dir for the index")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "out" / "mcp_latency.json")
+    opts = ap.parse_args(argv)
+    if not 1 <= opts.calls <= 100_000 or opts.sessions < 1:
+        ap.error("--calls must be 1-100000 and --sessions at least 1")
+    config = opts.corpus or ensure_corpus(corpus_params(opts.sessions))
+    modes = ["refresh", "watch"] if opts.mode == "both" else [opts.mode]
+    with tempfile.TemporaryDirectory(dir=opts.workdir) as scratch:
+        results = measure(Path(config), Path(scratch), opts.calls, modes)
+    report = {
+        "figure": "search_sessions round trip over MCP stdio",
+        "corpus": str(config),
+        "sessions": opts.sessions if opts.corpus is None else None,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        **results,
+    }
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(
+        f"search_sessions over stdio, {report['corpus']} (index built in {results['index_build_s']} s)"
+    )
+    print(
+        f"{'mode':8} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  goal p95 ≤ {GOAL_P95_MS:g} ms"
+    )
+    failed = False
+    for mode in modes:
+        row = results[mode]
+        failed |= bool(row["errors"]) or not row["same_answer_as_library"]
+        print(
+            f"{mode:8} {row['calls']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['max_ms']:>8}"
+            f"  {'met' if row['met'] else 'not met'}"
+            + ("" if row["same_answer_as_library"] else "  (answer differs from the library!)")
+            + (f"  ({row['errors']} error results)" if row["errors"] else "")
+        )
+    print(f"written to {opts.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""``sessiondex mcp``: serve the index to Claude Code over the Model Context Protocol."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import click
+
+from sessiondex.cli.app import CliError, app
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+
+
+class AddressError(click.ClickException):
+    """A refused --http address: one ``Error:`` line, exit 2 (a usage error)."""
+
+    exit_code = 2
+
+
+@click.command()
+@click.option(
+    "--cwd",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Answer as if asked from DIR (default: the directory the server starts in, "
+    "which is the project Claude Code runs in).",
+)
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Also offer rename_session and tag_session (they append the records Claude "
+    "Code reads). Without it the server only reads.",
+)
+@click.option(
+    "--http",
+    "http",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP on HOST:PORT (a loopback address only, e.g. "
+    "127.0.0.1:8765) instead of stdio.",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=2_000, max=1_000_000),
+    default=20_000,
+    show_default=True,
+    help="Cap on every answer's size; longer answers are paged or cut with a marker.",
+)
+def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -> None:
+    """Serve the session history to Claude Code (or any MCP client) over the Model
+    Context Protocol: tools to search, list, resolve and read past sessions and find the
+    sessions behind a PR, and a session://{id} resource with a session's Markdown.
+
+    Speaks MCP on stdin/stdout (logs go to stderr) unless --http. Answers come from the
+    index, refreshed before each answer as the reading commands refresh (or kept live by
+    `sessiondex watch`); only transcripts under the config dirs are read.
+
+    \b
+    Example:
+        claude mcp add sessiondex -- sessiondex mcp
+        claude mcp add sessiondex -- sessiondex mcp --allow-writes
+        sessiondex mcp --http 127.0.0.1:8765
+    """
+    try:
+        from sessiondex.mcp_server.server import parse_loopback, serve
+        from sessiondex.mcp_server.service import Settings
+    except ImportError as exc:
+        raise CliError(
+            f"the MCP server needs the mcp extra ({exc.name or exc}): pip install 'sessiondex[mcp]'"
+        ) from None
+    address = None
+    if http is not None:
+        try:
+            address = parse_loopback(http)
+        except ValueError as exc:
+            raise AddressError(str(exc)) from None
+    state = app()
+    state.warn_missing_roots()
+    settings = Settings(
+        cwd=os.path.abspath(cwd) if cwd else os.getcwd(),
+        allow_writes=allow_writes,
+        max_chars=max_chars,
+    )
+
+    def open_index() -> Index:
+        from sessiondex.index import Index
+
+        return Index(state.db_path, state.config_dirs or None, refresh=not state.no_refresh)
+
+    serve(open_index, settings, address)

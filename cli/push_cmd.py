@@ -1,0 +1,160 @@
+"""``push``: copy local transcripts, redacted, into the PostgreSQL team store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sessiondex.cli.app import CliError, app
+from sessiondex.cli.output import clean_line, emit_object, human_size
+
+
+def _summary_line(stats: dict[str, Any], dry_run: bool) -> str:
+    redactions = ", ".join(f"{k} {v}" for k, v in sorted(stats["redactions"].items()))
+    verb = "would send" if dry_run else "sent"
+    line = (
+        f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
+        f"{stats['rewritten']} rewritten, {stats['unchanged']} unchanged; "
+        f"{stats['sessions']} sessions, {stats['entries']} entries {verb}"
+        + (f" ({stats['duplicates']} already in the store)" if stats["duplicates"] else "")
+        + f", {human_size(stats['bytes_read'])} read, "
+        f"{sum(stats['redactions'].values())} secrets redacted"
+        + (f" ({redactions})" if redactions else "")
+        + f", {stats['tool_outputs_omitted']} tool outputs left out"
+        + (f", {stats['bad_lines']} bad lines" if stats["bad_lines"] else "")
+        + f", {stats['seconds']:.2f}s"
+    )
+    return line
+
+
+def _project_keys(projects: tuple[str, ...], roots: list[Path]) -> set[str] | None:
+    """``--project`` values as project keys: a directory (the sessions started there,
+    named as Claude Code names their folder; it need not exist any more) or a project
+    folder's own name. A value that names no project folder is an error: a typo should
+    not push nothing quietly."""
+    if not projects:
+        return None
+    from sessiondex.transcripts.keys import project_keys_for_directory
+
+    keys: set[str] = set()
+    for value in projects:
+        candidates = [value] if "/" not in value else []
+        candidates += project_keys_for_directory(value)
+        found = [k for k in candidates if any((r / "projects" / k).is_dir() for r in roots)]
+        if not found:
+            raise CliError(f"--project {value!r}: no sessions started there")
+        keys.update(found)
+    return keys
+
+
+@click.command()
+@click.option("--to", "dsn", required=True, metavar="DSN", help="postgresql://… of the team store.")
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    metavar="DIR",
+    help="Only sessions started in DIR (repeatable); a project folder name works too.",
+)
+@click.option(
+    "--since",
+    default=None,
+    metavar="WHEN",
+    help="Only transcripts modified since WHEN (7d, 2026-11-01).",
+)
+@click.option(
+    "--with-tools",
+    is_flag=True,
+    help="Also send tool outputs (left out by default: most of the bytes, most of the secrets).",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would be sent; send nothing.")
+@click.option(
+    "--show-redactions",
+    is_flag=True,
+    help="List each redaction (kind and a masked preview, never the secret).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def push(
+    dsn: str,
+    projects: tuple[str, ...],
+    since: str | None,
+    with_tools: bool,
+    dry_run: bool,
+    show_redactions: bool,
+    as_json: bool,
+) -> None:
+    """Copy local transcripts, redacted, into the PostgreSQL team store.
+
+    Sends only what the store does not have yet (appended lines; a rewritten file
+    again), so running it twice, or from two machines at once, stores every line
+    once. Secrets (cloud keys, tokens, JWTs, private keys, password assignments,
+    random-looking values in env lines) are replaced by [REDACTED:kind] before they
+    leave; tool outputs stay home unless --with-tools. Everyone with the DSN sees
+    everything pushed.
+
+    \b
+    Example:
+        sessiondex push --to postgresql://db.internal/team --dry-run --show-redactions
+        sessiondex push --to postgresql://db.internal/team --project ~/code/shop --since 30d
+    """
+    from sessiondex.store import MissingDriver, require_driver
+    from sessiondex.store.dsn import hide_password, is_postgres_dsn
+
+    if not is_postgres_dsn(dsn):
+        raise click.BadParameter("expected a postgresql:// URL", param_hint="--to")
+    try:
+        require_driver()
+    except MissingDriver as exc:
+        raise CliError(str(exc)) from None
+    import psycopg
+
+    from sessiondex.store.push import PushOptions, run_push
+    from sessiondex.store.schema import SchemaTooNew
+
+    state = app()
+    since_ms = None
+    if since is not None:
+        from sessiondex.query.filters import parse_since
+
+        try:
+            since_ms = parse_since(since)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--since") from None
+    options = PushOptions(
+        roots=state.roots,
+        project_keys=_project_keys(projects, state.roots),
+        since_ms=since_ms,
+        with_tools=with_tools,
+        dry_run=dry_run,
+        show_redactions=show_redactions,
+    )
+    state.warn_missing_roots()
+    bar = None
+    progress = None
+    if sys.stderr.isatty():
+        bar = click.progressbar(length=1, label="Pushing", file=sys.stderr)
+        bar.__enter__()
+
+        def progress(done: int, total: int) -> None:
+            assert bar is not None
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
+
+    try:
+        stats = run_push(dsn, options, progress)
+    except (psycopg.Error, SchemaTooNew) as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(f"team store {hide_password(dsn)}: {message}") from None
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    for path, offset, finding in stats.findings:
+        click.echo(
+            f"{clean_line(path)} byte {offset}: {finding.kind} {finding.preview}", err=as_json
+        )
+    summary = stats.as_dict()
+    summary["dry_run"] = dry_run
+    emit_object(summary, "json" if as_json else "table", text=_summary_line(summary, dry_run))

@@ -1,0 +1,611 @@
+"""What the MCP tools answer, as plain synchronous calls on one :class:`sessiondex.Index`.
+
+This module knows nothing of the protocol (``server.py`` maps it onto the SDK): each
+method takes already type-checked arguments, checks what a JSON schema cannot say (an
+empty query, a relative directory, a transcript path outside the config dirs), asks the
+``Index`` and shapes a bounded answer for a model to read:
+
+* every answer is at most ``max_chars`` characters (default 20,000): listings drop their
+  last rows and say how many; ``read_session`` pages by turns and says which ``offset``
+  comes next; one long message is cut with a marker, so a transcript never arrives whole;
+* every failure a caller can cause is a :class:`UserError` with one clear sentence; the
+  server turns it into an error result (``isError``), never into a dead server;
+* the ``Index`` is refreshed before every answer by its own rule (a cheap incremental
+  pass, skipped while ``sessiondex watch`` keeps the index live), as each CLI command is.
+
+It is not thread-safe: the server calls it from one worker thread (SQLite handles belong
+to the thread that opened them).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+    from sessiondex.render.conversation import Conversation
+
+log = logging.getLogger("sessiondex.mcp")
+
+T = TypeVar("T")
+
+DEFAULT_MAX_CHARS = 20_000
+MIN_MAX_CHARS = 2_000
+SNIPPETS_PER_SESSION = 3
+TOOL_TEXT_CHARS = 600  # one tool call or result inside read_session(include_tools=true)
+RESOURCE_LIST_LIMIT = 50
+# C0 controls other than tab and newline, DEL, C1 controls, bidi overrides: a transcript
+# may hold terminal escapes; a model gains nothing from them.
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+class UserError(Exception):
+    """A bad argument or a question with no answer: one sentence for the caller."""
+
+
+@dataclass
+class Settings:
+    """How the server answers: the directory questions are asked from (the project Claude
+    Code started the server in), whether write tools exist, and the size cap."""
+
+    cwd: str
+    allow_writes: bool = False
+    max_chars: int = DEFAULT_MAX_CHARS
+
+    @property
+    def message_chars(self) -> int:
+        """The longest one message may be inside a ``read_session`` page."""
+        return max(500, self.max_chars // 4)
+
+
+class SessionService:
+    """The tools' answers over one lazily opened ``Index`` (see the module docstring)."""
+
+    def __init__(self, open_index: Callable[[], Index], settings: Settings) -> None:
+        self._open_index = open_index
+        self.settings = settings
+        self._index: Index | None = None
+
+    # ------------------------------------------------------------------ plumbing
+    def index(self) -> Index:
+        """The ``Index``, opened on first use and brought up to date for this answer."""
+        if self._index is None:
+            self._index = self._open_index()
+        self._index.renew()
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            try:
+                self._index.close()
+            finally:
+                self._index = None
+
+    def answer(self, name: str, call: Callable[[], T]) -> T:
+        """Run one tool's work; every failure leaves as a :class:`UserError`.
+
+        A database or file failure also drops the open ``Index`` so the next call opens
+        it afresh (a repaired or replaced index is then picked up, and a failure in the
+        middle of a refresh is not left in a half-open handle)."""
+        from sessiondex.actions.mutations import MutationError
+        from sessiondex.query.resolve import Ambiguous, NotFound
+
+        try:
+            return call()
+        except UserError:
+            raise
+        except Ambiguous as exc:
+            raise UserError(
+                f"{exc}; say which one by ID: "
+                + "; ".join(_candidate_line(c) for c in exc.candidates[:10])
+            ) from None
+        except NotFound as exc:
+            hint = f" Closest titles: {', '.join(exc.suggestions)}." if exc.suggestions else ""
+            raise UserError(f"{exc}.{hint}".replace("..", ".")) from None
+        except sqlite3.Error as exc:
+            log.warning("%s: the index failed: %r", name, exc)
+            self.close()
+            raise UserError(
+                f"the index could not answer ({type(exc).__name__}: {exc}); try again, or run"
+                " `sessiondex index` in a terminal"
+            ) from None
+        except OSError as exc:  # a transcript (or the index file) vanished or is unreadable
+            log.warning("%s: %r", name, exc)
+            self.close()
+            raise UserError(
+                f"could not read {exc.filename or 'a file'}: {exc.strerror or exc}"
+            ) from None
+        except (ValueError, MutationError) as exc:  # a bad since, PR text, name or tag
+            raise UserError(str(exc)) from None
+        except Exception as exc:  # a bug: logged with its traceback, the server goes on
+            log.exception("%s failed", name)
+            self.close()
+            raise UserError(f"internal error in {name}: {type(exc).__name__}: {exc}") from None
+
+    def _cwd(self, cwd: str | None) -> str:
+        if cwd is None:
+            return self.settings.cwd
+        if "\x00" in cwd or not os.path.isabs(os.path.expanduser(cwd)):
+            raise UserError(f"cwd must be an absolute directory path, not {cwd!r}")
+        return os.path.normpath(os.path.expanduser(cwd))
+
+    def _inside_roots(self, path: str) -> bool:
+        """True when ``path`` (links resolved) lies in a config dir's ``projects/``."""
+        assert self._index is not None
+        try:
+            real = Path(os.path.realpath(path))
+        except (OSError, ValueError):
+            return False
+        for root in self._index.roots:
+            projects = Path(os.path.realpath(root / "projects"))
+            if real == projects or projects in real.parents:
+                return True
+        return False
+
+    def _check_ref(self, ref: str) -> str:
+        """A session reference as ``resolve`` takes it; a path must lie in a config dir."""
+        text = ref.strip()
+        if not text:
+            raise UserError("ref is empty: give a session ID, an ID prefix, a name or a path")
+        if "\x00" in text:
+            raise UserError("ref cannot contain a NUL character")
+        # A path is what ``resolve`` reads as one (``….jsonl``) or anything naming a file
+        # that exists; a name may contain "/" ("feat/login plan") and is not a path.
+        path = os.path.abspath(os.path.expanduser(text))
+        if text.endswith(".jsonl") or _exists(path):
+            index = self.index()
+            if not self._inside_roots(path):
+                roots = ", ".join(str(r / "projects") for r in index.roots)
+                raise UserError(
+                    f"refusing {ref!r}: this server reads only transcripts under {roots}"
+                )
+        return ref
+
+    def _checked_session(self, session: dict[str, Any]) -> dict[str, Any]:
+        """Defence in depth: whatever resolved, it must be a transcript in a config dir."""
+        if not self._inside_roots(session["file_path"]):
+            raise UserError(
+                f"refusing session {session['session_id']}: its transcript is outside the"
+                " configured config dirs"
+            )
+        return session
+
+    def _dump(self, answer: dict[str, Any], rows_key: str | None = None) -> str:
+        """JSON text within ``max_chars``: rows are dropped from the end (and counted in
+        ``truncated``) until it fits; a single oversized field is cut as a last resort."""
+        text = _json(answer)
+        rows = answer.get(rows_key) if rows_key else None
+        if isinstance(rows, list) and len(text) > self.settings.max_chars:
+            total = len(rows)
+            while rows and len(text) > self.settings.max_chars:
+                rows.pop()
+                answer["truncated"] = (
+                    f"{total - len(rows)} of {total} rows left out to stay within"
+                    f" {self.settings.max_chars} characters; ask for fewer (limit) or narrow"
+                    " the question"
+                )
+                text = _json(answer)
+        if len(text) > self.settings.max_chars:
+            text = cut(text, self.settings.max_chars)
+        return text
+
+    # ------------------------------------------------------------------ tools
+    def search_sessions(
+        self,
+        query: str,
+        scope: str = "all",
+        cwd: str | None = None,
+        branch: str | None = None,
+        since: str | None = None,
+        limit: int = 10,
+    ) -> str:
+        text = query.strip()
+        if not text:
+            raise UserError("query is empty: give words to look for, or a PR/MR URL")
+
+        def run() -> str:
+            index = self.index()
+            hits = index.search(
+                text,
+                scope=scope,
+                cwd=self._cwd(cwd),
+                branch=branch or None,
+                since=since or None,
+                limit=limit,
+            )
+            snippets = index.message_snippets(
+                text, [h["file_path"] for h in hits], per_session=SNIPPETS_PER_SESSION
+            )
+            sessions = []
+            for hit in hits:
+                row = summary(hit)
+                if hit.get("matched_by"):  # when the search layer says how it matched
+                    row["matched_by"] = hit["matched_by"]
+                row["snippet"] = hit.get("snippet")
+                row["snippets"] = snippets.get(hit["file_path"], [])
+                row["resume_command"] = hit.get("resume_command")
+                sessions.append(row)
+            answer: dict[str, Any] = {"query": text, "scope": scope, "count": len(sessions)}
+            if not sessions:
+                answer["note"] = "no session matches; try other words or scope='all'"
+            answer["sessions"] = sessions
+            return self._dump(answer, "sessions")
+
+        return self.answer("search_sessions", run)
+
+    def list_sessions(
+        self,
+        scope: str = "repo",
+        cwd: str | None = None,
+        branch: str | None = None,
+        since: str | None = None,
+        limit: int = 20,
+    ) -> str:
+        def run() -> str:
+            rows = self.index().list(
+                scope=scope,
+                cwd=self._cwd(cwd),
+                branch=branch or None,
+                since=since or None,
+                limit=limit,
+            )
+            sessions = [{**summary(r), "resume_command": r.get("resume_command")} for r in rows]
+            answer: dict[str, Any] = {"scope": scope, "count": len(sessions)}
+            answer["sessions"] = sessions
+            return self._dump(answer, "sessions")
+
+        return self.answer("list_sessions", run)
+
+    def resolve_session(self, ref: str, cwd: str | None = None) -> str:
+        from sessiondex.query.resolve import Ambiguous
+
+        def run() -> str:
+            self._check_ref(ref)
+            try:
+                found = self.index().resolve(ref, cwd=self._cwd(cwd))
+            except Ambiguous as exc:
+                return self._dump(
+                    {
+                        "status": "ambiguous",
+                        "message": f"{exc}; call again with one candidate's session_id",
+                        "candidates": [summary(c) for c in exc.candidates],
+                    },
+                    "candidates",
+                )
+            session = self._checked_session(found.session)
+            answer = {
+                "status": "found",
+                "matched_by": found.matched_by,
+                "session": {
+                    **summary(session),
+                    "first_prompt": _clip(session.get("first_prompt"), 300),
+                    "pr_links": [link["url"] for link in session.get("pr_links") or []],
+                    "forked_from": session.get("forked_from"),
+                    "resume_command": session.get("resume_command"),
+                },
+                "notes": found.notes,
+            }
+            return self._dump(answer)
+
+        return self.answer("resolve_session", run)
+
+    def sessions_for_pr(self, pr: str, cwd: str | None = None, limit: int = 20) -> str:
+        text = pr.strip()
+        if not text:
+            raise UserError("pr is empty: give a number (42), a URL or owner/repo#42")
+
+        def run() -> str:
+            index = self.index()
+            here = self._cwd(cwd)
+            shorthand = _SHORTHAND_RE.match(text)
+            if shorthand:
+                repository, number = shorthand.group(1).lower(), int(shorthand.group(2))
+                rows = [
+                    r
+                    for r in index.from_pr(None, scope="all", cwd=here)
+                    if any(
+                        (link.get("repository") or "").lower() == repository
+                        and link.get("number") == number
+                        for link in r.get("pr_links") or []
+                    )
+                ]
+                how = f"sessions linked to {repository}#{number}, in every project"
+            elif text.lstrip("#").isdigit():
+                rows = index.from_pr(text, scope="repo", cwd=here)
+                how = f"sessions linked to PR #{text.lstrip('#')} in this repository's worktrees"
+            else:
+                rows = index.from_pr(text, scope="all", cwd=here)
+                how = "sessions linked to that PR/MR URL, in every project"
+            sessions = [
+                {
+                    **summary(r),
+                    "pr_links": [link["url"] for link in r.get("pr_links") or []],
+                    "resume_command": r.get("resume_command"),
+                }
+                for r in rows[:limit]
+            ]
+            answer: dict[str, Any] = {"pr": text, "how": how, "count": len(sessions)}
+            if len(rows) > limit:
+                answer["more"] = f"{len(rows) - limit} more; raise limit to see them"
+            answer["sessions"] = sessions
+            return self._dump(answer, "sessions")
+
+        return self.answer("sessions_for_pr", run)
+
+    def read_session(
+        self,
+        ref: str,
+        around_message: str | None = None,
+        offset: int = 0,
+        limit: int = 40,
+        include_tools: bool = False,
+        cwd: str | None = None,
+    ) -> str:
+        def run() -> str:
+            self._check_ref(ref)
+            conversation = self.index().conversation(ref, cwd=self._cwd(cwd))
+            self._checked_session(conversation.session)
+            return self._page(conversation, around_message, offset, limit, include_tools)
+
+        return self.answer("read_session", run)
+
+    def rename_session(self, ref: str, name: str, cwd: str | None = None) -> str:
+        if not name.strip():
+            raise UserError("name is empty")
+
+        def run() -> str:
+            self._check_ref(ref)
+            result = self.index().rename(ref, name, cwd=self._cwd(cwd))
+            return self._mutation(result)
+
+        return self.answer("rename_session", run)
+
+    def tag_session(self, ref: str, tag: str, cwd: str | None = None) -> str:
+        def run() -> str:
+            self._check_ref(ref)
+            index = self.index()
+            if tag.strip():
+                result = index.tag(ref, tag, cwd=self._cwd(cwd))
+            else:
+                result = index.untag(ref, cwd=self._cwd(cwd))
+            return self._mutation(result)
+
+        return self.answer("tag_session", run)
+
+    def session_markdown(self, session_id: str) -> str:
+        """The ``session://{id}`` resource: the conversation as Markdown, capped."""
+
+        def run() -> str:
+            self._check_ref(session_id)
+            index = self.index()
+            found = index.resolve(session_id, cwd=self.settings.cwd)
+            session = self._checked_session(found.session)
+            text = index.show(session["session_id"], format="md", cwd=self.settings.cwd)
+            if len(text) > self.settings.max_chars:
+                text = cut(
+                    text,
+                    self.settings.max_chars,
+                    marker=f"\n\n[… cut at {self.settings.max_chars} of {len(text)} characters;"
+                    f" page through the session with the read_session tool"
+                    f" (ref={session['session_id']}, offset=…)]",
+                )
+            return text
+
+        return self.answer("session resource", run)
+
+    def recent_sessions(self) -> list[dict[str, Any]]:
+        """The newest sessions everywhere, for the resource list."""
+        return self.answer(
+            "resources/list",
+            lambda: [
+                summary(r)
+                for r in self.index().list(
+                    scope="all", cwd=self.settings.cwd, limit=RESOURCE_LIST_LIMIT
+                )
+            ],
+        )
+
+    # ------------------------------------------------------------------ helpers
+    def _mutation(self, result: Any) -> str:
+        session = result.session or {}
+        return self._dump(
+            {
+                "done": result.action,
+                "session_id": result.session_id,
+                "title": session.get("title"),
+                "tag": session.get("tag"),
+                "notes": result.notes,
+            }
+        )
+
+    def _page(
+        self,
+        conversation: Conversation,
+        around_message: str | None,
+        offset: int,
+        limit: int,
+        include_tools: bool,
+    ) -> str:
+        turns, where = _turns(conversation, include_tools, self.settings.message_chars)
+        session = conversation.session
+        if around_message:
+            key = around_message.strip()
+            if key not in where:
+                raise UserError(
+                    f"message {key} is not on the live branch of session"
+                    f" {session['session_id']} (it may be on a rewound branch or in a"
+                    " subagent); read without around_message"
+                )
+            offset = max(0, where[key] - limit // 2)
+        total = len(turns)
+        header = [
+            f"session {session['session_id']} · {_clean(session.get('title') or '')}",
+            f"project: {session.get('cwd') or '?'} · branch: {session.get('git_branch') or '-'}"
+            f" · last activity: {session.get('last_activity') or '?'}",
+            f"resume: {session.get('resume_command') or '-'}",
+        ]
+        if offset >= total:
+            header.append(f"turns: none at offset {offset}; the session has {total} turns")
+            return "\n".join(header) + "\n"
+        budget = self.settings.max_chars - sum(len(h) + 1 for h in header) - 200
+        shown: list[str] = []
+        end = offset
+        for turn in turns[offset : offset + limit]:
+            block = turn.text()
+            if shown and len(block) + sum(len(s) for s in shown) > budget:
+                break
+            shown.append(block)
+            end += 1
+        header.append(
+            f"turns {offset}–{end - 1} of {total}"
+            + (f" (centred on message {around_message.strip()})" if around_message else "")
+        )
+        footer = (
+            f"[more: call read_session with ref={session['session_id']} offset={end}]"
+            if end < total
+            else "[end of session]"
+        )
+        text = "\n".join(header) + "\n\n" + "\n".join(shown) + "\n" + footer + "\n"
+        return text if len(text) <= self.settings.max_chars else cut(text, self.settings.max_chars)
+
+
+@dataclass
+class Turn:
+    """One shown turn of ``read_session``: a message (with its UUID) or a compaction."""
+
+    index: int
+    role: str
+    uuid: str | None
+    timestamp: str | None
+    body: str
+
+    def text(self) -> str:
+        head = f"[{self.index}] {self.role}"
+        if self.timestamp:
+            head += f" · {self.timestamp}"
+        if self.uuid:
+            head += f" · uuid {self.uuid}"
+        return f"{head}\n{self.body}\n"
+
+
+def _turns(
+    conversation: Conversation, include_tools: bool, message_chars: int
+) -> tuple[list[Turn], dict[str, int]]:
+    """The live branch as turns, and every entry UUID on it → the turn that shows it.
+
+    Display merges several transcript entries into one turn (one assistant response
+    written as one line per block; parallel tool results), and a search hit names the
+    entry, so each entry on the chain maps to the turn at or before it."""
+    from sessiondex.render.conversation import Message
+
+    turns: list[Turn] = []
+    item_turn: dict[str, int] = {}  # first uuid of a display item → its turn
+    # One item at a time (the renderer streams the transcript), each body cut at once:
+    # memory follows the number of turns, not the transcript's size.
+    for item in conversation.iter_items():
+        if not isinstance(item, Message):
+            turns.append(Turn(len(turns), "compaction", None, _stamp(item.timestamp), item.text))
+            continue
+        parts: list[str] = []
+        for block in item.blocks:
+            if block.kind == "text" and block.text.strip():
+                parts.append(block.text)
+            elif include_tools and block.kind == "tool_use":
+                parts.append(
+                    f"[tool call {block.name}] {_clip(' '.join(block.text.split()), TOOL_TEXT_CHARS)}"
+                )
+            elif include_tools and block.kind == "tool_result":
+                label = "tool error" if block.is_error else "tool result"
+                parts.append(f"[{label}] {_clip(block.text, TOOL_TEXT_CHARS)}")
+        if not parts or (item.role == "tool" and not include_tools):
+            if turns:
+                item_turn[item.uuid] = turns[-1].index
+            continue
+        body = cut(_clean("\n".join(parts)), message_chars)
+        role = "summary of earlier conversation" if item.is_compact_summary else item.role
+        turns.append(Turn(len(turns), role, item.uuid, _stamp(item.timestamp), body))
+        item_turn[item.uuid] = turns[-1].index
+    where: dict[str, int] = {}
+    current = 0
+    for entry in conversation.chain:
+        uuid = entry.get("uuid")
+        if not isinstance(uuid, str):
+            continue
+        current = item_turn.get(uuid, current)
+        where[uuid] = current
+    return turns, where
+
+
+# ------------------------------------------------------------------ shaping
+_SHORTHAND_RE = re.compile(r"\s*([\w.-]+(?:/[\w.-]+)+)\s*[#!](\d+)\s*\Z")
+
+
+def summary(session: dict[str, Any]) -> dict[str, Any]:
+    """The fields a model needs to tell sessions apart (the full object is ~25 keys)."""
+    return {
+        "session_id": session.get("session_id"),
+        "title": _clip(session.get("title"), 300),
+        "cwd": session.get("cwd"),
+        "git_branch": session.get("git_branch"),
+        "last_activity": session.get("last_activity"),
+        "message_count": session.get("message_count"),
+        "tag": session.get("tag"),
+    }
+
+
+def _candidate_line(session: dict[str, Any]) -> str:
+    return (
+        f"{session.get('session_id')} ({_clip(session.get('title'), 80)},"
+        f" {session.get('cwd') or '?'}, {session.get('last_activity') or '?'})"
+    )
+
+
+def cut(text: str, limit: int, marker: str | None = None) -> str:
+    """``text`` within ``limit`` characters, ending with a marker that says how much was
+    cut (so a reader never mistakes a cut message for a whole one)."""
+    if len(text) <= limit:
+        return text
+    if marker is not None:
+        return text[: max(0, limit - len(marker))] + marker
+    keep = limit
+    for _ in range(3):  # the note's length depends on the count it reports
+        note = f" [… cut: {len(text) - keep} more characters]"
+        keep = max(0, limit - len(note))
+    return text[:keep] + f" [… cut: {len(text) - keep} more characters]"
+
+
+def _exists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _clip(value: Any, limit: int) -> Any:
+    return cut(value, limit) if isinstance(value, str) else value
+
+
+def _clean(text: str) -> str:
+    return _CONTROL_RE.sub("", text)
+
+
+def _stamp(timestamp: str | None) -> str | None:
+    """``2026-11-01 10:00:01Z``: the transcript's UTC time without milliseconds."""
+    if not timestamp:
+        return None
+    text = timestamp.replace("T", " ")
+    if "." in text and text.endswith("Z"):
+        text = text[: text.index(".")] + "Z"
+    return text
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1)

@@ -1,0 +1,558 @@
+"""``sessiondex push``: copy local transcripts into the team store, redacted.
+
+Each transcript becomes the store key the Agent SDK would give it
+(``<project_key>/<session_id>[/subagents/…]``, ``file_path_to_session_key``), so a
+pushed session can be listed, read and resumed through ``PostgresSessionStore`` on
+another machine, and a session an SDK app already mirrored is not stored twice (its
+entries carry the same uuids).
+
+Incremental like ``index``: ``push_files`` keeps, per (host, config dir, path), the
+byte after the last complete line sent and a fingerprint of that prefix
+(``indexer/parse.py``). A grown file sends only its new lines; a rewritten or shrunk
+one (the fingerprint differs) is sent again from the start, replacing what the store
+held for it. Each chunk of lines commits together with its new offset, under a row
+lock on the file's ``push_files`` row: a killed push resumes where it stopped, and two
+pushes of the same files at once (two terminals, two machines sharing a home) send
+every line exactly once — the second waits for the first's chunk, then starts after it.
+
+Nothing leaves unredacted (``redact.py``), and tool outputs (``tool_result`` contents,
+``toolUseResult``, tool progress output) are left out unless ``with_tools``: they are
+most of the bytes and most of the secrets. Tool calls and the conversation stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from sessiondex.indexer.parse import fingerprint
+from sessiondex.store.redact import Finding, candidate_rules, redact_value
+from sessiondex.store.schema import migrate
+from sessiondex.store.sdk_store import local_identity
+from sessiondex.store.write import Entry, Key, Writer, append, dumps_entry, reset_transcript
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts
+from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
+from sessiondex.transcripts.reader import RecordReader, classify
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+# One transaction carries at most this many bytes of lines: small enough that a killed
+# push loses little, large enough that commits are not the cost.
+CHUNK_BYTES = 2 << 20
+TOOL_OUTPUT_OMITTED = "[tool output not pushed; push --with-tools sends it]"
+# progress ``data`` keys that describe the event rather than carry a tool's output
+_PROGRESS_KEEP = frozenset({"type", "hookEvent", "hookName", "toolName", "status"})
+GIT_TIMEOUT_SECONDS = 5
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class PushOptions:
+    roots: list[Path]
+    project_keys: set[str] | None = None  # None: every project
+    since_ms: int | None = None  # only files modified since
+    with_tools: bool = False
+    dry_run: bool = False
+    show_redactions: bool = False
+
+
+@dataclass
+class PushStats:
+    files_seen: int = 0
+    new: int = 0
+    grown: int = 0
+    rewritten: int = 0
+    unchanged: int = 0
+    sessions: set[tuple[str, str]] = field(default_factory=set)
+    entries: int = 0  # entries stored (or, in a dry run, that would be sent)
+    duplicates: int = 0  # entries the store already held (same uuid)
+    bytes_read: int = 0
+    bad_lines: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+    tool_outputs_omitted: int = 0
+    findings: list[tuple[str, int, Finding]] = field(default_factory=list)  # path, line
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files_seen": self.files_seen,
+            "new": self.new,
+            "grown": self.grown,
+            "rewritten": self.rewritten,
+            "unchanged": self.unchanged,
+            "sessions": len(self.sessions),
+            "entries": self.entries,
+            "duplicates": self.duplicates,
+            "bytes_read": self.bytes_read,
+            "bad_lines": sum(self.bad_lines.values()),
+            "problems": dict(self.bad_lines),
+            "redactions": dict(self.redactions),
+            "tool_outputs_omitted": self.tool_outputs_omitted,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# ----------------------------------------------------------------------------- entries
+def strip_tool_outputs(record: dict[str, Any]) -> tuple[dict[str, Any], list[PullRequest], int]:
+    """``record`` without its tool outputs: ``(record, PR URLs they held, how many)``.
+
+    The PR URLs are kept for ``pr_mentions`` (``gh pr create`` prints the URL in a tool
+    result; the SQLite index finds it there too): a URL is not a secret.
+    """
+    kind = record.get("type")
+    if kind == "progress":
+        data = record.get("data")
+        if isinstance(data, dict) and set(data) - _PROGRESS_KEEP:
+            kept = {k: v for k, v in data.items() if k in _PROGRESS_KEEP}
+            return {**record, "data": kept}, [], 1
+        return record, [], 0
+    if kind != "user":
+        return record, [], 0
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    mentions: list[PullRequest] = []
+    omitted = 0
+    new_content = content
+    if isinstance(content, list):
+        new_content = []
+        for block in content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and "content" in block
+            ):
+                for text in _texts(block["content"]):
+                    mentions.extend(find_pr_urls(text))
+                block = {**block, "content": TOOL_OUTPUT_OMITTED}
+                omitted += 1
+            new_content.append(block)
+    if not omitted and "toolUseResult" not in record:
+        return record, [], 0
+    out = {k: v for k, v in record.items() if k != "toolUseResult"}
+    if omitted:
+        assert isinstance(message, dict)
+        out["message"] = {**message, "content": new_content}
+    return out, mentions, max(omitted, 1)
+
+
+def _texts(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                yield item["text"]
+
+
+def prepare(
+    line: bytes,
+    record: dict[str, Any],
+    *,
+    with_tools: bool,
+    findings: list[Finding],
+) -> tuple[Entry, int]:
+    """One line → the entry to push (redacted, tool outputs left out unless
+    ``with_tools``) and the number of tool outputs left out. A line nothing had to
+    change is stored as the very bytes of the file."""
+    value, mentions, omitted = (record, [], 0) if with_tools else strip_tool_outputs(record)
+    raw = line.decode("utf-8")
+    scanned = raw
+    if value is not record:  # the outputs left out need no scan: look at what remains
+        try:
+            scanned = orjson.dumps(value).decode("utf-8")
+        except orjson.JSONEncodeError:  # an int beyond 64 bits: the whole line is a superset
+            pass
+    redacted, _ = redact_value(value, findings, candidate_rules(scanned))
+    text = raw if redacted is record else dumps_entry(redacted)
+    return Entry(text, redacted, mentions), omitted
+
+
+# ----------------------------------------------------------------------------- where from
+def subpath_of(tf: TranscriptFile) -> str:
+    """The SDK's subpath for a transcript: '' for the main one, else the path under
+    ``<session_id>/`` without ``.jsonl`` (``subagents/agent-x``), '/'-joined."""
+    if tf.kind == MAIN:
+        return ""
+    session_dir = tf.root / "projects" / tf.project_key / tf.session_id
+    relative = tf.path.relative_to(session_dir).as_posix()
+    return relative[: -len(".jsonl")]
+
+
+def without_credentials(url: str) -> str:
+    """A remote URL without user and password (``https://x:TOKEN@github.com/o/r``)."""
+    if "://" not in url:
+        return url.split("@", 1)[-1] if "@" in url.split(":", 1)[0] else url
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=host))
+
+
+@cache
+def origin_url(cwd: str) -> str | None:
+    """``git remote get-url origin`` in ``cwd`` (no credentials), if it is a repository
+    on this machine: what identifies a repository across machines, where paths differ."""
+    if not os.path.isdir(cwd):
+        return None
+    try:
+        result = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    url = result.stdout.strip()
+    return without_credentials(url) if result.returncode == 0 and url else None
+
+
+def select_files(options: PushOptions) -> list[TranscriptFile]:
+    """The transcripts to consider: every root, the chosen projects, modified since."""
+    files = []
+    for root in options.roots:
+        for tf in iter_transcripts(root):
+            if options.project_keys is not None and tf.project_key not in options.project_keys:
+                continue
+            if options.since_ms is not None and tf.mtime_ns // 1_000_000 < options.since_ms:
+                continue
+            files.append(tf)
+    return files
+
+
+def _meta_path(tf: TranscriptFile) -> Path:
+    return tf.path.with_name(tf.path.name[: -len(".jsonl")] + ".meta.json")
+
+
+def _meta_digest(tf: TranscriptFile) -> str | None:
+    """The digest :meth:`Pusher._push_meta` records for a subagent's ``.meta.json``."""
+    try:
+        return hashlib.blake2b(_meta_path(tf).read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        return None
+
+
+# ----------------------------------------------------------------------------- push
+@dataclass
+class _FileState:
+    consumed: int
+    fingerprint: str | None
+    meta_digest: str | None
+    transcript_ref: int | None
+    with_tools: bool = False
+
+
+class Pusher:
+    """One push run over one connection."""
+
+    def __init__(self, conn: AsyncConnection[Any] | None, options: PushOptions) -> None:
+        self.conn = conn
+        self.options = options
+        self.stats = PushStats()
+        user, host = local_identity()
+        self.user = user
+        self.host = host or "unknown"
+        self._known: dict[tuple[str, str], _FileState] = {}
+
+    async def load_known(self) -> None:
+        """What this host has pushed, in one query: a file that has not changed since
+        is then skipped without a transaction of its own (most files, most runs)."""
+        if self.conn is None:
+            return
+        cur = await self.conn.execute(
+            "SELECT config_dir, path, consumed, fingerprint, meta_digest, transcript_ref,"
+            " with_tools FROM push_files WHERE host = %s",
+            [self.host],
+        )
+        self._known = {(r[0], r[1]): _FileState(*r[2:]) for r in await cur.fetchall()}
+
+    def _unchanged(self, tf: TranscriptFile) -> bool:
+        """Sent whole and unchanged (size, fingerprint, tool choice, subagent meta):
+        safe to skip even while another push runs, which can only be further along."""
+        state = self._known.get((str(tf.root), str(tf.path)))
+        if (
+            state is None
+            or state.consumed != tf.size
+            or state.with_tools != self.options.with_tools
+        ):
+            return False
+        try:
+            with open(tf.path, "rb") as stream:
+                if fingerprint(stream, state.consumed) != state.fingerprint:
+                    return False
+        except OSError:
+            return False
+        if tf.kind != MAIN:
+            digest = _meta_digest(tf)
+            return digest is None or digest == state.meta_digest
+        return True
+
+    async def _state(self, tf: TranscriptFile, *, lock: bool) -> _FileState:
+        conn = self.conn
+        if conn is None:  # a dry run against a store never migrated: nothing sent yet
+            return _FileState(0, None, None, None, self.options.with_tools)
+        args = [self.host, str(tf.root), str(tf.path)]
+        columns = "consumed, fingerprint, meta_digest, transcript_ref, with_tools"
+        if lock:  # create or lock the file's row, in one statement
+            cur = await conn.execute(
+                "INSERT INTO push_files (host, config_dir, path) VALUES (%s, %s, %s)"
+                " ON CONFLICT (host, config_dir, path) DO UPDATE SET host = EXCLUDED.host"
+                f" RETURNING {columns}",
+                args,
+            )
+        else:
+            cur = await conn.execute(
+                f"SELECT {columns} FROM push_files"
+                " WHERE host = %s AND config_dir = %s AND path = %s",
+                args,
+            )
+        row = await cur.fetchone()
+        return _FileState(*row) if row else _FileState(0, None, None, None, self.options.with_tools)
+
+    def _writer(self, tf: TranscriptFile, size: int, cwd: str | None) -> Writer:
+        return Writer(
+            source="push",
+            user=self.user,
+            host=self.host,
+            config_dir=str(tf.root),
+            file_path=str(tf.path),
+            file_mtime_ms=tf.mtime_ns // 1_000_000,
+            file_size=size,
+            origin_url=origin_url(cwd) if cwd else None,
+        )
+
+    async def push_file(self, tf: TranscriptFile) -> None:
+        """Send what ``tf`` has that the store has not: chunk by chunk, each chunk one
+        transaction with its offset."""
+        key = Key(tf.project_key, tf.session_id, subpath_of(tf))
+        status = "unchanged"
+        if self._unchanged(tf):
+            pass
+        elif self.options.dry_run:
+            status = await self._dry_file(tf, key)
+        else:
+            assert self.conn is not None
+            for _ in range(2 + tf.size // CHUNK_BYTES + 1_000):  # bounded; each pass advances
+                async with self.conn.transaction():
+                    status, done = await self._chunk(tf, key, status)
+                if done:
+                    break
+            if tf.kind != MAIN:
+                await self._push_meta(tf, key)
+        setattr(self.stats, status, getattr(self.stats, status) + 1)
+
+    async def _dry_file(self, tf: TranscriptFile, key: Key) -> str:
+        """What a push of ``tf`` would send, without writing anything."""
+        state = await self._state(tf, lock=False)
+        try:
+            stream = open(tf.path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            return "unchanged"
+        with stream:
+            size = os.fstat(stream.fileno()).st_size
+            consumed, status = state.consumed, "grown" if state.consumed else "new"
+            if self._changed(stream, size, state):
+                consumed, status = 0, "rewritten"
+            start = consumed
+            while consumed < size:
+                entries, end = self._read(tf, stream, consumed, size)
+                self.stats.entries += len(entries)
+                if end == consumed:
+                    break
+                consumed = end
+                self.stats.sessions.add((key.project_key, key.session_id))
+        return status if consumed > start or status == "rewritten" else "unchanged"
+
+    def _changed(self, stream: Any, size: int, state: _FileState) -> bool:
+        """Whether what was sent of a file no longer stands: the file was rewritten or
+        shrunk under the offset, or ``--with-tools`` changed (lines already sent hold,
+        or lack, the tool outputs: they are sent again the way asked now)."""
+        consumed = state.consumed
+        if not consumed:
+            return False
+        if state.with_tools != self.options.with_tools:
+            return True
+        return consumed > size or fingerprint(stream, consumed) != state.fingerprint
+
+    async def _chunk(self, tf: TranscriptFile, key: Key, status: str) -> tuple[str, bool]:
+        """One transaction: lock the file's row, check for a rewrite, send the next
+        chunk of lines, move the offset. ``(status, done)``."""
+        assert self.conn is not None
+        state = await self._state(tf, lock=True)
+        try:
+            stream = open(tf.path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            return status, True  # vanished or unreadable: the next push tries again
+        with stream:
+            size = os.fstat(stream.fileno()).st_size
+            consumed = state.consumed
+            if self._changed(stream, size, state):
+                status, consumed = "rewritten", 0
+                if state.transcript_ref is not None:
+                    sref = await self._session_ref(state.transcript_ref)
+                    await reset_transcript(self.conn, key, state.transcript_ref, sref)
+                    await self.conn.execute(  # the .meta.json entry went too: send it again
+                        "UPDATE push_files SET meta_digest = NULL"
+                        " WHERE host = %s AND config_dir = %s AND path = %s",
+                        [self.host, str(tf.root), str(tf.path)],
+                    )
+            if consumed >= size:
+                return status, True
+            entries, end = self._read(tf, stream, consumed, size)
+            if end == consumed:
+                return status, True  # only a line still being written
+            if status == "unchanged":
+                status = "grown" if consumed else "new"
+            self.stats.sessions.add((key.project_key, key.session_id))
+            cwd = next(
+                (c for e in entries if isinstance(c := e.record.get("cwd"), str) and c), None
+            )
+            result = await append(
+                self.conn,
+                key,
+                entries,
+                self._writer(tf, end, cwd),
+                include_tools=self.options.with_tools,
+            )
+            self.stats.entries += result.inserted
+            self.stats.duplicates += result.skipped
+            await self.conn.execute(
+                "UPDATE push_files SET consumed = %s, fingerprint = %s, transcript_ref = %s,"
+                " with_tools = %s, pushed_at = now()"
+                " WHERE host = %s AND config_dir = %s AND path = %s",
+                [
+                    end,
+                    fingerprint(stream, end),
+                    result.transcript_ref,
+                    self.options.with_tools,
+                    self.host,
+                    str(tf.root),
+                    str(tf.path),
+                ],
+            )
+            return status, end >= size
+
+    async def _session_ref(self, transcript_ref: int) -> int:
+        assert self.conn is not None
+        cur = await self.conn.execute(
+            "SELECT session_ref FROM transcripts WHERE id = %s", [transcript_ref]
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _read(
+        self, tf: TranscriptFile, stream: Any, consumed: int, size: int
+    ) -> tuple[list[Entry], int]:
+        """Complete lines from ``consumed`` (up to ``size``, the stat taken first), at
+        most ``CHUNK_BYTES`` of them but at least one, prepared for sending; returns
+        them and the offset after the last."""
+        reader = RecordReader(stream, consumed, limit=size - consumed)
+        entries: list[Entry] = []
+        findings: list[Finding] = []
+        end: int | None = None
+        for offset, line in reader.lines():
+            record, problem = classify(line)
+            if record is None:
+                if problem is not None:
+                    self.stats.bad_lines[problem] += 1
+            else:
+                before = len(findings)
+                entry, omitted = prepare(
+                    line, record, with_tools=self.options.with_tools, findings=findings
+                )
+                self.stats.tool_outputs_omitted += omitted
+                for finding in findings[before:]:
+                    self.stats.redactions[finding.kind] += 1
+                    if self.options.show_redactions:
+                        self.stats.findings.append((str(tf.path), offset, finding))
+                entries.append(entry)
+            if offset + len(line) + 1 - consumed >= CHUNK_BYTES:
+                end = offset + len(line) + 1
+                break
+        if end is None:
+            end = reader.end_offset
+        for kind, count in reader.problems.items():
+            self.stats.bad_lines[kind] += count
+        self.stats.bytes_read += end - consumed
+        return entries, end
+
+    async def _push_meta(self, tf: TranscriptFile, key: Key) -> None:
+        """A subagent's ``agent-<id>.meta.json`` as the SDK imports it: one
+        ``agent_metadata`` entry, sent again only when the file changed."""
+        try:
+            raw = _meta_path(tf).read_bytes()
+            meta = orjson.loads(raw)
+        except (OSError, orjson.JSONDecodeError):
+            return
+        if not isinstance(meta, dict) or self.conn is None or self.options.dry_run:
+            return
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        findings: list[Finding] = []
+        redacted, _ = redact_value({**meta, "type": "agent_metadata"}, findings)
+        for finding in findings:
+            self.stats.redactions[finding.kind] += 1
+        async with self.conn.transaction():
+            state = await self._state(tf, lock=True)
+            if state.meta_digest == digest:
+                return
+            writer = self._writer(tf, state.consumed, None)
+            result = await append(self.conn, key, [Entry(dumps_entry(redacted), redacted)], writer)
+            await self.conn.execute(
+                "UPDATE push_files SET meta_digest = %s, transcript_ref = %s"
+                " WHERE host = %s AND config_dir = %s AND path = %s",
+                [digest, result.transcript_ref, self.host, str(tf.root), str(tf.path)],
+            )
+
+
+async def push(dsn: str, options: PushOptions, progress: Progress | None = None) -> PushStats:
+    """Push every selected transcript to the store at ``dsn``; ``progress(done, total)``
+    is called in bytes of files handled."""
+    import psycopg
+
+    started = time.monotonic()
+    files = select_files(options)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        if options.dry_run:
+            from sessiondex.store.schema import current_version
+
+            usable = await current_version(conn) is not None
+            pusher = Pusher(conn if usable else None, options)
+        else:
+            await migrate(conn)
+            # Each offset commits with the lines it covers: a commit lost in a server
+            # crash loses both, and the next push sends them again. So push need not
+            # wait for its commits to reach the disk (the SDK store's appends do).
+            await conn.execute("SET synchronous_commit = off")
+            pusher = Pusher(conn, options)
+        await pusher.load_known()
+        total = sum(tf.size for tf in files)
+        done = 0
+        for tf in files:
+            pusher.stats.files_seen += 1
+            await pusher.push_file(tf)
+            done += tf.size
+            if progress is not None:
+                progress(done, total)
+    pusher.stats.seconds = time.monotonic() - started
+    return pusher.stats
+
+
+def run_push(dsn: str, options: PushOptions, progress: Progress | None = None) -> PushStats:
+    """:func:`push` for synchronous callers (the CLI)."""
+    return asyncio.run(push(dsn, options, progress))

@@ -1,0 +1,554 @@
+"""Redaction of secrets before anything leaves the machine (``push``).
+
+Transcripts hold API keys, tokens and passwords that people paste into prompts and
+that tools print. Before ``push`` sends a record, every string in it is scanned and
+each secret is replaced with ``[REDACTED:<kind>]``; only the secret goes, not its
+surroundings (``password=[REDACTED:secret-assignment]``), so the session still reads.
+
+Why our own rules and not ``detect-secrets`` (Yelp's, the best-known maintained
+detector on PyPI): measured on this machine, its ``scan_line`` costs ~1.3 ms per line
+of ordinary prose (all of its ~25 plugins run on every line), about a thousand times
+what these rules cost, which would make ``push`` of a 440 MB history take many
+minutes; it reports values, not positions, and for several plugins only the prefix
+(``ghp``, ``glpat``, the ``BEGIN … PRIVATE KEY`` header), which cannot drive a
+replacement; in line mode its entropy plugins flag every word; and it has no Google
+API key rule. The shapes below follow its plugins and gitleaks' public rules, each
+anchored on a literal prefix so Python's regex engine can skip ahead; the tests hold
+a table of real-looking secrets and of harmless look-alikes (git SHAs, UUIDs, base64
+of ordinary text, "password" in prose).
+
+Two rules are not shapes but judgements, and say so: ``secret-assignment`` (a value
+assigned to a name like ``password``, ``secret``, ``token``, ``api_key``) and
+``high-entropy`` (a random-looking value in an env-like ``NAME=value`` line).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+MARK = "[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One redaction: its kind and a masked preview (never the secret in full)."""
+
+    kind: str
+    preview: str
+
+
+def mask(secret: str) -> str:
+    """A preview that identifies a secret to its owner without giving it away: its
+    first four characters (usually the token's public prefix) when it is long enough
+    for that to leave most of it hidden, and its length."""
+    shown = secret[:4] if len(secret) >= 16 else ""
+    return f"{shown}… ({len(secret)} chars)"
+
+
+# ----------------------------------------------------------------------------- checks
+def _entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(text)
+    total = len(text)
+    return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+def _is_base64_text(value: str) -> bool:
+    """Base64 (or base64url) of printable text: encoded prose, not a key."""
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return bool(text) and all(ch.isprintable() or ch in "\n\t" for ch in text)
+
+
+_HEX = re.compile(r"[0-9a-fA-F-]+\Z")
+
+
+def _random_looking(value: str) -> bool:
+    """High entropy and mixed case with digits: a generated secret, not a word, a
+    path, a hex digest (git SHAs, checksums) or a UUID."""
+    if len(value) < 20 or _HEX.match(value):
+        return False
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+        )
+    )
+    if classes < 3 or _entropy(value) < 4.0:
+        return False
+    return not _is_base64_text(value)
+
+
+# Values that name a type, a placeholder or a keyword of code, not a secret
+# (``password: str``, ``token = None``, ``const token = await fetch(...)``).
+_NOT_SECRETS = frozenset(
+    "none null nil true false undefined string str bytes int integer number bool boolean "
+    "optional required secret password token redacted example changeme your_password "
+    "secretstr any object await new function async lambda require import return yield "
+    "this self typeof const let var".split()
+)
+# Names that contain a keyword but hold no secret (``max_tokens``, ``token_count``,
+# ``password_file``, ``access_key_id``).
+_HARMLESS_NAME_END = re.compile(
+    r"(?:tokens|count|type|name|names|length|len|limit|size|id|ids|file|path|dir|field|"
+    r"env|var|header|prefix|url|uri|hint|policy|prompt|expiry|expires|ttl|min|max)\Z",
+    re.IGNORECASE,
+)
+_CODE_VALUE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")  # self.password, os.environ
+
+
+def _assigned_secret(name: str, value: str) -> bool:
+    """Whether ``name = value`` assigns a secret (not a type, placeholder or code)."""
+    if _HARMLESS_NAME_END.search(name):
+        return False
+    if value.lower().strip("*.") in _NOT_SECRETS or set(value) <= set("*xX.-_"):
+        return False
+    if value[0] in "$<{%([*`" or value.startswith(("process.env", "os.getenv", "os.environ")):
+        return False
+    return not (any(ch in value for ch in "()[]") or _CODE_VALUE.match(value.rstrip("…")))
+
+
+# ----------------------------------------------------------------------------- rules
+@dataclass(frozen=True)
+class Rule:
+    """``pattern`` finds a candidate; the group named ``s`` (else the whole match) is
+    the secret; ``check(match)``, when given, must agree. A rule runs only on text that
+    contains one of its ``triggers`` (case-folded when ``fold``): a substring test runs
+    at memory speed, while a regex costs ~15 ns per character even when it finds
+    nothing, and most text holds no secret at all."""
+
+    kind: str
+    triggers: tuple[str, ...]
+    pattern: str
+    check: Callable[[re.Match[str]], bool] | None = None
+    fold: bool = False
+    # Match only where a trigger occurs (``pattern`` starts with it), for triggers that
+    # are common words ("token", "password"): a scan of every position would cost more.
+    anchored: bool = False
+    # Where a rule's triggers are common (every assistant line says "input_tokens"), the
+    # record is a candidate only where this also matches right after a trigger in its
+    # JSON line: a superset of what ``pattern`` needs, read on the escaped text.
+    near: str | None = None
+
+
+_KEYWORDS = (
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "access-key",
+    "private_key",
+    "private-key",
+    "credential",
+    "auth_key",
+    "auth-key",
+)
+_KEYWORD_RE = r"(?i:passw(?:or)?d|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|auth[_-]?key)"
+_VALUE = r"[^\s\"'`,;]{4,}"
+# After a keyword in a JSON line: an assignment (``=``, ``:=``, ``=>``), a colon after an
+# escaped quote or none (``\\"password\\": ``, ``password: ``), or a JSON key with a
+# string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
+_NEAR_ASSIGNMENT = r"[\w.-]*(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
+
+
+def _full_name(match: re.Match[str]) -> str:
+    """The whole name a keyword sits in (``DB_PASSWORD`` for a match at ``PASSWORD``)."""
+    text, start = match.string, match.start("n")
+    begin = start
+    while (
+        begin > 0 and start - begin < 64 and (text[begin - 1].isalnum() or text[begin - 1] in "_.-")
+    ):
+        begin -= 1
+    return text[begin : match.end("n")]
+
+
+def _word_start(match: re.Match[str]) -> bool:
+    """The match does not begin inside a longer word (``\\b`` in the pattern would stop
+    the regex engine from skipping ahead to the literal prefix)."""
+    start = match.start()
+    return start == 0 or not (match.string[start - 1].isalnum() or match.string[start - 1] == "_")
+
+
+# The end of a line: a newline, or inside JSON text a ``\\n`` escape or the end of a
+# string (``"API_KEY=..."``).
+_LINE_END = r"(?:(?m:$)|(?=\\[nr])|(?=\\?\"))"
+
+# What may precede the match on its line: a YAML key (``  - db_password:``), an env
+# assignment (``export API_KEY=``).
+_YAML_HEAD = re.compile(r"[ \t-]*[\w.-]*")
+_ENV_HEAD = re.compile(r"[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]{1,63}[ \t]*")
+
+
+def _line_head(match: re.Match[str], head: re.Pattern[str]) -> bool:
+    """Whether the text between the line's start and the match is ``head``: the rule
+    holds for whole lines only, without a ``^`` the engine would try at every position."""
+    text, start = match.string, match.start()
+    # a line starts after a newline, or inside JSON text after a ``\\n`` escape or at
+    # a string's opening quote (``"Env": ["API_KEY=..."]``)
+    escape = text.rfind("\\n", 0, start)
+    begin = max(
+        text.rfind("\n", 0, start) + 1,
+        escape + 2 if escape >= 0 else 0,
+        text.rfind('"', 0, start) + 1,
+    )
+    return start - begin <= 200 and head.fullmatch(text, begin, start) is not None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private-key",
+        ("PRIVATE KEY",),
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    ),
+    Rule(
+        "aws-access-key",
+        ("AKIA", "ASIA", "ABIA", "ACCA"),
+        r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+        _word_start,
+    ),
+    Rule("gcp-api-key", ("AIza",), r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", _word_start),
+    Rule("gcp-oauth-secret", ("GOCSPX-",), r"GOCSPX-[0-9A-Za-z_-]{28}(?![0-9A-Za-z_-])"),
+    Rule(
+        "azure-storage-key",
+        ("AccountKey=", "SharedAccessKey="),
+        r"(?:AccountKey|SharedAccessKey)=(?P<s>[A-Za-z0-9+/]{40,}={0,2})",
+    ),
+    Rule(
+        "azure-client-secret",
+        ("Q~",),
+        r"(?<![\w~.-])[0-9A-Za-z_~.-]{3}\dQ~[0-9A-Za-z_~.-]{31,34}(?![\w~.-])",
+    ),
+    Rule("azure-sas-signature", ("sig=",), r"[?&]sig=(?P<s>[A-Za-z0-9%+/]{30,}={0,2})"),
+    Rule(
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])",
+        _word_start,
+    ),
+    Rule(
+        "gitlab-token",
+        (
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glptt-",
+            "glft-",
+            "glsoat-",
+            "glcbt-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+        ),
+        r"gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent|oas)-[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_-])",
+        _word_start,
+    ),
+    Rule("slack-token", ("xox",), r"xox[abposre]-[A-Za-z0-9-]{10,}", _word_start),
+    Rule(
+        "slack-webhook",
+        ("hooks.slack.com",),
+        r"hooks\.slack\.com/(?:services|workflows)/(?P<s>[A-Za-z0-9/_-]{20,})",
+    ),
+    Rule("anthropic-key", ("sk-ant-",), r"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}", _word_start),
+    Rule(
+        "openai-key",
+        ("sk-",),
+        r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"
+        r"|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9])",
+        _word_start,
+    ),
+    Rule(
+        "stripe-key",
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+        r"[rs]k_(?:live|test)_[0-9A-Za-z]{20,}(?![A-Za-z0-9])",
+        _word_start,
+    ),
+    Rule("npm-token", ("npm_",), r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", _word_start),
+    Rule("pypi-token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    Rule(
+        "jwt",
+        ("eyJ",),
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        _word_start,
+    ),
+    Rule(
+        "url-credentials",
+        ("://",),
+        r"://[^\s:/@\"'<>]{1,100}:(?P<s>[^\s:/@\"'<>]{3,200})@",
+        lambda m: _assigned_secret("password", m.group("s")),
+    ),
+    Rule("bearer-token", ("bearer",), r"(?i:bearer)\s+(?P<s>[A-Za-z0-9._~+/-]{20,}=*)", fold=True),
+    Rule(
+        "basic-auth",
+        ("basic",),
+        r"(?i:authorization:\s*basic)\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})",
+        fold=True,
+    ),
+    # NAME = value, NAME := value, NAME => value, "name": "value", and a YAML line
+    # ``name: value``; a bare "password: ..." inside prose is not an assignment. The
+    # match starts at the keyword (a leading ``[\w.-]*`` would make the engine
+    # backtrack over every long word); the check reads the name's start backwards.
+    Rule(
+        "secret-assignment",
+        _KEYWORDS,
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]*)"
+        rf"(?:\s*(?::=|=>|=)\s*[\"']?|[\"']\s*:\s*[\"']|[\"']?\s*:\s*[\"'])(?P<s>{_VALUE})",
+        lambda m: _assigned_secret(_full_name(m), m.group("s")),
+        fold=True,
+        anchored=True,
+        near=_NEAR_ASSIGNMENT,
+    ),
+    Rule(
+        "secret-assignment",
+        _KEYWORDS,
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]*):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
+        lambda m: _line_head(m, _YAML_HEAD) and _assigned_secret(_full_name(m), m.group("s")),
+        fold=True,
+        anchored=True,
+        near=_NEAR_ASSIGNMENT,
+    ),
+    Rule(
+        "high-entropy",
+        ("=",),
+        r"=[ \t]*[\"']?(?P<s>[A-Za-z0-9+/=_.~-]{20,})[\"']?[ \t]*" + _LINE_END,
+        lambda m: _line_head(m, _ENV_HEAD) and _random_looking(m.group("s")),
+        anchored=True,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    pattern: re.Pattern[str]
+    triggers: re.Pattern[str]  # any of the rule's triggers, searched in one C call
+    near: re.Pattern[str] | None
+
+    def haystack(self, text: str, folded: list[str | None]) -> str:
+        if not self.rule.fold:
+            return text
+        lowered = folded[0]
+        if lowered is None:
+            lowered = folded[0] = text.lower()
+        return lowered
+
+
+@cache
+def _compiled() -> tuple[_Compiled, ...]:
+    """Compiled on first use (start-up time is a benchmark figure)."""
+    return tuple(
+        _Compiled(
+            rule,
+            re.compile(rule.pattern),
+            re.compile("|".join(map(re.escape, rule.triggers))),
+            re.compile(rule.near) if rule.near else None,
+        )
+        for rule in RULES
+    )
+
+
+# Strings shorter than this hold no secret any rule can find: skip them (most strings
+# of a record are ids, timestamps, versions).
+MIN_LENGTH = 10
+
+
+def _matches(c: _Compiled, text: str, haystack: str) -> list[re.Match[str]]:
+    if not c.rule.anchored:
+        return list(c.pattern.finditer(text))
+    found = []
+    for hit in c.triggers.finditer(haystack):
+        match = c.pattern.match(text, hit.start())
+        if match is not None:
+            found.append(match)
+    return found
+
+
+def _spans(text: str, rules: tuple[_Compiled, ...] | None = None) -> list[tuple[int, int, str]]:
+    """Non-overlapping ``(start, end, kind)`` of the secrets in ``text``, in order; the
+    first rule wins where two overlap (shapes come before judgements)."""
+    found: list[tuple[int, int, str]] = []
+    folded: list[str | None] = [None]
+    for c in _compiled() if rules is None else rules:
+        haystack = c.haystack(text, folded)
+        if c.triggers.search(haystack) is None:
+            continue
+        for match in _matches(c, text, haystack):
+            if c.rule.check is not None and not c.rule.check(match):
+                continue
+            start, end = match.span("s") if "s" in c.pattern.groupindex else match.span()
+            if any(start < e and s < end for s, e, _ in found):
+                continue
+            found.append((start, end, c.rule.kind))
+    found.sort()
+    return found
+
+
+def candidate_rules(line: str) -> tuple[_Compiled, ...]:
+    """The rules whose triggers occur anywhere in a record's JSON text: the others
+    cannot match any of its strings, so most records are not walked at all.
+
+    A JSON line shows a string's characters as they are, except for quotes,
+    backslashes and control characters (none of them in a trigger) and, when a writer
+    escapes them, other characters as ``\\uXXXX``: a line with such an escape of an
+    ASCII character is checked against every rule.
+    """
+    if "\\u00" in line:
+        return _compiled()
+    # ``in`` tests, not the rules' trigger regexes: over a whole line a substring
+    # search runs several times faster, and a line is one call per rule.
+    lowered = None
+    found = []
+    for c in _compiled():
+        if c.rule.fold:
+            if lowered is None:
+                lowered = line.lower()
+            haystack = lowered
+        else:
+            haystack = line
+        if c.near is None:
+            if any(t in haystack for t in c.rule.triggers):
+                found.append(c)
+        elif _near(c.near, haystack, c.rule.triggers):
+            found.append(c)
+    return tuple(found)
+
+
+def _near(near: re.Pattern[str], haystack: str, triggers: tuple[str, ...]) -> bool:
+    for trigger in triggers:
+        at = haystack.find(trigger)
+        while at >= 0:
+            if near.match(haystack, at + len(trigger)):
+                return True
+            at = haystack.find(trigger, at + 1)
+    return False
+
+
+def _replace_spans(
+    text: str, spans: list[tuple[int, int, str]], findings: list[Finding] | None
+) -> str:
+    out: list[str] = []
+    last = 0
+    for start, end, kind in spans:
+        out.append(text[last:start])
+        out.append(MARK.format(kind=kind))
+        if findings is not None:
+            findings.append(Finding(kind, mask(text[start:end])))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_UNESCAPED = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(text: str) -> str:
+    """JSON string escapes undone (``\\n`` → newline, ``\\"`` → ``"``): the view of
+    JSON pasted as text (``cat credentials.json``, a config dump in a prompt)."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code[0] == "u":
+            return chr(int(code[1:], 16))
+        return _UNESCAPED.get(code, code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def redact_text(
+    text: str, findings: list[Finding] | None = None, rules: tuple[_Compiled, ...] | None = None
+) -> str:
+    """``text`` with every secret replaced by ``[REDACTED:kind]``; each is added to
+    ``findings`` when given. ``rules``: only these (see :func:`candidate_rules`).
+
+    Text holding JSON escapes (JSON pasted as text) is read a second time with them
+    undone, so that line rules see its lines and quoted values their quotes; a secret
+    found there is replaced wherever it occurs, in its escaped form.
+    """
+    if len(text) < MIN_LENGTH:
+        return text
+    spans = _spans(text, rules)
+    out = _replace_spans(text, spans, findings) if spans else text
+    if "\\" not in out:
+        return out
+    view = _unescape(out)
+    if view == out:
+        return out
+    for start, end, kind in _spans(view, rules):
+        secret = view[start:end]
+        if "[REDACTED:" in secret:
+            continue
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        form = escaped if escaped in out else secret
+        if form in out:
+            out = out.replace(form, MARK.format(kind=kind))
+            if findings is not None:
+                findings.append(Finding(kind, mask(secret)))
+    return out
+
+
+_SECRET_FIELD = re.compile(
+    r"(?:password|passwd|secret|token|apikey|accesskey|privatekey|credentials?|authkey)\Z"
+)
+
+
+def _secret_field(key: object, value: str) -> bool:
+    """A JSON field that holds a secret by its name (``{"password": "hunter2"}`` in a
+    tool input): the name ends with a keyword (``api_key``, ``GITHUB_TOKEN``, not
+    ``tokenizer``), and the value is not a type, placeholder or code."""
+    if not isinstance(key, str) or len(value) < 4 or value.startswith("[REDACTED:"):
+        return False
+    name = "".join(ch for ch in key.lower() if ch.isalnum())
+    return _SECRET_FIELD.search(name) is not None and _assigned_secret(key, value)
+
+
+def redact_value(
+    value: Any,
+    findings: list[Finding] | None = None,
+    rules: tuple[_Compiled, ...] | None = None,
+) -> tuple[Any, bool]:
+    """A JSON value with every string redacted: ``(value, changed)``. Unchanged parts
+    are the same objects (nothing is copied when nothing is found)."""
+    if rules is not None and not rules:
+        return value, False
+    if isinstance(value, str):
+        new = redact_text(value, findings, rules)
+        return new, new is not value
+    if isinstance(value, dict):
+        changed = False
+        out: dict[Any, Any] = {}
+        keyed = rules is None or any(c.rule.kind == "secret-assignment" for c in rules)
+        for k, v in value.items():
+            if keyed and isinstance(v, str) and _secret_field(k, v):
+                new_v, did = MARK.format(kind="secret-assignment"), True
+                if findings is not None:
+                    findings.append(Finding("secret-assignment", mask(v)))
+            else:
+                new_v, did = redact_value(v, findings, rules)
+            out[k] = new_v
+            changed = changed or did
+        return (out if changed else value), changed
+    if isinstance(value, list):
+        items = [redact_value(v, findings, rules) for v in value]
+        if any(did for _, did in items):
+            return [v for v, _ in items], True
+        return value, False
+    return value, False

@@ -1,0 +1,238 @@
+"""The team store's PostgreSQL schema, as a list of versioned migrations.
+
+Kept beside SQLite's (``indexer/schema.py``) and shaped like it, so that the query layer
+can answer from either: ``sessions`` holds the same derived fields as SQLite's
+``sessions`` (the fold of ``indexer/derive.py``), ``messages`` the same indexed text,
+``branches``, ``pr_links`` and ``pr_mentions`` the same collections. Unlike the SQLite
+index, the store is not disposable: ``entries`` is the log itself (what the Agent SDK
+appended, or what ``push`` copied), so a change of shape is always a new migration,
+never a rebuild.
+
+Migrations run on first connect, in one transaction under an advisory lock, so two
+processes connecting to a new database at once do not both create the tables; a
+database migrated by a newer sessiondex is refused rather than written with old rules.
+``sessiondex store init DSN`` runs the same code for DBAs who apply schema changes by
+hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+# pg_advisory_xact_lock key: any constant, unlikely to collide with an application's own.
+MIGRATION_LOCK_KEY = 0x5E55_10DE
+
+# Text search configuration: no stemming, like SQLite's unicode61 tokenizer, so a word
+# matches the same sessions in both backends (CJK is pre-split by indexer/text.py).
+TS_CONFIG = "simple"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+M001_INITIAL = f"""
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+
+-- One row per session (project key + session id), whoever wrote it. Derived columns
+-- are those of SQLite's sessions table (indexer/derive.py SessionState); the push
+-- columns say who copied it, from where.
+CREATE TABLE sessions (
+    id bigserial PRIMARY KEY,
+    project_key text NOT NULL,
+    session_id text NOT NULL,
+    source text NOT NULL DEFAULT 'sdk',        -- last writer: 'sdk' (SessionStore) or 'push'
+    config_dir text,                           -- push: the config dir the file was in
+    file_path text,                            -- push: the transcript's path there
+    pushed_by_user text,
+    pushed_by_host text,
+    pushed_at timestamptz,
+    origin_url text,                           -- git remote get-url origin of cwd, no credentials
+    cwd text,
+    custom_title text,
+    ai_title text,
+    agent_name text,
+    summary text,
+    last_prompt text,
+    first_prompt text,
+    prompt_fallback text,
+    first_command text,
+    seen_real_prompt integer NOT NULL DEFAULT 0,
+    tag text,
+    git_branch text,
+    branches_text text,
+    pr_text text,
+    created_ms bigint,
+    last_activity_ms bigint,
+    mtime_ms bigint,                           -- push: file mtime; sdk: storage write time
+    file_size bigint NOT NULL DEFAULT 0,       -- bytes of entries stored
+    message_count integer NOT NULL DEFAULT 0,
+    raw_message_count integer NOT NULL DEFAULT 0,
+    entrypoint text,
+    is_sidechain integer,
+    forked_from_session text,
+    forked_from_message text,
+    -- weighted metadata search: A names, B tag/branches/PRs, C summary/prompts, D cwd
+    search tsvector NOT NULL DEFAULT ''::tsvector,
+    UNIQUE (project_key, session_id)
+);
+CREATE INDEX sessions_sid ON sessions (session_id);
+CREATE INDEX sessions_origin ON sessions (origin_url);
+CREATE INDEX sessions_activity_order
+    ON sessions ((coalesce(last_activity_ms, mtime_ms)) DESC, mtime_ms DESC, session_id);
+CREATE INDEX sessions_search ON sessions USING gin (search);
+CREATE INDEX sessions_names_trgm ON sessions USING gin (
+    (coalesce(custom_title, '') || ' ' || coalesce(ai_title, '') || ' ' ||
+     coalesce(agent_name, '')) gin_trgm_ops);
+
+-- One row per stored transcript: the session's main one (subpath '') or a subkey
+-- (subagents/agent-<id>), the SDK's SessionKey.
+CREATE TABLE transcripts (
+    id bigserial PRIMARY KEY,
+    session_ref bigint NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    subpath text NOT NULL DEFAULT '',
+    mtime_ms bigint NOT NULL,                  -- storage write time, strictly increasing
+    entry_count bigint NOT NULL DEFAULT 0,
+    byte_count bigint NOT NULL DEFAULT 0,
+    sdk_summary json,                          -- fold_session_summary state, verbatim
+    UNIQUE (session_ref, subpath)
+);
+
+-- The log. ``entry`` is json, not jsonb: json keeps the text as given (key order,
+-- duplicate keys, number spelling); nothing queries inside it.
+CREATE TABLE entries (
+    id bigserial PRIMARY KEY,                  -- append order
+    transcript_ref bigint NOT NULL REFERENCES transcripts (id) ON DELETE CASCADE,
+    uuid text,                                 -- idempotency key where the entry has one
+    entry json NOT NULL
+);
+CREATE UNIQUE INDEX entries_uuid ON entries (transcript_ref, uuid);  -- NULLs never collide
+CREATE INDEX entries_order ON entries (transcript_ref, id);
+
+CREATE TABLE branches (
+    id bigserial PRIMARY KEY,
+    session_ref bigint NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    branch text NOT NULL,
+    UNIQUE (session_ref, branch)
+);
+CREATE INDEX branches_trgm ON branches USING gin (branch gin_trgm_ops);
+
+CREATE TABLE pr_links (
+    id bigserial PRIMARY KEY,
+    session_ref bigint NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    transcript_ref bigint NOT NULL REFERENCES transcripts (id) ON DELETE CASCADE,
+    url text NOT NULL,
+    number integer NOT NULL,
+    repository text,
+    host text,
+    provider text,
+    UNIQUE (session_ref, transcript_ref, url)
+);
+CREATE INDEX pr_links_url ON pr_links (url);
+CREATE INDEX pr_links_number ON pr_links (number);
+CREATE TABLE pr_mentions (LIKE pr_links INCLUDING ALL);
+ALTER TABLE pr_mentions
+    ADD FOREIGN KEY (session_ref) REFERENCES sessions (id) ON DELETE CASCADE,
+    ADD FOREIGN KEY (transcript_ref) REFERENCES transcripts (id) ON DELETE CASCADE;
+
+-- Searchable message text, as SQLite's messages (indexer/text.py fts_text).
+CREATE TABLE messages (
+    id bigserial PRIMARY KEY,
+    session_ref bigint NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    transcript_ref bigint NOT NULL REFERENCES transcripts (id) ON DELETE CASCADE,
+    uuid text,
+    type text NOT NULL,
+    ts_ms bigint,
+    text text NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (setweight(to_tsvector('{TS_CONFIG}', text), 'D')) STORED
+);
+CREATE INDEX messages_session ON messages (session_ref);
+CREATE INDEX messages_transcript ON messages (transcript_ref);
+CREATE INDEX messages_tsv ON messages USING gin (tsv);
+
+-- push: how far each local file has been sent, per machine and config dir.
+CREATE TABLE push_files (
+    host text NOT NULL,
+    config_dir text NOT NULL,
+    path text NOT NULL,
+    transcript_ref bigint REFERENCES transcripts (id) ON DELETE CASCADE,
+    consumed bigint NOT NULL DEFAULT 0,        -- byte after the last complete line sent
+    fingerprint text,                          -- of the consumed prefix (indexer/parse.py)
+    meta_digest text,                          -- subagents: the .meta.json last sent
+    with_tools boolean NOT NULL DEFAULT false,
+    pushed_at timestamptz,
+    PRIMARY KEY (host, config_dir, path)
+);
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", M001_INITIAL),)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+class SchemaTooNew(RuntimeError):
+    """The database was migrated by a newer sessiondex than this one."""
+
+
+_BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS sessiondex_migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+
+
+async def current_version(conn: AsyncConnection) -> int | None:
+    """The highest applied migration, or None when the schema was never created."""
+    cur = await conn.execute("SELECT to_regclass('sessiondex_migrations') IS NOT NULL")
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return None
+    cur = await conn.execute("SELECT max(version) FROM sessiondex_migrations")
+    row = await cur.fetchone()
+    return row[0] if row else None
+
+
+def _check(version: int | None) -> None:
+    if version is not None and version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"the team store's schema is at version {version}, newer than this "
+            f"sessiondex knows ({SCHEMA_VERSION}): upgrade sessiondex"
+        )
+
+
+async def migrate(conn: AsyncConnection) -> list[Migration]:
+    """Apply the migrations this database lacks; return those applied.
+
+    A cheap read first (the common case: nothing to do, no lock taken), then one
+    transaction under a transaction-scoped advisory lock: a second process waits, then
+    finds the work done. DDL is transactional in PostgreSQL, so a failed migration
+    leaves the schema as it was.
+    """
+    version = await current_version(conn)
+    _check(version)
+    if version == SCHEMA_VERSION:
+        return []
+    applied: list[Migration] = []
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK_KEY])
+        await conn.execute(_BOOKKEEPING)
+        cur = await conn.execute("SELECT version FROM sessiondex_migrations")
+        done = {row[0] for row in await cur.fetchall()}
+        _check(max(done, default=None))
+        for migration in MIGRATIONS:
+            if migration.version in done:
+                continue
+            await conn.execute(migration.sql.encode())
+            await conn.execute(
+                "INSERT INTO sessiondex_migrations (version, name) VALUES (%s, %s)",
+                [migration.version, migration.name],
+            )
+            applied.append(migration)
+    return applied

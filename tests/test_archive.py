@@ -1,0 +1,443 @@
+"""archive / restore / the daily job (issue 22): rescue sessions before Claude Code's
+sweep deletes them, and put them back byte for byte.
+
+Library tests use one fixed ``NOW``; CLI tests run on the real clock with every mtime
+at least a day from any boundary, so nothing depends on how long a test takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.actions import schedule
+from sessiondex.actions.archive import ALREADY, ARCHIVED, default_archive_dir
+from sessiondex.cli.archive_cmd import watch_rescue
+from sessiondex.cli.main import cli
+from sessiondex.index import Index
+from tests.builders import ConfigTree
+
+NOW = 1_800_000_000.0
+DAY = 86400
+
+
+def _session(tree: ConfigTree, text: str, mtime: float, **kwargs: Any) -> Any:
+    s = tree.session(**kwargs)
+    s.user(text)
+    s.assistant(f"answer about {text}")
+    s.write(mtime=mtime)
+    return s
+
+
+def _with_folder(s: Any, mtime: float) -> None:
+    """A subagent and a tool result in the session's ``<id>/`` folder."""
+    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "sub"})])
+    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+    sub.user("subagent digs through the walrus logs")
+    sub.assistant("done")
+    result = s.project_dir / s.session_id / "tool-results" / "r1.txt"
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_bytes(b"tool output\n")
+    os.utime(result, (mtime, mtime))
+    s.write(mtime=mtime)
+
+
+def _tree_state(base: Path) -> dict[str, tuple[Any, ...]]:
+    """Every path under ``base`` with its bytes (or link target) and mtime: what
+    "nothing written into the config dir" compares."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                content: Any = "->" + os.readlink(path)
+            elif os.path.isdir(path):
+                content = None
+            else:
+                content = Path(path).read_bytes()
+            out[os.path.relpath(path, base)] = (content, st.st_mtime_ns)
+    return out
+
+
+def _run(tree: ConfigTree, db: Path, *args: str) -> Any:
+    return CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(db), *args],
+        env={"SESSIONDEX_MANAGED_SETTINGS": str(tree.root / "no-managed.json")},
+    )
+
+
+def _json(result: Any) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _index(tree: ConfigTree, tmp_path: Path) -> Index:
+    return Index(tmp_path / "index.db", [tree.root])
+
+
+def _archive(index: Index, tmp_path: Path, now: float = NOW, **options: Any) -> Any:
+    return index.archive(now=now, archive_dir=tmp_path / "arch", managed=None, **options)
+
+
+# --------------------------------------------------------------------------- the window
+
+# (settings, age in days, entrypoint) → archived by `archive --expiring-within 3d`
+WINDOW_CASES = [
+    pytest.param(None, 29, "cli", True, id="29d-of-30-expires-in-1d"),
+    pytest.param(None, 10, "cli", False, id="10d-of-30"),
+    pytest.param(None, 26.5, "cli", False, id="26.5d-of-30-expires-in-3.5d"),
+    pytest.param(None, 45, "cli", True, id="already-expired"),
+    pytest.param(None, 45, "claude-desktop", False, id="desktop-exempt"),
+    pytest.param({"cleanupPeriodDays": 7}, 5, "cli", True, id="user-period-7"),
+    pytest.param({"cleanupPeriodDays": 0}, 45, "cli", False, id="invalid-period-skips-sweep"),
+    pytest.param({"cleanupPeriodDays": 90}, 45, "cli", False, id="user-period-90"),
+]
+
+
+@pytest.mark.parametrize(("settings", "age", "entrypoint", "archived"), WINDOW_CASES)
+def test_archive_takes_what_the_sweep_deletes_within_the_window(
+    tmp_path: Path, settings: Any, age: float, entrypoint: str, archived: bool
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    if settings is not None:
+        tree.write_settings(settings)
+    s = _session(tree, "a session", NOW - age * DAY, entrypoint=entrypoint)
+    with _index(tree, tmp_path) as index:
+        run = _archive(index, tmp_path, window=3 * DAY)
+    assert [r.session_id for r in run.results if r.status == ARCHIVED] == (
+        [s.session_id] if archived else []
+    )
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def test_unchanged_is_not_archived_again_and_a_grown_session_gets_a_new_version(
+    tmp_path: Path,
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "narwhal migration", NOW - 29 * DAY)
+    first_bytes = s.path.read_bytes()
+    with _index(tree, tmp_path) as index:
+        first = _archive(index, tmp_path)
+        assert [r.status for r in first.results] == [ARCHIVED]
+        again = _archive(index, tmp_path, now=NOW + 3600)
+        assert [r.status for r in again.results] == [ALREADY]
+        assert again.results[0].archive == first.results[0].archive
+        # resumed once more, then left alone: old again, and grown
+        s.user("one more question about the okapi")
+        s.append(mtime=NOW - 28.5 * DAY)
+        grown = _archive(index, tmp_path, now=NOW + 7200)
+        assert [r.status for r in grown.results] == [ARCHIVED]
+        assert Path(grown.results[0].archive or "").name == f"{s.session_id}-2.tar.gz"
+        assert sorted(p.name for p in (tmp_path / "arch").rglob("*.tar.gz")) == [
+            f"{s.session_id}-2.tar.gz",
+            f"{s.session_id}.tar.gz",
+        ]
+        # while the transcript exists, the session is listed once, live
+        hits = index.search("narwhal", scope="all", include_archived=True)
+        assert [h["file_path"] for h in hits] == [str(s.path)]
+        # the sweep deletes it: the newest version takes over, once
+        grown_bytes = s.path.read_bytes()
+        s.path.unlink()
+        index.refresh()
+        for query in ("narwhal", "okapi"):
+            hits = index.search(query, scope="all", include_archived=True)
+            assert [h["file_path"] for h in hits] == [grown.results[0].archive]
+        assert index.search("narwhal", scope="all") == []
+        # restore brings back the newest version (the older one is kept in the archive)
+        restored = index.restore(s.session_id)
+    assert s.path.read_bytes() == grown_bytes != first_bytes
+    assert restored.archive == grown.results[0].archive
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
+    """The issue's must-hold: a 29-day-old session under cleanupPeriodDays 30 is
+    archived, a 10-day-old one is not, nothing is written into the config dir; after
+    the sweep it is found with --include-archived, and restore puts it back byte for
+    byte; a second run archives nothing."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    tree.write_settings({"cleanupPeriodDays": 30})
+    old = _session(tree, "zebra migration plan", now - 29 * DAY)
+    _with_folder(old, now - 29 * DAY)
+    young = _session(tree, "lemur refactor", now - 10 * DAY)
+    db = tmp_path / "index.db"
+    assert "1 listed session(s) will be deleted" in _run(tree, db, "list", "--scope", "all").stderr
+    before = _tree_state(tree.root)
+    original = {p: v for p, v in before.items() if old.session_id in p}
+
+    run = _json(_run(tree, db, "archive", "--expiring-within", "3d", "--json"))
+    assert [(r["session_id"], r["status"]) for r in run["results"]] == [
+        (old.session_id, "archived")
+    ]
+    archive = default_archive_dir() / old.project_dir.name / f"{old.session_id}.tar.gz"
+    assert run["results"][0]["archive"] == str(archive) and archive.is_file()
+    assert _tree_state(tree.root) == before  # nothing written into the config dir
+
+    again = _json(_run(tree, db, "archive", "--json"))
+    assert [r["status"] for r in again["results"]] == ["already-archived"]
+    assert sorted(default_archive_dir().rglob("*.tar.gz")) == [archive]
+    # archived: no warning under list; stats and cleanup count it as protected
+    listed = _run(tree, db, "list", "--scope", "all")
+    assert listed.exit_code == 0 and "will be deleted" not in listed.stderr
+    stats = _json(_run(tree, db, "stats", "--json"))["cleanup"]["archive"]
+    assert (stats["protected"], stats["at_risk"]) == (1, 0) and stats["last_run"]
+    assert "Archive: 1 protected, 0 at risk" in _run(tree, db, "cleanup").output
+    # listed once (live) even with --include-archived; resolve is not ambiguous
+    both = _json(
+        _run(tree, db, "search", "zebra", "--scope", "all", "--include-archived", "--json")
+    )
+    assert [r["file_path"] for r in both] == [str(old.path)]
+    assert _run(tree, db, "resolve", old.session_id, "--include-archived").exit_code == 0
+
+    # Claude Code's sweep deletes the transcript and its folder
+    old.path.unlink()
+    shutil.rmtree(old.project_dir / old.session_id)
+    gone = _run(tree, db, "search", "zebra", "--scope", "all", "--json")
+    assert (gone.exit_code, json.loads(gone.stdout)) == (1, [])  # no match: exit 1, as grep
+    found = _json(
+        _run(tree, db, "search", "walrus", "--scope", "all", "--include-archived", "--json")
+    )
+    assert [(r["session_id"], r["file_path"]) for r in found] == [(old.session_id, str(archive))]
+
+    restored = _run(tree, db, "restore", old.session_id)
+    assert restored.exit_code == 0, restored.output
+    assert f"restored {old.path}" in restored.output
+    assert {p: v for p, v in _tree_state(tree.root).items() if old.session_id in p} == original
+    live = _json(_run(tree, db, "search", "zebra", "--scope", "all", "--json"))
+    assert [r["file_path"] for r in live] == [str(old.path)]
+    # never over an existing transcript
+    refused = _run(tree, db, "restore", old.session_id)
+    assert refused.exit_code == 1 and "nothing restored" in refused.output
+    missing = _run(tree, db, "restore", young.session_id)
+    assert missing.exit_code == 1 and "No archived session" in missing.output
+
+
+def test_restore_refuses_a_leftover_folder_and_writes_nothing(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "capybara notes", NOW - 40 * DAY)
+    _with_folder(s, NOW - 40 * DAY)
+    with _index(tree, tmp_path) as index:
+        _archive(index, tmp_path)
+        s.path.unlink()  # the transcript went, its folder stayed
+        index.refresh()
+        before = _tree_state(tree.root)
+        from sessiondex.transcripts.archive import RestoreRefused
+
+        with pytest.raises(RestoreRefused, match="already exists"):
+            index.restore(s.session_id)
+    assert _tree_state(tree.root) == before
+
+
+@pytest.mark.parametrize("where", ["config", "projects", "index"])
+def test_archive_dir_is_never_in_a_config_dir_or_the_index(tmp_path: Path, where: str) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "a session", time.time() - 40 * DAY)
+    db = tmp_path / "index.db"
+    target = {
+        "config": tree.root / "archive",
+        "projects": tree.projects_dir / "archive",
+        "index": db,
+    }[where]
+    before = _tree_state(tree.root)
+    result = _run(tree, db, "archive", "--to", str(target))
+    assert result.exit_code == 2, result.output
+    assert _tree_state(tree.root) == before
+
+
+def test_a_window_that_is_not_a_duration_is_a_usage_error(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    result = _run(tree, tmp_path / "index.db", "archive", "--expiring-within", "soon")
+    assert result.exit_code == 2 and "3d" in result.output
+    assert not (tmp_path / "index.db").exists()
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def test_watch_rescues_at_start_and_after_a_day(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    soon = _session(tree, "expires tomorrow", NOW - 29 * DAY)
+    later = _session(tree, "expires in 3.5 days", NOW - 26.5 * DAY)
+    clock = [NOW]
+    logged: list[str] = []
+    with _index(tree, tmp_path) as index:
+        daily = watch_rescue(index, logged.append, clock=lambda: clock[0])
+
+        def archived() -> list[str]:
+            return sorted(p.name for p in default_archive_dir().rglob("*.tar.gz"))
+
+        assert daily.poll()  # at start
+        assert archived() == [f"{soon.session_id}.tar.gz"]
+        clock[0] += 3600
+        assert not daily.poll()  # not again within the day
+        clock[0] += DAY
+        assert daily.poll()
+        assert archived() == sorted([f"{soon.session_id}.tar.gz", f"{later.session_id}.tar.gz"])
+    assert len(logged) == 2 and all("archived 1 session(s)" in line for line in logged)
+
+
+def test_watch_command_archives_at_start(tmp_path: Path) -> None:
+    from tests.test_watch import WatchProcess
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "expires tomorrow", time.time() - 29 * DAY)
+    process = WatchProcess(tree.root, tmp_path / "index.db")
+    try:
+        process.wait_for_line("archived 1 session(s)")
+    finally:
+        assert process.finish(signal.SIGTERM) == 0
+    assert (default_archive_dir() / s.project_dir.name / f"{s.session_id}.tar.gz").is_file()
+
+
+# --------------------------------------------------------------------------- the job
+
+ODD_DIR = 'with space %h $HOME "quote" back\\slash'
+
+
+def _job(tmp_path: Path, scheduler: str) -> schedule.Job:
+    command = schedule.job_command(
+        schedule.sessiondex_executable(),
+        [tmp_path / ODD_DIR / "claude"],
+        tmp_path / "index.db",
+        tmp_path / "archive",
+        "3d",
+    )
+    return schedule.make_job(command, (9, 30), scheduler, home=tmp_path / "home")
+
+
+def _printed_files(tmp_path: Path, scheduler: str) -> dict[str, str]:
+    """``archive --install-job --print`` for a config dir with an awkward name: the
+    files it shows, by name (it writes none)."""
+    tree = ConfigTree(tmp_path / ODD_DIR / "claude")
+    home = Path(os.environ["HOME"])
+    before = _tree_state(home)
+    args = ["archive", "--install-job", "--print", "--at", "09:30", "--scheduler", scheduler]
+    result = _run(tree, tmp_path / "index.db", *args)
+    assert result.exit_code == 0, result.output
+    assert _tree_state(home) == before
+    files: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in result.stdout.splitlines():
+        if line.startswith("# /"):
+            current = files.setdefault(os.path.basename(line[2:]), [])
+        elif line.startswith("# then:"):
+            current = []
+        else:
+            current.append(line)
+    return {name: "\n".join(lines) + "\n" for name, lines in files.items()}
+
+
+def test_printed_systemd_units_pass_systemd_analyze(tmp_path: Path) -> None:
+    files = _printed_files(tmp_path, "systemd")
+    service, timer = files["sessiondex-archive.service"], files["sessiondex-archive.timer"]
+    exec_start = next(line for line in service.splitlines() if line.startswith("ExecStart="))
+    assert exec_start.startswith("ExecStart=/")  # this sessiondex, by absolute path
+    assert '%%h $$HOME \\"quote\\" back\\\\slash' in exec_start
+    assert "--db" in exec_start and " archive --expiring-within 3d --to " in exec_start
+    assert "OnCalendar=*-*-* 09:30:00" in timer and "Persistent=true" in timer
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed here")
+    units = tmp_path / "units"
+    units.mkdir()
+    for name, text in files.items():
+        (units / name).write_text(text)
+    done = subprocess.run(
+        ["systemd-analyze", "verify", *(str(units / name) for name in files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if "Failed to initialize manager" in done.stderr:
+        pytest.skip(f"systemd-analyze cannot run here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+
+
+def test_printed_launchd_plist_and_crontab_line(tmp_path: Path) -> None:
+    (text,) = _printed_files(tmp_path, "launchd").values()
+    plist = plistlib.loads(text.encode())
+    assert plist["Label"] == schedule.LABEL
+    assert plist["ProgramArguments"][0].startswith("/")
+    assert str(tmp_path / ODD_DIR / "claude") in plist["ProgramArguments"]
+    assert plist["StartCalendarInterval"] == {"Hour": 9, "Minute": 30}
+    cron = _job(tmp_path, schedule.CRON)
+    assert cron.files == [] and cron.crontab_line is not None
+    assert cron.crontab_line.startswith("30 9 * * * ") and "\\%h" in cron.crontab_line
+
+
+def test_install_job_writes_exactly_its_files_and_uninstall_removes_them(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    db = tmp_path / "index.db"
+    home = Path(os.environ["HOME"])
+    units = Path(os.environ["XDG_CONFIG_HOME"]) / "systemd" / "user"
+    before = _tree_state(home)
+    printed = _run(tree, db, "archive", "--install-job", "--print", "--scheduler", "systemd")
+    assert printed.exit_code == 0, printed.output
+    assert f"# {units / 'sessiondex-archive.service'}" in printed.output
+    assert "--config-dir" in printed.output and f"--db {db}" in printed.output
+    assert _tree_state(home) == before  # --print writes nothing
+
+    args = ["archive", "--scheduler", "systemd", "--no-activate"]
+    installed = _run(tree, db, *args, "--install-job", "--at", "07:15")
+    assert installed.exit_code == 0, installed.output
+    assert sorted(p.name for p in units.iterdir()) == [
+        "sessiondex-archive.service",
+        "sessiondex-archive.timer",
+    ]
+    assert "OnCalendar=*-*-* 07:15:00" in (units / "sessiondex-archive.timer").read_text()
+    removed = _run(tree, db, *args, "--uninstall-job")
+    assert removed.exit_code == 0, removed.output
+    assert list(units.iterdir()) == []
+
+    (units / "sessiondex-archive.timer").write_text("[Timer]\n# the user's own\n")
+    refused = _run(tree, db, *args, "--install-job")
+    assert refused.exit_code == 1 and "not written by sessiondex" in refused.output
+    assert _run(tree, db, *args, "--uninstall-job").exit_code == 0
+    assert (units / "sessiondex-archive.timer").read_text() == "[Timer]\n# the user's own\n"
+    assert _run(tree, db, *args, "--install-job", "--at", "25:00").exit_code == 2
+
+
+def test_activation_runs_the_scheduler_commands(tmp_path: Path) -> None:
+    job = _job(tmp_path, schedule.SYSTEMD)
+    ran: list[list[str]] = []
+
+    def fake(command: Any) -> tuple[bool, str]:
+        ran.append(list(command))
+        return True, ""
+
+    schedule.install_job(job, run=fake)
+    assert ran == job.activate
+    link = job.extra_paths[0]  # what `systemctl enable` makes
+    link.parent.mkdir()
+    link.symlink_to(Path("..") / "sessiondex-archive.timer")
+    ran.clear()
+    schedule.uninstall_job(job, run=fake)
+    assert ran[0] == job.deactivate[0]
+    assert not any(os.path.lexists(p) for p in (*[f.path for f in job.files], link))
+
+
+def test_job_runs_this_sessiondex(tmp_path: Path) -> None:
+    script = tmp_path / "sessiondex"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert schedule.sessiondex_executable(str(script)) == [str(script)]
+    # run as something else (pytest): the console script installed beside this Python
+    beside = os.path.join(os.path.dirname(sys.executable), "sessiondex")
+    assert schedule.sessiondex_executable("/nowhere/pytest") == [os.path.abspath(beside)]

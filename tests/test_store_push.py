@@ -1,0 +1,496 @@
+"""``sessiondex push`` and ``store init`` against a real PostgreSQL: incremental,
+idempotent (twice, or two processes at once), resumable after SIGKILL, redacted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from sessiondex.store.push import TOOL_OUTPUT_OMITTED
+from sessiondex.transcripts.discover import iter_transcripts
+from sessiondex.transcripts.reader import RecordReader
+from tests.builders import ConfigTree, SessionWriter
+from tests.pgserver import database_url, require_database, truncate
+
+REPO = Path(__file__).resolve().parent.parent
+SECRET = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+TOOL_SECRET = "AKIAIOSFODNN7EXAMPLE"
+RUN_CLI = "import sys; from sessiondex.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.fixture
+def pg_dsn() -> str:
+    dsn = require_database()
+    truncate(dsn)
+    return dsn
+
+
+def query(dsn: str, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(sql, params or [])
+        return cur.fetchall() if cur.description else []
+
+
+def push(root: Path, dsn: str, *args: str) -> dict[str, Any]:
+    """Run ``push --json`` in-process; return its summary."""
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "push", "--to", database_url(dsn), "--json", *args]
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def build_session(tree: ConfigTree, cwd: str, title: str, turns: int = 2) -> SessionWriter:
+    s = tree.session(cwd=cwd, git_branch="fix/auth")
+    s.user("the login returns 500 on an expired cookie")
+    for n in range(turns):
+        turn = s.assistant(f"Looking at it ({n})", tool_uses=[("Bash", {"command": "pytest -q"})])
+        s.tool_result(turn.tool_use_ids[0], f"1 failed, AWS_KEY={TOOL_SECRET}")
+        s.user(f"try again {n}")
+    s.meta("custom-title", customTitle=title)
+    s.pr_link(number=412, url="https://github.com/acme/shop/pull/412", repository="acme/shop")
+    return s
+
+
+def expected_entries(root: Path) -> int:
+    """Entries a full push stores: every JSON record line, plus one agent_metadata
+    entry per subagent with a .meta.json."""
+    total = 0
+    for tf in iter_transcripts(root):
+        with open(tf.path, "rb") as fh:
+            total += sum(1 for _ in RecordReader(fh))
+        if tf.path.with_name(tf.path.name[:-6] + ".meta.json").exists():
+            total += 1
+    return total
+
+
+def assert_each_entry_once(dsn: str, root: Path) -> None:
+    [(count,)] = query(dsn, "SELECT count(*) FROM entries")
+    assert count == expected_entries(root)
+    assert (
+        query(
+            dsn,
+            "SELECT transcript_ref, uuid FROM entries WHERE uuid IS NOT NULL"
+            " GROUP BY 1, 2 HAVING count(*) > 1",
+        )
+        == []
+    )
+    # uuid-less records (titles, PR links) are guarded by the file offsets alone
+    assert (
+        query(
+            dsn,
+            "SELECT transcript_ref, entry::text FROM entries WHERE uuid IS NULL"
+            " GROUP BY 1, 2 HAVING count(*) > 1",
+        )
+        == []
+    )
+
+
+@pytest.fixture
+def main(tmp_path: Path) -> SessionWriter:
+    """A tree of two sessions; the one returned has a subagent."""
+    tree = ConfigTree(tmp_path / "claude")
+    main = build_session(tree, "/home/dev/shop", "Auth refactor")
+    agent = main.subagent(agent_id="a1b2", tool_use_id="toolu_x")
+    agent.user("explore the auth module")
+    agent.assistant("Found it in auth/session.py")
+    main.write(mtime=1_790_000_000)
+    build_session(tree, "/home/dev/blog", "RSS feed").write(mtime=1_790_000_100)
+    return main
+
+
+@pytest.fixture
+def tree(main: SessionWriter) -> ConfigTree:
+    return main.tree
+
+
+def test_push_twice_sends_nothing_new(tree: ConfigTree, pg_dsn: str) -> None:
+    first = push(tree.root, pg_dsn)
+    assert (first["new"], first["sessions"], first["duplicates"]) == (3, 2, 0)
+    assert_each_entry_once(pg_dsn, tree.root)
+    second = push(tree.root, pg_dsn)
+    assert (second["entries"], second["unchanged"], second["new"]) == (0, 3, 0)
+    assert_each_entry_once(pg_dsn, tree.root)
+    rows = query(
+        pg_dsn,
+        "SELECT custom_title, git_branch, message_count, source FROM sessions ORDER BY custom_title",
+    )
+    assert rows == [("Auth refactor", "fix/auth", 9, "push"), ("RSS feed", "fix/auth", 9, "push")]
+    assert query(pg_dsn, "SELECT DISTINCT url FROM pr_links") == [
+        ("https://github.com/acme/shop/pull/412",)
+    ]
+
+
+def test_session_records_who_pushed_it_and_its_repository(tmp_path: Path, pg_dsn: str) -> None:
+    cwd = tmp_path / "shop"
+    cwd.mkdir()
+    subprocess.run(["git", "init", "-q", str(cwd)], check=True)
+    remote = f"https://x-access-token:{SECRET}@github.com/acme/shop.git"
+    subprocess.run(["git", "-C", str(cwd), "remote", "add", "origin", remote], check=True)
+    tree = ConfigTree(tmp_path / "claude")
+    session = build_session(tree, str(cwd), "Auth refactor")
+    session.write()
+    push(tree.root, pg_dsn)
+    [row] = query(
+        pg_dsn,
+        "SELECT pushed_by_user, pushed_by_host, config_dir, file_path, origin_url, cwd FROM sessions",
+    )
+    import getpass
+    import socket
+
+    assert row == (
+        getpass.getuser(),
+        socket.gethostname(),
+        str(tree.root),
+        str(session.path),
+        "https://github.com/acme/shop.git",
+        str(cwd),
+    )
+
+
+def test_appended_transcript_sends_only_the_new_lines(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    push(tree.root, pg_dsn)
+    before = query(pg_dsn, "SELECT id FROM entries ORDER BY id")
+    main.user("one more thing")
+    main.meta("tag", tag="review")
+    main.append()
+    with open(main.path, "ab") as fh:
+        fh.write(b'{"type":"user","half":')  # a line still being written
+    result = push(tree.root, pg_dsn)
+    assert (result["grown"], result["entries"], result["unchanged"]) == (1, 2, 2)
+    after = query(pg_dsn, "SELECT id FROM entries ORDER BY id")
+    assert after[: len(before)] == before and len(after) == len(before) + 2
+    assert query(pg_dsn, "SELECT tag FROM sessions WHERE custom_title = 'Auth refactor'") == [
+        ("review",)
+    ]
+    with open(main.path, "ab") as fh:
+        fh.write(b'"x"}\n')  # the line completes: it is sent next time, once
+    assert push(tree.root, pg_dsn)["entries"] == 1
+    assert_each_entry_once(pg_dsn, tree.root)
+
+
+def test_rewritten_transcript_is_sent_again(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    push(tree.root, pg_dsn)
+    sid = main.session_id
+    rewritten = tree.session(cwd="/home/dev/shop", session_id=sid, git_branch="main")
+    rewritten.user("a different history")
+    rewritten.meta("custom-title", customTitle="Rewritten")
+    rewritten.write()  # same path, new content (a cleanup rewrite)
+    result = push(tree.root, pg_dsn)
+    assert result["rewritten"] == 1
+    assert_each_entry_once(pg_dsn, tree.root)
+    assert query(
+        pg_dsn,
+        "SELECT custom_title, git_branch, message_count FROM sessions WHERE session_id = %s",
+        [sid],
+    ) == [("Rewritten", "main", 1)]
+    assert query(
+        pg_dsn,
+        "SELECT branch FROM branches b JOIN sessions s ON s.id = b.session_ref"
+        " WHERE s.session_id = %s",
+        [sid],
+    ) == [("main",)]
+
+
+def test_secrets_and_tool_outputs_stay_home(tree: ConfigTree, pg_dsn: str) -> None:
+    s = tree.session(cwd="/home/dev/ops")
+    s.user(f"use my token {SECRET} for the release")
+    s.assistant("Deploying", tool_uses=[("Bash", {"command": f"GH_TOKEN={SECRET} gh release"})])
+    s.write()
+    dry = CliRunner().invoke(
+        cli,
+        [
+            "--config-dir",
+            str(tree.root),
+            "push",
+            "--to",
+            database_url(pg_dsn),
+            "--dry-run",
+            "--show-redactions",
+        ],
+    )
+    assert dry.exit_code == 0, dry.output
+    assert SECRET not in dry.output and "github-token ghp_… (42 chars)" in dry.output
+    assert "would send" in dry.output
+    [(tables,)] = query(pg_dsn, "SELECT to_regclass('entries') IS NOT NULL")
+    assert not tables or query(pg_dsn, "SELECT count(*) FROM entries") == [(0,)]
+
+    summary = push(tree.root, pg_dsn)
+    assert summary["redactions"]["github-token"] == 2
+    assert summary["tool_outputs_omitted"] == 4
+    everything = " ".join(
+        str(r)
+        for table in ("entries", "messages", "sessions", "transcripts")
+        for r in query(pg_dsn, f"SELECT t::text FROM {table} t")
+    )
+    assert SECRET not in everything and TOOL_SECRET not in everything
+    assert "[REDACTED:github-token]" in everything and TOOL_OUTPUT_OMITTED in everything
+    # PR URLs printed by tools are still found (pr_mentions), as the SQLite index finds them
+
+    # --with-tools sends the outputs too (redacted), again for files already pushed
+    again = push(tree.root, pg_dsn, "--with-tools")
+    assert again["rewritten"] == again["files_seen"] and again["tool_outputs_omitted"] == 0
+    assert_each_entry_once(pg_dsn, tree.root)
+    outputs = " ".join(r[0] for r in query(pg_dsn, "SELECT entry::text FROM entries"))
+    assert "1 failed, AWS_KEY=[REDACTED:aws-access-key]" in outputs and TOOL_SECRET not in outputs
+    assert TOOL_OUTPUT_OMITTED not in outputs
+    assert push(tree.root, pg_dsn, "--with-tools")["entries"] == 0
+
+
+def test_pushed_session_resumes_through_the_sdk_store(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    from sessiondex.store.sdk_store import PostgresSessionStore
+
+    push(tree.root, pg_dsn)
+    with open(main.path, "rb") as fh:
+        records = [r for _, r in RecordReader(fh)]
+
+    async def load() -> tuple[Any, Any]:
+        async with PostgresSessionStore(pg_dsn) as store:
+            key = {"project_key": main.project_dir.name, "session_id": main.session_id}
+            return await store.load(key), await store.list_subkeys(key)
+
+    loaded, subkeys = asyncio.run(load())
+    assert len(loaded) == len(records)
+    clean = [r for r in records if "toolUseResult" not in r]
+    assert [r for r in loaded if "toolUseResult" not in r and r in clean] == clean
+    assert subkeys == ["subagents/agent-a1b2"]
+
+
+def test_project_and_since_choose_what_is_pushed(tree: ConfigTree, pg_dsn: str) -> None:
+    assert push(tree.root, pg_dsn, "--project", "/home/dev/blog", "--dry-run")["sessions"] == 1
+    assert push(tree.root, pg_dsn, "--since", "2026-09-21T14:14:10Z", "--dry-run")["sessions"] == 1
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--config-dir",
+            str(tree.root),
+            "push",
+            "--to",
+            database_url(pg_dsn),
+            "--project",
+            "/nope",
+        ],
+    )
+    assert result.exit_code == 1 and "no sessions started there" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["push", "--to", "sessions.db"], 2, "postgresql://"),
+        (
+            ["push", "--to", "postgresql://127.0.0.1:1/none?connect_timeout=2"],
+            1,
+            "Error: team store",
+        ),
+        (
+            ["store", "init", "postgresql://u:hunter2@127.0.0.1:1/none?connect_timeout=2"],
+            1,
+            "u:***@",
+        ),
+    ],
+)
+def test_bad_stores_are_one_line_errors(
+    tmp_path: Path, args: list[str], code: int, message: str
+) -> None:
+    result = CliRunner().invoke(cli, ["--config-dir", str(tmp_path), *args])
+    assert result.exit_code == code, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert "hunter2" not in result.output
+
+
+def _push_process(root: Path, dsn: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            RUN_CLI,
+            "--config-dir",
+            str(root),
+            "push",
+            "--to",
+            database_url(dsn),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+def big_tree(root: Path, sessions: int, turns: int) -> ConfigTree:
+    tree = ConfigTree(root)
+    filler = "the websocket heartbeat drops after the proxy idles; " * 18
+    for n in range(sessions):
+        s = tree.session(cwd=f"/home/dev/repo{n}")
+        for t in range(turns):
+            s.user(f"{t}: {filler}")
+            s.assistant(f"{t}: {filler}")
+        s.meta("custom-title", customTitle=f"Session {n}")
+        s.write()
+    return tree
+
+
+def test_two_pushes_at_once_store_every_entry_once(tmp_path: Path, pg_dsn: str) -> None:
+    tree = big_tree(tmp_path / "claude", sessions=4, turns=300)
+    procs = [_push_process(tree.root, pg_dsn) for _ in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+    assert_each_entry_once(pg_dsn, tree.root)
+
+
+def test_killed_push_resumes_where_it_stopped(tmp_path: Path, pg_dsn: str) -> None:
+    """SIGKILL after the first chunks committed: the store holds a consistent prefix
+    (offsets and entries moved together), and the next push sends exactly the rest."""
+    tree = big_tree(tmp_path / "claude", sessions=3, turns=1400)  # ~2.3 MB each: 2 chunks
+    proc = _push_process(tree.root, pg_dsn)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        rows = query(pg_dsn, "SELECT to_regclass('push_files') IS NOT NULL")
+        if rows[0][0] and query(pg_dsn, "SELECT count(*) FROM push_files WHERE consumed > 0")[0][0]:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    [(partial,)] = query(pg_dsn, "SELECT count(*) FROM entries")
+    total = expected_entries(tree.root)
+    assert 0 < partial < total, "the kill should land mid-push"
+    # what is stored is exactly what the offsets say was sent
+    for path, consumed in query(pg_dsn, "SELECT path, consumed FROM push_files"):
+        with open(path, "rb") as fh:
+            sent = sum(1 for _ in RecordReader(fh, limit=consumed))
+        [(stored,)] = query(
+            pg_dsn,
+            "SELECT count(*) FROM entries e JOIN push_files p ON p.transcript_ref = e.transcript_ref"
+            " WHERE p.path = %s",
+            [path],
+        )
+        assert stored == sent
+    resumed = push(tree.root, pg_dsn)
+    assert resumed["entries"] == total - partial and resumed["duplicates"] == 0
+    assert_each_entry_once(pg_dsn, tree.root)
+
+
+def test_store_init_migrates_once_even_when_raced(pg_dsn: str) -> None:
+    import secrets
+
+    import psycopg
+
+    from tests.pgserver import _admin_dsn, _with_dbname
+
+    admin = _admin_dsn()
+    assert admin is not None
+    name = f"sessiondex_test_init_{secrets.token_hex(3)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        url = database_url(_with_dbname(admin, name))
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", RUN_CLI, "store", "init", url],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for _ in range(2)
+        ]
+        outputs = [proc.communicate(timeout=120) for proc in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        texts = sorted(out.decode() for out, _ in outputs)
+        assert "applied 001 initial" in texts[0] + texts[1]
+        assert "up to date" in texts[0] + texts[1]
+        fresh = _with_dbname(admin, name)
+        assert query(fresh, "SELECT version FROM sessiondex_migrations") == [(1,)]
+        # a schema from a newer sessiondex is refused, not written with old rules
+        query(fresh, "INSERT INTO sessiondex_migrations (version, name) VALUES (99, 'future')")
+        result = CliRunner().invoke(cli, ["store", "init", url])
+        assert result.exit_code == 1 and "upgrade sessiondex" in result.output
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _ms(iso: str | None) -> int | None:
+    from datetime import datetime
+
+    return (
+        None
+        if iso is None
+        else int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+    )
+
+
+def test_pushed_rows_hold_the_sqlite_index_fields(tmp_path: Path, pg_dsn: str) -> None:
+    """The fixture tree pushed to PostgreSQL and indexed in SQLite: every session has
+    the same derived fields in both (the same fold), which team search will rely on."""
+    from sessiondex import Index
+    from tests.builders import copy_fixtures
+
+    root = copy_fixtures(tmp_path)
+    with Index(tmp_path / "index.db", [root]) as index:
+        objects = {o["session_id"]: o for o in index.list(scope="all", all_kinds=True)}
+    push(root, pg_dsn)
+    fields = (
+        "custom_title ai_title summary last_prompt tag git_branch message_count entrypoint cwd"
+    ).split()
+    rows = query(
+        pg_dsn,
+        f"SELECT s.session_id, {', '.join('s.' + f for f in fields)}, s.created_ms,"
+        " coalesce(s.last_activity_ms, s.mtime_ms), s.forked_from_session,"
+        " (SELECT array_agg(branch ORDER BY id) FROM branches WHERE session_ref = s.id),"
+        " (SELECT array_agg(DISTINCT url) FROM pr_links WHERE session_ref = s.id),"
+        " (SELECT array_agg(DISTINCT url) FROM pr_mentions WHERE session_ref = s.id)"
+        " FROM sessions s WHERE EXISTS"
+        " (SELECT 1 FROM transcripts t WHERE t.session_ref = s.id AND t.subpath = '')",
+    )
+    # an empty file is a session to the index, and nothing to send to the store
+    assert {r[0] for r in rows} == {sid for sid, o in objects.items() if o["file_size"]}
+    for sid, *values in rows:
+        obj = objects[sid]
+        *plain, created, last, forked, branches, links, mentions = values
+        assert plain == [obj[f] for f in fields], sid
+        assert (created, last) == (_ms(obj["created_at"]), _ms(obj["last_activity"])), sid
+        assert forked == (obj["forked_from"] or {}).get("session_id"), sid
+        assert (branches or []) == obj["branches"], sid
+        assert sorted(links or []) == sorted({p["url"] for p in obj["pr_links"]}), sid
+        linked = {p["url"] for p in obj["pr_links"]}
+        shown = set(mentions or []) - linked
+        assert shown == {p["url"] for p in obj["pr_mentions"]}, sid
+
+
+def test_push_leaves_the_transcripts_alone(tmp_path: Path, pg_dsn: str) -> None:
+    """The transcripts are the truth: push (full, incremental, dry run, with tools) and
+    store init change no byte and no mtime under the config dir."""
+    from tests.builders import copy_fixtures
+    from tests.test_reliability_truth import snapshot
+
+    root = copy_fixtures(tmp_path)
+    before = snapshot(root)
+    push(root, pg_dsn, "--dry-run", "--show-redactions")
+    push(root, pg_dsn)
+    push(root, pg_dsn, "--with-tools")
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "store", "init", database_url(pg_dsn)]
+    )
+    assert result.exit_code == 0, result.output
+    assert snapshot(root) == before

@@ -1,0 +1,296 @@
+"""Redaction before push: real-looking secrets go, harmless look-alikes stay.
+
+Every secret below is fake but well-formed (the shape a real one has); the look-alikes
+are what transcripts are full of and must survive untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+import pytest
+
+from sessiondex.store.push import TOOL_OUTPUT_OMITTED, prepare, strip_tool_outputs
+from sessiondex.store.redact import Finding, mask, redact_text, redact_value
+
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9l"
+    "IiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi\n"
+    "Z1BjP5CE/Wm/Rr500P\n-----END RSA PRIVATE KEY-----"
+)
+
+# (text, kind, the secret itself): the secret must vanish and [REDACTED:kind] appear.
+SECRETS = [
+    ("aws key AKIAIOSFODNN7EXAMPLE in a prompt", "aws-access-key", "AKIAIOSFODNN7EXAMPLE"),
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "secret-assignment",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    (
+        "maps key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY ok",
+        "gcp-api-key",
+        "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+    ),
+    (
+        "client 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",
+        "gcp-oauth-secret",
+        "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",
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey="
+        "lJzRc1YdHaAA2KCNJJ1tkYwF/+mKK6Ygw0NGe170Xu592euJv2wYUtBlV8z+qnlcNQSnIYVTkLWntUO1F8j8rQ==",
+        "azure-storage-key",
+        "lJzRc1YdHaAA2KCNJJ1tkYwF/+mKK6Ygw0NGe170Xu592euJv2wYUtBlV8z",
+    ),
+    (
+        "secret abc8Q~Zr5mT1qW2eR3tY4uI5oP6aS7dF8gH9jK0l is set",
+        "azure-client-secret",
+        "abc8Q~Zr5mT1qW2eR3tY4uI5oP6aS7dF8gH9jK0l",
+    ),
+    (
+        "gh auth: ghp_1234567890abcdefghijklmnopqrstuvwxyzAB",
+        "github-token",
+        "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB",
+    ),
+    (
+        "export GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUV",
+        "github-token",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789",
+    ),
+    ("token: glpat-xY9zAb3CdEfGh1JkLmNo", "gitlab-token", "glpat-xY9zAb3CdEfGh1JkLmNo"),
+    (
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "slack-token",
+        "AbCdEfGhIjKlMnOpQrStUvWx",
+    ),
+    (
+        "curl https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "slack-webhook",
+        "T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    ),
+    (f"Authorization: Bearer {JWT}", "jwt", JWT),
+    (f"the cookie was {JWT}", "jwt", JWT),
+    (f"key file:\n{PEM}\nthat's it", "private-key", "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA (cut)",
+        "private-key",
+        "b3BlbnNzaC1rZXktdjEAAAAA",
+    ),
+    (
+        "ANTHROPIC_API_KEY=sk-ant-api03-Xy7_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKL-mnop",
+        "anthropic-key",
+        "sk-ant-api03-Xy7_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKL-mnop",
+    ),
+    (
+        "openai sk-proj-AbCdEfGhIjKlMnOpQrSt0123T3BlbkFJuVwXyZ0123456789abcdEF",
+        "openai-key",
+        "sk-proj-AbCdEfGhIjKlMnOpQrSt0123T3BlbkFJuVwXyZ0123456789abcdEF",
+    ),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe-key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    (
+        "//registry.npmjs.org/:_authToken=npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "npm-token",
+        "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+    ),
+    (
+        "DATABASE_URL=postgres://app:pa55word-XyZ@db.example.com:5432/app",
+        "url-credentials",
+        "pa55word-XyZ",
+    ),
+    ("Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l", "basic-auth", "YWxhZGRpbjpvcGVuc2VzYW1l"),
+    ("password=hunter2secret", "secret-assignment", "hunter2secret"),
+    ('DB_PASSWORD="s3cr3t-Pa55w0rd!"', "secret-assignment", "s3cr3t-Pa55w0rd!"),
+    ('{"client_secret": "9aX-Qe7_Lm2Zp"}', "secret-assignment", "9aX-Qe7_Lm2Zp"),
+    ("config:\n  db_password: Tr0ub4dor&3\n  user: app", "secret-assignment", "Tr0ub4dor&3"),
+    (
+        "SECRET_KEY := 9f86d081884c7d659a2feaa0c55ad015",
+        "secret-assignment",
+        "9f86d081884c7d659a2feaa0c55ad015",
+    ),
+    (
+        "DEPLOY_SIGNING=q8Fz2LmN4pR7sT1vX9yB3cD6eG0hJ5kW",
+        "high-entropy",
+        "q8Fz2LmN4pR7sT1vX9yB3cD6eG0hJ5kW",
+    ),
+    (
+        "  export SESSION_SALT='Zk3vQ9pL2mX7nB4cR8tY1wE6'",
+        "high-entropy",
+        "Zk3vQ9pL2mX7nB4cR8tY1wE6",
+    ),
+]
+
+# Text that looks a bit like a secret and is not: it must come back unchanged.
+LOOK_ALIKES = [
+    "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed it",
+    "GIT_COMMIT=3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+    "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "session 550e8400-e29b-41d4-a716-446655440000 resumed",
+    "RUN_ID=550e8400-e29b-41d4-a716-446655440000",
+    f"GREETING={base64.b64encode(b'Hello world, this is a test of plain text').decode()}",
+    f"the header is {base64.b64encode(b'ordinary words in base64, nothing secret').decode()}",
+    "Reset your password in Settings, then sign in again.",
+    "The password is stored in Vault; ask the on-call engineer.",
+    "def login(user: str, password: str) -> Token:",
+    "password = getpass.getpass()",
+    "token = request.headers.get('Authorization')",
+    "const tokenSearch = await response.search(tokenId);",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    'password: "${DB_PASSWORD}"',
+    "max_tokens=4096, output_tokens: 1200",
+    "PWD=/home/dev/shop",
+    "toolu_01ABCdefGHIjklMNOpqrSTU and msg_01XYZ and req_01abc",
+    "see https://github.com/acme/shop/pull/412 and git@github.com:acme/shop.git",
+    "A bearer token is sent in the Authorization header.",
+    "PATH=/usr/local/bin:/usr/bin:/bin",
+    "sk-1 and sk_test are just names",
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "secret"), SECRETS, ids=[k for _, k, _ in SECRETS])
+def test_secret_is_redacted(text: str, kind: str, secret: str) -> None:
+    findings: list[Finding] = []
+    out = redact_text(text, findings)
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+    assert [f.kind for f in findings] == [kind]
+    assert secret not in findings[0].preview
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alike_is_kept(text: str) -> None:
+    findings: list[Finding] = []
+    assert redact_text(text, findings) == text
+    assert findings == []
+
+
+def test_only_the_secret_goes() -> None:
+    assert redact_text("run with password=hunter2secret --verbose") == (
+        "run with password=[REDACTED:secret-assignment] --verbose"
+    )
+
+
+@pytest.mark.parametrize(
+    ("secret", "preview"),
+    [
+        ("ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "ghp_… (42 chars)"),
+        ("hunter2", "… (7 chars)"),
+    ],
+)
+def test_preview_never_shows_the_secret(secret: str, preview: str) -> None:
+    assert mask(secret) == preview
+
+
+def test_records_are_walked_and_left_alone_when_clean() -> None:
+    clean = {"type": "user", "message": {"content": [{"type": "text", "text": "hello there"}]}}
+    assert redact_value(clean) == (clean, False)
+    assert redact_value(clean)[0] is clean
+    dirty = {
+        "type": "assistant",
+        "message": {
+            "content": [{"type": "tool_use", "input": {"command": "export X=AKIAIOSFODNN7EXAMPLE"}}]
+        },
+    }
+    out, changed = redact_value(dirty)
+    assert changed and "AKIA" not in str(out) and "AKIA" in str(dirty)
+
+
+def test_tool_outputs_are_left_out_but_their_pr_urls_kept() -> None:
+    record = {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "tool_use_id": "toolu_1",
+                    "type": "tool_result",
+                    "content": "https://github.com/acme/shop/pull/7\nAWS_SECRET=abc",
+                }
+            ],
+        },
+        "toolUseResult": {"stdout": "https://github.com/acme/shop/pull/7"},
+        "uuid": "u1",
+    }
+    stripped, mentions, omitted = strip_tool_outputs(record)
+    assert omitted == 1 and "toolUseResult" not in stripped
+    assert stripped["message"]["content"][0]["content"] == TOOL_OUTPUT_OMITTED
+    assert stripped["message"]["content"][0]["tool_use_id"] == "toolu_1"
+    assert [m.url for m in mentions] == ["https://github.com/acme/shop/pull/7"]
+    assert record["toolUseResult"]  # the original is not modified
+
+
+def test_an_unchanged_line_is_stored_as_its_bytes() -> None:
+    line = b'{"type":"user","b":1,  "a":"x"}'
+    entry, omitted = prepare(
+        line, {"type": "user", "b": 1, "a": "x"}, with_tools=False, findings=[]
+    )
+    assert entry.text == line.decode() and omitted == 0
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return orjson.dumps(record)
+
+
+@pytest.mark.parametrize(("text", "kind", "secret"), SECRETS, ids=[k for _, k, _ in SECRETS])
+@pytest.mark.parametrize("where", ["prompt", "tool-input", "json-in-text"])
+def test_a_secret_in_a_transcript_line_never_leaves(
+    text: str, kind: str, secret: str, where: str
+) -> None:
+    """Through push's path: the line-level pre-check (which rules can apply to the
+    record, read on the JSON-escaped line) must never skip a secret."""
+    if where == "prompt":
+        record: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": text}}
+    elif where == "tool-input":
+        record = {
+            "type": "assistant",
+            "message": {
+                "content": [{"type": "tool_use", "name": "Bash", "input": {"command": text}}],
+                "usage": {"input_tokens": 4, "output_tokens": 12},
+            },
+        }
+    else:
+        record = {"type": "user", "message": {"content": orjson.dumps({"note": text}).decode()}}
+    findings: list[Finding] = []
+    entry, _ = prepare(_line(record), record, with_tools=False, findings=findings)
+    assert secret not in entry.text
+    assert kind in {f.kind for f in findings}
+
+
+@pytest.mark.parametrize(
+    ("record", "redacted"),
+    [
+        ({"type": "assistant", "message": {"usage": {"input_tokens": 4}}}, False),
+        ({"type": "assistant", "input": {"password": "hunter2x", "tokenizer": "gpt2"}}, True),
+        ({"type": "x", "GITHUB_TOKEN": "abc123def", "token_type": "bearer"}, True),
+        ({"type": "x", "password": "${DB_PASSWORD}", "secret_name": "prod/db"}, False),
+    ],
+)
+def test_fields_named_like_secrets(record: dict[str, Any], redacted: bool) -> None:
+    entry, _ = prepare(_line(record), record, with_tools=False, findings=[])
+    assert ("[REDACTED:secret-assignment]" in entry.text) is redacted
+    assert "gpt2" in entry.text or "tokenizer" not in str(record)
+
+
+def test_an_escaped_character_does_not_hide_a_secret() -> None:
+    line = b'{"type":"user","message":{"content":"key \\u0041KIAIOSFODNN7EXAMPLE"}}'
+    record = orjson.loads(line)
+    entry, _ = prepare(line, record, with_tools=False, findings=[])
+    assert "AKIAIOSFODNN7EXAMPLE" not in entry.text and "\\u0041KIA" not in entry.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "export SESSION_SALT=Zk3vQ9pL2mX7nB4cR8tY1wE6",  # a line at the very start
+        '"Env": ["PATH=/usr/bin", "SESSION_SALT=Zk3vQ9pL2mX7nB4cR8tY1wE6"]',  # docker inspect
+        '{\\"db\\": {\\"password\\": \\"Zk3vQ9pL\\\\\\\\2mX\\"}}',  # JSON pasted twice escaped
+    ],
+)
+def test_line_rules_find_lines_inside_json(text: str) -> None:
+    out = redact_text(text)
+    assert "Zk3vQ9pL" not in out and "[REDACTED:" in out

@@ -1,0 +1,313 @@
+"""``PostgresSessionStore`` against a real PostgreSQL: the SDK's own conformance suite,
+exact round trips, retries, mtimes, many writers, and resume through the SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessiondex.store.sdk_store import PostgresSessionStore
+from tests.pgserver import require_database, truncate
+
+KEY = {"project_key": "-home-dev-shop", "session_id": "3f2a9c1e-0000-4000-8000-000000000001"}
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def pg_dsn() -> str:
+    return require_database()
+
+
+def run(dsn: str, body: Callable[[PostgresSessionStore], Awaitable[Any]]) -> Any:
+    """Run ``body(store)`` on a fresh store in its own event loop, then close it."""
+
+    async def main() -> Any:
+        async with PostgresSessionStore(dsn) as store:
+            return await body(store)
+
+    return asyncio.run(main())
+
+
+def test_conformance_suite_passes_with_nothing_skipped(pg_dsn: str) -> None:
+    testing = pytest.importorskip("claude_agent_sdk.testing")
+    conformance = pytest.importorskip("claude_agent_sdk.testing.session_store_conformance")
+
+    stores: list[PostgresSessionStore] = []
+
+    def make() -> PostgresSessionStore:
+        truncate(pg_dsn)
+        stores.append(PostgresSessionStore(pg_dsn))
+        return stores[-1]
+
+    async def main() -> None:
+        try:
+            probe = make()
+            for method in ("list_sessions", "list_session_summaries", "delete", "list_subkeys"):
+                assert conformance._has_optional(probe, method, frozenset()), method
+            await testing.run_session_store_conformance(make)
+        finally:
+            for store in stores:
+                await store.close()
+
+    asyncio.run(main())
+
+
+# Values a JSON round trip keeps and a careless store would not.
+EXACT = [
+    {"type": "user", "uuid": "u1", "b": 1, "a": 2, "message": {"content": "héllo 🚀 日本語"}},
+    {"type": "x", "big": 2**70, "neg": -(2**63), "f": 0.1, "e": 1e-300, "nul": "a\u0000b"},
+    {"type": "x", "surrogate": "\ud800 lone", "nested": [[], {}, [None, True, False]]},
+    {"type": "x", "uuid": "", "emptykey": {"": "v"}, "ls": "\u2028\u2029"},
+]
+
+
+def test_entries_round_trip_exactly_with_key_order(pg_dsn: str) -> None:
+    truncate(pg_dsn)
+
+    async def body(store: PostgresSessionStore) -> list[Any] | None:
+        await store.append(KEY, EXACT)
+        return await store.load(KEY)
+
+    loaded = run(pg_dsn, body)
+    assert loaded == EXACT
+    assert [list(e) for e in loaded] == [list(e) for e in EXACT]  # key order kept
+    assert json.dumps(loaded) == json.dumps(EXACT)
+
+
+def test_retried_batch_is_stored_once_and_uuidless_entries_are_appended(pg_dsn: str) -> None:
+    truncate(pg_dsn)
+    batch = [
+        {"type": "user", "uuid": "a", "n": 1},
+        {"type": "custom-title", "customTitle": "T", "sessionId": KEY["session_id"]},
+        {"type": "assistant", "uuid": "b", "n": 2},
+        {"type": "assistant", "uuid": "b", "n": 2},  # the same uuid twice in one batch
+    ]
+
+    async def body(store: PostgresSessionStore) -> list[Any] | None:
+        await store.append(KEY, batch)
+        await store.append(KEY, batch)  # a retry after a lost acknowledgement
+        return await store.load(KEY)
+
+    loaded = run(pg_dsn, body)
+    assert loaded is not None
+    assert [e.get("uuid") for e in loaded] == ["a", None, "b", None]
+
+
+def test_mtimes_are_epoch_ms_and_strictly_increasing(pg_dsn: str) -> None:
+    truncate(pg_dsn)
+
+    async def body(store: PostgresSessionStore) -> list[int]:
+        seen = []
+        for n in range(20):
+            await store.append(KEY, [{"type": "x", "n": n}])
+            [listed] = await store.list_sessions(KEY["project_key"])
+            seen.append(listed["mtime"])
+        return seen
+
+    mtimes = run(pg_dsn, body)
+    assert all(m > 1e12 for m in mtimes)
+    assert all(b > a for a, b in zip(mtimes, mtimes[1:]))
+
+
+WRITER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from sessiondex.store import PostgresSessionStore
+
+    dsn, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    key = {"project_key": "-p", "session_id": "s"}
+
+    async def main():
+        async with PostgresSessionStore(dsn) as store:
+            for n in range(count):
+                await store.append(key, [
+                    {"type": "user", "uuid": f"{name}-{n}", "w": name, "n": n},
+                    {"type": "tag", "tag": f"{name}-{n}", "w": name, "n": n},
+                ])
+                await store.append({**key, "subpath": f"subagents/agent-{name}"},
+                                   [{"type": "user", "uuid": f"{name}-{n}", "n": n}])
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_many_writer_processes_at_once(pg_dsn: str) -> None:
+    """Three processes append to one key (and their own subkeys) at once: every entry
+    lands exactly once, each writer's entries in its own order, mtimes distinct."""
+    truncate(pg_dsn)
+    count = 6
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, pg_dsn, name, str(count)], cwd=REPO)
+        for name in ("w1", "w2", "w3")
+    ]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+
+    async def body(store: PostgresSessionStore) -> tuple[Any, ...]:
+        key = {"project_key": "-p", "session_id": "s"}
+        subs = await store.list_subkeys(key)
+        return await store.load(key), subs, await store.list_session_summaries("-p")
+
+    loaded, subkeys, summaries = run(pg_dsn, body)
+    assert len(loaded) == 3 * count * 2
+    for name in ("w1", "w2", "w3"):
+        mine = [e["n"] for e in loaded if e["w"] == name and e["type"] == "user"]
+        assert mine == list(range(count))
+    assert subkeys == [f"subagents/agent-{n}" for n in ("w1", "w2", "w3")]
+    # the summary fold was serialized: its tag is the last tag entry stored
+    last_tag = [e for e in loaded if e["type"] == "tag"][-1]["tag"]
+    assert summaries[0]["data"]["tag"] == last_tag
+
+
+def _transcript(session_id: str, cwd: str) -> list[dict[str, Any]]:
+    first, second = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    common = {"sessionId": session_id, "cwd": cwd, "gitBranch": "fix/auth", "entrypoint": "sdk-py"}
+    return [
+        {
+            "parentUuid": None,
+            "isSidechain": False,
+            "type": "user",
+            "message": {"role": "user", "content": "fix the websocket heartbeat"},
+            "uuid": first,
+            "timestamp": "2026-11-01T10:00:00.000Z",
+            **common,
+        },
+        {
+            "parentUuid": first,
+            "isSidechain": False,
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+            "uuid": second,
+            "timestamp": "2026-11-01T10:00:05.000Z",
+            **common,
+        },
+        {"type": "custom-title", "customTitle": "Heartbeat fix", "sessionId": session_id},
+    ]
+
+
+def test_resume_through_the_store(pg_dsn: str, tmp_path: Path) -> None:
+    """What the SDK does before spawning ``claude --resume`` with a store: load the
+    session (and its subagents) into a temporary config dir; and the store-reading
+    helpers, as the SDK's InMemorySessionStore tests use them."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    resume = pytest.importorskip("claude_agent_sdk._internal.session_resume")
+    sessions = pytest.importorskip("claude_agent_sdk._internal.sessions")
+
+    truncate(pg_dsn)
+    cwd = tmp_path / "shop"
+    cwd.mkdir()
+    sid = "5e551000-aaaa-4bbb-8ccc-000000000042"
+    key = {"project_key": sessions.project_key_for_directory(str(cwd)), "session_id": sid}
+    entries = _transcript(sid, str(cwd))
+    sub = [{**entries[0], "isSidechain": True, "agentId": "a1"}]
+    meta = {"type": "agent_metadata", "agentType": "general-purpose", "toolUseId": "toolu_1"}
+
+    async def body(store: PostgresSessionStore) -> dict[str, Any]:
+        await store.append(key, entries)
+        await store.append({**key, "subpath": "subagents/agent-a1"}, [*sub, meta])
+        await sdk.tag_session_via_store(store, sid, "review", directory=str(cwd))
+        options = sdk.ClaudeAgentOptions(session_store=store, resume=sid, cwd=str(cwd))
+        materialized = await resume.materialize_resume_session(options)
+        assert materialized is not None
+        try:
+            project = materialized.config_dir / "projects" / key["project_key"]
+            main = [
+                json.loads(line) for line in (project / f"{sid}.jsonl").read_text().splitlines()
+            ]
+            agent = project / sid / "subagents" / "agent-a1.jsonl"
+            return {
+                "main": main,
+                "agent": [json.loads(line) for line in agent.read_text().splitlines()],
+                "meta": json.loads(agent.with_name("agent-a1.meta.json").read_text()),
+                "resume": materialized.resume_session_id,
+                "messages": await sdk.get_session_messages_from_store(
+                    store, sid, directory=str(cwd)
+                ),
+                "listed": await sdk.list_sessions_from_store(store, directory=str(cwd)),
+            }
+        finally:
+            await materialized.cleanup()
+
+    got = run(pg_dsn, body)
+    assert got["resume"] == sid
+    assert got["main"][:3] == entries and got["main"][3]["type"] == "tag"
+    assert got["agent"] == sub
+    assert got["meta"] == {"agentType": "general-purpose", "toolUseId": "toolu_1"}
+    assert [m.uuid for m in got["messages"]] == [entries[0]["uuid"], entries[1]["uuid"]]
+    [info] = got["listed"]
+    assert (info.session_id, info.summary, info.tag, info.git_branch) == (
+        sid,
+        "Heartbeat fix",
+        "review",
+        "fix/auth",
+    )
+
+
+def test_sdk_writes_fill_the_team_index_rows(pg_dsn: str, tmp_path: Path) -> None:
+    """An SDK-mirrored session gets the same derived fields as a SQLite index row, so
+    team search can find it."""
+    import psycopg
+
+    truncate(pg_dsn)
+    sid = "5e551000-aaaa-4bbb-8ccc-000000000043"
+    key = {"project_key": "-home-dev-shop", "session_id": sid}
+    run(pg_dsn, lambda store: store.append(key, _transcript(sid, "/home/dev/shop")))
+    with psycopg.connect(pg_dsn) as conn:
+        row = conn.execute(
+            "SELECT custom_title, cwd, git_branch, message_count, entrypoint, source,"
+            " pushed_by_host IS NOT NULL, first_prompt, created_ms < last_activity_ms"
+            " FROM sessions WHERE session_id = %s",
+            [sid],
+        ).fetchone()
+        hits = conn.execute(
+            "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_ref"
+            " WHERE s.session_id = %s AND m.tsv @@ websearch_to_tsquery('simple', 'heartbeat')",
+            [sid],
+        ).fetchone()
+        title_hit = conn.execute(
+            "SELECT ts_rank(search, websearch_to_tsquery('simple', 'heartbeat')) > 0"
+            " FROM sessions WHERE session_id = %s",
+            [sid],
+        ).fetchone()
+    assert row == (
+        "Heartbeat fix",
+        "/home/dev/shop",
+        "fix/auth",
+        2,
+        "sdk-py",
+        "sdk",
+        True,
+        "fix the websocket heartbeat",
+        True,
+    )
+    assert hits == (1,) and title_hit == (True,)
+
+
+def test_a_pool_per_event_loop(pg_dsn: str) -> None:
+    """The options object outlives event loops (``asyncio.run`` per call in scripts)."""
+    truncate(pg_dsn)
+    store = PostgresSessionStore(pg_dsn)
+
+    async def write(n: int) -> None:
+        await store.append(KEY, [{"type": "x", "n": n}])
+        await store.close()
+
+    for n in range(2):
+        asyncio.run(write(n))
+
+    async def read() -> Any:
+        try:
+            return await store.load(KEY)
+        finally:
+            await store.close()
+
+    assert asyncio.run(read()) == [{"type": "x", "n": 0}, {"type": "x", "n": 1}]
