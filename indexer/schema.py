@@ -163,3 +163,13 @@ def m004_message_offsets(db: Database) -> None:
     db.execute("DROP INDEX IF EXISTS messages_file")
     db.execute("CREATE UNIQUE INDEX messages_file_offset ON messages(file_id, line_offset)")
     db.execute("ALTER TABLE files ADD COLUMN scanned INTEGER NOT NULL DEFAULT 0")
+
+
+@migrations()
+def m005_entrypoint_window(db: Database) -> None:
+    """``sessions.last_entrypoint`` and the byte offset of its line: with ``entrypoint``
+    (the first one) they answer Claude Code's head/tail window test for a desktop
+    session from the index, so ``list``'s warning and ``stats`` open no transcript
+    (transcripts/retention.py ``window_desktop``; DERIVATION_VERSION 5 fills them)."""
+    db.execute("ALTER TABLE sessions ADD COLUMN last_entrypoint TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN last_entrypoint_offset INTEGER")
