@@ -239,3 +239,6 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
     first.user("grown with quokka")
     first.append(mtime=1_700_000_200)
     assert first.session_id in run("search", "quokka", "--scope", "all", "--json").stdout
+    second.path.unlink()  # a vanished transcript is forgotten before the answer too
+    done = run("search", "zebrafish", "--scope", "all", "--json")
+    assert first.session_id in done.stdout and second.session_id not in done.stdout
