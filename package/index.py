@@ -191,7 +191,11 @@ class Index:
                 self.ensure_fresh()
                 self._reader = self._given
             elif self.auto_refresh and not self.watcher_alive():
-                self._reader = self.writer() if self._refresh_for_read() else self._read_only()
+                handle = self._unchanged_read_only()
+                if handle is not None:
+                    self._reader = handle
+                else:
+                    self._reader = self.writer() if self._refresh_for_read() else self._read_only()
             else:
                 handle = self._read_only()
                 if self._recovered or (self.auto_refresh and not _ever_filled(handle)):
@@ -208,6 +212,27 @@ class Index:
                     )
                 self._reader = handle
         return self._reader
+
+    def _unchanged_read_only(self) -> Database | None:
+        """A read-only handle when the index is current and no transcript changed since
+        the last refresh (``indexer/freshness.py``): the refresh would do nothing, so
+        neither it nor the writer (sqlite-utils, migrations, the write turn) is needed.
+        None: refresh the usual way."""
+        if self._path is None or self._writer is not None or self._recovered:
+            return None
+        from sessiondex.indexer.db import open_current_readonly
+        from sessiondex.indexer.faults import file_identity
+        from sessiondex.indexer.freshness import nothing_changed
+
+        handle = open_current_readonly(self._path)
+        if handle is None:
+            return None
+        if not nothing_changed(handle, self.roots):
+            handle.close()
+            return None
+        self._identity = file_identity(self._path)
+        self._refreshed = True
+        return handle  # type: ignore[return-value]  # the subset queries use
 
     def _read_only(self) -> Database:
         """A handle for answering without writing (``mode=ro`` when the index is current;
