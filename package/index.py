@@ -660,6 +660,14 @@ class Index:
         a write too: the writes resolve their argument against the index as it is."""
         self._refreshed = False
         self._unwritable = False
+        if self._reader is not None and self.auto_refresh and not self.watcher_alive():
+            from sessiondex.indexer.freshness import nothing_changed
+
+            # The read path's own check (one lstat per transcript, no write turn): most
+            # questions of a long-lived front end find nothing changed since the last.
+            if nothing_changed(self._reader, self.roots):
+                self._refreshed = True
+                return
         self.ensure_fresh()
 
     def message_snippets(
