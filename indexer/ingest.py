@@ -309,18 +309,7 @@ def _ingest_locked(
         except OSError as exc:
             stats.errors.append((path, exc.strerror or str(exc)))
             return UNCHANGED
-        tf = TranscriptFile(
-            tf.path,
-            tf.root,
-            tf.project_key,
-            tf.session_id,
-            tf.kind,
-            tf.agent_id,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ino,
-            st.st_dev,
-        )
+        tf = tf.restat(st)
         state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
         if force and stored is not None:
             state_kind = REWRITTEN

@@ -13,7 +13,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,13 @@ class TranscriptFile:
     def main_path(self) -> Path:
         """The owning session's main transcript."""
         return self.root / "projects" / self.project_key / f"{self.session_id}.jsonl"
+
+    def restat(self, st: os.stat_result) -> TranscriptFile:
+        """The same file with the stat taken when it was opened: the size and identity
+        that reading it will stand for (the file may have grown since discovery)."""
+        return replace(
+            self, size=st.st_size, mtime_ns=st.st_mtime_ns, inode=st.st_ino, device=st.st_dev
+        )
 
 
 def _utf8_name(name: str) -> bool:
