@@ -13,6 +13,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import UnsafeOutputPath, cwd_option
+from sessiondex.cli.output import table_or_json
 
 if TYPE_CHECKING:
     from sessiondex.actions.archive import ArchiveResult, ArchiveRun, Daily
@@ -148,19 +149,6 @@ def _job(
         click.echo(f"The archive job runs daily at {hour:02d}:{minute:02d}: {' '.join(command)}")
 
 
-def _table_or_json(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--format table|json`` and ``--json``, for both commands here."""
-    func = click.option("--json", "as_json", is_flag=True, help="Short for --format json.")(func)
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(["table", "json"]),
-        default="table",
-        show_default=True,
-        help="Output format.",
-    )(func)
-
-
 @click.command()
 @click.option(
     "--expiring-within",
@@ -216,7 +204,7 @@ def _table_or_json(func: Callable[..., Any]) -> Callable[..., Any]:
     help="With --install-job/--uninstall-job: write or remove the files only; do not run "
     "systemctl or launchctl.",
 )
-@_table_or_json
+@table_or_json
 def archive(
     window: str,
     archive_dir: str | None,
@@ -290,7 +278,7 @@ def archive(
 
 @click.command()
 @click.argument("session_id", metavar="ID")
-@_table_or_json
+@table_or_json
 def restore(session_id: str, fmt: str, as_json: bool) -> None:
     """Put an archived session back, byte for byte.
 

@@ -10,6 +10,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
+from sessiondex.cli.output import table_or_json
 
 if TYPE_CHECKING:
     from sessiondex.actions.cleanup import Outcome
@@ -177,15 +178,7 @@ def _render_root(
     help="Sessions tagged T are never deleted by --apply.",
 )
 @cwd_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@table_or_json
 def cleanup(
     days: int | None,
     do_apply: bool,

@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import click
 
+from sessiondex.cli.output import table_or_json
+
 
 @click.command()
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@table_or_json
 def config(fmt: str, as_json: bool) -> None:
     """Show the effective settings and where each came from.
 

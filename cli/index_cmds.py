@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import app
-from sessiondex.cli.output import emit_object, human_size
+from sessiondex.cli.output import emit_object, human_size, table_or_json
 
 
 def _summary_line(stats: dict[str, Any]) -> str:
@@ -32,15 +32,7 @@ def _summary_line(stats: dict[str, Any]) -> str:
     help="Also index tool inputs and results (off by default: they are most of "
     "the bytes). The choice is remembered; changing it rebuilds the index.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="json prints the summary as an object.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@table_or_json
 def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
     """Bring the index up to date with the transcripts.
 

@@ -45,18 +45,27 @@ def clean_line(text: str) -> str:
     return neutralize(text, single_line=True)
 
 
-def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--format table|json|jsonl|csv`` and ``--json`` (short for ``--format json``)."""
+def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--json", "as_json", is_flag=True, help="Short for --format json.")(func)
-    func = click.option(
+    return click.option(
         "--format",
         "fmt",
-        type=click.Choice(FORMATS),
+        type=click.Choice(choices),
         default="table",
         show_default=True,
         help="Output format.",
     )(func)
-    return func
+
+
+def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--format table|json|jsonl|csv`` and ``--json`` (short for ``--format json``),
+    for commands that print sessions."""
+    return _format_choice(FORMATS, func)
+
+
+def table_or_json(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--format table|json`` and ``--json``, for commands that print one summary."""
+    return _format_choice(("table", "json"), func)
 
 
 def chosen_format(fmt: str, as_json: bool) -> str:
