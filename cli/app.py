@@ -68,6 +68,8 @@ class App:
         try:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
+            if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
+                raise CliError(f"cannot open the team store: {exc}") from None
             raise CliError(f"cannot open the index at {self.database_path}: {exc}") from None
 
     def db(self) -> Database:

@@ -92,7 +92,10 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
 
 
 def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
-    """A stderr line when Claude Code's retention sweep will soon delete listed sessions."""
+    """A stderr line when Claude Code's retention sweep will soon delete listed sessions
+    (this machine's sweep: not for the team store's rows)."""
+    if getattr(getattr(db, "dialect", None), "team", False):
+        return
     try:
         from sessiondex.query.cleanup import expiring_soon
     except ImportError:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from sessiondex.cli.app import CliError
+from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import clean_line
 from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
@@ -60,12 +60,10 @@ def _conversation_options(func: Any) -> Any:
 
 def _load(arg: str, cwd: str | None, fmt: str) -> Any:
     """Resolve ARG, then read its transcript (the truth; the index only located it)."""
-    from sessiondex.render.conversation import build_conversation
-
     found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
     echo_notes(found.notes)
     try:
-        return build_conversation(found.session)
+        return app().index.conversation_of(found)  # the team store's: from its entries
     except OSError as exc:
         raise CliError(
             clean_line(f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}")

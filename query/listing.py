@@ -40,6 +40,6 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
     """Session objects in scope, newest activity first."""
-    where, params = filters.where()
+    where, params = filters.where(db)
     rows = place_forks(select_rows(db, where, params, limit=filters.limit, columns=LISTING_COLUMNS))
     return to_objects(db, rows)
