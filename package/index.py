@@ -171,7 +171,12 @@ class Index:
         progress: ProgressCallback | None = None,
         include_tools: bool | None = None,
     ) -> RefreshStats:
-        """Bring the index up to date with every transcript now (``index``)."""
+        """Bring the index up to date with every transcript now (``index``); nothing to
+        do for the team store (``push`` fills it from each machine)."""
+        if self._team_dsn is not None:
+            from sessiondex.indexer.stats import RefreshStats
+
+            return RefreshStats()
         from sessiondex.indexer.refresh import refresh
 
         stats = refresh(

@@ -202,22 +202,25 @@ class PostgresDialect(SqliteDialect):
             f"StartSel={OPEN}, StopSel={CLOSE}, MaxWords={tokens}, MinWords={tokens // 2},"
             f' ShortWord=0, MaxFragments=1, FragmentDelimiter="{ELLIPSIS}"'
         )
-        params: list[Any]
         if source == "meta":
             row = db.execute(
                 f"SELECT {', '.join(META_COLUMNS)} FROM sessions s WHERE s.id = ?", [rowid]
             ).fetchone()
-            # The text as the search vector was built from it (CJK split, as stored).
-            text = " ".join(fts_text(v) for v in (row or ()) if isinstance(v, str) and v)
-            sql, params = "SELECT ?::text AS t", [text]
+            # As the search vector was built (CJK split), one column at a time: like
+            # FTS5's snippet(), the first column (by weight) that holds a match.
+            texts = [fts_text(v) if isinstance(v, str) else "" for v in (row or ())]
         else:
-            sql, params = "SELECT m.text AS t FROM messages m WHERE m.id = ?", [rowid]
-        row = db.execute(
-            f"SELECT ts_headline('{TS_CONFIG}', x.t, to_tsquery('{TS_CONFIG}', ?), ?)"
-            f" FROM ({sql}) x",
-            [match, options, *params],
-        ).fetchone()
-        return str(row[0]) if row and row[0] else ""
+            row = db.execute("SELECT m.text FROM messages m WHERE m.id = ?", [rowid]).fetchone()
+            texts = [str(row[0])] if row and row[0] else []
+        if not any(texts):
+            return ""
+        found = db.execute(
+            f"SELECT ts_headline('{TS_CONFIG}', t.x, to_tsquery('{TS_CONFIG}', ?), ?)"
+            " FROM unnest(?::text[]) WITH ORDINALITY t(x, n) WHERE t.x != '' ORDER BY t.n",
+            [match, options, texts],
+        ).fetchall()
+        marked = [str(r[0]) for r in found if r[0] and OPEN in r[0]]
+        return marked[0] if marked else (str(found[0][0]) if found else "")
 
     def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
         """On the team store a repository is its ``origin`` remote (normalized), not a
