@@ -119,6 +119,11 @@ class SqliteDialect:
         ).fetchone()
         return str(row[0]) if row and row[0] else ""
 
+    def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
+        """A condition for sessions whose names or branches are close to ``query`` by an
+        index, for the typo fallback; None where the newest sessions must do."""
+        return None
+
     # -------------------------------------------------------------- scopes
     def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
         """Which sessions a scope holds; None for every session. Locally a scope is a
@@ -221,6 +226,17 @@ class PostgresDialect(SqliteDialect):
         ).fetchall()
         marked = [str(r[0]) for r in found if r[0] and OPEN in r[0]]
         return marked[0] if marked else (str(found[0][0]) if found else "")
+
+    def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
+        """``pg_trgm`` word similarity (``<%``) against the names and the branches, each
+        written as its GIN trigram index is (store/schema.py), so the index serves."""
+        return (
+            "(? <% (coalesce(s.custom_title, '') || ' ' || coalesce(s.ai_title, '')"
+            " || ' ' || coalesce(s.agent_name, ''))"
+            " OR EXISTS (SELECT 1 FROM branches b WHERE b.session_rowid = s.id"
+            " AND ? <% b.branch))",
+            [query, query],
+        )
 
     def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
         """On the team store a repository is its ``origin`` remote (normalized), not a

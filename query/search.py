@@ -375,9 +375,21 @@ def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:
     """Typo tolerance when FTS finds nothing: rapidfuzz ranks titles, names, branches and
     first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
-    whole corpus in Python)."""
+    whole corpus in Python) and, on the team store, of those whose names or branches
+    ``pg_trgm`` finds close to the query (its GIN indexes), however old."""
     where, params = filters.where(db)
     rows = select_rows(db, where, params, order=f"{ACTIVITY_SQL} DESC", limit=FUZZY_CANDIDATES)
+    similar = dialect_of(db).similar_names(query)
+    if similar is not None:  # the team store: older sessions whose names are close too
+        seen = {r["id"] for r in rows}
+        more = select_rows(
+            db,
+            f"{where} AND {similar[0]}",
+            [*params, *similar[1]],
+            order=f"{ACTIVITY_SQL} DESC",
+            limit=FUZZY_CANDIDATES,
+        )
+        rows += [r for r in more if r["id"] not in seen]
     choices: dict[int, list[str]] = {}
     for row in rows:
         texts = [

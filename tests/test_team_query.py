@@ -291,3 +291,47 @@ def test_a_session_written_through_the_sdk_store_is_searchable(store: str) -> No
     shown = CliRunner().invoke(cli, ["--db", store, "show", session_id, "--format", "text"])
     assert shown.exit_code == 0, shown.output
     assert "The reconnect backoff races the ping." in shown.output
+
+
+def test_typo_fallback_reaches_old_sessions_through_pg_trgm(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Locally the typo fallback ranks the newest sessions in scope; the store also asks
+    its trigram indexes, so a misspelt name finds a session older than that window."""
+    import sessiondex.query.search as search_module
+
+    tree = ConfigTree(tmp_path / "claude")
+    old = _session(tree, "/srv/app", "Websocket reconnect storm", "the pings race")
+    for n in range(3):
+        _session(tree, "/srv/app", f"Newer work {n}", "unrelated")
+    # Each session's activity is its records' time: make the named one the oldest.
+    for path in sorted(tree.root.glob("projects/*/*.jsonl")):
+        if old in path.name:
+            text = path.read_text().replace("2026-", "2025-")
+            path.write_text(text)
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    monkeypatch.setattr(search_module, "FUZZY_CANDIDATES", 2)
+    local = str(tmp_path / "index.db")
+    query = ("search", "websockt reconect", "--scope", "all", "--json")
+    a = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", local, *query])
+    b = CliRunner().invoke(cli, ["--db", store, *query])
+    assert old not in a.stdout  # outside the newest two
+    [hit] = json.loads(b.stdout)
+    assert (hit["session_id"], hit["matched_by"]) == (old, "fuzzy")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git@github.com:Acme/Shop.git",
+        "https://x-access-token:ghp_secret@github.com/acme/shop.git",
+        "ssh://git@github.com:22/acme/shop",
+        "https://GitHub.com/acme/shop/",
+    ],
+)
+def test_one_repository_however_its_remote_is_spelled(url: str) -> None:
+    from sessiondex.transcripts.remotes import normalize_remote
+
+    assert normalize_remote(url) == "github.com/acme/shop"
+    assert normalize_remote("/srv/git/shop.git") == "/srv/git/shop"  # a path: as given
