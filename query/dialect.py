@@ -180,14 +180,19 @@ class PostgresDialect(SqliteDialect):
         )
 
     def message_hits_sql(self, where: str, activity: str) -> str:
+        # The matching messages first, by the GIN index (MATERIALIZED): the planner
+        # underestimates the scope filter and would otherwise walk every session's
+        # messages (48 ms → a few ms for a rare word at the 2k bench corpus).
         return (
-            "SELECT session_rowid, score, id, activity FROM ("
-            " SELECT DISTINCT ON (m.session_rowid) m.session_rowid, -ts_rank(m.tsv, q) AS score,"
-            f" m.id, {activity} AS activity"
-            f" FROM to_tsquery('{TS_CONFIG}', ?) q, messages m"
-            " JOIN sessions s ON s.id = m.session_rowid"
-            f" WHERE m.tsv @@ q AND {where}"
-            " ORDER BY m.session_rowid, score, m.id) best"
+            "WITH hit AS MATERIALIZED ("
+            " SELECT m.session_rowid, -ts_rank(m.tsv, q) AS score, m.id"
+            f" FROM to_tsquery('{TS_CONFIG}', ?) q, messages m WHERE m.tsv @@ q)"
+            " SELECT session_rowid, score, id, activity FROM ("
+            " SELECT DISTINCT ON (m.session_rowid) m.session_rowid, m.score, m.id,"
+            f" {activity} AS activity"
+            " FROM hit m JOIN sessions s ON s.id = m.session_rowid"
+            f" WHERE {where}"
+            " ORDER BY m.session_rowid, m.score, m.id) best"
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
