@@ -60,6 +60,11 @@ class App:
 
     @property
     def database_path(self) -> Path:
+        if self.index.team_dsn is not None:
+            raise CliError(
+                "this command works on a local index; with --db postgresql://… only list,"
+                " search, resolve, from-pr and show answer (from the team store)"
+            )
         path = self.index.db_path
         assert path is not None
         return path
