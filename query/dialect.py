@@ -173,9 +173,10 @@ class PostgresDialect(SqliteDialect):
 
     def metadata_hits_sql(self, where: str, weights: str, boost: float, activity: str) -> str:
         return (
-            f"SELECT s.id, -ts_rank(s.search, q) * {boost} AS score, {activity} AS activity"
-            f" FROM to_tsquery('{TS_CONFIG}', ?) q, sessions s"
-            f" WHERE s.search @@ q AND {where}"
+            f"SELECT s.id, -ts_rank(f.search, q) * {boost} AS score, {activity} AS activity"
+            f" FROM to_tsquery('{TS_CONFIG}', ?) q, session_search f"
+            " JOIN sessions s ON s.id = f.id"
+            f" WHERE f.search @@ q AND {where}"
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
@@ -198,8 +199,8 @@ class PostgresDialect(SqliteDialect):
 
     def title_sql(self, ids: str) -> str:
         return (
-            f"SELECT s.id FROM to_tsquery('{TS_CONFIG}', ?) q, sessions s"
-            f" WHERE ts_filter(s.search, '{{a}}') @@ q AND s.id IN ({ids})"
+            f"SELECT f.id FROM to_tsquery('{TS_CONFIG}', ?) q, session_search f"
+            f" WHERE ts_filter(f.search, '{{a}}') @@ q AND f.id IN ({ids})"
         )
 
     def title_match(self, term: str, title_columns: Sequence[str]) -> str:
@@ -236,10 +237,9 @@ class PostgresDialect(SqliteDialect):
         """``pg_trgm`` word similarity (``<%``) against the names and the branches, each
         written as its GIN trigram index is (store/schema.py), so the index serves."""
         return (
-            "(? <% (coalesce(s.custom_title, '') || ' ' || coalesce(s.ai_title, '')"
-            " || ' ' || coalesce(s.agent_name, ''))"
-            " OR EXISTS (SELECT 1 FROM branches b WHERE b.session_rowid = s.id"
-            " AND ? <% b.branch))",
+            "(s.id IN (SELECT n.id FROM sessions n WHERE ? <% (coalesce(n.custom_title, '')"
+            " || ' ' || coalesce(n.ai_title, '') || ' ' || coalesce(n.agent_name, '')))"
+            " OR s.id IN (SELECT b.session_rowid FROM branches b WHERE ? <% b.branch))",
             [query, query],
         )
 

@@ -76,6 +76,13 @@ TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
+# What the typo fallback reads of its candidates (texts, recency, forks, the stored
+# object): not whole rows, thousands of which would cost more than the matching.
+FUZZY_COLUMNS = (
+    "s.id, s.session_id, s.forked_from_session, s.object_json, s.custom_title, s.ai_title,"
+    " s.summary, s.last_prompt, s.first_prompt, s.prompt_fallback, s.branches_text,"
+    " s.last_activity_ms, s.mtime_ns"
+)
 SNIPPET_TOKENS = 12
 DEFAULT_MARKERS = ("[", "]")
 MIN_PREFIX_CHARS = 3
@@ -378,7 +385,14 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     whole corpus in Python) and, on the team store, of those whose names or branches
     ``pg_trgm`` finds close to the query (its GIN indexes), however old."""
     where, params = filters.where(db)
-    rows = select_rows(db, where, params, order=f"{ACTIVITY_SQL} DESC", limit=FUZZY_CANDIDATES)
+    rows = select_rows(
+        db,
+        where,
+        params,
+        order=f"{ACTIVITY_SQL} DESC",
+        limit=FUZZY_CANDIDATES,
+        columns=FUZZY_COLUMNS,
+    )
     similar = dialect_of(db).similar_names(query)
     if similar is not None:  # the team store: older sessions whose names are close too
         seen = {r["id"] for r in rows}
@@ -388,6 +402,7 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
             [*params, *similar[1]],
             order=f"{ACTIVITY_SQL} DESC",
             limit=FUZZY_CANDIDATES,
+            columns=FUZZY_COLUMNS,
         )
         rows += [r for r in more if r["id"] not in seen]
     choices: dict[int, list[str]] = {}

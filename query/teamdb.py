@@ -23,6 +23,9 @@ from sessiondex.query.dialect import PostgresDialect
 
 # The index's relations over the store's tables (store/schema.py), SQLite's names.
 _VIEWS = (
+    # The weighted search vector apart, as FTS5's table is: ``s.*`` (every listing's
+    # and the typo fallback's rows) must not carry it to the client.
+    "CREATE TEMP VIEW session_search AS SELECT id, search FROM sessions",
     """CREATE TEMP VIEW sessions AS SELECT
         id, config_dir AS root, project_key, session_id, file_path, cwd,
         custom_title, ai_title, agent_name, summary, last_prompt, first_prompt,
@@ -31,7 +34,7 @@ _VIEWS = (
         mtime_ms * 1000000 AS mtime_ns, file_size, message_count, raw_message_count,
         entrypoint, is_sidechain, forked_from_session, forked_from_message,
         0 AS archived, NULL::text AS object_json,
-        source, origin_url, pushed_by_user, pushed_by_host, pushed_at, search
+        source, origin_url, pushed_by_user, pushed_by_host, pushed_at
     FROM sessions""",
     "CREATE TEMP VIEW branches AS SELECT id, session_ref AS session_rowid, branch FROM branches",
     *(
