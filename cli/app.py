@@ -1,8 +1,18 @@
 """What every command shares: the roots, the database, the refresh-before-read rule,
-and the mapping of library errors to exit codes (1 not found, 3 ambiguous)."""
+and the mapping of library errors to exit codes (1 not found, 3 ambiguous).
+
+Failures of the index itself never reach the user as a traceback: a damaged index is
+moved aside and rebuilt (a reading command then runs again, once), and busy, read-only
+or full databases become one ``Error:`` line naming the index and what is wrong
+(:func:`guarded_invoke`, wrapped around every command by the group in ``main.py``).
+Notes (a refresh skipped, an index rebuilt) go to stderr, one line each; a wait for
+another process's write turn says so after ~2 s when stderr is a terminal.
+"""
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +53,9 @@ class App:
         self.no_refresh = no_refresh
         self._index: Index | None = None
         self._warned = False
+        # Set once a writing command holds the writer: from then on a transcript may
+        # have been changed, so the command is never run a second time.
+        self.writes_started = False
 
     @property
     def index(self) -> Index:
@@ -51,7 +64,13 @@ class App:
             from sessiondex.index import Index
 
             check_config_dirs(self.config_dirs)  # exit 2 for a named dir that is missing
-            self._index = Index(self.db_path, self.config_dirs or None, refresh=not self.no_refresh)
+            self._index = Index(
+                self.db_path,
+                self.config_dirs or None,
+                refresh=not self.no_refresh,
+                notice=_note,
+                wait_notice=_waiting,
+            )
         return self._index
 
     @property
@@ -69,17 +88,48 @@ class App:
         assert path is not None
         return path
 
+    def failure(self, exc: BaseException) -> CliError:
+        """One ``Error:`` line for a failure of the index (busy, read-only, full, …)."""
+        from sessiondex.indexer.faults import describe
+
+        path = self.index.db_path
+        if isinstance(exc, sqlite3.Error):
+            return CliError(describe(exc, path))
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        return CliError(f"cannot open the index at {path}: {detail}")
+
     def _open(self, opener: Callable[[], Database]) -> Database:
+        from sessiondex.indexer.faults import is_corrupt
+
         try:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
             if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
                 raise CliError(f"cannot open the team store: {exc}") from None
-            raise CliError(f"cannot open the index at {self.database_path}: {exc}") from None
+            if is_corrupt(exc):
+                raise  # guarded_invoke rebuilds the index and runs the command again
+            raise self.failure(exc) from None
 
     def db(self) -> Database:
-        """The database for writing."""
-        return self._open(self.index.writer)
+        """The database for a writing command, checked writable (and whole) before
+        anything, a transcript, is touched."""
+        db = self._open(self.index.writable)
+        self.writes_started = True
+        return db
+
+    def check_writable(self) -> None:
+        """Fail now (one line) if the index cannot take a write: a writing command asks
+        before it resolves its target, so a read-only index is reported first."""
+        self._open(self.index.writable)
+
+    def refresh(self, **options: Any) -> Any:
+        """``Index.refresh`` (the ``index`` command), its failures as one line."""
+        _ = self.database_path  # the team store is not indexed: say so
+        self.warn_missing_roots()
+        try:
+            return self.index.refresh(**options)
+        except sqlite3.Error as exc:
+            raise self.failure(exc) from None
 
     def warn_missing_roots(self) -> None:
         """Check the config dirs (a named one that is missing: exit 2; the default one
@@ -91,13 +141,13 @@ class App:
         """The writable database, first brought up to date (unless --no-refresh or a
         live watcher)."""
         self.warn_missing_roots()
-        db = self.db()
-        self._open(self._refreshed_writer)
+        db = self._open(self._refreshed_writer)
+        self.writes_started = True
         return db
 
     def _refreshed_writer(self) -> Database:
         self.index.ensure_fresh()
-        return self.index.writer()
+        return self.index.writable()
 
     def reading_db(self) -> Database:
         """For commands that only read: :meth:`sessiondex.Index.reader`."""
@@ -120,3 +170,66 @@ def app(ctx: click.Context | None = None) -> App:
     obj = context.find_object(App)
     assert obj is not None
     return obj
+
+
+def _stderr_is_terminal() -> bool:
+    """Whether someone watches stderr (tests replace this)."""
+    return sys.stderr.isatty()
+
+
+def _note(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _waiting() -> None:
+    if _stderr_is_terminal():
+        click.echo("waiting for another sessiondex process\u2026", err=True)
+
+
+# Commands that may run a second time after a damaged index was rebuilt under them: they
+# only read (or, like ``index``, only write the index). A writing command runs again only
+# if it failed before taking the writer (App.writes_started).
+RERUNNABLE = frozenset(
+    {"list", "search", "from-pr", "resolve", "continue", "show", "export", "stats", "index"}
+)
+
+
+def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -> Any:
+    """Run the command group's ``invoke``; turn any failure of the index into one
+    ``Error:`` line, after rebuilding a damaged index (and running the command again,
+    once, when that cannot repeat a change to a transcript)."""
+    # click consumes the arguments as it dispatches; keep them for a second run.
+    saved = (list(getattr(ctx, "_protected_args", [])), list(ctx.args))
+    try:
+        return invoke(ctx)
+    except sqlite3.Error as exc:
+        from sessiondex.indexer.faults import is_corrupt
+
+        state = ctx.find_object(App)
+        if state is None:
+            raise
+        if not is_corrupt(exc):
+            raise state.failure(exc) from None
+        command = ctx.invoked_subcommand or ""
+        rerun = hasattr(ctx, "_protected_args") and (
+            command in RERUNNABLE or not state.writes_started
+        )
+        try:  # rebuilt now, so the second run (even --no-refresh) answers from it
+            state.index.recover(exc)
+            state.index.refresh()
+        except sqlite3.Error as again:
+            raise state.failure(again) from None
+        finally:
+            state.close()
+        if not rerun:
+            raise CliError(
+                "the index was damaged and has been rebuilt from the transcripts; "
+                "check whether the change was made before running the command again"
+            ) from None
+    ctx._protected_args, ctx.args = saved
+    ctx.invoked_subcommand = None
+    try:
+        return invoke(ctx)
+    except sqlite3.Error as exc:
+        state = ctx.find_object(App)
+        raise (state.failure(exc) if state else exc) from None

@@ -51,12 +51,12 @@ def describe_archive(archive: dict[str, Any]) -> str:
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
-    from sessiondex.cli.output import human_size, relative_time
+    from sessiondex.cli.output import human_size, project_label, relative_time
 
     return [
         [
             e["title"] + (" [archived]" if e.get("archive") else ""),
-            e.get("cwd") or e["project_key"],
+            project_label(e),
             relative_time(e["last_activity"]),
             relative_time(e["mtime"]),
             human_size(e["size"]),
@@ -67,10 +67,13 @@ def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
 
 
 def _table(entries: list[dict[str, Any]]) -> str:
-    from sessiondex.cli.output import render_table
+    from sessiondex.cli.output import PROJECT_SHRINK, render_table
 
     text = render_table(
-        _entry_rows(entries), ("title", "project", "last activity", "modified", "size", "id")
+        _entry_rows(entries),
+        ("title", "project", "last activity", "modified", "size", "id"),
+        shrink={1: PROJECT_SHRINK},
+        from_left=(1,),
     )
     return "\n".join("  " + line for line in text.split("\n"))
 
@@ -212,7 +215,7 @@ def cleanup(
         apply_plan,
         fresh_plan,
     )
-    from sessiondex.cli.output import clean, clean_line, dumps, human_size
+    from sessiondex.cli.output import clean, clean_line, dumps
     from sessiondex.query.cleanup import cleanup_summary
     from sessiondex.transcripts.tags import sanitize_tag
 
@@ -282,10 +285,26 @@ def cleanup(
         result["results"] = [o.as_dict() for o in outcomes]
         click.echo(dumps(result, indent=True))
     else:
-        click.echo(
-            f"{len(deleted)} session(s) deleted ({human_size(freed)}), "
-            f"{len(failed)} failed, "
-            f"{len(outcomes) - len(deleted) - len(failed)} skipped or archived."
-        )
+        click.echo(_summary(outcomes, freed))
     if failed:
         raise CliError(f"{len(failed)} session(s) could not be cleaned up (see above)")
+
+
+def _summary(outcomes: list[Any], freed: int) -> str:
+    """The last line of ``cleanup --apply``: each outcome counted once, under its name
+    (an archived-then-deleted session is deleted *and* archived; a protected session's
+    copy is archived with its original kept)."""
+    from sessiondex.actions.cleanup import ARCHIVED, DELETED, FAILED, SKIPPED
+    from sessiondex.cli.output import human_size
+
+    def count(status: str) -> int:
+        return sum(1 for o in outcomes if o.status == status)
+
+    deleted = count(DELETED)
+    first = sum(1 for o in outcomes if o.status == DELETED and o.archive)
+    line = f"{deleted} session(s) deleted ({human_size(freed)})"
+    if first:
+        line += f", {'all' if first == deleted else first} archived first"
+    if count(ARCHIVED):
+        line += f"; {count(ARCHIVED)} protected session(s) archived, originals kept"
+    return f"{line}; {count(SKIPPED)} skipped; {count(FAILED)} failed."

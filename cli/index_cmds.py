@@ -53,11 +53,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
         sessiondex index --tools        # make tool output (logs, gh output) searchable
         sessiondex --config-dir ~/.claude --config-dir /backup/claude index --rebuild
     """
-    from sessiondex.indexer.refresh import refresh
-
     state = app()
-    db = state.db()
-    state.warn_missing_roots()
     progress = None
     bar = None
     if sys.stderr.isatty():
@@ -70,7 +66,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
             bar.update(done - bar.pos)
 
     try:
-        stats = refresh(db, state.roots, rebuild=rebuild, progress=progress, include_tools=tools)
+        stats = state.refresh(rebuild=rebuild, progress=progress, include_tools=tools)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

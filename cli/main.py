@@ -26,6 +26,7 @@ COMMANDS = {
     "resolve": "sessiondex.cli.query_cmds:resolve",
     "continue": "sessiondex.cli.query_cmds:continue_cmd",
     "resume": "sessiondex.cli.query_cmds:resume",
+    "pick": "sessiondex.cli.pick_cmd:pick",
     "show": "sessiondex.cli.show_cmds:show",
     "export": "sessiondex.cli.show_cmds:export",
     "rename": "sessiondex.cli.mutate_cmds:rename",
@@ -36,6 +37,8 @@ COMMANDS = {
     "cleanup": "sessiondex.cli.cleanup_cmd:cleanup",
     "archive": "sessiondex.cli.archive_cmd:archive",
     "restore": "sessiondex.cli.archive_cmd:restore",
+    "config": "sessiondex.cli.config_cmd:config",
+    "completion": "sessiondex.cli.config_cmd:completion",
     "serve": "sessiondex.cli.serve_cmd:serve",
     "mcp": "sessiondex.cli.mcp_cmd:mcp",
     "push": "sessiondex.cli.push_cmd:push",
@@ -48,6 +51,11 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from sessiondex.cli.app import guarded_invoke
+
+        return guarded_invoke(ctx, super().invoke)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -76,8 +84,19 @@ Environment:
   SESSIONDEX_MANAGED_SETTINGS
                           Claude Code's managed settings file, read by
                           cleanup (default: the OS's policy path)
+  SESSIONDEX_CONFIG       the config file (default: $XDG_CONFIG_HOME/
+                          sessiondex/config.toml, else ~/.config/...)
+  XDG_CONFIG_HOME         where the config file is (see above)
   NO_COLOR                no colour (search highlights, show)
-  PAGER                   the pager for long show output
+  PAGER                   the pager for long show output (default less;
+                          "cat" or empty: none)
+  LESS                    less's options; FRX when unset, as git sets it
+  _SESSIONDEX_COMPLETE    shell completion (see `sessiondex completion`)
+
+\b
+Settings: options beat environment variables, which beat the config file
+(scope, config_dirs, db, pager, color), which beats the defaults; `sessiondex
+config` shows each setting and where it came from.
 """
 
 
@@ -128,7 +147,10 @@ def cli(
         sessiondex search "auth refactor"
         sessiondex resume "Auth refactor"
     """
-    ctx.obj = App(config_dirs=list(config_dirs), db_path=db_path, no_refresh=no_refresh)
+    from sessiondex.cli.settings import apply_settings
+
+    dirs, db_path = apply_settings(ctx, config_dirs, db_path)
+    ctx.obj = App(config_dirs=dirs, db_path=db_path, no_refresh=no_refresh)
     ctx.call_on_close(ctx.obj.close)
 
 

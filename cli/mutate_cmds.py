@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import CliError, app
+from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import chosen_format, clean_line, format_options
 
@@ -66,7 +67,7 @@ def _checked(check: Any, value: str) -> str:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.argument("name")
 @cwd_option
 @format_options
@@ -93,7 +94,7 @@ def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> Non
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.argument("tag")
 @cwd_option
 @format_options
@@ -103,11 +104,14 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     The tag is cleaned the way the SDK cleans it (NFKC; invisible and private-use
     characters removed; surrounding spaces stripped), and a leading # is dropped (the
     picker adds its own). Tagging with the tag the session already has writes nothing.
+    The tag __hidden hides the session from list, search, from-pr and pick (a soft
+    delete; --include-hidden shows it, untag brings it back).
 
     \b
     Example:
         sessiondex tag 3f2a9c1e review
         sessiondex tag "Auth refactor" shipped
+        sessiondex tag 3f2a9c1e __hidden
     """
     from sessiondex.actions.mutations import tag as do_tag
     from sessiondex.actions.mutations import user_tag
@@ -117,10 +121,16 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     found = _target(arg, cwd, fmt)
     result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots, if_changed=True))
     _report(result, fmt, f"Tagged {result.session_id} #{clean}", f"is already tagged #{clean}")
+    from sessiondex.query.sessions import HIDDEN_TAG
+
+    if clean == HIDDEN_TAG and fmt == "table":
+        click.echo(
+            "Hidden from list, search and pick (--include-hidden shows it; untag brings it back)."
+        )
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @cwd_option
 @format_options
 def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
@@ -139,13 +149,14 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.option(
     "--up-to",
     "up_to",
     metavar="MESSAGE_UUID",
     default=None,
-    help="Copy the conversation only up to and including this message.",
+    help="Copy the conversation only up to and including this message: its UUID or a "
+    "unique prefix (show --uuids prints them).",
 )
 @click.option(
     "--title", default=None, metavar="T", help="Name of the fork (default: '<source name> (fork)')."
@@ -165,6 +176,7 @@ def fork(
     Example:
         sessiondex fork 3f2a9c1e
         sessiondex fork "Auth refactor" --up-to 8d0e5a7b-1c2d-4e3f-9a8b-7c6d5e4f3a2b --title "Auth: plan B"
+        sessiondex show 3f2a9c1e --uuids; sessiondex fork 3f2a9c1e --up-to 8d0e5a7b
     """
     from sessiondex.actions.mutations import fork as do_fork
     from sessiondex.actions.mutations import user_name
@@ -178,14 +190,15 @@ def fork(
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @cwd_option
 def delete(arg: str, yes: bool, cwd: str | None) -> None:
     """Delete a session's transcript and its subagent folder, for good.
 
     Asks first unless --yes; without a terminal to ask on, --yes is required.
-    (A softer alternative: `sessiondex tag ARG __hidden`.)
+    (A softer alternative: `sessiondex tag ARG __hidden` hides it from list and
+    search; `sessiondex untag ARG` brings it back.)
 
     \b
     Example:

@@ -41,7 +41,8 @@ def _apply_scope_options(
             default=default_scope,
             show_default=True,
             help="worktree: this directory's project; repo: every git worktree "
-            "of its repository; all: every project.",
+            "of its repository; all: every project. The default can be set in "
+            "config.toml (sessiondex config).",
         ),
         click.option(
             "--branch",
@@ -63,7 +64,13 @@ def _apply_scope_options(
         click.option(
             "--all-kinds",
             is_flag=True,
-            help="Include sidechain, metadata-only, -p/SDK and /loop sessions.",
+            help="Include sidechain, metadata-only, -p/SDK and /loop sessions "
+            "(and those tagged __hidden).",
+        ),
+        click.option(
+            "--include-hidden",
+            is_flag=True,
+            help="Include sessions tagged __hidden (`sessiondex tag ID __hidden` hides one).",
         ),
         click.option(
             "--include-archived",
@@ -105,6 +112,7 @@ def build_filters(
     all_kinds: bool,
     include_archived: bool,
     limit: int | None,
+    include_hidden: bool = False,
     user: str | None = None,
     host: str | None = None,
 ) -> Any:
@@ -112,6 +120,7 @@ def build_filters(
 
     if (user is not None or host is not None) and _team_dsn() is None:
         raise click.UsageError("--user and --host filter the team store: add --db postgresql://…")
+    scope = configured_scope(scope)
     if branch and current_branch:
         raise click.UsageError("--branch and --current-branch cannot be combined")
     if since:
@@ -128,6 +137,7 @@ def build_filters(
         all_kinds=all_kinds,
         include_archived=include_archived,
         limit=limit,
+        include_hidden=include_hidden,
         user=user,
         host=host,
     )
@@ -136,6 +146,25 @@ def build_filters(
 def _team_dsn() -> str | None:
     """The team store's DSN when ``--db`` names one (the local index otherwise)."""
     return app().index.team_dsn
+
+
+def configured_scope(scope: str) -> str:
+    """``--scope`` as given, else the config file's scope, else ``scope`` (the
+    command's default). The file is consulted here, not as the option's default, so
+    ``--help`` keeps showing the true default."""
+    from click.core import ParameterSource
+
+    from sessiondex.cli.settings import DEFAULT, current
+
+    ctx = click.get_current_context(silent=True)
+    settings = current()
+    given = ctx is not None and ctx.get_parameter_source("scope") not in (
+        None,
+        ParameterSource.DEFAULT,
+    )
+    if given or settings is None or settings.source("scope") == DEFAULT:
+        return scope
+    return str(settings["scope"])
 
 
 def run_filters(func: Callable[[], Any]) -> Any:

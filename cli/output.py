@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -101,31 +101,61 @@ def display_width(text: str) -> int:
     )
 
 
-def _fit(text: str, width: int) -> str:
-    """Cut to ``width`` columns (with ``…``) and pad to exactly ``width``."""
+def _fit(text: str, width: int, *, from_left: bool = False) -> str:
+    """Cut to ``width`` columns (with ``…``) and pad to exactly ``width``; ``from_left``
+    keeps the end (a path's last folders say most about it)."""
     if display_width(text) > width:
         out, used = [], 0
-        for ch in text:
+        for ch in reversed(text) if from_left else text:
             step = display_width(ch)
             if used + step > width - 1:
                 break
             out.append(ch)
             used += step
-        text = "".join(out) + "…"
+        text = "…" + "".join(reversed(out)) if from_left else "".join(out) + "…"
     return text + " " * (width - display_width(text))
 
 
 SESSION_COLUMNS = ("title", "last activity", "branch", "size", "msgs", "id")
+PROJECT_COLUMN = "project"
+# How far a column may shrink on a narrow terminal: first to its floor, and only when
+# the title is down to its own floor too, to its minimum (never below its header).
+BRANCH_SHRINK = (16, 6)
+PROJECT_SHRINK = (20, 7)
+TITLE_FLOOR, TITLE_MIN = 24, 10
 
 
-def _session_cells(obj: dict[str, Any]) -> list[str]:
+def is_archived(obj: dict[str, Any]) -> bool:
+    """An archived session (``cleanup --archive``): the contract gives exactly those a
+    null ``resume_command`` (Claude Code cannot open a transcript inside an archive)."""
+    return "resume_command" in obj and obj["resume_command"] is None
+
+
+def project_label(obj: dict[str, Any]) -> str:
+    """Where a session was run: its directory with the home folder as ``~`` (the
+    project key stands in when no directory is recorded)."""
+    cwd = str(obj.get("cwd") or "")
+    if not cwd:
+        return str(obj.get("project_key") or "")
+    import os
+
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (cwd == home or cwd.startswith(home + "/")):
+        return "~" + cwd[len(home) :]
+    return cwd
+
+
+def _session_cells(obj: dict[str, Any], project: bool) -> list[str]:
     title = obj.get("title") or ""
+    if is_archived(obj):
+        title = "[archived] " + title
     if obj.get("forked_from"):
         title = "↳ " + title
     if obj.get("tag"):
         title += f"  #{obj['tag']}"
     return [
         title,
+        *([project_label(obj)] if project else []),
         relative_time(obj.get("last_activity")),
         obj.get("git_branch") or "",
         human_size(obj.get("file_size")),
@@ -134,20 +164,59 @@ def _session_cells(obj: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_table(rows: Sequence[Sequence[str]], headers: Sequence[str], flexible: int = 0) -> str:
-    """Plain aligned columns; column ``flexible`` shrinks to fit the terminal."""
+def render_table(
+    rows: Sequence[Sequence[str]],
+    headers: Sequence[str],
+    flexible: int = 0,
+    shrink: Mapping[int, tuple[int, int]] | None = None,
+    from_left: Collection[int] = (),
+) -> str:
+    """Plain aligned columns cut to the terminal's width (:func:`column_widths`):
+    column ``flexible`` (the title) keeps the most room, the ``shrink`` columns
+    (index → floor, minimum) give theirs up first; columns in ``from_left`` are cut
+    from the left (paths)."""
     import shutil
 
     width = shutil.get_terminal_size((120, 24)).columns
     rows = [[clean_line(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [display_width(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    others = sum(w for i, w in enumerate(widths) if i != flexible) + 2 * (len(headers) - 1)
-    widths[flexible] = max(10, min(widths[flexible], width - others))
-    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    natural = [max([len(h)] + [display_width(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    widths = column_widths(natural, width, flexible, shrink or {})
+    lines = ["  ".join(_fit(h, widths[i]) for i, h in enumerate(headers)).rstrip()]
     for row in rows:
-        cells = [_fit(c, widths[i]) for i, c in enumerate(row)]
+        cells = [_fit(c, widths[i], from_left=i in from_left) for i, c in enumerate(row)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def column_widths(
+    natural: Sequence[int], width: int, title: int, shrink: Mapping[int, tuple[int, int]]
+) -> list[int]:
+    """Column widths for a table whose columns want ``natural`` widths on a ``width``
+    terminal (two spaces between columns). What does not fit is taken, in this order:
+    from the ``shrink`` columns down to their floor (widest first), from the title down
+    to :data:`TITLE_FLOOR`, from the ``shrink`` columns down to their minimum, from the
+    title down to :data:`TITLE_MIN`. Other columns (times, sizes, IDs) keep their width;
+    if even that does not fit, the line is longer than the terminal."""
+    widths = list(natural)
+    over = sum(widths) + 2 * (len(widths) - 1) - width
+    floors = {i: limits[0] for i, limits in shrink.items()}
+    minimums = {i: limits[1] for i, limits in shrink.items()}
+    for limits in (floors, {title: TITLE_FLOOR}, minimums, {title: TITLE_MIN}):
+        over = _squeeze(widths, limits, over)
+    return widths
+
+
+def _squeeze(widths: list[int], floors: Mapping[int, int], over: int) -> int:
+    """Narrow the columns in ``floors`` (never below their floor), widest first, by up
+    to ``over`` columns in all; returns what is still over."""
+    while over > 0:
+        movable = [i for i in floors if widths[i] > floors[i]]
+        if not movable:
+            break
+        widest = max(movable, key=lambda i: widths[i])
+        widths[widest] -= 1
+        over -= 1
+    return over
 
 
 def _csv_value(value: Any) -> Any:
@@ -170,11 +239,14 @@ def emit(
     empty_message: str | None = None,
     highlight: bool = False,
     columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]] = (),
+    project: bool = False,
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
     markers in them become colour, after the text around them is cleaned. ``columns``
-    (header, cell function) come after the session columns (e.g. from-pr's PR column)."""
+    (header, cell function) come after the session columns (e.g. from-pr's PR column).
+    ``project`` adds the project column (rows from several projects: two sessions of
+    one name in two repositories must be told apart)."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -199,8 +271,14 @@ def emit(
             if empty_message:
                 click.echo(empty_message, err=True)
             return
-        rows = [_session_cells(i) + [cell(i) for _, cell in columns] for i in items]
-        text = render_table(rows, (*SESSION_COLUMNS, *(name for name, _ in columns)))
+        rows = [_session_cells(i, project) + [cell(i) for _, cell in columns] for i in items]
+        headers = list(SESSION_COLUMNS)
+        shrink = {headers.index("branch") + project: BRANCH_SHRINK}
+        if project:
+            headers.insert(1, PROJECT_COLUMN)
+            shrink[1] = PROJECT_SHRINK
+        headers.extend(name for name, _ in columns)
+        text = render_table(rows, headers, shrink=shrink, from_left=(1,) if project else ())
         if extra_columns:
             lines = text.split("\n")
             merged = [lines[0]]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from sessiondex.cli.app import EXIT_AMBIGUOUS, EXIT_NOT_FOUND, BareError, CliError, app
+from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
 from sessiondex.cli.output import (
     HIGHLIGHT,
@@ -33,22 +35,29 @@ def resolve_or_exit(
     *,
     for_write: bool = False,
     include_archived: bool = False,
+    if_archived: Callable[[dict[str, Any]], str] | None = None,
 ) -> Any:
-    """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3."""
-    from sessiondex.query.resolve import Ambiguous, NotFound, resolve
+    """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3.
+    With ``if_archived``, an ARG that only an archived session matches is exit 1 with
+    ``if_archived(session)`` as the message (what to do instead), not "not found"."""
+    from sessiondex.query.resolve import Ambiguous, NotFound
 
     state = app()
-    db = state.reading_db()
-    try:
-        return resolve(
-            db,
-            arg,
-            cwd=cwd,
-            roots=state.roots,
-            for_write=for_write,
-            include_archived=include_archived,
+    if for_write:
+        state.check_writable()
+    state.reading_db()
+    try:  # through the Index: it checks the session's own file first (read your writes)
+        return state.index.resolve(
+            arg, cwd=cwd, for_write=for_write, include_archived=include_archived
         )
     except NotFound as exc:
+        if if_archived is not None and not include_archived:
+            try:
+                found = state.index.resolve(arg, cwd=cwd, include_archived=True)
+            except (NotFound, Ambiguous):
+                found = None  # the first answer stands
+            if found is not None and found.row.get("archived"):
+                raise CliError(clean_line(if_archived(found.session))) from None
         # The message quotes ARG and the closest titles: transcript text, cleaned.
         if str(exc).startswith("No conversation found with session ID"):
             raise BareError(clean(str(exc))) from None
@@ -57,8 +66,19 @@ def resolve_or_exit(
         click.echo(
             f"Error: {clean(str(exc))}; say which one (candidates below, newest first)", err=True
         )
-        emit(exc.candidates, fmt if fmt != "table" else "table")
+        emit(exc.candidates, fmt, project=True)
         sys.exit(EXIT_AMBIGUOUS)
+
+
+def shows_project(filters: Any, rows: list[dict[str, Any]]) -> bool:
+    """Whether a table needs the project column: outside the worktree scope, or when
+    rows come from other projects anyway (a PR URL matches in every project)."""
+    if filters.scope != "worktree":
+        return True
+    from sessiondex.query.scopes import resolve_cwd, scope_keys
+
+    here = set(scope_keys(resolve_cwd(filters.cwd), "worktree") or ())
+    return any(row.get("project_key") not in here for row in rows)
 
 
 @click.command("list")
@@ -87,6 +107,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         empty_message=_empty_message(
             "No sessions in this scope (try --scope repo or --scope all)."
         ),
+        project=shows_project(filters, rows),
     )
     _warn_expiring(db, rows)
 
@@ -166,13 +187,14 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         sessiondex search acme/shop#42
         sessiondex search --raw 'auth NEAR/5 token' --json
     """
+    from sessiondex.cli.settings import use_color
     from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError
 
     filters = build_filters(**options)
     index = app().reading_index()
     fmt = chosen_format(fmt, as_json)
     table = fmt == "table"
-    highlight = table and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    highlight = table and use_color(sys.stdout.isatty())
     # Placeholders, not colour codes: the snippet is transcript text and is cleaned
     # before the placeholders become colour (cli/output.py).
     markers = HIGHLIGHT if highlight else ("[", "]")
@@ -195,6 +217,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         extra_columns=("snippet",),
         empty_message=_empty_message("No matches."),
         highlight=highlight,
+        project=shows_project(filters, outcome.rows),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
@@ -265,8 +288,14 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
             if answer.number is not None
             else None
         )
+        project = shows_project(filters, answer.rows)
         if answer.linked:
-            emit(answer.linked, fmt, columns=[("pr", _pr_cell("pr_links", answer.number, url))])
+            emit(
+                answer.linked,
+                fmt,
+                columns=[("pr", _pr_cell("pr_links", answer.number, url))],
+                project=project,
+            )
         if answer.mentioned:
             if answer.linked:
                 click.echo("\nMentioned in (no pr-link record):")
@@ -276,6 +305,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 answer.mentioned,
                 fmt,
                 columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
+                project=project,
             )
         if not answer.rows:
             message = (
@@ -295,7 +325,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @cwd_option
 @click.option("--include-archived", is_flag=True, help="Also resolve archived sessions.")
 @format_options
@@ -318,8 +348,9 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
-        emit([obj], fmt)
-        click.echo(clean(f"matched by {found.matched_by}: {obj['resume_command']}"))
+        emit([obj], fmt, project=True)
+        how = obj["resume_command"] or archived_advice(obj)
+        click.echo(clean(f"matched by {found.matched_by}: {how}"))
     elif fmt == "json":
         from sessiondex.cli.output import dumps
 
@@ -360,23 +391,46 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
         emit([obj], fmt)
 
 
+def archived_advice(session: dict[str, Any]) -> str:
+    """What to do with an archived session instead of resuming it (it has no
+    resume_command: Claude Code cannot find a transcript that is in an archive)."""
+    return (
+        f"archived in {session['file_path']}; "
+        f"run `sessiondex restore {session['session_id']}` first to resume it"
+    )
+
+
 @click.command()
-@click.argument("arg")
+@click.argument("arg", required=False, shell_complete=complete_session)
 @cwd_option
 @click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
-def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
+def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     """Resolve ARG, then run `claude --resume <id>` in the session's directory.
 
     If the recorded directory no longer exists, the current one is used (and said).
+    Without ARG, on a terminal, the picker (`sessiondex pick`) chooses the session.
+    A session outside ~/.claude is resumed with CLAUDE_CONFIG_DIR set to its config
+    dir, so Claude Code looks where the session is. An archived session cannot be
+    resumed: `sessiondex restore ID` puts it back first.
 
     \b
     Example:
         sessiondex resume "auth refactor"
         sessiondex resume 3f2a9c1e --dry-run
+        sessiondex resume
+        sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
-    import shlex
+    from sessiondex.query.sessions import claude_config_dir, resume_command
 
-    found = resolve_or_exit(arg, cwd)
+    if arg is None:
+        from sessiondex.cli.options import configured_scope
+        from sessiondex.cli.pick_cmd import choose_session
+
+        arg = choose_session(cwd, scope=configured_scope("worktree"))["file_path"]
+
+    found = resolve_or_exit(
+        arg, cwd, if_archived=lambda session: f"session {archived_advice(session)}"
+    )
     session = found.session
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
@@ -387,11 +441,12 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
                 err=True,
             )
         workdir = fallback
-    command = ["claude", "--resume", session["session_id"]]
+    config_dir = claude_config_dir(session)
+    # Shell-quoted, then cleaned: a directory holding control characters is shown with
+    # them made visible (to paste, use resolve --json's resume_command).
+    line = clean(resume_command(session["session_id"], workdir, config_dir))
     if dry_run:
-        # Shell-quoted, then cleaned: a directory holding control characters is shown
-        # with them made visible (to paste, use resolve --json's resume_command).
-        click.echo(clean(f"cd {shlex.quote(workdir)} && {shlex.join(command)}"))
+        click.echo(line)
         return
     import shutil
     import subprocess
@@ -399,11 +454,15 @@ def resume(arg: str, cwd: str | None, dry_run: bool) -> None:
     executable = shutil.which("claude")
     if executable is None:
         raise CliError(
-            clean(
-                "the `claude` executable is not on PATH; install Claude Code or run: "
-                f"cd {shlex.quote(workdir)} && {shlex.join(command)}"
-            )
+            f"the `claude` executable is not on PATH; install Claude Code or run: {line}"
         )
+    environment = dict(os.environ)
+    if config_dir:
+        environment["CLAUDE_CONFIG_DIR"] = config_dir
+    else:  # in ~/.claude: an inherited CLAUDE_CONFIG_DIR would send claude elsewhere
+        environment.pop("CLAUDE_CONFIG_DIR", None)
     sys.stdout.flush()
-    completed = subprocess.run([executable, *command[1:]], cwd=workdir, check=False)
+    completed = subprocess.run(
+        [executable, "--resume", session["session_id"]], cwd=workdir, env=environment, check=False
+    )
     sys.exit(completed.returncode)

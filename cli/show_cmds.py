@@ -6,11 +6,13 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import click
 
 from sessiondex.cli.app import CliError, app
+from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import clean_line
 from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
@@ -46,6 +48,11 @@ def _export_format(output: str) -> str:
 def _conversation_options(func: Any) -> Any:
     func = cwd_option(func)
     func = click.option(
+        "--include-archived",
+        is_flag=True,
+        help="Also find archived sessions (sessiondex archive, cleanup --archive), read from the archive.",
+    )(func)
+    func = click.option(
         "--subagents",
         is_flag=True,
         help="Show each subagent's conversation where its Task/Agent call was made.",
@@ -58,16 +65,41 @@ def _conversation_options(func: Any) -> Any:
     return func
 
 
-def _load(arg: str, cwd: str | None, fmt: str) -> Any:
-    """Resolve ARG, then read its transcript (the truth; the index only located it)."""
-    found = resolve_or_exit(arg, cwd, "json" if fmt == "json" else "table")
+@contextmanager
+def _opened(arg: str, cwd: str | None, fmt: str, include_archived: bool) -> Iterator[Any]:
+    """Resolve ARG, then read its transcript (the truth; the index only located it), or
+    for an archived session the transcript inside its archive (unpacked for as long as
+    the ``with`` block renders it)."""
+    from sessiondex.render.conversation import archived_conversation
+    from sessiondex.transcripts.archive import ArchiveError
+
+    found = resolve_or_exit(
+        arg,
+        cwd,
+        "json" if fmt == "json" else "table",
+        include_archived=include_archived,
+        if_archived=_archived_hint,
+    )
     echo_notes(found.notes)
-    try:
-        return app().index.conversation_of(found)  # the team store's: from its entries
-    except OSError as exc:
-        raise CliError(
-            clean_line(f"cannot read {found.session.get('file_path')}: {exc.strerror or exc}")
-        ) from None
+    with ExitStack() as stack:
+        try:
+            if found.row.get("archived"):
+                conv = stack.enter_context(archived_conversation(found.session))
+            else:
+                conv = app().index.conversation_of(found)  # the store's: its entries
+        except ArchiveError as exc:
+            raise CliError(clean_line(str(exc))) from None
+        except OSError as exc:
+            where = found.session.get("file_path")
+            raise CliError(clean_line(f"cannot read {where}: {exc.strerror or exc}")) from None
+        yield conv
+
+
+def _archived_hint(session: dict[str, Any]) -> str:
+    return (
+        f"session {session['session_id']} is archived ({session['file_path']}): "
+        "add --include-archived to read it"
+    )
 
 
 def _warn_problems(conv: Any) -> None:
@@ -80,7 +112,7 @@ def _warn_problems(conv: Any) -> None:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.option(
     "--format",
     "fmt",
@@ -89,37 +121,69 @@ def _warn_problems(conv: Any) -> None:
     show_default=True,
     help="text for the terminal, md for Markdown, json for the SDK's SessionMessage objects.",
 )
+@click.option(
+    "--uuids",
+    is_flag=True,
+    help="Show each message's short UUID, which fork --up-to takes.",
+)
 @_conversation_options
-def show(arg: str, fmt: str, tools: bool, subagents: bool, cwd: str | None) -> None:
+def show(
+    arg: str,
+    fmt: str,
+    uuids: bool,
+    tools: bool,
+    subagents: bool,
+    cwd: str | None,
+    include_archived: bool,
+) -> None:
     """Print a session's conversation from its transcript.
 
     The messages are the live chain, as the SDK's get_session_messages computes it:
     rewound branches are left out, parallel tool calls put back, compactions marked.
-    On a terminal the text is coloured (unless NO_COLOR) and long output goes through
-    a pager. Lines that cannot be read are skipped and counted in a note.
+    On a terminal the text is coloured (unless NO_COLOR, or color = "never" in the
+    config file) and long output goes through a pager as git log does ($PAGER, else
+    less with LESS=FRX when LESS is unset; a pager that cannot show colours gets
+    plain text). Lines that cannot be read are skipped and counted in a note. An archived
+    session (cleanup --archive) is read from its archive with --include-archived.
+    --uuids shows each message's short UUID (the JSON has the full ones): fork a
+    session up to a message with `sessiondex fork ARG --up-to <short uuid>`.
 
     \b
     Example:
         sessiondex show "auth refactor"
         sessiondex show 3f2a9c1e --tools --subagents
+        sessiondex show 3f2a9c1e --uuids
         sessiondex show 3f2a9c1e --format json | jq '.[].message.content'
     """
+    with _opened(arg, cwd, fmt, include_archived) as conv:
+        _show(conv, fmt, tools, subagents, uuids)
+
+
+def _show(conv: Any, fmt: str, tools: bool, subagents: bool, uuids: bool) -> None:
+    from sessiondex.cli.settings import current, use_color
     from sessiondex.render.conversation import render_stream
 
-    conv = _load(arg, cwd, fmt)
     if fmt == "json":
         _warn_problems(conv)
     terminal = sys.stdout.isatty()
-    color = fmt == "text" and terminal and not os.environ.get("NO_COLOR")
+    color = fmt == "text" and use_color(terminal)
     # terminal=True whatever stdout is: show's text and Markdown are for people.
     chunks = _reading(
-        render_stream(conv, fmt, tools=tools, subagents=subagents, color=color, terminal=True),
+        render_stream(
+            conv, fmt, tools=tools, subagents=subagents, color=color, terminal=True, uuids=uuids
+        ),
         conv,
     )
     if terminal and fmt != "json":
         head, longer = _screenful(chunks, shutil.get_terminal_size().lines - 1)
         if longer:
-            click.echo_via_pager(_chain(head, chunks), color=color)
+            from sessiondex.cli.pager import choose_pager, page
+
+            settings = current()
+            pager = choose_pager(settings["pager"] if settings else os.environ.get("PAGER"))
+            paged = _chain(head, chunks)
+            # Only our own styles are ANSI codes (transcript text is neutralized).
+            page(paged if pager.color else map(click.unstyle, paged), pager)
             return
         chunks = iter(head)
     for chunk in chunks:
@@ -132,7 +196,7 @@ def _reading(chunks: Iterable[str], conv: Any) -> Iterator[str]:
         yield from chunks
     except OSError as exc:
         raise CliError(
-            clean_line(f"cannot read {conv.path}: {exc.strerror or exc}; try again")
+            clean_line(f"cannot read {conv.archive or conv.path}: {exc.strerror or exc}; try again")
         ) from None
 
 
@@ -155,7 +219,7 @@ def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
 
 
 @click.command()
-@click.argument("arg")
+@click.argument("arg", shell_complete=complete_session)
 @click.option(
     "-o",
     "--output",
@@ -183,6 +247,7 @@ def export(
     tools: bool,
     subagents: bool,
     cwd: str | None,
+    include_archived: bool,
 ) -> None:
     """Write a session's conversation to a file: Markdown, one self-contained HTML page
     (metadata at the top, no external assets) or the SDK's JSON messages.
@@ -207,19 +272,19 @@ def export(
         check_output_path(output, "-o")
         if os.path.lexists(output) and not force:
             raise CliError(f"{output} already exists (use --force to overwrite it)")
-    conv = _load(arg, cwd, fmt)
-    _warn_problems(conv)
-    # A file keeps the text exact but for ESC, C1 and bidi controls; -o - on a screen
-    # is cleaned like show.
-    screen = output == "-" and sys.stdout.isatty()
-    chunks = _reading(
-        render_stream(conv, fmt, tools=tools, subagents=subagents, terminal=screen), conv
-    )
-    if output == "-":
-        for chunk in chunks:
-            click.echo(chunk, nl=False)
-        return
-    _write_atomic(output, chunks, force=force)
+    with _opened(arg, cwd, fmt, include_archived) as conv:
+        _warn_problems(conv)
+        # A file keeps the text exact but for ESC, C1 and bidi controls; -o - on a
+        # screen is cleaned like show.
+        screen = output == "-" and sys.stdout.isatty()
+        chunks = _reading(
+            render_stream(conv, fmt, tools=tools, subagents=subagents, terminal=screen), conv
+        )
+        if output == "-":
+            for chunk in chunks:
+                click.echo(chunk, nl=False)
+            return
+        _write_atomic(output, chunks, force=force)
     click.echo(clean_line(f"wrote {output} ({conv.message_count} messages, {fmt})"), err=True)
 
 

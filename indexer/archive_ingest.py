@@ -35,7 +35,7 @@ import orjson
 from sqlite_utils import Database
 
 from sessiondex.indexer.ingest import apply_tail, remove_path
-from sessiondex.indexer.meta import get_meta, set_meta
+from sessiondex.indexer.meta import get_meta, immediate, set_meta
 from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
@@ -62,7 +62,7 @@ def add_archive_dir(db: Database, directory: Path) -> Path:
     path = Path(os.path.abspath(directory))
     current = archive_dirs(db)
     if path not in current:
-        with db.atomic():
+        with immediate(db):
             set_meta(
                 db, ARCHIVE_DIRS_KEY, orjson.dumps([str(p) for p in [*current, path]]).decode()
             )
@@ -93,6 +93,13 @@ def iter_archives(directory: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 yield Path(entry.path), st
 
 
+def _archive_unchanged(db: Database, path: str, st: os.stat_result) -> bool:
+    stored = db.execute(
+        "SELECT mtime_ns, inode, device FROM files WHERE path = ?", [path]
+    ).fetchone()
+    return stored is not None and tuple(stored) == (st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
 def ingest_archive(
     db: Database,
     archive: Path,
@@ -110,15 +117,16 @@ def ingest_archive(
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
         return UNCHANGED
-    stored = db.execute(
-        "SELECT mtime_ns, inode, device FROM files WHERE path = ?", [path]
-    ).fetchone()
-    if stored is not None and tuple(stored) == (st.st_mtime_ns, st.st_ino, st.st_dev):
+    if _archive_unchanged(db, path, st):  # a hint read without the lock: only to skip
         stats.unchanged += 1
         return UNCHANGED
-    state = NEW if stored is None else REWRITTEN
     try:
-        with db.atomic():
+        with immediate(db):
+            stored = db.execute("SELECT 1 FROM files WHERE path = ?", [path]).fetchone()
+            if stored is not None and _archive_unchanged(db, path, st):
+                stats.unchanged += 1
+                return UNCHANGED
+            state = NEW if stored is None else REWRITTEN
             if stored is not None:
                 remove_path(db, path)  # with its subagent rows: re-read from scratch
             session_rowid: int | None = None

@@ -52,17 +52,17 @@ class BulkFts:
                 self._lock.acquire()
             except (AlreadyWatching, OSError):
                 return self  # someone else's bulk build: stay with the trigger
-        saved = {
-            name: sql
-            for name, sql in db.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN"
-                f" ({', '.join('?' for _ in TRIGGERS)})",
-                list(TRIGGERS),
-            )
-        }
-        if set(saved) != set(TRIGGERS) or get_meta(db, BULK_TRIGGER_KEY) is not None:
-            return self
-        with db.atomic():
+        with immediate(db):  # read the triggers under the lock that drops them
+            saved = {
+                name: sql
+                for name, sql in db.execute(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN"
+                    f" ({', '.join('?' for _ in TRIGGERS)})",
+                    list(TRIGGERS),
+                )
+            }
+            if set(saved) != set(TRIGGERS) or get_meta(db, BULK_TRIGGER_KEY) is not None:
+                return self
             db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                 [BULK_TRIGGER_KEY, orjson.dumps(saved).decode()],

@@ -8,18 +8,34 @@ instead of failing, and migrations applied on every open.
 or a live ``watch`` keeps the index current): when the index on disk is current it
 returns a :class:`ReadOnlyIndex` over a ``mode=ro`` connection without importing
 sqlite-utils, whose import is half of a query process's start-up. Otherwise it opens
-(and migrates) as usual.
+(and migrates) as usual. Where even ``mode=ro`` cannot open it (a read-only directory
+with no ``-shm`` file yet) it is read as an immutable file.
+
+The index is derived and disposable: a file SQLite calls damaged ("malformed", "not a
+database") is moved aside (:func:`~sessiondex.indexer.faults.quarantine`), the
+``on_recover`` callback says so in one line, and a new, empty index is opened in its
+place; the caller refreshes it from the transcripts. The settings that are not derived
+(archive dirs, whether tools are indexed) are carried over when they can be read.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.bulk import repair_interrupted_bulk
-from sessiondex.indexer.meta import get_meta, immediate, set_meta
+from sessiondex.indexer.faults import (
+    CANTOPEN,
+    CORRUPT,
+    READONLY,
+    classify,
+    file_identity,
+    quarantine,
+)
+from sessiondex.indexer.meta import get_meta, immediate, set_meta, write_turn
 from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 
 if TYPE_CHECKING:
@@ -60,52 +76,142 @@ class ReadOnlyIndex:
         self.conn.close()
 
 
+def _uri(target: Path, immutable: bool) -> str:
+    # URI-escape the three characters a file name may hold that a URI path may not
+    # (urllib.parse would cost its import on every reading command).
+    uri_path = str(target).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{uri_path}?mode=ro{'&immutable=1' if immutable else ''}"
+
+
 def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
     """A read-only handle when the index exists and needs no migration, derivation
-    rebuild or repair; else None (the caller opens it the normal way)."""
+    rebuild or repair; else None (the caller opens it the normal way). Raises the
+    SQLite error when the file is damaged."""
     if not target.is_file():
         return None
+    for immutable in (False, True):
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(_uri(target, immutable), uri=True)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            applied = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM _sqlite_migrations WHERE migration_set = ?",
+                    [MIGRATION_SET],
+                )
+            }
+            meta = dict(
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN"
+                    " ('derivation_version', 'bulk_insert_trigger')"
+                )
+            )
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            kind = classify(exc)
+            if kind == CORRUPT:
+                raise
+            if kind in (CANTOPEN, READONLY) and not immutable:
+                continue  # no -shm can be made here: read the file as it stands
+            return None
+        if (
+            applied != set(MIGRATION_NAMES)
+            or meta.get("derivation_version") != str(DERIVATION_VERSION)
+            or "bulk_insert_trigger" in meta
+        ):
+            conn.close()
+            return None
+        return ReadOnlyIndex(conn)
+    return None
+
+
+# Settings kept in ``meta`` that are configuration, not derived: carried over when a
+# damaged index is replaced.
+KEPT_SETTINGS = ("archive_dirs", "include_tools")
+
+
+def _salvage_settings(target: Path) -> dict[str, str]:
+    """What can still be read of the kept settings of a damaged index (often nothing)."""
     try:
-        # URI-escape the three characters a file name may hold that a URI path may not
-        # (urllib.parse would cost its import on every reading command).
-        uri_path = str(target).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
-        conn = sqlite3.connect(f"file:{uri_path}?mode=ro", uri=True)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        applied = {
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET]
+        conn = sqlite3.connect(_uri(target, True), uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        marks = ", ".join("?" for _ in KEPT_SETTINGS)
+        return {
+            str(k): str(v)
+            for k, v in conn.execute(
+                f"SELECT key, value FROM meta WHERE key IN ({marks})", list(KEPT_SETTINGS)
             )
         }
-        meta = dict(
-            conn.execute(
-                "SELECT key, value FROM meta WHERE key IN"
-                " ('derivation_version', 'bulk_insert_trigger')"
-            )
-        )
     except sqlite3.Error:
-        return None
-    if (
-        applied != set(MIGRATION_NAMES)
-        or meta.get("derivation_version") != str(DERIVATION_VERSION)
-        or "bulk_insert_trigger" in meta
-    ):
+        return {}
+    finally:
         conn.close()
-        return None
-    return ReadOnlyIndex(conn)
 
 
-def open_db(path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> Database:
-    """Open (creating if needed) and migrate the index at ``path``."""
-    target = Path(path) if path is not None else default_db_path()
-    if readonly:
-        handle = _open_current_readonly(target)
-        if handle is not None:
-            return handle  # type: ignore[return-value]  # the subset queries use
+Notice = Callable[[str], None]
+
+
+def recover_damaged(
+    target: Path, error: BaseException, expected: tuple[int, int] | None, notice: Notice | None
+) -> dict[str, str]:
+    """Move the damaged index at ``target`` aside and say so; returns the settings to
+    carry over. Raises ``error`` when it cannot be moved (a read-only directory)."""
+    kept = _salvage_settings(target)
+    try:
+        moved = quarantine(target, expected)
+    except OSError as exc:
+        raise error from exc
+    if moved is not None and notice is not None:
+        detail = " ".join(str(error).split()) or type(error).__name__
+        notice(
+            f"warning: the index at {target} was damaged ({detail}); moved it to {moved} "
+            "and rebuilding it from the transcripts"
+        )
+    return kept
+
+
+def _open_writable(target: Path) -> Database:
     from sqlite_utils import Database
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    return prepare(Database(target))
+    db = Database(target)
+    try:
+        return prepare(db)
+    except BaseException:
+        db.close()
+        raise
+
+
+def open_db(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    readonly: bool = False,
+    on_recover: Notice | None = None,
+) -> Database:
+    """Open (creating if needed) and migrate the index at ``path``; a damaged one is
+    moved aside and replaced by an empty one (``on_recover`` hears about it)."""
+    target = Path(path) if path is not None else default_db_path()
+    expected = file_identity(target)
+    try:
+        if readonly:
+            handle = _open_current_readonly(target)
+            if handle is not None:
+                return handle  # type: ignore[return-value]  # the subset queries use
+        return _open_writable(target)
+    except sqlite3.DatabaseError as exc:
+        if classify(exc) != CORRUPT:
+            raise
+        kept = recover_damaged(target, exc, expected, on_recover)
+    db = _open_writable(target)
+    if kept:
+        with immediate(db):
+            for key, value in kept.items():
+                set_meta(db, key, value)
+    return db
 
 
 def prepare(db: Database) -> Database:
@@ -115,7 +221,8 @@ def prepare(db: Database) -> Database:
 
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
-        db.enable_wal()
+        with write_turn(db):  # changing the journal mode needs the database to itself
+            db.enable_wal()
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
     if migrations.pending(db) or get_meta(db, "derivation_version") != str(DERIVATION_VERSION):
@@ -131,7 +238,7 @@ def prepare(db: Database) -> Database:
 
 def clear_index(db: Database) -> None:
     """Drop every derived row (the schema stays); the next refresh rebuilds all."""
-    with db.atomic():
+    with immediate(db):
         for table in DATA_TABLES:
             db.execute(f"DELETE FROM {table}")
         # archive_dirs is configuration (where cleanup --archive put sessions), not derived.
@@ -144,7 +251,7 @@ def _check_derivation_version(db: Database) -> None:
     stored = get_meta(db, "derivation_version")
     if stored == str(DERIVATION_VERSION):
         return
-    if stored is not None:
-        clear_index(db)
-    with db.atomic():
+    with immediate(db):
+        if stored is not None:
+            clear_index(db)
         set_meta(db, "derivation_version", str(DERIVATION_VERSION))

@@ -5,6 +5,15 @@
 it again), and commits the file's rows together with its new offset, so a run killed at
 any moment leaves an index the next run completes. Refresh orchestration (which files,
 in what order, commit grouping) is :mod:`.refresh`.
+
+Several processes ingest the same files at once (``watch``, ``index``, a reading
+command's refresh, a mutation syncing the file it wrote). The stored row a decision
+rests on is therefore read inside the write transaction that applies it
+(:func:`~sessiondex.indexer.meta.immediate`): a row read before the lock may be stale
+by the time we write (then a new file is inserted twice, or a grown tail is applied
+twice). A row read *outside* the lock is only ever used to skip a file whose stat
+still matches it, which is safe. Message rows are unique per (file, line offset), so
+a duplicate is impossible even for a caller that gets this wrong.
 """
 
 from __future__ import annotations
@@ -19,20 +28,14 @@ import orjson
 from sqlite_utils import Database
 
 from sessiondex.indexer.derive import SessionState
-from sessiondex.indexer.meta import get_meta
+from sessiondex.indexer.meta import get_meta, immediate
 from sessiondex.indexer.objects import build_object, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
+from sessiondex.indexer.shape import RACY_WINDOW_NS, SESSION_FTS_COLUMNS
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.text import fts_text
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 from sessiondex.transcripts.pr_urls import PullRequest
-
-# File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
-# as our read keeps its size and mtime. Like git's "racy clean" check, a file whose
-# mtime was that close to our stat is verified by fingerprint next time instead of
-# being trusted (costs two small reads, only for files written in the last moments).
-RACY_WINDOW_NS = 2_000_000_000
 
 
 def include_tools_setting(db: Database) -> bool:
@@ -54,11 +57,13 @@ def _delete_session(db: Database, session_rowid: int) -> None:
 
 def remove_path(db: Database, path: str) -> bool:
     """Forget a transcript that no longer exists (with its subagents, for a main file)."""
-    row = db.execute("SELECT id, kind FROM files WHERE path = ?", [path]).fetchone()
-    if row is None:
-        return False
-    file_id, kind = row
-    with db.atomic():
+    if db.execute("SELECT 1 FROM files WHERE path = ?", [path]).fetchone() is None:
+        return False  # nothing to forget: no need to wait for the write turn
+    with immediate(db):
+        row = db.execute("SELECT id, kind FROM files WHERE path = ?", [path]).fetchone()
+        if row is None:
+            return False  # forgotten meanwhile by another process
+        file_id, kind = row
         if kind == MAIN:
             _delete_session(db, file_id)
         else:
@@ -81,7 +86,7 @@ def _session_row(db: Database, session_rowid: int) -> dict[str, Any] | None:
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
 
-def _derived_texts(
+def derived_texts(
     branches: list[str], links: Iterable[tuple[str, int, str | None]]
 ) -> tuple[str | None, str | None]:
     """``branches_text`` and ``pr_text``: what the session search indexes of its branches
@@ -93,6 +98,13 @@ def _derived_texts(
 def _search_values(row: dict[str, Any]) -> list[str | None]:
     return [fts_text(row[c]) if isinstance(row.get(c), str) else None for c in SESSION_FTS_COLUMNS]
 
+
+# A plain INSERT: the unique (file_id, line_offset) index turns a double ingest into an
+# error that rolls the file back (and is retried), never into duplicate rows.
+_MESSAGE_INSERT = (
+    "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text, line_offset)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 _SEARCH_INSERT = (
     f"INSERT INTO session_search (id, {', '.join(SESSION_FTS_COLUMNS)}) "
@@ -115,7 +127,7 @@ def _write_session_search(db: Database, session_rowid: int) -> None:
         "SELECT url, number, repository FROM pr_links WHERE session_rowid = ? ORDER BY id",
         [session_rowid],
     ).fetchall()
-    row["branches_text"], row["pr_text"] = _derived_texts(branches, links)
+    row["branches_text"], row["pr_text"] = derived_texts(branches, links)
     values = _search_values(row)
     db.execute(
         "UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
@@ -141,8 +153,8 @@ def _write_new_session(
     problems = parsed.problems
     cursor = db.execute(
         "INSERT INTO files (path, root, project_key, session_id, kind, agent_id, size,"
-        " mtime_ns, inode, device, consumed, fingerprint, bad_lines, problems, checked_ns)"
-        " VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " mtime_ns, inode, device, consumed, fingerprint, bad_lines, problems, checked_ns,"
+        " scanned) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             str(tf.path),
             str(tf.root),
@@ -158,6 +170,7 @@ def _write_new_session(
             sum(problems.values()),
             orjson.dumps(dict(problems)).decode() if problems else None,
             checked_ns,
+            parsed.scanned,
         ],
     )
     rowid = cursor.lastrowid
@@ -179,7 +192,7 @@ def _write_new_session(
         mtime_ns=tf.mtime_ns,
         file_size=tf.size,
     )
-    row["branches_text"], row["pr_text"] = _derived_texts(
+    row["branches_text"], row["pr_text"] = derived_texts(
         state.new_branches, [(u, n, r) for u, n, r, _, _ in links]
     )
     row["object_json"] = orjson.dumps(
@@ -189,11 +202,7 @@ def _write_new_session(
         f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
         list(row.values()),
     )
-    db.conn.executemany(
-        "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        [(rowid, rowid, *m) for m in parsed.messages],
-    )
+    db.conn.executemany(_MESSAGE_INSERT, [(rowid, rowid, *m) for m in parsed.messages])
     db.conn.executemany(
         "INSERT INTO branches (session_rowid, branch) VALUES (?, ?)",
         [(rowid, b) for b in state.new_branches],
@@ -257,18 +266,25 @@ def ingest_file(
 
     ``stat_row`` is the file's stored row when the caller already loaded it (refresh
     loads all rows in one query, so a no-change pass costs a stat and no query per file);
-    ``None`` means the file is not in the index yet.
+    ``None`` means the file is not in the index yet. Either way it only decides whether
+    the file can be skipped: anything else is decided again under the write lock.
     """
     stats.files_seen += 1
     path = str(tf.path)
-    if (
-        stat_row is not _UNKNOWN
-        and stat_row is not None
-        and not force
-        and _stat_unchanged(stat_row, tf)
-    ):
+    hint = stored_file(db, path) if stat_row is _UNKNOWN else stat_row
+    if hint is not None and not force and _stat_unchanged(hint, tf):
         stats.unchanged += 1
         return UNCHANGED
+    with immediate(db):
+        return _ingest_locked(db, tf, stats, include_tools, force)
+
+
+def _ingest_locked(
+    db: Database, tf: TranscriptFile, stats: RefreshStats, include_tools: bool, force: bool
+) -> str:
+    """:func:`ingest_file` once the write transaction is open: the stored row read here
+    is the one the write applies to."""
+    path = str(tf.path)
     stored = stored_file(db, path)
     if stored is not None and not force and _stat_unchanged(stored, tf):
         stats.unchanged += 1
@@ -310,19 +326,18 @@ def ingest_file(
             state_kind = REWRITTEN
         if state_kind == UNCHANGED:
             assert stored is not None
-            with db.atomic():
-                db.execute(
-                    "UPDATE files SET mtime_ns = ?, checked_ns = ? WHERE id = ?",
-                    [tf.mtime_ns, checked_ns, stored["id"]],
-                )
-                db.execute(
-                    "UPDATE sessions SET mtime_ns = ? WHERE id = ?", [tf.mtime_ns, stored["id"]]
-                )
-                if stored["kind"] == MAIN:
-                    store_objects(db, [stored["id"]])
+            db.execute(
+                "UPDATE files SET mtime_ns = ?, checked_ns = ? WHERE id = ?",
+                [tf.mtime_ns, checked_ns, stored["id"]],
+            )
+            db.execute("UPDATE sessions SET mtime_ns = ? WHERE id = ?", [tf.mtime_ns, stored["id"]])
+            if stored["kind"] == MAIN:
+                store_objects(db, [stored["id"]])
             stats.unchanged += 1
             return UNCHANGED
-        with db.atomic():
+        # A savepoint: a read error half-way rolls back this file's rows, not the
+        # caller's whole transaction (a refresh commits several files as one).
+        with immediate(db):
             apply_tail(
                 db, tf, stream, stored, state_kind, session_rowid, stats, include_tools, checked_ns
             )
@@ -333,6 +348,18 @@ def ingest_file(
         stream.close()
     setattr(stats, state_kind, getattr(stats, state_kind) + 1)
     return state_kind
+
+
+def _stored_problems(raw: Any) -> Counter[str]:
+    """``files.problems`` as a Counter; a damaged value counts as none (the index is
+    derived: a wrong count must not stop ingestion)."""
+    try:
+        value = orjson.loads(raw) if raw else {}
+    except (orjson.JSONDecodeError, TypeError):
+        return Counter()
+    if not isinstance(value, dict):
+        return Counter()
+    return Counter({str(k): v for k, v in value.items() if isinstance(v, int)})
 
 
 def apply_tail(
@@ -381,10 +408,8 @@ def apply_tail(
         db.execute("UPDATE files SET session_rowid = ? WHERE id = ?", [file_id, file_id])
     assert session_rowid is not None
     bad_lines = stored["bad_lines"] if stored and state_kind == GROWN else 0
-    problems: Counter[str] = Counter(
-        orjson.loads(stored["problems"])
-        if stored and state_kind == GROWN and stored["problems"]
-        else {}
+    problems: Counter[str] = (
+        _stored_problems(stored["problems"]) if stored and state_kind == GROWN else Counter()
     )
     if state_kind == REWRITTEN:
         _delete_file_rows(db, file_id)
@@ -418,13 +443,12 @@ def apply_tail(
                     "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid]
                 )
             }
+        scanned = stored["scanned"] if stored is not None and state_kind == GROWN else 0
         parsed = parse_tail(
-            stream, tf.size, offset, state, known_branches, known_links, include_tools
+            stream, tf.size, offset, state, known_branches, known_links, include_tools, scanned
         )
     db.conn.executemany(
-        "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        [(session_rowid, file_id, *message) for message in parsed.messages],
+        _MESSAGE_INSERT, [(session_rowid, file_id, *message) for message in parsed.messages]
     )
     problems.update(parsed.problems)
     bad_lines += sum(parsed.problems.values())
@@ -453,8 +477,8 @@ def apply_tail(
     store_objects(db, [session_rowid])
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
-        " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?"
-        " WHERE id = ?",
+        " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?,"
+        " scanned = ? WHERE id = ?",
         [
             tf.size,
             tf.mtime_ns,
@@ -466,6 +490,7 @@ def apply_tail(
             orjson.dumps(dict(problems)).decode() if problems else None,
             session_rowid,
             checked_ns,
+            parsed.scanned,
             file_id,
         ],
     )

@@ -1,5 +1,5 @@
-"""Locks next to the database: ``watch`` (exactly one writer) and ``bulk`` (a cold build
-with FTS triggers off).
+"""Locks next to the database: ``watch`` (exactly one watcher), ``bulk`` (a cold build
+with FTS triggers off) and the write turn every writing transaction takes.
 
 A lock is an ``flock`` on ``<db>.<kind>.lock``, held for the holder's lifetime. The
 kernel drops it when the process dies, however it dies, so a stale lock file never
@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+from sessiondex.indexer.faults import IndexBusy
 
 
 def lock_path(db_path: str | os.PathLike[str], kind: str = "watch") -> Path:
@@ -81,3 +85,115 @@ def watcher_alive(db_path: str | os.PathLike[str], kind: str = "watch") -> bool:
         return False
     finally:
         os.close(fd)
+
+
+class WriteTurn:
+    """The right to write to one index, taken in turn by every sessiondex process.
+
+    SQLite's own busy handler polls with growing sleeps, so a process that commits and
+    at once begins again (a refresh committing every half second, a cold build) can
+    starve a waiter for as long as it runs, and the waiter then fails with "database is
+    locked". Two ``flock`` files make the wait fair, as a turnstile: a writer first
+    takes the *gate*, then the *turn*, then lets go of the gate. A waiter holds the
+    gate while it waits, so the holder, wanting the turn again after its commit, must
+    wait at the gate until the waiter got its turn.
+
+    flock belongs to the open file description, so two connections of one process
+    (two threads) exclude each other too. Re-entrant per object: a nested transaction
+    of the same connection does not wait for itself. Where the lock files cannot be
+    created (a read-only directory) there is no turn to take and SQLite's own locking
+    decides (the write then fails as read-only anyway).
+    """
+
+    POLL_START = 0.001
+    POLL_MAX = 0.02
+
+    def __init__(self, db_path: str | os.PathLike[str]) -> None:
+        self._gate_path = lock_path(db_path, "gate")
+        self._turn_path = lock_path(db_path, "write")
+        self._gate: int | None = None
+        self._turn: int | None = None
+        self._depth = 0
+        self._usable = True
+
+    def _fds(self) -> tuple[int, int] | None:
+        if self._gate is None or self._turn is None:
+            try:
+                flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+                self._gate = os.open(self._gate_path, flags, 0o644)
+                self._turn = os.open(self._turn_path, flags, 0o644)
+            except OSError:
+                self.close()
+                self._usable = False
+                return None
+        return self._gate, self._turn
+
+    def acquire(
+        self,
+        wait: float,
+        notice: Callable[[], None] | None = None,
+        notice_after: float = 2.0,
+    ) -> None:
+        """Wait up to ``wait`` seconds for the turn; ``notice`` is called once when the
+        wait passes ``notice_after``. Raises :class:`IndexBusy` on time-out."""
+        if self._depth:
+            self._depth += 1
+            return
+        fds = self._fds() if self._usable else None
+        if fds is None:
+            self._depth = 1
+            return
+        gate, turn = fds
+        started = time.monotonic()
+        state = {"noticed": False}
+
+        def take(fd: int, what: str) -> None:
+            delay = self.POLL_START
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    pass
+                waited = time.monotonic() - started
+                if waited >= wait:
+                    raise IndexBusy(
+                        f"database is locked: another sessiondex process kept the write "
+                        f"{what} for more than {wait:g}s"
+                    )
+                if notice is not None and not state["noticed"] and waited >= notice_after:
+                    state["noticed"] = True
+                    notice()
+                time.sleep(min(delay, max(0.0, wait - waited)))
+                delay = min(delay * 2, self.POLL_MAX)
+
+        take(gate, "gate")
+        try:
+            take(turn, "turn")
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        self._depth = 1
+
+    def release(self) -> None:
+        if self._depth == 0:
+            return
+        self._depth -= 1
+        if self._depth == 0 and self._turn is not None:
+            fcntl.flock(self._turn, fcntl.LOCK_UN)
+
+    @property
+    def held(self) -> bool:
+        return self._depth > 0
+
+    def close(self) -> None:
+        for fd in (self._gate, self._turn):
+            if fd is not None:
+                os.close(fd)  # closing the last descriptor drops any lock it held
+        self._gate = self._turn = None
+        self._depth = 0
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass

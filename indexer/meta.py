@@ -1,37 +1,164 @@
 """The two things every writer shares: the write transaction that starts as a write, and
-the ``meta`` table (settings and markers the index keeps about itself)."""
+the ``meta`` table (settings and markers the index keeps about itself).
+
+Every change to the index goes through :func:`immediate`. A transaction that begins as
+a read (``BEGIN``, or Python's implicit one) and writes later cannot wait for the write
+lock: in WAL mode, if another process committed meanwhile, SQLite fails it at once with
+"database is locked", whatever the busy timeout. So a writer takes its turn
+(:class:`~sessiondex.indexer.lock.WriteTurn`, fair between processes), then
+``BEGIN IMMEDIATE``, and only then reads the rows it is about to change.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import sqlite3
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sessiondex.indexer.lock import WriteTurn
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+# How long a writer waits for its turn before giving up with IndexBusy. Writers hold
+# the turn for one file or half a second of a refresh at a time, so a long wait means
+# something is stuck; readers that only want to refresh first wait much less.
+WRITE_WAIT = 120.0
+NOTICE_AFTER = 2.0
+
+
+@dataclass
+class WritePolicy:
+    """How one connection waits for its write turn."""
+
+    # Read when the policy is made (not when this module is imported), so the module
+    # constants can be changed for a process (tests shorten them).
+    wait: float = field(default_factory=lambda: WRITE_WAIT)
+    notice: Callable[[], None] | None = None
+    notice_after: float = field(default_factory=lambda: NOTICE_AFTER)
+    turn: WriteTurn | None = field(default=None, repr=False)
+    resolved: bool = False
+
+
+_POLICIES: weakref.WeakKeyDictionary[Any, WritePolicy] = weakref.WeakKeyDictionary()
+_SAVEPOINTS = itertools.count()
+
+
+def write_policy(db: Database) -> WritePolicy:
+    """The connection's policy (created with the defaults on first use)."""
+    policy = _POLICIES.get(db)
+    if policy is None:
+        policy = _POLICIES[db] = WritePolicy()
+    return policy
+
+
+def set_write_policy(
+    db: Database,
+    *,
+    wait: float | None = None,
+    notice: Callable[[], None] | None = None,
+    notice_after: float | None = None,
+) -> WritePolicy:
+    """Change how long ``db`` waits for its write turn and what it says meanwhile."""
+    policy = write_policy(db)
+    if wait is not None:
+        policy.wait = wait
+    if notice is not None:
+        policy.notice = notice
+    if notice_after is not None:
+        policy.notice_after = notice_after
+    return policy
+
+
+def _turn(db: Database, policy: WritePolicy) -> WriteTurn | None:
+    if not policy.resolved:
+        policy.resolved = True
+        row = db.execute("PRAGMA database_list").fetchone()
+        path = row[2] if row and row[2] else None
+        policy.turn = WriteTurn(path) if path else None  # in-memory: one connection
+    return policy.turn
+
+
+@contextlib.contextmanager
+def write_turn(db: Database) -> Iterator[None]:
+    """Hold the write turn without a transaction (``PRAGMA journal_mode``, which cannot
+    run inside one)."""
+    policy = write_policy(db)
+    turn = _turn(db, policy)
+    if turn is not None:
+        turn.acquire(policy.wait, policy.notice, policy.notice_after)
+    try:
+        yield
+    finally:
+        if turn is not None:
+            turn.release()
+
 
 @contextlib.contextmanager
 def immediate(db: Database) -> Iterator[Database]:
-    """A transaction that holds the write lock from its start (``BEGIN IMMEDIATE``), for
-    check-then-write steps that two processes may race on. Nested ``db.atomic()``
-    blocks inside it become savepoints."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.conn.rollback()
-        raise
-    else:
-        db.execute("COMMIT")
+    """A transaction that holds the write lock from its start: the write turn, then
+    ``BEGIN IMMEDIATE``. Inside another transaction of the same connection it is a
+    savepoint (so a failing file rolls back alone inside a refresh's commit group).
+
+    Raises :class:`~sessiondex.indexer.faults.IndexBusy` when the turn does not come
+    within the connection's :class:`WritePolicy` wait.
+    """
+    conn: sqlite3.Connection = db.conn
+    if conn.in_transaction:
+        name = f"sessiondex_{os.getpid()}_{next(_SAVEPOINTS)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield db
+        except BaseException:
+            # An error such as SQLITE_FULL may already have ended the transaction.
+            if conn.in_transaction:
+                conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                conn.execute(f"RELEASE SAVEPOINT {name}")
+            raise
+        else:
+            if conn.in_transaction:
+                conn.execute(f"RELEASE SAVEPOINT {name}")
+        return
+    with write_turn(db):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            conn.rollback()
+            raise
+        if conn.in_transaction:
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.rollback()
+                raise
+
+
+def check_writable(db: Database) -> None:
+    """Fail now, with SQLite's own error, if ``db`` cannot take the rows a mutation will
+    write: a read-only file or directory, or damage (``PRAGMA quick_check``, a few ms per
+    MB of index; mutations are rare). Called before a mutation touches a transcript, so
+    the failure comes before the change, not after it. Takes the write turn (so it also
+    waits out another writer) and changes nothing."""
+    with immediate(db):
+        db.execute("DELETE FROM meta WHERE 0")
+        problems = [" ".join(str(r[0]).split()) for r in db.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError(f"database disk image is malformed: {'; '.join(problems)}")
 
 
 def get_meta(db: Database, key: str) -> str | None:
     """A ``meta`` value; None when unset (or before the first migration made the table)."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
         return None
     return None if row is None else row[0]
 

@@ -75,10 +75,24 @@ def iso_ms(ms: int | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
 
 
-def resume_command(session_id: str, cwd: str | None) -> str:
-    if not cwd:
-        return f"claude --resume {session_id}"
-    return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
+def resume_command(session_id: str, cwd: str | None, config_dir: str | None = None) -> str:
+    """``cd <cwd> && claude --resume <id>``, shell-quoted; with ``config_dir``, Claude
+    Code is pointed at it (:func:`with_config_dir`). The stored object holds the line
+    without it: whether a config dir is the default depends on the reader's ``HOME``,
+    so the query layer adds it when it answers (query/sessions.py)."""
+    line = f"claude --resume {session_id}"
+    if cwd:
+        line = f"cd {shlex.quote(cwd)} && {line}"
+    return with_config_dir(line, config_dir) if config_dir else line
+
+
+def with_config_dir(command: str, config_dir: str) -> str:
+    """``command`` (a :func:`resume_command` line) with ``CLAUDE_CONFIG_DIR=<dir>`` set
+    for ``claude``. The assignment goes right before ``claude``, not before ``cd``: in
+    ``VAR=x cd d && claude`` the variable reaches only ``cd``. The last ``claude
+    --resume`` is the command (a quoted cwd may hold those words too)."""
+    head, sep, tail = command.rpartition("claude --resume ")
+    return f"{head}CLAUDE_CONFIG_DIR={shlex.quote(config_dir)} {sep}{tail}"
 
 
 def activity_ms(row: dict[str, Any]) -> int:

@@ -13,11 +13,13 @@ from typing import Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.text import fts_text
+from sessiondex.transcripts import reader as _reader
 from sessiondex.transcripts.pr_urls import PullRequest
-from sessiondex.transcripts.reader import RecordReader, classify
+from sessiondex.transcripts.reader import PROBLEM_TOO_LONG, RecordReader, classify
 from sessiondex.transcripts.records import timestamp_ms
 
 FINGERPRINT_WINDOW = 4096
+SCAN_CHUNK = 1 << 20
 
 
 def fingerprint(stream: Any, consumed: int) -> str:
@@ -41,12 +43,31 @@ class ParsedTail:
     state: SessionState | None  # main transcripts only
     known_branches: set[str]
     known_links: set[str]
-    messages: list[tuple[str | None, str, int | None, str]]  # uuid, type, ts_ms, fts text
+    # uuid, type, ts_ms, fts text, byte offset of the line
+    messages: list[tuple[str | None, str, int | None, str, int]]
     mentions: list[PullRequest]
     consumed: int
     fingerprint: str
     problems: Counter[str]
     bytes_read: int
+    # Bytes up to here were looked at: past ``consumed`` they hold no newline yet.
+    scanned: int = 0
+
+
+def _find_newline(stream: Any, start: int, end: int) -> tuple[int, int]:
+    """The offset of the first ``\\n`` in ``[start, end)`` (-1: none) and the bytes read."""
+    stream.seek(start)
+    pos, read = start, 0
+    while pos < end:
+        chunk = stream.read(min(SCAN_CHUNK, end - pos))
+        if not chunk:
+            break
+        read += len(chunk)
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            return pos + nl, read
+        pos += len(chunk)
+    return -1, read
 
 
 def parse_tail(
@@ -57,13 +78,42 @@ def parse_tail(
     known_branches: set[str],
     known_links: set[str],
     include_tools: bool,
+    scanned: int = 0,
 ) -> ParsedTail:
     """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
-    reading: later bytes wait for the next pass)."""
+    reading: later bytes wait for the next pass).
+
+    ``scanned`` (from the previous pass) says ``[offset, scanned)`` holds no newline: a
+    line still being written is then searched for its end only in the bytes after it,
+    and a line already known to be too long is skipped without reading it again.
+    """
+    problems: Counter[str] = Counter()
+    bytes_read = 0
+    if offset < scanned <= size:
+        nl, bytes_read = _find_newline(stream, scanned, size)
+        if nl < 0:  # still no complete line: nothing to fold
+            if state is not None:
+                state.finish()
+            return ParsedTail(
+                state,
+                known_branches,
+                known_links,
+                [],
+                [],
+                offset,
+                fingerprint(stream, offset),
+                problems,
+                bytes_read,
+                size,
+            )
+        if nl - offset > _reader.MAX_LINE_BYTES:
+            problems[PROBLEM_TOO_LONG] += 1
+            offset = nl + 1
     reader = RecordReader(stream, offset, limit=size - offset)
-    messages: list[tuple[str | None, str, int | None, str]] = []
+    reader.problems = problems
+    messages: list[tuple[str | None, str, int | None, str, int]] = []
     mentions: list[PullRequest] = []
-    for _, line in reader.lines():
+    for line_offset, line in reader.lines():
         record, problem = classify(line)
         if record is None:
             if problem is not None:
@@ -84,6 +134,7 @@ def parse_tail(
                     kind,
                     timestamp_ms(record),
                     fts_text(text),
+                    line_offset,
                 )
             )
     if state is not None:
@@ -98,5 +149,6 @@ def parse_tail(
         consumed,
         fingerprint(stream, consumed),
         reader.problems,
-        reader.bytes_read,
+        bytes_read + reader.bytes_read,
+        size,
     )

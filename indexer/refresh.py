@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from sqlite_utils import Database
 from sessiondex.indexer.archive_ingest import refresh_archives
 from sessiondex.indexer.bulk import BulkFts
 from sessiondex.indexer.db import clear_index
+from sessiondex.indexer.faults import classify
 from sessiondex.indexer.ingest import (
     apply_tail,
     include_tools_setting,
@@ -27,7 +28,7 @@ from sessiondex.indexer.ingest import (
     remove_path,
     stored_file,
 )
-from sessiondex.indexer.meta import set_meta
+from sessiondex.indexer.meta import immediate, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
@@ -46,18 +47,18 @@ def ingest_prefetched(
         stats.errors.append((str(tf.path), item.error))
         return UNCHANGED
     assert item.parsed is not None
-    if stored_file(db, str(tf.path)) is not None:  # indexed meanwhile: take the normal path
-        stats.files_seen -= 1
-        return ingest_file(db, tf, stats, include_tools=include_tools)
-    session_rowid: int | None = None
-    if tf.kind != MAIN:
-        parent = db.execute(
-            "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
-        ).fetchone()
-        if parent is None:
-            return UNCHANGED
-        session_rowid = parent[0]
-    with db.atomic():
+    with immediate(db):
+        if stored_file(db, str(tf.path)) is not None:  # indexed meanwhile: the normal path
+            stats.files_seen -= 1
+            return ingest_file(db, tf, stats, include_tools=include_tools)
+        session_rowid: int | None = None
+        if tf.kind != MAIN:
+            parent = db.execute(
+                "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
+            ).fetchone()
+            if parent is None:
+                return UNCHANGED
+            session_rowid = parent[0]
         apply_tail(
             db,
             tf,
@@ -81,7 +82,8 @@ class CommitGroup:
     small file makes a cold build spend most of its time merging segments. A group is
     still all-or-nothing for each file and its offset, so a killed run stays
     consistent; it is closed after ``GROUP_BYTES`` read or ``GROUP_SECONDS``, so
-    readers see progress.
+    readers see progress and other writers get their turn (the group holds the write
+    turn while open).
     """
 
     GROUP_BYTES = 64 << 20
@@ -95,7 +97,7 @@ class CommitGroup:
 
     def after_file(self, bytes_read: int) -> None:
         if self._context is None:
-            self._context = self._db.atomic()
+            self._context = immediate(self._db)
             self._context.__enter__()
             self._start_bytes, self._started = bytes_read, time.perf_counter()
         elif (
@@ -104,10 +106,27 @@ class CommitGroup:
         ):
             self.close()
 
-    def close(self) -> None:
+    def close(self, error: BaseException | None = None) -> None:
+        """Commit the open group, or roll it back when closing because of ``error``.
+        (Not ``sys.exc_info()``: a refresh run from inside an ``except`` block, as after
+        a damaged index was moved aside, would see that handled error and roll back.)"""
         if self._context is not None:
             context, self._context = self._context, None
-            context.__exit__(*sys.exc_info())
+            if error is None:
+                context.__exit__(None, None, None)
+            else:
+                context.__exit__(type(error), error, error.__traceback__)
+
+
+def file_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is one file's own failure (a record the derivation chokes on, a
+    constraint), as opposed to the database's (busy, full, read-only, damaged), which
+    stops the whole run: going on would only fail again on every file."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return True
+    if isinstance(exc, sqlite3.Error):
+        return classify(exc) is None and not isinstance(exc, sqlite3.OperationalError)
+    return isinstance(exc, Exception) and not isinstance(exc, (MemoryError, RecursionError))
 
 
 def _indexed_bytes(db: Database) -> int:
@@ -128,8 +147,8 @@ def refresh(
     if rebuild:
         clear_index(db)
     if include_tools is not None and include_tools != include_tools_setting(db):
-        clear_index(db)
-        with db.atomic():
+        with immediate(db):
+            clear_index(db)
             set_meta(db, "include_tools", "1" if include_tools else "0")
     tools = include_tools_setting(db)
     files: list[TranscriptFile] = []
@@ -154,25 +173,36 @@ def refresh(
     prefetcher = Prefetcher(new_files, tools) if big else None
     # Rebuilding FTS costs the whole index's text: worth it only when most is new.
     bulk = BulkFts(db) if big and new_bytes >= _indexed_bytes(db) else contextlib.nullcontext()
+    failure: BaseException | None = None
     try:
         bulk.__enter__()
         for done, tf in enumerate(files, 1):
             stat_row = known.get(str(tf.path))
-            if prefetcher is not None and stat_row is None:
-                ingest_prefetched(db, prefetcher.take(tf), stats, tools)
-            else:
-                ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
+            try:
+                if prefetcher is not None and stat_row is None:
+                    ingest_prefetched(db, prefetcher.take(tf), stats, tools)
+                else:
+                    ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
+            except Exception as exc:
+                if not file_failure(exc):
+                    raise
+                # This file's savepoint is rolled back; the others go on, and the next
+                # refresh tries it again.
+                stats.errors.append((str(tf.path), f"{type(exc).__name__}: {exc}"))
             group.after_file(stats.bytes_read)
             if progress is not None:
                 progress(done, len(files))
+    except BaseException as exc:
+        failure = exc
+        raise
     finally:
         if prefetcher is not None:
             prefetcher.close()
-        group.close()
-        bulk.__exit__(*sys.exc_info())
+        group.close(failure)
+        bulk.__exit__(None, None, None)  # restores the FTS triggers either way
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    with db.atomic():
+    with immediate(db):
         set_meta(db, "last_refresh", str(time.time()))
     stats.seconds = time.perf_counter() - started
     return stats

@@ -146,3 +146,32 @@ def m003_activity_order_index(db: Database) -> None:
         "coalesce(last_activity_ms, mtime_ns / 1000000) DESC, mtime_ns DESC, session_id)"
     )
     db.execute("DROP INDEX IF EXISTS sessions_activity")
+
+
+@migrations()
+def m004_message_offsets(db: Database) -> None:
+    """Each message row names the byte offset of its line, and a file cannot hold two
+    rows for one offset: ingesting the same bytes twice (two processes racing on one
+    file) is then an error that rolls back, never a duplicate. The unique index replaces
+    the plain one on ``file_id`` (same prefix, so the same lookups).
+
+    ``files.scanned``: how far past ``consumed`` a previous pass already looked without
+    finding a newline, so a long line that grows in chunks is searched for its end only
+    in the new bytes (otherwise every pass re-reads it: quadratic in its length).
+    (DERIVATION_VERSION 4 refills rows written without offsets.)"""
+    db.execute("ALTER TABLE messages ADD COLUMN line_offset INTEGER")
+    db.execute("DROP INDEX IF EXISTS messages_file")
+    db.execute("CREATE UNIQUE INDEX messages_file_offset ON messages(file_id, line_offset)")
+    db.execute("ALTER TABLE files ADD COLUMN scanned INTEGER NOT NULL DEFAULT 0")
+
+
+@migrations()
+def m005_fork_origin_index(db: Database) -> None:
+    """``list --limit N`` is the first N rows of the whole list, where each fork follows
+    its origin (query/listing.py): a page looks up the forks of the sessions on it, and
+    without this index that lookup reads every row (20 ms at 20,000 sessions against
+    0.1 ms for the page). Partial: most sessions are not forks."""
+    db.execute(
+        "CREATE INDEX sessions_fork_origin ON sessions(forked_from_session)"
+        " WHERE forked_from_session IS NOT NULL"
+    )

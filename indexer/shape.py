@@ -9,7 +9,7 @@ test checks ``MIGRATION_NAMES`` against the registered migrations.
 from __future__ import annotations
 
 # Bump when a derivation rule changes (what a row holds), not the table shape.
-DERIVATION_VERSION = 3
+DERIVATION_VERSION = 4  # 4: messages carry their line offset (m004)
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -29,4 +29,17 @@ SESSION_FTS_COLUMNS = (
 )
 
 MIGRATION_SET = "sessiondex"
-MIGRATION_NAMES = ("m001_initial", "m002_session_object", "m003_activity_order_index")
+MIGRATION_NAMES = (
+    "m001_initial",
+    "m002_session_object",
+    "m003_activity_order_index",
+    "m004_message_offsets",
+    "m005_fork_origin_index",
+)
+
+# File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
+# as our read keeps its size and mtime. Like git's "racy clean" check, a file whose
+# mtime was that close to our stat is verified by fingerprint next time instead of
+# being trusted (costs two small reads, only for files written in the last moments).
+# Here because a reading command checks one session's file against it too.
+RACY_WINDOW_NS = 2_000_000_000

@@ -14,13 +14,20 @@ Events are hints, not truth: every path is re-stat'ed and classified by the inge
 half-written last line is never consumed, a rewritten file is re-read from scratch), a
 directory event re-scans that directory, and a periodic full ``refresh()`` (and an
 immediate one when inotify reports a queue overflow) catches whatever the stream dropped.
+
+The watcher outlives what goes wrong around it: a file whose ingest fails (unreadable,
+a record the derivation chokes on, the database busy or full for a while) is logged and
+tried again with a growing delay (capped at ``RETRY_MAX``, ``RETRY_LIMIT`` times) while
+every other file goes on; an index file that is deleted or replaced under it (checked on every wake-up: one
+``stat``) or found damaged is reopened — moved aside first when damaged — and rebuilt
+from the transcripts, so readers never meet an empty index that a watcher claims to
+keep current.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import stat
 import threading
 import time
@@ -32,7 +39,8 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from sessiondex.indexer.db import open_db
+from sessiondex.indexer.db import open_db, recover_damaged
+from sessiondex.indexer.faults import CORRUPT, classify, file_identity
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file
 from sessiondex.indexer.refresh import ingest_path, refresh
 from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
@@ -48,6 +56,12 @@ DEFAULT_POLL_INTERVAL = 1.0
 # replaced) and to run the periodic rescan. Cheap: one stat per root.
 TICK = 1.0
 SUFFIX = ".jsonl"
+# A failed file is tried again after RETRY_FIRST seconds, doubling up to RETRY_MAX, at
+# most RETRY_LIMIT times (~2 minutes); after that only its next change (an event) or the
+# periodic rescan tries it: a file that stays unreadable must not log forever.
+RETRY_FIRST = 0.5
+RETRY_MAX = 30.0
+RETRY_LIMIT = 8
 
 # Event kinds that can change what a transcript holds. "opened"/"closed_no_write" never
 # do; "closed" always follows a "modified" that is already queued.
@@ -63,7 +77,7 @@ class WatchError(RuntimeError):
 class BatchReport:
     """One applied batch (or catch-up / rescan), for ``-v`` logging and tests."""
 
-    reason: str  # "catch-up", "events" or "rescan"
+    reason: str  # "catch-up", "events", "rescan" or "rebuild"
     paths: list[str]
     stats: RefreshStats
     seconds: float
@@ -234,6 +248,11 @@ class Watcher:
         self._worker: threading.Thread | None = None
         self._trap = _OverflowTrap(self._pending.request_rescan)
         self._dirty = False
+        self._rescan_failures = 0
+        self._rescan_retry_at = 0.0
+        # path → (failed attempts, monotonic time of the next try)
+        self._retry: dict[str, tuple[int, float]] = {}
+        self._db_identity: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -370,25 +389,34 @@ class Watcher:
     def _run(self) -> None:
         db = None
         try:
-            db = open_db(self.db_path)
+            db = self._open()
             self.catch_up = self._refresh(db, "catch-up")
             self._ready.set()
             last_rescan = last_tick = time.monotonic()
             while True:
-                work = self._pending.take(self.debounce, self.max_latency, TICK)
+                work = self._pending.take(self.debounce, self.max_latency, self._next_wake())
                 if work is None:
                     break
                 now = time.monotonic()
-                if (
-                    work.rescan
-                    or self._dirty
-                    or (self.rescan_interval > 0 and now - last_rescan >= self.rescan_interval)
-                ):
-                    self._refresh(db, "rescan")
+                if self._db_identity != file_identity(self.db_path):
+                    self.log(
+                        f"the index at {self.db_path} was deleted or replaced; "
+                        "rebuilding it from the transcripts"
+                    )
+                    db = self._reopen(db)
                     last_rescan = now
                     work.rescan = False
+                if (
+                    work.rescan
+                    or (self._dirty and now >= self._rescan_retry_at)
+                    or (self.rescan_interval > 0 and now - last_rescan >= self.rescan_interval)
+                ):
+                    db = self._rescan(db)
+                    last_rescan = now
+                    work.rescan = False
+                work.files.extend(self._due_retries(now))
                 if work:
-                    self._apply(db, work)
+                    db = self._apply(db, work)
                 if now - last_tick >= TICK:
                     self._ensure_watches()
                     last_tick = now
@@ -399,20 +427,91 @@ class Watcher:
                 db.close()
             self._ready.set()
 
+    # ------------------------------------------------------------------ the index file
+    def _open(self) -> Any:
+        db = open_db(self.db_path, on_recover=self.log)
+        self._db_identity = file_identity(self.db_path)
+        return db
+
+    def _reopen(self, db: Any) -> Any:
+        """A new handle on whatever is at the path now (created if it is gone), brought
+        up to date with every transcript."""
+        db.close()
+        db = self._open()
+        self._retry.clear()
+        self._refresh(db, "rebuild")
+        return db
+
+    def _recover(self, db: Any, error: BaseException) -> Any:
+        """The index turned out damaged: move it aside (unless another process already
+        did) and rebuild."""
+        try:
+            recover_damaged(self.db_path, error, self._db_identity, self.log)
+        finally:
+            db.close()
+        db = self._open()
+        self._retry.clear()
+        self._refresh(db, "rebuild")
+        return db
+
+    def _next_wake(self) -> float:
+        """Sleep at most a tick, less when a retry falls due sooner."""
+        now = time.monotonic()
+        wake = TICK
+        for _attempts, due in self._retry.values():
+            wake = min(wake, max(0.05, due - now))
+        if self._dirty:
+            wake = min(wake, max(0.05, self._rescan_retry_at - now))
+        return wake
+
+    def _schedule_retry(self, path: str) -> str:
+        """Try ``path`` again later (doubling the delay per failure, capped); returns
+        what will happen, for the log line."""
+        attempts = self._retry.get(path, (0, 0.0))[0] + 1
+        if attempts > RETRY_LIMIT:
+            self._retry.pop(path, None)
+            return "left for its next change or the next rescan"
+        delay = _backoff(attempts)
+        self._retry[path] = (attempts, time.monotonic() + delay)
+        return f"trying again in {delay:g}s"
+
+    def _due_retries(self, now: float) -> list[str]:
+        due = [p for p, (_n, at) in self._retry.items() if at <= now]
+        return due  # dropped from _retry only once they succeed
+
+    # ------------------------------------------------------------------ passes
     def _refresh(self, db: Any, reason: str) -> RefreshStats:
+        """A full incremental pass. Only the catch-up lets a failure through (the
+        watcher cannot start without a usable index); later ones are logged and
+        retried with a growing delay."""
         started = time.perf_counter()
         try:
             stats = refresh(db, self.roots)
             self._dirty = False
-        except sqlite3.OperationalError as exc:  # e.g. locked by a long `index --rebuild`
-            if reason == "catch-up":
+            self._rescan_failures = 0
+        except Exception as exc:
+            if reason == "catch-up" or classify(exc) == CORRUPT:
                 raise
             self._dirty = True
-            stats = RefreshStats(errors=[(str(self.db_path), str(exc))])
+            self._rescan_failures += 1
+            delay = _backoff(self._rescan_failures)
+            self._rescan_retry_at = time.monotonic() + delay
+            stats = RefreshStats(
+                errors=[(str(self.db_path), f"{exc}; full pass again in {delay:g}s")]
+            )
         self._report(reason, [], stats, started)
         return stats
 
-    def _apply(self, db: Any, work: _Work) -> None:
+    def _rescan(self, db: Any) -> Any:
+        try:
+            self._refresh(db, "rescan")
+        except Exception as exc:
+            if classify(exc) != CORRUPT:
+                raise
+            db = self._recover(db, exc)
+        return db
+
+    def _apply(self, db: Any, work: _Work) -> Any:
         started = time.perf_counter()
         stats = RefreshStats()
         paths = dict.fromkeys(work.files)
@@ -422,14 +521,27 @@ class Watcher:
         for directory in work.dirs:
             paths.update(dict.fromkeys(_paths_under(db, directory)))
         for path in sorted(paths):
+            errors_before = len(stats.errors)
             try:
                 result = ingest_path(db, path, self.roots, stats)
                 if result in (NEW, REWRITTEN):
                     self._ingest_subagents(db, path, stats)
-            except sqlite3.OperationalError as exc:
-                stats.errors.append((path, str(exc)))
-                self._dirty = True  # the next tick's full refresh retries it
+            except Exception as exc:
+                if classify(exc) == CORRUPT:
+                    self._report("events", sorted(paths), stats, started)
+                    return self._recover(db, exc)
+                # One file's failure (or the database's, for a while) never stops the
+                # watcher: the file is tried again later, the others go on.
+                stats.errors.append((path, f"{type(exc).__name__}: {exc}"))
+            if len(stats.errors) > errors_before:  # failed, or unreadable: not indexed yet
+                then = self._schedule_retry(path)
+                stats.errors[errors_before:] = [
+                    (p, f"{e}; {then}") for p, e in stats.errors[errors_before:]
+                ]
+            else:
+                self._retry.pop(path, None)
         self._report("events", sorted(paths), stats, started)
+        return db
 
     def _ingest_subagents(self, db: Any, path: str, stats: RefreshStats) -> None:
         """A main transcript that (re)appeared takes its subagents with it, as ``refresh``
@@ -448,6 +560,11 @@ class Watcher:
             self.log(f"skipped {path}: {error}")
         if self.on_batch is not None:
             self.on_batch(BatchReport(reason, paths, stats, stats.seconds))
+
+
+def _backoff(attempts: int) -> float:
+    """Seconds before try number ``attempts + 1``: RETRY_FIRST, doubling, at most RETRY_MAX."""
+    return min(RETRY_FIRST * 2.0 ** min(attempts - 1, 16), RETRY_MAX)
 
 
 def _dir_inode(path: str) -> int | None:

@@ -7,6 +7,26 @@ before a read — bring the index up to date with a cheap incremental pass, unle
 caller said not to or a live ``watch`` already keeps it current. That rule lives here
 and nowhere else; the query, action and render layers take an open database and answer.
 
+The rest of what every front end needs also lives here, so each one gets it:
+
+* **Read your own writes.** A read of *one* session (by ID, path or name: ``resolve``,
+  ``show``, the SDK's ``get_session_info``/``get_session_messages``) first checks that
+  session's transcript itself — one ``stat`` against its files row, one per project dir
+  for an ID the index does not know yet — and ingests it if it changed, so a rename,
+  tag or fork made a moment ago (by us, the SDK or Claude Code) is seen even while a
+  watcher that has not caught up yet is trusted for everything else.
+* **Wait, then answer.** Writers wait their turn (:mod:`sessiondex.indexer.meta`); a
+  read's refresh waits at most ``READ_WAIT`` and otherwise answers from the index as it
+  is, with one note. A read-only or full index is read as it is, with one note.
+* **Disposable index.** A damaged database is moved aside and rebuilt from the
+  transcripts (one note), on open or when a query trips over a bad page; so is whatever
+  ``refresh(rebuild=True)`` cannot open or clear. An index that was never filled (new,
+  or deleted under a running watcher) is refreshed by the reader itself instead of
+  trusting the watcher.
+
+Notes go to ``notice`` (the CLI prints them on stderr), else to the ``sessiondex``
+logger, and are kept in :attr:`Index.notes`.
+
 Example::
 
     from sessiondex import Index
@@ -21,13 +41,14 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -45,7 +66,13 @@ if TYPE_CHECKING:
 
 
 Sessions = list[dict[str, Any]]  # session objects, as the JSON output prints them
+T = TypeVar("T")
 MessageHits = dict[str, list[str]]  # session file_path → uuids of matching messages
+
+logger = logging.getLogger("sessiondex")
+
+# Seconds a read waits for its turn to refresh before it answers from the index as it is.
+READ_WAIT = 3.0
 
 
 class Index:
@@ -68,6 +95,8 @@ class Index:
         config_dirs: Iterable[str | os.PathLike[str]] | None = None,
         *,
         refresh: bool = True,
+        notice: Callable[[str], None] | None = None,
+        wait_notice: Callable[[], None] | None = None,
     ) -> None:
         from sessiondex.transcripts.config import config_dirs as resolve_config_dirs
 
@@ -97,6 +126,16 @@ class Index:
         self._writer: Database | None = None
         self._reader: Database | None = None
         self._refreshed = False
+        self._notice = notice
+        self._wait_notice = wait_notice
+        self.notes: list[str] = []
+        # A damaged index was replaced by an empty one: it must be refilled before
+        # anything is answered from it, whatever the refresh rule says.
+        self._recovered = False
+        self._identity: tuple[int, int] | None = None
+        # A refresh for a read failed (busy, read-only, full): answer as the index is.
+        self._unwritable = False
+        self._checked = False  # check_writable passed on the current writer
 
     # ------------------------------------------------------------------ handles
     @property
@@ -115,6 +154,31 @@ class Index:
 
         return self._path is not None and watcher_alive(self._path)
 
+    def say(self, text: str) -> None:
+        """One line for the person using this (a note, never an error): kept in
+        :attr:`notes` and passed to ``notice`` (else logged)."""
+        if text in self.notes:
+            return
+        self.notes.append(text)
+        if self._notice is not None:
+            self._notice(text)
+        else:
+            logger.warning(text)
+
+    def _on_recover(self, text: str) -> None:
+        self._recovered = True
+        self._refreshed = False
+        self.say(text)
+
+    def _open(self, *, readonly: bool) -> Database:
+        from sessiondex.indexer.db import open_db
+        from sessiondex.indexer.faults import file_identity
+
+        assert self._path is not None
+        db = open_db(self._path, readonly=readonly, on_recover=self._on_recover)
+        self._identity = file_identity(self._path)
+        return db
+
     def writer(self) -> Database:
         """The database opened for writing (created and migrated if needed)."""
         if self._team_dsn is not None:
@@ -126,10 +190,22 @@ class Index:
         if self._given is not None:
             return self._given
         if self._writer is None:
-            from sessiondex.indexer.db import open_db
+            from sessiondex.indexer.meta import set_write_policy
 
-            self._writer = open_db(self._path)
+            self._writer = self._open(readonly=False)
+            set_write_policy(self._writer, notice=self._wait_notice)
         return self._writer
+
+    def writable(self) -> Database:
+        """The writer, checked to accept writes now: a mutation calls this before it
+        touches a transcript, so a read-only index fails first, not after."""
+        from sessiondex.indexer.meta import check_writable
+
+        db = self.writer()
+        if not self._checked:  # once per handle: the CLI asks before and after resolving
+            check_writable(db)
+            self._checked = True
+        return db
 
     def reader(self) -> Database:
         """The database for answering, first brought up to date unless ``refresh=False``
@@ -145,15 +221,29 @@ class Index:
             if self._given is not None:
                 self.ensure_fresh()
                 self._reader = self._given
-            elif not self.auto_refresh or self.watcher_alive():
-                from sessiondex.indexer.db import open_db
-
-                assert self._path is not None
-                self._reader = open_db(self._path, readonly=True)
+            elif self.auto_refresh and not self.watcher_alive():
+                self._reader = self.writer() if self._refresh_for_read() else self._read_only()
             else:
-                self.ensure_fresh()
-                self._reader = self.writer()
+                handle = self._read_only()
+                if self._recovered or (self.auto_refresh and not _ever_filled(handle)):
+                    # A watcher is trusted only with an index it has filled: this one was
+                    # just replaced (damaged), or deleted under the watcher, or is new.
+                    if self._refresh_for_read():
+                        if handle is not self._writer:
+                            handle.close()
+                        handle = self.writer()
+                elif not self.auto_refresh and not _ever_filled(handle):
+                    self.say(
+                        f"note: the index at {self._path} has never been built; "
+                        "run `sessiondex index` (or drop --no-refresh)"
+                    )
+                self._reader = handle
         return self._reader
+
+    def _read_only(self) -> Database:
+        """A handle for answering without writing (``mode=ro`` when the index is current;
+        a writable one when it must be created, migrated or was just replaced)."""
+        return self._open(readonly=True)
 
     def ensure_fresh(self) -> None:
         """Refresh once in this object's life, by the rule in the module docstring (never
@@ -162,7 +252,41 @@ class Index:
             return
         if self._refreshed or not self.auto_refresh or self.watcher_alive():
             return
-        self.refresh()
+        self._refresh_for_read()
+
+    def _refresh_for_read(self) -> bool:
+        """Refresh before answering, waiting at most ``READ_WAIT`` for the write turn;
+        when that cannot be done (busy, read-only, disk full) say so once and return
+        False: the caller answers from the index as it is."""
+        from sessiondex.indexer.faults import BUSY, FULL, classify
+        from sessiondex.indexer.meta import write_policy
+
+        self._unwritable = False
+        try:
+            db = self.writer()
+            policy = write_policy(db)
+            wait, policy.wait = policy.wait, min(policy.wait, READ_WAIT)
+            try:
+                self._refresh_now()
+            finally:
+                policy.wait = wait
+            return True
+        except Exception as exc:
+            kind = classify(exc)
+            if kind is None:
+                raise
+            self._unwritable = True  # said once: later writes of this read stay quiet
+            if kind == BUSY:
+                why = "another sessiondex process is writing to it"
+            elif kind == FULL:
+                why = "the disk is full"
+            else:
+                why = f"it cannot be written ({str(exc).strip() or kind})"
+            self.say(
+                f"note: the index at {self._path} was not brought up to date ({why}); "
+                "answering from it as it is"
+            )
+            return False
 
     def refresh(
         self,
@@ -172,24 +296,155 @@ class Index:
         include_tools: bool | None = None,
     ) -> RefreshStats:
         """Bring the index up to date with every transcript now (``index``); nothing to
-        do for the team store (``push`` fills it from each machine)."""
+        do for the team store (``push`` fills it from each machine).
+
+        ``rebuild=True`` starts over; it works whatever the file holds: a database it
+        cannot open or clear is moved aside (as a damaged one is) and built anew."""
         if self._team_dsn is not None:
             from sessiondex.indexer.stats import RefreshStats
 
             return RefreshStats()
+        return self._refresh_now(rebuild=rebuild, progress=progress, include_tools=include_tools)
+
+    def _refresh_now(
+        self,
+        *,
+        rebuild: bool = False,
+        progress: ProgressCallback | None = None,
+        include_tools: bool | None = None,
+    ) -> RefreshStats:
+        from sessiondex.indexer.faults import CORRUPT, classify
         from sessiondex.indexer.refresh import refresh
 
-        stats = refresh(
-            self.writer(),
-            self.roots,
-            rebuild=rebuild,
-            progress=progress,
-            include_tools=include_tools,
-        )
+        for attempt in (1, 2):
+            try:
+                stats = refresh(
+                    self.writer(),
+                    self.roots,
+                    rebuild=rebuild and not self._recovered,
+                    progress=progress,
+                    include_tools=include_tools,
+                )
+                break
+            except sqlite3.DatabaseError as exc:
+                kind = classify(exc)
+                unusable = kind == CORRUPT or (
+                    rebuild
+                    and kind is None
+                    and not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+                )
+                if attempt == 2 or not unusable or not self.recover(exc):
+                    raise
         self._refreshed = True
+        self._recovered = False
         return stats
 
+    def recover(self, error: BaseException) -> bool:
+        """The index turned out damaged (``error`` says how): close it, move it aside
+        (unless another process already did) and start a new one, which the next read
+        or refresh fills from the transcripts. False for a connection passed in (it is
+        the caller's) or an in-memory database."""
+        from sessiondex.indexer.db import recover_damaged
+
+        if self._given is not None or self._path is None:
+            return False
+        identity = self._identity
+        self.close()
+        recover_damaged(self._path, error, identity, self._on_recover)
+        self._recovered = True  # even when someone else moved it: ours is gone too
+        self._refreshed = False
+        return True
+
+    def _answer(self, question: Callable[[Database], T]) -> T:
+        """Ask ``question`` of the reader; a query that trips over damage (a bad page)
+        recovers the index and asks once more."""
+        from sessiondex.indexer.faults import is_corrupt
+
+        try:
+            return question(self.reader())
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc) or not self.recover(exc):
+                raise
+        return question(self.reader())
+
+    # ------------------------------------------------------------ one session, fresh
+    def sync_session(self, session_id: str) -> bool:
+        """Before a read of one session by ID: make the index agree with that session's
+        transcripts — one ``stat`` per copy the index knows, one per project dir for a
+        copy it does not know yet (a fork made a moment ago). True when something was
+        ingested. Nothing happens with ``refresh=False``."""
+        from sessiondex.transcripts.keys import is_session_id
+
+        if self._team_dsn is not None or not self.auto_refresh or not is_session_id(session_id):
+            return False
+        roots = [str(r) for r in self.roots]  # not archives: those are not transcripts
+        rows = self._answer(
+            lambda db: db.execute(
+                "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
+                f" WHERE session_id = ? AND kind = 'main' AND root IN ({_marks(roots)})",
+                [session_id, *roots],
+            ).fetchall()
+        )
+        known = {row[0]: row for row in rows}
+        paths = set(known)
+        for root in self.roots:
+            try:
+                entries = list(os.scandir(root / "projects"))
+            except OSError:
+                continue
+            for entry in entries:
+                if not _utf8(entry.path):
+                    continue  # never indexed (refresh counts it as skipped), so not here
+                candidate = os.path.join(entry.path, f"{session_id}.jsonl")
+                if candidate not in paths and os.path.isfile(candidate):
+                    paths.add(candidate)
+        stale = [p for p in sorted(paths) if _stale(known.get(p), p)]
+        return self._ingest_paths(stale)
+
+    def fresh_session(self, row: dict[str, Any]) -> bool:
+        """Before answering about the session ``row`` (a ``sessions`` row): check its
+        transcript (one ``stat``) and ingest it if it changed. True when it did."""
+        path = row.get("file_path")
+        if (
+            self._team_dsn is not None
+            or not self.auto_refresh
+            or row.get("archived")
+            or not isinstance(path, str)
+        ):
+            return False
+        if row.get("id") is None or int(row["id"]) < 0:
+            return False  # a file outside the index, read straight from disk
+        stored = self._answer(
+            lambda db: db.execute(
+                "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files WHERE path = ?",
+                [path],
+            ).fetchone()
+        )
+        return self._ingest_paths([path] if _stale(stored, path) else [])
+
+    def _ingest_paths(self, paths: list[str]) -> bool:
+        if not paths or self._unwritable:
+            return False
+        from sessiondex.indexer.faults import classify
+        from sessiondex.indexer.refresh import ingest_path
+        from sessiondex.indexer.stats import RefreshStats
+
+        try:
+            db = self.writer()
+            for path in paths:
+                ingest_path(db, path, self.roots, RefreshStats())
+        except Exception as exc:
+            if classify(exc) is None:
+                raise
+            self.say(
+                f"note: the index at {self._path} could not take in the latest change to "
+                f"the session ({str(exc).strip()}); answering from it as it is"
+            )
+            return False
+        return True
+
     def close(self) -> None:
+        self._checked = False
         if self._team is not None:
             self._team.close()
             self._team = None
@@ -218,10 +473,10 @@ class Index:
         """Picker rows, newest activity first. Keyword arguments are
         :class:`~sessiondex.query.filters.Filters` fields (``cwd``, ``scope``,
         ``branch``, ``current_branch``, ``since``, ``all_kinds``,
-        ``include_archived``, ``limit``)."""
+        ``include_archived``, ``include_hidden``, ``limit``)."""
         from sessiondex.query.listing import list_sessions
 
-        return list_sessions(self.reader(), _filters(filters))
+        return self._answer(lambda db: list_sessions(db, _filters(filters)))
 
     def search(
         self,
@@ -252,31 +507,56 @@ class Index:
         when this one has none: what a front end needs to label the rows."""
         from sessiondex.query.search import DEFAULT_MARKERS, run_search
 
-        return run_search(
-            self.reader(),
-            query,
-            _filters(filters),
-            raw=raw,
-            markers=markers or DEFAULT_MARKERS,
-            elsewhere=elsewhere,
+        return self._answer(
+            lambda db: run_search(
+                db,
+                query,
+                _filters(filters),
+                raw=raw,
+                markers=markers or DEFAULT_MARKERS,
+                elsewhere=elsewhere,
+            )
         )
 
     def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
         """Sessions linked to a PR number or URL (every linked one with None)."""
         from sessiondex.query.prs import from_pr
 
-        return from_pr(self.reader(), pr, _filters(filters))
+        return self._answer(lambda db: from_pr(db, pr, _filters(filters)))
 
     def resolve(
-        self, arg: str, *, cwd: str | None = None, include_archived: bool = False
+        self,
+        arg: str,
+        *,
+        cwd: str | None = None,
+        include_archived: bool = False,
+        for_write: bool = False,
     ) -> Resolution:
         """One session from an ID, name, transcript path or ID prefix; raises
-        :class:`~sessiondex.query.resolve.NotFound` or ``Ambiguous``."""
+        :class:`~sessiondex.query.resolve.NotFound` or ``Ambiguous``.
+
+        The session's own transcript is checked first (an ID: every copy on disk) or
+        after (a name, path or prefix), so what is answered is what the file holds now
+        (read your own writes, and the SDK's). ``for_write``: only a transcript inside
+        a configured ``projects/`` dir counts for a path (mutations)."""
         from sessiondex.query.resolve import resolve
 
-        return resolve(
-            self.reader(), arg, cwd=cwd, roots=self.roots, include_archived=include_archived
-        )
+        def ask(db: Database) -> Resolution:
+            return resolve(
+                db,
+                arg,
+                cwd=cwd,
+                roots=self.roots,
+                for_write=for_write,
+                include_archived=include_archived,
+            )
+
+        if isinstance(arg, str) and self.sync_session(arg.strip()):
+            return self._answer(ask)
+        found = self._answer(ask)
+        if self.fresh_session(found.row):
+            found = self._answer(ask)  # it changed: answer from its new rows
+        return found
 
     def continue_session(
         self, *, cwd: str | None = None, print_mode: bool = False
@@ -284,17 +564,19 @@ class Index:
         """The session ``claude --continue`` would open in ``cwd``."""
         from sessiondex.query.resolve import continue_session
 
-        return continue_session(self.reader(), cwd=cwd, print_mode=print_mode)
+        return self._answer(lambda db: continue_session(db, cwd=cwd, print_mode=print_mode))
 
     def stats(self) -> dict[str, Any]:
         """Counts, sizes, freshness, watcher status and the retention outlook."""
         from sessiondex.query.cleanup import cleanup_summary
         from sessiondex.query.stats import index_stats
 
-        db = self.reader()
-        result = index_stats(db, self._path or Path(":memory:"))
-        result["cleanup"] = cleanup_summary(db, self.roots)
-        return result
+        def ask(db: Database) -> dict[str, Any]:
+            result = index_stats(db, self._path or Path(":memory:"))
+            result["cleanup"] = cleanup_summary(db, self.roots)
+            return result
+
+        return self._answer(ask)
 
     def conversation(
         self, arg: str, *, cwd: str | None = None, include_archived: bool = False
@@ -373,8 +655,25 @@ class Index:
 
     def _mutate(self, action: Callable[[Database], MutationResult]) -> MutationResult:
         # Writes resolve against the writable handle: the session must be found as the
-        # index holds it now, and the index follows the write before this returns.
-        return action(self.writer())
+        # index holds it now, and the index follows the write before this returns. The
+        # index is checked writable and whole first, so a read-only one fails and a
+        # damaged one is rebuilt before the transcript is touched. Damage met after the
+        # write (rare: it passed quick_check) is rebuilt too, then raised.
+        from sessiondex.indexer.faults import is_corrupt
+
+        try:
+            db = self.writable()
+        except sqlite3.DatabaseError as exc:  # found before the write: rebuild, go on
+            if not is_corrupt(exc) or not self.recover(exc):
+                raise
+            self._refresh_now()
+            db = self.writable()
+        try:
+            return action(db)
+        except sqlite3.DatabaseError as exc:
+            if is_corrupt(exc) and self.recover(exc):
+                self._refresh_now()
+            raise
 
     # ------------------------------------------------------------------ web view
     def message_hits(
@@ -385,7 +684,8 @@ class Index:
         its best message and marks the hits on the session page."""
         from sessiondex.query.hits import message_hits
 
-        return message_hits(self.reader(), query, file_paths, raw=raw)
+        paths = list(file_paths)
+        return self._answer(lambda db: message_hits(db, query, paths, raw=raw))
 
     # ------------------------------------------------------------------ long-lived front ends
     def renew(self) -> None:
@@ -396,6 +696,7 @@ class Index:
         while :meth:`ensure_fresh` refreshes once in this object's life. Called before
         a write too: the writes resolve their argument against the index as it is."""
         self._refreshed = False
+        self._unwritable = False
         self.ensure_fresh()
 
     def message_snippets(
@@ -406,7 +707,8 @@ class Index:
         at the exact turn to open."""
         from sessiondex.query.hits import message_snippets
 
-        return message_snippets(self.reader(), query, list(file_paths), per_session=per_session)
+        paths = list(file_paths)
+        return self._answer(lambda db: message_snippets(db, query, paths, per_session=per_session))
 
     # ------------------------------------------------------------------ archive
     def archive(self, **options: Any) -> ArchiveRun:
@@ -428,6 +730,31 @@ class Index:
         db = self.writer()
         self.ensure_fresh()  # a transcript the sweep just deleted must not count as live
         return restore(db, session_id, self.roots)
+
+    # ------------------------------------------------------------------ paging (picker)
+    def list_order(self, **filters: Any) -> Sessions:
+        """Every session in scope as ``{file_path, session_id, forked_from_session}``, in
+        :meth:`list` order, without decoding the objects: an interactive picker lays out
+        thousands of rows with it and fetches only the visible ones (:meth:`sessions_at`)."""
+        from sessiondex.query.listing import listing_order
+
+        return listing_order(self.reader(), _filters(filters))
+
+    def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
+        """The session objects of these transcripts, in the order given (gone ones left out)."""
+        from sessiondex.query.listing import sessions_by_path
+
+        return sessions_by_path(self.reader(), file_paths)
+
+    def interrupt(self) -> None:
+        """Abort the query running on the reading handle, from another thread (SQLite's
+        ``interrupt``: the query raises ``sqlite3.OperationalError``). An interactive
+        front end stops the search that the next keystroke made stale, instead of
+        queueing the new one behind it."""
+        handle = self._reader
+        conn = getattr(handle, "conn", None)
+        if isinstance(conn, sqlite3.Connection):
+            conn.interrupt()
 
 
 def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[str, Any]:
@@ -498,3 +825,45 @@ def _as_database(db: Any) -> Database:
 def _database_file(db: Database) -> Path | None:
     row = db.execute("PRAGMA database_list").fetchone()
     return Path(row[2]) if row and row[2] else None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _marks(values: list[str]) -> str:
+    return ", ".join("?" for _ in values) or "NULL"
+
+
+def _ever_filled(db: Database) -> bool:
+    """Whether a refresh ever completed on this index (a watcher that is alive is trusted
+    only then: an index deleted under it, or new, has not been filled by anyone)."""
+    from sessiondex.indexer.meta import get_meta
+
+    return get_meta(db, "last_refresh") is not None
+
+
+def _stale(stored: Any, path: str) -> bool:
+    """Whether the transcript at ``path`` may differ from its files row ``stored``
+    (``path, size, mtime_ns, inode, device, checked_ns``; None when not indexed): its
+    stat differs, or its mtime is too close to when the row was taken to prove it
+    (the ingest then decides with a fingerprint)."""
+    from sessiondex.indexer.shape import RACY_WINDOW_NS
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return stored is not None  # gone: the ingest forgets it
+    if stored is None:
+        return True
+    _path, size, mtime_ns, inode, device, checked_ns = stored
+    return (size, mtime_ns, inode, device) != (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ino,
+        st.st_dev,
+    ) or mtime_ns >= checked_ns - RACY_WINDOW_NS

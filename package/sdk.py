@@ -111,10 +111,17 @@ def _open(db: DbArg, config_dir: str | os.PathLike[str] | None, refresh: bool) -
 
 @contextmanager
 def _index(
-    db: DbArg, config_dir: str | os.PathLike[str] | None, refresh: bool
+    db: DbArg,
+    config_dir: str | os.PathLike[str] | None,
+    refresh: bool,
+    session_id: str | None = None,
 ) -> Iterator[tuple[Database, list[Path]]]:
-    """The index brought up to date (by the Index's rule) and the config dirs to answer for."""
+    """The index brought up to date (by the Index's rule) and the config dirs to answer
+    for. With a ``session_id``, that session's transcripts are checked first (read your
+    writes, even while a watcher that has not caught up is trusted)."""
     with _open(db, config_dir, refresh) as index:
+        if session_id is not None:
+            index.sync_session(session_id)
         yield index.reader(), index.roots
 
 
@@ -262,7 +269,7 @@ def get_session_info(
 ) -> SDKSessionInfo | None:
     """One session's info, or None (invalid ID, missing or empty file, a sidechain,
     nothing to call it by)."""
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
         if row is None:
             return None
@@ -299,7 +306,7 @@ def get_session_messages(
     refresh: bool = True,
 ) -> list[SessionMessage]:
     """The conversation's user and assistant messages, root first (``[]`` if not found)."""
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
     if row is None:
         return []
@@ -330,7 +337,7 @@ def list_subagents(
     refresh: bool = True,
 ) -> list[str]:
     """Agent IDs of the session's subagent transcripts (``[]`` without a main file)."""
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
     if row is None:
         return []
@@ -352,7 +359,7 @@ def get_subagent_messages(
     and its parent agent id, from the ``.meta.json`` sidecar."""
     if not agent_id:
         return []
-    with _index(db, config_dir, refresh) as (database, roots):
+    with _index(db, config_dir, refresh, session_id) as (database, roots):
         row = _find_main(database, roots, session_id, directory)
     if row is None:
         return []

@@ -12,7 +12,7 @@ from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.scopes import git_current_branch, resolve_cwd
 from sessiondex.query.scopes import keys_sql as keys_sql  # re-exported
-from sessiondex.query.sessions import ACTIVITY_SQL, VISIBLE_SQL
+from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 
 _RELATIVE_RE = re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -58,6 +58,7 @@ class Filters:
     limit: int | None = None
     user: str | None = None  # team store only: who pushed it
     host: str | None = None  # team store only: from which machine
+    include_hidden: bool = False  # sessions tagged __hidden (--all-kinds includes them too)
 
     def where(self, db: Any = None) -> tuple[str, list[Any]]:
         """SQL over ``sessions s`` for these filters, in ``db``'s dialect (the scopes
@@ -92,5 +93,7 @@ class Filters:
             params.append(parse_since(self.since))
         if not self.all_kinds:
             clauses.append(VISIBLE_SQL)
+            if not self.include_hidden:
+                clauses.append(NOT_HIDDEN_TAG_SQL)
         clauses.append(archived_sql(self.include_archived))
         return (" AND ".join(clauses) or "1"), params

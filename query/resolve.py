@@ -21,7 +21,6 @@ from sessiondex.query.scopes import resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
     display_title,
-    resume_command,
     select_rows,
     to_object,
     to_objects,
@@ -79,15 +78,20 @@ def not_found_id(session_id: str) -> NotFound:
 
 def _row_from_file(path: Path) -> dict[str, Any]:
     """A session row folded straight from a transcript outside the index (a path
-    argument naming a file anywhere), with the same rules as the indexer."""
+    argument naming a file anywhere), with the same rules as the indexer. Its session
+    ID is the one its records carry (a copy named ``backup.jsonl`` is still that
+    session, and ``claude --resume`` needs the ID), else the file's name."""
     state = SessionState()
     branches: set[str] = set()
     links: set[str] = set()
+    inside: str | None = None
     with open(path, "rb") as stream:
         for _, record in RecordReader(stream):
             state.apply(record, branches, links)
+            if inside is None and is_session_id(record.get("sessionId")):
+                inside = record["sessionId"]
         st = os.fstat(stream.fileno())
-    stem = path.name[: -len(".jsonl")]
+    stem = inside or path.name[: -len(".jsonl")]
     row = state.columns()
     row.update(
         id=-1,
@@ -126,17 +130,15 @@ def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
     return build_object(row, [], [], [])
 
 
-def _other_directory_note(row: dict[str, Any]) -> str:
-    """Claude Code's hint, with the directory shell-quoted exactly as the session's
-    ``resume_command`` quotes it (a cwd is data: spaces, quotes, ``;`` or ``$(…)``
-    in it must not become shell syntax when the line is pasted)."""
-    if row.get("cwd"):
-        how = resume_command(row["session_id"], row["cwd"])
-    else:
-        how = (
-            f"claude --resume {row['session_id']} "
-            f"(from the directory of project {row['project_key']})"
-        )
+def _other_directory_note(session: dict[str, Any]) -> str:
+    """Claude Code's hint with the session's ``resume_command`` (the directory
+    shell-quoted: a cwd is data, and spaces, quotes, ``;`` or ``$(…)`` in it must not
+    become shell syntax when the line is pasted; ``CLAUDE_CONFIG_DIR`` when needed)."""
+    how = session["resume_command"]
+    if how is None:
+        return f"This session is archived. To resume it, run: sessiondex restore {session['session_id']}"
+    if not session.get("cwd"):
+        how += f" (from the directory of project {session['project_key']})"
     return f"This session is from a different directory. To resume, run: {how}"
 
 
@@ -157,12 +159,13 @@ def _by_id(db: Database, session_id: str, keys: list[str], include_archived: boo
     if len(projects) != 1:
         raise not_found_id(session_id)
     row = max(rows, key=lambda r: r["mtime_ns"])
+    session = to_object(db, row)
     return Resolution(
-        to_object(db, row),
+        session,
         row,
         MATCHED_OTHER,
         other_directory=True,
-        notes=[_other_directory_note(row)],
+        notes=[_other_directory_note(session)],
     )
 
 

@@ -19,6 +19,8 @@ from sessiondex.indexer.objects import build_objects as build_objects
 from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
+from sessiondex.indexer.objects import with_config_dir
+from sessiondex.transcripts.config import default_config_dir
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
 if TYPE_CHECKING:
@@ -34,6 +36,15 @@ VISIBLE_SQL = (
 )
 
 
+#: The tag that hides a session from listings, a soft delete (``tag ID __hidden``):
+#: ``list``, ``search``, ``from-pr`` and the picker leave it out unless asked
+#: (``--include-hidden``, or ``--all-kinds``). Resolving it by ID or name still works,
+#: and ``untag`` brings it back. Claude Code knows nothing of it: its picker still shows
+#: the session with the tag.
+HIDDEN_TAG = "__hidden"
+NOT_HIDDEN_TAG_SQL = f"coalesce(s.tag, '') != '{HIDDEN_TAG}'"
+
+
 def is_hidden(row: dict[str, Any]) -> bool:
     """Python twin of :data:`VISIBLE_SQL` for rows already loaded."""
     return (
@@ -44,14 +55,63 @@ def is_hidden(row: dict[str, Any]) -> bool:
     )
 
 
+def _stored_object(raw: Any) -> dict[str, Any] | None:
+    """A row's stored object, or None when it is missing or cannot be the contract's
+    object (undecodable, not an object, keys missing): the index is derived, so a
+    damaged value is rebuilt from the row rather than failing the command."""
+    if not raw:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(value, dict) or not all(k in value for k in SESSION_FIELDS):
+        return None
+    return value
+
+
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Session objects for rows: the stored JSON, built afresh only where missing."""
-    missing = [r for r in rows if not r.get("object_json")]
+    """Session objects for rows: the stored JSON, built afresh where missing or damaged,
+    with the resume command finished for this reader (:func:`finish_resume_commands`)."""
+    stored = {id(r): _stored_object(r.get("object_json")) for r in rows}
+    missing = [r for r in rows if stored[id(r)] is None]
     if missing and "file_size" not in missing[0]:  # lean listing rows: load them whole
         ids = ", ".join(str(int(r["id"])) for r in missing)
         missing = select_rows(db, f"s.id IN ({ids})")
     built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    return [built[r["id"]] if r["id"] in built else orjson.loads(r["object_json"]) for r in rows]
+    objects = []
+    for r in rows:
+        obj = stored[id(r)]
+        objects.append(obj if obj is not None else built[r["id"]])
+    finish_resume_commands(objects, [bool(r.get("archived")) for r in rows])
+    return objects
+
+
+def claude_config_dir(obj: dict[str, Any]) -> str | None:
+    """The ``CLAUDE_CONFIG_DIR`` that ``claude --resume`` needs to find this session:
+    its config dir, unless that is the default ``~/.claude`` (for this user's ``HOME``,
+    read now: the index may be shared by several users or outlive a change of HOME)."""
+    root = obj.get("config_dir")
+    return root if root and root != str(default_config_dir()) else None
+
+
+def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[bool]) -> None:
+    """Fill in, in place, what the stored ``resume_command`` cannot know: an archived
+    session has none (its transcript is not where Claude Code looks; ``sessiondex
+    restore`` puts it back), and a session outside ``~/.claude`` needs
+    ``CLAUDE_CONFIG_DIR``."""
+    default = str(default_config_dir())
+    done: set[int] = set()  # a row listed twice shares its built object: finish it once
+    for obj, gone in zip(objects, archived):
+        if id(obj) in done:
+            continue
+        done.add(id(obj))
+        if gone:
+            obj["resume_command"] = None
+            continue
+        root = obj.get("config_dir")
+        if root and root != default and obj.get("resume_command"):
+            obj["resume_command"] = with_config_dir(obj["resume_command"], root)
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +124,7 @@ ACTIVITY_SQL = "coalesce(s.last_activity_ms, s.mtime_ns / 1000000)"
 
 
 # What a listing needs of a row besides its stored object (place_forks reads the origin).
-LISTING_COLUMNS = "s.id, s.session_id, s.forked_from_session, s.object_json"
+LISTING_COLUMNS = "s.id, s.session_id, s.forked_from_session, s.archived, s.object_json"
 
 
 def select_rows(
@@ -74,13 +134,14 @@ def select_rows(
     order: str = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
     limit: int | None = None,
     columns: str = "s.*",
+    offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Raw ``sessions`` rows (as dicts) matching ``where``."""
     sql = f"SELECT {columns} FROM sessions s WHERE {where} ORDER BY {order}"
     args = list(params)
     if limit is not None:
-        sql += " LIMIT ?"
-        args.append(limit)
+        sql += " LIMIT ? OFFSET ?"
+        args.extend([limit, offset])
     cursor = db.execute(sql, args)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r)) for r in cursor.fetchall()]

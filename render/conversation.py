@@ -24,6 +24,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,13 @@ class Message:
     timestamp: str | None
     blocks: list[Block]
     is_compact_summary: bool = False
+    # The last entry merged into this message: what ``fork --up-to`` cuts after to
+    # keep the whole message (a response is written one entry per content block).
+    last_uuid: str = ""
+
+    @property
+    def fork_point(self) -> str:
+        return self.last_uuid or self.uuid
 
     def has_text(self) -> bool:
         return any(b.kind == "text" and b.text.strip() for b in self.blocks)
@@ -155,6 +163,7 @@ class Thread:
                 # "tool", one item for the results of consecutive parallel calls.
                 if isinstance(previous, Message) and previous.role == "tool":
                     previous.blocks.extend(blocks)
+                    previous.last_uuid = clean(entry["uuid"])
                     continue
                 role = "tool"
             rid = response_id(entry)
@@ -165,6 +174,7 @@ class Thread:
                 and response_of.get(previous.uuid) == rid
             ):
                 previous.blocks.extend(blocks)
+                previous.last_uuid = clean(entry["uuid"])
                 continue
             message = Message(
                 role,
@@ -213,6 +223,7 @@ class Conversation:
     problems: Counter[str]
     subagents: list[Subagent]  # every subagent file found
     unlinked: list[Subagent]  # those whose call is not on the chain
+    archive: Path | None = None  # read from this archive (cleanup --archive)
 
     @property
     def chain(self) -> list[Entry]:
@@ -371,7 +382,35 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     )
 
 
+@contextmanager
+def archived_conversation(session: dict[str, Any]) -> Iterator[Conversation]:
+    """The conversation of an archived session (its ``file_path`` is the archive),
+    read by the same code as a live one: the archive's transcripts are unpacked into a
+    private temporary config dir that lives as long as the ``with`` block (rendering is
+    streamed from it) and is removed after. Raises ``OSError`` or ``ArchiveError``."""
+    import tempfile
+
+    from sessiondex.transcripts.archive import extract_for_reading
+
+    archive = Path(session["file_path"])
+    with tempfile.TemporaryDirectory(prefix="sessiondex-archived-") as tmp:
+        main = extract_for_reading(archive, Path(tmp))
+        conv = build_conversation({**session, "file_path": str(main), "config_dir": tmp})
+        conv.session = session
+        conv.archive = archive
+        yield conv
+
+
 # ----------------------------------------------------------------- shared helpers
+#: Characters of a message UUID shown by ``show --uuids``: unique within a session in
+#: practice (``fork --up-to`` takes any unique prefix, and says when one is not).
+SHORT_UUID = 8
+
+
+def _short(uuid: str) -> str:
+    return uuid[:SHORT_UUID]
+
+
 def problem_note(problems: Counter[str]) -> str | None:
     """One line about the lines that were repaired or skipped, or None. The unfinished
     last line of a file being written is said apart: it is not a bad line (``index``
@@ -444,9 +483,13 @@ def _title(session: dict[str, Any], clean: Clean) -> str:
     return clean(str(session.get("title") or session.get("session_id")))
 
 
-def _header_fields(session: dict[str, Any], clean: Clean = _keep) -> list[tuple[str, str]]:
+def _header_fields(conv: Conversation, clean: Clean = _keep) -> list[tuple[str, str]]:
     """(name, value) pairs for the header, values cleaned (they come from transcripts)."""
+    session = conv.session
     fields = [("session", clean(str(session.get("session_id") or "")))]
+    if conv.archive is not None:
+        restore = f"sessiondex restore {session.get('session_id')}"
+        fields.append(("archived", clean(f"{conv.archive} ({restore} to resume it)")))
     if session.get("cwd"):
         fields.append(("directory", clean(str(session["cwd"]))))
     branches = session.get("branches") or (
@@ -528,11 +571,16 @@ _ROLE_COLORS = {"user": "green", "assistant": "cyan", "summary": "magenta", "too
 
 
 def _text_lines(
-    conv: Conversation, style: _Style, tools: bool, subagents: bool, clean: Clean
+    conv: Conversation,
+    style: _Style,
+    tools: bool,
+    subagents: bool,
+    clean: Clean,
+    uuids: bool = False,
 ) -> Iterator[str]:
     session = conv.session
     yield style(_title(session, clean), bold=True)
-    for name, value in _header_fields(session, clean):
+    for name, value in _header_fields(conv, clean):
         yield style(f"{name}: ", dim=True) + value
     note = problem_note(conv.problems)
     if note:
@@ -542,7 +590,7 @@ def _text_lines(
     for item in conv.iter_items(clean):
         if _shows(item, tools, subagents):
             shown = True
-            yield from _text_item(item, style, tools, subagents, "", clean)
+            yield from _text_item(item, style, tools, subagents, "", clean, uuids)
     if not shown:
         # Where the items would have been: nothing was written in their place.
         yield style(EMPTY_NOTE, dim=True)
@@ -556,7 +604,13 @@ def _text_lines(
 
 
 def _text_item(
-    item: Item, style: _Style, tools: bool, subagents: bool, indent: str, clean: Clean
+    item: Item,
+    style: _Style,
+    tools: bool,
+    subagents: bool,
+    indent: str,
+    clean: Clean,
+    uuids: bool = False,
 ) -> Iterator[str]:
     if isinstance(item, Marker):
         yield indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──", fg="yellow")
@@ -569,6 +623,7 @@ def _text_item(
         indent
         + style(role, fg=_ROLE_COLORS.get(role), bold=True)
         + style(f"  {_stamp(item.timestamp)}", dim=True)
+        + (style(f"  {_short(item.fork_point)}", fg="yellow") if uuids else "")
     )
     body = indent + "  "
     for block in item.blocks:
@@ -635,9 +690,11 @@ def iter_text(
     subagents: bool = False,
     color: bool = False,
     clean: Clean = neutralize,
+    uuids: bool = False,
 ) -> Iterator[str]:
-    """The text view, piece by piece (every piece ends a line)."""
-    lines = _text_lines(conv, _Style(color), tools, subagents, clean)
+    """The text view, piece by piece (every piece ends a line). ``uuids`` shows each
+    message's short UUID (:func:`_short`), the handle ``fork --up-to`` takes."""
+    lines = _text_lines(conv, _Style(color), tools, subagents, clean, uuids)
     return _batched(line + "\n" for line in _rstripped(lines))
 
 
@@ -658,11 +715,13 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) -> Iterator[str]:
+def _md_lines(
+    conv: Conversation, tools: bool, subagents: bool, clean: Clean, uuids: bool = False
+) -> Iterator[str]:
     session = conv.session
     yield f"# {_title(session, clean)}"
     yield ""
-    for name, value in _header_fields(session, clean):
+    for name, value in _header_fields(conv, clean):
         if name == "PRs":
             value = ", ".join(f"<{u}>" for u in _pr_urls(session, clean))
         elif name in ("session", "directory", "branch"):
@@ -677,7 +736,7 @@ def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) ->
     for item in conv.iter_items(clean):
         if _shows(item, tools, subagents):
             shown = True
-            yield from _md_item(item, tools, subagents, 2, clean)
+            yield from _md_item(item, tools, subagents, 2, clean, uuids)
     if not shown:
         yield f"*{EMPTY_NOTE}*"
         yield ""
@@ -688,7 +747,9 @@ def _md_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) ->
             yield from _md_subagent(sub, tools, 3, clean)
 
 
-def _md_item(item: Item, tools: bool, subagents: bool, level: int, clean: Clean) -> Iterator[str]:
+def _md_item(
+    item: Item, tools: bool, subagents: bool, level: int, clean: Clean, uuids: bool = False
+) -> Iterator[str]:
     hashes = "#" * min(level, 6)
     if isinstance(item, Marker):
         yield f"> *{item.text}* ({_stamp(item.timestamp)})"
@@ -696,7 +757,8 @@ def _md_item(item: Item, tools: bool, subagents: bool, level: int, clean: Clean)
         return
     if not _visible(item, tools, subagents):
         return
-    yield f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}"
+    handle = f" · `{_short(item.fork_point)}`" if uuids else ""
+    yield f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}{handle}"
     yield ""
     for block in item.blocks:
         if block.kind == "text":
@@ -744,9 +806,10 @@ def iter_markdown(
     tools: bool = False,
     subagents: bool = False,
     clean: Clean = neutralize_escapes,
+    uuids: bool = False,
 ) -> Iterator[str]:
-    """The Markdown view, piece by piece."""
-    lines = _md_lines(conv, tools, subagents, clean)
+    """The Markdown view, piece by piece (``uuids``: as :func:`iter_text`)."""
+    lines = _md_lines(conv, tools, subagents, clean, uuids)
     return _batched(line + "\n" for line in _rstripped(lines))
 
 
@@ -882,7 +945,7 @@ def _html_lines(conv: Conversation, tools: bool, subagents: bool, clean: Clean) 
         f"<h1>{_esc(title)}</h1>",
         '<dl class="meta">',
     )
-    for name, value in _header_fields(session, clean):
+    for name, value in _header_fields(conv, clean):
         if name == "PRs":
             links = " ".join(f'<a href="{_esc(u)}">{_esc(u)}</a>' for u in _pr_urls(session, clean))
             yield f"<dt>{_esc(name)}</dt><dd>{links}</dd>"
@@ -985,9 +1048,11 @@ def render_stream(
     subagents: bool = False,
     color: bool = False,
     terminal: bool | None = None,
+    uuids: bool = False,
 ) -> Iterator[str]:
     """The one rendering entry point of ``show`` and ``export``: the output in pieces,
-    each transcript entry read only when its turn comes.
+    each transcript entry read only when its turn comes. ``uuids`` adds each message's
+    short UUID to the text and Markdown views (JSON has the full ones).
 
     ``terminal`` says the text is for a screen (``show``): every control and bidi
     character from the transcript is made visible. Otherwise (files) only ESC, C1 and
@@ -1001,10 +1066,10 @@ def render_stream(
         terminal = fmt == "text"
     clean = neutralize if terminal else neutralize_escapes
     if fmt == "md":
-        return iter_markdown(conv, tools=tools, subagents=subagents, clean=clean)
+        return iter_markdown(conv, tools=tools, subagents=subagents, clean=clean, uuids=uuids)
     if fmt == "html":
         return iter_html(conv, tools=tools, subagents=subagents, clean=clean)
-    return iter_text(conv, tools=tools, subagents=subagents, color=color, clean=clean)
+    return iter_text(conv, tools=tools, subagents=subagents, color=color, clean=clean, uuids=uuids)
 
 
 def render(

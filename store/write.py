@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
-from sessiondex.indexer.ingest import _derived_texts
+from sessiondex.indexer.ingest import derived_texts
 from sessiondex.indexer.text import fts_text
 from sessiondex.store.schema import TS_CONFIG
 from sessiondex.transcripts.pr_urls import PullRequest
@@ -402,7 +402,7 @@ async def _update_session(
     ]
     if folded is not None:
         row = {column: no_nul(value) for column, value in folded.state.columns().items()}
-        row["branches_text"], row["pr_text"] = _derived_texts(folded.branches, folded.links)
+        row["branches_text"], row["pr_text"] = derived_texts(folded.branches, folded.links)
         assignments += [f"{column} = %s" for column in row]
         params += row.values()
         weighted = []

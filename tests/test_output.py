@@ -45,3 +45,26 @@ def test_long_titles_are_cut_to_the_terminal(monkeypatch) -> None:
 )
 def test_relative_time(iso: str | None, now: float, shown: str) -> None:
     assert relative_time(iso, now) == shown
+
+
+@pytest.mark.parametrize(
+    ("natural", "width", "expected"),
+    [
+        # title, branch, id: everything fits, nothing moves
+        ([30, 10, 8], 60, [30, 10, 8]),
+        # a 270-character branch gives way first, down to its floor (16)
+        ([40, 270, 8], 80, [40, 28, 8]),
+        ([90, 270, 8], 80, [52, 16, 8]),
+        # then the title, down to 24; then the branch, down to 6
+        ([60, 270, 8], 50, [24, 14, 8]),
+        # then the title again, down to 10; fixed columns never shrink
+        ([60, 270, 8], 30, [12, 6, 8]),
+        ([60, 270, 8], 10, [10, 6, 8]),
+    ],
+)
+def test_column_widths_give_the_title_the_most_room(
+    natural: list[int], width: int, expected: list[int]
+) -> None:
+    from sessiondex.cli.output import column_widths
+
+    assert column_widths(natural, width, 0, {1: (16, 6)}) == expected

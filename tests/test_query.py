@@ -162,7 +162,8 @@ def test_unknown_id_uses_claude_codes_message(world: World) -> None:
 def test_other_directory_is_said(world: World) -> None:
     result = world.run("resolve", ID_OTHER, cwd=world.repo_a)
     assert "different directory" in result.stderr
-    assert f"cd {world.repo_b} && claude --resume {ID_OTHER}" in result.stderr
+    config = f"CLAUDE_CONFIG_DIR={world.tree.root}"  # not ~/.claude: said
+    assert f"cd {world.repo_b} && {config} claude --resume {ID_OTHER}" in result.stderr
 
 
 def test_not_found_name_suggests_close_titles(world: World) -> None:
@@ -284,7 +285,10 @@ def test_continue_table(world: World, where: str, print_mode: bool, expected: st
 def test_resume_dry_run_prints_the_command(world: World) -> None:
     result = world.run("resume", "Auth refactor", "--dry-run", cwd=world.repo_a)
     assert result.exit_code == 0
-    assert result.stdout.strip() == f"cd {world.repo_a} && claude --resume {world.ids['auth']}"
+    assert result.stdout.strip() == (
+        f"cd {world.repo_a} && CLAUDE_CONFIG_DIR={world.tree.root}"
+        f" claude --resume {world.ids['auth']}"
+    )
 
 
 def test_resume_without_claude_is_a_clear_error(world: World, monkeypatch) -> None:

@@ -32,6 +32,7 @@ import pytest
 from bench.corpus import generate
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.lock import watcher_alive
+from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import search
 from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps
@@ -358,3 +359,535 @@ def test_reader_processes_while_watch_ingests(tmp_path: Path, size: tuple[int, i
     assert [r["failures"] for r in results] == [[]] * readers, results
     assert sum(r["answered"] for r in results) == queries
     print(f"reader processes: {queries} queries answered, 0 locked")
+
+
+# ------------------------------------------------------ 3. writers racing on one file
+def _indexed_tree(tmp_path: Path, sessions: int = 3) -> tuple[ConfigTree, list[SessionWriter]]:
+    tree = ConfigTree(tmp_path / "claude")
+    writers = []
+    for i in range(sessions):
+        s = tree.session(cwd=f"/srv/race{i}")
+        s.user(f"race{i} opening words")
+        s.assistant(f"race{i} answer")
+        s.write()
+        writers.append(s)
+    return tree, writers
+
+
+@pytest.mark.parametrize("change", ["new", "grown", "rewritten"])
+def test_a_row_changed_by_another_writer_is_never_applied_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """Issue 14 item 3, made deterministic: between the moment an ingest looks at a
+    file's stored row and the moment it writes, another connection ingests the same
+    file (the watcher beside a mutation). Seen on main: "UNIQUE constraint failed:
+    files.path" for a new file, the same messages twice for a grown one. Now the row is
+    read under the write lock, so the other writer waits its turn (or, as here in one
+    thread, gives up after a short wait) and nothing is applied twice."""
+    import sessiondex.indexer.ingest as ingest_module
+    from sessiondex.indexer.faults import IndexBusy
+    from sessiondex.indexer.meta import set_write_policy
+    from sessiondex.indexer.refresh import ingest_path
+    from sessiondex.indexer.stats import RefreshStats
+
+    tree, (s, *_rest) = _indexed_tree(tmp_path)
+    db_path = tmp_path / "index.db"
+    victim, other = open_db(db_path), open_db(db_path)
+    set_write_policy(other, wait=0.2)
+    try:
+        refresh(victim, [tree.root])
+        if change == "new":
+            s = tree.session(cwd="/srv/racenew")
+            s.user("brand new race session")
+            s.write()
+        else:
+            if change == "grown":
+                s.user("a grown tail")
+                s.assistant("its answer")
+                s.append()
+            else:
+                s.entries = s.entries[:1]
+                s.user("rewritten shorter")
+                s.write()
+        interleaved: list[str] = []
+
+        def interleave() -> None:
+            if not interleaved:
+                interleaved.append("tried")
+                try:
+                    ingest_path(other, str(s.path), [tree.root], RefreshStats())
+                    interleaved.append("other writer went first")
+                except IndexBusy:
+                    interleaved.append("other writer waited")
+
+        # The first thing an ingest does with the file after looking at its stored row:
+        # fingerprint the indexed prefix (a known file) or parse it (a new one).
+        for name in ("fingerprint", "parse_tail"):
+            real = getattr(ingest_module, name)
+            monkeypatch.setattr(
+                ingest_module,
+                name,
+                lambda *a, _real=real, **k: (interleave(), _real(*a, **k))[1],
+            )
+        ingest_path(victim, str(s.path), [tree.root], RefreshStats())
+        monkeypatch.undo()
+        ingest_path(other, str(s.path), [tree.root], RefreshStats())  # its turn now
+        assert interleaved[0] == "tried"
+        assert index_snapshot(victim) == rebuilt_snapshot([tree.root], tmp_path / "r.db")
+        check_fts_integrity(victim)
+    finally:
+        victim.close()
+        other.close()
+
+
+def test_threads_ingesting_the_same_files_equal_a_rebuild(tmp_path: Path) -> None:
+    """Four connections (as four processes would) bring the same growing files up to
+    date at once, in a loop bounded by count and time: no error, no duplicate row."""
+    from sessiondex.indexer.refresh import ingest_path
+    from sessiondex.indexer.stats import RefreshStats
+
+    tree, writers = _indexed_tree(tmp_path, sessions=4)
+    db_path = tmp_path / "index.db"
+    open_db(db_path).close()
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def ingester(n: int) -> None:
+        db = open_db(db_path)
+        try:
+            for _ in range(400):
+                if stop.is_set():
+                    break
+                for s in writers:
+                    try:
+                        ingest_path(db, str(s.path), [tree.root], RefreshStats())
+                    except Exception:
+                        errors.append(traceback.format_exc(limit=3))
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=ingester, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        end = time.monotonic() + 2.0
+        i = 0
+        while time.monotonic() < end and i < 200:
+            s = writers[i % len(writers)]
+            s.user(f"line {i} from the writer")
+            s.append()
+            i += 1
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(DEADLINE)
+    assert errors == [], errors[:3]
+    db = open_db(db_path)
+    try:
+        refresh(db, [tree.root])  # what the last loop may have missed of the last lines
+        assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "r.db")
+        check_fts_integrity(db)
+    finally:
+        db.close()
+
+
+INDEX_CMD = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
+
+
+def test_two_cold_index_processes_both_succeed(tmp_path: Path) -> None:
+    """Issue 14 item 4: two ``index`` processes on a new index at once (on main: one
+    died with a raw "database is locked" traceback in 9 of 10 runs). Both wait their
+    turn and exit 0; the result equals a rebuild. Two rounds, each on a fresh index."""
+    staging = tmp_path / "corpus"
+    generate(staging, sessions=60, projects=4, size_mb=6, seed=11)
+    expected = rebuilt_snapshot([staging], tmp_path / "rebuilt.db")
+    for round_ in range(2):
+        db_path = tmp_path / f"double{round_}.db"
+        args = [*INDEX_CMD, "--config-dir", str(staging), "--db", str(db_path), "index"]
+        procs = [
+            subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        outputs = [p.communicate(timeout=120) for p in procs]
+        for proc, (_out, err) in zip(procs, outputs):
+            text = err.decode(errors="replace")
+            assert proc.returncode == 0, text
+            assert "Traceback" not in text and "locked" not in text, text
+        db = open_db(db_path)
+        try:
+            assert index_snapshot(db) == expected
+            check_fts_integrity(db)
+        finally:
+            db.close()
+
+
+def test_two_bulk_cold_builds_at_once_keep_fts_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 4: a cold build drops the FTS insert triggers (indexer/bulk.py). Two at once
+    on one index (two connections; the second finds the bulk lock taken and keeps the
+    triggers) must leave every row searchable: FTS5's integrity check passes and the
+    index equals a rebuild."""
+    import sessiondex.indexer.refresh as refresh_module
+    from sessiondex.indexer.prefetch import parse_new_file
+
+    class InlinePrefetcher:  # the parsing process, in this process: same items
+        def __init__(self, files: list[Any], include_tools: bool) -> None:
+            self.include_tools = include_tools
+
+        def take(self, tf: Any) -> Any:
+            return parse_new_file(tf, self.include_tools)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(refresh_module, "PREFETCH_MIN_BYTES", 0)
+    monkeypatch.setattr(refresh_module, "Prefetcher", InlinePrefetcher)
+    staging = tmp_path / "corpus"
+    generate(staging, sessions=40, projects=3, size_mb=3, seed=12)
+    db_path = tmp_path / "bulk.db"
+    open_db(db_path).close()
+    errors: list[str] = []
+
+    def build() -> None:
+        db = open_db(db_path)
+        try:
+            refresh_module.refresh(db, [staging])
+        except Exception:
+            errors.append(traceback.format_exc(limit=4))
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=build) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == [], errors
+    db = open_db(db_path)
+    try:
+        check_fts_integrity(db)
+        assert index_snapshot(db) == rebuilt_snapshot([staging], tmp_path / "r.db")
+    finally:
+        db.close()
+
+
+# ------------------------------------------- 4. the index file deleted under a watcher
+def cli_run(root: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*INDEX_CMD, "--config-dir", str(root), "--db", str(db), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_index_deleted_under_watch_is_rebuilt_and_never_answers_empty(tmp_path: Path) -> None:
+    """Issue 14 item 7: ``rm index.db*`` while ``watch`` runs. On main the next reader
+    trusted the watcher and answered "No matches" from a new, empty index. Now a reader
+    refreshes an index nobody has filled, and the watcher notices the file is gone (one
+    stat per wake-up), reopens it and rebuilds, and keeps it live afterwards."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/gone")
+    s.user("the platypusword is indexed before the index is deleted")
+    s.write()
+    db_path = tmp_path / "index.db"
+    watch = WatchProcess(tree.root, db_path, tmp_path / "watch.err")
+    try:
+        wait_for(
+            lambda: (
+                cli_run(
+                    tree.root, db_path, "--no-refresh", "search", "platypusword", "--scope", "all"
+                ).returncode
+                == 0
+            ),
+            "the watcher's catch-up",
+        )
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        found = cli_run(tree.root, db_path, "search", "platypusword", "--scope", "all", "--json")
+        assert found.returncode == 0, found.stdout + found.stderr
+        assert [r["session_id"] for r in json.loads(found.stdout)] == [s.session_id]
+        wait_for(lambda: "deleted or replaced" in watch.stderr(), "the watcher to notice")
+        s.user("the echidnaword arrives after the rebuild")
+        s.append()
+
+        def live() -> bool:
+            done = cli_run(
+                tree.root, db_path, "--no-refresh", "search", "echidnaword", "--scope", "all"
+            )
+            return done.returncode == 0
+
+        wait_for(live, "the watcher to keep the new index live")
+        assert watch.proc.poll() is None, watch.stderr()
+        live_equals_rebuild(tree.root, db_path, tmp_path)
+    finally:
+        code = watch.stop()
+    assert code == 0, watch.stderr()
+    assert "Traceback" not in watch.stderr()
+
+
+# --------------------------------------------------------- 5. read your own writes
+def test_reads_of_one_session_see_writes_made_beside_a_watcher(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 11: with a watcher alive, readers skip their own refresh. On main,
+    right after a rename through the SDK 10 of 10 reads returned the old title, and
+    ``get_session_messages(new_id)`` after a fork returned ``[]``. Here the watcher is
+    alive (its lock is held) but never catches up, which is the worst case: every read
+    of one session must check that session's file itself. Writes through the official
+    SDK, through ``sessiondex.Index`` and through the CLI are all seen at once."""
+    from sessiondex import Index
+    from sessiondex import sdk as ours
+    from sessiondex.indexer.lock import WatcherLock
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/ryw")
+    s.user("read your writes")
+    s.assistant("of course")
+    s.user("and a second turn")
+    s.write()
+    sid = s.session_id
+    db_path = tmp_path / "index.db"
+    with Index(db_path, [tree.root]) as index:
+        index.refresh()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    sdk = pytest.importorskip("claude_agent_sdk")
+
+    def info(session_id: str) -> Any:
+        return ours.get_session_info(session_id, db=db_path, config_dir=tree.root)
+
+    with WatcherLock(db_path):
+        assert watcher_alive(db_path)
+        for i in range(10):
+            sdk.rename_session(sid, f"SDK title {i}")
+            assert info(sid).custom_title == f"SDK title {i}"
+        forked = sdk.fork_session(sid)
+        theirs = [m.uuid for m in sdk.get_session_messages(forked.session_id)]
+        mine = ours.get_session_messages(forked.session_id, db=db_path, config_dir=tree.root)
+        assert theirs and [m.uuid for m in mine] == theirs
+        with Index(db_path, [tree.root]) as index:
+            index.rename(sid, "Index title")
+            assert index.resolve(sid).session["title"] == "Index title"
+            fork_id = index.fork(sid).session_id
+        assert ours.get_session_messages(fork_id, db=db_path, config_dir=tree.root)
+        renamed = cli_run(tree.root, db_path, "rename", sid, "CLI title")
+        assert renamed.returncode == 0, renamed.stderr
+        resolved = cli_run(tree.root, db_path, "resolve", sid, "--json")
+        assert json.loads(resolved.stdout)["title"] == "CLI title"
+        s.meta("custom-title", customTitle="Claude Code title")  # written by Claude Code
+        s.append()
+        shown = cli_run(tree.root, db_path, "resolve", sid, "--json")
+        assert json.loads(shown.stdout)["title"] == "Claude Code title"
+
+
+# ----------------------------------------------------- 6. everything at once, for a while
+# A mutation beside a line the writer has not finished may wait for it and, if it
+# keeps growing, refuse (issue 14 item 1, transcripts/write.py): an expected exit 1.
+BEING_WRITTEN = "session is being written, try again"
+
+
+class Loop(threading.Thread):
+    """One CLI command run over and over in fresh processes until ``stop``; records
+    every run that printed a traceback, met "database is locked", or exited with a code
+    not in ``ok`` (a mutation refused beside a half-written line excepted)."""
+
+    def __init__(
+        self,
+        name: str,
+        root: Path,
+        db: Path,
+        make_args: Callable[[int], list[str] | None],
+        stop: threading.Event,
+        ok: tuple[int, ...] = (0,),
+        on_result: Callable[[int, subprocess.CompletedProcess[str]], None] | None = None,
+        limit: int = 10_000,
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self.root, self.db, self.make_args, self.stop, self.ok = root, db, make_args, stop, ok
+        self.on_result, self.limit = on_result, limit
+        self.runs = 0
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        for i in range(self.limit):
+            if self.stop.is_set():
+                break
+            args = self.make_args(i)
+            if args is None:
+                time.sleep(0.05)
+                continue
+            done = cli_run(self.root, self.db, *args)
+            self.runs += 1
+            text = done.stdout + done.stderr
+            refused = done.returncode == 1 and BEING_WRITTEN in done.stderr
+            if (
+                "Traceback" in text
+                or "database is locked" in text
+                or (done.returncode not in self.ok and not refused)
+            ):
+                self.failures.append(f"{args} -> {done.returncode}: {text[-600:]}")
+            elif self.on_result is not None:
+                self.on_result(i, done)
+
+
+class StressWriter(threading.Thread):
+    """Claude Code, writing: whole lines and lines in two writes with a pause, into its
+    own sessions; remembers every line so none may be lost or broken."""
+
+    def __init__(self, sessions: list[SessionWriter], stop: threading.Event) -> None:
+        super().__init__(name="writer", daemon=True)
+        self.sessions, self.stop = sessions, stop
+        self.lines: dict[Path, list[bytes]] = {s.path: [] for s in sessions}
+        self.words: list[str] = []
+
+    def run(self) -> None:
+        for i in range(100_000):
+            if self.stop.is_set():
+                break
+            s = self.sessions[i % len(self.sessions)]
+            word = f"stressword{i}"
+            s.user(f"{word} from the writer, line {i}")
+            line = dumps(s.entries.pop()) + b"\n"
+            if i % 3 == 0:  # split: the watcher and every reader see a half line
+                cut = 1 + (i * 7) % (len(line) - 1)
+                append_bytes(s.path, line[:cut])
+                time.sleep(0.03)
+                append_bytes(s.path, line[cut:])
+            else:
+                append_bytes(s.path, line)
+            self.lines[s.path].append(line)
+            self.words.append(word)
+            time.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [
+        pytest.param(12.0, id="ci"),
+        pytest.param(
+            90.0,
+            id="stress",
+            marks=[
+                pytest.mark.stress,
+                pytest.mark.timeout(1800),
+                pytest.mark.skipif(not STRESS, reason="long run: set SESSIONDEX_STRESS=1"),
+            ],
+        ),
+    ],
+)
+def test_everything_at_once(tmp_path: Path, seconds: float) -> None:
+    """Issue 14, "must hold": ``watch`` running; a writer appending (a third of its
+    lines split in two writes); and in parallel, each in fresh CLI processes,
+    ``rename``/``tag`` loops, a ``fork`` loop, a ``delete`` loop (of those forks), an
+    ``index`` loop and ``search``/``show``/``list`` loops, for a bounded time (and a
+    bounded count). Ends with: no traceback, no "database is locked", every exit code
+    as expected, every writer line intact in its file, every transcript line valid
+    JSON, the watcher alive, and the live index equal to a fresh rebuild (all rows,
+    so sessions and message counts) giving the same search answers.
+
+    Mutations also act on the sessions the writer is writing, so their lines and the
+    writer's meet (item 1, transcripts/write.py: a mutation never splits a line being
+    written; it waits for it, or refuses with exit 1)."""
+    tree = ConfigTree(tmp_path / "claude")
+    targets = []
+    for i in range(4):
+        t = tree.session(cwd=f"/srv/target{i}")
+        t.user(f"target{i} is renamed, tagged and forked")
+        t.assistant("fine")
+        t.write()
+        targets.append(t.session_id)
+    written = []
+    for i in range(3):
+        w = tree.session(cwd=f"/srv/live{i}")
+        w.user(f"live{i} session, still being written")
+        w.write()
+        written.append(w)
+    db_path = tmp_path / "index.db"
+    watch = WatchProcess(tree.root, db_path, tmp_path / "watch.err")
+    stop = threading.Event()
+    writer = StressWriter(written, stop)
+    forks: list[str] = []
+    forks_lock = threading.Lock()
+
+    def record_fork(_i: int, done: subprocess.CompletedProcess[str]) -> None:
+        with forks_lock:
+            forks.append(done.stdout.strip().splitlines()[-1])
+
+    def next_fork(_i: int) -> list[str] | None:
+        with forks_lock:
+            return ["delete", forks.pop(0), "--yes"] if forks else None
+
+    def reader(i: int) -> list[str]:
+        word = writer.words[-5] if len(writer.words) > 5 else "target0"
+        return [
+            ["search", word, "--scope", "all", "--json"],
+            ["show", targets[i % len(targets)]],
+            ["list", "--scope", "all", "--all-kinds", "--json"],
+        ][i % 3]
+
+    def check_list(_i: int, done: subprocess.CompletedProcess[str]) -> None:
+        if done.stdout.startswith("["):
+            json.loads(done.stdout)  # a complete answer, never half a page
+
+    root = tree.root
+    every = [*targets, *(w.session_id for w in written)]
+    n = len(every)
+    loops = [
+        Loop("rename", root, db_path, lambda i: ["rename", every[i % n], f"Title {i}"], stop),
+        Loop("tag", root, db_path, lambda i: ["tag", every[(i + 1) % n], f"t{i}"], stop),
+        Loop(
+            "fork",
+            root,
+            db_path,
+            lambda i: ["fork", every[(i + 2) % n], "--title", f"Fork {i}"],
+            stop,
+            on_result=record_fork,
+        ),
+        Loop("delete", root, db_path, next_fork, stop),
+        Loop("index", root, db_path, lambda i: ["index"], stop),
+        Loop("read", root, db_path, reader, stop, ok=(0, 1), on_result=check_list),
+        Loop(
+            "read2", root, db_path, lambda i: reader(i + 2), stop, ok=(0, 1), on_result=check_list
+        ),
+    ]
+    try:
+        writer.start()
+        for loop in loops:
+            loop.start()
+        time.sleep(seconds)
+    finally:
+        stop.set()
+        writer.join(DEADLINE)
+        for loop in loops:
+            loop.join(DEADLINE * 4)
+    try:
+        assert watch.proc.poll() is None, "the watcher died: " + watch.stderr()[-2000:]
+        failures = [f"{loop.name}: {f}" for loop in loops for f in loop.failures]
+        assert failures == [], failures[:5]
+        runs = {loop.name: loop.runs for loop in loops}
+        assert all(n >= 2 for n in runs.values()), runs
+        for path, lines in writer.lines.items():
+            data = path.read_bytes()
+            for line in lines:
+                assert line in data, f"lost or broken writer line in {path.name}: {line[:80]!r}"
+        for path in (tree.root / "projects").rglob("*.jsonl"):
+            for raw in path.read_bytes().splitlines():
+                json.loads(raw)  # no malformed line anywhere
+        live_equals_rebuild(tree.root, db_path, tmp_path)
+        live, rebuilt = open_db(db_path), open_db(tmp_path / "rebuilt.db")
+        try:
+            for word in [*writer.words[:: max(1, len(writer.words) // 20)], "target1", "Fork"]:
+                assert [h["session_id"] for h in search(live, word, EVERYWHERE)] == [
+                    h["session_id"] for h in search(rebuilt, word, EVERYWHERE)
+                ], word
+        finally:
+            live.close()
+            rebuilt.close()
+    finally:
+        code = watch.stop()
+    assert code == 0, watch.stderr()[-2000:]
+    assert "Traceback" not in watch.stderr()
+    print(f"everything at once: {runs}, {len(writer.words)} writer lines")

@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sessiondex.cli.main import cli
+from sessiondex.cli.settings import config_file_path
 from tests.builders import ConfigTree
 from tests.test_reliability_truth import snapshot
 
@@ -176,6 +177,7 @@ def _allowed_prefixes(base: Path) -> tuple[str, ...]:
         "/proc/",
         "/sys/",
         os.path.realpath(base),
+        str(config_file_path()),  # the user's config file, read (if any) by every command
     }
     return tuple(os.path.realpath(p) for p in prefixes)
 

@@ -63,7 +63,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _run(world: dict[str, Any], *argv: str) -> Any:
-    return CliRunner().invoke(cli, [*world["args"], *argv])
+    # A wide terminal: table cells are cut to fit, and the test looks for every evil
+    # character made visible, not cut off.
+    return CliRunner().invoke(cli, [*world["args"], *argv], env={"COLUMNS": "2000"})
 
 
 COMMANDS = [

@@ -98,6 +98,7 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ("continue", ["continue", "--cwd", SHOP, "--json"], (0,)),
     ("continue", ["continue", "--cwd", SHOP, "--print-mode"], (0,)),
     ("resume", ["resume", AUTH_ID, "--cwd", SHOP, "--dry-run"], (0,)),
+    ("pick", ["pick", "--cwd", SHOP], (2,)),  # no terminal here: refuses in one line
     *[
         (
             "show",
@@ -126,6 +127,10 @@ READ_RUNS: list[tuple[str, list[str], tuple[int, ...]]] = [
     ],
     ("cleanup", ["cleanup"], (0,)),
     ("cleanup", ["cleanup", "--days", "1", "--json"], (0,)),
+    ("show", ["show", AUTH_ID, "--cwd", SHOP, "--uuids"], (0,)),
+    ("config", ["config"], (0,)),
+    ("config", ["config", "--json"], (0,)),
+    ("completion", ["completion", "zsh"], (0,)),
 ]
 
 

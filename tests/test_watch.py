@@ -11,8 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -500,13 +502,57 @@ def test_stale_lock_from_a_killed_watcher_does_not_block(tmp_path: Path) -> None
         assert second.finish(signal.SIGTERM) == 0
 
 
-def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None:
-    """A watcher whose worker failed must not linger holding the lock, indexing nothing."""
+def test_a_failing_file_is_logged_retried_and_the_watcher_lives_on(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
+    """Issue 14 item 3: a file whose ingest raises (here a bug-like RuntimeError three
+    times, then an IntegrityError once) is logged and tried again with a growing delay,
+    while other files keep being indexed and the watcher keeps running."""
+    faults: list[BaseException] = [
+        RuntimeError("boom 1"),
+        RuntimeError("boom 2"),
+        RuntimeError("boom 3"),
+        sqlite3.IntegrityError("UNIQUE constraint failed: files.path"),
+    ]
+    real = watch_module.ingest_path
 
-    def broken(*args: Any) -> str:
+    def flaky(db: Any, path: str, roots: list[Path], stats: Any) -> str:
+        if "flaky" in Path(path).read_text(errors="replace") and faults:
+            raise faults.pop(0)
+        return real(db, path, roots, stats)
+
+    monkeypatch.setattr(watch_module, "ingest_path", flaky)
+    monkeypatch.setattr(watch_module, "RETRY_FIRST", 0.05)
+    logged: list[str] = []
+    tree = ConfigTree(tmp_path / "claude")
+    watcher, _batches = start_watcher([tree.root], log=logged.append)
+    db = open_db(tmp_path / "index.db")
+    try:
+        session(tree, "/work/a", "flaky zebra")
+        session(tree, "/work/b", "steady yak")
+        wait_for(lambda: found(db, "yak"), "the healthy file to be indexed meanwhile")
+        wait_for(lambda: found(db, "zebra"), "the failing file to be indexed once it works")
+        assert watcher.running
+        assert faults == []
+        retries = [line for line in logged if "trying again in" in line]
+        assert len(retries) == 4, logged
+        assert "boom 1" in retries[0] and "UNIQUE constraint" in retries[3]
+        delays = [float(line.rsplit("in ", 1)[1].rstrip("s")) for line in retries]
+        assert delays == sorted(delays) and delays[0] < delays[-1], delays
+        live = index_snapshot(db)
+    finally:
+        db.close()
+    assert live == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+
+
+def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None:
+    """A watcher whose worker failed outside any one file (here its batch loop itself)
+    must not linger holding the lock, indexing nothing."""
+
+    def broken(*args: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(watch_module, "ingest_path", broken)
+    monkeypatch.setattr(watch_module.Watcher, "_apply", broken)
     tree = ConfigTree(tmp_path / "claude")
     s = session(tree, "/work/repo", "hello")
     db_path = tmp_path / "index.db"
@@ -528,7 +574,9 @@ def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None
         finished.set()
         appender.join()
     assert result.exit_code == 1
-    assert "Error: watch stopped: boom" in result.output
+    # The first batch may fail while start() still waits for the catch-up ("cannot start
+    # watching") or after it ("watch stopped"): either way one line names the failure.
+    assert re.search(r"Error: (watch stopped|cannot start watching): boom", result.output)
     assert not watcher_alive(db_path)
 
 
@@ -545,3 +593,30 @@ def test_second_watch_exits_1_with_a_clear_message(tmp_path: Path) -> None:
         in result.output
     )
     assert "Traceback" not in result.output
+
+
+def test_a_file_that_keeps_failing_is_retried_a_bounded_number_of_times(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
+    """The retries of one failing file stop after RETRY_LIMIT (its next change or the
+    rescan tries again): a file that stays broken does not log forever."""
+    real = watch_module.ingest_path
+
+    def always_broken(db: Any, path: str, roots: list[Path], stats: Any) -> str:
+        if "broken" in Path(path).read_text(errors="replace"):
+            raise RuntimeError("still broken")
+        return real(db, path, roots, stats)
+
+    monkeypatch.setattr(watch_module, "ingest_path", always_broken)
+    monkeypatch.setattr(watch_module, "RETRY_FIRST", 0.01)
+    monkeypatch.setattr(watch_module, "RETRY_MAX", 0.02)
+    monkeypatch.setattr(watch_module, "RETRY_LIMIT", 3)
+    logged: list[str] = []
+    tree = ConfigTree(tmp_path / "claude")
+    watcher, _batches = start_watcher([tree.root], log=logged.append)
+    session(tree, "/work/a", "broken beyond repair")
+    wait_for(lambda: any("left for its next change" in line for line in logged), "giving up")
+    time.sleep(0.3)  # no retry after that
+    tries = [line for line in logged if "still broken" in line]
+    assert len(tries) == 4, logged  # the first try and RETRY_LIMIT retries
+    assert watcher.running

@@ -167,7 +167,9 @@ def test_session_page_shows_conversation_and_metadata(web: Web) -> None:
     page = web.get(f"/session/{t.auth_id}")
     for text in ("Auth refactor", "/tmp/sessiondex-web-tests/shop", "fix/auth", PR_URL, "auth"):
         assert text in page
-    assert f"cd /tmp/sessiondex-web-tests/shop &amp;&amp; claude --resume {t.auth_id}" in page
+    # The tree is not in ~/.claude: Claude Code is told where it is.
+    resume = f"cd /tmp/sessiondex-web-tests/shop &amp;&amp; CLAUDE_CONFIG_DIR={t.tree.root} claude"
+    assert f"{resume} --resume {t.auth_id}" in page
     assert 'data-copy="#resume-command"' in page
     assert f'id="msg-{t.heartbeat_uuid}"' in page
     assert f'id="msg-{t.merged_uuid}"' in page  # an entry merged into the message shown

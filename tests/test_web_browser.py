@@ -150,7 +150,10 @@ def test_browse_search_and_read_a_session_in_chromium(
             page.locator("button.copy").click()
             page.wait_for_function("document.querySelector('button.copy').textContent === 'Copied'")
             copied = page.evaluate("navigator.clipboard.readText()")
-            assert copied == f"cd /tmp/sessiondex-web-tests/shop && claude --resume {tree.auth_id}"
+            assert copied == (
+                f"cd /tmp/sessiondex-web-tests/shop && CLAUDE_CONFIG_DIR={tree.tree.root}"
+                f" claude --resume {tree.auth_id}"
+            )
             page.screenshot(path=str(shots / "session.png"), full_page=False)
 
             # A planted <script> is shown as text, and nothing ran.

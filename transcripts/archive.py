@@ -475,3 +475,37 @@ def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
             )
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise ArchiveError(f"cannot restore from {archive}: {exc}") from None
+
+
+def extract_for_reading(archive: Path, dest: Path) -> Path:
+    """Unpack one session archive's transcripts into ``dest`` laid out as a config dir
+    (``projects/<key>/<id>.jsonl``, its subagents and their ``.meta.json``), for reading
+    them with the code that reads live sessions (``show --include-archived``); returns
+    the main transcript's path. Only regular members with those names are written, so
+    a doctored archive cannot place a file outside ``dest``. Raises
+    :class:`ArchiveError` (damaged archive, no main transcript) or ``OSError``."""
+    main: Path | None = None
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                name = member.name
+                is_meta = name.endswith(".meta.json")
+                layout = _layout(name[: -len(".meta.json")] + ".jsonl" if is_meta else name)
+                if not member.isreg() or layout is None or (is_meta and layout[0] == MAIN):
+                    continue
+                target = dest / name
+                if layout[0] == MAIN:
+                    if main is not None:
+                        continue  # one session per archive
+                    main = target
+                source = tar.extractfile(member)
+                if source is None or target.exists():
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "xb") as out:
+                    shutil.copyfileobj(source, out, CHUNK)
+    except (EOFError, tarfile.TarError) as exc:
+        raise ArchiveError(f"cannot read {archive}: {exc}") from None
+    if main is None:
+        raise ArchiveError(f"{archive} holds no session transcript")
+    return main

@@ -64,7 +64,7 @@ def find_config_dirs(
         given = [p for p in env.get("SESSIONDEX_CONFIG_DIRS", "").split(os.pathsep) if p.strip()]
         source = SOURCE_SESSIONDEX_ENV
     if not given:
-        given = [str(Path(env.get("HOME") or Path.home()) / ".claude")]
+        given = [str(default_config_dir(env))]
         source = SOURCE_DEFAULT
     out: list[Path] = []
     for item in given:
@@ -72,6 +72,13 @@ def find_config_dirs(
         if path not in out:
             out.append(path)
     return ConfigDirs(out, source)
+
+
+def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``~/.claude`` for the user's ``HOME``: where Claude Code looks when
+    ``CLAUDE_CONFIG_DIR`` is not set (a session elsewhere needs it set to be resumed)."""
+    env = os.environ if environ is None else environ
+    return _normalize(str(Path(env.get("HOME") or Path.home()) / ".claude"))
 
 
 def config_dirs(

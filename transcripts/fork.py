@@ -108,6 +108,31 @@ def _replacements(records: list[dict[str, Any]], source_id: str) -> list[Any]:
     return out
 
 
+#: The shortest message-UUID prefix ``up_to`` may be (``show --uuids`` prints 8).
+MIN_UUID_PREFIX = 4
+
+
+def _cut(entries: list[dict[str, Any]], up_to: str, source_id: str) -> int:
+    """Index of the entry ``up_to`` names: its UUID, or a prefix of it (any case) that
+    no other entry's UUID has, so a user can fork from the short UUID ``show --uuids``
+    prints. The first entry of that UUID, as before."""
+    exact = next((i for i, r in enumerate(entries) if r["uuid"] == up_to), None)
+    if exact is not None:
+        return exact
+    prefix = up_to.strip().lower()
+    if len(prefix) >= MIN_UUID_PREFIX:
+        matches = {r["uuid"] for r in entries if str(r["uuid"]).lower().startswith(prefix)}
+        if len(matches) == 1:
+            (match,) = matches
+            return next(i for i, r in enumerate(entries) if r["uuid"] == match)
+        if matches:
+            raise NothingToFork(
+                f"Message {up_to} is ambiguous in session {source_id}: "
+                f"{len(matches)} messages start with it; give more characters"
+            )
+    raise NothingToFork(f"Message {up_to} not found in session {source_id}")
+
+
 def build_fork(
     records: list[dict[str, Any]],
     *,
@@ -123,10 +148,7 @@ def build_fork(
     if not entries:
         raise NothingToFork(f"Session {source_id} has no messages to fork")
     if up_to is not None:
-        cut = next((i for i, r in enumerate(entries) if r["uuid"] == up_to), None)
-        if cut is None:
-            raise NothingToFork(f"Message {up_to} not found in session {source_id}")
-        entries = entries[: cut + 1]
+        entries = entries[: _cut(entries, up_to, source_id) + 1]
     # Later duplicates of a uuid overwrite earlier ones, as every chain reader does.
     by_uuid = {r["uuid"]: r for r in entries}
     new_ids = {old: str(uuid.uuid4()) for old in by_uuid}

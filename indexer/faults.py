@@ -1,0 +1,157 @@
+"""What can go wrong with the index file itself, named once for every front end.
+
+The index is derived and disposable, and sessiondex runs beside other copies of itself,
+so a failing database is sorted into a few kinds, each with one way out:
+
+* ``busy``: another process held the write turn longer than we were willing to wait
+  (:class:`IndexBusy`); a reading command answers from the index as it is, a writing
+  one says so and exits 1.
+* ``corrupt``: "malformed", "not a database", a bad page: the file is moved aside
+  (:func:`quarantine`) and the index is rebuilt from the transcripts.
+* ``readonly`` / ``full`` / ``cantopen`` / ``io``: nothing to repair; reads still work
+  where they can (a read-only open), writes say what is wrong in one line. SQLite
+  rolls the transaction back, so the index stays consistent and catches up later.
+
+Error codes are used where Python exposes them (3.11+), the message text otherwise;
+"malformed MATCH expression" (an FTS5 query syntax error) is not corruption.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+BUSY, CORRUPT, READONLY, FULL, CANTOPEN, IO = (
+    "busy",
+    "corrupt",
+    "readonly",
+    "full",
+    "cantopen",
+    "io",
+)
+
+# Primary result codes (sqlite3.h).
+_CODES = {
+    5: BUSY,  # SQLITE_BUSY
+    6: BUSY,  # SQLITE_LOCKED
+    8: READONLY,  # SQLITE_READONLY
+    10: IO,  # SQLITE_IOERR
+    11: CORRUPT,  # SQLITE_CORRUPT
+    13: FULL,  # SQLITE_FULL
+    14: CANTOPEN,  # SQLITE_CANTOPEN
+    23: READONLY,  # SQLITE_AUTH: not expected, but no write is possible either
+    26: CORRUPT,  # SQLITE_NOTADB
+}
+_MESSAGES = (
+    ("database disk image is malformed", CORRUPT),
+    ("file is not a database", CORRUPT),
+    ("malformed database schema", CORRUPT),
+    ("database corruption", CORRUPT),
+    ("database or disk is full", FULL),
+    ("readonly database", READONLY),
+    ("read-only", READONLY),
+    ("unable to open database file", CANTOPEN),
+    ("database is locked", BUSY),
+    ("database table is locked", BUSY),
+    ("disk i/o error", IO),
+)
+
+
+class IndexBusy(sqlite3.OperationalError):
+    """Another process kept the index's write turn past our wait (``database is
+    locked`` in SQLite's words, with who and how long in ours)."""
+
+
+def classify(exc: BaseException) -> str | None:
+    """The kind of an index failure (a module constant), or None for anything else
+    (a bug, a query syntax error, a constraint)."""
+    if isinstance(exc, IndexBusy):
+        return BUSY
+    if not isinstance(exc, sqlite3.Error) or isinstance(exc, sqlite3.IntegrityError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in _CODES:
+        return _CODES[code & 0xFF]
+    text = str(exc).lower()
+    for needle, kind in _MESSAGES:
+        if needle in text:
+            return kind
+    return None
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    return classify(exc) == CORRUPT
+
+
+_PLAIN = {
+    BUSY: "another sessiondex process is writing to it; try again",
+    READONLY: "it is read-only",
+    FULL: "the disk is full",
+    CANTOPEN: "it cannot be opened for writing (a read-only directory?)",
+    IO: "a disk I/O error",
+    CORRUPT: "it is damaged",
+}
+
+
+def describe(exc: BaseException, path: str | os.PathLike[str] | None) -> str:
+    """One line for a person: what failed, where, and in SQLite's words."""
+    kind = classify(exc)
+    where = f" at {os.fspath(path)}" if path is not None else ""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if kind == BUSY:
+        return f"the index{where} is busy: {detail}"
+    if kind is None:
+        return f"the index{where} failed: {detail}"
+    return f"cannot write the index{where}: {_PLAIN[kind]} ({detail})"
+
+
+SIDE_SUFFIXES = ("-wal", "-shm")
+
+
+def quarantine(path: Path, expected: tuple[int, int] | None = None) -> Path | None:
+    """Move a damaged index and its ``-wal``/``-shm`` aside as
+    ``<name>.corrupt-<timestamp>[-wal|-shm]``; returns the new path of the main file.
+
+    Several processes may find the same damage at once: under an exclusive lock, the
+    file is moved only if it is still the one found damaged (``expected``: its
+    ``(st_dev, st_ino)``); None when someone else already moved it (or it is gone).
+    The side files move too: a new index must never pair with the old one's WAL.
+    """
+    lock = Path(f"{path}.recover.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        if expected is not None and (st.st_dev, st.st_ino) != expected:
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        target = Path(f"{path}.corrupt-{stamp}")
+        n = 1
+        while target.exists():
+            n += 1
+            target = Path(f"{path}.corrupt-{stamp}.{n}")
+        os.replace(path, target)
+        for suffix in SIDE_SUFFIXES:
+            try:
+                os.replace(f"{path}{suffix}", f"{target}{suffix}")
+            except FileNotFoundError:
+                pass
+        return target
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``path`` now; None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino

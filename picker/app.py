@@ -1,0 +1,656 @@
+"""``sessiondex pick``: the session picker, a Textual app over :class:`sessiondex.Index`.
+
+Rows are ``list``'s (title by the picker's precedence, last activity, branch, size,
+messages, the project when the scope is wider than the worktree), forks folded under
+their origin; typing searches at once (``Index.search``: full text, titles, PR URLs).
+The app returns the chosen session object, or None when left without choosing.
+
+Nothing here waits on the index: every query runs on the :class:`~.source.Source`
+thread from an exclusive async worker, so a new keystroke cancels the query of the
+previous one if it has not started, and drops its answer if it has (each load carries a
+generation number; only the latest is applied).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Input, Static
+
+from sessiondex.picker.model import (
+    PAGE,
+    Listing,
+    Loaded,
+    PickerOptions,
+    Row,
+    filters_for,
+    position,
+)
+from sessiondex.picker.model import load as load_rows
+from sessiondex.picker.rows import (
+    UNICODE,
+    Glyphs,
+    clean,
+    fit,
+    header_text,
+    marked_snippet,
+    short_path,
+)
+from sessiondex.picker.source import Freshness, Interrupted, Source
+from sessiondex.picker.widgets import HelpScreen, QueryBox, SessionList, TextPrompt
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+
+SCOPE_LABELS = {"worktree": "this worktree", "repo": "all worktrees", "all": "all projects"}
+PREVIEW_MESSAGES = 4  # last messages shown in the preview
+PREVIEW_CHARS = 400  # per message
+SEARCH_CACHE = 32  # recent search answers kept
+
+
+@dataclass
+class Preview:
+    session: dict[str, Any]
+    messages: list[tuple[str, str]] = field(default_factory=list)  # (role, text)
+    note: str | None = None
+
+
+class PickerScreen(Screen[None]):
+    """The picker itself: the query box, the list, the preview and the keys."""
+
+    BINDINGS = [
+        Binding("up,ctrl+p", "move(-1)", "Up", priority=True, show=False),
+        Binding("down,ctrl+n", "move(1)", "Down", priority=True, show=False),
+        Binding("pageup", "page(-1)", "Page up", priority=True, show=False),
+        Binding("pagedown", "page(1)", "Page down", priority=True, show=False),
+        Binding("enter", "choose", "Choose", priority=True, show=False),
+        Binding("escape", "escape", "Clear / leave", priority=True, show=False),
+        Binding("ctrl+a", "toggle_scope('all')", "All projects", priority=True, show=False),
+        Binding("ctrl+w", "toggle_scope('repo')", "Worktrees", priority=True, show=False),
+        Binding("ctrl+b", "toggle_branch", "Branch", priority=True, show=False),
+        Binding("ctrl+r", "rename", "Rename", priority=True, show=False),
+        Binding("ctrl+t", "tag", "Tag", priority=True, show=False),
+        Binding("ctrl+c", "leave", "Leave", priority=True, show=False),
+    ]
+
+    DEFAULT_CSS = """
+    PickerScreen { layout: vertical; }
+    #status { height: 1; padding: 0 1; background: $panel; }
+    #query { border: none; height: 1; padding: 0 1; }
+    #columns { height: 1; padding: 0 0; color: $text-muted; }
+    #preview {
+        height: 45%; border-top: solid $accent; padding: 0 1; display: none;
+        overflow-y: auto;
+    }
+    #preview.shown { display: block; }
+    #hints { height: 1; padding: 0 1; color: $text-muted; }
+    PickerScreen.ascii #preview { border-top: ascii $accent; }
+    PickerScreen.ascii SessionList { scrollbar-size-vertical: 0; }
+    """
+
+    def __init__(
+        self, options: PickerOptions, *, clock: Callable[[], float], glyphs: Glyphs
+    ) -> None:
+        super().__init__()
+        self.options = options
+        self.clock = clock
+        self.glyphs = glyphs
+        self.scope = options.scope
+        self.base_scope = options.scope if options.scope != "all" else "worktree"
+        self.current_branch = options.current_branch
+        self.query_text = options.query
+        self.search_limit = PAGE
+        self.search_complete = True
+        self.expanded: set[str] = set()
+        # recent search answers, for backspacing; emptied whenever the index changes
+        self.search_cache: OrderedDict[Any, tuple[list[Row], dict[str, Any], bool]] = OrderedDict()
+        self.listing: Listing | None = None
+        self.generation = 0
+        self.painted_generation = 0  # the last load whose rows reached the screen
+        self.painted_at = 0.0
+        self.choose_when_loaded = False
+        self.preview_shown = False
+        self.is_loading = True
+        self.error: str | None = None
+        self.session_list = SessionList(self, clock=clock, glyphs=glyphs, id="list")
+        if glyphs is not UNICODE:
+            self.add_class("ascii")
+
+    @property
+    def source(self) -> Source:
+        app = self.app
+        assert isinstance(app, PickerApp)
+        return app.source
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        yield QueryBox(
+            self,
+            value=self.options.query,
+            placeholder="type to search titles, text, branches, PR URLs",
+            id="query",
+        )
+        yield Static(id="columns")
+        yield self.session_list
+        yield Static(id="preview")
+        yield Static(id="hints")
+
+    def on_mount(self) -> None:
+        self.query_one(QueryBox).focus()
+        app = self.app
+        initial = app.initial if isinstance(app, PickerApp) else None
+        if initial is None:
+            self.start_load(keep=None)
+        else:
+            self.generation = initial_generation = 1
+            self.apply_initial(initial, initial_generation)
+
+    @work(group="load")
+    async def apply_initial(self, initial: Future[Loaded], generation: int) -> None:
+        """The first rows, queried while Textual was still starting (see ``prefetch``)."""
+        try:
+            loaded = await asyncio.wrap_future(initial)
+        except Exception:  # noqa: BLE001 - ask again the ordinary way, which reports it
+            if self.generation == generation:
+                self.start_load(keep=None)
+            return
+        if self.generation == generation:
+            self.apply(loaded, None)
+
+    def on_resize(self) -> None:
+        self.update_chrome()
+
+    # ----------------------------------------------------------------- loading
+    def filters(self) -> dict[str, Any]:
+        return filters_for(self.options, self.scope, self.current_branch)
+
+    def start_load(self, keep: str | None, *, live: bool = False) -> None:
+        """Load the rows of the current query and filters, keeping the cursor on the
+        session ``keep`` (and, for a live update, on the same screen line; if that
+        session is gone, on the same row number)."""
+        self.generation += 1
+        fallback = self.session_list.cursor if live else 0
+        self.source.interrupt()  # a running search answers a query nobody waits for now
+        offset = self.session_list.screen_offset() if live and keep else None
+        if live:
+            self.search_cache.clear()
+        cached = self.search_cache.get(self._search_key())
+        if cached is not None:  # backspace over a query seen a moment ago
+            rows, objects, complete = cached
+            self.search_cache.move_to_end(self._search_key())
+            at = position(rows, keep, fallback)
+            loaded = Loaded(self.generation, rows, objects, None, complete, at)
+            self.apply(loaded, offset)
+            return
+        self.load(self.generation, keep, offset, fallback)
+
+    def _search_key(self) -> tuple[Any, ...] | None:
+        query = self.query_text.strip()
+        if not query:
+            return None
+        return (query, self.search_limit, tuple(sorted(self.filters().items())))
+
+    @work(exclusive=True, group="load")
+    async def load(
+        self, generation: int, keep: str | None, offset: int | None, fallback: int
+    ) -> None:
+        query = self.query_text.strip()
+        filters = self.filters()
+        expanded = set(self.expanded)
+        limit = self.search_limit
+        height = max(1, self.session_list.scrollable_content_region.height or 24)
+
+        def job(index: Index) -> Loaded | None:
+            if generation != self.generation:
+                return None  # superseded while it waited: skip the query
+            return load_rows(
+                index,
+                generation,
+                query,
+                filters,
+                expanded=expanded,
+                limit=limit,
+                height=height,
+                keep=keep,
+                fallback=fallback,
+            )
+
+        try:
+            loaded = await asyncio.wrap_future(self.source.submit(job, interruptible=True))
+        except Interrupted:
+            return
+        except ValueError as exc:  # a filter that cannot apply (no git branch here)
+            self.notify(clean(str(exc)), severity="error", markup=False)
+            if self.current_branch:
+                self.current_branch = False
+                self.start_load(keep)
+            return
+        except Exception as exc:  # noqa: BLE001 - a busy or damaged index: say so, stay up
+            self.error = clean(f"{type(exc).__name__}: {exc}")
+            self.is_loading = False
+            self.update_chrome()
+            return
+        if loaded is None or loaded.generation != self.generation:
+            return
+        self.apply(loaded, offset)
+
+    def apply(self, loaded: Loaded, offset: int | None) -> None:
+        key = self._search_key()
+        if key is not None and loaded.listing is None:
+            self.search_cache[key] = (loaded.rows, loaded.objects, loaded.complete)
+            while len(self.search_cache) > SEARCH_CACHE:
+                self.search_cache.popitem(last=False)
+        self.is_loading = False
+        self.error = None
+        self.listing = loaded.listing
+        self.search_complete = loaded.complete
+        self.session_list.replace_objects(loaded.objects)
+        self.session_list.generation = loaded.generation
+        self.session_list.show_project = self.scope != "worktree"
+        self.session_list.set_rows(loaded.rows, loaded.cursor, screen_offset=offset)
+        self.update_chrome()
+        self.highlight_changed()
+        if self.choose_when_loaded:
+            self.call_after_refresh(self.action_choose)
+
+    def painted(self, generation: int) -> None:
+        """The list has drawn the rows of load ``generation`` (called as it renders:
+        the moment a keystroke's answer is on screen, for the tests and the bench)."""
+        if generation > self.painted_generation:
+            self.painted_generation = generation
+            self.painted_at = time.perf_counter()  # for bench/picker.py
+
+    def fetch_objects(self, paths: list[str]) -> None:
+        self._fetch(paths, self.generation)
+
+    @work(group="objects")
+    async def _fetch(self, paths: list[str], generation: int) -> None:
+        def job(index: Index) -> list[dict[str, Any]]:
+            return index.sessions_at(paths)
+
+        try:
+            found = await asyncio.wrap_future(self.source.submit(job))
+        except Exception:  # noqa: BLE001 - rows stay as placeholders; the next load retries
+            return
+        if generation == self.generation:
+            self.session_list.add_objects({o["file_path"]: o for o in found})
+            if self.preview_shown:
+                self.highlight_changed()
+
+    def reload_live(self) -> None:
+        """The index changed under us: reload in place, the cursor on the same session."""
+        row = self.session_list.current
+        self.start_load(row.path if row else None, live=True)
+
+    # ----------------------------------------------------------------- chrome
+    def update_chrome(self) -> None:
+        width = self.size.width or 80
+        rows = self.session_list.rows
+        parts = ["sessiondex pick", SCOPE_LABELS.get(self.scope, self.scope)]
+        if self.current_branch:
+            parts.append("current branch")
+        if self.is_loading:
+            parts.append("loading")
+        elif self.error:
+            parts.append(self.error)
+        elif self.query_text.strip():
+            more = "" if self.search_complete else "+"
+            parts.append(f"{len(rows)}{more} match{'es' if len(rows) != 1 else ''}")
+        else:
+            parts.append(f"{len(rows)} session{'s' if len(rows) != 1 else ''}")
+        if rows:
+            parts.append(f"{self.session_list.cursor + 1}/{len(rows)}")
+        right = "? keys"
+        left = f" {self.glyphs.dot} ".join(parts)
+        left = fit(left, max(10, width - 2 - len(right) - 1), self.glyphs)
+        self.query_one("#status", Static).update(
+            Text(left + " " * max(1, width - 2 - len(left) - len(right)) + right, no_wrap=True)
+        )
+        columns = self.session_list.columns()
+        self.query_one("#columns", Static).update(header_text(columns))
+        hints = [
+            "enter resume",
+            "esc quit",
+            "space preview",
+            "^A all",
+            "^W worktrees",
+            "^B branch",
+            "^R rename",
+            "^T tag",
+        ]
+        line = ""
+        for hint in hints:
+            candidate = f"{line}  {hint}" if line else hint
+            if len(candidate) > width - 2:
+                break
+            line = candidate
+        self.query_one("#hints", Static).update(Text(line, no_wrap=True))
+
+    def highlight_changed(self) -> None:
+        self.update_chrome()
+        if self.preview_shown:
+            self.show_preview()
+
+    # ----------------------------------------------------------------- preview
+    def show_preview(self) -> None:
+        row = self.session_list.current
+        pane = self.query_one("#preview", Static)
+        if row is None:
+            pane.update(Text("no session", style="dim"))
+            return
+        obj = self.session_list.objects.get(row.path)
+        if obj is None:
+            pane.update(Text(self.glyphs.ellipsis, style="dim"))
+            return
+        pane.update(self.preview_text(Preview(obj, note=self.glyphs.ellipsis)))
+        self.load_preview(obj, self.query_text.strip())
+
+    @work(exclusive=True, group="preview")
+    async def load_preview(self, obj: dict[str, Any], query: str) -> None:
+        path = obj["file_path"]
+
+        def job(index: Index) -> Preview:
+            try:
+                conv = index.conversation(path, include_archived=True)
+            except Exception as exc:  # noqa: BLE001 - a vanished or unreadable file
+                return Preview(obj, note=f"cannot read the transcript: {exc}")
+            messages = []
+            for item in conv.items[::-1]:
+                blocks = getattr(item, "blocks", None)
+                role = getattr(item, "role", "")
+                if not blocks or role not in ("user", "assistant"):
+                    continue
+                text = " ".join(b.text for b in blocks if b.kind == "text" and b.text.strip())
+                if text:
+                    messages.append((role, text))
+                if len(messages) >= PREVIEW_MESSAGES:
+                    break
+            return Preview(obj, messages=messages[::-1])
+
+        await asyncio.sleep(0.05)  # holding ↓ must not read every transcript on the way
+        preview = await asyncio.wrap_future(self.source.submit(job))
+        current = self.session_list.current
+        if self.preview_shown and current is not None and current.path == path:
+            self.query_one("#preview", Static).update(self.preview_text(preview, query))
+
+    def preview_text(self, preview: Preview, query: str = "") -> Text:
+        obj = preview.session
+        ascii_only = self.glyphs is not UNICODE
+        text = Text(no_wrap=False)
+
+        def line(label: str, value: Any) -> None:
+            if value:
+                text.append(f"{label:<8}", style="bold")
+                text.append(clean(value, ascii_only=ascii_only) + "\n")
+
+        text.append(clean(obj.get("title"), ascii_only=ascii_only) + "\n", style="bold")
+        line("id", obj.get("session_id"))
+        room = max(20, (self.size.width or 80) - 12)
+        line("cwd", fit(clean(short_path(obj.get("cwd"))), room, self.glyphs, left=True))
+        branches = obj.get("branches") or []
+        line("branch", ", ".join(str(b) for b in branches) or obj.get("git_branch"))
+        for pr in (obj.get("pr_links") or [])[:3]:
+            line("PR", pr.get("url"))
+        line("tag", obj.get("tag") and "#" + str(obj["tag"]))
+        line("first", obj.get("first_prompt"))
+        snippet = obj.get("snippet")
+        if snippet and query:
+            text.append(f"{'match':<8}", style="bold")
+            text.append_text(marked_snippet(snippet, ascii_only=ascii_only))
+            text.append("\n")
+        for role, message in preview.messages:
+            text.append(f"{role:<10}", style="bold" if role == "user" else "italic")
+            text.append(fit(clean(message, ascii_only=ascii_only), PREVIEW_CHARS, self.glyphs))
+            text.append("\n")
+        if preview.note:
+            text.append(clean(preview.note, ascii_only=ascii_only), style="dim")
+        return text
+
+    # ----------------------------------------------------------------- actions
+    def action_move(self, delta: int) -> None:
+        self.session_list.move(delta)
+        self._maybe_more()
+
+    def action_page(self, direction: int) -> None:
+        self.session_list.move(direction * self.session_list.page())
+        self._maybe_more()
+
+    def _maybe_more(self) -> None:
+        """Near the end of a full search page: ask for the next page."""
+        rows = self.session_list.rows
+        if self.query_text.strip() and not self.search_complete:
+            if self.session_list.cursor >= len(rows) - self.session_list.page():
+                self.search_limit += PAGE * 2
+                self.search_complete = True  # one request at a time
+                current = self.session_list.current
+                self.start_load(current.path if current else None, live=True)
+
+    def action_choose(self) -> None:
+        if self.painted_generation < self.generation and not self.error:
+            # typed, then Enter at once: choose from the answer to what was typed
+            self.choose_when_loaded = True
+            return
+        self.choose_when_loaded = False
+        row = self.session_list.current
+        if row is None:
+            return
+        obj = self.session_list.objects.get(row.path)
+        if obj is None:
+            return  # its object is on the way; Enter again
+        if obj.get("resume_command") is None:
+            self.notify(
+                f"archived: restore it first (sessiondex restore {clean(obj['session_id'])})",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.app.exit(obj)
+
+    def action_escape(self) -> None:
+        box = self.query_one(QueryBox)
+        if box.value:
+            box.value = ""
+            box.focus()
+        else:
+            self.app.exit(None)
+
+    def action_leave(self) -> None:
+        self.app.exit(None)
+
+    def action_toggle_scope(self, scope: str) -> None:
+        self.scope = scope if self.scope != scope else self.base_scope
+        if self.scope == scope == self.base_scope:
+            self.scope = "worktree"
+        self._reload_keeping()
+
+    def action_toggle_branch(self) -> None:
+        self.current_branch = not self.current_branch
+        self._reload_keeping()
+
+    def _reload_keeping(self) -> None:
+        row = self.session_list.current
+        self.search_limit = PAGE
+        self.start_load(row.path if row else None)
+
+    def action_toggle_preview(self) -> None:
+        self.preview_shown = not self.preview_shown
+        self.query_one("#preview", Static).set_class(self.preview_shown, "shown")
+        if self.preview_shown:
+            self.show_preview()
+        self.call_after_refresh(self.session_list.scroll_to_cursor)
+
+    def action_right(self) -> None:
+        row = self.session_list.current
+        if row is not None and row.forks and not row.expanded and self.listing is not None:
+            self.expanded.add(row.session_id)
+            self._regroup(row.path)
+        else:
+            self.action_toggle_preview()
+
+    def action_left(self) -> None:
+        row = self.session_list.current
+        if row is None or self.listing is None:
+            if self.preview_shown:
+                self.action_toggle_preview()
+            return
+        if row.expanded:
+            self.expanded.discard(row.session_id)
+            self._regroup(row.path)
+        elif row.depth:
+            origin = self.listing.origin_of(row.path)
+            target = next((r for r in self.session_list.rows if r.session_id == origin), None)
+            if origin and target is not None:
+                self.expanded.discard(origin)
+                self._regroup(target.path)
+        elif self.preview_shown:
+            self.action_toggle_preview()
+
+    def _regroup(self, keep: str) -> None:
+        """Expand or collapse on the UI thread: the order is already here."""
+        assert self.listing is not None
+        rows = self.listing.rows(self.expanded)
+        self.session_list.set_rows(rows, position(rows, keep))
+        self.highlight_changed()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.glyphs))
+
+    def focus_query(self) -> None:
+        self.query_one(QueryBox).focus()
+
+    def type_into_query(self, character: str) -> None:
+        box = self.query_one(QueryBox)
+        box.focus()
+        box.insert_text_at_cursor(character)
+
+    def backspace_query(self) -> None:
+        box = self.query_one(QueryBox)
+        box.focus()
+        box.action_end()
+        box.action_delete_left()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id != "query" or event.value == self.query_text:
+            return  # (the box reports its initial --query too: already loaded)
+        self.query_text = event.value
+        self.search_limit = PAGE
+        self.start_load(keep=None)
+
+    def action_rename(self) -> None:
+        obj = self._current_object()
+        if obj is None:
+            return
+        path = obj["file_path"]
+
+        def done(name: str | None) -> None:
+            if name is not None and name.strip():
+                self.mutate(lambda index: index.rename(path, name.strip()), path, "renamed")
+
+        current = obj.get("custom_title") or obj.get("title") or ""
+        self.app.push_screen(TextPrompt("Rename session", clean(current)), done)
+
+    def action_tag(self) -> None:
+        obj = self._current_object()
+        if obj is None:
+            return
+        path = obj["file_path"]
+
+        def done(tag: str | None) -> None:
+            if tag is None:
+                return
+            if tag.strip():
+                self.mutate(lambda index: index.tag(path, tag.strip()), path, "tagged")
+            elif obj.get("tag"):
+                self.mutate(lambda index: index.untag(path), path, "tag cleared")
+
+        self.app.push_screen(
+            TextPrompt(
+                "Tag session", clean(obj.get("tag")), "Enter to save (empty clears), Esc to cancel"
+            ),
+            done,
+        )
+
+    def _current_object(self) -> dict[str, Any] | None:
+        row = self.session_list.current
+        return self.session_list.objects.get(row.path) if row else None
+
+    @work(group="mutate")
+    async def mutate(self, action: Callable[[Index], Any], path: str, done: str) -> None:
+        try:
+            await asyncio.wrap_future(self.source.submit(action))
+        except Exception as exc:  # noqa: BLE001 - NotFound, a refused name, a vanished file
+            self.notify(clean(str(exc)), severity="error", markup=False)
+            return
+        self.notify(done, markup=False)
+        self.start_load(path, live=True)
+
+
+class PickerApp(App[dict[str, Any] | None]):
+    """The picker as an app: returns the chosen session object, or None.
+
+    ``clock`` gives "now" for relative times (tests pin it); ``live_interval`` is how
+    often the index is checked for changes (None: never, for tests that drive it);
+    ``refresh`` False answers from the index as it is (``--no-refresh``); ``initial``
+    is the first load, already asked for (:func:`sessiondex.picker.prefetch`).
+    """
+
+    ENABLE_COMMAND_PALETTE = False
+    TITLE = "sessiondex pick"
+
+    def __init__(
+        self,
+        source: Source,
+        options: PickerOptions,
+        *,
+        clock: Callable[[], float] = time.time,
+        glyphs: Glyphs = UNICODE,
+        live_interval: float | None = 2.0,
+        refresh: bool = True,
+        initial: Future[Loaded] | None = None,
+    ) -> None:
+        super().__init__()
+        self.initial = initial
+        self.source = source
+        self.options = options
+        self.clock = clock
+        self.glyphs = glyphs
+        self.live_interval = live_interval
+        self.refresh_index = refresh
+        self.picker = PickerScreen(options, clock=clock, glyphs=glyphs)
+        self._freshness: Freshness | None = None
+
+    def get_default_screen(self) -> Screen[Any]:
+        return self.picker
+
+    def on_mount(self) -> None:
+        if self.live_interval is not None:
+            loop = asyncio.get_running_loop()
+
+            def changed() -> None:  # on the freshness thread
+                loop.call_soon_threadsafe(self.picker.reload_live)
+
+            def failed(message: str) -> None:
+                loop.call_soon_threadsafe(self._warn, message)
+
+            self._freshness = Freshness(
+                self.source, self.live_interval, changed, failed, refresh=self.refresh_index
+            )
+            self._freshness.start()
+
+    def _warn(self, message: str) -> None:
+        self.notify(clean(message), severity="warning", markup=False)
+
+    def on_unmount(self) -> None:
+        if self._freshness is not None:
+            self._freshness.stop()

@@ -1,0 +1,173 @@
+"""The picker's connection to the index: every query on one thread, off the UI thread.
+
+A SQLite handle belongs to the thread that opened it, and the UI must never wait on a
+query while a key is pressed. So the picker talks to :class:`sessiondex.Index` only
+through :meth:`Source.submit`, which runs a function on one worker thread that holds an
+``Index(refresh=False)``: queries are serialized, a pending one can be cancelled before
+it starts (the search worker does so for every superseded keystroke), and the UI awaits
+the result.
+
+Keeping the index live while the picker is open is :class:`Freshness`'s job, on a thread
+of its own with its own ``Index``: with a ``watch`` running it only notices that the
+database changed; without one it runs the cheap incremental refresh every few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from sessiondex.index import Index
+
+T = TypeVar("T")
+WATCH_POLL = 0.5  # seconds between looks at the database while a watcher keeps it live
+
+
+class Interrupted(Exception):
+    """A search stopped by :meth:`Source.interrupt` (a newer keystroke superseded it)."""
+
+
+class Source:
+    """One ``Index`` on one thread; ``submit`` a function of it, get a future."""
+
+    def __init__(self, db_path: Path, config_dirs: Sequence[Path]) -> None:
+        self.db_path = Path(db_path)
+        self.config_dirs = list(config_dirs)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-pick")
+        self._index: Index | None = None
+        self._interruptible = False
+
+    def open_index(self, *, refresh: bool = False) -> Index:
+        """A new ``Index`` on the same database and config dirs (for another thread)."""
+        from sessiondex.index import Index
+
+        return Index(self.db_path, self.config_dirs, refresh=refresh)
+
+    def submit(self, job: Callable[[Index], T], *, interruptible: bool = False) -> Future[T]:
+        """Run ``job(index)`` on the index thread. An ``interruptible`` job (a search)
+        may be stopped mid-query by :meth:`interrupt`; it then raises
+        :class:`Interrupted`."""
+        return self._executor.submit(self._run, job, interruptible)
+
+    def _run(self, job: Callable[[Index], T], interruptible: bool) -> T:
+        if self._index is None:
+            self._index = self.open_index()
+        self._interruptible = interruptible
+        try:
+            return job(self._index)
+        except sqlite3.OperationalError as exc:
+            if interruptible and "interrupt" in str(exc):
+                raise Interrupted() from None
+            raise
+        finally:
+            self._interruptible = False
+
+    def interrupt(self) -> None:
+        """Stop the running job if it is interruptible (called from the UI thread)."""
+        if self._interruptible and self._index is not None:
+            self._index.interrupt()
+
+    def close(self) -> None:
+        """Finish the running query, drop the pending ones, close the handle."""
+
+        def close_index(index: Index) -> None:
+            index.close()
+
+        if self._index is not None:
+            try:
+                self.submit(close_index).result(timeout=10)
+            except Exception:  # noqa: BLE001 - closing must not fail the exit
+                pass
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def database_signature(db_path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """(mtime, size) of the database and its WAL: any commit by another process (a
+    ``watch``) changes one of them, and a ``stat`` is all it costs to look."""
+    out: list[tuple[int, int] | None] = []
+    for path in (db_path, Path(f"{db_path}-wal")):
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+class Freshness:
+    """Calls ``on_change`` (from its own thread) whenever the index changed.
+
+    When a ``watch`` keeps the index live, compare the database's
+    :func:`database_signature` every ``WATCH_POLL`` seconds; otherwise, every
+    ``interval`` seconds, run ``Index.refresh()`` (the same
+    stat-first incremental pass every command runs) and report it when it read anything.
+    The first round runs at once, so a picker opened on a stale index paints first and
+    catches up right after. ``on_error`` gets the first failure of a kind (a busy or
+    read-only database); the loop goes on.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        interval: float,
+        on_change: Callable[[], None],
+        on_error: Callable[[str], None],
+        *,
+        refresh: bool = True,
+    ) -> None:
+        self.source = source
+        self.interval = interval
+        self.on_change = on_change
+        self.on_error = on_error
+        self.refresh = refresh
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="sessiondex-pick-live", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)  # a daemon: a long refresh may finish alone
+
+    def _loop(self) -> None:
+        index = self.source.open_index(refresh=self.refresh)
+        seen = database_signature(self.source.db_path)
+        errors: set[str] = set()
+        try:
+            while not self._stop.is_set():
+                changed = watching = False
+                try:
+                    watching = index.watcher_alive()
+                    if self.refresh and not watching:
+                        # A refresh writes its bookkeeping even when no file changed:
+                        # what it read says whether sessions did.
+                        stats = index.refresh()
+                        changed = bool(stats.new + stats.grown + stats.rewritten + stats.removed)
+                        seen = database_signature(self.source.db_path)
+                    else:
+                        now = database_signature(self.source.db_path)
+                        changed, seen = now != seen, now
+                except Exception as exc:  # noqa: BLE001 - reported, then retried
+                    kind = type(exc).__name__
+                    if kind not in errors:
+                        errors.add(kind)
+                        self.on_error(f"could not refresh the index: {exc}")
+                if changed and not self._stop.is_set():
+                    try:
+                        self.on_change()
+                    except RuntimeError:  # the UI's loop has closed: we are done
+                        return
+                # A stat is cheap: with a watcher, look more often than we would refresh.
+                self._stop.wait(self.interval if self.refresh and not watching else WATCH_POLL)
+        finally:
+            index.close()

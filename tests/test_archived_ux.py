@@ -1,0 +1,122 @@
+"""Archived sessions (``cleanup --apply --archive``) are counted, shown, marked and
+readable, and never offered a resume command that cannot work (issue 16 item 4)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree
+
+CWD = "/w/app"
+
+
+class Archived:
+    """Two expired sessions archived by cleanup (one with a subagent), one live."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        self.archive_dir = base / "archive"
+        old = time.time() - 60 * 86400
+        first = self.tree.session(cwd=CWD)
+        first.user("plan the zebra migration")
+        turn = first.assistant("delegating", tool_uses=[("Task", {"prompt": "survey"})])
+        sub = first.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+        sub.user("survey the zebra tables")
+        sub.assistant("three tables")
+        first.tool_result(turn.tool_use_ids[0], "three tables")
+        first.meta("custom-title", customTitle="Zebra migration")
+        first.write(mtime=old)
+        second = self.tree.session(cwd=CWD)
+        second.user("zebra cleanup")
+        second.assistant("done")
+        second.write(mtime=old - 10)
+        live = self.tree.session(cwd=CWD)
+        live.user("zebra today")
+        live.assistant("sure")
+        live.write(mtime=time.time() - 3600)
+        self.first, self.second, self.live = first, second, live
+        self.cleanup = self.run("cleanup", "--apply", "--archive", str(self.archive_dir))
+
+    def run(self, *args: str) -> Any:
+        base = ["--config-dir", str(self.tree.root), "--db", str(self.db)]
+        return CliRunner().invoke(cli, [*base, *args, "--cwd", CWD])
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Archived:
+    return Archived(tmp_path_factory.mktemp("archived"))
+
+
+def test_cleanup_counts_what_it_archived(world: Archived) -> None:
+    assert world.cleanup.exit_code == 0, world.cleanup.output
+    last = world.cleanup.stdout.strip().splitlines()[-1]
+    assert last.startswith("2 session(s) deleted (")
+    assert "all archived first; 0 skipped; 0 failed." in last
+    assert "skipped or archived" not in world.cleanup.stdout
+
+
+def test_list_marks_archived_rows_and_offers_no_resume_command(world: Archived) -> None:
+    table = world.run("list", "--include-archived").stdout
+    rows = {line.split()[-1]: line for line in table.splitlines()[1:]}
+    assert rows[world.first.session_id[:8]].startswith("[archived] Zebra migration")
+    assert "[archived]" not in rows[world.live.session_id[:8]]
+    objects = json.loads(world.run("list", "--include-archived", "--json").stdout)
+    commands = {o["session_id"]: o["resume_command"] for o in objects}
+    assert commands[world.first.session_id] is None
+    assert commands[world.second.session_id] is None
+    assert "claude --resume" in commands[world.live.session_id]
+    assert world.first.session_id not in world.run("list").stdout
+
+
+def test_resolve_says_how_to_get_it_back(world: Archived) -> None:
+    result = world.run("resolve", world.first.session_id, "--include-archived")
+    assert result.exit_code == 0, result.output
+    assert "claude --resume" not in result.stdout
+    assert f"run `sessiondex restore {world.first.session_id}` first" in result.stdout
+    obj = json.loads(
+        world.run("resolve", world.first.session_id, "--include-archived", "--json").stdout
+    )
+    assert obj["resume_command"] is None
+
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_resume_of_an_archived_session_points_to_restore(
+    world: Archived, dry_run: list[str]
+) -> None:
+    result = world.run("resume", "Zebra migration", *dry_run)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "archived in " in result.stderr
+    assert f"run `sessiondex restore {world.first.session_id}` first" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_show_reads_an_archived_session_from_its_archive(
+    world: Archived, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    hint = world.run("show", world.first.session_id)
+    assert hint.exit_code == 1 and "add --include-archived to read it" in hint.stderr
+    result = world.run("show", world.first.session_id, "--include-archived", "--subagents")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "plan the zebra migration" in text and "survey the zebra tables" in text
+    assert f"archived: {world.archive_dir}" in text
+    assert f"sessiondex restore {world.first.session_id}" in text
+    as_json = world.run("show", world.first.session_id, "--include-archived", "--format", "json")
+    chain = [r["uuid"] for r in world.first.records if r.get("type") in ("user", "assistant")]
+    assert [m["uuid"] for m in json.loads(as_json.stdout)] == chain
+    exported = world.run("export", "Zebra migration", "--include-archived", "-o", "-")
+    assert exported.exit_code == 0 and "# Zebra migration" in exported.stdout
+    assert not list(tmp_path.iterdir())  # the unpacked copy is gone

@@ -1,0 +1,249 @@
+"""list and its tables: --limit is a prefix of the full list, hidden-tagged sessions,
+the project column, and column widths on a narrow terminal (issue 16 items 5-8)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex import Index
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree
+
+T0 = 1_790_000_000
+
+
+def _session(
+    tree: ConfigTree,
+    cwd: str,
+    name: str,
+    mtime: float,
+    *,
+    fork_of: str | None = None,
+    tag: str | None = None,
+    branch: str = "main",
+) -> str:
+    s = tree.session(cwd=cwd, git_branch=branch)
+    extra: dict[str, Any] = {}
+    if fork_of:
+        extra["forkedFrom"] = {"sessionId": fork_of, "messageUuid": "m"}
+    s.user(f"prompt for {name}", **extra)
+    s.assistant(f"answer for {name}", **extra)
+    s.meta("custom-title", customTitle=name)
+    if tag:
+        s.meta("tag", tag=tag)
+    s.write(mtime=mtime)
+    return s.session_id
+
+
+class Forks:
+    """Forks placed every way the cut can get wrong: an old fork of the newest session,
+    a recent fork of an old session, a fork of a fork, a fork cycle, a fork whose
+    origin is out of scope (another project)."""
+
+    def __init__(self, base: Path) -> None:
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        tree, cwd = self.tree, "/w/app"
+        self.ids: dict[str, str] = {}
+        add = self.ids.__setitem__
+        add("origin", _session(tree, cwd, "origin", T0 + 100))
+        add("old fork", _session(tree, cwd, "old fork", T0 + 10, fork_of=self.ids["origin"]))
+        add("middle", _session(tree, cwd, "middle", T0 + 90))
+        add("old origin", _session(tree, cwd, "old origin", T0 + 5))
+        add(
+            "recent fork",
+            _session(tree, cwd, "recent fork", T0 + 95, fork_of=self.ids["old origin"]),
+        )
+        add(
+            "fork of fork",
+            _session(tree, cwd, "fork of fork", T0 + 1, fork_of=self.ids["recent fork"]),
+        )
+        add("elsewhere", _session(tree, "/w/other", "elsewhere", T0 + 80))
+        add(
+            "fork of elsewhere",
+            _session(tree, cwd, "fork of elsewhere", T0 + 85, fork_of=self.ids["elsewhere"]),
+        )
+        add("plain", _session(tree, cwd, "plain", T0 + 50))
+        # A cycle: neither is a top of the list; place_forks puts them last.
+        a = "c1c1c1c1-0000-4000-8000-000000000001"
+        b = "c2c2c2c2-0000-4000-8000-000000000002"
+        for sid, other, when in ((a, b, T0 + 70), (b, a, T0 + 60)):
+            s = tree.session(cwd=cwd, session_id=sid)
+            s.user("cycle", forkedFrom={"sessionId": other, "messageUuid": "m"})
+            s.write(mtime=when)
+
+
+@pytest.fixture(scope="module")
+def forks(tmp_path_factory: pytest.TempPathFactory) -> Forks:
+    return Forks(tmp_path_factory.mktemp("forks"))
+
+
+@pytest.mark.parametrize(("scope", "cwd"), [("worktree", "/w/app"), ("all", "/w/app")])
+def test_limit_is_a_prefix_of_the_full_list(forks: Forks, scope: str, cwd: str) -> None:
+    with Index(forks.db, [forks.tree.root]) as index:
+        full = [s["session_id"] for s in index.list(scope=scope, cwd=cwd)]
+        assert len(full) >= 9
+        for n in range(1, len(full) + 2):
+            limited = [s["session_id"] for s in index.list(scope=scope, cwd=cwd, limit=n)]
+            assert limited == full[:n], n
+
+
+def test_limit_keeps_the_fork_the_full_list_shows_second(forks: Forks) -> None:
+    """The issue's case: the newest session's fork is old, yet second in the list."""
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(forks.tree.root), "--db", str(forks.db)]
+        + ["list", "--limit", "2", "--json", "--cwd", "/w/app"],
+    )
+    assert result.exit_code == 0, result.output
+    ids = [row["session_id"] for row in json.loads(result.stdout)]
+    assert ids == [forks.ids["origin"], forks.ids["old fork"]]
+
+
+class Hidden:
+    """Two sessions about the same thing, one tagged __hidden (the soft delete)."""
+
+    def __init__(self, base: Path) -> None:
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        self.shown = _session(self.tree, "/w/app", "wombat one", T0 + 10)
+        s = self.tree.session(cwd="/w/app")
+        s.user("wombat two, see https://github.com/acme/app/pull/3")
+        s.pr_link(number=3, url="https://github.com/acme/app/pull/3", repository="acme/app")
+        s.meta("tag", tag="__hidden")
+        s.write(mtime=T0 + 20)
+        self.hidden = s.session_id
+        s = self.tree.session(cwd="/w/app")
+        s.user("wombat three, see https://github.com/acme/app/pull/3")
+        s.pr_link(number=3, url="https://github.com/acme/app/pull/3", repository="acme/app")
+        s.write(mtime=T0 + 5)
+
+    def ids(self, *args: str) -> list[str]:
+        result = CliRunner().invoke(
+            cli,
+            ["--config-dir", str(self.tree.root), "--db", str(self.db), *args]
+            + ["--json", "--cwd", "/w/app"],
+        )
+        assert result.exit_code == 0, result.output
+        return [row["session_id"] for row in json.loads(result.stdout)]
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> Hidden:
+    return Hidden(tmp_path_factory.mktemp("hidden"))
+
+
+@pytest.mark.parametrize("command", [["list"], ["search", "wombat"], ["from-pr", "3"]])
+@pytest.mark.parametrize(
+    ("flags", "shown"), [([], False), (["--include-hidden"], True), (["--all-kinds"], True)]
+)
+def test_hidden_tag_leaves_a_session_out(
+    hidden: Hidden, command: list[str], flags: list[str], shown: bool
+) -> None:
+    ids = hidden.ids(*command, *flags)
+    assert ids and (hidden.hidden in ids) is shown
+
+
+def test_a_hidden_session_still_resolves_and_untag_brings_it_back(
+    hidden: Hidden, tmp_path: Path
+) -> None:
+    import shutil
+
+    root = tmp_path / "claude"
+    shutil.copytree(hidden.tree.root, root)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    runner = CliRunner()
+    found = runner.invoke(cli, [*base, "resolve", hidden.hidden, "--json"])
+    assert json.loads(found.stdout)["tag"] == "__hidden"
+    assert runner.invoke(cli, [*base, "untag", hidden.hidden]).exit_code == 0
+    listed = runner.invoke(cli, [*base, "list", "--json", "--cwd", "/w/app"])
+    assert hidden.hidden in [row["session_id"] for row in json.loads(listed.stdout)]
+
+
+def test_tagging_hidden_says_what_it_does(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    sid = _session(tree, "/w/app", "scratch", T0)
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), "tag", sid, "__hidden"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Hidden from list, search and pick" in result.stdout
+
+
+class TwoRepos:
+    """Two repositories under HOME with "auth-refactor" sessions (two in one of them),
+    and a session with a 270-character branch name and directory."""
+
+    def __init__(self, base: Path, home: Path) -> None:
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        self.home = home
+        self.shop = _session(self.tree, f"{home}/src/shop", "auth-refactor", T0 + 20)
+        self.blog = _session(self.tree, f"{home}/src/blog", "auth-refactor", T0 + 10)
+        self.twin = _session(self.tree, f"{home}/src/shop", "auth-refactor", T0 + 15)
+        deep = "/srv/" + "/".join(["deeply-nested-folder"] * 13) + "/service"
+        self.long = _session(
+            self.tree,
+            deep,
+            "Investigate the flaky checkout integration test on CI",
+            T0,
+            branch="feature/" + "x" * 262,
+        )
+
+    def run(self, *args: str, columns: int = 120) -> Any:
+        return CliRunner().invoke(
+            cli,
+            ["--config-dir", str(self.tree.root), "--db", str(self.db), *args],
+            env={"COLUMNS": str(columns), "HOME": str(self.home)},
+        )
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory: pytest.TempPathFactory) -> TwoRepos:
+    base = tmp_path_factory.mktemp("repos")
+    return TwoRepos(base, base / "home")
+
+
+def _cells(table: str, column: str) -> list[str]:
+    """The (stripped) cells of one column of a printed table."""
+    lines = table.splitlines()
+    header = lines[0]
+    start = header.index(column)
+    nxt = min((header.index(h) for h in header[start:].split()[1:2]), default=len(header))
+    return [line[start:nxt].strip() for line in lines[1:]]
+
+
+def test_scope_all_shows_the_project_of_each_row(repos: TwoRepos) -> None:
+    result = repos.run("list", "--scope", "all")
+    assert result.exit_code == 0, result.output
+    projects = _cells(result.stdout, "project")
+    assert projects[:3] == ["~/src/shop", "~/src/shop", "~/src/blog"]  # the auth-refactors
+    assert projects[3].startswith("…") and projects[3].endswith("/service")
+    here = repos.run("list", "--cwd", f"{repos.home}/src/shop")
+    assert "project" not in here.stdout.splitlines()[0]  # worktree scope: one project
+
+
+def test_ambiguous_candidates_show_their_project(repos: TwoRepos) -> None:
+    result = repos.run("resolve", "auth-refactor", "--cwd", f"{repos.home}/src/shop")
+    assert result.exit_code == 3, result.output
+    assert _cells(result.stdout, "project") == ["~/src/shop", "~/src/shop"]
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
+    repos: TwoRepos, columns: int
+) -> None:
+    lines = repos.run("list", "--scope", "all", columns=columns).stdout.splitlines()
+    assert all(len(line) <= columns for line in lines)
+    row = next(line for line in lines if line.startswith("Investigate"))
+    title = _cells("\n".join([lines[0], row]), "title")[0]
+    branch = _cells("\n".join([lines[0], row]), "branch")[0]
+    project = _cells("\n".join([lines[0], row]), "project")[0]
+    assert len(title) >= max(len(branch), len(project), 22)
+    assert branch.startswith("feat") and project.endswith("ice")

@@ -1,0 +1,561 @@
+"""`sessiondex pick`: every key on a fixture tree, headless (Textual's ``run_test``).
+
+The tree (tests/picker_world.py) has a repository with two worktrees and a second
+project; the clock is pinned so relative times are the same every day.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from sessiondex.index import Index
+from sessiondex.picker.app import PickerApp
+from sessiondex.picker.model import Listing, PickerOptions
+from sessiondex.picker.rows import ASCII, clean, glyphs_for, marked_snippet, markers
+from tests.builders import ConfigTree, append_records
+from tests.picker_world import HOSTILE, NOW, PR_URL, PickerWorld, drive, settle, titles
+
+pytest.importorskip("textual")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> PickerWorld:
+    # Under a fixed-looking home so the project column reads ~/… in screenshots.
+    return PickerWorld(tmp_path_factory.mktemp("picker"))
+
+
+def screen_text(app: PickerApp) -> str:
+    """What the screen shows, as text: the SVG export's console, recorded as text."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(
+        width=width, height=height, file=io.StringIO(), force_terminal=True, record=True
+    )
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text()
+
+
+async def press(app: PickerApp, pilot: Any, *keys: str) -> None:
+    await pilot.press(*keys)
+    await settle(app, pilot)
+
+
+# ----------------------------------------------------------------- keys
+def test_first_screen_lists_this_worktree_with_forks_folded(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        return titles(app), screen_text(app)
+
+    _, (shown, text) = drive(world, run)
+    # newest first (a fork group keeps its origin's place, as `list`); the fork folded
+    # under its origin; the -p session hidden
+    assert shown == ["Implement coupon codes", HOSTILE, "Auth refactor"]
+    assert "(+1 fork)" in text and "#review" in text
+    assert "3 sessions" in text
+
+
+def test_moving_choosing_and_leaving(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        moves = []
+        for key in ("down", "ctrl+n", "up", "ctrl+p", "pagedown", "pageup"):
+            await press(app, pilot, key)
+            moves.append(app.picker.session_list.cursor)
+        await press(app, pilot, "tab", "j")  # j/k move when the list has the focus
+        moves.append(app.picker.session_list.cursor)
+        await press(app, pilot, "k")
+        moves.append(app.picker.session_list.cursor)
+        await press(app, pilot, "enter")
+        return moves
+
+    chosen, moves = drive(world, run)
+    assert moves == [1, 2, 1, 0, 2, 0, 1, 0]
+    assert chosen["session_id"] == world.ids["coupons"]
+
+
+def test_escape_clears_the_query_then_leaves(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        narrowed = titles(app)  # started with --query coupon: searched once, at start
+        assert app.picker.generation == 1
+        await press(app, pilot, "escape")
+        cleared = (app.picker.query_text, len(titles(app)))
+        await press(app, pilot, "escape")
+        return narrowed, cleared
+
+    chosen, (narrowed, cleared) = drive(
+        world, run, options=PickerOptions(cwd=str(world.shop), query="coupon")
+    )
+    assert narrowed == ["Implement coupon codes"]
+    assert cleared == ("", 3)
+    assert chosen is None
+
+
+TYPED = [  # (query, scope, the sessions it must find; None: whatever Index.search finds)
+    ("websocket heartbeat", "worktree", ["auth"]),
+    ("auth", "worktree", None),
+    ("zephyrquartz", "all", ["ledger"]),
+]
+
+
+def test_typing_narrows_to_what_index_search_finds(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        shown = []
+        for query, scope, _ in TYPED:
+            if scope == "all" and app.picker.scope != "all":
+                await press(app, pilot, "ctrl+a")
+            await press(app, pilot, *["space" if ch == " " else ch for ch in query])
+            shown.append([r.session_id for r in app.picker.session_list.rows])
+            await press(app, pilot, "escape")
+        return shown
+
+    _, shown = drive(world, run)
+    with Index(world.db, [world.tree.root], refresh=False) as index:
+        for (query, scope, expected), got in zip(TYPED, shown):
+            found = index.search(query, cwd=str(world.shop), scope=scope, limit=50)
+            assert got == [o["session_id"] for o in found], query
+            if expected is not None:
+                assert got == [world.ids[name] for name in expected], query
+
+
+def test_pasting_a_pr_url_shows_the_linked_session_first(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        box = app.picker.query_one("#query")
+        box.insert_text_at_cursor(PR_URL + "/files")  # a paste lands as one insert
+        await settle(app, pilot)
+        return app.picker.session_list.rows[0].session_id
+
+    _, first = drive(world, run)
+    assert first == world.ids["auth"]
+
+
+def test_scope_keys(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        seen = {}
+        await press(app, pilot, "ctrl+w")
+        seen["repo"] = set(titles(app))
+        await press(app, pilot, "ctrl+w")
+        seen["back"] = set(titles(app))
+        await press(app, pilot, "ctrl+a")
+        seen["all"] = set(titles(app))
+        seen["project column"] = "project" in screen_text(app)
+        await press(app, pilot, "ctrl+a", "ctrl+b")
+        seen["branch"] = set(titles(app))
+        return seen
+
+    _, seen = drive(world, run)
+    assert seen["repo"] == {"Auth refactor", "Implement coupon codes", HOSTILE, "Billing cleanup"}
+    assert seen["back"] == {"Auth refactor", "Implement coupon codes", HOSTILE}
+    assert "Ledger reconciliation" in seen["all"]
+    assert seen["project column"]
+    # shop is on main: coupon codes (feature-x) is not
+    assert seen["branch"] == {"Auth refactor", HOSTILE}
+
+
+def test_forks_expand_and_collapse_and_the_preview_toggles(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        steps = []
+        await press(app, pilot, "tab", "down", "down", "right")  # expands the fork group
+        steps.append((titles(app)[2:], app.picker.preview_shown))
+        await press(app, pilot, "down", "left")  # on the fork: back to its origin, folded
+        steps.append((len(titles(app)), app.picker.session_list.cursor))
+        await press(app, pilot, "right", "right")  # expand, then (no folded forks) preview
+        steps.append(app.picker.preview_shown)
+        await press(app, pilot, "space")
+        steps.append(app.picker.preview_shown)
+        await press(app, pilot, "space")
+        await pilot.pause(0.2)
+        await settle(app, pilot)
+        steps.append(screen_text(app))
+        return steps
+
+    _, steps = drive(world, run)
+    assert steps[0] == (["Auth refactor", "Auth refactor (fork)"], False)
+    assert steps[1] == (3, 2)
+    assert steps[2] is True and steps[3] is False
+    preview = steps[4]
+    for expected in ("refactor the auth middleware", PR_URL, "websocket heartbeat", "main"):
+        assert expected in preview
+    assert str(world.shop.name) in preview
+
+
+def test_preview_marks_the_matching_words(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, *"heartbeat")
+        await press(app, pilot, "tab", "space")
+        await pilot.pause(0.2)
+        await settle(app, pilot)
+        return screen_text(app)
+
+    _, text = drive(world, run)
+    assert "match" in text and "heartbeat" in text and "\x02" not in text
+
+
+def test_help_shows_the_keys(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "question_mark")
+        shown = screen_text(app)
+        await press(app, pilot, "escape")
+        return shown, app.screen is app.picker
+
+    chosen, (shown, closed) = drive(world, run)
+    assert "Ctrl+R" in shown and "rename" in shown and "Esc" in shown
+    assert closed and chosen is None or closed
+
+
+def test_rename_writes_a_record_resolve_finds(tmp_path: Path) -> None:
+    world = PickerWorld(tmp_path)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+r")
+        prompt = app.screen.query_one("#prompt")
+        prompt.value = ""
+        await press(app, pilot, *"Coupons v2", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        renamed = titles(app)
+        await press(app, pilot, "ctrl+t", *"keep", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return renamed, app.picker.session_list.cursor
+
+    _, (renamed, cursor) = drive(world, run)
+    assert "Coupons v2" in renamed and cursor == renamed.index("Coupons v2")
+    with Index(world.db, [world.tree.root], refresh=False) as index:
+        found = index.resolve("coupons v2", cwd=str(world.shop))
+    assert found.session["session_id"] == world.ids["coupons"]
+    assert found.session["tag"] == "keep"
+    lines = world.paths["coupons"].read_text().splitlines()
+    assert '"customTitle":"Coupons v2"' in lines[-2] and '"tag":"keep"' in lines[-1]
+
+
+@pytest.mark.parametrize("watching", [False, True])
+def test_live_update_keeps_the_highlighted_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watching: bool
+) -> None:
+    """Without a watcher the picker refreshes the index itself; with one (simulated: the
+    test indexes the change as `watch` would) it notices the database changed."""
+    world = PickerWorld(tmp_path)
+    if watching:
+        monkeypatch.setattr(Index, "watcher_alive", lambda self: True)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        before = app.picker.session_list.current  # "Implement coupon codes", first row
+        # another session gets a new prompt and a new name elsewhere: it becomes the
+        # newest, and the highlighted one moves down a row
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 60))
+        append_records(
+            world.paths["auth"],
+            [
+                {
+                    "parentUuid": None,
+                    "isSidechain": False,
+                    "type": "user",
+                    "message": {"role": "user", "content": "one more thing"},
+                    "uuid": "7e57a11c-0000-4000-8000-000000000001",
+                    "timestamp": stamp,
+                    "sessionId": world.ids["auth"],
+                    "cwd": str(world.shop),
+                },
+                {
+                    "type": "custom-title",
+                    "customTitle": "Auth, renamed elsewhere",
+                    "sessionId": world.ids["auth"],
+                },
+            ],
+            mtime=NOW - 60,
+        )
+        if watching:
+            world.refresh()
+        for _ in range(250):
+            await pilot.pause(0.02)
+            if "Auth, renamed elsewhere" in titles(app):
+                break
+        await settle(app, pilot)
+        return before, app.picker.session_list.current, titles(app)
+
+    _, (before, after, shown) = drive(world, run, live_interval=0.05)
+    assert shown[0] == "Auth, renamed elsewhere"
+    assert before is not None and after is not None and after.path == before.path
+    assert shown.index("Implement coupon codes") == 1
+
+
+# ----------------------------------------------------------------- screenshots
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_first_screen_snapshot(world: PickerWorld, size: tuple[int, int]) -> None:
+    """The first screen, as text, equals the stored one (SESSIONDEX_UPDATE_SNAPSHOTS=1
+    rewrites it); the pinned clock makes the relative times the same every day."""
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        return screen_text(app), app.export_screenshot()
+
+    _, (text, svg) = drive(world, run, size=size)
+    golden = SNAPSHOTS / f"pick-{size[0]}x{size[1]}.txt"
+    # File sizes hold the tmp path (every record has the cwd): the one unstable column.
+    stable = re.sub(r"\d+\.\d KB", "#.# KB", text)
+    if os.environ.get("SESSIONDEX_UPDATE_SNAPSHOTS"):
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(stable, encoding="utf-8")
+    assert stable == golden.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) == size[1] and all(len(line) <= size[0] for line in lines)
+    assert lines[0].startswith(" sessiondex pick · ") and lines[0].rstrip().endswith("? keys")
+    assert lines[2].split() == ["title", "activity", "branch", "size", "msgs"]
+    auth = next(line for line in lines if "Auth refactor" in line)
+    assert "(+1 fork)" in auth and "1d ago" in auth and "main" in auth
+    # untrusted text: no escape character or bidi override reaches the screen, and
+    # markup is shown as typed, not interpreted
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "[bold red]boom[/]" in text
+    assert "Auth&#160;refactor" in svg
+
+
+def test_a_latin1_terminal_without_colour(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NO_COLOR and a non-UTF-8 locale: ASCII glyphs and text, and the highlighted row
+    still stands out (reverse video, not a colour)."""
+    assert glyphs_for("ISO-8859-1") is ASCII and glyphs_for("utf-8") is not ASCII
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        first = app.picker.session_list.render_line(0)
+        return app.no_color, screen_text(app), [seg.style for seg in first if seg.text.strip()]
+
+    _, (no_color, text, styles) = drive(world, run, size=(80, 24), glyphs=ASCII)
+    body = "\n".join(text.splitlines()[2:-1])
+    assert no_color and body.isascii(), [ch for ch in body if not ch.isascii()]
+    assert styles and all(style is not None and style.reverse for style in styles)
+
+
+# ----------------------------------------------------------------- pure parts
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("a\nb\tc  d", "a b c d"),
+        ("\x1b[31mred\x1b[0m", "^[[31mred^[[0m"),  # visible, as `list` shows it
+        ("left\u202eright", "left<U+202E>right"),
+        ("café ✓", "café ✓"),
+        (None, ""),
+    ],
+)
+def test_clean(raw: Any, expected: str) -> None:
+    assert clean(raw) == expected
+
+
+def test_clean_ascii_only_folds_accents() -> None:
+    assert clean("café 日本", ascii_only=True) == "cafe ??"
+
+
+@pytest.mark.parametrize(
+    "snippet, plain, marked",
+    [
+        (
+            "…the \x02websocket\x03 \x02heartbeat\x03 keeps…",
+            "…the websocket heartbeat keeps…",
+            ["websocket", "heartbeat"],
+        ),
+        ("see [docs] about \x02auth\x03", "see [docs] about auth", ["auth"]),
+        ("\x02x\x1b]52\x03 y\nz", "x^[]52 y z", ["x^[]52"]),
+        ("no marks", "no marks", []),
+    ],
+)
+def test_marked_snippet(snippet: str, plain: str, marked: list[str]) -> None:
+    text = marked_snippet(snippet)
+    assert text.plain == plain
+    assert [text.plain[s.start : s.end] for s in text.spans] == marked
+
+
+@pytest.mark.parametrize(
+    "fields, expected",
+    [
+        ({"tag": "review"}, ["#review"]),
+        ({"entrypoint": "sdk-cli"}, ["-p"]),
+        ({"entrypoint": "sdk-py", "tag": "x\u202ey"}, ["#x<U+202E>y", "sdk"]),
+        ({"resume_command": None}, ["archived"]),
+        ({"entrypoint": "cli"}, []),
+    ],
+)
+def test_row_markers(fields: dict[str, Any], expected: list[str]) -> None:
+    obj = {"session_id": "s", "resume_command": "claude --resume s", **fields}
+    assert markers(obj) == expected
+
+
+def test_listing_groups_forks_under_their_origin() -> None:
+    order = [
+        {"file_path": "a", "session_id": "A", "forked_from_session": None},
+        {"file_path": "a1", "session_id": "A1", "forked_from_session": "A"},
+        {"file_path": "a11", "session_id": "A11", "forked_from_session": "A1"},
+        {"file_path": "b", "session_id": "B", "forked_from_session": "gone"},
+    ]
+    listing = Listing(order)
+    assert [r.session_id for r in listing.rows(set())] == ["A", "B"]
+    assert [(r.session_id, r.depth) for r in listing.rows({"A"})] == [
+        ("A", 0),
+        ("A1", 1),
+        ("B", 0),
+    ]
+    assert [r.depth for r in listing.rows({"A", "A1"})] == [0, 1, 2, 0]
+    cycle = [
+        {"file_path": "x", "session_id": "X", "forked_from_session": "Y"},
+        {"file_path": "y", "session_id": "Y", "forked_from_session": "X"},
+    ]
+    assert len(Listing(cycle).rows(set())) >= 1
+
+
+# ----------------------------------------------------------------- the command
+def test_pick_without_a_terminal_refuses_in_one_line(world: PickerWorld) -> None:
+    result = CliRunner().invoke(cli, ["--db", str(world.db), "pick"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "sessiondex list" in lines[0] and "terminal" in lines[0]
+
+
+@pytest.mark.parametrize("flags, field", [([], "resume_command"), (["--print-id"], "session_id")])
+def test_pick_prints_the_choice_of_another_project(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, flags: list[str], field: str
+) -> None:
+    """Choosing a session of another project prints the `cd … && claude --resume` line
+    `resume --dry-run` prints, or its ID alone."""
+    result = _pick_cli(world, monkeypatch, ["pick", "--cwd", str(world.shop), *flags])
+    assert result.exit_code == 0, result.output
+    with Index(world.db, [world.tree.root], refresh=False) as index:
+        ledger = index.resolve(str(world.paths["ledger"])).session
+    assert result.output.strip() == ledger[field]
+    if field == "resume_command":
+        base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+        dry = CliRunner().invoke(cli, [*base, "resume", "--dry-run", ledger["session_id"]])
+        assert result.output == dry.output and result.output.startswith(f"cd {world.api} && ")
+
+
+def test_leaving_the_picker_exits_1(world: PickerWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sessiondex.cli.pick_cmd as pick_cmd
+    import sessiondex.picker as picker
+
+    monkeypatch.setattr(pick_cmd, "has_terminal", lambda: True)
+    monkeypatch.setattr(picker, "run_picker", lambda *a, **k: None)
+    base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+    result = CliRunner().invoke(cli, [*base, "pick"])
+    assert result.exit_code == 1 and result.output == ""
+
+
+def test_choosing_in_the_app_returns_a_session_of_another_project(world: PickerWorld) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, *"zephyrquartz")
+        await press(app, pilot, "ctrl+a", "enter")
+        return None
+
+    chosen, _ = drive(world, run)
+    assert chosen["session_id"] == world.ids["ledger"]
+    config = f"CLAUDE_CONFIG_DIR={world.tree.root}"  # the tree is not ~/.claude
+    assert (
+        chosen["resume_command"]
+        == f"cd {world.api} && {config} claude --resume {world.ids['ledger']}"
+    )
+
+
+def test_a_stale_search_is_interrupted(world: PickerWorld) -> None:
+    """A new keystroke stops the query of the previous one instead of waiting for it."""
+    import threading
+
+    from sessiondex.picker.source import Interrupted, Source
+
+    started = threading.Event()
+
+    def endless(index: Index) -> Any:
+        started.set()
+        db = index.reader()
+        return db.execute(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1e10)"
+            " SELECT count(*) FROM c"
+        ).fetchone()
+
+    source = Source(world.db, [world.tree.root])
+    try:
+        future = source.submit(endless, interruptible=True)
+        assert started.wait(10)
+        time.sleep(0.05)
+        source.interrupt()
+        with pytest.raises(Interrupted):
+            future.result(timeout=10)
+        # the thread is free for the next query
+        assert source.submit(lambda index: len(index.list_order(scope="all"))).result(10) == 6
+    finally:
+        source.close()
+
+
+def _pick_cli(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, args: list[str], choice: str = "ledger"
+) -> Any:
+    """Run a CLI command with the picker replaced by its answer (the app is tested above)."""
+    import sessiondex.cli.pick_cmd as pick_cmd
+    import sessiondex.picker as picker
+
+    def fake_run(db_path: Path, roots: Any, options: PickerOptions, **kw: Any) -> Any:
+        assert options.cwd == os.path.abspath(world.shop)
+        with Index(db_path, roots, refresh=False) as index:
+            return index.resolve(str(world.paths[choice])).session
+
+    monkeypatch.setattr(pick_cmd, "has_terminal", lambda: True)
+    monkeypatch.setattr(picker, "run_picker", fake_run)
+    base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+    return CliRunner().invoke(cli, [*base, *args])
+
+
+@pytest.mark.parametrize("command", [["pick", "--exec"], ["resume"]])
+def test_exec_and_resume_without_arg_run_claude_in_the_session_directory(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    record = tmp_path / "claude-ran"
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$PWD $*" > {record}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    result = _pick_cli(world, monkeypatch, [*command, "--cwd", str(world.shop)])
+    assert result.exit_code == 0, result.output
+    assert record.read_text().split() == [str(world.api), "--resume", world.ids["ledger"]]
+
+
+def test_a_long_list_is_paged_from_the_index(tmp_path: Path) -> None:
+    """Rows for every session, objects only for those near the screen; moving down a
+    page at a time fetches the rest as they come into view."""
+    tree = ConfigTree(tmp_path / "claude")
+    cwd = tmp_path / "big"
+    cwd.mkdir()
+    count = 160
+    for n in range(count):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 3600 - n * 60))
+        session = tree.session(str(cwd), start=stamp)
+        session.user(f"task number {n}")
+        session.meta("custom-title", customTitle=f"Task {n:03d}")
+        session.write(mtime=NOW - 3600 - n * 60)
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as index:
+        index.refresh()
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        first = (len(app.picker.session_list.rows), len(app.picker.session_list.objects))
+        for _ in range(9):
+            await press(app, pilot, "pagedown")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return first, app.picker.session_list.current, titles(app)
+
+    world = PickerWorld.__new__(PickerWorld)  # an empty world around this tree
+    world.tree, world.db, world.shop = tree, db, cwd
+    _, (first, current, shown) = drive(world, run, size=(80, 24))
+    assert first[0] == count and first[1] < count  # never every object at once
+    assert current is not None and shown[-1] == f"Task {count - 1:03d}"
+    assert "?" not in shown[-20:]  # the rows on screen have their objects now

@@ -1,0 +1,440 @@
+"""Faults of the index file itself: damaged, read-only, disk full, busy.
+
+The index is derived and disposable (spec/semantics.md §5a): whatever its file holds,
+every command answers or says in one line what is wrong, never with a traceback.
+
+1. Damaged (issue 14 item 5): truncated to one page, random bytes, a text file, a bad
+   page under the sessions table or the full-text index, undecodable stored JSON. Every
+   command (reading, ``--no-refresh``, ``show``, a mutation, ``index``,
+   ``index --rebuild``, ``stats``) exits 0 with the right answer; the damaged file is
+   moved aside as ``index.db.corrupt-<timestamp>`` and one stderr line says so.
+2. Read-only file, read-only directory, disk full (item 6): ``--no-refresh`` reads work;
+   refreshing reads answer as the index is, with a note; writing commands exit 1 with
+   one line naming the index and "read-only"/"disk full" and, for a read-only index,
+   before the transcript is touched; once space returns the index catches up.
+   Root ignores permission bits, so read-only is made with ``chattr +i`` (skipped
+   where that is not possible); disk full with ``PRAGMA max_page_count``, which makes
+   SQLite fail exactly as on a full disk (SQLITE_FULL).
+3. Busy (item 4): a writing command waits for another process's write turn, says so
+   after ~2 s on a terminal, and succeeds; a refresh before a read waits a few seconds
+   and otherwise answers from the index as it is, with a note; a writer that waits too
+   long exits 1 with one line, the transcript untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import sessiondex.cli.app as app_module
+import sessiondex.index as index_module
+import sessiondex.indexer.db as db_module
+import sessiondex.indexer.meta as meta_module
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.lock import WriteTurn
+from tests.builders import ConfigTree, copy_fixtures
+from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
+
+CWD = "/srv/faults"
+WORD = "quokkaword"
+
+
+class World:
+    """A fixture tree plus one session of ours, indexed into ``db``."""
+
+    def __init__(self, base: Path) -> None:
+        self.root = copy_fixtures(base)
+        self.db = base / "index.db"
+        tree = ConfigTree(self.root)
+        s = tree.session(cwd=CWD)
+        s.user(f"the {WORD} needs feeding")
+        s.assistant("feeding it now")
+        s.meta("custom-title", customTitle="Quokka care")
+        s.write()
+        self.session = s
+        self.sid = s.session_id
+        assert self.run("index").exit_code == 0
+        self.expected = self.ids(self.run("list", "--scope", "all", "--all-kinds", "--json"))
+        settle(self.db)
+
+    def run(self, *args: str) -> Result:
+        return CliRunner().invoke(
+            cli, ["--config-dir", str(self.root), "--db", str(self.db), *args]
+        )
+
+    @staticmethod
+    def ids(result: Result) -> set[str]:
+        assert result.exit_code == 0, result.output
+        return {row["session_id"] for row in json.loads(result.stdout)}
+
+
+def settle(db: Path) -> None:
+    """Checkpoint the WAL into the file and drop the side files (as after a clean exit),
+    so that damage done to the file is all there is."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def error_line(result: Result) -> str:
+    """The one ``Error:`` line a failed command printed (notes may come before it)."""
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("Error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0], result.stderr
+    return errors[0]
+
+
+def no_traceback(result: Result) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------- 1. damaged
+def _root_page(db: Path, name: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(
+            conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", [name]).fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
+def damage(db: Path, kind: str) -> None:
+    data = db.read_bytes()
+    noise = random.Random(kind).randbytes
+    if kind == "truncated":
+        db.write_bytes(data[:4096])
+    elif kind == "random-bytes":
+        db.write_bytes(noise(len(data)))
+    elif kind == "text-file":
+        db.write_text("this is not a database, it is a note\n" * 200)
+    elif kind.startswith("bad-page:"):
+        page = _root_page(db, kind.split(":", 1)[1])
+        size = 4096
+        start = (page - 1) * size
+        db.write_bytes(data[:start] + noise(size) + data[start + size :])
+    elif kind == "undecodable-json":
+        conn = sqlite3.connect(db)
+        conn.execute("UPDATE sessions SET object_json = '{\"session_id\": ' || quote(id)")
+        conn.execute("UPDATE sessions SET object_json = x'ff00fe' WHERE id % 2 = 0")
+        conn.commit()
+        conn.close()
+    else:
+        raise AssertionError(kind)
+
+
+DAMAGES = [
+    "truncated",
+    "random-bytes",
+    "text-file",
+    "bad-page:sessions",
+    "bad-page:messages_fts_data",
+    "undecodable-json",
+]
+# Damage every command meets: the file does not open, or every answer reads the page.
+DAMAGES_EVERYONE_MEETS = {"truncated", "random-bytes", "text-file", "bad-page:sessions"}
+# A bad page in the full-text index is met by the commands that read or write it (a
+# mutation checks the whole index before it writes); a listing never reads it.
+MEETS_A_BAD_FTS_PAGE = {"search", "rename", "index --rebuild"}
+COMMANDS: dict[str, list[str]] = {
+    "list": ["list", "--scope", "all", "--all-kinds", "--json"],
+    "list --no-refresh": ["--no-refresh", "list", "--scope", "all", "--all-kinds", "--json"],
+    "search": ["search", WORD, "--scope", "all", "--json"],
+    "show": ["show", "{sid}", "--format", "json"],
+    "rename": ["rename", "{sid}", "Renamed after damage"],
+    "index": ["index", "--json"],
+    "index --rebuild": ["index", "--rebuild", "--json"],
+    "stats": ["stats", "--json"],
+}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, Any]:
+    """One indexed tree the reading commands share (they never change a transcript),
+    with the snapshot a rebuild of it gives."""
+    world = World(tmp_path_factory.mktemp("pristine"))
+    return world, rebuilt_snapshot([world.root], world.db.parent / "rebuilt.db")
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("kind", DAMAGES)
+def test_a_damaged_index_is_moved_aside_and_rebuilt(
+    pristine: tuple[World, Any], tmp_path: Path, kind: str, command: str
+) -> None:
+    if command == "rename":  # changes a transcript: a tree of its own
+        world = World(tmp_path)
+        expected = None
+    else:
+        shared, expected = pristine
+        world = World.__new__(World)
+        world.__dict__.update(shared.__dict__)
+        world.db = tmp_path / "index.db"
+        shutil.copyfile(shared.db, world.db)
+    damage(world.db, kind)
+    args = [a.format(sid=world.sid) for a in COMMANDS[command]]
+    result = world.run(*args)
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    moved = [
+        p for p in tmp_path.glob("index.db.corrupt-*") if not p.name.endswith(("-wal", "-shm"))
+    ]
+    notes = [line for line in result.stderr.splitlines() if "was damaged" in line]
+    touched = kind in DAMAGES_EVERYONE_MEETS or (
+        kind == "bad-page:messages_fts_data" and command in MEETS_A_BAD_FTS_PAGE
+    )
+    if touched:
+        assert len(moved) == 1 and len(notes) == 1, (moved, result.stderr)
+        assert str(world.db) in notes[0] and str(moved[0]) in notes[0]
+    else:  # rebuilt row by row, or never read by this answer (still right): not moved
+        assert moved == [] and notes == [], result.stderr
+    if command.startswith("list"):
+        assert World.ids(result) == world.expected
+    elif command == "search":
+        assert World.ids(result) == {world.sid}
+    elif command == "show":
+        assert "feeding" in result.stdout
+    elif command == "rename":
+        listed = world.run("--no-refresh", "resolve", world.sid, "--json")
+        assert json.loads(listed.stdout)["title"] == "Renamed after damage"
+    if kind == "undecodable-json" and command != "index --rebuild":
+        # The answers were right (objects rebuilt from their rows); the stored values
+        # stay as they are until a rebuild rewrites them.
+        assert world.run("index", "--rebuild").exit_code == 0
+    elif not touched:
+        return  # the bad page is still there, for the first command that reads it
+    # The index is whole again and equals one built from scratch.
+    db = open_db(world.db)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        check_fts_integrity(db)
+        if expected is None:
+            expected = rebuilt_snapshot([world.root], tmp_path / "rebuilt.db")
+        assert index_snapshot(db) == expected
+    finally:
+        db.close()
+
+
+def test_index_rebuild_works_whatever_the_file_holds(tmp_path: Path) -> None:
+    """A valid SQLite file of something else (a table named like ours, other columns)
+    cannot be migrated; ``index --rebuild`` moves it aside and builds anew."""
+    world = World(tmp_path)
+    world.db.unlink()
+    conn = sqlite3.connect(world.db)
+    conn.execute("CREATE TABLE files (name TEXT, owner TEXT)")
+    conn.execute("INSERT INTO files VALUES ('mine', 'someone')")
+    conn.commit()
+    conn.close()
+    result = world.run("index", "--rebuild")
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    (moved,) = (p for p in tmp_path.glob("index.db.corrupt-*") if not p.name.endswith("-wal"))
+    kept = sqlite3.connect(moved)
+    assert kept.execute("SELECT * FROM files").fetchall() == [("mine", "someone")]
+    kept.close()
+    assert World.ids(world.run("list", "--scope", "all", "--all-kinds", "--json")) == world.expected
+
+
+# ------------------------------------------------------- 2. read-only, disk full
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """Make ``path`` (a file or a directory) unwritable, even for root."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(mode & ~0o222)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(
+            f"running as root and chattr +i failed ({done.stderr!r}): cannot make {path} read-only"
+        )
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("what", ["file", "directory"])
+def test_a_read_only_index_still_answers_and_writers_say_so(tmp_path: Path, what: str) -> None:
+    base = tmp_path / "cache"
+    base.mkdir()
+    world = World(tmp_path)
+    shutil.move(str(world.db), base / "index.db")
+    world.db = base / "index.db"
+    before = world.session.path.read_bytes()
+    with read_only(world.db if what == "file" else base):
+        quiet = world.run("--no-refresh", "list", "--scope", "all", "--all-kinds", "--json")
+        no_traceback(quiet)
+        assert World.ids(quiet) == world.expected
+        refreshing = world.run("search", WORD, "--scope", "all", "--json")
+        no_traceback(refreshing)
+        assert World.ids(refreshing) == {world.sid}
+        assert "answering from it as it is" in refreshing.stderr
+        shown = world.run("show", world.sid)
+        no_traceback(shown)
+        assert shown.exit_code == 0 and "feeding" in shown.stdout
+        for args in (["rename", world.sid, "never written"], ["index"]):
+            refused = world.run(*args)
+            no_traceback(refused)
+            assert refused.exit_code == 1, refused.output
+            line = error_line(refused)
+            assert str(world.db) in line
+            assert "read-only" in line, line
+    assert world.session.path.read_bytes() == before  # refused before the transcript
+
+
+@pytest.fixture
+def disk(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """``disk["full"] = True``: every index opened from now on cannot grow (SQLITE_FULL)."""
+    state = {"full": False}
+    real = db_module.prepare
+
+    def prepare(db: Any) -> Any:
+        db = real(db)
+        if state["full"]:
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            db.execute(f"PRAGMA max_page_count = {pages}")
+        return db
+
+    monkeypatch.setattr(db_module, "prepare", prepare)
+    return state
+
+
+def test_disk_full_is_one_line_and_the_index_catches_up(
+    tmp_path: Path, disk: dict[str, bool]
+) -> None:
+    world = World(tmp_path)
+    # (a new ConfigTree would number its sessions from 1 again: an ID of our own)
+    big = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
+    for i in range(40):
+        big.user(f"bulky wombatword {i} " + "filler text " * 400)
+    big.write()
+    disk["full"] = True
+    for args in (["index"], ["rename", world.sid, "Renamed on a full disk"]):
+        result = world.run(*args)
+        no_traceback(result)
+        assert result.exit_code == 1, result.output
+        line = error_line(result)
+        assert str(world.db) in line and "disk is full" in line
+        db = open_db(world.db)
+        try:
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            check_fts_integrity(db)
+        finally:
+            db.close()
+    reading = world.run("list", "--scope", "all", "--all-kinds", "--json")
+    no_traceback(reading)
+    assert World.ids(reading) == world.expected  # as it was: the new session not yet in
+    assert "disk is full" in reading.stderr
+    disk["full"] = False
+    assert world.run("index").exit_code == 0
+    found = world.run("--no-refresh", "search", "wombatword", "--scope", "all", "--json")
+    assert World.ids(found) == {big.session_id}
+    resolved = json.loads(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
+    assert resolved["title"] == "Renamed on a full disk"  # the transcript had it
+    db = open_db(world.db)
+    try:
+        assert index_snapshot(db) == rebuilt_snapshot([world.root], tmp_path / "rebuilt.db")
+    finally:
+        db.close()
+
+
+# ------------------------------------------------------------------- 3. busy
+@contextlib.contextmanager
+def turn_held(db: Path, seconds: float) -> Iterator[None]:
+    """Another writer holds the index's write turn for ``seconds`` (a thread here: the
+    turn is a lock per open file, so it excludes this process's other connections)."""
+    turn = WriteTurn(db)
+    taken = threading.Event()
+
+    def hold() -> None:
+        turn.acquire(5)
+        taken.set()
+        time.sleep(seconds)
+        turn.release()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait(5)
+    try:
+        yield
+    finally:
+        holder.join()
+        turn.close()
+
+
+def test_a_writer_waits_its_turn_says_so_on_a_terminal_and_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World(tmp_path)
+    monkeypatch.setattr(app_module, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(meta_module, "NOTICE_AFTER", 0.3)
+    with turn_held(world.db, 1.0):
+        started = time.monotonic()
+        result = world.run("--no-refresh", "rename", world.sid, "Renamed in turn")
+        waited = time.monotonic() - started
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    assert waited >= 0.5
+    assert result.stderr.count("waiting for another sessiondex process") == 1, result.stderr
+    resolved = json.loads(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
+    assert resolved["title"] == "Renamed in turn"
+
+
+def test_a_reader_that_cannot_refresh_in_time_answers_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World(tmp_path)
+    late = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
+    late.user("written after the last index")
+    late.write()
+    monkeypatch.setattr(index_module, "READ_WAIT", 0.3)
+    monkeypatch.setattr(app_module, "_stderr_is_terminal", lambda: False)
+    with turn_held(world.db, 1.5):
+        result = world.run("list", "--scope", "all", "--all-kinds", "--json")
+    no_traceback(result)
+    assert World.ids(result) == world.expected  # the index as it was
+    (note,) = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert "another sessiondex process is writing to it" in note
+    assert "answering from it as it is" in note
+    assert late.session_id in World.ids(
+        world.run("list", "--scope", "all", "--all-kinds", "--json")
+    )
+
+
+def test_a_writer_that_waits_too_long_exits_1_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World(tmp_path)
+    before = world.session.path.read_bytes()
+    monkeypatch.setattr(meta_module, "WRITE_WAIT", 0.3)
+    with turn_held(world.db, 1.0):
+        result = world.run("--no-refresh", "rename", world.sid, "Too late")
+    no_traceback(result)
+    assert result.exit_code == 1
+    line = error_line(result)
+    assert str(world.db) in line and "busy" in line, line
+    assert world.session.path.read_bytes() == before

@@ -1,0 +1,108 @@
+"""resume finds sessions outside ~/.claude: ``CLAUDE_CONFIG_DIR`` in ``resume_command``,
+``resume --dry-run`` and the environment of ``claude`` (issue 16 item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex import Index
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree
+
+CWD = "/tmp/sessiondex-resume-tests/app"
+
+
+def _tree(root: Path) -> tuple[ConfigTree, str]:
+    tree = ConfigTree(root)
+    s = tree.session(cwd=CWD)
+    s.user("resume me")
+    s.assistant("ok")
+    s.write(mtime=1_790_000_000)
+    return tree, s.session_id
+
+
+def _fake_claude(bin_dir: Path, out: Path) -> None:
+    """A ``claude`` that writes down its config dir, directory and arguments."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "claude"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n%s\\n%s\\n" "${{CLAUDE_CONFIG_DIR-unset}}" "$PWD" "$*" > {shlex.quote(str(out))}\n'
+    )
+    script.chmod(0o755)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    os.makedirs(CWD, exist_ok=True)
+    return home
+
+
+@pytest.mark.parametrize("where", ["default", "named default", "elsewhere", "with a space"])
+def test_resume_points_claude_at_the_sessions_config_dir(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    root = {
+        "default": home / ".claude",
+        "named default": home / ".claude",
+        "elsewhere": tmp_path / "laptop" / ".claude",
+        "with a space": tmp_path / "old laptop",
+    }[where]
+    tree, sid = _tree(root)
+    options = [] if where == "default" else ["--config-dir", str(root)]
+    base = [*options, "--db", str(tmp_path / "i.db")]
+    expected_dir = None if "default" in where else str(root)
+    prefix = f"CLAUDE_CONFIG_DIR={shlex.quote(str(root))} " if expected_dir else ""
+    line = f"cd {CWD} && {prefix}claude --resume {sid}"
+    runner = CliRunner()
+
+    listed = json.loads(runner.invoke(cli, [*base, "list", "--json", "--cwd", CWD]).stdout)
+    assert listed[0]["resume_command"] == line
+    dry = runner.invoke(cli, [*base, "resume", sid, "--dry-run"])
+    assert dry.exit_code == 0 and dry.stdout.strip() == line
+
+    # The line works in a shell, and resume itself sets the same environment; an
+    # inherited CLAUDE_CONFIG_DIR that names another dir is not passed on.
+    out = tmp_path / "claude-saw.txt"
+    _fake_claude(tmp_path / "bin", out)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    subprocess.run(["sh", "-c", line], check=True, env=env)
+    by_shell = out.read_text().splitlines()
+    out.unlink()
+    inherited = {} if where == "default" else {"CLAUDE_CONFIG_DIR": str(tmp_path / "nope")}
+    result = runner.invoke(cli, [*base, "resume", sid], env=inherited)
+    assert result.exit_code == 0, result.output
+    saw = out.read_text().splitlines()
+    assert saw == by_shell == [expected_dir or "unset", CWD, f"--resume {sid}"]
+
+
+def test_the_default_is_decided_by_the_readers_home(tmp_path: Path) -> None:
+    """The index stores no HOME-dependent line: the same database answers each reader
+    for its own ~/.claude."""
+    home = tmp_path / "home"
+    tree, sid = _tree(home / ".claude")
+    db = tmp_path / "i.db"
+    env = os.environ.copy()
+    try:
+        os.environ["HOME"] = str(tmp_path / "someone-else")
+        with Index(db, [tree.root]) as index:
+            assert "CLAUDE_CONFIG_DIR=" in index.list(scope="all")[0]["resume_command"]
+        os.environ["HOME"] = str(home)
+        with Index(db, [tree.root], refresh=False) as index:
+            command = index.list(scope="all")[0]["resume_command"]
+            assert command == f"cd {CWD} && claude --resume {sid}"
+            assert index.resolve(sid).session["resume_command"] == command
+    finally:
+        os.environ.clear()
+        os.environ.update(env)

@@ -1,0 +1,271 @@
+"""The config file, ``sessiondex config``, shell completion and the pager (issue 16
+item 2 and the "polished CLI" extras)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.shell_completion import ShellComplete
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from sessiondex.cli.pager import choose_pager
+from tests.builders import ConfigTree
+
+T0 = 1_790_000_000
+
+
+class World:
+    """Two projects; a config file under XDG_CONFIG_HOME, written per test."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "i.db"
+        self.ids: dict[str, str] = {}
+        for name, cwd, when in (
+            ("Auth refactor", "/w/shop", T0 + 20),
+            ("Auth notes", "/w/shop", T0 + 10),
+            ("Blog feed", "/w/blog", T0),
+        ):
+            s = self.tree.session(cwd=cwd)
+            s.user(f"work on {name}")
+            s.assistant("ok")
+            s.meta("custom-title", customTitle=name)
+            s.write(mtime=when)
+            self.ids[name] = s.session_id
+        self.xdg = base / "xdg"
+        self.file = self.xdg / "sessiondex" / "config.toml"
+        self.file.parent.mkdir(parents=True)
+        assert self.run("index").exit_code == 0
+
+    def write(self, text: str | None) -> None:
+        if text is None:
+            self.file.unlink(missing_ok=True)
+        else:
+            self.file.write_text(text)
+
+    def run(self, *args: str, env: dict[str, str] | None = None, base: bool = True) -> Any:
+        options = ["--config-dir", str(self.tree.root), "--db", str(self.db)] if base else []
+        environment = {"XDG_CONFIG_HOME": str(self.xdg), **(env or {})}
+        return CliRunner().invoke(cli, [*options, *args], env=environment)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return World(tmp_path_factory.mktemp("settings"))
+
+
+@pytest.fixture
+def clean_file(world: World) -> Any:
+    yield world
+    world.write(None)
+
+
+def _effective(world: World, *options: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = world.run(*options, "config", "--json", env=env, base=False)
+    assert result.exit_code == 0, result.output
+    return {k: (v["value"], v["source"]) for k, v in json.loads(result.stdout)["settings"].items()}
+
+
+def test_precedence_options_then_env_then_file_then_defaults(clean_file: World) -> None:
+    world = clean_file
+    here = str(world.file)
+    defaults = _effective(world)
+    assert {k: source for k, (_, source) in defaults.items()} == dict.fromkeys(
+        ("scope", "config_dirs", "db", "pager", "color"), "default"
+    )
+    world.write(
+        f'scope = "repo"\nconfig_dirs = ["{world.tree.root}"]\ndb = "{world.db}"\n'
+        'pager = "most"\ncolor = "always"\n'
+    )
+    from_file = _effective(world)
+    assert from_file == {
+        "scope": ("repo", here),
+        "config_dirs": ([str(world.tree.root)], here),
+        "db": (str(world.db), here),
+        "pager": ("most", here),
+        "color": ("always", here),
+    }
+    env = {
+        "CLAUDE_CONFIG_DIR": str(world.base),
+        "SESSIONDEX_DB": str(world.base / "env.db"),
+        "PAGER": "less",
+        "NO_COLOR": "1",
+    }
+    from_env = _effective(world, env=env)
+    assert from_env["config_dirs"] == ([str(world.base)], "CLAUDE_CONFIG_DIR")
+    assert from_env["db"] == (str(world.base / "env.db"), "SESSIONDEX_DB")
+    assert from_env["pager"] == ("less", "PAGER")
+    assert from_env["color"] == ("never", "NO_COLOR")
+    from_options = _effective(
+        world, "--config-dir", str(world.tree.root), "--db", str(world.db), env=env
+    )
+    assert from_options["config_dirs"] == ([str(world.tree.root)], "--config-dir")
+    assert from_options["db"] == (str(world.db), "--db")
+    table = world.run("config").stdout
+    assert "scope        repo" in table and f"config file: {world.file}" in table
+
+
+def test_the_files_scope_is_the_default_scope(clean_file: World) -> None:
+    world = clean_file
+
+    def listed(*args: str) -> set[str]:
+        result = world.run("list", "--json", "--cwd", "/w/shop", *args)
+        assert result.exit_code == 0, result.output
+        return {row["session_id"] for row in json.loads(result.stdout)}
+
+    assert world.ids["Blog feed"] not in listed()
+    world.write('scope = "all"\n')
+    assert world.ids["Blog feed"] in listed()
+    assert world.ids["Blog feed"] not in listed("--scope", "worktree")  # the option wins
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("scope = \n", "Invalid value"),
+        ("colour = 'never'\n", "unknown key 'colour'"),
+        ('scope = "everything"\n', "scope must be one of worktree, repo, all"),
+        ("db = 3\n", "db must be a string"),
+        ('config_dirs = ["/nonexistent/claude"]\n', "directory '/nonexistent/claude' does not"),
+        (b"scope = '\xff'\n", "not UTF-8"),
+        ('db = "index.db"\n', "db: 'index.db' is not an absolute path"),
+    ],
+)
+def test_a_bad_config_file_is_one_line_naming_it(
+    clean_file: World, text: str | bytes, says: str
+) -> None:
+    world = clean_file
+    if isinstance(text, bytes):
+        world.file.write_bytes(text)
+    else:
+        world.write(text)
+    result = world.run("list", base=False)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {world.file}") and says in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ completion
+def _complete(world: World, args: list[str], incomplete: str) -> list[tuple[str, str | None]]:
+    os.environ["XDG_CONFIG_HOME"] = str(world.xdg)
+    complete = ShellComplete(cli, {}, "sessiondex", "_SESSIONDEX_COMPLETE")
+    options = ["--config-dir", str(world.tree.root), "--db", str(world.db)]
+    return [(c.value, c.help) for c in complete.get_completions([*options, *args], incomplete)]
+
+
+@pytest.mark.parametrize(
+    ("args", "incomplete", "expected"),
+    [
+        ([], "sh", ["show"]),
+        ([], "con", ["continue", "config"]),
+        (["list"], "--include-h", ["--include-hidden"]),
+        (["show", "--cwd", "/w/shop"], "auth", ["Auth refactor", "Auth notes"]),
+        # a name, then the IDs: this repository's first (@: the ID of that session)
+        (["rename", "--cwd", "/w/blog"], "", ["Blog feed", "@Blog feed", "@Auth refactor"]),
+    ],
+)
+def test_completion_of_commands_options_and_sessions(
+    world: World, args: list[str], incomplete: str, expected: list[str]
+) -> None:
+    expected = [world.ids[e[1:]] if e.startswith("@") else e for e in expected]
+    values = [value for value, _ in _complete(world, args, incomplete)]
+    assert values[: len(expected)] == expected
+
+
+def test_completion_describes_ids_by_title_and_needs_no_index(world: World, tmp_path: Path) -> None:
+    found = dict(_complete(world, ["resume"], world.ids["Blog feed"][:4]))
+    assert found[world.ids["Blog feed"]] == "Blog feed"
+    complete = ShellComplete(cli, {}, "sessiondex", "_SESSIONDEX_COMPLETE")
+    missing = ["--db", str(tmp_path / "none.db"), "show"]
+    assert complete.get_completions(missing, "") == []
+    assert not (tmp_path / "none.db").exists()  # nothing created or refreshed
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_command_prints_the_script(world: World, shell: str) -> None:
+    result = world.run("completion", shell, base=False)
+    assert result.exit_code == 0 and "_SESSIONDEX_COMPLETE" in result.stdout
+
+
+# ------------------------------------------------------------------ pager
+@pytest.mark.parametrize(
+    ("pager", "less", "command", "less_env", "color"),
+    [
+        (None, None, ["less"], "FRX", True),  # git's default
+        (None, "-X", ["less"], "-X", False),  # the user's LESS, without -R: no colour
+        ("less -R", "-X", ["less", "-R"], "-X", True),
+        ("less --RAW-CONTROL-CHARS", "", ["less", "--RAW-CONTROL-CHARS"], "", True),
+        ("more", None, ["more"], None, False),
+        ("/usr/bin/most -s", None, ["/usr/bin/most", "-s"], None, True),
+        ("cat", None, None, None, True),
+        ("", None, None, None, True),
+    ],
+)
+def test_the_pager_and_whether_it_gets_colour(
+    pager: str | None, less: str | None, command: list[str] | None, less_env: str, color: bool
+) -> None:
+    env = {} if less is None else {"LESS": less}
+    chosen = choose_pager(pager, env)
+    assert (chosen.command, chosen.env.get("LESS"), chosen.color) == (command, less_env, color)
+
+
+@pytest.mark.parametrize(("name", "coloured"), [("less", True), ("more", False)])
+def test_show_pages_like_git_log(world: World, tmp_path: Path, name: str, coloured: bool) -> None:
+    """On a terminal, long output goes to the pager: with ``LESS=FRX`` and colours for
+    ``less``, without colours for a pager that would print ``ESC[36m`` literally."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "seen.txt"
+    fake = bin_dir / name
+    fake.write_text(f'#!/bin/sh\nprintf "LESS=%s\\n" "$LESS" > {seen}\ncat >> {seen}\n')
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("LESS", "PAGER", "NO_COLOR")}
+    env.update(PATH=f"{bin_dir}:{env['PATH']}", LINES="3", COLUMNS="80", TERM="xterm")
+    if name != "less":
+        env["PAGER"] = name
+    main, secondary = pty.openpty()
+    command = [str(Path(sys.executable).with_name("sessiondex"))]
+    process = subprocess.run(
+        [*command, "--config-dir", str(world.tree.root), "--db", str(world.db)]
+        + ["show", world.ids["Auth refactor"]],
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=60,
+    )
+    os.close(secondary)
+    os.close(main)
+    assert process.returncode == 0, process.stderr
+    text = seen.read_text()
+    assert text.splitlines()[0] == ("LESS=FRX" if name == "less" else "LESS=")
+    assert "work on Auth refactor" in text
+    assert ("\x1b[" in text) is coloured
+
+
+@pytest.mark.parametrize(("argv", "scope"), [(["pick"], "all"), (["resume"], "all")])
+def test_the_picker_opens_in_the_files_scope(
+    clean_file: World, monkeypatch: pytest.MonkeyPatch, argv: list[str], scope: str
+) -> None:
+    import sessiondex.cli.pick_cmd as pick_cmd
+
+    seen: list[str] = []
+
+    def choose(cwd: str | None, **options: Any) -> dict[str, Any]:
+        seen.append(options["scope"])
+        raise SystemExit(1)
+
+    monkeypatch.setattr(pick_cmd, "choose_session", choose)
+    clean_file.write(f'scope = "{scope}"\n')
+    clean_file.run(*argv)
+    clean_file.run("pick", "--scope", "worktree")
+    assert seen == [scope, "worktree"]
