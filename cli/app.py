@@ -105,7 +105,8 @@ class App:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
             if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
-                raise CliError(f"cannot open the team store: {exc}") from None
+                why = " ".join(str(exc).split())  # psycopg's messages span lines
+                raise CliError(f"cannot open the team store: {why}") from None
             if is_corrupt(exc):
                 raise  # guarded_invoke rebuilds the index and runs the command again
             raise self.failure(exc) from None

@@ -70,8 +70,13 @@ class TeamDatabase:
 
     def __init__(self, dsn: str) -> None:
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-        self.dsn = dsn
+        self.dsn = dsn  # as given (the error messages never print it)
+        # An unreachable server fails in seconds, not at the OS's TCP timeout (minutes),
+        # unless the DSN says otherwise.
+        if "connect_timeout" not in conninfo_to_dict(dsn):
+            dsn = make_conninfo(dsn, connect_timeout=10)
         self.conn = psycopg.connect(dsn, autocommit=True)
         try:
             row = self.conn.execute(

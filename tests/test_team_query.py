@@ -172,6 +172,20 @@ def test_index_api_routes_a_dsn_to_the_store(world: tuple[Path, str, str]) -> No
             there.rename("Auth refactor", "x", cwd=SHOP)
 
 
+def test_sessiondex_db_may_name_the_store(
+    world: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, local, team = world
+    monkeypatch.setenv("SESSIONDEX_DB", team)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "list", "--scope", "all", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert ids(json.loads(result.stdout)) == ids(both(world, "list", "--scope", "all")[0])
+    with Index(config_dirs=[root]) as index:
+        assert index.team_dsn == team and index.db_path is None
+
+
 def test_user_and_host_are_a_usage_error_on_sqlite(world: tuple[Path, str, str]) -> None:
     root, local, _ = world
     result = run(root, local, "list", "--user", "ann")
@@ -343,3 +357,14 @@ def test_one_repository_however_its_remote_is_spelled(url: str) -> None:
 
     assert normalize_remote(url) == "github.com/acme/shop"
     assert normalize_remote("/srv/git/shop.git") == "/srv/git/shop"  # a path: as given
+
+
+def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path) -> None:
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    dsn = "postgresql://ann:hunter2@127.0.0.1:1/team"
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tmp_path / "claude"), "--db", dsn, "list"]
+    )
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: cannot open the team store: ")
+    assert result.output.count("\n") == 1 and "hunter2" not in result.output
