@@ -56,6 +56,7 @@ LIST = "list --scope all (library)"
 INFO = "get_session_info"
 SEARCH_LIB = "search WORD (library)"
 SEARCH_CLI = "search WORD (CLI process)"
+READ_CLI = "reading command, nothing changed (CLI process)"
 WATCH = "append -> visible under watch"
 RSS = "peak RSS of a cold build"
 SIZE = "index size / corpus size"
@@ -69,6 +70,7 @@ ROW_NAMES = (
     INFO,
     SEARCH_LIB,
     SEARCH_CLI,
+    READ_CLI,
     WATCH,
     RSS,
     SIZE,
@@ -584,6 +586,7 @@ class Bench:
                 self._guard(INFO, self.measure_info)
                 self._guard(SEARCH_LIB, self.measure_search_lib)
                 self._guard(SEARCH_CLI, self.measure_search_cli)
+                self._guard(READ_CLI, self.measure_read_cli)
                 self._guard(SIZE, self.measure_size)
                 self.log("checking answers against manifest.jsonl")
                 try:
@@ -765,6 +768,37 @@ class Bench:
         started = time.perf_counter()
         run_process([*sessiondex_command(), "--help"])
         row.note = f"start-up alone (sessiondex --help): {_ms(time.perf_counter() - started)}"
+
+    def measure_read_cli(self, row: Row) -> None:
+        """``list`` as a user runs it, the whole process: the check that no transcript
+        changed (no ``--no-refresh``), a page of the listing and the expiring warning."""
+        argv = [
+            *sessiondex_command(),
+            "--config-dir",
+            str(self.root),
+            "--db",
+            str(self.db_path),
+            "list",
+            "--scope",
+            "all",
+            "--limit",
+            "50",
+            "--json",
+        ]
+
+        def cli() -> None:
+            proc = run_process(argv)
+            if proc.returncode != 0:
+                raise RuntimeError(
+                    f"sessiondex list exited {proc.returncode}: "
+                    f"{proc.stderr.decode(errors='replace')[-500:]}"
+                )
+
+        ours = timed(cli, self.opts.runs, self.opts.warmup)
+        row.ours, row.goal = ours.text(), "≤ 150 ms"
+        row.met = ours.median <= 0.15
+        row.data = {"ours": ours.as_dict()}
+        row.note = "list --scope all --limit 50, no --no-refresh: the freshness check included"
 
     def measure_size(self, row: Row) -> None:
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
+
+if TYPE_CHECKING:
+    from sessiondex.actions.cleanup import Outcome
 
 
 def describe_summary(summary: dict[str, Any]) -> str:
@@ -252,7 +255,7 @@ def cleanup(
         return
     echo_err = fmt == "json"
 
-    def report(outcome: Any) -> None:
+    def report(outcome: Outcome) -> None:
         # Paths and messages may quote names from the transcripts' tree: cleaned.
         if outcome.status == DELETED:
             for path in outcome.removed:
@@ -290,7 +293,7 @@ def cleanup(
         raise CliError(f"{len(failed)} session(s) could not be cleaned up (see above)")
 
 
-def _summary(outcomes: list[Any], freed: int) -> str:
+def _summary(outcomes: list[Outcome], freed: int) -> str:
     """The last line of ``cleanup --apply``: each outcome counted once, under its name
     (an archived-then-deleted session is deleted *and* archived; a protected session's
     copy is archived with its original kept)."""

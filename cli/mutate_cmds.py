@@ -2,14 +2,15 @@
 
 Each resolves ARG like ``resolve`` (paths only inside a configured ``projects/`` dir; an
 ambiguous ARG prints the candidates and exits 3 before anything is written), then
-calls ``query.mutations``, which appends the record Claude Code and the SDK read and
+calls ``sessiondex.actions.mutations``, which appends the record Claude Code and the SDK read and
 updates the index before returning.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,13 +19,17 @@ from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import chosen_format, clean_line, format_options
 
+if TYPE_CHECKING:
+    from sessiondex.actions.mutations import MutationResult
+    from sessiondex.query.resolve import Resolution
+
 
 def _stdin_is_terminal() -> bool:
     """Whether a person can answer a question (tests replace this)."""
     return sys.stdin.isatty()
 
 
-def _target(arg: str, cwd: str | None, fmt: str) -> Any:
+def _target(arg: str, cwd: str | None, fmt: str) -> Resolution:
     from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
 
     found = resolve_or_exit(arg, cwd, fmt, for_write=True)
@@ -32,7 +37,7 @@ def _target(arg: str, cwd: str | None, fmt: str) -> Any:
     return found
 
 
-def _run(action: Any) -> Any:
+def _run(action: Callable[[], MutationResult]) -> MutationResult:
     """Call a mutation; its expected failures become one ``Error:`` line, exit 1."""
     from sessiondex.actions.mutations import MutationError
 
@@ -42,7 +47,7 @@ def _run(action: Any) -> Any:
         raise CliError(clean_line(str(exc))) from None
 
 
-def _report(result: Any, fmt: str, text: str, unchanged: str = "") -> None:
+def _report(result: MutationResult, fmt: str, text: str, unchanged: str = "") -> None:
     """``text`` for people; the session object after the change for scripts. When
     nothing was written, ``unchanged`` says why (on stderr for scripts)."""
     if not result.written:
@@ -57,7 +62,7 @@ def _report(result: Any, fmt: str, text: str, unchanged: str = "") -> None:
     emit([result.session] if result.session else [], fmt)
 
 
-def _checked(check: Any, value: str) -> str:
+def _checked(check: Callable[[str], object], value: str) -> str:
     from sessiondex.actions.mutations import MutationError
 
     try:

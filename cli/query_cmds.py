@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from sessiondex.cli.output import (
     emit,
     format_options,
 )
+
+if TYPE_CHECKING:
+    from sessiondex.query.resolve import Resolution
 
 
 def echo_notes(notes: list[str]) -> None:
@@ -36,7 +39,7 @@ def resolve_or_exit(
     for_write: bool = False,
     include_archived: bool = False,
     if_archived: Callable[[dict[str, Any]], str] | None = None,
-) -> Any:
+) -> Resolution:
     """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3.
     With ``if_archived``, an ARG that only an archived session matches is exit 1 with
     ``if_archived(session)`` as the message (what to do instead), not "not found"."""

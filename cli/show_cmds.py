@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import clean_line
 from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
+
+if TYPE_CHECKING:
+    from sessiondex.render.conversation import Conversation
 
 _EXTENSION_FORMATS = {
     ".html": "html",
@@ -45,7 +48,7 @@ def _export_format(output: str) -> str:
     return _EXTENSION_FORMATS[extension]
 
 
-def _conversation_options(func: Any) -> Any:
+def _conversation_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = cwd_option(func)
     func = click.option(
         "--include-archived",
@@ -66,7 +69,7 @@ def _conversation_options(func: Any) -> Any:
 
 
 @contextmanager
-def _opened(arg: str, cwd: str | None, fmt: str, include_archived: bool) -> Iterator[Any]:
+def _opened(arg: str, cwd: str | None, fmt: str, include_archived: bool) -> Iterator[Conversation]:
     """Resolve ARG, then read its transcript (the truth; the index only located it), or
     for an archived session the transcript inside its archive (unpacked for as long as
     the ``with`` block renders it)."""
@@ -102,7 +105,7 @@ def _archived_hint(session: dict[str, Any]) -> str:
     )
 
 
-def _warn_problems(conv: Any) -> None:
+def _warn_problems(conv: Conversation) -> None:
     """JSON output must stay the SDK's shape, so the bad-lines note goes to stderr."""
     from sessiondex.render.conversation import problem_note
 
@@ -159,7 +162,7 @@ def show(
         _show(conv, fmt, tools, subagents, uuids)
 
 
-def _show(conv: Any, fmt: str, tools: bool, subagents: bool, uuids: bool) -> None:
+def _show(conv: Conversation, fmt: str, tools: bool, subagents: bool, uuids: bool) -> None:
     from sessiondex.cli.settings import current, use_color
     from sessiondex.render.conversation import render_stream
 
@@ -190,7 +193,7 @@ def _show(conv: Any, fmt: str, tools: bool, subagents: bool, uuids: bool) -> Non
         click.echo(chunk, nl=False, color=color)
 
 
-def _reading(chunks: Iterable[str], conv: Any) -> Iterator[str]:
+def _reading(chunks: Iterable[str], conv: Conversation) -> Iterator[str]:
     """The rendered pieces; a transcript replaced while being read is a one-line error."""
     try:
         yield from chunks

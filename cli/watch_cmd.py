@@ -6,19 +6,22 @@ import signal
 import threading
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.output import human_size
 
+if TYPE_CHECKING:
+    from sessiondex.indexer.watch import BatchReport
+
 # How often the main thread checks that the worker is still alive while it waits for a
 # signal; a short wait also keeps signal delivery prompt on every platform.
 _WAIT = 0.5
 
 
-def _batch_line(report: Any) -> str:
+def _batch_line(report: BatchReport) -> str:
     stats = report.stats
     what = (
         f"{len(report.paths)} paths" if report.reason == "events" else f"{stats.files_seen} files"

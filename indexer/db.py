@@ -127,6 +127,15 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
     return None
 
 
+def open_current_readonly(path: str | os.PathLike[str]) -> ReadOnlyIndex | None:
+    """The read-only handle of :func:`open_db` when the index at ``path`` is current,
+    else None (new, to migrate or rebuild, damaged: for :func:`open_db` to handle)."""
+    try:
+        return _open_current_readonly(Path(path))
+    except sqlite3.Error:
+        return None
+
+
 # Settings kept in ``meta`` that are configuration, not derived: carried over when a
 # damaged index is replaced.
 KEPT_SETTINGS = ("archive_dirs", "include_tools")

@@ -9,7 +9,7 @@ fold over the whole file (the incremental == rebuild invariant).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls, parse_pr_url
 from sessiondex.transcripts.records import (
@@ -46,6 +46,12 @@ class SessionState:
     is_sidechain: int | None = None
     forked_from_session: str | None = None
     forked_from_message: str | None = None
+    # The last string ``entrypoint`` and the byte offset of its line: with ``entrypoint``
+    # (the first) this answers Claude Code's head/tail window test for desktop sessions
+    # from the index (transcripts/retention.py window_desktop). Index-only columns: the
+    # team store does not keep them (see ``columns``).
+    last_entrypoint: str | None = None
+    last_entrypoint_offset: int | None = None
     # Collections written to their own tables; new items only, per pass.
     new_branches: list[str] = field(default_factory=list)
     new_pr_links: list[PullRequest] = field(default_factory=list)
@@ -60,6 +66,9 @@ class SessionState:
                 break
         self.new_pending_stamps.clear()
 
+    # Columns of SQLite's ``sessions`` table only (not the team store's).
+    INDEX_ONLY: ClassVar[tuple[str, ...]] = ("last_entrypoint", "last_entrypoint_offset")
+
     @classmethod
     def from_row(cls, row: dict[str, Any] | None) -> SessionState:
         state = cls()
@@ -70,9 +79,16 @@ class SessionState:
         return state
 
     def columns(self) -> dict[str, Any]:
+        """The columns every store keeps (the team store's ``sessions`` too)."""
         return {
-            f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("new_")
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if not f.name.startswith("new_") and f.name not in self.INDEX_ONLY
         }
+
+    def index_columns(self) -> dict[str, Any]:
+        """The columns of SQLite's ``sessions`` table: :meth:`columns` and the index-only ones."""
+        return {**self.columns(), **{name: getattr(self, name) for name in self.INDEX_ONLY}}
 
     def _prompt_state(self) -> FirstPromptState:
         return FirstPromptState(
@@ -83,9 +99,14 @@ class SessionState:
         )
 
     def apply(
-        self, record: dict[str, Any], known_branches: set[str], known_links: set[str]
+        self,
+        record: dict[str, Any],
+        known_branches: set[str],
+        known_links: set[str],
+        line_offset: int | None = None,
     ) -> None:
-        """Fold one record of the main transcript into the state."""
+        """Fold one record of the main transcript into the state (``line_offset``: the
+        byte offset of its line, for ``last_entrypoint_offset``)."""
         kind = record.get("type")
         if not isinstance(kind, str):
             kind = None  # "type": [] or {} is no known type (and unhashable in a set test)
@@ -97,8 +118,12 @@ class SessionState:
                 self.created_ms = timestamp_ms(record)
             # Parsed lazily in finish(): only the last parseable one matters.
             self.new_pending_stamps.append(raw_stamp)
-        if self.entrypoint is None:
-            self.entrypoint = get_str(record, "entrypoint")
+        entrypoint = record.get("entrypoint")
+        if isinstance(entrypoint, str):
+            if self.entrypoint is None:
+                self.entrypoint = entrypoint
+            self.last_entrypoint = entrypoint
+            self.last_entrypoint_offset = line_offset
         branch = record.get("gitBranch")  # every record has one: no helper call here
         if branch and isinstance(branch, str):
             self.git_branch = branch

@@ -181,7 +181,7 @@ def _write_new_session(
     for p in parsed.mentions:
         first_seen.setdefault(p.url, (p.url, p.number, p.repository, p.host, p.provider))
     mentions = list(first_seen.values())
-    row = state.columns()
+    row = state.index_columns()
     row.update(
         id=rowid,
         root=str(tf.root),
@@ -309,18 +309,7 @@ def _ingest_locked(
         except OSError as exc:
             stats.errors.append((path, exc.strerror or str(exc)))
             return UNCHANGED
-        tf = TranscriptFile(
-            tf.path,
-            tf.root,
-            tf.project_key,
-            tf.session_id,
-            tf.kind,
-            tf.agent_id,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ino,
-            st.st_dev,
-        )
+        tf = tf.restat(st)
         state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
         if force and stored is not None:
             state_kind = REWRITTEN
@@ -459,7 +448,7 @@ def apply_tail(
     if parsed.mentions:
         _insert_prs(db, "pr_mentions", session_rowid, file_id, parsed.mentions)
     if is_main and parsed.state is not None:
-        columns = parsed.state.columns()
+        columns = parsed.state.index_columns()
         columns.update(mtime_ns=tf.mtime_ns, file_size=tf.size)
         assignments = ", ".join(f"{k} = ?" for k in columns)
         db.execute(

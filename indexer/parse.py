@@ -120,7 +120,7 @@ def parse_tail(
                 reader.problems[problem] += 1
             continue
         if state is not None:
-            state.apply(record, known_branches, known_links)
+            state.apply(record, known_branches, known_links, line_offset)
         kind = record.get("type")
         if kind != "user" and kind != "assistant":
             continue

@@ -45,18 +45,7 @@ def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
         with open(path, "rb") as stream:
             checked_ns = time.time_ns()
             st = os.fstat(stream.fileno())
-            tf = TranscriptFile(
-                tf.path,
-                tf.root,
-                tf.project_key,
-                tf.session_id,
-                tf.kind,
-                tf.agent_id,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ino,
-                st.st_dev,
-            )
+            tf = tf.restat(st)
             state = SessionState() if tf.kind == MAIN else None
             parsed = parse_tail(stream, tf.size, 0, state, set(), set(), include_tools)
     except OSError as exc:

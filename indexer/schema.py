@@ -175,3 +175,13 @@ def m005_fork_origin_index(db: Database) -> None:
         "CREATE INDEX sessions_fork_origin ON sessions(forked_from_session)"
         " WHERE forked_from_session IS NOT NULL"
     )
+
+
+@migrations()
+def m006_entrypoint_window(db: Database) -> None:
+    """``sessions.last_entrypoint`` and the byte offset of its line: with ``entrypoint``
+    (the first one) they answer Claude Code's head/tail window test for a desktop
+    session from the index, so ``list``'s warning and ``stats`` open no transcript
+    (transcripts/retention.py ``window_desktop``; DERIVATION_VERSION 5 fills them)."""
+    db.execute("ALTER TABLE sessions ADD COLUMN last_entrypoint TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN last_entrypoint_offset INTEGER")

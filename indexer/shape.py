@@ -9,7 +9,7 @@ test checks ``MIGRATION_NAMES`` against the registered migrations.
 from __future__ import annotations
 
 # Bump when a derivation rule changes (what a row holds), not the table shape.
-DERIVATION_VERSION = 4  # 4: messages carry their line offset (m004)
+DERIVATION_VERSION = 5  # 5: sessions.last_entrypoint(_offset) (m006)
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -35,6 +35,7 @@ MIGRATION_NAMES = (
     "m003_activity_order_index",
     "m004_message_offsets",
     "m005_fork_origin_index",
+    "m006_entrypoint_window",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

@@ -222,7 +222,11 @@ class Index:
                 self.ensure_fresh()
                 self._reader = self._given
             elif self.auto_refresh and not self.watcher_alive():
-                self._reader = self.writer() if self._refresh_for_read() else self._read_only()
+                handle = self._unchanged_read_only()
+                if handle is not None:
+                    self._reader = handle
+                else:
+                    self._reader = self.writer() if self._refresh_for_read() else self._read_only()
             else:
                 handle = self._read_only()
                 if self._recovered or (self.auto_refresh and not _ever_filled(handle)):
@@ -239,6 +243,27 @@ class Index:
                     )
                 self._reader = handle
         return self._reader
+
+    def _unchanged_read_only(self) -> Database | None:
+        """A read-only handle when the index is current and no transcript changed since
+        the last refresh (``indexer/freshness.py``): the refresh would do nothing, so
+        neither it nor the writer (sqlite-utils, migrations, the write turn) is needed.
+        None: refresh the usual way."""
+        if self._path is None or self._writer is not None or self._recovered:
+            return None
+        from sessiondex.indexer.db import open_current_readonly
+        from sessiondex.indexer.faults import file_identity
+        from sessiondex.indexer.freshness import nothing_changed
+
+        handle = open_current_readonly(self._path)
+        if handle is None:
+            return None
+        if not nothing_changed(handle, self.roots):
+            handle.close()
+            return None
+        self._identity = file_identity(self._path)
+        self._refreshed = True
+        return handle  # type: ignore[return-value]  # the subset queries use
 
     def _read_only(self) -> Database:
         """A handle for answering without writing (``mode=ro`` when the index is current;
@@ -697,6 +722,14 @@ class Index:
         a write too: the writes resolve their argument against the index as it is."""
         self._refreshed = False
         self._unwritable = False
+        if self._reader is not None and self.auto_refresh and not self.watcher_alive():
+            from sessiondex.indexer.freshness import nothing_changed
+
+            # The read path's own check (one lstat per transcript, no write turn): most
+            # questions of a long-lived front end find nothing changed since the last.
+            if nothing_changed(self._reader, self.roots):
+                self._refreshed = True
+                return
         self.ensure_fresh()
 
     def message_snippets(

@@ -29,6 +29,7 @@ from sessiondex.transcripts.retention import (
     desktop_exemption,
     folder_stats,
     read_retention,
+    window_desktop,
 )
 from sessiondex.transcripts.tags import sanitize_tag
 
@@ -296,7 +297,12 @@ def plan_cleanup(
 
 
 # What the retention counts read of a live session.
-_COUNT_COLUMNS = "s.root, s.file_path, s.mtime_ns, s.file_size, s.entrypoint"
+# The window test's columns (``window_desktop``) answer the desktop exemption: no
+# transcript is opened (only a desktop session's release marker is looked at).
+_COUNT_COLUMNS = (
+    "s.root, s.file_path, s.mtime_ns, s.file_size, s.entrypoint,"
+    " s.last_entrypoint, s.last_entrypoint_offset"
+)
 
 
 def _rows_for_paths(db: Database, paths: list[str]) -> list[dict[str, Any]]:
@@ -334,8 +340,19 @@ def _deleted_by(
         mtime = row["mtime_ns"] / 1e9
         if mtime >= now + horizon - retention.days * DAY:
             continue
-        if desktop_exemption(
-            Path(row["file_path"]), row.get("entrypoint"), retention, mtime, now + horizon
+        desktop = window_desktop(
+            row["entrypoint"],
+            row["last_entrypoint"],
+            row["last_entrypoint_offset"],
+            row["file_size"] or 0,
+        )
+        if desktop and desktop_exemption(
+            Path(row["file_path"]),
+            row["entrypoint"],
+            retention,
+            mtime,
+            now + horizon,
+            desktop=desktop,
         ):
             continue
         doomed.append(row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 
 import pytest
 
@@ -26,5 +27,9 @@ def _isolated_environment(tmp_path_factory, monkeypatch) -> None:
     # the default archive dir and the archive job's unit files
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # tempfile (and any child process) writes under this test's own temp dir, never /tmp
+    scratch = tmp_path_factory.mktemp("tmp")
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     for name in ("CLAUDE_CONFIG_DIR", "SESSIONDEX_DB", "CLAUDE_CODE_PROJECT_DIR_NAME"):
         monkeypatch.delenv(name, raising=False)

@@ -51,6 +51,7 @@ def test_every_row_is_reported_in_order(quick_run: tuple[int, dict, str]) -> Non
         runner.INFO,
         runner.SEARCH_LIB,
         runner.SEARCH_CLI,
+        runner.READ_CLI,
         runner.RSS,
         runner.SIZE,
     ],

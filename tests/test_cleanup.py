@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -657,3 +658,117 @@ def test_archive_leftovers_of_a_killed_run_are_removed(
     assert list(arch.rglob("*.tar.gz"))  # the run itself went on and archived
     kept = {n for n, (_m, k) in files.items() if k} | {link.name, f".{sid}.deepxxxx.tmp"}
     assert {p.name for p in arch.rglob("*.tmp*") if p.is_file() or p.is_symlink()} == kept
+
+
+# --------------------------------------------------------------------------- the window, from the index
+
+D = "claude-desktop"
+PAD = 9000  # bytes of prompt per padding record: 8 records are past one 64 KiB window
+
+
+def _windowed(tree: ConfigTree, layout: list[tuple[str | None, int]], mtime: float) -> Any:
+    """A session whose records carry each (entrypoint, padding records) in turn."""
+    s = tree.session(entrypoint=layout[0][0])
+    for i, (entrypoint, pads) in enumerate(layout):
+        s.entrypoint = entrypoint
+        s.user(f"part {i}")
+        for n in range(pads):
+            s.user(f"pad {i}.{n} " + "x" * PAD)
+    s.write(mtime=mtime)
+    return s
+
+
+WINDOW_LAYOUTS = {
+    "small, desktop last": [("cli", 0), (D, 0)],
+    "small, desktop first": [(D, 0), ("cli", 0)],
+    "between windows, desktop past the head": [("cli", 10), (D, 0)],
+    "large, desktop in the tail": [("cli", 20), (D, 1)],
+    "large, desktop in the middle only": [("cli", 10), (D, 1), ("cli", 10)],
+    "large, desktop last but out of the tail": [("cli", 10), (D, 0), (None, 10)],
+    "large, desktop in the head then cli": [(D, 0), ("cli", 20)],
+    "large, no entrypoint after the head": [("cli", 0), (None, 20)],
+}
+
+
+@pytest.mark.parametrize("name", list(WINDOW_LAYOUTS))
+def test_window_columns_answer_like_the_file_windows(tmp_path: Path, name: str) -> None:
+    """The index's columns give the answer reading the head/tail windows gives."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _windowed(tree, WINDOW_LAYOUTS[name], NOW - 100 * DAY)
+    db = open_db(tmp_path / "index.db")
+    refresh(db, [tree.root])
+    row = db.execute(
+        "SELECT entrypoint, last_entrypoint, last_entrypoint_offset, file_size"
+        " FROM sessions WHERE session_id = ?",
+        [s.session_id],
+    ).fetchone()
+    from_file = row[0] in rules.DESKTOP_ENTRYPOINTS or any(
+        e in rules.DESKTOP_ENTRYPOINTS for e in rules._window_entrypoints(s.path)
+    )
+    assert rules.window_desktop(*row) == from_file
+    expected = name.split(", ")[1] in (
+        "desktop last",
+        "desktop first",
+        "desktop past the head",
+        "desktop in the tail",
+        "desktop in the head then cli",
+    )
+    assert from_file == expected
+
+
+_AUDIT: list[list[str]] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _AUDIT and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        _AUDIT[-1].append(os.fsdecode(args[0]))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list", "--scope", "all"],
+        ["list", "--scope", "all", "--json"],
+        ["search", "desktop", "--scope", "all"],
+        ["resolve", "SESSION"],
+        ["stats"],
+        ["stats", "--json"],
+        ["from-pr", "https://github.com/acme/app/pull/7"],
+    ],
+)
+@pytest.mark.parametrize("state", ["all expired", "nothing expired"])
+def test_reading_commands_open_no_transcript(tmp_path: Path, args: list[str], state: str) -> None:
+    """list (with its expiring warning), search, resolve, stats (with its cleanup
+    summary) and from-pr answer from the index: no transcript is opened, whatever the
+    cleanup state (every session expired, desktop ones among them, one released)."""
+    if not _AUDIT:
+        sys.addaudithook(_audit)  # hooks stay for the process: idle unless a list is pushed
+    tree = ConfigTree(tmp_path / "claude")
+    mtime = time.time() - (400 if state == "all expired" else 1) * DAY
+    plain = _session(tree, "plain cli work", mtime)
+    plain_pr = tree.session(cwd="/work/repo")
+    plain_pr.user("see the pull request")
+    plain_pr.pr_link(number=7, url="https://github.com/acme/app/pull/7", repository="acme/app")
+    plain_pr.write(mtime=mtime)
+    _session(tree, "desktop chat", mtime, entrypoint="claude-desktop")
+    _windowed(tree, [("cli", 10), (D, 1)], mtime)  # desktop only in the tail window
+    released = _session(tree, "released desktop", mtime, entrypoint="local-agent")
+    tree.write_file(
+        f"projects/{released.project_dir.name}/{released.session_id}.desktop-released.json",
+        b'{"released": true}',
+        mtime=mtime,
+    )
+    db = tmp_path / "index.db"
+    assert _run(["index"], tree.root, db).exit_code == 0
+    argv = [plain.session_id if a == "SESSION" else a for a in args]
+    _AUDIT.append([])
+    try:
+        result = _run(argv, tree.root, db)
+    finally:
+        opened = _AUDIT.pop()
+    assert result.exit_code == 0, result.output
+    transcripts = [p for p in opened if p.startswith(str(tree.root)) and p.endswith(".jsonl")]
+    assert transcripts == []
+    if args[0] == "list" and state == "all expired":
+        # the warning counts what the sweep deletes: not the desktop ones, not released
+        assert "warning: 3 listed session(s)" in result.stderr

@@ -201,3 +201,44 @@ def test_installed_beside_unrelated_cli_and_query_packages(tmp_path: Path) -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "cli"
+
+
+_LOADED = (
+    "import sys, runpy; sys.argv = ['sessiondex', *sys.argv[1:]]\n"
+    "try:\n"
+    "    runpy.run_module('sessiondex.cli.main', run_name='__main__')\n"
+    "finally:\n"
+    "    print('SQLITE_UTILS', 'sqlite_utils' in sys.modules, file=sys.stderr)\n"
+)
+
+
+def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path) -> None:
+    """Nothing changed since the last refresh: the command answers from a read-only
+    handle, without sqlite-utils; a changed transcript is still refreshed first."""
+    tree = ConfigTree(tmp_path / "claude")
+    first = tree.session(cwd="/work/app")
+    first.user("the zebrafish parser")
+    first.write(mtime=1_700_000_000)
+    base = [sys.executable, "-c", _LOADED, "--config-dir", str(tree.root)]
+    base += ["--db", str(tmp_path / "index.db")]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120)
+
+    assert run("index").returncode == 0
+    for args in (["list", "--scope", "all"], ["search", "zebrafish", "--scope", "all"], ["stats"]):
+        done = run(*args)
+        assert done.returncode == 0, done.stderr
+        assert "SQLITE_UTILS False" in done.stderr, args
+    assert first.session_id in run("search", "zebrafish", "--scope", "all", "--json").stdout
+    second = tree.session(cwd="/work/app")
+    second.user("a new zebrafish question")
+    second.write(mtime=1_700_000_100)
+    done = run("search", "zebrafish", "--scope", "all", "--json")
+    assert second.session_id in done.stdout and "SQLITE_UTILS True" in done.stderr
+    first.user("grown with quokka")
+    first.append(mtime=1_700_000_200)
+    assert first.session_id in run("search", "quokka", "--scope", "all", "--json").stdout
+    second.path.unlink()  # a vanished transcript is forgotten before the answer too
+    done = run("search", "zebrafish", "--scope", "all", "--json")
+    assert first.session_id in done.stdout and second.session_id not in done.stdout

@@ -13,7 +13,7 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,13 @@ class TranscriptFile:
     def main_path(self) -> Path:
         """The owning session's main transcript."""
         return self.root / "projects" / self.project_key / f"{self.session_id}.jsonl"
+
+    def restat(self, st: os.stat_result) -> TranscriptFile:
+        """The same file with the stat taken when it was opened: the size and identity
+        that reading it will stand for (the file may have grown since discovery)."""
+        return replace(
+            self, size=st.st_size, mtime_ns=st.st_mtime_ns, inode=st.st_ino, device=st.st_dev
+        )
 
 
 def _utf8_name(name: str) -> bool:
@@ -108,12 +115,20 @@ def iter_subagent_files(
     root: Path, key: str, session_id: str, skipped: Counter[str] | None = None
 ) -> Iterator[TranscriptFile]:
     """Every ``agent-<id>.jsonl`` below ``<key>/<session_id>/subagents``, sorted, no links."""
+    for path, agent, st in _scan_subagents(root, key, session_id, skipped):
+        yield _make(path, root, key, session_id, SUBAGENT, agent, st)
+
+
+def _scan_subagents(
+    root: Path, key: str, session_id: str, skipped: Counter[str] | None
+) -> list[tuple[str, str, os.stat_result]]:
+    """(path, agent id, lstat) of :func:`iter_subagent_files`, sorted."""
     base = os.path.join(str(root), "projects", key, session_id, "subagents")
     # scandir follows a link given as its argument: refuse a linked <id>/ or subagents/
     if os.path.islink(os.path.dirname(base)) or os.path.islink(base):
         if skipped is not None:
             skipped[SKIPPED_SYMLINK] += 1
-        return
+        return []
     stack = [base]
     found: list[tuple[str, str, os.stat_result]] = []
     while stack:
@@ -136,8 +151,7 @@ def iter_subagent_files(
                 st = _regular_file_stat(entry.path, skipped)
                 if st is not None:
                     found.append((entry.path, name[len("agent-") : -len(".jsonl")], st))
-    for path, agent, st in sorted(found):
-        yield _make(path, root, key, session_id, SUBAGENT, agent, st)
+    return sorted(found)
 
 
 def iter_project_keys(root: Path, skipped: Counter[str] | None = None) -> Iterator[str]:
@@ -158,11 +172,11 @@ def iter_project_keys(root: Path, skipped: Counter[str] | None = None) -> Iterat
             continue
 
 
-def iter_project(
-    root: Path, key: str, *, subagents: bool = True, skipped: Counter[str] | None = None
-) -> Iterator[TranscriptFile]:
-    """Main transcripts of one project dir, each followed by its subagents. Entries named
-    like transcripts that are not regular files are counted in ``skipped``."""
+def _scan_project(
+    root: Path, key: str, subagents: bool, skipped: Counter[str] | None
+) -> Iterator[tuple[str, str, str, str | None, os.stat_result]]:
+    """(path, session id, kind, agent id, lstat) of one project dir's transcripts, in
+    :func:`iter_project`'s order, without building a :class:`TranscriptFile` each."""
     project = os.path.join(str(root), "projects", key)
     try:
         entries = sorted(os.scandir(project), key=lambda e: e.name)
@@ -185,9 +199,28 @@ def iter_project(
         if st is None:
             continue
         sid = name[:-6]
-        yield _make(entry.path, root, key, sid, MAIN, None, st)
+        yield entry.path, sid, MAIN, None, st
         if subagents and sid in folders:
-            yield from iter_subagent_files(root, key, sid, skipped)
+            for path, agent, st in _scan_subagents(root, key, sid, skipped):
+                yield path, sid, SUBAGENT, agent, st
+
+
+def iter_project(
+    root: Path, key: str, *, subagents: bool = True, skipped: Counter[str] | None = None
+) -> Iterator[TranscriptFile]:
+    """Main transcripts of one project dir, each followed by its subagents. Entries named
+    like transcripts that are not regular files are counted in ``skipped``."""
+    for path, sid, kind, agent, st in _scan_project(root, key, subagents, skipped):
+        yield _make(path, root, key, sid, kind, agent, st)
+
+
+def iter_stats(root: Path) -> Iterator[tuple[str, int, int, int, int]]:
+    """(path, size, mtime_ns, inode, device) of every transcript :func:`iter_transcripts`
+    yields, in its order, with no object per file: the check that nothing changed
+    before a reading command (``indexer/freshness.py``)."""
+    for key in iter_project_keys(root):
+        for path, _, _, _, st in _scan_project(root, key, True, None):
+            yield path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
 
 
 def iter_transcripts(

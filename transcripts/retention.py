@@ -224,15 +224,51 @@ def _released(transcript: Path) -> bool:
     return not (isinstance(value, dict) and value.get("released") is False)
 
 
+def window_desktop(
+    entrypoint: str | None,
+    last_entrypoint: str | None,
+    last_offset: int | None,
+    size: int,
+) -> bool:
+    """Claude Code's window test answered from the index's columns, without the file.
+
+    ``entrypoint`` is the file's first string entrypoint: when its line lies in the head
+    window it is the one the sweep reads there (and one found further on is counted too,
+    as before: the fold reads the whole file). ``last_entrypoint`` is the file's last,
+    at byte ``last_offset``: the tail window's answer exactly when that line starts
+    inside the tail window ``[max(64 KiB, size - 64 KiB), size)`` (a line cut by the
+    window's edge does not parse; no later line has one). ``size`` is the indexed size,
+    the file's own once the refresh before every command has run."""
+    if entrypoint in DESKTOP_ENTRYPOINTS:
+        return True
+    if last_entrypoint not in DESKTOP_ENTRYPOINTS or last_offset is None:
+        return False
+    return size <= ENTRYPOINT_WINDOW or last_offset >= max(
+        ENTRYPOINT_WINDOW, size - ENTRYPOINT_WINDOW
+    )
+
+
 def desktop_exemption(
-    path: Path, entrypoint: str | None, retention: Retention, mtime: float, now: float
+    path: Path,
+    entrypoint: str | None,
+    retention: Retention,
+    mtime: float,
+    now: float,
+    *,
+    desktop: bool | None = None,
 ) -> str | None:
-    """Why Claude Code keeps this expired transcript (a desktop session), else None."""
+    """Why Claude Code keeps this expired transcript (a desktop session), else None.
+
+    ``desktop``: the window test already answered (:func:`window_desktop`, from the
+    index); None reads the file's head and tail windows (``cleanup``'s plan, which
+    looks at the files as they are now). Only the release marker is looked at then."""
     if retention.source_kind == MANAGED:
         return None  # the exemption does not apply when policy manages retention
-    if entrypoint not in DESKTOP_ENTRYPOINTS and not any(
-        e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path)
-    ):
+    if desktop is None:
+        desktop = entrypoint in DESKTOP_ENTRYPOINTS or any(
+            e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path)
+        )
+    if not desktop:
         return None
     if _released(path):
         return None
