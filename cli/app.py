@@ -79,6 +79,11 @@ class App:
 
     @property
     def database_path(self) -> Path:
+        if self.index.team_dsn is not None:
+            raise CliError(
+                "this command works on a local index; with --db postgresql://… only list,"
+                " search, resolve, from-pr and show answer (from the team store)"
+            )
         path = self.index.db_path
         assert path is not None
         return path
@@ -99,6 +104,9 @@ class App:
         try:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
+            if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
+                why = " ".join(str(exc).split())  # psycopg's messages span lines
+                raise CliError(f"cannot open the team store: {why}") from None
             if is_corrupt(exc):
                 raise  # guarded_invoke rebuilds the index and runs the command again
             raise self.failure(exc) from None
@@ -117,6 +125,7 @@ class App:
 
     def refresh(self, **options: Any) -> Any:
         """``Index.refresh`` (the ``index`` command), its failures as one line."""
+        _ = self.database_path  # the team store is not indexed: say so
         self.warn_missing_roots()
         try:
             return self.index.refresh(**options)

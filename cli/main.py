@@ -118,7 +118,9 @@ config` shows each setting and where it came from.
     "db_path",
     envvar="SESSIONDEX_DB",
     metavar="PATH",
-    help="Index database. Default: $SESSIONDEX_DB, else $XDG_CACHE_HOME/sessiondex/index.db.",
+    help="Index database, or a postgresql:// DSN to answer list, search, resolve, from-pr"
+    " and show from the team store. Default: $SESSIONDEX_DB, else"
+    " $XDG_CACHE_HOME/sessiondex/index.db.",
 )
 @click.option(
     "--no-refresh",

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from sessiondex.cli.app import CliError
+from sessiondex.cli.app import CliError, app
 
 
 def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -84,6 +84,18 @@ def _apply_scope_options(
             show_default=default_limit is not None,
             help="At most N rows.",
         ),
+        click.option(
+            "--user",
+            default=None,
+            metavar="U",
+            help="Team store (--db postgresql://…) only: sessions pushed by user U.",
+        ),
+        click.option(
+            "--host",
+            default=None,
+            metavar="H",
+            help="Team store (--db postgresql://…) only: sessions pushed from machine H.",
+        ),
         cwd_option,
     ]
     for option in reversed(options):
@@ -101,9 +113,13 @@ def build_filters(
     include_archived: bool,
     limit: int | None,
     include_hidden: bool = False,
+    user: str | None = None,
+    host: str | None = None,
 ) -> Any:
     from sessiondex.query.filters import Filters, parse_since
 
+    if (user is not None or host is not None) and _team_dsn() is None:
+        raise click.UsageError("--user and --host filter the team store: add --db postgresql://…")
     scope = configured_scope(scope)
     if branch and current_branch:
         raise click.UsageError("--branch and --current-branch cannot be combined")
@@ -122,7 +138,14 @@ def build_filters(
         include_archived=include_archived,
         limit=limit,
         include_hidden=include_hidden,
+        user=user,
+        host=host,
     )
+
+
+def _team_dsn() -> str | None:
+    """The team store's DSN when ``--db`` names one (the local index otherwise)."""
+    return app().index.team_dsn
 
 
 def configured_scope(scope: str) -> str:

@@ -116,7 +116,10 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
 
 
 def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
-    """A stderr line when Claude Code's retention sweep will soon delete listed sessions."""
+    """A stderr line when Claude Code's retention sweep will soon delete listed sessions
+    (this machine's sweep: not for the team store's rows)."""
+    if getattr(getattr(db, "dialect", None), "team", False):
+        return
     try:
         from sessiondex.query.cleanup import expiring_soon
     except ImportError:
@@ -158,7 +161,12 @@ def _empty_message(message: str) -> str | None:
 @click.command()
 @click.argument("query")
 @scope_options(default_limit=50)
-@click.option("--raw", is_flag=True, help="Pass QUERY to FTS5 as is (AND, OR, NEAR, prefix*).")
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Pass QUERY to FTS5 as is (AND, OR, NEAR, prefix*); on the team store, to"
+    ' websearch_to_tsquery ("a phrase", or, -word).',
+)
 @format_options
 def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
     """Full-text search over titles, names, tags, branches, PR links, prompts and

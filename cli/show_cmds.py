@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sessiondex.cli.app import CliError
+from sessiondex.cli.app import CliError, app
 from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
 from sessiondex.cli.output import clean_line
@@ -73,7 +73,7 @@ def _opened(arg: str, cwd: str | None, fmt: str, include_archived: bool) -> Iter
     """Resolve ARG, then read its transcript (the truth; the index only located it), or
     for an archived session the transcript inside its archive (unpacked for as long as
     the ``with`` block renders it)."""
-    from sessiondex.render.conversation import archived_conversation, build_conversation
+    from sessiondex.render.conversation import archived_conversation
     from sessiondex.transcripts.archive import ArchiveError
 
     found = resolve_or_exit(
@@ -89,7 +89,7 @@ def _opened(arg: str, cwd: str | None, fmt: str, include_archived: bool) -> Iter
             if found.row.get("archived"):
                 conv = stack.enter_context(archived_conversation(found.session))
             else:
-                conv = build_conversation(found.session)
+                conv = app().index.conversation_of(found)  # the store's: its entries
         except ArchiveError as exc:
             raise CliError(clean_line(str(exc))) from None
         except OSError as exc:

@@ -178,12 +178,17 @@ def _build_many(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, 
             chunk,
         ):
             links.setdefault(rowid, []).append(pr)
+        # One mention per URL, the first seen; done here rather than with GROUP BY
+        # (SQLite's bare columns), so the same SQL runs on the team store.
+        seen: set[tuple[int, str]] = set()
         for rowid, *pr in db.execute(
             "SELECT session_rowid, url, number, repository, host, provider FROM pr_mentions"
-            f" WHERE session_rowid IN ({marks}) GROUP BY session_rowid, url ORDER BY min(id)",
+            f" WHERE session_rowid IN ({marks}) ORDER BY id",
             chunk,
         ):
-            mentions.setdefault(rowid, []).append(pr)
+            if (rowid, pr[0]) not in seen:
+                seen.add((rowid, pr[0]))
+                mentions.setdefault(rowid, []).append(pr)
     return [
         build_object(
             r, branches.get(r["id"], []), links.get(r["id"], []), mentions.get(r["id"], [])

@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
     from sessiondex.query.search import SearchOutcome
+    from sessiondex.query.teamdb import TeamDatabase
     from sessiondex.render.conversation import Conversation
 
     DbArg = str | os.PathLike[str] | sqlite3.Connection | Database | None
@@ -78,6 +80,8 @@ class Index:
 
     ``db`` is a path, an open ``sqlite3.Connection`` or sqlite-utils ``Database``, or
     None for the default (``$SESSIONDEX_DB``, else ``$XDG_CACHE_HOME/sessiondex/index.db``).
+    A ``postgresql://`` DSN answers from the team store instead (read-only; ``refresh``
+    does nothing there: ``push`` and SDK writes fill it), with the same questions.
     ``config_dirs`` defaults as the CLI's ``--config-dir`` does. ``refresh=False``
     answers from the index as it is (the CLI's ``--no-refresh``).
 
@@ -102,7 +106,17 @@ class Index:
         self.auto_refresh = refresh
         self._given: Database | None = None
         self._path: Path | None = None
-        if db is None or isinstance(db, (str, os.PathLike)):
+        self._team_dsn: str | None = None
+        self._team: TeamDatabase | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        from sessiondex.query.teamdb import is_dsn
+
+        if db is None and is_dsn(os.environ.get("SESSIONDEX_DB")):
+            db = os.environ["SESSIONDEX_DB"]
+        if is_dsn(db):
+            assert isinstance(db, str)
+            self._team_dsn = db
+        elif db is None or isinstance(db, (str, os.PathLike)):
             from sessiondex.indexer.db import default_db_path
 
             self._path = Path(db) if db is not None else default_db_path()
@@ -126,8 +140,13 @@ class Index:
     # ------------------------------------------------------------------ handles
     @property
     def db_path(self) -> Path | None:
-        """The database file; None for an in-memory database passed in."""
+        """The database file; None for an in-memory database passed in or the team store."""
         return self._path
+
+    @property
+    def team_dsn(self) -> str | None:
+        """The team store's DSN when this index answers from PostgreSQL."""
+        return self._team_dsn
 
     def watcher_alive(self) -> bool:
         """True while a ``sessiondex watch`` keeps this database current."""
@@ -162,6 +181,12 @@ class Index:
 
     def writer(self) -> Database:
         """The database opened for writing (created and migrated if needed)."""
+        if self._team_dsn is not None:
+            raise ValueError(
+                "the team store is read-only here: `sessiondex push` and the Agent SDK's"
+                " PostgresSessionStore write it; index, rename, tag, fork, delete and"
+                " archive work on a local index"
+            )
         if self._given is not None:
             return self._given
         if self._writer is None:
@@ -186,6 +211,12 @@ class Index:
         """The database for answering, first brought up to date unless ``refresh=False``
         or a live watcher keeps it so. Without a refresh to do it is a read-only handle
         (no sqlite-utils import: start-up time is a benchmark figure)."""
+        if self._team_dsn is not None:
+            if self._team is None:
+                from sessiondex.query.teamdb import TeamDatabase
+
+                self._team = TeamDatabase(self._team_dsn)
+            return self._team  # type: ignore[return-value]  # the subset queries use
         if self._reader is None:
             if self._given is not None:
                 self.ensure_fresh()
@@ -240,7 +271,10 @@ class Index:
         return self._open(readonly=True)
 
     def ensure_fresh(self) -> None:
-        """Refresh once in this object's life, by the rule in the module docstring."""
+        """Refresh once in this object's life, by the rule in the module docstring (never
+        for the team store: it is not built from this machine's transcripts)."""
+        if self._team_dsn is not None:
+            return
         if self._refreshed or not self.auto_refresh or self.watcher_alive():
             return
         self._refresh_for_read()
@@ -286,10 +320,15 @@ class Index:
         progress: ProgressCallback | None = None,
         include_tools: bool | None = None,
     ) -> RefreshStats:
-        """Bring the index up to date with every transcript now (``index``).
+        """Bring the index up to date with every transcript now (``index``); nothing to
+        do for the team store (``push`` fills it from each machine).
 
         ``rebuild=True`` starts over; it works whatever the file holds: a database it
         cannot open or clear is moved aside (as a damaged one is) and built anew."""
+        if self._team_dsn is not None:
+            from sessiondex.indexer.stats import RefreshStats
+
+            return RefreshStats()
         return self._refresh_now(rebuild=rebuild, progress=progress, include_tools=include_tools)
 
     def _refresh_now(
@@ -361,7 +400,7 @@ class Index:
         ingested. Nothing happens with ``refresh=False``."""
         from sessiondex.transcripts.keys import is_session_id
 
-        if not self.auto_refresh or not is_session_id(session_id):
+        if self._team_dsn is not None or not self.auto_refresh or not is_session_id(session_id):
             return False
         roots = [str(r) for r in self.roots]  # not archives: those are not transcripts
         rows = self._answer(
@@ -391,7 +430,12 @@ class Index:
         """Before answering about the session ``row`` (a ``sessions`` row): check its
         transcript (one ``stat``) and ingest it if it changed. True when it did."""
         path = row.get("file_path")
-        if not self.auto_refresh or row.get("archived") or not isinstance(path, str):
+        if (
+            self._team_dsn is not None
+            or not self.auto_refresh
+            or row.get("archived")
+            or not isinstance(path, str)
+        ):
             return False
         if row.get("id") is None or int(row["id"]) < 0:
             return False  # a file outside the index, read straight from disk
@@ -426,6 +470,12 @@ class Index:
 
     def close(self) -> None:
         self._checked = False
+        if self._team is not None:
+            self._team.close()
+            self._team = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
         handles = {id(h): h for h in (self._reader, self._writer) if h is not None}
         for handle in handles.values():
             if handle is not self._given:
@@ -557,10 +607,22 @@ class Index:
         self, arg: str, *, cwd: str | None = None, include_archived: bool = False
     ) -> Conversation:
         """The live branch of a session's conversation, read from its transcript."""
+        found = self.resolve(arg, cwd=cwd, include_archived=include_archived)
+        return self.conversation_of(found)
+
+    def conversation_of(self, found: Resolution) -> Conversation:
+        """The conversation of a resolved session: read from its transcript, or on the
+        team store from its stored entries (written as a transcript tree in a scratch
+        dir this object removes on :meth:`close`, then read by the same chain and
+        render code, so ``show`` is the same from either backend)."""
         from sessiondex.render.conversation import build_conversation
 
-        found = self.resolve(arg, cwd=cwd, include_archived=include_archived)
-        return build_conversation(found.session)
+        if self._team is None or found.row.get("id", -1) < 0:
+            return build_conversation(found.session)
+        if self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="sessiondex-show-")
+        session = _materialize(self._team, found, Path(self._scratch.name))
+        return build_conversation(session)
 
     def show(
         self,
@@ -726,6 +788,39 @@ class Index:
         conn = getattr(handle, "conn", None)
         if isinstance(conn, sqlite3.Connection):
             conn.interrupt()
+
+
+def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[str, Any]:
+    """Write a stored session's entries as ``<scratch>/<n>/projects/<key>/<id>.jsonl``
+    (subagents beside it, their ``agent_metadata`` entry as the ``.meta.json``); return
+    its session object pointing there."""
+    import orjson
+
+    session = found.session
+    root = scratch / str(int(found.row["id"]))
+    project = root / "projects" / session["project_key"]
+    files: dict[str, list[str]] = {}
+    metas: dict[str, str] = {}
+    for subpath, text in team.entries(int(found.row["id"])):
+        if subpath and '"agent_metadata"' in text:
+            entry = orjson.loads(text)
+            if isinstance(entry, dict) and entry.pop("type", None) == "agent_metadata":
+                metas[subpath] = orjson.dumps(entry).decode()
+                continue
+        files.setdefault(subpath, []).append(text)
+    for subpath, lines in files.items():
+        parts = [p for p in subpath.split("/") if p not in ("", ".", "..")]
+        name = "/".join([session["session_id"], *parts]) if parts else session["session_id"]
+        path = project / f"{name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        if subpath in metas:
+            path.with_name(path.name[: -len(".jsonl")] + ".meta.json").write_text(metas[subpath])
+    return {
+        **session,
+        "config_dir": str(root),
+        "file_path": str(project / f"{session['session_id']}.jsonl"),
+    }
 
 
 def _filters(options: dict[str, Any]) -> Filters:

@@ -9,9 +9,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sessiondex.query.archives import archived_sql
-from sessiondex.query.scopes import git_current_branch, resolve_cwd, scope_keys
+from sessiondex.query.dialect import dialect_of
+from sessiondex.query.scopes import git_current_branch, resolve_cwd
+from sessiondex.query.scopes import keys_sql as keys_sql  # re-exported
 from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
-from sessiondex.transcripts.keys import MAX_SANITIZED_LENGTH
 
 _RELATIVE_RE = re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -43,20 +44,6 @@ def parse_since(text: str, now: float | None = None) -> int:
     return int(stamp.timestamp() * 1000)
 
 
-def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[Any]]:
-    """``column`` in ``keys``; a hashed long key also matches by its 200-character
-    prefix, as Claude Code does when an older build hashed the path differently."""
-    if not keys:
-        return "0", []
-    clauses = [f"{column} IN ({', '.join('?' for _ in keys)})"]
-    params: list[Any] = list(keys)
-    for key in keys:
-        if len(key) > MAX_SANITIZED_LENGTH:
-            clauses.append(f"substr({column}, 1, ?) = ?")
-            params.extend([MAX_SANITIZED_LENGTH + 1, key[: MAX_SANITIZED_LENGTH + 1]])
-    return "(" + " OR ".join(clauses) + ")", params
-
-
 @dataclass
 class Filters:
     """What narrows a listing. ``cwd`` None means the process cwd."""
@@ -69,17 +56,28 @@ class Filters:
     all_kinds: bool = False
     include_archived: bool = False
     limit: int | None = None
+    user: str | None = None  # team store only: who pushed it
+    host: str | None = None  # team store only: from which machine
     include_hidden: bool = False  # sessions tagged __hidden (--all-kinds includes them too)
 
-    def where(self) -> tuple[str, list[Any]]:
+    def where(self, db: Any = None) -> tuple[str, list[Any]]:
+        """SQL over ``sessions s`` for these filters, in ``db``'s dialect (the scopes
+        differ: paths locally, the origin remote on the team store)."""
+        dialect = dialect_of(db)
         cwd = resolve_cwd(self.cwd)
         clauses: list[str] = []
         params: list[Any] = []
-        keys = scope_keys(cwd, self.scope)
-        if keys is not None:
-            sql, args = keys_sql(keys)
-            clauses.append(sql)
-            params.extend(args)
+        scoped = dialect.scope_clause(cwd, self.scope)
+        if scoped is not None:
+            clauses.append(scoped[0])
+            params.extend(scoped[1])
+        for column, value in (("pushed_by_user", self.user), ("pushed_by_host", self.host)):
+            if value is None:
+                continue
+            if not dialect.team:
+                raise ValueError("--user and --host filter the team store: use --db postgresql://…")
+            clauses.append(f"s.{column} = ?")
+            params.append(value)
         branch = self.branch
         if self.current_branch:
             branch = git_current_branch(cwd)

@@ -41,7 +41,7 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
     """Session objects in scope, newest activity first."""
-    where, params = filters.where()
+    where, params = filters.where(db)
     if filters.limit is None:
         rows = place_forks(select_rows(db, where, params, columns=LISTING_COLUMNS))
     else:

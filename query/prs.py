@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.archives import archived_sql
+from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
@@ -48,11 +49,11 @@ def pr_label(pr: dict[str, Any] | PullRequest) -> str:
     return f"{data.get('repository') or data.get('host') or ''}{mark}{data.get('number')}"
 
 
-def _url_clause(table: str, pr: PullRequest) -> tuple[str, list[Any]]:
+def _url_clause(db: Database, table: str, pr: PullRequest) -> tuple[str, list[Any]]:
     """``url`` equal to the PR's normalized URL; any case on GitHub, whose owner and
     repository names are case-insensitive (``Acme/Shop#12`` is ``acme/shop#12``)."""
-    collate = " COLLATE NOCASE" if pr.provider == "github" else ""
-    return f"SELECT session_rowid FROM {table} WHERE url = ?{collate}", [pr.url]
+    same = dialect_of(db).nocase_eq("url") if pr.provider == "github" else "url = ?"
+    return f"SELECT session_rowid FROM {table} WHERE {same}", [pr.url]
 
 
 def _objects(db: Database, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -71,7 +72,7 @@ def sessions_for_pr(
     found: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     for table in PR_TABLES:
-        sql, params = _url_clause(table, pr)
+        sql, params = _url_clause(db, table, pr)
         rows = [
             r for r in select_rows(db, f"s.id IN ({sql}){archived}", params) if r["id"] not in seen
         ]
@@ -103,7 +104,7 @@ def _number_rows(
 ) -> list[list[dict[str, Any]]]:
     """Per table, the rows in scope that hold PR ``number`` (any PR when None), a
     session listed once (in the first table that has it)."""
-    where, params = filters.where()
+    where, params = filters.where(db)
     out: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     remote = git_remote_repository(resolve_cwd(filters.cwd)) if number is not None else None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState
 from sessiondex.query.archives import archived_sql
+from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import keys_sql
 from sessiondex.query.scopes import resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
@@ -168,8 +169,12 @@ def _by_id(db: Database, session_id: str, keys: list[str], include_archived: boo
     )
 
 
-def _scope_rows(db: Database, keys: list[str], include_archived: bool) -> list[dict[str, Any]]:
-    where, params = keys_sql(keys)
+def _scope_rows(db: Database, here: str, include_archived: bool) -> list[dict[str, Any]]:
+    """The rows a name or ID prefix resolves among: the cwd's repository (its worktrees'
+    project dirs locally, its origin remote on the team store)."""
+    scoped = dialect_of(db).scope_clause(here, "repo")
+    assert scoped is not None
+    where, params = scoped
     where += " AND " + archived_sql(include_archived)
     return select_rows(db, where, params)
 
@@ -201,7 +206,7 @@ def resolve(
         return _by_id(db, arg, worktree_keys(here), include_archived)
     if arg.strip() != arg and is_session_id(arg.strip()):
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
-    repo_rows = _scope_rows(db, worktree_keys(here), include_archived)
+    repo_rows = _scope_rows(db, here, include_archived)
     wanted = arg.strip().lower()
     named = [r for r in repo_rows if (name_of(r) or "").strip().lower() == wanted]
     if len(named) == 1:

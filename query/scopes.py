@@ -9,9 +9,15 @@ from __future__ import annotations
 import subprocess
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 from sessiondex.transcripts.config import resolve_cwd as resolve_cwd  # re-exported
-from sessiondex.transcripts.keys import canonical_directory, project_keys_for_directory
+from sessiondex.transcripts.keys import (
+    MAX_SANITIZED_LENGTH,
+    canonical_directory,
+    project_keys_for_directory,
+)
+from sessiondex.transcripts.remotes import normalize_remote, parse_remote
 
 SCOPES = ("worktree", "repo", "all")
 GIT_TIMEOUT_SECONDS = 5
@@ -53,22 +59,14 @@ def git_current_branch(cwd: str) -> str | None:
 @lru_cache(maxsize=64)
 def git_remote_repository(cwd: str) -> tuple[str, str] | None:
     """``(host, owner/repo)`` of the ``origin`` remote, if it names one."""
-    url = (_git(cwd, "remote", "get-url", "origin") or "").strip()
-    if not url:
-        return None
-    if "://" in url:
-        rest = url.split("://", 1)[1]
-        rest = rest.split("@", 1)[-1]
-        host, _, path = rest.partition("/")
-        host = host.split(":", 1)[0]
-    elif ":" in url:  # scp-like: git@github.com:owner/repo.git
-        host, _, path = url.split("@", 1)[-1].partition(":")
-    else:
-        return None
-    path = path.strip("/")
-    if path.endswith(".git"):
-        path = path[:-4]
-    return (host.lower(), path) if host and path else None
+    return parse_remote(_git(cwd, "remote", "get-url", "origin") or "")
+
+
+@lru_cache(maxsize=64)
+def git_origin(cwd: str) -> str | None:
+    """The ``origin`` remote of ``cwd``, normalized (:mod:`transcripts.remotes`): the
+    team store's repository identity, spelled as ``push`` stores it."""
+    return normalize_remote(_git(cwd, "remote", "get-url", "origin"))
 
 
 def worktree_keys(cwd: str) -> list[str]:
@@ -90,3 +88,17 @@ def scope_keys(cwd: str, scope: str) -> list[str] | None:
     if scope == "worktree":
         return list(project_keys_for_directory(cwd))
     raise ValueError(f"unknown scope: {scope}")
+
+
+def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[Any]]:
+    """``column`` in ``keys``; a hashed long key also matches by its 200-character
+    prefix, as Claude Code does when an older build hashed the path differently."""
+    if not keys:
+        return "0", []
+    clauses = [f"{column} IN ({', '.join('?' for _ in keys)})"]
+    params: list[Any] = list(keys)
+    for key in keys:
+        if len(key) > MAX_SANITIZED_LENGTH:
+            clauses.append(f"substr({column}, 1, ?) = ?")
+            params.extend([MAX_SANITIZED_LENGTH + 1, key[: MAX_SANITIZED_LENGTH + 1]])
+    return "(" + " OR ".join(clauses) + ")", params

@@ -37,12 +37,12 @@ words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
 from sessiondex.indexer.text import fts_text
+from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import place_forks
 from sessiondex.query.prs import sessions_for_pr
@@ -53,7 +53,7 @@ from sessiondex.query.sessions import (
     select_rows,
     to_objects,
 )
-from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN, display_snippet, one_line
+from sessiondex.query.snippets import display_snippet, one_line
 from sessiondex.transcripts.pr_urls import parse_pr_ref
 
 if TYPE_CHECKING:
@@ -76,6 +76,13 @@ TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
+# What the typo fallback reads of its candidates (texts, recency, forks, the stored
+# object): not whole rows, thousands of which would cost more than the matching.
+FUZZY_COLUMNS = (
+    "s.id, s.session_id, s.forked_from_session, s.object_json, s.custom_title, s.ai_title,"
+    " s.summary, s.last_prompt, s.first_prompt, s.prompt_fallback, s.branches_text,"
+    " s.last_activity_ms, s.mtime_ns"
+)
 SNIPPET_TOKENS = 12
 DEFAULT_MARKERS = ("[", "]")
 MIN_PREFIX_CHARS = 3
@@ -106,7 +113,7 @@ class SearchOutcome:
         return self.kind == MATCH and bool(self.rows)
 
 
-def query_terms(query: str) -> tuple[list[str], list[str]]:
+def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str], list[str]]:
     """User text → FTS5 terms, one per word, and the words they came from.
 
     Every word becomes a quoted string (so ``-``, ``*``, ``:``, ``NEAR``, parentheses and
@@ -121,10 +128,8 @@ def query_terms(query: str) -> tuple[list[str], list[str]]:
         spaced = fts_text(word).strip()
         if not any(ch.isalnum() for ch in spaced):
             continue
-        quoted = '"' + spaced.replace('"', '""') + '"'
-        if index == len(words) - 1 and len(word) >= MIN_PREFIX_CHARS and spaced == word:
-            quoted += "*"
-        terms.append(quoted)
+        prefix = index == len(words) - 1 and len(word) >= MIN_PREFIX_CHARS and spaced == word
+        terms.append(dialect.term(spaced, prefix))
         kept.append(word)
     return terms, kept
 
@@ -152,28 +157,20 @@ def _weights_sql() -> str:
 def _metadata_hits(
     db: Database, match: str, where: str, params: list[Any], limit: int
 ) -> list[Hit]:
+    dialect = dialect_of(db)
     rows = db.execute(
-        f"SELECT f.rowid, bm25(session_search_fts, {_weights_sql()}) * {METADATA_BOOST}"
-        f" AS score, {ACTIVITY_SQL} AS activity"
-        " FROM session_search_fts f JOIN sessions s ON s.id = f.rowid"
-        f" WHERE session_search_fts MATCH ? AND {where}"
-        " ORDER BY score, activity DESC LIMIT ?",
-        [match, *params, limit],
+        dialect.metadata_hits_sql(where, _weights_sql(), METADATA_BOOST, ACTIVITY_SQL),
+        [match, *params, dialect.limit(limit)],
     ).fetchall()
     return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
-    """Each session's best message (SQLite gives a bare column the values of the row
-    that holds the ``min()``), best sessions first: grouping in SQL keeps the Python
-    side proportional to the page, not to the number of matching messages."""
+    """Each session's best message, best sessions first: grouping in SQL keeps the
+    Python side proportional to the page, not to the number of matching messages."""
+    dialect = dialect_of(db)
     rows = db.execute(
-        f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {ACTIVITY_SQL} AS activity"
-        " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-        " JOIN sessions s ON s.id = m.session_rowid"
-        f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
-        " ORDER BY score, activity DESC LIMIT ?",
-        [match, *params, limit],
+        dialect.message_hits_sql(where, ACTIVITY_SQL), [match, *params, dialect.limit(limit)]
     ).fetchall()
     return [Hit(r[0], r[1], "message", r[2], r[3], match) for r in rows]
 
@@ -187,11 +184,11 @@ def _best(hits: list[Hit]) -> dict[int, Hit]:
     return best
 
 
-def _fts(run: Any, raw: bool, text: str) -> Any:
+def _fts(db: Database, run: Any, raw: bool, text: str) -> Any:
     """Run an FTS query; a ``--raw`` query FTS5 cannot parse is the user's error."""
     try:
         return run()
-    except sqlite3.OperationalError as exc:
+    except dialect_of(db).syntax_errors as exc:
         if not raw:
             raise
         raise SearchSyntaxError(
@@ -209,7 +206,8 @@ def _find(
     Rows holding every term are found with the page limit (each source's best N contain
     the best N overall). With several terms a session may hold them in different rows;
     that needs each term's full session set, so those queries run without a limit."""
-    together = " ".join(terms)
+    dialect = dialect_of(db)
+    together = dialect.all_of(terms)
     full = _best(
         _metadata_hits(db, together, where, params, limit)
         + _message_hits(db, together, where, params, limit)
@@ -230,7 +228,7 @@ def _find(
         best = min((per_term[i][rowid] for i in held), key=lambda h: h.score)
         # Missing words count as 0: the mean over *all* words, so more words is better.
         score = sum(per_term[i][rowid].score for i in held) / len(terms)
-        match = " OR ".join(terms[i] for i in held)
+        match = dialect.any_of([terms[i] for i in held])
         spread[rowid] = Hit(rowid, score, best.source, best.fts_rowid, best.activity, match, held)
     everywhere = {r: h for r, h in spread.items() if len(h.terms) == len(terms)}
     for rowid, hit in everywhere.items():
@@ -245,17 +243,15 @@ def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, s
     """Session rowid → indexes of the terms its titles and names hold."""
     if not hits:
         return {}
-    columns = "{" + " ".join(TITLE_COLUMNS) + "}"
+    dialect = dialect_of(db)
     ids = ", ".join(str(h.session_rowid) for h in hits)
     out: dict[int, set[int]] = {}
     for index, term in enumerate(terms):
         try:
             rows = db.execute(
-                "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?"
-                f" AND rowid IN ({ids})",
-                [f"{columns} : ({term})"],
+                dialect.title_sql(ids), [dialect.title_match(term, TITLE_COLUMNS)]
             ).fetchall()
-        except sqlite3.OperationalError:  # a --raw query that cannot take a column filter
+        except dialect.syntax_errors:  # a --raw query that cannot take a column filter
             continue
         for (rowid,) in rows:
             out.setdefault(rowid, set()).add(index)
@@ -263,13 +259,8 @@ def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, s
 
 
 def _snippet(db: Database, hit: Hit, markers: tuple[str, str]) -> str:
-    table = "session_search_fts" if hit.source == "meta" else "messages_fts"
-    row = db.execute(
-        f"SELECT snippet({table}, -1, ?, ?, ?, {SNIPPET_TOKENS}) FROM {table}"
-        f" WHERE {table} MATCH ? AND rowid = ?",
-        [OPEN, CLOSE, ELLIPSIS, hit.match, hit.fts_rowid],
-    ).fetchone()
-    return display_snippet(row[0] if row and row[0] else "", markers)
+    stored = dialect_of(db).snippet(db, hit.source, hit.match, hit.fts_rowid, SNIPPET_TOKENS)
+    return display_snippet(stored, markers)
 
 
 def _rows_for(
@@ -318,17 +309,18 @@ def run_search(
         pr = parse_pr_ref(text)
         if pr is not None:
             return _pr_search(db, pr, filters)
+    dialect = dialect_of(db)
     if raw:
-        terms, words = [text], [text]
+        terms, words = [dialect.raw_query(db, text)], [text]
     else:
-        terms, words = query_terms(text)
-    where, params = filters.where()
+        terms, words = query_terms(text, dialect)
+    where, params = filters.where(db)
     # -1: no limit.
     limit = filters.limit or -1
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}
     if terms:
-        full, some = _fts(lambda: _find(db, terms, where, params, limit), raw, text)
+        full, some = _fts(db, lambda: _find(db, terms, where, params, limit), raw, text)
     if full:
         ranked = sorted(full.values(), key=lambda h: (h.score, -h.activity))
         outcome = SearchOutcome(
@@ -368,7 +360,7 @@ def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, in
     counts: dict[str, int] = {}
     wider = {"worktree": ("repo", "all"), "repo": ("all",)}.get(filters.scope, ())
     for scope in wider:
-        where, params = replace(filters, scope=scope, limit=None).where()
+        where, params = replace(filters, scope=scope, limit=None).where(db)
         # The query already ran in this scope, so FTS5 can parse it.
         counts[scope] = len(_find(db, terms, where, params, -1)[0])
     return counts
@@ -390,9 +382,29 @@ def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:
     """Typo tolerance when FTS finds nothing: rapidfuzz ranks titles, names, branches and
     first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
-    whole corpus in Python)."""
-    where, params = filters.where()
-    rows = select_rows(db, where, params, order=f"{ACTIVITY_SQL} DESC", limit=FUZZY_CANDIDATES)
+    whole corpus in Python) and, on the team store, of those whose names or branches
+    ``pg_trgm`` finds close to the query (its GIN indexes), however old."""
+    where, params = filters.where(db)
+    rows = select_rows(
+        db,
+        where,
+        params,
+        order=f"{ACTIVITY_SQL} DESC",
+        limit=FUZZY_CANDIDATES,
+        columns=FUZZY_COLUMNS,
+    )
+    similar = dialect_of(db).similar_names(query)
+    if similar is not None:  # the team store: older sessions whose names are close too
+        seen = {r["id"] for r in rows}
+        more = select_rows(
+            db,
+            f"{where} AND {similar[0]}",
+            [*params, *similar[1]],
+            order=f"{ACTIVITY_SQL} DESC",
+            limit=FUZZY_CANDIDATES,
+            columns=FUZZY_COLUMNS,
+        )
+        rows += [r for r in more if r["id"] not in seen]
     choices: dict[int, list[str]] = {}
     for row in rows:
         texts = [

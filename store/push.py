@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
@@ -45,6 +44,7 @@ from sessiondex.store.write import Entry, Key, Writer, append, dumps_entry, rese
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
 from sessiondex.transcripts.reader import RecordReader, classify
+from sessiondex.transcripts.remotes import normalize_remote
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -192,19 +192,12 @@ def subpath_of(tf: TranscriptFile) -> str:
     return relative[: -len(".jsonl")]
 
 
-def without_credentials(url: str) -> str:
-    """A remote URL without user and password (``https://x:TOKEN@github.com/o/r``)."""
-    if "://" not in url:
-        return url.split("@", 1)[-1] if "@" in url.split(":", 1)[0] else url
-    parts = urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=host))
-
-
 @cache
 def origin_url(cwd: str) -> str | None:
-    """``git remote get-url origin`` in ``cwd`` (no credentials), if it is a repository
-    on this machine: what identifies a repository across machines, where paths differ."""
+    """``git remote get-url origin`` in ``cwd``, normalized (no credentials, ``host/owner/repo``
+    as :func:`transcripts.remotes.normalize_remote` spells it, the form queries compare
+    with), if it is a repository on this machine: what identifies a repository across
+    machines, where paths differ."""
     if not os.path.isdir(cwd):
         return None
     try:
@@ -219,7 +212,7 @@ def origin_url(cwd: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     url = result.stdout.strip()
-    return without_credentials(url) if result.returncode == 0 and url else None
+    return normalize_remote(url) if result.returncode == 0 else None
 
 
 def select_files(options: PushOptions) -> list[TranscriptFile]:

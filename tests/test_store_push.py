@@ -156,7 +156,7 @@ def test_session_records_who_pushed_it_and_its_repository(tmp_path: Path, pg_dsn
         socket.gethostname(),
         str(tree.root),
         str(session.path),
-        "https://github.com/acme/shop.git",
+        "github.com/acme/shop",  # normalized (transcripts/remotes.py), no credentials
         str(cwd),
     )
 

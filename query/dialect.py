@@ -1,0 +1,275 @@
+"""The query layer's one seam between its two backends: SQL fragments per dialect.
+
+``list``, ``search``, ``resolve`` and ``from-pr`` are written once (scopes, resolution
+order, ranking merge, fork placement, session objects). What differs between the local
+SQLite index and the PostgreSQL team store is *data access*: how a full-text query is
+spelled and run (FTS5 ``MATCH``/``bm25``/``snippet`` against ``tsvector`` ``@@``,
+``ts_rank`` and ``ts_headline``), how a case-insensitive comparison is written, and
+what a repository is (local worktree paths against the ``origin`` remote, since paths
+differ per machine). Each of those is a method here, and every query function asks
+:func:`dialect_of` for the handle it was given. Everything else — including the
+relational shape: :mod:`query.teamdb` presents the store's tables under the index's
+names — is shared.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sessiondex.indexer.text import fts_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+# Must equal store/schema.py TS_CONFIG (store/ and query/ may not import each other;
+# tests/test_team_query.py checks they agree): no stemming, like FTS5's unicode61.
+TS_CONFIG = "simple"
+#: The metadata columns a snippet may come from, in the order FTS5 indexes them.
+META_COLUMNS = (
+    "custom_title",
+    "ai_title",
+    "agent_name",
+    "tag",
+    "branches_text",
+    "pr_text",
+    "summary",
+    "first_prompt",
+    "last_prompt",
+    "cwd",
+)
+
+
+class SqliteDialect:
+    """The local index: FTS5 tables beside ``sessions`` and ``messages``."""
+
+    name = "sqlite"
+    team = False
+    #: What a query the full-text engine cannot parse raises (``--raw`` only).
+    syntax_errors: tuple[type[Exception], ...]
+
+    def __init__(self) -> None:
+        import sqlite3
+
+        self.syntax_errors = (sqlite3.OperationalError,)
+
+    # -------------------------------------------------------------- comparisons
+    def nocase_eq(self, column: str) -> str:
+        return f"{column} = ? COLLATE NOCASE"
+
+    def limit(self, limit: int) -> int | None:
+        """A row limit as the engine takes it (-1: none)."""
+        return limit
+
+    # -------------------------------------------------------------- full text
+    def term(self, spaced: str, prefix: bool) -> str:
+        """One word of a query (already through ``fts_text``) as a full-text term."""
+        return '"' + spaced.replace('"', '""') + '"' + ("*" if prefix else "")
+
+    def all_of(self, terms: Sequence[str]) -> str:
+        return " ".join(terms)
+
+    def any_of(self, terms: Sequence[str]) -> str:
+        return " OR ".join(terms)
+
+    def raw_query(self, db: Any, text: str) -> str:
+        """A ``--raw`` query as the engine's own syntax (FTS5 takes it as typed)."""
+        return text
+
+    def metadata_hits_sql(self, where: str, weights: str, boost: float, activity: str) -> str:
+        """Rows ``(session id, score, activity)``; params: match, where's, limit."""
+        return (
+            f"SELECT f.rowid, bm25(session_search_fts, {weights}) * {boost}"
+            f" AS score, {activity} AS activity"
+            " FROM session_search_fts f JOIN sessions s ON s.id = f.rowid"
+            f" WHERE session_search_fts MATCH ? AND {where}"
+            " ORDER BY score, activity DESC LIMIT ?"
+        )
+
+    def message_hits_sql(self, where: str, activity: str) -> str:
+        """Each session's best message ``(session id, score, message id, activity)``
+        (SQLite gives a bare column the values of the row that holds the ``min()``)."""
+        return (
+            f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {activity} AS activity"
+            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+            " JOIN sessions s ON s.id = m.session_rowid"
+            f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
+            " ORDER BY score, activity DESC LIMIT ?"
+        )
+
+    def title_sql(self, ids: str) -> str:
+        """Session ids among ``ids`` whose titles and names hold a term (param: the
+        :meth:`title_match` of it)."""
+        return (
+            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?"
+            f" AND rowid IN ({ids})"
+        )
+
+    def title_match(self, term: str, title_columns: Sequence[str]) -> str:
+        return "{" + " ".join(title_columns) + "} : (" + term + ")"
+
+    def snippet(self, db: Any, source: str, match: str, rowid: int, tokens: int) -> str:
+        """The matched words in context, marked with ``OPEN``/``CLOSE``, stored form."""
+        from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
+
+        table = "session_search_fts" if source == "meta" else "messages_fts"
+        row = db.execute(
+            f"SELECT snippet({table}, -1, ?, ?, ?, {tokens}) FROM {table}"
+            f" WHERE {table} MATCH ? AND rowid = ?",
+            [OPEN, CLOSE, ELLIPSIS, match, rowid],
+        ).fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+    def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
+        """A condition for sessions whose names or branches are close to ``query`` by an
+        index, for the typo fallback; None where the newest sessions must do."""
+        return None
+
+    # -------------------------------------------------------------- scopes
+    def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
+        """Which sessions a scope holds; None for every session. Locally a scope is a
+        set of project dirs: the cwd's own, or those of every worktree of its repo."""
+        from sessiondex.query.scopes import keys_sql, scope_keys
+
+        keys = scope_keys(cwd, scope)
+        return None if keys is None else keys_sql(keys)
+
+
+class PostgresDialect(SqliteDialect):
+    """The team store: ``tsvector`` columns (``sessions.search`` weighted A names, B
+    labels, C descriptions, D cwd; ``messages.tsv`` all D, so a name outranks a line of
+    conversation), GIN indexes, ``ts_rank`` negated so that lower is better as with
+    ``bm25``."""
+
+    name = "postgresql"
+    team = True
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.syntax_errors = (psycopg.Error,)
+
+    def nocase_eq(self, column: str) -> str:
+        return f"lower({column}) = lower(?)"
+
+    def limit(self, limit: int) -> int | None:
+        return None if limit < 0 else limit  # LIMIT NULL: no limit
+
+    def term(self, spaced: str, prefix: bool) -> str:
+        # A quoted to_tsquery phrase: its words in order, as an FTS5 "phrase".
+        quoted = "'" + spaced.replace("\\", "\\\\").replace("'", "''") + "'"
+        return quoted + (":*" if prefix and spaced.isalnum() else "")
+
+    def all_of(self, terms: Sequence[str]) -> str:
+        return " & ".join(f"({t})" for t in terms)
+
+    def any_of(self, terms: Sequence[str]) -> str:
+        return " | ".join(f"({t})" for t in terms)
+
+    def raw_query(self, db: Any, text: str) -> str:
+        """``--raw`` on the team store is ``websearch_to_tsquery`` syntax (``"a phrase"``,
+        ``or``, ``-word``), turned into the ``to_tsquery`` text the other steps take."""
+        row = db.execute(f"SELECT websearch_to_tsquery('{TS_CONFIG}', ?)::text", [text]).fetchone()
+        return str(row[0]) if row and row[0] else ""
+
+    def metadata_hits_sql(self, where: str, weights: str, boost: float, activity: str) -> str:
+        return (
+            f"SELECT s.id, -ts_rank(f.search, q) * {boost} AS score, {activity} AS activity"
+            f" FROM to_tsquery('{TS_CONFIG}', ?) q, session_search f"
+            " JOIN sessions s ON s.id = f.id"
+            f" WHERE f.search @@ q AND {where}"
+            " ORDER BY score, activity DESC LIMIT ?"
+        )
+
+    def message_hits_sql(self, where: str, activity: str) -> str:
+        # The matching messages first, by the GIN index (MATERIALIZED): the planner
+        # underestimates the scope filter and would otherwise walk every session's
+        # messages (48 ms → a few ms for a rare word at the 2k bench corpus).
+        return (
+            "WITH hit AS MATERIALIZED ("
+            " SELECT m.session_rowid, -ts_rank(m.tsv, q) AS score, m.id"
+            f" FROM to_tsquery('{TS_CONFIG}', ?) q, messages m WHERE m.tsv @@ q)"
+            " SELECT session_rowid, score, id, activity FROM ("
+            " SELECT DISTINCT ON (m.session_rowid) m.session_rowid, m.score, m.id,"
+            f" {activity} AS activity"
+            " FROM hit m JOIN sessions s ON s.id = m.session_rowid"
+            f" WHERE {where}"
+            " ORDER BY m.session_rowid, m.score, m.id) best"
+            " ORDER BY score, activity DESC LIMIT ?"
+        )
+
+    def title_sql(self, ids: str) -> str:
+        return (
+            f"SELECT f.id FROM to_tsquery('{TS_CONFIG}', ?) q, session_search f"
+            f" WHERE ts_filter(f.search, '{{a}}') @@ q AND f.id IN ({ids})"
+        )
+
+    def title_match(self, term: str, title_columns: Sequence[str]) -> str:
+        return term  # weight A holds exactly the titles and names (store/write.py)
+
+    def snippet(self, db: Any, source: str, match: str, rowid: int, tokens: int) -> str:
+        from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
+
+        options = (
+            f"StartSel={OPEN}, StopSel={CLOSE}, MaxWords={tokens}, MinWords={tokens // 2},"
+            f' ShortWord=0, MaxFragments=1, FragmentDelimiter="{ELLIPSIS}"'
+        )
+        if source == "meta":
+            row = db.execute(
+                f"SELECT {', '.join(META_COLUMNS)} FROM sessions s WHERE s.id = ?", [rowid]
+            ).fetchone()
+            # As the search vector was built (CJK split), one column at a time: like
+            # FTS5's snippet(), the first column (by weight) that holds a match.
+            texts = [fts_text(v) if isinstance(v, str) else "" for v in (row or ())]
+        else:
+            row = db.execute("SELECT m.text FROM messages m WHERE m.id = ?", [rowid]).fetchone()
+            texts = [str(row[0])] if row and row[0] else []
+        if not any(texts):
+            return ""
+        found = db.execute(
+            f"SELECT ts_headline('{TS_CONFIG}', t.x, to_tsquery('{TS_CONFIG}', ?), ?)"
+            " FROM unnest(?::text[]) WITH ORDINALITY t(x, n) WHERE t.x != '' ORDER BY t.n",
+            [match, options, texts],
+        ).fetchall()
+        marked = [str(r[0]) for r in found if r[0] and OPEN in r[0]]
+        return marked[0] if marked else (str(found[0][0]) if found else "")
+
+    def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
+        """``pg_trgm`` word similarity (``<%``) against the names and the branches, each
+        written as its GIN trigram index is (store/schema.py), so the index serves."""
+        return (
+            "(s.id IN (SELECT n.id FROM sessions n WHERE ? <% (coalesce(n.custom_title, '')"
+            " || ' ' || coalesce(n.ai_title, '') || ' ' || coalesce(n.agent_name, '')))"
+            " OR s.id IN (SELECT b.session_rowid FROM branches b WHERE ? <% b.branch))",
+            [query, query],
+        )
+
+    def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
+        """On the team store a repository is its ``origin`` remote (normalized), not a
+        path: ``repo`` is every session pushed from a clone of the cwd's origin, on any
+        machine; ``worktree`` is the cwd's own project (same path) *and*, when the cwd
+        has an origin, the same origin or none recorded — one machine's ``~/src/app``
+        is not another's. Without an origin the scopes fall back to paths, as locally."""
+        from sessiondex.query.scopes import git_origin, keys_sql, scope_keys
+
+        if scope == "all":
+            return None
+        origin = git_origin(cwd)
+        if scope == "repo" and origin:
+            return "s.origin_url = ?", [origin]
+        keys = scope_keys(cwd, scope)
+        assert keys is not None
+        sql, params = keys_sql(keys)
+        if scope == "worktree" and origin:
+            sql = f"({sql} AND (s.origin_url = ? OR s.origin_url IS NULL))"
+            params = [*params, origin]
+        return sql, params
+
+
+SQLITE = SqliteDialect()
+
+
+def dialect_of(db: Any) -> SqliteDialect:
+    """The dialect of a database handle: the team store's adapter says so; anything else
+    is the local SQLite index."""
+    found = getattr(db, "dialect", None)
+    return found if isinstance(found, SqliteDialect) else SQLITE

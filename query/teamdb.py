@@ -1,0 +1,115 @@
+"""The team store (PostgreSQL) as the query layer's database handle.
+
+The query functions take a handle with ``execute(sql, params)`` and write ``?``
+placeholders against the index's relations (``sessions s``, ``branches``, ``pr_links``,
+``pr_mentions``, ``messages`` keyed by ``session_rowid``). The store holds the same
+derived fields under its own names (``session_ref``, ``mtime_ms``, ``config_dir``), so
+this handle creates session-local views with the index's names over them: temporary
+relations come first in PostgreSQL's search path, the planner inlines the views (the
+store's indexes still serve), and nothing is written to the store. The connection is
+then set read-only: answering never changes the store.
+
+Full-text SQL, which no view can make portable, is :class:`query.dialect.PostgresDialect`.
+Row-level access is not a feature: everyone with the DSN sees everything pushed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from sessiondex.query.dialect import PostgresDialect
+
+# The index's relations over the store's tables (store/schema.py), SQLite's names.
+_VIEWS = (
+    # The weighted search vector apart, as FTS5's table is: ``s.*`` (every listing's
+    # and the typo fallback's rows) must not carry it to the client.
+    "CREATE TEMP VIEW session_search AS SELECT id, search FROM sessions",
+    """CREATE TEMP VIEW sessions AS SELECT
+        id, config_dir AS root, project_key, session_id, file_path, cwd,
+        custom_title, ai_title, agent_name, summary, last_prompt, first_prompt,
+        prompt_fallback, first_command, seen_real_prompt, tag, git_branch,
+        branches_text, pr_text, created_ms, last_activity_ms,
+        mtime_ms * 1000000 AS mtime_ns, file_size, message_count, raw_message_count,
+        entrypoint, is_sidechain, forked_from_session, forked_from_message,
+        0 AS archived, NULL::text AS object_json,
+        source, origin_url, pushed_by_user, pushed_by_host, pushed_at
+    FROM sessions""",
+    "CREATE TEMP VIEW branches AS SELECT id, session_ref AS session_rowid, branch FROM branches",
+    *(
+        f"CREATE TEMP VIEW {table} AS SELECT id, session_ref AS session_rowid,"
+        f" transcript_ref, url, number, repository, host, provider FROM {table}"
+        for table in ("pr_links", "pr_mentions")
+    ),
+    "CREATE TEMP VIEW messages AS SELECT id, session_ref AS session_rowid,"
+    " transcript_ref, uuid, type, ts_ms, text, tsv FROM messages",
+)
+
+
+class NotATeamStore(RuntimeError):
+    """The DSN's database holds no sessiondex team store."""
+
+
+def is_dsn(value: object) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) URL: ``--db`` names the store."""
+    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+@lru_cache(maxsize=256)
+def _to_pg(sql: str) -> str:
+    """``?`` placeholders → psycopg's ``%s`` (a literal ``%`` doubled first)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class TeamDatabase:
+    """A read-only connection to the team store, shaped like the index for the query
+    layer (``dialect`` tells it which SQL fragments to use)."""
+
+    dialect = PostgresDialect()
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        self.dsn = dsn  # as given (the error messages never print it)
+        # An unreachable server fails in seconds, not at the OS's TCP timeout (minutes),
+        # unless the DSN says otherwise.
+        if "connect_timeout" not in conninfo_to_dict(dsn):
+            dsn = make_conninfo(dsn, connect_timeout=10)
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        try:
+            row = self.conn.execute(
+                "SELECT to_regclass('sessiondex_migrations') IS NOT NULL"
+                " AND to_regclass('sessions') IS NOT NULL"
+            ).fetchone()
+            if not row or not row[0]:
+                raise NotATeamStore(
+                    "no sessiondex team store in this database: `sessiondex push --to DSN`"
+                    " (or `sessiondex store init DSN`) creates it"
+                )
+            for sql in _VIEWS:
+                self.conn.execute(sql)
+            self.conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run ``sql`` (``?`` placeholders); the cursor has ``description``,
+        ``fetchone``, ``fetchall`` and iterates, as sqlite3's does."""
+        return self.conn.execute(_to_pg(sql), list(params))
+
+    def entries(self, session_ref: int) -> list[tuple[str, str]]:
+        """``(subpath, entry JSON text)`` of a session's stored transcripts in append
+        order, main transcript first: what ``show`` renders instead of a file."""
+        rows = self.conn.execute(
+            "SELECT t.subpath, e.entry::text FROM transcripts t"
+            " JOIN entries e ON e.transcript_ref = t.id"
+            " WHERE t.session_ref = %s ORDER BY t.subpath, e.id",
+            [session_ref],
+        ).fetchall()
+        return [(str(subpath), str(text)) for subpath, text in rows]
+
+    def close(self) -> None:
+        self.conn.close()

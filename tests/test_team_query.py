@@ -1,0 +1,370 @@
+"""Team search: ``--db postgresql://…`` answers ``list``, ``search``, ``resolve``,
+``from-pr`` and ``show`` from the team store with the local index's semantics and output.
+
+The promise is "one query interface, two backends", so the tests ask the same question
+of both: the fixture tree is indexed locally and pushed into a fresh PostgreSQL
+database, and each answer must name the same sessions in the same order (search: the
+same set; its scores are bm25 against ts_rank). Then what only the store has: a session
+an Agent SDK app wrote through ``PostgresSessionStore`` is found, repositories are
+their origin remote (two clones at different paths are one repository), and
+``--user``/``--host`` say who pushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sessiondex import Index
+from sessiondex.cli.main import cli
+from sessiondex.query.dialect import TS_CONFIG
+from sessiondex.store.push import TOOL_OUTPUT_OMITTED
+from sessiondex.store.schema import TS_CONFIG as STORE_TS_CONFIG
+from tests.builders import ConfigTree, copy_fixtures
+from tests.pgserver import database_url, require_database, truncate
+
+ZERO_BYTE = "21f67f9f-95c3-52a4-9bd5-db482d19552d"  # shop-empty: nothing to push
+# blog-gitlab ends in a truncated line: push stores complete lines, so its size there
+# is the bytes before it (the partial line is sent once it is complete).
+TRUNCATED = "7f58f8d1-d517-5d78-bdb3-ff37365184fc"
+SHOP = "/home/dev/shop"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """``(config dir, SQLite path, store URL)``: the fixture tree, indexed and pushed."""
+    dsn = require_database()
+    truncate(dsn)
+    root = copy_fixtures(tmp_path_factory.mktemp("team"))
+    url = database_url(dsn)
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(root), "push", "--to", url])
+    assert pushed.exit_code == 0, pushed.output
+    return root, str(root.parent / "index.db"), url
+
+
+def run(root: Path, db: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--config-dir", str(root), "--db", db, *args])
+
+
+def both(world: tuple[Path, str, str], *args: str) -> tuple[Any, Any]:
+    """The JSON answer of the local index and of the team store (same exit code)."""
+    root, local, team = world
+    a, b = run(root, local, *args, "--json"), run(root, team, *args, "--json")
+    assert a.exit_code == b.exit_code, (a.output, b.output)
+    return json.loads(a.stdout or "null"), json.loads(b.stdout or "null")
+
+
+def ids(rows: Any) -> list[str]:
+    rows = rows if isinstance(rows, list) else [rows]
+    return [r["session_id"] for r in rows if r and r["session_id"] != ZERO_BYTE]
+
+
+def test_text_search_configs_agree() -> None:
+    # query/ and store/ may not import each other: the constant is kept twice.
+    assert TS_CONFIG == STORE_TS_CONFIG
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list", "--scope", "all"),
+        ("list", "--scope", "all", "--all-kinds"),  # bar the zero-byte file: no entries
+        ("list", "--cwd", SHOP),
+        ("list", "--cwd", SHOP, "--scope", "repo", "--branch", "main"),
+        ("list", "--scope", "all", "--since", "2026-10-20"),
+        ("list", "--scope", "all", "--limit", "3"),
+        ("from-pr", "12", "--scope", "all"),
+        ("from-pr", "--scope", "all"),
+        ("from-pr", "https://github.com/acme/shop/pull/12"),
+        ("resolve", "Auth refactor", "--cwd", SHOP),
+        ("resolve", "4045e6f8", "--cwd", SHOP),
+        ("resolve", "4045e6f8-686a-5d64-9f2b-e0830c6ab007", "--cwd", SHOP),
+        ("resolve", "4045e6f8-686a-5d64-9f2b-e0830c6ab007", "--cwd", "/elsewhere"),
+    ],
+)
+def test_same_sessions_in_the_same_order(world: tuple[Path, str, str], args: tuple[str]) -> None:
+    local, team = both(world, *args)
+    assert ids(local), "the question must have an answer to compare"
+    assert ids(team) == ids(local)
+
+
+def test_same_session_objects(world: tuple[Path, str, str]) -> None:
+    """Not only the order: every field of every session object (the store keeps the
+    pushed file's path, config dir, size and mtime)."""
+    local, team = both(world, "list", "--scope", "all")
+    for row in local + team:
+        if row["session_id"] == TRUNCATED:
+            row["file_size"] = None
+    assert team == local
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["auth", "login cookie", "expired session", "блог", "reconcil", "refactr", "auth zebra", "12"],
+)
+def test_search_finds_the_same_sessions(world: tuple[Path, str, str], query: str) -> None:
+    local, team = both(world, "search", query, "--scope", "all")
+    assert ids(local), "the question must have an answer to compare"
+    assert set(ids(team)) == set(ids(local))
+    # The same kind of answer (match, partial or the typo fallback) for each session.
+    assert {r["matched_by"] for r in team} == {r["matched_by"] for r in local}
+
+
+def test_search_snippets_mark_the_match(world: tuple[Path, str, str]) -> None:
+    root, _, team = world
+    rows = json.loads(run(root, team, "search", "login", "--scope", "all", "--json").stdout)
+    assert rows and all("[login]" in r["snippet"].lower() for r in rows)
+    assert rows[0]["matched_by"] == "title"  # "Fix login 500 …", the AI title
+
+
+def test_title_hits_rank_above_message_hits(world: tuple[Path, str, str]) -> None:
+    """Weighted tsvector: a session named for the words comes before one that only
+    talks about them."""
+    local, team = both(world, "search", "auth", "--scope", "all")
+    assert team[0]["session_id"] == local[0]["session_id"]
+    assert team[0]["matched_by"] == "title"
+
+
+def test_show_renders_the_stored_entries(world: tuple[Path, str, str]) -> None:
+    root, local, team = world
+    for session in ("4045e6f8-686a-5d64-9f2b-e0830c6ab007", "0299d474"):
+        for fmt in ("md", "text", "json"):
+            args = ("show", session, "--format", fmt, "--subagents")
+            a, b = run(root, local, *args), run(root, team, *args)
+            assert b.exit_code == a.exit_code == 0, b.output
+            if fmt == "json":  # json carries tool results, which push leaves out
+                assert _without_tool_output(json.loads(b.stdout)) == _without_tool_output(
+                    json.loads(a.stdout)
+                )
+            else:
+                assert b.stdout == a.stdout
+    # Tool outputs stay on the machine unless pushed with --with-tools; --tools says so.
+    args = ("show", "4045e6f8-686a-5d64-9f2b-e0830c6ab007", "--format", "text", "--tools")
+    assert TOOL_OUTPUT_OMITTED in run(root, team, *args).stdout
+
+
+def _without_tool_output(value: Any) -> Any:
+    """``value`` with every tool result's content as push stores it by default."""
+    if isinstance(value, list):
+        return [_without_tool_output(v) for v in value]
+    if isinstance(value, dict):
+        if value.get("type") == "tool_result":
+            return {**value, "content": TOOL_OUTPUT_OMITTED}
+        return {k: _without_tool_output(v) for k, v in value.items() if k != "toolUseResult"}
+    return value
+
+
+def test_index_api_routes_a_dsn_to_the_store(world: tuple[Path, str, str]) -> None:
+    root, local, team = world
+    with Index(local, [root]) as here, Index(team, [root]) as there:
+        assert ids(there.list(scope="all")) == ids(here.list(scope="all"))
+        assert there.resolve("Auth refactor", cwd=SHOP).session["title"] == "Auth refactor"
+        assert "Auth refactor" in there.show("Auth refactor", cwd=SHOP, format="md")
+        there.refresh()  # nothing to do: push fills the store
+        with pytest.raises(ValueError, match="read-only"):
+            there.rename("Auth refactor", "x", cwd=SHOP)
+
+
+def test_sessiondex_db_may_name_the_store(
+    world: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, local, team = world
+    monkeypatch.setenv("SESSIONDEX_DB", team)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "list", "--scope", "all", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert ids(json.loads(result.stdout)) == ids(both(world, "list", "--scope", "all")[0])
+    with Index(config_dirs=[root]) as index:
+        assert index.team_dsn == team and index.db_path is None
+
+
+def test_user_and_host_are_a_usage_error_on_sqlite(world: tuple[Path, str, str]) -> None:
+    root, local, _ = world
+    result = run(root, local, "list", "--user", "ann")
+    assert result.exit_code == 2
+    assert "--user and --host filter the team store" in result.output
+
+
+def test_local_only_commands_say_so_on_the_store(world: tuple[Path, str, str]) -> None:
+    root, _, team = world
+    for args in (("stats",), ("index",), ("tag", "Auth refactor", "x", "--cwd", SHOP)):
+        result = run(root, team, *args)
+        assert result.exit_code == 1, (args, result.output)
+        assert result.output.count("\n") == 1 and "local index" in result.output
+
+
+# ------------------------------------------------------------------ store-only
+@pytest.fixture
+def store() -> str:
+    dsn = require_database()
+    truncate(dsn)
+    return database_url(dsn)
+
+
+def _clone(path: Path, remote: str) -> str:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", remote], check=True)
+    return str(path)
+
+
+def _push_as(
+    monkeypatch: pytest.MonkeyPatch, tree: ConfigTree, url: str, user: str, host: str
+) -> None:
+    """``push`` as another teammate on another machine (who pushed is recorded)."""
+    monkeypatch.setenv("LOGNAME", user)
+    monkeypatch.setenv("USER", user)
+    monkeypatch.setattr(socket, "gethostname", lambda: host)
+    result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", url])
+    assert result.exit_code == 0, result.output
+
+
+def _session(tree: ConfigTree, cwd: str, title: str, words: str) -> str:
+    s = tree.session(cwd=cwd)
+    s.user(words)
+    s.assistant("on it")
+    s.meta("custom-title", customTitle=title)
+    s.write()
+    return s.session_id
+
+
+def test_repositories_are_their_origin_and_who_pushed_is_a_filter(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ann and Bob cloned the same repository at different paths (and spelled its
+    remote differently); a third clone's ``--scope repo`` finds both sessions, not the
+    unrelated one, and ``--user``/``--host`` pick out who pushed what."""
+    ann_dir = _clone(tmp_path / "ann" / "shop", "git@github.com:Acme/Shop.git")
+    bob_dir = _clone(tmp_path / "bob" / "src" / "shop", "https://github.com/acme/shop")
+    other_dir = _clone(tmp_path / "bob" / "blog", "git@github.com:acme/blog.git")
+    mine = _clone(tmp_path / "me" / "shop", "ssh://git@github.com/acme/shop.git")
+    ann_tree, bob_tree = ConfigTree(tmp_path / "ann" / ".claude"), ConfigTree(tmp_path / "bob")
+    ann = _session(ann_tree, ann_dir, "Ann checkout", "checkout totals are off by one")
+    bob = _session(bob_tree, bob_dir, "Bob checkout", "checkout retries on timeout")
+    blog = _session(bob_tree, other_dir, "Bob blog", "checkout the blog theme")
+    _push_as(monkeypatch, ann_tree, store, "ann", "ann-laptop")
+    _push_as(monkeypatch, bob_tree, store, "bob", "bob-desktop")
+
+    def answer(*args: str) -> set[str]:
+        result = CliRunner().invoke(cli, ["--db", store, *args, "--cwd", mine, "--json"])
+        assert result.exit_code in (0, 1), result.output
+        return {r["session_id"] for r in json.loads(result.stdout)}
+
+    assert answer("list", "--scope", "repo") == {ann, bob}
+    assert answer("search", "checkout", "--scope", "repo") == {ann, bob}
+    assert answer("list", "--scope", "worktree") == set()  # same origin, not this path
+    assert answer("list", "--scope", "all") == {ann, bob, blog}
+    assert answer("list", "--scope", "all", "--user", "bob") == {bob, blog}
+    assert answer("search", "checkout", "--scope", "all", "--host", "ann-laptop") == {ann}
+    assert answer("list", "--scope", "repo", "--user", "bob", "--host", "bob-desktop") == {bob}
+    result = CliRunner().invoke(cli, ["--db", store, "resolve", "Bob checkout", "--cwd", mine])
+    assert result.exit_code == 0 and bob in result.output  # by name, in the repository
+
+
+def test_a_session_written_through_the_sdk_store_is_searchable(store: str) -> None:
+    """An Agent SDK app mirrors its transcript into the store (no push, no file):
+    ``search --db`` finds it, and ``show`` renders it from the stored entries."""
+    from sessiondex.store.sdk_store import PostgresSessionStore
+
+    session_id = "6f1c2a9e-0b7d-4c1e-9a55-3e2f1d0c9b8a"
+    key = {"project_key": "-srv-agents-triage", "session_id": session_id}
+    entries = [
+        {
+            "type": "user",
+            "uuid": "8d7e8a52-2c3b-4f7e-a1d0-6c1b0f2e3a41",
+            "parentUuid": None,
+            "sessionId": session_id,
+            "cwd": "/srv/agents/triage",
+            "timestamp": "2026-11-20T09:00:00.000Z",
+            "message": {"role": "user", "content": "triage the flaky websocket reconnect test"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "2b9f0c1d-5e6a-4b7c-8d9e-0f1a2b3c4d5e",
+            "parentUuid": "8d7e8a52-2c3b-4f7e-a1d0-6c1b0f2e3a41",
+            "sessionId": session_id,
+            "cwd": "/srv/agents/triage",
+            "timestamp": "2026-11-20T09:00:05.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "The reconnect backoff races the ping."}],
+            },
+        },
+    ]
+
+    async def write() -> None:
+        async with PostgresSessionStore(store) as s:
+            await s.append(key, entries)
+
+    asyncio.run(write())
+    result = CliRunner().invoke(
+        cli, ["--db", store, "search", "websocket reconnect", "--scope", "all", "--all-kinds"]
+    )
+    assert result.exit_code == 0, result.output
+    assert session_id[:8] in result.output and "[websocket] [reconnect]" in result.output
+    shown = CliRunner().invoke(cli, ["--db", store, "show", session_id, "--format", "text"])
+    assert shown.exit_code == 0, shown.output
+    assert "The reconnect backoff races the ping." in shown.output
+
+
+def test_typo_fallback_reaches_old_sessions_through_pg_trgm(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Locally the typo fallback ranks the newest sessions in scope; the store also asks
+    its trigram indexes, so a misspelt name finds a session older than that window."""
+    import sessiondex.query.search as search_module
+
+    tree = ConfigTree(tmp_path / "claude")
+    old = _session(tree, "/srv/app", "Websocket reconnect storm", "the pings race")
+    for n in range(3):
+        _session(tree, "/srv/app", f"Newer work {n}", "unrelated")
+    # Each session's activity is its records' time: make the named one the oldest.
+    for path in sorted(tree.root.glob("projects/*/*.jsonl")):
+        if old in path.name:
+            text = path.read_text().replace("2026-", "2025-")
+            path.write_text(text)
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    monkeypatch.setattr(search_module, "FUZZY_CANDIDATES", 2)
+    local = str(tmp_path / "index.db")
+    query = ("search", "websockt reconect", "--scope", "all", "--json")
+    a = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", local, *query])
+    b = CliRunner().invoke(cli, ["--db", store, *query])
+    assert old not in a.stdout  # outside the newest two
+    [hit] = json.loads(b.stdout)
+    assert (hit["session_id"], hit["matched_by"]) == (old, "fuzzy")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git@github.com:Acme/Shop.git",
+        "https://x-access-token:ghp_secret@github.com/acme/shop.git",
+        "ssh://git@github.com:22/acme/shop",
+        "https://GitHub.com/acme/shop/",
+    ],
+)
+def test_one_repository_however_its_remote_is_spelled(url: str) -> None:
+    from sessiondex.transcripts.remotes import normalize_remote
+
+    assert normalize_remote(url) == "github.com/acme/shop"
+    assert normalize_remote("/srv/git/shop.git") == "/srv/git/shop"  # a path: as given
+
+
+def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path) -> None:
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    dsn = "postgresql://ann:hunter2@127.0.0.1:1/team"
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tmp_path / "claude"), "--db", dsn, "list"]
+    )
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: cannot open the team store: ")
+    assert result.output.count("\n") == 1 and "hunter2" not in result.output

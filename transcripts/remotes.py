@@ -1,0 +1,58 @@
+"""Git remote URLs as one repository identity: the same repository, however cloned.
+
+The team store identifies a repository by its ``origin`` remote, not by a path (paths
+differ per machine), so the URL ``push`` stores and the URL a query compares it with
+must be spelled the same: ``git@github.com:Acme/Shop.git``,
+``https://user:token@github.com/Acme/Shop`` and ``ssh://git@github.com/Acme/Shop.git``
+are all ``github.com/acme/shop``. One normalizer, used by both sides.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+
+def without_credentials(url: str) -> str:
+    """A remote URL without user and password (``https://x:TOKEN@github.com/o/r``)."""
+    if "://" not in url:
+        return url.split("@", 1)[-1] if "@" in url.split(":", 1)[0] else url
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=host))
+
+
+def parse_remote(url: str) -> tuple[str, str] | None:
+    """``(host, owner/repo)`` of a remote URL (``.git`` and credentials dropped, host in
+    lower case), or None for a local path or anything without a host."""
+    url = url.strip()
+    if not url:
+        return None
+    if "://" in url:
+        scheme, rest = url.split("://", 1)
+        if scheme.lower() == "file":
+            return None
+        netloc, _, path = rest.partition("/")
+        host = netloc.rsplit("@", 1)[-1].split(":", 1)[0]
+    elif ":" in url and "/" not in url.split(":", 1)[0]:  # scp-like: git@host:owner/repo
+        before, _, path = url.partition(":")
+        host = before.rsplit("@", 1)[-1]
+    else:
+        return None
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    return (host.lower(), path) if host and path else None
+
+
+def normalize_remote(url: str | None) -> str | None:
+    """The stored, compared form of a remote: ``host/owner/repo`` in lower case (hosts
+    and, on the forges people use, owner and repository names are case-insensitive);
+    a remote without a host (a local path) as given, without a trailing ``/`` or
+    ``.git``. None for an empty URL."""
+    if not url or not url.strip():
+        return None
+    parsed = parse_remote(url)
+    if parsed is not None:
+        return f"{parsed[0]}/{parsed[1]}".lower()
+    text = without_credentials(url.strip()).rstrip("/")
+    return text[:-4] if text.endswith(".git") else text
