@@ -6,7 +6,6 @@ repository (``git worktree list --porcelain``), ``all`` is every project.
 
 from __future__ import annotations
 
-import subprocess
 import unicodedata
 from functools import lru_cache
 from typing import Any
@@ -17,26 +16,10 @@ from sessiondex.transcripts.keys import (
     canonical_directory,
     project_keys_for_directory,
 )
-from sessiondex.transcripts.remotes import normalize_remote, parse_remote
+from sessiondex.transcripts.remotes import git as _git
+from sessiondex.transcripts.remotes import origin_of, parse_remote
 
 SCOPES = ("worktree", "repo", "all")
-GIT_TIMEOUT_SECONDS = 5
-
-
-def _git(cwd: str, *args: str) -> str | None:
-    """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
-    try:
-        result = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return result.stdout if result.returncode == 0 else None
 
 
 @lru_cache(maxsize=64)
@@ -66,7 +49,7 @@ def git_remote_repository(cwd: str) -> tuple[str, str] | None:
 def git_origin(cwd: str) -> str | None:
     """The ``origin`` remote of ``cwd``, normalized (:mod:`transcripts.remotes`): the
     team store's repository identity, spelled as ``push`` stores it."""
-    return normalize_remote(_git(cwd, "remote", "get-url", "origin"))
+    return origin_of(cwd)
 
 
 def worktree_keys(cwd: str) -> list[str]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -44,7 +43,7 @@ from sessiondex.store.write import Entry, Key, Writer, append, dumps_entry, rese
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
 from sessiondex.transcripts.reader import RecordReader, classify
-from sessiondex.transcripts.remotes import normalize_remote
+from sessiondex.transcripts.remotes import origin_of
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -55,7 +54,6 @@ CHUNK_BYTES = 2 << 20
 TOOL_OUTPUT_OMITTED = "[tool output not pushed; push --with-tools sends it]"
 # progress ``data`` keys that describe the event rather than carry a tool's output
 _PROGRESS_KEEP = frozenset({"type", "hookEvent", "hookName", "toolName", "status"})
-GIT_TIMEOUT_SECONDS = 5
 
 Progress = Callable[[int, int], None]
 
@@ -198,21 +196,7 @@ def origin_url(cwd: str) -> str | None:
     as :func:`transcripts.remotes.normalize_remote` spells it, the form queries compare
     with), if it is a repository on this machine: what identifies a repository across
     machines, where paths differ."""
-    if not os.path.isdir(cwd):
-        return None
-    try:
-        result = subprocess.run(
-            ["git", "remote", "get-url", "origin"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    url = result.stdout.strip()
-    return normalize_remote(url) if result.returncode == 0 else None
+    return origin_of(cwd)
 
 
 def select_files(options: PushOptions) -> list[TranscriptFile]:

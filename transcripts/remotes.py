@@ -9,7 +9,36 @@ are all ``github.com/acme/shop``. One normalizer, used by both sides.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from urllib.parse import urlsplit, urlunsplit
+
+# git answers these in milliseconds; a hung git (a network filesystem) must not hang us.
+GIT_TIMEOUT_SECONDS = 5
+
+
+def git(cwd: str, *args: str) -> str | None:
+    """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
+    try:
+        result = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout if result.returncode == 0 else None
+
+
+def origin_of(cwd: str) -> str | None:
+    """The normalized ``origin`` remote of the repository at ``cwd`` on this machine
+    (:func:`normalize_remote`), None outside a repository or without an origin."""
+    if not os.path.isdir(cwd):
+        return None
+    return normalize_remote(git(cwd, "remote", "get-url", "origin"))
 
 
 def without_credentials(url: str) -> str:
