@@ -163,17 +163,61 @@ def _metadata_hits(
     return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
+# Messages ranked before the first look at their sessions (see _message_hits).
+FIRST_CUT = 400
+
+
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
-    """Each session's best message (SQLite gives a bare column the values of the row
-    that holds the ``min()``), best sessions first: grouping in SQL keeps the Python
-    side proportional to the page, not to the number of matching messages."""
+    """Each session's best message, best sessions first (``limit`` < 0: every session).
+
+    With a page limit the cost follows the page, not the number of matching messages:
+    FTS5 ranks the matches itself (``ORDER BY rank LIMIT k``, no join per match), and
+    only those ``k`` messages are mapped to their sessions and filtered. A session's
+    score is its best message's, so the sessions in rank order of the top ``k``
+    messages are the best sessions; ``k`` grows until the page is certain (its last
+    session's score is better than the ``k``-th message's, so no tie is left outside);
+    when it is not (a narrow scope, a page of near ties), every match is ranked as before."""
+    if limit < 0:
+        return _all_message_hits(db, match, where, params)
+    k = max(4 * limit, FIRST_CUT)
+    for _ in range(2):
+        ranked = db.execute(
+            "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
+            [match, k],
+        ).fetchall()
+        if not ranked:
+            return []
+        ids = ", ".join(str(rowid) for rowid, _ in ranked)
+        owners = {
+            r[0]: (r[1], r[2])
+            for r in db.execute(
+                f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
+                f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({ids}) AND {where}",
+                params,
+            )
+        }
+        best: dict[int, Hit] = {}
+        for rowid, score in ranked:
+            owner = owners.get(rowid)
+            if owner is not None and owner[0] not in best:
+                best[owner[0]] = Hit(owner[0], score, "message", rowid, owner[1], match)
+        page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
+        if len(ranked) < k or (len(page) == limit and page[-1].score < ranked[-1][1]):
+            return page
+        k *= 8
+    return _all_message_hits(db, match, where, params)[:limit]
+
+
+def _all_message_hits(db: Database, match: str, where: str, params: list[Any]) -> list[Hit]:
+    """Every matching session's best message (SQLite gives a bare column the values of
+    the row that holds the ``min()``), best sessions first, grouped in SQL."""
     rows = db.execute(
         f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {ACTIVITY_SQL} AS activity"
         " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
         " JOIN sessions s ON s.id = m.session_rowid"
         f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
-        " ORDER BY score, activity DESC LIMIT ?",
-        [match, *params, limit],
+        " ORDER BY score, activity DESC",
+        [match, *params],
     ).fetchall()
     return [Hit(r[0], r[1], "message", r[2], r[3], match) for r in rows]
 
