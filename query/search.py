@@ -163,8 +163,9 @@ def _metadata_hits(
     return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
-# Messages ranked before the first look at their sessions (see _message_hits).
-FIRST_CUT = 400
+# Messages ranked before the first look at their sessions (see _message_hits): each
+# one costs a row lookup in ``messages`` and ``sessions``, so the cut stays near the page.
+FIRST_CUT = 100
 
 
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
@@ -179,7 +180,7 @@ def _message_hits(db: Database, match: str, where: str, params: list[Any], limit
     when it is not (a narrow scope, a page of near ties), every match is ranked as before."""
     if limit < 0:
         return _all_message_hits(db, match, where, params)
-    k = max(4 * limit, FIRST_CUT)
+    k = max(2 * limit, FIRST_CUT)
     for _ in range(2):
         ranked = db.execute(
             "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
@@ -204,7 +205,8 @@ def _message_hits(db: Database, match: str, where: str, params: list[Any], limit
         page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
         if len(ranked) < k or (len(page) == limit and page[-1].score < ranked[-1][1]):
             return page
-        k *= 8
+        # Enough messages for the page at the sessions-per-message rate seen, twice over.
+        k = max(2 * k, k * 2 * limit // max(len(best), 1))
     return _all_message_hits(db, match, where, params)[:limit]
 
 
