@@ -71,6 +71,9 @@ KINDS = ["normal", *KIND_SHARES]
 # Size shape of normal sessions: log-normal with this median; sigma is solved so the
 # total matches --size-mb (sigma ~1.6 gives p90 ~430 KiB and p99 ~2.3 MiB at 55 KiB).
 MEDIAN_SIZE = 55 * KIB
+# Two corpus profiles (bench/README.md): tool output most of the bytes (the default), or
+# prompts and assistant prose about a third of them, over a large Zipf vocabulary.
+PROFILES = ("tool-heavy", "text-heavy")
 DUMPS = orjson.dumps
 NL = orjson.OPT_APPEND_NEWLINE
 
@@ -86,7 +89,7 @@ class TextBank:
     search hit counts plausible (early words everywhere, late words less often).
     """
 
-    def __init__(self, seed: int, output_size: int = 4 * MIB) -> None:
+    def __init__(self, seed: int, output_size: int = 4 * MIB, profile: str = "tool-heavy") -> None:
         rng = random.Random(f"sessiondex-bench-text:{seed}")
         words = vocab.GENERAL
         cum = list(itertools.accumulate(1.0 / (r + 1) ** 1.05 for r in range(len(words))))
@@ -98,6 +101,53 @@ class TextBank:
         }
         alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
         self.b64 = "".join(rng.choices(alphabet, k=256 * KIB))
+        self.text_heavy = profile == "text-heavy"
+        if self.text_heavy:
+            # Its own stream: the tool-heavy buffers above stay byte-identical.
+            self.prose = self._build_rich_prose(
+                random.Random(f"sessiondex-bench-rich:{seed}"), 4 * MIB
+            )
+
+    @staticmethod
+    def _build_rich_prose(rng: random.Random, size: int) -> str:
+        """Design-discussion prose over tens of thousands of Zipf-weighted words, with
+        identifiers, paths, numbers, versions and now and then a commit hash."""
+        words = vocab.large_vocabulary(rng, 40_000)
+        cum = list(itertools.accumulate(1.0 / (r + 1) ** 1.0 for r in range(len(words))))
+        picks = rng.choices(words, cum_weights=cum, k=size // 6)
+        parts = vocab.IDENT_PARTS
+        out: list[str] = []
+        total = 0
+        i = 0
+        while total < size:
+            n = rng.randint(6, 24)
+            if i + n >= len(picks):
+                i = 0
+            sentence = picks[i : i + n]
+            i += n
+            for _ in range(rng.choice((0, 0, 1, 1, 2))):
+                r = rng.random()
+                a, b = rng.choice(parts), rng.choice(parts)
+                if r < 0.3:
+                    token = f"{a}_{b}" if rng.random() < 0.5 else f"{a}{b.title()}"
+                elif r < 0.5:
+                    token = f"src/{a}/{b}.{rng.choice(vocab.FILE_EXTS)}:{rng.randint(1, 900)}"
+                elif r < 0.75:
+                    token = str(rng.choice((rng.randint(0, 100), rng.randint(100, 99_999))))
+                elif r < 0.85:
+                    token = f"v{rng.randint(0, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 20)}"
+                elif r < 0.95:
+                    token = f"{a}.{b}()"
+                else:
+                    token = f"{rng.getrandbits(160):040x}"
+                sentence.insert(rng.randrange(len(sentence) + 1), token)
+            text = " ".join(sentence)
+            text = text[:1].upper() + text[1:] + rng.choice(".....?:")
+            if rng.random() < 0.12:
+                text += "\n\n"
+            out.append(text)
+            total += len(text) + 1
+        return " ".join(out)
 
     @staticmethod
     def _build_prose(rng: random.Random, words: list[str], cum: list[float], size: int) -> str:
@@ -761,6 +811,25 @@ class SessionBuilder:
         text = self.fill(self.rng.choice(pool))
         if self.rng.random() < 0.2 and self.plan.target > 24 * KIB:
             text += "\n\n" + TextBank.take(self.bank.output, self.rng, self.rng.randint(100, 1500))
+        if self.bank.text_heavy:
+            text += self.rich_paste()
+        return text
+
+    def rich_paste(self) -> str:
+        """Text-heavy profile: a long prompt (context, a design question), sometimes a
+        pasted log, now and then a hash or a base64 blob of 200-2,000 characters."""
+        rng = self.rng
+        left = self.plan.target
+        text = "\n\n" + TextBank.take(
+            self.bank.prose, rng, min(max(200, left // 10), rng.randint(300, 4000))
+        )
+        r = rng.random()
+        if r < 0.04:
+            text += "\n\n" + TextBank.take(self.bank.b64, rng, rng.randint(200, 2000))
+        elif r < 0.10:
+            text += f"\n\ncommit {rng.getrandbits(160):040x} sha256:{rng.getrandbits(256):064x}"
+        elif r < 0.25:
+            text += "\n\n" + TextBank.take(self.bank.output, rng, rng.randint(200, 2500))
         return text
 
     def prose(self, n: int, lang: str) -> str:
@@ -884,6 +953,8 @@ class SessionBuilder:
     def out_size(self, t: Transcript) -> int:
         target = self.plan.target
         median = min(max(target / 45, 400), 12_000)
+        if self.bank.text_heavy:
+            median *= 0.15  # prose, not tool output, takes the rest of the budget
         size = int(median * math.exp(self.rng.gauss(0, 1.0)))
         size = min(size, 400 * KIB, int(target * 0.3))
         remaining = target - t.written
@@ -922,6 +993,10 @@ class SessionBuilder:
         if r_plants:
             steps = max(steps, 1)
         prose_cap = max(120, min(1800, left // 6))
+        k = 1
+        if self.bank.text_heavy:
+            k = 5  # long explanations and design discussion
+            prose_cap = max(120, min(8000, left // 3))
         for step in range(steps):
             if (
                 step
@@ -934,13 +1009,16 @@ class SessionBuilder:
                 blocks.append(
                     {
                         "type": "thinking",
-                        "thinking": self.prose(min(prose_cap, rng.randint(150, 1500)), lang),
+                        "thinking": self.prose(min(prose_cap, k * rng.randint(150, 1500)), lang),
                         "signature": TextBank.take(self.bank.b64, rng, rng.randint(200, 600)),
                     }
                 )
             if rng.random() < 0.6:
                 blocks.append(
-                    {"type": "text", "text": self.prose(min(prose_cap, rng.randint(60, 400)), lang)}
+                    {
+                        "type": "text",
+                        "text": self.prose(min(prose_cap, k * rng.randint(60, 400)), lang),
+                    }
                 )
             calls = []
             for _ in range(rng.choice([1, 1, 1, 2, 3]) if left >= 16 * KIB else 1):
@@ -954,7 +1032,7 @@ class SessionBuilder:
                 if block["name"] == "Bash" and rng.random() < 0.3:
                     t.progress(block["id"], block["input"]["command"])
                 t.tool_result(block["id"], source, content, result)
-        final = self.prose(min(prose_cap, rng.randint(200, 1800)), lang)
+        final = self.prose(min(prose_cap, k * rng.randint(200, 1800)), lang)
         if a_plants:
             final = final + " " + " ".join(a_plants) + "."
         t.assistant_blocks([{"type": "text", "text": final}], "end_turn")
@@ -1561,6 +1639,7 @@ def generate(
     now: datetime = DEFAULT_NOW,
     *,
     overwrite: bool = False,
+    profile: str = "tool-heavy",
 ) -> Path:
     """Write the corpus under ``out`` and return the path of its ``manifest.jsonl``.
 
@@ -1569,6 +1648,8 @@ def generate(
     only ``out/projects`` and ``out/manifest.jsonl``): stale files would break determinism.
     """
     out = Path(out)
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (one of {', '.join(PROFILES)})")
     sessions *= scale
     budget = size_mb * scale * MIB
     if sessions < 1 or projects < 1:
@@ -1584,7 +1665,7 @@ def generate(
     rng = random.Random(f"sessiondex-bench-projects:{seed}")
     project_list = _make_projects(rng, projects)
     plans = _plan(sessions, project_list, budget, seed, now_ms)
-    bank = TextBank(seed)
+    bank = TextBank(seed, profile=profile)
 
     mtimes: list[tuple[Path, int]] = []
     serial = itertools.count()
@@ -1682,6 +1763,12 @@ def main(argv: list[str] | None = None) -> int:
         help="reference time, ISO (default 2026-11-29T00:00:00Z)",
     )
     ap.add_argument("--overwrite", action="store_true", help="replace an existing out/projects")
+    ap.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="tool-heavy",
+        help="tool output most of the bytes (default), or prose about a third of them",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     manifest = generate(
@@ -1693,6 +1780,7 @@ def main(argv: list[str] | None = None) -> int:
         args.scale,
         args.now,
         overwrite=args.overwrite,
+        profile=args.profile,
     )
     elapsed = time.perf_counter() - t0
     stats = _stats(manifest)

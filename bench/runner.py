@@ -31,12 +31,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from bench.corpus import PROFILES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "bench" / "out" / "results.json"
@@ -184,10 +186,11 @@ def ensure_corpus(
     """
     from bench.corpus import generate
 
+    profile = params.get("profile", "tool-heavy")
     name = (
         f"corpus-n{params['sessions']}-p{params['projects']}-m{params['size_mb']:g}"
         f"-s{params['seed']}-x{scale}"
-    )
+    ) + ("" if profile == "tool-heavy" else f"-{profile}")
     out = cache_dir() / name
     if (out / "manifest.jsonl").is_file():
         return out
@@ -201,6 +204,7 @@ def ensure_corpus(
         seed=params["seed"],
         scale=scale,
         overwrite=True,
+        profile=profile,
     )
     return out
 
@@ -498,6 +502,7 @@ class Options:
     word: str = DEFAULT_WORD
     appends: int = 100
     workdir: Path | None = None
+    profile: str = "tool-heavy"
 
 
 class Bench:
@@ -529,7 +534,7 @@ class Bench:
         from sessiondex.transcripts.config import config_dirs
 
         opts = self.opts
-        params = QUICK_CORPUS if opts.quick else DEFAULT_CORPUS
+        params = {**(QUICK_CORPUS if opts.quick else DEFAULT_CORPUS), "profile": opts.profile}
         self.root = (
             opts.corpus.resolve()
             if opts.corpus is not None
@@ -545,6 +550,7 @@ class Bench:
         self.info.update(
             {
                 "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "profile": None if opts.corpus else opts.profile,
                 "corpus": {
                     "path": str(self.root),
                     "files": len(self.files),
@@ -838,13 +844,19 @@ class Bench:
                 self.rows[name].note = "drop --corpus to compare the default corpus with its 10x"
             return
         self.log(f"measuring: {', '.join(names)}")
-        params = QUICK_CORPUS if self.opts.quick else DEFAULT_CORPUS
+        params = {
+            **(QUICK_CORPUS if self.opts.quick else DEFAULT_CORPUS),
+            "profile": self.opts.profile,
+        }
         target = cache_dir()
         target.mkdir(parents=True, exist_ok=True)
         need = self.corpus_size * SCALE * INDEX_SHARE
         existing = [
             p
-            for p in target.glob(f"corpus-n{params['sessions']}-*-x{SCALE}")
+            for p in target.glob(
+                f"corpus-n{params['sessions']}-*-x{SCALE}"
+                + ("" if self.opts.profile == "tool-heavy" else f"-{self.opts.profile}")
+            )
             if (p / "manifest.jsonl").is_file()
         ]
         if not existing:
@@ -1043,6 +1055,12 @@ def parse_args(argv: list[str] | None) -> Options:
     ap.add_argument(
         "--workdir", type=Path, help="where the scratch indexes go (default: the system temp dir)"
     )
+    ap.add_argument(
+        "--profile",
+        choices=(*PROFILES, "both"),
+        default="both",
+        help="which generated corpus to measure (default both; ignored with --corpus)",
+    )
     args = ap.parse_args(argv)
     runs = args.runs if args.runs is not None else (1 if args.quick else 5)
     if runs < 1:
@@ -1057,6 +1075,7 @@ def parse_args(argv: list[str] | None) -> Options:
         word=args.word,
         appends=args.appends,
         workdir=args.workdir,
+        profile=args.profile,
     )
 
 
@@ -1066,10 +1085,21 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    bench = Bench(opts, log=log)
-    status = bench.run()
-    print(bench.table())
+    if opts.corpus is not None or opts.profile != "both":
+        profiles = [opts.profile if opts.profile != "both" else PROFILES[0]]
+    else:
+        profiles = list(PROFILES)
+    status = 0
+    results: dict[str, Any] = {}
+    for profile in profiles:
+        bench = Bench(replace(opts, profile=profile), log=log)
+        status = max(status, bench.run())
+        if len(profiles) > 1:
+            print(f"\n## profile: {profile}\n")
+        print(bench.table())
+        results[profile] = bench.as_json()
+    doc = results[profiles[0]] if len(profiles) == 1 else {"profiles": results}
     opts.out.parent.mkdir(parents=True, exist_ok=True)
-    opts.out.write_bytes(orjson.dumps(bench.as_json(), option=orjson.OPT_INDENT_2))
+    opts.out.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     print(f"\nwritten: {opts.out}")
     return status

@@ -15,6 +15,8 @@ to reason about. Three tiers, on purpose:
 
 from __future__ import annotations
 
+from typing import Any
+
 GENERAL: list[str] = """
 the to and a of in is for that it with on this be as not are from by or an we if at
 file function error test value return data type name run should use can will new line
@@ -237,3 +239,26 @@ dotfiles homelab blog research-notes interview-prep advent-of-code
 """.split()
 
 OWNERS: list[str] = ["acme", "acme-corp", "platform-team", "octo-org", "sam-dev", "northwind"]
+
+
+_ONSETS = "b c d f g h j k l m n p r s t v w z br ch cl cr dr fl gr pl pr sc sh sk sl sp st str th tr".split()
+_VOWELS = "a e i o u a e i o ai ea ee ie io oo ou".split()
+_CODAS = [""] * 6 + "n r s t l m nd nt st ck ng rk ll ss x".split()
+
+
+def large_vocabulary(rng: Any, n: int) -> list[str]:
+    """``n`` distinct words, most frequent first: the general words, then pseudo-words of
+    one to four syllables (a realistic long tail for a text-heavy corpus: most of them
+    rare, none of them planted words)."""
+    words = list(dict.fromkeys(GENERAL))
+    seen = set(words) | {w.lower() for w, _ in PLANTED}
+    seen |= {w for topic in TOPICS.values() for w in topic}
+    while len(words) < n:
+        syllables = rng.choice((1, 2, 2, 2, 3, 3, 4))
+        word = "".join(
+            rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(syllables)
+        )
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words

@@ -9,7 +9,9 @@ test checks ``MIGRATION_NAMES`` against the registered migrations.
 from __future__ import annotations
 
 # Bump when a derivation rule changes (what a row holds), not the table shape.
-DERIVATION_VERSION = 5  # 5: sessions.last_entrypoint(_offset) (m006)
+DERIVATION_VERSION = (
+    6  # 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut (text.py)
+)
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -5,6 +5,13 @@ Japanese characters becomes a single token and a word inside it can never match.
 a space around every CJK character on the way in and on the way out (queries), so each
 character is a token and a CJK word becomes a phrase of adjacent tokens: findable
 anywhere, with no extra tokenizer to install.
+
+Tokens nobody types (longer than ``LONG_TOKEN_MAX`` characters without a separator:
+base64, minified code, long hashes) keep only their first ``LONG_TOKEN_PREFIX``
+characters, then ``…``: a pasted 10 KB blob costs the index one short token instead of
+10 KB of term data, and its prefix (or the whole blob: queries go through this function
+too) still finds it. Snippets show the cut form (``Zm9vYmFy…``): the stored text is what
+FTS5's ``snippet()`` reads. Hashes up to SHA-256 (64 hex digits) are kept whole.
 """
 
 from __future__ import annotations
@@ -23,19 +30,50 @@ def _run_pattern() -> re.Pattern[str]:
     return re.compile(f"[{_CJK}]+")
 
 
+LONG_TOKEN_MAX = 64
+LONG_TOKEN_PREFIX = 32
+
+
+@cache
+def _long_pattern() -> re.Pattern[str]:
+    # A run of token characters (unicode61: letters and digits; ``_`` separates) that
+    # starts at a token boundary and is longer than LONG_TOKEN_MAX.
+    return re.compile(f"(?<![^\\W_])[^\\W_]{{{LONG_TOKEN_MAX + 1},}}")
+
+
 @cache
 def _gap_pattern() -> re.Pattern[str]:
     return re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
 
 
 def fts_text(text: str) -> str:
-    """Text as stored for FTS: CJK characters become separate tokens."""
-    if text.isascii():
-        return text
-    runs = _run_pattern()
-    if runs.search(text) is None:
-        return text
-    return runs.sub(_space_run, text)
+    """Text as stored for FTS: CJK characters become separate tokens, and tokens longer
+    than ``LONG_TOKEN_MAX`` keep their first ``LONG_TOKEN_PREFIX`` characters."""
+    if not text.isascii():
+        runs = _run_pattern()
+        if runs.search(text) is not None:
+            text = runs.sub(_space_run, text)
+    if len(text) > LONG_TOKEN_MAX and _may_hold_long_token(text):
+        text = _long_pattern().sub(_cut_token, text)
+    return text
+
+
+def _may_hold_long_token(text: str) -> bool:
+    """False when every ``LONG_TOKEN_MAX + 1`` characters hold a space (prose: almost
+    always), which rules out a long token; jumping from space to space with ``rfind``
+    is several times faster than a regular expression over the whole text."""
+    width = LONG_TOKEN_MAX + 1
+    start, end = 0, len(text)
+    while start + width <= end:
+        space = text.rfind(" ", start, start + width)
+        if space < 0:
+            return True
+        start = space + 1
+    return False
+
+
+def _cut_token(match: re.Match[str]) -> str:
+    return match.group(0)[:LONG_TOKEN_PREFIX] + "\u2026"
 
 
 def _space_run(match: re.Match[str]) -> str:

@@ -165,9 +165,59 @@ def _metadata_hits(
     return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
+# Messages ranked before the first look at their sessions (see _message_hits): each
+# one costs a row lookup in ``messages`` and ``sessions``, so the cut stays near the page.
+FIRST_CUT = 100
+
+
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
-    """Each session's best message, best sessions first: grouping in SQL keeps the
-    Python side proportional to the page, not to the number of matching messages."""
+    """Each session's best message, best sessions first (``limit`` < 0: every session).
+
+    With a page limit the cost follows the page, not the number of matching messages:
+    FTS5 ranks the matches itself (``ORDER BY rank LIMIT k``, no join per match), and
+    only those ``k`` messages are mapped to their sessions and filtered. A session's
+    score is its best message's, so the sessions in rank order of the top ``k``
+    messages are the best sessions; ``k`` grows until the page is certain (its last
+    session's score is better than the ``k``-th message's, so no tie is left outside);
+    when it is not (a narrow scope, a page of near ties), every match is ranked as before."""
+    if limit < 0 or dialect_of(db).name != "sqlite":
+        # Every session, or PostgreSQL (its GIN lookup and ts_rank already run per page).
+        return _all_message_hits(db, match, where, params, limit)
+    k = max(2 * limit, FIRST_CUT)
+    for _ in range(2):
+        ranked = db.execute(
+            "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
+            [match, k],
+        ).fetchall()
+        if not ranked:
+            return []
+        ids = ", ".join(str(rowid) for rowid, _ in ranked)
+        owners = {
+            r[0]: (r[1], r[2])
+            for r in db.execute(
+                f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
+                f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({ids}) AND {where}",
+                params,
+            )
+        }
+        best: dict[int, Hit] = {}
+        for rowid, score in ranked:
+            owner = owners.get(rowid)
+            if owner is not None and owner[0] not in best:
+                best[owner[0]] = Hit(owner[0], score, "message", rowid, owner[1], match)
+        page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
+        if len(ranked) < k or (len(page) == limit and page[-1].score < ranked[-1][1]):
+            return page
+        # Enough messages for the page at the sessions-per-message rate seen, twice over.
+        k = max(2 * k, k * 2 * limit // max(len(best), 1))
+    return _all_message_hits(db, match, where, params, limit)
+
+
+def _all_message_hits(
+    db: Database, match: str, where: str, params: list[Any], limit: int
+) -> list[Hit]:
+    """Every matching session's best message, best sessions first, grouped in SQL (the
+    dialect's query: FTS5 or tsvector), up to ``limit`` sessions (< 0: all)."""
     dialect = dialect_of(db)
     rows = db.execute(
         dialect.message_hits_sql(where, ACTIVITY_SQL), [match, *params, dialect.limit(limit)]

@@ -6,7 +6,9 @@ so its output must be turned back into the original before anyone sees it. Colla
 and re-joining whitespace afterwards (what we used to do) loses the user's own spaces:
 ``日本語 テキスト の 説明`` came out as ``日本語テキストの説明``.
 
-``fts_text`` is exactly invertible. It replaces each maximal CJK run ``c1…ck`` with
+``fts_text``'s CJK spacing is exactly invertible (a token over 64 characters is kept as
+its first 32 then ``…``, and a snippet shows it so: indexer/text.py). It replaces each
+maximal CJK run ``c1…ck`` with
 ``" c1 c2 … ck "``, so in the stored text two CJK characters separated by exactly one
 space belong to one original run (characters of two runs are at least three spaces, or a
 non-space, apart). Undoing it: for each stored group ``c1 c2 … ck`` (single spaces

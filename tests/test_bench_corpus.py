@@ -69,3 +69,43 @@ def test_lines_parse_and_manifest_covers_every_kind(tmp_path: Path) -> None:
 
     planted = {p["word"] for r in rows for p in r["planted"]}
     assert "zephyrquartz" in planted
+
+
+def _prose_share(root: Path) -> float:
+    """Bytes of prompt and assistant text/thinking strings ÷ bytes of the transcripts."""
+    total = prose = 0
+    for path in (root / "projects").rglob("*.jsonl"):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        total += len(data)
+        for line in data.splitlines():
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(rec, dict) or rec.get("type") not in ("user", "assistant"):
+                continue
+            content = (rec.get("message") or {}).get("content")
+            if isinstance(content, str):
+                prose += len(content.encode())
+            elif isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") in ("text", "thinking"):
+                        text = block.get("text") or block.get("thinking") or ""
+                        prose += len(text.encode())
+    return prose / total
+
+
+def test_text_heavy_profile_is_deterministic_and_a_third_prose(tmp_path: Path) -> None:
+    a = generate(tmp_path / "a", sessions=60, projects=4, size_mb=6, seed=5, profile="text-heavy")
+    b = generate(tmp_path / "b", sessions=60, projects=4, size_mb=6, seed=5, profile="text-heavy")
+    assert _snapshot(a.parent) == _snapshot(b.parent)
+    tool = generate(tmp_path / "t", sessions=60, projects=4, size_mb=6, seed=5)
+    assert 0.25 <= _prose_share(a.parent) <= 0.45
+    assert _prose_share(tool.parent) < 0.12
+    # Same plan (sessions, planted words) whatever the profile; only the text differs.
+    rows_a = [orjson.loads(line) for line in a.read_bytes().splitlines()]
+    rows_t = [orjson.loads(line) for line in tool.read_bytes().splitlines()]
+    assert [r["session_id"] for r in rows_a] == [r["session_id"] for r in rows_t]
+    assert [r["planted"] for r in rows_a] == [r["planted"] for r in rows_t]
