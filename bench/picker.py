@@ -84,8 +84,8 @@ def percentile(values: list[float], q: float) -> float:
 def build_index(corpus: Path, db: Path) -> None:
     from sessiondex.index import Index
 
-    if db.exists():
-        return
+    # Always through a refresh: a cached index of an older derivation (or schema) is
+    # rebuilt by it, a current one costs a no-change pass.
     print(f"indexing {corpus} into {db} ...", file=sys.stderr)
     db.parent.mkdir(parents=True, exist_ok=True)
     with Index(db, [corpus]) as index:
