@@ -66,10 +66,12 @@ class TeamDatabase:
     """A read-only connection to the team store, shaped like the index for the query
     layer (``dialect`` tells it which SQL fragments to use)."""
 
-    dialect = PostgresDialect()
-
     def __init__(self, dsn: str) -> None:
         import psycopg
+
+        # Made here, not at import: psycopg is the optional `team` extra, and every
+        # command imports this module to tell a DSN from a path.
+        self.dialect = PostgresDialect()
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         self.dsn = dsn  # as given (the error messages never print it)

@@ -242,3 +242,39 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
     second.path.unlink()  # a vanished transcript is forgotten before the answer too
     done = run("search", "zebrafish", "--scope", "all", "--json")
     assert first.session_id in done.stdout and second.session_id not in done.stdout
+
+
+# The extras a plain `pip install sessiondex` does not bring (pyproject.toml).
+OPTIONAL = ("psycopg", "psycopg_pool", "textual", "mcp", "datasette", "playwright")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["index"],
+        ["list", "--scope", "all"],
+        ["search", "heartbeat", "--scope", "all"],
+        ["resolve", "Auth refactor", "--cwd", CWD],
+        ["show", "Auth refactor", "--cwd", CWD],
+        ["stats"],
+        ["config"],
+    ],
+)
+def test_core_commands_need_no_optional_extra(
+    tree: ConfigTree, tmp_path: Path, args: list[str]
+) -> None:
+    """A plain install has none of the front ends' extras: the core commands must not
+    import them (the team store's psycopg once broke every command this way)."""
+    blocker = (
+        "import sys\n"
+        f"for name in {OPTIONAL!r}:\n"
+        "    sys.modules[name] = None  # import raises ModuleNotFoundError\n"
+        "from sessiondex.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    argv = ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), *args]
+    result = subprocess.run(
+        [sys.executable, "-c", blocker, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
