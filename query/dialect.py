@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
 from sessiondex.indexer.text import fts_text
 
 if TYPE_CHECKING:
@@ -24,19 +25,8 @@ if TYPE_CHECKING:
 # Must equal store/schema.py TS_CONFIG (store/ and query/ may not import each other;
 # tests/test_team_query.py checks they agree): no stemming, like FTS5's unicode61.
 TS_CONFIG = "simple"
-#: The metadata columns a snippet may come from, in the order FTS5 indexes them.
-META_COLUMNS = (
-    "custom_title",
-    "ai_title",
-    "agent_name",
-    "tag",
-    "branches_text",
-    "pr_text",
-    "summary",
-    "first_prompt",
-    "last_prompt",
-    "cwd",
-)
+#: The metadata columns a snippet may come from: the ones FTS5 indexes, in its order.
+META_COLUMNS = SESSION_FTS_COLUMNS
 
 
 class SqliteDialect:
