@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -691,3 +692,14 @@ def copy_fixtures(dest: Path) -> Path:
     for relative, mtime in mtimes.items():
         _set_mtime(target / relative, mtime)
     return target
+
+
+def git(*args: str, cwd: Path) -> None:
+    """Run git in ``cwd`` for a test's repository (an identity set, output kept quiet):
+    scopes, worktrees and branches are read from real repositories."""
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )

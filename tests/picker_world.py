@@ -5,7 +5,6 @@ plus a headless driver for :class:`sessiondex.picker.app.PickerApp`."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,22 +17,13 @@ from sessiondex.picker.model import PickerOptions
 from sessiondex.picker.rows import UNICODE, Glyphs
 from sessiondex.picker.source import Source
 from sessiondex.query.scopes import git_current_branch, git_worktrees
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, git
 
 # "Now" for every picker test: relative times in screenshots must not depend on the day.
 NOW = 1_793_000_000.0  # 2026-10-27T09:33:20Z
 HOUR = 3600
 PR_URL = "https://github.com/acme/shop/pull/42"
 HOSTILE = "[bold red]boom[/] \x1b[31mred\x1b[0m \u202eevil\u202c title"
-
-
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 class PickerWorld:
@@ -45,9 +35,9 @@ class PickerWorld:
         self.api = base / "api"
         for d in (self.shop, self.api):
             d.mkdir()
-        _git("init", "-q", "-b", "main", cwd=self.shop)
-        _git("commit", "-q", "--allow-empty", "-m", "init", cwd=self.shop)
-        _git("worktree", "add", "-q", "-b", "feat", str(self.shop_wt), cwd=self.shop)
+        git("init", "-q", "-b", "main", cwd=self.shop)
+        git("commit", "-q", "--allow-empty", "-m", "init", cwd=self.shop)
+        git("worktree", "add", "-q", "-b", "feat", str(self.shop_wt), cwd=self.shop)
         git_worktrees.cache_clear()
         git_current_branch.cache_clear()
         self.tree = ConfigTree(base / "claude")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.query.scopes import git_worktrees
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, git
 
 ID_PREFIX_A = "abcdef12-0000-4000-8000-000000000001"
 ID_PREFIX_B = "abcdef12-1111-4000-8000-000000000002"
@@ -19,15 +18,6 @@ ID_DUP = "d0d0d0d0-0000-4000-8000-00000000d0d0"
 ID_OTHER = "0e0e0e0e-0000-4000-8000-000000000e0e"
 ID_META_ELSEWHERE = "4e4e4e4e-0000-4000-8000-000000004e4e"
 ID_ONLY_META = "5e5e5e5e-0000-4000-8000-000000005e5e"
-
-
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 class World:
@@ -40,10 +30,10 @@ class World:
         self.plain = base / "plain"
         for d in (self.repo_a, self.repo_b, self.plain):
             d.mkdir()
-        _git("init", "-q", "-b", "main", cwd=self.repo_a)
-        _git("commit", "-q", "--allow-empty", "-m", "init", cwd=self.repo_a)
-        _git("worktree", "add", "-q", "-b", "feat", str(self.repo_a_wt), cwd=self.repo_a)
-        _git("init", "-q", "-b", "main", cwd=self.repo_b)
+        git("init", "-q", "-b", "main", cwd=self.repo_a)
+        git("commit", "-q", "--allow-empty", "-m", "init", cwd=self.repo_a)
+        git("worktree", "add", "-q", "-b", "feat", str(self.repo_a_wt), cwd=self.repo_a)
+        git("init", "-q", "-b", "main", cwd=self.repo_b)
         git_worktrees.cache_clear()
         self.tree = ConfigTree(base / "claude")
         self.db = base / "index.db"

@@ -5,7 +5,6 @@ as written, PR shorthand, and from-pr's PR column, mentions and default scope.""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from sessiondex.indexer.text import fts_text
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import FUZZY, MATCH, PARTIAL, run_search, search
 from sessiondex.query.snippets import original_text
-from tests.builders import ConfigTree, copy_fixtures
+from tests.builders import ConfigTree, copy_fixtures, git
 
 ALL = Filters(scope="all")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -186,15 +185,11 @@ def test_search_help_documents_the_exit_status() -> None:
 # ---- 13: matches in other scopes -------------------------------------------------------
 
 
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def test_no_match_here_says_how_many_other_scopes_hold(world: World, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
-    _git("init", "-q", "-b", "main", cwd=repo)
-    _git(
+    git("init", "-q", "-b", "main", cwd=repo)
+    git(
         "-c",
         "user.email=a@b",
         "-c",
@@ -206,7 +201,7 @@ def test_no_match_here_says_how_many_other_scopes_hold(world: World, tmp_path: P
         "x",
         cwd=repo,
     )
-    _git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature", cwd=repo)
+    git("worktree", "add", "-q", str(tmp_path / "wt"), "-b", "feature", cwd=repo)
     world.add("in-worktree", cwd=str(tmp_path / "wt"), texts=("wombat in the worktree",))
     for i in range(3):
         world.add(f"other-{i}", cwd=f"/w/other{i}", texts=(f"wombat number {i}",))
