@@ -9,7 +9,7 @@ loading, is most of a query process's start-up).
 its last write (not "racily" clean), and no row names a file that is gone. Anything
 else (a new, grown, vanished or racy file, archive dirs to sweep) answers False and the
 caller runs the real refresh. No transcript is opened: one ``lstat`` per file, no
-objects per file (``transcripts.discover.iter_stats``).
+``Path`` per file (``transcripts.discover.iter_found``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sessiondex.indexer.shape import RACY_WINDOW_NS
-from sessiondex.transcripts.discover import iter_stats
+from sessiondex.indexer.shape import stat_settled
+from sessiondex.transcripts.discover import iter_found
 
 
 def nothing_changed(db: Any, roots: list[Path]) -> bool:
@@ -39,11 +39,12 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
     known = {row[0]: row for row in rows}
     seen = 0
     for root in roots:
-        for path, size, mtime_ns, inode, device in iter_stats(root):
-            row = known.get(path)
-            if row is None or (row[1], row[2], row[3], row[4]) != (size, mtime_ns, inode, device):
-                return False
-            if not row[2] < row[5] - RACY_WINDOW_NS:
+        for found in iter_found(root):
+            row = known.get(found.path)
+            st = found.stat
+            if row is None or not stat_settled(
+                row[1:], st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+            ):
                 return False
             seen += 1
     return seen == len(known)

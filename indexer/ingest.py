@@ -31,7 +31,7 @@ from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.meta import get_meta, immediate
 from sessiondex.indexer.objects import build_object, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
-from sessiondex.indexer.shape import RACY_WINDOW_NS, SESSION_FTS_COLUMNS
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.text import fts_text
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
@@ -227,13 +227,20 @@ def _insert_prs(
 
 
 def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
-    """Same size, mtime and inode as when indexed, and not "racily" so."""
-    return (stored["size"], stored["mtime_ns"], stored["inode"], stored["device"]) == (
+    """Same size, mtime and inode as when indexed, and not "racily" so (``stat_settled``)."""
+    return stat_settled(
+        (
+            stored["size"],
+            stored["mtime_ns"],
+            stored["inode"],
+            stored["device"],
+            stored["checked_ns"],
+        ),
         tf.size,
         tf.mtime_ns,
         tf.inode,
         tf.device,
-    ) and (stored["mtime_ns"] < stored["checked_ns"] - RACY_WINDOW_NS)
+    )
 
 
 def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:

@@ -30,8 +30,9 @@ from sessiondex.indexer.ingest import (
 )
 from sessiondex.indexer.meta import immediate, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher
+from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
-from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
+from sessiondex.transcripts.discover import MAIN, Found, describe_path, iter_found
 
 # Below this many new bytes a second parsing process costs more than it saves.
 PREFETCH_MIN_BYTES = 64 << 20
@@ -151,10 +152,10 @@ def refresh(
             clear_index(db)
             set_meta(db, "include_tools", "1" if include_tools else "0")
     tools = include_tools_setting(db)
-    files: list[TranscriptFile] = []
+    files: list[Found] = []
     for root in roots:
-        files.extend(iter_transcripts(root, skipped=stats.problems))
-    seen = {str(tf.path) for tf in files}
+        files.extend(iter_found(root, skipped=stats.problems))
+    seen = {found.path for found in files}
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
         "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
@@ -167,7 +168,8 @@ def refresh(
         if path not in seen and remove_path(db, path):
             stats.removed += 1
     group = CommitGroup(db)
-    new_files = [tf for tf in files if str(tf.path) not in known]
+    new_files = [found.file() for found in files if found.path not in known]
+    new_by_path = {str(tf.path): tf for tf in new_files}
     new_bytes = sum(tf.size for tf in new_files)
     big = new_bytes >= PREFETCH_MIN_BYTES
     prefetcher = Prefetcher(new_files, tools) if big else None
@@ -176,8 +178,28 @@ def refresh(
     failure: BaseException | None = None
     try:
         bulk.__enter__()
-        for done, tf in enumerate(files, 1):
-            stat_row = known.get(str(tf.path))
+        for done, found in enumerate(files, 1):
+            stat_row = known.get(found.path)
+            st = found.stat
+            if stat_row is not None and stat_settled(
+                (
+                    stat_row["size"],
+                    stat_row["mtime_ns"],
+                    stat_row["inode"],
+                    stat_row["device"],
+                    stat_row["checked_ns"],
+                ),
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ino,
+                st.st_dev,
+            ):
+                stats.files_seen += 1
+                stats.unchanged += 1
+                if progress is not None:
+                    progress(done, len(files))
+                continue
+            tf = new_by_path.get(found.path) or found.file()
             try:
                 if prefetcher is not None and stat_row is None:
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools)

@@ -46,3 +46,18 @@ MIGRATION_NAMES = (
 # being trusted (costs two small reads, only for files written in the last moments).
 # Here because a reading command checks one session's file against it too.
 RACY_WINDOW_NS = 2_000_000_000
+
+
+def stat_settled(
+    stored: tuple[int, int, int, int, int], size: int, mtime_ns: int, inode: int, device: int
+) -> bool:
+    """Whether a transcript can be skipped without opening it: its ``files`` row
+    (``stored`` = size, mtime_ns, inode, device, checked_ns) has the same size, mtime,
+    inode and device as the ``lstat`` now, and was taken long enough after the file's
+    last write to prove it (not "racily" clean: see ``RACY_WINDOW_NS``).
+
+    The one skip rule of the refresh, the watcher's catch-up, and the checks before a
+    reading command (``indexer/freshness.py``, ``Index`` for one session)."""
+    return (stored[0], stored[1], stored[2], stored[3]) == (size, mtime_ns, inode, device) and (
+        stored[1] < stored[4] - RACY_WINDOW_NS
+    )

@@ -885,7 +885,7 @@ def _stale(stored: Any, path: str) -> bool:
     (``path, size, mtime_ns, inode, device, checked_ns``; None when not indexed): its
     stat differs, or its mtime is too close to when the row was taken to prove it
     (the ingest then decides with a fingerprint)."""
-    from sessiondex.indexer.shape import RACY_WINDOW_NS
+    from sessiondex.indexer.shape import stat_settled
 
     try:
         st = os.stat(path)
@@ -893,10 +893,4 @@ def _stale(stored: Any, path: str) -> bool:
         return stored is not None  # gone: the ingest forgets it
     if stored is None:
         return True
-    _path, size, mtime_ns, inode, device, checked_ns = stored
-    return (size, mtime_ns, inode, device) != (
-        st.st_size,
-        st.st_mtime_ns,
-        st.st_ino,
-        st.st_dev,
-    ) or mtime_ns >= checked_ns - RACY_WINDOW_NS
+    return not stat_settled(tuple(stored[1:6]), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)

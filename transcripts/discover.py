@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -214,13 +214,37 @@ def iter_project(
         yield _make(path, root, key, sid, kind, agent, st)
 
 
-def iter_stats(root: Path) -> Iterator[tuple[str, int, int, int, int]]:
-    """(path, size, mtime_ns, inode, device) of every transcript :func:`iter_transcripts`
-    yields, in its order, with no object per file: the check that nothing changed
-    before a reading command (``indexer/freshness.py``)."""
-    for key in iter_project_keys(root):
-        for path, _, _, _, st in _scan_project(root, key, True, None):
-            yield path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+class Found(NamedTuple):
+    """A transcript as discovery sees it, before it is worth a :class:`TranscriptFile`:
+    most files of a refresh are unchanged and are only compared by their ``lstat``."""
+
+    path: str
+    root: Path
+    project_key: str
+    session_id: str
+    kind: str
+    agent_id: str | None
+    stat: os.stat_result
+
+    def file(self) -> TranscriptFile:
+        return _make(
+            self.path,
+            self.root,
+            self.project_key,
+            self.session_id,
+            self.kind,
+            self.agent_id,
+            self.stat,
+        )
+
+
+def iter_found(root: Path, skipped: Counter[str] | None = None) -> Iterator[Found]:
+    """Every transcript :func:`iter_transcripts` yields, in its order, without a ``Path``
+    per file (building those was most of a no-change refresh): the refresh and the
+    check before a reading command (``indexer/freshness.py``) compare stats first."""
+    for key in iter_project_keys(root, skipped):
+        for path, sid, kind, agent, st in _scan_project(root, key, True, skipped):
+            yield Found(path, root, key, sid, kind, agent, st)
 
 
 def iter_transcripts(
