@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,45 +61,62 @@ class Prefetcher:
     the two fight over the GIL (a thread is slower than none), in two they overlap, so a
     cold build on two cores takes about the longer of the two instead of their sum.
     Only new files go this way: they need no stored state, so the parser never touches
-    the database. At most ``WINDOW`` files are in flight, which bounds memory.
+    the database.
+
+    What is in flight bounds the writer's memory: parsed results wait in this process
+    until the writer takes them, and when the writer is the slower side (FTS work, a
+    loaded machine) the window stays full. So it holds at most ``WINDOW`` files *and*
+    at most ``WINDOW_BYTES`` of transcript (one file always goes, however big): a
+    window of big text-heavy files would otherwise hold 16 × several MB of parsed text.
     """
 
     WINDOW = 16
+    WINDOW_BYTES = 24 << 20
     # Measured on two cores: a second parser is slower (the writer and one parser
     # already keep both busy).
     WORKERS = 1
 
     def __init__(self, files: list[TranscriptFile], include_tools: bool) -> None:
+        self._pool = self._start_pool()
+        self._pending = collections.deque(files)
+        self._include_tools = include_tools
+        self._futures: collections.deque[tuple[Any, int]] = collections.deque()
+        self._bytes_in_flight = 0
+        self._fill()
+
+    def _start_pool(self) -> Executor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         # fork starts the parser at once, but forking a process with other threads (the
         # watcher's) can copy a held lock into the child: then spawn a fresh interpreter.
         method = "fork" if (threading.active_count() == 1 and sys.platform == "linux") else "spawn"
-        self._pool = ProcessPoolExecutor(
+        return ProcessPoolExecutor(
             max_workers=self.WORKERS,
             mp_context=multiprocessing.get_context(method),
             initializer=_exit_with_parent,
             initargs=(os.getpid(),),
         )
-        self._pending = iter(files)
-        self._include_tools = include_tools
-        self._futures: collections.deque[Any] = collections.deque()
-        for _ in range(self.WINDOW):
-            self._submit_next()
 
-    def _submit_next(self) -> None:
-        tf = next(self._pending, None)
-        if tf is not None:
-            self._futures.append(self._pool.submit(parse_new_file, tf, self._include_tools))
+    def _fill(self) -> None:
+        while self._pending and len(self._futures) < self.WINDOW:
+            size = self._pending[0].size
+            if self._futures and self._bytes_in_flight + size > self.WINDOW_BYTES:
+                return
+            tf = self._pending.popleft()
+            future = self._pool.submit(parse_new_file, tf, self._include_tools)
+            self._futures.append((future, size))
+            self._bytes_in_flight += size
 
     def take(self, tf: TranscriptFile) -> Prefetched:
-        item: Prefetched = self._futures.popleft().result()
-        self._submit_next()
+        future, size = self._futures.popleft()
+        item: Prefetched = future.result()
+        self._bytes_in_flight -= size
+        self._fill()
         assert item.tf.path == tf.path, (item.tf.path, tf.path)
         return item
 
     def close(self) -> None:
-        for future in self._futures:
+        for future, _ in self._futures:
             future.cancel()
         self._pool.shutdown(wait=True, cancel_futures=True)
