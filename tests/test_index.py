@@ -421,7 +421,7 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     same index as row-by-row FTS; a bulk build that dies mid-way is repaired by the
     next open_db (trigger restored, FTS rebuilt from the rows)."""
     import sessiondex.indexer.refresh as ingest
-    from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, BulkFts
+    from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, FTS5_HASHSIZE, BulkFts
 
     root = copy_fixtures(tmp_path)
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1)
@@ -431,6 +431,10 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     assert (
         db.execute("SELECT count(*) FROM meta WHERE key = ?", [BULK_TRIGGER_KEY]).fetchone()[0] == 0
     )
+    # The rebuild's larger pending-terms budget is not left for the small transactions.
+    for fts in ("messages_fts", "session_search_fts"):
+        budget = db.execute(f"SELECT v FROM {fts}_config WHERE k = 'hashsize'").fetchone()
+        assert budget is not None and budget[0] == FTS5_HASHSIZE
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1 << 40)
     assert index_snapshot(db) == rebuilt_snapshot([root], tmp_path / "plain.db")
     db.close()
