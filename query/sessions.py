@@ -65,9 +65,12 @@ def _stored_object(raw: Any) -> dict[str, Any] | None:
         value = orjson.loads(raw)
     except (orjson.JSONDecodeError, TypeError):
         return None
-    if not isinstance(value, dict) or not all(k in value for k in SESSION_FIELDS):
+    if not isinstance(value, dict) or not _FIELD_SET <= value.keys():
         return None
     return value
+
+
+_FIELD_SET = frozenset(SESSION_FIELDS)
 
 
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
