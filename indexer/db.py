@@ -37,11 +37,18 @@ from sessiondex.indexer.faults import (
 )
 from sessiondex.indexer.meta import get_meta, immediate, set_meta, write_turn
 from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
+from sessiondex.indexer.textstore import register
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 BUSY_TIMEOUT_MS = 30_000
+# Page size of a new index file. 16 KiB would pack the compressed message rows better
+# (on the text-heavy bench ~22% of the messages table's pages is slack at 4 KiB, ~7% at
+# 16 KiB: 10 MB), but then a small write still fits in that slack when the file cannot
+# grow, which the disk-full test's simulation relies on; not changed yet
+# (docs/index.md#page-size).
+PAGE_SIZE = 4096
 DATA_TABLES = (
     "messages",
     "session_search",
@@ -93,6 +100,7 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
         conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(_uri(target, immutable), uri=True)
+            register(conn)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             applied = {
                 r[0]
@@ -224,11 +232,15 @@ def open_db(
 
 
 def prepare(db: Database) -> Database:
-    """Settings, migrations and repair for a database opened by anyone (``open_db``, or a
-    connection a library caller passed to ``sessiondex.Index``)."""
+    """Settings, the stored-text function, migrations and repair for a database opened
+    by anyone (``open_db``, or a connection a library caller passed to
+    ``sessiondex.Index``)."""
     from sessiondex.indexer.schema import migrations
 
+    register(db.conn)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if db.execute("PRAGMA page_count").fetchone()[0] == 0:
+        db.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only before the file has a page
     if db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
         with write_turn(db):  # changing the journal mode needs the database to itself
             db.enable_wal()
@@ -240,7 +252,9 @@ def prepare(db: Database) -> Database:
         with immediate(db):
             if migrations.pending(db):
                 migrations.apply(db)
-            _check_derivation_version(db)
+            cleared = _check_derivation_version(db)
+        if cleared:
+            _release_space(db)
     repair_interrupted_bulk(db)
     return db
 
@@ -256,11 +270,25 @@ def clear_index(db: Database) -> None:
         )
 
 
-def _check_derivation_version(db: Database) -> None:
+def _check_derivation_version(db: Database) -> bool:
+    """Clear an index derived by other rules; True when it held rows to clear."""
     stored = get_meta(db, "derivation_version")
     if stored == str(DERIVATION_VERSION):
-        return
+        return False
     with immediate(db):
         if stored is not None:
             clear_index(db)
         set_meta(db, "derivation_version", str(DERIVATION_VERSION))
+    return stored is not None
+
+
+def _release_space(db: Database) -> None:
+    """Give the pages of a cleared index back to the file system (``VACUUM``; cheap on
+    a nearly empty database). Otherwise the file keeps the old size and the rebuild
+    only refills it: an index made smaller by new rules (compressed text, m007) would
+    stay as big as before. Best effort: a busy or full database keeps its free pages."""
+    try:
+        with write_turn(db):
+            db.execute("VACUUM")
+    except sqlite3.Error:
+        pass

@@ -34,6 +34,7 @@ from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.text import fts_text
+from sessiondex.indexer.textstore import encode
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 from sessiondex.transcripts.pr_urls import PullRequest
 
@@ -102,9 +103,21 @@ def _search_values(row: dict[str, Any]) -> list[str | None]:
 # A plain INSERT: the unique (file_id, line_offset) index turns a double ingest into an
 # error that rolls the file back (and is retried), never into duplicate rows.
 _MESSAGE_INSERT = (
-    "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text, line_offset)"
+    "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, body, line_offset)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def _message_rows(session_rowid: int, file_id: int, parsed: ParsedTail) -> list[tuple[Any, ...]]:
+    """``parsed``'s messages as ``_MESSAGE_INSERT`` rows, each text stored as its body
+    (compressed here unless the parsing process already did it)."""
+    if parsed.encoded:
+        return [(session_rowid, file_id, *m) for m in parsed.messages]
+    return [
+        (session_rowid, file_id, uuid, kind, ts, encode(str(text)), offset)
+        for uuid, kind, ts, text, offset in parsed.messages
+    ]
+
 
 _SEARCH_INSERT = (
     f"INSERT INTO session_search (id, {', '.join(SESSION_FTS_COLUMNS)}) "
@@ -202,7 +215,7 @@ def _write_new_session(
         f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
         list(row.values()),
     )
-    db.conn.executemany(_MESSAGE_INSERT, [(rowid, rowid, *m) for m in parsed.messages])
+    db.conn.executemany(_MESSAGE_INSERT, _message_rows(rowid, rowid, parsed))
     db.conn.executemany(
         "INSERT INTO branches (session_rowid, branch) VALUES (?, ?)",
         [(rowid, b) for b in state.new_branches],
@@ -443,9 +456,7 @@ def apply_tail(
         parsed = parse_tail(
             stream, tf.size, offset, state, known_branches, known_links, include_tools, scanned
         )
-    db.conn.executemany(
-        _MESSAGE_INSERT, [(session_rowid, file_id, *message) for message in parsed.messages]
-    )
+    db.conn.executemany(_MESSAGE_INSERT, _message_rows(session_rowid, file_id, parsed))
     problems.update(parsed.problems)
     bad_lines += sum(parsed.problems.values())
     stats.bytes_read += parsed.bytes_read

@@ -13,6 +13,7 @@ from typing import Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.text import fts_text
+from sessiondex.indexer.textstore import encode
 from sessiondex.transcripts import reader as _reader
 from sessiondex.transcripts.pr_urls import PullRequest
 from sessiondex.transcripts.reader import PROBLEM_TOO_LONG, RecordReader, classify
@@ -43,8 +44,9 @@ class ParsedTail:
     state: SessionState | None  # main transcripts only
     known_branches: set[str]
     known_links: set[str]
-    # uuid, type, ts_ms, fts text, byte offset of the line
-    messages: list[tuple[str | None, str, int | None, str, int]]
+    # uuid, type, ts_ms, fts text (or, when ``encoded``, its stored body:
+    # textstore.encode), byte offset of the line
+    messages: list[tuple[str | None, str, int | None, str | bytes, int]]
     mentions: list[PullRequest]
     consumed: int
     fingerprint: str
@@ -52,6 +54,8 @@ class ParsedTail:
     bytes_read: int
     # Bytes up to here were looked at: past ``consumed`` they hold no newline yet.
     scanned: int = 0
+    # The texts are already their stored bodies (compressed by the parsing process).
+    encoded: bool = False
 
 
 def _find_newline(stream: Any, start: int, end: int) -> tuple[int, int]:
@@ -70,6 +74,10 @@ def _find_newline(stream: Any, start: int, end: int) -> tuple[int, int]:
     return -1, read
 
 
+def _as_is(text: str) -> str:
+    return text
+
+
 def parse_tail(
     stream: Any,
     size: int,
@@ -79,6 +87,7 @@ def parse_tail(
     known_links: set[str],
     include_tools: bool,
     scanned: int = 0,
+    encode_texts: bool = False,
 ) -> ParsedTail:
     """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
     reading: later bytes wait for the next pass).
@@ -86,7 +95,11 @@ def parse_tail(
     ``scanned`` (from the previous pass) says ``[offset, scanned)`` holds no newline: a
     line still being written is then searched for its end only in the bytes after it,
     and a line already known to be too long is skipped without reading it again.
+
+    ``encode_texts``: store-ready bodies (compressed) instead of texts, for the parsing
+    process of a cold build when it has time the writer has not (``indexer/prefetch.py``).
     """
+    store = encode if encode_texts else _as_is
     problems: Counter[str] = Counter()
     bytes_read = 0
     if offset < scanned <= size:
@@ -111,7 +124,7 @@ def parse_tail(
             offset = nl + 1
     reader = RecordReader(stream, offset, limit=size - offset)
     reader.problems = problems
-    messages: list[tuple[str | None, str, int | None, str, int]] = []
+    messages: list[tuple[str | None, str, int | None, str | bytes, int]] = []
     mentions: list[PullRequest] = []
     for line_offset, line in reader.lines():
         record, problem = classify(line)
@@ -133,7 +146,7 @@ def parse_tail(
                     uuid if isinstance(uuid, str) else None,
                     kind,
                     timestamp_ms(record),
-                    fts_text(text),
+                    store(fts_text(text)),
                     line_offset,
                 )
             )
@@ -151,4 +164,5 @@ def parse_tail(
         reader.problems,
         bytes_read + reader.bytes_read,
         size,
+        encode_texts,
     )

@@ -18,6 +18,7 @@ from sessiondex.indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exp
     MIGRATION_SET,
     SESSION_FTS_COLUMNS,
 )
+from sessiondex.indexer.textstore import FUNCTION as TEXT_FUNCTION
 
 migrations = Migrations(MIGRATION_SET)
 
@@ -185,3 +186,57 @@ def m006_entrypoint_window(db: Database) -> None:
     (transcripts/retention.py ``window_desktop``; DERIVATION_VERSION 5 fills them)."""
     db.execute("ALTER TABLE sessions ADD COLUMN last_entrypoint TEXT")
     db.execute("ALTER TABLE sessions ADD COLUMN last_entrypoint_offset INTEGER")
+
+
+@migrations()
+def m007_compressed_message_text(db: Database) -> None:
+    """Message text stored compressed (``messages.body``, indexer/textstore.py) and read
+    back through the view ``message_text``, which is ``messages_fts``' external content:
+    FTS5's ``snippet()``, ``'rebuild'`` and integrity check read the text from it, and
+    the triggers hand FTS5 the decompressed text of the row inserted or deleted.
+
+    The rows are derived, so the table is made anew rather than converted (and
+    DERIVATION_VERSION 7 refills it). The triggers keep their names: a bulk build drops
+    and restores ``messages_ai`` by name (indexer/bulk.py)."""
+    # A bulk build interrupted before this migration saved the old insert trigger's
+    # SQL; the rows it describes are dropped here, so is that note.
+    db.execute("DELETE FROM meta WHERE key = 'bulk_insert_trigger'")
+    for trigger in ("messages_ai", "messages_ad", "messages_au"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP TABLE IF EXISTS messages_fts")
+    db.execute("DROP TABLE IF EXISTS messages")
+    db.execute(f"""
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            session_rowid INTEGER NOT NULL,
+            file_id INTEGER NOT NULL,
+            uuid TEXT,
+            type TEXT NOT NULL,
+            ts_ms INTEGER,
+            line_offset INTEGER,
+            body BLOB NOT NULL   -- {TEXT_FUNCTION}(body) is the text as indexed
+        )""")
+    db.execute("CREATE INDEX messages_session ON messages(session_rowid)")
+    db.execute("CREATE UNIQUE INDEX messages_file_offset ON messages(file_id, line_offset)")
+    db.execute(f"""
+        CREATE VIEW message_text AS
+        SELECT id, session_rowid, file_id, uuid, type, ts_ms, line_offset,
+               {TEXT_FUNCTION}(body) AS text
+        FROM messages""")
+    db.execute(
+        "CREATE VIRTUAL TABLE messages_fts USING fts5(text, content='message_text',"
+        f" content_rowid='id', tokenize='{FTS_TOKENIZER}')"
+    )
+    new, old = f"{TEXT_FUNCTION}(new.body)", f"{TEXT_FUNCTION}(old.body)"
+    delete = "INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, {})"
+    insert = "INSERT INTO messages_fts(rowid, text) VALUES (new.id, {})"
+    db.execute(
+        f"CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN {insert.format(new)}; END"
+    )
+    db.execute(
+        f"CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN {delete.format(old)}; END"
+    )
+    db.execute(
+        "CREATE TRIGGER messages_au AFTER UPDATE ON messages BEGIN"
+        f" {delete.format(old)}; {insert.format(new)}; END"
+    )

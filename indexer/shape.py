@@ -9,9 +9,9 @@ test checks ``MIGRATION_NAMES`` against the registered migrations.
 from __future__ import annotations
 
 # Bump when a derivation rule changes (what a row holds), not the table shape.
-DERIVATION_VERSION = (
-    6  # 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut (text.py)
-)
+# 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut
+# (text.py); 7: message text stored compressed (m007, textstore.py)
+DERIVATION_VERSION = 7
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -38,6 +38,7 @@ MIGRATION_NAMES = (
     "m004_message_offsets",
     "m005_fork_origin_index",
     "m006_entrypoint_window",
+    "m007_compressed_message_text",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

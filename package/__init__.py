@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sessiondex.index import Index
+    from sessiondex.index import Index, prepare_connection
     from sessiondex.query.resolve import Ambiguous, NotFound, Resolution
     from sessiondex.sdk import (
         ForkSessionResult,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 # public name → the module that defines it
 _EXPORTS = {
     "Index": "sessiondex.index",
+    "prepare_connection": "sessiondex.index",
     "NotFound": "sessiondex.query.resolve",
     "Ambiguous": "sessiondex.query.resolve",
     "Resolution": "sessiondex.query.resolve",
@@ -70,6 +71,7 @@ __all__ = [
     "get_subagent_messages",
     "list_sessions",
     "list_subagents",
+    "prepare_connection",
     "rename_session",
     "tag_session",
 ]

@@ -75,6 +75,17 @@ logger = logging.getLogger("sessiondex")
 READ_WAIT = 3.0
 
 
+def prepare_connection(conn: sqlite3.Connection) -> None:
+    """Make a connection of your own to the index file able to read message text: the
+    index stores it compressed, and the view ``message_text``, FTS5's ``snippet()`` on
+    ``messages_fts`` and writes to ``messages`` call the SQL function this registers
+    (``sessiondex_text``). ``Index`` does this for every connection it opens or is given;
+    a plain ``sqlite3`` shell has no such function (docs/index.md#message-text)."""
+    from sessiondex.indexer.textstore import register
+
+    register(conn)
+
+
 class Index:
     """The index of one or more Claude config dirs, and every question asked of it.
 

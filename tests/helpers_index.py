@@ -68,7 +68,7 @@ def index_snapshot(db: Database) -> dict[str, list[tuple[Any, ...]]]:
         "messages": _rows(
             db,
             "SELECT s.file_path, f.path, m.uuid, m.type, m.ts_ms, m.text"
-            " FROM messages m JOIN sessions s ON s.id = m.session_rowid"
+            " FROM message_text m JOIN sessions s ON s.id = m.session_rowid"
             " JOIN files f ON f.id = m.file_id",
         ),
         "session_search": _rows(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor, Future
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -67,7 +68,12 @@ def test_the_window_is_bounded_by_files_and_bytes(case: str, monkeypatch) -> Non
     sizes, window, window_bytes, most_files, most_bytes = WINDOW_CASES[case]
     monkeypatch.setattr(Prefetcher, "WINDOW", window)
     monkeypatch.setattr(Prefetcher, "WINDOW_BYTES", window_bytes)
-    monkeypatch.setattr(Prefetcher, "_start_pool", lambda self: InlinePool())
+
+    def start_inline(self: Prefetcher) -> InlinePool:
+        self._encode_texts = SimpleNamespace(value=0)
+        return InlinePool()
+
+    monkeypatch.setattr(Prefetcher, "_start_pool", start_inline)
     files = _files(sizes)
     prefetcher = Prefetcher(files, include_tools=False)
     seen_files, seen_bytes = [len(prefetcher._futures)], [prefetcher._bytes_in_flight]

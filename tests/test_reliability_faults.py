@@ -130,7 +130,8 @@ def damage(db: Path, kind: str) -> None:
         db.write_text("this is not a database, it is a note\n" * 200)
     elif kind.startswith("bad-page:"):
         page = _root_page(db, kind.split(":", 1)[1])
-        size = 4096
+        size = int.from_bytes(data[16:18], "big") or 65536  # the header's page size (1: 64 KiB)
+        size = 65536 if size == 1 else size
         start = (page - 1) * size
         db.write_bytes(data[:start] + noise(size) + data[start + size :])
     elif kind == "undecodable-json":
@@ -329,8 +330,11 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
     world = World(tmp_path)
     # (a new ConfigTree would number its sessions from 1 again: an ID of our own)
     big = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
+    filler = random.Random(5)
     for i in range(40):
-        big.user(f"bulky wombatword {i} " + "filler text " * 400)
+        # random hex: message text is stored compressed, so it must not shrink much
+        noise = " ".join(filler.randbytes(16).hex() for _ in range(300))
+        big.user(f"bulky wombatword {i} {noise}")
     big.write()
     disk["full"] = True
     for args in (["index"], ["rename", world.sid, "Renamed on a full disk"]):

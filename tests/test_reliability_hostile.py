@@ -404,7 +404,7 @@ def test_good_sessions_are_listed_and_searchable(hostile: Hostile, indexed: dict
     assert "after the bad lines" in both.stdout or json.loads(both.stdout)
     db = open_db(hostile.db)
     try:
-        texts = {r[0] for r in db.execute("SELECT text FROM messages")}
+        texts = {r[0] for r in db.execute("SELECT text FROM message_text")}
         assert any("survivor before" in t for t in texts)
         assert any("survivor after" in t for t in texts)
         check_fts_integrity(db)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
 
+import sessiondex
 from sessiondex.cli.main import cli
 from sessiondex.transcripts.discover import MAIN, SUBAGENT, describe_path, iter_transcripts
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, is_real_user_message
@@ -168,10 +170,18 @@ def test_fixture_index_opens_in_sqlite_utils_with_fts(tmp_path: Path) -> None:
     summary = json.loads(result.stdout)
     assert summary["sessions"] == 23 and summary["bad_lines"] == 1
     db = sqlite_utils.Database(db_path)
-    assert db["messages"].detect_fts() == "messages_fts"
     assert db["session_search"].detect_fts() == "session_search_fts"
-    hits = list(db["messages"].search("ошибку"))
-    assert hits and "ошибку" in hits[0]["text"]
+    # Message text is stored compressed: a connection of one's own reads it (the view
+    # message_text, snippet()) once sessiondex.prepare_connection gave it the function.
+    with pytest.raises(sqlite3.OperationalError, match="no such function: sessiondex_text"):
+        db.execute("SELECT text FROM message_text").fetchall()
+    sessiondex.prepare_connection(db.conn)
+    hits = db.execute(
+        "SELECT t.text, snippet(messages_fts, 0, '[', ']', '…', 8) FROM messages_fts"
+        " JOIN message_text t ON t.id = messages_fts.rowid WHERE messages_fts MATCH ?",
+        ["ошибку"],
+    ).fetchall()
+    assert hits and "ошибку" in hits[0][0] and "[ошибку]" in hits[0][1]
 
 
 def test_forks_are_listed_right_after_their_origin(tmp_path: Path) -> None:

@@ -130,6 +130,18 @@ def _get_only(view: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitab
 
 # ----------------------------------------------------------------- hooks
 @hookimpl
+def prepare_connection(conn: Any, database: str, datasette: Any) -> None:
+    """Datasette's own connections to the index (its table pages and canned queries)
+    get the function that reads the compressed message text: the view
+    ``message_text`` and ``snippet()`` on ``messages_fts`` need it."""
+    if web_index(datasette) is None or database != DATABASE_NAME:
+        return
+    from sessiondex.index import prepare_connection as prepare
+
+    prepare(conn)
+
+
+@hookimpl
 def register_routes(datasette: Any) -> list[tuple[str, Any]]:
     if web_index(datasette) is None:
         return []

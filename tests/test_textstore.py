@@ -1,0 +1,282 @@
+"""Message text stored compressed (indexer/textstore.py, m007): every kind of text comes
+back as it went in, snippets and ranking are what an uncompressed FTS5 table gives,
+deletes and rewrites leave no stale hits, every connection that reads text has the
+function, an index of the previous schema is rebuilt, and the text takes less room."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import sqlite_utils
+
+import sessiondex
+from sessiondex.indexer import prefetch, schema
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.ingest import _message_rows
+from sessiondex.indexer.meta import set_meta
+from sessiondex.indexer.parse import parse_tail
+from sessiondex.indexer.refresh import refresh
+from sessiondex.indexer.shape import DERIVATION_VERSION, FTS_TOKENIZER
+from sessiondex.indexer.text import fts_text
+from sessiondex.indexer.textstore import COMPRESS_MIN_BYTES, DEFLATE, FUNCTION, decode, encode
+from sessiondex.transcripts.discover import iter_transcripts
+from tests.builders import ConfigTree
+from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
+
+PROSE = (
+    "The parser reads each line, folds the session state and hands the message text to "
+    "the index; the writer stores it compressed and FTS5 tokenizes it once. "
+)
+_rng = random.Random(7)
+RANDOM_WORDS = " ".join(
+    "".join(_rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(_rng.randint(3, 12)))
+    for _ in range(300)
+)
+
+TEXTS = {
+    "empty": "",
+    "one char": "x",
+    "short": "fix the flaky test",
+    "threshold - 1 bytes": "a" * (COMPRESS_MIN_BYTES - 1),
+    "threshold bytes": "a" * COMPRESS_MIN_BYTES,
+    "threshold + 1 bytes": "a" * (COMPRESS_MIN_BYTES + 1),
+    "threshold bytes, multibyte": "é" * (COMPRESS_MIN_BYTES // 2),
+    "long prose": PROSE * 200,
+    "CJK": "数据库迁移脚本需要重构，请检查性能问题。" * 40,
+    "Japanese": "キャッシュの無効化処理をリファクタリングしてください。" * 30,
+    "emoji": "deploy 🚀 done ✅ 👍🏽 family 👨‍👩‍👧 flags 🇫🇷 " * 30,
+    "control characters (no NUL)": "".join(chr(c) for c in range(1, 32)) * 20 + "\x7f\x85\u2028",
+    "random words (barely compressible)": RANDOM_WORDS,
+    "mixed": "Привет, world! " + PROSE + " 修复 测试 " + "🙂" * 50,
+}
+
+
+@pytest.mark.parametrize("text", list(TEXTS.values()), ids=list(TEXTS))
+def test_every_kind_of_text_round_trips(text: str) -> None:
+    body = encode(text)
+    assert decode(body) == text
+    if len(text.encode()) < COMPRESS_MIN_BYTES:
+        assert body == text  # stored as it is
+    if isinstance(body, bytes):
+        assert body[0] == DEFLATE and len(body) < len(text.encode())
+
+
+@pytest.mark.parametrize("text", list(TEXTS.values()), ids=list(TEXTS))
+def test_every_kind_of_text_round_trips_through_sqlite(text: str) -> None:
+    """The body as SQLite stores it (TEXT or BLOB) and read back by the SQL function."""
+    conn = sqlite3.connect(":memory:")
+    sessiondex.prepare_connection(conn)
+    conn.execute("CREATE TABLE t (body BLOB)")
+    conn.execute("INSERT INTO t VALUES (?)", [encode(text)])
+    kind, back = conn.execute(f"SELECT typeof(body), {FUNCTION}(body) FROM t").fetchone()
+    assert back == text
+    assert kind == ("text" if len(text.encode()) < COMPRESS_MIN_BYTES else kind)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"\x01", b"\x01not deflate", b"\x02unknown marker", b"\x01" + b"\xff" * 40],
+    ids=["empty blob", "marker only", "bad stream", "unknown marker", "garbage"],
+)
+def test_a_damaged_body_reads_as_empty_not_as_an_error(body: bytes) -> None:
+    assert decode(body) == ""
+
+
+def test_null_and_numbers_pass_through() -> None:
+    assert decode(None) is None
+    assert decode(12) == "12"
+
+
+def _tree(tmp_path: Path) -> ConfigTree:
+    tree = ConfigTree(tmp_path / "claude")
+    for n, (name, text) in enumerate(TEXTS.items()):
+        s = tree.session(cwd=f"/work/p{n % 3}")
+        s.user(f"prompt {n} about {name}: {text}" if text else f"prompt {n}")
+        s.assistant(text or "ok")
+        s.assistant(PROSE * (n + 1) + f" marker{n} parser")
+        s.write()
+    return tree
+
+
+def _index(tmp_path: Path, tree: ConfigTree, name: str = "i.db") -> sqlite_utils.Database:
+    db = open_db(tmp_path / name)
+    refresh(db, [tree.root])
+    return db
+
+
+def test_the_view_gives_back_every_text_as_indexed(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    db = _index(tmp_path, tree)
+    stored = {r[0] for r in db.execute("SELECT text FROM message_text")}
+    for text in TEXTS.values():
+        if text:
+            assert fts_text(text) in stored
+    kinds = {r[0] for r in db.execute("SELECT DISTINCT typeof(body) FROM messages")}
+    assert kinds == {"text", "blob"}
+    check_fts_integrity(db)
+
+
+QUERIES = ["parser", "compressed", "marker3", '"writer stores"', "数 据", "flaky", "pars*", "world"]
+
+
+def test_snippets_and_ranking_equal_an_uncompressed_fts_table(tmp_path: Path) -> None:
+    """The reference: an FTS5 table holding the same texts as plain content."""
+    db = _index(tmp_path, _tree(tmp_path))
+    db.execute(f"CREATE VIRTUAL TABLE temp.plain USING fts5(text, tokenize='{FTS_TOKENIZER}')")
+    db.execute("INSERT INTO temp.plain(rowid, text) SELECT id, text FROM message_text")
+    for query in QUERIES:
+        match = fts_text(query)
+        for table in ("messages_fts", "plain"):
+            assert db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", [match])
+        ours, plain = (
+            db.execute(
+                f"SELECT rowid, snippet({t}, 0, '[', ']', '…', 12), highlight({t}, 0, '<', '>'),"
+                f" round(rank, 6) FROM {t} WHERE {t} MATCH ? ORDER BY rank, rowid",
+                [match],
+            ).fetchall()
+            for t in ("messages_fts", "plain")
+        )
+        assert ours == plain, query
+        assert ours, query
+
+
+def test_search_answers_equal_after_a_rebuild(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    index = sessiondex.Index(tmp_path / "i.db", [tree.root])
+    first = {q: index.search(q, scope="all") for q in QUERIES}
+    index.refresh(rebuild=True)
+    assert {q: index.search(q, scope="all") for q in QUERIES} == first
+    assert any("[marker3]" in hit["snippet"] for hit in first["marker3"])
+    index.close()
+
+
+def test_deleting_or_rewriting_a_file_leaves_no_stale_hits(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    gone = tree.session(cwd="/work/a")
+    gone.user("the vanishingword prompt " + PROSE * 5)
+    gone.assistant(PROSE * 10 + " vanishingword again")
+    gone_path = gone.write()
+    kept = tree.session(cwd="/work/b")
+    kept.user("the rewrittenword prompt " + PROSE * 5)
+    kept_path = kept.write()
+    db = _index(tmp_path, tree)
+
+    def hits(word: str) -> int:
+        return int(
+            db.execute(
+                "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [word]
+            ).fetchone()[0]
+        )
+
+    assert hits("vanishingword") == 2 and hits("rewrittenword") == 1
+    gone_path.unlink()
+    again = tree.session(cwd="/work/b", session_id=kept.session_id)
+    again.user("a replacementword prompt " + PROSE * 5)
+    kept_path.unlink()
+    again.write()
+    refresh(db, [tree.root])
+    assert hits("vanishingword") == 0 and hits("rewrittenword") == 0
+    assert hits("replacementword") == 1
+    check_fts_integrity(db)
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "r.db")
+
+
+def test_the_parsing_process_and_the_writer_store_the_same_bodies(tmp_path: Path) -> None:
+    """Texts compressed by the parser (cold build, parser ahead) or by the writer are the
+    same rows."""
+    tree = _tree(tmp_path)
+    for tf in iter_transcripts(tree.root):
+        with open(tf.path, "rb") as stream:
+            plain = parse_tail(stream, tf.size, 0, None, set(), set(), False)
+            packed = parse_tail(stream, tf.size, 0, None, set(), set(), False, encode_texts=True)
+        assert packed.encoded and not plain.encoded
+        assert _message_rows(1, 2, plain) == _message_rows(1, 2, packed)
+
+
+def test_a_prefetched_file_is_compressed_in_the_parser_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path)
+    tf = next(t for t in iter_transcripts(tree.root) if t.size > 2000)
+    monkeypatch.setattr(prefetch, "_encode_texts", SimpleNamespace(value=1))
+    item = prefetch.parse_new_file(tf, False)
+    assert item.parsed is not None and item.parsed.encoded
+    assert any(isinstance(m[3], bytes) for m in item.parsed.messages)
+    monkeypatch.setattr(prefetch, "_encode_texts", SimpleNamespace(value=0))
+    item = prefetch.parse_new_file(tf, False)
+    assert item.parsed is not None and not item.parsed.encoded
+    assert all(isinstance(m[3], str) for m in item.parsed.messages)
+
+
+def test_a_connection_of_ones_own_needs_the_function(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    _index(tmp_path, tree).close()
+    plain = sqlite3.connect(tmp_path / "i.db")
+    with pytest.raises(sqlite3.OperationalError, match=f"no such function: {FUNCTION}"):
+        plain.execute("SELECT text FROM message_text").fetchall()
+    with pytest.raises(sqlite3.OperationalError, match="SQL logic error"):  # FTS5's words
+        plain.execute(
+            "SELECT snippet(messages_fts, 0, '[', ']', '…', 8) FROM messages_fts"
+            " WHERE messages_fts MATCH 'parser'"
+        ).fetchall()
+    sessiondex.prepare_connection(plain)
+    assert plain.execute(
+        "SELECT snippet(messages_fts, 0, '[', ']', '…', 8) FROM messages_fts"
+        " WHERE messages_fts MATCH 'parser'"
+    ).fetchall()
+    # ... and Index registers it on a connection it is given.
+    given = sqlite3.connect(tmp_path / "i.db")
+    index = sessiondex.Index(given, [tree.root], refresh=False)
+    assert index.search("marker3", scope="all")
+    assert given.execute("SELECT count(text) FROM message_text").fetchone()[0] > 0
+
+
+def test_an_index_of_the_previous_schema_is_rebuilt_on_open(tmp_path: Path) -> None:
+    """m006 + DERIVATION_VERSION 6: plain ``messages.text`` and FTS content ``messages``."""
+    tree = _tree(tmp_path)
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(path)
+    schema.migrations.apply(old, stop_before="m007_compressed_message_text")
+    old.execute(
+        "INSERT INTO messages (session_rowid, file_id, uuid, type, ts_ms, text, line_offset)"
+        " VALUES (1, 1, 'u', 'user', 0, 'a stale oldschemaword message', 0)"
+    )
+    set_meta(old, "derivation_version", str(DERIVATION_VERSION - 1))
+    old.conn.commit()
+    old.close()
+    db = open_db(path)
+    columns = {c[1] for c in db.execute("PRAGMA table_info(messages)")}
+    assert "body" in columns and "text" not in columns
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+    refresh(db, [tree.root])
+    assert db.execute(
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'oldschemaword'"
+    ).fetchone() == (0,)
+    assert db.execute(
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'marker3'"
+    ).fetchone() == (1,)
+    check_fts_integrity(db)
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "new.db")
+
+
+def test_text_heavy_history_stores_its_text_in_fewer_bytes(tmp_path: Path) -> None:
+    """No timing: the stored bodies of a prose-heavy tree are well under the text."""
+    tree = ConfigTree(tmp_path / "claude")
+    rng = random.Random(3)
+    words = PROSE.split() + [f"word{n}" for n in range(400)]
+    for n in range(20):
+        s = tree.session(cwd=f"/work/p{n % 4}")
+        for _ in range(10):
+            s.user(" ".join(rng.choice(words) for _ in range(rng.randint(20, 200))))
+            s.assistant(" ".join(rng.choice(words) for _ in range(rng.randint(100, 1500))))
+        s.write()
+    db = _index(tmp_path, tree)
+    stored, text = db.execute(
+        "SELECT sum(length(CAST(m.body AS BLOB))), sum(length(CAST(t.text AS BLOB)))"
+        " FROM messages m JOIN message_text t ON t.id = m.id"
+    ).fetchone()
+    assert stored < text * 0.6, (stored, text)
