@@ -79,6 +79,8 @@ class SessionService:
         """The ``Index``, opened on first use and brought up to date for this answer."""
         if self._index is None:
             self._index = self._open_index()
+            # Before the first renew: a change made while it checks is then an event.
+            self._index.watch_transcripts()
         self._index.renew()
         return self._index
 

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
     from sessiondex.actions.archive import ArchiveRun, RestoreResult
     from sessiondex.actions.mutations import MutationResult
+    from sessiondex.indexer.dirty import DirtyBit
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
@@ -136,6 +137,9 @@ class Index:
         # A refresh for a read failed (busy, read-only, full): answer as the index is.
         self._unwritable = False
         self._checked = False  # check_writable passed on the current writer
+        # The dirty bit over the transcripts a long-lived front end asks for
+        # (:meth:`watch_transcripts`); None: renew() checks every time.
+        self._changes: DirtyBit | None = None
 
     # ------------------------------------------------------------------ handles
     @property
@@ -374,7 +378,7 @@ class Index:
         if self._given is not None or self._path is None:
             return False
         identity = self._identity
-        self.close()
+        self._close_handles()  # not the dirty bit: the transcripts are still watched
         recover_damaged(self._path, error, identity, self._on_recover)
         self._recovered = True  # even when someone else moved it: ours is gone too
         self._refreshed = False
@@ -469,6 +473,13 @@ class Index:
         return True
 
     def close(self) -> None:
+        """Close every handle and stop the dirty bit's observer, if one was started."""
+        self._close_handles()
+        changes, self._changes = self._changes, None
+        if changes is not None:
+            changes.stop()
+
+    def _close_handles(self) -> None:
         self._checked = False
         if self._team is not None:
             self._team.close()
@@ -713,13 +724,42 @@ class Index:
         return self._answer(lambda db: message_hits(db, query, paths, raw=raw))
 
     # ------------------------------------------------------------------ long-lived front ends
+    def watch_transcripts(self) -> bool:
+        """Let :meth:`renew` skip its check while no transcript changed: start a
+        file-system observer whose events only set a dirty bit
+        (:class:`sessiondex.indexer.dirty.DirtyBit`), until :meth:`close`.
+
+        False when there is nothing to watch for (``refresh=False``, the team store) or
+        the observer cannot start (said once): :meth:`renew` then checks every time."""
+        if self._changes is not None:
+            return True
+        if self._team_dsn is not None or not self.auto_refresh:
+            return False
+        from sessiondex.indexer.dirty import DirtyBit
+
+        changes = DirtyBit(self.roots, log=self.say)
+        if not changes.start():
+            return False
+        self._changes = changes
+        return True
+
     def renew(self) -> None:
         """Apply the refresh rule again now, keeping the open handles.
 
         A long-lived front end (the MCP server) answers many questions over hours; each
         must see the transcripts as they are when it is asked, as each CLI command does,
         while :meth:`ensure_fresh` refreshes once in this object's life. Called before
-        a write too: the writes resolve their argument against the index as it is."""
+        a write too: the writes resolve their argument against the index as it is.
+
+        With :meth:`watch_transcripts` running, the check is skipped while the dirty bit
+        is clean and the last renew completed its check or refresh: no transcript changed
+        since, so the index still says what they say. Otherwise the bit is cleared
+        *before* the check, so a change made during it sets the bit again."""
+        changes = self._changes
+        if changes is not None:
+            if self._refreshed and self._reader is not None and changes.clean():
+                return
+            changes.take()
         self._refreshed = False
         self._unwritable = False
         if self._reader is not None and self.auto_refresh and not self.watcher_alive():

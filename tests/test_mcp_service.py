@@ -1,22 +1,43 @@
 """The MCP tools' answers in-process (no protocol): the size cap, paging, cut markers,
-message UUIDs of merged turns, and the --http address rule."""
+message UUIDs of merged turns, the --http address rule, and the dirty bit that lets an
+answer skip the freshness check (``indexer/dirty.py``)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+import shutil
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileClosedNoWriteEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileOpenedEvent,
+    FileSystemEvent,
+)
+from watchdog.observers.api import BaseObserver
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 
 from sessiondex import Index  # noqa: E402
+from sessiondex.indexer.dirty import DirtyBit  # noqa: E402
 from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
 from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
-from tests.builders import ConfigTree, copy_fixtures  # noqa: E402
+from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
 NEXT_RE = re.compile(r"offset=(\d+)\]$", re.M)
@@ -149,3 +170,261 @@ def test_a_name_with_a_slash_is_a_name_not_a_path(tmp_path: Path) -> None:
     with Index(tmp_path / "index.db", [tree.root]) as index:
         found = json.loads(service(index, cwd=CWD).resolve_session("feat/login: plan"))
     assert (found["status"], found["session"]["session_id"]) == ("found", session.session_id)
+
+
+# ----------------------------------------------------------------- the dirty bit
+# The server's own watcher (indexer/dirty.py): events only set a bit; a set bit makes the
+# next answer check the transcripts. Events arrive on watchdog's threads, so a change is
+# awaited with a bounded deadline; nothing here asserts a duration.
+DEADLINE = 10.0
+
+
+def eventually(check: Callable[[], bool]) -> bool:
+    """``check()`` turned true within DEADLINE seconds (polled every 10 ms)."""
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture()
+def watched(tmp_path: Path) -> Iterator[tuple[ConfigTree, SessionWriter, DirtyBit]]:
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    bit = DirtyBit([tree.root])
+    assert bit.start()
+    try:
+        yield tree, session, bit
+    finally:
+        bit.stop()
+
+
+def _append(tree: ConfigTree, session: SessionWriter) -> None:
+    session.user("more words")
+    session.append()
+
+
+def _new_project(tree: ConfigTree, session: SessionWriter) -> None:
+    other = tree.session(cwd="/tmp/sessiondex-mcp-tests/other")
+    other.user("a new session in a new project dir")
+    other.write()
+
+
+def _rename(tree: ConfigTree, session: SessionWriter) -> None:
+    session.path.rename(session.path.with_name("00000000-0000-4000-8000-000000000001.jsonl"))
+
+
+def _subagent(tree: ConfigTree, session: SessionWriter) -> None:
+    agent = session.subagent(agent_id="a1", tool_use_id="toolu_01")
+    agent.user("subagent task")
+    agent.write()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _append,
+        _new_project,
+        lambda tree, session: session.path.unlink(),
+        _rename,
+        lambda tree, session: os.utime(session.path, (1, 1)),
+        lambda tree, session: shutil.rmtree(session.path.parent),
+        _subagent,
+    ],
+    ids=["append", "new-project", "delete", "rename", "touch", "project-dir-removed", "subagent"],
+)
+def test_every_change_to_a_transcript_sets_the_bit(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    change: Callable[[ConfigTree, SessionWriter], None],
+) -> None:
+    tree, session, bit = watched
+    assert not bit.clean()  # the bit starts set: the first answer checks
+    bit.take()
+    assert bit.clean()
+    change(tree, session)
+    assert eventually(lambda: not bit.clean())
+    bit.take()  # cleared again until the next change
+    assert bit.clean()
+
+
+@pytest.mark.parametrize(
+    ("event", "relevant"),
+    [
+        (FileModifiedEvent("/c/projects/k/s.jsonl"), True),
+        (FileCreatedEvent("/c/projects/k/s.jsonl"), True),
+        (FileDeletedEvent("/c/projects/k/s.jsonl"), True),
+        (FileAttribEvent("/c/projects/k/s.jsonl"), True),
+        (FileMovedEvent("/c/projects/k/s.tmp", "/c/projects/k/s.jsonl"), True),
+        (DirCreatedEvent("/c/projects/k"), True),
+        (DirDeletedEvent("/c/projects/k"), True),
+        (DirMovedEvent("/c/projects/k", "/c/projects/j"), True),
+        # a reader (the refresh itself, read_session) opens and closes transcripts
+        (FileOpenedEvent("/c/projects/k/s.jsonl"), False),
+        (FileClosedNoWriteEvent("/c/projects/k/s.jsonl"), False),
+        (FileClosedEvent("/c/projects/k/s.jsonl"), False),  # follows a "modified"
+        (FileModifiedEvent("/c/projects/k/s/subagents/agent-a1.meta.json"), False),
+        (FileCreatedEvent("/c/projects/k/notes.txt"), False),
+        (DirModifiedEvent("/c/projects/k"), False),  # its mtime: the file event says more
+    ],
+)
+def test_only_events_watch_would_act_on_set_the_bit(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit], event: FileSystemEvent, relevant: bool
+) -> None:
+    _tree, _session, bit = watched
+    bit.take()
+    bit._handler.on_any_event(event)  # as the observer's thread calls it
+    assert bit.clean() is not relevant
+
+
+def test_a_projects_dir_created_or_replaced_after_start_is_seen_and_watched(
+    tmp_path: Path,
+) -> None:
+    """No event announces it (nothing watched it yet, or the watch follows the old inode):
+    the stat in clean() does, on the very next call, and take() watches the new dir."""
+    root = tmp_path / "claude"
+    root.mkdir()
+    bit = DirtyBit([root])
+    assert bit.start()
+    try:
+        bit.take()
+        assert bit.clean()  # no projects/ yet: no transcript can have changed
+        tree = ConfigTree(root)  # creates projects/
+        assert not bit.clean()
+        bit.take()
+        assert bit.clean()
+        session = tree.session(cwd=CWD)
+        session.user("first words")
+        session.write()
+        assert eventually(lambda: not bit.clean())
+
+        bit.take()
+        assert bit.clean()
+        tree.projects_dir.rename(root / "projects.old")
+        tree.projects_dir.mkdir()
+        assert not bit.clean()
+        bit.take()
+        assert bit.clean()
+        _new_project(tree, session)
+        assert eventually(lambda: not bit.clean())
+    finally:
+        bit.stop()
+
+
+def _no_rescan_period(bit: DirtyBit) -> None:
+    bit.rescan_interval = 0.0
+
+
+@pytest.mark.parametrize(
+    ("before_take", "after_take", "clean"),
+    [
+        (None, None, True),
+        (None, DirtyBit.mark, False),  # an event or an overflow after the check
+        (_no_rescan_period, None, False),  # the periodic rescan is due at once
+        (None, DirtyBit.stop, False),
+    ],
+    ids=["nothing", "marked", "rescan-due", "stopped"],
+)
+def test_what_keeps_the_bit_set(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    before_take: Callable[[DirtyBit], None] | None,
+    after_take: Callable[[DirtyBit], None] | None,
+    clean: bool,
+) -> None:
+    _tree, _session, bit = watched
+    if before_take is not None:
+        before_take(bit)
+    bit.take()
+    if after_take is not None:
+        after_take(bit)
+    assert bit.clean() is clean
+
+
+def test_an_observer_that_cannot_start_or_dies_means_checking_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    said: list[str] = []
+
+    def no_inotify(self: object) -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(BaseObserver, "start", no_inotify)
+        bit = DirtyBit([tree.root], log=said.append)
+        assert not bit.start()
+    assert len(said) == 1 and "inotify watch limit reached" in said[0]
+    for _ in range(3):
+        bit.take()
+        assert not bit.clean() and not bit.watching
+    assert len(said) == 1
+
+    said.clear()
+    bit = DirtyBit([tree.root], log=said.append)
+    assert bit.start()
+    bit.take()
+    assert bit.clean()
+    observer = bit._observer
+    assert observer is not None
+    observer.stop()  # its thread ends behind the bit's back
+    observer.join(10)
+    for _ in range(3):
+        assert not bit.clean()
+        bit.take()
+    assert not bit.watching and len(said) == 1 and "stopped" in said[0]
+
+
+def test_renew_checks_only_when_the_bit_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Index.renew with watch_transcripts(): the freshness check runs on the first
+    answer and after a change, not in between; an answer after a change is fresh."""
+    from sessiondex.indexer import freshness
+
+    calls: list[int] = []
+    real = freshness.nothing_changed
+
+    def counted(db: object, roots: list[Path]) -> bool:
+        calls.append(1)
+        return real(db, roots)
+
+    monkeypatch.setattr(freshness, "nothing_changed", counted)
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        assert json.loads(answers.search_sessions("first"))["count"] == 1
+        assert index._changes is not None and index._changes.watching
+        checked = len(calls)
+        for _ in range(5):
+            assert json.loads(answers.search_sessions("first"))["count"] == 1
+        assert len(calls) == checked  # nothing changed: no check at all
+
+        session.user("zanzibar appears")
+        session.append()
+        assert eventually(lambda: json.loads(answers.search_sessions("zanzibar"))["count"] == 1)
+        assert len(calls) > checked
+    assert index._changes is None  # close() stopped the observer
+
+
+def test_renew_checks_every_time_without_the_observer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DirtyBit, "start", lambda self: False)
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        assert json.loads(answers.search_sessions("zanzibar"))["count"] == 0
+        assert index._changes is None
+        session.user("zanzibar appears")
+        session.append()
+        # the per-answer check is synchronous: the very next answer has it
+        assert json.loads(answers.search_sessions("zanzibar"))["count"] == 1

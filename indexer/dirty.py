@@ -1,0 +1,240 @@
+"""A dirty bit over the transcripts: may anything under the config dirs' ``projects/``
+have changed since the last look?
+
+Why: a long-lived front end (the MCP server) must answer each question from the
+transcripts as they are *now*, as each CLI command does, and the cheapest proof that
+nothing changed (``indexer/freshness.py``) is one ``lstat`` per transcript: ~20 ms at
+2,000 sessions, before every answer, for an answer that takes ~10 ms. Between two
+questions nothing usually changed. A watchdog observer here sets one bit on every event
+``sessiondex watch`` would act on (:func:`sessiondex.indexer.watch.relevant_paths`: a
+``.jsonl`` created, written, moved, deleted or touched, a directory created, moved or
+deleted); the front end asks :meth:`DirtyBit.clean` (a few attribute reads and one
+``stat`` per config dir) and runs the real check only when it says no.
+
+Unlike ``watch`` it applies nothing: the observer's thread only sets the bit, so it
+never touches a SQLite handle (those belong to the front end's thread), and the check
+that follows is the one the front end ran before, so the answers cannot differ.
+
+The rules that keep "clean" true only when it is:
+
+* The bit starts set. :meth:`DirtyBit.take` clears it *before* the caller checks: an
+  event that arrives during the check or the refresh sets it again, so it is never lost
+  (at worst a change is checked twice).
+* "Clean" needs the observer alive with a live emitter on every ``projects/`` dir, and
+  each ``projects/`` dir still the one watched (same device and inode, links followed;
+  missing counts as a state too). A watch follows an inode, not a path: a ``projects/``
+  created after the start (a new config dir), moved away or replaced is seen by that
+  ``stat`` and watched anew by the next ``take``, *before* the check that follows it.
+* Events are hints, not truth (as in ``watch``): the bit also sets itself every
+  ``rescan`` seconds and when watchdog reports an inotify queue overflow.
+* An observer that cannot start (inotify instance or watch limits, an unsupported file
+  system, no native events on this platform) or whose thread dies is given up with one
+  log line; :meth:`clean` then always says no, and the caller checks before every answer
+  as it did before. No polling observer: it would ``stat`` every transcript every second
+  on a thread of its own, more than the per-answer check costs.
+
+The window: an event reaches the bit through watchdog's threads (the inotify reader,
+the emitter, the dispatcher) after the writing system call has returned. A question
+that arrives in between is answered without that change, and the next one sees it.
+Those hops take well under a millisecond on an idle process, a few milliseconds when
+the front end's thread holds the GIL (Python switches threads every 5 ms), and up to
+half a second for a file moved *out of* ``projects/`` (watchdog holds an unpaired
+"moved from" that long, waiting for its "moved to"). Appends, which is how Claude Code
+writes a transcript, are not delayed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers.api import BaseObserver, EventEmitter, ObservedWatch
+
+from sessiondex.indexer.watch import (
+    DEFAULT_RESCAN,
+    EVENT_FILTER,
+    OverflowTrap,
+    observer_name,
+    relevant_paths,
+)
+
+logger = logging.getLogger(__name__)
+
+Identity = tuple[int, int]  # (st_dev, st_ino) of a projects/ dir
+
+
+class _Handler(FileSystemEventHandler):
+    """Runs on the observer's thread: set the bit, nothing else."""
+
+    def __init__(self, bit: DirtyBit) -> None:
+        self._bit = bit
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        files, dirs = relevant_paths(event)
+        if files or dirs:
+            self._bit.mark()
+
+
+class DirtyBit:
+    """Set when a transcript under ``roots`` may have changed (see the module docstring).
+
+    Use: :meth:`start` once; before each answer, if :meth:`clean` the index still says
+    what the transcripts say; otherwise :meth:`take`, then check and refresh; :meth:`stop`
+    at the end. Every method but :meth:`mark` is called from one thread (the front end's);
+    :meth:`mark` is also called from the observer's, and only stores ``True``.
+    """
+
+    def __init__(
+        self,
+        roots: list[Path],
+        *,
+        rescan: float = DEFAULT_RESCAN,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.roots = list(roots)
+        self.rescan_interval = rescan
+        self.log = log or logger.warning
+        self._projects = [os.path.join(str(root), "projects") for root in self.roots]
+        self._dirty = True
+        self._observer: BaseObserver | None = None
+        # projects dir → (its watch, the emitter thread serving it, its identity then)
+        self._watches: dict[str, tuple[ObservedWatch, EventEmitter | None, Identity]] = {}
+        self._seen: list[Identity | None] = []  # each projects dir's identity at take()
+        self._due = 0.0  # monotonic time when the bit sets itself (the periodic rescan)
+        self._handler = _Handler(self)
+        self._trap = OverflowTrap(self.mark)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def watching(self) -> bool:
+        """True while the observer runs (False before start, after stop or giving up)."""
+        return self._observer is not None
+
+    def start(self) -> bool:
+        """Start observing; False (said once through ``log``) when that is not possible,
+        and the caller checks before every answer. The bit is set either way."""
+        from watchdog.observers import Observer
+
+        observer: BaseObserver = Observer()
+        self._observer = observer
+        try:
+            if observer_name(observer) == "polling":
+                raise OSError("no native file-system events on this platform")
+            self._watch_all()
+            observer.start()
+        except Exception as exc:  # OSError for limits; a broken FS may raise anything
+            self._give_up(f"cannot watch the transcripts for changes ({exc})")
+            return False
+        logging.getLogger("watchdog.observers").addHandler(self._trap)
+        return True
+
+    def stop(self) -> None:
+        """Stop the observer and join its threads; the bit stays set for good."""
+        observer, self._observer = self._observer, None
+        self._dirty = True
+        self._watches.clear()
+        logging.getLogger("watchdog.observers").removeHandler(self._trap)
+        if observer is not None:
+            try:
+                observer.stop()
+                if observer.is_alive():
+                    observer.join(10)
+            except Exception as exc:  # stopping: say it, never raise
+                logger.warning("stopping the file-system observer failed: %r", exc)
+
+    def _give_up(self, why: str) -> None:
+        self.stop()
+        self.log(f"note: {why}; checking the transcripts before each answer instead")
+
+    # ------------------------------------------------------------------ the bit
+    def mark(self) -> None:
+        """Something may have changed (an event, an overflow, or a check that could not
+        finish): the next :meth:`clean` says no."""
+        self._dirty = True
+
+    def clean(self) -> bool:
+        """True when no transcript can have changed since the last :meth:`take`: the
+        observer is alive, no event came, no ``projects/`` dir appeared, moved or lost its
+        watch, and the periodic rescan is not due. The per-answer cost: a few attribute
+        reads, one clock read and one ``stat`` per config dir."""
+        observer = self._observer
+        if self._dirty or observer is None or time.monotonic() >= self._due:
+            return False
+        if not observer.is_alive():
+            self._give_up("the file-system observer stopped")
+            return False
+        for _watch, emitter, _known in self._watches.values():
+            if emitter is None or not emitter.is_alive():
+                return False  # its dir was deleted (its emitter stops): re-watched by take()
+        return [_identity(p) for p in self._projects] == self._seen
+
+    def take(self) -> None:
+        """Clear the bit before the caller checks the transcripts (so an event during the
+        check sets it again), watch any ``projects/`` dir that appeared, moved or lost its
+        watch (before the check, so a change after it is an event), and start the next
+        rescan period."""
+        self._dirty = False
+        self._due = time.monotonic() + self.rescan_interval
+        if self._observer is None:
+            return
+        if not self._observer.is_alive():
+            self._give_up("the file-system observer stopped")
+            return
+        try:
+            self._watch_all()
+        except Exception as exc:
+            self._give_up(f"cannot watch the transcripts for changes ({exc})")
+
+    # ------------------------------------------------------------------ watches
+    def _watch_all(self) -> None:
+        """Bring the watches in line with the ``projects/`` dirs on disk now. The
+        identity is read *before* scheduling: a dir replaced in between then differs
+        from it, and :meth:`clean` says no until it is watched again."""
+        observer = self._observer
+        assert observer is not None
+        seen: list[Identity | None] = []
+        for projects in self._projects:
+            identity = _identity(projects)
+            seen.append(identity)
+            current = self._watches.get(projects)
+            if (
+                current is not None
+                and current[2] == identity
+                and current[1] is not None
+                and current[1].is_alive()
+            ):
+                continue
+            if current is not None:
+                del self._watches[projects]
+                try:
+                    observer.unschedule(current[0])
+                except KeyError:  # watchdog already dropped a deleted dir's emitter
+                    pass
+            if identity is None:
+                continue  # nothing to watch, no transcripts: clean() stats it each time
+            # The resolved path: the config dir is often a link (dotfiles), and inotify
+            # must watch the directory the transcripts are written in.
+            watch = observer.schedule(
+                self._handler,
+                os.path.realpath(projects),
+                recursive=True,
+                event_filter=EVENT_FILTER,
+            )
+            emitter = next((e for e in list(observer.emitters) if e.watch == watch), None)
+            self._watches[projects] = (watch, emitter, identity)
+        self._seen = seen
+
+
+def _identity(path: str) -> Identity | None:
+    """(device, inode) of the directory at ``path`` (links followed, as discovery does);
+    None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
