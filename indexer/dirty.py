@@ -11,15 +11,24 @@ questions nothing usually changed. A watchdog observer here sets one bit on ever
 deleted); the front end asks :meth:`DirtyBit.clean` (a few attribute reads and one
 ``stat`` per config dir) and runs the real check only when it says no.
 
-Unlike ``watch`` it applies nothing: the observer's thread only sets the bit, so it
-never touches a SQLite handle (those belong to the front end's thread), and the check
-that follows is the one the front end ran before, so the answers cannot differ.
+Unlike ``watch`` it applies nothing: the observer's thread only sets the bit (and
+notes which transcripts were written to), so it never touches a SQLite handle (those
+belong to the front end's thread). What the front end does next is what it did before,
+so the answers cannot differ: the whole check and refresh, or, when the only events
+were writes to existing transcripts, the ingest of just those files with the per-file
+ingest ``watch`` and the refresh use (``indexer.refresh.ingest_path``). That second case
+is the common one: the Claude Code session that calls the MCP server appends to its own
+transcript between two calls, so "nothing changed" alone would rarely hold in use.
 
 The rules that keep "clean" true only when it is:
 
 * The bit starts set. :meth:`DirtyBit.take` clears it *before* the caller checks: an
   event that arrives during the check or the refresh sets it again, so it is never lost
-  (at worst a change is checked twice).
+  (at worst a change is checked twice). Only a "modified" or "attrib" event of a
+  ``.jsonl`` names a file to ingest alone; a creation, move or deletion, a directory
+  event, more than ``MAX_WRITTEN`` files, an overflow or a re-watched dir ask for the
+  whole check (a main transcript that reappears brings its subagents, a new dir new
+  files: the walk finds them).
 * "Clean" needs the observer alive with a live emitter on every ``projects/`` dir, and
   each ``projects/`` dir still the one watched (same device and inode, links followed;
   missing counts as a state too). A watch follows an inode, not a path: a ``projects/``
@@ -48,6 +57,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,17 +76,27 @@ from sessiondex.indexer.watch import (
 logger = logging.getLogger(__name__)
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of a projects/ dir
+# Events that only say an existing transcript's bytes or times changed: the file can be
+# ingested on its own (``indexer.refresh.ingest_path``, as ``watch`` does). A creation,
+# a move, a deletion or a directory event asks for the whole check instead: a main
+# transcript that reappears brings subagents with it, a new project dir new files.
+_WRITES = frozenset({"modified", "attrib"})
+# More written files than this since the last look: the whole check costs less.
+MAX_WRITTEN = 64
 
 
 class _Handler(FileSystemEventHandler):
-    """Runs on the observer's thread: set the bit, nothing else."""
+    """Runs on the observer's thread: set the bit (noting the transcript when the event
+    only says it was written to), nothing else."""
 
     def __init__(self, bit: DirtyBit) -> None:
         self._bit = bit
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         files, dirs = relevant_paths(event)
-        if files or dirs:
+        if files and not dirs and event.event_type in _WRITES:
+            self._bit.written(files)
+        elif files or dirs:
             self._bit.mark()
 
 
@@ -101,6 +121,12 @@ class DirtyBit:
         self.log = log or logger.warning
         self._projects = [os.path.join(str(root), "projects") for root in self.roots]
         self._dirty = True
+        # Guarded by _lock (the observer's thread adds, the front end's takes): the
+        # transcripts only written to since the last take, and whether anything else
+        # happened (then the caller checks everything).
+        self._lock = threading.Lock()
+        self._written: set[str] = set()
+        self._whole = True
         self._observer: BaseObserver | None = None
         # projects dir → (its watch, the emitter thread serving it, its identity then)
         self._watches: dict[str, tuple[ObservedWatch, EventEmitter | None, Identity]] = {}
@@ -153,9 +179,19 @@ class DirtyBit:
 
     # ------------------------------------------------------------------ the bit
     def mark(self) -> None:
-        """Something may have changed (an event, an overflow, or a check that could not
-        finish): the next :meth:`clean` says no."""
-        self._dirty = True
+        """Anything may have changed (an event other than a write, an overflow, or a
+        check that could not finish): the next :meth:`clean` says no and the next
+        :meth:`take` asks for the whole check."""
+        with self._lock:
+            self._whole = True
+            self._dirty = True
+
+    def written(self, paths: list[str]) -> None:
+        """These transcripts were written to (appended, rewritten, touched): the next
+        :meth:`clean` says no; :meth:`take` may hand them over to be ingested alone."""
+        with self._lock:
+            self._written.update(paths)
+            self._dirty = True
 
     def clean(self) -> bool:
         """True when no transcript can have changed since the last :meth:`take`: the
@@ -173,31 +209,46 @@ class DirtyBit:
                 return False  # its dir was deleted (its emitter stops): re-watched by take()
         return [_identity(p) for p in self._projects] == self._seen
 
-    def take(self) -> None:
-        """Clear the bit before the caller checks the transcripts (so an event during the
-        check sets it again), watch any ``projects/`` dir that appeared, moved or lost its
-        watch (before the check, so a change after it is an event), and start the next
-        rescan period."""
-        self._dirty = False
-        self._due = time.monotonic() + self.rescan_interval
+    def take(self) -> list[str] | None:
+        """Clear the bit before the caller looks at the transcripts (so an event during
+        the look sets it again), watch any ``projects/`` dir that appeared, moved or
+        lost its watch (before the look, so a change after it is an event), and start
+        the next rescan period.
+
+        Returns the transcripts that were only written to since the last take, when
+        that is all that can have happened: the caller may ingest just those (an empty
+        list: nothing to do). None: check everything (the first take, any other event,
+        an overflow, a dir watched anew, the periodic rescan, no observer)."""
+        with self._lock:
+            self._dirty = False
+            written, self._written = self._written, set()
+            whole, self._whole = self._whole, False
+        now = time.monotonic()
+        whole = whole or now >= self._due or len(written) > MAX_WRITTEN
+        self._due = now + self.rescan_interval
         if self._observer is None:
-            return
+            return None
         if not self._observer.is_alive():
             self._give_up("the file-system observer stopped")
-            return
+            return None
         try:
-            self._watch_all()
+            if self._watch_all():
+                return None
         except Exception as exc:
             self._give_up(f"cannot watch the transcripts for changes ({exc})")
+            return None
+        return None if whole else sorted(written)
 
     # ------------------------------------------------------------------ watches
-    def _watch_all(self) -> None:
-        """Bring the watches in line with the ``projects/`` dirs on disk now. The
+    def _watch_all(self) -> bool:
+        """Bring the watches in line with the ``projects/`` dirs on disk now; True when
+        any changed (what happened under a new watch before it existed is unknown). The
         identity is read *before* scheduling: a dir replaced in between then differs
         from it, and :meth:`clean` says no until it is watched again."""
         observer = self._observer
         assert observer is not None
         seen: list[Identity | None] = []
+        changed = False
         for projects in self._projects:
             identity = _identity(projects)
             seen.append(identity)
@@ -209,6 +260,9 @@ class DirtyBit:
                 and current[1].is_alive()
             ):
                 continue
+            if current is None and identity is None:
+                continue  # still nothing to watch
+            changed = True
             if current is not None:
                 del self._watches[projects]
                 try:
@@ -227,7 +281,9 @@ class DirtyBit:
             )
             emitter = next((e for e in list(observer.emitters) if e.watch == watch), None)
             self._watches[projects] = (watch, emitter, identity)
+        changed = changed or seen != self._seen
         self._seen = seen
+        return changed
 
 
 def _identity(path: str) -> Identity | None:

@@ -753,13 +753,21 @@ class Index:
 
         With :meth:`watch_transcripts` running, the check is skipped while the dirty bit
         is clean and the last renew completed its check or refresh: no transcript changed
-        since, so the index still says what they say. Otherwise the bit is cleared
-        *before* the check, so a change made during it sets the bit again."""
+        since, so the index still says what they say. When the only events since were
+        writes to known transcripts (the session calling a front end appends to its own
+        transcript between two calls), just those files are ingested, as ``watch``
+        ingests them. Otherwise the whole check and refresh run. The bit is cleared
+        *before* any of it, so a change made meanwhile sets it again."""
         changes = self._changes
         if changes is not None:
-            if self._refreshed and self._reader is not None and changes.clean():
+            current = self._refreshed and self._reader is not None
+            if current and changes.clean():
                 return
-            changes.take()
+            written = changes.take()
+            if current and written is not None:
+                if not written or self._ingest_paths(written):
+                    return
+                # not ingested (busy, read-only, damaged): the whole path below decides
         self._refreshed = False
         self._unwritable = False
         if self._reader is not None and self.auto_refresh and not self.watcher_alive():
