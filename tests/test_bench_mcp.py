@@ -13,8 +13,12 @@ from bench import mcp_latency  # noqa: E402
 from bench.corpus import generate  # noqa: E402
 
 
-@pytest.mark.parametrize("mode", ["default", "check"])
-def test_mcp_latency_reports_a_checked_figure(tmp_path: Path, capsys, mode: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("mode", "extra"), [("default", []), ("check", []), ("default", ["--appending"])]
+)
+def test_mcp_latency_reports_a_checked_figure(
+    tmp_path: Path, capsys, mode: str, extra: list[str]
+) -> None:  # type: ignore[no-untyped-def]
     corpus = generate(tmp_path / "corpus", sessions=20, projects=2, size_mb=1, seed=1).parent
     out = tmp_path / "mcp.json"
     code = mcp_latency.main(
@@ -29,10 +33,12 @@ def test_mcp_latency_reports_a_checked_figure(tmp_path: Path, capsys, mode: str)
             str(out),
             "--workdir",
             str(tmp_path),
+            *extra,
         ]
     )
     assert code == 0, capsys.readouterr()
     report = json.loads(out.read_text())
+    mode += "+append" if extra else ""
     row = report[mode]
     assert row["calls"] == 3 and row["errors"] == 0 and row["same_answer_as_library"]
     assert row["p50_ms"] <= row["p95_ms"] <= row["max_ms"] and row["goal_p95_ms"] == 50.0
