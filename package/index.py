@@ -24,6 +24,11 @@ The rest of what every front end needs also lives here, so each one gets it:
   or deleted under a running watcher) is refreshed by the reader itself instead of
   trusting the watcher.
 
+* **Long-lived front ends.** :meth:`Index.renew` applies the refresh rule again before
+  each answer; with :meth:`Index.watch_transcripts` a file-system watcher's dirty bit
+  (:mod:`sessiondex.indexer.dirty`) says when that can be skipped, or narrowed to the
+  transcripts that were written to.
+
 Notes go to ``notice`` (the CLI prints them on stderr), else to the ``sessiondex``
 logger, and are kept in :attr:`Index.notes`.
 
