@@ -104,9 +104,10 @@ class DirtyBit:
     """Set when a transcript under ``roots`` may have changed (see the module docstring).
 
     Use: :meth:`start` once; before each answer, if :meth:`clean` the index still says
-    what the transcripts say; otherwise :meth:`take`, then check and refresh; :meth:`stop`
-    at the end. Every method but :meth:`mark` is called from one thread (the front end's);
-    :meth:`mark` is also called from the observer's, and only stores ``True``.
+    what the transcripts say; otherwise :meth:`take`, then ingest what it returns (or, on
+    None, check and refresh everything); :meth:`stop` at the end. Every method is called
+    from one thread (the front end's) except :meth:`mark` and :meth:`written`, which the
+    observer's threads call too: they only record, under a lock :meth:`take` shares.
     """
 
     def __init__(
