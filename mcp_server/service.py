@@ -20,8 +20,8 @@ empty query, a relative directory, a transcript path outside the config dirs), a
   calling session writes its own transcript between two calls); otherwise the whole
   check (one ``lstat`` per transcript, ~20 ms at 2,000 sessions) and refresh. The bit is
   cleared first, so a change made meanwhile is not lost. A change lands in the bit a
-  few milliseconds at most after its write (watchdog's threads); a call inside that
-  window answers without it, and the next one has it. When the watcher cannot start
+  few milliseconds after its write (watchdog's threads; ``indexer/dirty.py`` says how
+  many); a call inside that window answers without it, and the next one has it. When the watcher cannot start
   (inotify limits, an unsupported file system) or dies, one note goes to stderr and
   every answer checks, as before; a live ``sessiondex watch`` still makes the check
   unnecessary. The server's own writes (rename, tag) update the index before they
