@@ -93,17 +93,28 @@ MAX_WRITTEN = 64
 
 class _Handler(FileSystemEventHandler):
     """Runs on the observer's thread: set the bit (noting the transcript when the event
-    only says it was written to), nothing else."""
+    only says it was written to), nothing else.
 
-    def __init__(self, bit: DirtyBit) -> None:
+    One per ``projects/`` dir: the watch is on the resolved directory (a config dir is
+    often a link, and so may ``projects/`` be), so the paths events name are put back
+    under the configured one, where the index has them."""
+
+    def __init__(self, bit: DirtyBit, watched: str, configured: str) -> None:
         self._bit = bit
+        self._watched = watched.rstrip(os.sep) + os.sep
+        self._configured = configured.rstrip(os.sep) + os.sep
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         files, dirs = relevant_paths(event)
         if files and not dirs and event.event_type in _WRITES:
-            self._bit.written(files)
+            self._bit.written([self._configured_path(f) for f in files])
         elif files or dirs:
             self._bit.mark()
+
+    def _configured_path(self, path: str) -> str:
+        if self._watched == self._configured or not path.startswith(self._watched):
+            return path
+        return self._configured + path[len(self._watched) :]
 
 
 class DirtyBit:
@@ -139,7 +150,6 @@ class DirtyBit:
         self._watches: dict[str, tuple[ObservedWatch, EventEmitter | None, Identity]] = {}
         self._seen: list[Identity | None] = []  # each projects dir's identity at take()
         self._due = 0.0  # monotonic time when the bit sets itself (the periodic rescan)
-        self._handler = _Handler(self)
         self._trap = OverflowTrap(self.mark)
 
     # ------------------------------------------------------------------ lifecycle
@@ -280,9 +290,10 @@ class DirtyBit:
                 continue  # nothing to watch, no transcripts: clean() stats it each time
             # The resolved path: the config dir is often a link (dotfiles), and inotify
             # must watch the directory the transcripts are written in.
+            real = os.path.realpath(projects)
             watch = observer.schedule(
-                self._handler,
-                os.path.realpath(projects),
+                _Handler(self, real, projects),
+                real,
                 recursive=True,
                 event_filter=EVENT_FILTER,
             )

@@ -35,7 +35,7 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 
 from sessiondex import Index  # noqa: E402
-from sessiondex.indexer.dirty import MAX_WRITTEN, DirtyBit  # noqa: E402
+from sessiondex.indexer.dirty import MAX_WRITTEN, DirtyBit, _Handler  # noqa: E402
 from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
 from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
 from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
@@ -292,10 +292,42 @@ def test_only_events_watch_would_act_on_set_the_bit(
 ) -> None:
     _tree, _session, bit = watched
     assert bit.take() is None  # the first look is always the whole check
-    bit._handler.on_any_event(event)  # as the observer's thread calls it
+    _Handler(bit, "/c/projects", "/c/projects").on_any_event(event)  # as the observer calls it
     assert bit.clean() is (then == "clean")
     assert bit.take() == ([] if then == "clean" else then)
     assert bit.clean()
+
+
+@pytest.mark.parametrize(
+    ("watched_dir", "configured", "event_path", "named"),
+    [
+        ("/c/projects", "/c/projects", "/c/projects/k/s.jsonl", "/c/projects/k/s.jsonl"),
+        # ~/.claude -> /data/claude: the watch is on the real dir, the index has ~/.claude
+        (
+            "/data/claude/projects",
+            "/h/.claude/projects",
+            "/data/claude/projects/k/s.jsonl",
+            "/h/.claude/projects/k/s.jsonl",
+        ),
+        (
+            "/data/p",
+            "/h/.claude/projects",
+            "/data/p/k/s/subagents/agent-a.jsonl",
+            "/h/.claude/projects/k/s/subagents/agent-a.jsonl",
+        ),
+    ],
+)
+def test_written_files_are_named_under_the_configured_projects_dir(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    watched_dir: str,
+    configured: str,
+    event_path: str,
+    named: str,
+) -> None:
+    _tree, _session, bit = watched
+    bit.take()
+    _Handler(bit, watched_dir, configured).on_any_event(FileModifiedEvent(event_path))
+    assert bit.take() == [named]
 
 
 def test_many_written_files_or_a_due_rescan_ask_for_the_whole_check(
@@ -484,3 +516,25 @@ def test_renew_checks_every_time_without_the_observer(
         session.append()
         # the per-answer check is synchronous: the very next answer has it
         assert json.loads(answers.search_sessions("zanzibar"))["count"] == 1
+
+
+@pytest.mark.parametrize("link", ["config-dir", "projects-dir"])
+def test_appends_under_a_linked_config_dir_are_ingested(tmp_path: Path, link: str) -> None:
+    """A config dir (dotfiles) or its projects/ may be a link: the watch is on the real
+    directory, and the files it names are ingested under the paths the index uses."""
+    real = ConfigTree(tmp_path / "real")
+    session = real.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    if link == "config-dir":
+        (tmp_path / "claude").symlink_to(tmp_path / "real")
+    else:
+        (tmp_path / "claude").mkdir()
+        (tmp_path / "claude" / "projects").symlink_to(tmp_path / "real" / "projects")
+    with Index(tmp_path / "index.db", [tmp_path / "claude"]) as index:
+        answers = service(index, cwd=CWD)
+        assert json.loads(answers.search_sessions("first"))["count"] == 1
+        assert index._changes is not None and index._changes.watching
+        session.user("zanzibar appears")
+        session.append()
+        assert eventually(lambda: json.loads(answers.search_sessions("zanzibar"))["count"] == 1)
