@@ -1,22 +1,36 @@
 """``search_sessions`` round trip over MCP stdio (goal: p95 ≤ 50 ms).
 
-``python -m bench.mcp_latency [--sessions 2000] [--corpus DIR] [--calls 200] [--out FILE]``
+``python -m bench.mcp_latency [--sessions 2000] [--corpus DIR] [--db FILE] [--calls 200]
+[--mode all|default|check|watch] [--out FILE]``
 
 Generates (or reuses) the bench corpus (``bench/corpus.py``; 2,000 sessions is the goal
 corpus, ``--sessions N`` a smaller or larger one with the same shape), builds its index
-once, then starts ``sessiondex mcp`` as Claude Code does (a subprocess on stdio) and
+once (or brings ``--db FILE`` up to date, so repeated runs skip the build), then starts
+``sessiondex mcp`` as Claude Code does (a subprocess on stdio) and
 times ``tools/call search_sessions`` from the ``mcp`` SDK's own stdio client: the time
 from sending the request to having the parsed result, for a rotation of words (planted
 words in a known set of sessions, topic words in a quarter of them, general words in
 nearly all), ``limit`` 10 as a model calls it.
 
-Two modes, both reported:
+Three modes, all reported by default:
 
-* ``refresh`` — no watcher: the server applies the CLI's rule and brings the index up to
-  date before every answer (a stat of every transcript; most of the time at 2,000
-  sessions).
-* ``watch`` — a ``sessiondex watch`` keeps the index live, so answers skip the refresh:
-  the setup the README recommends for a long-lived server.
+* ``default`` — as installed: no ``sessiondex watch``; the server watches the transcripts
+  itself (``indexer/dirty.py``) and checks them only after a file-system event, so on an
+  unchanged corpus every answer skips the check (a flag and one ``stat`` per config dir).
+* ``check`` — the server's watcher disabled (patched out in the server process, as when it
+  cannot start: inotify limits, unsupported FS): the server checks every transcript before
+  every answer (one ``lstat`` each; most of the time at 2,000 sessions).
+* ``watch`` — a ``sessiondex watch`` keeps the index live, so answers skip the check: the
+  old recommendation for a long-lived server.
+
+Nothing in the corpus changes while it runs. ``--appending`` measures the modes as they
+are used: the Claude Code session that calls the server appends to its own transcript
+between two calls, so before each call (10 ms before, as the tool call follows the line
+that asks for it) one line is appended to a session in a second, small config dir the
+server also serves. Then ``default`` ingests that one file before answering, ``check``
+checks every transcript, finds it changed and runs the refresh, and ``watch`` answers
+once its debounced batch lands (or before it). The modes are reported as
+``default+append`` and so on.
 
 The first answer of each mode is checked against ``sessiondex.Index.search`` for the same
 question (same sessions, same order). Every loop is bounded in count and time.
@@ -26,24 +40,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from bench.runner import DEFAULT_CORPUS, ensure_corpus
-from bench.watch_latency import _percentile, _Subprocess
+from bench.watch_latency import _append, _percentile, _record, _Subprocess
 
 GOAL_P95_MS = 50.0
 DEFAULT_CALLS = 200
 WARMUP_CALLS = 10
 CALL_TIMEOUT = 30.0
+APPEND_GAP = 0.01  # --appending: seconds from the calling session's line to its call
 WORDS = [
     "thornwhistle",
     "kubectl",
@@ -57,6 +74,16 @@ WORDS = [
     "tokio",
 ]
 SERVER = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
+# The server with its own watcher disabled: Index.watch_transcripts() says "cannot".
+SERVER_CHECK = [
+    sys.executable,
+    "-c",
+    "from sessiondex.index import Index\n"
+    "Index.watch_transcripts = lambda self: False\n"
+    "from sessiondex.cli.main import main\n"
+    "main()",
+]
+MODES = ["default", "check", "watch"]
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -75,15 +102,40 @@ def corpus_params(sessions: int) -> dict[str, Any]:
     }
 
 
-async def _time_calls(config: Path, db: Path, calls: int) -> dict[str, Any]:
+class _CallingSession:
+    """The transcript of the session that calls the server, in its own config dir: one
+    line appended before each call, as Claude Code writes its turns."""
+
+    def __init__(self, root: Path) -> None:
+        project = root / "projects" / "-sessiondex-bench-mcp-caller"
+        project.mkdir(parents=True, exist_ok=True)
+        self.session_id = str(uuid.uuid4())
+        self.path = project / f"{self.session_id}.jsonl"
+        self.parent, line = _record(self.session_id, None, "the calling session starts")
+        self.path.write_bytes(line)
+        self.turns = 0
+
+    def append(self) -> None:
+        self.turns += 1
+        self.parent, line = _record(self.session_id, self.parent, f"turn {self.turns}")
+        _append(self.path, line)
+
+
+async def _time_calls(
+    configs: list[Path], db: Path, calls: int, server: list[str], caller: _CallingSession | None
+) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     from sessiondex import Index
 
     params = StdioServerParameters(
-        command=SERVER[0],
-        args=[*SERVER[1:], "--config-dir", str(config), "--db", str(db), "mcp"],
+        command=server[0],
+        args=[
+            *server[1:],
+            *(arg for config in configs for arg in ("--config-dir", str(config))),
+            *("--db", str(db), "mcp"),
+        ],
         cwd=str(REPO_ROOT),
     )
     samples: list[float] = []
@@ -94,10 +146,13 @@ async def _time_calls(config: Path, db: Path, calls: int) -> dict[str, Any]:
                 await session.initialize()
                 first = await session.call_tool("search_sessions", {"query": WORDS[0], "limit": 10})
                 got = [s["session_id"] for s in json.loads(first.content[0].text)["sessions"]]  # type: ignore[union-attr]
-                with Index(db, [config], refresh=False) as index:
+                with Index(db, configs, refresh=False) as index:
                     want = [s["session_id"] for s in index.search(WORDS[0], scope="all", limit=10)]
                 for number in range(WARMUP_CALLS + calls):
                     word = WORDS[number % len(WORDS)]
+                    if caller is not None:
+                        caller.append()
+                        await anyio.sleep(APPEND_GAP)
                     started = time.perf_counter()
                     with anyio.fail_after(CALL_TIMEOUT):
                         result = await session.call_tool(
@@ -118,14 +173,28 @@ async def _time_calls(config: Path, db: Path, calls: int) -> dict[str, Any]:
         "same_answer_as_library": got == want,
         "goal_p95_ms": GOAL_P95_MS,
         "met": p95 <= GOAL_P95_MS,
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
     }
 
 
-def measure(config: Path, workdir: Path, calls: int, modes: list[str]) -> dict[str, Any]:
-    db = workdir / "index.db"
+def measure(
+    config: Path,
+    workdir: Path,
+    calls: int,
+    modes: list[str],
+    db: Path | None = None,
+    appending: bool = False,
+) -> dict[str, Any]:
+    db = db or workdir / "index.db"
+    caller = _CallingSession(workdir / "caller") if appending else None
+    configs = [config] if caller is None else [config, workdir / "caller"]
     started = time.perf_counter()
     subprocess.run(
-        [*SERVER, "--config-dir", str(config), "--db", str(db), "index"],
+        [
+            *SERVER,
+            *(arg for c in configs for arg in ("--config-dir", str(c))),
+            *("--db", str(db), "index"),
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
         timeout=1800,
@@ -134,10 +203,14 @@ def measure(config: Path, workdir: Path, calls: int, modes: list[str]) -> dict[s
     for mode in modes:
         watcher = None
         if mode == "watch":
-            watcher = _Subprocess(config, db, 100)
+            watcher = _Subprocess(configs, db, 100)
             watcher.wait_ready()
+        server = SERVER_CHECK if mode == "check" else SERVER
         try:
-            results[mode] = anyio.run(_time_calls, config, db, calls)
+            results[mode + ("+append" if appending else "")] = {
+                "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+                **anyio.run(_time_calls, configs, db, calls, server, caller),
+            }
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -158,16 +231,24 @@ def main(argv: list[str] | None = None) -> int:
         "--corpus", type=Path, default=None, help="a generated corpus dir (skips generation)"
     )
     ap.add_argument("--calls", type=int, default=DEFAULT_CALLS, help="timed calls per mode")
-    ap.add_argument("--mode", choices=["both", "refresh", "watch"], default="both")
+    ap.add_argument("--mode", choices=["all", *MODES], default="all")
+    ap.add_argument(
+        "--db", type=Path, default=None, help="an index to reuse (built or brought up to date)"
+    )
+    ap.add_argument(
+        "--appending",
+        action="store_true",
+        help="append a line to the calling session's transcript before each call",
+    )
     ap.add_argument("--workdir", type=Path, default=None, help="scratch dir for the index")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "out" / "mcp_latency.json")
     opts = ap.parse_args(argv)
     if not 1 <= opts.calls <= 100_000 or opts.sessions < 1:
         ap.error("--calls must be 1-100000 and --sessions at least 1")
     config = opts.corpus or ensure_corpus(corpus_params(opts.sessions))
-    modes = ["refresh", "watch"] if opts.mode == "both" else [opts.mode]
+    modes = MODES if opts.mode == "all" else [opts.mode]
     with tempfile.TemporaryDirectory(dir=opts.workdir) as scratch:
-        results = measure(Path(config), Path(scratch), opts.calls, modes)
+        results = measure(Path(config), Path(scratch), opts.calls, modes, opts.db, opts.appending)
     report = {
         "figure": "search_sessions round trip over MCP stdio",
         "corpus": str(config),
@@ -178,18 +259,21 @@ def main(argv: list[str] | None = None) -> int:
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_text(json.dumps(report, indent=2) + "\n")
     print(
-        f"search_sessions over stdio, {report['corpus']} (index built in {results['index_build_s']} s)"
+        f"search_sessions over stdio, {report['corpus']} (index built or updated in {results['index_build_s']} s)"
     )
     print(
-        f"{'mode':8} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  goal p95 ≤ {GOAL_P95_MS:g} ms"
+        f"{'mode':15} {'calls':>5} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  goal p95 ≤ {GOAL_P95_MS:g} ms"
+        f"  (load average before → after)"
     )
     failed = False
-    for mode in modes:
+    for name in modes:
+        mode = name + ("+append" if opts.appending else "")
         row = results[mode]
         failed |= bool(row["errors"]) or not row["same_answer_as_library"]
         print(
-            f"{mode:8} {row['calls']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['max_ms']:>8}"
+            f"{mode:15} {row['calls']:>5} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['max_ms']:>8}"
             f"  {'met' if row['met'] else 'not met'}"
+            f"  ({row['loadavg_before'][0]:g} → {row['loadavg_after'][0]:g})"
             + ("" if row["same_answer_as_library"] else "  (answer differs from the library!)")
             + (f"  ({row['errors']} error results)" if row["errors"] else "")
         )

@@ -81,14 +81,14 @@ def _append(path: Path, data: bytes) -> None:
 class _Subprocess:
     """``sessiondex watch -v`` with its stderr drained on a thread."""
 
-    def __init__(self, config_dir: Path, db_path: Path, debounce_ms: int) -> None:
+    def __init__(self, config_dir: Path | list[Path], db_path: Path, debounce_ms: int) -> None:
+        dirs = config_dir if isinstance(config_dir, list) else [config_dir]
         self.proc = subprocess.Popen(
             [
                 sys.executable,
                 "-c",
                 "from sessiondex.cli.main import main; main()",
-                "--config-dir",
-                str(config_dir),
+                *(arg for d in dirs for arg in ("--config-dir", str(d))),
                 "--db",
                 str(db_path),
                 "watch",

@@ -54,8 +54,10 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
     sessions behind a PR, and a session://{id} resource with a session's Markdown.
 
     Speaks MCP on stdin/stdout (logs go to stderr) unless --http. Answers come from the
-    index, refreshed before each answer as the reading commands refresh (or kept live by
-    `sessiondex watch`); only transcripts under the config dirs are read.
+    index, refreshed before an answer as the reading commands refresh whenever the
+    server's own file-system watcher saw a transcript change (every time if it cannot
+    watch; never while `sessiondex watch` keeps the index live); only transcripts under
+    the config dirs are read.
 
     \b
     Example:

@@ -36,7 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from sessiondex.indexer.db import open_db, recover_damaged
@@ -67,6 +78,19 @@ RETRY_LIMIT = 8
 # do; "closed" always follows a "modified" that is already queued.
 _FILE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "attrib"})
 _DIR_EVENTS = frozenset({"created", "moved", "deleted"})
+# The same kinds as watchdog event classes, for ``schedule(event_filter=...)``: the kernel
+# is then not even asked for open/close events (a reader of the transcripts, such as the
+# refresh itself, would otherwise wake the observer once per file it reads).
+EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileAttribEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
 
 
 class WatchError(RuntimeError):
@@ -168,6 +192,22 @@ class _Pending:
                     self._cond.wait(wake - now)
 
 
+def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:
+    """(transcript files, directories) an event names that can change what the index
+    holds; both empty for an event that cannot (an open, a read, a non-``.jsonl`` file,
+    a directory's own mtime). The one rule for ``watch`` and the MCP server's dirty bit
+    (:mod:`sessiondex.indexer.dirty`)."""
+    kinds = _DIR_EVENTS if event.is_directory else _FILE_EVENTS
+    if event.event_type not in kinds:
+        return [], []
+    paths = [os.fsdecode(event.src_path)]
+    if event.event_type == "moved":  # forget the source, index the destination
+        paths.append(os.fsdecode(event.dest_path))
+    if event.is_directory:
+        return [], paths
+    return [p for p in paths if p.endswith(SUFFIX)], []
+
+
 class _Handler(FileSystemEventHandler):
     """Runs on the observer's thread: classify the event, enqueue, return."""
 
@@ -175,20 +215,14 @@ class _Handler(FileSystemEventHandler):
         self._pending = pending
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        kinds = _DIR_EVENTS if event.is_directory else _FILE_EVENTS
-        if event.event_type not in kinds:
-            return
-        paths = [os.fsdecode(event.src_path)]
-        if event.event_type == "moved":  # forget the source, index the destination
-            paths.append(os.fsdecode(event.dest_path))
-        for path in paths:
-            if event.is_directory:
-                self._pending.add_dir(path)
-            elif path.endswith(SUFFIX):
-                self._pending.add_file(path)
+        files, dirs = relevant_paths(event)
+        for path in dirs:
+            self._pending.add_dir(path)
+        for path in files:
+            self._pending.add_file(path)
 
 
-class _OverflowTrap(logging.Handler):
+class OverflowTrap(logging.Handler):
     """watchdog reports an inotify queue overflow only as a log warning; turn it into an
     immediate rescan rather than waiting for the periodic one."""
 
@@ -246,7 +280,7 @@ class Watcher:
         self._observer_lock = threading.Lock()
         self._ready = threading.Event()
         self._worker: threading.Thread | None = None
-        self._trap = _OverflowTrap(self._pending.request_rescan)
+        self._trap = OverflowTrap(self._pending.request_rescan)
         self._dirty = False
         self._rescan_failures = 0
         self._rescan_retry_at = 0.0

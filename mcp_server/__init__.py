@@ -3,7 +3,9 @@
 Claude Code (or any MCP client) gets tools to search, list, resolve and read past
 sessions, find the sessions behind a PR and, with ``--allow-writes``, rename and tag
 them; and a ``session://{id}`` resource with a session's Markdown. Everything goes
-through :class:`sessiondex.Index`, refreshed before each answer as each CLI command is.
+through :class:`sessiondex.Index`, as fresh for each answer as each CLI command is (a
+file-system watcher of its own tells when the transcripts must be checked; see
+``service.py``).
 
 ``service.py`` holds the answers (protocol-free, bounded, every failure one sentence);
 ``server.py`` maps them onto the official ``mcp`` SDK (an optional dependency:

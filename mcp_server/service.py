@@ -10,8 +10,22 @@ empty query, a relative directory, a transcript path outside the config dirs), a
   comes next; one long message is cut with a marker, so a transcript never arrives whole;
 * every failure a caller can cause is a :class:`UserError` with one clear sentence; the
   server turns it into an error result (``isError``), never into a dead server;
-* the ``Index`` is refreshed before every answer by its own rule (a cheap incremental
-  pass, skipped while ``sessiondex watch`` keeps the index live), as each CLI command is.
+* every answer sees the transcripts as they are when it is asked, as each CLI command
+  does, without paying for a look at every transcript each time. The ``Index`` is
+  opened with its own file-system watcher (:meth:`sessiondex.Index.watch_transcripts`:
+  a dirty bit in ``indexer/dirty.py``, set by any event ``sessiondex watch`` would act
+  on), and :meth:`sessiondex.Index.renew` before each answer does what the bit says:
+  nothing while it is clean (a flag and one ``stat`` per config dir); the ingest of the
+  written files alone when appends were all that happened (the common case: the
+  calling session writes its own transcript between two calls); otherwise the whole
+  check (one ``lstat`` per transcript, ~20 ms at 2,000 sessions) and refresh. The bit is
+  cleared first, so a change made meanwhile is not lost. A change lands in the bit a
+  few milliseconds after its write (watchdog's threads; ``indexer/dirty.py`` says how
+  many); a call inside that window answers without it, and the next one has it. When the watcher cannot start
+  (inotify limits, an unsupported file system) or dies, one note goes to stderr and
+  every answer checks, as before; a live ``sessiondex watch`` still makes the check
+  unnecessary. The server's own writes (rename, tag) update the index before they
+  return, whatever the bit says.
 
 It is not thread-safe: the server calls it from one worker thread (SQLite handles belong
 to the thread that opened them).
@@ -79,6 +93,8 @@ class SessionService:
         """The ``Index``, opened on first use and brought up to date for this answer."""
         if self._index is None:
             self._index = self._open_index()
+            # Before the first renew: a change made while it checks is then an event.
+            self._index.watch_transcripts()
         self._index.renew()
         return self._index
 

@@ -24,6 +24,11 @@ The rest of what every front end needs also lives here, so each one gets it:
   or deleted under a running watcher) is refreshed by the reader itself instead of
   trusting the watcher.
 
+* **Long-lived front ends.** :meth:`Index.renew` applies the refresh rule again before
+  each answer; with :meth:`Index.watch_transcripts` a file-system watcher's dirty bit
+  (:mod:`sessiondex.indexer.dirty`) says when that can be skipped, or narrowed to the
+  transcripts that were written to.
+
 Notes go to ``notice`` (the CLI prints them on stderr), else to the ``sessiondex``
 logger, and are kept in :attr:`Index.notes`.
 
@@ -55,6 +60,7 @@ if TYPE_CHECKING:
 
     from sessiondex.actions.archive import ArchiveRun, RestoreResult
     from sessiondex.actions.mutations import MutationResult
+    from sessiondex.indexer.dirty import DirtyBit
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
@@ -147,6 +153,9 @@ class Index:
         # A refresh for a read failed (busy, read-only, full): answer as the index is.
         self._unwritable = False
         self._checked = False  # check_writable passed on the current writer
+        # The dirty bit over the transcripts a long-lived front end asks for
+        # (:meth:`watch_transcripts`); None: renew() checks every time.
+        self._changes: DirtyBit | None = None
 
     # ------------------------------------------------------------------ handles
     @property
@@ -385,7 +394,7 @@ class Index:
         if self._given is not None or self._path is None:
             return False
         identity = self._identity
-        self.close()
+        self._close_handles()  # not the dirty bit: the transcripts are still watched
         recover_damaged(self._path, error, identity, self._on_recover)
         self._recovered = True  # even when someone else moved it: ours is gone too
         self._refreshed = False
@@ -480,6 +489,13 @@ class Index:
         return True
 
     def close(self) -> None:
+        """Close every handle and stop the dirty bit's observer, if one was started."""
+        self._close_handles()
+        changes, self._changes = self._changes, None
+        if changes is not None:
+            changes.stop()
+
+    def _close_handles(self) -> None:
         self._checked = False
         if self._team is not None:
             self._team.close()
@@ -724,13 +740,50 @@ class Index:
         return self._answer(lambda db: message_hits(db, query, paths, raw=raw))
 
     # ------------------------------------------------------------------ long-lived front ends
+    def watch_transcripts(self) -> bool:
+        """Let :meth:`renew` skip its check while no transcript changed: start a
+        file-system observer whose events only set a dirty bit
+        (:class:`sessiondex.indexer.dirty.DirtyBit`), until :meth:`close`.
+
+        False when there is nothing to watch for (``refresh=False``, the team store) or
+        the observer cannot start (said once): :meth:`renew` then checks every time."""
+        if self._changes is not None:
+            return True
+        if self._team_dsn is not None or not self.auto_refresh:
+            return False
+        from sessiondex.indexer.dirty import DirtyBit
+
+        changes = DirtyBit(self.roots, log=self.say)
+        if not changes.start():
+            return False
+        self._changes = changes
+        return True
+
     def renew(self) -> None:
         """Apply the refresh rule again now, keeping the open handles.
 
         A long-lived front end (the MCP server) answers many questions over hours; each
         must see the transcripts as they are when it is asked, as each CLI command does,
         while :meth:`ensure_fresh` refreshes once in this object's life. Called before
-        a write too: the writes resolve their argument against the index as it is."""
+        a write too: the writes resolve their argument against the index as it is.
+
+        With :meth:`watch_transcripts` running, the check is skipped while the dirty bit
+        is clean and the last renew completed its check or refresh: no transcript changed
+        since, so the index still says what they say. When the only events since were
+        writes to known transcripts (the session calling a front end appends to its own
+        transcript between two calls), just those files are ingested, as ``watch``
+        ingests them. Otherwise the whole check and refresh run. The bit is cleared
+        *before* any of it, so a change made meanwhile sets it again."""
+        changes = self._changes
+        if changes is not None:
+            current = self._refreshed and self._reader is not None
+            if current and changes.clean():
+                return
+            written = changes.take()
+            if current and written is not None:
+                if not written or self._ingest_paths(written):
+                    return
+                # not ingested (busy, read-only, damaged): the whole path below decides
         self._refreshed = False
         self._unwritable = False
         if self._reader is not None and self.auto_refresh and not self.watcher_alive():

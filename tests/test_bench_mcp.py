@@ -13,7 +13,12 @@ from bench import mcp_latency  # noqa: E402
 from bench.corpus import generate  # noqa: E402
 
 
-def test_mcp_latency_reports_a_checked_figure(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("mode", "extra"), [("default", []), ("check", []), ("default", ["--appending"])]
+)
+def test_mcp_latency_reports_a_checked_figure(
+    tmp_path: Path, capsys, mode: str, extra: list[str]
+) -> None:  # type: ignore[no-untyped-def]
     corpus = generate(tmp_path / "corpus", sessions=20, projects=2, size_mb=1, seed=1).parent
     out = tmp_path / "mcp.json"
     code = mcp_latency.main(
@@ -23,19 +28,21 @@ def test_mcp_latency_reports_a_checked_figure(tmp_path: Path, capsys) -> None:  
             "--calls",
             "3",
             "--mode",
-            "refresh",
+            mode,
             "--out",
             str(out),
             "--workdir",
             str(tmp_path),
+            *extra,
         ]
     )
     assert code == 0, capsys.readouterr()
     report = json.loads(out.read_text())
-    row = report["refresh"]
+    mode += "+append" if extra else ""
+    row = report[mode]
     assert row["calls"] == 3 and row["errors"] == 0 and row["same_answer_as_library"]
     assert row["p50_ms"] <= row["p95_ms"] <= row["max_ms"] and row["goal_p95_ms"] == 50.0
-    assert "refresh" in capsys.readouterr().out
+    assert mode in capsys.readouterr().out and len(row["loadavg_before"]) == 3
 
 
 def test_scaled_corpus_keeps_the_default_shape() -> None:

@@ -37,7 +37,7 @@ from mcp.types import CallToolResult  # noqa: E402
 from sessiondex import Index  # noqa: E402
 from sessiondex.cli.main import cli  # noqa: E402
 from sessiondex.render.conversation import Message  # noqa: E402
-from tests.builders import copy_fixtures  # noqa: E402
+from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
 from tests.test_reliability_truth import snapshot  # noqa: E402
 
 SERVER = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
@@ -73,11 +73,13 @@ def cli_json(tree: tuple[Path, Path], *args: str) -> Any:
 
 
 @asynccontextmanager
-async def connect(tree: tuple[Path, Path], *extra: str) -> AsyncIterator[ClientSession]:
+async def connect(
+    tree: tuple[Path, Path], *extra: str, server: list[str] = SERVER
+) -> AsyncIterator[ClientSession]:
     config, db = tree
     params = StdioServerParameters(
-        command=SERVER[0],
-        args=[*SERVER[1:], "--config-dir", str(config), "--db", str(db), "mcp", *extra],
+        command=server[0],
+        args=[*server[1:], "--config-dir", str(config), "--db", str(db), "mcp", *extra],
         cwd=str(config.parent),
     )
     with open(config.parent / "server.stderr", "w") as errlog:
@@ -484,6 +486,124 @@ def test_stdout_carries_only_the_protocol(tree: tuple[Path, Path]) -> None:
     assert by_id[3]["result"]["isError"] is True
     assert AUTH in by_id[4]["result"]["content"][0]["text"]
     assert "sessiondex mcp: serving over stdio" in stderr
+
+
+# ----------------------------------------------------------------- freshness, no `watch`
+# The server watches the transcripts itself (indexer/dirty.py): an event sets a dirty bit
+# and the next answer checks and refreshes. Events reach the bit on watchdog's threads a
+# moment after the write, so an event-driven change is polled for (bounded); the changes
+# the design makes visible on the very next call (a projects/ dir that appears, the
+# per-call check of the fallback) are asserted on it.
+WORD = "zanzibarquux"
+FRESH_DEADLINE = 10.0
+FALLBACK_NOTE = "checking the transcripts before each answer instead"
+# `sessiondex mcp` whose file-system observer cannot start, as when inotify's limits are
+# reached: a real monkeypatch, in the server's own process.
+NO_OBSERVER = [
+    sys.executable,
+    "-c",
+    "import errno\n"
+    "from watchdog.observers.api import BaseObserver\n"
+    "def start(self):\n"
+    "    raise OSError(errno.ENOSPC, 'inotify watch limit reached')\n"
+    "BaseObserver.start = start\n"
+    "from sessiondex.cli.main import main\n"
+    "main()",
+]
+
+
+async def found(session: ClientSession, query: str) -> list[str]:
+    return ids((await answer(session, "search_sessions", query=query))["sessions"])
+
+
+async def until_found(session: ClientSession, query: str, expected: list[str]) -> int:
+    """Ask until ``query`` finds exactly ``expected`` (bounded); returns the calls it took."""
+    deadline = time.monotonic() + FRESH_DEADLINE
+    calls = 1
+    while (got := await found(session, query)) != expected:
+        assert time.monotonic() < deadline, f"{query!r}: still {got}, want {expected}"
+        await anyio.sleep(0.01)
+        calls += 1
+    return calls
+
+
+def live_tree(tmp_path: Path) -> tuple[ConfigTree, SessionWriter]:
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=SHOP)
+    session.user("first words of the session")
+    session.write()
+    return tree, session
+
+
+@pytest.mark.parametrize("observer", ["own watcher", "cannot start"])
+def test_appends_new_and_deleted_sessions_are_answered_without_watch(
+    tmp_path: Path, observer: str
+) -> None:
+    """No `sessiondex watch`: an append, a session in a new project dir and a deleted
+    transcript are all in the answers that follow. With the server's own watcher they
+    arrive by events (polled for); when it cannot start, the per-call check of the
+    transcripts makes each visible on the very next call, and stderr says so once."""
+    tree, live = live_tree(tmp_path)
+    db = tmp_path / "index.db"
+    fallback = observer == "cannot start"
+    server = NO_OBSERVER if fallback else SERVER
+
+    async def next_call_or_soon(session: ClientSession, query: str, expected: list[str]) -> None:
+        if fallback:
+            assert await found(session, query) == expected
+        else:
+            await until_found(session, query, expected)
+
+    async def scenario() -> None:
+        async with connect((tree.root, db), server=server) as session:
+            assert await found(session, WORD) == []
+            assert await found(session, "first") == [live.session_id]  # no change: no check
+
+            live.user(f"we settled on the {WORD} approach")
+            live.append()
+            await next_call_or_soon(session, WORD, [live.session_id])
+
+            other = tree.session(cwd="/home/dev/elsewhere")
+            other.user(f"a second {WORD} session, another project")
+            other.write()
+            await next_call_or_soon(session, "another project", [other.session_id])
+
+            live.path.unlink()
+            await next_call_or_soon(session, WORD, [other.session_id])
+            assert (await answer(session, "list_sessions", scope="all"))["count"] == 1
+
+    run(scenario)
+    # one log record (the SDK's log handler may wrap it over several lines)
+    stderr = " ".join((tmp_path / "server.stderr").read_text().split())
+    assert stderr.count(FALLBACK_NOTE) == (1 if fallback else 0), stderr
+    if fallback:
+        assert "inotify watch limit reached" in stderr
+
+
+def test_a_projects_dir_created_after_start_is_answered_on_the_next_call(
+    tmp_path: Path,
+) -> None:
+    """A config dir without projects/ at start (Claude Code not run there yet): the first
+    session written there is found by the very next call (one stat of projects/ per call
+    notices the dir; it is watched before the check), and later appends by events."""
+    root = tmp_path / "claude"
+    root.mkdir()
+    db = tmp_path / "index.db"
+
+    async def scenario() -> None:
+        async with connect((root, db)) as session:
+            assert (await answer(session, "list_sessions", scope="all"))["count"] == 0
+            tree = ConfigTree(root)
+            first = tree.session(cwd=SHOP)
+            first.user(f"the first {WORD} session here")
+            first.write()
+            assert await found(session, WORD) == [first.session_id]
+            first.user("and a later turn about quokkas")
+            first.append()
+            await until_found(session, "quokkas", [first.session_id])
+
+    run(scenario)
+    assert FALLBACK_NOTE not in " ".join((tmp_path / "server.stderr").read_text().split())
 
 
 # ----------------------------------------------------------------- HTTP

@@ -1,22 +1,44 @@
 """The MCP tools' answers in-process (no protocol): the size cap, paging, cut markers,
-message UUIDs of merged turns, and the --http address rule."""
+message UUIDs of merged turns, the --http address rule, and the dirty bit that lets an
+answer skip the freshness check (``indexer/dirty.py``)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+import shutil
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileClosedNoWriteEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileOpenedEvent,
+    FileSystemEvent,
+)
+from watchdog.observers.api import BaseObserver
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 
 from sessiondex import Index  # noqa: E402
+from sessiondex.indexer.dirty import MAX_WRITTEN, DirtyBit, _Handler  # noqa: E402
 from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
 from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
-from tests.builders import ConfigTree, copy_fixtures  # noqa: E402
+from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
 NEXT_RE = re.compile(r"offset=(\d+)\]$", re.M)
@@ -149,3 +171,370 @@ def test_a_name_with_a_slash_is_a_name_not_a_path(tmp_path: Path) -> None:
     with Index(tmp_path / "index.db", [tree.root]) as index:
         found = json.loads(service(index, cwd=CWD).resolve_session("feat/login: plan"))
     assert (found["status"], found["session"]["session_id"]) == ("found", session.session_id)
+
+
+# ----------------------------------------------------------------- the dirty bit
+# The server's own watcher (indexer/dirty.py): events only set a bit; a set bit makes the
+# next answer check the transcripts. Events arrive on watchdog's threads, so a change is
+# awaited with a bounded deadline; nothing here asserts a duration.
+DEADLINE = 10.0
+
+
+def eventually(check: Callable[[], bool]) -> bool:
+    """``check()`` turned true within DEADLINE seconds (polled every 10 ms)."""
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.fixture()
+def watched(tmp_path: Path) -> Iterator[tuple[ConfigTree, SessionWriter, DirtyBit]]:
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    bit = DirtyBit([tree.root])
+    assert bit.start()
+    try:
+        yield tree, session, bit
+    finally:
+        bit.stop()
+
+
+def _append(tree: ConfigTree, session: SessionWriter) -> None:
+    session.user("more words")
+    session.append()
+
+
+def _new_project(tree: ConfigTree, session: SessionWriter) -> None:
+    other = tree.session(cwd="/tmp/sessiondex-mcp-tests/other")
+    other.user("a new session in a new project dir")
+    other.write()
+
+
+def _rename(tree: ConfigTree, session: SessionWriter) -> None:
+    session.path.rename(session.path.with_name("00000000-0000-4000-8000-000000000001.jsonl"))
+
+
+def _subagent(tree: ConfigTree, session: SessionWriter) -> None:
+    agent = session.subagent(agent_id="a1", tool_use_id="toolu_01")
+    agent.user("subagent task")
+    agent.write()
+
+
+# watchdog warns when a new dir's subdir is added twice (`mkdir -p a/b` races its own
+# recursive walk); harmless, and not ours to fix.
+@pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+@pytest.mark.parametrize(
+    ("change", "alone"),
+    [
+        (_append, True),
+        (lambda tree, session: os.utime(session.path, (1, 1)), True),
+        (_new_project, False),
+        (lambda tree, session: session.path.unlink(), False),
+        (_rename, False),
+        (lambda tree, session: shutil.rmtree(session.path.parent), False),
+        (_subagent, False),
+    ],
+    ids=["append", "touch", "new-project", "delete", "rename", "project-dir-removed", "subagent"],
+)
+def test_every_change_to_a_transcript_sets_the_bit(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    change: Callable[[ConfigTree, SessionWriter], None],
+    alone: bool,
+) -> None:
+    """``alone``: the file can be ingested on its own (take() names it); otherwise the
+    first event of the change already asks for the whole check."""
+    tree, session, bit = watched
+    assert not bit.clean()  # the bit starts set: the first answer checks
+    bit.take()
+    assert bit.clean()
+    path = str(session.path)
+    change(tree, session)
+    assert eventually(lambda: not bit.clean())
+    # cleared until the next event (a change of several events may still be arriving)
+    assert bit.take() == ([path] if alone else None)
+
+
+T = "/c/projects/k/s.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("event", "then"),
+    [
+        # written to: the next look may ingest just that file
+        (FileModifiedEvent(T), [T]),
+        (FileAttribEvent(T), [T]),
+        # anything else: the whole check
+        (FileCreatedEvent(T), None),
+        (FileDeletedEvent(T), None),
+        (FileMovedEvent("/c/projects/k/s.tmp", T), None),
+        (DirCreatedEvent("/c/projects/k"), None),
+        (DirDeletedEvent("/c/projects/k"), None),
+        (DirMovedEvent("/c/projects/k", "/c/projects/j"), None),
+        # not a change: a reader (the refresh itself, read_session) opens and closes
+        # transcripts; "closed" follows a "modified"; other files are not transcripts
+        (FileOpenedEvent(T), "clean"),
+        (FileClosedNoWriteEvent(T), "clean"),
+        (FileClosedEvent(T), "clean"),
+        (FileModifiedEvent("/c/projects/k/s/subagents/agent-a1.meta.json"), "clean"),
+        (FileCreatedEvent("/c/projects/k/notes.txt"), "clean"),
+        (DirModifiedEvent("/c/projects/k"), "clean"),  # its mtime: the file event says more
+    ],
+)
+def test_only_events_watch_would_act_on_set_the_bit(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    event: FileSystemEvent,
+    then: list[str] | str | None,
+) -> None:
+    _tree, _session, bit = watched
+    assert bit.take() is None  # the first look is always the whole check
+    _Handler(bit, "/c/projects", "/c/projects").on_any_event(event)  # as the observer calls it
+    assert bit.clean() is (then == "clean")
+    assert bit.take() == ([] if then == "clean" else then)
+    assert bit.clean()
+
+
+@pytest.mark.parametrize(
+    ("watched_dir", "configured", "event_path", "named"),
+    [
+        ("/c/projects", "/c/projects", "/c/projects/k/s.jsonl", "/c/projects/k/s.jsonl"),
+        # ~/.claude -> /data/claude: the watch is on the real dir, the index has ~/.claude
+        (
+            "/data/claude/projects",
+            "/h/.claude/projects",
+            "/data/claude/projects/k/s.jsonl",
+            "/h/.claude/projects/k/s.jsonl",
+        ),
+        (
+            "/data/p",
+            "/h/.claude/projects",
+            "/data/p/k/s/subagents/agent-a.jsonl",
+            "/h/.claude/projects/k/s/subagents/agent-a.jsonl",
+        ),
+    ],
+)
+def test_written_files_are_named_under_the_configured_projects_dir(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    watched_dir: str,
+    configured: str,
+    event_path: str,
+    named: str,
+) -> None:
+    _tree, _session, bit = watched
+    bit.take()
+    _Handler(bit, watched_dir, configured).on_any_event(FileModifiedEvent(event_path))
+    assert bit.take() == [named]
+
+
+def test_many_written_files_or_a_due_rescan_ask_for_the_whole_check(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+) -> None:
+    _tree, _session, bit = watched
+    bit.take()
+    paths = [f"/c/projects/k/{n}.jsonl" for n in range(MAX_WRITTEN + 1)]
+    bit.written(paths[:MAX_WRITTEN])
+    assert bit.take() == sorted(paths[:MAX_WRITTEN])
+    bit.written(paths)
+    assert bit.take() is None
+    bit.written(paths[:1])
+    bit.mark()
+    assert bit.take() is None
+    bit.rescan_interval = 0.0
+    bit.take()
+    bit.written(paths[:1])
+    assert bit.take() is None
+
+
+def test_a_projects_dir_created_or_replaced_after_start_is_seen_and_watched(
+    tmp_path: Path,
+) -> None:
+    """No event announces it (nothing watched it yet, or the watch follows the old inode):
+    the stat in clean() does, on the very next call, and take() watches the new dir."""
+    root = tmp_path / "claude"
+    root.mkdir()
+    bit = DirtyBit([root])
+    heard: list[str] = []  # what the handler reported as written, whatever take() merged
+    real_written = bit.written
+    bit.written = lambda paths: (heard.extend(paths), real_written(paths))[1]  # type: ignore[method-assign]
+    assert bit.start()
+    try:
+        bit.take()
+        assert bit.clean()  # no projects/ yet: no transcript can have changed
+        tree = ConfigTree(root)  # creates projects/
+        session = tree.session(cwd=CWD)
+        session.user("first words")
+        session.write()
+        assert not bit.clean()
+        assert bit.take() is None  # a dir watched anew: the whole check
+        session.user("more words")
+        session.append()
+        assert eventually(lambda: str(session.path) in heard)
+
+        tree.projects_dir.rename(root / "projects.old")
+        session.write()  # the same transcript, in a new projects/ dir
+        assert not bit.clean()
+        assert bit.take() is None
+        heard.clear()
+        session.user("even more words")
+        session.append()
+        assert eventually(lambda: str(session.path) in heard)
+    finally:
+        bit.stop()
+
+
+def _no_rescan_period(bit: DirtyBit) -> None:
+    bit.rescan_interval = 0.0
+
+
+@pytest.mark.parametrize(
+    ("before_take", "after_take", "clean"),
+    [
+        (None, None, True),
+        (None, DirtyBit.mark, False),  # an event or an overflow after the check
+        (_no_rescan_period, None, False),  # the periodic rescan is due at once
+        (None, DirtyBit.stop, False),
+    ],
+    ids=["nothing", "marked", "rescan-due", "stopped"],
+)
+def test_what_keeps_the_bit_set(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit],
+    before_take: Callable[[DirtyBit], None] | None,
+    after_take: Callable[[DirtyBit], None] | None,
+    clean: bool,
+) -> None:
+    _tree, _session, bit = watched
+    if before_take is not None:
+        before_take(bit)
+    bit.take()
+    if after_take is not None:
+        after_take(bit)
+    assert bit.clean() is clean
+
+
+def test_an_observer_that_cannot_start_or_dies_means_checking_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    said: list[str] = []
+
+    def no_inotify(self: object) -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(BaseObserver, "start", no_inotify)
+        bit = DirtyBit([tree.root], log=said.append)
+        assert not bit.start()
+    assert len(said) == 1 and "inotify watch limit reached" in said[0]
+    for _ in range(3):
+        bit.take()
+        assert not bit.clean() and not bit.watching
+    assert len(said) == 1
+
+    said.clear()
+    bit = DirtyBit([tree.root], log=said.append)
+    assert bit.start()
+    bit.take()
+    assert bit.clean()
+    observer = bit._observer
+    assert observer is not None
+    observer.stop()  # its thread ends behind the bit's back
+    observer.join(10)
+    for _ in range(3):
+        assert not bit.clean()
+        bit.take()
+    assert not bit.watching and len(said) == 1 and "stopped" in said[0]
+
+
+def test_renew_looks_only_at_what_the_bit_says_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Index.renew with watch_transcripts(): nothing is checked while nothing changed; an
+    append is ingested alone (the file the event names); any other change (a new
+    transcript) runs the whole check and refresh. Every answer after a change is fresh."""
+    from sessiondex.indexer import freshness, refresh
+
+    counts = {"check": 0, "refresh": 0, "ingest": 0}
+
+    def counting(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(freshness, "nothing_changed", counting("check", freshness.nothing_changed))
+    monkeypatch.setattr(refresh, "refresh", counting("refresh", refresh.refresh))
+    monkeypatch.setattr(refresh, "ingest_path", counting("ingest", refresh.ingest_path))
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+
+    def hits(answers: SessionService, word: str) -> int:
+        return int(json.loads(answers.search_sessions(word))["count"])
+
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        assert hits(answers, "first") == 1
+        assert index._changes is not None and index._changes.watching
+        before = dict(counts)
+        for _ in range(5):
+            assert hits(answers, "first") == 1
+        assert counts == before  # nothing changed: nothing looked at
+
+        session.user("zanzibar appears")
+        session.append()
+        assert eventually(lambda: hits(answers, "zanzibar") == 1)
+        assert counts["ingest"] == before["ingest"] + 1
+        assert (counts["check"], counts["refresh"]) == (before["check"], before["refresh"])
+
+        other = tree.session(cwd=CWD)
+        other.user("quokka session")
+        other.write()  # a created file: the whole check, then the refresh
+        assert eventually(lambda: hits(answers, "quokka") == 1)
+        assert counts["check"] > before["check"] and counts["refresh"] > before["refresh"]
+    assert index._changes is None  # close() stopped the observer
+
+
+def test_renew_checks_every_time_without_the_observer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DirtyBit, "start", lambda self: False)
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        assert json.loads(answers.search_sessions("zanzibar"))["count"] == 0
+        assert index._changes is None
+        session.user("zanzibar appears")
+        session.append()
+        # the per-answer check is synchronous: the very next answer has it
+        assert json.loads(answers.search_sessions("zanzibar"))["count"] == 1
+
+
+@pytest.mark.parametrize("link", ["config-dir", "projects-dir"])
+def test_appends_under_a_linked_config_dir_are_ingested(tmp_path: Path, link: str) -> None:
+    """A config dir (dotfiles) or its projects/ may be a link: the watch is on the real
+    directory, and the files it names are ingested under the paths the index uses."""
+    real = ConfigTree(tmp_path / "real")
+    session = real.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    if link == "config-dir":
+        (tmp_path / "claude").symlink_to(tmp_path / "real")
+    else:
+        (tmp_path / "claude").mkdir()
+        (tmp_path / "claude" / "projects").symlink_to(tmp_path / "real" / "projects")
+    with Index(tmp_path / "index.db", [tmp_path / "claude"]) as index:
+        answers = service(index, cwd=CWD)
+        assert json.loads(answers.search_sessions("first"))["count"] == 1
+        assert index._changes is not None and index._changes.watching
+        session.user("zanzibar appears")
+        session.append()
+        assert eventually(lambda: json.loads(answers.search_sessions("zanzibar"))["count"] == 1)
