@@ -8,7 +8,7 @@
 - **startup → first paint**: a new Python process that imports the picker, opens the
   index and paints the first rows (headless), timed from spawn to its "painted" line.
 
-The index is built once per corpus (``--db``, default in the bench cache dir); the
+The index is built once per corpus (in ``--db-dir``, default the bench cache dir); the
 corpus comes from :func:`bench.runner.ensure_corpus` (``--scale 10``: 20,000 sessions).
 """
 
@@ -201,17 +201,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=10, help="corpus scale for keystrokes")
     parser.add_argument("--startup-scale", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/out/picker.json"))
+    parser.add_argument(
+        "--db-dir",
+        type=Path,
+        default=None,
+        help="where the index DBs are built and kept (default: the bench cache dir)",
+    )
     args = parser.parse_args(argv)
+    db_dir = args.db_dir or cache_dir()
 
     corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.scale)
-    db = cache_dir() / f"picker-x{args.scale}.db"
+    db = db_dir / f"picker-x{args.scale}.db"
     build_index(corpus, db)
     manifest = read_manifest(corpus)
     urls = sorted({link["url"] for m in manifest for link in m.get("pr_links", [])})[:10]
     results = asyncio.run(keystrokes(corpus, db, urls))
 
     start_corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.startup_scale)
-    start_db = cache_dir() / f"picker-x{args.startup_scale}.db"
+    start_db = db_dir / f"picker-x{args.startup_scale}.db"
     build_index(start_corpus, start_db)
     boot = startup(start_corpus, start_db)
     bare = startup(start_corpus, start_db, child=BARE_CHILD)

@@ -157,7 +157,20 @@ def _weights_sql() -> str:
 def _metadata_hits(
     db: Database, match: str, where: str, params: list[Any], limit: int
 ) -> list[Hit]:
+    """Sessions whose metadata matches, best first (``limit`` < 0: every one). With a
+    page limit, FTS5 ranks alone and the page is read as :func:`_message_hits` reads
+    it: joined to ``sessions`` in SQL, SQLite may probe the FTS table once per session
+    row (a prefix term's doclists merged each time), 4-6x the cost of the ranking."""
     dialect = dialect_of(db)
+    if limit >= 0 and dialect.name == "sqlite":
+        ranked = (
+            f"SELECT rowid, bm25(session_search_fts, {_weights_sql()}) * {METADATA_BOOST}"
+            " AS score FROM session_search_fts WHERE session_search_fts MATCH ? ORDER BY score"
+        )
+        owners = (
+            f"SELECT s.id, s.id, {ACTIVITY_SQL} FROM sessions s WHERE s.id IN ({{ids}}) AND {where}"
+        )
+        return _ranked_page(db, ranked, match, owners, params, limit, "meta")
     rows = db.execute(
         dialect.metadata_hits_sql(where, _weights_sql(), METADATA_BOOST, ACTIVITY_SQL),
         [match, *params, dialect.limit(limit)],
@@ -165,52 +178,73 @@ def _metadata_hits(
     return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
-# Messages ranked before the first look at their sessions (see _message_hits): each
-# one costs a row lookup in ``messages`` and ``sessions``, so the cut stays near the page.
+# Messages taken from the ranked cursor before the first look at their sessions (see
+# _message_hits): each one costs a row lookup in ``messages`` and ``sessions``, so the
+# first batch stays near the page.
 FIRST_CUT = 100
+MAX_BATCH = 20000  # rowids in one lookup's IN list
 
 
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
     """Each session's best message, best sessions first (``limit`` < 0: every session).
 
     With a page limit the cost follows the page, not the number of matching messages:
-    FTS5 ranks the matches itself (``ORDER BY rank LIMIT k``, no join per match), and
-    only those ``k`` messages are mapped to their sessions and filtered. A session's
-    score is its best message's, so the sessions in rank order of the top ``k``
-    messages are the best sessions; ``k`` grows until the page is certain (its last
-    session's score is better than the ``k``-th message's, so no tie is left outside);
-    when it is not (a narrow scope, a page of near ties), every match is ranked as before."""
+    FTS5 ranks the matches itself (``ORDER BY rank``, no join per match) and
+    :func:`_ranked_page` maps only the messages it reads to their sessions."""
     if limit < 0 or dialect_of(db).name != "sqlite":
         # Every session, or PostgreSQL (its GIN lookup and ts_rank already run per page).
         return _all_message_hits(db, match, where, params, limit)
-    k = max(2 * limit, FIRST_CUT)
-    for _ in range(2):
-        ranked = db.execute(
-            "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
-            [match, k],
-        ).fetchall()
-        if not ranked:
-            return []
-        ids = ", ".join(str(rowid) for rowid, _ in ranked)
-        owners = {
-            r[0]: (r[1], r[2])
-            for r in db.execute(
-                f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
-                f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({ids}) AND {where}",
-                params,
-            )
-        }
+    ranked = "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank"
+    owners = (
+        f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
+        f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({{ids}}) AND {where}"
+    )
+    return _ranked_page(db, ranked, match, owners, params, limit, "message")
+
+
+def _ranked_page(
+    db: Database,
+    ranked_sql: str,
+    match: str,
+    owners_sql: str,
+    params: list[Any],
+    limit: int,
+    source: str,
+) -> list[Hit]:
+    """The best ``limit`` sessions from FTS rows in rank order (``ranked_sql``: rowid,
+    score), each session scored by its best row; ``owners_sql`` maps rowids (``{ids}``)
+    to (rowid, session, activity) for the sessions in scope (its ``where`` takes
+    ``params``).
+
+    The ranked rows are read in batches; only those read are mapped and filtered. A
+    session's score is its best row's, so the sessions in rank order of the rows read so
+    far are the best sessions; reading stops once the page is certain (its last
+    session's score is better than the last row read, so no tie is left unread). FTS5
+    ranks every match once, before the first row, so reading further costs only the
+    lookups (asking again with a larger ``LIMIT`` ranked them all again: two or three
+    times for a common prefix)."""
+    cursor = db.execute(ranked_sql, [match])
+    try:
         best: dict[int, Hit] = {}
-        for rowid, score in ranked:
-            owner = owners.get(rowid)
-            if owner is not None and owner[0] not in best:
-                best[owner[0]] = Hit(owner[0], score, "message", rowid, owner[1], match)
-        page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
-        if len(ranked) < k or (len(page) == limit and page[-1].score < ranked[-1][1]):
-            return page
-        # Enough messages for the page at the sessions-per-message rate seen, twice over.
-        k = max(2 * k, k * 2 * limit // max(len(best), 1))
-    return _all_message_hits(db, match, where, params, limit)
+        batch = max(2 * limit, FIRST_CUT)
+        while True:
+            ranked = cursor.fetchmany(batch)
+            if ranked:
+                ids = ", ".join(str(rowid) for rowid, _ in ranked)
+                owners = {
+                    r[0]: (r[1], r[2]) for r in db.execute(owners_sql.replace("{ids}", ids), params)
+                }
+                for rowid, score in ranked:
+                    owner = owners.get(rowid)
+                    if owner is not None and owner[0] not in best:
+                        best[owner[0]] = Hit(owner[0], score, source, rowid, owner[1], match)
+            page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
+            if len(ranked) < batch or (len(page) == limit and page[-1].score < ranked[-1][1]):
+                return page  # every match read, or the page is certain
+            # Enough rows for the page at the sessions-per-row rate seen, twice over.
+            batch = min(max(2 * batch, batch * 2 * limit // max(len(best), 1)), MAX_BATCH)
+    finally:
+        cursor.close()
 
 
 def _all_message_hits(
@@ -308,9 +342,19 @@ def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, s
     return out
 
 
-def _snippet(db: Database, hit: Hit, markers: tuple[str, str]) -> str:
-    stored = dialect_of(db).snippet(db, hit.source, hit.match, hit.fts_rowid, SNIPPET_TOKENS)
-    return display_snippet(stored, markers)
+def _snippets(db: Database, hits: list[Hit], markers: tuple[str, str]) -> dict[int, str]:
+    """Session rowid → its hit's snippet: one query per source and match (a page has
+    one or two; several only when the words are spread over rows)."""
+    groups: dict[tuple[str, str], list[Hit]] = {}
+    for hit in hits:
+        groups.setdefault((hit.source, hit.match), []).append(hit)
+    dialect = dialect_of(db)
+    out: dict[int, str] = {}
+    for (source, match), group in groups.items():
+        stored = dialect.snippets(db, source, match, [h.fts_rowid for h in group], SNIPPET_TOKENS)
+        for hit in group:
+            out[hit.session_rowid] = display_snippet(stored.get(hit.fts_rowid, ""), markers)
+    return out
 
 
 def _rows_for(
@@ -329,11 +373,12 @@ def _rows_for(
     # in between, and a hit whose row is gone is dropped (it was a KeyError).
     ordered = place_forks([rows[h.session_rowid] for h in ranked if h.session_rowid in rows])
     titled = _title_terms(db, ranked, terms)
+    snippets = _snippets(db, [by_rowid[row["id"]] for row in ordered], markers)
     out = to_objects(db, ordered)
     for obj, row in zip(out, ordered):
         hit = by_rowid[row["id"]]
         obj["score"] = round(hit.score, 6)
-        obj["snippet"] = _snippet(db, hit, markers)
+        obj["snippet"] = snippets[hit.session_rowid]
         held = set(hit.terms)
         obj["matched_by"] = (
             "title" if held and held <= titled.get(hit.session_rowid, set()) else "text"
