@@ -86,6 +86,9 @@ FUZZY_COLUMNS = (
 SNIPPET_TOKENS = 12
 DEFAULT_MARKERS = ("[", "]")
 MIN_PREFIX_CHARS = 3
+# Sessions whose names match a one- or two-letter prefix (``typing``), above which the
+# newest are found by walking the listing order instead of sorting the matches.
+WALK_ABOVE = 2000
 
 #: :attr:`SearchOutcome.kind`: every word found in a session; some words only; the
 #: typo fallback; nothing at all.
@@ -394,9 +397,11 @@ def run_search(
     raw: bool = False,
     markers: tuple[str, str] = DEFAULT_MARKERS,
     elsewhere: bool = False,
+    typing: bool = False,
 ) -> SearchOutcome:
     """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
-    search that matches nothing in its scope also counts the matches of wider scopes."""
+    search that matches nothing in its scope also counts the matches of wider scopes.
+    ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`."""
     text = query.strip()
     if not text:
         return SearchOutcome([], NONE)
@@ -405,6 +410,8 @@ def run_search(
         if pr is not None:
             return _pr_search(db, pr, filters)
     dialect = dialect_of(db)
+    if typing and not raw and dialect.name == "sqlite" and _too_short(text):
+        return title_prefix_search(db, text, filters, markers)
     if raw:
         terms, words = [dialect.raw_query(db, text)], [text]
     else:
@@ -435,6 +442,76 @@ def run_search(
     if elsewhere and terms:
         outcome.elsewhere = _elsewhere(db, terms, filters)
     return outcome
+
+
+def _too_short(text: str) -> bool:
+    """One word, shorter than a prefix may be (:data:`MIN_PREFIX_CHARS`), that FTS
+    indexes as typed (not CJK, which is split per character, nor punctuation)."""
+    return (
+        len(text) < MIN_PREFIX_CHARS
+        and fts_text(text).strip() == text
+        and all(ch.isalnum() for ch in text)
+    )
+
+
+def title_prefix_search(
+    db: Database, word: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
+) -> SearchOutcome:
+    """While a query is typed, one or two letters filter the sessions whose titles or
+    names (:data:`TITLE_COLUMNS`) hold a word starting with them, newest first.
+
+    Why not the full search: one or two letters are no word yet (``search`` matches a
+    last word as a prefix only from :data:`MIN_PREFIX_CHARS` characters), so the full
+    search would look for a word "t", find next to nothing, and fall back to the typo
+    matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
+    Claude Code's own /resume picker filters titles as you type; this is that filter,
+    by word prefix, over the small ``session_search`` table. ``matched_by`` is
+    ``title``, ``score`` None (the order is recency)."""
+    dialect = dialect_of(db)
+    match = dialect.title_match(dialect.term(word, True), TITLE_COLUMNS)
+    named = {
+        r[0]
+        for r in db.execute(
+            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?", [match]
+        )
+    }
+    if not named:
+        return SearchOutcome([], NONE, [word])
+    where, params = filters.where(db)
+    limit = filters.limit or -1
+    if len(named) <= WALK_ABOVE:
+        ids = ", ".join(str(rowid) for rowid in named)
+        order = select_rows(db, f"{where} AND s.id IN ({ids})", params, columns="s.id")
+        newest = [r["id"] for r in order]
+    else:  # most sessions match: the newest are among the first few of the listing order
+        cursor = db.execute(
+            f"SELECT s.id FROM sessions s WHERE {where}"
+            f" ORDER BY {ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
+            params,
+        )
+        newest = []
+        try:
+            for (rowid,) in cursor:
+                if rowid in named:
+                    newest.append(rowid)
+                    if len(newest) == limit:
+                        break
+        finally:
+            cursor.close()
+    if limit >= 0:
+        newest = newest[:limit]
+    if not newest:
+        return SearchOutcome([], NONE, [word])
+    rows = {r["id"]: r for r in select_rows(db, f"s.id IN ({', '.join(map(str, newest))})")}
+    ordered = place_forks([rows[rowid] for rowid in newest if rowid in rows])
+    hits = [Hit(r["id"], 0.0, "meta", r["id"], 0, match) for r in ordered]
+    snippets = _snippets(db, hits, markers)
+    out = to_objects(db, ordered)
+    for obj, row in zip(out, ordered):
+        obj["score"] = None
+        obj["snippet"] = snippets[row["id"]]
+        obj["matched_by"] = "title"
+    return SearchOutcome(out, MATCH, [word])
 
 
 def search(

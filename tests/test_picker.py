@@ -126,6 +126,39 @@ def test_typing_narrows_to_what_index_search_finds(world: PickerWorld) -> None:
                 assert got == [world.ids[name] for name in expected], query
 
 
+def test_each_keystroke_shows_what_index_search_finds_while_typing(world: PickerWorld) -> None:
+    """Key by key: one or two letters filter titles by prefix (``typing``), from the
+    third the full search; each keystroke's rows are its own query's, never the last's."""
+    queries = ["a", "au", "aut", "auth", "aut", "au", "a", "b", "bi", "bil"]
+    keys = ["a", "u", "t", "h", "backspace", "backspace", "backspace", "backspace"]
+    keys += ["b", "i", "l"]
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+a")
+        shown = []
+        for key in keys:
+            await press(app, pilot, key)
+            if app.picker.query_text:
+                shown.append(
+                    (app.picker.query_text, [r.session_id for r in app.picker.session_list.rows])
+                )
+        return shown
+
+    _, shown = drive(world, run)
+    assert [q for q, _ in shown] == queries
+    with Index(world.db, [world.tree.root], refresh=False) as index:
+        for query, got in shown:
+            found = index.search(query, cwd=str(world.shop), scope="all", limit=50, typing=True)
+            assert got == [o["session_id"] for o in found], query
+    by_query = dict(shown)
+    # "a": the titles with a word starting with a (the fork follows its origin)
+    assert by_query["a"] == [world.ids["auth"], world.ids["fork"]]
+    # "Billing cleanup", then the hostile title's "[bold red]boom"; the fork's "plan B"
+    # is its prompt, not its title
+    assert by_query["b"] == [world.ids["billing"], world.ids["hostile"]]
+    assert by_query["bil"] == [world.ids["billing"]]
+
+
 def test_pasting_a_pr_url_shows_the_linked_session_first(world: PickerWorld) -> None:
     async def run(app: PickerApp, pilot: Any) -> Any:
         box = app.picker.query_one("#query")
