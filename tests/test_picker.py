@@ -270,6 +270,35 @@ def test_rename_writes_a_record_resolve_finds(tmp_path: Path) -> None:
     assert '"customTitle":"Coupons v2"' in lines[-2] and '"tag":"keep"' in lines[-1]
 
 
+def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
+    """Rows drawn for one load are reused by the next only when they show the same:
+    a rename or a tag redraws the row; a search that keeps a session keeps its row."""
+    world = PickerWorld(tmp_path)
+
+    def row_line(app: PickerApp, title: str) -> str:
+        return next(line for line in screen_text(app).splitlines() if title in line)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        seen = [row_line(app, "Implement coupon codes")]
+        await press(app, pilot, *"coupon")  # a search that keeps the session
+        seen.append(row_line(app, "Implement coupon codes"))
+        await press(app, pilot, "tab", "ctrl+t", *"hot", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        seen.append(row_line(app, "Implement coupon codes"))
+        await press(app, pilot, "ctrl+r")
+        app.screen.query_one("#prompt").value = ""
+        await press(app, pilot, *"Coupons v2", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return seen, screen_text(app)
+
+    _, (seen, text) = drive(world, run)
+    assert "#review" in seen[0] and seen[1] == seen[0]
+    assert "#hot" in seen[2] and "#review" not in seen[2]
+    assert "Coupons v2" in text and "Implement coupon codes" not in text
+
+
 @pytest.mark.parametrize("watching", [False, True])
 def test_live_update_keeps_the_highlighted_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watching: bool
