@@ -8,6 +8,8 @@ characters. When no session has every word, the sessions with the most of them a
 offered as *partial* matches; when none has any word, rapidfuzz offers the closest titles,
 names and branches (a typo still finds the session). Neither is a match: the caller is
 told which of the three it got (:class:`SearchOutcome`), and ``search`` exits 1 for them.
+A query still being typed (the picker, ``typing``) of one or two letters filters titles
+and names by prefix instead (:func:`title_prefix_search`).
 
 **Ranking** is FTS5 bm25 (lower is better). Metadata columns are weighted so that what a
 person named a session outranks what was merely said in it:
