@@ -8,7 +8,7 @@
 - **startup → first paint**: a new Python process that imports the picker, opens the
   index and paints the first rows (headless), timed from spawn to its "painted" line.
 
-The index is built once per corpus (``--db``, default in the bench cache dir); the
+The index is built once per corpus (in ``--db-dir``, default the bench cache dir); the
 corpus comes from :func:`bench.runner.ensure_corpus` (``--scale 10``: 20,000 sessions).
 """
 
@@ -159,16 +159,21 @@ async def keystrokes(corpus: Path, db: Path, pr_urls: list[str]) -> dict[str, li
 
 
 def library_search(corpus: Path, db: Path) -> list[float]:
-    """The floor under a keystroke: ``Index.search`` alone for every prefix typed."""
+    """The floor under a keystroke: ``Index.search`` alone for every prefix typed, as
+    the picker asks it (``typing``)."""
+    import inspect
+
     from sessiondex.index import Index
 
     samples = []
+    # As the picker asks (a query being typed), where this version of Index has it.
+    typing = {"typing": True} if "typing" in inspect.signature(Index.search).parameters else {}
     with Index(db, [corpus], refresh=False) as index:
         for round_ in range(2):
             for word in WORDS:
                 for end in range(1, len(word) + 1):
                     t0 = time.perf_counter()
-                    index.search(word[:end], cwd="/", scope="all", limit=50)
+                    index.search(word[:end], cwd="/", scope="all", limit=50, **typing)
                     if round_:
                         samples.append((time.perf_counter() - t0) * 1000)
     return samples
@@ -201,17 +206,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, default=10, help="corpus scale for keystrokes")
     parser.add_argument("--startup-scale", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/out/picker.json"))
+    parser.add_argument(
+        "--db-dir",
+        type=Path,
+        default=None,
+        help="where the index DBs are built and kept (default: the bench cache dir)",
+    )
     args = parser.parse_args(argv)
+    db_dir = args.db_dir or cache_dir()
 
     corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.scale)
-    db = cache_dir() / f"picker-x{args.scale}.db"
+    db = db_dir / f"picker-x{args.scale}.db"
     build_index(corpus, db)
     manifest = read_manifest(corpus)
     urls = sorted({link["url"] for m in manifest for link in m.get("pr_links", [])})[:10]
     results = asyncio.run(keystrokes(corpus, db, urls))
 
     start_corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.startup_scale)
-    start_db = cache_dir() / f"picker-x{args.startup_scale}.db"
+    start_db = db_dir / f"picker-x{args.startup_scale}.db"
     build_index(start_corpus, start_db)
     boot = startup(start_corpus, start_db)
     bare = startup(start_corpus, start_db, child=BARE_CHILD)

@@ -536,14 +536,17 @@ class Index:
         *,
         raw: bool = False,
         markers: tuple[str, str] | None = None,
+        typing: bool = False,
         **filters: Any,
     ) -> Sessions:
         """Ranked sessions for a full-text query, a PR/MR URL or ``owner/repo#N`` (each
         with ``score``, ``snippet``, ``matched_by``): every word's matches, else the best
         partial matches, else the typo fallback. ``markers`` surround the matched words
         in snippets (default ``[`` ``]``; the web view uses control characters, so it can
-        escape a snippet first and then mark it)."""
-        return self.search_outcome(query, raw=raw, markers=markers, **filters).rows
+        escape a snippet first and then mark it). ``typing``: the query is being typed
+        (a picker), so one or two letters filter titles and names by prefix instead
+        (:func:`~sessiondex.query.search.title_prefix_search`)."""
+        return self.search_outcome(query, raw=raw, markers=markers, typing=typing, **filters).rows
 
     def search_outcome(
         self,
@@ -552,6 +555,7 @@ class Index:
         raw: bool = False,
         markers: tuple[str, str] | None = None,
         elsewhere: bool = False,
+        typing: bool = False,
         **filters: Any,
     ) -> SearchOutcome:
         """:meth:`search` with what the rows are (``kind``: match, partial, fuzzy, none),
@@ -567,6 +571,7 @@ class Index:
                 raw=raw,
                 markers=markers or DEFAULT_MARKERS,
                 elsewhere=elsewhere,
+                typing=typing,
             )
         )
 

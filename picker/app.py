@@ -124,6 +124,8 @@ class PickerScreen(Screen[None]):
         self.is_loading = True
         self.error: str | None = None
         self.session_list = SessionList(self, clock=clock, glyphs=glyphs, id="list")
+        # what each one-line Static shows (update_chrome): (markup, style)
+        self._lines: dict[str, tuple[str, str]] = {}
         if glyphs is not UNICODE:
             self.add_class("ascii")
 
@@ -295,6 +297,9 @@ class PickerScreen(Screen[None]):
 
     # ----------------------------------------------------------------- chrome
     def update_chrome(self) -> None:
+        """The status line, the column header and the hints. Each is one line across the
+        screen whatever it says, so an update redraws the line without a layout pass
+        (``layout=False``): with one, every keystroke re-arranged the whole screen."""
         width = self.size.width or 80
         rows = self.session_list.rows
         parts = ["sessiondex pick", SCOPE_LABELS.get(self.scope, self.scope)]
@@ -314,11 +319,12 @@ class PickerScreen(Screen[None]):
         right = "? keys"
         left = f" {self.glyphs.dot} ".join(parts)
         left = fit(left, max(10, width - 2 - len(right) - 1), self.glyphs)
-        self.query_one("#status", Static).update(
-            Text(left + " " * max(1, width - 2 - len(left) - len(right)) + right, no_wrap=True)
+        self._set_line(
+            "#status",
+            Text(left + " " * max(1, width - 2 - len(left) - len(right)) + right, no_wrap=True),
         )
         columns = self.session_list.columns()
-        self.query_one("#columns", Static).update(header_text(columns))
+        self._set_line("#columns", header_text(columns))
         hints = [
             "enter resume",
             "esc quit",
@@ -335,7 +341,14 @@ class PickerScreen(Screen[None]):
             if len(candidate) > width - 2:
                 break
             line = candidate
-        self.query_one("#hints", Static).update(Text(line, no_wrap=True))
+        self._set_line("#hints", Text(line, no_wrap=True))
+
+    def _set_line(self, selector: str, text: Text) -> None:
+        """Show ``text`` in a one-line Static, unless it already does (no redraw)."""
+        shown = (text.markup, str(text.style))
+        if self._lines.get(selector) != shown:
+            self._lines[selector] = shown
+            self.query_one(selector, Static).update(text, layout=False)
 
     def highlight_changed(self) -> None:
         self.update_chrome()

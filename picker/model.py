@@ -125,7 +125,7 @@ def load(
     """The rows for ``query`` (``Index.search``) or, without one, for the scope
     (``Index.list_order``, with the objects of a screen around the kept row)."""
     if query:
-        found = index.search(query, limit=limit, markers=MARKERS, **filters)
+        found = index.search(query, limit=limit, markers=MARKERS, typing=True, **filters)
         rows = flat_rows(found)
         return Loaded(
             generation,

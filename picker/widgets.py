@@ -70,11 +70,15 @@ class SessionList(ScrollView, can_focus=True):
         self.objects: dict[str, dict[str, Any]] = {}
         self.cursor = 0
         self.show_project = False
-        # drawn rows, reused while scrolling and moving; ``version`` counts changes of
-        # ``objects`` and is part of the key, with the minute (relative times)
-        self.version = 0
+        # drawn rows, reused while scrolling and moving, and across loads: the key has
+        # the row's *look* (a number per path, new when what a row shows of its object
+        # changes) rather than which load it came from, so a keystroke that narrows a
+        # search redraws only the rows that are new on screen; and the minute (relative
+        # times) and the column widths
         self.generation = 0  # the load whose rows these are (the picker's count)
-        self._strips: dict[tuple[Row, bool, int, int, int], Strip] = {}
+        self._looks: dict[str, int] = {}
+        self._next_look = 0
+        self._strips: dict[tuple[Row, bool, int, int, int, Columns], Strip] = {}
         self._paint: tuple[Style, Columns, float, int] = (Style(), Columns(title=10), 0.0, 0)
         self._fetch_pending = False
 
@@ -146,7 +150,8 @@ class SessionList(ScrollView, can_focus=True):
         obj = self.objects.get(row.path)
         if obj is None:
             self._want(row.path)
-        key = (row, index == self.cursor, width, self.version, int(now // 60))
+        look = self._looks.get(row.path, -1)
+        key = (row, index == self.cursor, width, look, int(now // 60), columns)
         strip = self._strips.get(key)
         if strip is not None:
             return strip
@@ -184,14 +189,23 @@ class SessionList(ScrollView, can_focus=True):
             self.picker.fetch_objects(wanted)
 
     def add_objects(self, objects: dict[str, dict[str, Any]]) -> None:
+        self._note_looks(objects)
         self.objects.update(objects)
-        self.version += 1
         self.refresh()
 
     def replace_objects(self, objects: dict[str, dict[str, Any]]) -> None:
+        self._note_looks(objects)
+        self._looks = {path: self._looks[path] for path in objects}
         self.objects = dict(objects)
-        self.version += 1
-        self._strips.clear()
+
+    def _note_looks(self, objects: dict[str, dict[str, Any]]) -> None:
+        """A new look for each object that shows differently from the one it replaces
+        (a search answer's ``score``, ``snippet`` and ``matched_by`` are not drawn)."""
+        for path, obj in objects.items():
+            old = self.objects.get(path)
+            if old is None or path not in self._looks or _drawn(old) != _drawn(obj):
+                self._next_look += 1
+                self._looks[path] = self._next_look
 
     # ----------------------------------------------------------------- input
     def on_key(self, event: events.Key) -> None:
@@ -221,6 +235,14 @@ class SessionList(ScrollView, can_focus=True):
         index = round(self.scroll_offset.y) + event.y
         if 0 <= index < len(self.rows):
             self.move_to(index)
+
+
+SEARCH_ONLY = ("score", "snippet", "matched_by")  # a search hit's extras, never drawn
+
+
+def _drawn(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a row can show of a session object: everything but the search extras."""
+    return {k: v for k, v in obj.items() if k not in SEARCH_ONLY}
 
 
 class QueryBox(Input):

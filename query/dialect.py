@@ -88,26 +88,41 @@ class SqliteDialect:
 
     def title_sql(self, ids: str) -> str:
         """Session ids among ``ids`` whose titles and names hold a term (param: the
-        :meth:`title_match` of it)."""
+        :meth:`title_match` of it). ``+rowid``: a plain ``rowid IN`` is handed to FTS5
+        one value at a time, and each lookup of a prefix term (``"tim"*``) merges every
+        matching term's doclist again; filtered after the match, it is merged once."""
         return (
             "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?"
-            f" AND rowid IN ({ids})"
+            f" AND +rowid IN ({ids})"
         )
 
     def title_match(self, term: str, title_columns: Sequence[str]) -> str:
         return "{" + " ".join(title_columns) + "} : (" + term + ")"
 
-    def snippet(self, db: Any, source: str, match: str, rowid: int, tokens: int) -> str:
-        """The matched words in context, marked with ``OPEN``/``CLOSE``, stored form."""
+    def snippets(
+        self, db: Any, source: str, match: str, rowids: Sequence[int], tokens: int
+    ) -> dict[int, str]:
+        """Row id → the matched words in context, marked with ``OPEN``/``CLOSE``, stored
+        form, for every row of ``rowids`` (one source, one match) in one query.
+
+        One query, and ``+rowid`` rather than ``rowid IN``/``rowid =``: FTS5 answers a
+        rowid constraint by running the match once per value, and for a prefix term
+        (``"tim"*``, the picker's every keystroke) each run merges the doclists of every
+        term with that prefix (tens of thousands of rows at 20,000 sessions: ~10 ms
+        each, 50 snippets half a second). Filtered after the match, they are merged once
+        and ``snippet()`` runs only on the rows asked for."""
         from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
 
+        if not rowids:
+            return {}
         table = "session_search_fts" if source == "meta" else "messages_fts"
-        row = db.execute(
-            f"SELECT snippet({table}, -1, ?, ?, ?, {tokens}) FROM {table}"
-            f" WHERE {table} MATCH ? AND rowid = ?",
-            [OPEN, CLOSE, ELLIPSIS, match, rowid],
-        ).fetchone()
-        return str(row[0]) if row and row[0] else ""
+        ids = ", ".join(str(int(rowid)) for rowid in rowids)
+        rows = db.execute(
+            f"SELECT rowid, snippet({table}, -1, ?, ?, ?, {tokens}) FROM {table}"
+            f" WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})",
+            [OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)],
+        ).fetchall()
+        return {int(r[0]): str(r[1]) for r in rows if r[1]}
 
     def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
         """A condition for sessions whose names or branches are close to ``query`` by an
@@ -195,6 +210,14 @@ class PostgresDialect(SqliteDialect):
 
     def title_match(self, term: str, title_columns: Sequence[str]) -> str:
         return term  # weight A holds exactly the titles and names (store/write.py)
+
+    def snippets(
+        self, db: Any, source: str, match: str, rowids: Sequence[int], tokens: int
+    ) -> dict[int, str]:
+        """As SQLite's, one row at a time (``ts_headline`` per row; GIN has no doclist
+        to merge)."""
+        found = {rowid: self.snippet(db, source, match, rowid, tokens) for rowid in rowids}
+        return {rowid: text for rowid, text in found.items() if text}
 
     def snippet(self, db: Any, source: str, match: str, rowid: int, tokens: int) -> str:
         from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN

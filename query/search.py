@@ -8,6 +8,8 @@ characters. When no session has every word, the sessions with the most of them a
 offered as *partial* matches; when none has any word, rapidfuzz offers the closest titles,
 names and branches (a typo still finds the session). Neither is a match: the caller is
 told which of the three it got (:class:`SearchOutcome`), and ``search`` exits 1 for them.
+A query still being typed (the picker, ``typing``) of one or two letters filters titles
+and names by prefix instead (:func:`title_prefix_search`).
 
 **Ranking** is FTS5 bm25 (lower is better). Metadata columns are weighted so that what a
 person named a session outranks what was merely said in it:
@@ -86,6 +88,9 @@ FUZZY_COLUMNS = (
 SNIPPET_TOKENS = 12
 DEFAULT_MARKERS = ("[", "]")
 MIN_PREFIX_CHARS = 3
+# Sessions whose names match a one- or two-letter prefix (``typing``), above which the
+# newest are found by walking the listing order instead of sorting the matches.
+WALK_ABOVE = 2000
 
 #: :attr:`SearchOutcome.kind`: every word found in a session; some words only; the
 #: typo fallback; nothing at all.
@@ -157,7 +162,20 @@ def _weights_sql() -> str:
 def _metadata_hits(
     db: Database, match: str, where: str, params: list[Any], limit: int
 ) -> list[Hit]:
+    """Sessions whose metadata matches, best first (``limit`` < 0: every one). With a
+    page limit, FTS5 ranks alone and the page is read as :func:`_message_hits` reads
+    it: joined to ``sessions`` in SQL, SQLite may probe the FTS table once per session
+    row (a prefix term's doclists merged each time), 4-6x the cost of the ranking."""
     dialect = dialect_of(db)
+    if limit >= 0 and dialect.name == "sqlite":
+        ranked = (
+            f"SELECT rowid, bm25(session_search_fts, {_weights_sql()}) * {METADATA_BOOST}"
+            " AS score FROM session_search_fts WHERE session_search_fts MATCH ? ORDER BY score"
+        )
+        owners = (
+            f"SELECT s.id, s.id, {ACTIVITY_SQL} FROM sessions s WHERE s.id IN ({{ids}}) AND {where}"
+        )
+        return _ranked_page(db, ranked, match, owners, params, limit, "meta")
     rows = db.execute(
         dialect.metadata_hits_sql(where, _weights_sql(), METADATA_BOOST, ACTIVITY_SQL),
         [match, *params, dialect.limit(limit)],
@@ -165,52 +183,73 @@ def _metadata_hits(
     return [Hit(r[0], r[1], "meta", r[0], r[2], match) for r in rows]
 
 
-# Messages ranked before the first look at their sessions (see _message_hits): each
-# one costs a row lookup in ``messages`` and ``sessions``, so the cut stays near the page.
+# Messages taken from the ranked cursor before the first look at their sessions (see
+# _message_hits): each one costs a row lookup in ``messages`` and ``sessions``, so the
+# first batch stays near the page.
 FIRST_CUT = 100
+MAX_BATCH = 20000  # rowids in one lookup's IN list
 
 
 def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
     """Each session's best message, best sessions first (``limit`` < 0: every session).
 
     With a page limit the cost follows the page, not the number of matching messages:
-    FTS5 ranks the matches itself (``ORDER BY rank LIMIT k``, no join per match), and
-    only those ``k`` messages are mapped to their sessions and filtered. A session's
-    score is its best message's, so the sessions in rank order of the top ``k``
-    messages are the best sessions; ``k`` grows until the page is certain (its last
-    session's score is better than the ``k``-th message's, so no tie is left outside);
-    when it is not (a narrow scope, a page of near ties), every match is ranked as before."""
+    FTS5 ranks the matches itself (``ORDER BY rank``, no join per match) and
+    :func:`_ranked_page` maps only the messages it reads to their sessions."""
     if limit < 0 or dialect_of(db).name != "sqlite":
         # Every session, or PostgreSQL (its GIN lookup and ts_rank already run per page).
         return _all_message_hits(db, match, where, params, limit)
-    k = max(2 * limit, FIRST_CUT)
-    for _ in range(2):
-        ranked = db.execute(
-            "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?",
-            [match, k],
-        ).fetchall()
-        if not ranked:
-            return []
-        ids = ", ".join(str(rowid) for rowid, _ in ranked)
-        owners = {
-            r[0]: (r[1], r[2])
-            for r in db.execute(
-                f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
-                f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({ids}) AND {where}",
-                params,
-            )
-        }
+    ranked = "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank"
+    owners = (
+        f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
+        f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({{ids}}) AND {where}"
+    )
+    return _ranked_page(db, ranked, match, owners, params, limit, "message")
+
+
+def _ranked_page(
+    db: Database,
+    ranked_sql: str,
+    match: str,
+    owners_sql: str,
+    params: list[Any],
+    limit: int,
+    source: str,
+) -> list[Hit]:
+    """The best ``limit`` sessions from FTS rows in rank order (``ranked_sql``: rowid,
+    score), each session scored by its best row; ``owners_sql`` maps rowids (``{ids}``)
+    to (rowid, session, activity) for the sessions in scope (its ``where`` takes
+    ``params``).
+
+    The ranked rows are read in batches; only those read are mapped and filtered. A
+    session's score is its best row's, so the sessions in rank order of the rows read so
+    far are the best sessions; reading stops once the page is certain (its last
+    session's score is better than the last row read, so no tie is left unread). FTS5
+    ranks every match once, before the first row, so reading further costs only the
+    lookups (asking again with a larger ``LIMIT`` ranked them all again: two or three
+    times for a common prefix)."""
+    cursor = db.execute(ranked_sql, [match])
+    try:
         best: dict[int, Hit] = {}
-        for rowid, score in ranked:
-            owner = owners.get(rowid)
-            if owner is not None and owner[0] not in best:
-                best[owner[0]] = Hit(owner[0], score, "message", rowid, owner[1], match)
-        page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
-        if len(ranked) < k or (len(page) == limit and page[-1].score < ranked[-1][1]):
-            return page
-        # Enough messages for the page at the sessions-per-message rate seen, twice over.
-        k = max(2 * k, k * 2 * limit // max(len(best), 1))
-    return _all_message_hits(db, match, where, params, limit)
+        batch = max(2 * limit, FIRST_CUT)
+        while True:
+            ranked = cursor.fetchmany(batch)
+            if ranked:
+                ids = ", ".join(str(rowid) for rowid, _ in ranked)
+                owners = {
+                    r[0]: (r[1], r[2]) for r in db.execute(owners_sql.replace("{ids}", ids), params)
+                }
+                for rowid, score in ranked:
+                    owner = owners.get(rowid)
+                    if owner is not None and owner[0] not in best:
+                        best[owner[0]] = Hit(owner[0], score, source, rowid, owner[1], match)
+            page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
+            if len(ranked) < batch or (len(page) == limit and page[-1].score < ranked[-1][1]):
+                return page  # every match read, or the page is certain
+            # Enough rows for the page at the sessions-per-row rate seen, twice over.
+            batch = min(max(2 * batch, batch * 2 * limit // max(len(best), 1)), MAX_BATCH)
+    finally:
+        cursor.close()
 
 
 def _all_message_hits(
@@ -308,9 +347,19 @@ def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, s
     return out
 
 
-def _snippet(db: Database, hit: Hit, markers: tuple[str, str]) -> str:
-    stored = dialect_of(db).snippet(db, hit.source, hit.match, hit.fts_rowid, SNIPPET_TOKENS)
-    return display_snippet(stored, markers)
+def _snippets(db: Database, hits: list[Hit], markers: tuple[str, str]) -> dict[int, str]:
+    """Session rowid → its hit's snippet: one query per source and match (a page has
+    one or two; several only when the words are spread over rows)."""
+    groups: dict[tuple[str, str], list[Hit]] = {}
+    for hit in hits:
+        groups.setdefault((hit.source, hit.match), []).append(hit)
+    dialect = dialect_of(db)
+    out: dict[int, str] = {}
+    for (source, match), group in groups.items():
+        stored = dialect.snippets(db, source, match, [h.fts_rowid for h in group], SNIPPET_TOKENS)
+        for hit in group:
+            out[hit.session_rowid] = display_snippet(stored.get(hit.fts_rowid, ""), markers)
+    return out
 
 
 def _rows_for(
@@ -329,11 +378,12 @@ def _rows_for(
     # in between, and a hit whose row is gone is dropped (it was a KeyError).
     ordered = place_forks([rows[h.session_rowid] for h in ranked if h.session_rowid in rows])
     titled = _title_terms(db, ranked, terms)
+    snippets = _snippets(db, [by_rowid[row["id"]] for row in ordered], markers)
     out = to_objects(db, ordered)
     for obj, row in zip(out, ordered):
         hit = by_rowid[row["id"]]
         obj["score"] = round(hit.score, 6)
-        obj["snippet"] = _snippet(db, hit, markers)
+        obj["snippet"] = snippets[hit.session_rowid]
         held = set(hit.terms)
         obj["matched_by"] = (
             "title" if held and held <= titled.get(hit.session_rowid, set()) else "text"
@@ -349,9 +399,11 @@ def run_search(
     raw: bool = False,
     markers: tuple[str, str] = DEFAULT_MARKERS,
     elsewhere: bool = False,
+    typing: bool = False,
 ) -> SearchOutcome:
     """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
-    search that matches nothing in its scope also counts the matches of wider scopes."""
+    search that matches nothing in its scope also counts the matches of wider scopes.
+    ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`."""
     text = query.strip()
     if not text:
         return SearchOutcome([], NONE)
@@ -360,6 +412,8 @@ def run_search(
         if pr is not None:
             return _pr_search(db, pr, filters)
     dialect = dialect_of(db)
+    if typing and not raw and dialect.name == "sqlite" and _too_short(text):
+        return title_prefix_search(db, text, filters, markers)
     if raw:
         terms, words = [dialect.raw_query(db, text)], [text]
     else:
@@ -390,6 +444,76 @@ def run_search(
     if elsewhere and terms:
         outcome.elsewhere = _elsewhere(db, terms, filters)
     return outcome
+
+
+def _too_short(text: str) -> bool:
+    """One word, shorter than a prefix may be (:data:`MIN_PREFIX_CHARS`), that FTS
+    indexes as typed (not CJK, which is split per character, nor punctuation)."""
+    return (
+        len(text) < MIN_PREFIX_CHARS
+        and fts_text(text).strip() == text
+        and all(ch.isalnum() for ch in text)
+    )
+
+
+def title_prefix_search(
+    db: Database, word: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
+) -> SearchOutcome:
+    """While a query is typed, one or two letters filter the sessions whose titles or
+    names (:data:`TITLE_COLUMNS`) hold a word starting with them, newest first.
+
+    Why not the full search: one or two letters are no word yet (``search`` matches a
+    last word as a prefix only from :data:`MIN_PREFIX_CHARS` characters), so the full
+    search would look for a word "t", find next to nothing, and fall back to the typo
+    matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
+    Claude Code's own /resume picker filters titles as you type; this is that filter,
+    by word prefix, over the small ``session_search`` table. ``matched_by`` is
+    ``title``, ``score`` None (the order is recency)."""
+    dialect = dialect_of(db)
+    match = dialect.title_match(dialect.term(word, True), TITLE_COLUMNS)
+    named = {
+        r[0]
+        for r in db.execute(
+            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?", [match]
+        )
+    }
+    if not named:
+        return SearchOutcome([], NONE, [word])
+    where, params = filters.where(db)
+    limit = filters.limit or -1
+    if len(named) <= WALK_ABOVE:
+        ids = ", ".join(str(rowid) for rowid in named)
+        order = select_rows(db, f"{where} AND s.id IN ({ids})", params, columns="s.id")
+        newest = [r["id"] for r in order]
+    else:  # most sessions match: the newest are among the first few of the listing order
+        cursor = db.execute(
+            f"SELECT s.id FROM sessions s WHERE {where}"
+            f" ORDER BY {ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
+            params,
+        )
+        newest = []
+        try:
+            for (rowid,) in cursor:
+                if rowid in named:
+                    newest.append(rowid)
+                    if len(newest) == limit:
+                        break
+        finally:
+            cursor.close()
+    if limit >= 0:
+        newest = newest[:limit]
+    if not newest:
+        return SearchOutcome([], NONE, [word])
+    rows = {r["id"]: r for r in select_rows(db, f"s.id IN ({', '.join(map(str, newest))})")}
+    ordered = place_forks([rows[rowid] for rowid in newest if rowid in rows])
+    hits = [Hit(r["id"], 0.0, "meta", r["id"], 0, match) for r in ordered]
+    snippets = _snippets(db, hits, markers)
+    out = to_objects(db, ordered)
+    for obj, row in zip(out, ordered):
+        obj["score"] = None
+        obj["snippet"] = snippets[row["id"]]
+        obj["matched_by"] = "title"
+    return SearchOutcome(out, MATCH, [word])
 
 
 def search(

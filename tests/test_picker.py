@@ -126,6 +126,39 @@ def test_typing_narrows_to_what_index_search_finds(world: PickerWorld) -> None:
                 assert got == [world.ids[name] for name in expected], query
 
 
+def test_each_keystroke_shows_what_index_search_finds_while_typing(world: PickerWorld) -> None:
+    """Key by key: one or two letters filter titles by prefix (``typing``), from the
+    third the full search; each keystroke's rows are its own query's, never the last's."""
+    queries = ["a", "au", "aut", "auth", "aut", "au", "a", "b", "bi", "bil"]
+    keys = ["a", "u", "t", "h", "backspace", "backspace", "backspace", "backspace"]
+    keys += ["b", "i", "l"]
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+a")
+        shown = []
+        for key in keys:
+            await press(app, pilot, key)
+            if app.picker.query_text:
+                shown.append(
+                    (app.picker.query_text, [r.session_id for r in app.picker.session_list.rows])
+                )
+        return shown
+
+    _, shown = drive(world, run)
+    assert [q for q, _ in shown] == queries
+    with Index(world.db, [world.tree.root], refresh=False) as index:
+        for query, got in shown:
+            found = index.search(query, cwd=str(world.shop), scope="all", limit=50, typing=True)
+            assert got == [o["session_id"] for o in found], query
+    by_query = dict(shown)
+    # "a": the titles with a word starting with a (the fork follows its origin)
+    assert by_query["a"] == [world.ids["auth"], world.ids["fork"]]
+    # "Billing cleanup", then the hostile title's "[bold red]boom"; the fork's "plan B"
+    # is its prompt, not its title
+    assert by_query["b"] == [world.ids["billing"], world.ids["hostile"]]
+    assert by_query["bil"] == [world.ids["billing"]]
+
+
 def test_pasting_a_pr_url_shows_the_linked_session_first(world: PickerWorld) -> None:
     async def run(app: PickerApp, pilot: Any) -> Any:
         box = app.picker.query_one("#query")
@@ -235,6 +268,35 @@ def test_rename_writes_a_record_resolve_finds(tmp_path: Path) -> None:
     assert found.session["tag"] == "keep"
     lines = world.paths["coupons"].read_text().splitlines()
     assert '"customTitle":"Coupons v2"' in lines[-2] and '"tag":"keep"' in lines[-1]
+
+
+def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
+    """Rows drawn for one load are reused by the next only when they show the same:
+    a rename or a tag redraws the row; a search that keeps a session keeps its row."""
+    world = PickerWorld(tmp_path)
+
+    def row_line(app: PickerApp, title: str) -> str:
+        return next(line for line in screen_text(app).splitlines() if title in line)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        seen = [row_line(app, "Implement coupon codes")]
+        await press(app, pilot, *"coupon")  # a search that keeps the session
+        seen.append(row_line(app, "Implement coupon codes"))
+        await press(app, pilot, "tab", "ctrl+t", *"hot", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        seen.append(row_line(app, "Implement coupon codes"))
+        await press(app, pilot, "ctrl+r")
+        app.screen.query_one("#prompt").value = ""
+        await press(app, pilot, *"Coupons v2", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return seen, screen_text(app)
+
+    _, (seen, text) = drive(world, run)
+    assert "#review" in seen[0] and seen[1] == seen[0]
+    assert "#hot" in seen[2] and "#review" not in seen[2]
+    assert "Coupons v2" in text and "Implement coupon codes" not in text
 
 
 @pytest.mark.parametrize("watching", [False, True])

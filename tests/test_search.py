@@ -300,3 +300,80 @@ def test_from_pr_rejects_garbage(pr_world) -> None:
         cli, ["--config-dir", str(tree.root), "--db", str(db), "from-pr", "abc", "--cwd", str(repo)]
     )
     assert result.exit_code == 1 and "not a PR number, URL or owner/repo#number" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def typing_db(tmp_path_factory):
+    """Titles and names starting with q (custom, ai, both old and new), q-words only in
+    the text or the first prompt, and two projects."""
+    tree = ConfigTree(tmp_path_factory.mktemp("typing") / "claude")
+    made = {}
+    specs = [  # name, cwd, prompt, custom title, ai title, mtime
+        ("quarterly", "/w/a", "numbers please", "Quarterly report", None, 2_000_000_500),
+        ("quick", "/w/b", "login is broken", None, "Quick fix for login", 2_000_000_400),
+        ("text-only", "/w/a", "the quota exceeded error again", "Other thing", None, 2_000_000_300),
+        ("prompt-only", "/w/b", "quiet please", "Unrelated", None, 2_000_000_200),
+        ("mid-word", "/w/a", "nothing", "Banquet planning", None, 2_000_000_100),
+        ("second-word", "/w/b", "nothing", "Fix quoting bug", None, 2_000_000_000),
+    ]
+    for name, cwd, prompt, custom, ai, mtime in specs:
+        s = tree.session(cwd=cwd)
+        s.user(prompt)
+        if custom:
+            s.meta("custom-title", customTitle=custom)
+        if ai:
+            s.meta("ai-title", aiTitle=ai)
+        s.write(mtime=mtime)
+        made[name] = s.session_id
+    db = open_db(tmp_path_factory.mktemp("typing-db") / "i.db")
+    refresh(db, [tree.root])
+    yield db, made
+    db.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "filters", "expected"),
+    [
+        # one or two letters: titles and names holding a word with that prefix, newest
+        # first (not the text, not the prompt, not the middle of a word)
+        ("q", ALL, ["quarterly", "quick", "second-word"]),
+        ("Qu", ALL, ["quarterly", "quick", "second-word"]),
+        ("qu", Filters(scope="all", limit=1), ["quarterly"]),
+        ("q", Filters(cwd="/w/b", scope="worktree"), ["quick", "second-word"]),
+        ("zz", ALL, []),  # nothing: no typo fallback while typing
+        ("ü", ALL, ["prompt-only"]),  # accents folded as FTS folds them: "Unrelated"
+    ],
+)
+def test_typing_one_or_two_letters_filters_titles_by_prefix(
+    typing_db, query: str, filters: Filters, expected: list[str]
+) -> None:
+    from sessiondex.query.search import run_search
+
+    db, made = typing_db
+    names = {v: k for k, v in made.items()}
+    outcome = run_search(db, query, filters, typing=True)
+    assert [names[r["session_id"]] for r in outcome.rows] == expected
+    assert all(r["matched_by"] == "title" and r["score"] is None for r in outcome.rows)
+    if outcome.rows:
+        assert outcome.kind == "match"
+        assert "[" in outcome.rows[0]["snippet"]  # the title word, marked
+
+
+@pytest.mark.parametrize("query", ["quo", "quick", "q fix", "qu login", "-", "認"])
+def test_typing_three_letters_or_more_is_the_full_search(typing_db, query: str) -> None:
+    """From the third letter (or a second word) a query being typed is ``search``'s."""
+    from sessiondex.query.search import run_search
+
+    db, _ = typing_db
+    typed = run_search(db, query, ALL, typing=True)
+    plain = run_search(db, query, ALL)
+    assert (typed.kind, typed.rows) == (plain.kind, plain.rows)
+
+
+def test_short_queries_keep_their_search_semantics_without_typing(typing_db) -> None:
+    """``search q`` (the CLI, MCP) still looks for the word, then offers typo matches."""
+    from sessiondex.query.search import run_search
+
+    db, _ = typing_db
+    assert run_search(db, "qu", ALL).kind in ("fuzzy", "none")
+    assert run_search(db, "qu", ALL, typing=True).kind == "match"
