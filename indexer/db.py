@@ -43,12 +43,16 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 BUSY_TIMEOUT_MS = 30_000
-# Page size of a new index file. 16 KiB would pack the compressed message rows better
-# (on the text-heavy bench ~22% of the messages table's pages is slack at 4 KiB, ~7% at
-# 16 KiB: 10 MB), but then a small write still fits in that slack when the file cannot
-# grow, which the disk-full test's simulation relies on; not changed yet
-# (docs/index.md#page-size).
-PAGE_SIZE = 4096
+# Page size of a new index file, and of one a rebuild VACUUMs (release_space). Compressed
+# message rows are 0.1-4 KB and a page holds a whole number of them: on the text-heavy
+# bench ~19% of the messages table's pages was slack at 4 KiB, ~7% at 16 KiB (134 -> 124
+# MB; docs/index.md#page-size).
+PAGE_SIZE = 16384
+# Checkpoint the WAL when it holds this many bytes of frames: SQLite's default is 1000
+# pages, ~4 MB at the 4 KiB pages the index used to have; counted in pages it would let
+# the WAL file (which keeps its largest size under a long-running watcher) grow to
+# ~16 MB at 16 KiB pages for no gain.
+WAL_CHECKPOINT_BYTES = 1000 * 4096
 DATA_TABLES = (
     "messages",
     "session_search",
@@ -244,6 +248,7 @@ def prepare(db: Database) -> Database:
     if db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
         with write_turn(db):  # changing the journal mode needs the database to itself
             db.enable_wal()
+    _set_autocheckpoint(db)
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
     if migrations.pending(db) or get_meta(db, "derivation_version") != str(DERIVATION_VERSION):
@@ -254,9 +259,15 @@ def prepare(db: Database) -> Database:
                 migrations.apply(db)
             cleared = _check_derivation_version(db)
         if cleared:
-            _release_space(db)
+            release_space(db)
     repair_interrupted_bulk(db)
     return db
+
+
+def _set_autocheckpoint(db: Database) -> None:
+    """``WAL_CHECKPOINT_BYTES`` in this file's pages (a setting of the connection)."""
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.execute(f"PRAGMA wal_autocheckpoint = {max(1, WAL_CHECKPOINT_BYTES // page_size)}")
 
 
 def clear_index(db: Database) -> None:
@@ -282,13 +293,44 @@ def _check_derivation_version(db: Database) -> bool:
     return stored is not None
 
 
-def _release_space(db: Database) -> None:
+def release_space(db: Database) -> None:
     """Give the pages of a cleared index back to the file system (``VACUUM``; cheap on
-    a nearly empty database). Otherwise the file keeps the old size and the rebuild
-    only refills it: an index made smaller by new rules (compressed text, m007) would
-    stay as big as before. Best effort: a busy or full database keeps its free pages."""
+    a nearly empty database), in pages of ``PAGE_SIZE``. Otherwise the file keeps the
+    old size and the rebuild only refills it: an index made smaller by new rules
+    (compressed text, m007; 16 KiB pages) would stay as big as before. Best effort: a
+    busy or full database keeps its free pages, one another connection has open keeps
+    its page size."""
+    if db.conn.in_transaction:
+        return  # VACUUM cannot run inside a transaction: the caller's to finish
     try:
         with write_turn(db):
-            db.execute("VACUUM")
+            if not _vacuum_into_new_pages(db):
+                db.execute("VACUUM")
     except sqlite3.Error:
         pass
+
+
+def _vacuum_into_new_pages(db: Database) -> bool:
+    """VACUUM a WAL index whose pages are not ``PAGE_SIZE`` (a file made before it
+    changed) into pages of that size; False when there is nothing to change or it
+    cannot be done now. SQLite changes the page size of a WAL database only out of WAL
+    mode, and leaving WAL mode needs the file to itself: with another connection open
+    (a reader, a watcher) it fails at once, without the busy timeout, and the caller
+    VACUUMs at the old size."""
+    if db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE:
+        return False
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        return False  # in memory: nothing on disk to repack
+    try:
+        if db.execute("PRAGMA journal_mode = DELETE").fetchone()[0] != "delete":
+            return False
+    except sqlite3.OperationalError:
+        return False  # "database is locked": someone else has the file open
+    try:
+        db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+        db.execute("VACUUM")
+    finally:
+        # Back to WAL (should this fail, the next prepare() switches it back).
+        db.enable_wal()
+        _set_autocheckpoint(db)
+    return True

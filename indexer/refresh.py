@@ -19,7 +19,7 @@ from sqlite_utils import Database
 
 from sessiondex.indexer.archive_ingest import refresh_archives
 from sessiondex.indexer.bulk import BulkFts
-from sessiondex.indexer.db import clear_index
+from sessiondex.indexer.db import clear_index, release_space
 from sessiondex.indexer.faults import classify
 from sessiondex.indexer.ingest import (
     apply_tail,
@@ -147,6 +147,7 @@ def refresh(
     stats = RefreshStats()
     if rebuild:
         clear_index(db)
+        release_space(db)  # and a file of older, smaller pages gets PAGE_SIZE ones
     if include_tools is not None and include_tools != include_tools_setting(db):
         with immediate(db):
             clear_index(db)

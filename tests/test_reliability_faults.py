@@ -14,7 +14,8 @@ every command answers or says in one line what is wrong, never with a traceback.
    before the transcript is touched; once space returns the index catches up.
    Root ignores permission bits, so read-only is made with ``chattr +i`` (skipped
    where that is not possible); disk full with ``PRAGMA max_page_count``, which makes
-   SQLite fail exactly as on a full disk (SQLITE_FULL).
+   SQLite fail exactly as on a full disk (SQLITE_FULL) once the free pages are used up,
+   and writes too big for the slack left in the file's pages (see ``disk``).
 3. Busy (item 4): a writing command waits for another process's write turn, says so
    after ~2 s on a terminal, and succeeds; a refresh before a read waits a few seconds
    and otherwise answers from the index as it is, with a note; a writer that waits too
@@ -119,19 +120,24 @@ def _root_page(db: Path, name: str) -> int:
         conn.close()
 
 
+def _page_size(data: bytes) -> int:
+    """The page size a database file's header gives (bytes 16-17; 1 means 64 KiB)."""
+    size = int.from_bytes(data[16:18], "big")
+    return 65536 if size == 1 else size
+
+
 def damage(db: Path, kind: str) -> None:
     data = db.read_bytes()
     noise = random.Random(kind).randbytes
     if kind == "truncated":
-        db.write_bytes(data[:4096])
+        db.write_bytes(data[: _page_size(data)])
     elif kind == "random-bytes":
         db.write_bytes(noise(len(data)))
     elif kind == "text-file":
         db.write_text("this is not a database, it is a note\n" * 200)
     elif kind.startswith("bad-page:"):
         page = _root_page(db, kind.split(":", 1)[1])
-        size = int.from_bytes(data[16:18], "big") or 65536  # the header's page size (1: 64 KiB)
-        size = 65536 if size == 1 else size
+        size = _page_size(data)
         start = (page - 1) * size
         db.write_bytes(data[:start] + noise(size) + data[start + size :])
     elif kind == "undecodable-json":
@@ -307,17 +313,48 @@ def test_a_read_only_index_still_answers_and_writers_say_so(tmp_path: Path, what
     assert world.session.path.read_bytes() == before  # refused before the transcript
 
 
+# A table of the test's own that takes up the index's free pages while the disk is full.
+FILLER = "test_disk_filler"
+
+
+def fill_free_pages(db: Any) -> None:
+    """Let the index file not grow, and use up its free pages: rows of half a page until
+    SQLite says the disk is full. What is left is slack inside the pages in use (up to a
+    page of it per table: more with bigger pages), so a write that must fail needs more
+    than a page (overflow pages), whatever the page size (``test_disk_full_...``)."""
+    conn: sqlite3.Connection = db.conn
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {FILLER} (b BLOB)")  # its root page may grow the file
+    conn.commit()
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    for _ in range(2 * free + 10):  # each row takes a page: bounded by the free pages
+        try:
+            conn.execute(f"INSERT INTO {FILLER} VALUES (randomblob(?))", [page_size // 2])
+            conn.commit()
+        except sqlite3.OperationalError as exc:
+            assert "full" in str(exc), exc
+            conn.rollback()
+            break
+    else:
+        raise AssertionError(f"{free} free pages, and the index file still grows")
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+
+
 @pytest.fixture
 def disk(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
-    """``disk["full"] = True``: every index opened from now on cannot grow (SQLITE_FULL)."""
+    """``disk["full"] = True``: every index opened from now on cannot grow (SQLITE_FULL)
+    and has no free page left; once it is False again, the filler is dropped."""
     state = {"full": False}
     real = db_module.prepare
 
     def prepare(db: Any) -> Any:
         db = real(db)
         if state["full"]:
-            pages = db.execute("PRAGMA page_count").fetchone()[0]
-            db.execute(f"PRAGMA max_page_count = {pages}")
+            fill_free_pages(db)
+        else:
+            db.execute(f"DROP TABLE IF EXISTS {FILLER}")
         return db
 
     monkeypatch.setattr(db_module, "prepare", prepare)
@@ -336,8 +373,13 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
         noise = " ".join(filler.randbytes(16).hex() for _ in range(300))
         big.user(f"bulky wombatword {i} {noise}")
     big.write()
+    # A name longer than a page (random hex, it must not shrink either): a short one
+    # could be written into the slack of the pages the index already has, which a real
+    # full disk may allow too, and this test is about the write that does not fit.
+    page_size = sqlite3.connect(world.db).execute("PRAGMA page_size").fetchone()[0]
+    name = "Renamed on a full disk " + filler.randbytes(page_size).hex()
     disk["full"] = True
-    for args in (["index"], ["rename", world.sid, "Renamed on a full disk"]):
+    for args in (["index"], ["rename", world.sid, name]):
         result = world.run(*args)
         no_traceback(result)
         assert result.exit_code == 1, result.output
@@ -358,7 +400,7 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
     found = world.run("--no-refresh", "search", "wombatword", "--scope", "all", "--json")
     assert World.ids(found) == {big.session_id}
     resolved = json.loads(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
-    assert resolved["title"] == "Renamed on a full disk"  # the transcript had it
+    assert resolved["custom_title"] == name  # the transcript had it (the title is cut)
     db = open_db(world.db)
     try:
         assert index_snapshot(db) == rebuilt_snapshot([world.root], tmp_path / "rebuilt.db")
