@@ -299,6 +299,15 @@ def ingest_file(
         return _ingest_locked(db, tf, stats, include_tools, force)
 
 
+def parent_file_id(db: Database, tf: TranscriptFile) -> int | None:
+    """The ``files`` row id of a subagent transcript's main session file (its session
+    rowid), or None while the main file is not indexed: an orphan waits for its parent."""
+    row = db.execute(
+        "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
 def _ingest_locked(
     db: Database, tf: TranscriptFile, stats: RefreshStats, include_tools: bool, force: bool
 ) -> str:
@@ -311,12 +320,9 @@ def _ingest_locked(
         return UNCHANGED
     session_rowid: int | None = None
     if tf.kind != MAIN:
-        parent = db.execute(
-            "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
-        ).fetchone()
-        if parent is None:
+        session_rowid = parent_file_id(db, tf)
+        if session_rowid is None:
             return UNCHANGED  # an orphan subagent: nothing to attach it to yet
-        session_rowid = parent[0]
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed in finally
     except OSError as exc:

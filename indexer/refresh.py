@@ -25,6 +25,7 @@ from sessiondex.indexer.ingest import (
     apply_tail,
     include_tools_setting,
     ingest_file,
+    parent_file_id,
     remove_path,
     stored_file,
 )
@@ -54,12 +55,9 @@ def ingest_prefetched(
             return ingest_file(db, tf, stats, include_tools=include_tools)
         session_rowid: int | None = None
         if tf.kind != MAIN:
-            parent = db.execute(
-                "SELECT id FROM files WHERE path = ? AND kind = 'main'", [str(tf.main_path)]
-            ).fetchone()
-            if parent is None:
+            session_rowid = parent_file_id(db, tf)
+            if session_rowid is None:
                 return UNCHANGED
-            session_rowid = parent[0]
         apply_tail(
             db,
             tf,
