@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlite_utils import Database
 
 import sessiondex.transcripts.reader as reader_module
 from sessiondex.indexer.db import open_db
@@ -401,6 +402,38 @@ def test_any_split_points_equal_rebuild(
         previous = point
         refresh(db, [tree.root])
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], base / "full.db")
+
+
+def fts_segments_to_merge(db: Database, fts: str) -> bool:
+    """Whether ``fts`` holds more than one segment: FTS5's 'merge' with a negative
+    budget merges any two segments, and changes nothing when only one is left."""
+    conn = db.conn
+    before = conn.total_changes
+    with conn:
+        conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('merge', -1)")
+    return conn.total_changes - before >= 2
+
+
+def test_bulk_build_leaves_one_segment_so_appends_never_merge_big_ones(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A cold build's FTS rebuild ends with one segment per table: big segments left on
+    the low levels are rewritten by the automerge of some later small append, which stalls
+    that live update for a second or more on a real-sized history."""
+    import sessiondex.indexer.bulk as bulk
+    import sessiondex.indexer.refresh as ingest
+
+    root = copy_fixtures(tmp_path)
+    monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1)
+    # a tiny pending-terms budget makes the fixtures' rebuild write many segments
+    monkeypatch.setattr(bulk, "REBUILD_HASHSIZE", 512)
+    db = open_db(tmp_path / "bulk.db")
+    refresh(db, [root])
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] > 50
+    for fts in ("messages_fts", "session_search_fts"):
+        assert not fts_segments_to_merge(db, fts), fts
+    check_fts_integrity(db)
+    db.close()
 
 
 def test_reader_limit_keeps_memory_bounded_on_a_huge_line(tmp_path: Path, monkeypatch) -> None:
