@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import tempfile
+from pathlib import Path
 
 import pytest
+
+# A run's temporary trees go to a RAM-backed directory when the machine has one: every
+# test builds transcript trees and indexes, and on a disk each index close is a
+# checkpoint with fsyncs (the suite ran ~25% faster on /dev/shm). SESSIONDEX_TEST_TMP
+# names another parent; "default" keeps pytest's own.
+RAM_TMP = Path("/dev/shm")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -16,6 +25,36 @@ def pytest_report_header(config: pytest.Config) -> str:
     except sqlite3.OperationalError:
         fts5 = "no"
     return f"sqlite {sqlite3.sqlite_version}, fts5: {fts5}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Choose this run's base temp dir (the controller only: xdist workers are handed a
+    subdirectory of it). A fresh directory per run, so two runs never clear each other's."""
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    parent = os.environ.get("SESSIONDEX_TEST_TMP") or str(RAM_TMP)
+    if parent == "default" or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        return
+    config.option.basetemp = tempfile.mkdtemp(prefix="sessiondex-tests-", dir=parent)
+    config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the run's RAM-backed trees when every test passed; a failed run keeps them
+    for a look (pytest names the path in the failure)."""
+    own = session.config.stash.get(_OWN_BASETEMP, None)
+    if own is not None and exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` run first. pytest-xdist hands out the first tests round
+    robin, so the long ones start at once on different workers instead of one of them
+    arriving last and keeping a single worker busy while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture(autouse=True)
