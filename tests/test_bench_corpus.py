@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -97,11 +98,12 @@ def _prose_share(root: Path) -> float:
     return prose / total
 
 
+@pytest.mark.long
 def test_text_heavy_profile_is_deterministic_and_a_third_prose(tmp_path: Path) -> None:
-    a = generate(tmp_path / "a", sessions=60, projects=4, size_mb=6, seed=5, profile="text-heavy")
-    b = generate(tmp_path / "b", sessions=60, projects=4, size_mb=6, seed=5, profile="text-heavy")
+    a = generate(tmp_path / "a", sessions=60, projects=4, size_mb=4, seed=5, profile="text-heavy")
+    b = generate(tmp_path / "b", sessions=60, projects=4, size_mb=4, seed=5, profile="text-heavy")
     assert _snapshot(a.parent) == _snapshot(b.parent)
-    tool = generate(tmp_path / "t", sessions=60, projects=4, size_mb=6, seed=5)
+    tool = generate(tmp_path / "t", sessions=60, projects=4, size_mb=4, seed=5)
     assert 0.25 <= _prose_share(a.parent) <= 0.45
     assert _prose_share(tool.parent) < 0.12
     # Same plan (sessions, planted words) whatever the profile; only the text differs.

@@ -766,7 +766,7 @@ class StressWriter(threading.Thread):
 @pytest.mark.parametrize(
     "seconds",
     [
-        pytest.param(12.0, id="ci"),
+        pytest.param(6.0, id="ci"),
         pytest.param(
             90.0,
             id="stress",
@@ -778,6 +778,7 @@ class StressWriter(threading.Thread):
         ),
     ],
 )
+@pytest.mark.long
 def test_everything_at_once(tmp_path: Path, seconds: float) -> None:
     """Issue 14, "must hold": ``watch`` running; a writer appending (a third of its
     lines split in two writes); and in parallel, each in fresh CLI processes,

@@ -239,10 +239,11 @@ def crash_rounds(world: CrashWorld, kills: int) -> None:
         world.check_after_crash()
 
 
+@pytest.mark.long
 def test_killed_index_is_completed_by_the_next_run(tmp_path: Path) -> None:
-    world = CrashWorld(tmp_path, sessions=120, size_mb=8, seed=20261129)
-    crash_rounds(world, kills=20)
-    assert world.kills >= 20
+    world = CrashWorld(tmp_path, sessions=80, size_mb=5, seed=20261129)
+    crash_rounds(world, kills=12)
+    assert world.kills >= 12
 
 
 @pytest.mark.stress

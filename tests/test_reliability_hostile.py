@@ -590,6 +590,7 @@ RECORD = st.fixed_dictionaries(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(records=st.lists(RECORD, min_size=1, max_size=6), split=st.integers(0, 6))
+@pytest.mark.long
 def test_any_json_in_any_known_field_never_raises(
     tmp_path_factory, records: list[dict], split: int
 ) -> None:

@@ -220,6 +220,7 @@ def test_rewrite_moves_public_names_only() -> None:
     assert moved == ["list_sessions", "SessionMessage", "get_session_messages"]
 
 
+@pytest.mark.long
 def test_sdk_session_tests_pass_against_sessiondex(tmp_path: Path) -> None:
     pytest.importorskip("claude_agent_sdk", reason="the SDK's test fixtures import its helpers")
     source_dir = _source_dir()

@@ -359,6 +359,7 @@ def test_two_pushes_at_once_store_every_entry_once(tmp_path: Path, pg_dsn: str) 
     assert_each_entry_once(pg_dsn, tree.root)
 
 
+@pytest.mark.long
 def test_killed_push_resumes_where_it_stopped(tmp_path: Path, pg_dsn: str) -> None:
     """SIGKILL after the first chunks committed: the store holds a consistent prefix
     (offsets and entries moved together), and the next push sends exactly the rest."""

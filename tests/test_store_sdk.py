@@ -140,6 +140,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.long
 def test_many_writer_processes_at_once(pg_dsn: str) -> None:
     """Three processes append to one key (and their own subkeys) at once: every entry
     lands exactly once, each writer's entries in its own order, mtimes distinct."""
