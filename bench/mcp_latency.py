@@ -53,7 +53,7 @@ from typing import Any
 
 import anyio
 
-from bench.runner import DEFAULT_CORPUS, ensure_corpus
+from bench.runner import DEFAULT_CORPUS, ensure_bytecode, ensure_corpus
 from bench.watch_latency import _append, _percentile, _record, _Subprocess
 
 GOAL_P95_MS = 50.0
@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=None, help="scratch dir for the index")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "out" / "mcp_latency.json")
     opts = ap.parse_args(argv)
+    ensure_bytecode()
     if not 1 <= opts.calls <= 100_000 or opts.sessions < 1:
         ap.error("--calls must be 1-100000 and --sessions at least 1")
     config = opts.corpus or ensure_corpus(corpus_params(opts.sessions))

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.runner import DEFAULT_CORPUS, cache_dir, ensure_corpus, read_manifest
+from bench.runner import DEFAULT_CORPUS, cache_dir, ensure_bytecode, ensure_corpus, read_manifest
 
 WORDS = ["kubectl", "stripe", "zephyrquartz", "timeout", "thornwhistle", "database"]
 STARTUP_RUNS = 7
@@ -213,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         help="where the index DBs are built and kept (default: the bench cache dir)",
     )
     args = parser.parse_args(argv)
+    ensure_bytecode()
     db_dir = args.db_dir or cache_dir()
 
     corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.scale)
