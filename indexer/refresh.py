@@ -151,9 +151,10 @@ def refresh(
             clear_index(db)
             set_meta(db, "include_tools", "1" if include_tools else "0")
     tools = include_tools_setting(db)
-    files: list[Found] = []
+    found_files: list[Found] = []
     for root in roots:
-        files.extend(iter_found(root, skipped=stats.problems))
+        found_files.extend(iter_found(root, skipped=stats.problems))
+    files = oldest_first(found_files)
     seen = {found.path for found in files}
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
@@ -227,6 +228,24 @@ def refresh(
         set_meta(db, "last_refresh", str(time.time()))
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def oldest_first(files: list[Found]) -> list[Found]:
+    """Transcripts in the order of their sessions' last write, oldest first, each main
+    transcript still followed by its subagents (``iter_found``'s units).
+
+    New rows get growing rowids, so a cold build in this order numbers the messages as
+    the appends of a live index would: the newest conversations get the highest rowids,
+    which is what the picker's newest-first answer to a common word walks
+    (``query/search.py`` ``_newest_message_hits``)."""
+    units: list[list[Found]] = []
+    for found in files:
+        if found.kind == MAIN or not units:
+            units.append([found])
+        else:
+            units[-1].append(found)
+    units.sort(key=lambda unit: (unit[0].stat.st_mtime_ns, unit[0].path))
+    return [found for unit in units for found in unit]
 
 
 def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats) -> str:

@@ -9,7 +9,11 @@ offered as *partial* matches; when none has any word, rapidfuzz offers the close
 names and branches (a typo still finds the session). Neither is a match: the caller is
 told which of the three it got (:class:`SearchOutcome`), and ``search`` exits 1 for them.
 A query still being typed (the picker, ``typing``) of one or two letters filters titles
-and names by prefix instead (:func:`title_prefix_search`).
+and names by prefix instead (:func:`title_prefix_search`); from three letters it is the
+full search, except that words found in more than :data:`TYPING_RANK_LIMIT` messages
+list the sessions of the newest such messages, newest first, after the ranked title and
+metadata hits (:func:`_newest_message_hits`): ranking that many matches takes longer
+than a keystroke, and a word that common says little about which session is wanted.
 
 **Ranking** is FTS5 bm25 (lower is better). Metadata columns are weighted so that what a
 person named a session outranks what was merely said in it:
@@ -39,6 +43,8 @@ words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +92,10 @@ FUZZY_COLUMNS = (
     " s.last_activity_ms, s.mtime_ns"
 )
 SNIPPET_TOKENS = 12
+#: While a query is typed in the picker (``typing``), words found in more messages than
+#: this list the sessions of the newest such messages first, instead of ranking every
+#: match by relevance (see :func:`_newest_message_hits`).
+TYPING_RANK_LIMIT = 5000
 DEFAULT_MARKERS = ("[", "]")
 MIN_PREFIX_CHARS = 3
 # Sessions whose names match a one- or two-letter prefix (``typing``), above which the
@@ -190,21 +200,81 @@ FIRST_CUT = 100
 MAX_BATCH = 20000  # rowids in one lookup's IN list
 
 
-def _message_hits(db: Database, match: str, where: str, params: list[Any], limit: int) -> list[Hit]:
+def _message_hits(
+    db: Database,
+    match: str,
+    where: str,
+    params: list[Any],
+    limit: int,
+    newest_first_above: int | None = None,
+) -> list[Hit]:
     """Each session's best message, best sessions first (``limit`` < 0: every session).
 
     With a page limit the cost follows the page, not the number of matching messages:
     FTS5 ranks the matches itself (``ORDER BY rank``, no join per match) and
-    :func:`_ranked_page` maps only the messages it reads to their sessions."""
+    :func:`_ranked_page` maps only the messages it reads to their sessions. With
+    ``newest_first_above``, a match of more messages than that is not ranked at all
+    (:func:`_newest_message_hits`)."""
     if limit < 0 or dialect_of(db).name != "sqlite":
         # Every session, or PostgreSQL (its GIN lookup and ts_rank already run per page).
         return _all_message_hits(db, match, where, params, limit)
-    ranked = "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank"
     owners = (
         f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
         f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({{ids}}) AND {where}"
     )
+    if newest_first_above is not None and _matches_more_than(db, match, newest_first_above):
+        return _newest_message_hits(db, match, owners, params, limit)
+    ranked = "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank"
     return _ranked_page(db, ranked, match, owners, params, limit, "message")
+
+
+def _matches_more_than(db: Database, match: str, count: int) -> bool:
+    """Whether more than ``count`` messages match: FTS5 walks the doclists by rowid
+    without ranking (~1-10 ms for 5,000 at 20,000 sessions, against ~2 µs per match to
+    rank them all)."""
+    row = db.execute(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
+        " LIMIT 1 OFFSET ?",
+        [match, count],
+    ).fetchone()
+    return row is not None
+
+
+def _newest_message_hits(
+    db: Database, match: str, owners_sql: str, params: list[Any], limit: int
+) -> list[Hit]:
+    """The sessions of the newest matching messages, newest first, up to ``limit``
+    sessions, without ranking: the answer to a word still being typed that is too common
+    to rank in a keystroke's time (``TYPING_RANK_LIMIT``).
+
+    Message rowids grow as messages are indexed, and a cold build indexes transcripts
+    oldest first (``indexer/refresh.py``), so the newest rowids are the recent
+    conversations. Each session's hit is its newest matching message (the snippet) and
+    scores 0, below any ranked metadata hit: sessions named by the word come first, then
+    the others by last activity (the caller's tie-break)."""
+    cursor = db.execute(
+        "SELECT rowid, 0.0 FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC",
+        [match],
+    )
+    try:
+        best: dict[int, Hit] = {}
+        batch = max(2 * limit, FIRST_CUT)
+        while len(best) < limit:
+            rows = cursor.fetchmany(batch)
+            if not rows:
+                break
+            ids = ", ".join(str(rowid) for rowid, _ in rows)
+            owners = {
+                r[0]: (r[1], r[2]) for r in db.execute(owners_sql.replace("{ids}", ids), params)
+            }
+            for rowid, _ in rows:
+                owner = owners.get(rowid)
+                if owner is not None and owner[0] not in best:
+                    best[owner[0]] = Hit(owner[0], 0.0, "message", rowid, owner[1], match)
+            batch = min(2 * batch, MAX_BATCH)
+        return sorted(best.values(), key=lambda h: -h.activity)[:limit]
+    finally:
+        cursor.close()
 
 
 def _ranked_page(
@@ -287,7 +357,12 @@ def _fts(db: Database, run: Any, raw: bool, text: str) -> Any:
 
 
 def _find(
-    db: Database, terms: list[str], where: str, params: list[Any], limit: int
+    db: Database,
+    terms: list[str],
+    where: str,
+    params: list[Any],
+    limit: int,
+    typing: bool = False,
 ) -> tuple[dict[int, Hit], dict[int, Hit]]:
     """Sessions holding every term (best hit each) and, when there are none, the
     sessions holding some of them (best first, most terms first).
@@ -299,7 +374,7 @@ def _find(
     together = dialect.all_of(terms)
     full = _best(
         _metadata_hits(db, together, where, params, limit)
-        + _message_hits(db, together, where, params, limit)
+        + _message_hits(db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None)
     )
     for hit in full.values():
         hit.terms = tuple(range(len(terms)))
@@ -424,15 +499,15 @@ def run_search(
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}
     if terms:
-        full, some = _fts(db, lambda: _find(db, terms, where, params, limit), raw, text)
+        full, some = _fts(db, lambda: _find(db, terms, where, params, limit, typing), raw, text)
     if full:
-        ranked = sorted(full.values(), key=lambda h: (h.score, -h.activity))
+        ranked = _in_order(db, full.values(), lambda h: (h.score, -h.activity))
         outcome = SearchOutcome(
             _rows_for(db, ranked[: filters.limit], terms, markers), MATCH, words
         )
         return outcome
     if some:
-        ranked = sorted(some.values(), key=lambda h: (-len(h.terms), h.score, -h.activity))
+        ranked = _in_order(db, some.values(), lambda h: (-len(h.terms), h.score, -h.activity))
         outcome = SearchOutcome(
             _rows_for(db, ranked[: filters.limit], terms, markers), PARTIAL, words
         )
@@ -444,6 +519,23 @@ def run_search(
     if elsewhere and terms:
         outcome.elsewhere = _elsewhere(db, terms, filters)
     return outcome
+
+
+def _in_order(
+    db: Database, hits: Iterable[Hit], key: Callable[[Hit], tuple[Any, ...]]
+) -> list[Hit]:
+    """``hits`` sorted by ``key``, equal keys by session ID: sessions that score the same
+    (a fork and its origin hold the same words) come in the order every build of the
+    index gives, not in the order their rows were written, so a rebuilt index answers
+    as the live one does. Only tied sessions' IDs are looked up."""
+    hits = list(hits)
+    counts = Counter(key(h) for h in hits)
+    tied = [h.session_rowid for h in hits if counts[key(h)] > 1]
+    names: dict[int, str] = {}
+    if tied:
+        ids = ", ".join(str(int(rowid)) for rowid in tied)
+        names = dict(db.execute(f"SELECT id, session_id FROM sessions WHERE id IN ({ids})"))
+    return sorted(hits, key=lambda h: (*key(h), names.get(h.session_rowid, "")))
 
 
 def _too_short(text: str) -> bool:

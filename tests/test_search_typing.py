@@ -1,0 +1,149 @@
+"""The picker's search while a word is typed (``typing``): a word too common to rank in a
+keystroke lists the sessions of its newest messages, newest first, after the ranked title
+hits; a cold build numbers messages oldest session first, which is what that walks; and
+sessions that score the same come in one order whatever order the index was built in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import sessiondex.query.search as search_module
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.refresh import refresh
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import run_search, search
+from tests.builders import ConfigTree
+
+ALL = Filters(scope="all")
+DAY = 86_400.0
+BASE = 1_700_000_000.0
+
+
+def common_word_tree(root: Path) -> tuple[ConfigTree, list[str], str]:
+    """Six sessions whose replies say "wombat" (one of them often, so it ranks best by
+    bm25) but whose prompts do not (prompts are metadata, ranked as titles are), a
+    seventh titled "Wombat", and one without the word; written a day apart, in projects
+    whose names sort against their age."""
+    tree = ConfigTree(root)
+    said = []
+    for day in range(6):
+        s = tree.session(cwd=f"/w/p{9 - day}", start=f"2026-01-{day + 1:02d}T00:00:00.000Z")
+        s.user("what did we find?")
+        s.assistant("wombat wombat wombat wombat" if day == 0 else f"a wombat on day {day}")
+        s.user("thanks")
+        s.write(mtime=BASE + day * DAY)
+        said.append(s.session_id)
+    titled = tree.session(cwd="/w/t", start="2025-06-01T00:00:00.000Z")
+    titled.user("something else entirely")
+    titled.meta("custom-title", customTitle="Wombat census")
+    titled.write(mtime=BASE - 100 * DAY)
+    other = tree.session(cwd="/w/o", start="2026-02-01T00:00:00.000Z")
+    other.user("nothing to see")
+    other.write(mtime=BASE + 30 * DAY)
+    return tree, said, titled.session_id
+
+
+@pytest.mark.parametrize(
+    ("rank_limit", "limit", "expected"),
+    [
+        # fewer matches than the limit: ranked by relevance, as `search` ranks
+        (100, 50, "ranked"),
+        # more: the title hit first, then the sessions by last activity, newest first
+        (3, 50, "newest"),
+        # a page of three: the title hit and the two newest
+        (3, 3, "newest"),
+    ],
+)
+def test_a_common_word_typed_lists_the_newest_sessions_after_title_hits(
+    tmp_path: Path, monkeypatch, rank_limit: int, limit: int, expected: str
+) -> None:
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", rank_limit)
+    tree, said, titled = common_word_tree(tmp_path / "claude")
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    page = Filters(scope="all", limit=limit)
+    typed = [r["session_id"] for r in run_search(db, "wombat", page, typing=True).rows]
+    ranked = [r["session_id"] for r in search(db, "wombat", page)]
+    if expected == "ranked":
+        assert typed == ranked
+    else:
+        assert typed == ([titled, *said[::-1]])[:limit]
+        assert typed != ranked[:limit] or limit < 3
+    # a big enough page holds exactly the sessions `search` finds
+    everything = Filters(scope="all", limit=1000)
+    assert {r["session_id"] for r in run_search(db, "wombat", everything, typing=True).rows} == {
+        r["session_id"] for r in search(db, "wombat", everything)
+    }
+    db.close()
+
+
+def test_the_newest_answer_marks_each_sessions_newest_matching_message(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", 1)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a")
+    s.user("what lives here?")
+    s.assistant("the first platypus")
+    s.user("and then?")
+    s.assistant("the last platypus")
+    s.user("thanks")
+    s.write(mtime=BASE)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = run_search(db, "platypus", Filters(scope="all", limit=50), typing=True).rows
+    assert len(rows) == 1 and "last [platypus]" in rows[0]["snippet"]
+    db.close()
+
+
+def test_a_cold_build_numbers_messages_oldest_session_first(tmp_path: Path) -> None:
+    """Project dirs and session IDs sort against the sessions' age; message rowids still
+    follow the transcripts' last writes, and each subagent follows its own session."""
+    tree = ConfigTree(tmp_path / "claude")
+    made = []
+    for age in range(5):
+        s = tree.session(cwd=f"/w/z{9 - age}")
+        s.user(f"session of age {age}")
+        if age == 2:
+            sub = s.subagent(agent_id="a1", tool_use_id="toolu_1")
+            sub.user("the subagent's task")
+        s.write(mtime=BASE + age * DAY)
+        made.append(s.session_id)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    order = [
+        sid
+        for (sid,) in db.execute(
+            "SELECT s.session_id FROM messages m JOIN sessions s ON s.id = m.session_rowid"
+            " ORDER BY m.id"
+        )
+    ]
+    firsts = list(dict.fromkeys(order))
+    assert firsts == made
+    kinds = [k for (k,) in db.execute("SELECT f.kind FROM files f ORDER BY f.id")]
+    assert kinds.index("subagent") == 3  # right after its main, the third session
+    db.close()
+
+
+def test_equal_scores_come_in_one_order_however_the_index_was_built(tmp_path: Path) -> None:
+    """Sessions with the same words and the same last activity tie on score and
+    recency; a live index (sessions added one refresh at a time, newest first) and a
+    cold build order them alike: by session ID."""
+    tree = ConfigTree(tmp_path / "claude")
+    sessions = []
+    for i in range(4):
+        s = tree.session(cwd=f"/w/{i}", start="2026-03-01T00:00:00.000Z")
+        s.user("identical echidna words")
+        sessions.append(s)
+    live = open_db(tmp_path / "live.db")
+    for i, s in enumerate(reversed(sessions)):
+        s.write(mtime=BASE + i)
+        refresh(live, [tree.root])
+    cold = open_db(tmp_path / "cold.db")
+    refresh(cold, [tree.root])
+    answers = [[r["session_id"] for r in search(db, "echidna", ALL)] for db in (live, cold)]
+    assert answers[0] == answers[1] == sorted(s.session_id for s in sessions)
+    live.close()
+    cold.close()
