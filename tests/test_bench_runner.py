@@ -133,3 +133,18 @@ def test_missing_rg_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.Mo
         row = bench.rows[name]
         assert "rg not found" in row.note
         assert row.ratio is None and row.met is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmHWM is Linux's")
+def test_the_build_peak_rss_is_the_childs_own_not_the_benchs(tmp_path: Path) -> None:
+    """A child started from a big parent inherits the parent's high-water mark in its
+    ``ru_maxrss`` (vfork + exec); the figure must be the build's own."""
+    corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=5).parent
+    ballast = bytearray(400 << 20)
+    for offset in range(0, len(ballast), 4096):  # touched, so resident
+        ballast[offset] = 1
+    result = runner.build_in_child(tmp_path / "i.db", [corpus])
+    assert result["sessions"] == 12
+    assert result["peak_rss_bytes"] < 300 << 20, result
+    assert result["peak_rss_bytes"] == result["vmhwm_kib"] * 1024
+    del ballast
