@@ -41,9 +41,8 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
     for root in roots:
         for found in iter_found(root):
             row = known.get(found.path)
-            st = found.stat
             if row is None or not stat_settled(
-                row[1:], st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+                row[1:], found.size, found.mtime_ns, found.inode, found.device
             ):
                 return False
             seen += 1

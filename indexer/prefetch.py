@@ -7,13 +7,14 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
 from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.parse import ParsedTail, parse_tail
-from sessiondex.transcripts.discover import MAIN, TranscriptFile
+from sessiondex.transcripts.discover import MAIN, Found, TranscriptFile
 
 
 @dataclass
@@ -94,7 +95,9 @@ class Prefetcher:
     # already keep both busy).
     WORKERS = 1
 
-    def __init__(self, files: list[TranscriptFile], include_tools: bool) -> None:
+    def __init__(self, files: Sequence[Found], include_tools: bool) -> None:
+        """Parse ``files`` in this order; each becomes a :class:`TranscriptFile` only when
+        it is sent (the refresh holds every new file of a cold build)."""
         self._pool = self._start_pool()
         self._pending = collections.deque(files)
         self._include_tools = include_tools
@@ -123,8 +126,8 @@ class Prefetcher:
             size = self._pending[0].size
             if self._futures and self._bytes_in_flight + size > self.WINDOW_BYTES:
                 return
-            tf = self._pending.popleft()
-            future = self._pool.submit(parse_new_file, tf, self._include_tools)
+            found = self._pending.popleft()
+            future = self._pool.submit(parse_new_file, found.file(), self._include_tools)
             self._futures.append((future, size))
             self._bytes_in_flight += size
 

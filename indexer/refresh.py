@@ -168,9 +168,8 @@ def refresh(
         if path not in seen and remove_path(db, path):
             stats.removed += 1
     group = CommitGroup(db)
-    new_files = [found.file() for found in files if found.path not in known]
-    new_by_path = {str(tf.path): tf for tf in new_files}
-    new_bytes = sum(tf.size for tf in new_files)
+    new_files = [found for found in files if found.path not in known]
+    new_bytes = sum(found.size for found in new_files)
     big = new_bytes >= PREFETCH_MIN_BYTES
     prefetcher = Prefetcher(new_files, tools) if big else None
     # Rebuilding FTS costs the whole index's text: worth it only when most is new.
@@ -180,7 +179,6 @@ def refresh(
         bulk.__enter__()
         for done, found in enumerate(files, 1):
             stat_row = known.get(found.path)
-            st = found.stat
             if stat_row is not None and stat_settled(
                 (
                     stat_row["size"],
@@ -189,17 +187,17 @@ def refresh(
                     stat_row["device"],
                     stat_row["checked_ns"],
                 ),
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ino,
-                st.st_dev,
+                found.size,
+                found.mtime_ns,
+                found.inode,
+                found.device,
             ):
                 stats.files_seen += 1
                 stats.unchanged += 1
                 if progress is not None:
                     progress(done, len(files))
                 continue
-            tf = new_by_path.get(found.path) or found.file()
+            tf = found.file()
             try:
                 if prefetcher is not None and stat_row is None:
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools)
@@ -244,7 +242,7 @@ def oldest_first(files: list[Found]) -> list[Found]:
             units.append([found])
         else:
             units[-1].append(found)
-    units.sort(key=lambda unit: (unit[0].stat.st_mtime_ns, unit[0].path))
+    units.sort(key=lambda unit: (unit[0].mtime_ns, unit[0].path))
     return [found for unit in units for found in unit]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher
-from sessiondex.transcripts.discover import MAIN, TranscriptFile
+from sessiondex.transcripts.discover import MAIN, Found
 
 MB = 1 << 20
 
@@ -28,15 +28,19 @@ class InlinePool(Executor):
         pass
 
 
-def _files(sizes: list[int]) -> list[TranscriptFile]:
+def _files(sizes: list[int]) -> list[Found]:
     return [
-        TranscriptFile(
-            path=Path(f"/c/projects/k/{i:08d}-0000-4000-8000-000000000000.jsonl"),
+        Found(
+            path=f"/c/projects/k/{i:08d}-0000-4000-8000-000000000000.jsonl",
             root=Path("/c"),
             project_key="k",
             session_id=f"{i:08d}-0000-4000-8000-000000000000",
             kind=MAIN,
+            agent_id=None,
             size=size,
+            mtime_ns=0,
+            inode=i,
+            device=1,
         )
         for i, size in enumerate(sizes)
     ]
@@ -78,12 +82,12 @@ def test_the_window_is_bounded_by_files_and_bytes(case: str, monkeypatch) -> Non
     prefetcher = Prefetcher(files, include_tools=False)
     seen_files, seen_bytes = [len(prefetcher._futures)], [prefetcher._bytes_in_flight]
     taken = []
-    for tf in files:
-        taken.append(prefetcher.take(tf).tf)
+    for found in files:
+        taken.append(prefetcher.take(found.file()).tf)
         seen_files.append(len(prefetcher._futures))
         seen_bytes.append(prefetcher._bytes_in_flight)
     prefetcher.close()
-    assert taken == files  # every file, in order
+    assert taken == [found.file() for found in files]  # every file, in order
     for count, size in zip(seen_files, seen_bytes):
         assert count <= window and (size <= window_bytes or count == 1)
     assert max(seen_files) == most_files
