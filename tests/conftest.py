@@ -29,8 +29,16 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Choose this run's base temp dir (the controller only: xdist workers are handed a
-    subdirectory of it). A fresh directory per run, so two runs never clear each other's."""
-    if config.option.basetemp or hasattr(config, "workerinput"):
+    subdirectory of it). A fresh directory per run, so two runs never clear each other's.
+
+    Also compile sessiondex's modules to bytecode once, as ``pip install`` does: the
+    suite starts hundreds of ``sessiondex`` processes, and with an editable install under
+    ``PYTHONDONTWRITEBYTECODE`` (set on the CI machines) each one compiled every module
+    it imported (~35 ms a process)."""
+    if hasattr(config, "workerinput"):
+        return
+    _compile_package()
+    if config.option.basetemp:
         return
     parent = os.environ.get("SESSIONDEX_TEST_TMP") or str(RAM_TMP)
     if parent == "default" or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
@@ -40,6 +48,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _OWN_BASETEMP = pytest.StashKey[str]()
+
+
+def _compile_package() -> None:
+    import compileall
+
+    import sessiondex
+
+    # as imported: an editable install links the files into its own tree
+    compileall.compile_dir(os.path.dirname(sessiondex.__file__), quiet=1)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
