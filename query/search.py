@@ -263,18 +263,31 @@ def _newest_message_hits(
             rows = cursor.fetchmany(batch)
             if not rows:
                 break
-            ids = ", ".join(str(rowid) for rowid, _ in rows)
-            owners = {
-                r[0]: (r[1], r[2]) for r in db.execute(owners_sql.replace("{ids}", ids), params)
-            }
-            for rowid, _ in rows:
-                owner = owners.get(rowid)
-                if owner is not None and owner[0] not in best:
-                    best[owner[0]] = Hit(owner[0], 0.0, "message", rowid, owner[1], match)
+            _add_sessions(db, rows, owners_sql, params, best, "message", match)
             batch = min(2 * batch, MAX_BATCH)
         return sorted(best.values(), key=lambda h: -h.activity)[:limit]
     finally:
         cursor.close()
+
+
+def _add_sessions(
+    db: Database,
+    rows: list[tuple[int, float]],
+    owners_sql: str,
+    params: list[Any],
+    best: dict[int, Hit],
+    source: str,
+    match: str,
+) -> None:
+    """Map FTS rows (rowid, score), in the order read, to their sessions in scope
+    (``owners_sql``, see :func:`_ranked_page`); a session not yet in ``best`` gets its
+    first row as its hit."""
+    ids = ", ".join(str(rowid) for rowid, _ in rows)
+    owners = {r[0]: (r[1], r[2]) for r in db.execute(owners_sql.replace("{ids}", ids), params)}
+    for rowid, score in rows:
+        owner = owners.get(rowid)
+        if owner is not None and owner[0] not in best:
+            best[owner[0]] = Hit(owner[0], score, source, rowid, owner[1], match)
 
 
 def _ranked_page(
@@ -305,14 +318,7 @@ def _ranked_page(
         while True:
             ranked = cursor.fetchmany(batch)
             if ranked:
-                ids = ", ".join(str(rowid) for rowid, _ in ranked)
-                owners = {
-                    r[0]: (r[1], r[2]) for r in db.execute(owners_sql.replace("{ids}", ids), params)
-                }
-                for rowid, score in ranked:
-                    owner = owners.get(rowid)
-                    if owner is not None and owner[0] not in best:
-                        best[owner[0]] = Hit(owner[0], score, source, rowid, owner[1], match)
+                _add_sessions(db, ranked, owners_sql, params, best, source, match)
             page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
             if len(ranked) < batch or (len(page) == limit and page[-1].score < ranked[-1][1]):
                 return page  # every match read, or the page is certain
