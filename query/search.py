@@ -13,7 +13,9 @@ and names by prefix instead (:func:`title_prefix_search`); from three letters it
 full search, except that words found in more than :data:`TYPING_RANK_LIMIT` messages
 list the sessions of the newest such messages, newest first, after the ranked title and
 metadata hits (:func:`_newest_message_hits`): ranking that many matches takes longer
-than a keystroke, and a word that common says little about which session is wanted.
+than a keystroke, and a word that common says little about which session is wanted. For
+the same reason a typed query with such a word only finds sessions where one message or
+metadata row holds every word (not words spread over several rows).
 
 **Ranking** is FTS5 bm25 (lower is better). Metadata columns are weighted so that what a
 person named a session outranks what was merely said in it:
@@ -386,6 +388,13 @@ def _find(
         hit.terms = tuple(range(len(terms)))
     if len(terms) < 2:
         return full, {}
+    if typing and limit >= 0 and dialect.name == "sqlite":
+        # Words spread over several rows need each word's every session, ranked: for a
+        # word in more than TYPING_RANK_LIMIT messages that is 0.2-1 s at 20,000
+        # sessions, too slow for a keystroke. Typed, such a query keeps to the rows that
+        # hold every word.
+        if any(_matches_more_than(db, term, TYPING_RANK_LIMIT) for term in terms):
+            return full, {}
     per_term = [
         _best(
             _metadata_hits(db, term, where, params, -1) + _message_hits(db, term, where, params, -1)

@@ -147,3 +147,33 @@ def test_equal_scores_come_in_one_order_however_the_index_was_built(tmp_path: Pa
     assert answers[0] == answers[1] == sorted(s.session_id for s in sessions)
     live.close()
     cold.close()
+
+
+@pytest.mark.parametrize(("rank_limit", "spread_found"), [(100, True), (1, False)])
+def test_typed_words_spread_over_messages_are_left_out_only_when_common(
+    tmp_path: Path, monkeypatch, rank_limit: int, spread_found: bool
+) -> None:
+    """Two words in one reply, or in two replies of a session: `search` finds both
+    sessions; typed, a query with a word too common to rank keeps to the first."""
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", rank_limit)
+    tree = ConfigTree(tmp_path / "claude")
+    together = tree.session(cwd="/w/a")
+    together.user("what now?")
+    together.assistant("the numbat burrow is flooded")
+    together.assistant("the numbat burrow again")
+    together.user("ok")
+    together.write(mtime=BASE)
+    spread = tree.session(cwd="/w/b")
+    spread.user("what now?")
+    spread.assistant("a numbat was seen")
+    spread.assistant("and a burrow nearby")
+    spread.user("ok")
+    spread.write(mtime=BASE + DAY)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    page = Filters(scope="all", limit=50)
+    both = {together.session_id, spread.session_id}
+    assert {r["session_id"] for r in search(db, "numbat burrow", page)} == both
+    typed = {r["session_id"] for r in run_search(db, "numbat burrow", page, typing=True).rows}
+    assert typed == (both if spread_found else {together.session_id})
+    db.close()
