@@ -46,16 +46,16 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    import tempfile
+
     from sqlite_utils import Database
 
     from sessiondex.actions.archive import ArchiveRun, RestoreResult
@@ -74,8 +74,6 @@ if TYPE_CHECKING:
 Sessions = list[dict[str, Any]]  # session objects, as the JSON output prints them
 T = TypeVar("T")
 MessageHits = dict[str, list[str]]  # session file_path → uuids of matching messages
-
-logger = logging.getLogger("sessiondex")
 
 # Seconds a read waits for its turn to refresh before it answers from the index as it is.
 READ_WAIT = 3.0
@@ -183,7 +181,9 @@ class Index:
         if self._notice is not None:
             self._notice(text)
         else:
-            logger.warning(text)
+            import logging  # only here: every command's start-up pays each import
+
+            logging.getLogger("sessiondex").warning(text)
 
     def _on_recover(self, text: str) -> None:
         self._recovered = True
@@ -652,6 +652,8 @@ class Index:
         if self._team is None or found.row.get("id", -1) < 0:
             return build_conversation(found.session)
         if self._scratch is None:
+            import tempfile
+
             self._scratch = tempfile.TemporaryDirectory(prefix="sessiondex-show-")
         session = _materialize(self._team, found, Path(self._scratch.name))
         return build_conversation(session)

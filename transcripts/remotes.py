@@ -10,7 +10,6 @@ are all ``github.com/acme/shop``. One normalizer, used by both sides.
 from __future__ import annotations
 
 import os
-import subprocess
 from urllib.parse import urlsplit, urlunsplit
 
 # git answers these in milliseconds; a hung git (a network filesystem) must not hang us.
@@ -19,6 +18,8 @@ GIT_TIMEOUT_SECONDS = 5
 
 def git(cwd: str, *args: str) -> str | None:
     """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
+    import subprocess  # here: most commands never run git, and the import is ~7 ms
+
     try:
         result = subprocess.run(
             ["git", *args],
