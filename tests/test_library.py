@@ -209,12 +209,15 @@ _LOADED = (
     "    runpy.run_module('sessiondex.cli.main', run_name='__main__')\n"
     "finally:\n"
     "    print('SQLITE_UTILS', 'sqlite_utils' in sys.modules, file=sys.stderr)\n"
+    "    print('STARTUP', sorted(m for m in ('logging', 'tempfile', 'subprocess')"
+    " if m in sys.modules), file=sys.stderr)\n"
 )
 
 
 def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path) -> None:
     """Nothing changed since the last refresh: the command answers from a read-only
-    handle, without sqlite-utils; a changed transcript is still refreshed first."""
+    handle, without sqlite-utils (nor the standard modules only some commands need,
+    each several ms of every start); a changed transcript is still refreshed first."""
     tree = ConfigTree(tmp_path / "claude")
     first = tree.session(cwd="/work/app")
     first.user("the zebrafish parser")
@@ -230,6 +233,7 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
         done = run(*args)
         assert done.returncode == 0, done.stderr
         assert "SQLITE_UTILS False" in done.stderr, args
+        assert "STARTUP []" in done.stderr, (args, done.stderr[-300:])
     assert first.session_id in run("search", "zebrafish", "--scope", "all", "--json").stdout
     second = tree.session(cwd="/work/app")
     second.user("a new zebrafish question")
