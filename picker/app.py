@@ -18,7 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -33,7 +33,6 @@ from sessiondex.picker.model import (
     Listing,
     Loaded,
     PickerOptions,
-    Row,
     filters_for,
     position,
 )
@@ -114,7 +113,8 @@ class PickerScreen(Screen[None]):
         self.search_complete = True
         self.expanded: set[str] = set()
         # recent search answers, for backspacing; emptied whenever the index changes
-        self.search_cache: OrderedDict[Any, tuple[list[Row], dict[str, Any], bool]] = OrderedDict()
+        self.search_cache: OrderedDict[Any, Loaded] = OrderedDict()
+        self.search_newest_first = False
         self.listing: Listing | None = None
         self.generation = 0
         self.painted_generation = 0  # the last load whose rows reached the screen
@@ -189,11 +189,9 @@ class PickerScreen(Screen[None]):
             self.search_cache.clear()
         cached = self.search_cache.get(self._search_key())
         if cached is not None:  # backspace over a query seen a moment ago
-            rows, objects, complete = cached
             self.search_cache.move_to_end(self._search_key())
-            at = position(rows, keep, fallback)
-            loaded = Loaded(self.generation, rows, objects, None, complete, at)
-            self.apply(loaded, offset)
+            at = position(cached.rows, keep, fallback)
+            self.apply(replace(cached, generation=self.generation, cursor=at), offset)
             return
         self.load(self.generation, keep, offset, fallback)
 
@@ -250,13 +248,14 @@ class PickerScreen(Screen[None]):
     def apply(self, loaded: Loaded, offset: int | None) -> None:
         key = self._search_key()
         if key is not None and loaded.listing is None:
-            self.search_cache[key] = (loaded.rows, loaded.objects, loaded.complete)
+            self.search_cache[key] = loaded
             while len(self.search_cache) > SEARCH_CACHE:
                 self.search_cache.popitem(last=False)
         self.is_loading = False
         self.error = None
         self.listing = loaded.listing
         self.search_complete = loaded.complete
+        self.search_newest_first = loaded.newest_first
         self.session_list.replace_objects(loaded.objects)
         self.session_list.generation = loaded.generation
         self.session_list.show_project = self.scope != "worktree"
@@ -312,6 +311,8 @@ class PickerScreen(Screen[None]):
         elif self.query_text.strip():
             more = "" if self.search_complete else "+"
             parts.append(f"{len(rows)}{more} match{'es' if len(rows) != 1 else ''}")
+            if self.search_newest_first:  # a word too common to rank as it is typed
+                parts.append("newest first")
         else:
             parts.append(f"{len(rows)} session{'s' if len(rows) != 1 else ''}")
         if rows:

@@ -99,6 +99,7 @@ class Loaded:
     listing: Listing | None
     complete: bool  # False: a search page was full, more may follow
     cursor: int = 0
+    newest_first: bool = False  # a search answered newest first (query/search.py)
 
 
 def position(rows: Sequence[Row], path: str | None, fallback: int = 0) -> int:
@@ -125,7 +126,8 @@ def load(
     """The rows for ``query`` (``Index.search``) or, without one, for the scope
     (``Index.list_order``, with the objects of a screen around the kept row)."""
     if query:
-        found = index.search(query, limit=limit, markers=MARKERS, typing=True, **filters)
+        outcome = index.search_outcome(query, limit=limit, markers=MARKERS, typing=True, **filters)
+        found = outcome.rows
         rows = flat_rows(found)
         return Loaded(
             generation,
@@ -134,6 +136,7 @@ def load(
             None,
             complete=len(found) < limit,
             cursor=position(rows, keep, fallback),
+            newest_first=outcome.newest_first,
         )
     listing = Listing(index.list_order(**filters))
     rows = listing.rows(set(expanded))

@@ -123,6 +123,9 @@ class SearchOutcome:
     kind: str
     words: list[str] = field(default_factory=list)
     elsewhere: dict[str, int] = field(default_factory=dict)
+    #: Some rows are sessions of the newest matching messages, newest first, not ranked
+    #: (a word too common to rank while it is typed, :data:`TYPING_RANK_LIMIT`).
+    newest_first: bool = False
 
     @property
     def matched(self) -> bool:
@@ -165,6 +168,7 @@ class Hit:
     activity: int  # last activity (ms), the tie-break
     match: str = ""  # the FTS query the snippet highlights
     terms: tuple[int, ...] = ()  # indexes of the query terms this session holds
+    recent: bool = False  # from the newest matching messages, not ranked
 
 
 def _weights_sql() -> str:
@@ -267,6 +271,8 @@ def _newest_message_hits(
                 break
             _add_sessions(db, rows, owners_sql, params, best, "message", match)
             batch = min(2 * batch, MAX_BATCH)
+        for hit in best.values():
+            hit.recent = True
         return sorted(best.values(), key=lambda h: -h.activity)[:limit]
     finally:
         cursor.close()
@@ -517,9 +523,9 @@ def run_search(
         full, some = _fts(db, lambda: _find(db, terms, where, params, limit, typing), raw, text)
     if full:
         ranked = _in_order(db, full.values(), lambda h: (h.score, -h.activity))
-        outcome = SearchOutcome(
-            _rows_for(db, ranked[: filters.limit], terms, markers), MATCH, words
-        )
+        page = ranked[: filters.limit]
+        outcome = SearchOutcome(_rows_for(db, page, terms, markers), MATCH, words)
+        outcome.newest_first = any(hit.recent for hit in page)
         return outcome
     if some:
         ranked = _in_order(db, some.values(), lambda h: (-len(h.terms), h.score, -h.activity))

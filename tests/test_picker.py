@@ -621,3 +621,23 @@ def test_a_long_list_is_paged_from_the_index(tmp_path: Path) -> None:
     assert first[0] == count and first[1] < count  # never every object at once
     assert current is not None and shown[-1] == f"Task {count - 1:03d}"
     assert "?" not in shown[-20:]  # the rows on screen have their objects now
+
+
+@pytest.mark.parametrize(("rank_limit", "said"), [(5000, False), (0, True)])
+def test_the_status_line_says_when_a_common_word_is_answered_newest_first(
+    world: PickerWorld, monkeypatch, rank_limit: int, said: bool
+) -> None:
+    """A typed word found in more messages than can be ranked in a keystroke is answered
+    newest first (docs/search.md); the status line says so, since the order changes."""
+    import sessiondex.query.search as search_module
+
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", rank_limit)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, *"heartbeat")
+        return titles(app), screen_text(app)
+
+    _, (shown, text) = drive(world, run)
+    assert "Auth refactor" in shown
+    status = text.splitlines()[0]
+    assert ("newest first" in status) is said, status

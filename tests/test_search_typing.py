@@ -64,8 +64,10 @@ def test_a_common_word_typed_lists_the_newest_sessions_after_title_hits(
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
     page = Filters(scope="all", limit=limit)
-    typed = [r["session_id"] for r in run_search(db, "wombat", page, typing=True).rows]
+    outcome = run_search(db, "wombat", page, typing=True)
+    typed = [r["session_id"] for r in outcome.rows]
     ranked = [r["session_id"] for r in search(db, "wombat", page)]
+    assert outcome.newest_first is (expected == "newest")
     if expected == "ranked":
         assert typed == ranked
     else:
