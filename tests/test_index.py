@@ -377,7 +377,7 @@ LINES = [
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     st.lists(st.sampled_from(range(len(LINES))), min_size=1, max_size=12),

@@ -429,7 +429,7 @@ def _pr_urls(draw: st.DrawFn) -> tuple[str, str, int]:
     return f"https://{host}/{path}", provider, number
 
 
-@settings(max_examples=400)
+@settings(max_examples=250)
 @given(
     _pr_urls(),
     st.sampled_from(["", "/", "/files", "/diff", "#frag", "?q=1", "/commits#x"]),

@@ -766,7 +766,7 @@ class StressWriter(threading.Thread):
 @pytest.mark.parametrize(
     "seconds",
     [
-        pytest.param(6.0, id="ci"),
+        pytest.param(5.0, id="ci"),
         pytest.param(
             90.0,
             id="stress",
