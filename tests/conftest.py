@@ -43,11 +43,36 @@ def pytest_configure(config: pytest.Config) -> None:
     parent = os.environ.get("SESSIONDEX_TEST_TMP") or str(RAM_TMP)
     if parent == "default" or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
         return
-    config.option.basetemp = tempfile.mkdtemp(prefix="sessiondex-tests-", dir=parent)
+    _drop_old_runs(Path(parent))
+    config.option.basetemp = tempfile.mkdtemp(prefix=RUN_PREFIX, dir=parent)
     config.stash[_OWN_BASETEMP] = config.option.basetemp
 
 
 _OWN_BASETEMP = pytest.StashKey[str]()
+RUN_PREFIX = "sessiondex-tests-"
+KEEP_FAILED_RUNS = 3  # as pytest keeps its own last three base temp dirs
+ACTIVE_SECONDS = 6 * 3600  # a run this recent may still be going (stress runs): kept
+
+
+def _drop_old_runs(parent: Path) -> None:
+    """Remove the trees of earlier failed runs beyond the newest few (they live in RAM),
+    leaving any written to within the last six hours, which may belong to a run still
+    going, and anything that is not this user's."""
+    import time
+
+    runs = []
+    for path in parent.glob(RUN_PREFIX + "*"):
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if path.is_dir() and not path.is_symlink() and st.st_uid == os.getuid():
+            runs.append((st.st_mtime, path))
+    runs.sort(reverse=True)
+    now = time.time()
+    for mtime, path in runs[KEEP_FAILED_RUNS:]:
+        if now - mtime > ACTIVE_SECONDS:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _compile_package() -> None:
