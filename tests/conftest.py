@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,6 @@ def _drop_old_runs(parent: Path) -> None:
     """Remove the trees of earlier failed runs beyond the newest few (they live in RAM),
     leaving any written to within the last six hours, which may belong to a run still
     going, and anything that is not this user's."""
-    import time
-
     runs = []
     for path in parent.glob(RUN_PREFIX + "*"):
         try:
