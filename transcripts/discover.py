@@ -94,21 +94,18 @@ def _named_ok(name: str, skipped: Counter[str] | None) -> bool:
     return False
 
 
+def _found(
+    path: str, root: Path, key: str, sid: str, kind: str, agent: str | None, st: os.stat_result
+) -> Found:
+    return Found(
+        path, root, key, sid, kind, agent, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+    )
+
+
 def _make(
     path: str, root: Path, key: str, sid: str, kind: str, agent: str | None, st: os.stat_result
 ) -> TranscriptFile:
-    return TranscriptFile(
-        path=Path(path),
-        root=root,
-        project_key=key,
-        session_id=sid,
-        kind=kind,
-        agent_id=agent,
-        size=st.st_size,
-        mtime_ns=st.st_mtime_ns,
-        inode=st.st_ino,
-        device=st.st_dev,
-    )
+    return _found(path, root, key, sid, kind, agent, st).file()
 
 
 def iter_subagent_files(
@@ -254,9 +251,7 @@ def iter_found(root: Path, skipped: Counter[str] | None = None) -> Iterator[Foun
     check before a reading command (``indexer/freshness.py``) compare stats first."""
     for key in iter_project_keys(root, skipped):
         for path, sid, kind, agent, st in _scan_project(root, key, True, skipped):
-            yield Found(
-                path, root, key, sid, kind, agent, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
-            )
+            yield _found(path, root, key, sid, kind, agent, st)
 
 
 def iter_transcripts(
