@@ -154,8 +154,7 @@ def refresh(
     found_files: list[Found] = []
     for root in roots:
         found_files.extend(iter_found(root, skipped=stats.problems))
-    files = oldest_first(found_files)
-    seen = {found.path for found in files}
+    seen = {found.path for found in found_files}
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
         "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
@@ -168,7 +167,10 @@ def refresh(
         if path not in seen and remove_path(db, path):
             stats.removed += 1
     group = CommitGroup(db)
-    new_files = [found for found in files if found.path not in known]
+    # Known files in discovery order, then the new ones oldest first (only they get new
+    # rowids; sorting every file would tax each no-change refresh).
+    new_files = oldest_first([found for found in found_files if found.path not in known])
+    files = [found for found in found_files if found.path in known] + new_files
     new_bytes = sum(found.size for found in new_files)
     big = new_bytes >= PREFETCH_MIN_BYTES
     prefetcher = Prefetcher(new_files, tools) if big else None
@@ -230,7 +232,9 @@ def refresh(
 
 def oldest_first(files: list[Found]) -> list[Found]:
     """Transcripts in the order of their sessions' last write, oldest first, each main
-    transcript still followed by its subagents (``iter_found``'s units).
+    transcript still followed by its subagents (``iter_found``'s units). A subagent
+    listed without its main (the main is indexed already) joins the unit before it: it
+    needs only its main's row, which exists.
 
     New rows get growing rowids, so a cold build in this order numbers the messages as
     the appends of a live index would: the newest conversations get the highest rowids,
