@@ -75,12 +75,9 @@ def _drop_old_runs(parent: Path) -> None:
 
 
 def _compile_package() -> None:
-    import compileall
+    from bench.runner import ensure_bytecode  # the bench's own step, the same reason
 
-    import sessiondex
-
-    # as imported: an editable install links the files into its own tree
-    compileall.compile_dir(os.path.dirname(sessiondex.__file__), quiet=1)
+    ensure_bytecode()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
