@@ -55,13 +55,14 @@ PAGE_SIZE = 16384
 WAL_CHECKPOINT_BYTES = 1000 * 4096
 DATA_TABLES = (
     "messages",
-    "session_search",
     "pr_mentions",
     "pr_links",
     "branches",
     "sessions",
     "files",
+    "text_dicts",  # last: deleting messages decodes their bodies (the FTS delete trigger)
 )
+FTS_TABLES = ("messages_fts", "session_search_fts")
 
 
 def default_db_path(environ: dict[str, str] | None = None) -> Path:
@@ -244,7 +245,9 @@ def prepare(db: Database) -> Database:
     register(db.conn)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if db.execute("PRAGMA page_count").fetchone()[0] == 0:
-        db.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # only before the file has a page
+        # Both only take effect before the file has a page.
+        db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+        db.execute("PRAGMA auto_vacuum = INCREMENTAL")  # see bulk.give_back_free_pages
     if db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
         with write_turn(db):  # changing the journal mode needs the database to itself
             db.enable_wal()
@@ -275,6 +278,11 @@ def clear_index(db: Database) -> None:
     with immediate(db):
         for table in DATA_TABLES:
             db.execute(f"DELETE FROM {table}")
+        # The delete triggers told FTS5 what each row held by today's rules
+        # (``fts_text`` through the view ``session_search``); an index derived by older
+        # rules indexed other tokens. Emptying the FTS tables outright leaves none behind.
+        for fts in FTS_TABLES:
+            db.execute(f"INSERT INTO {fts}({fts}) VALUES ('delete-all')")
         # archive_dirs is configuration (where cleanup --archive put sessions), not derived.
         db.execute(
             "DELETE FROM meta WHERE key NOT IN ('derivation_version', 'archive_dirs', 'archive_last_run')"
@@ -304,6 +312,8 @@ def release_space(db: Database) -> None:
         return  # VACUUM cannot run inside a transaction: the caller's to finish
     try:
         with write_turn(db):
+            # An index made before auto_vacuum was set becomes incremental here.
+            db.execute("PRAGMA auto_vacuum = INCREMENTAL")
             if not _vacuum_into_new_pages(db):
                 db.execute("VACUUM")
     except sqlite3.Error:

@@ -31,10 +31,9 @@ from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.meta import get_meta, immediate
 from sessiondex.indexer.objects import build_object, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, stat_settled
+from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
-from sessiondex.indexer.text import fts_text
-from sessiondex.indexer.textstore import encode
+from sessiondex.indexer.textstore import current_dictionary, packer
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 from sessiondex.transcripts.pr_urls import PullRequest
 
@@ -51,7 +50,6 @@ def _delete_file_rows(db: Database, file_id: int) -> None:
 def _delete_session(db: Database, session_rowid: int) -> None:
     for table in ("messages", "pr_mentions", "pr_links", "branches"):
         db.execute(f"DELETE FROM {table} WHERE session_rowid = ?", [session_rowid])
-    db.execute("DELETE FROM session_search WHERE id = ?", [session_rowid])
     db.execute("DELETE FROM sessions WHERE id = ?", [session_rowid])
     db.execute("DELETE FROM files WHERE session_rowid = ? AND kind != 'main'", [session_rowid])
 
@@ -96,10 +94,6 @@ def derived_texts(
     return " ".join(branches) or None, pr_text
 
 
-def _search_values(row: dict[str, Any]) -> list[str | None]:
-    return [fts_text(row[c]) if isinstance(row.get(c), str) else None for c in SESSION_FTS_COLUMNS]
-
-
 # A plain INSERT: the unique (file_id, line_offset) index turns a double ingest into an
 # error that rolls the file back (and is retried), never into duplicate rows.
 _MESSAGE_INSERT = (
@@ -108,27 +102,29 @@ _MESSAGE_INSERT = (
 )
 
 
-def _message_rows(session_rowid: int, file_id: int, parsed: ParsedTail) -> list[tuple[Any, ...]]:
+def _message_rows(
+    db: Database, session_rowid: int, file_id: int, parsed: ParsedTail
+) -> list[tuple[Any, ...]]:
     """``parsed``'s messages as ``_MESSAGE_INSERT`` rows, each text stored as its body
-    (compressed here unless the parsing process already did it)."""
-    if parsed.encoded:
+    (compressed here, against the index's dictionary, unless the parsing process already
+    did it)."""
+    if parsed.encoded or not parsed.messages:
         return [(session_rowid, file_id, *m) for m in parsed.messages]
+    encode = packer(current_dictionary(db.conn)).encode
     return [
         (session_rowid, file_id, uuid, kind, ts, encode(str(text)), offset)
         for uuid, kind, ts, text, offset in parsed.messages
     ]
 
 
-_SEARCH_INSERT = (
-    f"INSERT INTO session_search (id, {', '.join(SESSION_FTS_COLUMNS)}) "
-    f"VALUES (?, {', '.join('?' for _ in SESSION_FTS_COLUMNS)})"
-)
-
-
 def _write_session_search(db: Database, session_rowid: int) -> None:
-    """Refresh the session's FTS row from ``sessions`` and its link/branch tables."""
-    row = _session_row(db, session_rowid)
-    if row is None:
+    """Refresh the session's searchable branch and PR texts from its link/branch tables
+    (the triggers on ``sessions`` re-index the session when they or another searchable
+    column changed)."""
+    stored = db.execute(
+        "SELECT branches_text, pr_text FROM sessions WHERE id = ?", [session_rowid]
+    ).fetchone()
+    if stored is None:
         return
     branches = [
         r[0]
@@ -140,18 +136,12 @@ def _write_session_search(db: Database, session_rowid: int) -> None:
         "SELECT url, number, repository FROM pr_links WHERE session_rowid = ? ORDER BY id",
         [session_rowid],
     ).fetchall()
-    row["branches_text"], row["pr_text"] = derived_texts(branches, links)
-    values = _search_values(row)
-    db.execute(
-        "UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
-        [row["branches_text"], row["pr_text"], session_rowid],
-    )
-    current = db.execute("SELECT * FROM session_search WHERE id = ?", [session_rowid]).fetchone()
-    if current is not None and list(current[1:]) == values:
-        return
-    # DELETE then INSERT: REPLACE's implicit delete would not fire the FTS delete trigger.
-    db.execute("DELETE FROM session_search WHERE id = ?", [session_rowid])
-    db.execute(_SEARCH_INSERT, [session_rowid, *values])
+    texts = derived_texts(branches, links)
+    if texts != tuple(stored):
+        db.execute(
+            "UPDATE sessions SET branches_text = ?, pr_text = ? WHERE id = ?",
+            [*texts, session_rowid],
+        )
 
 
 def _write_new_session(
@@ -215,14 +205,13 @@ def _write_new_session(
         f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
         list(row.values()),
     )
-    db.conn.executemany(_MESSAGE_INSERT, _message_rows(rowid, rowid, parsed))
+    db.conn.executemany(_MESSAGE_INSERT, _message_rows(db, rowid, rowid, parsed))
     db.conn.executemany(
         "INSERT INTO branches (session_rowid, branch) VALUES (?, ?)",
         [(rowid, b) for b in state.new_branches],
     )
     _insert_prs(db, "pr_links", rowid, rowid, state.new_pr_links)
     _insert_prs(db, "pr_mentions", rowid, rowid, parsed.mentions)
-    db.execute(_SEARCH_INSERT, [rowid, *_search_values(row)])
     stats.bytes_read += parsed.bytes_read
     stats.messages += len(parsed.messages)
     stats.bad_lines += sum(problems.values())
@@ -462,7 +451,7 @@ def apply_tail(
         parsed = parse_tail(
             stream, tf.size, offset, state, known_branches, known_links, include_tools, scanned
         )
-    db.conn.executemany(_MESSAGE_INSERT, _message_rows(session_rowid, file_id, parsed))
+    db.conn.executemany(_MESSAGE_INSERT, _message_rows(db, session_rowid, file_id, parsed))
     problems.update(parsed.problems)
     bad_lines += sum(parsed.problems.values())
     stats.bytes_read += parsed.bytes_read

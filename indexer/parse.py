@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.text import fts_text
-from sessiondex.indexer.textstore import encode
 from sessiondex.transcripts import reader as _reader
 from sessiondex.transcripts.pr_urls import PullRequest
 from sessiondex.transcripts.reader import PROBLEM_TOO_LONG, RecordReader, classify
@@ -87,7 +87,7 @@ def parse_tail(
     known_links: set[str],
     include_tools: bool,
     scanned: int = 0,
-    encode_texts: bool = False,
+    encoder: Callable[[str], str | bytes] | None = None,
 ) -> ParsedTail:
     """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
     reading: later bytes wait for the next pass).
@@ -96,10 +96,11 @@ def parse_tail(
     line still being written is then searched for its end only in the bytes after it,
     and a line already known to be too long is skipped without reading it again.
 
-    ``encode_texts``: store-ready bodies (compressed) instead of texts, for the parsing
-    process of a cold build when it has time the writer has not (``indexer/prefetch.py``).
+    ``encoder`` (``textstore.Packer.encode``): store-ready bodies (compressed) instead
+    of texts, for the parsing process of a cold build when it has time the writer has
+    not (``indexer/prefetch.py``).
     """
-    store = encode if encode_texts else _as_is
+    store = encoder or _as_is
     problems: Counter[str] = Counter()
     bytes_read = 0
     if offset < scanned <= size:
@@ -164,5 +165,5 @@ def parse_tail(
         reader.problems,
         bytes_read + reader.bytes_read,
         size,
-        encode_texts,
+        encoder is not None,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.parse import ParsedTail, parse_tail
+from sessiondex.indexer.textstore import packer
 from sessiondex.transcripts.discover import MAIN, Found, TranscriptFile
 
 
@@ -26,21 +27,24 @@ class Prefetched:
 
 
 # In the parsing worker: the writer's wish that this process compress the message texts
-# (a shared byte, set by Prefetcher.take).
+# (a shared byte, set by Prefetcher.take), and the dictionary to compress them against.
 _encode_texts: Any = None
+_dictionary: bytes | None = None
 
 
-def _exit_with_parent(parent: int, encode_texts: Any = None) -> None:
+def _exit_with_parent(
+    parent: int, encode_texts: Any = None, dictionary: bytes | None = None
+) -> None:
     """Parsing worker's initializer: end the worker once its parent is gone (and keep
-    the shared compress-here flag).
+    the shared compress-here flag and the index's dictionary).
 
     A parent killed with SIGKILL cannot shut the pool down, and the worker would wait
     on its call queue forever (it holds both ends of it), keeping the dead command's
     stdout/stderr open too.
     """
 
-    global _encode_texts
-    _encode_texts = encode_texts
+    global _encode_texts, _dictionary
+    _encode_texts, _dictionary = encode_texts, dictionary
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -58,9 +62,10 @@ def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
             st = os.fstat(stream.fileno())
             tf = tf.restat(st)
             state = SessionState() if tf.kind == MAIN else None
-            encode = _encode_texts is not None and bool(_encode_texts.value)
+            here = _encode_texts is not None and bool(_encode_texts.value)
+            encoder = packer(_dictionary).encode if here else None
             parsed = parse_tail(
-                stream, tf.size, 0, state, set(), set(), include_tools, encode_texts=encode
+                stream, tf.size, 0, state, set(), set(), include_tools, encoder=encoder
             )
     except OSError as exc:
         return Prefetched(tf, error=exc.strerror or str(exc))
@@ -95,17 +100,20 @@ class Prefetcher:
     # already keep both busy).
     WORKERS = 1
 
-    def __init__(self, files: Sequence[Found], include_tools: bool) -> None:
+    def __init__(
+        self, files: Sequence[Found], include_tools: bool, dictionary: bytes | None = None
+    ) -> None:
         """Parse ``files`` in this order; each becomes a :class:`TranscriptFile` only when
-        it is sent (the refresh holds every new file of a cold build)."""
-        self._pool = self._start_pool()
+        it is sent (the refresh holds every new file of a cold build). Texts the parser
+        compresses are compressed against ``dictionary`` (the index's)."""
+        self._pool = self._start_pool(dictionary)
         self._pending = collections.deque(files)
         self._include_tools = include_tools
         self._futures: collections.deque[tuple[Any, int]] = collections.deque()
         self._bytes_in_flight = 0
         self._fill()
 
-    def _start_pool(self) -> Executor:
+    def _start_pool(self, dictionary: bytes | None) -> Executor:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
@@ -118,7 +126,7 @@ class Prefetcher:
             max_workers=self.WORKERS,
             mp_context=context,
             initializer=_exit_with_parent,
-            initargs=(os.getpid(), self._encode_texts),
+            initargs=(os.getpid(), self._encode_texts, dictionary),
         )
 
     def _fill(self) -> None:

@@ -20,6 +20,7 @@ from sessiondex.indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exp
     MIGRATION_SET,
     SESSION_FTS_COLUMNS,
 )
+from sessiondex.indexer.textstore import FTS_FUNCTION
 from sessiondex.indexer.textstore import FUNCTION as TEXT_FUNCTION
 
 migrations = Migrations(MIGRATION_SET)
@@ -260,4 +261,56 @@ def m007_compressed_message_text(db: Database) -> None:
     db.execute(
         "CREATE TRIGGER messages_au AFTER UPDATE ON messages BEGIN"
         f" {delete.format(old)}; {insert.format(new)}; END"
+    )
+
+
+@migrations()
+def m008_session_search_view(db: Database) -> None:
+    """``session_search`` becomes a view of ``sessions`` instead of a table holding a
+    second copy of its searchable columns (the first prompt above all: 5.5 of the
+    text-heavy bench index's 128 MB). The view applies ``fts_text`` through the SQL
+    function :data:`~sessiondex.indexer.textstore.FTS_FUNCTION`, so FTS5 reads exactly
+    what the table held, and the triggers move to ``sessions``. Their update trigger
+    fires only when a searchable column changes, as writing the table did: a counter or
+    object update does not re-index the session. The trigger names stay (a bulk build
+    drops and restores ``session_search_ai`` by name, indexer/bulk.py)."""
+    for trigger in ("session_search_ai", "session_search_ad", "session_search_au"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP TABLE IF EXISTS session_search_fts")
+    db.execute("DROP TABLE IF EXISTS session_search")
+    columns = ", ".join(f"{FTS_FUNCTION}({c}) AS {c}" for c in SESSION_FTS_COLUMNS)
+    db.execute(f"CREATE VIEW session_search AS SELECT id, {columns} FROM sessions")
+    names = ", ".join(SESSION_FTS_COLUMNS)
+    db.execute(
+        f"CREATE VIRTUAL TABLE session_search_fts USING fts5({names},"
+        f" content='session_search', content_rowid='id', tokenize='{FTS_TOKENIZER}')"
+    )
+
+    def values(prefix: str) -> str:
+        return ", ".join(f"{FTS_FUNCTION}({prefix}.{c})" for c in SESSION_FTS_COLUMNS)
+
+    insert = f"INSERT INTO session_search_fts(rowid, {names}) VALUES (new.id, {values('new')})"
+    delete = (
+        f"INSERT INTO session_search_fts(session_search_fts, rowid, {names})"
+        f" VALUES ('delete', old.id, {values('old')})"
+    )
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in SESSION_FTS_COLUMNS)
+    db.execute(f"CREATE TRIGGER session_search_ai AFTER INSERT ON sessions BEGIN {insert}; END")
+    db.execute(f"CREATE TRIGGER session_search_ad AFTER DELETE ON sessions BEGIN {delete}; END")
+    db.execute(
+        f"CREATE TRIGGER session_search_au AFTER UPDATE OF {names} ON sessions"
+        f" WHEN {changed} BEGIN {delete}; {insert}; END"
+    )
+    db.execute("INSERT INTO session_search_fts(session_search_fts) VALUES ('rebuild')")
+
+
+@migrations()
+def m009_text_dictionaries(db: Database) -> None:
+    """The Zstandard dictionaries message bodies are compressed against
+    (indexer/textstore.py): trained on a sample of the history's messages at a cold
+    build; ``zstd_id`` is the ID each frame names. Derived, like the rows that use them
+    (DERIVATION_VERSION 8 re-stores every body)."""
+    db.execute(
+        "CREATE TABLE text_dicts (id INTEGER PRIMARY KEY, zstd_id INTEGER NOT NULL UNIQUE,"
+        " content BLOB NOT NULL)"
     )

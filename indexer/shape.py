@@ -10,8 +10,9 @@ from __future__ import annotations
 
 # Bump when a derivation rule changes (what a row holds), not the table shape.
 # 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut
-# (text.py); 7: message text stored compressed (m007, textstore.py)
-DERIVATION_VERSION = 7
+# (text.py); 7: message text stored compressed (m007, textstore.py); 8: Zstandard
+# against a trained dictionary (m009)
+DERIVATION_VERSION = 8
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -39,6 +40,8 @@ MIGRATION_NAMES = (
     "m005_fork_origin_index",
     "m006_entrypoint_window",
     "m007_compressed_message_text",
+    "m008_session_search_view",
+    "m009_text_dictionaries",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

@@ -1,5 +1,5 @@
-"""How message text is stored in the index: the one encoder, the one decoder, and the SQL
-function that every connection to the index gets.
+"""How message text is stored in the index: the one encoder, the one decoder, the
+dictionary they share, and the SQL functions that every connection to the index gets.
 
 Message text is most of a text-heavy index (100 M characters of prose for a 440 MB
 history), and FTS5's ``snippet()`` needs it back verbatim. So ``messages.body`` holds it
@@ -12,75 +12,244 @@ hand it the text to add or remove (docs/index.md#message-text).
 A body is one of (the storage class says which, no guessing):
 
 * ``TEXT``: the text itself, for texts under :data:`COMPRESS_MIN_BYTES` of UTF-8 (a
-  deflate stream has a floor of a few bytes and saves nothing there) and for texts that
-  do not shrink;
-* ``BLOB``: a marker byte naming the codec, then its payload. :data:`DEFLATE` is raw
-  deflate (zlib without its 6 bytes of header and checksum: SQLite pages are checked
-  by SQLite). New markers can be added without touching old rows.
+  compressed frame has a floor of a few bytes and saves nothing there) and for texts
+  that do not shrink;
+* ``BLOB``: a marker byte naming the codec, then its payload. :data:`ZSTD` is a
+  Zstandard frame, with no checksum (SQLite checks its pages) and, when the index has
+  one, compressed against the index's dictionary (the frame names it by its ID);
+  :data:`DEFLATE` (raw deflate, what indexes of schema m007 wrote) is still read. New
+  markers can be added without touching old rows.
+
+Why Zstandard with a dictionary: a message is a few KB, too short for any compressor to
+learn its vocabulary from the message alone. A dictionary trained on a sample of the
+history's own messages (:func:`train`, once per cold build: table ``text_dicts``) gives
+it that vocabulary up front. Measured on the text-heavy bench's 104 MB of message text:
+raw deflate level 1 stored 51.9 MB; Zstandard level 3 with a 64 KiB dictionary ~39 MB,
+in a third of deflate's CPU time. Python 3.14 has Zstandard in its standard library
+(``compression.zstd``); before it, ``backports.zstd`` is the same module.
 
 Compression runs where the text is made (``indexer/parse.py``), so on a cold build it
-happens in the parsing process, not in the writer.
+mostly happens in the parsing process, not in the writer.
 
-Without the function a connection can still read every other column, but not
-``message_text``, ``snippet()`` on ``messages_fts``, or write ``messages`` (its triggers
-call it): :func:`register` is called wherever a connection to the index is made
-(``indexer/db.py`` for ours and for one a library caller passes to ``Index``; the web
-view's Datasette through its ``prepare_connection`` hook).
+Without the functions a connection can still read every other column, but not
+``message_text``, ``session_search``, ``snippet()``, or write ``messages`` and
+``sessions`` (their triggers call them): :func:`register` is called wherever a
+connection to the index is made (``indexer/db.py`` for ours and for one a library caller
+passes to ``Index``; the web view's Datasette through its ``prepare_connection`` hook).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import zlib
+from collections.abc import Iterable
+from functools import cache
 from typing import Any
+
+from sessiondex.indexer.text import fts_text
 
 #: The SQL function that turns a stored body back into its text.
 FUNCTION = "sessiondex_text"
+#: The SQL function that turns a session's searchable column into its text as indexed
+#: (``indexer/text.py`` ``fts_text``): the view ``session_search`` applies it to
+#: ``sessions``, so that metadata is stored once (schema m008).
+FTS_FUNCTION = "sessiondex_fts"
 #: Texts shorter than this (UTF-8 bytes) are stored as they are.
 COMPRESS_MIN_BYTES = 128
-#: Marker byte of a raw deflate body.
+#: Marker byte of a raw deflate body (read only: schema m007's bodies).
 DEFLATE = 0x01
-#: zlib level 1: measured on the text-heavy bench's 104 MB of message text, level 6
-#: stores 2.3% fewer bytes for ~25% more compression time (which a cold build pays in
-#: its parsing process, the slower of its two).
-LEVEL = 1
 _WBITS = -15  # raw deflate, 32 KiB window
+#: Marker byte of a Zstandard frame.
+ZSTD = 0x02
+#: Zstandard level 3 (its default): on the text-heavy bench's messages, with a
+#: dictionary, 11% fewer bytes than level 1 for ~10% more time; higher levels cost
+#: several times the time for a few percent.
+LEVEL = 3
+#: Size of a trained dictionary: 32 KiB stored ~4% more, 112 KiB ~1% less.
+DICT_BYTES = 64 << 10
+#: A sample smaller than this trains no dictionary (Zstandard needs about a hundred
+#: times the dictionary's size to learn one worth having; a small history is small).
+MIN_SAMPLE_BYTES = 1 << 20
+#: A sample is cut at this many bytes of text: more trains no better dictionary.
+MAX_SAMPLE_BYTES = 4 << 20
+
+
+@cache
+def _zstd() -> Any:
+    """The Zstandard module, imported on first use: most commands never decode a body,
+    and its import would be paid by every start-up."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
+    return zstd
+
+
+@cache
+def _zstd_dict(content: bytes) -> Any:
+    """A dictionary ready to use (Zstandard digests it once per object)."""
+    return _zstd().ZstdDict(content)
+
+
+def dictionary_id(content: bytes) -> int:
+    """The ID a trained dictionary carries (and every frame compressed against it)."""
+    return int(_zstd_dict(content).dict_id)
+
+
+class Packer:
+    """Compresses texts into bodies, against one dictionary or none. One compressor is
+    kept and reused: giving Zstandard a dictionary per text would cost more than the
+    compression itself."""
+
+    def __init__(self, dictionary: bytes | None = None) -> None:
+        zstd = _zstd()
+        options = {
+            zstd.CompressionParameter.compression_level: LEVEL,
+            zstd.CompressionParameter.checksum_flag: 0,
+            zstd.CompressionParameter.content_size_flag: 0,
+        }
+        self._compressor = zstd.ZstdCompressor(
+            options=options, zstd_dict=_zstd_dict(dictionary) if dictionary else None
+        )
+        self._end_frame = zstd.ZstdCompressor.FLUSH_FRAME
+
+    def encode(self, text: str) -> str | bytes:
+        """The body stored for ``text``: itself (short or incompressible) or a marked,
+        compressed BLOB. ``decode(encode(t)) == t`` for every ``t``."""
+        raw = text.encode("utf-8")
+        if len(raw) < COMPRESS_MIN_BYTES:
+            return text
+        packed: bytes = self._compressor.compress(raw, self._end_frame)
+        if len(packed) + 1 >= len(raw):
+            return text
+        return bytes((ZSTD,)) + packed
+
+
+@cache
+def packer(dictionary: bytes | None = None) -> Packer:
+    """The packer for ``dictionary`` (made once per process and dictionary)."""
+    return Packer(dictionary)
 
 
 def encode(text: str) -> str | bytes:
-    """The body stored for ``text``: itself (short or incompressible) or a marked,
-    compressed BLOB. ``decode(encode(t)) == t`` for every ``t``."""
-    raw = text.encode("utf-8")
-    if len(raw) < COMPRESS_MIN_BYTES:
-        return text
-    packer = zlib.compressobj(LEVEL, zlib.DEFLATED, _WBITS)
-    packed = packer.compress(raw) + packer.flush()
-    if len(packed) + 1 >= len(raw):
-        return text
-    return bytes((DEFLATE,)) + packed
+    """``text``'s body with no dictionary (what an index without one stores)."""
+    return packer(None).encode(text)
 
 
-def decode(body: Any) -> str | None:
-    """The text of a stored body (NULL stays NULL).
+def train(texts: Iterable[str]) -> bytes | None:
+    """A dictionary trained on these message texts (as indexed), or None when they are
+    too few to train one worth having."""
+    samples: list[bytes] = []
+    total = 0
+    for text in texts:
+        raw = text.encode("utf-8")
+        if len(raw) < COMPRESS_MIN_BYTES:
+            continue
+        samples.append(raw)
+        total += len(raw)
+        if total >= MAX_SAMPLE_BYTES:
+            break
+    if total < MIN_SAMPLE_BYTES:
+        return None
+    zstd = _zstd()
+    try:
+        return bytes(zstd.train_dict(samples, DICT_BYTES).dict_content)
+    except zstd.ZstdError:
+        return None
 
-    A body that does not decode (a damaged row: SQLite's page checks did not catch it)
-    reads as the empty string rather than failing the query: the index is disposable
-    and ``index --rebuild`` restores it, while an error here would stop every search
-    and snippet that meets the row."""
-    if body is None or isinstance(body, str):
-        return body
-    if isinstance(body, (bytes, bytearray, memoryview)):
+
+class Decoder:
+    """The SQL function :data:`FUNCTION` of one connection: it finds the dictionaries
+    that frames name in that connection's ``text_dicts`` (a dictionary added after the
+    connection opened, by another process's cold build, is found too)."""
+
+    def __init__(self, conn: sqlite3.Connection | None) -> None:
+        self._conn = conn
+        self._dicts: dict[int, Any] = {}
+
+    def __call__(self, body: Any) -> str | None:
+        """The text of a stored body (NULL stays NULL).
+
+        A body that does not decode (a damaged row that SQLite's page checks did not
+        catch, or a dictionary gone missing) reads as the empty string rather than
+        failing the query: the index is disposable and ``index --rebuild`` restores it,
+        while an error here would stop every search and snippet that meets the row."""
+        if body is None or isinstance(body, str):
+            return body
+        if not isinstance(body, (bytes, bytearray, memoryview)):
+            return str(body)  # a number: never written by us, shown as SQLite would
         data = bytes(body)
-        if data and data[0] == DEFLATE:
-            try:
+        marker = data[:1]
+        try:
+            if marker == _ZSTD_MARK:
+                frame = data[1:]
+                zstd = _zstd()
+                dict_id = zstd.get_frame_info(frame).dictionary_id
+                zdict = self._dictionary(dict_id) if dict_id else None
+                return str(zstd.decompress(frame, zstd_dict=zdict).decode("utf-8"))
+            if marker == _DEFLATE_MARK:
                 return zlib.decompress(data[1:], _WBITS).decode("utf-8")
-            except (zlib.error, UnicodeDecodeError):
-                return ""
+        except (zlib.error, UnicodeDecodeError, LookupError, sqlite3.Error, _zstd().ZstdError):
+            return ""
         return ""
-    return str(body)  # a number: never written by us, shown as SQLite would
+
+    def _dictionary(self, dict_id: int) -> Any:
+        zdict = self._dicts.get(dict_id)
+        if zdict is None:
+            if self._conn is None:
+                raise LookupError(dict_id)
+            row = self._conn.execute(
+                "SELECT content FROM text_dicts WHERE zstd_id = ?", [dict_id]
+            ).fetchone()
+            if row is None:
+                raise LookupError(dict_id)
+            zdict = self._dicts[dict_id] = _zstd_dict(bytes(row[0]))
+        return zdict
+
+    def remember(self, content: bytes) -> None:
+        """Know ``content`` without reading the table (the process that trained it)."""
+        self._dicts[dictionary_id(content)] = _zstd_dict(content)
+
+
+_ZSTD_MARK = bytes((ZSTD,))
+_DEFLATE_MARK = bytes((DEFLATE,))
+
+
+def decode(body: Any, dictionary: bytes | None = None) -> str | None:
+    """The text of a stored body, outside SQL (tests, tools): ``dictionary`` is the one
+    its frame was compressed against, if any."""
+    decoder = Decoder(None)
+    if dictionary:
+        decoder.remember(dictionary)
+    return decoder(body)
+
+
+def current_dictionary(conn: sqlite3.Connection) -> bytes | None:
+    """The dictionary new bodies are compressed against: the newest in ``text_dicts``
+    (None in an index without one, or of a schema before it)."""
+    try:
+        row = conn.execute("SELECT content FROM text_dicts ORDER BY id DESC LIMIT 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return bytes(row[0]) if row else None
+
+
+def store_dictionary(conn: sqlite3.Connection, content: bytes) -> None:
+    """Add a trained dictionary; new bodies are compressed against it from now on."""
+    conn.execute(
+        "INSERT OR IGNORE INTO text_dicts (zstd_id, content) VALUES (?, ?)",
+        [dictionary_id(content), content],
+    )
 
 
 def register(conn: sqlite3.Connection) -> None:
-    """Give ``conn`` the function the index's view and triggers call. Deterministic:
-    SQLite may use it in indexes and may skip calls whose input it has seen."""
-    conn.create_function(FUNCTION, 1, decode, deterministic=True)
+    """Give ``conn`` the functions the index's views and triggers call. Deterministic:
+    SQLite may use them in indexes and may skip calls whose input it has seen."""
+    conn.create_function(FUNCTION, 1, Decoder(conn), deterministic=True)
+    conn.create_function(FTS_FUNCTION, 1, _fts_value, deterministic=True)
+
+
+def _fts_value(value: Any) -> str | None:
+    """``fts_text`` of a session column (NULL, and anything not text, index as nothing:
+    what the table ``session_search`` held before m008)."""
+    return fts_text(value) if isinstance(value, str) else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import sqlite3
 from pathlib import Path
 
@@ -434,6 +435,139 @@ def test_bulk_build_leaves_one_segment_so_appends_never_merge_big_ones(
         assert not fts_segments_to_merge(db, fts), fts
     check_fts_integrity(db)
     db.close()
+
+
+def test_bulk_build_gives_the_merged_segments_pages_back(tmp_path: Path, monkeypatch) -> None:
+    """The FTS 'optimize' that ends a cold build frees the pages of the segments it
+    merged; a new index is incremental-vacuum, so the build ends with none left over
+    (otherwise a text-heavy index keeps ~5 MB of free pages until later writes)."""
+    import sessiondex.indexer.bulk as bulk
+    import sessiondex.indexer.refresh as ingest
+
+    tree = ConfigTree(tmp_path / "claude")
+    rng = random.Random(4)
+    words = [f"w{n}" for n in range(3000)]
+    for n in range(12):
+        s = _session(tree, cwd=f"/work/p{n % 3}")
+        for _ in range(20):
+            s.user(" ".join(rng.choice(words) for _ in range(300)))
+        s.write()
+    monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1)
+    monkeypatch.setattr(bulk, "REBUILD_HASHSIZE", 512)  # many segments to merge
+    db = open_db(tmp_path / "bulk.db")
+    assert db.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental
+    freed: list[int] = []
+    real = bulk.restore_fts
+
+    def restore_and_count(db_: Database) -> None:
+        real(db_)
+        freed.append(db_.execute("PRAGMA freelist_count").fetchone()[0])
+
+    monkeypatch.setattr(bulk, "restore_fts", restore_and_count)
+    refresh(db, [tree.root])
+    assert freed and freed[0] > 0  # what the merge left: this test sees the vacuum work
+    assert db.execute("PRAGMA freelist_count").fetchone() == (0,)
+    check_fts_integrity(db)
+
+
+def test_a_rebuild_converts_an_index_made_without_auto_vacuum(tmp_path: Path) -> None:
+    root = copy_fixtures(tmp_path)
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.execute("PRAGMA page_size = 16384")
+    old.execute("CREATE TABLE t (x)")  # the file has pages: auto_vacuum is fixed at NONE
+    old.commit()
+    old.close()
+    db = open_db(path)
+    refresh(db, [root])
+    assert db.execute("PRAGMA auto_vacuum").fetchone() == (0,)
+    refresh(db, [root], rebuild=True)
+    assert db.execute("PRAGMA auto_vacuum").fetchone() == (2,)
+    assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] > 0
+
+
+def _fts_segment_rows(db: Database) -> int:
+    return int(db.execute("SELECT count(*) FROM session_search_fts_data").fetchone()[0])
+
+
+def test_session_metadata_is_indexed_once_and_reindexed_only_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    """``session_search`` is a view of ``sessions`` (m008): the title is searchable,
+    a new title replaces the old in the FTS index, and an append that changes no
+    searchable column (only counters and times) does not re-index the session."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    s.user("first question about caching")
+    s.meta("custom-title", customTitle="Zanzibar migration")
+    path = s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    assert db.execute(
+        "SELECT type FROM sqlite_master WHERE name = 'session_search'"
+    ).fetchone() == ("view",)
+
+    def titled(word: str) -> int:
+        return int(
+            db.execute(
+                "SELECT count(*) FROM session_search_fts WHERE session_search_fts MATCH ?",
+                [f"custom_title: {word}"],
+            ).fetchone()[0]
+        )
+
+    assert titled("zanzibar") == 1
+    with db.conn:
+        db.execute("INSERT INTO session_search_fts(session_search_fts) VALUES ('optimize')")
+    segments = _fts_segment_rows(db)
+    for change in ("+ 1", "- 1"):  # a counter changes; a searchable one is set, unchanged
+        with db.conn:
+            db.execute(
+                f"UPDATE sessions SET message_count = message_count {change},"
+                " custom_title = custom_title, first_prompt = first_prompt"
+            )
+    assert _fts_segment_rows(db) == segments
+    append_records(
+        path,
+        [{"type": "custom-title", "customTitle": "Kilimanjaro rollout", "sessionId": s.session_id}],
+    )
+    refresh(db, [tree.root])
+    assert (titled("zanzibar"), titled("kilimanjaro")) == (0, 1)
+    check_fts_integrity(db)
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "new.db")
+
+
+def test_an_index_of_schema_m007_keeps_its_session_search_answers(tmp_path: Path) -> None:
+    """m008 replaces the ``session_search`` table by the view and re-indexes from
+    ``sessions``: what the old table held (``fts_text`` of the same columns) is found."""
+    from sessiondex.indexer import schema
+    from sessiondex.indexer.shape import DERIVATION_VERSION
+    from sessiondex.indexer.textstore import register
+
+    path = tmp_path / "old.db"
+    old = Database(path)
+    register(old.conn)
+    schema.migrations.apply(old, stop_before="m008_session_search_view")
+    old.execute(
+        "INSERT INTO sessions (id, root, project_key, session_id, file_path, custom_title,"
+        " first_prompt) VALUES (1, '/r', 'k', 's', '/r/k/s.jsonl', 'Quokka audit',"
+        " 'why does the 数据库 fail')"
+    )
+    old.execute(
+        "INSERT INTO session_search (id, custom_title, first_prompt)"
+        " VALUES (1, 'Quokka audit', 'why does the 数 据 库 fail')"
+    )
+    old.execute(
+        "INSERT INTO meta (key, value) VALUES ('derivation_version', ?)",
+        [str(DERIVATION_VERSION)],
+    )
+    old.conn.commit()
+    old.close()
+    db = open_db(path)
+    for query in ("quokka", '"数 据"'):
+        assert db.execute(
+            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?", [query]
+        ).fetchall() == [(1,)], query
+    check_fts_integrity(db)
 
 
 def test_reader_limit_keeps_memory_bounded_on_a_huge_line(tmp_path: Path, monkeypatch) -> None:

@@ -73,7 +73,7 @@ def test_the_window_is_bounded_by_files_and_bytes(case: str, monkeypatch) -> Non
     monkeypatch.setattr(Prefetcher, "WINDOW", window)
     monkeypatch.setattr(Prefetcher, "WINDOW_BYTES", window_bytes)
 
-    def start_inline(self: Prefetcher) -> InlinePool:
+    def start_inline(self: Prefetcher, dictionary: bytes | None) -> InlinePool:
         self._encode_texts = SimpleNamespace(value=0)
         return InlinePool()
 

@@ -533,7 +533,7 @@ def test_two_bulk_cold_builds_at_once_keep_fts_whole(
     from sessiondex.indexer.prefetch import parse_new_file
 
     class InlinePrefetcher:  # the parsing process, in this process: same items
-        def __init__(self, files: list[Any], include_tools: bool) -> None:
+        def __init__(self, files: list[Any], include_tools: bool, dictionary: Any = None) -> None:
             self.include_tools = include_tools
 
         def take(self, tf: Any) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,7 +23,19 @@ from sessiondex.indexer.parse import parse_tail
 from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.shape import DERIVATION_VERSION, FTS_TOKENIZER
 from sessiondex.indexer.text import fts_text
-from sessiondex.indexer.textstore import COMPRESS_MIN_BYTES, DEFLATE, FUNCTION, decode, encode
+from sessiondex.indexer.textstore import (
+    COMPRESS_MIN_BYTES,
+    FUNCTION,
+    ZSTD,
+    Packer,
+    current_dictionary,
+    decode,
+    dictionary_id,
+    encode,
+    packer,
+    store_dictionary,
+    train,
+)
 from sessiondex.transcripts.discover import iter_transcripts
 from tests.builders import ConfigTree
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
@@ -62,7 +75,52 @@ def test_every_kind_of_text_round_trips(text: str) -> None:
     if len(text.encode()) < COMPRESS_MIN_BYTES:
         assert body == text  # stored as it is
     if isinstance(body, bytes):
-        assert body[0] == DEFLATE and len(body) < len(text.encode())
+        assert body[0] == ZSTD and len(body) < len(text.encode())
+
+
+def _prose(rng: random.Random, n_bytes: int) -> list[str]:
+    """Message-like texts over a small vocabulary, ``n_bytes`` of them in all."""
+    words = PROSE.split() + [f"word{n}" for n in range(400)] + RANDOM_WORDS.split()
+    texts, total = [], 0
+    while total < n_bytes:
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(30, 600)))
+        texts.append(text)
+        total += len(text)
+    return texts
+
+
+@pytest.fixture(scope="module")
+def dictionary() -> bytes:
+    trained = train(_prose(random.Random(5), 1_300_000))
+    assert trained is not None
+    return trained
+
+
+@pytest.mark.parametrize("text", list(TEXTS.values()), ids=list(TEXTS))
+def test_every_kind_of_text_round_trips_with_a_dictionary(text: str, dictionary: bytes) -> None:
+    body = Packer(dictionary).encode(text)
+    assert decode(body, dictionary) == text
+    if isinstance(body, bytes):  # the frame names its dictionary: without it, no text
+        assert decode(body) == ""
+
+
+def test_a_dictionary_stores_message_text_in_fewer_bytes(dictionary: bytes) -> None:
+    texts = _prose(random.Random(6), 300_000)
+    plain = sum(len(encode(t)) for t in texts)
+    trained = sum(len(Packer(dictionary).encode(t)) for t in texts)
+    assert trained < plain * 0.9, (trained, plain)
+
+
+def test_too_little_text_trains_no_dictionary() -> None:
+    assert train(_prose(random.Random(8), 200_000)) is None
+    assert train([]) is None
+
+
+def test_bodies_of_the_previous_codec_still_read() -> None:
+    """m007 stored raw deflate behind marker 0x01."""
+    packer_ = zlib.compressobj(1, zlib.DEFLATED, -15)
+    body = b"\x01" + packer_.compress(PROSE.encode() * 3) + packer_.flush()
+    assert decode(body) == PROSE * 3
 
 
 @pytest.mark.parametrize("text", list(TEXTS.values()), ids=list(TEXTS))
@@ -79,8 +137,26 @@ def test_every_kind_of_text_round_trips_through_sqlite(text: str) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b"", b"\x01", b"\x01not deflate", b"\x02unknown marker", b"\x01" + b"\xff" * 40],
-    ids=["empty blob", "marker only", "bad stream", "unknown marker", "garbage"],
+    [
+        b"",
+        b"\x01",
+        b"\x01not deflate",
+        b"\x02",
+        b"\x02not a frame",
+        encode(PROSE * 4)[:-6],  # type: ignore[index]
+        b"\x09unknown marker",
+        b"\x01" + b"\xff" * 40,
+    ],
+    ids=[
+        "empty blob",
+        "marker only",
+        "bad stream",
+        "zstd marker only",
+        "bad frame",
+        "truncated frame",
+        "unknown marker",
+        "garbage",
+    ],
 )
 def test_a_damaged_body_reads_as_empty_not_as_an_error(body: bytes) -> None:
     assert decode(body) == ""
@@ -185,16 +261,26 @@ def test_deleting_or_rewriting_a_file_leaves_no_stale_hits(tmp_path: Path) -> No
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "r.db")
 
 
-def test_the_parsing_process_and_the_writer_store_the_same_bodies(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_dictionary", [False, True], ids=["no dictionary", "dictionary"])
+def test_the_parsing_process_and_the_writer_store_the_same_bodies(
+    tmp_path: Path, dictionary: bytes, with_dictionary: bool
+) -> None:
     """Texts compressed by the parser (cold build, parser ahead) or by the writer are the
-    same rows."""
+    same rows: both use the index's dictionary."""
     tree = _tree(tmp_path)
+    db = open_db(tmp_path / "i.db")
+    used = dictionary if with_dictionary else None
+    if used:
+        store_dictionary(db.conn, used)
+    assert current_dictionary(db.conn) == used
     for tf in iter_transcripts(tree.root):
         with open(tf.path, "rb") as stream:
             plain = parse_tail(stream, tf.size, 0, None, set(), set(), False)
-            packed = parse_tail(stream, tf.size, 0, None, set(), set(), False, encode_texts=True)
+            packed = parse_tail(
+                stream, tf.size, 0, None, set(), set(), False, encoder=packer(used).encode
+            )
         assert packed.encoded and not plain.encoded
-        assert _message_rows(1, 2, plain) == _message_rows(1, 2, packed)
+        assert _message_rows(db, 1, 2, plain) == _message_rows(db, 1, 2, packed)
 
 
 def test_a_prefetched_file_is_compressed_in_the_parser_when_asked(
@@ -280,3 +366,69 @@ def test_text_heavy_history_stores_its_text_in_fewer_bytes(tmp_path: Path) -> No
         " FROM messages m JOIN message_text t ON t.id = m.id"
     ).fetchone()
     assert stored < text * 0.6, (stored, text)
+
+
+def _wordy_tree(tmp_path: Path, sessions: int, seed: int) -> ConfigTree:
+    tree = ConfigTree(tmp_path / "claude")
+    rng = random.Random(seed)
+    for n in range(sessions):
+        s = tree.session(cwd=f"/work/p{n % 4}")
+        for text in _prose(rng, 12_000):
+            s.user(text[:400])
+            s.assistant(text + f" planted{n}")
+        s.write()
+    return tree
+
+
+def test_a_cold_build_trains_a_dictionary_and_every_writer_uses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold build (the parsing process, bulk FTS) trains the index's dictionary on a
+    sample of its new files; every body, whoever compressed it, reads back; a connection
+    opened before the dictionary existed finds it; later appends use it; a rebuild
+    trains a new one and forgets the old."""
+    import sessiondex.indexer.refresh as refresh_module
+    import sessiondex.indexer.textstore as textstore
+
+    monkeypatch.setattr(refresh_module, "PREFETCH_MIN_BYTES", 1)
+    monkeypatch.setattr(textstore, "MIN_SAMPLE_BYTES", 100_000)
+    tree = _wordy_tree(tmp_path, 30, seed=11)
+    path = tmp_path / "i.db"
+    open_db(path).close()  # the index exists, with no dictionary yet
+    early = sqlite3.connect(path)
+    sessiondex.prepare_connection(early)
+    assert early.execute("SELECT count(*) FROM text_dicts").fetchone() == (0,)
+    db = open_db(path)
+    refresh(db, [tree.root])
+    (trained,) = db.execute("SELECT zstd_id FROM text_dicts").fetchone()
+    frames = [
+        bytes(b)[1:] for (b,) in db.execute("SELECT body FROM messages WHERE typeof(body) = 'blob'")
+    ]
+    assert frames
+    named = {textstore._zstd().get_frame_info(f).dictionary_id for f in frames}
+    assert named == {trained}
+    assert dictionary_id(current_dictionary(db.conn) or b"") == trained
+    check_fts_integrity(db)
+    (hits,) = early.execute(
+        "SELECT count(*) FROM message_text WHERE text LIKE '%planted7'"
+    ).fetchone()
+    assert hits > 1
+    # an append goes through the writer: compressed against the same dictionary
+    s = tree.session(cwd="/work/p9")
+    s.user("a late prompt " + PROSE * 8 + " lateword")
+    s.write()
+    refresh(db, [tree.root])
+    (late,) = db.execute(
+        "SELECT m.body FROM messages m JOIN message_text t ON t.id = m.id"
+        " WHERE t.text LIKE '%lateword'"
+    ).fetchone()
+    assert textstore._zstd().get_frame_info(bytes(late)[1:]).dictionary_id == trained
+    assert sessiondex.Index(path, [tree.root], refresh=False).search("lateword", scope="all")
+    # a rebuild starts over: one dictionary, every body readable, same answers
+    before = index_snapshot(db)
+    refresh(db, [tree.root], rebuild=True)
+    assert db.execute("SELECT count(*) FROM text_dicts").fetchone() == (1,)
+    assert index_snapshot(db) == before
+    check_fts_integrity(db)
+    early.close()
+    db.close()

@@ -170,12 +170,21 @@ def test_fixture_index_opens_in_sqlite_utils_with_fts(tmp_path: Path) -> None:
     summary = json.loads(result.stdout)
     assert summary["sessions"] == 23 and summary["bad_lines"] == 1
     db = sqlite_utils.Database(db_path)
-    assert db["session_search"].detect_fts() == "session_search_fts"
-    # Message text is stored compressed: a connection of one's own reads it (the view
-    # message_text, snippet()) once sessiondex.prepare_connection gave it the function.
+    assert set(db.table_names(fts5=True)) == {"messages_fts", "session_search_fts"}
+    # Message text is stored compressed, and the searchable session metadata is a view
+    # of ``sessions``: a connection of one's own reads them (message_text,
+    # session_search, snippet()) once sessiondex.prepare_connection gave it the functions.
     with pytest.raises(sqlite3.OperationalError, match="no such function: sessiondex_text"):
         db.execute("SELECT text FROM message_text").fetchall()
+    with pytest.raises(sqlite3.OperationalError, match="no such function: sessiondex_fts"):
+        db.execute("SELECT custom_title FROM session_search").fetchall()
     sessiondex.prepare_connection(db.conn)
+    titles = db.execute(
+        "SELECT s.custom_title FROM session_search_fts f JOIN session_search s"
+        " ON s.id = f.rowid WHERE session_search_fts MATCH 'custom_title:' || ?",
+        ["refactor"],
+    ).fetchall()
+    assert sorted(titles) == [("Auth refactor",), ("Auth refactor (fork)",)]
     hits = db.execute(
         "SELECT t.text, snippet(messages_fts, 0, '[', ']', '…', 8) FROM messages_fts"
         " JOIN message_text t ON t.id = messages_fts.rowid WHERE messages_fts MATCH ?",
