@@ -8,6 +8,7 @@ defined here (:func:`display_title`) and nowhere else.
 
 from __future__ import annotations
 
+import functools
 import shlex
 import time
 from collections.abc import Iterable, Sequence
@@ -92,7 +93,13 @@ def with_config_dir(command: str, config_dir: str) -> str:
     ``VAR=x cd d && claude`` the variable reaches only ``cd``. The last ``claude
     --resume`` is the command (a quoted cwd may hold those words too)."""
     head, sep, tail = command.rpartition("claude --resume ")
-    return f"{head}CLAUDE_CONFIG_DIR={shlex.quote(config_dir)} {sep}{tail}"
+    return f"{head}CLAUDE_CONFIG_DIR={_quoted(config_dir)} {sep}{tail}"
+
+
+@functools.lru_cache(maxsize=64)
+def _quoted(path: str) -> str:
+    """``shlex.quote`` of a config dir: a listing quotes the same few for every row."""
+    return shlex.quote(path)
 
 
 def activity_ms(row: dict[str, Any]) -> int:

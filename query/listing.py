@@ -24,18 +24,24 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             forks.setdefault(origin, []).append(row)
         else:
             top.append(row)
+    if not forks:  # most listings: nothing to move
+        return top
     out: list[dict[str, Any]] = []
 
     def emit(row: dict[str, Any], depth: int) -> None:
         out.append(row)
-        if depth < 8:
-            for child in forks.pop(row["session_id"], []):
+        if depth < _MAX_DEPTH:
+            for child in forks.pop(row["session_id"], ()):
                 emit(child, depth + 1)
 
     for row in top:
-        emit(row, 0)
-    for rest in forks.values():  # fork cycles: keep every row
-        out.extend(r for r in rest if r not in out)
+        if row["session_id"] in forks:
+            emit(row, 0)
+        else:
+            out.append(row)
+    placed = {id(r) for r in out}
+    for rest in forks.values():  # fork cycles and deeper chains: keep every row
+        out.extend(r for r in rest if id(r) not in placed)
     return out
 
 

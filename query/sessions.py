@@ -76,16 +76,15 @@ _FIELD_SET = frozenset(SESSION_FIELDS)
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Session objects for rows: the stored JSON, built afresh where missing or damaged,
     with the resume command finished for this reader (:func:`finish_resume_commands`)."""
-    stored = {id(r): _stored_object(r.get("object_json")) for r in rows}
-    missing = [r for r in rows if stored[id(r)] is None]
-    if missing and "file_size" not in missing[0]:  # lean listing rows: load them whole
-        ids = ", ".join(str(int(r["id"])) for r in missing)
-        missing = select_rows(db, f"s.id IN ({ids})")
-    built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    objects = []
-    for r in rows:
-        obj = stored[id(r)]
-        objects.append(obj if obj is not None else built[r["id"]])
+    stored = [_stored_object(r.get("object_json")) for r in rows]
+    built: dict[int, dict[str, Any]] = {}
+    missing = [r for r, obj in zip(rows, stored) if obj is None]
+    if missing:
+        if "file_size" not in missing[0]:  # lean listing rows: load them whole
+            ids = ", ".join(str(int(r["id"])) for r in missing)
+            missing = select_rows(db, f"s.id IN ({ids})")
+        built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
+    objects = [built[r["id"]] if obj is None else obj for r, obj in zip(rows, stored)]
     finish_resume_commands(objects, [bool(r.get("archived")) for r in rows])
     return objects
 
