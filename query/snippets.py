@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from sessiondex.indexer.text import _CJK
+from sessiondex.indexer.text import _CJK, may_hold_cjk
 
 # What snippet() is asked to put around a match: noncharacters, which text never holds
 # in practice, so the inversion can tell them from the text and then swap in the real
@@ -46,7 +46,7 @@ def _break_pattern() -> re.Pattern[str]:
 
 def original_text(stored: str) -> str:
     """Undo ``fts_text`` exactly (on whole texts or on cuts of them, markers included)."""
-    if stored.isascii() or _group_pattern().search(stored) is None:
+    if not may_hold_cjk(stored) or _group_pattern().search(stored) is None:
         # No CJK character, so nothing was spaced (the markers stay where they are): the
         # usual case, which the character walk below made ~0.1 ms a snippet.
         return stored

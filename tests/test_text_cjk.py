@@ -1,0 +1,57 @@
+"""The cheap CJK pre-test (indexer/text.py ``may_hold_cjk``): it may say yes where there
+is no CJK character (then the exact pattern decides), never no where there is one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessiondex.indexer.text import _CJK, _run_pattern, fts_text, may_hold_cjk
+from sessiondex.query.snippets import original_text
+
+CASES = {
+    "empty": ("", False),
+    "ascii": ("fix the flaky test", False),
+    "latin accents": ("café crème déjà vu", False),
+    "cyrillic": ("исправь ошибку в тесте", False),
+    "greek": ("διόρθωσε το σφάλμα", False),
+    "arabic": ("أصلح الخطأ", False),
+    "devanagari": ("त्रुटि ठीक करें", False),
+    "thai": ("แก้ไขข้อผิดพลาด", False),
+    "hiragana": ("テストを直して", True),
+    "chinese": ("修复测试", True),
+    "hangul": ("테스트 수정", True),
+    "half-width katakana": ("ﾃｽﾄ", True),
+    "compatibility ideograph": ("\uf900", True),
+    "emoji (no CJK, still yes: the pattern decides)": ("deploy 🚀", True),
+    "lone surrogate (yes: the pattern decides)": ("bad \ud800 escape", True),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES.values(), ids=list(CASES))
+def test_may_hold_cjk(text: str, expected: bool) -> None:
+    assert may_hold_cjk(text) is expected
+    if _run_pattern().search(text):
+        assert may_hold_cjk(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8")))
+def test_never_no_where_there_is_cjk(text: str) -> None:
+    if _run_pattern().search(text):
+        assert may_hold_cjk(text)
+
+
+@pytest.mark.parametrize("text", ["修复测试 in café", "ошибка 修复", "テスト ok 🚀"])
+def test_cjk_spacing_still_round_trips(text: str) -> None:
+    stored = fts_text(text)
+    assert stored != text  # spaced
+    assert original_text(stored) == text
+
+
+def test_every_cjk_range_edge_is_seen() -> None:
+    edges = [c for pair in _CJK.split("-") for c in pair]  # "a-bc-d..." → endpoints
+    for char in edges:
+        if _run_pattern().search(char):
+            assert may_hold_cjk(char), hex(ord(char))
