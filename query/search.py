@@ -58,6 +58,7 @@ from sessiondex.query.listing import place_forks
 from sessiondex.query.prs import sessions_for_pr
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
+    LISTING_COLUMNS,
     activity_ms,
     display_title,
     select_rows,
@@ -468,7 +469,11 @@ def _rows_for(
     by_rowid = {h.session_rowid: h for h in ranked}
     rows = {
         r["id"]: r
-        for r in select_rows(db, f"s.id IN ({', '.join(str(rowid) for rowid in by_rowid)})")
+        for r in select_rows(
+            db,
+            f"s.id IN ({', '.join(str(rowid) for rowid in by_rowid)})",
+            columns=LISTING_COLUMNS,
+        )
     }
     # The hits and the rows are two queries: a watcher may remove or rewrite a session
     # in between, and a hit whose row is gone is dropped (it was a KeyError).
@@ -617,7 +622,12 @@ def title_prefix_search(
         newest = newest[:limit]
     if not newest:
         return SearchOutcome([], NONE, [word])
-    rows = {r["id"]: r for r in select_rows(db, f"s.id IN ({', '.join(map(str, newest))})")}
+    rows = {
+        r["id"]: r
+        for r in select_rows(
+            db, f"s.id IN ({', '.join(map(str, newest))})", columns=LISTING_COLUMNS
+        )
+    }
     ordered = place_forks([rows[rowid] for rowid in newest if rowid in rows])
     hits = [Hit(r["id"], 0.0, "meta", r["id"], 0, match) for r in ordered]
     snippets = _snippets(db, hits, markers)
