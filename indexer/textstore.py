@@ -43,7 +43,7 @@ from __future__ import annotations
 import sqlite3
 import zlib
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from sessiondex.indexer.text import fts_text
@@ -85,9 +85,10 @@ def _zstd() -> Any:
     return zstd
 
 
-@cache
+@lru_cache(maxsize=8)
 def _zstd_dict(content: bytes) -> Any:
-    """A dictionary ready to use (Zstandard digests it once per object)."""
+    """A dictionary ready to use (Zstandard digests it once per object). Bounded: a
+    long-running watcher sees a new dictionary at every rebuild of its index."""
     return _zstd().ZstdDict(content)
 
 
@@ -125,9 +126,10 @@ class Packer:
         return bytes((ZSTD,)) + packed
 
 
-@cache
+@lru_cache(maxsize=4)
 def packer(dictionary: bytes | None = None) -> Packer:
-    """The packer for ``dictionary`` (made once per process and dictionary)."""
+    """The packer for ``dictionary`` (made once per process and dictionary; the few
+    most recent are kept, each holds a compression context)."""
     return Packer(dictionary)
 
 
