@@ -33,6 +33,7 @@ from sessiondex.indexer.meta import immediate, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher, parse_new_file
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
+from sessiondex.indexer import textstore
 from sessiondex.indexer.textstore import current_dictionary, store_dictionary, train
 from sessiondex.transcripts.discover import MAIN, Found, describe_path, iter_found
 
@@ -48,8 +49,8 @@ def dictionary_for(db: Database, new_files: list[Found], include_tools: bool) ->
     spread over them (projects and years differ in vocabulary), and stored.
 
     ~0.3 s on the 440 MB text-heavy bench corpus, once; a history too small to train one
-    (``textstore.MIN_SAMPLE_BYTES`` of text) stays without, and so does an index that
-    grew by small refreshes (its next rebuild trains one: docs/index.md#message-text)."""
+    (``textstore.MIN_SAMPLE_BYTES`` of text) stays without until
+    :func:`train_from_index` finds enough (docs/index.md#message-text)."""
     existing = current_dictionary(db.conn)
     if existing is not None or not new_files:
         return existing
@@ -251,6 +252,8 @@ def refresh(
             prefetcher.close()
         group.close(failure)
         bulk.__exit__(None, None, None)  # restores the FTS triggers either way
+    if stats.messages and not big:
+        train_from_index(db)
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
     with immediate(db):
@@ -277,6 +280,35 @@ def oldest_first(files: list[Found]) -> list[Found]:
             units[-1].append(found)
     units.sort(key=lambda unit: (unit[0].mtime_ns, unit[0].path))
     return [found for unit in units for found in unit]
+
+
+def train_from_index(db: Database) -> None:
+    """Train the index's dictionary from its own newest messages, once it holds enough
+    text and has none: an index that grew by small refreshes and appends (a history
+    under the cold build's 64 MB, or a watcher running since the index was new) would
+    otherwise never get one. Bodies already stored stay as they are (they read the
+    same); new ones are compressed against it."""
+    if current_dictionary(db.conn) is not None:
+        return
+    (stored,) = db.execute("SELECT coalesce(sum(length(body)), 0) FROM messages").fetchone()
+    if stored < textstore.MIN_SAMPLE_BYTES:  # compressed bytes: the text is at least this much
+        return
+    cursor = db.execute("SELECT text FROM message_text ORDER BY id DESC")
+    texts: list[str] = []
+    total = 0
+    try:
+        while total < textstore.MAX_SAMPLE_BYTES:
+            batch = cursor.fetchmany(256)
+            if not batch:
+                break
+            texts.extend(text for (text,) in batch if text)
+            total += sum(len(text) for (text,) in batch if text)
+    finally:
+        cursor.close()
+    dictionary = train(texts)
+    if dictionary is not None:
+        with immediate(db):
+            store_dictionary(db.conn, dictionary)
 
 
 def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats) -> str:

@@ -432,3 +432,40 @@ def test_a_cold_build_trains_a_dictionary_and_every_writer_uses_it(
     check_fts_integrity(db)
     early.close()
     db.close()
+
+
+def test_an_index_grown_by_small_refreshes_trains_its_dictionary_once_it_has_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cold build ever happened (each refresh below the prefetch threshold): once the
+    index holds enough text, a refresh trains the dictionary from the stored messages;
+    the bodies written before it still read, new ones use it, and the answers equal a
+    rebuild's."""
+    import sessiondex.indexer.textstore as textstore
+
+    monkeypatch.setattr(textstore, "MIN_SAMPLE_BYTES", 150_000)
+    tree = ConfigTree(tmp_path / "claude")
+    rng = random.Random(21)
+    db = open_db(tmp_path / "i.db")
+    trained_after = None
+    for n in range(40):
+        s = tree.session(cwd=f"/work/p{n % 3}")
+        for text in _prose(rng, 8_000):
+            s.user(text + f" step{n}")
+        s.write()
+        refresh(db, [tree.root])
+        if trained_after is None and current_dictionary(db.conn) is not None:
+            trained_after = n
+    assert trained_after is not None and 0 < trained_after < 39
+    (dict_id,) = db.execute("SELECT zstd_id FROM text_dicts").fetchone()
+    named = {
+        textstore._zstd().get_frame_info(bytes(b)[1:]).dictionary_id
+        for (b,) in db.execute("SELECT body FROM messages WHERE typeof(body) = 'blob'")
+    }
+    assert named == {0, dict_id}  # the early bodies without, the later ones with it
+    for n in (0, trained_after, 39):
+        assert sessiondex.Index(tmp_path / "i.db", [tree.root], refresh=False).search(
+            f"step{n}", scope="all"
+        ), n
+    check_fts_integrity(db)
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "new.db")
