@@ -298,6 +298,26 @@ def test_a_prefetched_file_is_compressed_in_the_parser_when_asked(
     assert all(isinstance(m[3], str) for m in item.parsed.messages)
 
 
+def test_the_parsing_process_compresses_against_the_dictionary_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dictionary: bytes
+) -> None:
+    """The dictionary the parsing worker keeps (``Prefetcher(..., dictionary)`` hands
+    it to the worker's initializer) is what its bodies are compressed against."""
+    import sessiondex.indexer.textstore as textstore
+
+    tree = _tree(tmp_path)
+    tf = next(t for t in iter_transcripts(tree.root) if t.size > 2000)
+    monkeypatch.setattr(prefetch, "_encode_texts", SimpleNamespace(value=1))
+    monkeypatch.setattr(prefetch, "_dictionary", dictionary)
+    item = prefetch.parse_new_file(tf, False)
+    assert item.parsed is not None and item.parsed.encoded
+    frames = [m[3] for m in item.parsed.messages if isinstance(m[3], bytes)]
+    assert frames
+    zstd = textstore._zstd()
+    assert {zstd.get_frame_info(f[1:]).dictionary_id for f in frames} == {dictionary_id(dictionary)}
+    assert all(decode(f, dictionary) for f in frames)
+
+
 def test_a_connection_of_ones_own_needs_the_function(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     _index(tmp_path, tree).close()
