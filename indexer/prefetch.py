@@ -106,6 +106,7 @@ class Prefetcher:
         """Parse ``files`` in this order; each becomes a :class:`TranscriptFile` only when
         it is sent (the refresh holds every new file of a cold build). Texts the parser
         compresses are compressed against ``dictionary`` (the index's)."""
+        self.dictionary = dictionary
         self._pool = self._start_pool(dictionary)
         self._pending = collections.deque(files)
         self._include_tools = include_tools

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from sessiondex.indexer import textstore
 from sessiondex.indexer.archive_ingest import refresh_archives
 from sessiondex.indexer.bulk import BulkFts
 from sessiondex.indexer.db import clear_index, release_space
@@ -33,7 +34,6 @@ from sessiondex.indexer.meta import immediate, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher, parse_new_file
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
-from sessiondex.indexer import textstore
 from sessiondex.indexer.textstore import current_dictionary, store_dictionary, train
 from sessiondex.transcripts.discover import MAIN, Found, describe_path, iter_found
 
@@ -70,9 +70,18 @@ def dictionary_for(db: Database, new_files: list[Found], include_tools: bool) ->
 
 
 def ingest_prefetched(
-    db: Database, item: Prefetched, stats: RefreshStats, include_tools: bool
+    db: Database,
+    item: Prefetched,
+    stats: RefreshStats,
+    include_tools: bool,
+    dictionary: bytes | None = None,
 ) -> str:
-    """Write a new file parsed by the prefetcher (same rows as :func:`ingest_file`)."""
+    """Write a new file parsed by the prefetcher (same rows as :func:`ingest_file`).
+
+    ``dictionary``: the one the parsing process compressed against. It is stored (if
+    missing) in the same transaction as the bodies that need it: an ``index --rebuild``
+    in another process between two commit groups empties ``text_dicts``, and the
+    bodies written after it would otherwise name a dictionary the index no longer has."""
     tf = item.tf
     stats.files_seen += 1
     if item.error is not None:
@@ -88,6 +97,8 @@ def ingest_prefetched(
             session_rowid = parent_file_id(db, tf)
             if session_rowid is None:
                 return UNCHANGED
+        if dictionary is not None and item.parsed.encoded:
+            store_dictionary(db.conn, dictionary)
         apply_tail(
             db,
             tf,
@@ -232,7 +243,7 @@ def refresh(
             tf = found.file()
             try:
                 if prefetcher is not None and stat_row is None:
-                    ingest_prefetched(db, prefetcher.take(tf), stats, tools)
+                    ingest_prefetched(db, prefetcher.take(tf), stats, tools, prefetcher.dictionary)
                 else:
                     ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
             except Exception as exc:

@@ -489,3 +489,25 @@ def test_an_index_grown_by_small_refreshes_trains_its_dictionary_once_it_has_tex
         ), n
     check_fts_integrity(db)
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "new.db")
+
+
+def test_bodies_the_parser_compressed_bring_their_dictionary_along(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dictionary: bytes
+) -> None:
+    """A rebuild in another process can empty ``text_dicts`` between two commit groups
+    of a cold build whose parsing process holds the old dictionary: each file it writes
+    stores that dictionary again, in its own transaction, so its bodies stay readable."""
+    from sessiondex.indexer.refresh import ingest_prefetched
+    from sessiondex.indexer.stats import RefreshStats
+
+    tree = _tree(tmp_path)
+    db = open_db(tmp_path / "i.db")
+    assert current_dictionary(db.conn) is None  # emptied (or never trained)
+    monkeypatch.setattr(prefetch, "_encode_texts", SimpleNamespace(value=1))
+    monkeypatch.setattr(prefetch, "_dictionary", dictionary)
+    for tf in iter_transcripts(tree.root):
+        ingest_prefetched(db, prefetch.parse_new_file(tf, False), RefreshStats(), False, dictionary)
+    assert current_dictionary(db.conn) == dictionary
+    texts = {t for (t,) in db.execute("SELECT text FROM message_text")}
+    assert "" not in texts and any("marker3" in t for t in texts)
+    check_fts_integrity(db)
