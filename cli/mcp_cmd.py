@@ -57,12 +57,14 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
     index, refreshed before an answer as the reading commands refresh whenever the
     server's own file-system watcher saw a transcript change (every time if it cannot
     watch; never while `sessiondex watch` keeps the index live); only transcripts under
-    the config dirs are read.
+    the config dirs are read. With --db postgresql://… the tools answer from the team
+    store, read-only.
 
     \b
     Example:
         claude mcp add sessiondex -- sessiondex mcp
         claude mcp add sessiondex -- sessiondex mcp --allow-writes
+        claude mcp add team -- sessiondex --db postgresql://db.internal/team mcp
         sessiondex mcp --http 127.0.0.1:8765
     """
     try:
@@ -79,6 +81,11 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
         except ValueError as exc:
             raise AddressError(str(exc)) from None
     state = app()
+    if allow_writes and state.index.team_dsn is not None:
+        raise click.UsageError(
+            "--allow-writes renames and tags local transcripts; the team store"
+            " (--db postgresql://…) is served read-only"
+        )
     state.warn_missing_roots()
     settings = Settings(
         cwd=os.path.abspath(cwd) if cwd else os.getcwd(),

@@ -178,6 +178,11 @@ class SessionService:
         path = os.path.abspath(os.path.expanduser(text))
         if text.endswith(".jsonl") or _exists(path):
             index = self.index()
+            if index.team_dsn is not None:
+                raise UserError(
+                    f"refusing {ref!r}: the team store answers by session ID or name,"
+                    " not by a transcript path"
+                )
             if not self._inside_roots(path):
                 roots = ", ".join(str(r / "projects") for r in index.roots)
                 raise UserError(
@@ -186,8 +191,10 @@ class SessionService:
         return ref
 
     def _checked_session(self, session: dict[str, Any]) -> dict[str, Any]:
-        """Defence in depth: whatever resolved, it must be a transcript in a config dir."""
-        if not self._inside_roots(session["file_path"]):
+        """Defence in depth: whatever resolved, it must be a transcript in a config dir
+        (on the team store, a session the store holds: no local file is read)."""
+        assert self._index is not None
+        if self._index.team_dsn is None and not self._inside_roots(session["file_path"]):
             raise UserError(
                 f"refusing session {session['session_id']}: its transcript is outside the"
                 " configured config dirs"

@@ -86,6 +86,19 @@ class SqliteDialect:
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
+    def ranked_hits_sql(self, marks: str) -> str:
+        """Each session's (``file_path IN (marks)``) best message hits for a match,
+        ``(message id, file_path, uuid, type)``, at most ``?`` per session, best first."""
+        return (
+            "SELECT id, file_path, uuid, type FROM ("
+            " SELECT f.rowid AS id, s.file_path AS file_path, m.uuid AS uuid, m.type AS type,"
+            "  row_number() OVER (PARTITION BY m.session_rowid ORDER BY f.rank, m.id) AS n"
+            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
+            " JOIN sessions s ON s.id = m.session_rowid"
+            f" WHERE messages_fts MATCH ? AND s.file_path IN ({marks}) AND m.uuid IS NOT NULL"
+            ") WHERE n <= ? ORDER BY file_path, n"
+        )
+
     def title_sql(self, ids: str) -> str:
         """Session ids among ``ids`` whose titles and names hold a term (param: the
         :meth:`title_match` of it). ``+rowid``: a plain ``rowid IN`` is handed to FTS5
@@ -200,6 +213,18 @@ class PostgresDialect(SqliteDialect):
             f" WHERE {where}"
             " ORDER BY m.session_rowid, m.score, m.id) best"
             " ORDER BY score, activity DESC LIMIT ?"
+        )
+
+    def ranked_hits_sql(self, marks: str) -> str:
+        return (
+            "SELECT id, file_path, uuid, type FROM ("
+            " SELECT m.id AS id, s.file_path AS file_path, m.uuid AS uuid, m.type AS type,"
+            "  row_number() OVER (PARTITION BY m.session_rowid"
+            "   ORDER BY ts_rank(m.tsv, q) DESC, m.id) AS n"
+            f" FROM to_tsquery('{TS_CONFIG}', ?) q, messages m"
+            " JOIN sessions s ON s.id = m.session_rowid"
+            f" WHERE m.tsv @@ q AND s.file_path IN ({marks}) AND m.uuid IS NOT NULL"
+            ") ranked WHERE n <= ? ORDER BY file_path, n"
         )
 
     def title_sql(self, ids: str) -> str:

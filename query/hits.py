@@ -2,20 +2,22 @@
 
 ``search`` answers one row per session; front ends that open a conversation at the
 right turn need the messages behind a row, read the same way
-(:func:`~sessiondex.query.search.quote_query`, or FTS5 syntax with ``raw``) and ranked
-the same way (bm25): the web view links a result to its best message and marks every
-hit on the page (:func:`message_hits`, uuids only); the MCP server shows a model the
-few best hits with their text (:func:`message_snippets`). Both read one ranked query.
+(:func:`~sessiondex.query.search.query_terms`, or the backend's own syntax with
+``raw``) and ranked the same way (bm25 locally, ``ts_rank`` on the team store: the SQL
+that differs is in :mod:`~sessiondex.query.dialect`): the web view links a result to
+its best message and marks every hit on the page (:func:`message_hits`, uuids only);
+the MCP server shows a model the few best hits with their text
+(:func:`message_snippets`). Both read one ranked query.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.query.search import DEFAULT_MARKERS, SNIPPET_TOKENS, quote_query
-from sessiondex.query.snippets import CLOSE, OPEN, display_snippet
+from sessiondex.query.dialect import dialect_of
+from sessiondex.query.search import DEFAULT_MARKERS, SNIPPET_TOKENS, query_terms
+from sessiondex.query.snippets import display_snippet
 from sessiondex.transcripts.pr_urls import parse_pr_ref
 
 if TYPE_CHECKING:
@@ -31,29 +33,30 @@ MAX_SNIPPETS_PER_SESSION = 10
 RankedHit = tuple[int, str, str, str]
 
 
+def _match(db: Database, query: str, raw: bool) -> str:
+    """The full-text match ``search`` makes of ``query``, in the backend's syntax (FTS5
+    locally, ``to_tsquery`` on the team store); empty for a PR URL or no words."""
+    text = query.strip()
+    if not text or (not raw and parse_pr_ref(text) is not None):
+        return ""
+    dialect = dialect_of(db)
+    if raw:
+        return dialect.raw_query(db, text)
+    return dialect.all_of(query_terms(text, dialect)[0])
+
+
 def _ranked_hits(
-    db: Database, query: str, paths: list[str], *, raw: bool, per_session: int
+    db: Database, match: str, paths: list[str], *, raw: bool, per_session: int
 ) -> list[RankedHit]:
     """The best ``per_session`` message hits of each session, best first per session."""
-    text = query.strip()
-    if not paths or not text or (not raw and parse_pr_ref(text) is not None):
+    if not paths or not match:
         return []
-    match = text if raw else quote_query(text)
-    if not match:
-        return []
-    marks = ", ".join("?" for _ in paths)
+    dialect = dialect_of(db)
     try:
         rows = db.execute(
-            "SELECT id, file_path, uuid, type FROM ("
-            " SELECT f.rowid AS id, s.file_path AS file_path, m.uuid AS uuid, m.type AS type,"
-            "  row_number() OVER (PARTITION BY m.session_rowid ORDER BY f.rank, m.id) AS n"
-            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-            " JOIN sessions s ON s.id = m.session_rowid"
-            f" WHERE messages_fts MATCH ? AND s.file_path IN ({marks}) AND m.uuid IS NOT NULL"
-            ") WHERE n <= ? ORDER BY file_path, n",
-            [match, *paths, per_session],
+            dialect.ranked_hits_sql(", ".join("?" for _ in paths)), [match, *paths, per_session]
         ).fetchall()
-    except sqlite3.OperationalError:
+    except dialect.syntax_errors:
         if raw:  # search() already told the user what is wrong with the query
             return []
         raise
@@ -72,8 +75,9 @@ def message_hits(
     (subagents' included) that match ``query``, best first. A PR URL, an empty query or
     a ``raw`` query FTS5 cannot parse has no message hits."""
     out: dict[str, list[str]] = {}
+    match = _match(db, query, raw)
     for _, path, uuid, _ in _ranked_hits(
-        db, query, sorted(set(file_paths)), raw=raw, per_session=per_session
+        db, match, sorted(set(file_paths)), raw=raw, per_session=per_session
     ):
         out.setdefault(path, []).append(uuid)
     return out
@@ -95,17 +99,11 @@ def message_snippets(
     the chosen rows alone, with the original spacing, as ``search`` shows them."""
     paths = list(dict.fromkeys(file_paths))[:MAX_SNIPPET_SESSIONS]
     per_session = max(1, min(per_session, MAX_SNIPPETS_PER_SESSION))
-    hits = _ranked_hits(db, query, paths, raw=False, per_session=per_session)
+    match = _match(db, query, False)
+    hits = _ranked_hits(db, match, paths, raw=False, per_session=per_session)
     if not hits:
         return {}
-    rowids = ", ".join(str(hit[0]) for hit in hits)
-    texts = dict(
-        db.execute(
-            f"SELECT rowid, snippet(messages_fts, 0, ?, ?, '…', {SNIPPET_TOKENS})"
-            f" FROM messages_fts WHERE messages_fts MATCH ? AND rowid IN ({rowids})",
-            [OPEN, CLOSE, quote_query(query.strip())],
-        ).fetchall()
-    )
+    texts = dialect_of(db).snippets(db, "message", match, [hit[0] for hit in hits], SNIPPET_TOKENS)
     out: dict[str, list[dict[str, Any]]] = {}
     for rowid, path, uuid, kind in hits:
         snippet = display_snippet(texts.get(rowid) or "", markers)

@@ -201,6 +201,59 @@ def test_local_only_commands_say_so_on_the_store(world: tuple[Path, str, str]) -
         assert result.output.count("\n") == 1 and "local index" in result.output
 
 
+def test_message_hits_and_snippets_name_the_same_messages(world: tuple[Path, str, str]) -> None:
+    """The web view's and the MCP server's per-message hits (query/hits.py) read the
+    team store with its own SQL: the same messages match (order is bm25 against
+    ts_rank), and each snippet marks a word of the query."""
+    root, local, team = world
+    with Index(local, [root]) as here, Index(team, [root]) as there:
+        for query in ("auth", "coupon codes"):
+            paths = [h["file_path"] for h in here.search(query, scope="all")]
+            paths_there = {
+                h["session_id"]: h["file_path"] for h in there.search(query, scope="all")
+            }
+            mine = here.message_hits(query, paths)
+            theirs = there.message_hits(query, paths_there.values())
+            by_id = {here.resolve(p).session["session_id"]: set(u) for p, u in mine.items()}
+            assert mine and by_id == {
+                sid: set(theirs[path]) for sid, path in paths_there.items() if path in theirs
+            }, query
+            snippets = there.message_snippets(query, paths_there.values())
+            assert snippets and all(
+                "[" in hit["snippet"] and hit["role"] in ("user", "assistant")
+                for hits in snippets.values()
+                for hit in hits
+            ), query
+
+
+def test_mcp_server_answers_from_the_team_store(world: tuple[Path, str, str]) -> None:
+    """``sessiondex --db postgresql://… mcp``: the tools answer from the store as from
+    the local index (same sessions found and read), a transcript path is refused (the
+    store has none), and --allow-writes is a usage error."""
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
+
+    root, local, team = world
+    here = SessionService(lambda: Index(local, [root]), Settings(cwd=SHOP))
+    there = SessionService(lambda: Index(team, [root]), Settings(cwd=SHOP))
+    try:
+        found = [json.loads(s.search_sessions("auth", scope="all")) for s in (here, there)]
+        assert ids(found[0]["sessions"]) == ids(found[1]["sessions"]) != []
+        assert any(row["snippets"] for row in found[1]["sessions"])
+        pages = [s.read_session("Auth refactor") for s in (here, there)]
+        assert "Auth refactor" in pages[1]
+        turns = [p[p.index("[0]") :] for p in pages]
+        assert turns[0] == turns[1]
+        assert "Auth refactor" in there.session_markdown("4045e6f8-686a-5d64-9f2b-e0830c6ab007")
+        path = next((root / "projects").rglob("4045e6f8-*.jsonl"))
+        with pytest.raises(UserError, match="by session ID or name"):
+            there.read_session(str(path))
+    finally:
+        here.close()
+        there.close()
+    refused = run(root, team, "mcp", "--allow-writes")
+    assert refused.exit_code == 2 and "read-only" in refused.output
+
+
 # ------------------------------------------------------------------ store-only
 @pytest.fixture
 def store() -> str:
