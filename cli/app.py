@@ -82,7 +82,7 @@ class App:
         if self.index.team_dsn is not None:
             raise CliError(
                 "this command works on a local index; with --db postgresql://… only list,"
-                " search, resolve, from-pr and show answer (from the team store)"
+                " search, resolve, from-pr, show and mcp answer (from the team store)"
             )
         path = self.index.db_path
         assert path is not None

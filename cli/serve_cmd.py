@@ -134,6 +134,7 @@ def serve(host: str, port: int, open_browser: bool) -> None:
             "pip install 'sessiondex[web]'"
         ) from None
     state = app()
+    _ = state.database_path  # Datasette browses a SQLite index: not the team store
     state.warn_missing_roots()
     index = state.index
     if not is_loopback(host):

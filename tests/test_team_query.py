@@ -195,7 +195,12 @@ def test_user_and_host_are_a_usage_error_on_sqlite(world: tuple[Path, str, str])
 
 def test_local_only_commands_say_so_on_the_store(world: tuple[Path, str, str]) -> None:
     root, _, team = world
-    for args in (("stats",), ("index",), ("tag", "Auth refactor", "x", "--cwd", SHOP)):
+    for args in (
+        ("stats",),
+        ("index",),
+        ("tag", "Auth refactor", "x", "--cwd", SHOP),
+        ("serve", "--port", "0"),
+    ):
         result = run(root, team, *args)
         assert result.exit_code == 1, (args, result.output)
         assert result.output.count("\n") == 1 and "local index" in result.output
