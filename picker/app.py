@@ -56,6 +56,11 @@ SCOPE_LABELS = {"worktree": "this worktree", "repo": "all worktrees", "all": "al
 PREVIEW_MESSAGES = 4  # last messages shown in the preview
 PREVIEW_CHARS = 400  # per message
 SEARCH_CACHE = 32  # recent search answers kept
+#: How long a keystroke's repaint waits for the rows it asks for. Textual draws the
+#: whole screen per frame; the key's echo drawn alone and then the rows made every
+#: search answer wait for the echo's frame. Held this long, a quick search (most take a
+#: few ms) is drawn with its key in one frame; a slower one lets the key show first.
+HOLD_PAINT_SECONDS = 0.03
 
 
 @dataclass
@@ -124,6 +129,7 @@ class PickerScreen(Screen[None]):
         self.is_loading = True
         self.error: str | None = None
         self.session_list = SessionList(self, clock=clock, glyphs=glyphs, id="list")
+        self._paint_hold: tuple[Any, Any] | None = None  # (batch context, release timer)
         # what each one-line Static shows (update_chrome): (markup, style)
         self._lines: dict[str, tuple[str, str]] = {}
         if glyphs is not UNICODE:
@@ -231,6 +237,7 @@ class PickerScreen(Screen[None]):
         except Interrupted:
             return
         except ValueError as exc:  # a filter that cannot apply (no git branch here)
+            self.release_paint()
             self.notify(clean(str(exc)), severity="error", markup=False)
             if self.current_branch:
                 self.current_branch = False
@@ -240,6 +247,7 @@ class PickerScreen(Screen[None]):
             self.error = clean(f"{type(exc).__name__}: {exc}")
             self.is_loading = False
             self.update_chrome()
+            self.release_paint()
             return
         if loaded is None or loaded.generation != self.generation:
             return
@@ -262,6 +270,7 @@ class PickerScreen(Screen[None]):
         self.session_list.set_rows(loaded.rows, loaded.cursor, screen_offset=offset)
         self.update_chrome()
         self.highlight_changed()
+        self.release_paint()
         if self.choose_when_loaded:
             self.call_after_refresh(self.action_choose)
 
@@ -559,7 +568,27 @@ class PickerScreen(Screen[None]):
             return  # (the box reports its initial --query too: already loaded)
         self.query_text = event.value
         self.search_limit = PAGE
+        self.hold_paint()
         self.start_load(keep=None)
+
+    def hold_paint(self) -> None:
+        """Suspend repaints until the load now starting is applied, or for
+        :data:`HOLD_PAINT_SECONDS` at most (:meth:`release_paint`)."""
+        if self._paint_hold is not None:
+            return  # the key before is still held: its timer bounds this one too
+        batch = self.app.batch_update()
+        batch.__enter__()
+        self._paint_hold = (batch, self.set_timer(HOLD_PAINT_SECONDS, self.release_paint))
+
+    def release_paint(self) -> None:
+        if self._paint_hold is not None:
+            batch, timer = self._paint_hold
+            self._paint_hold = None
+            timer.stop()
+            batch.__exit__(None, None, None)
+
+    def on_unmount(self) -> None:
+        self.release_paint()
 
     def action_rename(self) -> None:
         obj = self._current_object()

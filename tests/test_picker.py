@@ -6,6 +6,8 @@ project; the clock is pinned so relative times are the same every day.
 
 from __future__ import annotations
 
+import asyncio
+
 import os
 import re
 import time
@@ -157,6 +159,60 @@ def test_each_keystroke_shows_what_index_search_finds_while_typing(world: Picker
     # is its prompt, not its title
     assert by_query["b"] == [world.ids["billing"], world.ids["hostile"]]
     assert by_query["bil"] == [world.ids["billing"]]
+
+
+def test_a_keystroke_is_drawn_with_its_rows_unless_the_search_is_slow(
+    world: PickerWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repaints wait for the rows a key asks for (one frame for both, not the key's echo
+    and then the rows); a search slower than ``HOLD_PAINT_SECONDS`` lets the key show
+    first, and the rows follow when they come."""
+    import sessiondex.picker.app as picker_app
+
+    delay = {"seconds": 0.0}
+    real_load = picker_app.load_rows
+
+    def load_rows(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(delay["seconds"])
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(picker_app, "load_rows", load_rows)
+    held_at_apply: list[int] = []
+    real_apply = picker_app.PickerScreen.apply
+
+    def apply(self: Any, loaded: Any, offset: Any) -> None:
+        held_at_apply.append(self.app._batch_count)  # noqa: SLF001 - Textual's repaint hold
+        real_apply(self, loaded, offset)
+
+    monkeypatch.setattr(picker_app.PickerScreen, "apply", apply)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        screen = app.picker
+        await press(app, pilot, "ctrl+a")
+        monkeypatch.setattr(picker_app, "HOLD_PAINT_SECONDS", 5.0)  # a fast search: held
+        held_at_apply.clear()
+        await press(app, pilot, "a")
+        fast = (list(held_at_apply), app._batch_count, screen._paint_hold)  # noqa: SLF001
+        monkeypatch.setattr(picker_app, "HOLD_PAINT_SECONDS", 0.05)
+        delay["seconds"] = 0.6  # a slow one: the key is drawn before its rows
+        held_at_apply.clear()
+        await pilot.press("u")
+        await asyncio.sleep(0.3)
+        await pilot.pause()
+        slow = (
+            app._batch_count,  # noqa: SLF001
+            held_at_apply == [],  # rows not applied yet
+            # the key is on screen: the query box's line reads "au"
+            screen_text(app).splitlines()[app.query_one("#query").region.y].strip().endswith("au"),
+        )
+        await settle(app, pilot)
+        return fast, slow, list(held_at_apply), [r.session_id for r in screen.session_list.rows]
+
+    _, (fast, slow, late, rows) = drive(world, run)
+    assert fast == ([1], 0, None)
+    assert slow == (0, True, True)
+    assert late == [0]
+    assert rows == [world.ids["auth"], world.ids["fork"]]
 
 
 def test_pasting_a_pr_url_shows_the_linked_session_first(world: PickerWorld) -> None:
