@@ -7,7 +7,6 @@ project; the clock is pinned so relative times are the same every day.
 from __future__ import annotations
 
 import asyncio
-
 import os
 import re
 import time
