@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what `python -m bench` needs beyond `pip install -e '.[test]'`:
 #   * ripgrep (`rg`), the search baseline, from the distribution's packages;
-#   * claude-agent-sdk, the list_sessions()/get_session_info() baseline.
+#   * claude-agent-sdk, the list_sessions()/get_session_info() baseline;
+#   * claude-code-log 1.7.0, the peer of `python -m bench.peers`, in its own virtualenv.
 # Idempotent: each step is skipped when its tool is already there.
 # Usage: bench/setup.sh [PYTHON]
 #   PYTHON defaults to the interpreter `python -m bench` will run under: the active
@@ -37,4 +38,16 @@ if "$PYTHON" -c "import claude_agent_sdk" >/dev/null 2>&1; then
     echo "claude-agent-sdk: $("$PYTHON" -c 'import claude_agent_sdk; print(claude_agent_sdk.__version__)') (already installed)"
 else
     "$PYTHON" -m pip install claude-agent-sdk
+fi
+
+# claude-code-log, the peer `python -m bench.peers` compares with, in a virtualenv of its
+# own: its dependencies (Textual among them) would otherwise pin ours.
+CCL_VERSION=1.7.0
+CCL_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/sessiondex-bench/peers/claude-code-log-$CCL_VERSION"
+if [ -x "$CCL_VENV/bin/claude-code-log" ]; then
+    echo "claude-code-log: $CCL_VERSION (already installed in $CCL_VENV)"
+else
+    "$PYTHON" -m venv "$CCL_VENV"
+    "$CCL_VENV/bin/pip" install -q "claude-code-log==$CCL_VERSION"
+    echo "claude-code-log: $CCL_VERSION (installed in $CCL_VENV)"
 fi
