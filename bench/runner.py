@@ -532,6 +532,7 @@ class Options:
     appends: int = 100
     workdir: Path | None = None
     profile: str = "tool-heavy"
+    peers: bool = False
 
 
 class Bench:
@@ -1090,6 +1091,12 @@ def parse_args(argv: list[str] | None) -> Options:
         default="both",
         help="which generated corpus to measure (default both; ignored with --corpus)",
     )
+    ap.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run python -m bench.peers: claude-code-log on the same corpora"
+        " (bench/setup.sh installs it; ~3 min)",
+    )
     args = ap.parse_args(argv)
     runs = args.runs if args.runs is not None else (1 if args.quick else 5)
     if runs < 1:
@@ -1105,6 +1112,7 @@ def parse_args(argv: list[str] | None) -> Options:
         appends=args.appends,
         workdir=args.workdir,
         profile=args.profile,
+        peers=args.peers,
     )
 
 
@@ -1132,4 +1140,9 @@ def main(argv: list[str] | None = None) -> int:
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     print(f"\nwritten: {opts.out}")
+    if opts.peers and opts.corpus is None:
+        from bench import peers
+
+        print("\n# the peer: claude-code-log\n", flush=True)
+        status = max(status, peers.main(["--profile", opts.profile]))
     return status
