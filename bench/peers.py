@@ -1,8 +1,8 @@
 """``python -m bench.peers``: sessiondex beside claude-code-log on the same corpus.
 
-The spec's peer (``../shared/spec/performance.md``): claude-code-log keeps a cache of the
-transcripts (``claude-code-log-cache.db``) and renders them to HTML; issue 19 asks for an
-index smaller than that cache. Three figures for each tool, on one copy of the bench
+The peer the performance goals name: claude-code-log keeps a cache of the transcripts
+(``claude-code-log-cache.db``) and renders them to HTML; the index should be smaller than
+that cache (bench/README.md). Three figures for each tool, on one copy of the bench
 corpus per tool (claude-code-log writes its cache and HTML into the projects dir, so it
 never runs on the shared corpus), each a new process timed from spawn to exit:
 
