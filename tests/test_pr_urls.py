@@ -475,3 +475,20 @@ def test_generated_prs_normalise_idempotently(
 def test_pr_shorthand_parser(text: str, url: str | None) -> None:
     pr = parse_pr_ref(text)
     assert (pr.url if pr else None) == url
+
+
+def test_plain_words_never_compile_the_pr_patterns() -> None:
+    """Every search asks whether its query is a PR; for plain words the answer needs no
+    regular expression (compiling them is ~3 ms of a search process's start-up)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from sessiondex.transcripts import pr_urls as p\n"
+        "for q in ('auth refactor', 'fix #12', 'a/b', 'error handling', ''):\n"
+        "    assert p.parse_pr_ref(q) is None\n"
+        "print(p._pr_re.cache_info().currsize, p._shorthand_re.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # 'a/b' has a path: the URL pattern is compiled for it; nothing has both "/" and "#"
+    assert out.stdout.split() == ["1", "0"]

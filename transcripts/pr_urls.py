@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 __all__ = ["PullRequest", "parse_pr_url", "parse_pr_ref", "find_pr_urls", "MAX_URL_LENGTH"]
 
@@ -63,8 +64,7 @@ _NUM = r"[0-9]{1,20}(?![A-Za-z0-9_-])"
 # multi-segment paths and, being greedy, settle on the *last* ``/-/merge_requests/N`` or
 # ``/+/N``; the fixed-depth shapes come after. This also makes normalisation
 # idempotent: no normalised URL of one provider can be read as another's.
-_PR_RE = re.compile(
-    rf"""
+_PR_PATTERN = rf"""
     (?:
         (?<![A-Za-z0-9+.-])(?P<scheme>(?i:https?)://)   # scheme, not glued to a word
       | (?<![A-Za-z0-9_.@/-])                           # or a bare host at a boundary
@@ -78,13 +78,11 @@ _PR_RE = re.compile(
       | (?P<bb_ws>{_SEG})/(?P<bb_repo>{_SEG})/pull-requests/(?P<bb_n>{_NUM})
       | (?P<gh_owner>{_SEG})/(?P<gh_repo>{_SEG})/pull/(?P<gh_n>{_NUM})
     )
-    """,
-    re.VERBOSE | re.ASCII,
-)
+    """
 
 # What may follow the number in a pasted URL: a sub-page (``/files``, ``/diff``,
 # ``/commits/<sha>``, a Gerrit patch set ``/3``…), then an optional query and fragment.
-_PASTE_TAIL_RE = re.compile(r"(?:/[^\s?#]*)?(?:\?[^\s#]*)?(?:#\S*)?\Z")
+_PASTE_TAIL_PATTERN = r"(?:/[^\s?#]*)?(?:\?[^\s#]*)?(?:#\S*)?\Z"
 
 # Wrappers people paste around a URL, and punctuation a sentence leaves after it.
 _LEADING_JUNK = "<([{\"'`"
@@ -176,19 +174,37 @@ def parse_pr_url(text: str) -> PullRequest | None:
         if stripped == candidate:
             break
         candidate = stripped
-    match = _PR_RE.match(candidate)
-    if match is None or _PASTE_TAIL_RE.match(candidate, match.end()) is None:
+    if "/" not in candidate:  # every shape has a path
+        return None
+    match = _pr_re().match(candidate)
+    if match is None or _paste_tail_re().match(candidate, match.end()) is None:
         return None
     return _build(match)
 
 
 # GitHub's ``owner/repo#123``: an owner is letters, digits and inner hyphens; a repository
 # name also takes ``.`` and ``_`` (never ``.`` or ``..`` alone).
-_SHORTHAND_RE = re.compile(
+_SHORTHAND_PATTERN = (
     r"(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))/(?P<repo>(?!\.\.?#)[A-Za-z0-9_.-]{1,100})"
-    r"#(?P<n>[0-9]{1,20})\Z",
-    re.ASCII,
+    r"#(?P<n>[0-9]{1,20})\Z"
 )
+
+
+@cache
+def _pr_re() -> re.Pattern[str]:
+    """The patterns are compiled on first use: ~3 ms of every process's start-up
+    otherwise, which a search for plain words never needs."""
+    return re.compile(_PR_PATTERN, re.VERBOSE | re.ASCII)
+
+
+@cache
+def _paste_tail_re() -> re.Pattern[str]:
+    return re.compile(_PASTE_TAIL_PATTERN)
+
+
+@cache
+def _shorthand_re() -> re.Pattern[str]:
+    return re.compile(_SHORTHAND_PATTERN, re.ASCII)
 
 
 def parse_pr_ref(text: str) -> PullRequest | None:
@@ -198,7 +214,9 @@ def parse_pr_ref(text: str) -> PullRequest | None:
     found = parse_pr_url(text)
     if found is not None or not isinstance(text, str) or len(text) > _MAX_PASTE_LENGTH:
         return found
-    match = _SHORTHAND_RE.match(text.strip().strip("\"'`"))
+    if "#" not in text or "/" not in text:
+        return None
+    match = _shorthand_re().match(text.strip().strip("\"'`"))
     if match is None:
         return None
     number = int(match["n"])
@@ -232,7 +250,7 @@ def find_pr_urls(text: str) -> list[PullRequest]:
         return []
     found: list[PullRequest] = []
     seen: set[str] = set()
-    for match in _PR_RE.finditer(text):
+    for match in _pr_re().finditer(text):
         pr = _build(match)
         if pr is not None and pr.url not in seen:
             seen.add(pr.url)

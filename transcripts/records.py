@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 # Records that carry the uuid/parentUuid chain.
@@ -21,7 +22,6 @@ DESKTOP_ENTRYPOINTS = frozenset({"claude-desktop", "claude-desktop-3p", "local-a
 
 FIRST_PROMPT_DISPLAY_CHARS = 200
 
-_COMMAND_RE = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _SKIP_PREFIXES = (
     "<local-command-stdout>",
     "<session-start-hook>",
@@ -29,10 +29,20 @@ _SKIP_PREFIXES = (
     "<goal>",
     "[Request interrupted by user",
 )
-_WHOLE_IDE_RE = re.compile(
-    r"\s*(<ide_opened_file>.*</ide_opened_file>|<ide_selection>.*</ide_selection>)\s*\Z",
-    re.DOTALL,
-)
+
+
+@cache
+def _command_re() -> re.Pattern[str]:
+    """Compiled on first use (only indexing folds prompts; start-up time)."""
+    return re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+
+
+@cache
+def _whole_ide_re() -> re.Pattern[str]:
+    return re.compile(
+        r"\s*(<ide_opened_file>.*</ide_opened_file>|<ide_selection>.*</ide_selection>)\s*\Z",
+        re.DOTALL,
+    )
 
 
 def get_str(record: dict[str, Any], key: str) -> str | None:
@@ -200,7 +210,7 @@ class FirstPromptState:
         if not self.seen_real:
             self.seen_real = True
             for text in texts:
-                match = _COMMAND_RE.search(text)
+                match = _command_re().search(text)
                 if match:
                     self.first_command = match.group(1).strip()
                     break
@@ -210,12 +220,12 @@ class FirstPromptState:
             text = raw.replace("\n", " ").strip()
             if not text:
                 continue
-            match = _COMMAND_RE.search(text)
+            match = _command_re().search(text)
             if match:
                 if self.command_fallback is None:
                     self.command_fallback = match.group(1).strip()
                 continue
-            if text.startswith(_SKIP_PREFIXES) or _WHOLE_IDE_RE.match(text):
+            if text.startswith(_SKIP_PREFIXES) or _whole_ide_re().match(text):
                 continue
             self.prompt = text
             return
