@@ -308,12 +308,12 @@ def train_from_index(db: Database) -> None:
     texts: list[str] = []
     total = 0
     try:
-        while total < textstore.MAX_SAMPLE_BYTES:
-            batch = cursor.fetchmany(256)
-            if not batch:
-                break
-            texts.extend(text for (text,) in batch if text)
-            total += sum(len(text) for (text,) in batch if text)
+        for (text,) in cursor:  # a row at a time: with --tools a text can be megabytes
+            if text:
+                texts.append(text)
+                total += len(text)
+                if total >= textstore.MAX_SAMPLE_BYTES:
+                    break
     finally:
         cursor.close()
     dictionary = train(texts)
