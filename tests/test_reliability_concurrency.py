@@ -534,7 +534,11 @@ def test_two_bulk_cold_builds_at_once_keep_fts_whole(
 
     class InlinePrefetcher:  # the parsing process, in this process: same items
         def __init__(self, files: list[Any], include_tools: bool, dictionary: Any = None) -> None:
+            self.dictionary = dictionary
             self.include_tools = include_tools
+
+        def use_dictionary(self, dictionary: Any) -> None:
+            self.dictionary = dictionary
 
         def take(self, tf: Any) -> Any:
             return parse_new_file(tf, self.include_tools)

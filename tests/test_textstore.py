@@ -5,11 +5,13 @@ function, an index of the previous schema is rebuilt, and the text takes less ro
 
 from __future__ import annotations
 
+import collections
 import random
 import sqlite3
 import zlib
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import sqlite_utils
@@ -404,7 +406,8 @@ def test_a_cold_build_trains_a_dictionary_and_every_writer_uses_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cold build (the parsing process, bulk FTS) trains the index's dictionary on a
-    sample of its new files; every body, whoever compressed it, reads back; a connection
+    sample of its new files while the parser starts; every body, whoever compressed it
+    and whether before or after the dictionary, reads back; a connection
     opened before the dictionary existed finds it; later appends use it; a rebuild
     trains a new one and forgets the old."""
     import sessiondex.indexer.refresh as refresh_module
@@ -426,7 +429,9 @@ def test_a_cold_build_trains_a_dictionary_and_every_writer_uses_it(
     ]
     assert frames
     named = {textstore._zstd().get_frame_info(f).dictionary_id for f in frames}
-    assert named == {trained}
+    # the files handed to the parser before the dictionary was trained may be without
+    assert trained in named and named <= {0, trained}
+    assert all(t for (t,) in db.execute("SELECT text FROM message_text"))
     assert dictionary_id(current_dictionary(db.conn) or b"") == trained
     check_fts_integrity(db)
     (hits,) = early.execute(
@@ -511,3 +516,39 @@ def test_bodies_the_parser_compressed_bring_their_dictionary_along(
     texts = {t for (t,) in db.execute("SELECT text FROM message_text")}
     assert "" not in texts and any("marker3" in t for t in texts)
     check_fts_integrity(db)
+
+
+def test_a_dictionary_given_late_reaches_the_parser_after_the_files_already_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dictionary: bytes
+) -> None:
+    """``Prefetcher.use_dictionary`` while the parser works: the files already handed to
+    it are compressed without the dictionary, every later one with it (one worker takes
+    its tasks in order), and all of them read back."""
+    import sessiondex.indexer.textstore as textstore
+    from sessiondex.transcripts.discover import iter_found
+
+    class AlwaysCompress(prefetch.Prefetcher):
+        def _start_pool(self, dictionary: bytes | None) -> Any:
+            pool = super()._start_pool(dictionary)
+            self._encode_texts.value = 1
+            self._encode_texts = SimpleNamespace(value=1)  # take()'s hints stop here
+            return pool
+
+    tree = _tree(tmp_path)
+    files = sorted(iter_found(tree.root, skipped=collections.Counter()), key=lambda f: f.path)
+    assert len(files) >= 8
+    monkeypatch.setattr(prefetch.Prefetcher, "WINDOW", 3)
+    parser = AlwaysCompress(files, False)
+    try:
+        parser.use_dictionary(dictionary)
+        items = [parser.take(found.file()) for found in files]
+    finally:
+        parser.close()
+    zstd = textstore._zstd()
+    named = []
+    for item in items:
+        assert item.parsed is not None and item.parsed.encoded
+        frames = [m[3] for m in item.parsed.messages if isinstance(m[3], bytes)]
+        assert all(decode(f, dictionary) for f in frames)
+        named.append({zstd.get_frame_info(f[1:]).dictionary_id for f in frames})
+    assert named == [{0}] * 3 + [{dictionary_id(dictionary)}] * (len(files) - 3)
