@@ -12,12 +12,17 @@ another process's write turn says so after ~2 s when stderr is a terminal.
 from __future__ import annotations
 
 import sqlite3
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from sessiondex.cli import progress
+from sessiondex.cli.progress import ProgressBar
+
+# Seconds a reading command's refresh runs before it shows a progress bar.
+READ_PROGRESS_DELAY = 1.0
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -70,6 +75,13 @@ class App:
                 refresh=not self.no_refresh,
                 notice=_note,
                 wait_notice=_waiting,
+                # A reading command's refresh is quick, except the first build of a
+                # large history or one after an upgrade: say so after a second.
+                read_progress=(
+                    ProgressBar("Indexing", delay=READ_PROGRESS_DELAY)
+                    if progress.stderr_is_terminal()
+                    else None
+                ),
             )
         return self._index
 
@@ -173,17 +185,12 @@ def app(ctx: click.Context | None = None) -> App:
     return obj
 
 
-def _stderr_is_terminal() -> bool:
-    """Whether someone watches stderr (tests replace this)."""
-    return sys.stderr.isatty()
-
-
 def _note(text: str) -> None:
     click.echo(text, err=True)
 
 
 def _waiting() -> None:
-    if _stderr_is_terminal():
+    if progress.stderr_is_terminal():
         click.echo("waiting for another sessiondex process\u2026", err=True)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from sessiondex.cli.app import app
 from sessiondex.cli.output import emit_object, human_size, table_or_json
+from sessiondex.cli.progress import progress_bar
 
 
 def _summary_line(stats: dict[str, Any]) -> str:
@@ -46,22 +46,8 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
         sessiondex --config-dir ~/.claude --config-dir /backup/claude index --rebuild
     """
     state = app()
-    progress = None
-    bar = None
-    if sys.stderr.isatty():
-        bar = click.progressbar(length=1, label="Indexing", file=sys.stderr)
-        bar.__enter__()
-
-        def progress(done: int, total: int) -> None:
-            assert bar is not None
-            bar.length = total
-            bar.update(done - bar.pos)
-
-    try:
+    with progress_bar("Indexing") as progress:
         stats = state.refresh(rebuild=rebuild, progress=progress, include_tools=tools)
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
     summary = stats.as_dict()
     for path, error in stats.errors:
         click.echo(f"warning: skipped {path}: {error}", err=True)

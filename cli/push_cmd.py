@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.output import clean_line, emit_object, human_size
+from sessiondex.cli.progress import progress_bar
 
 
 def _summary_line(stats: dict[str, Any], dry_run: bool) -> str:
@@ -132,25 +132,12 @@ def push(
         show_redactions=show_redactions,
     )
     state.warn_missing_roots()
-    bar = None
-    progress = None
-    if sys.stderr.isatty():
-        bar = click.progressbar(length=1, label="Pushing", file=sys.stderr)
-        bar.__enter__()
-
-        def progress(done: int, total: int) -> None:
-            assert bar is not None
-            bar.length = max(total, 1)
-            bar.update(done - bar.pos)
-
     try:
-        stats = run_push(dsn, options, progress)
+        with progress_bar("Pushing") as progress:
+            stats = run_push(dsn, options, progress)
     except (psycopg.Error, SchemaTooNew) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CliError(f"team store {hide_password(dsn)}: {message}") from None
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
     for path, offset, finding in stats.findings:
         click.echo(
             f"{clean_line(path)} byte {offset}: {finding.kind} {finding.preview}", err=as_json

@@ -98,7 +98,9 @@ class Index:
     A ``postgresql://`` DSN answers from the team store instead (read-only; ``refresh``
     does nothing there: ``push`` and SDK writes fill it), with the same questions.
     ``config_dirs`` defaults as the CLI's ``--config-dir`` does. ``refresh=False``
-    answers from the index as it is (the CLI's ``--no-refresh``).
+    answers from the index as it is (the CLI's ``--no-refresh``). ``read_progress`` is
+    told ``(files done, files total)`` while the refresh before an answer runs (a first
+    build, or one after an upgrade, can take a while on a large history).
 
     Handles are opened on first use and closed by :meth:`close` (or ``with``); a
     connection passed in is the caller's and is never closed here.
@@ -112,6 +114,7 @@ class Index:
         refresh: bool = True,
         notice: Callable[[str], None] | None = None,
         wait_notice: Callable[[], None] | None = None,
+        read_progress: ProgressCallback | None = None,
     ) -> None:
         from sessiondex.transcripts.config import config_dirs as resolve_config_dirs
 
@@ -143,6 +146,7 @@ class Index:
         self._refreshed = False
         self._notice = notice
         self._wait_notice = wait_notice
+        self._read_progress = read_progress
         self.notes: list[str] = []
         # A damaged index was replaced by an empty one: it must be refilled before
         # anything is answered from it, whatever the refresh rule says.
@@ -312,7 +316,7 @@ class Index:
             policy = write_policy(db)
             wait, policy.wait = policy.wait, min(policy.wait, READ_WAIT)
             try:
-                self._refresh_now()
+                self._refresh_now(progress=self._read_progress)
             finally:
                 policy.wait = wait
             return True

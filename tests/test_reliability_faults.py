@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-import sessiondex.cli.app as app_module
+import sessiondex.cli.progress as progress_module
 import sessiondex.index as index_module
 import sessiondex.indexer.db as db_module
 import sessiondex.indexer.meta as meta_module
@@ -436,7 +436,7 @@ def test_a_writer_waits_its_turn_says_so_on_a_terminal_and_succeeds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = World(tmp_path)
-    monkeypatch.setattr(app_module, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress_module, "stderr_is_terminal", lambda: True)
     monkeypatch.setattr(meta_module, "NOTICE_AFTER", 0.3)
     with turn_held(world.db, 1.0):
         started = time.monotonic()
@@ -458,7 +458,7 @@ def test_a_reader_that_cannot_refresh_in_time_answers_with_a_note(
     late.user("written after the last index")
     late.write()
     monkeypatch.setattr(index_module, "READ_WAIT", 0.3)
-    monkeypatch.setattr(app_module, "_stderr_is_terminal", lambda: False)
+    monkeypatch.setattr(progress_module, "stderr_is_terminal", lambda: False)
     with turn_held(world.db, 1.5):
         result = world.run("list", "--scope", "all", "--all-kinds", "--json")
     no_traceback(result)
