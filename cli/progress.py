@@ -6,11 +6,12 @@ import contextlib
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sessiondex.indexer.stats import ProgressCallback
+if TYPE_CHECKING:  # the stats module costs a command ~3 ms of start-up
+    from sessiondex.indexer.stats import ProgressCallback
 
 
 def stderr_is_terminal() -> bool:
