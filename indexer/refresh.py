@@ -30,7 +30,7 @@ from sessiondex.indexer.ingest import (
     remove_path,
     stored_file,
 )
-from sessiondex.indexer.meta import immediate, set_meta
+from sessiondex.indexer.meta import get_meta, immediate, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher, parse_new_file
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
@@ -41,6 +41,8 @@ from sessiondex.transcripts.discover import MAIN, Found, describe_path, iter_fou
 PREFETCH_MIN_BYTES = 64 << 20
 # How many new files a cold build samples to train its text dictionary.
 DICTIONARY_SAMPLE_FILES = 64
+# meta: the stored message bytes when training from the index last gave no dictionary.
+TRAIN_FAILED_KEY = "text_dict_failed_at"
 
 
 def train_dictionary(db: Database, new_files: list[Found], include_tools: bool) -> bytes | None:
@@ -64,10 +66,14 @@ def train_dictionary(db: Database, new_files: list[Found], include_tools: bool) 
                 yield from (str(m[3]) for m in parsed.messages)
 
     dictionary = train(texts())
+    _keep_dictionary(db, dictionary)
+    return dictionary
+
+
+def _keep_dictionary(db: Database, dictionary: bytes | None) -> None:
     if dictionary is not None:
         with immediate(db):
             store_dictionary(db.conn, dictionary)
-    return dictionary
 
 
 def ingest_prefetched(
@@ -310,6 +316,11 @@ def train_from_index(db: Database) -> None:
     (stored,) = db.execute("SELECT coalesce(sum(length(body)), 0) FROM messages").fetchone()
     if stored < textstore.MIN_SAMPLE_BYTES:  # compressed bytes: the text is at least this much
         return
+    # A sample Zstandard cannot train on (a few huge tool outputs) is tried again only
+    # once the index holds twice the text: not at every refresh that adds a message.
+    failed_at = int(get_meta(db, TRAIN_FAILED_KEY) or 0)
+    if failed_at and stored < 2 * failed_at:
+        return
     cursor = db.execute("SELECT text FROM message_text ORDER BY id DESC")
     texts: list[str] = []
     total = 0
@@ -323,9 +334,10 @@ def train_from_index(db: Database) -> None:
     finally:
         cursor.close()
     dictionary = train(texts)
-    if dictionary is not None:
+    if dictionary is None:
         with immediate(db):
-            store_dictionary(db.conn, dictionary)
+            set_meta(db, TRAIN_FAILED_KEY, str(stored))
+    _keep_dictionary(db, dictionary)
 
 
 def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats) -> str:

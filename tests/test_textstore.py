@@ -552,3 +552,44 @@ def test_a_dictionary_given_late_reaches_the_parser_after_the_files_already_sent
         assert all(decode(f, dictionary) for f in frames)
         named.append({zstd.get_frame_info(f[1:]).dictionary_id for f in frames})
     assert named == [{0}] * 3 + [{dictionary_id(dictionary)}] * (len(files) - 3)
+
+
+def test_a_sample_that_trains_nothing_is_not_tried_at_every_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training from the index reads up to 4 MB of text: when it gives no dictionary,
+    the next refreshes that add messages do not read and train again until the index
+    holds twice the text it held then."""
+    import sessiondex.indexer.refresh as refresh_module
+    import sessiondex.indexer.textstore as textstore
+
+    monkeypatch.setattr(textstore, "MIN_SAMPLE_BYTES", 8_000)
+    calls: list[int] = []
+
+    def untrainable(texts: Any) -> None:
+        calls.append(len(list(texts)))
+        return None
+
+    monkeypatch.setattr(refresh_module, "train", untrainable)
+    tree = ConfigTree(tmp_path / "claude")
+    rng = random.Random(2)
+    db = open_db(tmp_path / "i.db")
+    tried: list[bool] = []
+    stored: list[int] = []
+    for _ in range(16):
+        s = tree.session(cwd="/work/p")
+        for text in _prose(rng, 4_000):
+            s.user(text)
+        s.write()
+        before = len(calls)
+        refresh(db, [tree.root])
+        tried.append(len(calls) > before)
+        stored.append(db.execute("SELECT sum(length(body)) FROM messages").fetchone()[0])
+    expected, failed_at = [], 0
+    for size in stored:
+        due = size >= 8_000 and not (failed_at and size < 2 * failed_at)
+        expected.append(due)
+        failed_at = size if due else failed_at
+    assert tried == expected, (tried, stored)
+    assert sum(tried) >= 2 and sum(tried) < sum(size >= 8_000 for size in stored)
+    assert current_dictionary(db.conn) is None
