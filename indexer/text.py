@@ -26,8 +26,11 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-
 
 @cache
 def _high_lead_bytes() -> re.Pattern[bytes]:
-    # UTF-8 lead bytes of U+3000 and above: every CJK character of _CJK starts with one.
-    return re.compile(rb"[\xe3-\xf4]")
+    # The UTF-8 starts of _CJK's characters, all three bytes long: lead bytes E3-EE
+    # (U+3000-U+EFFF), and after EF only the second bytes of U+F900-U+FAFF (A4-AB) and
+    # U+FF40-U+FFBF (BD, BE). That leaves out U+FDD0/U+FDD1, the markers every search
+    # snippet carries, and every character beyond the BMP (emoji).
+    return re.compile(rb"[\xe3-\xee]|\xef[\xa4-\xab\xbd\xbe]")
 
 
 def may_hold_cjk(text: str) -> bool:

@@ -24,7 +24,10 @@ CASES = {
     "hangul": ("테스트 수정", True),
     "half-width katakana": ("ﾃｽﾄ", True),
     "compatibility ideograph": ("\uf900", True),
-    "emoji (no CJK, still yes: the pattern decides)": ("deploy 🚀", True),
+    "emoji": ("deploy 🚀", False),
+    # every search snippet carries snippet()'s markers (U+FDD0/U+FDD1) and often "…"
+    "snippet markers and ellipsis": ("\ufdd0thornwhistle\ufdd1 in the…", False),
+    "full-width latin and ideographic space (yes: the pattern decides)": ("ｆｏｏ\u3000bar", True),
     "lone surrogate (yes: the pattern decides)": ("bad \ud800 escape", True),
 }
 
@@ -48,6 +51,16 @@ def test_cjk_spacing_still_round_trips(text: str) -> None:
     stored = fts_text(text)
     assert stored != text  # spaced
     assert original_text(stored) == text
+
+
+def test_every_character_next_to_a_cjk_range_is_told_apart() -> None:
+    # The pre-test reads lead bytes (and the second byte after 0xEF), so the characters
+    # just outside each range are where it could go wrong in either direction.
+    edges = [ord(c) for pair in _CJK.split("-") for c in pair]
+    for code in {e + delta for e in edges for delta in (-1, 0, 1)}:
+        char = chr(code)
+        if _run_pattern().search(char):
+            assert may_hold_cjk(char), hex(code)
 
 
 def test_every_cjk_range_edge_is_seen() -> None:
