@@ -345,7 +345,7 @@ def parse_loopback(value: str) -> tuple[str, int]:
     address is refused: the server has no authentication, so it must not be reachable
     from another machine."""
     host, sep, port_text = value.rpartition(":")
-    if not sep or not port_text.isdigit():
+    if not sep or not (port_text.isascii() and port_text.isdigit()):
         raise ValueError(f"--http wants HOST:PORT, e.g. 127.0.0.1:8765, not {value!r}")
     host = host.strip("[]")
     port = int(port_text)

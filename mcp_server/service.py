@@ -326,6 +326,8 @@ class SessionService:
             raise UserError("pr is empty: give a number (42), a URL or owner/repo#42")
 
         def run() -> str:
+            from sessiondex.query.prs import parse_pr_number
+
             index = self.index()
             here = self._cwd(cwd)
             shorthand = _SHORTHAND_RE.match(text)
@@ -341,9 +343,9 @@ class SessionService:
                     )
                 ]
                 how = f"sessions linked to {repository}#{number}, in every project"
-            elif text.lstrip("#").isdigit():
+            elif (pr_number := parse_pr_number(text)) is not None:
                 rows = index.from_pr(text, scope="repo", cwd=here)
-                how = f"sessions linked to PR #{text.lstrip('#')} in this repository's worktrees"
+                how = f"sessions linked to PR #{pr_number} in this repository's worktrees"
             else:
                 rows = index.from_pr(text, scope="all", cwd=here)
                 how = "sessions linked to that PR/MR URL, in every project"

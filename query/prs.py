@@ -18,6 +18,7 @@ from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
 from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
+from sessiondex.transcripts.pr_urls import parse_pr_number as parse_pr_number  # re-exported
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -91,12 +92,6 @@ def sessions_for_url(
         raise ValueError(f"not a pull/merge request URL: {url}")
     linked, mentioned = sessions_for_pr(db, pr, include_archived=include_archived)
     return linked + mentioned if include_mentions else linked
-
-
-def parse_pr_number(text: str) -> int | None:
-    """``12`` or ``#12`` → 12 (a PR number given on the command line)."""
-    value = text.strip().lstrip("#")
-    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def _number_rows(

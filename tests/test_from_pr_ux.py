@@ -47,6 +47,36 @@ def test_exit_status_like_grep(tmp_path: Path, args: list[str], code: int, rows:
     assert len(json.loads(result.stdout)) == rows  # json prints [] when empty
 
 
+@pytest.mark.parametrize(
+    "number",
+    [
+        "0",
+        "3.0",
+        "²",  # str.isdigit() says yes, int() says no
+        "٣",  # an Arabic-Indic 3: PR numbers are ASCII digits, as in URLs
+        "9223372036854775808",  # one past SQLite's INTEGER
+        "99999999999999999999999",
+    ],
+)
+def test_a_number_that_is_no_pr_number_is_one_line(tmp_path: Path, number: str) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("hello")
+    s.write()
+    result = _run(tmp_path, tree.root, "from-pr", number, "--scope", "all")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: not a PR number, URL or owner/repo#number: {number!r}\n"
+
+
+def test_the_largest_pr_number_is_a_number(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("hello")
+    s.write()
+    result = _run(tmp_path, tree.root, "from-pr", "9223372036854775807", "--scope", "all")
+    assert result.exit_code == 1 and "No session" in result.stderr
+
+
 def test_no_link_at_all_is_exit_1(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/w/app")

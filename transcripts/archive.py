@@ -279,7 +279,7 @@ def member_mtime_ns(member: tarfile.TarInfo) -> int:
     (tarfile's own ``mtime`` is a float)."""
     text = member.pax_headers.get("mtime", "")
     whole, _, fraction = text.partition(".")
-    if whole.isdigit() and (fraction == "" or fraction.isdigit()):
+    if text.isascii() and whole.isdigit() and (fraction == "" or fraction.isdigit()):
         return int(whole) * 10**9 + int((fraction + "000000000")[:9])
     return int(member.mtime * 1e9)
 

@@ -232,6 +232,16 @@ def parse_pr_ref(text: str) -> PullRequest | None:
     )
 
 
+def parse_pr_number(text: str) -> int | None:
+    """``12`` or ``#12`` → 12 (a PR number given alone), else ``None``: ASCII digits, as
+    in a URL, and within the bounds a URL's number has (SQLite's INTEGER)."""
+    value = text.strip().removeprefix("#")
+    if not (value.isascii() and value.isdigit()):
+        return None
+    number = int(value)
+    return number if 0 < number <= _MAX_NUMBER else None
+
+
 def find_pr_urls(text: str) -> list[PullRequest]:
     """Every PR/MR URL inside free text, normalised, de-duplicated, first-seen order.
 
