@@ -128,6 +128,11 @@ PRECEDENCE = [
     ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": -5}), None, "user"),
     ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": "30"}), None, "user"),
     ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": 1.5}), None, "user"),
+    # Claude Code reads settings in JavaScript, where 30.0 and 3e1 are the integer 30
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": 30.0}), 30, "user"),
+    ((ABSENT, ABSENT, ABSENT, b'{"cleanupPeriodDays": 3e1}'), 30, "user"),
+    ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": -0.0}), None, "user"),
+    ((ABSENT, ABSENT, ABSENT, b'{"cleanupPeriodDays": 1e400}'), None, "user"),
     ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": True}), None, "user"),
     ((ABSENT, ABSENT, ABSENT, {"cleanupPeriodDays": None}), None, "user"),
     ((ABSENT, ABSENT, ABSENT, BAD_JSON), None, "user"),
@@ -266,6 +271,37 @@ def test_desktop_ceiling(world: dict[str, Any]) -> None:
         world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW, managed=None
     )
     assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
+
+
+@pytest.mark.parametrize(
+    ("settings", "desktop_kept"),
+    [
+        ({"desktopSessionCleanupPeriodDays": 32.0}, False),
+        ({"desktopSessionCleanupPeriodDays": 2.5}, True),
+    ],
+)
+def test_desktop_ceiling_as_a_whole_float(
+    world: dict[str, Any], settings: dict[str, Any], desktop_kept: bool
+) -> None:
+    world["tree"].write_settings(settings)
+    plan = act.fresh_plan(
+        world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW, managed=None
+    )
+    assert (world["s"]["desktop"].session_id not in _ids(plan.roots[0].to_delete)) is desktop_kept
+
+
+@pytest.mark.parametrize("days", [1e300, 18446744073709551615])
+def test_a_period_longer_than_any_file_is_old_expires_nothing(
+    world: dict[str, Any], days: float
+) -> None:
+    # Valid for Claude Code (an integer in JavaScript): its cutoff lies before any mtime.
+    world["tree"].write_settings({"cleanupPeriodDays": days})
+    plan = act.fresh_plan(
+        world["db"], [world["tree"].root], cwd=world["cwd"], now=NOW, managed=None
+    )
+    (root,) = plan.roots
+    assert root.retention.sweep_enabled and root.expired == []
+    assert plan.as_dict()["totals"]["sessions"] == 0
 
 
 def test_expiring_soon_counts_within_three_days(world: dict[str, Any]) -> None:

@@ -93,8 +93,23 @@ class Retention:
 UNSET: Any = object()
 
 
-def _valid_days(value: Any, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+# Longer than any file can be old: a period past it expires nothing, as the exact value
+# would, and keeps ``now - days * DAY`` a finite number.
+MAX_DAYS = 10**12
+
+
+def _whole_days(value: Any, minimum: int) -> int | None:
+    """A period as Claude Code accepts it (an integer ≥ ``minimum``), else None.
+
+    Claude Code reads settings in JavaScript, where ``30.0`` and ``3e1`` are the integer
+    30 (``Number.isInteger``): a float without a fraction counts, ``true`` does not."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None  # a fraction, or inf/nan (orjson gives neither, but a caller might)
+    if value < minimum:
+        return None
+    return int(min(value, MAX_DAYS))
 
 
 def _load_settings(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -144,7 +159,8 @@ def read_retention(
             continue
         if "cleanupPeriodDays" in settings:
             value = settings["cleanupPeriodDays"]
-            if not _valid_days(value, 1):
+            whole = _whole_days(value, 1)
+            if whole is None:
                 problems.append(
                     {
                         "file": str(path),
@@ -153,12 +169,11 @@ def read_retention(
                     }
                 )
             elif days is None:
-                days, source, kind = value, str(path), label
+                days, source, kind = whole, str(path), label
         if "desktopSessionCleanupPeriodDays" in settings and desktop is None:
             value = settings["desktopSessionCleanupPeriodDays"]
-            if _valid_days(value, 0):
-                desktop = value
-            else:
+            desktop = _whole_days(value, 0)
+            if desktop is None:
                 # Read as "no ceiling": we then never predict a desktop session's deletion
                 # from a value Claude Code may reject.
                 notes.append(
