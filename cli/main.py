@@ -54,7 +54,9 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from sessiondex.cli.app import guarded_invoke
+        from sessiondex.cli.streams import fit_streams_to_encoding
 
+        fit_streams_to_encoding()
         return guarded_invoke(ctx, super().invoke)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

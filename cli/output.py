@@ -22,8 +22,9 @@ from typing import Any
 import click
 import orjson
 
+from sessiondex.cli.streams import narrow_encoding
 from sessiondex.render.sizes import human_size as human_size  # re-exported for the commands
-from sessiondex.render.terminal import json_escape_controls, neutralize
+from sessiondex.render.terminal import json_ascii, json_escape_controls, neutralize
 
 FORMATS = ("table", "json", "jsonl", "csv")
 
@@ -95,9 +96,11 @@ def relative_time(iso: str | None, now: float | None = None) -> str:
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:
-    """JSON text: exact strings, and safe to print (C1 and bidi controls escaped)."""
+    """JSON text for standard output: exact strings, safe to print (C1 and bidi controls
+    escaped), and ASCII when standard output cannot hold every character."""
     option = orjson.OPT_INDENT_2 if indent else 0
-    return json_escape_controls(orjson.dumps(value, option=option)).decode()
+    text = json_escape_controls(orjson.dumps(value, option=option)).decode()
+    return json_ascii(text) if narrow_encoding(sys.stdout) else text
 
 
 def display_width(text: str) -> int:

@@ -96,3 +96,19 @@ def json_escape_controls(data: bytes) -> bytes:
     if data.isascii():
         return data
     return _json_unsafe().sub(_json_escape, data)
+
+
+@cache
+def _non_ascii() -> re.Pattern[str]:
+    return re.compile(r"[^\x00-\x7f]+")
+
+
+def json_ascii(text: str) -> str:
+    """JSON text with every non-ASCII character written as ``\\uXXXX`` (a surrogate pair
+    beyond the BMP): the same value, for an output that cannot hold the characters (a
+    terminal in ``LANG=C`` or Latin-1). JSON text holds them only inside strings."""
+    if text.isascii():
+        return text
+    import json  # rare: only for such a terminal
+
+    return _non_ascii().sub(lambda m: json.dumps(m.group())[1:-1], text)

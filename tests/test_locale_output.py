@@ -1,0 +1,77 @@
+"""A terminal whose encoding is not UTF-8 (``LANG=en_US.ISO-8859-1``, ``LANG=C``): every
+command still answers, with no traceback. Human text shows what the encoding cannot
+hold as ``?``; JSON stays lossless, as ``\\uXXXX`` escapes (JSON's own way to write any
+character in ASCII)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import copy_fixtures
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
+UNICODE = NAMES["blog-unicode"]  # "Блог 🚀 café résumé": Cyrillic, an emoji, accents
+
+COMMANDS = {
+    "list": ["list", "--scope", "all"],
+    "search": ["search", "café", "--scope", "all"],
+    "resolve": ["resolve", UNICODE, "--cwd", "/home/dev/blog"],
+    "show": ["show", UNICODE, "--cwd", "/home/dev/blog"],
+    "stats": ["stats"],
+    "from-pr": ["from-pr", "--scope", "all"],
+}
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("locale")
+    root = copy_fixtures(base)
+    db = base / "index.db"
+    assert (
+        CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(db), "index"]).exit_code
+        == 0
+    )
+    return root, db
+
+
+def _run(config: tuple[Path, Path], args: list[str], charset: str) -> Any:
+    root, db = config
+    return CliRunner(charset=charset).invoke(
+        cli,
+        ["--config-dir", str(root), "--db", str(db), "--no-refresh", *args],
+        env={"PAGER": "cat"},
+    )
+
+
+# Only Latin-1 for human text: under an ASCII stdout click itself writes UTF-8 (and
+# Python's UTF-8 mode makes LANG=C UTF-8 anyway).
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_human_output_in_a_narrow_encoding(config: tuple[Path, Path], name: str) -> None:
+    charset = "latin-1"
+    wide = _run(config, COMMANDS[name], "utf-8")
+    narrow = _run(config, COMMANDS[name], charset)
+    assert narrow.exception is None or isinstance(narrow.exception, SystemExit), narrow.output
+    assert narrow.exit_code == wide.exit_code == 0
+    # The same lines, each character the encoding lacks shown as "?".
+    expected = wide.stdout.encode(charset, "replace").decode(charset)
+    assert narrow.stdout == expected
+
+
+@pytest.mark.parametrize("charset", ["latin-1", "ascii"])
+@pytest.mark.parametrize("name", ["list", "search", "resolve", "from-pr"])
+def test_json_in_a_narrow_encoding_is_the_same_value(
+    config: tuple[Path, Path], name: str, charset: str
+) -> None:
+    wide = _run(config, [*COMMANDS[name], "--json"], "utf-8")
+    narrow = _run(config, [*COMMANDS[name], "--json"], charset)
+    assert narrow.exit_code == wide.exit_code == 0, narrow.output
+    assert narrow.stdout.isascii()
+    assert json.loads(narrow.stdout) == json.loads(wide.stdout)
+    assert "\U0001f680" in wide.stdout or name in ("from-pr",)  # the emoji, escaped when narrow
