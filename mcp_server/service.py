@@ -124,8 +124,9 @@ class SessionService:
                 + "; ".join(_candidate_line(c) for c in exc.candidates[:10])
             ) from None
         except NotFound as exc:
+            text = str(exc) if str(exc).endswith(".") else f"{exc}."
             hint = f" Closest titles: {', '.join(exc.suggestions)}." if exc.suggestions else ""
-            raise UserError(f"{exc}.{hint}".replace("..", ".")) from None
+            raise UserError(text + hint) from None
         except sqlite3.Error as exc:
             log.warning("%s: the index failed: %r", name, exc)
             self.close()
@@ -165,6 +166,14 @@ class SessionService:
             if real == projects or projects in real.parents:
                 return True
         return False
+
+    @staticmethod
+    def _no_nul(**texts: str | None) -> None:
+        """Text arguments hold no NUL: the team store (PostgreSQL) cannot take one, and a
+        local index answers it as a separator; refused the same way for both."""
+        for name, value in texts.items():
+            if value is not None and "\x00" in value:
+                raise UserError(f"{name} cannot contain a NUL character")
 
     def _check_ref(self, ref: str) -> str:
         """A session reference as ``resolve`` takes it; a path must lie in a config dir."""
@@ -233,6 +242,7 @@ class SessionService:
         text = query.strip()
         if not text:
             raise UserError("query is empty: give words to look for, or a PR/MR URL")
+        self._no_nul(query=query, branch=branch, since=since)
 
         def run() -> str:
             index = self.index()
@@ -272,6 +282,8 @@ class SessionService:
         since: str | None = None,
         limit: int = 20,
     ) -> str:
+        self._no_nul(branch=branch, since=since)
+
         def run() -> str:
             rows = self.index().list(
                 scope=scope,
@@ -324,6 +336,7 @@ class SessionService:
         text = pr.strip()
         if not text:
             raise UserError("pr is empty: give a number (42), a URL or owner/repo#42")
+        self._no_nul(pr=pr)
 
         def run() -> str:
             from sessiondex.query.prs import parse_pr_number
@@ -385,6 +398,7 @@ class SessionService:
     def rename_session(self, ref: str, name: str, cwd: str | None = None) -> str:
         if not name.strip():
             raise UserError("name is empty")
+        self._no_nul(name=name)
 
         def run() -> str:
             self._check_ref(ref)
@@ -394,6 +408,8 @@ class SessionService:
         return self.answer("rename_session", run)
 
     def tag_session(self, ref: str, tag: str, cwd: str | None = None) -> str:
+        self._no_nul(tag=tag)
+
         def run() -> str:
             self._check_ref(ref)
             index = self.index()
@@ -444,6 +460,8 @@ class SessionService:
         return self._dump(
             {
                 "done": result.action,
+                # False: the session already was so, and nothing was written
+                "changed": result.written,
                 "session_id": result.session_id,
                 "title": session.get("title"),
                 "tag": session.get("tag"),

@@ -677,23 +677,36 @@ class Index:
         return render(self.conversation(arg, cwd=cwd), format, tools=tools, subagents=subagents)
 
     # ------------------------------------------------------------------ writes
+    # rename, tag and untag take what a person typed (the CLI, the picker, the MCP server):
+    # invisible and bidi characters removed, nothing visible left refused, and a change
+    # that changes nothing writes nothing (the file's mtime is Claude Code's retention
+    # clock). The SDK-style functions (sessiondex.sdk) keep the SDK's own rules.
     def rename(self, arg: str, name: str, *, cwd: str | None = None) -> MutationResult:
-        """Append the ``custom-title`` record Claude Code reads."""
-        from sessiondex.actions.mutations import rename
+        """Append the ``custom-title`` record Claude Code reads (nothing when the session
+        already has that name; raises ``MutationError`` for a name with nothing visible)."""
+        from sessiondex.actions.mutations import rename, user_name
 
-        return self._mutate(lambda db: rename(db, arg, name, cwd=cwd, roots=self.roots))
+        title = user_name(name)
+        return self._mutate(
+            lambda db: rename(db, arg, title, cwd=cwd, roots=self.roots, if_changed=True)
+        )
 
     def tag(self, arg: str, tag: str, *, cwd: str | None = None) -> MutationResult:
-        """Append a ``tag`` record (sanitized as the SDK does)."""
+        """Append a ``tag`` record, cleaned as the SDK cleans tags (nothing when the
+        session already has that tag; raises ``MutationError`` when nothing is left)."""
         from sessiondex.actions.mutations import tag as tag_session
+        from sessiondex.actions.mutations import user_tag
 
-        return self._mutate(lambda db: tag_session(db, arg, tag, cwd=cwd, roots=self.roots))
+        clean = user_tag(tag)
+        return self._mutate(
+            lambda db: tag_session(db, arg, clean, cwd=cwd, roots=self.roots, if_changed=True)
+        )
 
     def untag(self, arg: str, *, cwd: str | None = None) -> MutationResult:
-        """Append the ``tag`` record that clears the tag."""
+        """Append the ``tag`` record that clears the tag (nothing when there is none)."""
         from sessiondex.actions.mutations import untag
 
-        return self._mutate(lambda db: untag(db, arg, cwd=cwd, roots=self.roots))
+        return self._mutate(lambda db: untag(db, arg, cwd=cwd, roots=self.roots, if_changed=True))
 
     def fork(
         self,
@@ -731,6 +744,9 @@ class Index:
                 raise
             self._refresh_now()
             db = self.writable()
+        # The target is resolved against the index: bring it up to date first, as a
+        # read would (a new Index has never looked at the transcripts).
+        self.ensure_fresh()
         try:
             return action(db)
         except sqlite3.DatabaseError as exc:

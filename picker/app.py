@@ -631,11 +631,11 @@ class PickerScreen(Screen[None]):
     @work(group="mutate")
     async def mutate(self, action: Callable[[Index], Any], path: str, done: str) -> None:
         try:
-            await asyncio.wrap_future(self.source.submit(action))
+            result = await asyncio.wrap_future(self.source.submit(action))
         except Exception as exc:  # noqa: BLE001 - NotFound, a refused name, a vanished file
             self.notify(clean(str(exc)), severity="error", markup=False)
             return
-        self.notify(done, markup=False)
+        self.notify(done if getattr(result, "written", True) else "nothing changed", markup=False)
         self.start_load(path, live=True)
 
 

@@ -282,3 +282,69 @@ def test_core_commands_need_no_optional_extra(
     )
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
+
+
+# What a person typed, through any front end (the picker's Ctrl+R / Ctrl+T, the MCP
+# server's rename_session / tag_session): the CLI's rules, which Index applies.
+REFUSED = {
+    "rename: only a zero-width space": ("rename", "   \u200b "),
+    "rename: only bidi controls": ("rename", "\u202e\u2066"),
+    "tag: only a zero-width space": ("tag", "\u200b"),
+}
+
+
+@pytest.mark.parametrize(("action", "value"), REFUSED.values(), ids=list(REFUSED))
+def test_index_refuses_a_name_or_tag_with_nothing_visible(
+    tree: ConfigTree, tmp_path: Path, action: str, value: str
+) -> None:
+    from sessiondex.actions.mutations import MutationError
+
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        (auth,) = [s for s in index.list(scope="all") if s["custom_title"] == "Auth refactor"]
+        path = Path(auth["file_path"])
+        before = path.read_bytes()
+        with pytest.raises(MutationError):
+            getattr(index, action)(auth["session_id"], value, cwd=CWD)
+        assert path.read_bytes() == before
+
+
+def test_index_rename_removes_bidi_controls(tree: ConfigTree, tmp_path: Path) -> None:
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        (auth,) = [s for s in index.list(scope="all") if s["custom_title"] == "Auth refactor"]
+        result = index.rename(auth["session_id"], "Checkout validation  \u202e", cwd=CWD)
+        assert result.written and result.session is not None
+        assert result.session["custom_title"] == "Checkout validation"
+
+
+@pytest.mark.parametrize(
+    ("call", "args"),
+    [
+        ("rename", ("Auth refactor",)),
+        ("tag", ("keep",)),  # after the tag below: the same tag again
+        ("untag", ()),  # on a session without a tag
+    ],
+)
+def test_index_writes_nothing_when_nothing_changes(
+    tree: ConfigTree, tmp_path: Path, call: str, args: tuple[str, ...]
+) -> None:
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        (auth,) = [s for s in index.list(scope="all") if s["custom_title"] == "Auth refactor"]
+        session_id, path = auth["session_id"], Path(auth["file_path"])
+        if call == "tag":
+            assert index.tag(session_id, "keep", cwd=CWD).written
+        stat = path.stat()
+        before = path.read_bytes()
+        result = getattr(index, call)(session_id, *args, cwd=CWD)
+        assert not result.written
+        assert path.read_bytes() == before  # no duplicate record
+        assert path.stat().st_mtime_ns == stat.st_mtime_ns  # Claude Code's retention clock
+
+
+def test_a_new_index_writes_to_a_session_named_by_its_title(
+    tree: ConfigTree, tmp_path: Path
+) -> None:
+    # No read first: the write brings the index up to date before resolving the name.
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        result = index.tag("Auth refactor", "keep", cwd=CWD)
+        assert result.written and result.session is not None
+        assert result.session["tag"] == "keep"

@@ -372,6 +372,16 @@ def test_write_tools_only_with_allow_writes_and_write_what_the_cli_writes(
             assert json.loads(transcript.read_bytes().splitlines()[-1])["tag"] == ""
 
             await error(session, "rename_session", ref=FORK, name="   ")
+            # nothing visible, as the CLI refuses it
+            await error(session, "rename_session", ref=FORK, name=" \u200b \u202e")
+            await error(session, "tag_session", ref=FORK, tag="\u200b")
+            # a change that changes nothing writes nothing (the mtime is Claude Code's clock)
+            size, mtime = transcript.stat().st_size, transcript.stat().st_mtime_ns
+            same = await answer(session, "rename_session", ref=FORK, name="Auth refactor")
+            assert same["changed"] is False and renamed["changed"] is True
+            untagged = await answer(session, "tag_session", ref=FORK, tag="")
+            assert untagged["changed"] is False
+            assert (transcript.stat().st_size, transcript.stat().st_mtime_ns) == (size, mtime)
             await error(session, "tag_session", ref="00000000-0000-4000-8000-000000000000", tag="x")
             assert (await answer(session, "list_sessions", scope="all"))["count"] > 0
 

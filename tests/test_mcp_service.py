@@ -155,6 +155,17 @@ def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
         (lambda s: s.read_session("\x00"), "NUL"),
         (lambda s: s.list_sessions(cwd="not/absolute"), "absolute"),
         (lambda s: s.resolve_session("../../etc/passwd.jsonl"), "refusing"),
+        # NUL in any text: the team store cannot take it; refused alike on both
+        (lambda s: s.search_sessions("coupon\x00x"), "query cannot contain a NUL"),
+        (lambda s: s.search_sessions("coupon", branch="\x00"), "branch cannot contain a NUL"),
+        (lambda s: s.list_sessions(branch="ma\x00in"), "branch cannot contain a NUL"),
+        (lambda s: s.sessions_for_pr("12\x00"), "pr cannot contain a NUL"),
+        (lambda s: s.tag_session("4045e6f8", "a\x00b"), "tag cannot contain a NUL"),
+        (lambda s: s.rename_session("4045e6f8", "a\x00b"), "name cannot contain a NUL"),
+        # a number SQLite cannot hold is no PR number (it was an internal OverflowError)
+        (lambda s: s.sessions_for_pr("99999999999999999999999999"), "not a PR number"),
+        # the ref is quoted as given ("..": it used to come back as ".")
+        (lambda s: s.read_session("v1..v2 release notes"), "'v1..v2 release notes'"),
     ],
 )
 def test_bad_input_is_one_sentence(fixture_index: Index, call, says: str) -> None:  # type: ignore[no-untyped-def]

@@ -325,6 +325,38 @@ def test_rename_writes_a_record_resolve_finds(tmp_path: Path) -> None:
     assert '"customTitle":"Coupons v2"' in lines[-2] and '"tag":"keep"' in lines[-1]
 
 
+def test_rename_to_nothing_visible_or_to_the_same_name_writes_nothing(tmp_path: Path) -> None:
+    world = PickerWorld(tmp_path)
+    path = world.paths["coupons"]
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        notes: list[str] = []
+        app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
+        await press(app, pilot, "ctrl+r")
+        app.screen.query_one("#prompt").value = "   \u200b \u202e"
+        await press(app, pilot, "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        refused = (path.read_bytes(), path.stat().st_mtime_ns)
+        await press(app, pilot, "ctrl+r")
+        app.screen.query_one("#prompt").value = "Coupons v2"
+        await press(app, pilot, "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        renamed = (path.read_bytes(), path.stat().st_mtime_ns)
+        await press(app, pilot, "ctrl+r", "enter")  # the prompt holds the current name
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return notes, refused, renamed
+
+    _, (notes, refused, renamed) = drive(world, run)
+    assert refused == before  # nothing visible: refused, as the CLI refuses it
+    assert b'"customTitle":"Coupons v2"' in renamed[0].splitlines()[-1]
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == renamed  # the same name again
+    assert any("empty" in note for note in notes) and notes[-1] == "nothing changed"
+
+
 def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     """Rows drawn for one load are reused by the next only when they show the same:
     a rename or a tag redraws the row; a search that keeps a session keeps its row."""
