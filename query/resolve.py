@@ -118,10 +118,19 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     described = describe_path(path, roots)
     if for_write and (described is None or described.kind != "main"):
         raise NotFound(f"{arg} is not a session transcript inside a configured projects/ dir")
+    if described is not None and described.kind != "main" and described.main_path.is_file():
+        # A subagent's transcript is part of its session: answer with that session.
+        path = described.main_path
     rows = select_rows(db, "s.file_path = ?", [str(path)])
     if rows:
         return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
     row = _row_from_file(path)
+    if described is not None:  # inside a projects/ dir: its place says where it belongs
+        row.update(
+            root=str(described.root),
+            project_key=described.project_key,
+            session_id=described.session_id,
+        )
     return Resolution(to_object_external(row), row, MATCHED_PATH)
 
 

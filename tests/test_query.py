@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -286,3 +287,48 @@ def test_resume_without_claude_is_a_clear_error(world: World, monkeypatch) -> No
     result = world.run("resume", "Auth refactor", cwd=world.repo_a)
     assert result.exit_code == 1
     assert "claude" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_subagent_transcript_path_resolves_to_its_session(tmp_path: Path) -> None:
+    """``projects/<key>/<id>/subagents/agent-*.jsonl`` is part of session <id>: resolving
+    it answers with that session as its own transcript does (it came back as a session
+    of project "subagents" in config dir ``projects/<key>``, with a resume line that
+    could not work)."""
+    from tests.builders import copy_fixtures
+
+    root = copy_fixtures(tmp_path)
+    session_id = "8c136a88-d56e-5503-90fb-65c938b104f6"
+    main = root / "projects" / "-home-dev-shop" / f"{session_id}.jsonl"
+    (sub,) = (main.parent / session_id / "subagents").glob("agent-*.jsonl")
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+
+    def run(*args: str) -> Any:
+        result = CliRunner().invoke(cli, [*base, *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    by_sub = json.loads(run("resolve", str(sub), "--json"))
+    by_main = json.loads(run("resolve", str(main), "--json"))
+    assert by_sub == by_main and by_sub["matched_by"] == "path"
+    assert by_sub["config_dir"] == str(root) and by_sub["project_key"] == "-home-dev-shop"
+    assert run("resume", str(sub), "--dry-run") == run("resume", str(main), "--dry-run")
+
+
+def test_a_subagent_without_its_main_transcript_keeps_its_config_dir(tmp_path: Path) -> None:
+    from tests.builders import copy_fixtures
+
+    root = copy_fixtures(tmp_path)
+    session_id = "8c136a88-d56e-5503-90fb-65c938b104f6"
+    main = root / "projects" / "-home-dev-shop" / f"{session_id}.jsonl"
+    (sub,) = (main.parent / session_id / "subagents").glob("agent-*.jsonl")
+    main.unlink()
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(root), "--db", str(tmp_path / "i.db"), "resolve", str(sub), "--json"],
+    )
+    obj = json.loads(result.stdout)
+    assert (obj["session_id"], obj["config_dir"], obj["project_key"]) == (
+        session_id,
+        str(root),
+        "-home-dev-shop",
+    )
