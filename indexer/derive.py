@@ -193,7 +193,14 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
         return None
     from urllib.parse import urlsplit
 
-    host = (urlsplit(url if "://" in url else "https://" + url).hostname or "").lower()
+    # A forge the parser does not know still has a web URL; text that is none is no link.
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or "." not in host:
+        return None
     return PullRequest(
         url=url,
         number=number,

@@ -11,8 +11,9 @@ from __future__ import annotations
 # Bump when a derivation rule changes (what a row holds), not the table shape.
 # 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut
 # (text.py); 7: message text stored compressed (m007, textstore.py); 8: Zstandard
-# against a trained dictionary (m009)
-DERIVATION_VERSION = 8
+# against a trained dictionary (m009); 9: a pr-link whose prUrl is no web address is no
+# link (derive.pr_link_from_record)
+DERIVATION_VERSION = 9
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -709,3 +709,26 @@ def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
     assert hits() == [s.session_id]
     assert CliRunner().invoke(cli, [*base, "index", "--no-tools"]).exit_code == 0
     assert hits() == []
+
+
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        ("https://github.com/o/r/pull/3", "https://github.com/o/r/pull/3"),
+        # a forge our parser does not know: kept as given (docs/pull-requests.md)
+        (
+            "https://dev.azure.com/o/p/_git/r/pullrequest/3",
+            "https://dev.azure.com/o/p/_git/r/pullrequest/3",
+        ),
+        # not a URL at all: no link (it used to be one, on host "not a url", provider github)
+        ("not a url", None),
+        ("ftp://example.com/pull/3", None),
+        ("https:///pull/3", None),
+    ],
+)
+def test_a_pr_link_record_needs_a_web_url(tmp_path: Path, url: str, kept: str | None) -> None:
+    from sessiondex.indexer.derive import pr_link_from_record
+
+    record = {"type": "pr-link", "prNumber": 3, "prUrl": url, "prRepository": "o/r"}
+    link = pr_link_from_record(record)
+    assert (link.url if link else None) == kept
