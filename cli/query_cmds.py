@@ -107,12 +107,25 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     emit(
         rows,
         chosen_format(fmt, as_json),
-        empty_message=_empty_message(
-            "No sessions in this scope (try --scope repo or --scope all)."
-        ),
+        empty_message=_empty_message(_no_sessions(db, filters)) if not rows else None,
         project=shows_project(filters, rows),
     )
     _warn_expiring(db, rows)
+
+
+def _no_sessions(db: Any, filters: Any) -> str:
+    """What an empty ``list`` says: which wider scope to try, and ``--all-kinds`` when the
+    sessions in scope are all of the kinds it hides (-p/SDK, sidechain, /loop, hidden)."""
+    from dataclasses import replace
+
+    from sessiondex.query.listing import list_sessions
+
+    tries = {"worktree": ["--scope repo", "--scope all"], "repo": ["--scope all"]}.get(
+        filters.scope, []
+    )
+    if not filters.all_kinds and list_sessions(db, replace(filters, all_kinds=True, limit=1)):
+        tries.insert(0, "--all-kinds (-p/SDK, sidechain and /loop sessions are hidden)")
+    return "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
 
 
 def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:

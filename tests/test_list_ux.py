@@ -247,3 +247,38 @@ def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
     project = _cells("\n".join([lines[0], row]), "project")[0]
     assert len(title) >= max(len(branch), len(project), 22)
     assert branch.startswith("feat") and project.endswith("ice")
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "kinds", "scope", "says"),
+    [
+        (True, (), "worktree", "No sessions in this scope (try --scope repo or --scope all).\n"),
+        (True, (), "repo", "No sessions in this scope (try --scope all).\n"),
+        # every session there is is of a kind list hides: say so, not "--scope all" again
+        (
+            False,
+            ("sdk-py", "sdk-cli"),
+            "all",
+            "No sessions in this scope (try --all-kinds (-p/SDK, sidechain and /loop"
+            " sessions are hidden)).\n",
+        ),
+    ],
+)
+def test_an_empty_list_suggests_only_what_could_show_more(
+    tmp_path: Path, elsewhere: bool, kinds: tuple[str, ...], scope: str, says: str
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    if elsewhere:
+        other = tree.session(cwd="/w/other")
+        other.user("something elsewhere")
+        other.write()
+    for entrypoint in kinds:
+        s = tree.session(cwd="/w/app", entrypoint=entrypoint)
+        s.user("from a script")
+        s.write()
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+        + ["list", "--scope", scope, "--cwd", "/w/app"],
+    )
+    assert result.exit_code == 0 and result.stderr == says
