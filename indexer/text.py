@@ -17,6 +17,7 @@ FTS5's ``snippet()`` reads. Hashes up to SHA-256 (64 hex digits) are kept whole.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 
 # Hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
@@ -93,3 +94,31 @@ def _cut_token(match: re.Match[str]) -> str:
 
 def _space_run(match: re.Match[str]) -> str:
     return " " + " ".join(match.group(0)) + " "
+
+
+@cache
+def _marks() -> re.Pattern[str]:
+    # Combining diacritical marks (and their supplement and extended blocks), as
+    # unicode61's remove_diacritics 2 drops them from the letters they follow.
+    return re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
+@cache
+def _separators() -> re.Pattern[str]:
+    # What unicode61 does not keep in a token: all but letters and digits.
+    return re.compile(r"[\W_]+")
+
+
+def word_text(text: str) -> str:
+    """``text`` as the words SQLite's tokenizer (``unicode61 remove_diacritics 2``) finds
+    in its :func:`fts_text` form, lower-cased and one space apart.
+
+    The team store indexes this instead of the text itself: PostgreSQL's parser keeps a
+    hyphenated word, a path, a URL or an e-mail address whole, and keeps diacritics,
+    so "x-docs", a word inside a path, or "resume" for "résumé" found sessions locally
+    and none there. Fed only words, its ``simple`` configuration finds what FTS5 finds
+    (lower-cased here too: PostgreSQL lower-cases by the database's locale)."""
+    text = fts_text(text)
+    if not text.isascii():
+        text = _marks().sub("", unicodedata.normalize("NFD", text))
+    return _separators().sub(" ", text).strip().lower()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
-from sessiondex.indexer.text import fts_text
+from sessiondex.indexer.text import fts_text, word_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -173,8 +173,10 @@ class PostgresDialect(SqliteDialect):
         return None if limit < 0 else limit  # LIMIT NULL: no limit
 
     def term(self, spaced: str, prefix: bool) -> str:
-        # A quoted to_tsquery phrase: its words in order, as an FTS5 "phrase".
-        quoted = "'" + spaced.replace("\\", "\\\\").replace("'", "''") + "'"
+        # A quoted to_tsquery phrase of the words the store indexed (word_text: as FTS5
+        # splits them, diacritics folded), in order, as an FTS5 "phrase".
+        words = word_text(spaced)
+        quoted = "'" + words.replace("\\", "\\\\").replace("'", "''") + "'"
         return quoted + (":*" if prefix and spaced.isalnum() else "")
 
     def all_of(self, terms: Sequence[str]) -> str:

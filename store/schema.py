@@ -17,8 +17,11 @@ hand.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from sessiondex.store.vectors import TS_CONFIG as TS_CONFIG  # re-exported
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -26,16 +29,15 @@ if TYPE_CHECKING:
 # pg_advisory_xact_lock key: any constant, unlikely to collide with an application's own.
 MIGRATION_LOCK_KEY = 0x5E55_10DE
 
-# Text search configuration: no stemming, like SQLite's unicode61 tokenizer, so a word
-# matches the same sessions in both backends (CJK is pre-split by indexer/text.py).
-TS_CONFIG = "simple"
-
 
 @dataclass(frozen=True)
 class Migration:
     version: int
     name: str
     sql: str
+    # Work SQL cannot do (derived text computed by our own Python), run after ``sql`` in
+    # the same transaction.
+    then: Callable[[AsyncConnection[Any]], Awaitable[None]] | None = None
 
 
 M001_INITIAL = f"""
@@ -172,7 +174,26 @@ CREATE TABLE push_files (
 );
 """
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial", M001_INITIAL),)
+# Full text as SQLite's tokenizer reads it (indexer/text.py word_text): the message
+# vectors are written from Python-prepared words, not generated from the text by
+# PostgreSQL's parser (which keeps "x-docs", paths and diacritics whole).
+M002_WORD_VECTORS = """
+ALTER TABLE messages DROP COLUMN tsv;
+ALTER TABLE messages ADD COLUMN tsv tsvector NOT NULL DEFAULT ''::tsvector;
+CREATE INDEX messages_tsv ON messages USING gin (tsv);
+"""
+
+
+async def _rewrite_vectors(conn: AsyncConnection[Any]) -> None:
+    from sessiondex.store.vectors import rewrite_search_vectors
+
+    await rewrite_search_vectors(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial", M001_INITIAL),
+    Migration(2, "word vectors", M002_WORD_VECTORS, _rewrite_vectors),
+)
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
@@ -230,6 +251,8 @@ async def migrate(conn: AsyncConnection) -> list[Migration]:
             if migration.version in done:
                 continue
             await conn.execute(migration.sql.encode())
+            if migration.then is not None:
+                await migration.then(conn)
             await conn.execute(
                 "INSERT INTO sessiondex_migrations (version, name) VALUES (%s, %s)",
                 [migration.version, migration.name],

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.ingest import derived_texts
 from sessiondex.indexer.text import fts_text
-from sessiondex.store.schema import TS_CONFIG
+from sessiondex.store.bulk_copy import copy_rows
+from sessiondex.store.vectors import insert_messages, session_vector
 from sessiondex.transcripts.pr_urls import PullRequest
 from sessiondex.transcripts.records import timestamp_ms
 
@@ -44,13 +45,6 @@ MAIN_SUBPATH = ""
 
 # Search weights of the session row (A highest), following query/search.py's bm25
 # weights: names above labels above descriptions above the directory.
-SEARCH_WEIGHTS = (
-    ("A", ("custom_title", "ai_title", "agent_name")),
-    ("B", ("tag", "branches_text", "pr_text")),
-    ("C", ("summary", "first_prompt", "last_prompt")),
-    ("D", ("cwd",)),
-)
-
 SummaryFold = Callable[[Any, dict[str, Any], list[Any]], dict[str, Any]]
 
 
@@ -128,35 +122,6 @@ def dumps_entry(value: Any) -> str:
         return text
     except UnicodeEncodeError:
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
-
-
-def _copy_field(value: Any) -> str:
-    """One field of COPY's text format. PostgreSQL text cannot hold NUL (SQLite's can):
-    it is dropped from derived text; entries keep theirs, escaped inside the JSON."""
-    if value is None:
-        return "\\N"
-    if not isinstance(value, str):
-        return str(value)
-    return (
-        value.replace("\\", "\\\\")
-        .replace("\n", "\\n")
-        .replace("\r", "\\r")
-        .replace("\t", "\\t")
-        .replace("\x00", "")
-    )
-
-
-async def copy_rows(
-    conn: AsyncConnection[Any], table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
-) -> None:
-    """Insert ``rows`` in order with one COPY: a statement per row, or psycopg's
-    parameter adaptation of large arrays, costs several times more on a push."""
-    if not rows:
-        return
-    data = "".join("\t".join(map(_copy_field, row)) + "\n" for row in rows)
-    async with conn.cursor() as cur:
-        async with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-            await copy.write(data.encode("utf-8"))
 
 
 def no_nul(value: Any) -> Any:
@@ -326,12 +291,7 @@ async def _derive(
                 )
         for pr in entry.extra_mentions:
             mentions.setdefault(pr.url, pr)
-    await copy_rows(
-        conn,
-        "messages",
-        ("session_ref", "transcript_ref", "uuid", "type", "ts_ms", "text"),
-        messages,
-    )
+    await insert_messages(conn, messages)
     await _insert_prs(conn, "pr_mentions", sref, tref, list(mentions.values()))
     if folded is not None:
         folded.state.finish()
@@ -405,12 +365,9 @@ async def _update_session(
         row["branches_text"], row["pr_text"] = derived_texts(folded.branches, folded.links)
         assignments += [f"{column} = %s" for column in row]
         params += row.values()
-        weighted = []
-        for weight, columns in SEARCH_WEIGHTS:
-            text = " ".join(fts_text(row[c]) for c in columns if isinstance(row.get(c), str))
-            weighted.append(f"setweight(to_tsvector('{TS_CONFIG}', %s), '{weight}')")
-            params.append(text)
-        assignments.append(f"search = {' || '.join(weighted)}")
+        vector, vector_params = session_vector(row)
+        params += vector_params
+        assignments.append(f"search = {vector}")
     await conn.execute(
         f"UPDATE sessions SET {', '.join(assignments)} WHERE id = %s",
         [*params, locked.session_ref],
