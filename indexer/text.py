@@ -120,5 +120,7 @@ def word_text(text: str) -> str:
     (lower-cased here too: PostgreSQL lower-cases by the database's locale)."""
     text = fts_text(text)
     if not text.isascii():
-        text = _marks().sub("", unicodedata.normalize("NFD", text))
+        # Decomposed, the marks dropped, composed again: only what carried a dropped
+        # mark changes (a Hangul syllable or an Arabic letter with madda stays whole).
+        text = unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFD", text)))
     return _separators().sub(" ", text).strip().lower()

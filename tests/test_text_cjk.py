@@ -68,3 +68,37 @@ def test_every_cjk_range_edge_is_seen() -> None:
     for char in edges:
         if _run_pattern().search(char):
             assert may_hold_cjk(char), hex(ord(char))
+
+
+WORDS = {
+    "diacritics folded": ("Блог 🚀 café résumé", "блог cafe resume"),
+    "hyphen and path split": ("/home/dev/payments-and-billing", "home dev payments and billing"),
+    "underscore and e-mail split": ("snake_case a.b@x.com", "snake case a b x com"),
+    "CJK one character a word": ("修复 swiftui 测试", "修 复 swiftui 测 试"),
+    "long token cut as stored": ("Z" * 100, "z" * 32),
+    "upper case lowered": ("ÅNGSTRÖM ΣΟΦΙΑ", "angstrom σοφια"),
+}
+
+
+@pytest.mark.parametrize(("text", "words"), WORDS.values(), ids=list(WORDS))
+def test_word_text_is_what_unicode61_tokenizes(text: str, words: str) -> None:
+    from sessiondex.indexer.text import word_text
+
+    assert word_text(text) == words
+
+
+def test_word_text_agrees_with_fts5_on_the_words(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The words FTS5 itself finds (fts5vocab over a unicode61 remove_diacritics 2 table)
+    are word_text's words, for each text of the table above."""
+    import sqlite3
+
+    from sessiondex.indexer.text import word_text
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    for text, _ in WORDS.values():
+        conn.execute("DELETE FROM t")
+        conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", [fts_text(text)])
+        tokens = [r[0] for r in conn.execute("SELECT term FROM v ORDER BY offset")]
+        assert tokens == word_text(text).split(), text
