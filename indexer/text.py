@@ -111,16 +111,30 @@ def _separators() -> re.Pattern[str]:
 
 def word_text(text: str) -> str:
     """``text`` as the words SQLite's tokenizer (``unicode61 remove_diacritics 2``) finds
-    in its :func:`fts_text` form, lower-cased and one space apart.
+    in its :func:`fts_text` form, lower-cased, every other character a space.
 
     The team store indexes this instead of the text itself: PostgreSQL's parser keeps a
     hyphenated word, a path, a URL or an e-mail address whole, and keeps diacritics,
     so "x-docs", a word inside a path, or "resume" for "résumé" found sessions locally
     and none there. Fed only words, its ``simple`` configuration finds what FTS5 finds
     (lower-cased here too: PostgreSQL lower-cases by the database's locale)."""
-    text = fts_text(text)
-    if not text.isascii():
-        # Decomposed, the marks dropped, composed again: only what carried a dropped
-        # mark changes (a Hangul syllable or an Arabic letter with madda stays whole).
-        text = unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFD", text)))
-    return _separators().sub(" ", text).strip().lower()
+    return stored_words(fts_text(text))
+
+
+def stored_words(text: str) -> str:
+    """:func:`word_text` of a text already in :func:`fts_text` form (what the index and
+    the store keep): the same words, without cutting and spacing it a second time."""
+    if text.isascii():  # most text: one C-level pass (~50x the regular expression)
+        return text.encode("ascii").translate(_ascii_words()).decode("ascii")
+    # Decomposed, the marks dropped, composed again: only what carried a dropped mark
+    # changes (a Hangul syllable or an Arabic letter with madda stays whole).
+    text = unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFD", text)))
+    return _separators().sub(" ", text).lower()
+
+
+@cache
+def _ascii_words() -> bytes:
+    """``bytes.translate`` table: ASCII letters lower-cased, digits kept, the rest a space."""
+    return bytes(
+        (ord(chr(b).lower()) if chr(b).isalnum() else 32) if b < 128 else b for b in range(256)
+    )

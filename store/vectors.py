@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.text import word_text
+from sessiondex.indexer.text import stored_words, word_text
 from sessiondex.store.bulk_copy import copy_rows
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ async def insert_messages(conn: AsyncConnection[Any], rows: Sequence[Sequence[An
         conn,
         "incoming_messages",
         ("ord", *MESSAGE_COLUMNS, "words"),
-        [(i, *row, word_text(row[-1])) for i, row in enumerate(rows)],
+        [(i, *row, stored_words(row[-1])) for i, row in enumerate(rows)],
     )
     columns = ", ".join(MESSAGE_COLUMNS)
     await conn.execute(
@@ -83,7 +83,7 @@ async def rewrite_search_vectors(conn: AsyncConnection[Any], batch: int = 2000) 
         async with conn.cursor() as update:
             await update.executemany(
                 f"UPDATE messages SET tsv = {_VECTOR.format(weight='D')} WHERE id = %s",
-                [(word_text(text), id_) for id_, text in rows],
+                [(stored_words(text), id_) for id_, text in rows],
             )
         last = rows[-1][0]
     columns = [c for _, group in SEARCH_WEIGHTS for c in group]
