@@ -333,21 +333,19 @@ def test_rename_to_nothing_visible_or_to_the_same_name_writes_nothing(tmp_path: 
     async def run(app: PickerApp, pilot: Any) -> Any:
         notes: list[str] = []
         app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
-        await press(app, pilot, "ctrl+r")
-        app.screen.query_one("#prompt").value = "   \u200b \u202e"
-        await press(app, pilot, "enter")
-        await pilot.pause(0.1)
-        await settle(app, pilot)
-        refused = (path.read_bytes(), path.stat().st_mtime_ns)
-        await press(app, pilot, "ctrl+r")
-        app.screen.query_one("#prompt").value = "Coupons v2"
-        await press(app, pilot, "enter")
-        await pilot.pause(0.1)
-        await settle(app, pilot)
-        renamed = (path.read_bytes(), path.stat().st_mtime_ns)
-        await press(app, pilot, "ctrl+r", "enter")  # the prompt holds the current name
-        await pilot.pause(0.1)
-        await settle(app, pilot)
+
+        async def rename(name: str | None) -> tuple[bytes, int]:
+            await press(app, pilot, "ctrl+r")
+            if name is not None:  # None: keep what the prompt holds, the current name
+                app.screen.query_one("#prompt").value = name
+            await press(app, pilot, "enter")
+            await pilot.pause(0.1)
+            await settle(app, pilot)
+            return path.read_bytes(), path.stat().st_mtime_ns
+
+        refused = await rename("   \u200b \u202e")
+        renamed = await rename("Coupons v2")
+        await rename(None)
         return notes, refused, renamed
 
     _, (notes, refused, renamed) = drive(world, run)
