@@ -29,8 +29,8 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def test_same_seed_gives_identical_corpus(tmp_path: Path) -> None:
-    a = generate(tmp_path / "a", sessions=40, projects=4, size_mb=3, seed=11)
-    b = generate(tmp_path / "b", sessions=40, projects=4, size_mb=3, seed=11)
+    a = generate(tmp_path / "a", sessions=40, projects=4, size_mb=1.5, seed=11)
+    b = generate(tmp_path / "b", sessions=40, projects=4, size_mb=1.5, seed=11)
     snap_a, snap_b = _snapshot(a.parent), _snapshot(b.parent)
     assert snap_a.keys() == snap_b.keys()
     for rel in snap_a:
@@ -39,7 +39,7 @@ def test_same_seed_gives_identical_corpus(tmp_path: Path) -> None:
     jsonl_mtimes = [m for rel, (d, m) in snap_a.items() if rel.endswith(".jsonl") and d != b"<dir>"]
     assert len(set(jsonl_mtimes)) == len(jsonl_mtimes), "mtimes must be distinct per file"
 
-    other = generate(tmp_path / "c", sessions=40, projects=4, size_mb=3, seed=12)
+    other = generate(tmp_path / "c", sessions=40, projects=4, size_mb=1.5, seed=12)
     assert _snapshot(other.parent) != snap_a
 
 
@@ -100,10 +100,10 @@ def _prose_share(root: Path) -> float:
 
 @pytest.mark.long
 def test_text_heavy_profile_is_deterministic_and_a_third_prose(tmp_path: Path) -> None:
-    a = generate(tmp_path / "a", sessions=60, projects=4, size_mb=4, seed=5, profile="text-heavy")
-    b = generate(tmp_path / "b", sessions=60, projects=4, size_mb=4, seed=5, profile="text-heavy")
+    a = generate(tmp_path / "a", sessions=60, projects=4, size_mb=2, seed=5, profile="text-heavy")
+    b = generate(tmp_path / "b", sessions=60, projects=4, size_mb=2, seed=5, profile="text-heavy")
     assert _snapshot(a.parent) == _snapshot(b.parent)
-    tool = generate(tmp_path / "t", sessions=60, projects=4, size_mb=4, seed=5)
+    tool = generate(tmp_path / "t", sessions=60, projects=4, size_mb=2, seed=5)
     assert 0.25 <= _prose_share(a.parent) <= 0.45
     assert _prose_share(tool.parent) < 0.12
     # Same plan (sessions, planted words) whatever the profile; only the text differs.
