@@ -23,9 +23,36 @@ def complete_session(ctx: click.Context, param: Any, incomplete: str) -> list[Co
     from click.shell_completion import CompletionItem
 
     try:
-        return [CompletionItem(value, help=help) for value, help in _candidates(ctx, incomplete)]
+        shell = os.environ.get("_SESSIONDEX_COMPLETE", "")
+        return [
+            CompletionItem(for_shell(value, shell), help=one_line(help))
+            for value, help in _candidates(ctx, incomplete)
+        ]
     except Exception:  # a Tab must never print a traceback into the command line
         return []
+
+
+def one_line(text: str | None) -> str | None:
+    """Control characters as spaces: click's completion protocols are line- and
+    tab-separated, and a name with a newline (``rename`` takes one) would add a fake
+    candidate or shift the others."""
+    if text is None:
+        return None
+    return "".join(" " if ch < " " or ch == "\x7f" else ch for ch in text)
+
+
+def for_shell(value: str, shell: str) -> str:
+    """A completion value that the shell inserts as one argument and never runs.
+
+    A name comes from a transcript (an AI title, a rename by any tool). bash puts
+    click's candidates into the command line as they are, so ``$(…)`` or a backquote
+    in a name would run when the user presses Enter, and a name with a space would be
+    two arguments: for bash the value is shell-quoted. zsh's ``compadd`` and fish quote
+    what they insert themselves, so they get the name as it is."""
+    import shlex
+
+    value = one_line(value) or ""
+    return shlex.quote(value) if shell.startswith("bash") else value
 
 
 def _candidates(ctx: click.Context, incomplete: str) -> list[tuple[str, str]]:

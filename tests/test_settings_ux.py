@@ -190,6 +190,35 @@ def test_completion_describes_ids_by_title_and_needs_no_index(world: World, tmp_
     assert not (tmp_path / "none.db").exists()  # nothing created or refreshed
 
 
+HOSTILE_NAME = "ünïcødé $(touch PWNED) `id`"
+
+
+@pytest.mark.parametrize(
+    ("shell", "name", "value"),
+    [
+        # bash inserts a candidate as it is: shell-quoted, one argument, nothing runs
+        ("bash_complete", HOSTILE_NAME, "'ünïcødé $(touch PWNED) `id`'"),
+        ("bash_complete", "my quoted name", "'my quoted name'"),
+        ("bash_complete", "plain", "plain"),
+        # zsh's compadd and fish quote what they insert: the name as it is
+        ("zsh_complete", HOSTILE_NAME, HOSTILE_NAME),
+        ("fish_complete", "my quoted name", "my quoted name"),
+        # the protocols are line- and tab-based: no control character gets through
+        ("zsh_complete", "two\nlines\tand a tab", "two lines and a tab"),
+        ("bash_complete", "two\nlines", "'two lines'"),
+    ],
+)
+def test_a_completed_name_is_one_argument_and_never_runs(
+    world: World, monkeypatch: pytest.MonkeyPatch, shell: str, name: str, value: str
+) -> None:
+    result = world.run("rename", world.ids["Blog feed"], name, "--cwd", "/w/blog")
+    assert result.exit_code == 0, result.output
+    monkeypatch.setenv("_SESSIONDEX_COMPLETE", shell)
+    prefix = name.split()[0].split("\n")[0][:3]
+    values = [v for v, _ in _complete(world, ["show", "--cwd", "/w/blog"], prefix)]
+    assert value in values
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_command_prints_the_script(world: World, shell: str) -> None:
     result = world.run("completion", shell, base=False)
