@@ -79,7 +79,7 @@ def _apply_scope_options(
         ),
         click.option(
             "--limit",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=2**31 - 1),
             default=default_limit,
             show_default=default_limit is not None,
             help="At most N rows.",

@@ -24,12 +24,20 @@ def parse_duration(text: str) -> int | None:
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()] if match else None
 
 
+# Longer ago than any session (~31,700 years): "since" further back means everything,
+# and the result stays a number SQLite can hold.
+MAX_SINCE_SECONDS = 10**12
+# The largest page a listing takes (SQLite binds LIMIT as a 64-bit integer, the FTS
+# layer as a C int); more is a usage error rather than an OverflowError.
+MAX_LIMIT = 2**31 - 1
+
+
 def parse_since(text: str, now: float | None = None) -> int:
     """``7d``, ``12h``, ``2w``, ``30m``, ``2026-11-01`` or an ISO time → epoch ms."""
     seconds = parse_duration(text)
     current = time.time() if now is None else now
     if seconds is not None:
-        return int((current - seconds) * 1000)
+        return int((current - min(seconds, MAX_SINCE_SECONDS)) * 1000)
     value = text.strip()
     if value.endswith(("Z", "z")):
         value = value[:-1] + "+00:00"
@@ -59,6 +67,13 @@ class Filters:
     user: str | None = None  # team store only: who pushed it
     host: str | None = None  # team store only: from which machine
     include_hidden: bool = False  # sessions tagged __hidden (--all-kinds includes them too)
+
+    def __post_init__(self) -> None:
+        limit = self.limit
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT
+        ):
+            raise ValueError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
 
     def where(self, db: Any = None) -> tuple[str, list[Any]]:
         """SQL over ``sessions s`` for these filters, in ``db``'s dialect (the scopes

@@ -265,7 +265,7 @@ def _newest_message_hits(
     )
     try:
         best: dict[int, Hit] = {}
-        batch = max(2 * limit, FIRST_CUT)
+        batch = min(max(2 * limit, FIRST_CUT), MAX_BATCH)  # MAX_BATCH: one IN list
         while len(best) < limit:
             rows = cursor.fetchmany(batch)
             if not rows:
@@ -323,7 +323,7 @@ def _ranked_page(
     cursor = db.execute(ranked_sql, [match])
     try:
         best: dict[int, Hit] = {}
-        batch = max(2 * limit, FIRST_CUT)
+        batch = min(max(2 * limit, FIRST_CUT), MAX_BATCH)  # MAX_BATCH: one IN list
         while True:
             ranked = cursor.fetchmany(batch)
             if ranked:

@@ -282,3 +282,39 @@ def test_an_empty_list_suggests_only_what_could_show_more(
         + ["list", "--scope", scope, "--cwd", "/w/app"],
     )
     assert result.exit_code == 0 and result.stderr == says
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["search", "auth", "--scope", "all", "--limit", str(2**30)], 0),  # OverflowError before
+        (["search", "auth", "--scope", "all", "--limit", str(2**31 - 1)], 0),
+        (["search", "auth", "--limit", str(2**31)], 2),  # past the range: a usage error
+        (["list", "--limit", str(2**63)], 2),
+        (["from-pr", "--limit", str(2**63)], 2),
+        (["list", "--scope", "all", "--since", "99999999999999999999999d"], 0),  # everything
+        (["list", "--scope", "all", "--since", "9" * 400 + "d"], 0),
+    ],
+)
+def test_extreme_numbers_are_answers_or_usage_errors(
+    tmp_path: Path, args: list[str], code: int
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("the auth refactor")
+    s.write()
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), *args]
+    )
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, OverflowError)
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2.5, "5", True, 2**31])
+def test_index_refuses_a_limit_that_is_no_page_size(tmp_path: Path, limit: Any) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    tree.session(cwd="/w/app").write()
+    with Index(tmp_path / "i.db", [tree.root]) as index:
+        for call in (index.list, lambda **kw: index.search("auth", **kw)):
+            with pytest.raises(ValueError, match="limit must be a whole number"):
+                call(scope="all", limit=limit)
