@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import signal
 import socket
 import threading
@@ -15,19 +14,10 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import CliError, app
+from sessiondex.web.hosts import is_loopback
 
 # --open waits at most this long for the server to accept connections.
 _OPEN_WAIT_SECONDS = 10.0
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and the loopback ranges (127.0.0.0/8, ::1)."""
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -144,7 +134,9 @@ def serve(host: str, port: int, open_browser: bool) -> None:
             "default 127.0.0.1 unless you mean it.",
             err=True,
         )
-    web = WebIndex(index)
+    # On loopback, answer only requests naming a loopback host (web/hosts.py: DNS
+    # rebinding); on an address the user chose, any name they reach it by.
+    web = WebIndex(index, loopback_only=is_loopback(host))
     try:
         try:
             web.start()

@@ -335,7 +335,7 @@ def test_aliases_follow_the_message_they_join(tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------- the command
 def test_loopback_hosts() -> None:
-    from sessiondex.cli.serve_cmd import is_loopback
+    from sessiondex.web.hosts import is_loopback
 
     assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.test"]))
@@ -378,3 +378,31 @@ def test_markdown_is_rendered_safely() -> None:
     assert '<th class="al-right">a</th>' in html
     assert "&lt;tag&gt;" in html  # an unknown language: escaped, not highlighted
     assert '<span class="kn">import</span>' in html
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("localhost", 200),
+        ("localhost:8765", 200),
+        ("127.0.0.1:8765", 200),
+        ("[::1]:8765", 200),
+        ("app.localhost", 200),
+        # DNS rebinding: a page's own name pointed at 127.0.0.1 reaches the server, and
+        # the browser sends that name
+        ("attacker.example", 421),
+        ("attacker.example:8765", 421),
+        ("127.0.0.1.attacker.example", 421),
+        ("192.168.1.5:8765", 421),
+    ],
+)
+def test_only_requests_naming_a_loopback_host_are_answered(
+    web: Web, host: str, status: int
+) -> None:
+    for path in ("/", f"/session/{web.tree.auth_id}", "/sessiondex.json?sql=select+1"):
+        response = web.loop.run_until_complete(
+            web.datasette.client.get(path, headers={"host": host})
+        )
+        assert response.status_code == status, (host, path)
+        if status == 421:
+            assert web.tree.auth_id not in response.text and "Misdirected" in response.text

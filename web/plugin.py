@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from sessiondex.web import pages
 from sessiondex.web.conversation import esc, pygments_css
+from sessiondex.web.hosts import host_of, is_loopback
 from sessiondex.web.state import WebIndex
 
 HERE = Path(__file__).resolve().parent
@@ -162,6 +163,9 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
             if state is None or scope.get("type") != "http":
                 await app(scope, receive, send)
                 return
+            if state.loopback_only and not _names_loopback(scope):
+                await _misdirected(send)
+                return
             path = str(scope.get("path", ""))
             if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
                 await state.fresh()
@@ -182,6 +186,32 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
         return wrapped
 
     return wrap
+
+
+def _names_loopback(scope: Scope) -> bool:
+    """Whether the request's ``Host`` names a loopback host (no header: not a browser)."""
+    for name, value in scope.get("headers", []):
+        if bytes(name).lower() == b"host":
+            return is_loopback(host_of(bytes(value).decode("latin-1")))
+    return True
+
+
+async def _misdirected(send: Send) -> None:
+    body = (
+        b"421 Misdirected Request: this sessiondex serves http://127.0.0.1 and "
+        b"http://localhost only (a page may not reach it through another name).\n"
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 421,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 @hookimpl

@@ -36,8 +36,11 @@ class WebIndex:
         *,
         interval: float = REFRESH_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        loopback_only: bool = True,
     ) -> None:
         self.index = index
+        # Answer only requests whose Host names a loopback host (web/hosts.py).
+        self.loopback_only = loopback_only
         self.interval = interval
         self._clock = clock
         self._last: float | None = None
