@@ -29,6 +29,8 @@ def config(fmt: str, as_json: bool) -> None:
 
     settings = current()
     assert settings is not None  # set by the command group
+    if settings.problem is not None:  # shown, not fatal here: this is where one looks
+        click.echo(f"Error: {settings.problem} (left out below)", err=True)
     if as_json or fmt == "json":
         value = {
             "file": str(settings.file),

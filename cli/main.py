@@ -46,11 +46,20 @@ COMMANDS = {
 }
 
 
+HELP_ASKED = "sessiondex.help_asked"
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # The group's callback reads the settings before the subcommand parses its own
+        # options; it must know that the command line only asks for help (settings.py).
+        ctx.meta[HELP_ASKED] = any(arg in ("--help", "-h") for arg in args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         from sessiondex.cli.app import guarded_invoke

@@ -60,6 +60,8 @@ class Settings:
         self.file = file
         self.file_exists = file_exists
         self.values: dict[str, Setting] = {}
+        # What is wrong with the file, when it was read leniently (and left out).
+        self.problem: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key].value
@@ -141,14 +143,24 @@ def resolve_settings(
     db: str | None = None,
     db_source: str | None = None,
     environ: Mapping[str, str] | None = None,
+    lenient: bool = False,
 ) -> Settings:
     """Every setting with its source: ``config_dirs`` and ``db`` as the options gave
-    them (``db_source`` says whether ``db`` came from ``--db`` or ``SESSIONDEX_DB``)."""
+    them (``db_source`` says whether ``db`` came from ``--db`` or ``SESSIONDEX_DB``).
+    ``lenient``: a broken config file is left out (``Settings.problem`` says why)
+    instead of raising :class:`ConfigFileError`."""
     env = os.environ if environ is None else environ
     path = config_file_path(env)
-    file = read_config_file(path)
+    problem = None
+    try:
+        file = read_config_file(path)
+    except ConfigFileError as exc:
+        if not lenient:
+            raise
+        file, problem = {}, exc.format_message()
     here = str(path)
     settings = Settings(path, bool(file) or path.is_file())
+    settings.problem = problem
 
     def pick(key: str, *candidates: tuple[Any, str]) -> None:
         if key in settings.values:
@@ -191,14 +203,23 @@ def apply_settings(
     from click.core import ParameterSource
 
     from_env = ctx.get_parameter_source("db_path") == ParameterSource.ENVIRONMENT
+    # Where one looks at or repairs a broken setup, a broken file must not stop the
+    # command: `config` shows what it can and says what is wrong, `completion` prints its
+    # script (an `eval` of it in a shell's rc file must not fail), --help helps.
+    lenient = ctx.invoked_subcommand in ("config", "completion") or bool(
+        ctx.meta.get("sessiondex.help_asked")  # cli/main.py LazyGroup.parse_args
+    )
     settings = resolve_settings(
-        config_dirs=config_dirs, db=db, db_source="SESSIONDEX_DB" if from_env else "--db"
+        config_dirs=config_dirs,
+        db=db,
+        db_source="SESSIONDEX_DB" if from_env else "--db",
+        lenient=lenient,
     )
     ctx.meta[_META_KEY] = settings
     dirs: list[str] = list(config_dirs)
     if settings.source("config_dirs") == str(settings.file):
         dirs = list(settings["config_dirs"])
-        if ctx.invoked_subcommand != "config":
+        if not lenient:
             for directory in dirs:
                 if not os.path.isdir(directory):
                     raise ConfigFileError(

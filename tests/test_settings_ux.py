@@ -152,6 +152,18 @@ def test_a_bad_config_file_is_one_line_naming_it(
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: {world.file}") and says in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+    # Where one looks at a broken setup, it does not stop the command (README): config
+    # shows the settings without the file and says what is wrong with it; completion's
+    # script (eval'd by a shell's rc file) and --help still print.
+    shown = world.run("config", base=False)
+    assert shown.exit_code == 0, shown.output
+    assert "config file:" in shown.stdout
+    if "config_dirs" not in str(text):  # a missing dir is shown as the file names it
+        assert says in shown.stderr
+    script = world.run("completion", "bash", base=False)
+    assert script.exit_code == 0 and "_SESSIONDEX_COMPLETE" in script.stdout
+    helped = world.run("list", "--help", base=False)
+    assert helped.exit_code == 0 and "Usage:" in helped.stdout
 
 
 # ------------------------------------------------------------------ completion
