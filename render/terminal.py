@@ -17,10 +17,11 @@ human-facing output passes transcript-derived strings through one of these funct
 * ``\\n`` and ``\\t`` are kept where the output has lines (``show``); in one-line places
   (table cells, snippets, notes) they become a space. ``\\r\\n`` is a line end.
 
-Files written for people (``export`` to Markdown or HTML) keep their text exact except
-ESC, C1 and bidi controls, which no reader of such a file wants
-(:func:`neutralize_escapes`). JSON keeps every string exact; :func:`json_escape_controls`
-only spells C1 and bidi controls as ``\\uXXXX`` escapes, which decode to the same string.
+Files written for people (``export`` to Markdown or HTML, and ``export -o -`` to a
+terminal) are human-facing output too: they get what ``show`` prints
+(:func:`neutralize_escapes`; a NUL is also a parse error in HTML). JSON keeps every
+string exact; :func:`json_escape_controls` only spells C1 and bidi controls as
+``\\uXXXX`` escapes, which decode to the same string.
 """
 
 from __future__ import annotations
@@ -47,8 +48,6 @@ def _unicode(code: int) -> str:
 _LINES: dict[int, str] = {c: _caret(c) for c in (*range(0x20), 0x7F) if c not in (0x0A, 0x09)}
 _LINES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
 _ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " "}
-_ESCAPES: dict[int, str] = {0x1B: _caret(0x1B)}
-_ESCAPES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
 
 
 @cache
@@ -71,11 +70,12 @@ def neutralize(text: str, *, single_line: bool = False) -> str:
 
 
 def neutralize_escapes(text: str) -> str:
-    """``text`` with only ESC, C1 and bidi controls made visible: for files people read
-    (Markdown, HTML), where tabs, carriage returns and the like stay as written."""
-    if not _unsafe().search(text):
-        return text
-    return text.translate(_ESCAPES)
+    """``text`` for files people read (Markdown, HTML): as :func:`neutralize` keeps
+    lines, every control but newline and tab made visible (a CRLF is a line end). They
+    used to keep the other C0 controls as written, but a BEL or NUL reached the
+    terminal of ``export -o -`` and broke HTML, against the rule that no human-facing
+    output carries a control character from a transcript."""
+    return neutralize(text)
 
 
 # UTF-8 of the C1 and bidi controls. In valid UTF-8 these byte sequences are always
