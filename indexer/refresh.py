@@ -214,6 +214,7 @@ def refresh(
     for path in known:
         if path not in seen and remove_path(db, path):
             stats.removed += 1
+    forget_vanished_roots(db, roots, stats)
     group = CommitGroup(db)
     # Known files in discovery order, then the new ones oldest first (only they get new
     # rowids; sorting every file would tax each no-change refresh).
@@ -283,6 +284,28 @@ def refresh(
         set_meta(db, "last_refresh", str(time.time()))
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def forget_vanished_roots(db: Database, roots: list[Path], stats: RefreshStats) -> None:
+    """Forget the sessions of a config dir (or archive dir) that no longer exists, though
+    this refresh was not asked about it: one database may hold several roots (a
+    repeated --config-dir), and rows of a deleted one were listed and found by search
+    forever while ``show`` could not open them. A root that exists but is not asked
+    about keeps its rows (the database is shared by design); a dir on a drive that is
+    not mounted now is indexed again when it is back (the index is derived)."""
+    asked = {str(root) for root in roots}
+    gone = [
+        root
+        for (root,) in db.execute("SELECT DISTINCT root FROM files").fetchall()
+        if root not in asked and not os.path.isdir(root)
+    ]
+    for root in gone:
+        paths = db.execute(
+            "SELECT path FROM files WHERE root = ? ORDER BY kind DESC", [root]
+        ).fetchall()
+        for (path,) in paths:
+            if remove_path(db, path):
+                stats.removed += 1
 
 
 def oldest_first(files: list[Found]) -> list[Found]:

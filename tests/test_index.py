@@ -8,6 +8,7 @@ import os
 import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -732,3 +733,35 @@ def test_a_pr_link_record_needs_a_web_url(tmp_path: Path, url: str, kept: str | 
     record = {"type": "pr-link", "prNumber": 3, "prUrl": url, "prRepository": "o/r"}
     link = pr_link_from_record(record)
     assert (link.url if link else None) == kept
+
+
+def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
+    """One database, two config dirs; the first is deleted, the second is indexed: the
+    first's sessions leave the answers (they were listed and found by search, and show
+    could not open them). A config dir that exists but is not asked about stays."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    trees = {}
+    for name in ("a", "b", "c"):
+        tree = ConfigTree(tmp_path / name)
+        s = tree.session(cwd=f"/w/{name}")
+        s.user(f"the zebra{name} word")
+        s.write()
+        trees[name] = tree
+    db = str(tmp_path / "shared.db")
+
+    def run(*args: str) -> Any:
+        roots = [arg for t in trees.values() for arg in ("--config-dir", str(t.root))]
+        return CliRunner().invoke(cli, [*roots, "--db", db, *args])
+
+    assert run("index").exit_code == 0
+    shutil.rmtree(trees.pop("a").root)
+    del trees["c"]  # still on disk, just not asked about this time
+    assert run("index").exit_code == 0
+    listed = json.loads(run("list", "--scope", "all", "--json").stdout)
+    assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]
+    assert run("search", "zebraa", "--scope", "all").exit_code == 1
