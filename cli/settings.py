@@ -216,6 +216,7 @@ def apply_settings(
         lenient=lenient,
     )
     ctx.meta[_META_KEY] = settings
+    _check_db(str(settings["db"]), settings.source("db"))
     dirs: list[str] = list(config_dirs)
     if settings.source("config_dirs") == str(settings.file):
         dirs = list(settings["config_dirs"])
@@ -226,6 +227,20 @@ def apply_settings(
                         f"{settings.file}: config_dirs: directory {directory!r} does not exist"
                     )
     return dirs, str(settings["db"])
+
+
+def _check_db(path: str, source: str) -> None:
+    """The index must be a file path: an empty one or a directory is a usage error
+    (exit 2) before anything tries to open it (which said two contradictory lines)."""
+    from sessiondex.cli.errors import InvalidValue
+
+    where = f"'{source}'" if source.startswith("--") else source
+    if not path.strip():
+        raise InvalidValue(where, "the index path is empty")
+    if os.path.isdir(path):
+        raise InvalidValue(
+            where, f"{path!r} is a directory: give the index file's path (e.g. {path}/index.db)"
+        )
 
 
 def current() -> Settings | None:

@@ -310,3 +310,29 @@ def test_the_picker_opens_in_the_files_scope(
     clean_file.run(*argv)
     clean_file.run("pick", "--scope", "worktree")
     assert seen == [scope, "worktree"]
+
+
+@pytest.mark.parametrize(
+    ("db", "env", "says"),
+    [
+        ("", {}, "Error: Invalid value for '--db': the index path is empty"),
+        ("{dir}", {}, "Error: Invalid value for '--db': '{dir}' is a directory"),
+        (None, {"SESSIONDEX_DB": "{dir}"}, "Error: Invalid value for SESSIONDEX_DB: '{dir}' is"),
+    ],
+)
+def test_an_index_path_that_is_no_file_is_one_usage_line(
+    tmp_path: Path, db: str | None, env: dict[str, str], says: str
+) -> None:
+    # It used to be a note that the index was answered "as it is", then an error that it
+    # could not be written, exit 1.
+    directory = str(tmp_path)
+    args = [
+        "--config-dir",
+        str(tmp_path),
+        *([] if db is None else ["--db", db.format(dir=directory)]),
+    ]
+    env = {k: v.format(dir=directory) for k, v in env.items()}
+    result = CliRunner().invoke(cli, [*args, "list"], env=env)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(says.format(dir=directory))
+    assert len(result.stderr.strip().splitlines()) == 1
