@@ -57,7 +57,7 @@ def for_shell(value: str, shell: str) -> str:
 
 def _candidates(ctx: click.Context, incomplete: str) -> list[tuple[str, str]]:
     from sessiondex.cli.settings import resolve_settings
-    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.db import open_if_current
     from sessiondex.query.complete import complete_sessions
 
     # The group's callback does not run while completing: read its options here.
@@ -65,10 +65,9 @@ def _candidates(ctx: click.Context, incomplete: str) -> list[tuple[str, str]]:
     settings = resolve_settings(
         config_dirs=root.get("config_dirs") or (), db=root.get("db_path") or None
     )
-    path = str(settings["db"])
-    if not os.path.isfile(path):
+    db = open_if_current(str(settings["db"]))
+    if db is None:  # none yet, damaged or of an older format: nothing to offer
         return []
-    db = open_db(path, readonly=True)
     try:
         return complete_sessions(db, incomplete, ctx.params.get("cwd"))
     finally:

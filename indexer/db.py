@@ -208,6 +208,16 @@ def _open_writable(target: Path) -> Database:
         raise
 
 
+def open_if_current(path: str | os.PathLike[str]) -> Database | None:
+    """A read-only handle on the index at ``path`` when it is current, else None: never
+    creating, migrating, re-deriving or repairing it (shell completion, where a Tab must
+    change nothing: a damaged or outdated index is for the next command to handle)."""
+    try:
+        return _open_current_readonly(Path(path))  # type: ignore[return-value]
+    except sqlite3.Error:
+        return None
+
+
 def open_db(
     path: str | os.PathLike[str] | None = None,
     *,

@@ -200,6 +200,12 @@ def test_completion_describes_ids_by_title_and_needs_no_index(world: World, tmp_
     missing = ["--db", str(tmp_path / "none.db"), "show"]
     assert complete.get_completions(missing, "") == []
     assert not (tmp_path / "none.db").exists()  # nothing created or refreshed
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"not an index" * 1000)
+    assert complete.get_completions(["--db", str(damaged), "show"], "") == []
+    # a Tab repairs nothing (it used to move the file aside and create a new index)
+    assert damaged.read_bytes() == b"not an index" * 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged.db"]
 
 
 HOSTILE_NAME = "ünïcødé $(touch PWNED) `id`"
