@@ -4,6 +4,7 @@ real index of a real transcript tree. The browser test is tests/test_web_browser
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -406,3 +407,23 @@ def test_only_requests_naming_a_loopback_host_are_answered(
         assert response.status_code == status, (host, path)
         if status == 421:
             assert web.tree.auth_id not in response.text and "Misdirected" in response.text
+
+
+@pytest.mark.parametrize("how", ["deleted", "moved aside"])
+def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web, how: str) -> None:
+    """As ``watch`` does: the pages answered from the deleted file (new sessions went
+    into it, nothing came back at the path) and Datasette's tables failed with 500."""
+    web = fresh_web
+    before = _session_links(web.get("/"))
+    assert before
+    for suffix in ("", "-wal", "-shm"):
+        path = web.db.with_name(web.db.name + suffix)
+        if path.exists():
+            if how == "deleted":
+                path.unlink()
+            else:
+                path.rename(path.with_name(path.name + ".corrupt-1"))
+    assert sorted(_session_links(web.get("/"))) == sorted(before)  # rebuilt, same sessions
+    assert web.db.is_file()  # at the path again
+    rows = json.loads(web.get("/sessiondex/sessions.json?_shape=array&_size=max"))
+    assert len(rows) >= len(before)

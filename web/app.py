@@ -112,7 +112,16 @@ def build(state: WebIndex, db_path: Path) -> Any:
         settings={"default_page_size": 50, "sql_time_limit_ms": 3000},
         memory=False,
     )
-    datasette.add_database(Database(datasette, path=str(db_path), is_mutable=True), DATABASE_NAME)
+
+    def attach() -> None:
+        if DATABASE_NAME in datasette.databases:
+            datasette.remove_database(DATABASE_NAME)
+        datasette.add_database(
+            Database(datasette, path=str(db_path), is_mutable=True), DATABASE_NAME
+        )
+
+    attach()
+    state.on_replaced = attach  # the file was replaced: new connections to the new one
     if "_memory" in datasette.databases:  # added because no file was passed above
         datasette.remove_database("_memory")
     return datasette

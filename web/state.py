@@ -41,6 +41,11 @@ class WebIndex:
         self.index = index
         # Answer only requests whose Host names a loopback host (web/hosts.py).
         self.loopback_only = loopback_only
+        # The index file as served (device, inode): another identity means it was
+        # deleted, replaced, or moved aside by a repair, and is opened again.
+        self._identity: tuple[int, int] | None = None
+        # Called on the event loop after such a reopening (Datasette's own connections).
+        self.on_replaced: Callable[[], None] | None = None
         self.interval = interval
         self._clock = clock
         self._last: float | None = None
@@ -69,23 +74,46 @@ class WebIndex:
 
         self.call(first)
         self._last = self._clock()
+        self._identity = self._file_identity(self.index)
 
-    def _maybe_refresh(self, index: Index) -> None:
+    @staticmethod
+    def _file_identity(index: Index) -> tuple[int, int] | None:
+        from sessiondex.indexer.faults import file_identity
+
+        return file_identity(index.db_path) if index.db_path is not None else None
+
+    def _maybe_refresh(self, index: Index) -> bool:
+        """Refresh (throttled); True when the index file had been deleted or replaced
+        and was opened again (rebuilt from the transcripts), as ``watch`` does: the
+        pages answered from the deleted file, and Datasette's tables failed."""
+        replaced = self._identity is not None and self._file_identity(index) != self._identity
+        if replaced:
+            print(
+                f"sessiondex serve: the index at {index.db_path} was deleted or replaced; "
+                "opening it again",
+                file=sys.stderr,
+            )
+            index.close()
+            self._last = None  # refresh now, whatever the throttle says
         now = self._clock()
         if not index.auto_refresh or (self._last is not None and now - self._last < self.interval):
-            return
+            return replaced
         self._last = now
-        if index.watcher_alive():
-            return
         try:
-            index.refresh()
-            self.refreshes += 1
+            if replaced or not index.watcher_alive():
+                index.refresh()
+                self.refreshes += 1
         except Exception as exc:  # a busy or damaged index: answer from what is there
             print(f"sessiondex serve: refresh failed: {exc}", file=sys.stderr)
+        if replaced:
+            index.reader()
+            self._identity = self._file_identity(index)
+        return replaced
 
     async def fresh(self) -> None:
         """Bring the index up to date for a request (throttled; see the module)."""
-        await self.run(self._maybe_refresh)
+        if await self.run(self._maybe_refresh) and self.on_replaced is not None:
+            self.on_replaced()
 
     def close(self) -> None:
         """Close the Index's handles on the thread that opened them, then stop it."""
