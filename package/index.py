@@ -935,8 +935,10 @@ def _as_database(db: Any) -> Database:
     from sessiondex.indexer.db import ReadOnlyIndex, prepare
 
     if isinstance(db, sqlite3.Connection):
+        _check_factories(db)
         return prepare(Database(db))
     if isinstance(db, Database):
+        _check_factories(db.conn)
         return prepare(db)
     if isinstance(db, ReadOnlyIndex):
         return db  # type: ignore[return-value]  # the subset the query layer uses
@@ -944,6 +946,23 @@ def _as_database(db: Any) -> Database:
         "db must be a path, a sqlite3.Connection or a sqlite_utils.Database, "
         f"not {type(db).__name__}"
     )
+
+
+def _check_factories(conn: sqlite3.Connection) -> None:
+    """A caller's connection must give rows and text as sqlite3 does by default (or
+    ``sqlite3.Row``, which indexes as a tuple): the layers below read ``row[0]`` and
+    compare strings. Said plainly, rather than as a KeyError or a migration that
+    'already exists' half-way through."""
+    if conn.text_factory is not str:
+        raise ValueError(
+            "the connection's text_factory must be str (the default), "
+            f"not {conn.text_factory!r}: sessiondex reads its text as text"
+        )
+    if conn.row_factory not in (None, sqlite3.Row):
+        raise ValueError(
+            "the connection's row_factory must be None or sqlite3.Row, "
+            f"not {conn.row_factory!r}: sessiondex reads rows by position"
+        )
 
 
 def _database_file(db: Database) -> Path | None:

@@ -348,3 +348,24 @@ def test_a_new_index_writes_to_a_session_named_by_its_title(
         result = index.tag("Auth refactor", "keep", cwd=CWD)
         assert result.written and result.session is not None
         assert result.session["tag"] == "keep"
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("text_factory", bytes),
+        ("row_factory", lambda cursor, row: dict(zip([d[0] for d in cursor.description], row))),
+    ],
+)
+def test_a_connection_with_other_factories_is_refused_plainly(
+    tree: ConfigTree, setting: str, value: Any
+) -> None:
+    # It was "table _sqlite_migrations already exists" or a KeyError 0, half-way through.
+    conn = sqlite3.connect(":memory:")
+    setattr(conn, setting, value)
+    with pytest.raises(ValueError, match=setting):
+        Index(conn, [tree.root])
+    conn.row_factory = sqlite3.Row  # indexes as a tuple: fine
+    conn.text_factory = str
+    with Index(conn, [tree.root]) as index:
+        assert len(index.list(scope="all")) == 2
