@@ -179,6 +179,9 @@ def ingest_archive(
             mark_newest(db, session_id)
     except ArchiveError as exc:
         stats.errors.append((path, str(exc)))
+        # Changed and now unreadable: the rows of what it held are no copy any more
+        # (kept, it counted as "already archived" and "protected" from the sweep).
+        remove_path(db, path)
         return UNCHANGED
     setattr(stats, state, getattr(stats, state) + 1)
     return state

@@ -441,3 +441,39 @@ def test_job_runs_this_sessiondex(tmp_path: Path) -> None:
     # run as something else (pytest): the console script installed beside this Python
     beside = os.path.join(os.path.dirname(sys.executable), "sessiondex")
     assert schedule.sessiondex_executable("/nowhere/pytest") == [os.path.abspath(beside)]
+
+
+def _damage(archive: Path, how: str) -> None:
+    data = bytearray(archive.read_bytes())
+    if how == "a byte flipped":  # tar reads fine; only the gzip CRC at the end tells
+        data[len(data) // 2] ^= 0xFF
+    else:
+        data = data[: len(data) // 2]
+    archive.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["a byte flipped", "truncated"])
+def test_a_damaged_archive_protects_nothing_and_restores_nothing(tmp_path: Path, how: str) -> None:
+    """A damaged archive is no copy: it counted as 'already archived' and 'protected'
+    (then the sweep deleted the only good copy), was listed as the session, and restore
+    wrote its wrong bytes with exit 0 (the gzip CRC was never read)."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    tree.write_settings({"cleanupPeriodDays": 30})
+    old = _session(tree, "zebra migration plan " * 300, now - 29 * DAY)
+    db = tmp_path / "index.db"
+    run = _json(_run(tree, db, "archive", "--expiring-within", "3d", "--json"))
+    archive = Path(run["results"][0]["archive"])
+    _damage(archive, how)
+    os.utime(archive, (now, now))
+
+    cleanup = _run(tree, db, "cleanup")
+    assert "0 protected, 1 at risk" in cleanup.output, cleanup.output
+    # Claude Code's sweep deletes the transcript: the damaged archive is all there is
+    original = old.path.read_bytes()
+    old.path.unlink()
+    listed = _run(tree, db, "list", "--scope", "all", "--include-archived", "--json")
+    assert json.loads(listed.stdout or "[]") == []
+    restored = _run(tree, db, "restore", old.session_id)
+    assert restored.exit_code == 1 and not old.path.exists(), restored.output
+    assert original  # what a good archive would have given back

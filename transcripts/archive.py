@@ -33,6 +33,7 @@ import stat
 import tarfile
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,12 +122,23 @@ def _same_bytes(member_stream: IO[bytes], path: Path, size: int) -> bool:
         return original.read(1) == b"" and member_stream.read(1) == b""
 
 
+def check_whole(archive: Path) -> None:
+    """Read the gzip stream of ``archive`` to its end, where its CRC and length are
+    checked: ``tarfile`` stops at the tar's end-of-archive blocks, before the gzip
+    trailer, so a flipped byte inside would otherwise read as valid (and wrong) data.
+    Raises ``OSError`` (``gzip.BadGzipFile``) or ``EOFError`` on a damaged file."""
+    try:
+        with gzip.open(archive, "rb") as whole:
+            while whole.read(CHUNK):
+                pass
+    except zlib.error as exc:  # damaged deflate data: as gzip's own errors, an OSError
+        raise gzip.BadGzipFile(f"{archive}: {exc}") from None
+
+
 def verify_archive(archive: Path, entries: list[_Entry]) -> None:
     """Read ``archive`` back and compare it with the files it was made from."""
     try:
-        with gzip.open(archive, "rb") as whole:  # reading to the end checks the CRC
-            while whole.read(CHUNK):
-                pass
+        check_whole(archive)
         expected = {e.arcname: e for e in entries}
         seen: set[str] = set()
         with tarfile.open(archive, "r:gz") as tar:
@@ -305,8 +317,10 @@ def _layout(name: str) -> tuple[str, str, str, str | None] | None:
 
 def read_archive(archive: Path) -> Iterator[ArchivedTranscript]:
     """The transcripts inside one session archive, main first, each as a seekable stream
-    (closed when the iteration moves on). Raises :class:`ArchiveError` on a damaged file."""
+    (closed when the iteration moves on). Raises :class:`ArchiveError` on a damaged file
+    (checked whole first: its content is indexed as the session)."""
     try:
+        check_whole(archive)
         with tarfile.open(archive, "r:gz") as tar:
             for member in tar:
                 layout = _layout(member.name)
@@ -350,7 +364,7 @@ class RestoredSession:
 def _restore_plan(tar: tarfile.TarFile, archive: Path) -> tuple[str, str, list[tarfile.TarInfo]]:
     """(project_key, session_id, members) of a session archive; every member must be the
     transcript or lie inside its ``<id>/`` folder (nothing else is ever extracted)."""
-    members = tar.getmembers()  # reads to the end: the gzip CRC is checked
+    members = tar.getmembers()  # the gzip CRC is not read here: see check_whole
     main = next((m for m in members if m.isreg() and _layout(m.name)), None)
     layout = _layout(main.name) if main is not None else None
     if main is None or layout is None or layout[0] != MAIN:
@@ -417,6 +431,7 @@ def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
     replace a file that appeared meanwhile): readers see the session whole or not at all.
     """
     try:
+        check_whole(archive)  # nothing is written from an archive that is not whole
         with tarfile.open(archive, "r:gz") as tar:
             key, sid, members = _restore_plan(tar, archive)
             prefix = f"projects/{key}/{sid}"
