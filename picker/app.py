@@ -78,7 +78,9 @@ class PickerScreen(Screen[None]):
         Binding("down,ctrl+n", "move(1)", "Down", priority=True, show=False),
         Binding("pageup", "page(-1)", "Page up", priority=True, show=False),
         Binding("pagedown", "page(1)", "Page down", priority=True, show=False),
-        Binding("enter", "choose", "Choose", priority=True, show=False),
+        # Not a priority binding: in the query box Enter is the box's own (Submitted,
+        # on_input_submitted), so it comes after the characters typed before it.
+        Binding("enter", "choose", "Choose", show=False),
         Binding("escape", "escape", "Clear / leave", priority=True, show=False),
         Binding("ctrl+a", "toggle_scope('all')", "All projects", priority=True, show=False),
         Binding("ctrl+w", "toggle_scope('repo')", "Worktrees", priority=True, show=False),
@@ -458,6 +460,16 @@ class PickerScreen(Screen[None]):
                 self.search_complete = True  # one request at a time
                 current = self.session_list.current
                 self.start_load(current.path if current else None, live=True)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the query box. As the box's own key, it is handled after the
+        characters before it (pasted, or typed fast, in one terminal read): a priority
+        binding ran first and chose from the rows of the query before them."""
+        if event.input.id == "query":
+            event.stop()
+            if event.value != self.query_text:  # its Changed is still on the way
+                self.on_input_changed(Input.Changed(event.input, event.value))
+            self.action_choose()
 
     def action_choose(self) -> None:
         if self.painted_generation < self.generation and not self.error:

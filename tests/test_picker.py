@@ -726,3 +726,36 @@ def test_the_status_line_says_when_a_common_word_is_answered_newest_first(
     assert "Auth refactor" in shown
     status = text.splitlines()[0]
     assert ("newest first" in status) is said, status
+
+
+@pytest.mark.parametrize(
+    ("typed", "chosen"),
+    [
+        ("ledger", "Ledger reconciliation"),  # not the row highlighted before the query
+        ("qqqqzz", None),  # matches nothing: Enter chooses nothing
+    ],
+)
+def test_a_query_and_enter_in_one_burst_choose_from_the_query(
+    world: PickerWorld, typed: str, chosen: str | None
+) -> None:
+    """Pasted, or typed fast, the characters and Enter arrive in one terminal read:
+    Enter ran before the query box reported its change, and chose the row highlighted
+    before the query (resuming the wrong session, or one when nothing matched)."""
+    from textual import events
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+a")
+        for ch in typed:
+            app.post_message(events.Key(ch, ch))
+        app.post_message(events.Key("enter", "\r"))
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if not app.is_running:
+                break
+        return app.is_running
+
+    result, running = drive(world, run)
+    if chosen is None:
+        assert result is None and running  # still open, nothing chosen
+    else:
+        assert result is not None and result["title"] == chosen
