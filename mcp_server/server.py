@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import Resource, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from sessiondex.mcp_server.service import SessionService, Settings, UserError
 
@@ -107,6 +107,23 @@ class SessiondexServer(MCPServer[Any]):
     def __init__(self, runner: Runner, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.runner = runner
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """A tool call; arguments that fail the tool's schema are one sentence (what
+        the README promises for bad input), not pydantic's multi-line report with a
+        link to its documentation."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: "
+                f"{error['msg'].rstrip('.')}"
+                for error in cause.errors()
+            )
+            raise ToolError(f"bad arguments for {name}: {problems}") from None
 
     async def list_resources(self) -> list[Resource]:
         try:

@@ -268,7 +268,9 @@ class SessionService:
                 sessions.append(row)
             answer: dict[str, Any] = {"query": text, "scope": scope, "count": len(sessions)}
             if not sessions:
-                answer["note"] = "no session matches; try other words or scope='all'"
+                answer["note"] = "no session matches; try other words" + (
+                    "" if scope == "all" else " or scope='all'"
+                )
             answer["sessions"] = sessions
             return self._dump(answer, "sessions")
 

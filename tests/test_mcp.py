@@ -317,6 +317,9 @@ def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> No
             ]:
                 message = await error(session, tool, **arguments)
                 assert says.lower() in message.lower(), (tool, arguments, message)
+                # one sentence, as the README says (pydantic's dump was five lines with a
+                # link to its docs)
+                assert "\n" not in message.strip() and "pydantic" not in message, message
             with pytest.raises(Exception, match="No conversation found"):
                 await session.read_resource("session://00000000-0000-4000-8000-000000000000")
 

@@ -549,3 +549,12 @@ def test_appends_under_a_linked_config_dir_are_ingested(tmp_path: Path, link: st
         session.user("zanzibar appears")
         session.append()
         assert eventually(lambda: json.loads(answers.search_sessions("zanzibar"))["count"] == 1)
+
+
+@pytest.mark.parametrize(("scope", "hint"), [("all", False), ("repo", True), ("worktree", True)])
+def test_no_match_suggests_scope_all_only_when_it_is_wider(
+    fixture_index: Index, scope: str, hint: bool
+) -> None:
+    answer = json.loads(service(fixture_index).search_sessions("zzqqxxnomatch", scope=scope))
+    assert answer["count"] == 0 and answer["note"].startswith("no session matches")
+    assert ("scope='all'" in answer["note"]) is hint
