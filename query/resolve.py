@@ -76,7 +76,7 @@ def not_found_id(session_id: str) -> NotFound:
     return NotFound(f"No conversation found with session ID: {session_id}")
 
 
-def _row_from_file(path: Path) -> dict[str, Any]:
+def _row_from_file(path: Path) -> dict[str, Any] | None:
     """A session row folded straight from a transcript outside the index (a path
     argument naming a file anywhere), with the same rules as the indexer. Its session
     ID is the one its records carry (a copy named ``backup.jsonl`` is still that
@@ -92,6 +92,8 @@ def _row_from_file(path: Path) -> dict[str, Any]:
                 inside = record["sessionId"]
         st = os.fstat(stream.fileno())
     stem = inside or path.name[: -len(".jsonl")]
+    if not is_session_id(stem):
+        return None  # notes.jsonl and the like: Claude Code ignores them, so do we
     row = state.columns()
     row.update(
         id=-1,
@@ -125,6 +127,8 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     if rows:
         return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
     row = _row_from_file(path)
+    if row is None:
+        return None  # no record names a session and the name is no session ID: not one
     if described is not None:  # inside a projects/ dir: its place says where it belongs
         row.update(
             root=str(described.root),

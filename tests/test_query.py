@@ -332,3 +332,19 @@ def test_a_subagent_without_its_main_transcript_keeps_its_config_dir(tmp_path: P
         str(root),
         "-home-dev-shop",
     )
+
+
+def test_a_jsonl_that_names_no_session_is_no_session(tmp_path: Path) -> None:
+    """notes.jsonl in a project dir (no record names a session, the name is no session
+    ID): Claude Code ignores it, and resolve gave 'claude --resume notes'."""
+    from tests.builders import copy_fixtures
+
+    root = copy_fixtures(tmp_path)
+    notes = root / "projects" / "-home-dev-shop" / "notes.jsonl"
+    assert notes.is_file()
+    copy = tmp_path / "elsewhere.jsonl"
+    copy.write_bytes(notes.read_bytes())
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db"), "resolve"]
+    for path in (notes, copy):
+        result = CliRunner().invoke(cli, [*base, str(path)])
+        assert result.exit_code == 1 and "--resume notes" not in result.output, result.output
