@@ -748,10 +748,14 @@ def test_a_query_and_enter_in_one_burst_choose_from_the_query(
         for ch in typed:
             app.post_message(events.Key(ch, ch))
         app.post_message(events.Key("enter", "\r"))
-        for _ in range(200):
+        for _ in range(250):  # until it chose, or the typed query's answer is on screen
             await pilot.pause(0.02)
-            if not app.is_running:
+            screen = app.picker
+            if not app.is_running or (
+                screen.query_text == typed and screen.painted_generation >= screen.generation
+            ):
                 break
+        await pilot.pause(0.1)  # time enough for a wrong choice to be made
         return app.is_running
 
     result, running = drive(world, run)
