@@ -79,6 +79,8 @@ def _apply_scope_options(
         ),
         click.option(
             "--limit",
+            # = query.filters.MAX_LIMIT, which Filters enforces (not imported here:
+            # this module loads with every command, and start-up time is a benchmark)
             type=click.IntRange(min=1, max=2**31 - 1),
             default=default_limit,
             show_default=default_limit is not None,

@@ -318,3 +318,12 @@ def test_index_refuses_a_limit_that_is_no_page_size(tmp_path: Path, limit: Any) 
         for call in (index.list, lambda **kw: index.search("auth", **kw)):
             with pytest.raises(ValueError, match="limit must be a whole number"):
                 call(scope="all", limit=limit)
+
+
+def test_the_cli_limit_range_is_the_libraries() -> None:
+    from sessiondex.cli.main import cli as group
+    from sessiondex.query.filters import MAX_LIMIT
+
+    command = group.get_command(None, "list")  # type: ignore[arg-type]
+    (limit,) = [p for p in command.params if p.name == "limit"]
+    assert limit.type.max == MAX_LIMIT  # type: ignore[attr-defined]

@@ -8,5 +8,6 @@ opens the index ``mode=ro`` (not ``immutable``, so it sees each refresh), and on
 Index writes, when it refreshes.
 
 Needs the ``web`` extra (``pip install 'sessiondex[web]'``); nothing else in sessiondex
-imports this package.
+imports this package but the CLI's ``serve``, which takes :mod:`.hosts` (no Datasette)
+for its loopback rule.
 """
