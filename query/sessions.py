@@ -65,7 +65,7 @@ def _stored_object(raw: Any) -> dict[str, Any] | None:
         value = orjson.loads(raw)
     except (orjson.JSONDecodeError, TypeError):
         return None
-    if not isinstance(value, dict) or not _FIELD_SET <= value.keys():
+    if type(value) is not dict or not _FIELD_SET <= value.keys():
         return None
     return value
 
@@ -75,17 +75,20 @@ _FIELD_SET = frozenset(SESSION_FIELDS)
 
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Session objects for rows: the stored JSON, built afresh where missing or damaged,
-    with the resume command finished for this reader (:func:`finish_resume_commands`)."""
+    with the resume command finished for this reader (:func:`finish_resume_commands`).
+
+    ``list --scope all`` decodes every object in scope, so this is one pass with the
+    per-row work inlined: it is most of a listing's time."""
     stored = [_stored_object(r.get("object_json")) for r in rows]
-    built: dict[int, dict[str, Any]] = {}
-    missing = [r for r, obj in zip(rows, stored) if obj is None]
-    if missing:
+    if None in stored:
+        missing = [r for r, obj in zip(rows, stored) if obj is None]
         if "file_size" not in missing[0]:  # lean listing rows: load them whole
             ids = ", ".join(str(int(r["id"])) for r in missing)
             missing = select_rows(db, f"s.id IN ({ids})")
         built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-    objects = [built[r["id"]] if obj is None else obj for r, obj in zip(rows, stored)]
-    finish_resume_commands(objects, [bool(r.get("archived")) for r in rows])
+        stored = [built[r["id"]] if obj is None else obj for r, obj in zip(rows, stored)]
+    objects: list[dict[str, Any]] = stored  # type: ignore[assignment]
+    finish_resume_commands(objects, [r.get("archived") for r in rows])
     return objects
 
 
@@ -97,23 +100,23 @@ def claude_config_dir(obj: dict[str, Any]) -> str | None:
     return root if root and root != str(default_config_dir()) else None
 
 
-def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[bool]) -> None:
+def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[Any]) -> None:
     """Fill in, in place, what the stored ``resume_command`` cannot know: an archived
     session has none (its transcript is not where Claude Code looks; ``sessiondex
     restore`` puts it back), and a session outside ``~/.claude`` needs
-    ``CLAUDE_CONFIG_DIR``."""
+    ``CLAUDE_CONFIG_DIR``. ``archived`` is truthy per object."""
     default = str(default_config_dir())
     done: set[int] = set()  # a row listed twice shares its built object: finish it once
     for obj, gone in zip(objects, archived):
-        if id(obj) in done:
-            continue
-        done.add(id(obj))
         if gone:
             obj["resume_command"] = None
             continue
         root = obj.get("config_dir")
-        if root and root != default and obj.get("resume_command"):
-            obj["resume_command"] = with_config_dir(obj["resume_command"], root)
+        if root and root != default:
+            command = obj.get("resume_command")
+            if command and id(obj) not in done:
+                done.add(id(obj))
+                obj["resume_command"] = with_config_dir(command, root)
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
