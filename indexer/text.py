@@ -23,6 +23,15 @@ from functools import cache
 # Hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
 # ideographs, half-width katakana.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+# The same ranges as code points, for is_cjk.
+_CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
+
+
+def is_cjk(char: str) -> bool:
+    """Whether one character is in ``_CJK``: what a short text (a snippet) tests per
+    character instead of compiling the pattern over the class (2-4 ms, once a process)."""
+    code = ord(char)
+    return any(low <= code <= high for low, high in _CJK_RANGES)
 
 
 @cache

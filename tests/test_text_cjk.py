@@ -3,12 +3,14 @@ is no CJK character (then the exact pattern decides), never no where there is on
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiondex.indexer.text import _CJK, _run_pattern, fts_text, may_hold_cjk
-from sessiondex.query.snippets import original_text
+from sessiondex.indexer.text import _CJK, _run_pattern, fts_text, is_cjk, may_hold_cjk
+from sessiondex.query.snippets import CLOSE, OPEN, _take_marks, original_text
 
 CASES = {
     "empty": ("", False),
@@ -109,3 +111,44 @@ def test_stored_words_of_the_stored_form_are_the_words(text: str) -> None:
     from sessiondex.indexer.text import stored_words, word_text
 
     assert stored_words(fts_text(text)).split() == word_text(text).split()
+
+
+def test_is_cjk_is_the_class_for_every_bmp_character() -> None:
+    class_pattern = re.compile(f"[{_CJK}]")
+    for code in range(0x10000):
+        char = chr(code)
+        assert is_cjk(char) is (class_pattern.fullmatch(char) is not None), hex(code)
+
+
+def _reference_original_text(stored: str) -> str:
+    """The snippet inversion as one pattern over the class (what original_text did
+    before it walked the characters): the oracle for the walk."""
+    text, marks = _take_marks(stored)
+    keep = [True] * len(text)
+    for match in re.finditer(f"[{_CJK}](?: [{_CJK}])*", text):
+        start, end = match.span()
+        for i in range(start + 1, end, 2):
+            keep[i] = False
+        if start > 0 and text[start - 1] == " ":
+            keep[start - 1] = False
+        if end < len(text) and text[end] == " ":
+            keep[end] = False
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        out.extend(marks.get(i, ()))
+        if keep[i]:
+            out.append(ch)
+    out.extend(marks.get(len(text), ()))
+    return "".join(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet=["日", "本", "ア", "한", " ", "a", "é", "\n", OPEN, CLOSE], max_size=40),
+    st.integers(0, 40),
+    st.integers(0, 40),
+)
+def test_snippet_inversion_walk_matches_the_pattern(text: str, cut: int, length: int) -> None:
+    # Snippets are cuts of the stored form with markers around matches: any slice.
+    stored = fts_text(text)[cut : cut + length]
+    assert original_text(stored) == _reference_original_text(stored)
