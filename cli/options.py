@@ -142,6 +142,7 @@ def build_filters(
         include_hidden=include_hidden,
         user=user,
         host=host,
+        roots=tuple(str(root) for root in app().roots),
     )
 
 

@@ -400,7 +400,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
 
     db = app().reading_db()
     try:
-        obj = continue_session(db, cwd=cwd, print_mode=print_mode)
+        obj = continue_session(db, cwd=cwd, print_mode=print_mode, roots=app().roots)
     except NotFound as exc:
         raise CliError(clean(str(exc))) from None
     fmt = chosen_format(fmt, as_json)

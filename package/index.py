@@ -525,6 +525,17 @@ class Index:
         self.close()
 
     # ------------------------------------------------------------------ answers
+    def _filters(self, options: dict[str, Any]) -> Filters:
+        """The answers' keyword arguments as :class:`Filters` (:func:`_filters`), for
+        this index's config dirs: the index may hold rows of others (the default index
+        is shared), and those never answer."""
+        from dataclasses import replace
+
+        filters = _filters(options)
+        if filters.roots is not None:
+            return filters
+        return replace(filters, roots=tuple(str(r) for r in self.roots))
+
     def list(self, **filters: Any) -> Sessions:
         """Picker rows, newest activity first. Keyword arguments are
         :class:`~sessiondex.query.filters.Filters` fields (``cwd``, ``scope``,
@@ -532,7 +543,7 @@ class Index:
         ``include_archived``, ``include_hidden``, ``limit``)."""
         from sessiondex.query.listing import list_sessions
 
-        return self._answer(lambda db: list_sessions(db, _filters(filters)))
+        return self._answer(lambda db: list_sessions(db, self._filters(filters)))
 
     def search(
         self,
@@ -571,7 +582,7 @@ class Index:
             lambda db: run_search(
                 db,
                 query,
-                _filters(filters),
+                self._filters(filters),
                 raw=raw,
                 markers=markers or DEFAULT_MARKERS,
                 elsewhere=elsewhere,
@@ -583,7 +594,7 @@ class Index:
         """Sessions linked to a PR number or URL (every linked one with None)."""
         from sessiondex.query.prs import from_pr
 
-        return self._answer(lambda db: from_pr(db, pr, _filters(filters)))
+        return self._answer(lambda db: from_pr(db, pr, self._filters(filters)))
 
     def resolve(
         self,
@@ -625,7 +636,9 @@ class Index:
         """The session ``claude --continue`` would open in ``cwd``."""
         from sessiondex.query.resolve import continue_session
 
-        return self._answer(lambda db: continue_session(db, cwd=cwd, print_mode=print_mode))
+        return self._answer(
+            lambda db: continue_session(db, cwd=cwd, print_mode=print_mode, roots=self.roots)
+        )
 
     def stats(self) -> dict[str, Any]:
         """Counts, sizes, freshness, watcher status and the retention outlook."""
@@ -862,7 +875,7 @@ class Index:
         thousands of rows with it and fetches only the visible ones (:meth:`sessions_at`)."""
         from sessiondex.query.listing import listing_order
 
-        return listing_order(self.reader(), _filters(filters))
+        return listing_order(self.reader(), self._filters(filters))
 
     def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
         """The session objects of these transcripts, in the order given (gone ones left out)."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from os import PathLike
 from typing import Any
 
 from sessiondex.query.archives import archived_sql
@@ -52,6 +54,21 @@ def parse_since(text: str, now: float | None = None) -> int:
     return int(stamp.timestamp() * 1000)
 
 
+def roots_sql(db: Any, roots: Sequence[str | PathLike[str]] | None) -> tuple[str, list[Any]]:
+    """Only sessions of these config dirs (None: every config dir in the index).
+
+    One index holds the rows of every config dir it was ever asked about (the default
+    index is shared); a command answers for the config dirs it was given, so another's
+    sessions never show and their IDs never resolve. Archived rows (their root is the
+    archive dir) and the team store (config dirs of other machines) are not narrowed."""
+    if roots is None or dialect_of(db).team:
+        return "1 = 1", []  # portable: PostgreSQL wants a boolean
+    values = [str(r) for r in roots]
+    if not values:
+        return "s.archived != 0", []
+    return f"(s.archived != 0 OR s.root IN ({', '.join('?' for _ in values)}))", values
+
+
 @dataclass
 class Filters:
     """What narrows a listing. ``cwd`` None means the process cwd."""
@@ -67,6 +84,9 @@ class Filters:
     user: str | None = None  # team store only: who pushed it
     host: str | None = None  # team store only: from which machine
     include_hidden: bool = False  # sessions tagged __hidden (--all-kinds includes them too)
+    #: The config dirs whose sessions answer (None: every one in the index); front ends
+    #: set it to the config dirs they were given (``sessiondex.Index`` does).
+    roots: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         limit = self.limit
@@ -111,4 +131,8 @@ class Filters:
             if not self.include_hidden:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
         clauses.append(archived_sql(self.include_archived))
+        if self.roots is not None:
+            rooted = roots_sql(db, self.roots)
+            clauses.append(rooted[0])
+            params.extend(rooted[1])
         return (" AND ".join(clauses) or "1"), params

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import Filters
+from sessiondex.query.filters import Filters, roots_sql
 from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
@@ -66,20 +66,36 @@ def sessions_for_pr(
     pr: PullRequest,
     *,
     include_archived: bool = False,
+    roots: tuple[str, ...] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Sessions linked to ``pr`` (any project), newest first, and those that only
-    mention it: one PR is the same PR wherever the session ran."""
-    archived = " AND " + archived_sql(include_archived)
+    """Sessions linked to ``pr`` (any project of ``roots``), newest first, and those
+    that only mention it: one PR is the same PR wherever the session ran. Each object
+    says which (``matched_by``)."""
+    rooted, root_params = roots_sql(db, roots)
+    scope = f" AND {archived_sql(include_archived)} AND {rooted}"
     found: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     for table in PR_TABLES:
         sql, params = _url_clause(db, table, pr)
         rows = [
-            r for r in select_rows(db, f"s.id IN ({sql}){archived}", params) if r["id"] not in seen
+            r
+            for r in select_rows(db, f"s.id IN ({sql}){scope}", [*params, *root_params])
+            if r["id"] not in seen
         ]
         seen.update(r["id"] for r in rows)
         found.append(rows)
-    return _objects(db, found[0]), _objects(db, found[1])
+    return _marked(_objects(db, found[0]), _objects(db, found[1]))
+
+
+def _marked(
+    linked: list[dict[str, Any]], mentioned: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The objects with ``matched_by``: ``pr-link`` or ``pr-mention`` (what ``search``
+    says of a PR lookup), so a JSON reader can tell a link from a mention."""
+    for kind, group in (("pr-link", linked), ("pr-mention", mentioned)):
+        for obj in group:
+            obj["matched_by"] = kind
+    return linked, mentioned
 
 
 def sessions_for_url(
@@ -131,16 +147,19 @@ def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool =
     if pr is not None:
         ref = parse_pr_ref(pr)
         if ref is not None:
-            linked, mentioned = sessions_for_pr(db, ref, include_archived=filters.include_archived)
+            linked, mentioned = sessions_for_pr(
+                db, ref, include_archived=filters.include_archived, roots=filters.roots
+            )
             return _limited(PrAnswer(linked, mentioned, pr=ref), filters.limit)
     if pr is None:
         (rows,) = _number_rows(db, None, filters, ("pr_links",))
-        return PrAnswer(_objects(db, rows), [])
+        return PrAnswer(*_marked(_objects(db, rows), []))
     number = parse_pr_number(pr)
     if number is None:
         raise ValueError(f"not a PR number, URL or owner/repo#number: {pr!r}")
     linked_rows, mentioned_rows = _number_rows(db, number, filters, PR_TABLES)
-    answer = PrAnswer(_objects(db, linked_rows), _objects(db, mentioned_rows), number=number)
+    linked, mentioned = _marked(_objects(db, linked_rows), _objects(db, mentioned_rows))
+    answer = PrAnswer(linked, mentioned, number=number)
     if elsewhere and not answer.rows:
         answer.elsewhere = _elsewhere(db, number, filters)
     return _limited(answer, filters.limit)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState
 from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import keys_sql
+from sessiondex.query.filters import keys_sql, roots_sql
 from sessiondex.query.scopes import resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
@@ -155,15 +155,14 @@ def _other_directory_note(session: dict[str, Any]) -> str:
     return f"This session is from a different directory. To resume, run: {how}"
 
 
-def _by_id(db: Database, session_id: str, keys: list[str], include_archived: bool) -> Resolution:
-    archived = " AND " + archived_sql(include_archived)
-    rows = select_rows(db, f"s.session_id = ? AND s.raw_message_count > 0{archived}", [session_id])
+def _by_id(
+    db: Database, session_id: str, keys: list[str], include_archived: bool, roots: list[Path]
+) -> Resolution:
+    rooted, root_params = roots_sql(db, roots)
+    scope = f" AND s.raw_message_count > 0 AND {archived_sql(include_archived)} AND {rooted}"
+    rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *root_params])
     if not rows:
-        rows = select_rows(
-            db,
-            f"lower(s.session_id) = lower(?) AND s.raw_message_count > 0{archived}",
-            [session_id],
-        )
+        rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *root_params])
     local = [r for r in rows if r["project_key"] in keys]
     if local:
         local.sort(key=lambda r: keys.index(r["project_key"]))
@@ -182,14 +181,16 @@ def _by_id(db: Database, session_id: str, keys: list[str], include_archived: boo
     )
 
 
-def _scope_rows(db: Database, here: str, include_archived: bool) -> list[dict[str, Any]]:
+def _scope_rows(
+    db: Database, here: str, include_archived: bool, roots: list[Path]
+) -> list[dict[str, Any]]:
     """The rows a name or ID prefix resolves among: the cwd's repository (its worktrees'
-    project dirs locally, its origin remote on the team store)."""
+    project dirs locally, its origin remote on the team store) in ``roots``."""
     scoped = dialect_of(db).scope_clause(here, "repo")
     assert scoped is not None
-    where, params = scoped
-    where += " AND " + archived_sql(include_archived)
-    return select_rows(db, where, params)
+    rooted, root_params = roots_sql(db, roots)
+    where = f"{scoped[0]} AND {archived_sql(include_archived)} AND {rooted}"
+    return select_rows(db, where, [*scoped[1], *root_params])
 
 
 def name_of(row: dict[str, Any]) -> str | None:
@@ -216,10 +217,10 @@ def resolve(
     if by_path is not None:
         return by_path
     if is_session_id(arg):
-        return _by_id(db, arg, worktree_keys(here), include_archived)
+        return _by_id(db, arg, worktree_keys(here), include_archived, roots)
     if arg.strip() != arg and is_session_id(arg.strip()):
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
-    repo_rows = _scope_rows(db, here, include_archived)
+    repo_rows = _scope_rows(db, here, include_archived, roots)
     wanted = arg.strip().lower()
     named = [r for r in repo_rows if (name_of(r) or "").strip().lower() == wanted]
     if len(named) == 1:
@@ -227,7 +228,7 @@ def resolve(
     if len(named) > 1:
         raise Ambiguous(f"{len(named)} sessions are named {arg.strip()!r}", to_objects(db, named))
     if _PREFIX_RE.match(arg):
-        resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived)
+        resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived, roots)
         if resolution is not None:
             return resolution
     titles = {display_title(r): r for r in repo_rows if name_of(r)}
@@ -244,15 +245,20 @@ def resolve(
 
 
 def _by_prefix(
-    db: Database, prefix: str, repo_rows: list[dict[str, Any]], include_archived: bool
+    db: Database,
+    prefix: str,
+    repo_rows: list[dict[str, Any]],
+    include_archived: bool,
+    roots: list[Path],
 ) -> Resolution | None:
     local = [r for r in repo_rows if r["session_id"].lower().startswith(prefix)]
     if not local:
-        archived = " AND " + archived_sql(include_archived)
+        rooted, root_params = roots_sql(db, roots)
         local = select_rows(
             db,
-            f"lower(s.session_id) LIKE ? ESCAPE '\\'{archived}",
-            [prefix.replace("_", "\\_").replace("%", "\\%") + "%"],
+            f"lower(s.session_id) LIKE ? ESCAPE '\\' AND {archived_sql(include_archived)}"
+            f" AND {rooted}",
+            [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *root_params],
         )
     if not local:
         return None
@@ -263,15 +269,23 @@ def _by_prefix(
 
 
 def continue_session(
-    db: Database, *, cwd: str | None = None, print_mode: bool = False
+    db: Database,
+    *,
+    cwd: str | None = None,
+    print_mode: bool = False,
+    roots: list[Path] | None = None,
 ) -> dict[str, Any]:
     """The session ``claude --continue`` would open in ``cwd``: newest transcript mtime in
-    the cwd's own project dir (worktrees not searched), skipping sidechains and files
-    without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop`` sessions."""
+    the cwd's own project dir (worktrees not searched) of ``roots``, skipping sidechains
+    and files without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop``
+    sessions."""
     from sessiondex.query.sessions import VISIBLE_SQL
 
     here = resolve_cwd(cwd)
     where, params = keys_sql(project_keys_for_directory(here))
+    rooted, root_params = roots_sql(db, roots)
+    where += f" AND {rooted}"
+    params.extend(root_params)
     if print_mode:
         where += " AND coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
     else:

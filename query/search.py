@@ -665,13 +665,14 @@ def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, in
 
 def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
     """``search <URL or owner/repo#N>``: linked sessions, then mentioning ones."""
-    linked, mentioned = sessions_for_pr(db, pr, include_archived=filters.include_archived)
-    for kind, group in (("pr-link", linked), ("pr-mention", mentioned)):
-        for obj in group:
-            obj["score"] = None
-            obj["snippet"] = f"{'linked' if kind == 'pr-link' else 'mentioned'}: {pr.url}"
-            obj["matched_by"] = kind
+    linked, mentioned = sessions_for_pr(
+        db, pr, include_archived=filters.include_archived, roots=filters.roots
+    )
     rows = linked + mentioned
+    for obj in rows:
+        obj["score"] = None
+        how = "linked" if obj["matched_by"] == "pr-link" else "mentioned"
+        obj["snippet"] = f"{how}: {pr.url}"
     rows = rows[: filters.limit] if filters.limit else rows
     return SearchOutcome(rows, MATCH if rows else NONE, [pr.url])
 

@@ -158,3 +158,60 @@ def test_help_needs_no_config_dir(tmp_path: Path) -> None:
         and "Exit status" in result.output
         and "search [OPTIONS] QUERY" in result.output
     )
+
+
+def _root_world(tmp_path: Path) -> tuple[ConfigTree, ConfigTree, str, str]:
+    """Two config dirs with a session each for the same cwd, named alike and linked to
+    the same PR, answered from one shared index (as the default cache index is)."""
+    sessions = []
+    trees = []
+    for name, sid in (
+        ("one", "11111111-1111-4111-8111-111111111111"),
+        ("two", "22222222-2222-4222-8222-222222222222"),
+    ):
+        tree = ConfigTree(tmp_path / name)
+        s = tree.session(cwd="/w/app", session_id=sid)
+        s.user("talk about the capybara")
+        s.pr_link(number=7, url="https://github.com/acme/app/pull/7", repository="acme/app")
+        s.meta("custom-title", customTitle="capybara work")
+        s.write(mtime=1_800_000_000)
+        trees.append(tree)
+        sessions.append(sid)
+    return trees[0], trees[1], sessions[0], sessions[1]
+
+
+ROOT_QUERIES = {
+    "list": ["list", "--scope", "all", "--json"],
+    "search": ["search", "capybara", "--scope", "all", "--json"],
+    "from-pr number": ["from-pr", "7", "--scope", "all", "--json"],
+    "from-pr url": ["from-pr", "https://github.com/acme/app/pull/7", "--json"],
+    "search url": ["search", "https://github.com/acme/app/pull/7", "--json"],
+    "resolve name": ["resolve", "capybara work", "--cwd", "/w/app", "--json"],
+    "resolve prefix": ["resolve", "{prefix}", "--cwd", "/w/app", "--json"],
+    "continue": ["continue", "--cwd", "/w/app", "--json"],
+}
+
+
+@pytest.mark.parametrize("query", list(ROOT_QUERIES))
+def test_answers_come_only_from_the_configured_config_dirs(tmp_path: Path, query: str) -> None:
+    """One index holds rows of every config dir it was ever asked about; the rows of a
+    config dir not asked for now never answer (nor can an ID from it be resolved)."""
+    one, two, first, second = _root_world(tmp_path)
+    for tree, own in ((one, first), (two, second)):
+        args = [a.replace("{prefix}", own[:8]) for a in ROOT_QUERIES[query]]
+        result = _run(tmp_path, ["--config-dir", str(tree.root), *args])
+        assert result.exit_code == 0, result.output
+        found = json.loads(result.stdout)
+        rows = found if isinstance(found, list) else [found]
+        assert [r["session_id"] for r in rows] == [own], query
+
+
+def test_an_id_of_a_config_dir_not_asked_for_is_not_found(tmp_path: Path) -> None:
+    one, two, first, second = _root_world(tmp_path)
+    assert _run(tmp_path, ["--config-dir", str(one.root), "list", "--json"]).exit_code == 0
+    for cwd in ("/w/app", "/elsewhere"):  # its project dir, and another one
+        result = _run(
+            tmp_path, ["--config-dir", str(two.root), "resolve", first, "--cwd", cwd, "--json"]
+        )
+        assert result.exit_code == 1, cwd
+        assert f"No conversation found with session ID: {first}" in result.output

@@ -169,3 +169,19 @@ def test_list_search_and_from_pr_share_the_default_scope(tmp_path: Path) -> None
     result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", "/w/c")
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1] == "2 sessions in other projects: --scope all"
+
+
+@pytest.mark.parametrize("ref", ["5", "acme/app#5", "https://github.com/acme/app/pull/5"])
+def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
+    """In JSON a mention must not pass for a link: each row carries ``matched_by``."""
+    tree = ConfigTree(tmp_path / "claude")
+    linked = _linked(tree, "/w/app", 5)
+    mention = tree.session(cwd="/w/app")
+    mention.user("see https://github.com/acme/app/pull/5 for context")
+    mention.write()
+    result = _run(tmp_path, tree.root, "from-pr", ref, "--cwd", "/w/app", "--json")
+    assert result.exit_code == 0, result.output
+    assert [(r["session_id"], r["matched_by"]) for r in json.loads(result.stdout)] == [
+        (linked.session_id, "pr-link"),
+        (mention.session_id, "pr-mention"),
+    ]

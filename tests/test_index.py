@@ -738,7 +738,8 @@ def test_a_pr_link_record_needs_a_web_url(tmp_path: Path, url: str, kept: str | 
 def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     """One database, two config dirs; the first is deleted, the second is indexed: the
     first's sessions leave the answers (they were listed and found by search, and show
-    could not open them). A config dir that exists but is not asked about stays."""
+    could not open them). A config dir that exists but is not asked about keeps its rows
+    in the index, which answer again once it is asked about (and only then)."""
     import shutil
 
     from click.testing import CliRunner
@@ -763,5 +764,8 @@ def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     del trees["c"]  # still on disk, just not asked about this time
     assert run("index").exit_code == 0
     listed = json.loads(run("list", "--scope", "all", "--json").stdout)
-    assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]
+    assert sorted(r["cwd"] for r in listed) == ["/w/b"]
     assert run("search", "zebraa", "--scope", "all").exit_code == 1
+    trees["c"] = ConfigTree(tmp_path / "c")
+    listed = json.loads(run("--no-refresh", "list", "--scope", "all", "--json").stdout)
+    assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]

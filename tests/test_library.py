@@ -369,3 +369,22 @@ def test_a_connection_with_other_factories_is_refused_plainly(
     conn.text_factory = str
     with Index(conn, [tree.root]) as index:
         assert len(index.list(scope="all")) == 2
+
+
+def test_an_index_answers_only_for_its_config_dirs(tmp_path: Path) -> None:
+    """Every front end (picker, MCP, web view) asks through Index: rows another config
+    dir left in a shared index file never answer."""
+    from tests.test_cli_config_dirs import _root_world
+
+    one, two, first, second = _root_world(tmp_path)
+    db = tmp_path / "shared.db"
+    with Index(db, [one.root]) as index:
+        assert [s["session_id"] for s in index.list(scope="all")] == [first]
+    with Index(db, [two.root]) as index:
+        assert [s["session_id"] for s in index.list(scope="all")] == [second]
+        assert [s["session_id"] for s in index.search("capybara", scope="all")] == [second]
+        assert [s["session_id"] for s in index.list_order(scope="all")] == [second]
+        assert [s["session_id"] for s in index.from_pr("7", scope="all")] == [second]
+        assert index.continue_session(cwd="/w/app")["session_id"] == second
+        with pytest.raises(NotFound):
+            index.resolve(first, cwd="/w/app")
