@@ -66,24 +66,38 @@ class App:
     def index(self) -> Index:
         if self._index is None:
             from sessiondex.cli.config_dirs import check_config_dirs
-            from sessiondex.index import Index
+            from sessiondex.indexer.db import NotAnIndex
 
             check_config_dirs(self.config_dirs)  # exit 2 for a named dir that is missing
-            self._index = Index(
-                self.db_path,
-                self.config_dirs or None,
-                refresh=not self.no_refresh,
-                notice=_note,
-                wait_notice=_waiting,
-                # A reading command's refresh is quick, except the first build of a
-                # large history or one after an upgrade: say so after a second.
-                read_progress=(
-                    ProgressBar("Indexing", delay=READ_PROGRESS_DELAY)
-                    if progress.stderr_is_terminal()
-                    else None
-                ),
-            )
+            try:
+                self._index = self._new_index()
+            except NotAnIndex as exc:  # the --db path names a transcript, a note…
+                from sessiondex.cli.errors import InvalidValue
+                from sessiondex.cli.settings import current
+
+                settings = current()
+                source = settings.source("db") if settings is not None else "--db"
+                where = f"'{source}'" if source.startswith("--") else source
+                raise InvalidValue(where, str(exc)) from None
         return self._index
+
+    def _new_index(self) -> Index:
+        from sessiondex.index import Index
+
+        return Index(
+            self.db_path,
+            self.config_dirs or None,
+            refresh=not self.no_refresh,
+            notice=_note,
+            wait_notice=_waiting,
+            # A reading command's refresh is quick, except the first build of a
+            # large history or one after an upgrade: say so after a second.
+            read_progress=(
+                ProgressBar("Indexing", delay=READ_PROGRESS_DELAY)
+                if progress.stderr_is_terminal()
+                else None
+            ),
+        )
 
     @property
     def roots(self) -> list[Path]:

@@ -20,9 +20,10 @@ place; the caller refreshes it from the transcripts. The settings that are not d
 
 from __future__ import annotations
 
+import codecs
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,6 +197,50 @@ def recover_damaged(
     return kept
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class NotAnIndex(ValueError):
+    """The index path names something that must not become the index: it is left alone
+    (a damaged index is moved aside and replaced; a transcript or a settings file given
+    as ``--db`` by mistake never is)."""
+
+
+def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
+    """Raise :class:`NotAnIndex` when ``target`` cannot be the index.
+
+    - Inside a config dir's ``projects/``: Claude Code's transcripts live there, and
+      nothing sessiondex writes goes there.
+    - An existing file of text (the first 4 KiB without a NUL, valid UTF-8) that is not
+      SQLite: a transcript, ``history.jsonl``, ``settings.json``, a note. What SQLite
+      cannot read is otherwise taken for a damaged index and moved aside; a text file
+      never was an index. Binary garbage still counts as damage (a torn write, a bad
+      disk), so a damaged index stays recoverable."""
+    where = os.path.realpath(target)
+    for root in roots:
+        projects = os.path.realpath(os.path.join(root, "projects"))
+        if where == projects or where.startswith(projects + os.sep):
+            raise NotAnIndex(
+                f"{target} is inside {projects}, where Claude Code keeps its transcripts:"
+                " give the index a path outside it"
+            )
+    try:
+        with open(target, "rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return  # missing (created later), a directory or unreadable: said when opened
+    if not head or head.startswith(SQLITE_HEADER) or b"\x00" in head:
+        return
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return
+    raise NotAnIndex(
+        f"{target} is a text file, not a sessiondex index (SQLite): it is left as it is;"
+        " give the index another path"
+    )
+
+
 def _open_writable(target: Path) -> Database:
     from sqlite_utils import Database
 
@@ -227,6 +272,7 @@ def open_db(
     """Open (creating if needed) and migrate the index at ``path``; a damaged one is
     moved aside and replaced by an empty one (``on_recover`` hears about it)."""
     target = Path(path) if path is not None else default_db_path()
+    check_index_path(target)
     expected = file_identity(target)
     try:
         if readonly:

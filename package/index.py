@@ -135,9 +135,10 @@ class Index:
             assert isinstance(db, str)
             self._team_dsn = db
         elif db is None or isinstance(db, (str, os.PathLike)):
-            from sessiondex.indexer.db import default_db_path
+            from sessiondex.indexer.db import check_index_path, default_db_path
 
             self._path = Path(db) if db is not None else default_db_path()
+            check_index_path(self._path, self.roots)  # before a lock file goes beside it
         else:
             self._given = _as_database(db)
             self._path = _database_file(self._given)

@@ -57,7 +57,7 @@ def _through_a_database_of_the_caller(path: Path, root: Path) -> None:
 
 
 def _replacing_a_damaged_file(path: Path, root: Path) -> None:
-    path.write_text("this is not a database\n" * 500)
+    path.write_bytes(bytes(range(256)) * 64)  # binary garbage: a damaged index
     notes: list[str] = []
     open_db(path, on_recover=notes.append).close()
     assert notes and "damaged" in notes[0]

@@ -133,8 +133,8 @@ def damage(db: Path, kind: str) -> None:
         db.write_bytes(data[: _page_size(data)])
     elif kind == "random-bytes":
         db.write_bytes(noise(len(data)))
-    elif kind == "text-file":
-        db.write_text("this is not a database, it is a note\n" * 200)
+    elif kind == "binary-file":
+        db.write_bytes(b"\x89PNG\r\n\x1a\n\x00" + noise(len(data)))
     elif kind.startswith("bad-page:"):
         page = _root_page(db, kind.split(":", 1)[1])
         size = _page_size(data)
@@ -153,13 +153,13 @@ def damage(db: Path, kind: str) -> None:
 DAMAGES = [
     "truncated",
     "random-bytes",
-    "text-file",
+    "binary-file",
     "bad-page:sessions",
     "bad-page:messages_fts_data",
     "undecodable-json",
 ]
 # Damage every command meets: the file does not open, or every answer reads the page.
-DAMAGES_EVERYONE_MEETS = {"truncated", "random-bytes", "text-file", "bad-page:sessions"}
+DAMAGES_EVERYONE_MEETS = {"truncated", "random-bytes", "binary-file", "bad-page:sessions"}
 # A bad page in the full-text index is met by the commands that read or write it (a
 # mutation checks the whole index before it writes); a listing never reads it.
 MEETS_A_BAD_FTS_PAGE = {"search", "rename", "index --rebuild"}
@@ -181,6 +181,59 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, Any]:
     with the snapshot a rebuild of it gives."""
     world = World(tmp_path_factory.mktemp("pristine"))
     return world, rebuilt_snapshot([world.root], world.db.parent / "rebuilt.db")
+
+
+# What --db (or SESSIONDEX_DB) may name by mistake, each never to be moved aside or
+# replaced: a transcript, Claude Code's history and settings, a note, a new file inside
+# projects/.
+NOT_AN_INDEX = {
+    "a transcript": "projects/{key}/{sid}.jsonl",
+    "history.jsonl": "history.jsonl",
+    "settings.json": "settings.json",
+    "a note outside the config dir": "../notes.txt",
+    "a new file inside projects/": "projects/{key}/index.db",
+}
+
+
+@pytest.mark.parametrize("via", ["--db", "SESSIONDEX_DB"])
+@pytest.mark.parametrize("what", list(NOT_AN_INDEX))
+def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
+    tmp_path: Path, what: str, via: str
+) -> None:
+    """A damaged index is moved aside and rebuilt; a text file given as the index by
+    mistake was treated the same way, so ``--db <transcript>`` moved the transcript
+    aside and put an index in its place (the session vanished for Claude Code)."""
+    root = tmp_path / "claude"
+    tree = ConfigTree(root)
+    s = tree.session(cwd="/w/app")
+    s.user("hello")
+    transcript = s.write(mtime=1_800_000_000)
+    (root / "history.jsonl").write_text('{"display":"hello","project":"/w/app"}\n')
+    (root / "settings.json").write_text('{"cleanupPeriodDays": 30}\n')
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    target = root / NOT_AN_INDEX[what].format(key=transcript.parent.name, sid=s.session_id)
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
+    args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
+    if via == "--db":
+        result = CliRunner().invoke(cli, ["--db", str(target), *args])
+    else:
+        result = CliRunner().invoke(cli, args, env={"SESSIONDEX_DB": str(target)})
+    no_traceback(result)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(
+        f"Error: Invalid value for {via if via == 'SESSIONDEX_DB' else repr(via)}: "
+    )
+    assert len(result.stderr.splitlines()) == 1
+    after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before  # nothing moved, written or left beside it
+    with pytest.raises(db_module.NotAnIndex):
+        sessiondex_index(target, root)
+
+
+def sessiondex_index(target: Path, root: Path) -> None:
+    import sessiondex
+
+    sessiondex.Index(target, [root]).close()
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
