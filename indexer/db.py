@@ -36,6 +36,7 @@ from sessiondex.indexer.faults import (
     file_identity,
     quarantine,
 )
+from sessiondex.indexer.lock import lock_path
 from sessiondex.indexer.meta import get_meta, immediate, set_meta, write_turn
 from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 from sessiondex.indexer.textstore import register
@@ -212,10 +213,11 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     - Inside a config dir's ``projects/``: Claude Code's transcripts live there, and
       nothing sessiondex writes goes there.
     - An existing file of text (the first 4 KiB without a NUL, valid UTF-8) that is not
-      SQLite: a transcript, ``history.jsonl``, ``settings.json``, a note. What SQLite
-      cannot read is otherwise taken for a damaged index and moved aside; a text file
-      never was an index. Binary garbage still counts as damage (a torn write, a bad
-      disk), so a damaged index stays recoverable."""
+      SQLite and was never opened as the index (no lock file of ours beside it): a
+      transcript, ``history.jsonl``, ``settings.json``, a note. What SQLite cannot read
+      is otherwise taken for a damaged index and moved aside. Binary garbage, or
+      anything in a file that was the index, still counts as damage, so a damaged index
+      stays recoverable."""
     where = os.path.realpath(target)
     for root in roots:
         projects = os.path.realpath(os.path.join(root, "projects"))
@@ -231,6 +233,8 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
         return  # missing (created later), a directory or unreadable: said when opened
     if not head or head.startswith(SQLITE_HEADER) or b"\x00" in head:
         return
+    if any(lock_path(target, kind).exists() for kind in ("write", "gate")):
+        return  # it was the index: text in it now is damage
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
