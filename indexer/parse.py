@@ -129,9 +129,9 @@ def parse_tail(
     mentions: list[PullRequest] = []
     for line_offset, line in reader.lines():
         record, problem = classify(line)
+        if problem is not None:
+            reader.problems[problem] += 1
         if record is None:
-            if problem is not None:
-                reader.problems[problem] += 1
             continue
         if state is not None:
             state.apply(record, known_branches, known_links, line_offset)

@@ -12,8 +12,9 @@ from __future__ import annotations
 # 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut
 # (text.py); 7: message text stored compressed (m007, textstore.py); 8: Zstandard
 # against a trained dictionary (m009); 9: a pr-link whose prUrl is no web address is no
-# link (derive.pr_link_from_record)
-DERIVATION_VERSION = 9
+# link (derive.pr_link_from_record); 10: a line with invalid UTF-8 is repaired and kept
+# (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal
+DERIVATION_VERSION = 10
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

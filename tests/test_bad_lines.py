@@ -106,3 +106,45 @@ def test_a_lone_surrogate_never_reaches_an_encoder() -> None:
 )
 def test_split_lines(data: bytes, lines: list[bytes], tail: bytes) -> None:
     assert split_lines(data) == (lines, tail)
+
+
+def test_a_prompt_with_invalid_utf8_is_indexed_as_claude_code_reads_it(tmp_path: Path) -> None:
+    """One bad byte in the first prompt's line used to drop the line from the index: no
+    first prompt, one message fewer, its words unsearchable (the SDK's listing and
+    Claude Code show it, with U+FFFD for the byte)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("résumé of the zzmarker plan")
+    s.assistant("noted")
+    path = s.write()
+    path.write_bytes(path.read_bytes().replace("é".encode(), b"\xe9"))
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    listed = CliRunner().invoke(cli, [*base, "list", "--scope", "all", "--json"])
+    (row,) = json.loads(listed.stdout)
+    assert row["first_prompt"] == "r\ufffdsum\ufffd of the zzmarker plan"
+    assert row["message_count"] == 2
+    found = CliRunner().invoke(cli, [*base, "search", "zzmarker", "--scope", "all", "--json"])
+    assert [r["session_id"] for r in json.loads(found.stdout)] == [s.session_id]
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+23:59"],
+)
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_a_timestamp_with_no_utc_year_is_unparseable_not_fatal(
+    tmp_path: Path, stamp: str, where: str
+) -> None:
+    """In UTC those are year 0 or 10000, which Python cannot hold: the OverflowError
+    skipped the whole file on every refresh ('skipped …: OverflowError')."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("plan the zzstamp work", **({"timestamp": stamp} if where == "first" else {}))
+    s.assistant("ok", **({"timestamp": stamp} if where == "last" else {}))
+    s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "list", "--scope", "all", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "skipped" not in result.stderr
+    (row,) = json.loads(result.stdout)
+    assert row["session_id"] == s.session_id and row["message_count"] == 2

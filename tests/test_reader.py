@@ -32,7 +32,6 @@ GOOD = b'{"type":"user","n":1}\n'
     [
         (b"not json", PROBLEM_MALFORMED),
         (b'{"type":"user"', PROBLEM_MALFORMED),
-        (b'{"a":"\xff\xfe"}', PROBLEM_INVALID_UTF8),
         (b'{"a":"x\x00y"}', PROBLEM_NUL),
         (b"[1,2,3]", PROBLEM_NOT_OBJECT),
         (b"42", PROBLEM_NOT_OBJECT),
@@ -44,6 +43,18 @@ def test_bad_lines_are_counted_by_kind_and_skipped(line: bytes, problem: str) ->
     records, reader = read(GOOD + line + b"\n" + GOOD)
     assert [r for _, r in records] == [{"type": "user", "n": 1}] * 2
     assert reader.problems == {problem: 1}
+
+
+def test_invalid_utf8_is_counted_and_repaired_not_skipped() -> None:
+    """Claude Code and the SDK's listing read such a line with U+FFFD for the bad bytes;
+    skipping it lost the session's prompt (or its only message) from the index."""
+    records, reader = read(GOOD + b'{"type":"user","text":"r\xe9sum\xe9"}\n' + GOOD)
+    assert [r for _, r in records] == [
+        {"type": "user", "n": 1},
+        {"type": "user", "text": "r\ufffdsum\ufffd"},
+        {"type": "user", "n": 1},
+    ]
+    assert reader.problems == {PROBLEM_INVALID_UTF8: 1}
 
 
 @pytest.mark.parametrize("blank", [b"", b"   ", b"\t", b"\r"])

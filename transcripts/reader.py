@@ -17,8 +17,10 @@ and the SDK-style message reader through ``transcripts.chain``), so ``index`` an
   ``MAX_LINE_BYTES`` (``line-too-long``) to bound its memory; the whole-file readers,
   which hold the file anyway, read them.
 
-Invalid UTF-8 is counted by both, but ``show`` repairs such a line (bad bytes become
-U+FFFD) and shows it, where the index skips it.
+A line with invalid UTF-8 is counted (``invalid-utf8``) and repaired, bad bytes as
+U+FFFD, by every reader: Claude Code (Node decodes with replacement) and the SDK's
+listing read it so, and an index that skipped it lost the session's first prompt (or its
+only message) where they show it.
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ def _without_lone_surrogates(value: Any) -> Any:
 
 
 def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """:func:`parse_line` for the index: a line with invalid UTF-8 is skipped."""
-    return parse_line(line)
+    """:func:`parse_line` for the index: a line with invalid UTF-8 is repaired, and
+    both its record and the problem are returned (the record is kept, the line counted)."""
+    return parse_line(line, repair_utf8=True)
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
@@ -193,5 +196,5 @@ class RecordReader:
             record, problem = classify(line)
             if problem is not None:
                 self.problems[problem] += 1
-            elif record is not None:
+            if record is not None:
                 yield offset, record

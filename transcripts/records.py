@@ -67,7 +67,10 @@ def parse_timestamp(value: object) -> datetime | None:
         return None
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=timezone.utc)
-    return stamp.astimezone(timezone.utc)
+    try:
+        return stamp.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+01:00 or 9999-12-31T23:59-01:00: no UTC year
+        return None
 
 
 def timestamp_ms(record: dict[str, Any]) -> int | None:
