@@ -255,7 +255,13 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
     if stored["fingerprint"] != fingerprint(stream, stored["consumed"]):
         return REWRITTEN
     if tf.size == stored["size"]:
-        return UNCHANGED  # verified by fingerprint: only the mtime moved
+        if tf.mtime_ns != stored["mtime_ns"]:
+            # Same size, a new mtime: bytes may have been changed in place anywhere (an
+            # editor, a script fixing a title of the same length), not only where the
+            # fingerprint looks. Claude Code's own writes change the size, so this is
+            # rare, and reading the file again is the only sure answer.
+            return REWRITTEN
+        return UNCHANGED  # a racy re-check: same stat, verified by the fingerprint
     return GROWN
 
 

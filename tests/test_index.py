@@ -769,3 +769,33 @@ def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     trees["c"] = ConfigTree(tmp_path / "c")
     listed = json.loads(run("--no-refresh", "list", "--scope", "all", "--json").stdout)
     assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]
+
+
+@pytest.mark.parametrize("edit", ["a word mid-file", "the title mid-file", "touch only"])
+def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str) -> None:
+    """The fingerprint covers the first and last 4 KiB read: a same-size change between
+    them (same inode, new mtime) left the old words searchable and the new ones not,
+    under watch and index alike, while a rebuild had them."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    for n in range(40):
+        s.user(f"question {n} about the parser " + "filler words here " * 20)
+        if n == 20:
+            s.meta("custom-title", customTitle="alphatitle")
+            s.user("the zebramark word sits in the middle")
+        s.assistant(f"answer {n} " + "more filler text " * 20)
+    path = s.write(mtime=1_800_000_000)
+    db = open_db(tmp_path / "inc.db")
+    refresh(db, [tree.root])
+    data = path.read_bytes()
+    assert len(data) > 40_000
+    if edit == "a word mid-file":
+        data = data.replace(b"zebramark", b"yakmarker")
+    elif edit == "the title mid-file":
+        data = data.replace(b"alphatitle", b"omegatitle")
+    with open(path, "r+b") as file:  # in place: same inode, same size
+        file.write(data)
+    os.utime(path, ns=(1_800_000_100 * 10**9, 1_800_000_100 * 10**9))
+    refresh(db, [tree.root])
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    check_fts_integrity(db)
