@@ -12,6 +12,7 @@ another process's write turn says so after ~2 s when stderr is a terminal.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ import click
 
 from sessiondex.cli import progress
 from sessiondex.cli.progress import ProgressBar
+from sessiondex.cli.streams import WatchedStdout
 
 # Seconds a reading command's refresh runs before it shows a progress bar.
 READ_PROGRESS_DELAY = 1.0
@@ -222,6 +224,21 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
     once, when that cannot repeat a change to a transcript)."""
     # click consumes the arguments as it dispatches; keep them for a second run.
     saved = (list(getattr(ctx, "_protected_args", [])), list(ctx.args))
+    stdout = sys.stdout
+    watched = WatchedStdout(stdout)
+    sys.stdout = watched
+    try:
+        return _guarded(ctx, invoke, saved, watched)
+    finally:
+        sys.stdout = stdout
+
+
+def _guarded(
+    ctx: click.Context,
+    invoke: Callable[[click.Context], Any],
+    saved: tuple[list[str], list[str]],
+    watched: WatchedStdout,
+) -> Any:
     try:
         return invoke(ctx)
     except sqlite3.Error as exc:
@@ -236,6 +253,7 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
         rerun = hasattr(ctx, "_protected_args") and (
             command in RERUNNABLE or not state.writes_started
         )
+        answered = watched.written
         try:  # rebuilt now, so the second run (even --no-refresh) answers from it
             state.index.recover(exc)
             state.index.refresh()
@@ -247,6 +265,11 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
             raise CliError(
                 "the index was damaged and has been rebuilt from the transcripts; "
                 "check whether the change was made before running the command again"
+            ) from None
+        if answered:  # a second answer would follow the first (two JSON documents)
+            raise CliError(
+                "the index was damaged and has been rebuilt from the transcripts; the"
+                " output above was read before the damage was found: run the command again"
             ) from None
     ctx._protected_args, ctx.args = saved
     ctx.invoked_subcommand = None

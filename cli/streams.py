@@ -27,3 +27,31 @@ def fit_streams_to_encoding() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and narrow_encoding(stream):
             reconfigure(errors="replace")
+
+
+class WatchedStdout:
+    """Standard output that remembers whether anything was written to it: a command
+    that met a damaged index is run again after the rebuild only if it printed nothing
+    yet (a second answer after the first made ``--json`` output two documents). Every
+    other attribute is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.written = False
+
+    def write(self, text: Any) -> Any:
+        if text:
+            self.written = True
+        return self._stream.write(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    @property
+    def buffer(self) -> Any:
+        self.written = True  # bytes may follow (export -o -): count them as output
+        return self._stream.buffer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

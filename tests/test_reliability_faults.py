@@ -537,3 +537,28 @@ def test_a_writer_that_waits_too_long_exits_1_before_writing(
     line = error_line(result)
     assert str(world.db) in line and "busy" in line, line
     assert world.session.path.read_bytes() == before
+
+
+def test_damage_met_after_the_answer_is_printed_does_not_print_it_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``list --json`` printed its rows, then met a bad page (its expiring-sessions
+    check), rebuilt the index and ran again: two JSON documents on stdout."""
+    import sessiondex.query.cleanup as cleanup_module
+
+    world = World(tmp_path)
+    calls = []
+
+    def damaged(*args: Any, **kwargs: Any) -> int:
+        calls.append(1)
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(cleanup_module, "expiring_soon", damaged)
+    result = world.run("list", "--scope", "all", "--all-kinds", "--json")
+    no_traceback(result)
+    assert calls == [1]  # not run a second time
+    assert result.exit_code == 1
+    # One JSON document on stdout, the whole answer.
+    assert {r["session_id"] for r in json.loads(result.stdout)} == world.expected
+    error = error_line(result)
+    assert "has been rebuilt" in error and "run the command again" in error
