@@ -31,7 +31,7 @@ from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.meta import get_meta, immediate
 from sessiondex.indexer.objects import build_object, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
-from sessiondex.indexer.shape import stat_settled
+from sessiondex.indexer.shape import settled_at, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, packer
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
@@ -254,6 +254,8 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
         return REWRITTEN
     if stored["fingerprint"] != fingerprint(stream, stored["consumed"]):
         return REWRITTEN
+    if tf.size > stored["consumed"] and _glued_onto_whole_tail(stream, stored["consumed"]):
+        return REWRITTEN
     if tf.size == stored["size"]:
         if tf.mtime_ns != stored["mtime_ns"]:
             # Same size, a new mtime: bytes may have been changed in place anywhere (an
@@ -261,8 +263,24 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
             # fingerprint looks. Claude Code's own writes change the size, so this is
             # rare, and reading the file again is the only sure answer.
             return REWRITTEN
+        if stored["consumed"] < tf.size and not settled_at(
+            stored["mtime_ns"], stored["checked_ns"]
+        ):
+            return GROWN  # a racy re-check of a line without "\n": is it whole now?
         return UNCHANGED  # a racy re-check: same stat, verified by the fingerprint
     return GROWN
+
+
+def _glued_onto_whole_tail(stream: Any, consumed: int) -> bool:
+    """Whether the last pass folded final bytes without ``\n`` as a record (a quiet
+    file: ``parse_tail``'s ``quiet``) and the bytes since continue that line: a writer
+    that appended without ending it first glued its record on. A rebuild reads the glued
+    line as one bad line, so the file is read again from the start to answer the same."""
+    if consumed <= 0:
+        return False
+    stream.seek(consumed - 1)
+    around = stream.read(2)
+    return len(around) == 2 and around[0:1] != b"\n" and around[1:2] != b"\n"
 
 
 _UNKNOWN: dict[str, Any] = {}
@@ -390,7 +408,16 @@ def apply_tail(
     is_main = tf.kind == MAIN
     if stored is None and is_main:
         if parsed is None:
-            parsed = parse_tail(stream, tf.size, 0, SessionState(), set(), set(), include_tools)
+            parsed = parse_tail(
+                stream,
+                tf.size,
+                0,
+                SessionState(),
+                set(),
+                set(),
+                include_tools,
+                quiet=settled_at(tf.mtime_ns, checked_ns),
+            )
         _write_new_session(db, tf, parsed, stats, checked_ns)
         return
     if stored is None:
@@ -455,7 +482,15 @@ def apply_tail(
             }
         scanned = stored["scanned"] if stored is not None and state_kind == GROWN else 0
         parsed = parse_tail(
-            stream, tf.size, offset, state, known_branches, known_links, include_tools, scanned
+            stream,
+            tf.size,
+            offset,
+            state,
+            known_branches,
+            known_links,
+            include_tools,
+            scanned,
+            quiet=settled_at(tf.mtime_ns, checked_ns),
         )
     db.conn.executemany(_MESSAGE_INSERT, _message_rows(db, session_rowid, file_id, parsed))
     problems.update(parsed.problems)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +74,24 @@ def _find_newline(stream: Any, start: int, end: int) -> tuple[int, int]:
     return -1, read
 
 
+def _with_whole_tail(reader: RecordReader, stream: Any, size: int) -> Iterator[tuple[int, bytes]]:
+    """The reader's complete lines, then the final bytes without ``\n`` when they parse
+    as a record (``reader.end_offset`` then moves past them): for a quiet file only."""
+    yield from reader.lines()
+    start = reader.end_offset
+    if start >= size or size - start > _reader.MAX_LINE_BYTES:
+        return
+    stream.seek(start)
+    tail = stream.read(size - start)
+    reader.bytes_read += len(tail)
+    if len(tail) != size - start:
+        return
+    record, _ = classify(tail)
+    if record is not None:
+        reader.end_offset = size
+        yield start, tail
+
+
 def _as_is(text: str) -> str:
     return text
 
@@ -88,9 +106,15 @@ def parse_tail(
     include_tools: bool,
     scanned: int = 0,
     encoder: Callable[[str], str | bytes] | None = None,
+    quiet: bool = False,
 ) -> ParsedTail:
     """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
     reading: later bytes wait for the next pass).
+
+    ``quiet``: the file had been quiet for the racy window when stat'ed
+    (``shape.settled_at``), so final bytes without ``\n`` that form a whole record are
+    a write that died before its newline: folded as a record (Claude Code and the SDK
+    read it; the next write ends it with ``\n`` first), where otherwise they wait.
 
     ``scanned`` (from the previous pass) says ``[offset, scanned)`` holds no newline: a
     line still being written is then searched for its end only in the bytes after it,
@@ -105,7 +129,9 @@ def parse_tail(
     bytes_read = 0
     if offset < scanned <= size:
         nl, bytes_read = _find_newline(stream, scanned, size)
-        if nl < 0:  # still no complete line: nothing to fold
+        if nl < 0 and quiet and size - offset <= _reader.MAX_LINE_BYTES:
+            pass  # no newline, but quiet: the tail may be a whole record (below)
+        elif nl < 0:  # still no complete line: nothing to fold
             if state is not None:
                 state.finish()
             return ParsedTail(
@@ -127,7 +153,10 @@ def parse_tail(
     reader.problems = problems
     messages: list[tuple[str | None, str, int | None, str | bytes, int]] = []
     mentions: list[PullRequest] = []
-    for line_offset, line in reader.lines():
+    lines: Iterable[tuple[int, bytes]] = reader.lines()
+    if quiet:
+        lines = _with_whole_tail(reader, stream, size)
+    for line_offset, line in lines:
         record, problem = classify(line)
         if problem is not None:
             reader.problems[problem] += 1

@@ -14,6 +14,7 @@ from typing import Any
 
 from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.parse import ParsedTail, parse_tail
+from sessiondex.indexer.shape import settled_at
 from sessiondex.indexer.textstore import packer
 from sessiondex.transcripts.discover import MAIN, Found, TranscriptFile
 
@@ -71,7 +72,15 @@ def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
             here = _encode_texts is not None and bool(_encode_texts.value)
             encoder = packer(_dictionary).encode if here else None
             parsed = parse_tail(
-                stream, tf.size, 0, state, set(), set(), include_tools, encoder=encoder
+                stream,
+                tf.size,
+                0,
+                state,
+                set(),
+                set(),
+                include_tools,
+                encoder=encoder,
+                quiet=settled_at(tf.mtime_ns, checked_ns),
             )
     except OSError as exc:
         return Prefetched(tf, error=exc.strerror or str(exc))

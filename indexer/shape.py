@@ -13,8 +13,9 @@ from __future__ import annotations
 # (text.py); 7: message text stored compressed (m007, textstore.py); 8: Zstandard
 # against a trained dictionary (m009); 9: a pr-link whose prUrl is no web address is no
 # link (derive.pr_link_from_record); 10: a line with invalid UTF-8 is repaired and kept
-# (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal
-DERIVATION_VERSION = 10
+# (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal;
+# 11: a quiet file's whole last record without "\n" is read (parse.parse_tail quiet)
+DERIVATION_VERSION = 11
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -65,5 +66,13 @@ def stat_settled(
     The one skip rule of the refresh, the watcher's catch-up, and the checks before a
     reading command (``indexer/freshness.py``, ``Index`` for one session)."""
     return (stored[0], stored[1], stored[2], stored[3]) == (size, mtime_ns, inode, device) and (
-        stored[1] < stored[4] - RACY_WINDOW_NS
+        settled_at(stored[1], stored[4])
     )
+
+
+def settled_at(mtime_ns: int, checked_ns: int) -> bool:
+    """Whether a file last written at ``mtime_ns`` had been quiet long enough when looked
+    at (``checked_ns``) for what was seen to be final: its stat (not racily clean), and a
+    last line without ``\n`` that is a whole record (a write that died before its
+    newline, read as a record: ``indexer/parse.py``)."""
+    return mtime_ns < checked_ns - RACY_WINDOW_NS

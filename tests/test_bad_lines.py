@@ -4,6 +4,8 @@ file, and an unfinished last line is "being written", never bad."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from sessiondex.indexer.refresh import refresh
 from sessiondex.transcripts.chain import load_entries
 from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, parse_line, split_lines
 from tests.builders import ConfigTree
+from tests.helpers_index import index_snapshot, rebuilt_snapshot
 
 CWD = "/w/app"
 UNFINISHED = b'{"type":"user","message":{"role":"user","content":"half a li'
@@ -148,3 +151,57 @@ def test_a_timestamp_with_no_utc_year_is_unparseable_not_fatal(
     assert "skipped" not in result.stderr
     (row,) = json.loads(result.stdout)
     assert row["session_id"] == s.session_id and row["message_count"] == 2
+
+
+def _unterminated(tmp_path: Path, *, quiet: bool) -> tuple[ConfigTree, str, Path]:
+    """A session whose last record, a rename, never got its newline (a crashed write)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("the only prompt about zzcrash")
+    s.meta("custom-title", customTitle="Final Title")
+    path = s.write()
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    stamp = (time.time() - (60 if quiet else 0)) * 1e9
+    os.utime(path, ns=(int(stamp), int(stamp)))
+    return tree, s.session_id, path
+
+
+def _title(tree: ConfigTree, db: Path) -> str:
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(db), "list", "--scope", "all", "--json"]
+    )
+    (row,) = json.loads(result.stdout)
+    return str(row["title"])
+
+
+def test_a_whole_last_record_without_newline_is_read_once_the_file_is_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code and the SDK read it; the index waited for a newline that a crashed
+    write never brings, so the session kept its old title for good."""
+    import sessiondex.indexer.shape as shape
+
+    tree, _, _ = _unterminated(tmp_path / "quiet", quiet=True)
+    assert _title(tree, tmp_path / "quiet.db") == "Final Title"
+    monkeypatch.setattr(shape, "RACY_WINDOW_NS", 300_000_000)
+    tree, _, _ = _unterminated(tmp_path / "live", quiet=False)
+    assert _title(tree, tmp_path / "live.db") != "Final Title"  # may still be written
+    time.sleep(0.4)  # now quiet: the racy re-check reads it
+    assert _title(tree, tmp_path / "live.db") == "Final Title"
+
+
+@pytest.mark.parametrize("how", ["ended first", "glued on"])
+def test_an_append_after_a_whole_unterminated_record_equals_a_rebuild(
+    tmp_path: Path, how: str
+) -> None:
+    """After the tail was read as a record, a writer may end it with a newline first
+    (sessiondex, fixed Claude Code) or glue its record on (the SDK's bug): the index
+    answers as a fresh one does either way."""
+    tree, sid, path = _unterminated(tmp_path, quiet=True)
+    db = open_db(tmp_path / "inc.db")
+    refresh(db, [tree.root])
+    record = json.dumps({"type": "tag", "tag": "later", "sessionId": sid}).encode()
+    with open(path, "ab") as file:
+        file.write((b"\n" if how == "ended first" else b"") + record + b"\n")
+    refresh(db, [tree.root])
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")

@@ -7,7 +7,8 @@ and the SDK-style message reader through ``transcripts.chain``), so ``index`` an
 * a **line** is the bytes before a ``\\n``. A final piece without ``\\n`` is not a line
   yet: Claude Code may be writing it right now. It is never a bad line; it is reported
   as *being written* (:data:`PROBLEM_BEING_WRITTEN`, by the whole-file readers) and left
-  for the next pass (the indexer keeps :attr:`RecordReader.end_offset`);
+  for the next pass (the indexer keeps :attr:`RecordReader.end_offset`), unless the file
+  is quiet and it is a whole record (``indexer.parse.parse_tail``'s ``quiet``);
 * a **record** is a line that parses as a JSON object, read as the SDK reads it
   (:func:`parse_line`: Unicode whitespace around it ignored, and the standard
   library's extensions — ``NaN``, ``Infinity`` — accepted, as Python's ``json`` does);
