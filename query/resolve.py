@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from sessiondex.indexer.derive import SessionState
 from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import keys_sql, roots_sql
-from sessiondex.query.scopes import resolve_cwd, worktree_keys
+from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
     display_title,
@@ -26,7 +27,11 @@ from sessiondex.query.sessions import (
     to_objects,
 )
 from sessiondex.transcripts.discover import describe_path
-from sessiondex.transcripts.keys import is_session_id, project_keys_for_directory
+from sessiondex.transcripts.keys import (
+    canonical_directory,
+    is_session_id,
+    project_keys_for_directory,
+)
 from sessiondex.transcripts.reader import RecordReader
 
 if TYPE_CHECKING:
@@ -163,9 +168,9 @@ def _by_id(
     rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *root_params])
     if not rows:
         rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *root_params])
-    local = [r for r in rows if r["project_key"] in keys]
+    ranked = [(rank, r) for r in rows if (rank := key_rank(r["project_key"], keys)) is not None]
+    local = [r for _, r in sorted(ranked, key=lambda pair: pair[0])]
     if local:
-        local.sort(key=lambda r: keys.index(r["project_key"]))
         return Resolution(to_object(db, local[0]), local[0], MATCHED_ID)
     projects = {(r["root"], r["project_key"]) for r in rows}
     if len(projects) != 1:
@@ -251,13 +256,18 @@ def _by_prefix(
     include_archived: bool,
     roots: list[Path],
 ) -> Resolution | None:
-    local = [r for r in repo_rows if r["session_id"].lower().startswith(prefix)]
+    # As for a whole ID, an empty or metadata-only file never counts.
+    local = [
+        r
+        for r in repo_rows
+        if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
+    ]
     if not local:
         rooted, root_params = roots_sql(db, roots)
         local = select_rows(
             db,
-            f"lower(s.session_id) LIKE ? ESCAPE '\\' AND {archived_sql(include_archived)}"
-            f" AND {rooted}",
+            f"lower(s.session_id) LIKE ? ESCAPE '\\' AND s.raw_message_count > 0"
+            f" AND {archived_sql(include_archived)} AND {rooted}",
             [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *root_params],
         )
     if not local:
@@ -278,7 +288,8 @@ def continue_session(
     """The session ``claude --continue`` would open in ``cwd``: newest transcript mtime in
     the cwd's own project dir (worktrees not searched) of ``roots``, skipping sidechains
     and files without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop``
-    sessions."""
+    sessions. As Claude Code does, a session whose recorded cwd is another directory
+    with the same project key (``/a/b-c`` and ``/a/b/c``) is skipped too."""
     from sessiondex.query.sessions import VISIBLE_SQL
 
     here = resolve_cwd(cwd)
@@ -290,9 +301,17 @@ def continue_session(
         where += " AND coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
     else:
         where += f" AND {VISIBLE_SQL}"
-    rows = select_rows(
-        db, where + " AND s.archived = 0", params, order="s.mtime_ns DESC, s.session_id", limit=1
+    candidates = select_rows(
+        db,
+        where + " AND s.archived = 0",
+        params,
+        order="s.mtime_ns DESC, s.session_id",
+        columns="s.id, s.cwd",
     )
-    if not rows:
-        raise NotFound(f"No conversation found to continue in {here}")
-    return to_object(db, rows[0])
+    same = {canonical_directory(here), unicodedata.normalize("NFC", here)}
+    for candidate in candidates:
+        recorded = candidate["cwd"]
+        if recorded is None or unicodedata.normalize("NFC", recorded) in same:
+            (row,) = select_rows(db, f"s.id = {int(candidate['id'])}")
+            return to_object(db, row)
+    raise NotFound(f"No conversation found to continue in {here}")

@@ -85,3 +85,16 @@ def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[
             clauses.append(f"substr({column}, 1, ?) = ?")
             params.extend([MAX_SANITIZED_LENGTH + 1, key[: MAX_SANITIZED_LENGTH + 1]])
     return "(" + " OR ".join(clauses) + ")", params
+
+
+def key_rank(key: str, keys: list[str]) -> int | None:
+    """Python twin of :func:`keys_sql` for rows already loaded: the position in ``keys``
+    of the first key ``key`` matches (a long hashed key also by its 200-character
+    prefix), else None."""
+    for rank, wanted in enumerate(keys):
+        if key == wanted or (
+            len(wanted) > MAX_SANITIZED_LENGTH
+            and key[: MAX_SANITIZED_LENGTH + 1] == wanted[: MAX_SANITIZED_LENGTH + 1]
+        ):
+            return rank
+    return None

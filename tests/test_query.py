@@ -348,3 +348,67 @@ def test_a_jsonl_that_names_no_session_is_no_session(tmp_path: Path) -> None:
     for path in (notes, copy):
         result = CliRunner().invoke(cli, [*base, str(path)])
         assert result.exit_code == 1 and "--resume notes" not in result.output, result.output
+
+
+# ---- found by an adversarial run: continue, ID prefixes and long project keys ----------
+
+
+def _cli_json(tmp_path: Path, root: Path, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "--db", str(tmp_path / "q.db"), *args, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_continue_skips_a_session_of_another_directory_with_the_same_key(
+    tmp_path: Path,
+) -> None:
+    """``/p/b-c`` and ``/p/b/c`` share a project dir; Claude Code's --continue skips the
+    other directory's sessions (reference §7.4), we took the newest of either."""
+    tree = ConfigTree(tmp_path / "claude")
+    mine = tree.session(cwd="/p/b-c")
+    mine.user("work in b-c")
+    mine.write(mtime=1_800_000_000)
+    other = tree.session(cwd="/p/b/c", project_key=mine.project_dir.name)
+    other.user("work in b/c")
+    other.write(mtime=1_800_000_500)
+    found = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/p/b-c")
+    assert found["session_id"] == mine.session_id
+
+
+@pytest.mark.parametrize("kind", ["empty", "metadata-only"])
+def test_an_id_prefix_skips_files_without_messages_as_a_whole_id_does(
+    tmp_path: Path, kind: str
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    sid = "7a7a7a7a-0000-4000-8000-00000000007a"
+    real = tree.session(cwd="/w/real", session_id=sid)
+    real.user("the real conversation")
+    real.write()
+    stub = tree.session(cwd="/w/here", session_id=sid)
+    if kind == "metadata-only":
+        stub.meta("custom-title", customTitle="just a name")
+    path = stub.write()
+    if kind == "empty":
+        path.write_bytes(b"")
+    for ref in (sid, sid[:8]):
+        found = _cli_json(tmp_path, tree.root, "resolve", ref, "--cwd", "/w/here")
+        assert found["cwd"] == "/w/real", ref
+
+
+def test_an_id_in_an_older_hash_variant_of_the_cwds_long_key_is_local(tmp_path: Path) -> None:
+    """A path over 200 characters gets a hashed key; an older build hashed it another
+    way. Claude Code (and our listing) count that dir as the cwd's own: resolve did not."""
+    from sessiondex.transcripts.keys import project_keys_for_directory
+
+    cwd = "/w/" + "x" * 250
+    (key,) = {k for k in project_keys_for_directory(cwd) if len(k) > 200}
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=cwd, project_key=key[:201] + "oldhash1")
+    s.user("long path work")
+    s.write()
+    listed = _cli_json(tmp_path, tree.root, "list", "--cwd", cwd)
+    assert [r["session_id"] for r in listed] == [s.session_id]
+    found = _cli_json(tmp_path, tree.root, "resolve", s.session_id, "--cwd", cwd)
+    assert found["matched_by"] == "id"
