@@ -59,6 +59,8 @@ class LazyGroup(click.Group):
         # The group's callback reads the settings before the subcommand parses its own
         # options; it must know that the command line only asks for help (settings.py).
         ctx.meta[HELP_ASKED] = any(arg in ("--help", "-h") for arg in args)
+        for arg in args:
+            _check_utf8(arg)
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -76,6 +78,20 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
         return command
+
+
+def _check_utf8(arg: str) -> None:
+    """An argument that is not valid UTF-8 (Python hands its bytes over as lone
+    surrogates) is a usage error in one line: a name, tag or query must be text that
+    Claude Code, SQLite and the terminal can hold, and a path with such a name is never a
+    transcript (discovery skips those names)."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        from sessiondex.cli.errors import InvalidValue
+
+        shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
+        raise InvalidValue("an argument", f"'{shown}' is not valid UTF-8") from None
 
 
 # Every environment variable sessiondex reads, in `sessiondex --help`.

@@ -502,7 +502,8 @@ def _reading_runs(hostile: Hostile) -> list[list[str]]:
     for fmt in ("table", "json", "jsonl", "csv"):
         runs.append(["list", "--scope", "all", "--all-kinds", "--format", fmt])
         runs.append(["search", "stamp", "--scope", "all", "--all-kinds", "--format", fmt])
-    for query in ("giant", "x", "5", "yes", "typed", "\x00", "\udcff", "ü" * 300):
+    # ("\udcff", bytes that are not UTF-8: a usage error, test_an_argument_that_is_not_utf8…)
+    for query in ("giant", "x", "5", "yes", "typed", "\x00", "ü" * 300):
         runs.append(["search", query, "--scope", "all", "--all-kinds"])
     for sid in ids:
         runs.append(["resolve", sid, "--cwd", CWD, "--json"])
@@ -614,3 +615,42 @@ def test_any_json_in_any_known_field_never_raises(
                 render(conv, fmt, tools=True, subagents=True)
     finally:
         db.close()
+
+
+# What a shell passes for bytes that are not UTF-8 (Python decodes argv with
+# surrogateescape): every command refuses it in one usage line, never a traceback.
+NOT_UTF8 = "x\udcff"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rename", "{sid}", NOT_UTF8],
+        ["tag", "{sid}", NOT_UTF8],
+        ["search", NOT_UTF8],
+        ["list", "--branch", NOT_UTF8],
+        ["show", f"/tmp/bad{NOT_UTF8}.jsonl"],
+        ["resolve", NOT_UTF8],
+    ],
+    ids=lambda a: a[0] if a[0] != "list" else "list --branch",
+)
+def test_an_argument_that_is_not_utf8_is_one_usage_line(tmp_path: Path, args: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+    from tests.builders import ConfigTree
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("hello")
+    path = s.write()
+    before = path.read_bytes()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, *(a.format(sid=s.session_id) for a in args)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert (
+        result.stderr == "Error: Invalid value for an argument: 'x\\xff' is not valid UTF-8\n"
+        or (result.stderr.startswith("Error: Invalid value for an argument: '/tmp/bad"))
+    )
+    assert path.read_bytes() == before
