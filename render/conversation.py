@@ -480,11 +480,23 @@ def _pr_urls(session: dict[str, Any], clean: Clean = _keep) -> list[str]:
 
 
 def _title(session: dict[str, Any], clean: Clean) -> str:
-    return clean(str(session.get("title") or session.get("session_id")))
+    return _on_one_line(clean(str(session.get("title") or session.get("session_id"))))
 
 
 def _header_fields(conv: Conversation, clean: Clean = _keep) -> list[tuple[str, str]]:
-    """(name, value) pairs for the header, values cleaned (they come from transcripts)."""
+    """(name, value) pairs for the header, values cleaned (they come from transcripts)
+    and on one line: a newline in a cwd, branch or tag must not print a header line of
+    its own ("branch: x⏎FAKE: line")."""
+    return [(name, _on_one_line(value)) for name, value in _header_values(conv, clean)]
+
+
+def _on_one_line(text: str) -> str:
+    """Line breaks and tabs as spaces, as every one-line place shows them
+    (``render.terminal``)."""
+    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
+
+
+def _header_values(conv: Conversation, clean: Clean) -> list[tuple[str, str]]:
     session = conv.session
     fields = [("session", clean(str(session.get("session_id") or "")))]
     if conv.archive is not None:

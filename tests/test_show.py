@@ -445,3 +445,23 @@ def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> N
         (m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages if m["parent_agent_id"]
     }
     assert inner_ids == {(inner_turn.tool_use_ids[0], "outer")}
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "{sid}"], ["export", "{sid}", "-o", "-", "--format", "md"]]
+)
+def test_header_values_from_the_transcript_stay_on_their_line(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """A newline in a recorded cwd, branch or tag printed a header line of its own
+    ("branch: br" then "FAKE: line"): a transcript could forge header lines."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/p/nl\ndir", git_branch="br\nFAKE: line")
+    s.user("hello there")
+    s.meta("tag", tag="t\nFAKE: tag")
+    s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, *(a.format(sid=s.session_id) for a in args)])
+    assert result.exit_code == 0, result.output
+    assert not [line for line in result.stdout.splitlines() if "FAKE" in line.split(":")[0]]
+    assert "br FAKE: line" in result.stdout and "/p/nl dir" in result.stdout
