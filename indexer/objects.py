@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sessiondex.transcripts.pr_urls import pr_identity
 from sessiondex.transcripts.records import display_prompt
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def build_object(
     """The contract's session object from a session row and its related rows (PR rows
     are ``(url, number, repository, host, provider)``; mentions that are also links are
     dropped here, so a mention never duplicates a link)."""
-    linked = {link[0] for link in links}
+    linked = {pr_identity(link[0], link[4]) for link in links}
     forked = None
     if row.get("forked_from_session"):
         forked = {
@@ -147,7 +148,7 @@ def build_object(
         "git_branch": row.get("git_branch"),
         "branches": branches,
         "pr_links": _pr_objects(links),
-        "pr_mentions": _pr_objects(m for m in mentions if m[0] not in linked),
+        "pr_mentions": _pr_objects(m for m in mentions if pr_identity(m[0], m[4]) not in linked),
         "created_at": iso_ms(row.get("created_ms")),
         "last_activity": iso_ms(activity_ms(row)),
         "mtime": iso_ms(row["mtime_ns"] // 1_000_000),

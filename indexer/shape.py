@@ -14,8 +14,9 @@ from __future__ import annotations
 # against a trained dictionary (m009); 9: a pr-link whose prUrl is no web address is no
 # link (derive.pr_link_from_record); 10: a line with invalid UTF-8 is repaired and kept
 # (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal;
-# 11: a quiet file's whole last record without "\n" is read (parse.parse_tail quiet)
-DERIVATION_VERSION = 11
+# 11: a quiet file's whole last record without "\n" is read (parse.parse_tail quiet);
+# 12: a GitHub mention that is a link in another case is no mention (pr_urls.pr_identity)
+DERIVATION_VERSION = 12
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -799,3 +799,23 @@ def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str) -> N
     refresh(db, [tree.root])
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
     check_fts_integrity(db)
+
+
+def test_a_github_mention_of_a_linked_pr_in_another_case_is_no_mention(tmp_path: Path) -> None:
+    """GitHub owner and repository names ignore case, and the PR lookup treats them so;
+    the session object listed the same PR under both pr_links and pr_mentions."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("see https://github.com/owner/repo/pull/7 and https://gitlab.com/G/P/-/merge_requests/3")
+    s.pr_link(number=7, url="https://github.com/Owner/Repo/pull/7", repository="Owner/Repo")
+    s.pr_link(number=3, url="https://gitlab.com/g/p/-/merge_requests/3", repository="g/p")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    (obj,) = [json.loads(r["object_json"]) for r in select_rows(db)]
+    assert [p["url"] for p in obj["pr_links"]] == [
+        "https://github.com/Owner/Repo/pull/7",
+        "https://gitlab.com/g/p/-/merge_requests/3",
+    ]
+    # GitLab paths are case-sensitive: a mention in another case is another URL.
+    assert [p["url"] for p in obj["pr_mentions"]] == ["https://gitlab.com/G/P/-/merge_requests/3"]

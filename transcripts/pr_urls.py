@@ -92,6 +92,13 @@ _TRAILING_JUNK = ">)]}\"'`.,;:!?"
 # large tool outputs without any PR cost one or two ``in`` scans.
 
 
+def pr_identity(url: str, provider: str | None) -> str:
+    """The key two normalized PR URLs share when they name the same PR: the URL, in
+    lower case on GitHub, whose owner and repository names ignore case
+    (``Acme/Shop/pull/12`` is ``acme/shop/pull/12``; ``query/prs.py`` looks them up so)."""
+    return url.lower() if provider == "github" else url
+
+
 @dataclass(frozen=True)
 class PullRequest:
     """One pull/merge request, identified by its normalised URL.
