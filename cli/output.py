@@ -157,8 +157,10 @@ def project_label(obj: dict[str, Any]) -> str:
     return cwd
 
 
-def _session_cells(obj: dict[str, Any], project: bool) -> list[str]:
+def _session_cells(obj: dict[str, Any], project: bool, agent: str | None = None) -> list[str]:
     title = obj.get("title") or ""
+    if agent:
+        title += f" @{agent}"  # the picker's rule: an agent-name record beside the title
     if is_archived(obj):
         title = "[archived] " + title
     if obj.get("forked_from"):
@@ -252,13 +254,15 @@ def emit(
     highlight: bool = False,
     columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]] = (),
     project: bool = False,
+    agents: Mapping[str, str] | None = None,
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
     markers in them become colour, after the text around them is cleaned. ``columns``
     (header, cell function) come after the session columns (e.g. from-pr's PR column).
     ``project`` adds the project column (rows from several projects: two sessions of
-    one name in two repositories must be told apart)."""
+    one name in two repositories must be told apart). ``agents`` (file path → agent
+    name, ``query.sessions.agent_names``) shows ``@name`` beside those titles."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -283,7 +287,12 @@ def emit(
             if empty_message:
                 click.echo(empty_message, err=True)
             return
-        rows = [_session_cells(i, project) + [cell(i) for _, cell in columns] for i in items]
+        names = agents or {}
+        rows = [
+            _session_cells(i, project, names.get(str(i.get("file_path"))))
+            + [cell(i) for _, cell in columns]
+            for i in items
+        ]
         headers = list(SESSION_COLUMNS)
         shrink = {headers.index("branch") + project: BRANCH_SHRINK}
         if project:

@@ -104,13 +104,24 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     filters = build_filters(**options)
     db = app().reading_db()
     rows = run_filters(lambda: list_sessions(db, filters))
+    fmt = chosen_format(fmt, as_json)
     emit(
         rows,
-        chosen_format(fmt, as_json),
+        fmt,
         empty_message=_empty_message(_no_sessions(db, filters)) if not rows else None,
         project=shows_project(filters, rows),
+        agents=_agents(db, rows, fmt),
     )
     _warn_expiring(db, rows)
+
+
+def _agents(db: Any, rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
+    """Agent names for a table's titles (``@name``); JSON keeps the contract's keys."""
+    if fmt != "table" or not rows:
+        return {}
+    from sessiondex.query.sessions import agent_names
+
+    return agent_names(db, rows)
 
 
 def _no_sessions(db: Any, filters: Any) -> str:
@@ -239,6 +250,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         empty_message=_empty_message("No matches."),
         highlight=highlight,
         project=shows_project(filters, outcome.rows),
+        agents=_agents(index.reader(), outcome.rows, fmt),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
@@ -316,6 +328,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_links", answer.number, url))],
                 project=project,
+                agents=_agents(db, answer.linked, fmt),
             )
         if answer.mentioned:
             if answer.linked:
@@ -327,6 +340,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
                 project=project,
+                agents=_agents(db, answer.mentioned, fmt),
             )
         if not answer.rows:
             message = (

@@ -150,3 +150,20 @@ def select_rows(
     cursor = db.execute(sql, args)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, r)) for r in cursor.fetchall()]
+
+
+def agent_names(db: Database, objects: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """``file_path`` → the agent name of those sessions that have one (an
+    ``agent-name`` record): the picker shows it as ``@name`` beside the title. Not a key
+    of the session object (the contract's keys are fixed), so tables ask for it."""
+    paths = [str(o["file_path"]) for o in objects if o.get("file_path")]
+    if not paths:
+        return {}
+    marks = ", ".join("?" for _ in paths)
+    rows = select_rows(
+        db,
+        f"s.file_path IN ({marks}) AND coalesce(s.agent_name, '') != ''",
+        paths,
+        columns="s.file_path, s.agent_name",
+    )
+    return {str(r["file_path"]): str(r["agent_name"]) for r in rows}

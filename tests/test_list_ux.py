@@ -327,3 +327,30 @@ def test_the_cli_limit_range_is_the_libraries() -> None:
     command = group.get_command(None, "list")  # type: ignore[arg-type]
     (limit,) = [p for p in command.params if p.name == "limit"]
     assert limit.type.max == MAX_LIMIT  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list", "--scope", "all"],
+        ["search", "reviewing", "--scope", "all"],
+        ["from-pr", "9", "--scope", "all"],
+    ],
+)
+def test_an_agent_name_is_shown_beside_the_title(tmp_path: Path, command: list[str]) -> None:
+    """semantics 2: an agent-name record is shown as @agent beside the title (tables;
+    the JSON object keeps its fixed keys)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("reviewing the parser")
+    s.meta("custom-title", customTitle="Parser review")
+    s.meta("agent-name", agentName="reviewer")
+    s.pr_link(number=9, url="https://github.com/acme/app/pull/9", repository="acme/app")
+    s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    table = CliRunner().invoke(cli, [*base, *command], env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert "Parser review @reviewer" in table.stdout
+    as_json = CliRunner().invoke(cli, [*base, *command, "--json"])
+    assert "agent" not in json.loads(as_json.stdout)[0]
+    assert json.loads(as_json.stdout)[0]["title"] == "Parser review"
