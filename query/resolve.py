@@ -198,6 +198,11 @@ def _scope_rows(
     return select_rows(db, where, [*scoped[1], *root_params])
 
 
+def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
+    """Ambiguous candidates with ``matched_by``, as a single match's object has it."""
+    return [{**c, "matched_by": how} for c in candidates]
+
+
 def name_of(row: dict[str, Any]) -> str | None:
     """A session's resume handle: its custom title, else its AI title."""
     return row.get("custom_title") or row.get("ai_title")
@@ -231,7 +236,10 @@ def resolve(
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
-        raise Ambiguous(f"{len(named)} sessions are named {arg.strip()!r}", to_objects(db, named))
+        raise Ambiguous(
+            f"{len(named)} sessions are named {arg.strip()!r}",
+            _matched(to_objects(db, named), MATCHED_NAME),
+        )
     if _PREFIX_RE.match(arg):
         resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived, roots)
         if resolution is not None:
@@ -274,7 +282,10 @@ def _by_prefix(
         return None
     unique = {r["session_id"].lower() for r in local}
     if len(local) > 1 or len(unique) > 1:
-        raise Ambiguous(f"{len(local)} sessions start with {prefix!r}", to_objects(db, local))
+        raise Ambiguous(
+            f"{len(local)} sessions start with {prefix!r}",
+            _matched(to_objects(db, local), MATCHED_PREFIX),
+        )
     return Resolution(to_object(db, local[0]), local[0], MATCHED_PREFIX)
 
 

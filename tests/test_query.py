@@ -110,7 +110,7 @@ def world(tmp_path_factory) -> World:
         ("  auth REFACTOR ", "a", 0, "auth", "name"),  # trimmed, case-insensitive
         ("billing cleanup", "a", 0, "billing", "name"),  # AI title, another worktree
         ("Auth refactor", "wt", 0, "auth", "name"),  # from the linked worktree
-        ("deploy script", "a", 3, ["deploy2", "deploy1"], None),  # ambiguous, newest first
+        ("deploy script", "a", 3, ["deploy2", "deploy1"], "name"),  # ambiguous, newest first
         ("Only in B", "a", 1, None, None),  # name in another repository
         ("Only in B", "b", 0, "onlyb", "name"),
         (ID_OTHER, "a", 0, "other", "id-other-project"),  # exactly one other project
@@ -120,7 +120,7 @@ def world(tmp_path_factory) -> World:
         (ID_ONLY_META, "a", 1, None, None),  # only a metadata-only file: not counted
         ("abcdef12-0000", "a", 0, "prefix_a", "id-prefix"),
         ("ABCDEF12-1", "a", 0, "prefix_b", "id-prefix"),
-        ("abcdef12", "a", 3, ["prefix_b", "prefix_a"], None),  # ambiguous prefix
+        ("abcdef12", "a", 3, ["prefix_b", "prefix_a"], "id-prefix"),  # ambiguous prefix
     ],
 )
 def test_resolve_table(
@@ -138,8 +138,9 @@ def test_resolve_table(
         obj = json.loads(result.stdout)
         assert obj["session_id"] == world.ids[expected]
         assert obj["matched_by"] == matched_by
-    elif exit_code == 3:
+    elif exit_code == 3:  # every candidate, each saying how it matched (cli.md)
         assert world.ids_of(result) == [world.ids[n] for n in expected]
+        assert {c["matched_by"] for c in json.loads(result.stdout)} == {matched_by}
     else:
         assert result.stdout == ""
         assert len(result.stderr.strip().splitlines()) == 1
