@@ -12,13 +12,18 @@ from sessiondex.cli.progress import progress_bar
 
 
 def _summary_line(stats: dict[str, Any]) -> str:
-    problems = ", ".join(f"{k} {v}" for k, v in stats["problems"].items())
+    # Bad lines by kind in brackets (they add up to the count); entries that are not
+    # transcripts at all (a link, a directory named like one) apart, as skipped.
+    kinds = stats["problems"].items()
+    bad = ", ".join(f"{k} {v}" for k, v in kinds if not k.startswith("skipped-"))
+    skipped = ", ".join(f"{k[len('skipped-') :]} {v}" for k, v in kinds if k.startswith("skipped-"))
     line = (
         f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
         f"{stats['rewritten']} rewritten, {stats['removed']} removed; "
         f"{stats['sessions']} sessions, {stats['messages']} messages indexed, "
         f"{human_size(stats['bytes_read'])} read, {stats['bad_lines']} bad lines"
-        f"{' (' + problems + ')' if problems else ''}, {stats['seconds']:.2f}s"
+        f"{' (' + bad + ')' if bad else ''}{'; skipped ' + skipped if skipped else ''},"
+        f" {stats['seconds']:.2f}s"
     )
     return line
 

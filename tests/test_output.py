@@ -68,3 +68,26 @@ def test_column_widths_give_the_title_the_most_room(
     from sessiondex.cli.output import column_widths
 
     assert column_widths(natural, width, 0, {1: (16, 6)}) == expected
+
+
+def test_the_index_summary_keeps_skipped_entries_apart_from_bad_lines() -> None:
+    """'1 bad lines (nul-byte 1, skipped-not-a-file 1, skipped-symlink 2)' did not add
+    up: skipped entries are not lines."""
+    from sessiondex.cli.index_cmds import _summary_line
+
+    stats = {
+        "files_seen": 3,
+        "new": 3,
+        "grown": 0,
+        "rewritten": 0,
+        "removed": 0,
+        "sessions": 2,
+        "messages": 5,
+        "bytes_read": 2048,
+        "bad_lines": 1,
+        "seconds": 0.5,
+        "problems": {"nul-byte": 1, "skipped-not-a-file": 1, "skipped-symlink": 2},
+    }
+    assert _summary_line(stats).endswith(
+        "1 bad lines (nul-byte 1); skipped not-a-file 1, symlink 2, 0.50s"
+    )
