@@ -878,6 +878,13 @@ class Index:
 
         return listing_order(self.reader(), self._filters(filters))
 
+    def agent_names(self, sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
+        """``file_path`` → agent name for those of ``sessions`` with an ``agent-name``
+        record: shown as ``@name`` beside the title (not a key of the session object)."""
+        from sessiondex.query.sessions import agent_names
+
+        return self._answer(lambda db: agent_names(db, sessions))
+
     def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
         """The session objects of these transcripts, in the order given (gone ones left out)."""
         from sessiondex.query.listing import sessions_by_path

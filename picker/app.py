@@ -35,6 +35,7 @@ from sessiondex.picker.model import (
     PickerOptions,
     filters_for,
     position,
+    with_agent_names,
 )
 from sessiondex.picker.model import load as load_rows
 from sessiondex.picker.rows import (
@@ -289,7 +290,7 @@ class PickerScreen(Screen[None]):
     @work(group="objects")
     async def _fetch(self, paths: list[str], generation: int) -> None:
         def job(index: Index) -> list[dict[str, Any]]:
-            return index.sessions_at(paths)
+            return with_agent_names(index, index.sessions_at(paths))
 
         try:
             found = await asyncio.wrap_future(self.source.submit(job))

@@ -127,7 +127,7 @@ def load(
     (``Index.list_order``, with the objects of a screen around the kept row)."""
     if query:
         outcome = index.search_outcome(query, limit=limit, markers=MARKERS, typing=True, **filters)
-        found = outcome.rows
+        found = with_agent_names(index, outcome.rows)
         rows = flat_rows(found)
         return Loaded(
             generation,
@@ -142,10 +142,17 @@ def load(
     rows = listing.rows(set(expanded))
     at = position(rows, keep, fallback)
     window = rows[max(0, at - height) : at + height + PAGE]
-    objects = index.sessions_at([r.path for r in window])
+    objects = with_agent_names(index, index.sessions_at([r.path for r in window]))
     return Loaded(
         generation, rows, {o["file_path"]: o for o in objects}, listing, complete=True, cursor=at
     )
+
+
+def with_agent_names(index: Index, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The picker's copies of ``objects``, each with ``agent_name`` (None without an
+    ``agent-name`` record) for its row's ``@name`` marker."""
+    names = index.agent_names(objects) if objects else {}
+    return [{**o, "agent_name": names.get(str(o.get("file_path")))} for o in objects]
 
 
 def filters_for(

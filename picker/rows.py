@@ -146,8 +146,11 @@ class Columns:
 
 
 def markers(obj: dict[str, Any]) -> list[str]:
-    """Short labels after the title: ``#tag``, ``-p``/``sdk``, ``archived``."""
+    """Short labels after the title: ``@agent`` (an ``agent-name`` record, as Claude
+    Code's picker shows it), ``#tag``, ``-p``/``sdk``, ``archived``."""
     out = []
+    if obj.get("agent_name"):
+        out.append("@" + clean(obj["agent_name"]))
     if obj.get("tag"):
         out.append("#" + clean(obj["tag"]))
     kind = PRINT_MODE.get(str(obj.get("entrypoint") or ""))

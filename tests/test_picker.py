@@ -532,6 +532,8 @@ def test_marked_snippet(snippet: str, plain: str, marked: list[str]) -> None:
         ({"entrypoint": "sdk-py", "tag": "x\u202ey"}, ["#x<U+202E>y", "sdk"]),
         ({"resume_command": None}, ["archived"]),
         ({"entrypoint": "cli"}, []),
+        ({"agent_name": "reviewer", "tag": "t"}, ["@reviewer", "#t"]),  # semantics 2
+        ({"agent_name": None}, []),
     ],
 )
 def test_row_markers(fields: dict[str, Any], expected: list[str]) -> None:
@@ -763,3 +765,21 @@ def test_a_query_and_enter_in_one_burst_choose_from_the_query(
         assert result is None and running  # still open, nothing chosen
     else:
         assert result is not None and result["title"] == chosen
+
+
+def test_a_row_of_a_named_agent_session_shows_at_name(tmp_path: Path) -> None:
+    """The picker's objects carry the agent name for its ``@name`` marker (semantics 2);
+    the Index's session objects do not (their keys are the contract's)."""
+    from sessiondex.picker.model import with_agent_names
+    from tests.builders import ConfigTree
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("review the parser")
+    s.meta("agent-name", agentName="reviewer")
+    path = s.write()
+    with Index(tmp_path / "i.db", [tree.root]) as index:
+        (plain,) = index.sessions_at([str(path)])
+        assert "agent_name" not in plain
+        (obj,) = with_agent_names(index, [plain])
+    assert markers(obj) == ["@reviewer"]
