@@ -20,7 +20,6 @@ place; the caller refreshes it from the transcripts. The settings that are not d
 
 from __future__ import annotations
 
-import codecs
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from sessiondex.indexer.lock import lock_path
 from sessiondex.indexer.meta import get_meta, immediate, set_meta, write_turn
 from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 from sessiondex.indexer.textstore import register
+from sessiondex.transcripts.config import default_config_dir
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -210,16 +210,16 @@ class NotAnIndex(ValueError):
 def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     """Raise :class:`NotAnIndex` when ``target`` cannot be the index.
 
-    - Inside a config dir's ``projects/``: Claude Code's transcripts live there, and
-      nothing sessiondex writes goes there.
-    - An existing file of text (the first 4 KiB without a NUL, valid UTF-8) that is not
-      SQLite and was never opened as the index (no lock file of ours beside it): a
-      transcript, ``history.jsonl``, ``settings.json``, a note. What SQLite cannot read
-      is otherwise taken for a damaged index and moved aside. Binary garbage, or
-      anything in a file that was the index, still counts as damage, so a damaged index
-      stays recoverable."""
+    - Inside a config dir's ``projects/`` (those given, and the default ``~/.claude``):
+      Claude Code's transcripts live there, and nothing sessiondex writes goes there.
+    - An existing file that does not start as a SQLite database does and was never
+      opened as the index (no lock file of ours beside it): a transcript, a settings
+      file, a note, an archive given as ``--db`` by mistake, whatever its encoding. What
+      SQLite cannot read is otherwise taken for a damaged index and moved aside; a file
+      that was the index (its lock files stay beside it) still is, whatever it holds
+      now, so a damaged index stays recoverable."""
     where = os.path.realpath(target)
-    for root in roots:
+    for root in (*roots, default_config_dir()):
         projects = os.path.realpath(os.path.join(root, "projects"))
         if where == projects or where.startswith(projects + os.sep):
             raise NotAnIndex(
@@ -228,19 +228,15 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
             )
     try:
         with open(target, "rb") as file:
-            head = file.read(4096)
+            head = file.read(len(SQLITE_HEADER))
     except OSError:
         return  # missing (created later), a directory or unreadable: said when opened
-    if not head or head.startswith(SQLITE_HEADER) or b"\x00" in head:
+    if not head or head == SQLITE_HEADER:
         return
     if any(lock_path(target, kind).exists() for kind in ("write", "gate")):
-        return  # it was the index: text in it now is damage
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return
+        return  # it was the index: what it holds now is damage
     raise NotAnIndex(
-        f"{target} is a text file, not a sessiondex index (SQLite): it is left as it is;"
+        f"{target} is not a sessiondex index (not a SQLite database) and is left as it is;"
         " give the index another path"
     )
 

@@ -57,7 +57,8 @@ def _through_a_database_of_the_caller(path: Path, root: Path) -> None:
 
 
 def _replacing_a_damaged_file(path: Path, root: Path) -> None:
-    path.write_bytes(bytes(range(256)) * 64)  # binary garbage: a damaged index
+    open_db(path).close()  # it was the index (its lock files stay beside it) ...
+    path.write_bytes(bytes(range(256)) * 64)  # ... then garbage: a damaged index
     notes: list[str] = []
     open_db(path, on_recover=notes.append).close()
     assert notes and "damaged" in notes[0]

@@ -25,6 +25,7 @@ every command answers or says in one line what is wrong, never with a traceback.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import random
@@ -191,6 +192,9 @@ NOT_AN_INDEX = {
     "history.jsonl": "history.jsonl",
     "settings.json": "settings.json",
     "a note outside the config dir": "../notes.txt",
+    "a Latin-1 note": "../latin1.txt",
+    "a UTF-16 note": "../utf16.txt",
+    "a gzip archive": "../archive.jsonl.gz",
     "a new file inside projects/": "projects/{key}/index.db",
 }
 
@@ -211,6 +215,9 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
     (root / "history.jsonl").write_text('{"display":"hello","project":"/w/app"}\n')
     (root / "settings.json").write_text('{"cleanupPeriodDays": 30}\n')
     (tmp_path / "notes.txt").write_text("remember the milk\n")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    (tmp_path / "utf16.txt").write_text("remember the milk\n", encoding="utf-16")
+    (tmp_path / "archive.jsonl.gz").write_bytes(gzip.compress(b'{"type":"user"}\n'))
     target = root / NOT_AN_INDEX[what].format(key=transcript.parent.name, sid=s.session_id)
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
     args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
@@ -250,6 +257,10 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(
         world.__dict__.update(shared.__dict__)
         world.db = tmp_path / "index.db"
         shutil.copyfile(shared.db, world.db)
+        for lock in shared.db.parent.glob(f"{shared.db.name}.*.lock"):
+            # An index in use leaves its lock files beside it: a damaged file with them
+            # is damage (without them, a file that was never the index is refused).
+            shutil.copyfile(lock, world.db.parent / lock.name)
     damage(world.db, kind)
     args = [a.format(sid=world.sid) for a in COMMANDS[command]]
     result = world.run(*args)
