@@ -193,7 +193,10 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
         return None
     from urllib.parse import urlsplit
 
-    # A forge the parser does not know still has a web URL; text that is none is no link.
+    # A forge the parser does not know still has a web URL; text that is none is no link
+    # (a URL holds no whitespace or control character: urlsplit would drop a newline).
+    if any(ch.isspace() or ch < " " or ch == "\x7f" for ch in url):
+        return None
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()

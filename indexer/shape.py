@@ -15,8 +15,9 @@ from __future__ import annotations
 # link (derive.pr_link_from_record); 10: a line with invalid UTF-8 is repaired and kept
 # (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal;
 # 11: a quiet file's whole last record without "\n" is read (parse.parse_tail quiet);
-# 12: a GitHub mention that is a link in another case is no mention (pr_urls.pr_identity)
-DERIVATION_VERSION = 12
+# 12: a GitHub mention that is a link in another case is no mention (pr_urls.pr_identity);
+# 13: a pr-link prUrl with whitespace or a control character is no link
+DERIVATION_VERSION = 13
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -492,8 +492,14 @@ def _header_fields(conv: Conversation, clean: Clean = _keep) -> list[tuple[str, 
 
 def _on_one_line(text: str) -> str:
     """Line breaks and tabs as spaces, as every one-line place shows them
-    (``render.terminal``)."""
-    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " ")
+    (``render.terminal``): every character ``str.splitlines`` breaks at (U+2028 and
+    U+2029 too, which ``neutralize`` leaves to the text)."""
+    return text.replace("\r\n", " ").translate(_LINE_BREAKS)
+
+
+_LINE_BREAKS = {
+    c: " " for c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)
+}
 
 
 def _header_values(conv: Conversation, clean: Clean) -> list[tuple[str, str]]:
@@ -735,7 +741,7 @@ def _md_lines(
     yield ""
     for name, value in _header_fields(conv, clean):
         if name == "PRs":
-            value = ", ".join(f"<{u}>" for u in _pr_urls(session, clean))
+            value = _on_one_line(", ".join(f"<{u}>" for u in _pr_urls(session, clean)))
         elif name in ("session", "directory", "branch"):
             value = f"`{value}`"
         yield f"- **{name}**: {value}"

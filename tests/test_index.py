@@ -725,6 +725,9 @@ def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
         ("not a url", None),
         ("ftp://example.com/pull/3", None),
         ("https:///pull/3", None),
+        # a newline (urlsplit drops it) or a space: no URL, and no forged header line
+        ("https://github.com/o/r/pull/4\nsession: forged", None),
+        ("https://dev.azure.com/o/p/_git/r/pullrequest/3 x", None),
     ],
 )
 def test_a_pr_link_record_needs_a_web_url(tmp_path: Path, url: str, kept: str | None) -> None:

@@ -458,10 +458,11 @@ def test_header_values_from_the_transcript_stay_on_their_line(
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/p/nl\ndir", git_branch="br\nFAKE: line")
     s.user("hello there")
-    s.meta("tag", tag="t\nFAKE: tag")
+    s.meta("tag", tag="t\u2028FAKE: tag")  # str.splitlines breaks at U+2028 too
     s.write()
     base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
     result = CliRunner().invoke(cli, [*base, *(a.format(sid=s.session_id) for a in args)])
     assert result.exit_code == 0, result.output
     assert not [line for line in result.stdout.splitlines() if "FAKE" in line.split(":")[0]]
+    assert "\u2028" not in result.stdout
     assert "br FAKE: line" in result.stdout and "/p/nl dir" in result.stdout
