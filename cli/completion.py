@@ -68,7 +68,10 @@ def _candidates(ctx: click.Context, incomplete: str) -> list[tuple[str, str]]:
     db = open_if_current(str(settings["db"]))
     if db is None:  # none yet, damaged or of an older format: nothing to offer
         return []
+    from sessiondex.transcripts.config import config_dirs
+
+    roots = config_dirs(list(settings["config_dirs"]) or None)  # as Index resolves them
     try:
-        return complete_sessions(db, incomplete, ctx.params.get("cwd"))
+        return complete_sessions(db, incomplete, ctx.params.get("cwd"), roots)
     finally:
         db.close()

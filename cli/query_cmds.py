@@ -69,7 +69,7 @@ def resolve_or_exit(
         click.echo(
             f"Error: {clean(str(exc))}; say which one (candidates below, newest first)", err=True
         )
-        emit(exc.candidates, fmt, project=True)
+        emit(exc.candidates, fmt, project=True, agents=_agents(exc.candidates, fmt))
         sys.exit(EXIT_AMBIGUOUS)
 
 
@@ -110,18 +110,16 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         fmt,
         empty_message=_empty_message(_no_sessions(db, filters)) if not rows else None,
         project=shows_project(filters, rows),
-        agents=_agents(db, rows, fmt),
+        agents=_agents(rows, fmt),
     )
     _warn_expiring(db, rows)
 
 
-def _agents(db: Any, rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
+def _agents(rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
     """Agent names for a table's titles (``@name``); JSON keeps the contract's keys."""
     if fmt != "table" or not rows:
         return {}
-    from sessiondex.query.sessions import agent_names
-
-    return agent_names(db, rows)
+    return app().index.agent_names(rows)
 
 
 def _no_sessions(db: Any, filters: Any) -> str:
@@ -250,7 +248,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         empty_message=_empty_message("No matches."),
         highlight=highlight,
         project=shows_project(filters, outcome.rows),
-        agents=_agents(index.reader(), outcome.rows, fmt),
+        agents=_agents(outcome.rows, fmt),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
@@ -328,7 +326,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_links", answer.number, url))],
                 project=project,
-                agents=_agents(db, answer.linked, fmt),
+                agents=_agents(answer.linked, fmt),
             )
         if answer.mentioned:
             if answer.linked:
@@ -340,7 +338,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
                 project=project,
-                agents=_agents(db, answer.mentioned, fmt),
+                agents=_agents(answer.mentioned, fmt),
             )
         if not answer.rows:
             message = (
@@ -383,7 +381,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
-        emit([obj], fmt, project=True)
+        emit([obj], fmt, project=True, agents=_agents([obj], fmt))
         how = obj["resume_command"] or archived_advice(obj)
         click.echo(clean(f"matched by {found.matched_by}: {how}"))
     elif fmt == "json":
@@ -391,7 +389,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
 
         click.echo(dumps(obj, indent=True))
     else:
-        emit([obj], fmt)
+        emit([obj], fmt, agents=_agents([obj], fmt))
 
 
 @click.command("continue")
@@ -423,7 +421,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
 
         click.echo(dumps(obj, indent=True))
     else:
-        emit([obj], fmt)
+        emit([obj], fmt, agents=_agents([obj], fmt))
 
 
 def archived_advice(session: dict[str, Any]) -> str:

@@ -8,9 +8,11 @@ title, else AI title) of the repository's sessions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from os import PathLike
 from typing import TYPE_CHECKING
 
-from sessiondex.query.filters import keys_sql
+from sessiondex.query.filters import keys_sql, roots_sql
 from sessiondex.query.scopes import resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
@@ -31,19 +33,24 @@ def _like(prefix: str) -> str:
 
 
 def complete_sessions(
-    db: Database, incomplete: str, cwd: str | None = None
+    db: Database,
+    incomplete: str,
+    cwd: str | None = None,
+    roots: Sequence[str | PathLike[str]] | None = None,
 ) -> list[tuple[str, str]]:
     """``(value, description)`` pairs for a session argument that starts with
     ``incomplete``: session IDs (the repository's first, then every project's, newest
-    first) and names of the repository's sessions, each described by its title."""
+    first) and names of the repository's sessions, each described by its title; only
+    sessions of the config dirs ``roots`` (what ``resolve`` would accept)."""
     where, params = keys_sql(worktree_keys(resolve_cwd(cwd)))
-    listed = f"{VISIBLE_SQL} AND {NOT_HIDDEN_TAG_SQL} AND s.archived = 0"
+    rooted, root_params = roots_sql(db, roots)
+    listed = f"{VISIBLE_SQL} AND {NOT_HIDDEN_TAG_SQL} AND s.archived = 0 AND {rooted}"
     title = "coalesce(json_extract(s.object_json, '$.title'), '') AS title"
     here = f"CASE WHEN {where} THEN 0 ELSE 1 END"
     ids = select_rows(
         db,
         f"{listed} AND lower(s.session_id) LIKE ? ESCAPE '\\'",
-        [_like(incomplete.lower()), *params],  # WHERE's parameter, then ORDER BY's
+        [*root_params, _like(incomplete.lower()), *params],  # WHERE's, then ORDER BY's
         order=f"{here}, {ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
         limit=MAX_CANDIDATES,
         columns=f"s.session_id, {title}",
@@ -51,7 +58,7 @@ def complete_sessions(
     names = select_rows(
         db,
         f"{where} AND {listed} AND lower(coalesce(s.custom_title, s.ai_title)) LIKE ? ESCAPE '\\'",
-        [*params, _like(incomplete.lower())],
+        [*params, *root_params, _like(incomplete.lower())],
         limit=MAX_CANDIDATES,
         columns="coalesce(s.custom_title, s.ai_title) AS name, s.session_id",
     )

@@ -335,6 +335,8 @@ def test_the_cli_limit_range_is_the_libraries() -> None:
         ["list", "--scope", "all"],
         ["search", "reviewing", "--scope", "all"],
         ["from-pr", "9", "--scope", "all"],
+        ["resolve", "Parser review", "--cwd", "/w/app"],
+        ["continue", "--cwd", "/w/app"],
     ],
 )
 def test_an_agent_name_is_shown_beside_the_title(tmp_path: Path, command: list[str]) -> None:
@@ -351,6 +353,6 @@ def test_an_agent_name_is_shown_beside_the_title(tmp_path: Path, command: list[s
     table = CliRunner().invoke(cli, [*base, *command], env={"COLUMNS": "200"})
     assert table.exit_code == 0, table.output
     assert "Parser review @reviewer" in table.stdout
-    as_json = CliRunner().invoke(cli, [*base, *command, "--json"])
-    assert "agent" not in json.loads(as_json.stdout)[0]
-    assert json.loads(as_json.stdout)[0]["title"] == "Parser review"
+    as_json = json.loads(CliRunner().invoke(cli, [*base, *command, "--json"]).stdout)
+    obj = as_json if isinstance(as_json, dict) else as_json[0]
+    assert "agent" not in obj and obj["title"] == "Parser review"

@@ -342,3 +342,23 @@ def test_an_index_path_that_is_no_file_is_one_usage_line(
     assert result.exit_code == 2
     assert result.stderr.startswith(says.format(dir=directory))
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_completion_offers_only_the_sessions_of_the_config_dirs_given(tmp_path: Path) -> None:
+    """Completion offers what resolve accepts: a session another config dir left in a
+    shared index is neither (it was offered, then resolve said not found)."""
+    from click.shell_completion import ShellComplete
+
+    from tests.test_cli_config_dirs import _root_world
+
+    one, two, first, second = _root_world(tmp_path)
+    db = str(tmp_path / "shared.db")
+    for tree in (one, two):  # both indexed into the one file
+        assert (
+            CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", db, "index"]).exit_code
+            == 0
+        )
+    complete = ShellComplete(cli, {}, "sessiondex", "_SESSIONDEX_COMPLETE")
+    args = ["--config-dir", str(two.root), "--db", db, "show", "--cwd", "/w/app"]
+    values = {c.value for c in complete.get_completions(args, "")}
+    assert second in values and first not in values
