@@ -475,8 +475,8 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
             )
         workdir = fallback
     config_dir = claude_config_dir(session)
-    # Shell-quoted, then cleaned: a directory holding control characters is shown with
-    # them made visible (to paste, use resolve --json's resume_command).
+    # Shell-quoted ($'…' for a directory holding control characters: one line, nothing
+    # for the terminal to obey, the same directory when pasted), then cleaned.
     line = clean(resume_command(session["session_id"], workdir, config_dir))
     if dry_run:
         click.echo(line)

@@ -84,7 +84,7 @@ def resume_command(session_id: str, cwd: str | None, config_dir: str | None = No
     so the query layer adds it when it answers (query/sessions.py)."""
     line = f"claude --resume {session_id}"
     if cwd:
-        line = f"cd {shlex.quote(cwd)} && {line}"
+        line = f"cd {shell_quote(cwd)} && {line}"
     return with_config_dir(line, config_dir) if config_dir else line
 
 
@@ -99,8 +99,29 @@ def with_config_dir(command: str, config_dir: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _quoted(path: str) -> str:
-    """``shlex.quote`` of a config dir: a listing quotes the same few for every row."""
-    return shlex.quote(path)
+    """:func:`shell_quote` of a config dir: a listing quotes the same few for every row."""
+    return shell_quote(path)
+
+
+def shell_quote(text: str) -> str:
+    """``text`` as one shell word: ``shlex.quote``, except that a text holding a control
+    character (a newline or an escape in a directory name, which transcripts record as
+    they are) is written in bash's and zsh's ``$'…'`` form with the character escaped.
+    The line then stays one line, shows no control character anywhere it is printed,
+    and still names the same directory when pasted."""
+    if not any(ch < " " or ch == "\x7f" for ch in text):
+        return shlex.quote(text)
+    return "$'" + "".join(_ANSI_C.get(ch) or ch for ch in text) + "'"
+
+
+_ANSI_C = {
+    **{chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F)},
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\\": "\\\\",
+    "'": "\\'",
+}
 
 
 def activity_ms(row: dict[str, Any]) -> int:

@@ -16,8 +16,9 @@ from __future__ import annotations
 # (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal;
 # 11: a quiet file's whole last record without "\n" is read (parse.parse_tail quiet);
 # 12: a GitHub mention that is a link in another case is no mention (pr_urls.pr_identity);
-# 13: a pr-link prUrl with whitespace or a control character is no link
-DERIVATION_VERSION = 13
+# 13: a pr-link prUrl with whitespace or a control character is no link;
+# 14: a cwd with a control character is quoted $'…' in resume_command (objects.shell_quote)
+DERIVATION_VERSION = 14
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -106,3 +106,31 @@ def test_the_default_is_decided_by_the_readers_home(tmp_path: Path) -> None:
     finally:
         os.environ.clear()
         os.environ.update(env)
+
+
+@pytest.mark.parametrize(
+    "directory",
+    [
+        "/p/nl\ndir",
+        "/p/tab\tand 'quote'",
+        "/p/esc\x1b[31mred\x1b[0m",
+        "/p/back\\slash\r",
+        "/p/plain dir",
+        "/p/$(touch pwned)`x`",
+    ],
+)
+def test_a_resume_line_names_the_directory_on_one_line(directory: str) -> None:
+    """A cwd holding a newline was quoted with the newline in it: printed in a
+    one-line place it became a space (another directory). The word is now one line,
+    with no control character, and bash reads it back as the directory."""
+    import shutil
+    import subprocess
+
+    from sessiondex.indexer.objects import shell_quote
+
+    word = shell_quote(directory)
+    assert not any(ch < " " or ch == "\x7f" for ch in word)
+    bash = shutil.which("bash")
+    assert bash is not None
+    out = subprocess.run([bash, "-c", f"printf %s {word}"], capture_output=True, check=True)
+    assert out.stdout.decode() == directory
