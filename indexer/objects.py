@@ -105,23 +105,38 @@ def _quoted(path: str) -> str:
 
 def shell_quote(text: str) -> str:
     """``text`` as one shell word: ``shlex.quote``, except that a text holding a control
-    character (a newline or an escape in a directory name, which transcripts record as
-    they are) is written in bash's and zsh's ``$'…'`` form with the character escaped.
-    The line then stays one line, shows no control character anywhere it is printed,
-    and still names the same directory when pasted."""
-    if not any(ch < " " or ch == "\x7f" for ch in text):
+    or format character (a newline, an escape, a C1 control, a bidi override, U+2028 in a
+    directory name, which transcripts record as they are) is written in bash's and zsh's
+    ``$'…'`` form with each such character escaped as its UTF-8 bytes (``\\xHH``, exact
+    whatever the locale). The line then stays one line, shows nothing a terminal obeys
+    wherever it is printed, and still names the same directory when pasted."""
+    if not any(_needs_escape(ch) for ch in text):
         return shlex.quote(text)
-    return "$'" + "".join(_ANSI_C.get(ch) or ch for ch in text) + "'"
+    return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
 
 
-_ANSI_C = {
-    **{chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F)},
-    "\n": "\\n",
-    "\t": "\\t",
-    "\r": "\\r",
-    "\\": "\\\\",
-    "'": "\\'",
-}
+def _needs_escape(ch: str) -> bool:
+    return ch < " " or ch == "\x7f" or (ch >= "\x80" and _category(ch) in _ESCAPED)
+
+
+def _ansi_c(ch: str) -> str:
+    if ch in _ANSI_C:
+        return _ANSI_C[ch]
+    if _needs_escape(ch):
+        return "".join(f"\\x{b:02x}" for b in ch.encode("utf-8"))
+    return ch
+
+
+# Controls (C1), format characters (bidi overrides, zero-width), line and paragraph
+# separators: what render.terminal makes visible, here escaped instead.
+_ESCAPED = frozenset({"Cc", "Cf", "Zl", "Zp"})
+_ANSI_C = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
+
+
+def _category(ch: str) -> str:
+    import unicodedata  # only for a directory that holds such characters
+
+    return unicodedata.category(ch)
 
 
 def activity_ms(row: dict[str, Any]) -> int:

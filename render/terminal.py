@@ -47,14 +47,17 @@ def _unicode(code: int) -> str:
 
 _LINES: dict[int, str] = {c: _caret(c) for c in (*range(0x20), 0x7F) if c not in (0x0A, 0x09)}
 _LINES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
-_ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " "}
+# U+2028/U+2029 are lines for str.splitlines and some terminals: a space in one line.
+_ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " ", 0x2028: " ", 0x2029: " "}
 
 
 @cache
 def _unsafe() -> re.Pattern[str]:
     """Anything a table above would replace: a quick test before translating (compiled
     on first use: every command imports this module, few print transcript text)."""
-    return re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    return re.compile(
+        "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    )
 
 
 def neutralize(text: str, *, single_line: bool = False) -> str:

@@ -91,3 +91,13 @@ def test_the_index_summary_keeps_skipped_entries_apart_from_bad_lines() -> None:
     assert _summary_line(stats).endswith(
         "1 bad lines (nul-byte 1); skipped not-a-file 1, symlink 2, 0.50s"
     )
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029"])
+def test_a_line_separator_is_a_space_in_a_table_cell(separator: str) -> None:
+    """str.splitlines (and some terminals) break at U+2028/U+2029: a branch or a path
+    holding one printed a table row as two lines."""
+    from sessiondex.render.terminal import neutralize
+
+    assert neutralize(f"feat{separator}x", single_line=True) == "feat x"
+    assert neutralize(f"kept{separator}in show") == f"kept{separator}in show"  # lines: as is

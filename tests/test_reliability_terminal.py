@@ -112,7 +112,9 @@ def test_no_control_or_bidi_character_reaches_the_terminal(
     # The data is shown, made visible, not dropped: in caret notation, or escaped in a
     # shell word ($'…\x1b…', the resume line of a directory holding ESC).
     assert ("^[" in shown and "^G" in shown) or ("\\x1b" in shown and "\\x07" in shown)
-    assert "<U+009B>" in shown and "<U+202E>" in shown
+    assert ("<U+009B>" in shown and "<U+202E>" in shown) or (
+        "\\xc2\\x9b" in shown and "\\xe2\\x80\\xae" in shown  # UTF-8 bytes in $'…'
+    )
     if argv[0] == "rename":  # undo, so the other commands still see the evil title
         # Appended as Claude Code would: `rename` itself strips bidi controls from a name.
         record = {"type": "custom-title", "customTitle": TITLE, "sessionId": world["id"]}
@@ -193,7 +195,8 @@ def test_our_own_colours_survive_cleaning(
         ("bidi\u202e\u2066\u200f\u061c", *["bidi<U+202E><U+2066><U+200F><U+061C>"] * 3),
         ("two\nlines\ttab", "two\nlines\ttab", "two lines tab", "two\nlines\ttab"),
         ("crlf\r\nend\rx", "crlf\nend^Mx", "crlf end^Mx", "crlf\nend^Mx"),
-        ("é 漢字 \u2028", "é 漢字 \u2028", "é 漢字 \u2028", "é 漢字 \u2028"),
+        # U+2028 is a line for str.splitlines and some terminals: a space on one line
+        ("é 漢字 \u2028", "é 漢字 \u2028", "é 漢字  ", "é 漢字 \u2028"),
     ],
 )
 def test_neutralize_table(text: str, lines: str, one_line: str, in_files: str) -> None:

@@ -117,6 +117,11 @@ def test_the_default_is_decided_by_the_readers_home(tmp_path: Path) -> None:
         "/p/back\\slash\r",
         "/p/plain dir",
         "/p/$(touch pwned)`x`",
+        "/p/c1\x85next",  # a C1 control (NEL)
+        "/p/bidi\u202eevil",  # a bidi override
+        "/p/line\u2028sep",  # str.splitlines breaks here
+        "/p/zero\u200bwidth",
+        "/p/café 🚀",  # plain non-ASCII stays as it is
     ],
 )
 def test_a_resume_line_names_the_directory_on_one_line(directory: str) -> None:
@@ -129,6 +134,7 @@ def test_a_resume_line_names_the_directory_on_one_line(directory: str) -> None:
     from sessiondex.indexer.objects import shell_quote
 
     word = shell_quote(directory)
+    assert word.isascii() or "🚀" in word  # every escaped character as \\xHH bytes
     assert not any(ch < " " or ch == "\x7f" for ch in word)
     bash = shutil.which("bash")
     assert bash is not None
