@@ -239,8 +239,12 @@ def _guarded(
     saved: tuple[list[str], list[str]],
     watched: WatchedStdout,
 ) -> Any:
+    from sessiondex.indexer.db import NotAnIndex
+
     try:
         return invoke(ctx)
+    except NotAnIndex as exc:  # a file appeared at the path after the first look
+        raise CliError(str(exc)) from None
     except sqlite3.Error as exc:
         from sessiondex.indexer.faults import is_corrupt
 

@@ -159,8 +159,8 @@ def project_label(obj: dict[str, Any]) -> str:
 
 def _session_cells(obj: dict[str, Any], project: bool, agent: str | None = None) -> list[str]:
     title = obj.get("title") or ""
-    if agent:
-        title += f" @{agent}"  # the picker's rule: an agent-name record beside the title
+    if agent and agent.strip():
+        title += f" @{agent.strip()}"  # the picker's rule: an agent-name beside the title
     if is_archived(obj):
         title = "[archived] " + title
     if obj.get("forked_from"):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,9 +213,13 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
 
     - Inside a config dir's ``projects/`` (those given, and the default ``~/.claude``):
       Claude Code's transcripts live there, and nothing sessiondex writes goes there.
+    - Anything but a regular file (a FIFO, a device).
     - An existing file that does not start as a SQLite database does and was never
       opened as the index (no lock file of ours beside it): a transcript, a settings
-      file, a note, an archive given as ``--db`` by mistake, whatever its encoding. What
+      file, a note, an archive given as ``--db`` by mistake, whatever its encoding. An
+      empty file is what ``sqlite3.connect`` (ours in another process) leaves before
+      its first write, and is taken, unless it has other names (a hard link to an empty
+      transcript). What
       SQLite cannot read is otherwise taken for a damaged index and moved aside; a file
       that was the index (its lock files stay beside it) still is, whatever it holds
       now, so a damaged index stays recoverable."""
@@ -227,17 +232,27 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
                 " give the index a path outside it"
             )
     try:
+        st = os.stat(target)
+    except OSError:
+        return  # missing (created later) or unreachable: said when opened
+    if stat.S_ISDIR(st.st_mode):
+        return  # said when opened (the CLI says it first, as a usage error)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read below; /dev/null…
+        raise NotAnIndex(f"{target} is not a regular file; give the index a file path")
+    ours = any(lock_path(target, kind).exists() for kind in ("write", "gate"))
+    try:
         with open(target, "rb") as file:
             head = file.read(len(SQLITE_HEADER))
     except OSError:
-        return  # missing (created later), a directory or unreadable: said when opened
-    if not head or head == SQLITE_HEADER:
-        return
-    if any(lock_path(target, kind).exists() for kind in ("write", "gate")):
-        return  # it was the index: what it holds now is damage
+        return  # unreadable: said when opened
+    if head == SQLITE_HEADER or ours:
+        return  # an index, or a file that was the index: what it holds now is damage
+    if not head and st.st_nlink == 1:
+        return  # what sqlite3.connect leaves before its first write (another process's)
+    what = "an empty file with other names" if not head else "not a SQLite database"
     raise NotAnIndex(
-        f"{target} is not a sessiondex index (not a SQLite database) and is left as it is;"
-        " give the index another path"
+        f"{target} is not a sessiondex index ({what}) and is left as it is;"
+        " give the index another path (a new one is created)"
     )
 
 

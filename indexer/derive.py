@@ -180,10 +180,16 @@ class SessionState:
                 self.new_pr_links.append(link)
 
 
+_NOT_IN_URLS = frozenset('"<>\\^`{|}')
+
+
 def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     """A ``pr-link`` record's PR, normalized; a URL we cannot parse is kept as given."""
     url = get_str(record, "prUrl")
-    if not url:
+    # A URL holds no whitespace, control or format character (a newline, an escape, a
+    # bidi override, a zero-width space): such text is no link, whatever its host, and
+    # must not reach a header or an href as a "normalized" URL.
+    if not url or any(ch.isspace() or not ch.isprintable() for ch in url):
         return None
     parsed = parse_pr_url(url)
     if parsed is not None:
@@ -194,8 +200,9 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     from urllib.parse import urlsplit
 
     # A forge the parser does not know still has a web URL; text that is none is no link
-    # (a URL holds no whitespace or control character: urlsplit would drop a newline).
-    if any(ch.isspace() or ch < " " or ch == "\x7f" for ch in url):
+    # (nor is one with a character a URL spells %-encoded: '"', '<', '>'… would end an
+    # href or a Markdown autolink early).
+    if any(ch in _NOT_IN_URLS for ch in url):
         return None
     try:
         parts = urlsplit(url)

@@ -16,9 +16,10 @@ from __future__ import annotations
 # (transcripts/reader.py), a timestamp with no UTC year is unparseable, not fatal;
 # 11: a quiet file's whole last record without "\n" is read (parse.parse_tail quiet);
 # 12: a GitHub mention that is a link in another case is no mention (pr_urls.pr_identity);
-# 13: a pr-link prUrl with whitespace or a control character is no link;
-# 14: a cwd with a control character is quoted $'…' in resume_command (objects.shell_quote)
-DERIVATION_VERSION = 14
+# 13: a pr-link prUrl with whitespace, a control or format character is no link;
+# 14: a cwd with a control character is quoted $'…' in resume_command (objects.shell_quote);
+# 15: the same for C1, format and separator characters, and pr-link URLs of known forges
+DERIVATION_VERSION = 15
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

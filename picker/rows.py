@@ -149,8 +149,9 @@ def markers(obj: dict[str, Any]) -> list[str]:
     """Short labels after the title: ``@agent`` (an ``agent-name`` record, as Claude
     Code's picker shows it), ``#tag``, ``-p``/``sdk``, ``archived``."""
     out = []
-    if obj.get("agent_name"):
-        out.append("@" + clean(obj["agent_name"]))
+    agent = str(obj.get("agent_name") or "").strip()
+    if agent:
+        out.append("@" + clean(agent))
     if obj.get("tag"):
         out.append("#" + clean(obj["tag"]))
     kind = PRINT_MODE.get(str(obj.get("entrypoint") or ""))

@@ -728,6 +728,13 @@ def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
         # a newline (urlsplit drops it) or a space: no URL, and no forged header line
         ("https://github.com/o/r/pull/4\nsession: forged", None),
         ("https://dev.azure.com/o/p/_git/r/pullrequest/3 x", None),
+        # whatever the forge: known ones too (their parser took what came before)
+        ("https://github.com/o/r/pull/5\t", None),
+        ("https://github.com/o/r/pull/5\u202e", None),
+        ("https://git\u200bhub.com/o/r/pull/5", None),
+        ("https://gitlab.com/g/p/-/merge_requests/5\x0b", None),
+        # a character a URL spells %-encoded: it would end an href or an autolink
+        ('https://github.com/o/r/pull/7"><script>alert(1)</script>', None),
     ],
 )
 def test_a_pr_link_record_needs_a_web_url(tmp_path: Path, url: str, kept: str | None) -> None:

@@ -534,6 +534,7 @@ def test_marked_snippet(snippet: str, plain: str, marked: list[str]) -> None:
         ({"entrypoint": "cli"}, []),
         ({"agent_name": "reviewer", "tag": "t"}, ["@reviewer", "#t"]),  # semantics 2
         ({"agent_name": None}, []),
+        ({"agent_name": "   "}, []),  # nothing visible: no dangling "@"
     ],
 )
 def test_row_markers(fields: dict[str, Any], expected: list[str]) -> None:

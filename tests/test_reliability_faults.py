@@ -196,6 +196,8 @@ NOT_AN_INDEX = {
     "a UTF-16 note": "../utf16.txt",
     "a gzip archive": "../archive.jsonl.gz",
     "a new file inside projects/": "projects/{key}/index.db",
+    "an empty file with other names (a hard link to an empty transcript)": "../empty-link.db",
+    "a FIFO (reading it would block)": "../fifo",
 }
 
 
@@ -218,6 +220,10 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
     (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
     (tmp_path / "utf16.txt").write_text("remember the milk\n", encoding="utf-16")
     (tmp_path / "archive.jsonl.gz").write_bytes(gzip.compress(b'{"type":"user"}\n'))
+    empty = tree.session(cwd="/w/app").write()
+    empty.write_bytes(b"")  # an empty transcript, reached through a hard link
+    os.link(empty, tmp_path / "empty-link.db")
+    os.mkfifo(tmp_path / "fifo")
     target = root / NOT_AN_INDEX[what].format(key=transcript.parent.name, sid=s.session_id)
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
     args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
