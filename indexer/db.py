@@ -239,7 +239,11 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
         return  # said when opened (the CLI says it first, as a usage error)
     if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read below; /dev/null…
         raise NotAnIndex(f"{target} is not a regular file; give the index a file path")
-    ours = any(lock_path(target, kind).exists() for kind in ("write", "gate"))
+    ours = any(  # beside the path given, or beside the file a link names
+        lock_path(path, kind).exists()
+        for path in {str(target), where}
+        for kind in ("write", "gate")
+    )
     try:
         with open(target, "rb") as file:
             head = file.read(len(SQLITE_HEADER))

@@ -579,3 +579,18 @@ def test_damage_met_after_the_answer_is_printed_does_not_print_it_twice(
     assert {r["session_id"] for r in json.loads(result.stdout)} == world.expected
     error = error_line(result)
     assert "has been rebuilt" in error and "run the command again" in error
+
+
+def test_a_damaged_index_reached_through_a_link_is_still_rebuilt(tmp_path: Path) -> None:
+    """Its lock files lie beside the file the link names, not beside the link: it was
+    the index all the same (it was refused as 'not a sessiondex index')."""
+    world = World(tmp_path)
+    damage(world.db, "random-bytes")
+    link = tmp_path / "link.db"
+    link.symlink_to(world.db)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(world.root), "--db", str(link), "list", "--scope", "all"]
+    )
+    no_traceback(result)
+    assert result.exit_code == 0, result.output
+    assert "was damaged" in result.stderr
