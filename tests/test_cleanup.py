@@ -198,6 +198,9 @@ def world(tmp_path: Path) -> dict[str, Any]:
         "young": _session(tree, "fresh work", NOW - 2 * DAY),
         "soon": _session(tree, "expires soon", cutoff + 2 * DAY),
         "desktop": _session(tree, "desktop chat", cutoff - 5 * DAY, entrypoint="claude-desktop"),
+        "desktop_3p": _session(
+            tree, "third-party desktop chat", cutoff - 6 * DAY, entrypoint="claude-desktop-3p"
+        ),
         "released": _session(tree, "released desktop", cutoff - 5 * DAY, entrypoint="local-agent"),
         "keep": _session(tree, "precious notes", cutoff - 3 * DAY, tag="keep"),
     }
@@ -225,8 +228,9 @@ def test_dry_run_lists_exactly_the_sessions_before_the_cutoff(world: dict[str, A
         s[k].session_id for k in ("old", "older", "edge_in", "released")
     }
     assert _ids(root.protected) == {s["keep"].session_id}
-    assert _ids(root.exempt) == {s["desktop"].session_id}
-    assert root.exempt[0].exempt_reason and not root.exempt[0].claude_code_deletes
+    # semantics 6: claude-desktop and claude-desktop-3p sessions are exempt
+    assert _ids(root.exempt) == {s["desktop"].session_id, s["desktop_3p"].session_id}
+    assert all(e.exempt_reason and not e.claude_code_deletes for e in root.exempt)
     keep = root.protected[0]
     assert keep.claude_code_deletes and keep.tag == "keep"
     assert root.claude_code_sessions == 5  # the four + the protected one

@@ -316,6 +316,25 @@ def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkey
             "summary",
             "S2",
         ),
+        # semantics 2: cwd from the first user/assistant record, not an earlier system one
+        (
+            [
+                {"type": "system", "cwd": "/from/system", "content": "hook"},
+                {"type": "user", "cwd": "/w/real", "message": {"role": "user", "content": "hi"}},
+            ],
+            "cwd",
+            "/w/real",
+        ),
+        # entrypoint: the first one seen, even when the first record has none
+        (
+            [
+                {"type": "custom-title", "customTitle": "T"},
+                {"type": "user", "entrypoint": "sdk-ts", "message": {"content": "a"}},
+                {"type": "user", "entrypoint": "cli", "message": {"content": "b"}},
+            ],
+            "entrypoint",
+            "sdk-ts",
+        ),
     ],
 )
 def test_whole_file_semantics_table(

@@ -356,3 +356,37 @@ def test_an_agent_name_is_shown_beside_the_title(tmp_path: Path, command: list[s
     as_json = json.loads(CliRunner().invoke(cli, [*base, *command, "--json"]).stdout)
     obj = as_json if isinstance(as_json, dict) else as_json[0]
     assert "agent" not in obj and obj["title"] == "Parser review"
+
+
+# cli.md: "Every session object has exactly these keys"; jsonl is one object per line.
+CONTRACT_KEYS = (
+    "session_id, project_key, config_dir, file_path, cwd, title, custom_title, ai_title, "
+    "summary, last_prompt, first_prompt, tag, git_branch, branches, pr_links, pr_mentions, "
+    "created_at, last_activity, mtime, file_size, message_count, entrypoint, is_sidechain, "
+    "forked_from, resume_command"
+).split(", ")
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
+def test_every_format_carries_exactly_the_contracts_keys(tmp_path: Path, fmt: str) -> None:
+    import csv
+    import io
+
+    tree = ConfigTree(tmp_path / "claude")
+    for word in ("one", "two"):
+        s = tree.session(cwd=f"/w/{word}")
+        s.user(f"prompt {word}\nwith a second line, and a comma")
+        s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    out = CliRunner().invoke(cli, [*base, "list", "--scope", "all", "--format", fmt]).stdout
+    if fmt == "json":
+        rows = json.loads(out)
+    elif fmt == "jsonl":
+        lines = out.splitlines()
+        assert len(lines) == 2  # one object per line, newlines inside strings escaped
+        rows = [json.loads(line) for line in lines]
+    else:
+        reader = csv.DictReader(io.StringIO(out))
+        assert reader.fieldnames == CONTRACT_KEYS
+        rows = list(reader)
+    assert len(rows) == 2 and all(list(r) == CONTRACT_KEYS for r in rows)

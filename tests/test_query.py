@@ -413,3 +413,21 @@ def test_an_id_in_an_older_hash_variant_of_the_cwds_long_key_is_local(tmp_path: 
     assert [r["session_id"] for r in listed] == [s.session_id]
     found = _cli_json(tmp_path, tree.root, "resolve", s.session_id, "--cwd", cwd)
     assert found["matched_by"] == "id"
+
+
+def test_continue_takes_the_newest_transcript_mtime_not_the_newest_activity(
+    tmp_path: Path,
+) -> None:
+    """semantics 3: continue = the newest session by transcript mtime, as the CLI picks
+    it, even where the records' timestamps say another was active later."""
+    tree = ConfigTree(tmp_path / "claude")
+    touched = tree.session(cwd="/w/app", start="2026-01-01T10:00:00.000Z")
+    touched.user("older conversation, file touched last")
+    touched.write(mtime=1_800_000_900)
+    active = tree.session(cwd="/w/app", start="2026-06-01T10:00:00.000Z")
+    active.user("newer conversation, file older")
+    active.write(mtime=1_800_000_000)
+    found = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/w/app")
+    assert found["session_id"] == touched.session_id
+    listed = _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/app")
+    assert listed[0]["session_id"] == active.session_id  # list orders by activity

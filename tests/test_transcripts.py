@@ -103,6 +103,12 @@ TOOL_RESULT = [{"type": "tool_result", "tool_use_id": "t", "content": "out"}]
         ([_user("<tick>"), _user("<goal>g"), _user("p")], "p", None),
         ([_user("[Request interrupted by user]"), _user("p")], "p", None),
         ([_user("<ide_opened_file>a.py</ide_opened_file>"), _user("p")], "p", None),
+        ([_user("<ide_selection>x = 1</ide_selection>"), _user("p")], "p", None),
+        (
+            [_user("<ide_selection>x = 1</ide_selection> why?")],
+            "<ide_selection>x = 1</ide_selection> why?",
+            None,
+        ),
         (
             [_user("<ide_opened_file>a.py</ide_opened_file> and fix it")],
             "<ide_opened_file>a.py</ide_opened_file> and fix it",
