@@ -261,7 +261,7 @@ def restore(
     row = newest_archive(db, session_id.strip())
     if row is None:
         raise NotFound(f"No archived session with ID: {session_id}")
-    live = live_transcripts(db, row["session_id"])
+    live = live_transcripts(db, row["session_id"], roots)
     if live:
         raise RestoreRefused(
             f"session {row['session_id']} is not gone: its transcript is {live[0]}; "

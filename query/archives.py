@@ -19,6 +19,8 @@ No import of sqlite-utils: ``stats`` and ``list`` read these on their fast path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from os import PathLike
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.meta import get_meta
@@ -39,9 +41,25 @@ SHOWN_WITH_ARCHIVED_SQL = (
 )
 
 
-def archived_sql(include_archived: bool) -> str:
-    """The clause on ``sessions s`` that every listing, search and resolve applies."""
-    return SHOWN_WITH_ARCHIVED_SQL if include_archived else "s.archived = 0"
+def archived_sql(include_archived: bool, roots: Sequence[str | PathLike[str]] | None = None) -> str:
+    """The clause on ``sessions s`` that every listing, search and resolve applies. With
+    ``roots`` (the command's config dirs), an archived session is shown when none of
+    *them* holds a live copy: another config dir's live copy of the same ID does not
+    hide it (nor answer for it, ``query.filters.roots_sql``)."""
+    if not include_archived:
+        return "s.archived = 0"
+    if roots is None:
+        return SHOWN_WITH_ARCHIVED_SQL
+    return (
+        "(s.archived = 0 OR (s.archived = 1 AND NOT EXISTS (SELECT 1 FROM sessions lv"
+        " WHERE lv.session_id = s.session_id AND lv.archived = 0"
+        f" AND lv.root IN ({_literals(roots)}))))"
+    )
+
+
+def _literals(values: Sequence[str | PathLike[str]]) -> str:
+    """SQL string literals (a config dir path is ours, but may hold a quote)."""
+    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values) or "NULL"
 
 
 def same_version_sql(live: str) -> str:
@@ -111,12 +129,17 @@ def newest_archive(db: Database, session_id: str) -> dict[str, Any] | None:
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
 
-def live_transcripts(db: Database, session_id: str) -> list[str]:
-    """Where the index knows a live transcript of this session."""
+def live_transcripts(
+    db: Database, session_id: str, roots: Sequence[str | PathLike[str]] | None = None
+) -> list[str]:
+    """Where the index knows a live transcript of this session (in ``roots``, the
+    command's config dirs, when given)."""
+    within = "" if roots is None else f" AND root IN ({_literals(roots)})"
     return [
         str(r[0])
         for r in db.execute(
-            "SELECT file_path FROM sessions WHERE archived = 0 AND session_id = ?", [session_id]
+            f"SELECT file_path FROM sessions WHERE archived = 0 AND session_id = ?{within}",
+            [session_id],
         )
     ]
 

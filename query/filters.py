@@ -130,7 +130,7 @@ class Filters:
             clauses.append(VISIBLE_SQL)
             if not self.include_hidden:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
-        clauses.append(archived_sql(self.include_archived))
+        clauses.append(archived_sql(self.include_archived, self.roots))
         if self.roots is not None:
             rooted = roots_sql(db, self.roots)
             clauses.append(rooted[0])

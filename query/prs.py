@@ -72,7 +72,7 @@ def sessions_for_pr(
     that only mention it: one PR is the same PR wherever the session ran. Each object
     says which (``matched_by``)."""
     rooted, root_params = roots_sql(db, roots)
-    scope = f" AND {archived_sql(include_archived)} AND {rooted}"
+    scope = f" AND {archived_sql(include_archived, roots)} AND {rooted}"
     found: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     for table in PR_TABLES:

@@ -164,7 +164,7 @@ def _by_id(
     db: Database, session_id: str, keys: list[str], include_archived: bool, roots: list[Path]
 ) -> Resolution:
     rooted, root_params = roots_sql(db, roots)
-    scope = f" AND s.raw_message_count > 0 AND {archived_sql(include_archived)} AND {rooted}"
+    scope = f" AND s.raw_message_count > 0 AND {archived_sql(include_archived, roots)} AND {rooted}"
     rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *root_params])
     if not rows:
         rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *root_params])
@@ -194,7 +194,7 @@ def _scope_rows(
     scoped = dialect_of(db).scope_clause(here, "repo")
     assert scoped is not None
     rooted, root_params = roots_sql(db, roots)
-    where = f"{scoped[0]} AND {archived_sql(include_archived)} AND {rooted}"
+    where = f"{scoped[0]} AND {archived_sql(include_archived, roots)} AND {rooted}"
     return select_rows(db, where, [*scoped[1], *root_params])
 
 
@@ -275,7 +275,7 @@ def _by_prefix(
         local = select_rows(
             db,
             f"lower(s.session_id) LIKE ? ESCAPE '\\' AND s.raw_message_count > 0"
-            f" AND {archived_sql(include_archived)} AND {rooted}",
+            f" AND {archived_sql(include_archived, roots)} AND {rooted}",
             [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *root_params],
         )
     if not local:

@@ -477,3 +477,36 @@ def test_a_damaged_archive_protects_nothing_and_restores_nothing(tmp_path: Path,
     restored = _run(tree, db, "restore", old.session_id)
     assert restored.exit_code == 1 and not old.path.exists(), restored.output
     assert original  # what a good archive would have given back
+
+
+def test_another_config_dirs_live_copy_neither_hides_nor_blocks_an_archived_session(
+    tmp_path: Path,
+) -> None:
+    """One index, config dirs A and B holding the same session ID. B's copy is archived
+    and then swept; under B, A's live copy hid the archived one from --include-archived
+    and blocked its restore (with A's path in the message)."""
+    from sessiondex import Index
+
+    sid = "11111111-2222-4333-8444-555555555555"
+    copies = {}
+    for name, mtime in (("A", 1_790_000_200), ("B", 1_780_000_100)):
+        tree = ConfigTree(tmp_path / name)
+        s = tree.session(cwd="/work/repo", session_id=sid)
+        s.user(f"shared copy in {name}")
+        s.meta("custom-title", customTitle=f"Shared {name} title")
+        copies[name] = (tree, s.write(mtime=mtime))
+    db = tmp_path / "X.db"
+    for tree, _ in copies.values():
+        with Index(db, [tree.root]) as index:
+            index.refresh()
+    b_root = copies["B"][0].root
+    with Index(db, [b_root]) as index:
+        index.archive(archive_dir=tmp_path / "arch", window=10**9)
+    copies["B"][1].unlink()  # Claude Code's sweep
+    with Index(db, [b_root]) as index:
+        listed = index.list(scope="all", include_archived=True)
+        assert [(s["session_id"], s["title"]) for s in listed] == [(sid, "Shared B title")]
+        assert index.resolve(sid, include_archived=True).session["title"] == "Shared B title"
+        index.restore(sid)
+    assert copies["B"][1].exists() and copies["A"][1].exists()
+    assert "shared copy in B" in copies["B"][1].read_text()
