@@ -53,12 +53,13 @@ def archived_sql(include_archived: bool, roots: Sequence[str | PathLike[str]] | 
     return (
         "(s.archived = 0 OR (s.archived = 1 AND NOT EXISTS (SELECT 1 FROM sessions lv"
         " WHERE lv.session_id = s.session_id AND lv.archived = 0"
-        f" AND lv.root IN ({_literals(roots)}))))"
+        f" AND lv.root IN ({sql_literals(roots)}))))"
     )
 
 
-def _literals(values: Sequence[str | PathLike[str]]) -> str:
-    """SQL string literals (a config dir path is ours, but may hold a quote)."""
+def sql_literals(values: Sequence[str | PathLike[str]]) -> str:
+    """SQL string literals, comma-separated (``NULL`` for none): for SQL that cannot take
+    parameters (the web view's saved queries). A config dir path may hold a quote."""
     return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values) or "NULL"
 
 
@@ -134,7 +135,7 @@ def live_transcripts(
 ) -> list[str]:
     """Where the index knows a live transcript of this session (in ``roots``, the
     command's config dirs, when given)."""
-    within = "" if roots is None else f" AND root IN ({_literals(roots)})"
+    within = "" if roots is None else f" AND root IN ({sql_literals(roots)})"
     return [
         str(r[0])
         for r in db.execute(

@@ -21,6 +21,7 @@ from sessiondex import Index  # noqa: E402
 from sessiondex.web.app import build  # noqa: E402
 from sessiondex.web.conversation import aliases, mark_snippet  # noqa: E402
 from sessiondex.web.state import WebIndex  # noqa: E402
+from tests.builders import ConfigTree  # noqa: E402
 from tests.web_tree import BLOG, PR_URL, SCRIPT, SHOP, WebTree, build_web_tree  # noqa: E402
 
 
@@ -427,3 +428,28 @@ def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web
     assert web.db.is_file()  # at the path again
     rows = json.loads(web.get("/sessiondex/sessions.json?_shape=array&_size=max"))
     assert len(rows) >= len(before)
+
+
+def test_saved_queries_answer_for_the_served_config_dirs_only(tmp_path: Path) -> None:
+    """The index file may hold another config dir's rows; the saved queries showed them
+    (a PR's sessions, a branch's, the busiest projects) while every page did not."""
+    other = ConfigTree(tmp_path / "other")
+    s = other.session(
+        cwd="/home/dev/elsewhere",
+        git_branch="fix/auth",
+        session_id="0e0e0e0e-1111-4222-8333-444444444444",
+    )
+    s.user("another config dir's session")
+    s.pr_link(number=12, url=PR_URL, repository="acme/shop")
+    s.write()
+    with _serving(tmp_path / "served") as web:
+        with Index(web.db, [other.root]) as index:
+            index.refresh()  # its rows now share the served index file
+        for path in (
+            "/sessiondex/sessions_for_pr.json?_shape=array&pr=12",
+            "/sessiondex/sessions_on_branch.json?_shape=array&branch=fix/auth",
+        ):
+            ids = {r["session_id"] for r in web.request(path).json()}
+            assert web.tree.auth_id in ids and s.session_id not in ids, path
+        rows = web.request("/sessiondex/busiest_projects.json?_shape=array").json()
+        assert "/home/dev/elsewhere" not in {r["cwd"] for r in rows}

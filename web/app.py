@@ -9,6 +9,9 @@ there is neither here, and our own pages answer GET only.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +85,20 @@ METADATA: dict[str, Any] = {
 }
 
 
+def metadata_for(roots: Sequence[str | PathLike[str]]) -> dict[str, Any]:
+    """:data:`METADATA` with the saved queries answering for these config dirs only, as
+    every other answer does (``query.filters.roots_sql``): the index file may hold the
+    rows of others. (Datasette's raw tables still show every row of the file.)"""
+    from sessiondex.query.archives import sql_literals
+
+    narrowed = f"s.archived = 0 and s.root in ({sql_literals(roots)})"
+    out = copy.deepcopy(METADATA)
+    for query in out["databases"][DATABASE_NAME]["queries"].values():
+        assert "s.archived = 0" in query["sql"]
+        query["sql"] = query["sql"].replace("s.archived = 0", narrowed)
+    return out
+
+
 def register_plugin() -> None:
     """Register the plugin module with Datasette's plugin manager (once per process)."""
     from datasette.plugins import pm
@@ -107,7 +124,7 @@ def build(state: WebIndex, db_path: Path) -> Any:
 
     register_plugin()
     datasette = SessiondexDatasette(
-        metadata=METADATA,
+        metadata=metadata_for(state.index.roots),
         template_dir=str(TEMPLATE_DIR),
         settings={"default_page_size": 50, "sql_time_limit_ms": 3000},
         memory=False,
