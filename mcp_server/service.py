@@ -124,8 +124,14 @@ class SessionService:
                 + "; ".join(_candidate_line(c) for c in exc.candidates[:10])
             ) from None
         except NotFound as exc:
-            text = str(exc) if str(exc).endswith(".") else f"{exc}."
-            hint = f" Closest titles: {', '.join(exc.suggestions)}." if exc.suggestions else ""
+            text = str(exc) if str(exc).endswith((".", "?")) else f"{exc}."
+            # resolve's message may already name them ("Did you mean: …?")
+            named = all(t in text for t in exc.suggestions)
+            hint = (
+                f" Closest titles: {', '.join(exc.suggestions)}."
+                if exc.suggestions and not named
+                else ""
+            )
             raise UserError(text + hint) from None
         except sqlite3.Error as exc:
             log.warning("%s: the index failed: %r", name, exc)

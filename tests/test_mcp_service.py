@@ -173,6 +173,14 @@ def test_bad_input_is_one_sentence(fixture_index: Index, call, says: str) -> Non
         call(service(fixture_index))
 
 
+def test_a_near_miss_names_its_suggestions_once(fixture_index: Index) -> None:
+    """'Did you mean: Auth refactor?. Closest titles: Auth refactor.' said it twice."""
+    with pytest.raises(UserError) as raised:
+        service(fixture_index).read_session("Auth refactr")
+    message = str(raised.value)
+    assert message.endswith("?") and "Closest titles" not in message, message
+
+
 def test_a_name_with_a_slash_is_a_name_not_a_path(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     session = tree.session(cwd=CWD)
