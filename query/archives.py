@@ -33,27 +33,19 @@ LAST_RUN_KEY = "archive_last_run"
 # An archive keeps the transcript's mtime as a PAX decimal: exact to the microsecond.
 MTIME_TOLERANCE_NS = 1000
 
-# With --include-archived: live rows, and the newest archived version of a session that
-# no longer has a live transcript anywhere in the index.
-SHOWN_WITH_ARCHIVED_SQL = (
-    "(s.archived = 0 OR (s.archived = 1 AND NOT EXISTS (SELECT 1 FROM sessions lv"
-    " WHERE lv.session_id = s.session_id AND lv.archived = 0)))"
-)
-
 
 def archived_sql(include_archived: bool, roots: Sequence[str | PathLike[str]] | None = None) -> str:
-    """The clause on ``sessions s`` that every listing, search and resolve applies. With
-    ``roots`` (the command's config dirs), an archived session is shown when none of
-    *them* holds a live copy: another config dir's live copy of the same ID does not
-    hide it (nor answer for it, ``query.filters.roots_sql``)."""
+    """The clause on ``sessions s`` that every listing, search and resolve applies: live
+    rows, and with ``include_archived`` the newest archived version of a session that
+    has no live transcript left, in ``roots`` (the command's config dirs) when given:
+    another config dir's live copy of the same ID neither hides it nor answers for it
+    (``query.filters.roots_sql``)."""
     if not include_archived:
         return "s.archived = 0"
-    if roots is None:
-        return SHOWN_WITH_ARCHIVED_SQL
+    within = "" if roots is None else f" AND lv.root IN ({sql_literals(roots)})"
     return (
         "(s.archived = 0 OR (s.archived = 1 AND NOT EXISTS (SELECT 1 FROM sessions lv"
-        " WHERE lv.session_id = s.session_id AND lv.archived = 0"
-        f" AND lv.root IN ({sql_literals(roots)}))))"
+        f" WHERE lv.session_id = s.session_id AND lv.archived = 0{within})))"
     )
 
 

@@ -69,6 +69,16 @@ def roots_sql(db: Any, roots: Sequence[str | PathLike[str]] | None) -> tuple[str
     return f"(s.archived != 0 OR s.root IN ({', '.join('?' for _ in values)}))", values
 
 
+def kept_sql(
+    db: Any, include_archived: bool, roots: Sequence[str | PathLike[str]] | None
+) -> tuple[str, list[Any]]:
+    """What every answer keeps of ``sessions s``: live rows (and archived ones shown with
+    ``include_archived``, :func:`archived_sql`) of the config dirs ``roots``
+    (:func:`roots_sql`)."""
+    rooted, params = roots_sql(db, roots)
+    return f"{archived_sql(include_archived, roots)} AND {rooted}", params
+
+
 @dataclass
 class Filters:
     """What narrows a listing. ``cwd`` None means the process cwd."""
@@ -130,9 +140,7 @@ class Filters:
             clauses.append(VISIBLE_SQL)
             if not self.include_hidden:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
-        clauses.append(archived_sql(self.include_archived, self.roots))
-        if self.roots is not None:
-            rooted = roots_sql(db, self.roots)
-            clauses.append(rooted[0])
-            params.extend(rooted[1])
-        return (" AND ".join(clauses) or "1"), params
+        kept, kept_params = kept_sql(db, self.include_archived, self.roots)
+        clauses.append(kept)
+        params.extend(kept_params)
+        return " AND ".join(clauses), params

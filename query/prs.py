@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import Filters, roots_sql
+from sessiondex.query.filters import Filters, kept_sql
 from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
@@ -71,15 +70,14 @@ def sessions_for_pr(
     """Sessions linked to ``pr`` (any project of ``roots``), newest first, and those
     that only mention it: one PR is the same PR wherever the session ran. Each object
     says which (``matched_by``)."""
-    rooted, root_params = roots_sql(db, roots)
-    scope = f" AND {archived_sql(include_archived, roots)} AND {rooted}"
+    kept, kept_params = kept_sql(db, include_archived, roots)
     found: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     for table in PR_TABLES:
         sql, params = _url_clause(db, table, pr)
         rows = [
             r
-            for r in select_rows(db, f"s.id IN ({sql}){scope}", [*params, *root_params])
+            for r in select_rows(db, f"s.id IN ({sql}) AND {kept}", [*params, *kept_params])
             if r["id"] not in seen
         ]
         seen.update(r["id"] for r in rows)

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState
-from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import keys_sql, roots_sql
+from sessiondex.query.filters import kept_sql, keys_sql, roots_sql
 from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
@@ -163,11 +162,11 @@ def _other_directory_note(session: dict[str, Any]) -> str:
 def _by_id(
     db: Database, session_id: str, keys: list[str], include_archived: bool, roots: list[Path]
 ) -> Resolution:
-    rooted, root_params = roots_sql(db, roots)
-    scope = f" AND s.raw_message_count > 0 AND {archived_sql(include_archived, roots)} AND {rooted}"
-    rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *root_params])
+    kept, kept_params = kept_sql(db, include_archived, roots)
+    scope = f" AND s.raw_message_count > 0 AND {kept}"
+    rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *kept_params])
     if not rows:
-        rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *root_params])
+        rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *kept_params])
     ranked = [(rank, r) for r in rows if (rank := key_rank(r["project_key"], keys)) is not None]
     local = [r for _, r in sorted(ranked, key=lambda pair: pair[0])]
     if local:
@@ -193,9 +192,8 @@ def _scope_rows(
     project dirs locally, its origin remote on the team store) in ``roots``."""
     scoped = dialect_of(db).scope_clause(here, "repo")
     assert scoped is not None
-    rooted, root_params = roots_sql(db, roots)
-    where = f"{scoped[0]} AND {archived_sql(include_archived, roots)} AND {rooted}"
-    return select_rows(db, where, [*scoped[1], *root_params])
+    kept, kept_params = kept_sql(db, include_archived, roots)
+    return select_rows(db, f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params])
 
 
 def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
@@ -271,12 +269,11 @@ def _by_prefix(
         if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
     ]
     if not local:
-        rooted, root_params = roots_sql(db, roots)
+        kept, kept_params = kept_sql(db, include_archived, roots)
         local = select_rows(
             db,
-            f"lower(s.session_id) LIKE ? ESCAPE '\\' AND s.raw_message_count > 0"
-            f" AND {archived_sql(include_archived, roots)} AND {rooted}",
-            [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *root_params],
+            f"lower(s.session_id) LIKE ? ESCAPE '\\' AND s.raw_message_count > 0 AND {kept}",
+            [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *kept_params],
         )
     if not local:
         return None
