@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls, parse_pr_url
+from sessiondex.transcripts.pr_urls import (
+    PullRequest,
+    find_pr_urls,
+    is_link_text,
+    link_url_host,
+    parse_pr_url,
+)
 from sessiondex.transcripts.records import (
     CHAIN_TYPES,
     MESSAGE_TYPES,
@@ -180,16 +186,10 @@ class SessionState:
                 self.new_pr_links.append(link)
 
 
-_NOT_IN_URLS = frozenset('"<>\\^`{|}')
-
-
 def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     """A ``pr-link`` record's PR, normalized; a URL we cannot parse is kept as given."""
     url = get_str(record, "prUrl")
-    # A URL holds no whitespace, control or format character (a newline, an escape, a
-    # bidi override, a zero-width space): such text is no link, whatever its host, and
-    # must not reach a header or an href as a "normalized" URL.
-    if not url or any(ch.isspace() or not ch.isprintable() for ch in url):
+    if url is None or not is_link_text(url):
         return None
     parsed = parse_pr_url(url)
     if parsed is not None:
@@ -197,19 +197,8 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     number = record.get("prNumber")
     if not isinstance(number, int) or isinstance(number, bool):
         return None
-    from urllib.parse import urlsplit
-
-    # A forge the parser does not know still has a web URL; text that is none is no link
-    # (nor is one with a character a URL spells %-encoded: '"', '<', '>'… would end an
-    # href or a Markdown autolink early).
-    if any(ch in _NOT_IN_URLS for ch in url):
-        return None
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or "." not in host:
+    host = link_url_host(url)
+    if host is None:
         return None
     return PullRequest(
         url=url,

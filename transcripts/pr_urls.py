@@ -92,6 +92,36 @@ _TRAILING_JUNK = ">)]}\"'`.,;:!?"
 # large tool outputs without any PR cost one or two ``in`` scans.
 
 
+# Characters a URL spells %-encoded: as given, they end an href or a Markdown autolink.
+_NOT_IN_URLS = frozenset('"<>\\^`{|}')
+
+
+def link_url_host(url: str) -> str | None:
+    """The host of a ``pr-link`` record's ``prUrl`` that :func:`parse_pr_url` does not
+    know (a forge it cannot parse, kept as given rather than lost), when the text is a
+    web URL at all: ``http(s)``, a dotted host, and no whitespace, control or format
+    character (a newline, an escape, a bidi override) nor one a URL spells %-encoded.
+    None: no link (``urlsplit`` alone would drop a newline and accept the rest)."""
+    if not is_link_text(url) or any(ch in _NOT_IN_URLS for ch in url):
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or "." not in host:
+        return None
+    return host
+
+
+def is_link_text(url: str) -> bool:
+    """Whether a ``prUrl`` may be a link at all: no whitespace, control or format
+    character, whatever the forge (its parser takes what comes before them)."""
+    return bool(url) and not any(ch.isspace() or not ch.isprintable() for ch in url)
+
+
 def pr_identity(url: str, provider: str | None) -> str:
     """The key two normalized PR URLs share when they name the same PR: the URL, in
     lower case on GitHub, whose owner and repository names ignore case
