@@ -219,10 +219,11 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
       file, a note, an archive given as ``--db`` by mistake, whatever its encoding. An
       empty file is what ``sqlite3.connect`` (ours in another process) leaves before
       its first write, and is taken, unless it has other names (a hard link to an empty
-      transcript). What
-      SQLite cannot read is otherwise taken for a damaged index and moved aside; a file
-      that was the index (its lock files stay beside it) still is, whatever it holds
-      now, so a damaged index stays recoverable."""
+      transcript).
+
+    What SQLite cannot read is otherwise taken for a damaged index and moved aside; a
+    file that was the index (its lock files stay beside it) still is, whatever it holds
+    now, so a damaged index stays recoverable."""
     where = os.path.realpath(target)
     for root in (*roots, default_config_dir()):
         projects = os.path.realpath(os.path.join(root, "projects"))

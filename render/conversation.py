@@ -32,7 +32,12 @@ from typing import Any
 import orjson
 
 from sessiondex.render.sizes import human_size
-from sessiondex.render.terminal import json_escape_controls, neutralize, neutralize_escapes
+from sessiondex.render.terminal import (
+    json_escape_controls,
+    neutralize,
+    neutralize_escapes,
+    on_one_line,
+)
 from sessiondex.transcripts.chain import (
     ChainScan,
     main_chain,
@@ -480,26 +485,14 @@ def _pr_urls(session: dict[str, Any], clean: Clean = _keep) -> list[str]:
 
 
 def _title(session: dict[str, Any], clean: Clean) -> str:
-    return _on_one_line(clean(str(session.get("title") or session.get("session_id"))))
+    return on_one_line(clean(str(session.get("title") or session.get("session_id"))))
 
 
 def _header_fields(conv: Conversation, clean: Clean = _keep) -> list[tuple[str, str]]:
     """(name, value) pairs for the header, values cleaned (they come from transcripts)
     and on one line: a newline in a cwd, branch or tag must not print a header line of
     its own ("branch: x⏎FAKE: line")."""
-    return [(name, _on_one_line(value)) for name, value in _header_values(conv, clean)]
-
-
-def _on_one_line(text: str) -> str:
-    """Line breaks and tabs as spaces, as every one-line place shows them
-    (``render.terminal``): every character ``str.splitlines`` breaks at (U+2028 and
-    U+2029 too, which ``neutralize`` leaves to the text)."""
-    return text.replace("\r\n", " ").translate(_LINE_BREAKS)
-
-
-_LINE_BREAKS = {
-    c: " " for c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)
-}
+    return [(name, on_one_line(value)) for name, value in _header_values(conv, clean)]
 
 
 def _header_values(conv: Conversation, clean: Clean) -> list[tuple[str, str]]:
@@ -741,7 +734,7 @@ def _md_lines(
     yield ""
     for name, value in _header_fields(conv, clean):
         if name == "PRs":
-            value = _on_one_line(", ".join(f"<{u}>" for u in _pr_urls(session, clean)))
+            value = on_one_line(", ".join(f"<{u}>" for u in _pr_urls(session, clean)))
         elif name in ("session", "directory", "branch"):
             value = f"`{value}`"
         yield f"- **{name}**: {value}"

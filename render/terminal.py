@@ -49,6 +49,18 @@ _LINES: dict[int, str] = {c: _caret(c) for c in (*range(0x20), 0x7F) if c not in
 _LINES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
 # U+2028/U+2029 are lines for str.splitlines and some terminals: a space in one line.
 _ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " ", 0x2028: " ", 0x2029: " "}
+# Every character str.splitlines breaks a line at, and tab: spaces on one line.
+_LINE_BREAKS = {
+    c: " " for c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)
+}
+
+
+def on_one_line(text: str) -> str:
+    """Text already cleaned (or a JSON-bound value) put on one line: every line break
+    and tab a space. A header value is one line whatever the transcript recorded (a
+    newline in a cwd must not print a header line of its own); :func:`neutralize`'s
+    one-line form does the same for what it has not already made visible."""
+    return text.replace("\r\n", " ").translate(_LINE_BREAKS)
 
 
 @cache
