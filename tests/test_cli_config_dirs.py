@@ -209,9 +209,10 @@ def test_answers_come_only_from_the_configured_config_dirs(tmp_path: Path, query
 def test_an_id_of_a_config_dir_not_asked_for_is_not_found(tmp_path: Path) -> None:
     one, two, first, second = _root_world(tmp_path)
     assert _run(tmp_path, ["--config-dir", str(one.root), "list", "--json"]).exit_code == 0
-    for cwd in ("/w/app", "/elsewhere"):  # its project dir, and another one
-        result = _run(
-            tmp_path, ["--config-dir", str(two.root), "resolve", first, "--cwd", cwd, "--json"]
-        )
-        assert result.exit_code == 1, cwd
+    # its project dir and another one; --no-refresh: answered from the rows A left
+    for cwd in ("/w/app", "/elsewhere"):
+        for fresh in (["--no-refresh"], []):  # from A's rows first, before any refresh
+            args = ["--config-dir", str(two.root), *fresh, "resolve", first, "--cwd", cwd]
+            result = _run(tmp_path, [*args, "--json"])
+            assert result.exit_code == 1, (cwd, fresh)
         assert f"No conversation found with session ID: {first}" in result.output

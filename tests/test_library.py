@@ -380,6 +380,11 @@ def test_an_index_answers_only_for_its_config_dirs(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     with Index(db, [one.root]) as index:
         assert [s["session_id"] for s in index.list(scope="all")] == [first]
+    with Index(db, [two.root], refresh=False) as index:  # only A's rows in the file
+        with pytest.raises(NotFound):
+            index.resolve(first, cwd="/w/app")
+        with pytest.raises(NotFound):
+            index.resolve(first[:8], cwd="/w/app")
     with Index(db, [two.root]) as index:
         assert [s["session_id"] for s in index.list(scope="all")] == [second]
         assert [s["session_id"] for s in index.search("capybara", scope="all")] == [second]
