@@ -166,8 +166,8 @@ def _root_world(tmp_path: Path) -> tuple[ConfigTree, ConfigTree, str, str]:
     sessions = []
     trees = []
     for name, sid in (
-        ("one", "11111111-1111-4111-8111-111111111111"),
-        ("two", "22222222-2222-4222-8222-222222222222"),
+        ("one", "abcdef12-1111-4111-8111-111111111111"),
+        ("two", "abcdef12-2222-4222-8222-222222222222"),
     ):
         tree = ConfigTree(tmp_path / name)
         s = tree.session(cwd="/w/app", session_id=sid)
@@ -187,6 +187,7 @@ ROOT_QUERIES = {
     "from-pr url": ["from-pr", "https://github.com/acme/app/pull/7", "--json"],
     "search url": ["search", "https://github.com/acme/app/pull/7", "--json"],
     "resolve name": ["resolve", "capybara work", "--cwd", "/w/app", "--json"],
+    # both IDs start abcdef12: in one config dir it names one session, not two
     "resolve prefix": ["resolve", "{prefix}", "--cwd", "/w/app", "--json"],
     "continue": ["continue", "--cwd", "/w/app", "--json"],
 }
