@@ -279,17 +279,17 @@ def _pr_cell(kind: str, number: int | None, url: str | None) -> Any:
 
 @click.command("from-pr")
 @click.argument("pr", required=False)
-@scope_options()
+@scope_options(default_scope="repo")
 @format_options
 def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     """Sessions linked to a pull/merge request, by number, URL or owner/repo#123, then
     the sessions that only mention it (its URL appears in their text, without the
     pr-link record Claude Code writes for the PRs it opens).
 
-    A number matches the PRs of sessions in scope (default: this directory's, like
-    list and search; --scope repo for every worktree of the repository), and only this
-    repository's PRs when its origin remote is known; a URL or owner/repo#123 names one
-    PR and matches in every project. Without PR: every session in scope that has a PR
+    A number matches the PRs of sessions in scope (default: every worktree of this
+    directory's repository, as Claude Code's --from-pr does; --scope worktree for this
+    directory's alone), and only this repository's PRs when its origin remote is known;
+    a URL or owner/repo#123 names one PR and matches in every project. Without PR: every session in scope that has a PR
     link. The table's pr column shows the PRs concerned.
 
     Exit status: 0 when a session was found, 1 when none was (--json prints []), 2
@@ -298,7 +298,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     \b
     Example:
         sessiondex from-pr 42
-        sessiondex from-pr 42 --scope repo
+        sessiondex from-pr 42 --scope worktree
         sessiondex from-pr acme/shop#42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """

@@ -592,9 +592,13 @@ class Index:
         )
 
     def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
-        """Sessions linked to a PR number or URL (every linked one with None)."""
+        """Sessions linked to a PR number or URL (every linked one with None). The
+        scope defaults to ``repo``: a PR number belongs to the repository, so every
+        worktree's sessions count, as for Claude Code's ``--from-pr``."""
         from sessiondex.query.prs import from_pr
 
+        if "filters" not in filters:
+            filters.setdefault("scope", "repo")
         return self._answer(lambda db: from_pr(db, pr, self._filters(filters)))
 
     def resolve(

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from tests.builders import ConfigTree, copy_fixtures
+from tests.builders import ConfigTree, copy_fixtures, git
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
@@ -88,7 +88,7 @@ def test_no_link_at_all_is_exit_1(tmp_path: Path) -> None:
 
 def test_help_documents_exit_status_and_default_scope() -> None:
     text = " ".join(CliRunner().invoke(cli, ["from-pr", "--help"]).output.split())
-    assert "Exit status" in text and "[default: worktree]" in text
+    assert "Exit status" in text and "[default: repo]" in text
 
 
 @pytest.mark.parametrize(
@@ -155,20 +155,53 @@ def test_from_pr_lists_links_then_mentions(tmp_path: Path) -> None:
     assert mention.session_id[:8] in lines[5]
 
 
-def test_list_search_and_from_pr_share_the_default_scope(tmp_path: Path) -> None:
-    for command in ("list", "search", "from-pr"):
+def _repo_with_worktree(tmp_path: Path) -> tuple[Path, Path]:
+    repo, worktree = tmp_path / "app", tmp_path / "app-wt"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
+        "-m", "x", cwd=repo)  # fmt: skip
+    git("worktree", "add", "-q", str(worktree), "-b", "feature", cwd=repo)
+    return repo, worktree
+
+
+def test_a_number_looks_in_every_worktree_of_the_repository_by_default(tmp_path: Path) -> None:
+    """spec/semantics.md: a number matches "in the current repository's scope (all
+    worktrees)", as Claude Code's --from-pr does; list and search keep worktree."""
+    for command, default in (("list", "worktree"), ("search", "worktree"), ("from-pr", "repo")):
         text = CliRunner().invoke(cli, [command, "--help"]).output
-        assert "[default: worktree]" in " ".join(text.split()), command
+        assert f"[default: {default}]" in " ".join(text.split()), command
+    repo, worktree = _repo_with_worktree(tmp_path)
     tree = ConfigTree(tmp_path / "claude")
-    here = _linked(tree, "/w/a", 1)
-    _linked(tree, "/w/b", 1)
-    result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", "/w/a", "--json")
+    here = _linked(tree, str(repo), 1)
+    sibling = _linked(tree, str(worktree), 1)
+    _linked(tree, "/w/elsewhere", 1)
+    result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", str(repo), "--json")
+    assert sorted(r["session_id"] for r in json.loads(result.stdout)) == sorted(
+        [here.session_id, sibling.session_id]
+    )
+    narrow = ("--scope", "worktree", "--json")
+    result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", str(repo), *narrow)
     assert [r["session_id"] for r in json.loads(result.stdout)] == [here.session_id]
-    result = _run(tmp_path, tree.root, "from-pr", "2", "--cwd", "/w/a")
+    result = _run(tmp_path, tree.root, "from-pr", "2", "--cwd", str(repo))
     assert result.exit_code == 1 and result.stderr == "No session is linked to PR #2.\n"
     result = _run(tmp_path, tree.root, "from-pr", "1", "--cwd", "/w/c")
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[-1] == "2 sessions in other projects: --scope all"
+    assert result.stderr.splitlines()[-1] == "3 sessions in other projects: --scope all"
+
+
+def test_the_library_from_pr_defaults_to_the_repository_too(tmp_path: Path) -> None:
+    from sessiondex import Index
+
+    repo, worktree = _repo_with_worktree(tmp_path)
+    tree = ConfigTree(tmp_path / "claude")
+    here = _linked(tree, str(repo), 3)
+    sibling = _linked(tree, str(worktree), 3)
+    with Index(config_dirs=[tree.root], db=tmp_path / "i.db") as index:
+        found = {s["session_id"] for s in index.from_pr("3", cwd=str(repo))}
+        assert found == {here.session_id, sibling.session_id}
+        narrow = index.from_pr("3", cwd=str(repo), scope="worktree")
+        assert [s["session_id"] for s in narrow] == [here.session_id]
 
 
 @pytest.mark.parametrize("ref", ["5", "acme/app#5", "https://github.com/acme/app/pull/5"])
