@@ -59,3 +59,31 @@ def test_tilde_is_expanded_for_the_option_not_for_claude_config_dir(
     home = os.path.expanduser("~")
     assert config_dirs(["~/c"], {}) == [Path(home) / "c"]
     assert config_dirs([], {"CLAUDE_CONFIG_DIR": "~/c"}) == [tmp_path / "~" / "c"]
+
+
+@pytest.mark.parametrize(
+    "spellings",
+    [
+        ("real", "link"),
+        ("link", "real"),
+        ("real", "real/../real"),
+        ("link", "link/."),
+    ],
+)
+def test_one_directory_by_two_spellings_is_one_config_dir(
+    tmp_path: Path, spellings: tuple[str, str]
+) -> None:
+    """Indexed twice, a symlinked config dir lists every session twice and makes each ID
+    ambiguous; the first spelling is kept (it is what resume commands name)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
+    given = [str(tmp_path / s) for s in spellings]
+    assert config_dirs(given, {}) == [Path(os.path.abspath(given[0]))]
+
+
+def test_a_symlink_to_another_directory_is_its_own_config_dir(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "to-b").symlink_to("b")
+    given = [str(tmp_path / "a"), str(tmp_path / "to-b")]
+    assert config_dirs(given, {}) == [Path(p) for p in given]

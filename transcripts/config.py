@@ -14,7 +14,8 @@ First match wins:
 Claude Code's own variable comes before ours so that the SDK-style functions, which
 honour ``CLAUDE_CONFIG_DIR`` as the SDK does, answer for the same dir as the SDK.
 Paths are kept as given (absolute, NFC), not realpath'd: the SDK does the same, and a
-root's identity in the index must not change when a symlink moves.
+root's identity in the index must not change when a symlink moves. Two spellings of one
+directory (a symlink beside its target) still count once, as the first given.
 """
 
 from __future__ import annotations
@@ -67,9 +68,14 @@ def find_config_dirs(
         given = [str(default_config_dir(env))]
         source = SOURCE_DEFAULT
     out: list[Path] = []
+    seen: set[str] = set()
     for item in given:
         path = _normalize(item, expand_user=expand)
-        if path not in out:
+        # One directory reached by two spellings (a symlink, `..`) is indexed once, under
+        # the first: twice, every session would be listed twice and an ID be ambiguous.
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
             out.append(path)
     return ConfigDirs(out, source)
 
