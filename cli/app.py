@@ -75,10 +75,12 @@ class App:
                 self._index = self._new_index()
             except NotAnIndex as exc:  # the --db path names a transcript, a note…
                 from sessiondex.cli.errors import InvalidValue
-                from sessiondex.cli.settings import current
+                from sessiondex.cli.settings import DEFAULT, current
 
                 settings = current()
                 source = settings.source("db") if settings is not None else "--db"
+                if source == DEFAULT:  # from XDG_CACHE_HOME or HOME
+                    source = "--db"
                 where = f"'{source}'" if source.startswith("--") else source
                 raise InvalidValue(where, str(exc)) from None
         return self._index

@@ -208,6 +208,19 @@ class NotAnIndex(ValueError):
     as ``--db`` by mistake never is)."""
 
 
+def _is_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate escapes: bytes that were not UTF-8
+        return False
+    return True
+
+
+def _printable(path: Path | str) -> str:
+    """``path`` with the bytes that were not UTF-8 as ``\\xHH``, as ls -b shows them."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     """Raise :class:`NotAnIndex` when ``target`` cannot be the index.
 
@@ -225,6 +238,10 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     file that was the index (its lock files stay beside it) still is, whatever it holds
     now, so a damaged index stays recoverable."""
     where = os.path.realpath(target)
+    if not _is_utf8(where):
+        # SQLite takes the bytes, then hands the name back as text that Python cannot
+        # decode: the first query would fail, after the file was created.
+        raise NotAnIndex(f"{_printable(target)} is not a UTF-8 path; give the index a path that is")
     for root in (*roots, default_config_dir()):
         projects = os.path.realpath(os.path.join(root, "projects"))
         if where == projects or where.startswith(projects + os.sep):

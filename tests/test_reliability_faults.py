@@ -198,6 +198,8 @@ NOT_AN_INDEX = {
     "a new file inside projects/": "projects/{key}/index.db",
     "an empty file with other names (a hard link to an empty transcript)": "../empty-link.db",
     "a FIFO (reading it would block)": "../fifo",
+    # SQLite creates the file, then names it in text Python cannot decode.
+    "a new file whose name is not UTF-8": "../caf\udce9.db",
 }
 
 
@@ -233,14 +235,35 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
         result = CliRunner().invoke(cli, args, env={"SESSIONDEX_DB": str(target)})
     no_traceback(result)
     assert result.exit_code == 2, result.output
-    assert result.stderr.startswith(
-        f"Error: Invalid value for {via if via == 'SESSIONDEX_DB' else repr(via)}: "
-    )
+    named = via if via == "SESSIONDEX_DB" else repr(via)
+    if "UTF-8" in what:
+        assert "caf\\xe9.db" in result.stderr  # the byte shown, not a replacement mark
+        if via == "--db":
+            named = "an argument"  # every argument is checked before the options are read
+    assert result.stderr.startswith(f"Error: Invalid value for {named}: ")
     assert len(result.stderr.splitlines()) == 1
     after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
     assert after == before  # nothing moved, written or left beside it
     with pytest.raises(db_module.NotAnIndex):
         sessiondex_index(target, root)
+
+
+@pytest.mark.parametrize("cache", ["claude/projects", "caf\udce9"])
+def test_a_default_index_path_that_cannot_be_is_named_as_the_db_option(
+    tmp_path: Path, cache: str
+) -> None:
+    """With neither --db nor SESSIONDEX_DB, the path comes from XDG_CACHE_HOME: the
+    error names the option that would change it, not the word "default"."""
+    root = tmp_path / "claude"
+    session = ConfigTree(root).session(cwd="/w/app")
+    session.user("hello")
+    session.write()
+    env = {"XDG_CACHE_HOME": str(tmp_path / cache), "SESSIONDEX_DB": None}
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "list"], env=env)
+    no_traceback(result)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: Invalid value for '--db': "), result.stderr
+    assert not (tmp_path / cache / "sessiondex").exists()
 
 
 def sessiondex_index(target: Path, root: Path) -> None:
