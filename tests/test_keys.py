@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
 from sessiondex.transcripts.keys import (
     is_session_id,
     project_dir_name_override,
@@ -12,6 +17,7 @@ from sessiondex.transcripts.keys import (
     sanitize_path,
     validate_session_id,
 )
+from tests.builders import ConfigTree
 
 
 @pytest.mark.parametrize(
@@ -104,3 +110,33 @@ def test_project_dir_name_override(env: dict[str, str], expected: str | None) ->
     keys = project_keys_for_directory("/home/u/app", env)
     assert keys[-1] == "-home-u-app"
     assert keys[0] == (expected or "-home-u-app")
+
+
+@pytest.mark.parametrize(
+    ("override", "honoured"),
+    [("shared_proj", True), ("a/b", False), ("CON", False), ("x" * 65, False)],
+)
+def test_the_override_dir_answers_list_and_continue(
+    tmp_path: Path, override: str, honoured: bool
+) -> None:
+    """With CLAUDE_CONFIG_DIR and a valid CLAUDE_CODE_PROJECT_DIR_NAME, Claude Code keeps
+    the cwd's sessions in that dir: list and continue from the cwd must find them there
+    (and an invalid value, which Claude Code ignores, must not move anything)."""
+    tree = ConfigTree(tmp_path / "claude")
+    own = tree.session(cwd="/w/app")
+    own.user("in the derived dir")
+    own.write(mtime=1_800_000_000)
+    named = tree.session(cwd="/w/app", project_key="shared_proj")
+    named.user("in the named dir")
+    named.write(mtime=1_800_000_100)  # newer: what continue opens when honoured
+    env = {"CLAUDE_CONFIG_DIR": str(tree.root), "CLAUDE_CODE_PROJECT_DIR_NAME": override}
+    base = ["--db", str(tmp_path / "i.db")]
+    listed = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/app", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    ids = {row["session_id"] for row in json.loads(listed.stdout)}
+    expected = {own.session_id, named.session_id} if honoured else {own.session_id}
+    assert ids == expected
+    result = CliRunner().invoke(cli, [*base, "continue", "--cwd", "/w/app", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    opened = json.loads(result.stdout)["session_id"]
+    assert opened == (named.session_id if honoured else own.session_id)

@@ -371,6 +371,36 @@ def test_fork_up_to_a_sidechain_entry_is_not_found(world: World) -> None:
     assert world.snapshot() == before
 
 
+@pytest.mark.parametrize(
+    "taken_by", ["a transcript", "a symlink to a transcript", "a dangling symlink"]
+)
+def test_fork_never_overwrites_what_holds_the_new_path(
+    world: World, monkeypatch: pytest.MonkeyPatch, taken_by: str
+) -> None:
+    """spec: a fork is created with O_EXCL and never overwrites. A new ID whose file
+    exists (a UUID collision, or a path planted there) is an error; nothing is written
+    through a link either."""
+    import uuid
+
+    from sessiondex.transcripts import fork as fork_module
+
+    taken = uuid.UUID("0f0f0f0f-0000-4000-8000-000000000001")
+    monkeypatch.setattr(fork_module.uuid, "uuid4", lambda: taken)
+    path = world.paths["source"].parent / f"{taken}.jsonl"
+    if taken_by == "a transcript":
+        path.write_bytes(b'{"type":"user","message":{"role":"user","content":"mine"}}\n')
+    elif taken_by == "a symlink to a transcript":
+        path.symlink_to(world.paths["alpha"])
+    else:
+        path.symlink_to(world.base / "nowhere.jsonl")
+    before = world.snapshot()
+    result = world.run("fork", world.ids["source"], "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert result.stderr == f"Error: {path} already exists; not overwriting it\n"
+    assert world.snapshot() == before
+    assert not (world.base / "nowhere.jsonl").exists()
+
+
 def test_build_fork_never_reuses_ids_and_skips_progress_chains() -> None:
     """Pure function: a chain user → progress → progress → assistant."""
     records = [
