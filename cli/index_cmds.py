@@ -68,6 +68,9 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
 def stats(fmt: str, as_json: bool) -> None:
     """Counts, corpus and index sizes, freshness and watcher status.
 
+    Counts are for the config dirs in use (and archived sessions); the index size is
+    the whole file, which may hold other config dirs' rows too.
+
     \b
     Example:
         sessiondex stats --json
@@ -78,7 +81,7 @@ def stats(fmt: str, as_json: bool) -> None:
 
     state = app()
     db = state.reading_db()
-    result = index_stats(db, state.database_path)
+    result = index_stats(db, state.database_path, [str(r) for r in state.roots])
     result["cleanup"] = cleanup_summary(db, state.roots)
     fmt = "json" if as_json else fmt
 

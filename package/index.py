@@ -651,7 +651,7 @@ class Index:
         from sessiondex.query.stats import index_stats
 
         def ask(db: Database) -> dict[str, Any]:
-            result = index_stats(db, self._path or Path(":memory:"))
+            result = index_stats(db, self._path or Path(":memory:"), [str(r) for r in self.roots])
             result["cleanup"] = cleanup_summary(db, self.roots)
             return result
 

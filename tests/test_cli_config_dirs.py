@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -217,3 +218,42 @@ def test_an_id_of_a_config_dir_not_asked_for_is_not_found(tmp_path: Path) -> Non
             result = _run(tmp_path, [*args, "--json"])
             assert result.exit_code == 1, (cwd, fresh)
         assert f"No conversation found with session ID: {first}" in result.output
+
+
+def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
+    """One index may hold several config dirs' rows; stats, like every answer, is for
+    the config dirs it was given (the index size stays the whole file's)."""
+    a, b = ConfigTree(tmp_path / "a"), ConfigTree(tmp_path / "b")
+    for tree, count in ((a, 3), (b, 1)):
+        for n in range(count):
+            s = tree.session(cwd=f"/w/p{n}")
+            s.user(f"question {n}")
+            s.assistant("answer")
+            s.pr_link(number=n + 1, url=f"https://github.com/o/r/pull/{n + 1}", repository="o/r")
+            s.write()
+    db = ["--db", str(tmp_path / "i.db")]
+
+    def stats(*trees: ConfigTree) -> dict[str, Any]:
+        dirs = [arg for t in trees for arg in ("--config-dir", str(t.root))]
+        result = CliRunner().invoke(cli, [*dirs, *db, "stats", "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    both = stats(a, b)
+    only_b = stats(b)
+    assert both["config_dirs"] == [str(a.root), str(b.root)]
+    assert only_b["config_dirs"] == [str(b.root)]
+    assert (both["sessions"], only_b["sessions"]) == (4, 1)
+    assert (both["projects"], only_b["projects"]) == (4, 1)
+    assert (both["files"], only_b["files"]) == (4, 1)
+    assert (both["messages_indexed"], only_b["messages_indexed"]) == (8, 2)
+    assert (both["pr_links"], only_b["pr_links"]) == (3, 1)
+    assert only_b["corpus_bytes"] == sum(p.stat().st_size for p in b.root.rglob("*.jsonl"))
+    assert only_b["index_bytes"] >= os.path.getsize(tmp_path / "i.db")  # the whole file
+    from sessiondex import Index
+
+    with Index(tmp_path / "i.db", [b.root]) as index:
+        library = index.stats()
+    assert {k: library[k] for k in ("config_dirs", "sessions", "files", "pr_links")} == {
+        k: only_b[k] for k in ("config_dirs", "sessions", "files", "pr_links")
+    }
