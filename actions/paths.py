@@ -15,7 +15,9 @@ path the user gives:
   database's directory that starts with the database's name and ``-`` or ``.``.
 
 Paths are compared after resolving ``..`` and every symlink on the way (the last
-component too), so a link pointing into ``projects/`` is refused like the real path.
+component too), so a link pointing into ``projects/`` is refused like the real path;
+and with the last component kept as it is, so a link *inside* ``projects/`` pointing
+out is refused too (a write renamed into place replaces the link with a file there).
 A path that does not exist yet is resolved as far as it exists.
 """
 
@@ -57,23 +59,42 @@ def write_target_problem(
     ``roots`` are the configured config dirs; ``db_path`` is the index database (None
     when there is no database file).
     """
-    target = os.path.realpath(os.path.abspath(os.fspath(path)))
+    given = os.path.abspath(os.fspath(path))
+    # Where the bytes land: through a link to its target, but a write that replaces the
+    # name (a rename into place) puts a new file where the link was. Both must be safe.
+    targets = {
+        os.path.realpath(given),
+        os.path.join(os.path.realpath(os.path.dirname(given)), os.path.basename(given)),
+    }
+    for target in sorted(targets):
+        problem = _target_problem(target, os.fspath(path), roots, db_path, label, whole_config_dir)
+        if problem:
+            return problem
+    return None
+
+
+def _target_problem(
+    target: str,
+    shown: str,
+    roots: Iterable[Path],
+    db_path: str | os.PathLike[str] | None,
+    label: str,
+    whole_config_dir: bool,
+) -> str | None:
     for root in roots:
         config = os.path.realpath(os.path.abspath(root))
         if whole_config_dir and _inside(target, config):
             return (
-                f"{label} {os.fspath(path)} is inside the Claude config dir {config}; "
+                f"{label} {shown} is inside the Claude config dir {config}; "
                 "choose a path outside it"
             )
         projects = os.path.realpath(os.path.abspath(Path(root) / "projects"))
         if _inside(target, projects):
             return (
-                f"{label} {os.fspath(path)} is inside {projects}, Claude Code's transcript "
+                f"{label} {shown} is inside {projects}, Claude Code's transcript "
                 "folder; choose a path outside projects/"
             )
     index_file = _index_file(target, db_path)
     if index_file is not None:
-        return (
-            f"{label} {os.fspath(path)} is the index's own file {index_file}; choose another path"
-        )
+        return f"{label} {shown} is the index's own file {index_file}; choose another path"
     return None

@@ -3,7 +3,8 @@ the check of output paths the user names (export -o, cleanup --archive)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -184,13 +185,16 @@ class UnsafeOutputPath(click.ClickException):
     exit_code = 2
 
 
-def check_output_path(path: str, label: str) -> None:
+def check_output_path(path: str, label: str, also: Iterable[Path] = ()) -> None:
     """Refuse ``path`` if writing it could clobber a transcript or the index
-    (:func:`sessiondex.actions.paths.write_target_problem`): exit 2, one line."""
+    (:func:`sessiondex.actions.paths.write_target_problem`): exit 2, one line. ``also``:
+    config dirs to protect besides the configured ones (the one a transcript read by
+    path came from)."""
     from sessiondex.actions.paths import write_target_problem
     from sessiondex.cli.app import app
 
     index = app().index
-    problem = write_target_problem(path, index.roots, index.db_path, label=label)
+    roots = [*index.roots, *also]
+    problem = write_target_problem(path, roots, index.db_path, label=label)
     if problem:
         raise UnsafeOutputPath(problem)

@@ -7,6 +7,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -276,6 +277,8 @@ def export(
         if os.path.lexists(output) and not force:
             raise CliError(f"{output} already exists (use --force to overwrite it)")
     with _opened(arg, cwd, fmt, include_archived) as conv:
+        if output != "-":
+            _check_not_its_source(output, conv)
         _warn_problems(conv)
         # A file keeps the text exact but for ESC, C1 and bidi controls; -o - on a
         # screen is cleaned like show.
@@ -289,6 +292,24 @@ def export(
             return
         _write_atomic(output, chunks, force=force)
     click.echo(clean_line(f"wrote {output} ({conv.message_count} messages, {fmt})"), err=True)
+
+
+def _check_not_its_source(output: str, conv: Conversation) -> None:
+    """The session's own config dir is protected like the configured ones: a transcript
+    read by path may come from another (``export <dir>/projects/k/<id>.jsonl -o …``), and
+    its ``projects/`` is Claude Code's all the same. Its transcript is never the output."""
+    from sessiondex.cli.options import UnsafeOutputPath, check_output_path
+
+    source = Path(os.path.realpath(conv.path))
+    if conv.archive is None:
+        also = [Path(conv.session["config_dir"])] if conv.session.get("config_dir") else []
+        if source.parent.parent.name == "projects":
+            also.append(source.parent.parent.parent)
+        check_output_path(output, "-o", also)
+    given = os.path.abspath(output)
+    placed = os.path.join(os.path.realpath(os.path.dirname(given)), os.path.basename(given))
+    if str(source) in {os.path.realpath(given), placed}:
+        raise UnsafeOutputPath(f"-o {output} is the session's own transcript; choose another path")
 
 
 def _write_atomic(target: str, chunks: Iterable[str], *, force: bool) -> None:

@@ -43,6 +43,9 @@ class World:
         (base / "elsewhere").mkdir()
         os.symlink(s.project_dir, base / "link-to-project")
         os.symlink(s.path, base / "elsewhere" / "looks-harmless.md")
+        # A link inside projects/ to a file outside: writing through it is safe, but an
+        # output renamed into place would replace the link with a file in projects/.
+        os.symlink(base / "elsewhere" / "outside.md", s.project_dir / "notes-link.md")
         result = self.run("index")
         assert result.exit_code == 0, result.output
 
@@ -60,10 +63,13 @@ class World:
             ],
         )
 
-    def snapshot(self) -> dict[str, tuple[bytes | str, int]]:
-        """Every file and link under the test's base: content (or link target), mtime."""
+    def snapshot(self, index: bool = True) -> dict[str, tuple[bytes | str, int]]:
+        """Every file and link under the test's base: content (or link target), mtime;
+        without the index's folder unless ``index``."""
         out: dict[str, tuple[bytes | str, int]] = {}
         for dirpath, dirnames, filenames in os.walk(self.base):
+            if not index and Path(dirpath) == self.db.parent:
+                continue
             for name in dirnames + filenames:
                 path = os.path.join(dirpath, name)
                 st = os.lstat(path)
@@ -96,6 +102,10 @@ REFUSED: list[tuple[str, Callable[[World], str]]] = [
             + f"/{NEW_ID}.jsonl"
         ),
     ),
+    (
+        "a link inside projects/ pointing out",
+        lambda w: str(w.session.project_dir / "notes-link.md"),
+    ),
     ("second config dir", lambda w: str(w.other.path)),
     ("the database", lambda w: str(w.db)),
     ("database -wal", lambda w: f"{w.db}-wal"),
@@ -105,12 +115,14 @@ REFUSED: list[tuple[str, Callable[[World], str]]] = [
 ]
 
 
-def _assert_refused(world: World, result: Any, before: dict[str, Any]) -> None:
+def _assert_refused(
+    world: World, result: Any, before: dict[str, Any], index: bool = True
+) -> None:
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     [line] = result.stderr.splitlines()
     assert line.startswith("Error: ") and "Traceback" not in result.output
-    assert world.snapshot() == before
+    assert world.snapshot(index) == before
 
 
 @pytest.mark.parametrize(("name", "where"), REFUSED, ids=[n for n, _ in REFUSED])
@@ -155,3 +167,33 @@ def test_export_to_stdout_and_to_an_ordinary_path(
     result = world.run("export", world.session.session_id, "-o", str(target), "--cwd", CWD)
     assert result.exit_code == 0, result.output
     assert target.read_text().startswith("# Exported work")
+
+
+@pytest.mark.parametrize("where", ["its own transcript", "beside it", "its projects/"])
+def test_export_by_path_protects_the_config_dir_the_transcript_came_from(
+    world: World, where: str
+) -> None:
+    """A transcript read by path may come from a config dir not in use: its projects/ is
+    Claude Code's all the same (``export <it> -o <it> --force`` replaced a transcript
+    with its own JSON export)."""
+    third = ConfigTree(world.base / "claude3")
+    t = third.session(CWD)
+    t.user("a third config dir, never configured")
+    t.write(mtime=OLD)
+    target = {
+        "its own transcript": t.path,
+        "beside it": t.project_dir / "notes.md",
+        "its projects/": third.projects_dir / "x.md",
+    }[where]
+    before = world.snapshot(index=False)  # reading by path may refresh the index
+    result = world.run("export", str(t.path), "-o", str(target), "--force", "--format", "json")
+    _assert_refused(world, result, before, index=False)
+
+
+def test_export_never_writes_over_the_transcript_it_reads(world: World) -> None:
+    """Outside any config dir too: a transcript kept in a plain folder."""
+    loose = world.base / "elsewhere" / f"{NEW_ID}.jsonl"
+    loose.write_bytes(world.session.path.read_bytes())
+    before = world.snapshot(index=False)
+    result = world.run("export", str(loose), "-o", str(loose), "--force", "--format", "json")
+    _assert_refused(world, result, before, index=False)
