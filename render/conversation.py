@@ -280,11 +280,39 @@ def _result_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+# orjson reads up to 1,024 levels of nesting, which Python's json module then walks a
+# frame or two a level: more than the default recursion limit leaves below a command's
+# own frames. Raised only around such a value, and put back.
+_DEEP_JSON_FRAMES = 3 * 1024
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def json_dumps(value: Any, **options: Any) -> str:
+    """``json.dumps`` that also handles the deepest value a transcript line can hold."""
+    try:
+        return json.dumps(value, **options)
+    except RecursionError:
+        pass
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + _DEEP_JSON_FRAMES)
+    try:
+        return json.dumps(value, **options)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _input_text(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, indent=2)
+        return json_dumps(value, ensure_ascii=False, indent=2)
     except (TypeError, ValueError):
-        return repr(value)
+        try:
+            return repr(value)
+        except RecursionError:
+            return TOO_DEEP
+    except RecursionError:
+        return TOO_DEEP
 
 
 def _blocks(entry: Entry, clean: Clean = _keep) -> list[Block]:
@@ -345,9 +373,19 @@ def _load_subagent(path: Path, agent_id: str) -> Subagent:
     )
 
 
-def _link(thread: Thread, by_call: dict[str, list[Subagent]], linked: set[int]) -> None:
+#: How deep subagents started by subagents are shown inside their calls. Every renderer
+#: recurses a few frames a level; deeper ones are listed after the conversation, as
+#: subagents whose call is not on the chain are (Claude Code's own go one or two deep).
+MAX_SUBAGENT_NESTING = 32
+
+
+def _link(
+    thread: Thread, by_call: dict[str, list[Subagent]], linked: set[int], depth: int = 0
+) -> None:
     """Attach subagents to the first call (in chain order, depth first through the
     subagents already attached) whose id their ``toolUseId`` names."""
+    if depth >= MAX_SUBAGENT_NESTING:
+        return
     for tool_id in thread.call_ids():
         subs = by_call.pop(tool_id or "", [])
         if not subs:
@@ -355,7 +393,7 @@ def _link(thread: Thread, by_call: dict[str, list[Subagent]], linked: set[int]) 
         thread.links[tool_id or ""] = subs
         for sub in subs:
             linked.add(id(sub))
-            _link(sub.thread, by_call, linked)
+            _link(sub.thread, by_call, linked, depth + 1)
 
 
 def build_conversation(session: dict[str, Any]) -> Conversation:
@@ -670,9 +708,9 @@ def _one_line(input_json: str) -> str | None:
     """A tool input as one short line of JSON when it fits, else None."""
     try:
         value = json.loads(input_json)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    text = json.dumps(value, ensure_ascii=False)
+    text = json_dumps(value, ensure_ascii=False)
     return text if len(text) <= 160 and "\n" not in text else None
 
 
@@ -877,8 +915,8 @@ def _json_item(message: Entry) -> str:
     """One array element as ``orjson``'s 2-space indented array would print it."""
     try:
         data = orjson.dumps(message, option=orjson.OPT_INDENT_2)
-    except TypeError:  # lone surrogates from a "\ud800" escape: orjson refuses them
-        data = json.dumps(message, indent=2).encode()
+    except TypeError:  # lone surrogates from a "\ud800" escape, or over 255 levels deep
+        data = json_dumps(message, indent=2).encode()
     # JSON strings hold no raw newline, so every "\n" here is the layout's.
     return "  " + json_escape_controls(data).decode().replace("\n", "\n  ")
 

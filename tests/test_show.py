@@ -466,3 +466,75 @@ def test_header_values_from_the_transcript_stay_on_their_line(
     assert not [line for line in result.stdout.splitlines() if "FAKE" in line.split(":")[0]]
     assert "\u2028" not in result.stdout
     assert "br FAKE: line" in result.stdout and "/p/nl dir" in result.stdout
+
+
+DEEP_SID = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+
+
+def _deep_tool_input_session(tmp_path: Path, depth: int) -> ConfigTree:
+    """A tool call whose input nests ``depth`` arrays (orjson reads up to 1,024)."""
+    tree = ConfigTree(tmp_path / "claude")
+    project = tree.project_dir(CWD)
+    project.mkdir(parents=True)
+    head = {"sessionId": DEEP_SID, "cwd": CWD, "timestamp": "2026-11-01T10:00:00.000Z"}
+    user = {**head, "type": "user", "uuid": "u1", "parentUuid": None}
+    user["message"] = {"role": "user", "content": "run the deep tool"}
+    deep = '{"v":' + "[" * depth + "1" + "]" * depth + "}"
+    call = {**head, "type": "assistant", "uuid": "a1", "parentUuid": "u1"}
+    block = {"type": "tool_use", "id": "t1", "name": "Deep", "input": "DEEP"}
+    call["message"] = {"id": "m1", "role": "assistant", "content": [block]}
+    call = json.dumps(call).replace('"DEEP"', deep)  # json.dumps could not write it
+    (project / f"{DEEP_SID}.jsonl").write_text(json.dumps(user) + "\n" + call + "\n")
+    return tree
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", DEEP_SID],
+        ["show", DEEP_SID, "--tools"],
+        ["show", DEEP_SID, "--format", "md", "--tools"],
+        ["show", DEEP_SID, "--format", "json"],
+        ["export", DEEP_SID, "-o", "-", "--format", "html", "--tools"],
+    ],
+)
+def test_a_deeply_nested_tool_input_is_shown_without_a_traceback(
+    tmp_path: Path, depth: int, args: list[str]
+) -> None:
+    """Python's json module recursed past the interpreter's limit on a tool input orjson
+    had read (orjson writes only 255 levels): a traceback for a line of a transcript."""
+    tree = _deep_tool_input_session(tmp_path, depth)
+    result = _run(tree, tmp_path, *args, "--cwd", CWD)
+    assert result.exit_code == 0, result.output[-300:]
+    assert "Traceback" not in result.output
+    if "json" in args:
+        assert result.stdout.count("[") >= depth  # the input kept whole, not elided
+    else:
+        assert "run the deep tool" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json"])
+def test_subagents_nested_past_the_shown_depth_are_listed_after(tmp_path: Path, fmt: str) -> None:
+    """Subagents that each start the next, far deeper than Claude Code goes: the first
+    levels appear at their calls, the rest after the conversation; no traceback."""
+    from sessiondex.render.conversation import MAX_SUBAGENT_NESTING
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("start the chain")
+    call = s.assistant("MAIN-CALL", tool_uses=[("Task", {"prompt": "go"})]).tool_use_ids[0]
+    levels = MAX_SUBAGENT_NESTING * 8
+    parent = None
+    for level in range(levels):
+        meta = {"parentAgentId": parent} if parent else {}
+        sub = s.subagent(agent_id=f"lvl{level}", tool_use_id=call, meta=meta)
+        sub.user(f"LEVEL-{level}-PROMPT")
+        call = sub.assistant(f"LEVEL-{level}-CALL", tool_uses=[("Task", {})]).tool_use_ids[0]
+        parent = f"lvl{level}"
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--subagents", "--format", fmt)
+    assert result.exit_code == 0, result.output[-300:]
+    assert "Traceback" not in result.output
+    for level in range(levels):
+        assert f"LEVEL-{level}-PROMPT" in result.stdout

@@ -31,6 +31,7 @@ from sessiondex.render.conversation import (
     Marker,
     Message,
     Subagent,
+    json_dumps,
     problem_note,
 )
 from sessiondex.render.sizes import human_size
@@ -169,14 +170,14 @@ def _brief(input_json: str) -> str:
     """A tool input in one short line for the folded summary."""
     try:
         value = json.loads(input_json)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = input_json
     if isinstance(value, dict):
         for key in ("command", "file_path", "pattern", "description", "url", "query", "prompt"):
             if isinstance(value.get(key), str):
                 value = value[key]
                 break
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = value if isinstance(value, str) else json_dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text[:117] + "…" if len(text) > 120 else text
 
