@@ -453,3 +453,38 @@ def test_saved_queries_answer_for_the_served_config_dirs_only(tmp_path: Path) ->
             assert web.tree.auth_id in ids and s.session_id not in ids, path
         rows = web.request("/sessiondex/busiest_projects.json?_shape=array").json()
         assert "/home/dev/elsewhere" not in {r["cwd"] for r in rows}
+
+
+# Control and bidi characters a transcript may hold; none may reach a page raw.
+HOSTILE_CHARS = "\u202e\u202c\u2066\x1b\x9b\x07"
+
+
+def test_control_and_bidi_characters_are_made_visible_on_every_page(fresh_web: Web) -> None:
+    """spec/cli.md: human-facing output never carries control or bidi characters from
+    transcripts. The HTML export and ``show`` made them visible; the web view printed
+    them raw (a branch ``feat/<U+202E>gnp.exe`` displayed as ``feat/exe.png``)."""
+    web = fresh_web
+    s = web.tree.tree.session(
+        cwd="/tmp/sessiondex-web-tests/evil\u202edir", git_branch="feat/\u202egnp.exe"
+    )
+    s.meta("custom-title", customTitle="report\u202efdp.exe bidicanary")
+    s.user("run \u202eexe.txt\u202c and \x1b[2J\x9b31m bidicanary \x07")
+    turn = s.assistant(
+        "**bold \u2066isolate\u2069** bidicanary", tool_uses=[("Bash", {"command": "ls \u202e"})]
+    )
+    s.tool_result(turn.tool_use_ids[0], "out \x1b[31mred\u202e")
+    s.write()
+    web.clock.now += 1.5
+    pages = {
+        "home": web.get("/"),
+        "search": web.get("/search?q=bidicanary"),
+        "session": web.get(f"/session/{s.session_id}"),
+        "datasette table": web.get("/sessiondex/sessions?custom_title__contains=bidicanary"),
+    }
+    for name, page in pages.items():
+        raw = sorted({f"U+{ord(c):04X}" for c in page if c in HOSTILE_CHARS})
+        assert raw == [], (name, raw)
+    assert all("bidicanary" in page for page in pages.values())
+    assert "report&lt;U+202E&gt;fdp.exe" in pages["datasette table"]  # the row, not the form
+    assert "feat/&lt;U+202E&gt;gnp.exe" in pages["session"]
+    assert "^[" in pages["session"] and "&lt;U+202E&gt;" in pages["search"]

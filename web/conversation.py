@@ -35,6 +35,7 @@ from sessiondex.render.conversation import (
     problem_note,
 )
 from sessiondex.render.sizes import human_size
+from sessiondex.render.terminal import neutralize
 
 # Past these sizes text is shown plain and cut: a page must stay quick to render and to
 # load even for a 50 MB tool output (`sessiondex show --tools` has all of it).
@@ -45,7 +46,9 @@ CLIP_MAX_CHARS = 40_000
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text, its control and bidi characters made visible as ``show``
+    prints them (``^[``, ``<U+202E>``): a page is human-facing output too."""
+    return html.escape(neutralize(str(value)), quote=True)
 
 
 # ----------------------------------------------------------------- markdown + code
@@ -105,7 +108,7 @@ def markdown() -> MarkdownIt:
 def render_markdown(text: str) -> str:
     if len(text) > MARKDOWN_MAX_CHARS:
         return pre(text)
-    return str(markdown().render(text))
+    return str(markdown().render(neutralize(text)))
 
 
 @lru_cache(maxsize=1)
@@ -128,7 +131,7 @@ def clip(text: str) -> tuple[str, str | None]:
 
 
 def pre(text: str, lang: str = "") -> str:
-    shown, note = clip(text)
+    shown, note = clip(neutralize(text))
     body = highlight(shown, lang) if lang and len(shown) <= HIGHLIGHT_MAX_CHARS else ""
     out = f'<pre class="hl">{body}</pre>' if body else f"<pre>{esc(shown)}</pre>"
     if note:

@@ -19,6 +19,7 @@ from datasette import hookimpl as _hookimpl
 from datasette.utils.asgi import Response, asgi_static
 from markupsafe import Markup
 
+from sessiondex.render.terminal import neutralize
 from sessiondex.web import pages
 from sessiondex.web.conversation import esc, pygments_css
 from sessiondex.web.hosts import host_of, is_loopback
@@ -140,6 +141,22 @@ def prepare_connection(conn: Any, database: str, datasette: Any) -> None:
     from sessiondex.index import prepare_connection as prepare
 
     prepare(conn)
+
+
+def _visible(value: Any) -> Any:
+    """Jinja's ``finalize``: every plain string a template prints (a title, a branch, a
+    directory, a cell of Datasette's own tables) with its control and bidi characters
+    made visible, as ``show`` prints them; HTML built here (``Markup``) is made from
+    text that went through :func:`~sessiondex.web.conversation.esc` already."""
+    if type(value) is str:
+        return neutralize(value)
+    return value
+
+
+@hookimpl
+def prepare_jinja2_environment(env: Any, datasette: Any) -> None:
+    if web_index(datasette) is not None:
+        env.finalize = _visible
 
 
 @hookimpl
