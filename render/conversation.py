@@ -277,7 +277,12 @@ def _result_text(content: Any) -> str:
             elif isinstance(item, dict) and item.get("type") == "image":
                 parts.append("[image]")
         return "\n".join(parts)
-    return "" if content is None else str(content)
+    if content is None:
+        return ""
+    try:  # an object or a number: as JSON, as it was written, not as a Python repr
+        return json_dumps(content, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return TOO_DEEP
 
 
 # orjson reads up to 1,024 levels of nesting, which Python's json module then walks a

@@ -20,7 +20,7 @@ human-facing output passes transcript-derived strings through one of these funct
 Files written for people (``export`` to Markdown or HTML, and ``export -o -`` to a
 terminal) are human-facing output too: they get what ``show`` prints
 (:func:`neutralize_escapes`; a NUL is also a parse error in HTML). JSON keeps every
-string exact; :func:`json_escape_controls` only spells C1 and bidi controls as
+string exact; :func:`json_escape_controls` only spells DEL, C1 and bidi controls as
 ``\\uXXXX`` escapes, which decode to the same string.
 """
 
@@ -93,12 +93,14 @@ def neutralize_escapes(text: str) -> str:
     return neutralize(text)
 
 
-# UTF-8 of the C1 and bidi controls. In valid UTF-8 these byte sequences are always
-# those characters (0xC2, 0xD8 and 0xE2 are lead bytes), so a bytes-level substitution
-# is safe; in JSON text they can only occur inside strings.
+# UTF-8 of DEL, the C1 and the bidi controls. In valid UTF-8 these byte sequences are
+# always those characters (0x7F is ASCII; 0xC2, 0xD8 and 0xE2 are lead bytes), so a
+# bytes-level substitution is safe; in JSON text they can only occur inside strings.
 @cache
 def _json_unsafe() -> re.Pattern[bytes]:
-    return re.compile(rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+    return re.compile(
+        rb"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]"
+    )
 
 
 def _json_escape(match: re.Match[bytes]) -> bytes:
@@ -106,9 +108,10 @@ def _json_escape(match: re.Match[bytes]) -> bytes:
 
 
 def json_escape_controls(data: bytes) -> bytes:
-    """orjson output with C1 and bidi controls written as ``\\uXXXX`` (orjson escapes C0
-    itself but writes every other character raw): same JSON value, safe on a terminal."""
-    if data.isascii():
+    """orjson output with DEL, C1 and bidi controls written as ``\\uXXXX`` (orjson
+    escapes C0 itself but writes every other character raw): same JSON value, safe on a
+    terminal."""
+    if data.isascii() and b"\x7f" not in data:
         return data
     return _json_unsafe().sub(_json_escape, data)
 

@@ -115,9 +115,7 @@ REFUSED: list[tuple[str, Callable[[World], str]]] = [
 ]
 
 
-def _assert_refused(
-    world: World, result: Any, before: dict[str, Any], index: bool = True
-) -> None:
+def _assert_refused(world: World, result: Any, before: dict[str, Any], index: bool = True) -> None:
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     [line] = result.stderr.splitlines()

@@ -208,7 +208,7 @@ def test_neutralize_table(text: str, lines: str, one_line: str, in_files: str) -
 def test_json_escape_controls_keeps_the_value() -> None:
     import orjson
 
-    value = {"t": EVIL + " é 漢字 \U0001f600 \u2028"}
-    data = json_escape_controls(orjson.dumps(value))
-    assert json.loads(data) == value
-    assert re.search(rb"\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\x1b", data) is None
+    for value in ({"t": EVIL + " é 漢字 \U0001f600 \u2028 \x7f"}, {"t": "ascii only \x7f"}):
+        data = json_escape_controls(orjson.dumps(value))
+        assert json.loads(data) == value
+        assert re.search(rb"\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\x1b|\x7f", data) is None

@@ -538,3 +538,17 @@ def test_subagents_nested_past_the_shown_depth_are_listed_after(tmp_path: Path, 
     assert "Traceback" not in result.output
     for level in range(levels):
         assert f"LEVEL-{level}-PROMPT" in result.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "md"])
+def test_a_tool_result_that_is_an_object_is_shown_as_json(tmp_path: Path, fmt: str) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("ask the tool")
+    turn = s.assistant("calling", tool_uses=[("Lookup", {"key": "a"})])
+    s.tool_result(turn.tool_use_ids[0], {"found": True, "value": "é"})
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--tools", "--format", fmt)
+    assert result.exit_code == 0, result.output
+    assert '{"found": true, "value": "é"}' in result.stdout
+    assert "'found'" not in result.stdout  # not a Python repr
