@@ -25,7 +25,7 @@ from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
-from sessiondex.transcripts.tags import clean_label, clean_tag, sanitize_tag
+from sessiondex.transcripts.tags import clean_name, clean_tag, sanitize_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
 if TYPE_CHECKING:
@@ -131,12 +131,12 @@ def check_tag(value: object) -> str:
 
 
 def user_name(name: object, what: str = "the new name") -> str:
-    """The one validation of a name a person typed (``rename``, ``fork --title``), the
-    same as for a tag: :func:`~transcripts.tags.clean_label` (invisible and bidi
-    characters removed, stripped); nothing visible left is an error. The SDK-style
-    writers keep the SDK's looser rule (:func:`check_name`): they must write what the
-    SDK writes."""
-    title = clean_label(name) if isinstance(name, str) else ""
+    """The one validation of a name a person typed (``rename``, ``fork --title``):
+    :func:`~transcripts.tags.clean_name` (invisible and bidi characters removed, but
+    the joiners of emoji and scripts kept, stripped); nothing visible left is an error.
+    The SDK-style writers keep the SDK's looser rule (:func:`check_name`): they must
+    write what the SDK writes."""
+    title = clean_name(name) if isinstance(name, str) else ""
     if not title:
         raise MutationError(f"{what} is empty (after removing invisible characters)")
     return title

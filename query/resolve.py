@@ -32,6 +32,7 @@ from sessiondex.transcripts.keys import (
     project_keys_for_directory,
 )
 from sessiondex.transcripts.reader import RecordReader
+from sessiondex.transcripts.tags import clean_name
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -231,6 +232,10 @@ def resolve(
     repo_rows = _scope_rows(db, here, include_archived, roots)
     wanted = arg.strip().lower()
     named = [r for r in repo_rows if (name_of(r) or "").strip().lower() == wanted]
+    if not named and clean_name(arg) != arg.strip():
+        # The name typed with an invisible or bidi character that rename never stores.
+        wanted = clean_name(arg).lower()
+        named = [r for r in repo_rows if clean_name(name_of(r) or "").lower() == wanted]
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:

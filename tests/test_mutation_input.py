@@ -129,3 +129,43 @@ def test_the_sdk_style_writers_keep_the_sdks_rules(world: World) -> None:
     assert world.paths["alpha"].read_bytes() == (
         before + f'{{"type":"tag","tag":"","sessionId":"{sid}"}}\n'.encode()
     )
+
+
+# Names kept as typed (no NFKC): each must resolve when typed again, as Claude Code
+# compares names, and read the same in the SDK.
+TYPED_NAMES = [
+    "Family 👨\u200d👩\u200d👧",  # one emoji, joined
+    "ｶﾀｶﾅ notes",  # halfwidth katakana
+    "①② plan",
+    "ﬁx the ﬂaky test",  # ligatures
+    "می\u200cخواهم",  # Persian: the zero-width non-joiner is part of the word
+    "👍🏽 ok",  # a skin-tone modifier
+    "❤\ufe0f release",  # a variation selector
+]
+
+
+@pytest.mark.parametrize("typed", TYPED_NAMES)
+def test_a_name_is_stored_as_typed_and_resolves_typed_again(world: World, typed: str) -> None:
+    result = world.run("rename", "Alpha", typed, "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert last_line(world.paths["alpha"])["customTitle"] == typed
+    found = world.run("resolve", typed, "--cwd", CWD, "--json")
+    assert found.exit_code == 0, found.output
+    assert world.resolve(typed)["custom_title"] == typed
+
+
+@pytest.mark.parametrize(
+    ("raw", "stored"),
+    [
+        ("\u202eevil", "evil"),  # bidi override
+        ("a\u200bb", "ab"),  # zero-width space
+        ("\ufeffname", "name"),  # BOM
+        ("flag\U000e0067\U000e0062", "flag"),  # tag characters (invisible text)
+        ("pua\ue000", "pua"),  # private use
+    ],
+)
+def test_a_name_loses_what_hides_or_reorders_text(world: World, raw: str, stored: str) -> None:
+    assert world.run("rename", "Alpha", raw, "--cwd", CWD).exit_code == 0
+    assert last_line(world.paths["alpha"])["customTitle"] == stored
+    # Typed again with the hidden character, it still finds the session.
+    assert world.run("resolve", raw, "--cwd", CWD, "--json").exit_code == 0

@@ -338,6 +338,20 @@ def test_the_sdk_sees_our_rename_tag_untag_and_fork(fixture_root: Path) -> None:
     assert all(m.session_id == new_id for m in sdk.get_session_messages(new_id))
 
 
+@pytest.mark.parametrize(
+    "typed", ["Family 👨\u200d👩\u200d👧", "ｶﾀｶﾅ notes", "①② plan", "می\u200cخواهم"]
+)
+def test_a_name_we_store_is_the_name_the_sdk_stores(fixture_root: Path, typed: str) -> None:
+    """The SDK's rename_session keeps a name as typed (trimmed): ours must too, or the
+    name typed again (claude --resume NAME compares exactly) finds nothing."""
+    ours_id = "0299d474-8976-5a23-b6a6-e232a4e09752"
+    theirs_id = "4045e6f8-686a-5d64-9f2b-e0830c6ab007"
+    assert run_cli(fixture_root, "rename", ours_id, f" {typed} ").exit_code == 0
+    sdk.rename_session(theirs_id, f" {typed} ")
+    assert sdk.get_session_info(ours_id).custom_title == typed
+    assert sdk.get_session_info(theirs_id).custom_title == typed
+
+
 def test_our_append_keeps_the_last_line_the_sdk_would_glue_onto(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -68,7 +68,31 @@ _BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
 def _shows_nothing(text: str) -> bool:
-    return all(ch.isspace() or ch in _BLANKS or unicodedata.category(ch) == "Cc" for ch in text)
+    return all(
+        ch.isspace() or ch in _BLANKS or unicodedata.category(ch) in ("Cc", "Cf") for ch in text
+    )
+
+
+# Format characters a name keeps: the joiners that emoji sequences (👨‍👩‍👧) and
+# scripts such as Persian and the Indic ones are written with.
+_NAME_JOINERS = frozenset("\u200c\u200d")
+
+
+def clean_name(value: str) -> str:
+    """A session name (``rename``, ``fork --title``) as we store it, or ``""`` when
+    nothing visible is left.
+
+    As typed, stripped, without what hides or reorders text: format characters (bidi
+    controls, zero-width space, BOM, word joiner, tag characters) except the joiners,
+    and private-use and unassigned code points, as for a tag. Unlike a tag, no NFKC:
+    it changes what a name shows (``①`` → ``1``, ``ｶﾀｶﾅ`` → ``カタカナ``, a family emoji
+    → three people), and Claude Code finds a session by its name typed again, compared
+    exactly (case aside), as the SDK's ``rename_session`` stores it.
+    """
+    kept = "".join(
+        c for c in value if c in _NAME_JOINERS or unicodedata.category(c) not in _STRIP_CATEGORIES
+    ).strip()
+    return "" if _shows_nothing(kept) else kept
 
 
 def clean_label(value: str) -> str:
