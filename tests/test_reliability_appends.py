@@ -10,6 +10,7 @@ without ending (refused, nothing of ours written). ``fork`` copies complete line
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -177,9 +178,14 @@ def test_append_record_decides_on_the_file_as_it_is_at_the_write(tmp_path: Path)
     assert tail[0] == line[:-1] and orjson.loads(tail[1])["tag"] == "b" and tail[2] == b""
 
 
-def test_fork_copies_complete_lines_only(tmp_path: Path) -> None:
-    """A last line without its newline is still being written: not part of the fork,
-    even when what is on disk already parses."""
+@pytest.mark.parametrize(("quiet_for", "copied"), [(0, False), (3600, True)])
+def test_fork_copies_a_last_line_without_newline_only_once_the_file_is_quiet(
+    tmp_path: Path, quiet_for: int, copied: bool
+) -> None:
+    """A last line without its newline in a file written just now is still being
+    written: not part of the fork, even when what is on disk already parses. In a file
+    quiet for an hour it is a write that died before its newline: the SDK, the index
+    and fork read that whole record (the fork used to drop it)."""
     tree, s = _session(tmp_path)
     unfinished = orjson.dumps(
         {
@@ -193,11 +199,14 @@ def test_fork_copies_complete_lines_only(tmp_path: Path) -> None:
         }
     )
     append_bytes(s.path, unfinished)  # whole JSON, no "\n" yet
+    if quiet_for:
+        then = time.time() - quiet_for
+        os.utime(s.path, (then, then))
     before = s.path.read_bytes()
     result = _run(tree, tmp_path, "fork", s.session_id, "--cwd", CWD)
     assert result.exit_code == 0, result.output
     new_id = result.stdout.strip()
     fork = (s.path.parent / f"{new_id}.jsonl").read_bytes()
-    assert b"UNFINISHED-PROMPT" not in fork
+    assert (b"UNFINISHED-PROMPT" in fork) is copied
     assert b"start the live work" in fork
     assert s.path.read_bytes() == before

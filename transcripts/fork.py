@@ -25,6 +25,7 @@ half-made fork for long (a failed write removes it).
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,7 +36,7 @@ import orjson
 
 from sessiondex.transcripts.chain import load_entries
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, get_str, is_chain_entry
-from sessiondex.transcripts.write import WriteRefused, owned_transcript
+from sessiondex.transcripts.write import TAIL_QUIET_SECONDS, WriteRefused, owned_transcript
 
 FORK_SUFFIX = " (fork)"
 DEFAULT_BASE_TITLE = "Forked session"
@@ -243,8 +244,12 @@ def fork_transcript(
     owned = owned_transcript(source, roots)
     try:
         # Split on b"\n" only: a raw U+2028 inside a string does not end a record.
-        # Complete lines only: Claude Code may be writing the last one right now.
-        records, _problems = load_entries(owned.path, complete_only=True)
+        # Complete lines only while Claude Code may be writing the last one; a file
+        # quiet for as long as an append waits (transcripts/write.py) ended in a write
+        # that died before its newline, and its last whole record is part of the
+        # conversation (the SDK and our index read it).
+        quiet = time.time() - os.stat(owned.path).st_mtime >= TAIL_QUIET_SECONDS
+        records, _problems = load_entries(owned.path, complete_only=not quiet)
     except FileNotFoundError:
         raise ForkError(f"{owned.path} no longer exists") from None
     except OSError as exc:
