@@ -176,9 +176,9 @@ class SessionState:
             if value:
                 self.last_prompt = value
         elif kind == "tag":
-            value = get_str(record, "tag")
-            if value is not None:
-                self.tag = value or None  # "" clears the tag
+            # "" clears the tag, and so does a missing or non-string one, as the SDK
+            # reads a tag record (only a string value sets it).
+            self.tag = get_str(record, "tag") or None
         elif kind == "pr-link":
             link = pr_link_from_record(record)
             if link is not None and link.url not in known_links:

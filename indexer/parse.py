@@ -16,7 +16,13 @@ from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.text import fts_text
 from sessiondex.transcripts import reader as _reader
 from sessiondex.transcripts.pr_urls import PullRequest
-from sessiondex.transcripts.reader import PROBLEM_TOO_LONG, RecordReader, classify
+from sessiondex.transcripts.reader import (
+    PROBLEM_MALFORMED,
+    PROBLEM_TOO_LONG,
+    RecordReader,
+    classify,
+    glued_record,
+)
 from sessiondex.transcripts.records import timestamp_ms
 
 FINGERPRINT_WINDOW = 4096
@@ -161,6 +167,10 @@ def parse_tail(
         if problem is not None:
             reader.problems[problem] += 1
         if record is None:
+            if problem == PROBLEM_MALFORMED and state is not None:
+                glued = glued_record(line)
+                if glued is not None:
+                    state.apply(glued, known_branches, known_links, line_offset)
             continue
         if state is not None:
             state.apply(record, known_branches, known_links, line_offset)

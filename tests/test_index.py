@@ -289,6 +289,10 @@ def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkey
         ),
         ([{"type": "tag", "tag": "x"}, {"type": "tag", "tag": ""}], "tag", None),
         ([{"type": "tag", "tag": ""}, {"type": "tag", "tag": "y"}], "tag", "y"),
+        # a tag record without a string tag clears it, as the SDK reads one
+        ([{"type": "tag", "tag": "x"}, {"type": "tag", "tag": None}], "tag", None),
+        ([{"type": "tag", "tag": "x"}, {"type": "tag", "tag": 7}], "tag", None),
+        ([{"type": "tag", "tag": "x"}, {"type": "tag"}], "tag", None),
         (
             [
                 {"type": "custom-title", "customTitle": "A"},

@@ -16,6 +16,7 @@ from sessiondex.transcripts.reader import (
     PROBLEM_NUL,
     PROBLEM_TOO_LONG,
     RecordReader,
+    glued_record,
 )
 
 
@@ -134,3 +135,27 @@ def test_chunked_reading_equals_whole_reading(records: list[dict], chunk: int) -
     finally:
         module.CHUNK_BYTES = original
     assert [r for _, r in got] == records
+
+
+SID = "1a1a1a1a-0000-4000-8000-000000000003"
+TITLE = b'{"type":"custom-title","customTitle":"T","sessionId":"' + SID.encode() + b'"}'
+
+
+@pytest.mark.parametrize(
+    ("line", "glued"),
+    [
+        (b'{"type":"user","uuid":"u"}' + TITLE, "custom-title"),  # onto a whole record
+        (b'{"type":"user","message":{"role":"us' + TITLE, "custom-title"),  # a fragment
+        (b'{"type":"assistant","message":{"content":[{"type":"text"' + TITLE, "custom-title"),
+        (TITLE, None),  # a whole line: a record, not glued
+        (b"garbage" + TITLE.replace(b"custom-title", b"tag"), None),  # the SDK skips it
+        (b"garbage" + TITLE.replace(b'"sessionId"', b'"other"'), None),  # no sessionId
+        (b"garbage" + TITLE + b"x", None),  # not at the line's end
+        (b'garbage{"type":"text","text":"a"}]}}', None),  # a nested block's tail
+        (b'{"type":"user","t":"say \\"{\\"type\\":\\"custom-title\\"}\\""', None),  # in a string
+        (b"garbage" + TITLE.replace(b"custom-title", b"pr-link"), "pr-link"),
+    ],
+)
+def test_glued_record(line: bytes, glued: str | None) -> None:
+    found = glued_record(line)
+    assert (found or {}).get("type") == glued

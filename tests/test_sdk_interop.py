@@ -377,6 +377,35 @@ def test_our_append_keeps_the_last_line_the_sdk_would_glue_onto(
     assert sdk.get_session_info(sid).tag == "t"
 
 
+@pytest.mark.parametrize("tail", ["whole record", "fragment"])
+def test_a_title_the_sdk_glued_onto_a_bad_line_is_read_as_the_sdk_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: str
+) -> None:
+    """rename_session on a file whose last line lacks its newline glues the record onto
+    that line (the SDK's bug). The SDK's listing and Claude Code's picker still show the
+    title (they search the tail's text for it); the index did not, and a second rename
+    to the same name appended again."""
+    tree = ConfigTree(tmp_path / "claude")
+    sid = "1a1a1a1a-0000-4000-8000-000000000002"
+    s = tree.session("/home/dev/glued", session_id=sid)
+    s.user("hello")
+    s.assistant("last answer")
+    s.write(mtime=T0)
+    data = s.path.read_bytes().rstrip(b"\n")
+    if tail == "fragment":
+        data += b'\n{"type":"user","message":{"role":"us'  # a write that died mid-line
+    s.path.write_bytes(data)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    sdk.rename_session(sid, "Glued title")
+    assert sdk.get_session_info(sid).custom_title == "Glued title"
+    found = run_cli(tree.root, "resolve", "Glued title", "--cwd", "/home/dev/glued", "--json")
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["custom_title"] == "Glued title"
+    before = s.path.read_bytes()
+    again = run_cli(tree.root, "rename", sid, "Glued title")
+    assert again.exit_code == 0 and s.path.read_bytes() == before  # nothing to change
+
+
 # ----------------------------------------------------------------- the SDK's writes → us
 def test_our_index_sees_the_sdks_rename_tag_fork_and_delete(fixture_root: Path) -> None:
     sid = "d36aa0a1-11d8-5c2a-be7f-9879597e52d9"  # blog-aititle

@@ -107,6 +107,37 @@ def _without_lone_surrogates(value: Any) -> Any:
     return value
 
 
+#: Records that find their way into the answers even glued onto the end of a bad line.
+#: The SDK's ``rename_session`` appends to a file whose last line lacks its newline
+#: without adding one (upstream bug), gluing its record onto that line; Claude Code's
+#: picker and the SDK's listing still show the title, since they find these fields by
+#: a string search of the file's tail. A glued ``tag`` they do not see (they take only
+#: lines that start with it), nor any message, so neither do we.
+GLUED_TYPES = frozenset({"custom-title", "ai-title", "last-prompt", "summary", "pr-link"})
+
+
+def glued_record(line: bytes) -> dict[str, Any] | None:
+    """The metadata record glued onto the end of a bad ``line``, or None: a JSON object
+    from the last ``{"type":"`` to the line's end, of a :data:`GLUED_TYPES` type, with
+    a ``sessionId`` (as both writers write it). Inside a JSON string the quotes of that
+    opening would be escaped, so it can only begin a record (or a nested object, which
+    does not reach the line's end alone)."""
+    start = line.rfind(b'{"type":"')
+    if start <= 0:
+        return None
+    try:
+        value = orjson.loads(line[start:])
+    except orjson.JSONDecodeError:
+        return None
+    if (
+        isinstance(value, dict)
+        and value.get("type") in GLUED_TYPES
+        and isinstance(value.get("sessionId"), str)
+    ):
+        return value
+    return None
+
+
 def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """:func:`parse_line` for the index: a line with invalid UTF-8 is repaired, and
     both its record and the problem are returned (the record is kept, the line counted)."""
