@@ -759,27 +759,132 @@ def render_text(
 
 
 # ----------------------------------------------------------------- markdown
+# A Markdown export is read in renderers that pass raw HTML through (pandoc, mkdocs,
+# Python-Markdown) as well as in sanitizing ones (GitHub). Nothing a transcript holds may
+# become live HTML or break out of its place in the document there:
+# * values on one line (title, tag, subagent names) have their Markdown and HTML
+#   punctuation backslash-escaped, and code spans (directory, branch, tool names)
+#   are delimited by a backtick run longer than any inside them;
+# * a user's prompt, tool input and tool output are fenced blocks (a fence longer than
+#   any backtick run inside): shown as typed, never read as Markdown, and a pasted
+#   unclosed fence or a line like "## Assistant · …" cannot end or forge anything;
+# * the assistant's Markdown (and a compaction summary, written by the model) is kept,
+#   with raw HTML made text (a "<" that would open a tag, comment or declaration
+#   outside code is escaped) and a fence it leaves open closed at its end, so one
+#   message cannot swallow the rest.
+_MD_PUNCTUATION = frozenset("\\`*_[]<>&#|!~")
+
+
+def _longest_run(text: str, char: str) -> int:
+    longest = run = 0
+    for c in text:
+        run = run + 1 if c == char else 0
+        longest = max(longest, run)
+    return longest
+
+
 def _fence(text: str, lang: str = "") -> str:
     """A code fence longer than any backtick run inside ``text``."""
-    longest = run = 0
-    for char in text:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    ticks = "`" * max(3, longest + 1)
+    ticks = "`" * max(3, _longest_run(text, "`") + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _code_span(text: str) -> str:
+    """Inline code showing ``text`` as it is: delimited by a backtick run longer than
+    any inside it, padded with a space where CommonMark would otherwise eat one or
+    join a backtick to the delimiter."""
+    ticks = "`" * (_longest_run(text, "`") + 1)
+    pad = text.startswith("`") or text.endswith("`") or (text[:1] == text[-1:] == " ")
+    return f"{ticks} {text} {ticks}" if pad else f"{ticks}{text}{ticks}"
+
+
+def _md_text(text: str) -> str:
+    """One line of transcript text as Markdown that shows it literally."""
+    return "".join("\\" + c if c in _MD_PUNCTUATION else c for c in text)
+
+
+def _opening_fence(line: str) -> tuple[str, int] | None:
+    """``(char, length)`` if ``line`` opens (or closes) a CommonMark code fence."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or stripped[:3] not in ("```", "~~~"):
+        return None
+    char = stripped[0]
+    length = len(stripped) - len(stripped.lstrip(char))
+    if char == "`" and "`" in stripped[length:]:
+        return None  # a backtick fence's info string holds no backtick
+    return char, length
+
+
+def _html_as_text(line: str) -> str:
+    """``line`` with every ``<`` that could open raw HTML (a tag, comment, declaration
+    or processing instruction) outside inline code backslash-escaped."""
+    out: list[str] = []
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "`":
+            run = len(line[i:]) - len(line[i:].lstrip("`"))
+            close = line.find("`" * run, i + run)
+            while close != -1 and line[close + run : close + run + 1] == "`":
+                close = line.find("`" * run, close + run + 1)
+            if close != -1:  # a code span: literal already
+                out.append(line[i : close + run])
+                i = close + run
+                continue
+            out.append(line[i : i + run])
+            i += run
+            continue
+        if (
+            c == "<"
+            and line[i + 1 : i + 2].isascii()
+            and (line[i + 1 : i + 2].isalpha() or line[i + 1 : i + 2] in ("/", "!", "?"))
+        ):
+            out.append("\\<")
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _md_prose(text: str) -> str:
+    """The assistant's Markdown, kept, made safe to embed (see above)."""
+    out: list[str] = []
+    fence: tuple[str, int] | None = None
+    for line in text.split("\n"):
+        found = _opening_fence(line)
+        if fence is None:
+            if found is not None:
+                fence = found
+                out.append(line)
+            else:
+                out.append(_html_as_text(line))
+        else:
+            out.append(line)
+            if (
+                found is not None
+                and found[0] == fence[0]
+                and found[1] >= fence[1]
+                and not line.strip().lstrip(fence[0])
+            ):
+                fence = None
+    if fence is not None:
+        out.append(fence[0] * fence[1])
+    return "\n".join(out)
 
 
 def _md_lines(
     conv: Conversation, tools: bool, subagents: bool, clean: Clean, uuids: bool = False
 ) -> Iterator[str]:
     session = conv.session
-    yield f"# {_title(session, clean)}"
+    yield f"# {_md_text(_title(session, clean))}"
     yield ""
     for name, value in _header_fields(conv, clean):
         if name == "PRs":
             value = on_one_line(", ".join(f"<{u}>" for u in _pr_urls(session, clean)))
         elif name in ("session", "directory", "branch"):
-            value = f"`{value}`"
+            value = _code_span(value)
+        else:
+            value = _md_text(value)
         yield f"- **{name}**: {value}"
     note = problem_note(conv.problems)
     if note:
@@ -811,18 +916,22 @@ def _md_item(
         return
     if not _visible(item, tools, subagents):
         return
-    handle = f" · `{_short(item.fork_point)}`" if uuids else ""
-    yield f"{hashes} {_role_label(item).capitalize()} · {_stamp(item.timestamp)}{handle}"
+    handle = f" · {_code_span(_short(item.fork_point))}" if uuids else ""
+    stamp = _md_text(_stamp(item.timestamp))
+    yield f"{hashes} {_role_label(item).capitalize()} · {stamp}{handle}"
     yield ""
+    typed = item.role == "user" and not item.is_compact_summary
     for block in item.blocks:
         if block.kind == "text":
             if block.text.strip():
-                yield block.text.strip("\n")
+                text = block.text.strip("\n")
+                yield _fence(text, "text") if typed else _md_prose(text)
                 yield ""
         elif block.kind == "tool_use":
             if tools:
                 shown, folded = fold(block.text)
-                yield from (f"**Tool call:** `{block.name}`", "", _fence(shown, "json"), "")
+                call = f"**Tool call:** {_code_span(block.name)}"
+                yield from (call, "", _fence(shown, "json"), "")
                 if folded:
                     yield f"*{folded}*"
                     yield ""
@@ -840,7 +949,7 @@ def _md_item(
 
 def _md_subagent(sub: Subagent, tools: bool, level: int, clean: Clean) -> Iterator[str]:
     def inner() -> Iterator[str]:
-        yield f"**{_subagent_title(sub, clean)}**"
+        yield f"**{_md_text(_subagent_title(sub, clean))}**"
         yield ""
         note = problem_note(sub.problems)
         if note:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -552,3 +553,38 @@ def test_a_tool_result_that_is_an_object_is_shown_as_json(tmp_path: Path, fmt: s
     assert result.exit_code == 0, result.output
     assert '{"found": true, "value": "é"}' in result.stdout
     assert "'found'" not in result.stdout  # not a Python repr
+
+
+def test_a_markdown_export_holds_no_live_html_and_no_message_swallows_the_next(
+    tmp_path: Path,
+) -> None:
+    """Rendered by a CommonMark renderer that passes raw HTML through (pandoc, mkdocs,
+    Python-Markdown do), nothing from the transcript becomes HTML, every message keeps
+    its own heading, and no text forges one."""
+    from markdown_it import MarkdownIt
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(
+        cwd="/p/`<img src=x onerror=alert(1)>`", git_branch="fix/`<script>alert(2)</script>`"
+    )
+    s.meta("custom-title", customTitle="<img src=x onerror=alert(3)> # title")
+    s.meta("tag", tag="<b onmouseover=alert(4)>t</b>")
+    s.user("look:\n```python\nprint('unclosed fence')\n## Assistant · 2026-01-01 forged")
+    turn = s.assistant(
+        "Sure. <script>alert(5)</script> and <!-- hide the rest\n```js\nnever closed",
+        tool_uses=[("`<img src=y onerror=alert(6)>`", {"x": "<script>alert(7)</script>"})],
+    )
+    s.tool_result(turn.tool_use_ids[0], "<iframe src=javascript:alert(8)>")
+    s.user("SECOND-PROMPT <em>kept as typed</em>")
+    s.assistant("FINAL-ANSWER with `<code>` and **bold**")
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md", "--tools")
+    assert result.exit_code == 0, result.output
+    page = MarkdownIt("commonmark").render(result.stdout)
+    for live in ("<script", "<img", "<iframe", "<b onmouseover", "<em>", "<!--"):
+        assert live not in page, live
+    headings = re.findall(r"<h2>(\w+) ·", page)
+    assert headings == ["User", "Assistant", "Tool", "User", "Assistant"]  # none forged or lost
+    assert "SECOND-PROMPT &lt;em&gt;kept as typed&lt;/em&gt;" in page
+    assert "<strong>bold</strong>" in page and "<code>&lt;code&gt;</code>" in page
+    assert "<h1>&lt;img src=x onerror=alert(3)&gt; # title</h1>" in page
