@@ -262,13 +262,20 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
         for path in {str(target), where}
         for kind in ("write", "gate")
     )
+    if ours:
+        # A file that was the index: what it holds now is damage. And not opened here:
+        # closing any descriptor of a file drops every POSIX lock this process holds on
+        # it, SQLite's too (an Index opened beside another, as watch's archive rescue
+        # is). Another process would then take itself for the last connection and
+        # delete the WAL the first one still writes to.
+        return
     try:
         with open(target, "rb") as file:
             head = file.read(len(SQLITE_HEADER))
     except OSError:
         return  # unreadable: said when opened
-    if head == SQLITE_HEADER or ours:
-        return  # an index, or a file that was the index: what it holds now is damage
+    if head == SQLITE_HEADER:
+        return  # an index
     if not head and st.st_nlink == 1:
         return  # what sqlite3.connect leaves before its first write (another process's)
     what = "an empty file with other names" if not head else "not a SQLite database"

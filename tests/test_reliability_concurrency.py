@@ -896,3 +896,43 @@ def test_everything_at_once(tmp_path: Path, seconds: float) -> None:
     assert code == 0, watch.stderr()[-2000:]
     assert "Traceback" not in watch.stderr()
     print(f"everything at once: {runs}, {len(writer.words)} writer lines")
+
+
+def test_a_second_handle_never_drops_the_first_ones_sqlite_locks(tmp_path: Path) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it,
+    SQLite's included. Opening a second Index (watch's archive rescue does, beside its
+    worker's connection) read the database's header with Python's open() and closed it:
+    another process's writer then took itself for the last connection and deleted the
+    WAL under the first, whose commits no other process saw any more."""
+    from sessiondex import Index
+    from tests.builders import ConfigTree
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("alpha first prompt")
+    s.write()
+    db = tmp_path / "i.db"
+    first = Index(db, [tree.root])
+    try:
+        first.refresh()
+        wal = Path(f"{db}-wal")
+        assert wal.exists()
+        Index(db, [tree.root]).close()
+        other = subprocess.run(
+            [sys.executable, "-m", "sessiondex.cli.main", "--config-dir", str(tree.root),
+             "--db", str(db), "tag", s.session_id, "mine", "--cwd", "/w/app"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        assert wal.exists()  # still the first handle's WAL, shared with everyone
+        s.assistant("bravo appended later")
+        s.write()
+        first.refresh()
+        seen = subprocess.run(
+            [sys.executable, "-m", "sessiondex.cli.main", "--config-dir", str(tree.root),
+             "--db", str(db), "--no-refresh", "search", "bravo", "--scope", "all"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert seen.returncode == 0, seen.stderr  # the first handle's commit is visible
+    finally:
+        first.close()
