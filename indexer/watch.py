@@ -54,6 +54,7 @@ from sessiondex.indexer.db import open_db, recover_damaged
 from sessiondex.indexer.faults import CORRUPT, classify, file_identity
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file
 from sessiondex.indexer.refresh import ingest_path, refresh
+from sessiondex.indexer.shape import RACY_WINDOW_NS, settled_at
 from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
 from sessiondex.transcripts.discover import MAIN, describe_path, iter_subagent_files
 
@@ -73,6 +74,9 @@ SUFFIX = ".jsonl"
 RETRY_FIRST = 0.5
 RETRY_MAX = 30.0
 RETRY_LIMIT = 8
+# A file whose last line had no newline yet is looked at again this long after the
+# racy window (shape.RACY_WINDOW_NS) has passed, so that it counts as quiet then.
+QUIET_MARGIN = 0.25
 
 # Event kinds that can change what a transcript holds. "opened"/"closed_no_write" never
 # do; "closed" always follows a "modified" that is already queued.
@@ -286,6 +290,9 @@ class Watcher:
         self._rescan_retry_at = 0.0
         # path → (failed attempts, monotonic time of the next try)
         self._retry: dict[str, tuple[int, float]] = {}
+        # Files whose last bytes had no newline yet, while they were still fresh: looked
+        # at again once the quiet period has passed (see _check_when_quiet).
+        self._quiet_checks: dict[str, float] = {}
         self._db_identity: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -494,6 +501,8 @@ class Watcher:
         wake = TICK
         for _attempts, due in self._retry.values():
             wake = min(wake, max(0.05, due - now))
+        for due in self._quiet_checks.values():
+            wake = min(wake, max(0.05, due - now))
         if self._dirty:
             wake = min(wake, max(0.05, self._rescan_retry_at - now))
         return wake
@@ -511,7 +520,24 @@ class Watcher:
 
     def _due_retries(self, now: float) -> list[str]:
         due = [p for p, (_n, at) in self._retry.items() if at <= now]
-        return due  # dropped from _retry only once they succeed
+        quiet = [p for p, at in self._quiet_checks.items() if at <= now]
+        for path in quiet:
+            del self._quiet_checks[path]
+        return due + quiet  # dropped from _retry only once they succeed
+
+    def _check_when_quiet(self, db: Any, path: str) -> None:
+        """A file whose last bytes lack their newline, stat'ed while fresh, is looked at
+        again once it has been quiet for the racy window: a whole record there is then a
+        write that died before its newline, read as ``index`` reads it. No event would
+        come to say so (the writer is gone), and readers skip their own refresh while a
+        watcher runs, so without this the record waited for the periodic rescan."""
+        row = db.execute(
+            "SELECT size, consumed, mtime_ns, checked_ns FROM files WHERE path = ?", [path]
+        ).fetchone()
+        if row is None or row[1] >= row[0] or settled_at(row[2], row[3]):
+            self._quiet_checks.pop(path, None)
+            return
+        self._quiet_checks[path] = time.monotonic() + RACY_WINDOW_NS / 1e9 + QUIET_MARGIN
 
     # ------------------------------------------------------------------ passes
     def _refresh(self, db: Any, reason: str) -> RefreshStats:
@@ -574,6 +600,7 @@ class Watcher:
                 ]
             else:
                 self._retry.pop(path, None)
+                self._check_when_quiet(db, path)
         self._report("events", sorted(paths), stats, started)
         return db
 

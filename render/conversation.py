@@ -930,7 +930,7 @@ def _md_item(
         elif block.kind == "tool_use":
             if tools:
                 shown, folded = fold(block.text)
-                call = f"**Tool call:** {_code_span(block.name)}"
+                call = f"**Tool call:** {_code_span(block.name or '?')}"
                 yield from (call, "", _fence(shown, "json"), "")
                 if folded:
                     yield f"*{folded}*"

@@ -259,6 +259,31 @@ def test_partial_line_never_visible(tmp_path: Path, start_watcher, cut: int | No
     assert seen_early == []
 
 
+def test_a_whole_record_whose_newline_never_comes_is_read_once_quiet(
+    tmp_path: Path, start_watcher
+) -> None:
+    """A writer that dies after a whole record but before its newline sends no more
+    events; ``index`` reads that record once the file has been quiet for 2 s, and so
+    must the watcher (readers skip their own refresh while it runs), not only at its
+    periodic rescan. Before it is quiet, it is not read."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "hello")
+    watcher, batches = start_watcher([tree.root])  # rescan=0: no periodic pass
+    db = open_db(tmp_path / "index.db")
+    try:
+        s.user("golfquiet tail")
+        mark = len(batches)
+        append_bytes(s.path, dumps(s.entries.pop()))  # no "\n", and nothing after
+        wait_for(
+            lambda: any(str(s.path) in r.paths for r in batches.since(mark)),
+            "a batch that read the file while fresh",
+        )
+        assert found(db, "golfquiet") == []
+        assert wait_for(lambda: found(db, "golfquiet"), "the quiet record") == [s.session_id]
+    finally:
+        db.close()
+
+
 # --------------------------------------------------------------------- directories
 def test_projects_dir_created_after_start(tmp_path: Path, start_watcher) -> None:
     root = tmp_path / "claude"
