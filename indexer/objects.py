@@ -222,12 +222,14 @@ def _build_many(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, 
             chunk,
         ):
             links.setdefault(rowid, []).append(pr)
-        # One mention per URL, the first seen; done here rather than with GROUP BY
-        # (SQLite's bare columns), so the same SQL runs on the team store.
+        # One mention per URL; done here rather than with GROUP BY (SQLite's bare
+        # columns), so the same SQL runs on the team store. Ordered by number and URL,
+        # not as inserted: a session's files (main, subagents) are read in whatever
+        # order their changes came, and a rebuild must answer as incremental updates.
         seen: set[tuple[int, str]] = set()
         for rowid, *pr in db.execute(
             "SELECT session_rowid, url, number, repository, host, provider FROM pr_mentions"
-            f" WHERE session_rowid IN ({marks}) ORDER BY id",
+            f" WHERE session_rowid IN ({marks}) ORDER BY number, url",
             chunk,
         ):
             if (rowid, pr[0]) not in seen:

@@ -20,8 +20,9 @@ from __future__ import annotations
 # 14: a cwd with a control character is quoted $'…' in resume_command (objects.shell_quote);
 # 15: the same for C1, format and separator characters, and pr-link URLs of known forges
 # 16: a title or PR link glued onto a bad line is read (reader.glued_record), and a tag
-# record without a string tag clears the tag, as the SDK reads them
-DERIVATION_VERSION = 16
+# record without a string tag clears the tag, as the SDK reads them; 17: pr_mentions in
+# number and URL order (objects._build_many), whatever order the files were read in
+DERIVATION_VERSION = 17
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

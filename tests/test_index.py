@@ -204,6 +204,35 @@ def test_incremental_sequence_equals_rebuild(tmp_path: Path) -> None:
     assert {r["session_id"] for r in select_rows(db)} == {a.session_id, c.session_id}
 
 
+def test_pr_mentions_read_in_any_order_equal_a_rebuild(tmp_path: Path) -> None:
+    """A subagent's mention indexed before its main file's: the session object listed
+    the mentions in the order they were read, a rebuild in file order."""
+    tree = ConfigTree(tmp_path / "claude")
+    a = _session(tree)
+    path_a = a.write()
+    db = open_db(tmp_path / "inc.db")
+    refresh(db, [tree.root])
+    sub = a.subagent(agent_id="s1", tool_use_id="toolu_9")
+    sub.user("the subagent saw https://github.com/acme/shop/pull/3")
+    a.write()
+    refresh(db, [tree.root])
+    append_records(
+        path_a,
+        [
+            {
+                "type": "user",
+                "uuid": "u-pr",
+                "sessionId": a.session_id,
+                "message": {"role": "user", "content": "see https://github.com/acme/shop/pull/2"},
+            }
+        ],
+    )
+    refresh(db, [tree.root])
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "fresh.db")
+    [obj] = [to_object(db, r) for r in select_rows(db)]
+    assert [m["number"] for m in obj["pr_mentions"]] == [2, 3]
+
+
 def test_subagents_are_indexed_under_their_parent(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     s = _session(tree)
