@@ -384,11 +384,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
         emit([obj], fmt, project=True, agents=_agents([obj], fmt))
         how = obj["resume_command"] or archived_advice(obj)
         click.echo(clean(f"matched by {found.matched_by}: {how}"))
-    elif fmt == "json":
-        from sessiondex.cli.output import dumps
-
-        click.echo(dumps(obj, indent=True))
-    else:
+    else:  # json: an array of one, as for several candidates
         emit([obj], fmt, agents=_agents([obj], fmt))
 
 
@@ -416,12 +412,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     except NotFound as exc:
         raise CliError(clean(str(exc))) from None
     fmt = chosen_format(fmt, as_json)
-    if fmt == "json":
-        from sessiondex.cli.output import dumps
-
-        click.echo(dumps(obj, indent=True))
-    else:
-        emit([obj], fmt, agents=_agents([obj], fmt))
+    emit([obj], fmt, agents=_agents([obj], fmt))
 
 
 def archived_advice(session: dict[str, Any]) -> str:

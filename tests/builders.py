@@ -703,3 +703,11 @@ def git(*args: str, cwd: Path) -> None:
         check=True,
         capture_output=True,
     )
+
+
+def one_session(stdout: str) -> dict[str, Any]:
+    """The session of a ``resolve``/``continue`` ``--json`` answer: a JSON array of one,
+    as every command that prints sessions prints them (spec/cli.md)."""
+    [session] = json.loads(stdout)
+    assert isinstance(session, dict)
+    return session

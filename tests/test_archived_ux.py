@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, one_session
 
 CWD = "/w/app"
 
@@ -82,7 +82,7 @@ def test_resolve_says_how_to_get_it_back(world: Archived) -> None:
     assert result.exit_code == 0, result.output
     assert "claude --resume" not in result.stdout
     assert f"run `sessiondex restore {world.first.session_id}` first" in result.stdout
-    obj = json.loads(
+    obj = one_session(
         world.run("resolve", world.first.session_id, "--include-archived", "--json").stdout
     )
     assert obj["resume_command"] is None

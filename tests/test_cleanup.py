@@ -24,7 +24,7 @@ from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
 from sessiondex.query import cleanup as cl
 from sessiondex.transcripts import retention as rules
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, one_session
 
 NOW = 1_800_000_000.0
 DAY = 86400
@@ -574,7 +574,7 @@ def test_cli_archive_round_trip_and_findable(live: dict[str, Any]) -> None:
             live["db"],
         )
         assert resolved.exit_code == 0, resolved.output
-        assert json.loads(resolved.stdout)["session_id"] == s["old"].session_id
+        assert one_session(resolved.stdout)["session_id"] == s["old"].session_id
         # subagent text inside the archive is searchable too
         sub = _stdout_json(
             _run(

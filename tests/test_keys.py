@@ -17,7 +17,7 @@ from sessiondex.transcripts.keys import (
     sanitize_path,
     validate_session_id,
 )
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, one_session
 
 
 @pytest.mark.parametrize(
@@ -138,5 +138,5 @@ def test_the_override_dir_answers_list_and_continue(
     assert ids == expected
     result = CliRunner().invoke(cli, [*base, "continue", "--cwd", "/w/app", "--json"], env=env)
     assert result.exit_code == 0, result.output
-    opened = json.loads(result.stdout)["session_id"]
+    opened = one_session(result.stdout)["session_id"]
     assert opened == (named.session_id if honoured else own.session_id)

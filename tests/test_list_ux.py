@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from sessiondex import Index
 from sessiondex.cli.main import cli
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, one_session
 
 T0 = 1_790_000_000
 
@@ -159,7 +159,7 @@ def test_a_hidden_session_still_resolves_and_untag_brings_it_back(
     base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
     runner = CliRunner()
     found = runner.invoke(cli, [*base, "resolve", hidden.hidden, "--json"])
-    assert json.loads(found.stdout)["tag"] == "__hidden"
+    assert one_session(found.stdout)["tag"] == "__hidden"
     assert runner.invoke(cli, [*base, "untag", hidden.hidden]).exit_code == 0
     listed = runner.invoke(cli, [*base, "list", "--json", "--cwd", "/w/app"])
     assert hidden.hidden in [row["session_id"] for row in json.loads(listed.stdout)]

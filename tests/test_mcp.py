@@ -213,7 +213,7 @@ def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> No
             # resolve_session: the CLI's rules (name, prefix, full ID)
             for ref in ("Auth refactor", "auth REFACTOR ", "4045e6f8", AUTH):
                 resolved = await answer(session, "resolve_session", ref=ref)
-                expected = cli_json(tree, "resolve", ref, "--cwd", SHOP, "--json")
+                [expected] = cli_json(tree, "resolve", ref, "--cwd", SHOP, "--json")
                 assert resolved["status"] == "found"
                 assert resolved["session"]["session_id"] == expected["session_id"] == AUTH
                 assert resolved["matched_by"] == expected["matched_by"]

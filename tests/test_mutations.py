@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.transcripts.fork import build_fork
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, one_session
 
 CWD = "/home/dev/proj"  # does not exist: no git repository, no worktrees
 MTIME = 1_790_000_000
@@ -89,7 +89,7 @@ class World:
     def resolve(self, arg: str) -> dict[str, Any]:
         result = self.run("resolve", arg, "--cwd", CWD, "--json", no_refresh=True)
         assert result.exit_code == 0, result.output
-        return json.loads(result.stdout)
+        return one_session(result.stdout)
 
     def snapshot(self) -> dict[str, tuple[bytes, int]]:
         """Every file under the config dir (and the outside one): bytes and mtime."""

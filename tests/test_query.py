@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.query.scopes import git_worktrees
-from tests.builders import ConfigTree, git
+from tests.builders import ConfigTree, git, one_session
 
 ID_PREFIX_A = "abcdef12-0000-4000-8000-000000000001"
 ID_PREFIX_B = "abcdef12-1111-4000-8000-000000000002"
@@ -135,7 +135,7 @@ def test_resolve_table(
     result = world.run("resolve", arg, "--json", cwd=cwd)
     assert result.exit_code == exit_code, result.output
     if exit_code == 0:
-        obj = json.loads(result.stdout)
+        obj = one_session(result.stdout)
         assert obj["session_id"] == world.ids[expected]
         assert obj["matched_by"] == matched_by
     elif exit_code == 3:  # every candidate, each saying how it matched (cli.md)
@@ -188,10 +188,10 @@ def test_hostile_arguments_are_clear_errors(world: World, arg: str) -> None:
 def test_transcript_path_resolves_anywhere_for_reading(world: World, tmp_path: Path) -> None:
     source = next(world.tree.projects_dir.rglob(f"{world.ids['auth']}.jsonl"))
     result = world.run("resolve", str(source), "--json", cwd=world.plain)
-    assert json.loads(result.stdout)["matched_by"] == "path"
+    assert one_session(result.stdout)["matched_by"] == "path"
     copy = tmp_path / "elsewhere.jsonl"
     copy.write_bytes(source.read_bytes())
-    obj = json.loads(world.run("resolve", str(copy), "--json").stdout)
+    obj = one_session(world.run("resolve", str(copy), "--json").stdout)
     assert obj["matched_by"] == "path" and obj["title"] == "Auth refactor"
 
 
@@ -271,7 +271,7 @@ def test_continue_table(world: World, where: str, print_mode: bool, expected: st
     cwd = {"a": world.repo_a, "wt": world.repo_a_wt, "b": world.repo_b}[where]
     args = ["continue", "--json"] + (["--print-mode"] if print_mode else [])
     result = world.run(*args, cwd=cwd)
-    assert json.loads(result.stdout)["session_id"] == world.ids[expected]
+    assert one_session(result.stdout)["session_id"] == world.ids[expected]
 
 
 def test_resume_dry_run_prints_the_command(world: World) -> None:
@@ -308,8 +308,8 @@ def test_a_subagent_transcript_path_resolves_to_its_session(tmp_path: Path) -> N
         assert result.exit_code == 0, result.output
         return result.stdout
 
-    by_sub = json.loads(run("resolve", str(sub), "--json"))
-    by_main = json.loads(run("resolve", str(main), "--json"))
+    by_sub = one_session(run("resolve", str(sub), "--json"))
+    by_main = one_session(run("resolve", str(main), "--json"))
     assert by_sub == by_main and by_sub["matched_by"] == "path"
     assert by_sub["config_dir"] == str(root) and by_sub["project_key"] == "-home-dev-shop"
     assert run("resume", str(sub), "--dry-run") == run("resume", str(main), "--dry-run")
@@ -327,7 +327,7 @@ def test_a_subagent_without_its_main_transcript_keeps_its_config_dir(tmp_path: P
         cli,
         ["--config-dir", str(root), "--db", str(tmp_path / "i.db"), "resolve", str(sub), "--json"],
     )
-    obj = json.loads(result.stdout)
+    obj = one_session(result.stdout)
     assert (obj["session_id"], obj["config_dir"], obj["project_key"]) == (
         session_id,
         str(root),
@@ -374,7 +374,7 @@ def test_continue_skips_a_session_of_another_directory_with_the_same_key(
     other = tree.session(cwd="/p/b/c", project_key=mine.project_dir.name)
     other.user("work in b/c")
     other.write(mtime=1_800_000_500)
-    found = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/p/b-c")
+    [found] = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/p/b-c")
     assert found["session_id"] == mine.session_id
 
 
@@ -394,7 +394,7 @@ def test_an_id_prefix_skips_files_without_messages_as_a_whole_id_does(
     if kind == "empty":
         path.write_bytes(b"")
     for ref in (sid, sid[:8]):
-        found = _cli_json(tmp_path, tree.root, "resolve", ref, "--cwd", "/w/here")
+        [found] = _cli_json(tmp_path, tree.root, "resolve", ref, "--cwd", "/w/here")
         assert found["cwd"] == "/w/real", ref
 
 
@@ -411,7 +411,7 @@ def test_an_id_in_an_older_hash_variant_of_the_cwds_long_key_is_local(tmp_path: 
     s.write()
     listed = _cli_json(tmp_path, tree.root, "list", "--cwd", cwd)
     assert [r["session_id"] for r in listed] == [s.session_id]
-    found = _cli_json(tmp_path, tree.root, "resolve", s.session_id, "--cwd", cwd)
+    [found] = _cli_json(tmp_path, tree.root, "resolve", s.session_id, "--cwd", cwd)
     assert found["matched_by"] == "id"
 
 
@@ -427,7 +427,7 @@ def test_continue_takes_the_newest_transcript_mtime_not_the_newest_activity(
     active = tree.session(cwd="/w/app", start="2026-06-01T10:00:00.000Z")
     active.user("newer conversation, file older")
     active.write(mtime=1_800_000_000)
-    found = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/w/app")
+    [found] = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/w/app")
     assert found["session_id"] == touched.session_id
     listed = _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/app")
     assert listed[0]["session_id"] == active.session_id  # list orders by activity

@@ -35,7 +35,7 @@ from sessiondex.indexer.lock import watcher_alive
 from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import search
-from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps
+from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps, one_session
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
@@ -680,11 +680,11 @@ def test_reads_of_one_session_see_writes_made_beside_a_watcher(
         renamed = cli_run(tree.root, db_path, "rename", sid, "CLI title")
         assert renamed.returncode == 0, renamed.stderr
         resolved = cli_run(tree.root, db_path, "resolve", sid, "--json")
-        assert json.loads(resolved.stdout)["title"] == "CLI title"
+        assert one_session(resolved.stdout)["title"] == "CLI title"
         s.meta("custom-title", customTitle="Claude Code title")  # written by Claude Code
         s.append()
         shown = cli_run(tree.root, db_path, "resolve", sid, "--json")
-        assert json.loads(shown.stdout)["title"] == "Claude Code title"
+        assert one_session(shown.stdout)["title"] == "Claude Code title"
 
 
 # ----------------------------------------------------- 6. everything at once, for a while

@@ -49,7 +49,7 @@ import sessiondex.indexer.meta as meta_module
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.lock import WriteTurn
-from tests.builders import ConfigTree, copy_fixtures
+from tests.builders import ConfigTree, copy_fixtures, one_session
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
 CWD = "/srv/faults"
@@ -315,7 +315,7 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(
         assert "feeding" in result.stdout
     elif command == "rename":
         listed = world.run("--no-refresh", "resolve", world.sid, "--json")
-        assert json.loads(listed.stdout)["title"] == "Renamed after damage"
+        assert one_session(listed.stdout)["title"] == "Renamed after damage"
     if kind == "undecodable-json" and command != "index --rebuild":
         # The answers were right (objects rebuilt from their rows); the stored values
         # stay as they are until a rebuild rewrites them.
@@ -492,7 +492,7 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
     assert world.run("index").exit_code == 0
     found = world.run("--no-refresh", "search", "wombatword", "--scope", "all", "--json")
     assert World.ids(found) == {big.session_id}
-    resolved = json.loads(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
+    resolved = one_session(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
     assert resolved["custom_title"] == name  # the transcript had it (the title is cut)
     db = open_db(world.db)
     try:
@@ -539,7 +539,7 @@ def test_a_writer_waits_its_turn_says_so_on_a_terminal_and_succeeds(
     assert result.exit_code == 0, result.output
     assert waited >= 0.5
     assert result.stderr.count("waiting for another sessiondex process") == 1, result.stderr
-    resolved = json.loads(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
+    resolved = one_session(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
     assert resolved["title"] == "Renamed in turn"
 
 

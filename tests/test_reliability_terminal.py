@@ -21,7 +21,7 @@ from sessiondex.cli.main import cli
 from sessiondex.cli.output import HIGHLIGHT, emit
 from sessiondex.render.conversation import build_conversation, render_text
 from sessiondex.render.terminal import json_escape_controls, neutralize, neutralize_escapes
-from tests.builders import ConfigTree, append_records
+from tests.builders import ConfigTree, append_records, one_session
 
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 OSC8 = "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\"
@@ -125,7 +125,7 @@ def test_the_other_directory_note_quotes_the_path_like_resume_command(
     world: dict[str, Any],
 ) -> None:
     result = _run(world, "resolve", world["id"], "--cwd", HOME_CWD, "--json")
-    obj = json.loads(result.stdout)
+    obj = one_session(result.stdout)
     # $'…': the directory's ESC and BEL escaped, so the line is one line and pastes as is
     assert obj["resume_command"].startswith("cd $'/tmp/sessiondex-no-such-dir/zebracwd \\x1b]52")
     assert neutralize(obj["resume_command"], single_line=True) in result.stderr
@@ -170,7 +170,7 @@ def test_our_own_colours_survive_cleaning(
     world: dict[str, Any], capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """show's styling and search's highlight are added after the data is cleaned."""
-    resolved = json.loads(_run(world, "resolve", world["id"], "--json", "--cwd", CWD).stdout)
+    resolved = one_session(_run(world, "resolve", world["id"], "--json", "--cwd", CWD).stdout)
     coloured = render_text(build_conversation(resolved), color=True)
     ours = re.compile(r"\x1b\[[0-9;]*m")  # click.style's SGR codes
     assert ours.search(coloured)

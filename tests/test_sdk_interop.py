@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from sessiondex import sdk as sdk_api
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures
+from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures, one_session
 
 sdk = pytest.importorskip("claude_agent_sdk")
 
@@ -74,7 +74,7 @@ def run_cli(root: Path, *args: str) -> Any:
 def our_session(root: Path, session_id: str) -> dict[str, Any] | None:
     """The session object our index holds (after the refresh every read does)."""
     result = run_cli(root, "resolve", session_id, "--json")
-    return json.loads(result.stdout) if result.exit_code == 0 else None
+    return one_session(result.stdout) if result.exit_code == 0 else None
 
 
 # ----------------------------------------------------------------- result types
@@ -400,7 +400,7 @@ def test_a_title_the_sdk_glued_onto_a_bad_line_is_read_as_the_sdk_reads_it(
     assert sdk.get_session_info(sid).custom_title == "Glued title"
     found = run_cli(tree.root, "resolve", "Glued title", "--cwd", "/home/dev/glued", "--json")
     assert found.exit_code == 0, found.output
-    assert json.loads(found.stdout)["custom_title"] == "Glued title"
+    assert one_session(found.stdout)["custom_title"] == "Glued title"
     before = s.path.read_bytes()
     again = run_cli(tree.root, "rename", sid, "Glued title")
     assert again.exit_code == 0 and s.path.read_bytes() == before  # nothing to change

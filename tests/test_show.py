@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.render.conversation import build_conversation, render_text
-from tests.builders import ConfigTree, SessionWriter
+from tests.builders import ConfigTree, SessionWriter, one_session
 
 CWD = "/tmp/sessiondex-show-tests/repo"  # outside any git repository (the SDK runs git)
 
@@ -295,7 +295,7 @@ def test_no_colour_when_not_a_terminal_and_colour_on_request(tmp_path: Path) -> 
     out = _run(tree, tmp_path, "show", s.session_id).stdout
     assert "\x1b[" not in out
     conv = build_conversation(
-        json.loads(_run(tree, tmp_path, "resolve", s.session_id, "--json").stdout)
+        one_session(_run(tree, tmp_path, "resolve", s.session_id, "--json").stdout)
     )
     assert "\x1b[" in render_text(conv, color=True)
     assert "\x1b[" not in render_text(conv, color=False)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.transcripts.fork import build_fork
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, one_session
 
 CWD = "/w/app"
 
@@ -105,5 +105,5 @@ def test_show_of_a_copied_transcript_names_the_session_inside(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     assert f"session: {s.session_id}" in result.stdout
     assert "session: backup" not in result.stdout
-    resolved = json.loads(_run(tree, tmp_path, "resolve", str(copy), "--json").stdout)
+    resolved = one_session(_run(tree, tmp_path, "resolve", str(copy), "--json").stdout)
     assert resolved["session_id"] == s.session_id and resolved["file_path"] == str(copy)
