@@ -25,6 +25,7 @@ from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
+from sessiondex.transcripts.reader import without_lone_surrogates
 from sessiondex.transcripts.tags import clean_name, clean_tag, sanitize_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
@@ -136,7 +137,7 @@ def user_name(name: object, what: str = "the new name") -> str:
     the joiners of emoji and scripts kept, stripped); nothing visible left is an error.
     The SDK-style writers keep the SDK's looser rule (:func:`check_name`): they must
     write what the SDK writes."""
-    title = clean_name(name) if isinstance(name, str) else ""
+    title = clean_name(without_lone_surrogates(name)) if isinstance(name, str) else ""
     if not title:
         raise MutationError(f"{what} is empty (after removing invisible characters)")
     return title
@@ -145,7 +146,7 @@ def user_name(name: object, what: str = "the new name") -> str:
 def user_tag(value: object) -> str:
     """The one validation of a tag a person typed: :func:`~transcripts.tags.clean_tag`
     (as :func:`user_name`, and without leading ``#``, which the picker adds itself)."""
-    clean = clean_tag(value) if isinstance(value, str) else ""
+    clean = clean_tag(without_lone_surrogates(value)) if isinstance(value, str) else ""
     if not clean:
         raise MutationError(
             "the tag is empty (after removing invisible characters); use untag to clear a tag"

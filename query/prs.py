@@ -18,6 +18,7 @@ from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
 from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
 from sessiondex.transcripts.pr_urls import parse_pr_number as parse_pr_number  # re-exported
+from sessiondex.transcripts.reader import without_lone_surrogates
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -143,6 +144,7 @@ def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool =
     mentions; with no PR, every session in scope that has a link. ``elsewhere``: when
     nothing is found for a number, count what the wider scopes hold."""
     if pr is not None:
+        pr = without_lone_surrogates(pr)
         ref = parse_pr_ref(pr)
         if ref is not None:
             linked, mentioned = sessions_for_pr(

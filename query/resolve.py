@@ -31,7 +31,7 @@ from sessiondex.transcripts.keys import (
     is_session_id,
     project_keys_for_directory,
 )
-from sessiondex.transcripts.reader import RecordReader
+from sessiondex.transcripts.reader import RecordReader, without_lone_surrogates
 from sessiondex.transcripts.tags import clean_name
 
 if TYPE_CHECKING:
@@ -219,6 +219,7 @@ def resolve(
     """One session for ``arg``, or :class:`NotFound` / :class:`Ambiguous`."""
     if not isinstance(arg, str) or not arg.strip():
         raise NotFound("empty session argument: give a session ID, name or path")
+    arg = without_lone_surrogates(arg)  # from JSON (MCP, a program): SQLite refuses them
     if "\x00" in arg:
         raise NotFound("a session argument cannot contain a NUL character")
     here = resolve_cwd(cwd)

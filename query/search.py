@@ -66,6 +66,7 @@ from sessiondex.query.sessions import (
 )
 from sessiondex.query.snippets import display_snippet, one_line
 from sessiondex.transcripts.pr_urls import parse_pr_ref
+from sessiondex.transcripts.reader import without_lone_surrogates
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -505,7 +506,7 @@ def run_search(
     """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
     search that matches nothing in its scope also counts the matches of wider scopes.
     ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`."""
-    text = query.strip()
+    text = without_lone_surrogates(query).strip()  # from JSON (MCP, a program): no crash
     if not text:
         return SearchOutcome([], NONE)
     if not raw:

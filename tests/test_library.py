@@ -393,3 +393,37 @@ def test_an_index_answers_only_for_its_config_dirs(tmp_path: Path) -> None:
         assert index.continue_session(cwd="/w/app")["session_id"] == second
         with pytest.raises(NotFound):
             index.resolve(first, cwd="/w/app")
+
+
+# Text that reached a program through JSON: "\ud800" decodes to a lone surrogate, which
+# SQLite, orjson and UTF-8 output refuse. No input may crash an answer.
+LONE = "heartbeat \ud800"
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda ix: [h["title"] for h in ix.search(LONE, scope="all")], ["Auth refactor"]),
+        (
+            lambda ix: [h["title"] for h in ix.search(LONE, scope="all", raw=True)],
+            ["Auth refactor"],
+        ),
+        (lambda ix: ix.search("\udc80", scope="all"), []),
+        (lambda ix: ix.from_pr("\ud800", scope="all"), ValueError),  # not a PR: said so
+        (lambda ix: ix.resolve("Auth \ud800", cwd=CWD), NotFound),
+        (
+            lambda ix: ix.rename("Auth refactor", "Auth \ud800 v2", cwd=CWD).session["title"],
+            "Auth \ufffd v2",
+        ),  # fmt: skip
+        (lambda ix: ix.tag("Auth refactor", "t\udc80", cwd=CWD).session["tag"], "t\ufffd"),
+    ],
+)
+def test_a_lone_surrogate_never_crashes_an_answer(
+    tree: ConfigTree, tmp_path: Path, call: Any, expected: Any
+) -> None:
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        if expected in (NotFound, ValueError):
+            with pytest.raises(expected):
+                call(index)
+        else:
+            assert call(index) == expected

@@ -87,7 +87,7 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
         import json  # here only: a rare path, and start-up time is a benchmark figure
 
         try:
-            value = _without_lone_surrogates(json.loads(text))
+            value = without_lone_surrogates(json.loads(text))
         except (ValueError, RecursionError):
             return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
     if not isinstance(value, dict):
@@ -95,15 +95,19 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
     return value, PROBLEM_INVALID_UTF8 if repaired else None
 
 
-def _without_lone_surrogates(value: Any) -> Any:
+def without_lone_surrogates(value: Any) -> Any:
     """``json`` decodes an escaped lone surrogate (``"\\ud800"``) into a string no UTF-8
-    encoder takes (SQLite, orjson, a terminal): make it U+FFFD, as invalid bytes are."""
+    encoder takes (SQLite, orjson, a terminal): make it U+FFFD, as invalid bytes are.
+    For a transcript's values, and for text that reached the library or the MCP server
+    through JSON (a query, a name, a session argument)."""
     if isinstance(value, str):
+        if value.isascii():
+            return value
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, list):
-        return [_without_lone_surrogates(v) for v in value]
+        return [without_lone_surrogates(v) for v in value]
     if isinstance(value, dict):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
     return value
 
 
