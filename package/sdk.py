@@ -157,14 +157,17 @@ def _directory_keys(
     """(project key, the path it stands for) for ``directory`` and, if asked, each git
     worktree of its repository: the cwd reported for sessions whose records have none.
 
-    Listings ignore a lone worktree (the SDK scans only the directory then); ID lookups
-    try any worktree after the directory's own project dir (``min_worktrees=1``)."""
+    Listings ignore a lone worktree (the SDK scans only the directory then) and take
+    the longest worktree path first; ID lookups (``min_worktrees=1``) try any worktree
+    after the directory's own project dir, in git's order, as the SDK does, so that of
+    two copies of one ID in two worktrees the same one answers."""
     canonical = canonical_directory(directory)
     pairs = [(key, canonical) for key in project_keys_for_directory(canonical)]
     if include_worktrees:
         worktrees = git_worktrees(canonical)
         if len(worktrees) >= min_worktrees:
-            for path in sorted(worktrees, key=len, reverse=True):
+            ordered = worktrees if min_worktrees == 1 else sorted(worktrees, key=len, reverse=True)
+            for path in ordered:
                 for key in project_keys_for_directory(path):
                     if key not in {k for k, _ in pairs}:
                         pairs.append((key, path))

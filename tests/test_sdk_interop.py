@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from sessiondex import sdk as sdk_api
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures, one_session
+from tests.builders import FIXTURES_DIR, ConfigTree, copy_fixtures, git, one_session
 
 sdk = pytest.importorskip("claude_agent_sdk")
 
@@ -75,6 +75,36 @@ def our_session(root: Path, session_id: str) -> dict[str, Any] | None:
     """The session object our index holds (after the refresh every read does)."""
     result = run_cli(root, "resolve", session_id, "--json")
     return one_session(result.stdout) if result.exit_code == 0 else None
+
+
+def test_an_id_in_two_worktrees_is_looked_up_in_gits_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ID lookups with a directory try the directory's own project dir, then every
+    worktree in `git worktree list` order (the listing's longest-path-first order
+    answered with the other copy)."""
+    repo, linked = tmp_path / "repo", tmp_path / "repo-wt"
+    (repo / "sub").mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
+        "-m", "x", cwd=repo)  # fmt: skip
+    git("worktree", "add", "-q", str(linked), "-b", "wt", cwd=repo)
+    tree = ConfigTree(tmp_path / "claude")
+    sid = "66666666-0000-4000-8000-000000000000"
+    for where, text in ((repo, "copy in main checkout"), (linked, "copy in linked worktree")):
+        s = tree.session(str(where), session_id=sid)
+        s.user(text)
+        s.write(mtime=T0)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    directory = str(repo / "sub")
+    theirs = sdk.get_session_info(sid, directory)
+    mine = sdk_api.get_session_info(sid, directory, db=tmp_path / "i.db")
+    assert theirs is not None and mine is not None
+    assert mine.first_prompt == theirs.first_prompt == "copy in main checkout"
+    messages = sdk_api.get_session_messages(sid, directory, db=tmp_path / "i.db")
+    assert [m.message for m in messages] == [
+        m.message for m in sdk.get_session_messages(sid, directory)
+    ]
 
 
 # ----------------------------------------------------------------- result types
