@@ -268,7 +268,9 @@ def _by_prefix(
     include_archived: bool,
     roots: list[Path],
 ) -> Resolution | None:
-    # As for a whole ID, an empty or metadata-only file never counts.
+    # As for a whole ID, an empty or metadata-only file never counts. Only sessions in
+    # scope answer (the repository's worktrees); one elsewhere is named in the error, so
+    # its whole ID (which resolves from anywhere when one project holds it) is a paste away.
     local = [
         r
         for r in repo_rows
@@ -276,12 +278,18 @@ def _by_prefix(
     ]
     if not local:
         kept, kept_params = kept_sql(db, include_archived, roots)
-        local = select_rows(
+        elsewhere = select_rows(
             db,
             f"lower(s.session_id) LIKE ? ESCAPE '\\' AND s.raw_message_count > 0 AND {kept}",
             [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *kept_params],
         )
-    if not local:
+        ids = sorted({r["session_id"] for r in elsewhere})
+        if ids:
+            where = f"session {ids[0]}" if len(ids) == 1 else f"{len(ids)} sessions ({ids[0]}, …)"
+            raise NotFound(
+                f"No session of this repository starts with {prefix!r}; {where} of another"
+                " project does: give its whole ID, or run the command from its directory"
+            )
         return None
     unique = {r["session_id"].lower() for r in local}
     if len(local) > 1 or len(unique) > 1:

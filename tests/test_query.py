@@ -393,9 +393,19 @@ def test_an_id_prefix_skips_files_without_messages_as_a_whole_id_does(
     path = stub.write()
     if kind == "empty":
         path.write_bytes(b"")
-    for ref in (sid, sid[:8]):
-        [found] = _cli_json(tmp_path, tree.root, "resolve", ref, "--cwd", "/w/here")
-        assert found["cwd"] == "/w/real", ref
+    [found] = _cli_json(tmp_path, tree.root, "resolve", sid, "--cwd", "/w/here")
+    assert found["cwd"] == "/w/real"
+    # A prefix names sessions in scope only (spec); the one elsewhere is named.
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "resolve", sid[:8],
+         "--cwd", "/w/here"],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: No session of this repository starts with {sid[:8]!r}; session {sid} of"
+        " another project does: give its whole ID, or run the command from its directory\n"
+    )
 
 
 def test_an_id_in_an_older_hash_variant_of_the_cwds_long_key_is_local(tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def test_show_renders_the_stored_entries(world: tuple[Path, str, str]) -> None:
     root, local, team = world
     for session in ("4045e6f8-686a-5d64-9f2b-e0830c6ab007", "0299d474"):
         for fmt in ("md", "text", "json"):
-            args = ("show", session, "--format", fmt, "--subagents")
+            args = ("show", session, "--format", fmt, "--subagents", "--cwd", "/home/dev/shop")
             a, b = run(root, local, *args), run(root, team, *args)
             assert b.exit_code == a.exit_code == 0, b.output
             if fmt == "json":  # json carries tool results, which push leaves out

@@ -367,6 +367,9 @@ def _with_how(row: Row, how: str) -> Row:
 
 
 # ----------------------------------------------------------------- session
+MIN_PREFIX = 8  # as resolve takes an ID prefix
+
+
 def _find(
     index: Index, arg: str, project: str | None
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
@@ -380,10 +383,14 @@ def _find(
             return index.resolve(arg).session, [], everything
         except (NotFound, Ambiguous):
             pass
+    # A page has no directory to scope an ID prefix to: it names one session of any
+    # project, as a whole ID does.
+    prefix = len(arg) >= MIN_PREFIX and all(c in "0123456789abcdef-" for c in arg.lower())
     candidates = [
         s
         for s in everything
-        if s["session_id"] == arg and (project is None or s["project_key"] == project)
+        if (s["session_id"] == arg or (prefix and s["session_id"].lower().startswith(arg.lower())))
+        and (project is None or s["project_key"] == project)
     ]
     if len(candidates) == 1:
         return candidates[0], [], everything
