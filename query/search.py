@@ -150,7 +150,15 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
         spaced = fts_text(word).strip()
         if not any(ch.isalnum() for ch in spaced):
             continue
-        prefix = index == len(words) - 1 and len(word) >= MIN_PREFIX_CHARS and spaced == word
+        # The prefix applies to the word's last token as FTS5 splits it: "C++" is the
+        # token "c", "foo.ba" ends in "ba"; a one- or two-letter prefix matches too much.
+        tokens = "".join(ch if ch.isalnum() else " " for ch in spaced).split()
+        prefix = (
+            index == len(words) - 1
+            and spaced == word
+            and bool(tokens)
+            and len(tokens[-1]) >= MIN_PREFIX_CHARS
+        )
         terms.append(dialect.term(spaced, prefix))
         kept.append(word)
     return terms, kept

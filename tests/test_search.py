@@ -191,6 +191,24 @@ def test_raw_syntax_error_is_exit_1_with_a_hint(tmp_path: Path) -> None:
     assert ok.exit_code == 0 and len(json.loads(ok.stdout)) >= 2
 
 
+@pytest.mark.parametrize(
+    ("query", "term"),
+    [
+        ("refac", '"refac"*'),
+        ("C++", '"C++"'),  # one token, "c": no one-letter prefix
+        ("c#", '"c#"'),
+        ("foo.ba", '"foo.ba"'),  # the last token "ba" is too short
+        ("foo.bar", '"foo.bar"*'),
+        ("-x-", '"-x-"'),
+        ("ab", '"ab"'),
+    ],
+)
+def test_the_last_word_is_a_prefix_only_from_three_indexed_letters(query: str, term: str) -> None:
+    """``C++`` has three characters but FTS5 indexes one of them: as a prefix it matched
+    every word starting with "c", and the C++ session came last."""
+    assert quote_query(query) == term
+
+
 def test_escaped_query_keeps_operators_as_words() -> None:
     assert quote_query('auth NEAR "x') == '"auth" "NEAR" "x"'
     assert quote_query("auth refac") == '"auth" "refac"*'
