@@ -45,6 +45,7 @@ words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -397,8 +398,12 @@ def _find(
     dialect = dialect_of(db)
     together = dialect.all_of(terms)
     full = _best(
-        _metadata_hits(db, together, where, params, limit)
-        + _message_hits(db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None)
+        _either(
+            lambda: _metadata_hits(db, together, where, params, limit),
+            lambda: _message_hits(
+                db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None
+            ),
+        )
     )
     for hit in full.values():
         hit.terms = tuple(range(len(terms)))
@@ -432,6 +437,25 @@ def _find(
     if full:
         return full, {}
     return {}, spread
+
+
+def _either(*sources: Callable[[], list[Hit]]) -> list[Hit]:
+    """The hits of every source. A ``--raw`` column filter names the columns of one FTS
+    table (``text:`` the messages', ``custom_title:`` the sessions'): the table without
+    that column has no hits rather than failing the search; only when every one fails is
+    it the query's error."""
+    hits: list[Hit] = []
+    failed: list[Exception] = []
+    for source in sources:
+        try:
+            hits.extend(source())
+        except sqlite3.OperationalError as exc:
+            if "no such column" not in str(exc):
+                raise
+            failed.append(exc)
+    if failed and len(failed) == len(sources):
+        raise failed[0]
+    return hits
 
 
 def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, set[int]]:

@@ -209,6 +209,37 @@ def test_the_last_word_is_a_prefix_only_from_three_indexed_letters(query: str, t
     assert quote_query(query) == term
 
 
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("text:needle", {"in text"}),  # the messages' column
+        ("custom_title:needle", {"in title"}),  # a session column
+        ("{custom_title tag}: needle", {"in title"}),
+        ("needle", {"in text", "in title"}),
+        ("nosuchcolumn:needle", "error"),
+    ],
+)
+def test_raw_column_filters_search_the_table_that_has_the_column(
+    tmp_path: Path, query: str, found: object
+) -> None:
+    """One --raw query runs on the sessions' and the messages' FTS tables, whose columns
+    differ: a valid column filter failed as "no such column" on the other one."""
+    tree = ConfigTree(tmp_path / "claude")
+    for title, text in (("in text", "a needle in the prose"), ("in title", "plain prose")):
+        s = tree.session(cwd="/w/app")
+        s.user(text)
+        s.meta("custom-title", customTitle=title + (" needle" if title == "in title" else ""))
+        s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "search", "--raw", query, "--scope", "all", "--json"])
+    if found == "error":
+        assert result.exit_code == 1 and "drop --raw" in result.stderr
+        return
+    assert result.exit_code == 0, result.output
+    titles = {row["custom_title"].removesuffix(" needle") for row in json.loads(result.stdout)}
+    assert titles == found
+
+
 def test_escaped_query_keeps_operators_as_words() -> None:
     assert quote_query('auth NEAR "x') == '"auth" "NEAR" "x"'
     assert quote_query("auth refac") == '"auth" "refac"*'
