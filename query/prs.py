@@ -19,6 +19,7 @@ from sessiondex.query.sessions import select_rows, to_objects
 from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
 from sessiondex.transcripts.pr_urls import parse_pr_number as parse_pr_number  # re-exported
 from sessiondex.transcripts.reader import without_lone_surrogates
+from sessiondex.transcripts.remotes import same_repository
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -125,10 +126,23 @@ def _number_rows(
             link += " AND p.number = ?"
             link_params.append(number)
         # Claude Code compares the number alone, so PR #12 of another repository
-        # matches too; when the cwd's origin names a repository we keep only its PRs.
+        # matches too; when the cwd's origin names a repository we keep only its PRs
+        # (transcripts.remotes.same_repository: ports, Gerrit review hosts, Bitbucket
+        # Server paths and SSH aliases as one repository).
         if remote is not None:
-            link += " AND lower(p.host) = ? AND lower(p.repository) = ?"
-            link_params.extend([remote[0], remote[1].lower()])
+            owners = sorted(
+                {
+                    rowid
+                    for rowid, host, repository in db.execute(
+                        f"SELECT p.session_rowid, p.host, p.repository FROM {table} p"
+                        " WHERE p.number = ?",
+                        [number],
+                    )
+                    if same_repository(remote, host, repository)
+                }
+            )
+            link += f" AND p.session_rowid IN ({', '.join('?' for _ in owners) or 'NULL'})"
+            link_params.extend(owners)
         rows = select_rows(
             db, f"{where} AND EXISTS ({link})", params + link_params, limit=filters.limit
         )

@@ -218,3 +218,38 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
         (linked.session_id, "pr-link"),
         (mention.session_id, "pr-mention"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("origin", "link", "found"),
+    [
+        # Bitbucket Server: clone over HTTP (scm/…) or SSH (another port) vs the web path
+        ("https://bb.corp.example:7990/scm/prj/r.git",
+         "https://bb.corp.example:7990/projects/PRJ/repos/r/pull-requests/4", True),
+        ("ssh://git@bb.corp.example:7999/prj/r.git",
+         "https://bb.corp.example:7990/projects/PRJ/repos/r/pull-requests/4", True),
+        # Gerrit: the git host and its -review host
+        ("https://android.googlesource.com/platform/build",
+         "https://android-review.googlesource.com/c/platform/build/+/4", True),
+        # an SSH alias from ~/.ssh/config names no real host: the paths decide
+        ("git@github-work:acme/shop.git", "https://github.com/acme/shop/pull/4", True),
+        ("git@github-work:acme/shop.git", "https://github.com/acme/other/pull/4", False),
+        ("git@github.com:acme/shop.git", "https://github.com/acme/other/pull/4", False),
+        ("git@github.com:Acme/Shop.git", "https://github.com/acme/shop/pull/4", True),
+        ("https://gitlab.com/g/sub/p.git", "https://gitlab.com/g/sub/p/-/merge_requests/4", True),
+        ("https://gitlab.com/g/sub/p.git", "https://gitlab.example.com/g/sub/p/-/merge_requests/4",
+         False),
+    ],
+)  # fmt: skip
+def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(
+    tmp_path: Path, origin: str, link: str, found: bool
+) -> None:
+    repo, _ = _repo_with_worktree(tmp_path)
+    git("remote", "add", "origin", origin, cwd=repo)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(repo))
+    s.user("open the PR")
+    s.pr_link(number=4, url=link, repository="ignored/by/parsing")
+    s.write()
+    result = _run(tmp_path, tree.root, "from-pr", "4", "--cwd", str(repo), "--json")
+    assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))

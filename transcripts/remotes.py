@@ -10,6 +10,7 @@ are all ``github.com/acme/shop``. One normalizer, used by both sides.
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 # git answers these in milliseconds; a hung git (a network filesystem) must not hang us.
@@ -72,6 +73,42 @@ def parse_remote(url: str) -> tuple[str, str] | None:
     if path.endswith(".git"):
         path = path[:-4]
     return (host.lower(), path) if host and path else None
+
+
+_BITBUCKET_SERVER_WEB = re.compile(r"projects/([^/]+)/repos/([^/]+)")
+
+
+def repository_identity(host: str, repository: str) -> tuple[str, str]:
+    """``(host, path)`` under which a remote and a PR link of one repository compare
+    equal, case aside: the port dropped (a Bitbucket Server's web UI and its SSH clone
+    use different ports), a Gerrit review host named as its git host
+    (``android-review.googlesource.com`` → ``android.googlesource.com``), and a Bitbucket
+    Server's web path (``projects/P/repos/r``) and HTTP clone path (``scm/p/r``) as
+    ``p/r``."""
+    host = host.lower().split(":", 1)[0]
+    first, dot, rest = host.partition(".")
+    if first.endswith("-review") and dot:
+        host = first[: -len("-review")] + "." + rest
+    path = repository.lower().strip("/")
+    web = _BITBUCKET_SERVER_WEB.fullmatch(path)
+    if web:
+        path = f"{web[1]}/{web[2]}"
+    elif path.startswith("scm/"):
+        path = path[len("scm/") :]
+    return host, path
+
+
+def same_repository(remote: tuple[str, str], host: str | None, repository: str | None) -> bool:
+    """Whether a PR link of ``host``/``repository`` belongs to the ``remote``
+    (:func:`parse_remote`'s pair). A remote host without a dot is an SSH alias
+    (``git@github-work:acme/shop``, from ~/.ssh/config): only the paths compare."""
+    if not host or not repository:
+        return False
+    want_host, want_path = repository_identity(*remote)
+    have_host, have_path = repository_identity(host, repository)
+    if want_path != have_path:
+        return False
+    return "." not in want_host or want_host == have_host
 
 
 def normalize_remote(url: str | None) -> str | None:
