@@ -444,6 +444,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex resume
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
+    from sessiondex.indexer.objects import shell_quote
     from sessiondex.query.sessions import claude_config_dir, resume_command
 
     if arg is None:
@@ -466,9 +467,13 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
             )
         workdir = fallback
     config_dir = claude_config_dir(session)
+    # A transcript in no config dir (a backup given by path) is opened by its path,
+    # which `claude --resume` takes; an ID would be looked for in a config dir.
+    target = session["session_id"] if session.get("config_dir") else session["file_path"]
     # Shell-quoted ($'…' for a directory holding control characters: one line, nothing
     # for the terminal to obey, the same directory when pasted), then cleaned.
-    line = clean(resume_command(session["session_id"], workdir, config_dir))
+    shown = target if target == session["session_id"] else shell_quote(target)
+    line = clean(resume_command(shown, workdir, config_dir))
     if dry_run:
         click.echo(line)
         return
@@ -487,6 +492,6 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         environment.pop("CLAUDE_CONFIG_DIR", None)
     sys.stdout.flush()
     completed = subprocess.run(
-        [executable, "--resume", session["session_id"]], cwd=workdir, env=environment, check=False
+        [executable, "--resume", target], cwd=workdir, env=environment, check=False
     )
     sys.exit(completed.returncode)

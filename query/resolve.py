@@ -14,13 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.derive import SessionState
+from sessiondex.indexer.derive import SessionState, message_texts
+from sessiondex.indexer.objects import shell_quote
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import kept_sql, keys_sql, roots_sql
 from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
     display_title,
+    finish_resume_commands,
+    resume_command,
     select_rows,
     to_object,
     to_objects,
@@ -29,6 +32,7 @@ from sessiondex.transcripts.discover import describe_path
 from sessiondex.transcripts.keys import (
     canonical_directory,
     is_session_id,
+    project_key,
     project_keys_for_directory,
 )
 from sessiondex.transcripts.reader import RecordReader, without_lone_surrogates
@@ -85,32 +89,55 @@ def _row_from_file(path: Path) -> dict[str, Any] | None:
     """A session row folded straight from a transcript outside the index (a path
     argument naming a file anywhere), with the same rules as the indexer. Its session
     ID is the one its records carry (a copy named ``backup.jsonl`` is still that
-    session, and ``claude --resume`` needs the ID), else the file's name."""
+    session, and ``claude --resume`` needs the ID), else the file's name. The row also
+    carries what the index keeps in tables of its own (``_branches``, ``_links``,
+    ``_mentions``) for :func:`to_object_external`.
+
+    Where it belongs: a file under ``<dir>/projects/<key>/`` is in that config dir and
+    project; anywhere else it is in none (``config_dir`` null, the project key its cwd's),
+    and Claude Code opens it by path (``claude --resume <path>``)."""
     state = SessionState()
     branches: set[str] = set()
     links: set[str] = set()
+    mentions: list[Any] = []
     inside: str | None = None
     with open(path, "rb") as stream:
         for _, record in RecordReader(stream):
             state.apply(record, branches, links)
+            if record.get("type") in ("user", "assistant"):
+                mentions.extend(message_texts(record, include_tools=True)[1])
             if inside is None and is_session_id(record.get("sessionId")):
                 inside = record["sessionId"]
         st = os.fstat(stream.fileno())
+    state.finish()
     stem = inside or path.name[: -len(".jsonl")]
     if not is_session_id(stem):
         return None  # notes.jsonl and the like: Claude Code ignores them, so do we
     row = state.columns()
+    in_config_dir = path.parent.parent.name == "projects"
     row.update(
         id=-1,
-        root=str(path.parent.parent.parent),
-        project_key=path.parent.name,
+        root=str(path.parent.parent.parent) if in_config_dir else None,
+        project_key=path.parent.name if in_config_dir else _key_of(row.get("cwd")),
         session_id=stem,
         file_path=str(path),
         mtime_ns=st.st_mtime_ns,
         file_size=st.st_size,
         archived=0,
+        _branches=list(state.new_branches),
+        _links=[_pr_row(p) for p in state.new_pr_links],
+        _mentions=[_pr_row(p) for p in dict.fromkeys(mentions)],
+        _loose=not in_config_dir,
     )
     return row
+
+
+def _key_of(cwd: Any) -> str | None:
+    return project_key(cwd) if isinstance(cwd, str) and cwd else None
+
+
+def _pr_row(pr: Any) -> tuple[Any, ...]:
+    return (pr.url, pr.number, pr.repository, pr.host, pr.provider)
 
 
 def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Resolution | None:
@@ -144,8 +171,17 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
 
 
 def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
-    """Session object for a file that is not in the index (no branch/PR tables)."""
-    return build_object(row, [], [], [])
+    """Session object for a file that is not in the index (its branches and PRs from
+    the row :func:`_row_from_file` folded). A file in no config dir is resumed by its
+    path, which ``claude --resume`` takes; one in a config dir other than the default
+    gets ``CLAUDE_CONFIG_DIR``, as an indexed session does."""
+    obj = build_object(
+        row, row.get("_branches", []), row.get("_links", []), row.get("_mentions", [])
+    )
+    if row.get("_loose"):
+        obj["resume_command"] = resume_command(shell_quote(row["file_path"]), obj.get("cwd"))
+    finish_resume_commands([obj], [False])
+    return obj
 
 
 def _other_directory_note(session: dict[str, Any]) -> str:

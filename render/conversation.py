@@ -408,12 +408,18 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     scan = scan_chain(path)
     chain = main_chain(scan.stubs)
     main = Thread(scan, chain, visible_messages(chain))
-    subagents = [
-        _load_subagent(tf.path, tf.agent_id or "")
-        for tf in iter_subagent_files(
-            Path(session["config_dir"]), session["project_key"], session["session_id"]
-        )
-    ]
+    # A transcript read by path from no config dir (a backup) has no subagent folder
+    # where Claude Code keeps one.
+    subagents = (
+        [
+            _load_subagent(tf.path, tf.agent_id or "")
+            for tf in iter_subagent_files(
+                Path(session["config_dir"]), session["project_key"], session["session_id"]
+            )
+        ]
+        if session.get("config_dir") and session.get("project_key")
+        else []
+    )
     by_call: dict[str, list[Subagent]] = {}
     for sub in subagents:
         if sub.tool_use_id:

@@ -441,3 +441,44 @@ def test_continue_takes_the_newest_transcript_mtime_not_the_newest_activity(
     assert found["session_id"] == touched.session_id
     listed = _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/app")
     assert listed[0]["session_id"] == active.session_id  # list orders by activity
+
+
+def test_a_transcript_outside_the_index_is_described_as_an_indexed_one(tmp_path: Path) -> None:
+    """resolve <path> of a copy (a backup, another machine's config dir): the object had
+    a config dir and project made up from folder names, no branches or PR links, the
+    file's mtime as last activity, and a resume command that could not open it."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app", git_branch="feat/x")
+    s.user("see https://github.com/acme/shop/pull/9 for the old attempt")
+    s.assistant("looking")
+    s.pr_link(number=7, url="https://github.com/acme/shop/pull/7", repository="acme/shop")
+    s.write(mtime=1_900_000_000)
+    [indexed] = _cli_json(tmp_path, tree.root, "resolve", s.session_id, "--cwd", "/w/app")
+    loose = tmp_path / "backups" / "backup.jsonl"
+    loose.parent.mkdir()
+    loose.write_bytes(s.path.read_bytes())
+    other = tmp_path / "old-laptop" / "projects" / "-w-app" / s.path.name
+    other.parent.mkdir(parents=True)
+    other.write_bytes(s.path.read_bytes())
+    same = ("session_id", "cwd", "title", "branches", "pr_links", "pr_mentions",
+            "created_at", "last_activity", "message_count", "git_branch")  # fmt: skip
+    for path, config_dir, key in (
+        (loose, None, "-w-app"),
+        (other, str(tmp_path / "old-laptop"), "-w-app"),
+    ):
+        [found] = _cli_json(tmp_path, tree.root, "resolve", str(path), "--cwd", "/w/app")
+        assert {k: found[k] for k in same} == {k: indexed[k] for k in same}, path
+        assert (found["config_dir"], found["project_key"]) == (config_dir, key)
+        assert found["file_path"] == str(path)
+    [found] = _cli_json(tmp_path, tree.root, "resolve", str(loose), "--cwd", "/w/app")
+    assert found["resume_command"] == f"cd /w/app && claude --resume {loose}"
+    resumed = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "resume", str(loose),
+         "--dry-run", "--cwd", "/w/app"],
+    )  # fmt: skip
+    assert resumed.stdout == f"cd /w/app && claude --resume {loose}\n"
+    [found] = _cli_json(tmp_path, tree.root, "resolve", str(other), "--cwd", "/w/app")
+    assert found["resume_command"] == (
+        f"cd /w/app && CLAUDE_CONFIG_DIR={tmp_path / 'old-laptop'} claude --resume {s.session_id}"
+    )
