@@ -177,10 +177,14 @@ CREATE TABLE push_files (
 # Full text as SQLite's tokenizer reads it (indexer/text.py word_text): the message
 # vectors are written from Python-prepared words, not generated from the text by
 # PostgreSQL's parser (which keeps "x-docs", paths and diacritics whole).
+#
+# The column is kept, its generation dropped: a reader connected meanwhile (an MCP
+# server, a search) holds temporary views of ``messages`` (query/teamdb.py) that depend
+# on it, and dropping the column failed the upgrade ("other objects depend on it").
 M002_WORD_VECTORS = """
-ALTER TABLE messages DROP COLUMN tsv;
-ALTER TABLE messages ADD COLUMN tsv tsvector NOT NULL DEFAULT ''::tsvector;
-CREATE INDEX messages_tsv ON messages USING gin (tsv);
+ALTER TABLE messages ALTER COLUMN tsv DROP EXPRESSION;
+ALTER TABLE messages ALTER COLUMN tsv SET DEFAULT ''::tsvector;
+ALTER TABLE messages ALTER COLUMN tsv SET NOT NULL;
 """
 
 

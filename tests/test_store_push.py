@@ -529,7 +529,13 @@ def test_a_version_1_store_is_upgraded_to_word_vectors(pg_dsn: str, tmp_path: Pa
         }
 
     before = {word: found(word) for word in ("resume", "x-docs")}
-    result = CliRunner().invoke(cli, ["store", "init", url])
+    # A reader connected meanwhile (an MCP server, a search) holds temporary views that
+    # depend on the column: the upgrade must not need to drop it.
+    import psycopg
+
+    with psycopg.connect(pg_dsn, autocommit=True) as reader:
+        reader.execute("CREATE TEMP VIEW messages AS SELECT id, text, tsv FROM messages")
+        result = CliRunner().invoke(cli, ["store", "init", url])
     assert result.exit_code == 0 and "applied 002 word vectors" in result.output, result.output
     after = {word: found(word) for word in ("resume", "x-docs")}
     assert (
