@@ -12,7 +12,7 @@ from typing import Any
 
 from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.scopes import git_current_branch, resolve_cwd
+from sessiondex.query.scopes import git_current_branch, resolve_cwd, strangers_sql
 from sessiondex.query.scopes import keys_sql as keys_sql  # re-exported
 from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 
@@ -116,6 +116,10 @@ class Filters:
         if scoped is not None:
             clauses.append(scoped[0])
             params.extend(scoped[1])
+        strangers = None if dialect.team or db is None else strangers_sql(db, cwd, self.scope)
+        if strangers is not None:
+            clauses.append(strangers[0])
+            params.extend(strangers[1])
         for column, value in (("pushed_by_user", self.user), ("pushed_by_host", self.host)):
             if value is None:
                 continue

@@ -14,6 +14,7 @@ from sessiondex.transcripts.config import resolve_cwd as resolve_cwd  # re-expor
 from sessiondex.transcripts.keys import (
     MAX_SANITIZED_LENGTH,
     canonical_directory,
+    project_dir_name_override,
     project_keys_for_directory,
 )
 from sessiondex.transcripts.remotes import git as _git
@@ -71,6 +72,44 @@ def scope_keys(cwd: str, scope: str) -> list[str] | None:
     if scope == "worktree":
         return list(project_keys_for_directory(cwd))
     raise ValueError(f"unknown scope: {scope}")
+
+
+def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
+    """Rows to leave out of a ``worktree`` or ``repo`` scope: a session whose recorded
+    cwd is *another* directory with the same project key (``/a/b-c`` beside ``/a/b/c``,
+    both ``-a-b-c``), as Claude Code's picker hides it (and ``continue`` skips it). None
+    when there is none. The few distinct cwds recorded in the scope's project dirs are
+    compared as directories (:func:`canonical_directory`), so a symlinked spelling of
+    the same directory stays."""
+    if scope not in ("worktree", "repo"):
+        return None
+    places = [(key, cwd) for key in project_keys_for_directory(cwd)]
+    if scope == "repo":
+        for path in git_worktrees(canonical_directory(cwd)):
+            places.extend((key, path) for key in project_keys_for_directory(path))
+    override = project_dir_name_override()
+    allowed: dict[str, set[str]] = {}
+    for key, path in places:
+        if key != override:  # a named dir holds whatever its user puts there
+            allowed.setdefault(key, set()).add(canonical_directory(path))
+    if not allowed:
+        return None
+    marks = ", ".join("?" for _ in allowed)
+    recorded = db.execute(
+        f"SELECT DISTINCT s.project_key, s.cwd FROM sessions s WHERE s.project_key IN ({marks})"
+        " AND s.cwd IS NOT NULL",
+        list(allowed),
+    ).fetchall()
+    strangers = sorted(
+        {
+            where
+            for key, where in recorded
+            if where not in allowed[key] and canonical_directory(where) not in allowed[key]
+        }
+    )
+    if not strangers:
+        return None
+    return f"(s.cwd IS NULL OR s.cwd NOT IN ({', '.join('?' for _ in strangers)}))", strangers
 
 
 def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[Any]]:

@@ -390,3 +390,36 @@ def test_every_format_carries_exactly_the_contracts_keys(tmp_path: Path, fmt: st
         assert reader.fieldnames == CONTRACT_KEYS
         rows = list(reader)
     assert len(rows) == 2 and all(list(r) == CONTRACT_KEYS for r in rows)
+
+
+def test_a_session_of_another_directory_with_the_same_project_key_is_not_listed(
+    tmp_path: Path,
+) -> None:
+    """``/a/b-c`` and ``/a/b/c`` share the project dir ``-…-a-b-c``. Claude Code's picker
+    (and ``continue``) leave out a row recorded in the other directory; ``list`` and
+    ``search`` showed it. ``--scope all`` lists both, each under its own directory."""
+    here, other = tmp_path / "a" / "b-c", tmp_path / "a" / "b" / "c"
+    here.mkdir(parents=True)
+    other.mkdir(parents=True)
+    tree = ConfigTree(tmp_path / "claude")
+    mine = tree.session(cwd=str(here))
+    mine.user("wombat here")
+    mine.write()
+    theirs = tree.session(cwd=str(other), project_key=mine.path.parent.name)
+    theirs.user("wombat there")
+    theirs.write()
+    (tmp_path / "link").symlink_to(here)
+    linked = tree.session(cwd=str(tmp_path / "link"), project_key=mine.path.parent.name)
+    linked.user("wombat through a link")  # the same directory, spelled another way
+    linked.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+
+    def ids(*args: str) -> set[str]:
+        result = CliRunner().invoke(cli, [*base, *args, "--json"])
+        assert result.exit_code in (0, 1), result.output
+        return {row["session_id"] for row in json.loads(result.stdout)}
+
+    shown = {mine.session_id, linked.session_id}
+    assert ids("list", "--cwd", str(here)) == shown
+    assert ids("search", "wombat", "--cwd", str(here)) == shown
+    assert ids("list", "--cwd", str(here), "--scope", "all") == shown | {theirs.session_id}
