@@ -314,3 +314,13 @@ def m009_text_dictionaries(db: Database) -> None:
         "CREATE TABLE text_dicts (id INTEGER PRIMARY KEY, zstd_id INTEGER NOT NULL UNIQUE,"
         " content BLOB NOT NULL)"
     )
+
+
+@migrations()
+def m010_sessions_by_project_and_cwd(db: Database) -> None:
+    """The cwds recorded in a scope's project dirs, read from the index alone: a scope
+    leaves out sessions of another directory sharing the project dir
+    (``query.scopes.strangers_sql``), and without this index that read visited every
+    session row of the project (9 ms for a project of 5,000 sessions, on every keystroke
+    of the picker); with it, only the distinct (key, cwd) entries."""
+    db.execute("CREATE INDEX sessions_project_cwd ON sessions(project_key, cwd)")

@@ -52,6 +52,7 @@ MIGRATION_NAMES = (
     "m007_compressed_message_text",
     "m008_session_search_view",
     "m009_text_dictionaries",
+    "m010_sessions_by_project_and_cwd",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
