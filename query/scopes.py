@@ -15,6 +15,7 @@ from sessiondex.transcripts.keys import (
     MAX_SANITIZED_LENGTH,
     canonical_directory,
     project_dir_name_override,
+    project_key,
     project_keys_for_directory,
 )
 from sessiondex.transcripts.remotes import git as _git
@@ -100,16 +101,21 @@ def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None
         " AND s.cwd IS NOT NULL",
         list(allowed),
     ).fetchall()
+    # A stranger is a cwd of *this* key's slug that is another directory; a row is left
+    # out only in the key where its cwd is a stranger (a worktree's session recorded in
+    # the main checkout's directory stays in the main checkout's own dir).
     strangers = sorted(
-        {
-            where
-            for key, where in recorded
-            if where not in allowed[key] and canonical_directory(where) not in allowed[key]
-        }
+        (key, where)
+        for key, where in set(recorded)
+        if where
+        and where not in allowed[key]
+        and project_key(where) == key
+        and canonical_directory(where) not in allowed[key]
     )
     if not strangers:
         return None
-    return f"(s.cwd IS NULL OR s.cwd NOT IN ({', '.join('?' for _ in strangers)}))", strangers
+    pairs = " OR ".join("(s.project_key = ? AND coalesce(s.cwd, '') = ?)" for _ in strangers)
+    return f"NOT ({pairs})", [value for pair in strangers for value in pair]
 
 
 def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[Any]]:

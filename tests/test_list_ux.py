@@ -423,3 +423,38 @@ def test_a_session_of_another_directory_with_the_same_project_key_is_not_listed(
     assert ids("list", "--cwd", str(here)) == shown
     assert ids("search", "wombat", "--cwd", str(here)) == shown
     assert ids("list", "--cwd", str(here), "--scope", "all") == shown | {theirs.session_id}
+
+
+def test_a_worktree_session_recorded_in_the_main_checkout_hides_nothing_of_it(
+    tmp_path: Path,
+) -> None:
+    """The rule is per project dir: a session in the worktree's dir whose recorded cwd is
+    the main checkout (a fork or resume copied it there) left out *every* session of the
+    main checkout from ``--scope repo``."""
+    from tests.builders import git
+
+    main, linked = tmp_path / "main", tmp_path / "wt"
+    main.mkdir()
+    git("init", "-q", "-b", "main", cwd=main)
+    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
+        "-m", "x", cwd=main)  # fmt: skip
+    git("worktree", "add", "-q", str(linked), "-b", "wt", cwd=main)
+    tree = ConfigTree(tmp_path / "claude")
+    mine = tree.session(cwd=str(main))
+    mine.user("alpha in main")
+    mine.write()
+    wt_key = tree.session(cwd=str(linked)).path.parent.name
+    copied = tree.session(cwd=str(main), project_key=wt_key)
+    copied.user("alpha copied into the worktree's dir")
+    copied.write()
+    unknown = tree.session(cwd=str(main))
+    unknown.entries[:] = []
+    unknown.raw(b'{"type":"user","message":{"role":"user","content":"alpha, no cwd"},"uuid":"u9",'
+                b'"sessionId":"' + unknown.session_id.encode() + b'"}\n')  # fmt: skip
+    unknown.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    for args in (["list", "--scope", "repo"], ["search", "alpha", "--scope", "repo"]):
+        result = CliRunner().invoke(cli, [*base, *args, "--cwd", str(main), "--json"])
+        assert result.exit_code == 0, result.output
+        ids = {row["session_id"] for row in json.loads(result.stdout)}
+        assert {mine.session_id, unknown.session_id} <= ids, args
