@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -809,16 +810,20 @@ def _md_text(text: str) -> str:
     return "".join("\\" + c if c in _MD_PUNCTUATION else c for c in text)
 
 
-def _opening_fence(line: str) -> tuple[str, int] | None:
-    """``(char, length)`` if ``line`` opens (or closes) a CommonMark code fence."""
+def _opening_fence(line: str) -> tuple[str, int, int] | None:
+    """``(char, length, indent)`` if ``line`` opens (or closes) a code fence, at any
+    indentation: inside a list item a fence sits as deep as the item's content."""
     stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3 or stripped[:3] not in ("```", "~~~"):
+    if stripped[:3] not in ("```", "~~~"):
         return None
     char = stripped[0]
     length = len(stripped) - len(stripped.lstrip(char))
     if char == "`" and "`" in stripped[length:]:
         return None  # a backtick fence's info string holds no backtick
-    return char, length
+    return char, length, len(line) - len(stripped)
+
+
+_LIST_ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?: |$)")
 
 
 def _html_as_text(line: str) -> str:
@@ -853,27 +858,41 @@ def _html_as_text(line: str) -> str:
 
 
 def _md_prose(text: str) -> str:
-    """The assistant's Markdown, kept, made safe to embed (see above)."""
+    """The assistant's Markdown, kept, made safe to embed (see above).
+
+    A fence is followed as CommonMark does, near enough: opened at any indentation,
+    closed by a fence line of its character at least as long, and, when it sits in a
+    list item (indented, or right after an item), ended without a closing line by a
+    line less indented than itself (its item ended). A fence still open at the end is
+    closed only when it is not in a list item; one in an item ends with the item at the
+    next heading, and a closing line there would open a new fence instead."""
     out: list[str] = []
-    fence: tuple[str, int] | None = None
+    fence: tuple[str, int, int] | None = None
+    in_item = False  # the open fence belongs to a list item
+    previous = ""  # the last non-blank line outside a fence
     for line in text.split("\n"):
-        found = _opening_fence(line)
-        if fence is None:
-            if found is not None:
-                fence = found
-                out.append(line)
+        if fence is not None:
+            indent = len(line) - len(line.lstrip(" "))
+            if in_item and line.strip() and indent < fence[2]:
+                fence = None  # its list item ended, and the block with it
             else:
-                out.append(_html_as_text(line))
-        else:
+                out.append(line)
+                stripped = line.strip()
+                if stripped and set(stripped) == {fence[0]} and len(stripped) >= fence[1]:
+                    fence = None
+                continue
+        found = _opening_fence(line)
+        if found is not None:
+            fence = found
+            in_item = found[2] > 3 or (
+                found[2] > 0 and (bool(_LIST_ITEM.match(previous)) or previous.startswith(" "))
+            )
             out.append(line)
-            if (
-                found is not None
-                and found[0] == fence[0]
-                and found[1] >= fence[1]
-                and not line.strip().lstrip(fence[0])
-            ):
-                fence = None
-    if fence is not None:
+            continue
+        out.append(_html_as_text(line))
+        if line.strip():
+            previous = line
+    if fence is not None and not in_item:
         out.append(fence[0] * fence[1])
     return "\n".join(out)
 

@@ -588,3 +588,38 @@ def test_a_markdown_export_holds_no_live_html_and_no_message_swallows_the_next(
     assert "SECOND-PROMPT &lt;em&gt;kept as typed&lt;/em&gt;" in page
     assert "<strong>bold</strong>" in page and "<code>&lt;code&gt;</code>" in page
     assert "<h1>&lt;img src=x onerror=alert(3)&gt; # title</h1>" in page
+
+
+@pytest.mark.parametrize(
+    ("assistant", "shown", "hidden"),
+    [
+        # a fence inside a list item ends with its item: what follows is outside it
+        ("- first\n  ```\n  make\n- second\n<script>alert(1)</script>", None, "<script"),
+        # ...and no closing line is added that would open a fence over the next message
+        ("- build\n  ```\n  make\n- test", None, None),
+        # code fenced inside a numbered item is code: shown as written, no backslashes
+        ('1. Create the file:\n\n    ```html\n    <div class="x">hi</div>\n    ```',
+         '&lt;div class=&quot;x&quot;&gt;hi&lt;/div&gt;', "\\&lt;"),
+    ],
+)  # fmt: skip
+def test_markdown_export_follows_fences_inside_list_items(
+    tmp_path: Path, assistant: str, shown: str | None, hidden: str | None
+) -> None:
+    from markdown_it import MarkdownIt
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("first prompt")
+    s.assistant(assistant)
+    s.user("NEXT-PROMPT")
+    s.assistant("done")
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
+    assert result.exit_code == 0, result.output
+    page = MarkdownIt("commonmark").render(result.stdout)
+    assert re.findall(r"<h2>(\w+) ·", page) == ["User", "Assistant", "User", "Assistant"]
+    assert "NEXT-PROMPT" in page.split("<h2>User")[-1]
+    if shown:
+        assert shown in page
+    if hidden:
+        assert hidden not in page
