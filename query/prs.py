@@ -133,12 +133,12 @@ def _number_rows(
             owners = sorted(
                 {
                     rowid
-                    for rowid, host, repository in db.execute(
-                        f"SELECT p.session_rowid, p.host, p.repository FROM {table} p"
+                    for rowid, host, repository, provider in db.execute(
+                        f"SELECT p.session_rowid, p.host, p.repository, p.provider FROM {table} p"
                         " WHERE p.number = ?",
                         [number],
                     )
-                    if same_repository(remote, host, repository)
+                    if same_repository(remote, host, repository, provider)
                 }
             )
             link += f" AND p.session_rowid IN ({', '.join('?' for _ in owners) or 'NULL'})"

@@ -239,6 +239,13 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
         ("https://gitlab.com/g/sub/p.git", "https://gitlab.com/g/sub/p/-/merge_requests/4", True),
         ("https://gitlab.com/g/sub/p.git", "https://gitlab.example.com/g/sub/p/-/merge_requests/4",
          False),
+        # the Bitbucket and Gerrit forms are those forges' only: on GitLab, other projects
+        ("git@gitlab.com:acme/shop.git", "https://gitlab.com/scm/acme/shop/-/merge_requests/4",
+         False),
+        ("git@gitlab.com:acme/shop.git",
+         "https://gitlab.com/projects/acme/repos/shop/-/merge_requests/4", False),
+        ("https://code-review.example.com/acme/shop.git",
+         "https://code.example.com/acme/shop/pull/4", False),
     ],
 )  # fmt: skip
 def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(

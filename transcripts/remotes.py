@@ -78,34 +78,37 @@ def parse_remote(url: str) -> tuple[str, str] | None:
 _BITBUCKET_SERVER_WEB = re.compile(r"projects/([^/]+)/repos/([^/]+)")
 
 
-def repository_identity(host: str, repository: str) -> tuple[str, str]:
-    """``(host, path)`` under which a remote and a PR link of one repository compare
-    equal, case aside: the port dropped (a Bitbucket Server's web UI and its SSH clone
-    use different ports), a Gerrit review host named as its git host
-    (``android-review.googlesource.com`` → ``android.googlesource.com``), and a Bitbucket
-    Server's web path (``projects/P/repos/r``) and HTTP clone path (``scm/p/r``) as
-    ``p/r``."""
-    host = host.lower().split(":", 1)[0]
-    first, dot, rest = host.partition(".")
-    if first.endswith("-review") and dot:
-        host = first[: -len("-review")] + "." + rest
-    path = repository.lower().strip("/")
-    web = _BITBUCKET_SERVER_WEB.fullmatch(path)
-    if web:
-        path = f"{web[1]}/{web[2]}"
-    elif path.startswith("scm/"):
-        path = path[len("scm/") :]
-    return host, path
+def _host(host: str) -> str:
+    return host.lower().split(":", 1)[0]
 
 
-def same_repository(remote: tuple[str, str], host: str | None, repository: str | None) -> bool:
-    """Whether a PR link of ``host``/``repository`` belongs to the ``remote``
-    (:func:`parse_remote`'s pair). A remote host without a dot is an SSH alias
-    (``git@github-work:acme/shop``, from ~/.ssh/config): only the paths compare."""
+def same_repository(
+    remote: tuple[str, str], host: str | None, repository: str | None, provider: str | None
+) -> bool:
+    """Whether a PR link (``host``, ``repository``, ``provider`` as parsed from its URL)
+    belongs to the ``remote`` (:func:`parse_remote`'s pair), case aside.
+
+    Ports are dropped (a Bitbucket Server's web UI and its SSH clone use different
+    ones). For a Bitbucket link, its web path ``projects/P/repos/r`` and a clone path
+    ``scm/p/r`` both read ``p/r``; for a Gerrit link, its review host
+    (``android-review.googlesource.com``) is the git host (``android.googlesource.com``).
+    Only for those forges: on GitLab, ``scm/…`` or ``projects/…/repos/…`` are other
+    projects. A remote host without a dot is an SSH alias (``git@github-work:acme/shop``,
+    from ~/.ssh/config): then the paths alone decide."""
     if not host or not repository:
         return False
-    want_host, want_path = repository_identity(*remote)
-    have_host, have_path = repository_identity(host, repository)
+    want_host, want_path = _host(remote[0]), remote[1].lower().strip("/")
+    have_host, have_path = _host(host), repository.lower().strip("/")
+    if provider == "bitbucket":
+        web = _BITBUCKET_SERVER_WEB.fullmatch(have_path)
+        if web:
+            have_path = f"{web[1]}/{web[2]}"
+            if want_path.startswith("scm/"):
+                want_path = want_path[len("scm/") :]
+    elif provider == "gerrit":
+        first, dot, rest = have_host.partition(".")
+        if first.endswith("-review") and dot:
+            have_host = first[: -len("-review")] + "." + rest
     if want_path != have_path:
         return False
     return "." not in want_host or want_host == have_host
