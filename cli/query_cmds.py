@@ -61,6 +61,8 @@ def resolve_or_exit(
                 found = None  # the first answer stands
             if found is not None and found.row.get("archived"):
                 raise CliError(clean_line(if_archived(found.session))) from None
+        if fmt == "json":
+            emit([], fmt)  # as every command that prints sessions: "[]" when there is none
         # The message quotes ARG and the closest titles: transcript text, cleaned.
         if str(exc).startswith("No conversation found with session ID"):
             raise BareError(clean(str(exc))) from None
@@ -407,11 +409,13 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     from sessiondex.query.resolve import NotFound, continue_session
 
     db = app().reading_db()
+    fmt = chosen_format(fmt, as_json)
     try:
         obj = continue_session(db, cwd=cwd, print_mode=print_mode, roots=app().roots)
     except NotFound as exc:
+        if fmt == "json":
+            emit([], fmt)  # "[]" when there is none, as for every listing
         raise CliError(clean(str(exc))) from None
-    fmt = chosen_format(fmt, as_json)
     emit([obj], fmt, agents=_agents([obj], fmt))
 
 

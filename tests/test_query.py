@@ -142,7 +142,7 @@ def test_resolve_table(
         assert world.ids_of(result) == [world.ids[n] for n in expected]
         assert {c["matched_by"] for c in json.loads(result.stdout)} == {matched_by}
     else:
-        assert result.stdout == ""
+        assert json.loads(result.stdout) == []  # nothing found: an empty array
         assert len(result.stderr.strip().splitlines()) == 1
 
 
@@ -482,3 +482,20 @@ def test_a_transcript_outside_the_index_is_described_as_an_indexed_one(tmp_path:
     assert found["resume_command"] == (
         f"cd /w/app && CLAUDE_CONFIG_DIR={tmp_path / 'old-laptop'} claude --resume {s.session_id}"
     )
+
+
+@pytest.mark.parametrize(
+    "args", [["resolve", "no such session"], ["continue"], ["resolve", "zzzzzzzz"]]
+)
+def test_nothing_found_prints_an_empty_json_array(tmp_path: Path, args: list[str]) -> None:
+    """spec/cli.md: json prints one JSON array, ``[]`` when empty, as list and search do;
+    resolve and continue printed nothing at all."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("hello")
+    s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db")]
+    result = CliRunner().invoke(cli, [*base, *args, "--cwd", "/w/empty", "--json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == []
+    assert result.stderr.startswith(("Error: ", "No conversation found"))
