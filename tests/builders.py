@@ -711,3 +711,15 @@ def one_session(stdout: str) -> dict[str, Any]:
     [session] = json.loads(stdout)
     assert isinstance(session, dict)
     return session
+
+
+def git_repo_with_worktree(base: Path) -> tuple[Path, Path]:
+    """A git repository ``base/app`` with one commit and a linked worktree
+    ``base/app-wt`` (branch ``feature``): the ``repo`` scope's two directories."""
+    repo, worktree = base / "app", base / "app-wt"
+    repo.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
+        "-m", "x", cwd=repo)  # fmt: skip
+    git("worktree", "add", "-q", str(worktree), "-b", "feature", cwd=repo)
+    return repo, worktree

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from tests.builders import ConfigTree, copy_fixtures, git
+from tests.builders import ConfigTree, copy_fixtures, git, git_repo_with_worktree
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
@@ -155,23 +155,13 @@ def test_from_pr_lists_links_then_mentions(tmp_path: Path) -> None:
     assert mention.session_id[:8] in lines[5]
 
 
-def _repo_with_worktree(tmp_path: Path) -> tuple[Path, Path]:
-    repo, worktree = tmp_path / "app", tmp_path / "app-wt"
-    repo.mkdir()
-    git("init", "-q", "-b", "main", cwd=repo)
-    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
-        "-m", "x", cwd=repo)  # fmt: skip
-    git("worktree", "add", "-q", str(worktree), "-b", "feature", cwd=repo)
-    return repo, worktree
-
-
 def test_a_number_looks_in_every_worktree_of_the_repository_by_default(tmp_path: Path) -> None:
     """spec/semantics.md: a number matches "in the current repository's scope (all
     worktrees)", as Claude Code's --from-pr does; list and search keep worktree."""
     for command, default in (("list", "worktree"), ("search", "worktree"), ("from-pr", "repo")):
         text = CliRunner().invoke(cli, [command, "--help"]).output
         assert f"[default: {default}]" in " ".join(text.split()), command
-    repo, worktree = _repo_with_worktree(tmp_path)
+    repo, worktree = git_repo_with_worktree(tmp_path)
     tree = ConfigTree(tmp_path / "claude")
     here = _linked(tree, str(repo), 1)
     sibling = _linked(tree, str(worktree), 1)
@@ -193,7 +183,7 @@ def test_a_number_looks_in_every_worktree_of_the_repository_by_default(tmp_path:
 def test_the_library_from_pr_defaults_to_the_repository_too(tmp_path: Path) -> None:
     from sessiondex import Index
 
-    repo, worktree = _repo_with_worktree(tmp_path)
+    repo, worktree = git_repo_with_worktree(tmp_path)
     tree = ConfigTree(tmp_path / "claude")
     here = _linked(tree, str(repo), 3)
     sibling = _linked(tree, str(worktree), 3)
@@ -251,7 +241,7 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
 def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(
     tmp_path: Path, origin: str, link: str, found: bool
 ) -> None:
-    repo, _ = _repo_with_worktree(tmp_path)
+    repo, _ = git_repo_with_worktree(tmp_path)
     git("remote", "add", "origin", origin, cwd=repo)
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd=str(repo))

@@ -431,14 +431,9 @@ def test_a_worktree_session_recorded_in_the_main_checkout_hides_nothing_of_it(
     """The rule is per project dir: a session in the worktree's dir whose recorded cwd is
     the main checkout (a fork or resume copied it there) left out *every* session of the
     main checkout from ``--scope repo``."""
-    from tests.builders import git
+    from tests.builders import git_repo_with_worktree
 
-    main, linked = tmp_path / "main", tmp_path / "wt"
-    main.mkdir()
-    git("init", "-q", "-b", "main", cwd=main)
-    git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
-        "-m", "x", cwd=main)  # fmt: skip
-    git("worktree", "add", "-q", str(linked), "-b", "wt", cwd=main)
+    main, linked = git_repo_with_worktree(tmp_path)
     tree = ConfigTree(tmp_path / "claude")
     mine = tree.session(cwd=str(main))
     mine.user("alpha in main")
