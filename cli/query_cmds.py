@@ -291,8 +291,9 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     A number matches the PRs of sessions in scope (default: every worktree of this
     directory's repository, as Claude Code's --from-pr does; --scope worktree for this
     directory's alone), and only this repository's PRs when its origin remote is known;
-    a URL or owner/repo#123 names one PR and matches in every project. Without PR: every session in scope that has a PR
-    link. The table's pr column shows the PRs concerned.
+    a URL or owner/repo#123 names one PR and matches in every project. Without PR:
+    every session in scope that has a PR link. The table's pr column shows the PRs
+    concerned.
 
     Exit status: 0 when a session was found, 1 when none was (--json prints []), 2
     for a usage error.

@@ -29,7 +29,7 @@ from sqlite_utils import Database
 
 from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.meta import get_meta, immediate
-from sessiondex.indexer.objects import build_object, store_objects
+from sessiondex.indexer.objects import build_object, pr_row, store_objects
 from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
 from sessiondex.indexer.shape import settled_at, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
@@ -179,10 +179,10 @@ def _write_new_session(
     rowid = cursor.lastrowid
     assert rowid is not None
     db.execute("UPDATE files SET session_rowid = ? WHERE id = ?", [rowid, rowid])
-    links = [(p.url, p.number, p.repository, p.host, p.provider) for p in state.new_pr_links]
+    links = [pr_row(p) for p in state.new_pr_links]
     first_seen: dict[str, tuple[str, int, str, str, str]] = {}
     for p in parsed.mentions:
-        first_seen.setdefault(p.url, (p.url, p.number, p.repository, p.host, p.provider))
+        first_seen.setdefault(p.url, pr_row(p))
     mentions = list(first_seen.values())
     row = state.index_columns()
     row.update(
@@ -224,7 +224,7 @@ def _insert_prs(
     db.conn.executemany(
         f"INSERT OR IGNORE INTO {table} (session_rowid, file_id, url, number, repository,"
         " host, provider) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [(session_rowid, file_id, p.url, p.number, p.repository, p.host, p.provider) for p in prs],
+        [(session_rowid, file_id, *pr_row(p)) for p in prs],
     )
 
 

@@ -145,6 +145,12 @@ def activity_ms(row: dict[str, Any]) -> int:
     return int(value) if value is not None else int(row["mtime_ns"]) // 1_000_000
 
 
+def pr_row(pr: Any) -> tuple[Any, ...]:
+    """A :class:`~sessiondex.transcripts.pr_urls.PullRequest` as the PR tables hold it
+    and :func:`build_object` reads it: ``(url, number, repository, host, provider)``."""
+    return (pr.url, pr.number, pr.repository, pr.host, pr.provider)
+
+
 def _pr_objects(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     return [
         {"url": u, "number": n, "repository": r, "host": h, "provider": p} for u, n, r, h, p in rows

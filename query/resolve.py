@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
-from sessiondex.indexer.objects import shell_quote
+from sessiondex.indexer.objects import pr_row, shell_quote
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import kept_sql, keys_sql, roots_sql
 from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
@@ -51,6 +51,12 @@ MATCHED_PATH, MATCHED_ID, MATCHED_OTHER, MATCHED_NAME, MATCHED_PREFIX = (
 MIN_PREFIX = 8
 MAX_SUGGESTIONS = 5
 _PREFIX_RE = re.compile(r"[0-9a-fA-F][0-9a-fA-F-]{7,35}\Z")
+
+
+def is_id_prefix(text: str) -> bool:
+    """Whether ``text`` can be a session ID prefix (8 to 36 hex digits and dashes,
+    starting with a digit): the one rule for ``resolve`` and the web view's URLs."""
+    return bool(_PREFIX_RE.match(text))
 
 
 class NotFound(Exception):
@@ -125,8 +131,8 @@ def _row_from_file(path: Path) -> dict[str, Any] | None:
         file_size=st.st_size,
         archived=0,
         _branches=list(state.new_branches),
-        _links=[_pr_row(p) for p in state.new_pr_links],
-        _mentions=[_pr_row(p) for p in dict.fromkeys(mentions)],
+        _links=[pr_row(p) for p in state.new_pr_links],
+        _mentions=[pr_row(p) for p in dict.fromkeys(mentions)],
         _loose=not in_config_dir,
     )
     return row
@@ -134,10 +140,6 @@ def _row_from_file(path: Path) -> dict[str, Any] | None:
 
 def _key_of(cwd: Any) -> str | None:
     return project_key(cwd) if isinstance(cwd, str) and cwd else None
-
-
-def _pr_row(pr: Any) -> tuple[Any, ...]:
-    return (pr.url, pr.number, pr.repository, pr.host, pr.provider)
 
 
 def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Resolution | None:
@@ -280,7 +282,7 @@ def resolve(
             f"{len(named)} sessions are named {arg.strip()!r}",
             _matched(to_objects(db, named), MATCHED_NAME),
         )
-    if _PREFIX_RE.match(arg):
+    if is_id_prefix(arg):
         resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived, roots)
         if resolution is not None:
             return resolution

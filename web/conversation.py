@@ -133,7 +133,7 @@ def clip(text: str) -> tuple[str, str | None]:
 def pre(text: str, lang: str = "") -> str:
     shown, note = clip(neutralize(text))
     body = highlight(shown, lang) if lang and len(shown) <= HIGHLIGHT_MAX_CHARS else ""
-    out = f'<pre class="hl">{body}</pre>' if body else f"<pre>{esc(shown)}</pre>"
+    out = f'<pre class="hl">{body}</pre>' if body else f"<pre>{html.escape(shown)}</pre>"
     if note:
         out += f'<p class="folded">{esc(note)}</p>'
     return out

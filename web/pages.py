@@ -367,15 +367,13 @@ def _with_how(row: Row, how: str) -> Row:
 
 
 # ----------------------------------------------------------------- session
-MIN_PREFIX = 8  # as resolve takes an ID prefix
-
-
 def _find(
     index: Index, arg: str, project: str | None
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
     """``(session, candidates, every session)``: the session the URL names, or the
     sessions it could be when its ID is in several projects."""
     from sessiondex import Ambiguous, NotFound
+    from sessiondex.query.resolve import is_id_prefix
 
     everything = index.list(scope="all", all_kinds=True)
     if project is None:
@@ -385,7 +383,7 @@ def _find(
             pass
     # A page has no directory to scope an ID prefix to: it names one session of any
     # project, as a whole ID does.
-    prefix = len(arg) >= MIN_PREFIX and all(c in "0123456789abcdef-" for c in arg.lower())
+    prefix = is_id_prefix(arg)
     candidates = [
         s
         for s in everything
