@@ -56,6 +56,12 @@ PAGE_SIZE = 16384
 # the WAL file (which keeps its largest size under a long-running watcher) grow to
 # ~16 MB at 16 KiB pages for no gain.
 WAL_CHECKPOINT_BYTES = 1000 * 4096
+# Page cache of a connection, in KiB (SQLite's default is 2 MiB). A listing reads every
+# session row (the text-heavy bench's ``sessions`` table is 10 MB: first and last prompts)
+# and a search page the bodies of its hits; a long-lived front end (picker, MCP server,
+# web view) asks again and again, and with the default cache each answer read its pages
+# from the OS once more. Pages enter only when read, so a short command pays nothing.
+CACHE_KIB = 32 * 1024
 DATA_TABLES = (
     "messages",
     "pr_mentions",
@@ -110,6 +116,7 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
             conn = sqlite3.connect(_uri(target, immutable), uri=True)
             register(conn)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             applied = {
                 r[0]
                 for r in conn.execute(
@@ -354,6 +361,7 @@ def prepare(db: Database) -> Database:
     _set_autocheckpoint(db)
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
+    db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
     if migrations.pending(db) or get_meta(db, "derivation_version") != str(DERIVATION_VERSION):
         # Several processes may open a new index at once (a watcher and a reader):
         # take the write lock first, then look again, so one of them migrates.

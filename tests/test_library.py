@@ -427,3 +427,38 @@ def test_a_lone_surrogate_never_crashes_an_answer(
                 call(index)
         else:
             assert call(index) == expected
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_a_listing_leaves_the_garbage_collector_as_it_found_it(
+    tree: ConfigTree, tmp_path: Path, collector_on: bool
+) -> None:
+    """Decoding a listing pauses Python's cyclic collector (query.sessions); a caller's
+    own choice, on or off, is what it finds after every answer, even a failed one."""
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if collector_on else gc.disable)()
+        with Index(tmp_path / "index.db", [tree.root]) as index:
+            assert len(index.list(scope="all")) == 2
+            assert gc.isenabled() is collector_on
+            index.search("heartbeat", scope="all")
+            assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_every_connection_gets_the_larger_page_cache(tree: ConfigTree, tmp_path: Path) -> None:
+    """A long-lived front end asks again and again; with SQLite's 2 MiB default each
+    listing of a large history read its pages from the OS once more."""
+    from sessiondex.indexer.db import CACHE_KIB
+
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        index.list(scope="all")  # builds: answers from the writer
+        assert index.writable().execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        index.list(scope="all")  # nothing changed: a read-only handle of its own
+        reader = index.reader()
+        assert reader is not index._writer
+        assert reader.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
