@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# archive_dir_problem: re-exported, the one rule for where archives may go.
+from sessiondex.actions.cleanup import archive_dir_problem as archive_dir_problem
 from sessiondex.actions.cleanup import fresh_plan
-from sessiondex.actions.paths import write_target_problem
 from sessiondex.query.archives import LAST_RUN_KEY, live_transcripts, newest_archive
 from sessiondex.query.cleanup import PlanEntry
 from sessiondex.query.sessions import iso_ms
@@ -49,19 +50,6 @@ def default_archive_dir(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(data) / "sessiondex" / "archive"
-
-
-def archive_dir_problem(
-    directory: Path, roots: Iterable[Path], db_path: str | os.PathLike[str] | None
-) -> str | None:
-    """Why ``directory`` cannot hold the archive, else None: the output-path rule of
-    :mod:`sessiondex.actions.paths`, widened to the whole config dir."""
-    problem = write_target_problem(
-        directory, roots, db_path, label="archive dir", whole_config_dir=True
-    )
-    if problem is None and os.path.exists(directory) and not os.path.isdir(directory):
-        problem = f"archive dir {directory} is a file, not a directory"
-    return problem
 
 
 @dataclass

@@ -61,12 +61,20 @@ class Outcome:
 
 
 def archive_dir_problem(
-    archive_dir: Path, roots: Iterable[Path], db_path: str | os.PathLike[str] | None = None
+    directory: Path,
+    roots: Iterable[Path],
+    db_path: str | os.PathLike[str] | None = None,
+    *,
+    label: str = "archive dir",
 ) -> str | None:
-    """Why ``archive_dir`` cannot hold archives, else None: the rule of
-    :mod:`sessiondex.actions.paths` (not inside a ``projects/`` dir, where Claude Code
-    would sweep it and readers would take it for sessions; not an index file)."""
-    return write_target_problem(archive_dir, roots, db_path, label="--archive")
+    """Why ``directory`` cannot hold archives, else None (``archive --to`` and ``cleanup
+    --archive`` alike): the output-path rule of :mod:`sessiondex.actions.paths` widened
+    to the whole config dir (Claude Code's housekeeping prunes many of its folders, and
+    an archive may be the only copy left), and not a file."""
+    problem = write_target_problem(directory, roots, db_path, label=label, whole_config_dir=True)
+    if problem is None and os.path.exists(directory) and not os.path.isdir(directory):
+        problem = f"{label} {directory} is a file, not a directory"
+    return problem
 
 
 def _stat_key(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,11 +220,14 @@ def cleanup(
     state = app()
     roots = state.roots
     if archive_dir:
-        from sessiondex.cli.options import UnsafeOutputPath, check_output_path
+        from sessiondex.actions.cleanup import archive_dir_problem
+        from sessiondex.cli.options import UnsafeOutputPath
 
-        check_output_path(archive_dir, "--archive")
-        if os.path.exists(archive_dir) and not os.path.isdir(archive_dir):
-            raise UnsafeOutputPath(f"--archive {archive_dir} is a file, not a directory")
+        problem = archive_dir_problem(
+            Path(archive_dir), roots, state.index.db_path, label="--archive"
+        )
+        if problem:
+            raise UnsafeOutputPath(problem)
     db = state.fresh_db()
     plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
     result = plan.as_dict()

@@ -143,6 +143,29 @@ def test_cleanup_archive_refuses_the_same_paths(
     _assert_refused(world, result, before)
 
 
+# Outside projects/ but inside a config dir: fine for one exported file, never for an
+# archive (Claude Code's housekeeping prunes backups/, uploads/, debug/… by age, and an
+# archive may be the only copy left) — as ``archive --to`` refuses them.
+ARCHIVE_REFUSED: list[tuple[str, Callable[[World], str]]] = [
+    ("config dir backups/", lambda w: str(w.tree.root / "backups" / "claude-archive")),
+    ("config dir itself", lambda w: str(w.tree.root)),
+    ("second config dir debug/", lambda w: str(w.tree2.root / "debug")),
+]
+
+
+@pytest.mark.parametrize(("name", "where"), ARCHIVE_REFUSED, ids=[n for n, _ in ARCHIVE_REFUSED])
+@pytest.mark.parametrize("command", ["cleanup", "archive"])
+def test_archives_never_go_inside_a_config_dir(
+    world: World, name: str, where: Callable[[World], str], command: str
+) -> None:
+    before = world.snapshot()
+    if command == "cleanup":
+        result = world.run("cleanup", "--days", "1", "--apply", "--archive", where(world))
+    else:
+        result = world.run("archive", "--to", where(world), "--cwd", CWD)
+    _assert_refused(world, result, before)
+
+
 def test_a_relative_path_inside_projects_is_refused(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
