@@ -510,3 +510,97 @@ def test_another_config_dirs_live_copy_neither_hides_nor_blocks_an_archived_sess
         index.restore(sid)
     assert copies["B"][1].exists() and copies["A"][1].exists()
     assert "shared copy in B" in copies["B"][1].read_text()
+
+
+# --------------------------------------------------------------------------- odd folders
+
+
+def _socket(path: Path) -> None:
+    import socket
+
+    here = os.getcwd()
+    os.chdir(path.parent)  # a socket's whole path must fit in 108 bytes
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(path.name)
+    finally:
+        os.chdir(here)
+
+
+def _hard_links(path: Path) -> None:
+    path.write_bytes(b"same tool output\n")
+    os.link(path, path.with_name("b.txt"))
+
+
+# What a session folder may hold besides transcripts → what restore gives back there.
+ODD_FOLDER_CASES = [
+    pytest.param(_socket, {}, id="socket"),
+    pytest.param(lambda p: os.mkfifo(p), {}, id="fifo"),
+    pytest.param(
+        _hard_links,
+        {"a.txt": b"same tool output\n", "b.txt": b"same tool output\n"},
+        id="hard-links",
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "restored"), ODD_FOLDER_CASES)
+def test_an_odd_file_in_the_session_folder_never_stops_archiving(
+    tmp_path: Path, make: Any, restored: dict[str, bytes]
+) -> None:
+    """A socket or FIFO is left out (no bytes to keep; it crashed the run and every
+    session after it), and a second name of a hard-linked file is kept as a file of its
+    own (tarfile's link member failed the byte-for-byte check on every run)."""
+    tree = ConfigTree(tmp_path / "claude")
+    odd = _session(tree, "odd folder", NOW - 40 * DAY)
+    folder = odd.project_dir / odd.session_id / "tool-results"
+    folder.mkdir(parents=True)
+    make(folder / "a.txt")
+    bystander = _session(tree, "innocent bystander", NOW - 35 * DAY)
+    with _index(tree, tmp_path) as index:
+        run = _archive(index, tmp_path)
+        assert sorted((r.session_id, r.status) for r in run.results) == sorted(
+            [(odd.session_id, ARCHIVED), (bystander.session_id, ARCHIVED)]
+        )
+        shutil.rmtree(odd.project_dir / odd.session_id)
+        odd.path.unlink()
+        index.refresh()
+        index.restore(odd.session_id)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == restored
+
+
+def test_a_transcript_appended_to_while_archiving_is_not_archived_with_its_old_mtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code resumes the session between the listing of its files and the read of
+    its bytes: an archive with the new bytes under the old mtime would restore a file
+    that never existed. That session fails this run; the next archives the new version."""
+    import tarfile
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "race me", NOW - 40 * DAY)
+    original = tarfile.TarFile.gettarinfo
+    appended: list[bool] = []
+
+    def resumed_meanwhile(self: Any, name: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if name and str(name).endswith(".jsonl") and not appended:
+            appended.append(True)
+            s.user("resumed while the archive was being written")
+            s.append(mtime=NOW - 39 * DAY)
+        return original(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(tarfile.TarFile, "gettarinfo", resumed_meanwhile)
+    with _index(tree, tmp_path) as index:
+        first = _archive(index, tmp_path)
+        assert [r.status for r in first.results] == ["failed"]
+        assert "changed while archiving" in (first.results[0].message or "")
+        assert list((tmp_path / "arch").rglob("*.tar.gz")) == []
+        second = _archive(index, tmp_path)
+        assert [r.status for r in second.results] == [ARCHIVED]
+        grown = s.path.read_bytes()
+        mtime_ns = s.path.stat().st_mtime_ns
+        s.path.unlink()
+        index.refresh()
+        index.restore(s.session_id)
+    assert s.path.read_bytes() == grown
+    assert s.path.stat().st_mtime_ns == mtime_ns

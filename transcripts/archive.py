@@ -87,8 +87,16 @@ class ArchivedTranscript:
     stream: IO[bytes]
 
 
+def _archivable(st: os.stat_result) -> bool:
+    """A regular file, a directory or a symlink: what a session folder holds. A socket,
+    FIFO or device someone left in it carries no session data and has no bytes to
+    keep (``tarfile`` cannot describe a socket at all), so it is left out."""
+    return stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)
+
+
 def _entries(tf: TranscriptFile) -> list[_Entry]:
-    """The transcript, then its ``<id>/`` folder walked without following links."""
+    """The transcript, then its ``<id>/`` folder walked without following links (only
+    what :func:`_archivable` keeps)."""
     prefix = f"projects/{tf.project_key}/{tf.session_id}"
     entries = [_Entry(prefix + ".jsonl", tf.path, os.lstat(tf.path))]
     folder = tf.path.with_suffix("")
@@ -105,7 +113,9 @@ def _entries(tf: TranscriptFile) -> list[_Entry]:
         base = prefix if relative == "." else f"{prefix}/{Path(relative).as_posix()}"
         for name in sorted(dirnames) + sorted(filenames):
             path = Path(dirpath) / name
-            entries.append(_Entry(f"{base}/{name}", path, os.lstat(path)))
+            st = os.lstat(path)
+            if _archivable(st):
+                entries.append(_Entry(f"{base}/{name}", path, st))
     return entries
 
 
@@ -195,6 +205,48 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _changed(entry: _Entry, st: os.stat_result) -> bool:
+    return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino) != (
+        entry.st.st_mode,
+        entry.st.st_size,
+        entry.st.st_mtime_ns,
+        entry.st.st_ino,
+    )
+
+
+def _add_entry(tar: tarfile.TarFile, entry: _Entry) -> None:
+    """One member, as :func:`_entries` saw it: its header (mtime above all) and its
+    bytes must be of the same moment, or a restore makes a file that never existed.
+    Raises :class:`ArchiveError` when the file changed since it was listed (Claude Code
+    resumed the session meanwhile: the next run archives the new version)."""
+    changed = ArchiveError(f"{entry.path} changed while archiving; try again")
+    info = tar.gettarinfo(str(entry.path), arcname=entry.arcname)
+    if info is None:  # replaced by a socket or the like since it was listed
+        raise changed
+    if info.islnk():
+        # A second name of a file already stored (hard links: dedupe tools make them).
+        # Kept as a file of its own, so each name is checked and restored by itself.
+        info.type, info.linkname = tarfile.REGTYPE, ""
+    # Sub-second mtime (Claude Code's sweep keys on it): the PAX header holds it as an
+    # exact decimal (a float would lose the nanoseconds).
+    info.mtime = entry.st.st_mtime_ns / 1e9
+    if entry.st.st_mtime_ns >= 0:
+        seconds, ns = divmod(entry.st.st_mtime_ns, 10**9)
+        info.pax_headers = {**info.pax_headers, "mtime": f"{seconds}.{ns:09d}"}
+    if not info.isreg():
+        if _changed(entry, os.lstat(entry.path)):
+            raise changed
+        tar.addfile(info)
+        return
+    with open(entry.path, "rb") as source:
+        if _changed(entry, os.fstat(source.fileno())):
+            raise changed
+        info.size = entry.st.st_size
+        tar.addfile(info, source)
+        if _changed(entry, os.fstat(source.fileno())):
+            raise changed
+
+
 def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
     """Archive one session (transcript + ``<id>/`` folder) into ``archive_dir``; verified
     byte for byte and durable on return. Raises :class:`ArchiveError`."""
@@ -217,18 +269,7 @@ def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
                 tarfile.open(fileobj=handle, mode="w:gz", format=tarfile.PAX_FORMAT) as tar,
             ):
                 for entry in entries:
-                    info = tar.gettarinfo(str(entry.path), arcname=entry.arcname)
-                    # Sub-second mtime (Claude Code's sweep keys on it): the PAX header
-                    # holds it as an exact decimal (a float would lose the nanoseconds).
-                    info.mtime = entry.st.st_mtime_ns / 1e9
-                    if entry.st.st_mtime_ns >= 0:
-                        seconds, ns = divmod(entry.st.st_mtime_ns, 10**9)
-                        info.pax_headers = {**info.pax_headers, "mtime": f"{seconds}.{ns:09d}"}
-                    if info.isreg():
-                        with open(entry.path, "rb") as source:
-                            tar.addfile(info, source)
-                    else:
-                        tar.addfile(info)
+                    _add_entry(tar, entry)
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
