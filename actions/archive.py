@@ -27,6 +27,7 @@ from sessiondex.actions.cleanup import fresh_plan
 from sessiondex.query.archives import LAST_RUN_KEY, live_transcripts, newest_archive
 from sessiondex.query.cleanup import PlanEntry
 from sessiondex.query.sessions import iso_ms
+from sessiondex.transcripts.archive import default_archive_dir as default_archive_dir
 from sessiondex.transcripts.discover import MAIN, describe_path
 from sessiondex.transcripts.retention import DAY, UNSET, read_retention
 
@@ -41,15 +42,6 @@ ARCHIVED, ALREADY, PLANNED, SKIPPED, FAILED = (
     "skipped",
     "failed",
 )
-
-
-def default_archive_dir(environ: dict[str, str] | None = None) -> Path:
-    """``$XDG_DATA_HOME/sessiondex/archive`` (``~/.local/share/…``): data, not cache (an
-    archive may be the only copy left), beside sessiondex's other files and never inside
-    a Claude config dir."""
-    env = os.environ if environ is None else environ
-    data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "sessiondex" / "archive"
 
 
 @dataclass
@@ -173,6 +165,10 @@ def archive_expiring(
         dry_run,
         [{"config_dir": r.config_dir, **r.retention.as_dict()} for r in plan.roots],
     )
+    if not dry_run and directory.is_dir():
+        # Indexed from now on, also after a rebuild; and again by every run, so an index
+        # that was lost (damaged, deleted) learns the dir back from the daily job.
+        add_archive_dir(db, directory)
     prepared = False
     # With no --days, a root plan's ``expired`` is exactly what the sweep deletes by then
     # (keep-tagged sessions included: the sweep ignores tags); exempt ones are apart.
@@ -185,7 +181,7 @@ def archive_expiring(
             if not prepared:
                 directory.mkdir(parents=True, exist_ok=True)
                 remove_stale_temps(directory)  # what a killed earlier run left behind
-                add_archive_dir(db, directory)  # indexed from now on, also after a rebuild
+                add_archive_dir(db, directory)
                 prepared = True
             try:
                 result = _archive_one(db, entry, roots, directory)

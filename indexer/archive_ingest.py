@@ -10,7 +10,9 @@ indexed too, under ``<archive>#<member>`` paths.
 
 The archive dirs are remembered in ``meta`` (``archive_dirs``, a JSON list) and swept by
 every :func:`sessiondex.indexer.refresh.refresh`; :func:`indexer.db.clear_index` keeps that key so
-``index --rebuild`` does not forget them. Archives are write-once, so an unchanged
+``index --rebuild`` does not forget them. The default archive dir is swept whenever it
+exists, recorded or not, and every ``archive`` run records its dir again: an index
+moved aside as damaged (or deleted) is rebuilt without that key. Archives are write-once, so an unchanged
 archive (same mtime, inode and device) costs a stat.
 
 Versions: a session archived again after it changed (``sessiondex archive`` of a session
@@ -37,7 +39,12 @@ from sqlite_utils import Database
 from sessiondex.indexer.ingest import apply_tail, remove_path
 from sessiondex.indexer.meta import get_meta, immediate, set_meta
 from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
-from sessiondex.transcripts.archive import ARCHIVE_SUFFIX, ArchiveError, read_archive
+from sessiondex.transcripts.archive import (
+    ARCHIVE_SUFFIX,
+    ArchiveError,
+    default_archive_dir,
+    read_archive,
+)
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
 
 ARCHIVE_DIRS_KEY = "archive_dirs"
@@ -46,7 +53,18 @@ NEWEST, SUPERSEDED = 1, 2
 
 
 def archive_dirs(db: Database) -> list[Path]:
-    """The archive dirs recorded in the index, in the order they were added."""
+    """The archive dirs recorded in the index, in the order they were added, then the
+    default one (``transcripts.archive.default_archive_dir``) when it exists: an index
+    that is new, or was rebuilt after damage, has no record, and what ``archive``
+    rescued there must stay findable and restorable."""
+    recorded = _recorded_dirs(db)
+    default = Path(os.path.abspath(default_archive_dir()))
+    if default not in recorded and default.is_dir():
+        recorded.append(default)
+    return recorded
+
+
+def _recorded_dirs(db: Database) -> list[Path]:
     raw = get_meta(db, ARCHIVE_DIRS_KEY)
     if not raw:
         return []
@@ -60,7 +78,7 @@ def archive_dirs(db: Database) -> list[Path]:
 def add_archive_dir(db: Database, directory: Path) -> Path:
     """Remember ``directory`` (absolute) as an archive root; returns it."""
     path = Path(os.path.abspath(directory))
-    current = archive_dirs(db)
+    current = _recorded_dirs(db)
     if path not in current:
         with immediate(db):
             set_meta(

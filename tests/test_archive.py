@@ -604,3 +604,39 @@ def test_a_transcript_appended_to_while_archiving_is_not_archived_with_its_old_m
         index.restore(s.session_id)
     assert s.path.read_bytes() == grown
     assert s.path.stat().st_mtime_ns == mtime_ns
+
+
+# --------------------------------------------------------------------------- a lost index
+
+
+def _lose(db: Path, how: str) -> None:
+    if how == "damaged":
+        db.write_bytes(b"garbage where the index was" * 100)
+    else:
+        for side in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            side.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("how", ["damaged", "deleted"])
+@pytest.mark.parametrize("where", ["default", "--to"])
+def test_archived_sessions_outlive_the_index(tmp_path: Path, how: str, where: str) -> None:
+    """The index is disposable; the archive may be the only copy left. After the index
+    is moved aside as damaged or deleted, the default archive dir is indexed at once,
+    and a ``--to`` dir as soon as the daily ``archive`` runs again (even with nothing
+    left to archive): the session is found and restored."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "the only copy is archived", now - 40 * DAY)
+    db = tmp_path / "index.db"
+    to = ["--to", str(tmp_path / "arch")] if where == "--to" else []
+    assert _json(_run(tree, db, "archive", *to, "--json"))["results"][0]["status"] == "archived"
+    s.path.unlink()  # Claude Code's sweep
+    _lose(db, how)
+    if where == "--to":
+        again = _json(_run(tree, db, "archive", *to, "--json"))
+        assert again["results"] == []
+    listed = _json(_run(tree, db, "list", "--scope", "all", "--include-archived", "--json"))
+    assert [r["session_id"] for r in listed] == [s.session_id]
+    restored = _run(tree, db, "restore", s.session_id)
+    assert restored.exit_code == 0, restored.output
+    assert s.path.is_file()

@@ -58,6 +58,16 @@ _TEMP_NAME = re.compile(
 STALE_TEMP_SECONDS = 600
 
 
+def default_archive_dir(environ: dict[str, str] | None = None) -> Path:
+    """``$XDG_DATA_HOME/sessiondex/archive`` (``~/.local/share/…``): data, not cache (an
+    archive may be the only copy left), beside sessiondex's other files and never inside
+    a Claude config dir. Always indexed when it exists (indexer.archive_ingest), so a new
+    or rebuilt index finds what was archived there."""
+    env = os.environ if environ is None else environ
+    data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "sessiondex" / "archive"
+
+
 class ArchiveError(Exception):
     """Writing or verifying an archive failed; the message says why, in one line."""
 
