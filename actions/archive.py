@@ -148,28 +148,58 @@ def archive_expiring(
     ``archive_dir`` (default :func:`default_archive_dir`) and the index; raises
     ValueError when the archive dir is not allowed. ``cwd`` is where Claude Code will
     start (its project settings may set the period), as for ``cleanup``."""
-    from sessiondex.indexer.archive_ingest import add_archive_dir
     from sessiondex.indexer.meta import set_meta
-    from sessiondex.transcripts.archive import remove_stale_temps
+    from sessiondex.transcripts.archive import archive_dir_lock
 
     current = time.time() if now is None else now
     directory = Path(os.path.abspath(archive_dir or default_archive_dir()))
     problem = archive_dir_problem(directory, roots, db_path)
     if problem:
         raise ValueError(problem)
-    plan = fresh_plan(db, roots, cwd=cwd, now=current + window, managed=managed)
+    if dry_run:
+        return _archive_run(db, roots, directory, window, cwd, current, True, managed, on_result)
+    # Planned and written under the dir's lock: a second run at the same time waits,
+    # then finds the first one's archives instead of writing them again.
+    with archive_dir_lock(directory):
+        run = _archive_run(db, roots, directory, window, cwd, current, False, managed, on_result)
+    stamp = iso_ms(int(current * 1000))
+    if stamp is not None:
+        with db.atomic():
+            set_meta(db, LAST_RUN_KEY, stamp)
+    return run
+
+
+def _archive_run(
+    db: Database,
+    roots: list[Path],
+    directory: Path,
+    window: float,
+    cwd: str | None,
+    now: float,
+    dry_run: bool,
+    managed: Path | None,
+    on_result: Callable[[ArchiveResult], None] | None,
+) -> ArchiveRun:
+    from sessiondex.indexer.archive_ingest import add_archive_dir, refresh_archives
+    from sessiondex.indexer.stats import RefreshStats
+    from sessiondex.transcripts.archive import remove_stale_temps
+
+    if not dry_run:
+        remove_stale_temps(directory)  # what a killed earlier run left behind
+        # Indexed from now on, also after a rebuild; and again by every run, so an index
+        # that was lost (damaged, deleted) learns the dir back from the daily job. Before
+        # the plan, whose refresh reads the dir: what another run (another index) just
+        # archived there counts as archived.
+        add_archive_dir(db, directory)
+        refresh_archives(db, RefreshStats(), directories=[directory])
+    plan = fresh_plan(db, roots, cwd=cwd, now=now + window, managed=managed)
     run = ArchiveRun(
-        current,
+        now,
         str(directory),
         window,
         dry_run,
         [{"config_dir": r.config_dir, **r.retention.as_dict()} for r in plan.roots],
     )
-    if not dry_run and directory.is_dir():
-        # Indexed from now on, also after a rebuild; and again by every run, so an index
-        # that was lost (damaged, deleted) learns the dir back from the daily job.
-        add_archive_dir(db, directory)
-    prepared = False
     # With no --days, a root plan's ``expired`` is exactly what the sweep deletes by then
     # (keep-tagged sessions included: the sweep ignores tags); exempt ones are apart.
     for entry in [e for r in plan.roots for e in r.expired]:
@@ -178,11 +208,6 @@ def archive_expiring(
         elif dry_run:
             result = _result(entry, PLANNED)
         else:
-            if not prepared:
-                directory.mkdir(parents=True, exist_ok=True)
-                remove_stale_temps(directory)  # what a killed earlier run left behind
-                add_archive_dir(db, directory)
-                prepared = True
             try:
                 result = _archive_one(db, entry, roots, directory)
             except OSError as exc:  # a vanished file, a permission: this session only
@@ -190,10 +215,6 @@ def archive_expiring(
         run.results.append(result)
         if on_result is not None:
             on_result(result)
-    stamp = iso_ms(int(current * 1000))
-    if not dry_run and stamp is not None:
-        with db.atomic():
-            set_meta(db, LAST_RUN_KEY, stamp)
     return run
 
 

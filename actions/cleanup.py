@@ -114,7 +114,10 @@ def _apply_one(
         return outcome
     before = _stat_key(os.lstat(path))
     archive: Path | None = None
-    if archive_dir is not None:
+    kept = None if archive_dir is None else archived_copy_exists(db, archive_dir, entry)
+    if kept is not None:
+        archive = Path(kept)  # this very version is there already (an archive run's)
+    elif archive_dir is not None:
         try:
             archive = write_session_archive(tf, archive_dir)
         except ArchiveError as exc:
@@ -137,7 +140,7 @@ def _apply_one(
             remove_path(db, str(path))  # the transcript went even if its folder did not
         return outcome
     remove_path(db, str(path))
-    if archive is not None and archive_dir is not None:
+    if archive is not None and archive_dir is not None and kept is None:
         ingest_archive(
             db,
             archive,
@@ -195,18 +198,32 @@ def apply_plan(
     ``plan``. Never a transcript written in the last 10 minutes by ``clock`` (nor one
     changed since the plan), never through a symlink, never anything but ``<uuid>.jsonl``
     and ``<uuid>/``; one failure does not stop the rest; the index follows each deletion."""
-    if archive_dir is not None:
-        from sessiondex.indexer.archive_ingest import add_archive_dir
+    from sessiondex.transcripts.archive import archive_dir_lock
 
-        archive_dir = Path(os.path.abspath(archive_dir))
-        problem = archive_dir_problem(archive_dir, roots)
-        if problem:
-            raise ValueError(problem)
-        Path(archive_dir).mkdir(parents=True, exist_ok=True)
+    if archive_dir is None:
+        return _apply(db, plan, roots, None, clock, on_outcome)
+    archive_dir = Path(os.path.abspath(archive_dir))
+    problem = archive_dir_problem(archive_dir, roots)
+    if problem:
+        raise ValueError(problem)
+    # As ``archive`` does: one run at a time per archive dir (actions.archive).
+    with archive_dir_lock(archive_dir):
+        from sessiondex.indexer.archive_ingest import add_archive_dir
         from sessiondex.transcripts.archive import remove_stale_temps
 
         remove_stale_temps(archive_dir)  # what a killed earlier run left behind
-        add_archive_dir(db, Path(archive_dir))  # before any deletion: never forgotten
+        add_archive_dir(db, archive_dir)  # before any deletion: never forgotten
+        return _apply(db, plan, roots, archive_dir, clock, on_outcome)
+
+
+def _apply(
+    db: Database,
+    plan: CleanupPlan,
+    roots: list[Path],
+    archive_dir: Path | None,
+    clock: Callable[[], float],
+    on_outcome: Callable[[Outcome], None] | None,
+) -> list[Outcome]:
     outcomes: list[Outcome] = []
     stats = RefreshStats()
     for entry in [e for r in plan.roots for e in r.expired]:

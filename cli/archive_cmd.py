@@ -263,11 +263,15 @@ def archive(
         return
     if print_only:
         raise click.UsageError("--print goes with --install-job or --uninstall-job")
+    from sessiondex.transcripts.archive import ArchiveError
+
     state.fresh_db()
     try:
         run = state.index.archive(archive_dir=directory, window=seconds, cwd=cwd, dry_run=dry_run)
     except ValueError as exc:
         raise UnsafeOutputPath(clean_line(str(exc))) from None
+    except ArchiveError as exc:  # the dir cannot be locked, or another run holds it
+        raise CliError(clean_line(str(exc))) from None
     if fmt == "json":
         click.echo(dumps(run.as_dict(), indent=True))
     else:

@@ -168,9 +168,10 @@ def _row(db: Database, tf: TranscriptFile) -> dict[str, Any] | None:
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
 
-def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> bool:
-    """Whether ``archive_dir`` already holds this exact version of the session."""
-    found = archived_version(
+def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> str | None:
+    """The archive in ``archive_dir`` that already holds this exact version of the
+    session, else None."""
+    return archived_version(
         db,
         entry.session_id,
         entry.project_key,
@@ -178,7 +179,6 @@ def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> b
         entry.mtime_ns,
         archive_dir=str(archive_dir),
     )
-    return found is not None
 
 
 def _same_tag(tag: str | None, keep_tag: str) -> bool:

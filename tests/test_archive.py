@@ -640,3 +640,59 @@ def test_archived_sessions_outlive_the_index(tmp_path: Path, how: str, where: st
     restored = _run(tree, db, "restore", s.session_id)
     assert restored.exit_code == 0, restored.output
     assert s.path.is_file()
+
+
+def test_two_archive_runs_at_once_write_each_session_once(tmp_path: Path) -> None:
+    """``watch``'s daily archive and the installed job may start together (even for two
+    indexes): the second waits for the archive dir's lock, then finds the first one's
+    archives. Both wrote every session before, as ``<id>.tar.gz`` and ``<id>-2.tar.gz``."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    ids = {_session(tree, f"session {i}", now - 40 * DAY).session_id for i in range(6)}
+    arch = tmp_path / "arch"
+    runs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sessiondex.cli.main",
+                "--config-dir",
+                str(tree.root),
+                "--db",
+                str(tmp_path / f"index-{n}.db"),  # two indexes: only the dir is shared
+                "archive",
+                "--to",
+                str(arch),
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    statuses: dict[str, list[str]] = {}
+    for proc in runs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        for result in json.loads(out)["results"]:
+            statuses.setdefault(result["session_id"], []).append(result["status"])
+    assert set(statuses) == ids
+    assert all(sorted(s) == ["already-archived", "archived"] for s in statuses.values()), statuses
+    assert sorted(p.name for p in arch.rglob("*.tar.gz")) == sorted(f"{i}.tar.gz" for i in ids)
+
+
+def test_cleanup_archive_reuses_the_archive_run_s_copy(tmp_path: Path) -> None:
+    """``archive``, then ``cleanup --apply --archive`` into the same dir: the session
+    is deleted with the archive already there, not archived a second time."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "archived first", now - 40 * DAY)
+    db, arch = tmp_path / "index.db", tmp_path / "arch"
+    assert _run(tree, db, "archive", "--to", str(arch)).exit_code == 0
+    applied = _run(tree, db, "cleanup", "--apply", "--archive", str(arch), "--json")
+    assert applied.exit_code == 0, applied.output
+    assert not s.path.exists()
+    assert [p.name for p in arch.rglob("*.tar.gz")] == [f"{s.session_id}.tar.gz"]
+    found = _json(_run(tree, db, "list", "--scope", "all", "--include-archived", "--json"))
+    assert [r["file_path"] for r in found] == [str(next(arch.rglob("*.tar.gz")))]

@@ -25,6 +25,7 @@ temporary files: a run killed mid-archive leaves its ``.<id>.<random>.tmp`` behi
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import os
 import re
@@ -35,6 +36,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -70,6 +72,41 @@ def default_archive_dir(environ: dict[str, str] | None = None) -> Path:
 
 class ArchiveError(Exception):
     """Writing or verifying an archive failed; the message says why, in one line."""
+
+
+# How long an archiving run waits for another one on the same archive dir to finish.
+LOCK_WAIT_SECONDS = 600.0
+LOCK_NAME = ".sessiondex-archive.lock"
+
+
+@contextmanager
+def archive_dir_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Hold ``directory``'s archiving lock (an ``flock`` on a dot file in it, which the
+    kernel drops with its holder however it dies). Two runs on one dir at once (``watch``'s
+    daily archive and the installed job, possibly of two indexes) would each find a
+    session not yet archived and both write it, as ``<id>.tar.gz`` and a byte-identical
+    ``<id>-2.tar.gz``; the second now waits, then finds the first's archive. Raises
+    :class:`ArchiveError` when the other run holds it for longer than ``wait`` seconds."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise ArchiveError(f"cannot lock {directory}: {exc.strerror or exc}") from None
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ArchiveError(
+                        f"another sessiondex run is archiving into {directory}; try again later"
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
 
 
 class RestoreRefused(ArchiveError):
