@@ -804,6 +804,29 @@ class Index:
         self._changes = changes
         return True
 
+    def close_if_replaced(self) -> bool:
+        """Whether the index file was deleted or replaced (another inode: a watcher or
+        another process rebuilt it, a repair moved it aside) since this object opened it;
+        if so its handles are closed, and the next answer opens the file there now and
+        refreshes it itself rather than trusting a watcher with it.
+
+        An open handle keeps reading the old inode however long it lives, so a
+        long-lived front end (the MCP server, ``serve``) would otherwise answer from a
+        deleted file forever, seeing nothing new and reporting nothing."""
+        from sessiondex.indexer.faults import file_identity
+
+        if self._path is None or self._given is not None or self._identity is None:
+            return False
+        if self._reader is None and self._writer is None:
+            return False
+        if file_identity(self._path) == self._identity:
+            return False
+        self._close_handles()
+        self._identity = None
+        self._recovered = True
+        self._refreshed = False
+        return True
+
     def renew(self) -> None:
         """Apply the refresh rule again now, keeping the open handles.
 
@@ -819,6 +842,8 @@ class Index:
         transcript between two calls), just those files are ingested, as ``watch``
         ingests them. Otherwise the whole check and refresh run. The bit is cleared
         *before* any of it, so a change made meanwhile sets it again."""
+        if self.close_if_replaced():
+            self.say(f"note: the index at {self._path} was deleted or replaced; reading it anew")
         changes = self._changes
         if changes is not None:
             current = self._refreshed and self._reader is not None

@@ -566,3 +566,33 @@ def test_no_match_suggests_scope_all_only_when_it_is_wider(
     answer = json.loads(service(fixture_index).search_sessions("zzqqxxnomatch", scope=scope))
     assert answer["count"] == 0 and answer["note"].startswith("no session matches")
     assert ("scope='all'" in answer["note"]) is hint
+
+
+def test_an_index_replaced_under_a_live_watcher_is_read_anew(tmp_path: Path) -> None:
+    """The index file is deleted and a watcher builds a new one at the same path: the
+    server's open handles still read the deleted inode, and because a watcher is live
+    it trusted the index and never refreshed, so it answered from the deleted file
+    forever, with no error. Each answer now looks at which file is there."""
+    from sessiondex.indexer.lock import WatcherLock
+
+    tree = ConfigTree(tmp_path / "claude")
+    first = tree.session(cwd=CWD)
+    first.user("pangolin notes")
+    first.write()
+    db = tmp_path / "index.db"
+
+    def hits(answers: SessionService, word: str) -> int:
+        return int(json.loads(answers.search_sessions(word))["count"])
+
+    with Index(db, [tree.root]) as index, WatcherLock(db):
+        answers = service(index, cwd=CWD)
+        assert hits(answers, "pangolin") == 1
+        for side in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            side.unlink(missing_ok=True)
+        second = tree.session(cwd=CWD)
+        second.user("armadillo notes")
+        second.write()
+        with Index(db, [tree.root]) as watcher:  # what the live watcher does
+            watcher.refresh()
+        assert eventually(lambda: hits(answers, "armadillo") == 1)
+        assert hits(answers, "pangolin") == 1

@@ -41,9 +41,6 @@ class WebIndex:
         self.index = index
         # Answer only requests whose Host names a loopback host (web/hosts.py).
         self.loopback_only = loopback_only
-        # The index file as served (device, inode): another identity means it was
-        # deleted, replaced, or moved aside by a repair, and is opened again.
-        self._identity: tuple[int, int] | None = None
         # Called on the event loop after such a reopening (Datasette's own connections).
         self.on_replaced: Callable[[], None] | None = None
         self.interval = interval
@@ -74,26 +71,18 @@ class WebIndex:
 
         self.call(first)
         self._last = self._clock()
-        self._identity = self._file_identity(self.index)
-
-    @staticmethod
-    def _file_identity(index: Index) -> tuple[int, int] | None:
-        from sessiondex.indexer.faults import file_identity
-
-        return file_identity(index.db_path) if index.db_path is not None else None
 
     def _maybe_refresh(self, index: Index) -> bool:
         """Refresh (throttled); True when the index file had been deleted or replaced
         and was opened again (rebuilt from the transcripts), as ``watch`` does: the
         pages answered from the deleted file, and Datasette's tables failed."""
-        replaced = self._identity is not None and self._file_identity(index) != self._identity
+        replaced = index.close_if_replaced()
         if replaced:
             print(
                 f"sessiondex serve: the index at {index.db_path} was deleted or replaced; "
                 "opening it again",
                 file=sys.stderr,
             )
-            index.close()
             self._last = None  # refresh now, whatever the throttle says
         now = self._clock()
         if not index.auto_refresh or (self._last is not None and now - self._last < self.interval):
@@ -107,7 +96,6 @@ class WebIndex:
             print(f"sessiondex serve: refresh failed: {exc}", file=sys.stderr)
         if replaced:
             index.reader()
-            self._identity = self._file_identity(index)
         return replaced
 
     async def fresh(self) -> None:
