@@ -188,10 +188,11 @@ class SessionService:
             raise UserError("ref is empty: give a session ID, an ID prefix, a name or a path")
         if "\x00" in text:
             raise UserError("ref cannot contain a NUL character")
-        # A path is what ``resolve`` reads as one (``….jsonl``) or anything naming a file
-        # that exists; a name may contain "/" ("feat/login plan") and is not a path.
+        # A path is what ``resolve`` reads as one (``….jsonl``, query.resolve._by_path);
+        # anything else is a name or an ID, even when a file of that name happens to exist
+        # where the server runs (Claude Code starts it in the project: "tests", "docs").
         path = os.path.abspath(os.path.expanduser(text))
-        if text.endswith(".jsonl") or _exists(path):
+        if text.endswith(".jsonl"):
             index = self.index()
             if index.team_dsn is not None:
                 raise UserError(
@@ -631,13 +632,6 @@ def cut(text: str, limit: int, marker: str | None = None) -> str:
         note = f" [… cut: {len(text) - keep} more characters]"
         keep = max(0, limit - len(note))
     return text[:keep] + f" [… cut: {len(text) - keep} more characters]"
-
-
-def _exists(path: str) -> bool:
-    try:
-        return os.path.lexists(path)
-    except (OSError, ValueError):
-        return False
 
 
 def _clip(value: Any, limit: int) -> Any:

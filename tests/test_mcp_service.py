@@ -596,3 +596,26 @@ def test_an_index_replaced_under_a_live_watcher_is_read_anew(tmp_path: Path) -> 
             watcher.refresh()
         assert eventually(lambda: hits(answers, "armadillo") == 1)
         assert hits(answers, "pangolin") == 1
+
+
+@pytest.mark.parametrize("name", ["tests", "docs", "README.md", "src/app"])
+def test_a_name_that_is_also_a_file_where_the_server_runs_is_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Claude Code starts the server in the project, where ``tests/`` or ``docs/``
+    exist: a session named so was refused as a path outside the config dir, while
+    ``resolve`` (which reads only ``….jsonl`` as a path) finds it by name."""
+    project = tmp_path / "project"
+    (project / "src" / "app").mkdir(parents=True)
+    for folder in ("tests", "docs"):
+        (project / folder).mkdir()
+    (project / "README.md").write_text("# project\n")
+    monkeypatch.chdir(project)
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("the work")
+    session.meta("custom-title", customTitle=name)
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        found = json.loads(service(index, cwd=CWD).resolve_session(name))
+    assert (found["status"], found["session"]["session_id"]) == ("found", session.session_id)
