@@ -298,7 +298,8 @@ def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> No
                 ("read_session", {"ref": BIG, "limit": 100_000}, "less than or equal to 200"),
                 ("read_session", {"ref": str(outside)}, "refusing"),
                 ("resolve_session", {"ref": sneaky}, "refusing"),
-                ("read_session", {"ref": "/etc/passwd"}, "refusing"),
+                # not ….jsonl: a name to resolve, never a file to read
+                ("read_session", {"ref": "/etc/passwd"}, "no session matches"),
                 (
                     "read_session",
                     {"ref": BIG, "around_message": "not-a-message"},
