@@ -937,9 +937,20 @@ def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[s
     its session object pointing there."""
     import orjson
 
+    from sessiondex.transcripts.keys import is_session_id
+
     session = found.session
     root = scratch / str(int(found.row["id"]))
-    project = root / "projects" / session["project_key"]
+    # The key and the ID are whatever the store's writer said (a teammate, any SDK app):
+    # an absolute or ``..`` key, or an ID that is no ID, must not name a file outside
+    # the scratch dir (it replaced a local transcript, or wrote anywhere). A key as
+    # Claude Code makes it is letters, digits and ``-``; anything else is renamed here.
+    key = str(session.get("project_key") or "")
+    if not key.replace("-", "").isascii() or not key.replace("-", "").isalnum():
+        key = "-stored-session"
+    session_id = str(session.get("session_id") or "")
+    stem = session_id if is_session_id(session_id) else f"stored-{int(found.row['id'])}"
+    project = root / "projects" / key
     files: dict[str, list[str]] = {}
     metas: dict[str, str] = {}
     for subpath, text in team.entries(int(found.row["id"])):
@@ -950,8 +961,8 @@ def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[s
                 continue
         files.setdefault(subpath, []).append(text)
     for subpath, lines in files.items():
-        parts = [p for p in subpath.split("/") if p not in ("", ".", "..")]
-        name = "/".join([session["session_id"], *parts]) if parts else session["session_id"]
+        parts = [p for p in subpath.split("/") if p not in ("", ".", "..") and "\x00" not in p]
+        name = "/".join([stem, *parts]) if parts else stem
         path = project / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -960,7 +971,7 @@ def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[s
     return {
         **session,
         "config_dir": str(root),
-        "file_path": str(project / f"{session['session_id']}.jsonl"),
+        "file_path": str(project / f"{stem}.jsonl"),
     }
 
 

@@ -31,7 +31,12 @@ _VIEWS = (
         custom_title, ai_title, agent_name, summary, last_prompt, first_prompt,
         prompt_fallback, first_command, seen_real_prompt, tag, git_branch,
         branches_text, pr_text, created_ms, last_activity_ms,
-        mtime_ms * 1000000 AS mtime_ns, file_size, message_count, raw_message_count,
+        coalesce(
+            mtime_ms,
+            (SELECT max(t.mtime_ms) FROM transcripts t WHERE t.session_ref = sessions.id),
+            0
+        ) * 1000000 AS mtime_ns,
+        coalesce(file_size, 0) AS file_size, message_count, raw_message_count,
         entrypoint, is_sidechain, forked_from_session, forked_from_message,
         0 AS archived, NULL::text AS object_json,
         source, origin_url, pushed_by_user, pushed_by_host, pushed_at

@@ -36,6 +36,7 @@ from sessiondex.indexer.text import fts_text
 from sessiondex.store.bulk_copy import copy_rows
 from sessiondex.store.vectors import insert_messages, session_vector
 from sessiondex.transcripts.pr_urls import PullRequest
+from sessiondex.transcripts.reader import without_lone_surrogates
 from sessiondex.transcripts.records import timestamp_ms
 
 if TYPE_CHECKING:
@@ -82,7 +83,11 @@ class Entry:
 
     @classmethod
     def from_value(cls, value: Any) -> Entry:
-        record = value if isinstance(value, dict) else {}
+        """An entry as an SDK app hands it over: stored exactly (a lone surrogate stays
+        an escape in ``text``), derived from a copy whose lone surrogates are U+FFFD, as
+        a transcript line is read (PostgreSQL takes no lone surrogate in a text column:
+        the whole batch failed, the good entries beside it too)."""
+        record = without_lone_surrogates(value) if isinstance(value, dict) else {}
         return cls(dumps_entry(value), record)
 
 
@@ -140,12 +145,13 @@ class _Locked:
     new_transcript: bool
 
 
-# One statement: create or lock the session row, then create or lock the transcript's
+# One statement: create or lock the session row (with a time from the start: a subagent
+# may come first, and a reader orders by it), then create or lock the transcript's
 # and bump its mtime. Every append of a session thus queues on the session row (a
 # subagent's too), always in the same order (session, then transcript): no deadlock.
 _LOCK = f"""
 WITH s AS (
-    INSERT INTO sessions (project_key, session_id) VALUES (%s, %s)
+    INSERT INTO sessions (project_key, session_id, mtime_ms) VALUES (%s, %s, {_NOW_MS})
     ON CONFLICT (project_key, session_id) DO UPDATE SET project_key = EXCLUDED.project_key
     RETURNING id
 )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sessiondex.store.sdk_store import PostgresSessionStore
-from tests.pgserver import require_database, truncate
+from tests.pgserver import database_url, require_database, truncate
 
 KEY = {"project_key": "-home-dev-shop", "session_id": "3f2a9c1e-0000-4000-8000-000000000001"}
 REPO = Path(__file__).resolve().parent.parent
@@ -312,3 +312,93 @@ def test_a_pool_per_event_loop(pg_dsn: str) -> None:
             await store.close()
 
     assert asyncio.run(read()) == [{"type": "x", "n": 0}, {"type": "x", "n": 1}]
+
+
+# (project_key, session_id) a store writer may send → nothing outside the scratch dir
+HOSTILE_KEYS = [
+    pytest.param("{victim}", "4045e6f8-686a-5d64-9f2b-e0830c6ab007", id="absolute-key"),
+    pytest.param(
+        "../../../../../../..{escaped}", "e5ca9e00-0000-4000-8000-000000000001", id="dotdot-key"
+    ),
+]
+
+
+@pytest.mark.parametrize(("project_key", "session_id"), HOSTILE_KEYS)
+def test_reading_a_stored_session_writes_only_into_its_scratch_dir(
+    pg_dsn: str, tmp_path: Path, project_key: str, session_id: str
+) -> None:
+    """``show`` writes a stored session's entries to a scratch dir to render them; the
+    key and ID come from whoever wrote to the store. An absolute or ``..`` key replaced a
+    local transcript or wrote a ``.jsonl`` anywhere the reader could write."""
+    from sessiondex import Index
+
+    truncate(pg_dsn)
+    victim_dir = tmp_path / "victim" / "projects" / "-home-dev-shop"
+    victim_dir.mkdir(parents=True)
+    victim = victim_dir / "4045e6f8-686a-5d64-9f2b-e0830c6ab007.jsonl"
+    victim.write_text('{"type":"user","message":{"role":"user","content":"precious"}}\n')
+    escaped = tmp_path / "escaped"
+    key = {
+        "project_key": project_key.format(victim=victim_dir, escaped=escaped),
+        "session_id": session_id.format(escaped=escaped),
+    }
+    sid = key["session_id"]
+    entries = _transcript(sid, "/home/u/y")
+    run(pg_dsn, lambda store: store.append(key, entries))
+    before = victim.read_bytes()
+    with Index(database_url(pg_dsn), [tmp_path / "claude"]) as index:
+        found = index.list(scope="all", all_kinds=True)  # an SDK session (sdk-py)
+        assert len(found) == 1
+        shown = index.show(found[0]["session_id"], format="text")
+    assert "fix the websocket heartbeat" in shown
+    assert victim.read_bytes() == before
+    assert not escaped.exists()
+    assert not list(tmp_path.rglob("*.jsonl"))[1:]  # the victim's alone
+
+
+def test_a_subagent_stored_before_its_session_breaks_no_answer(pg_dsn: str) -> None:
+    """An SDK app may mirror a subagent before its main transcript: the store then holds
+    a session row without a main file (no mtime), which ``list``/``search`` with
+    ``--all-kinds`` ended in a TypeError for everyone reading the store."""
+    from sessiondex import Index
+
+    truncate(pg_dsn)
+    sid = "0ab00000-0000-4000-8000-000000000001"
+    key = {"project_key": "-home-u-orph", "session_id": sid, "subpath": "subagents/agent-a1"}
+    entry = {
+        "parentUuid": None,
+        "isSidechain": True,
+        "agentId": "a1",
+        "type": "user",
+        "cwd": "/home/u/orph",
+        "sessionId": sid,
+        "message": {"role": "user", "content": "sub task orphword"},
+        "uuid": "0ab00000-0000-4000-8000-0000000000a1",
+        "timestamp": "2026-11-21T10:00:00.000Z",
+    }
+    run(pg_dsn, lambda store: store.append(key, [entry]))
+    with Index(database_url(pg_dsn)) as index:
+        listed = index.list(scope="all", all_kinds=True)
+        found = index.search("orphword", scope="all", all_kinds=True)
+    assert all(isinstance(o["session_id"], str) for o in listed + found)
+
+
+def test_a_lone_surrogate_in_an_appended_entry_loses_nothing(pg_dsn: str) -> None:
+    """Claude Code cuts ``lastPrompt`` at 200 UTF-16 units, which can leave half an
+    emoji; the SDK hands such an entry on as a lone surrogate. The batch failed whole
+    (the derived rows could not be encoded), so the good entries beside it were lost."""
+    truncate(pg_dsn)
+    sid = "5e000000-0000-4000-8000-000000000001"
+    key = {"project_key": "-home-u-sdk", "session_id": sid}
+    user = {**_transcript(sid, "/home/u/sdk")[0], "uuid": "5e000000-0000-4000-8000-0000000000aa"}
+    half = "\ud83d"  # half of 🚀
+    last = {"type": "last-prompt", "lastPrompt": f"deploy {half}", "sessionId": sid}
+    title = {"type": "custom-title", "customTitle": f"half {half}", "sessionId": sid}
+
+    async def body(store: PostgresSessionStore) -> Any:
+        await store.append(key, [user, last, title])
+        return await store.load(key)
+
+    loaded = run(pg_dsn, body)
+    assert loaded is not None and len(loaded) == 3
+    assert loaded[1]["lastPrompt"] == "deploy \ud83d"  # stored exactly
