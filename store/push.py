@@ -167,15 +167,20 @@ def prepare(
     ``with_tools``) and the number of tool outputs left out. A line nothing had to
     change is stored as the very bytes of the file."""
     value, mentions, omitted = (record, [], 0) if with_tools else strip_tool_outputs(record)
-    raw = line.decode("utf-8")
-    scanned = raw
+    try:
+        raw: str | None = line.decode("utf-8")
+    except UnicodeDecodeError:
+        # The reader read it with U+FFFD, as Claude Code does (``record`` is that
+        # reading); PostgreSQL text is UTF-8, so the repaired record is what is stored.
+        raw = None
+    scanned = raw if raw is not None else dumps_entry(record)
     if value is not record:  # the outputs left out need no scan: look at what remains
         try:
             scanned = orjson.dumps(value).decode("utf-8")
         except orjson.JSONEncodeError:  # an int beyond 64 bits: the whole line is a superset
             pass
     redacted, _ = redact_value(value, findings, candidate_rules(scanned))
-    text = raw if redacted is record else dumps_entry(redacted)
+    text = raw if redacted is record and raw is not None else dumps_entry(redacted)
     return Entry(text, redacted, mentions), omitted
 
 

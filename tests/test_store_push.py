@@ -542,3 +542,28 @@ def test_a_version_1_store_is_upgraded_to_word_vectors(pg_dsn: str, tmp_path: Pa
         after["resume"] >= {NAMES["blog-unicode"]} and NAMES["blog-unicode"] not in before["resume"]
     )
     assert after["x-docs"] >= {NAMES["wt-mention"]} and NAMES["wt-mention"] not in before["x-docs"]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_line_with_invalid_utf8_is_pushed_as_it_is_read(
+    tmp_path: Path, pg_dsn: str, dry_run: bool
+) -> None:
+    """One byte of Latin-1 in a line ended every push (and ``--dry-run``) in a
+    traceback at that file, and nothing after it was ever pushed. The line is read
+    with U+FFFD, as Claude Code, the index and the SDK read it, and stored so."""
+    tree = ConfigTree(tmp_path / "claude")
+    bad = tree.session(cwd="/home/dev/bad")
+    bad.user("placeholder")
+    bad.write()
+    line = bad.path.read_bytes().replace(b"placeholder", b"caf\xe9 au lait")
+    bad.path.write_bytes(line)
+    good = build_session(tree, "/home/dev/shop", "Auth refactor")
+    good.write()
+    summary = push(tree.root, pg_dsn, *(["--dry-run"] if dry_run else []))
+    assert summary["sessions"] == 2
+    stored = query(pg_dsn, "SELECT entry->'message'->>'content' FROM entries")
+    if dry_run:
+        assert stored == []
+    else:
+        assert ("caf\ufffd au lait",) in stored
+        assert query(pg_dsn, "SELECT count(*) FROM sessions") == [(2,)]
