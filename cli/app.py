@@ -135,7 +135,9 @@ class App:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
             if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
-                why = " ".join(str(exc).split())  # psycopg's messages span lines
+                from sessiondex.store.dsn import error_line
+
+                why = error_line(exc, self.index.team_dsn)
                 raise CliError(f"cannot open the team store: {why}") from None
             if is_corrupt(exc):
                 raise  # guarded_invoke rebuilds the index and runs the command again

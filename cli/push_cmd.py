@@ -101,7 +101,7 @@ def push(
         sessiondex push --to postgresql://db.internal/team --project ~/code/shop --since 30d
     """
     from sessiondex.store import MissingDriver, require_driver
-    from sessiondex.store.dsn import hide_password, is_postgres_dsn
+    from sessiondex.store.dsn import error_line, hide_password, is_postgres_dsn
 
     if not is_postgres_dsn(dsn):
         raise click.BadParameter("expected a postgresql:// URL", param_hint="--to")
@@ -135,9 +135,8 @@ def push(
     try:
         with progress_bar("Pushing") as progress:
             stats = run_push(dsn, options, progress)
-    except (psycopg.Error, SchemaTooNew) as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CliError(f"team store {hide_password(dsn)}: {message}") from None
+    except (psycopg.Error, SchemaTooNew, ValueError) as exc:  # ValueError: a malformed DSN
+        raise CliError(f"team store {hide_password(dsn)}: {error_line(exc, dsn)}") from None
     for path, offset, finding in stats.findings:
         click.echo(
             f"{clean_line(path)} byte {offset}: {finding.kind} {finding.preview}", err=as_json

@@ -36,7 +36,12 @@ def init(dsn: str) -> None:
     import asyncio
 
     from sessiondex.store import MissingDriver, require_driver
-    from sessiondex.store.dsn import hide_password, is_postgres_dsn
+    from sessiondex.store.dsn import (
+        connection_string,
+        error_line,
+        hide_password,
+        is_postgres_dsn,
+    )
 
     if not is_postgres_dsn(dsn):
         raise click.BadParameter("expected a postgresql:// URL", param_hint="DSN")
@@ -49,14 +54,14 @@ def init(dsn: str) -> None:
     from sessiondex.store.schema import SCHEMA_VERSION, SchemaTooNew, migrate
 
     async def run() -> list[str]:
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        target = connection_string(dsn)
+        async with await psycopg.AsyncConnection.connect(target, autocommit=True) as conn:
             return [f"{m.version:03d} {m.name}" for m in await migrate(conn)]
 
     try:
         applied = asyncio.run(run())
-    except (psycopg.Error, SchemaTooNew) as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CliError(f"team store {hide_password(dsn)}: {message}") from None
+    except (psycopg.Error, SchemaTooNew, ValueError) as exc:  # ValueError: a malformed DSN
+        raise CliError(f"team store {hide_password(dsn)}: {error_line(exc, dsn)}") from None
     for name in applied:
         click.echo(f"applied {name}")
     click.echo(f"schema at version {SCHEMA_VERSION} ({'migrated' if applied else 'up to date'})")

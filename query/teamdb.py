@@ -57,8 +57,11 @@ class NotATeamStore(RuntimeError):
 
 
 def is_dsn(value: object) -> bool:
-    """True for a ``postgresql://`` (or ``postgres://``) URL: ``--db`` names the store."""
-    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+    """True for a ``postgresql://`` (or ``postgres://``) URL, in any case: ``--db`` names
+    the store (:func:`sessiondex.store.dsn.is_postgres_dsn`, the one rule)."""
+    from sessiondex.store.dsn import is_postgres_dsn
+
+    return is_postgres_dsn(value)
 
 
 @lru_cache(maxsize=256)
@@ -77,14 +80,10 @@ class TeamDatabase:
         # Made here, not at import: psycopg is the optional `team` extra, and every
         # command imports this module to tell a DSN from a path.
         self.dialect = PostgresDialect()
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+        from sessiondex.store.dsn import connection_string
 
         self.dsn = dsn  # as given (the error messages never print it)
-        # An unreachable server fails in seconds, not at the OS's TCP timeout (minutes),
-        # unless the DSN says otherwise.
-        if "connect_timeout" not in conninfo_to_dict(dsn):
-            dsn = make_conninfo(dsn, connect_timeout=10)
-        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.conn = psycopg.connect(connection_string(dsn), autocommit=True)
         try:
             row = self.conn.execute(
                 "SELECT to_regclass('sessiondex_migrations') IS NOT NULL"

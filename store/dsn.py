@@ -9,19 +9,75 @@ _URL_SCHEMES = ("postgresql://", "postgres://")
 _KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
-def is_postgres_dsn(text: str) -> bool:
-    """A ``postgresql://``/``postgres://`` URL (what ``--db`` and ``--to`` accept)."""
-    return text.lower().startswith(_URL_SCHEMES)
+# Seconds to wait for the server to answer a connection, unless the DSN says otherwise:
+# an unreachable or silent server fails in seconds, not at the OS's TCP timeout (minutes)
+# or never (a listener that accepts and never replies).
+CONNECT_TIMEOUT = 10
+_USERINFO_PASSWORD = re.compile(r"(//[^:/@\s]*:)[^@\s]*(@)")
+
+
+def is_postgres_dsn(value: object) -> bool:
+    """A ``postgresql://``/``postgres://`` URL (what ``--db`` and ``--to`` accept); the
+    scheme in any case, as URL schemes are (RFC 3986)."""
+    return isinstance(value, str) and value.lower().startswith(_URL_SCHEMES)
+
+
+def connection_string(dsn: str) -> str:
+    """What to hand libpq for a DSN ``is_postgres_dsn`` accepts: its scheme lower-cased
+    (libpq takes only that spelling, and read ``Postgresql://…`` as a key=value string,
+    echoing it whole, password too, in its error) and :data:`CONNECT_TIMEOUT` added
+    unless the DSN sets one. Raises ``ValueError``/``psycopg.Error`` for a malformed DSN."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    scheme, rest = dsn.split("://", 1)
+    dsn = f"{scheme.lower()}://{rest}"
+    if "connect_timeout" not in conninfo_to_dict(dsn):
+        dsn = make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
+    return dsn
 
 
 def hide_password(dsn: str) -> str:
-    """``dsn`` with any password replaced by ``***``: DSNs end up in messages and logs."""
+    """``dsn`` with any password replaced by ``***``: DSNs end up in messages and logs.
+    Never raises: a DSN too malformed to parse is masked by pattern."""
     if is_postgres_dsn(dsn):
-        parts = urlsplit(dsn)
-        if parts.password is not None:
+        try:
+            parts = urlsplit(dsn)
+            password = parts.password
+        except ValueError:  # "Invalid IPv6 URL" and the like
+            return _KEYWORD_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***\2", dsn))
+        if not parts.netloc:  # postgresql:///db?host=…: urlunsplit would drop the //
+            return _KEYWORD_PASSWORD.sub(r"\1***", dsn.replace("&", " &")).replace(" &", "&")
+        if password is not None:
             host = parts.netloc.rsplit("@", 1)[1]
             user = parts.username or ""
             parts = parts._replace(netloc=f"{user}:***@{host}")
         query = _KEYWORD_PASSWORD.sub(r"\1***", parts.query)
         return urlunsplit(parts._replace(query=query))
     return _KEYWORD_PASSWORD.sub(r"\1***", dsn)
+
+
+def error_line(exc: BaseException, dsn: str) -> str:
+    """``exc``'s message on one line, without the DSN's password: psycopg's messages
+    may quote the connection string whole ("invalid percent-encoded token",
+    "missing '=' after …")."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    masked = hide_password(dsn)
+    text = text.replace(dsn, masked)
+    for secret in _passwords(dsn):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _passwords(dsn: str) -> list[str]:
+    """The password of ``dsn`` as written and as decoded (longest first), if any."""
+    from urllib.parse import unquote
+
+    found: set[str] = set()
+    match = _USERINFO_PASSWORD.search(dsn)
+    if match:
+        written = match.group(0)[len(match.group(1)) : -1]
+        found.update({written, unquote(written)})
+    for keyword in _KEYWORD_PASSWORD.finditer(dsn):
+        value = keyword.group(2).split("&")[0].strip("'")
+        found.update({value, unquote(value)})
+    return sorted((p for p in found if len(p) >= 2), key=len, reverse=True)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from sessiondex.indexer.parse import fingerprint
+from sessiondex.store.dsn import connection_string
 from sessiondex.store.redact import Finding, candidate_rules, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
@@ -509,7 +510,9 @@ async def push(dsn: str, options: PushOptions, progress: Progress | None = None)
 
     started = time.monotonic()
     files = select_files(options)
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(
+        connection_string(dsn), autocommit=True
+    ) as conn:
         if options.dry_run:
             from sessiondex.store.schema import current_version
 

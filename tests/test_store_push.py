@@ -567,3 +567,56 @@ def test_a_line_with_invalid_utf8_is_pushed_as_it_is_read(
     else:
         assert ("caf\ufffd au lait",) in stored
         assert query(pg_dsn, "SELECT count(*) FROM sessions") == [(2,)]
+
+
+# A DSN whose text psycopg quotes in its error, or that cannot be parsed at all: every
+# command says one line, and the password never shows (as written or decoded).
+SECRET_DSNS = [
+    pytest.param("postgresql://ann:hunter%2@127.0.0.1:1/team", id="bad-percent-escape"),
+    pytest.param("Postgresql://ann:hunter2x@127.0.0.1:1/team?connect_timeout=2", id="mixed-case"),
+    pytest.param("POSTGRES://ann:hunter2x@127.0.0.1:1/team?connect_timeout=2", id="upper-case"),
+    pytest.param("postgresql://ann:hunter2x@[::1/team", id="broken-ipv6"),
+    pytest.param("postgresql:///team?host=127.0.0.1&port=1&password=hunter2x", id="query-password"),
+]
+
+
+@pytest.mark.parametrize("dsn", SECRET_DSNS)
+@pytest.mark.parametrize("command", ["push", "store init", "list"])
+def test_a_dsn_s_password_never_shows_in_an_error(tmp_path: Path, dsn: str, command: str) -> None:
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    argv = {
+        "push": ["--db", str(tmp_path / "i.db"), "push", "--to", dsn],
+        "store init": ["store", "init", dsn],
+        "list": ["--db", dsn, "list", "--scope", "all"],
+    }[command]
+    result = CliRunner().invoke(cli, ["--config-dir", str(tmp_path / "claude"), *argv])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("Error: ") and result.output.count("\n") == 1
+    for secret in ("hunter2", "hunter%2"):
+        assert secret not in result.output
+    assert not list(tmp_path.glob("*ostgres*"))  # never taken for a local index path
+
+
+def test_push_gives_up_on_a_server_that_never_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listener that accepts and never replies: reads gave up after 10 s, push and
+    store init waited forever. The DSN sets no timeout; the default applies (made 1 s
+    here)."""
+    import socket
+
+    from sessiondex.store import dsn as dsn_rules
+
+    monkeypatch.setattr(dsn_rules, "CONNECT_TIMEOUT", 1)
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        dsn = f"postgresql://u@127.0.0.1:{port}/team"
+        for argv in (["push", "--to", dsn], ["store", "init", dsn]):
+            result = CliRunner().invoke(
+                cli,
+                ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "i.db"), *argv],
+            )
+            assert result.exit_code == 1 and "timeout" in result.output, result.output
