@@ -488,3 +488,15 @@ def test_control_and_bidi_characters_are_made_visible_on_every_page(fresh_web: W
     assert "report&lt;U+202E&gt;fdp.exe" in pages["datasette table"]  # the row, not the form
     assert "feat/&lt;U+202E&gt;gnp.exe" in pages["session"]
     assert "^[" in pages["session"] and "&lt;U+202E&gt;" in pages["search"]
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced by a folder"])
+def test_a_session_whose_transcript_just_went_is_a_404(fresh_web: Web, how: str) -> None:
+    """Inside the refresh throttle the index still lists the session; the page read
+    its transcript, found it gone, and answered 500 with a traceback on stderr."""
+    web, t = fresh_web, fresh_web.tree
+    web.get(f"/session/{t.auth_id}")
+    t.auth_path.unlink()
+    if how != "deleted":
+        t.auth_path.mkdir()
+    assert "is gone" in web.get(f"/session/{t.auth_id}", status=404)

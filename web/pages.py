@@ -409,12 +409,16 @@ def session(
             "choose": [to_row(s, now, session_url(s, project=True)) for s in candidates],
             "session_id": arg,
         }
+    from sessiondex import NotFound
+
     try:
         conversation = index.conversation(str(found["file_path"]))
     except OSError as exc:
         raise PageNotFound(
             f"The transcript of {arg} cannot be read: {exc.strerror or exc}"
         ) from None
+    except NotFound:  # deleted (or replaced by a folder) since the index listed it
+        raise PageNotFound(f"No session {arg}: its transcript is gone") from None
     query = (args.get("q") or "").strip()
     raw = args.get("raw") in ("1", "on", "true")
     hits: list[str] = []
