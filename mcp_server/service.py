@@ -252,8 +252,10 @@ class SessionService:
         self._no_nul(query=query, branch=branch, since=since)
 
         def run() -> str:
+            from sessiondex.query.search import FUZZY, PARTIAL
+
             index = self.index()
-            hits = index.search(
+            outcome = index.search_outcome(
                 text,
                 scope=scope,
                 cwd=self._cwd(cwd),
@@ -261,6 +263,7 @@ class SessionService:
                 since=since or None,
                 limit=limit,
             )
+            hits = outcome.rows
             snippets = index.message_snippets(
                 text, [h["file_path"] for h in hits], per_session=SNIPPETS_PER_SESSION
             )
@@ -274,6 +277,16 @@ class SessionService:
                 row["resume_command"] = hit.get("resume_command")
                 sessions.append(row)
             answer: dict[str, Any] = {"query": text, "scope": scope, "count": len(sessions)}
+            # As the CLI heads them: suggestions, which a model must not take for matches.
+            if sessions and outcome.kind == PARTIAL:
+                answer["match"] = "partial"
+                answer["note"] = (
+                    f"no session has all of: {', '.join(outcome.words)}; these are the best"
+                    " partial matches (each holds some of the words), not matches"
+                )
+            elif sessions and outcome.kind == FUZZY:
+                answer["match"] = "fuzzy"
+                answer["note"] = "no exact matches; these are the closest titles, not matches"
             if not sessions:
                 answer["note"] = "no session matches; try other words" + (
                     "" if scope == "all" else " or scope='all'"

@@ -619,3 +619,25 @@ def test_a_name_that_is_also_a_file_where_the_server_runs_is_a_name(
     with Index(tmp_path / "index.db", [tree.root]) as index:
         found = json.loads(service(index, cwd=CWD).resolve_session(name))
     assert (found["status"], found["session"]["session_id"]) == ("found", session.session_id)
+
+
+def test_partial_and_fuzzy_rows_are_labelled_as_suggestions(tmp_path: Path) -> None:
+    """The CLI heads them "No session has all of: …; best partial matches"; the MCP
+    answer gave the same rows as plain matches, which a model cannot tell apart."""
+    tree = ConfigTree(tmp_path / "claude")
+    unit = tree.session(cwd=CWD)
+    unit.user("write the unit tests")
+    unit.meta("custom-title", customTitle="Unit tests")
+    unit.write()
+    pay = tree.session(cwd=CWD)
+    pay.user("the payments page is slow")
+    pay.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        both = json.loads(answers.search_sessions("unit tests"))
+        partial = json.loads(answers.search_sessions("unit payments"))
+        fuzzy = json.loads(answers.search_sessions("Unti tetss"))
+    assert "match" not in both and "note" not in both
+    assert partial["match"] == "partial" and "not matches" in partial["note"]
+    assert {s["session_id"] for s in partial["sessions"]} == {unit.session_id, pay.session_id}
+    assert fuzzy["match"] == "fuzzy" and fuzzy["sessions"][0]["session_id"] == unit.session_id
