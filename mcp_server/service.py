@@ -365,28 +365,19 @@ class SessionService:
 
             index = self.index()
             here = self._cwd(cwd)
-            shorthand = _SHORTHAND_RE.match(text)
-            if shorthand:
-                repository, number = shorthand.group(1).lower(), int(shorthand.group(2))
-                rows = [
-                    r
-                    for r in index.from_pr(None, scope="all", cwd=here)
-                    if any(
-                        (link.get("repository") or "").lower() == repository
-                        and link.get("number") == number
-                        for link in r.get("pr_links") or []
-                    )
-                ]
-                how = f"sessions linked to {repository}#{number}, in every project"
-            elif (pr_number := parse_pr_number(text)) is not None:
+            # The CLI's from-pr: sessions linked to the PR, then those that only mention
+            # it (matched_by says which); a URL or owner/repo#N names one PR anywhere.
+            if (pr_number := parse_pr_number(text)) is not None:
                 rows = index.from_pr(text, scope="repo", cwd=here)
                 how = f"sessions linked to PR #{pr_number} in this repository's worktrees"
             else:
                 rows = index.from_pr(text, scope="all", cwd=here)
-                how = "sessions linked to that PR/MR URL, in every project"
+                how = "sessions linked to that PR/MR, in every project"
+            how += ", then those that only mention it"
             sessions = [
                 {
                     **summary(r),
+                    "matched_by": r.get("matched_by"),
                     "pr_links": [link["url"] for link in r.get("pr_links") or []],
                     "resume_command": r.get("resume_command"),
                 }
@@ -610,7 +601,6 @@ def _turns(
 
 
 # ------------------------------------------------------------------ shaping
-_SHORTHAND_RE = re.compile(r"\s*([\w.-]+(?:/[\w.-]+)+)\s*[#!](\d+)\s*\Z")
 
 
 def summary(session: dict[str, Any]) -> dict[str, Any]:

@@ -641,3 +641,23 @@ def test_partial_and_fuzzy_rows_are_labelled_as_suggestions(tmp_path: Path) -> N
     assert partial["match"] == "partial" and "not matches" in partial["note"]
     assert {s["session_id"] for s in partial["sessions"]} == {unit.session_id, pay.session_id}
     assert fuzzy["match"] == "fuzzy" and fuzzy["sessions"][0]["session_id"] == unit.session_id
+
+
+@pytest.mark.parametrize("pr", ["acme/shop#15", "https://github.com/acme/shop/pull/15"])
+def test_sessions_for_pr_lists_mentions_for_every_spelling(tmp_path: Path, pr: str) -> None:
+    """``owner/repo#N`` kept only sessions with a pr-link record, while the URL form
+    and the CLI's ``from-pr`` list those that mention the PR too."""
+    tree = ConfigTree(tmp_path / "claude")
+    linked = tree.session(cwd=CWD)
+    linked.user("open the PR")
+    linked.pr_link(number=15, url="https://github.com/acme/shop/pull/15", repository="acme/shop")
+    linked.write(mtime=1_790_000_000)
+    mentions = tree.session(cwd=CWD)
+    mentions.user("review https://github.com/acme/shop/pull/15 please")
+    mentions.write(mtime=1_790_000_100)
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        found = json.loads(service(index, cwd=CWD).sessions_for_pr(pr))
+    assert [(s["session_id"], s["matched_by"]) for s in found["sessions"]] == [
+        (linked.session_id, "pr-link"),
+        (mentions.session_id, "pr-mention"),
+    ]
