@@ -80,6 +80,12 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
             address = parse_loopback(http)
         except ValueError as exc:
             raise AddressError(str(exc)) from None
+    if address is not None:
+        # uvicorn binds inside the server's run and exits 3 with a log line on a taken
+        # port; bound and released here first, that is serve's one-line error, exit 1.
+        from sessiondex.cli.serve_cmd import _bind
+
+        _bind(*address).close()
     state = app()
     if allow_writes and state.index.team_dsn is not None:
         raise click.UsageError(

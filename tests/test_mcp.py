@@ -712,3 +712,20 @@ def test_http_address_must_be_host_and_port(address: str, tmp_path: Path) -> Non
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "i.db"), "mcp", "--http", address])
     assert result.exit_code == 2 and "--http" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_http_on_a_taken_port_is_one_error_line(tmp_path: Path) -> None:
+    """uvicorn bound inside the server's run: a log line and exit 3 (which the CLI
+    contract keeps for ambiguity); ``serve`` says it in one line with exit 1."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            cli, ["--db", str(tmp_path / "i.db"), "mcp", "--http", f"127.0.0.1:{port}"]
+        )
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("Error: cannot serve on 127.0.0.1:")
+    assert result.output.count("\n") == 1
