@@ -107,13 +107,18 @@ class App:
     def roots(self) -> list[Path]:
         return self.index.roots
 
-    @property
-    def database_path(self) -> Path:
+    def require_local(self) -> None:
+        """Refuse a command that needs this machine's transcripts when ``--db`` names the
+        team store (``continue`` and ``resume`` would pick or run a teammate's session)."""
         if self.index.team_dsn is not None:
             raise CliError(
                 "this command works on a local index; with --db postgresql://… only list,"
                 " search, resolve, from-pr, show and mcp answer (from the team store)"
             )
+
+    @property
+    def database_path(self) -> Path:
+        self.require_local()
         path = self.index.db_path
         assert path is not None
         return path

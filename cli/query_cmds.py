@@ -409,6 +409,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     """
     from sessiondex.query.resolve import NotFound, continue_session
 
+    app().require_local()
     db = app().reading_db()
     fmt = chosen_format(fmt, as_json)
     try:
@@ -452,6 +453,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     from sessiondex.indexer.objects import shell_quote
     from sessiondex.query.sessions import claude_config_dir, resume_command
 
+    app().require_local()
     if arg is None:
         from sessiondex.cli.options import configured_scope
         from sessiondex.cli.pick_cmd import choose_session

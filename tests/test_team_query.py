@@ -216,6 +216,9 @@ def test_local_only_commands_say_so_on_the_store(world: tuple[Path, str, str]) -
         ("index",),
         ("tag", "Auth refactor", "x", "--cwd", SHOP),
         ("serve", "--port", "0"),
+        # a teammate's session is no `claude --continue` / `--resume` of this machine
+        ("continue", "--cwd", SHOP),
+        ("resume", "Auth refactor", "--cwd", SHOP, "--dry-run"),
     ):
         result = run(root, team, *args)
         assert result.exit_code == 1, (args, result.output)
