@@ -696,3 +696,37 @@ def test_cleanup_archive_reuses_the_archive_run_s_copy(tmp_path: Path) -> None:
     assert [p.name for p in arch.rglob("*.tar.gz")] == [f"{s.session_id}.tar.gz"]
     found = _json(_run(tree, db, "list", "--scope", "all", "--include-archived", "--json"))
     assert [r["file_path"] for r in found] == [str(next(arch.rglob("*.tar.gz")))]
+
+
+@pytest.mark.parametrize("linked", ["projects", "project dir"])
+def test_restore_through_a_linked_projects_dir_but_never_a_linked_project_dir(
+    tmp_path: Path, linked: str
+) -> None:
+    """``projects/`` moved to another disk and linked back is read by every command
+    (and by Claude Code): restore goes through it too. A linked project dir is never
+    read by discovery, so a session restored there would be lost: refused."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "through the link", NOW - 40 * DAY)
+    elsewhere = tmp_path / "bigdisk"
+    elsewhere.mkdir()
+    if linked == "projects":
+        shutil.move(str(tree.root / "projects"), str(elsewhere / "projects"))
+        os.symlink(elsewhere / "projects", tree.root / "projects")
+    with _index(tree, tmp_path) as index:
+        run = _archive(index, tmp_path)
+        assert [r.status for r in run.results] == [ARCHIVED]
+        s.path.unlink()
+        if linked == "project dir":
+            shutil.move(str(s.project_dir), str(elsewhere / s.project_dir.name))
+            os.symlink(elsewhere / s.project_dir.name, s.project_dir)
+        index.refresh()
+        if linked == "projects":
+            index.restore(s.session_id)
+            assert s.path.is_file()
+            assert [o["session_id"] for o in index.list(scope="all")] == [s.session_id]
+        else:
+            from sessiondex.transcripts.archive import RestoreRefused
+
+            with pytest.raises(RestoreRefused, match="is a symlink"):
+                index.restore(s.session_id)
+            assert not s.path.exists()

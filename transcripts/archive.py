@@ -513,7 +513,7 @@ def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
     restored session is exactly the archived version, and counts as archived).
 
     Never replaces anything: refused (:class:`RestoreRefused`) when ``<id>.jsonl`` or
-    ``<id>/`` exists, or the project dir is a symlink. The folder is extracted under a
+    ``<id>/`` exists, or the project dir is a symlink (``projects/`` may be one). The folder is extracted under a
     temporary name and renamed; the transcript comes last, through a temporary file
     compared with the archive and hard-linked into place (which fails rather than
     replace a file that appeared meanwhile): readers see the session whole or not at all.
@@ -526,9 +526,11 @@ def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
             project_dir = Path(config_dir) / "projects" / key
             transcript = project_dir / f"{sid}.jsonl"
             folder = project_dir / sid
-            for path in (project_dir, project_dir.parent):
-                if os.path.islink(path):
-                    raise RestoreRefused(f"{path} is a symlink; nothing restored")
+            # ``projects/`` itself may be a link (moved to another disk): every reader
+            # follows it, as discovery does. A linked project dir is never read
+            # (transcripts.discover), so a session restored through one would be lost.
+            if os.path.islink(project_dir):
+                raise RestoreRefused(f"{project_dir} is a symlink; nothing restored")
             for path in (transcript, folder):
                 if os.path.lexists(path):
                     raise RestoreRefused(f"{path} already exists; nothing restored")
