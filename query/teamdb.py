@@ -21,35 +21,67 @@ from typing import Any
 
 from sessiondex.query.dialect import PostgresDialect
 
-# The index's relations over the store's tables (store/schema.py), SQLite's names.
-_VIEWS = (
+# The index's relations over the store's tables (store/schema.py), under SQLite's names:
+# name -> its SELECT, ``{t}`` standing for the store's schema. Put in front of every query
+# as ``WITH name AS NOT MATERIALIZED (...)``, which PostgreSQL inlines as it would a
+# view, and which a read-only connection (a replica, a role with
+# default_transaction_read_only) can use: it refused even temporary views.
+_RELATIONS = (
     # The weighted search vector apart, as FTS5's table is: ``s.*`` (every listing's
     # and the typo fallback's rows) must not carry it to the client.
-    "CREATE TEMP VIEW session_search AS SELECT id, search FROM sessions",
-    """CREATE TEMP VIEW sessions AS SELECT
+    ("session_search", "SELECT id, search FROM {t}.sessions"),
+    (
+        "sessions",
+        """SELECT
         id, config_dir AS root, project_key, session_id, file_path, cwd,
         custom_title, ai_title, agent_name, summary, last_prompt, first_prompt,
         prompt_fallback, first_command, seen_real_prompt, tag, git_branch,
         branches_text, pr_text, created_ms, last_activity_ms,
         coalesce(
             mtime_ms,
-            (SELECT max(t.mtime_ms) FROM transcripts t WHERE t.session_ref = sessions.id),
+            (SELECT max(t.mtime_ms) FROM {t}.transcripts t WHERE t.session_ref = base.id),
             0
         ) * 1000000 AS mtime_ns,
         coalesce(file_size, 0) AS file_size, message_count, raw_message_count,
         entrypoint, is_sidechain, forked_from_session, forked_from_message,
         0 AS archived, NULL::text AS object_json,
         source, origin_url, pushed_by_user, pushed_by_host, pushed_at
-    FROM sessions""",
-    "CREATE TEMP VIEW branches AS SELECT id, session_ref AS session_rowid, branch FROM branches",
+    FROM {t}.sessions base""",
+    ),
+    ("branches", "SELECT id, session_ref AS session_rowid, branch FROM {t}.branches"),
     *(
-        f"CREATE TEMP VIEW {table} AS SELECT id, session_ref AS session_rowid,"
-        f" transcript_ref, url, number, repository, host, provider FROM {table}"
+        (
+            table,
+            "SELECT id, session_ref AS session_rowid, transcript_ref, url, number,"
+            f" repository, host, provider FROM {{t}}.{table}",
+        )
         for table in ("pr_links", "pr_mentions")
     ),
-    "CREATE TEMP VIEW messages AS SELECT id, session_ref AS session_rowid,"
-    " transcript_ref, uuid, type, ts_ms, text, tsv FROM messages",
+    (
+        "messages",
+        "SELECT id, session_ref AS session_rowid, transcript_ref, uuid, type, ts_ms, text,"
+        " tsv FROM {t}.messages",
+    ),
 )
+
+
+def _relations_clause(schema: str) -> str:
+    """The ``WITH`` list of :data:`_RELATIONS` over the tables in ``schema`` (quoted)."""
+    return ", ".join(
+        f"{name} AS NOT MATERIALIZED ({select.format(t=schema)})" for name, select in _RELATIONS
+    )
+
+
+@lru_cache(maxsize=256)
+def _with_relations(sql: str, clause: str) -> str:
+    """``sql`` with the relations in front (merged into a ``WITH`` it starts with)."""
+    head = sql.lstrip()
+    if head[:4].upper() == "WITH" and not head[4:5].isalnum():
+        rest = head[4:].lstrip()
+        if rest[:9].upper() == "RECURSIVE":
+            return f"WITH RECURSIVE {clause}, {rest[9:].lstrip()}"
+        return f"WITH {clause}, {rest}"
+    return f"WITH {clause} {head}"
 
 
 class NotATeamStore(RuntimeError):
@@ -94,8 +126,12 @@ class TeamDatabase:
                     "no sessiondex team store in this database: `sessiondex push --to DSN`"
                     " (or `sessiondex store init DSN`) creates it"
                 )
-            for sql in _VIEWS:
-                self.conn.execute(sql)
+            row = self.conn.execute(
+                "SELECT quote_ident(n.nspname) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sessions'::regclass"
+            ).fetchone()
+            assert row is not None
+            self._relations = _relations_clause(str(row[0]))
             self.conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         except BaseException:
             self.conn.close()
@@ -104,7 +140,7 @@ class TeamDatabase:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run ``sql`` (``?`` placeholders); the cursor has ``description``,
         ``fetchone``, ``fetchall`` and iterates, as sqlite3's does."""
-        return self.conn.execute(_to_pg(sql), list(params))
+        return self.conn.execute(_to_pg(_with_relations(sql, self._relations)), list(params))
 
     def entries(self, session_ref: int) -> list[tuple[str, str]]:
         """``(subpath, entry JSON text)`` of a session's stored transcripts in append

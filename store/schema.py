@@ -178,8 +178,8 @@ CREATE TABLE push_files (
 # vectors are written from Python-prepared words, not generated from the text by
 # PostgreSQL's parser (which keeps "x-docs", paths and diacritics whole).
 #
-# The column is kept, its generation dropped: a reader connected meanwhile (an MCP
-# server, a search) holds temporary views of ``messages`` (query/teamdb.py) that depend
+# The column is kept, its generation dropped: a reader of an earlier sessiondex connected
+# meanwhile (an MCP server, a search) may hold temporary views of ``messages`` that depend
 # on it, and dropping the column failed the upgrade ("other objects depend on it").
 M002_WORD_VECTORS = """
 ALTER TABLE messages ALTER COLUMN tsv DROP EXPRESSION;

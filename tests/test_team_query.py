@@ -445,3 +445,21 @@ def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path) -
     assert result.exit_code == 1
     assert result.output.startswith("Error: cannot open the team store: ")
     assert result.output.count("\n") == 1 and "hunter2" not in result.output
+
+
+def test_a_read_only_connection_answers(world: tuple[Path, str, str]) -> None:
+    """A read replica, or a role with default_transaction_read_only: the store's
+    relations were temporary views, which PostgreSQL refuses to create in a read-only
+    transaction ("cannot execute CREATE VIEW"); reading needs no object of its own."""
+    root, _, team = world
+    read_only = (
+        team + ("&" if "?" in team else "?") + "options=-c%20default_transaction_read_only%3Don"
+    )
+    for args in (
+        ("list", "--scope", "all", "--json"),
+        ("search", "auth", "--scope", "all", "--json"),
+        ("from-pr", "https://github.com/acme/shop/pull/12", "--json"),
+    ):
+        expected, got = run(root, team, *args), run(root, read_only, *args)
+        assert got.exit_code == expected.exit_code == 0, got.output
+        assert json.loads(got.stdout) == json.loads(expected.stdout)
