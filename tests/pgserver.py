@@ -47,7 +47,8 @@ def _with_dbname(dsn: str, name: str) -> str:
 
 
 @cache
-def _scratch() -> str:
+def _scratch(purpose: str) -> str:
+    """One database per ``purpose`` and process (``purpose`` only keys the cache)."""
     import psycopg
 
     admin = _admin_dsn()
@@ -77,12 +78,16 @@ def database_url(dsn: str) -> str:
     return f"postgresql:///{quote(name)}?{urlencode(params)}"
 
 
-def require_database() -> str:
-    """The scratch database's DSN (shared by the process's tests), or skip the test."""
+def require_database(purpose: str = "shared") -> str:
+    """The scratch database's DSN (shared by the process's tests), or skip the test.
+
+    A module-scoped store that tests keep reading gets a ``purpose`` of its own: with
+    xdist a worker interleaves modules, and another module's :func:`truncate` of the
+    shared database would empty it between two of its tests."""
     pytest.importorskip("psycopg", reason="the team store needs psycopg ('sessiondex[team]')")
     if _admin_dsn() is None:
         pytest.skip("no PostgreSQL server reachable (socket or 127.0.0.1:5432)")
-    return _scratch()
+    return _scratch(purpose)
 
 
 def truncate(dsn: str) -> None:

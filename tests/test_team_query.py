@@ -40,7 +40,7 @@ SHOP = "/home/dev/shop"
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """``(config dir, SQLite path, store URL)``: the fixture tree, indexed and pushed."""
-    dsn = require_database()
+    dsn = require_database("team query world")
     truncate(dsn)
     root = copy_fixtures(tmp_path_factory.mktemp("team"))
     url = database_url(dsn)
