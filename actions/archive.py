@@ -192,7 +192,8 @@ def _archive_run(
         # archived there counts as archived.
         add_archive_dir(db, directory)
         refresh_archives(db, RefreshStats(), directories=[directory])
-    plan = fresh_plan(db, roots, cwd=cwd, now=now + window, managed=managed)
+    # For the sweep that deletes soonest: claude started in any project of the history.
+    plan = fresh_plan(db, roots, cwd=cwd, now=now + window, managed=managed, strictest=True)
     run = ArchiveRun(
         now,
         str(directory),

@@ -195,12 +195,16 @@ def plan_root(
     keep_tag: str = DEFAULT_KEEP_TAG,
     managed: Path | None = UNSET,
     refresh_file: Callable[[TranscriptFile], object] | None = None,
+    strictest: bool = False,
 ) -> RootPlan:
     """What Claude Code's next sweep deletes in ``root``, and what we would.
 
     ``refresh_file`` brings one expired session's rows up to date before they are read
     (the writer's job, not this read-only module's): a ``keep`` tag must be read from
-    the file as it is now, not as last indexed."""
+    the file as it is now, not as last indexed. ``strictest``: plan for the sweep that
+    deletes soonest (:func:`strictest_cwd`) instead of the one started in ``cwd``."""
+    if strictest:
+        cwd = strictest_cwd(db, root, cwd, managed)
     retention = read_retention(root, cwd, managed)
     effective = days if days is not None else retention.days
     cutoff = _cutoff(now, effective)
@@ -260,6 +264,30 @@ def plan_root(
     return plan
 
 
+def strictest_cwd(
+    db: Database, root: Path, cwd: str | None, managed: Path | None = UNSET
+) -> str | None:
+    """Of ``cwd`` and every directory a session of ``root`` was recorded in, the one
+    where a ``claude`` started would sweep with the shortest ``cleanupPeriodDays``.
+
+    Claude Code's sweep covers every project dir of the config dir, with the period of
+    the settings where it starts: a project whose ``.claude/settings.json`` says 7 days
+    deletes the 10-day-old sessions of every other project the next time ``claude``
+    starts there. A rescue (``archive``, ``watch``'s daily run) must plan for that
+    sweep, not only for the one started where it runs. Directories whose settings make
+    Claude Code skip the sweep are no candidates; ties keep ``cwd``."""
+    best, best_days = cwd, read_retention(root, cwd, managed).days
+    rows = db.execute(
+        "SELECT DISTINCT cwd FROM sessions WHERE root = ? AND cwd IS NOT NULL AND cwd != ''",
+        [str(root)],
+    ).fetchall()
+    for (candidate,) in rows:
+        days = read_retention(root, str(candidate), managed).days
+        if days is not None and (best_days is None or days < best_days):
+            best, best_days = str(candidate), days
+    return best
+
+
 def plan_cleanup(
     db: Database,
     roots: Iterable[Path],
@@ -270,9 +298,11 @@ def plan_cleanup(
     now: float | None = None,
     managed: Path | None = UNSET,
     refresh_file: Callable[[TranscriptFile], object] | None = None,
+    strictest: bool = False,
 ) -> CleanupPlan:
     """The dry run: one :class:`RootPlan` per config dir. ``days`` overrides
-    ``cleanupPeriodDays`` for our plan (Claude Code's own prediction keeps its value)."""
+    ``cleanupPeriodDays`` for our plan (Claude Code's own prediction keeps its value);
+    ``strictest`` plans each for its soonest sweep (:func:`strictest_cwd`)."""
     current = time.time() if now is None else now
     return CleanupPlan(
         current,
@@ -287,6 +317,7 @@ def plan_cleanup(
                 keep_tag=keep_tag,
                 managed=managed,
                 refresh_file=refresh_file,
+                strictest=strictest,
             )
             for root in roots
         ],

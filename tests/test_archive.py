@@ -730,3 +730,25 @@ def test_restore_through_a_linked_projects_dir_but_never_a_linked_project_dir(
             with pytest.raises(RestoreRefused, match="is a symlink"):
                 index.restore(s.session_id)
             assert not s.path.exists()
+
+
+def test_archive_plans_for_the_project_whose_settings_sweep_soonest(tmp_path: Path) -> None:
+    """Claude Code's sweep covers every project dir with the period of the settings
+    where ``claude`` starts: a project saying 7 days deletes another project's 10-day-old
+    session. The rescue, run from anywhere, archives it; ``cleanup`` (what starting
+    *here* deletes) still answers for its own cwd."""
+    p1, p2 = tmp_path / "p1", tmp_path / "p2"
+    (p2 / ".claude").mkdir(parents=True)
+    p1.mkdir()
+    (p2 / ".claude" / "settings.json").write_text('{"cleanupPeriodDays": 7}')
+    tree = ConfigTree(tmp_path / "claude")
+    ten_days = _session(tree, "p1 work, ten days old", NOW - 10 * DAY, cwd=str(p1))
+    _session(tree, "p2 recent", NOW - 1 * DAY, cwd=str(p2))
+    with _index(tree, tmp_path) as index:
+        run = _archive(index, tmp_path, cwd=str(p1))
+        assert [(r.session_id, r.status) for r in run.results] == [(ten_days.session_id, ARCHIVED)]
+        assert run.config_dirs[0]["source"] == str(p2 / ".claude" / "settings.json")
+    # what starting claude in p1 deletes: nothing yet (30 days there)
+    listed = _run(tree, tmp_path / "index.db", "cleanup", "--cwd", str(p1), "--json")
+    plan = _json(listed)
+    assert [r["days"] for r in plan["config_dirs"]] == [30]
