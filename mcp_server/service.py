@@ -261,9 +261,9 @@ class SessionService:
                 cwd=self._cwd(cwd),
                 branch=branch or None,
                 since=since or None,
-                limit=limit,
+                limit=limit + 1,  # one more than shown: whether to say there are more
             )
-            hits = outcome.rows
+            hits = outcome.rows[:limit]
             snippets = index.message_snippets(
                 text, [h["file_path"] for h in hits], per_session=SNIPPETS_PER_SESSION
             )
@@ -287,6 +287,8 @@ class SessionService:
             elif sessions and outcome.kind == FUZZY:
                 answer["match"] = "fuzzy"
                 answer["note"] = "no exact matches; these are the closest titles, not matches"
+            if len(outcome.rows) > limit:
+                answer["more"] = "more sessions match; raise limit (up to 50) or narrow the query"
             if not sessions:
                 answer["note"] = "no session matches; try other words" + (
                     "" if scope == "all" else " or scope='all'"

@@ -661,3 +661,17 @@ def test_sessions_for_pr_lists_mentions_for_every_spelling(tmp_path: Path, pr: s
         (linked.session_id, "pr-link"),
         (mentions.session_id, "pr-mention"),
     ]
+
+
+def test_search_says_when_more_sessions_match_than_it_shows(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(4):
+        s = tree.session(cwd=CWD)
+        s.user(f"the websocket drops, attempt {n}")
+        s.write(mtime=1_790_000_000 + n)
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        some = json.loads(answers.search_sessions("websocket", limit=3))
+        every = json.loads(answers.search_sessions("websocket", limit=4))
+    assert some["count"] == 3 and "raise limit" in some["more"]
+    assert every["count"] == 4 and "more" not in every

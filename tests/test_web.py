@@ -500,3 +500,16 @@ def test_a_session_whose_transcript_just_went_is_a_404(fresh_web: Web, how: str)
     if how != "deleted":
         t.auth_path.mkdir()
     assert "is gone" in web.get(f"/session/{t.auth_id}", status=404)
+
+
+def test_search_page_says_when_more_sessions_match_and_links_to_them(web: Web) -> None:
+    """It said "50 sessions matching" with no way to see the rest; the home page had
+    a "Show more" link."""
+    every = web.get("/search?q=the&limit=2000")
+    total = every.count('class="result"')
+    assert total > 2
+    page = web.get("/search?q=the&limit=2")
+    assert page.count('class="result"') == 2
+    assert "The best 2 sessions matching" in page and "Show more" in page
+    assert "limit=10" in page
+    assert "Show more" not in every

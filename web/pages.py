@@ -327,14 +327,17 @@ def search(index: Index, args: Mapping[str, str], now: float | None = None) -> d
     from sessiondex.query.search import FUZZY, PARTIAL
 
     try:
+        # One more than shown: whether a "Show more" link has anything to show.
         outcome = index.search_outcome(
-            query, raw=raw, scope="all", limit=limit, markers=(MARK_START, MARK_END)
+            query, raw=raw, scope="all", limit=limit + 1, markers=(MARK_START, MARK_END)
         )
     except ValueError as exc:  # a --raw query FTS5 cannot parse
         out["error"] = str(exc)
         out["mode"] = "error"
         return out
-    found = outcome.rows
+    found = outcome.rows[:limit]
+    if len(outcome.rows) > limit and limit < MAX_LIMIT:
+        out["more_url"] = _with(args, limit=str(min(MAX_LIMIT, limit * 5)))
     url_of = _urls(found)
     if found and all(s.get("matched_by") in ("pr-link", "pr-mention") for s in found):
         # A PR URL or owner/repo#N: linked sessions, then the ones that mention it.
