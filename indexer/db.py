@@ -260,8 +260,10 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
         st = os.stat(target)
     except OSError:
         return  # missing (created later) or unreachable: said when opened
-    if stat.S_ISDIR(st.st_mode):
-        return  # said when opened (the CLI says it first, as a usage error)
+    if stat.S_ISDIR(st.st_mode):  # (the CLI says it first, as a usage error)
+        raise NotAnIndex(
+            f"{target} is a directory: give the index file's path (e.g. {target}/index.db)"
+        )
     if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read below; /dev/null…
         raise NotAnIndex(f"{target} is not a regular file; give the index a file path")
     ours = any(  # beside the path given, or beside the file a link names

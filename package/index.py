@@ -1024,6 +1024,11 @@ def _check_factories(conn: sqlite3.Connection) -> None:
             "the connection's row_factory must be None or sqlite3.Row, "
             f"not {conn.row_factory!r}: sessiondex reads rows by position"
         )
+    if conn.in_transaction:
+        raise ValueError(
+            "the connection has a transaction open: commit or roll back before handing"
+            " it to Index (its settings, e.g. PRAGMA synchronous, change only outside one)"
+        )
 
 
 def _database_file(db: Database) -> Path | None:

@@ -462,3 +462,29 @@ def test_every_connection_gets_the_larger_page_cache(tree: ConfigTree, tmp_path:
         reader = index.reader()
         assert reader is not index._writer
         assert reader.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB
+
+
+def test_a_directory_as_db_is_a_clear_error(tree: ConfigTree, tmp_path: Path) -> None:
+    """It raised sqlite3's "unable to open database file" after a note saying the index
+    was "not brought up to date … answering from it as it is"."""
+    from sessiondex.indexer.db import NotAnIndex
+
+    notes: list[str] = []
+    with pytest.raises(NotAnIndex, match="is a directory"):
+        Index(tmp_path, [tree.root], notice=notes.append).list()
+    assert notes == []
+
+
+def test_a_connection_inside_a_transaction_is_refused_plainly(
+    tree: ConfigTree, tmp_path: Path
+) -> None:
+    """It was sqlite3's "Safety level may not be changed inside a transaction"."""
+    conn = sqlite3.connect(tmp_path / "index.db")
+    conn.execute("CREATE TABLE mine (x)")
+    conn.execute("INSERT INTO mine VALUES (1)")
+    assert conn.in_transaction
+    with pytest.raises(ValueError, match="transaction open"):
+        Index(conn, [tree.root])
+    conn.commit()
+    with Index(conn, [tree.root]) as index:
+        assert len(index.list(scope="all")) == 2
