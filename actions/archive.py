@@ -203,7 +203,9 @@ def _archive_run(
     )
     # With no --days, a root plan's ``expired`` is exactly what the sweep deletes by then
     # (keep-tagged sessions included: the sweep ignores tags); exempt ones are apart.
-    for entry in [e for r in plan.roots for e in r.expired]:
+    # A session it keeps but whose old subagent transcripts it deletes is archived whole
+    # too: the archive is then the only copy of those.
+    for entry in [e for r in plan.roots for e in (*r.expired, *r.losing_subagents)]:
         if entry.archive is not None:
             result = _result(entry, ALREADY, archive=entry.archive)
         elif dry_run:

@@ -141,6 +141,13 @@ def _render_root(
             "Code's sweep keeps them (not counted)."
         )
         out.append(_table(plan["exempt"]))
+    if plan["losing_subagents"]:
+        out.append(
+            f"  Claude Code's sweep also deletes {cc['would_delete_subagent_transcripts']} "
+            f"old subagent transcript(s), {human_size(cc['would_delete_subagent_bytes'])}, "
+            "inside these sessions it keeps (sessiondex archive keeps a copy):"
+        )
+        out.append(_table(plan["losing_subagents"]))
     return out
 
 

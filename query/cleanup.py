@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.archives import archived_only, archived_paths, archived_version, last_run
 from sessiondex.query.sessions import activity_ms, display_title, iso_ms
-from sessiondex.transcripts.discover import TranscriptFile, iter_transcripts
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
 from sessiondex.transcripts.retention import (
     DAY,
     SWEEP_INTERVAL,
@@ -77,6 +77,10 @@ class PlanEntry:
     claude_code_deletes: bool = False
     exempt_reason: str | None = None
     archive: str | None = None  # the archive already holding this exact version
+    # A surviving session: its subagent transcripts the sweep deletes (older than the
+    # cutoff), and their bytes.
+    old_subagents: int = 0
+    old_subagent_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "mtime_ns"}
@@ -95,6 +99,9 @@ class RootPlan:
     next_sweep: float | None  # None: at Claude Code's next start
     expired: list[PlanEntry] = field(default_factory=list)  # incl. protected
     exempt: list[PlanEntry] = field(default_factory=list)
+    # Sessions the sweep keeps but whose old subagent transcripts it deletes (it clears
+    # old files out of surviving sessions' folders: reference/cli-sessions.md 5.3).
+    losing_subagents: list[PlanEntry] = field(default_factory=list)
     claude_code_sessions: int = 0
     claude_code_bytes: int = 0
 
@@ -115,7 +122,14 @@ class RootPlan:
                 "next_sweep": _iso(self.next_sweep),
                 "would_delete_sessions": self.claude_code_sessions,
                 "would_delete_bytes": self.claude_code_bytes,
+                "would_delete_subagent_transcripts": sum(
+                    e.old_subagents for e in self.losing_subagents
+                ),
+                "would_delete_subagent_bytes": sum(
+                    e.old_subagent_bytes for e in self.losing_subagents
+                ),
             },
+            "losing_subagents": [e.as_dict() for e in self.losing_subagents],
             "days": self.days,
             "days_source": self.days_source,
             "cutoff": _iso(self.cutoff),
@@ -234,34 +248,66 @@ def plan_root(
             refresh_file(tf)
         row = _row(db, tf) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
         exempt = desktop_exemption(tf.path, row.get("entrypoint"), retention, mtime, now)
-        folder_bytes, _ = folder_stats(tf.path.with_suffix(""))
-        entry = PlanEntry(
-            session_id=tf.session_id,
-            config_dir=str(root),
-            project_key=tf.project_key,
-            file_path=str(tf.path),
-            cwd=row.get("cwd"),
-            title=display_title(row),
-            tag=row.get("tag"),
-            entrypoint=row.get("entrypoint"),
-            last_activity=iso_ms(activity_ms(row)),
-            mtime=_iso(mtime),
-            mtime_ns=tf.mtime_ns,
-            transcript_size=tf.size,
-            size=tf.size + folder_bytes,
-            protected=_same_tag(row.get("tag"), keep),
-            claude_code_deletes=theirs and exempt is None,
-            exempt_reason=exempt,
-            archive=archived_version(db, tf.session_id, tf.project_key, tf.size, tf.mtime_ns),
-        )
+        entry = _entry(db, root, tf, row, keep)
+        entry.claude_code_deletes = theirs and exempt is None
+        entry.exempt_reason = exempt
         if entry.claude_code_deletes:
             plan.claude_code_sessions += 1
             plan.claude_code_bytes += entry.size
         if ours:
             (plan.exempt if exempt else plan.expired).append(entry)
+    if cc_cutoff is not None and abs(cc_cutoff) < 9e9:  # beyond, no int64 ns (and no file)
+        plan.losing_subagents = _losing_subagents(db, root, int(cc_cutoff * 1e9), keep)
     for entries in (plan.expired, plan.exempt):
         entries.sort(key=lambda e: (e.mtime_ns, e.session_id))  # oldest (next to go) first
     return plan
+
+
+def _entry(
+    db: Database, root: Path, tf: TranscriptFile, row: dict[str, Any], keep: str
+) -> PlanEntry:
+    folder_bytes, _ = folder_stats(tf.path.with_suffix(""))
+    return PlanEntry(
+        session_id=tf.session_id,
+        config_dir=str(root),
+        project_key=tf.project_key,
+        file_path=str(tf.path),
+        cwd=row.get("cwd"),
+        title=display_title(row),
+        tag=row.get("tag"),
+        entrypoint=row.get("entrypoint"),
+        last_activity=iso_ms(activity_ms(row)),
+        mtime=_iso(tf.mtime_ns / 1e9),
+        mtime_ns=tf.mtime_ns,
+        transcript_size=tf.size,
+        size=tf.size + folder_bytes,
+        protected=_same_tag(row.get("tag"), keep),
+        archive=archived_version(db, tf.session_id, tf.project_key, tf.size, tf.mtime_ns),
+    )
+
+
+def _losing_subagents(db: Database, root: Path, cutoff_ns: int, keep: str) -> list[PlanEntry]:
+    """Sessions whose transcript the sweep keeps but whose subagent transcripts it
+    deletes, being older than the cutoff (from the index: a stat of each main
+    transcript, to see that it still is as indexed)."""
+    rows = db.execute(
+        "SELECT s.file_path, count(*), sum(f.size) FROM files f"
+        " JOIN sessions s ON s.id = f.session_rowid"
+        " WHERE f.root = ? AND f.kind = 'subagent' AND f.mtime_ns < ?"
+        " AND s.archived = 0 AND s.mtime_ns >= ?"
+        " GROUP BY s.id ORDER BY s.mtime_ns, s.session_id",
+        [str(root), cutoff_ns, cutoff_ns],
+    ).fetchall()
+    entries: list[PlanEntry] = []
+    for file_path, count, size in rows:
+        tf = describe_path(Path(file_path), [root])
+        row = _row(db, tf) if tf is not None and tf.kind == MAIN else None
+        if tf is None or row is None:
+            continue
+        entry = _entry(db, root, tf, row, keep)
+        entry.old_subagents, entry.old_subagent_bytes = int(count), int(size or 0)
+        entries.append(entry)
+    return entries
 
 
 def strictest_cwd(

@@ -752,3 +752,36 @@ def test_archive_plans_for_the_project_whose_settings_sweep_soonest(tmp_path: Pa
     listed = _run(tree, tmp_path / "index.db", "cleanup", "--cwd", str(p1), "--json")
     plan = _json(listed)
     assert [r["days"] for r in plan["config_dirs"]] == [30]
+
+
+def test_old_subagent_transcripts_of_a_kept_session_are_warned_about_and_archived(
+    tmp_path: Path,
+) -> None:
+    """The sweep also deletes old files inside the folders of sessions it keeps (cli-
+    sessions.md 5.3): a 40-day-old subagent transcript of a session resumed yesterday.
+    ``cleanup`` said "would delete 0", ``archive`` archived nothing, and after the
+    sweep the subagent's conversation was gone."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "long-lived session", NOW - 1 * DAY)
+    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "sub"})])
+    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+    sub.user("subagent digs through the zebraword logs")
+    sub.assistant("done")
+    s.write(mtime=NOW - 1 * DAY)
+    agent = next((s.project_dir / s.session_id / "subagents").rglob("agent-*.jsonl"))
+    os.utime(agent, (NOW - 40 * DAY, NOW - 40 * DAY))
+    with _index(tree, tmp_path) as index:
+        from sessiondex.query.cleanup import plan_cleanup
+
+        plan = plan_cleanup(index.reader(), [tree.root], now=NOW, managed=None)
+        [losing] = plan.roots[0].losing_subagents
+        assert (losing.session_id, losing.old_subagents) == (s.session_id, 1)
+        cc = plan.roots[0].as_dict()["claude_code"]
+        assert cc["would_delete_subagent_transcripts"] == 1
+        run = _archive(index, tmp_path)
+        assert [(r.session_id, r.status) for r in run.results] == [(s.session_id, ARCHIVED)]
+    archive = Path(run.results[0].archive or "")
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        assert any(m.name.endswith(agent.name) for m in tar.getmembers())
