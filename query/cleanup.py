@@ -100,7 +100,7 @@ class RootPlan:
     expired: list[PlanEntry] = field(default_factory=list)  # incl. protected
     exempt: list[PlanEntry] = field(default_factory=list)
     # Sessions the sweep keeps but whose old subagent transcripts it deletes (it clears
-    # old files out of surviving sessions' folders: reference/cli-sessions.md 5.3).
+    # old files out of surviving sessions' folders: docs/retention.md#what-the-sweep-deletes).
     losing_subagents: list[PlanEntry] = field(default_factory=list)
     claude_code_sessions: int = 0
     claude_code_bytes: int = 0
