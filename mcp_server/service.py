@@ -38,14 +38,14 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
-    from sessiondex.render.conversation import Conversation
+    from sessiondex.render.conversation import Conversation, Entry, Item, Subagent
 
 log = logging.getLogger("sessiondex.mcp")
 
@@ -492,16 +492,35 @@ class SessionService:
         limit: int,
         include_tools: bool,
     ) -> str:
-        turns, where = _turns(conversation, include_tools, self.settings.message_chars)
+        turns, where = _turns(
+            conversation.iter_items(),
+            conversation.chain,
+            include_tools,
+            self.settings.message_chars,
+        )
         session = conversation.session
+        subagent: Subagent | None = None
         if around_message:
             key = around_message.strip()
             if key not in where:
-                raise UserError(
-                    f"message {key} is not on the live branch of session"
-                    f" {session['session_id']} (it may be on a rewound branch or in a"
-                    " subagent); read without around_message"
-                )
+                # A search hit may be a subagent's message: page that side conversation.
+                for sub in conversation.subagents:
+                    sub_turns, sub_where = _turns(
+                        sub.iter_items(),
+                        sub.thread.chain,
+                        include_tools,
+                        self.settings.message_chars,
+                    )
+                    if key in sub_where:
+                        turns, where, subagent = sub_turns, sub_where, sub
+                        break
+                else:
+                    raise UserError(
+                        f"message {key} is not on the live branch of session"
+                        f" {session['session_id']} nor in one of its subagents (it may be"
+                        " before a compaction or on a rewound branch); read without"
+                        " around_message"
+                    )
             offset = max(0, where[key] - limit // 2)
         total = len(turns)
         header = [
@@ -522,15 +541,24 @@ class SessionService:
                 break
             shown.append(block)
             end += 1
+        if subagent is not None:
+            header.append(
+                f"subagent {subagent.agent_type or 'agent'} {subagent.agent_id}: a side"
+                " conversation this session started (its own turns, numbered from 0)"
+            )
         header.append(
             f"turns {offset}–{end - 1} of {total}"
             + (f" (centred on message {around_message.strip()})" if around_message else "")
         )
-        footer = (
-            f"[more: call read_session with ref={session['session_id']} offset={end}]"
-            if end < total
-            else "[end of session]"
-        )
+        if end >= total:
+            footer = "[end of subagent]" if subagent is not None else "[end of session]"
+        elif subagent is not None:
+            after = next((t.uuid for t in turns[end:] if t.uuid), None)
+            footer = (
+                f"[more: call read_session with ref={session['session_id']} around_message={after}]"
+            )
+        else:
+            footer = f"[more: call read_session with ref={session['session_id']} offset={end}]"
         text = "\n".join(header) + "\n\n" + "\n".join(shown) + "\n" + footer + "\n"
         return text if len(text) <= self.settings.max_chars else cut(text, self.settings.max_chars)
 
@@ -555,9 +583,11 @@ class Turn:
 
 
 def _turns(
-    conversation: Conversation, include_tools: bool, message_chars: int
+    items: Iterable[Item], chain: list[Entry], include_tools: bool, message_chars: int
 ) -> tuple[list[Turn], dict[str, int]]:
-    """The live branch as turns, and every entry UUID on it → the turn that shows it.
+    """A thread's live branch (the main conversation's or a subagent's: its display
+    ``items`` and its ``chain``) as turns, and every entry UUID on it → the turn that
+    shows it.
 
     Display merges several transcript entries into one turn (one assistant response
     written as one line per block; parallel tool results), and a search hit names the
@@ -568,7 +598,7 @@ def _turns(
     item_turn: dict[str, int] = {}  # first uuid of a display item → its turn
     # One item at a time (the renderer streams the transcript), each body cut at once:
     # memory follows the number of turns, not the transcript's size.
-    for item in conversation.iter_items():
+    for item in items:
         if not isinstance(item, Message):
             turns.append(Turn(len(turns), "compaction", None, _stamp(item.timestamp), item.text))
             continue
@@ -593,7 +623,7 @@ def _turns(
         item_turn[item.uuid] = turns[-1].index
     where: dict[str, int] = {}
     current = 0
-    for entry in conversation.chain:
+    for entry in chain:
         uuid = entry.get("uuid")
         if not isinstance(uuid, str):
             continue

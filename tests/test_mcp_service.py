@@ -675,3 +675,25 @@ def test_search_says_when_more_sessions_match_than_it_shows(tmp_path: Path) -> N
         every = json.loads(answers.search_sessions("websocket", limit=4))
     assert some["count"] == 3 and "raise limit" in some["more"]
     assert every["count"] == 4 and "more" not in every
+
+
+def test_a_subagent_s_search_hit_opens_with_around_message(tmp_path: Path) -> None:
+    """search_sessions names the message a snippet comes from, and says to pass it to
+    read_session as around_message; for a hit in a subagent's transcript that was
+    refused as "not on the live branch". It opens that side conversation."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("look into the flaky deploy")
+    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "dig"})])
+    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+    sub.user("search the logs for the zanzibar timeout")
+    sub.assistant("the zanzibar timeout comes from the proxy")
+    s.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        found = json.loads(answers.search_sessions("zanzibar"))
+        [hit] = found["sessions"]
+        uuid = hit["snippets"][0]["message_uuid"]
+        page = answers.read_session(s.session_id, around_message=uuid)
+    assert "subagent" in page and "zanzibar timeout comes from the proxy" in page
+    assert f"uuid {uuid}" in page and "[end of subagent]" in page
