@@ -61,6 +61,10 @@ MIGRATION_NAMES = (
 # being trusted (costs two small reads, only for files written in the last moments).
 # Here because a reading command checks one session's file against it too.
 RACY_WINDOW_NS = 2_000_000_000
+# An mtime this far ahead of the clock was set, not written (``touch -d``, a copy that
+# kept a skewed machine's times): a write now would move it back to now, which the next
+# look sees. Taken as quiet, or such a file was re-read by every reading command forever.
+FUTURE_SETTLED_NS = 3600 * 1_000_000_000
 
 
 def stat_settled(
@@ -83,4 +87,4 @@ def settled_at(mtime_ns: int, checked_ns: int) -> bool:
     at (``checked_ns``) for what was seen to be final: its stat (not racily clean), and a
     last line without ``\n`` that is a whole record (a write that died before its
     newline, read as a record: ``indexer/parse.py``)."""
-    return mtime_ns < checked_ns - RACY_WINDOW_NS
+    return mtime_ns < checked_ns - RACY_WINDOW_NS or mtime_ns > checked_ns + FUTURE_SETTLED_NS

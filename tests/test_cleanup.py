@@ -776,15 +776,18 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         ["from-pr", "https://github.com/acme/app/pull/7"],
     ],
 )
-@pytest.mark.parametrize("state", ["all expired", "nothing expired"])
+@pytest.mark.parametrize("state", ["all expired", "nothing expired", "mtimes in the future"])
 def test_reading_commands_open_no_transcript(tmp_path: Path, args: list[str], state: str) -> None:
     """list (with its expiring warning), search, resolve, stats (with its cleanup
     summary) and from-pr answer from the index: no transcript is opened, whatever the
-    cleanup state (every session expired, desktop ones among them, one released)."""
+    cleanup state (every session expired, desktop ones among them, one released), nor
+    when the files' mtimes lie ahead of the clock (set, or copied from a skewed
+    machine): such a file never looked quiet, and every command read it again."""
     if not _AUDIT:
         sys.addaudithook(_audit)  # hooks stay for the process: idle unless a list is pushed
     tree = ConfigTree(tmp_path / "claude")
-    mtime = time.time() - (400 if state == "all expired" else 1) * DAY
+    days_ago = {"all expired": 400, "nothing expired": 1, "mtimes in the future": -2}[state]
+    mtime = time.time() - days_ago * DAY
     plain = _session(tree, "plain cli work", mtime)
     plain_pr = tree.session(cwd="/work/repo")
     plain_pr.user("see the pull request")
