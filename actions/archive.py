@@ -260,13 +260,22 @@ def restore(
     from sessiondex.indexer.ingest import include_tools_setting, ingest_file
     from sessiondex.indexer.refresh import ingest_path
     from sessiondex.indexer.stats import RefreshStats
-    from sessiondex.query.resolve import NotFound
+    from sessiondex.query.archives import archived_ids_with_prefix
+    from sessiondex.query.resolve import NotFound, is_id_prefix
     from sessiondex.transcripts.archive import RestoreRefused, restore_session_archive
     from sessiondex.transcripts.discover import iter_subagent_files
 
     if not roots:
         raise RestoreRefused("no config dir to restore into")
     row = newest_archive(db, session_id.strip())
+    if row is None and is_id_prefix(session_id.strip()):  # the short ID `list` shows
+        ids = archived_ids_with_prefix(db, session_id.strip())
+        if len(ids) > 1:
+            raise NotFound(
+                f"{session_id} starts {len(ids)} archived sessions ({', '.join(ids[:5])}"
+                f"{', …' if len(ids) > 5 else ''}): give more of the ID"
+            )
+        row = newest_archive(db, ids[0]) if ids else None
     if row is None:
         raise NotFound(f"No archived session with ID: {session_id}")
     live = live_transcripts(db, row["session_id"], roots)

@@ -122,6 +122,16 @@ def newest_archive(db: Database, session_id: str) -> dict[str, Any] | None:
     return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
 
+def archived_ids_with_prefix(db: Database, prefix: str) -> list[str]:
+    """The IDs of archived sessions starting with ``prefix`` (any case), sorted."""
+    cursor = db.execute(
+        "SELECT DISTINCT session_id FROM sessions WHERE archived = 1"
+        " AND substr(lower(session_id), 1, ?) = lower(?) ORDER BY session_id",
+        [len(prefix), prefix],
+    )
+    return [str(row[0]) for row in cursor.fetchall()]
+
+
 def live_transcripts(
     db: Database, session_id: str, roots: Sequence[str | PathLike[str]] | None = None
 ) -> list[str]:

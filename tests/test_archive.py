@@ -785,3 +785,15 @@ def test_old_subagent_transcripts_of_a_kept_session_are_warned_about_and_archive
 
     with tarfile.open(archive) as tar:
         assert any(m.name.endswith(agent.name) for m in tar.getmembers())
+
+
+def test_restore_takes_the_short_id_list_shows(tmp_path: Path) -> None:
+    """``list --include-archived`` shows an 8-character ID; restore wanted the whole."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "short id", NOW - 40 * DAY)
+    with _index(tree, tmp_path) as index:
+        assert [r.status for r in _archive(index, tmp_path).results] == [ARCHIVED]
+        s.path.unlink()
+        index.refresh()
+        restored = index.restore(s.session_id[:8].upper())
+    assert restored.session_id == s.session_id and s.path.is_file()
