@@ -113,10 +113,13 @@ def _render_root(
         return out
     totals = plan["totals"]
     source = "--days" if plan["days_source"] == "--days" else "cleanupPeriodDays"
-    out.append(
-        f"  Cutoff: {plan['cutoff']} ({source} = {plan['days']}; transcripts last "
-        "modified before it are expired)."
-    )
+    if plan["cutoff"] is None:  # further back than a date can say: nothing is that old
+        out.append(f"  Cutoff: none ({source} = {plan['days']} reaches before any date).")
+    else:
+        out.append(
+            f"  Cutoff: {plan['cutoff']} ({source} = {plan['days']}; transcripts last "
+            "modified before it are expired)."
+        )
     verb = "Deleting" if applying else "Expired (cleanup --apply deletes these)"
     if plan["expired"]:
         out.append(f"  {verb}: {totals['sessions']} session(s), {human_size(totals['bytes'])}")
