@@ -582,7 +582,10 @@ SECRET_DSNS = [
 
 @pytest.mark.parametrize("dsn", SECRET_DSNS)
 @pytest.mark.parametrize("command", ["push", "store init", "list"])
-def test_a_dsn_s_password_never_shows_in_an_error(tmp_path: Path, dsn: str, command: str) -> None:
+def test_a_dsn_s_password_never_shows_in_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dsn: str, command: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a DSN taken for a path would be created here
     (tmp_path / "claude" / "projects").mkdir(parents=True)
     argv = {
         "push": ["--db", str(tmp_path / "i.db"), "push", "--to", dsn],
