@@ -82,7 +82,7 @@ def resume_command(session_id: str, cwd: str | None, config_dir: str | None = No
     Code is pointed at it (:func:`with_config_dir`). The stored object holds the line
     without it: whether a config dir is the default depends on the reader's ``HOME``,
     so the query layer adds it when it answers (query/sessions.py)."""
-    line = f"claude --resume {session_id}"
+    line = f"claude --resume {shell_quote(session_id)}"  # a team store's IDs are anyone's text
     if cwd:
         line = f"cd {shell_quote(cwd)} && {line}"
     return with_config_dir(line, config_dir) if config_dir else line

@@ -140,3 +140,39 @@ def test_a_resume_line_names_the_directory_on_one_line(directory: str) -> None:
     assert bash is not None
     out = subprocess.run([bash, "-c", f"printf %s {word}"], capture_output=True, check=True)
     assert out.stdout.decode() == directory
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "x$(touch pwned); echo",  # a team store's ID is whatever its writer said
+        "a;b",
+        "`id`",
+        "3f2a9c1e-0000-4000-8000-000000000001",
+    ],
+)
+def test_a_resume_line_runs_no_part_of_the_session_id(tmp_path: Path, session_id: str) -> None:
+    """The cwd was quoted and the ID was not: a stored ID like ``x$(touch f)`` ran when
+    the resume line was pasted (MCP answers hand the line to an agent)."""
+    import shutil
+    import subprocess
+
+    from sessiondex.indexer.objects import resume_command
+
+    line = resume_command(session_id, str(tmp_path), "/configs/team copy")
+    bash = shutil.which("bash")
+    assert bash is not None
+    # the line as run, with a claude that prints its arguments and environment
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "claude").write_text('#!/bin/sh\nprintf "%s|%s" "$CLAUDE_CONFIG_DIR" "$2"\n')
+    (fake / "claude").chmod(0o755)
+    out = subprocess.run(
+        [bash, "-c", line],
+        capture_output=True,
+        env={"PATH": f"{fake}:/usr/bin:/bin"},
+        cwd=tmp_path,
+        check=True,
+    )
+    assert out.stdout.decode() == f"/configs/team copy|{session_id}"
+    assert not (tmp_path / "pwned").exists()
