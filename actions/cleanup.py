@@ -117,6 +117,7 @@ def _apply_one(
     kept = None if archive_dir is None else archived_copy_exists(db, archive_dir, entry)
     if kept is not None:
         archive = Path(kept)  # this very version is there already (an archive run's)
+        outcome.archive = kept
     elif archive_dir is not None:
         try:
             archive = write_session_archive(tf, archive_dir)

@@ -222,6 +222,7 @@ def cleanup(
     )
     from sessiondex.cli.output import clean, clean_line, dumps
     from sessiondex.query.cleanup import cleanup_summary
+    from sessiondex.transcripts.archive import ArchiveError
     from sessiondex.transcripts.tags import sanitize_tag
 
     fmt = "json" if as_json else fmt
@@ -284,7 +285,7 @@ def cleanup(
             archive_dir=Path(archive_dir) if archive_dir else None,
             on_outcome=report,
         )
-    except ValueError as exc:
+    except (ValueError, ArchiveError) as exc:  # ArchiveError: DIR cannot be locked
         raise CliError(clean_line(str(exc))) from None
     deleted = [o for o in outcomes if o.status == DELETED]
     failed = [o for o in outcomes if o.status == FAILED]

@@ -692,6 +692,8 @@ def test_cleanup_archive_reuses_the_archive_run_s_copy(tmp_path: Path) -> None:
     assert _run(tree, db, "archive", "--to", str(arch)).exit_code == 0
     applied = _run(tree, db, "cleanup", "--apply", "--archive", str(arch), "--json")
     assert applied.exit_code == 0, applied.output
+    [outcome] = json.loads(applied.stdout)["results"]
+    assert outcome["archive"] == str(next(arch.rglob("*.tar.gz")))  # said archived, as it is
     assert not s.path.exists()
     assert [p.name for p in arch.rglob("*.tar.gz")] == [f"{s.session_id}.tar.gz"]
     found = _json(_run(tree, db, "list", "--scope", "all", "--include-archived", "--json"))
@@ -797,3 +799,21 @@ def test_restore_takes_the_short_id_list_shows(tmp_path: Path) -> None:
         index.refresh()
         restored = index.restore(s.session_id[:8].upper())
     assert restored.session_id == s.session_id and s.path.is_file()
+
+
+@pytest.mark.parametrize("lock", ["a directory", "a symlink loop"])
+def test_an_archive_dir_that_cannot_be_locked_is_one_error_line(tmp_path: Path, lock: str) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "old", time.time() - 40 * DAY)
+    arch = tmp_path / "arch"
+    arch.mkdir()
+    where = arch / ".sessiondex-archive.lock"
+    if lock == "a directory":
+        where.mkdir()
+    else:
+        os.symlink(where, where)
+    for args in (["archive", "--to", str(arch)], ["cleanup", "--apply", "--archive", str(arch)]):
+        result = _run(tree, tmp_path / "index.db", *args)
+        assert result.exit_code == 1, result.output
+        assert "Traceback" not in result.output and result.stderr.count("\n") == 1
+        assert result.stderr.startswith("Error: cannot lock")
