@@ -337,7 +337,8 @@ def search(index: Index, args: Mapping[str, str], now: float | None = None) -> d
         return out
     found = outcome.rows[:limit]
     if len(outcome.rows) > limit and limit < MAX_LIMIT:
-        out["more_url"] = _with(args, limit=str(min(MAX_LIMIT, limit * 5)))
+        more = {"q": query, **({"raw": "1"} if raw else {}), "limit": min(MAX_LIMIT, limit * 5)}
+        out["more_url"] = "/search?" + urlencode(more)
     url_of = _urls(found)
     if found and all(s.get("matched_by") in ("pr-link", "pr-mention") for s in found):
         # A PR URL or owner/repo#N: linked sessions, then the ones that mention it.
