@@ -21,6 +21,7 @@ place; the caller refreshes it from the transcripts. The settings that are not d
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Callable, Sequence
@@ -228,6 +229,10 @@ def _printable(path: Path | str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+# A scheme of two or more characters, then ":/" (a drive letter "C:/" is one).
+_URL_LIKE = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+:/)")
+
+
 def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     """Raise :class:`NotAnIndex` when ``target`` cannot be the index.
 
@@ -244,6 +249,15 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     What SQLite cannot read is otherwise taken for a damaged index and moved aside; a
     file that was the index (its lock files stay beside it) still is, whatever it holds
     now, so a damaged index stays recoverable."""
+    url = _URL_LIKE.match(str(target))
+    if url:
+        # "postgresql+psycopg://u:pw@h/db", " postgresql://…", "postgresql:/…": meant for
+        # the team store, they would be a local index named after the password. The
+        # value is not repeated: it may hold one.
+        raise NotAnIndex(
+            f"the index path looks like a URL ({url.group(1)!r}…), not a file path; the"
+            " team store takes postgresql://user@host/db"
+        )
     where = os.path.realpath(target)
     if not _is_utf8(where):
         # SQLite takes the bytes, then hands the name back as text that Python cannot

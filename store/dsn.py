@@ -23,14 +23,16 @@ def is_postgres_dsn(value: object) -> bool:
 
 
 def connection_string(dsn: str) -> str:
-    """What to hand libpq for a DSN ``is_postgres_dsn`` accepts: its scheme lower-cased
-    (libpq takes only that spelling, and read ``Postgresql://…`` as a key=value string,
-    echoing it whole, password too, in its error) and :data:`CONNECT_TIMEOUT` added
-    unless the DSN sets one. Raises ``ValueError``/``psycopg.Error`` for a malformed DSN."""
+    """What to hand libpq for a DSN: a URL's scheme lower-cased (libpq takes only that
+    spelling, and read ``Postgresql://…`` as a key=value string, echoing it whole,
+    password too, in its error), and :data:`CONNECT_TIMEOUT` added unless the DSN sets
+    one (a ``key=value`` string too, as the SDK store takes). Raises
+    ``ValueError``/``psycopg.Error`` for a malformed DSN."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    scheme, rest = dsn.split("://", 1)
-    dsn = f"{scheme.lower()}://{rest}"
+    if is_postgres_dsn(dsn):
+        scheme, rest = dsn.split("://", 1)
+        dsn = f"{scheme.lower()}://{rest}"
     if "connect_timeout" not in conninfo_to_dict(dsn):
         dsn = make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
     return dsn
@@ -77,6 +79,15 @@ def _passwords(dsn: str) -> list[str]:
     if match:
         written = match.group(0)[len(match.group(1)) : -1]
         found.update({written, unquote(written)})
+    if is_postgres_dsn(dsn):
+        # An unencoded "@" in the password: the URL's userinfo runs to the last "@",
+        # while libpq may cut at the first and quote the rest as the host name. Every
+        # piece of it is masked (more rather than less).
+        rest = dsn.split("://", 1)[1]
+        userinfo = rest[: max(rest.rfind("@"), 0)]
+        if ":" in userinfo:
+            written = userinfo.split(":", 1)[1]
+            found.update({written, unquote(written), *written.split("@")})
     for keyword in _KEYWORD_PASSWORD.finditer(dsn):
         value = keyword.group(2).split("&")[0].strip("'")
         found.update({value, unquote(value)})

@@ -191,8 +191,14 @@ async def open_pool(dsn: str, *, max_size: int = 10) -> AsyncConnectionPool:
     with the schema migrated."""
     from psycopg_pool import AsyncConnectionPool
 
+    from sessiondex.store.dsn import connection_string
+
     pool = AsyncConnectionPool(
-        dsn, min_size=1, max_size=max_size, open=False, kwargs={"autocommit": True}
+        connection_string(dsn),  # any-case scheme, a connect timeout: as push and reads
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        kwargs={"autocommit": True},
     )
     await pool.open(wait=True)
     try:

@@ -577,6 +577,7 @@ SECRET_DSNS = [
     pytest.param("POSTGRES://ann:hunter2x@127.0.0.1:1/team?connect_timeout=2", id="upper-case"),
     pytest.param("postgresql://ann:hunter2x@[::1/team", id="broken-ipv6"),
     pytest.param("postgresql:///team?host=127.0.0.1&port=1&password=hunter2x", id="query-password"),
+    pytest.param("postgresql://ann:hunter2@tail9x@127.0.0.1:1/team", id="at-in-password"),
 ]
 
 
@@ -595,7 +596,7 @@ def test_a_dsn_s_password_never_shows_in_an_error(
     result = CliRunner().invoke(cli, ["--config-dir", str(tmp_path / "claude"), *argv])
     assert result.exit_code == 1, result.output
     assert result.output.startswith("Error: ") and result.output.count("\n") == 1
-    for secret in ("hunter2", "hunter%2"):
+    for secret in ("hunter2", "hunter%2", "tail9x"):
         assert secret not in result.output
     assert not list(tmp_path.glob("*ostgres*"))  # never taken for a local index path
 
@@ -623,3 +624,27 @@ def test_push_gives_up_on_a_server_that_never_answers(
                 ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "i.db"), *argv],
             )
             assert result.exit_code == 1 and "timeout" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "postgresql+psycopg://ann:hunter2x@h:1/team",
+        " postgresql://ann:hunter2x@h:1/team",
+        "postgresql:/ann:hunter2x@h:1/team",
+        "sqlite:///index.db",
+    ],
+)
+def test_a_url_that_is_no_team_store_is_no_index_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    """Each was a local index created under the cwd, named after the password."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tmp_path / "claude"), "--db", db, "list", "--scope", "all"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and "looks like a URL" in result.output
+    assert "hunter2x" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claude"]

@@ -402,3 +402,17 @@ def test_a_lone_surrogate_in_an_appended_entry_loses_nothing(pg_dsn: str) -> Non
     loaded = run(pg_dsn, body)
     assert loaded is not None and len(loaded) == 3
     assert loaded[1]["lastPrompt"] == "deploy \ud83d"  # stored exactly
+
+
+def test_the_sdk_store_takes_a_url_with_any_case_scheme(pg_dsn: str) -> None:
+    """As ``push`` and ``--db`` do: libpq took only the lower-case spelling, and the
+    pool logged its error with the whole DSN, password too, until it timed out."""
+    truncate(pg_dsn)
+    url = database_url(pg_dsn)
+    shouting = "POSTGRESQL" + url[len("postgresql") :]
+
+    async def body(store: PostgresSessionStore) -> Any:
+        await store.append(KEY, _transcript(KEY["session_id"], "/home/dev/shop"))
+        return await store.load(KEY)
+
+    assert len(run(shouting, body) or []) == 3
