@@ -284,7 +284,8 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
             str | None,
             Field(
                 description="A message_uuid from search_sessions: the page is centred on "
-                "the turn that holds it (offset is then ignored).",
+                "the turn that holds it (offset is then ignored), in the session or in the "
+                "subagent it comes from (there, an offset pages that subagent).",
                 max_length=100,
             ),
         ] = None,

@@ -288,7 +288,11 @@ class SessionService:
                 answer["match"] = "fuzzy"
                 answer["note"] = "no exact matches; these are the closest titles, not matches"
             if len(outcome.rows) > limit:
-                answer["more"] = "more sessions match; raise limit (up to 50) or narrow the query"
+                answer["more"] = (
+                    "more sessions match; raise limit (up to 50) or narrow the query"
+                    if outcome.kind not in (PARTIAL, FUZZY)
+                    else "there are more suggestions; raise limit (up to 50) to see them"
+                )
             if not sessions:
                 answer["note"] = "no session matches; try other words" + (
                     "" if scope == "all" else " or scope='all'"
@@ -521,7 +525,10 @@ class SessionService:
                         " before a compaction or on a rewound branch); read without"
                         " around_message"
                     )
-            offset = max(0, where[key] - limit // 2)
+            if subagent is None or not offset:
+                offset = max(0, where[key] - limit // 2)
+            # else: a subagent's message names the thread, offset the page in it (the
+            # footer's "more" for a subagent), since its turns have no ref of their own
         total = len(turns)
         header = [
             f"session {session['session_id']} · {_clean(session.get('title') or '')}",
@@ -553,9 +560,9 @@ class SessionService:
         if end >= total:
             footer = "[end of subagent]" if subagent is not None else "[end of session]"
         elif subagent is not None:
-            after = next((t.uuid for t in turns[end:] if t.uuid), None)
             footer = (
-                f"[more: call read_session with ref={session['session_id']} around_message={after}]"
+                f"[more: call read_session with ref={session['session_id']}"
+                f" around_message={(around_message or '').strip()} offset={end}]"
             )
         else:
             footer = f"[more: call read_session with ref={session['session_id']} offset={end}]"

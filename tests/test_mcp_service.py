@@ -697,3 +697,30 @@ def test_a_subagent_s_search_hit_opens_with_around_message(tmp_path: Path) -> No
         page = answers.read_session(s.session_id, around_message=uuid)
     assert "subagent" in page and "zanzibar timeout comes from the proxy" in page
     assert f"uuid {uuid}" in page and "[end of subagent]" in page
+
+
+def test_a_subagent_pages_without_repeating_turns(tmp_path: Path) -> None:
+    """Following a subagent page's "more" moved half a page and repeated the rest."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("look into the flaky deploy")
+    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "dig"})])
+    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+    for n in range(12):
+        sub.user(f"step {n}: look further" + (" zanzibar" if n == 0 else ""))
+        sub.assistant(f"finding {n}")
+    s.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        found = json.loads(answers.search_sessions("zanzibar"))
+        uuid = found["sessions"][0]["snippets"][0]["message_uuid"]
+        seen: list[str] = []
+        call: dict[str, Any] = {"around_message": uuid, "limit": 6}
+        for _ in range(10):  # bounded: 24 turns, 6 a page
+            page = answers.read_session(s.session_id, **call)
+            seen += re.findall(r"^\[(\d+)\] ", page, flags=re.M)
+            more = re.search(r"around_message=(\S+) offset=(\d+)\]", page)
+            if more is None:
+                break
+            call = {"around_message": more.group(1), "offset": int(more.group(2)), "limit": 6}
+    assert seen == [str(n) for n in range(24)]
