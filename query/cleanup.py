@@ -238,6 +238,7 @@ def plan_root(
         next_sweep,
     )
     keep = sanitize_tag(keep_tag)
+    cc_deleted: set[str] = set()  # transcripts the sweep deletes whole
     for tf in iter_transcripts(root, subagents=False):
         mtime = tf.mtime_ns / 1e9
         ours = cutoff is not None and mtime < cutoff
@@ -252,12 +253,13 @@ def plan_root(
         entry.claude_code_deletes = theirs and exempt is None
         entry.exempt_reason = exempt
         if entry.claude_code_deletes:
+            cc_deleted.add(entry.file_path)
             plan.claude_code_sessions += 1
             plan.claude_code_bytes += entry.size
         if ours:
             (plan.exempt if exempt else plan.expired).append(entry)
     if cc_cutoff is not None and abs(cc_cutoff) < 9e9:  # beyond, no int64 ns (and no file)
-        plan.losing_subagents = _losing_subagents(db, root, int(cc_cutoff * 1e9), keep)
+        plan.losing_subagents = _losing_subagents(db, root, int(cc_cutoff * 1e9), keep, cc_deleted)
     for entries in (plan.expired, plan.exempt):
         entries.sort(key=lambda e: (e.mtime_ns, e.session_id))  # oldest (next to go) first
     return plan
@@ -286,20 +288,23 @@ def _entry(
     )
 
 
-def _losing_subagents(db: Database, root: Path, cutoff_ns: int, keep: str) -> list[PlanEntry]:
-    """Sessions whose transcript the sweep keeps but whose subagent transcripts it
-    deletes, being older than the cutoff (from the index: a stat of each main
-    transcript, to see that it still is as indexed)."""
+def _losing_subagents(
+    db: Database, root: Path, cutoff_ns: int, keep: str, deleted: set[str]
+) -> list[PlanEntry]:
+    """Sessions whose transcript the sweep keeps (younger than the cutoff, or exempt: a
+    desktop session) but whose subagent transcripts it deletes, being older than the
+    cutoff; ``deleted``: the transcripts it deletes whole. From the index."""
     rows = db.execute(
         "SELECT s.file_path, count(*), sum(f.size) FROM files f"
         " JOIN sessions s ON s.id = f.session_rowid"
-        " WHERE f.root = ? AND f.kind = 'subagent' AND f.mtime_ns < ?"
-        " AND s.archived = 0 AND s.mtime_ns >= ?"
+        " WHERE f.root = ? AND f.kind = 'subagent' AND f.mtime_ns < ? AND s.archived = 0"
         " GROUP BY s.id ORDER BY s.mtime_ns, s.session_id",
-        [str(root), cutoff_ns, cutoff_ns],
+        [str(root), cutoff_ns],
     ).fetchall()
     entries: list[PlanEntry] = []
     for file_path, count, size in rows:
+        if file_path in deleted:
+            continue
         tf = describe_path(Path(file_path), [root])
         row = _row(db, tf) if tf is not None and tf.kind == MAIN else None
         if tf is None or row is None:

@@ -756,20 +756,23 @@ def test_archive_plans_for_the_project_whose_settings_sweep_soonest(tmp_path: Pa
     assert [r["days"] for r in plan["config_dirs"]] == [30]
 
 
+@pytest.mark.parametrize(
+    ("age", "entrypoint"), [(1, "cli"), (40, "claude-desktop")], ids=["resumed", "desktop"]
+)
 def test_old_subagent_transcripts_of_a_kept_session_are_warned_about_and_archived(
-    tmp_path: Path,
+    tmp_path: Path, age: int, entrypoint: str
 ) -> None:
     """The sweep also deletes old files inside the folders of sessions it keeps (cli-
     sessions.md 5.3): a 40-day-old subagent transcript of a session resumed yesterday.
     ``cleanup`` said "would delete 0", ``archive`` archived nothing, and after the
     sweep the subagent's conversation was gone."""
     tree = ConfigTree(tmp_path / "claude")
-    s = _session(tree, "long-lived session", NOW - 1 * DAY)
+    s = _session(tree, "long-lived session", NOW - age * DAY, entrypoint=entrypoint)
     turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "sub"})])
     sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
     sub.user("subagent digs through the zebraword logs")
     sub.assistant("done")
-    s.write(mtime=NOW - 1 * DAY)
+    s.write(mtime=NOW - age * DAY)  # a desktop session: kept however old (exempt)
     agent = next((s.project_dir / s.session_id / "subagents").rglob("agent-*.jsonl"))
     os.utime(agent, (NOW - 40 * DAY, NOW - 40 * DAY))
     with _index(tree, tmp_path) as index:
