@@ -962,6 +962,8 @@ def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[s
         files.setdefault(subpath, []).append(text)
     for subpath, lines in files.items():
         parts = [p for p in subpath.split("/") if p not in ("", ".", "..") and "\x00" not in p]
+        if subpath and not parts:
+            continue  # "." or "/": no subagent, and never in place of the main transcript
         name = "/".join([stem, *parts]) if parts else stem
         path = project / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -416,3 +416,25 @@ def test_the_sdk_store_takes_a_url_with_any_case_scheme(pg_dsn: str) -> None:
         return await store.load(KEY)
 
     assert len(run(shouting, body) or []) == 3
+
+
+@pytest.mark.parametrize("subpath", [".", "/", "./", "subagents/.."])
+def test_a_stored_subpath_never_stands_in_for_the_main_transcript(
+    pg_dsn: str, tmp_path: Path, subpath: str
+) -> None:
+    """A subpath that names nothing under the session (``.``, ``/``) was written as
+    the main transcript, so ``show`` displayed whatever it held instead."""
+    from sessiondex import Index
+
+    truncate(pg_dsn)
+    sid = KEY["session_id"]
+    run(pg_dsn, lambda store: store.append(KEY, _transcript(sid, "/home/dev/shop")))
+    spoof = {
+        **_transcript(sid, "/home/dev/shop")[0],
+        "uuid": "5b00f000-0000-4000-8000-000000000001",
+    }
+    spoof["message"] = {"role": "user", "content": "SPOOFED main"}
+    run(pg_dsn, lambda store: store.append({**KEY, "subpath": subpath}, [spoof]))
+    with Index(database_url(pg_dsn), [tmp_path / "claude"]) as index:
+        shown = index.show(sid, format="text")
+    assert "fix the websocket heartbeat" in shown and "SPOOFED" not in shown
