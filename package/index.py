@@ -213,6 +213,9 @@ class Index:
                 " archive work on a local index"
             )
         if self._given is not None:
+            # Checked again at each write: a transaction the caller opened since would
+            # take our refresh in, and its rollback undo it while we believe it done.
+            _no_transaction(self._given.conn)
             return self._given
         if self._writer is None:
             from sessiondex.indexer.meta import set_write_policy
@@ -1026,10 +1029,15 @@ def _check_factories(conn: sqlite3.Connection) -> None:
             "the connection's row_factory must be None or sqlite3.Row, "
             f"not {conn.row_factory!r}: sessiondex reads rows by position"
         )
+    _no_transaction(conn)
+
+
+def _no_transaction(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:
         raise ValueError(
             "the connection has a transaction open: commit or roll back before handing"
-            " it to Index (its settings, e.g. PRAGMA synchronous, change only outside one)"
+            " it to Index or asking it to write (its settings change only outside one,"
+            " and a rollback of yours would undo a refresh it believes done)"
         )
 
 

@@ -488,3 +488,9 @@ def test_a_connection_inside_a_transaction_is_refused_plainly(
     conn.commit()
     with Index(conn, [tree.root]) as index:
         assert len(index.list(scope="all")) == 2
+        # one opened afterwards: a refresh inside it would be undone by its rollback
+        conn.execute("INSERT INTO mine VALUES (2)")
+        with pytest.raises(ValueError, match="transaction open"):
+            index.refresh()
+        conn.rollback()
+        assert index.refresh().files_seen >= 2
