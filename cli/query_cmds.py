@@ -450,7 +450,6 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex resume
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
-    from sessiondex.indexer.objects import shell_quote
     from sessiondex.query.sessions import claude_config_dir, resume_command
 
     app().require_local()
@@ -477,10 +476,12 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     # A transcript in no config dir (a backup given by path) is opened by its path,
     # which `claude --resume` takes; an ID would be looked for in a config dir.
     target = session["session_id"] if session.get("config_dir") else session["file_path"]
-    # Shell-quoted ($'…' for a directory holding control characters: one line, nothing
-    # for the terminal to obey, the same directory when pasted), then cleaned.
-    shown = target if target == session["session_id"] else shell_quote(target)
-    line = clean(resume_command(shown, workdir, config_dir))
+    # Shell-quoted by resume_command ($'…' for a directory holding control characters:
+    # one line, nothing for the terminal to obey, the same directory when pasted).
+    command = resume_command(target, workdir, config_dir)
+    if command is None:  # not a session ID (a team store's): claude cannot resume it
+        raise CliError(f"{target!r} is not a session ID that claude --resume takes")
+    line = clean(command)
     if dry_run:
         click.echo(line)
         return

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.pr_urls import pr_identity
 from sessiondex.transcripts.records import display_prompt
 
@@ -77,24 +78,23 @@ def iso_ms(ms: int | None) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
 
 
-def resume_command(session_id: str, cwd: str | None, config_dir: str | None = None) -> str:
-    """``cd <cwd> && claude --resume <id>``, shell-quoted; with ``config_dir``, Claude
-    Code is pointed at it (:func:`with_config_dir`). The stored object holds the line
-    without it: whether a config dir is the default depends on the reader's ``HOME``,
-    so the query layer adds it when it answers (query/sessions.py)."""
-    line = f"claude --resume {shell_quote(session_id)}"  # a team store's IDs are anyone's text
-    if cwd:
-        line = f"cd {shell_quote(cwd)} && {line}"
-    return with_config_dir(line, config_dir) if config_dir else line
+def resume_command(target: str, cwd: str | None, config_dir: str | None = None) -> str | None:
+    """``cd <cwd> && claude --resume <target>``, each part shell-quoted; with
+    ``config_dir``, ``CLAUDE_CONFIG_DIR=<dir>`` goes right before ``claude`` (in ``VAR=x
+    cd d && claude`` it would reach only ``cd``). The stored object holds the line
+    without it: whether a config dir is the default depends on the reader's ``HOME``, so
+    the query layer adds it when it answers (query/sessions.py).
 
-
-def with_config_dir(command: str, config_dir: str) -> str:
-    """``command`` (a :func:`resume_command` line) with ``CLAUDE_CONFIG_DIR=<dir>`` set
-    for ``claude``. The assignment goes right before ``claude``, not before ``cd``: in
-    ``VAR=x cd d && claude`` the variable reaches only ``cd``. The last ``claude
-    --resume`` is the command (a quoted cwd may hold those words too)."""
-    head, sep, tail = command.rpartition("claude --resume ")
-    return f"{head}CLAUDE_CONFIG_DIR={_quoted(config_dir)} {sep}{tail}"
+    ``target`` is a session ID or a transcript's absolute path (``claude --resume``
+    takes both). Anything else has no resume line (None): a team store's session ID is
+    whatever its writer stored, and ``claude`` would take ``--dangerously-…`` for an
+    option however it is quoted."""
+    if not (is_session_id(target) or target.startswith("/")):
+        return None
+    line = f"claude --resume {shell_quote(target)}"
+    if config_dir:
+        line = f"CLAUDE_CONFIG_DIR={_quoted(config_dir)} {line}"
+    return f"cd {shell_quote(cwd)} && {line}" if cwd else line
 
 
 @functools.lru_cache(maxsize=64)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
-from sessiondex.indexer.objects import pr_row, shell_quote
+from sessiondex.indexer.objects import pr_row
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import kept_sql, keys_sql, roots_sql
 from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
@@ -181,7 +181,7 @@ def to_object_external(row: dict[str, Any]) -> dict[str, Any]:
         row, row.get("_branches", []), row.get("_links", []), row.get("_mentions", [])
     )
     if row.get("_loose"):
-        obj["resume_command"] = resume_command(shell_quote(row["file_path"]), obj.get("cwd"))
+        obj["resume_command"] = resume_command(str(row["file_path"]), obj.get("cwd"))
     finish_resume_commands([obj], [False])
     return obj
 

@@ -142,37 +142,82 @@ def test_a_resume_line_names_the_directory_on_one_line(directory: str) -> None:
     assert out.stdout.decode() == directory
 
 
-@pytest.mark.parametrize(
-    "session_id",
-    [
-        "x$(touch pwned); echo",  # a team store's ID is whatever its writer said
-        "a;b",
-        "`id`",
-        "3f2a9c1e-0000-4000-8000-000000000001",
-    ],
-)
-def test_a_resume_line_runs_no_part_of_the_session_id(tmp_path: Path, session_id: str) -> None:
-    """The cwd was quoted and the ID was not: a stored ID like ``x$(touch f)`` ran when
-    the resume line was pasted (MCP answers hand the line to an agent)."""
+# (what to resume, the config dir) → what ``claude`` receives when the line is pasted
+RESUME_TARGETS = [
+    pytest.param("3f2a9c1e-0000-4000-8000-000000000001", "/configs/team copy", id="uuid"),
+    pytest.param("3F2A9C1E-0000-4000-8000-000000000001", None, id="upper-case uuid"),
+    pytest.param("/backups/loose dir/it's.jsonl", None, id="a path with a space and a quote"),
+    pytest.param(
+        "3f2a9c1e-0000-4000-8000-000000000001", "/x;touch pwned;#", id="hostile config dir"
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "config_dir"), RESUME_TARGETS)
+def test_a_pasted_resume_line_hands_claude_exactly_its_target(
+    tmp_path: Path, target: str, config_dir: str | None
+) -> None:
+    """Each part is quoted once (a transcript path was quoted twice: claude received
+    the quote characters), and the config dir goes before ``claude`` as its own word
+    (it used to be spliced into the finished line)."""
     import shutil
     import subprocess
 
     from sessiondex.indexer.objects import resume_command
 
-    line = resume_command(session_id, str(tmp_path), "/configs/team copy")
+    line = resume_command(target, str(tmp_path), config_dir)
+    assert line is not None
     bash = shutil.which("bash")
     assert bash is not None
-    # the line as run, with a claude that prints its arguments and environment
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "claude").write_text('#!/bin/sh\nprintf "%s|%s" "$CLAUDE_CONFIG_DIR" "$2"\n')
+    (fake / "claude").write_text('#!/bin/sh\nprintf "%s|%s|%s" "$CLAUDE_CONFIG_DIR" "$1" "$2"\n')
     (fake / "claude").chmod(0o755)
     out = subprocess.run(
         [bash, "-c", line],
         capture_output=True,
         env={"PATH": f"{fake}:/usr/bin:/bin"},
-        cwd=tmp_path,
+        cwd="/",
         check=True,
     )
-    assert out.stdout.decode() == f"/configs/team copy|{session_id}"
-    assert not (tmp_path / "pwned").exists()
+    assert out.stdout.decode() == f"{config_dir or ''}|--resume|{target}"
+    assert not (tmp_path / "pwned").exists() and not os.path.exists("/pwned")
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "x$(touch pwned); echo",  # a team store's ID is whatever its writer said
+        "a claude --resume b",
+        "--dangerously-skip-permissions",
+        "relative/path.jsonl",
+    ],
+)
+def test_an_id_claude_cannot_resume_has_no_resume_line(session_id: str) -> None:
+    """Quoting cannot stop ``claude`` from taking ``--dangerously-…`` for an option, and
+    an ID that holds "claude --resume" made the config dir land inside its quotes."""
+    from sessiondex.indexer.objects import resume_command
+
+    assert resume_command(session_id, "/tmp", "/x;touch pwned;#") is None
+
+
+def test_a_loose_transcript_s_resume_line_is_quoted_once(tmp_path: Path) -> None:
+    """A transcript given by path, outside any config dir, is resumed by its path: the
+    path was quoted, then quoted again, so claude received the quote characters."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(tmp_path))
+    s.user("loose file talk")
+    s.write()
+    loose = tmp_path / "loose dir"
+    loose.mkdir()
+    path = loose / s.path.name
+    path.write_bytes(s.path.read_bytes())
+    s.path.unlink()
+    db = str(tmp_path / "index.db")
+    for args in (["resume", "--dry-run", str(path)], ["resolve", "--json", str(path)]):
+        result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", db, *args])
+        assert result.exit_code == 0, result.output
+        line = result.stdout.strip()
+        if args[0] == "resolve":
+            line = json.loads(line)[0]["resume_command"]
+        assert shlex.split(line)[-3:] == ["claude", "--resume", str(path)]
