@@ -182,11 +182,10 @@ def _archive_run(
 ) -> ArchiveRun:
     from sessiondex.indexer.archive_ingest import add_archive_dir, refresh_archives
     from sessiondex.indexer.stats import RefreshStats
-    from sessiondex.transcripts.archive import record_sources, remove_stale_temps
+    from sessiondex.transcripts.archive import remove_stale_temps
 
     if not dry_run:
         remove_stale_temps(directory)  # what a killed earlier run left behind
-        record_sources(directory, roots)  # whose sessions the dir holds
         # Indexed from now on, also after a rebuild; and again by every run, so an index
         # that was lost (damaged, deleted) learns the dir back from the daily job. Before
         # the plan, whose refresh reads the dir: what another run (another index) just

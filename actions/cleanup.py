@@ -210,10 +210,9 @@ def apply_plan(
     # As ``archive`` does: one run at a time per archive dir (actions.archive).
     with archive_dir_lock(archive_dir):
         from sessiondex.indexer.archive_ingest import add_archive_dir
-        from sessiondex.transcripts.archive import record_sources, remove_stale_temps
+        from sessiondex.transcripts.archive import remove_stale_temps
 
         remove_stale_temps(archive_dir)  # what a killed earlier run left behind
-        record_sources(archive_dir, roots)  # whose sessions the dir holds
         add_archive_dir(db, archive_dir)  # before any deletion: never forgotten
         return _apply(db, plan, roots, archive_dir, clock, on_outcome)
 

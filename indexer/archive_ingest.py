@@ -42,7 +42,6 @@ from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.transcripts.archive import (
     ARCHIVE_SUFFIX,
     ArchiveError,
-    archive_sources,
     default_archive_dir,
     read_archive,
 )
@@ -53,19 +52,15 @@ ARCHIVE_DIRS_KEY = "archive_dirs"
 NEWEST, SUPERSEDED = 1, 2
 
 
-def archive_dirs(db: Database, roots: list[Path] | None = None) -> list[Path]:
+def archive_dirs(db: Database) -> list[Path]:
     """The archive dirs recorded in the index, in the order they were added, then the
-    default one (``transcripts.archive.default_archive_dir``) when it exists and holds
-    sessions of ``roots`` (its record of config dirs names one of them, or it has no
-    record): an index that is new, or was rebuilt after damage, has no record of its
-    own, and what ``archive`` rescued there must stay findable and restorable; an index
-    of other config dirs must not show those sessions as its own."""
+    default one (``transcripts.archive.default_archive_dir``) when it exists: an index
+    that is new, or was rebuilt after damage, has no record, and what ``archive``
+    rescued there must stay findable and restorable."""
     recorded = _recorded_dirs(db)
     default = Path(os.path.abspath(default_archive_dir()))
     if default not in recorded and default.is_dir():
-        sources = archive_sources(default)
-        if roots is None or sources is None or any(str(r) in sources for r in roots):
-            recorded.append(default)
+        recorded.append(default)
     return recorded
 
 
@@ -233,12 +228,9 @@ def refresh_archives(
     *,
     include_tools: bool = False,
     directories: list[Path] | None = None,
-    roots: list[Path] | None = None,
 ) -> None:
-    """Bring every recorded archive dir's rows up to date (new, changed, vanished);
-    ``roots``: the config dirs refreshed (which decide whether the default dir is
-    theirs, :func:`archive_dirs`)."""
-    for directory in directories if directories is not None else archive_dirs(db, roots):
+    """Bring every recorded archive dir's rows up to date (new, changed, vanished)."""
+    for directory in directories if directories is not None else archive_dirs(db):
         found = dict(iter_archives(directory))
         for path, session_id in db.execute(
             "SELECT path, session_id FROM files WHERE root = ? AND kind = 'main'",

@@ -278,7 +278,7 @@ def refresh(
         bulk.__exit__(None, None, None)  # restores the FTS triggers either way
     if stats.messages and not big:
         train_from_index(db)
-    refresh_archives(db, stats, include_tools=tools, roots=roots)  # archive dirs' sessions
+    refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
     with immediate(db):
         set_meta(db, "last_refresh", str(time.time()))

@@ -820,25 +820,3 @@ def test_an_archive_dir_that_cannot_be_locked_is_one_error_line(tmp_path: Path, 
         assert result.exit_code == 1, result.output
         assert "Traceback" not in result.output and result.stderr.count("\n") == 1
         assert result.stderr.startswith("Error: cannot lock")
-
-
-def test_the_default_archive_dir_answers_only_for_the_config_dirs_it_holds(
-    tmp_path: Path,
-) -> None:
-    """The default dir is swept by every index (so a lost index finds it again); an
-    index of another config dir showed its sessions as archived, even one live there."""
-    now = time.time()
-    mine, other = ConfigTree(tmp_path / "mine"), ConfigTree(tmp_path / "other")
-    s = _session(mine, "archived from mine", now - 40 * DAY)
-    assert _json(_run(mine, tmp_path / "mine.db", "archive", "--json"))["results"]
-    assert (default_archive_dir() / ".sessiondex-sources").is_file()
-    theirs = _json(
-        _run(other, tmp_path / "other.db", "list", "--scope", "all", "--include-archived", "--json")
-    )
-    assert theirs == []
-    s.path.unlink()
-    (tmp_path / "mine.db").unlink()  # and mine, lost, finds it again
-    found = _json(
-        _run(mine, tmp_path / "mine.db", "list", "--scope", "all", "--include-archived", "--json")
-    )
-    assert [r["session_id"] for r in found] == [s.session_id]

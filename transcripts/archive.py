@@ -74,43 +74,6 @@ class ArchiveError(Exception):
     """Writing or verifying an archive failed; the message says why, in one line."""
 
 
-# The config dirs whose sessions an archive dir holds (a JSON list), so that an index of
-# other config dirs does not take the default archive dir's sessions for its own.
-SOURCES_NAME = ".sessiondex-sources"
-
-
-def archive_sources(directory: Path) -> list[str] | None:
-    """The config dirs recorded as archived into ``directory``; None when there is no
-    readable record (a dir written before the record existed: anyone's)."""
-    import json
-
-    try:
-        value = json.loads((directory / SOURCES_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
-
-
-def record_sources(directory: Path, config_dirs: list[Path]) -> None:
-    """Add ``config_dirs`` to ``directory``'s record (the caller holds the dir's lock:
-    :func:`archive_dir_lock`); written to a temporary file, then renamed into place."""
-    import json
-
-    known = archive_sources(directory) or []
-    wanted = [str(p) for p in config_dirs if str(p) not in known]
-    if not wanted:
-        return
-    tmp = directory / f"{SOURCES_NAME}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps([*known, *wanted], ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, directory / SOURCES_NAME)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ArchiveError(
-            f"cannot write {directory / SOURCES_NAME}: {exc.strerror or exc}"
-        ) from None
-
-
 # How long an archiving run waits for another one on the same archive dir to finish.
 LOCK_WAIT_SECONDS = 600.0
 LOCK_NAME = ".sessiondex-archive.lock"
