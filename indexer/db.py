@@ -229,11 +229,13 @@ def _printable(path: Path | str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-# A scheme of two or more characters, then ":/" (a drive letter "C:/" is one).
-_URL_LIKE = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+:/)")
+# A URL: a scheme, then "://" (a path never holds "//" once written as a Path, so this
+# is read in the text as given), or the team store's scheme with one slash (a typo).
+_URL_LIKE = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+://)")
+_STORE_TYPO = re.compile(r"\s*((?:postgres|postgresql)(?:\+[A-Za-z0-9]+)?:/)", re.IGNORECASE)
 
 
-def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
+def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None = None) -> None:
     """Raise :class:`NotAnIndex` when ``target`` cannot be the index.
 
     - Inside a config dir's ``projects/`` (those given, and the default ``~/.claude``):
@@ -249,7 +251,8 @@ def check_index_path(target: Path, roots: Sequence[Path] = ()) -> None:
     What SQLite cannot read is otherwise taken for a damaged index and moved aside; a
     file that was the index (its lock files stay beside it) still is, whatever it holds
     now, so a damaged index stays recoverable."""
-    url = _URL_LIKE.match(str(target))
+    text = str(target) if given is None else given
+    url = _URL_LIKE.match(text) or _STORE_TYPO.match(text)
     if url:
         # "postgresql+psycopg://u:pw@h/db", " postgresql://…", "postgresql:/…": meant for
         # the team store, they would be a local index named after the password. The

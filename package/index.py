@@ -138,7 +138,9 @@ class Index:
             from sessiondex.indexer.db import check_index_path, default_db_path
 
             self._path = Path(db) if db is not None else default_db_path()
-            check_index_path(self._path, self.roots)  # before a lock file goes beside it
+            # the text as given too: a URL-looking value is read before Path folds "//"
+            given = os.fspath(db) if db is not None else os.environ.get("SESSIONDEX_DB")
+            check_index_path(self._path, self.roots, given=str(given) if given else None)
         else:
             self._given = _as_database(db)
             self._path = _database_file(self._given)

@@ -632,6 +632,7 @@ def test_push_gives_up_on_a_server_that_never_answers(
         "postgresql+psycopg://ann:hunter2x@h:1/team",
         " postgresql://ann:hunter2x@h:1/team",
         "postgresql:/ann:hunter2x@h:1/team",
+        "Postgres+psycopg:/ann:hunter2x@h:1/team",
         "sqlite:///index.db",
     ],
 )
@@ -648,3 +649,20 @@ def test_a_url_that_is_no_team_store_is_no_index_path(
     assert result.output.count("\n") == 1 and "looks like a URL" in result.output
     assert "hunter2x" not in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["claude"]
+
+
+@pytest.mark.parametrize(
+    "db", ["http:/index.db", "./ab:/index.db", "a:b/index.db", "C:/x.db", "index.db"]
+)
+def test_a_relative_path_through_a_dir_named_like_a_scheme_is_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    """Only a URL ("scheme://…") or the team store's scheme with one slash is refused;
+    a folder whose name ends in ":" is a folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tmp_path / "claude"), "--db", db, "list", "--scope", "all"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / db).is_file()
