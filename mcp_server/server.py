@@ -290,8 +290,8 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
             ),
         ] = None,
         offset: Annotated[
-            int, Field(description="First turn to show (0-based).", ge=0, le=1_000_000)
-        ] = 0,
+            int | None, Field(description="First turn to show (0-based).", ge=0, le=1_000_000)
+        ] = None,
         limit: Annotated[int, Field(description="Turns per page, 1-200.", ge=1, le=200)] = 40,
         include_tools: Annotated[
             bool, Field(description="Also show tool calls and their results (shortened).")

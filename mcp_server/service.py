@@ -401,7 +401,7 @@ class SessionService:
         self,
         ref: str,
         around_message: str | None = None,
-        offset: int = 0,
+        offset: int | None = None,
         limit: int = 40,
         include_tools: bool = False,
         cwd: str | None = None,
@@ -492,7 +492,7 @@ class SessionService:
         self,
         conversation: Conversation,
         around_message: str | None,
-        offset: int,
+        offset: int | None,
         limit: int,
         include_tools: bool,
     ) -> str:
@@ -525,11 +525,14 @@ class SessionService:
                         " before a compaction or on a rewound branch); read without"
                         " around_message"
                     )
-            if subagent is None or not offset:
+            centred = subagent is None or offset is None
+            if centred:
                 offset = max(0, where[key] - limit // 2)
             # else: a subagent's message names the thread, offset the page in it (the
             # footer's "more" for a subagent), since its turns have no ref of their own
+        offset = offset or 0
         total = len(turns)
+        thread = "subagent" if subagent is not None else "session"
         header = [
             f"session {session['session_id']} · {_clean(session.get('title') or '')}",
             f"project: {session.get('cwd') or '?'} · branch: {session.get('git_branch') or '-'}"
@@ -537,7 +540,7 @@ class SessionService:
             f"resume: {session.get('resume_command') or '-'}",
         ]
         if offset >= total:
-            header.append(f"turns: none at offset {offset}; the session has {total} turns")
+            header.append(f"turns: none at offset {offset}; the {thread} has {total} turns")
             return "\n".join(header) + "\n"
         budget = self.settings.max_chars - sum(len(h) + 1 for h in header) - 200
         shown: list[str] = []
@@ -555,7 +558,11 @@ class SessionService:
             )
         header.append(
             f"turns {offset}–{end - 1} of {total}"
-            + (f" (centred on message {around_message.strip()})" if around_message else "")
+            + (
+                f" (centred on message {around_message.strip()})"
+                if around_message and (subagent is None or centred)
+                else ""
+            )
         )
         if end >= total:
             footer = "[end of subagent]" if subagent is not None else "[end of session]"

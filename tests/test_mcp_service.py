@@ -724,3 +724,8 @@ def test_a_subagent_pages_without_repeating_turns(tmp_path: Path) -> None:
                 break
             call = {"around_message": more.group(1), "offset": int(more.group(2)), "limit": 6}
     assert seen == [str(n) for n in range(24)]
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        first = service(index, cwd=CWD).read_session(
+            s.session_id, around_message=uuid, offset=0, limit=6
+        )
+    assert "turns 0–5 of 24" in first and "centred" not in first  # offset 0 is an offset
