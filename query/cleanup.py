@@ -43,8 +43,12 @@ DEFAULT_KEEP_TAG = "keep"
 # --------------------------------------------------------------------------- plan
 
 
+# 0001-01-01T00:00:00Z: a time before it is no date (a --days of millions of days).
+_FIRST_DATE = -62135596800
+
+
 def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
+    if seconds is None or seconds < _FIRST_DATE:
         return None
     try:
         return iso_ms(int(seconds * 1000))

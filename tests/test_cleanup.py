@@ -817,11 +817,13 @@ def test_reading_commands_open_no_transcript(tmp_path: Path, args: list[str], st
         assert "warning: 3 listed session(s)" in result.stderr
 
 
-def test_days_beyond_any_date_say_so(tmp_path: Path) -> None:
-    """``--days 99999999999999`` printed "Cutoff: None"."""
+@pytest.mark.parametrize("days", ["99999999999999", "99999999", "2932897"])
+def test_days_beyond_any_date_say_so(tmp_path: Path, days: str) -> None:
+    """``--days 99999999999999`` printed "Cutoff: None", ``--days 99999999`` a date in
+    the year -271764."""
     tree = ConfigTree(tmp_path / "claude")
     _session(tree, "some work", time.time() - 40 * DAY)
-    result = _run(["cleanup", "--days", "99999999999999"], tree.root, tmp_path / "index.db")
+    result = _run(["cleanup", "--days", days], tree.root, tmp_path / "index.db")
     assert result.exit_code == 0, result.output
-    assert "Cutoff: none (--days = 99999999999999 reaches before any date)." in result.output
-    assert "None" not in result.output
+    assert f"Cutoff: none (--days = {days} reaches before any date)." in result.output
+    assert "None" not in result.output and "Cutoff: -" not in result.output
