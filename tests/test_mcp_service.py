@@ -677,18 +677,28 @@ def test_search_says_when_more_sessions_match_than_it_shows(tmp_path: Path) -> N
     assert every["count"] == 4 and "more" not in every
 
 
+def _with_subagent(tree: ConfigTree, subagent_turns: list[str]) -> SessionWriter:
+    """A session whose one Task call started a subagent saying ``subagent_turns``
+    (user, assistant, user, …)."""
+    s = tree.session(cwd=CWD)
+    s.user("look into the flaky deploy")
+    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "dig"})])
+    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
+    for n, text in enumerate(subagent_turns):
+        (sub.user if n % 2 == 0 else sub.assistant)(text)
+    s.write()
+    return s
+
+
 def test_a_subagent_s_search_hit_opens_with_around_message(tmp_path: Path) -> None:
     """search_sessions names the message a snippet comes from, and says to pass it to
     read_session as around_message; for a hit in a subagent's transcript that was
     refused as "not on the live branch". It opens that side conversation."""
     tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=CWD)
-    s.user("look into the flaky deploy")
-    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "dig"})])
-    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
-    sub.user("search the logs for the zanzibar timeout")
-    sub.assistant("the zanzibar timeout comes from the proxy")
-    s.write()
+    s = _with_subagent(
+        tree,
+        ["search the logs for the zanzibar timeout", "the zanzibar timeout comes from the proxy"],
+    )
     with Index(tmp_path / "index.db", [tree.root]) as index:
         answers = service(index, cwd=CWD)
         found = json.loads(answers.search_sessions("zanzibar"))
@@ -702,14 +712,10 @@ def test_a_subagent_s_search_hit_opens_with_around_message(tmp_path: Path) -> No
 def test_a_subagent_pages_without_repeating_turns(tmp_path: Path) -> None:
     """Following a subagent page's "more" moved half a page and repeated the rest."""
     tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=CWD)
-    s.user("look into the flaky deploy")
-    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "dig"})])
-    sub = s.subagent(agent_id="a1b2c3", tool_use_id=turn.tool_use_ids[0])
-    for n in range(12):
-        sub.user(f"step {n}: look further" + (" zanzibar" if n == 0 else ""))
-        sub.assistant(f"finding {n}")
-    s.write()
+    turns = [
+        f"step {n // 2}: look further" if n % 2 == 0 else f"finding {n // 2}" for n in range(24)
+    ]
+    s = _with_subagent(tree, [turns[0] + " zanzibar", *turns[1:]])
     with Index(tmp_path / "index.db", [tree.root]) as index:
         answers = service(index, cwd=CWD)
         found = json.loads(answers.search_sessions("zanzibar"))
