@@ -138,9 +138,10 @@ TITLE_FLOOR, TITLE_MIN = 24, 10
 
 
 def is_archived(obj: dict[str, Any]) -> bool:
-    """An archived session (``cleanup --archive``): the contract gives exactly those a
-    null ``resume_command`` (Claude Code cannot open a transcript inside an archive)."""
-    return "resume_command" in obj and obj["resume_command"] is None
+    """An archived session (:func:`sessiondex.query.sessions.is_archived`)."""
+    from sessiondex.query.sessions import is_archived as archived
+
+    return archived(obj)
 
 
 def project_label(obj: dict[str, Any]) -> str:

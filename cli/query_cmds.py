@@ -19,7 +19,12 @@ from sessiondex.cli.output import (
     clean_line,
     emit,
     format_options,
+    is_archived,
 )
+
+# What resolve says for a session without a resume line that is not archived: a team
+# store's session whose ID is no session ID (indexer/objects.py resume_command).
+NOT_RESUMABLE = "claude --resume cannot take this session's ID (it is not a session ID)"
 
 if TYPE_CHECKING:
     from sessiondex.query.resolve import Resolution
@@ -385,7 +390,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     obj = found.as_object()
     if fmt == "table":
         emit([obj], fmt, project=True, agents=_agents([obj], fmt))
-        how = obj["resume_command"] or archived_advice(obj)
+        how = obj["resume_command"] or (archived_advice(obj) if is_archived(obj) else NOT_RESUMABLE)
         click.echo(clean(f"matched by {found.matched_by}: {how}"))
     else:  # json: an array of one, as for several candidates
         emit([obj], fmt, agents=_agents([obj], fmt))

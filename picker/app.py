@@ -49,6 +49,7 @@ from sessiondex.picker.rows import (
 )
 from sessiondex.picker.source import Freshness, Interrupted, Source
 from sessiondex.picker.widgets import HelpScreen, QueryBox, SessionList, TextPrompt
+from sessiondex.query.sessions import is_archived
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -484,7 +485,7 @@ class PickerScreen(Screen[None]):
         obj = self.session_list.objects.get(row.path)
         if obj is None:
             return  # its object is on the way; Enter again
-        if obj.get("resume_command") is None:
+        if obj.get("resume_command") is None and is_archived(obj):
             self.notify(
                 f"archived: restore it first (sessiondex restore {clean(obj['session_id'])})",
                 severity="warning",

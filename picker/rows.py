@@ -22,6 +22,7 @@ from rich.style import Style
 from rich.text import Text
 
 from sessiondex.picker.model import MARKERS
+from sessiondex.query.sessions import is_archived
 from sessiondex.render.sizes import human_size
 from sessiondex.render.terminal import neutralize
 
@@ -157,7 +158,7 @@ def markers(obj: dict[str, Any]) -> list[str]:
     kind = PRINT_MODE.get(str(obj.get("entrypoint") or ""))
     if kind:
         out.append(kind)
-    if obj.get("resume_command") is None and obj.get("session_id"):
+    if is_archived(obj):
         out.append("archived")
     return out
 

@@ -23,6 +23,7 @@ from sessiondex.query.sessions import (
     build_object,
     display_title,
     finish_resume_commands,
+    is_archived,
     resume_command,
     select_rows,
     to_object,
@@ -191,8 +192,12 @@ def _other_directory_note(session: dict[str, Any]) -> str:
     shell-quoted: a cwd is data, and spaces, quotes, ``;`` or ``$(…)`` in it must not
     become shell syntax when the line is pasted; ``CLAUDE_CONFIG_DIR`` when needed)."""
     how = session["resume_command"]
-    if how is None:
+    if how is None and is_archived(session):
         return f"This session is archived. To resume it, run: sessiondex restore {session['session_id']}"
+    if how is None:  # a team store's session whose ID claude --resume cannot take
+        return (
+            "This session is from a different directory; its ID is not one claude --resume takes."
+        )
     if not session.get("cwd"):
         how += f" (from the directory of project {session['project_key']})"
     return f"This session is from a different directory. To resume, run: {how}"

@@ -22,6 +22,7 @@ from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.transcripts.config import default_config_dir
+from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
 if TYPE_CHECKING:
@@ -111,6 +112,14 @@ def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, A
     objects: list[dict[str, Any]] = stored  # type: ignore[assignment]
     finish_resume_commands(objects, [r.get("archived") for r in rows])
     return objects
+
+
+def is_archived(obj: dict[str, Any]) -> bool:
+    """A session object read from an archive (``archive``, ``cleanup --archive``): its
+    ``file_path`` is the archive. It has no ``resume_command`` (Claude Code cannot open
+    a transcript inside an archive), but neither has a team store's session whose ID
+    is no session ID: the null alone does not say archived."""
+    return str(obj.get("file_path") or "").endswith(ARCHIVE_SUFFIX)
 
 
 def claude_config_dir(obj: dict[str, Any]) -> str | None:

@@ -530,7 +530,8 @@ def test_marked_snippet(snippet: str, plain: str, marked: list[str]) -> None:
         ({"tag": "review"}, ["#review"]),
         ({"entrypoint": "sdk-cli"}, ["-p"]),
         ({"entrypoint": "sdk-py", "tag": "x\u202ey"}, ["#x<U+202E>y", "sdk"]),
-        ({"resume_command": None}, ["archived"]),
+        ({"resume_command": None, "file_path": "/a/-k/s.tar.gz"}, ["archived"]),
+        ({"resume_command": None, "file_path": None}, []),  # a store session claude cannot resume
         ({"entrypoint": "cli"}, []),
         ({"agent_name": "reviewer", "tag": "t"}, ["@reviewer", "#t"]),  # semantics 2
         ({"agent_name": None}, []),

@@ -438,3 +438,33 @@ def test_a_stored_subpath_never_stands_in_for_the_main_transcript(
     with Index(database_url(pg_dsn), [tmp_path / "claude"]) as index:
         shown = index.show(sid, format="text")
     assert "fix the websocket heartbeat" in shown and "SPOOFED" not in shown
+
+
+def test_a_session_whose_id_claude_cannot_resume_is_not_called_archived(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Such a session has no resume line; tables marked it ``[archived]`` and resolve
+    said "archived in None; run sessiondex restore" (the null resume line was read as
+    "archived")."""
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    truncate(pg_dsn)
+    sid = "my-custom-id"
+    key = {"project_key": "-home-dev-shop", "session_id": sid}
+    run(pg_dsn, lambda store: store.append(key, _transcript(sid, "/home/dev/shop")))
+    url = database_url(pg_dsn)
+
+    def cli_run(*args: str) -> Any:
+        return CliRunner().invoke(cli, ["--config-dir", str(tmp_path), "--db", url, *args])
+
+    listed = cli_run("list", "--scope", "all", "--all-kinds")
+    assert listed.exit_code == 0 and "Heartbeat fix" in listed.output
+    assert "archived" not in listed.output
+    resolved = cli_run("resolve", "Heartbeat fix", "--cwd", "/home/dev/shop")
+    assert resolved.exit_code == 0, resolved.output
+    assert "archived" not in resolved.output and "restore" not in resolved.output
+    assert "not a session ID" in resolved.output
+    as_json = cli_run("resolve", "Heartbeat fix", "--cwd", "/home/dev/shop", "--json")
+    assert json.loads(as_json.stdout)[0]["resume_command"] is None

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from sessiondex.transcripts.discover import ARCHIVE_SUFFIX as ARCHIVE_SUFFIX
 from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile
 from sessiondex.transcripts.keys import is_session_id
 
-ARCHIVE_SUFFIX = ".tar.gz"
 CHUNK = 1 << 20
 # Decompressed transcripts up to this size stay in memory while indexed; larger spill.
 SPOOL_BYTES = 32 << 20

@@ -21,6 +21,9 @@ import orjson
 
 from sessiondex.transcripts.keys import is_session_id
 
+# What a session archive is named: ``<session id>.tar.gz`` (transcripts/archive.py).
+ARCHIVE_SUFFIX = ".tar.gz"
+
 MAIN = "main"
 SUBAGENT = "subagent"
 
