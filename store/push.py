@@ -459,6 +459,7 @@ class Pusher:
                 entry, omitted = prepare(
                     line, record, with_tools=self.options.with_tools, findings=findings
                 )
+                entry.offset = offset
                 self.stats.tool_outputs_omitted += omitted
                 for finding in findings[before:]:
                     self.stats.redactions[finding.kind] += 1

@@ -188,6 +188,17 @@ ALTER TABLE messages ALTER COLUMN tsv SET NOT NULL;
 """
 
 
+# Where a pushed line was in its file: a record without a uuid (a title, a tag, a PR
+# link) pushed again from another copy of the same transcript (a second machine, a
+# second config dir) is the same line at the same offset, and is not appended twice
+# (store/write.py ``_fresh``); appended twice, the older title folded last and won.
+M003_LINE_OFFSETS = """
+ALTER TABLE entries ADD COLUMN line_offset bigint;
+CREATE INDEX entries_line_offset ON entries (transcript_ref, line_offset)
+    WHERE uuid IS NULL AND line_offset IS NOT NULL;
+"""
+
+
 async def _rewrite_vectors(conn: AsyncConnection[Any]) -> None:
     from sessiondex.store.vectors import rewrite_search_vectors
 
@@ -197,6 +208,7 @@ async def _rewrite_vectors(conn: AsyncConnection[Any]) -> None:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", M001_INITIAL),
     Migration(2, "word vectors", M002_WORD_VECTORS, _rewrite_vectors),
+    Migration(3, "line offsets", M003_LINE_OFFSETS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

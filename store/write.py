@@ -75,6 +75,8 @@ class Entry:
     text: str
     record: dict[str, Any]
     extra_mentions: list[PullRequest] = field(default_factory=list)
+    # Byte offset of the line in its transcript (``push``; an SDK append has none).
+    offset: int | None = None
 
     @property
     def uuid(self) -> str | None:
@@ -175,16 +177,27 @@ async def _fresh(
     conn: AsyncConnection[Any], locked: _Locked, entries: Sequence[Entry]
 ) -> list[Entry]:
     """The entries not stored yet: a uuid already stored for this key (or earlier in
-    the batch) is a retry; entries without a uuid are always new. Exact because the
-    caller holds the transcript's row lock: nobody else inserts for this key meanwhile."""
+    the batch) is a retry; an entry without a uuid is new unless it is a pushed line
+    stored before at the same offset with the same text (another copy of the file,
+    :data:`~sessiondex.store.schema.M003_LINE_OFFSETS`). Exact because the caller holds
+    the transcript's row lock: nobody else inserts for this key meanwhile."""
     uuids = [e.uuid for e in entries if e.uuid is not None]
+    offsets = [e.offset for e in entries if e.uuid is None and e.offset is not None]
     seen: set[str] = set()
+    lines: set[tuple[int, str]] = set()
     if uuids and not locked.new_transcript:
         cur = await conn.execute(
             "SELECT uuid FROM entries WHERE transcript_ref = %s AND uuid = ANY(%s)",
             [locked.transcript_ref, uuids],
         )
         seen = {row[0] for row in await cur.fetchall()}
+    if offsets and not locked.new_transcript:
+        cur = await conn.execute(
+            "SELECT line_offset, entry::text FROM entries WHERE transcript_ref = %s"
+            " AND uuid IS NULL AND line_offset = ANY(%s)",
+            [locked.transcript_ref, offsets],
+        )
+        lines = {(int(row[0]), str(row[1])) for row in await cur.fetchall()}
     fresh = []
     for entry in entries:
         uuid = entry.uuid
@@ -192,6 +205,8 @@ async def _fresh(
             if uuid in seen:
                 continue
             seen.add(uuid)
+        elif entry.offset is not None and (entry.offset, entry.text) in lines:
+            continue
         fresh.append(entry)
     return fresh
 
@@ -218,8 +233,8 @@ async def append(
     await copy_rows(
         conn,
         "entries",
-        ("transcript_ref", "uuid", "entry"),
-        [(tref, e.uuid, e.text) for e in fresh],
+        ("transcript_ref", "uuid", "entry", "line_offset"),
+        [(tref, e.uuid, e.text, e.offset) for e in fresh],
     )
     new_summary = None
     if key.is_main and fold_summary is not None and fresh:

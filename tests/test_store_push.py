@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.store.push import TOOL_OUTPUT_OMITTED
+from sessiondex.store.schema import MIGRATIONS
 from sessiondex.transcripts.discover import iter_transcripts
 from sessiondex.transcripts.reader import RecordReader
 from tests.builders import ConfigTree, SessionWriter, copy_fixtures
@@ -424,7 +425,9 @@ def test_store_init_migrates_once_even_when_raced(pg_dsn: str) -> None:
         assert "applied 001 initial" in texts[0] + texts[1]
         assert "up to date" in texts[0] + texts[1]
         fresh = _with_dbname(admin, name)
-        assert query(fresh, "SELECT version FROM sessiondex_migrations ORDER BY 1") == [(1,), (2,)]
+        assert query(fresh, "SELECT version FROM sessiondex_migrations ORDER BY 1") == [
+            (m.version,) for m in MIGRATIONS
+        ]
         # a schema from a newer sessiondex is refused, not written with old rules
         query(fresh, "INSERT INTO sessiondex_migrations (version, name) VALUES (99, 'future')")
         result = CliRunner().invoke(cli, ["store", "init", url])
@@ -515,7 +518,9 @@ def test_a_version_1_store_is_upgraded_to_word_vectors(pg_dsn: str, tmp_path: Pa
         " UPDATE sessions SET search = setweight(to_tsvector('simple',"
         " coalesce(custom_title, '') || ' ' || coalesce(ai_title, '')), 'A')"
         " || setweight(to_tsvector('simple', coalesce(first_prompt, '')), 'C');"
-        " DELETE FROM sessiondex_migrations WHERE version = 2",
+        # and without what later migrations added
+        " DROP INDEX entries_line_offset; ALTER TABLE entries DROP COLUMN line_offset;"
+        " DELETE FROM sessiondex_migrations WHERE version >= 2",
     )
     url = database_url(pg_dsn)
 
@@ -666,3 +671,22 @@ def test_a_relative_path_through_a_dir_named_like_a_scheme_is_a_path(
     )
     assert result.exit_code == 0, result.output
     assert (tmp_path / db).is_file()
+
+
+def test_a_second_copy_of_a_transcript_adds_no_record_twice(tmp_path: Path, pg_dsn: str) -> None:
+    """The same session pushed from a second machine's (or config dir's) copy re-sent
+    every record without a uuid (titles, tags, PR links), and the fold took the last:
+    a title renamed on the first machine rolled back to the copy's older one."""
+    import shutil
+
+    first = ConfigTree(tmp_path / "m1")
+    s = build_session(first, "/home/dev/shop", "Old name")
+    s.write(mtime=1_790_000_000)
+    shutil.copytree(first.root, tmp_path / "m2")  # the other machine's synced copy
+    s.meta("custom-title", customTitle="New name")
+    s.append(mtime=1_790_000_100)
+    push(first.root, pg_dsn)
+    before = query(pg_dsn, "SELECT count(*) FROM entries")
+    push(tmp_path / "m2", pg_dsn)
+    assert query(pg_dsn, "SELECT count(*) FROM entries") == before
+    assert query(pg_dsn, "SELECT custom_title FROM sessions") == [("New name",)]
