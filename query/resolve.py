@@ -291,6 +291,13 @@ def resolve(
         resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived, roots)
         if resolution is not None:
             return resolution
+    if dialect_of(db).name != "sqlite":
+        # The team store holds any ID an SDK app stored ("my-custom-id"); its answers
+        # name such a session by it (MCP's "more" footers), so it resolves as an ID.
+        try:
+            return _by_id(db, arg.strip(), worktree_keys(here), include_archived, roots)
+        except NotFound:
+            pass
     titles = {display_title(r): r for r in repo_rows if name_of(r)}
     from rapidfuzz import fuzz, process  # only for suggestions (start-up time)
 

@@ -468,3 +468,7 @@ def test_a_session_whose_id_claude_cannot_resume_is_not_called_archived(
     assert "not a session ID" in resolved.output
     as_json = cli_run("resolve", "Heartbeat fix", "--cwd", "/home/dev/shop", "--json")
     assert json.loads(as_json.stdout)[0]["resume_command"] is None
+    # and it resolves by its ID, as MCP's answers name it ("more" footers)
+    by_id = cli_run("resolve", sid, "--cwd", "/home/dev/shop", "--json")
+    assert by_id.exit_code == 0, by_id.output
+    assert json.loads(by_id.stdout)[0]["session_id"] == sid
