@@ -97,6 +97,19 @@ def resume_command(target: str, cwd: str | None, config_dir: str | None = None) 
     return f"cd {shell_quote(cwd)} && {line}" if cwd else line
 
 
+def with_config_dir(command: str, target: str, cwd: str | None, config_dir: str) -> str | None:
+    """A stored :func:`resume_command` line for ``target``, with ``CLAUDE_CONFIG_DIR``
+    put right before ``claude``. The line ends with ``claude --resume <target quoted>``
+    (how :func:`resume_command` builds it): the assignment goes before that known tail,
+    never before some "claude --resume" inside a quoted word. A line of another shape is
+    built anew. A listing of a config dir that is not the default finishes every row
+    this way: no row's cwd is quoted again."""
+    tail = f"claude --resume {shell_quote(target)}"
+    if command.endswith(tail):
+        return f"{command[: -len(tail)]}CLAUDE_CONFIG_DIR={_quoted(config_dir)} {tail}"
+    return resume_command(target, cwd, config_dir)
+
+
 @functools.lru_cache(maxsize=64)
 def _quoted(path: str) -> str:
     """:func:`shell_quote` of a config dir: a listing quotes the same few for every row."""
@@ -110,8 +123,8 @@ def shell_quote(text: str) -> str:
     ``$'…'`` form with each such character escaped as its UTF-8 bytes (``\\xHH``, exact
     whatever the locale). The line then stays one line, shows nothing a terminal obeys
     wherever it is printed, and still names the same directory when pasted."""
-    if not any(_needs_escape(ch) for ch in text):
-        return shlex.quote(text)
+    if (text.isascii() and text.isprintable()) or not any(_needs_escape(ch) for ch in text):
+        return shlex.quote(text)  # the first test, in C, spares most texts the second
     return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
 
 

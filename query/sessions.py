@@ -21,6 +21,7 @@ from sessiondex.indexer.objects import build_objects as build_objects
 from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
+from sessiondex.indexer.objects import with_config_dir
 from sessiondex.transcripts.config import default_config_dir
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
@@ -146,7 +147,9 @@ def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[Any
             command = obj.get("resume_command")
             if command and id(obj) not in done:
                 done.add(id(obj))
-                obj["resume_command"] = resume_command(str(obj["session_id"]), obj.get("cwd"), root)
+                obj["resume_command"] = with_config_dir(
+                    command, str(obj["session_id"]), obj.get("cwd"), root
+                )
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:

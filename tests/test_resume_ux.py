@@ -221,3 +221,20 @@ def test_a_loose_transcript_s_resume_line_is_quoted_once(tmp_path: Path) -> None
         if args[0] == "resolve":
             line = json.loads(line)[0]["resume_command"]
         assert shlex.split(line)[-3:] == ["claude", "--resume", str(path)]
+
+
+@pytest.mark.parametrize(
+    "cwd",
+    ["/p/plain", "/p/with claude --resume 3f2a9c1e in it", "/p/nl\nx", None],
+)
+def test_a_stored_line_finished_with_a_config_dir_equals_one_built_with_it(
+    cwd: str | None,
+) -> None:
+    """Listings of a config dir that is not the default finish each stored line instead
+    of building it again (a hot path); the result must be the line built whole."""
+    from sessiondex.indexer.objects import resume_command, with_config_dir
+
+    sid = "3f2a9c1e-0000-4000-8000-000000000001"
+    stored = resume_command(sid, cwd)
+    assert stored is not None
+    assert with_config_dir(stored, sid, cwd, "/c fg/x") == resume_command(sid, cwd, "/c fg/x")
