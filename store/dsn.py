@@ -75,14 +75,10 @@ def _passwords(dsn: str) -> list[str]:
     from urllib.parse import unquote
 
     found: set[str] = set()
-    match = _USERINFO_PASSWORD.search(dsn)
-    if match:
-        written = match.group(0)[len(match.group(1)) : -1]
-        found.update({written, unquote(written)})
     if is_postgres_dsn(dsn):
-        # An unencoded "@" in the password: the URL's userinfo runs to the last "@",
-        # while libpq may cut at the first and quote the rest as the host name. Every
-        # piece of it is masked (more rather than less).
+        # The URL's userinfo runs to the last "@"; with an unencoded "@" in the password
+        # libpq may cut at the first and quote the rest as the host name, so every piece
+        # of it is masked too (more rather than less).
         rest = dsn.split("://", 1)[1]
         userinfo = rest[: max(rest.rfind("@"), 0)]
         if ":" in userinfo:
