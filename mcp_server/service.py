@@ -504,6 +504,7 @@ class SessionService:
         )
         session = conversation.session
         subagent: Subagent | None = None
+        centred = False  # the page is centred on around_message
         if around_message:
             key = around_message.strip()
             if key not in where:
@@ -558,11 +559,7 @@ class SessionService:
             )
         header.append(
             f"turns {offset}–{end - 1} of {total}"
-            + (
-                f" (centred on message {around_message.strip()})"
-                if around_message and (subagent is None or centred)
-                else ""
-            )
+            + (f" (centred on message {(around_message or '').strip()})" if centred else "")
         )
         if end >= total:
             footer = "[end of subagent]" if subagent is not None else "[end of session]"
