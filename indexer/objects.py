@@ -93,7 +93,7 @@ def resume_command(target: str, cwd: str | None, config_dir: str | None = None) 
         return None
     line = f"claude --resume {shell_quote(target)}"
     if config_dir:
-        line = f"CLAUDE_CONFIG_DIR={_quoted(config_dir)} {line}"
+        line = _assignment(config_dir) + line
     return f"cd {shell_quote(cwd)} && {line}" if cwd else line
 
 
@@ -104,16 +104,19 @@ def with_config_dir(command: str, target: str, cwd: str | None, config_dir: str)
     never before some "claude --resume" inside a quoted word. A line of another shape is
     built anew. A listing of a config dir that is not the default finishes every row
     this way: no row's cwd is quoted again."""
-    tail = f"claude --resume {shell_quote(target)}"
+    tail = "claude --resume " + target  # a session ID is one shell word as it is
+    if not command.endswith(tail):
+        tail = "claude --resume " + shell_quote(target)
     if command.endswith(tail):
-        return f"{command[: -len(tail)]}CLAUDE_CONFIG_DIR={_quoted(config_dir)} {tail}"
+        return command[: -len(tail)] + _assignment(config_dir) + tail
     return resume_command(target, cwd, config_dir)
 
 
 @functools.lru_cache(maxsize=64)
-def _quoted(path: str) -> str:
-    """:func:`shell_quote` of a config dir: a listing quotes the same few for every row."""
-    return shell_quote(path)
+def _assignment(config_dir: str) -> str:
+    """``CLAUDE_CONFIG_DIR=<dir quoted> `` (with its space): a listing finishes every
+    row's line with the same few config dirs."""
+    return f"CLAUDE_CONFIG_DIR={shell_quote(config_dir)} "
 
 
 def shell_quote(text: str) -> str:

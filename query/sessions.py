@@ -68,12 +68,21 @@ def _stored_object(raw: Any) -> dict[str, Any] | None:
         value = orjson.loads(raw)
     except (orjson.JSONDecodeError, TypeError):
         return None
-    if type(value) is not dict or not _FIELD_SET <= value.keys():
+    # Every stored object holds exactly the contract's keys (build_object makes them so
+    # and orjson writes no duplicates), so a count and the first and last key tell a
+    # whole object from a damaged or older one, without a set test per row.
+    if (
+        type(value) is not dict
+        or len(value) != _FIELD_COUNT
+        or _FIRST_FIELD not in value
+        or _LAST_FIELD not in value
+    ):
         return None
     return value
 
 
-_FIELD_SET = frozenset(SESSION_FIELDS)
+_FIELD_COUNT = len(SESSION_FIELDS)
+_FIRST_FIELD, _LAST_FIELD = SESSION_FIELDS[0], SESSION_FIELDS[-1]
 
 
 @contextmanager

@@ -4,10 +4,11 @@ The index is derived and disposable (spec/semantics.md §5a): whatever its file 
 every command answers or says in one line what is wrong, never with a traceback.
 
 1. Damaged (issue 14 item 5): truncated to one page, random bytes, a text file, a bad
-   page under the sessions table or the full-text index, undecodable stored JSON. Every
-   command (reading, ``--no-refresh``, ``show``, a mutation, ``index``,
-   ``index --rebuild``, ``stats``) exits 0 with the right answer; the damaged file is
-   moved aside as ``index.db.corrupt-<timestamp>`` and one stderr line says so.
+   page under the sessions table or the full-text index, undecodable stored JSON, stored
+   objects with a key missing or extra. Every command (reading, ``--no-refresh``,
+   ``show``, a mutation, ``index``, ``index --rebuild``, ``stats``) exits 0 with the
+   right answer; the damaged file is moved aside as ``index.db.corrupt-<timestamp>``
+   and one stderr line says so (a damaged stored value is rebuilt from its row).
 2. Read-only file, read-only directory, disk full (item 6): ``--no-refresh`` reads work;
    refreshing reads answer as the index is, with a note; writing commands exit 1 with
    one line naming the index and "read-only"/"disk full" and, for a read-only index,
@@ -147,6 +148,20 @@ def damage(db: Path, kind: str) -> None:
         conn.execute("UPDATE sessions SET object_json = x'ff00fe' WHERE id % 2 = 0")
         conn.commit()
         conn.close()
+    elif kind == "incomplete-object":  # valid JSON, but not the contract's object
+        conn = sqlite3.connect(db)
+        for remainder, change in enumerate(
+            (
+                "json_remove(object_json, '$.session_id')",  # the first key
+                "json_remove(object_json, '$.resume_command')",  # the last key
+                "json_remove(object_json, '$.title')",
+                "json_set(object_json, '$.extra', 1)",
+                "json_array(object_json)",
+            )
+        ):
+            conn.execute(f"UPDATE sessions SET object_json = {change} WHERE id % 5 = {remainder}")
+        conn.commit()
+        conn.close()
     else:
         raise AssertionError(kind)
 
@@ -158,6 +173,7 @@ DAMAGES = [
     "bad-page:sessions",
     "bad-page:messages_fts_data",
     "undecodable-json",
+    "incomplete-object",
 ]
 # Damage every command meets: the file does not open, or every answer reads the page.
 DAMAGES_EVERYONE_MEETS = {"truncated", "random-bytes", "binary-file", "bad-page:sessions"}
@@ -316,7 +332,7 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(
     elif command == "rename":
         listed = world.run("--no-refresh", "resolve", world.sid, "--json")
         assert one_session(listed.stdout)["title"] == "Renamed after damage"
-    if kind == "undecodable-json" and command != "index --rebuild":
+    if kind in ("undecodable-json", "incomplete-object") and command != "index --rebuild":
         # The answers were right (objects rebuilt from their rows); the stored values
         # stay as they are until a rebuild rewrites them.
         assert world.run("index", "--rebuild").exit_code == 0

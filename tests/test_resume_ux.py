@@ -223,18 +223,33 @@ def test_a_loose_transcript_s_resume_line_is_quoted_once(tmp_path: Path) -> None
         assert shlex.split(line)[-3:] == ["claude", "--resume", str(path)]
 
 
+_SID = "3f2a9c1e-0000-4000-8000-000000000001"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [_SID, "/p/x y/3f2a9c1e.jsonl", "/p/it's/a.jsonl", "/p/claude --resume x"],
+)
 @pytest.mark.parametrize(
     "cwd",
-    ["/p/plain", "/p/with claude --resume 3f2a9c1e in it", "/p/nl\nx", None],
+    [
+        "/p/plain",
+        "/p/with claude --resume 3f2a9c1e in it",
+        f"/p/x && claude --resume {_SID}",
+        "/p/nl\nx",
+        None,
+    ],
 )
+@pytest.mark.parametrize("config_dir", ["/c fg/x", "/c/\u202ertl", "/plain"])
 def test_a_stored_line_finished_with_a_config_dir_equals_one_built_with_it(
-    cwd: str | None,
+    target: str, cwd: str | None, config_dir: str
 ) -> None:
     """Listings of a config dir that is not the default finish each stored line instead
     of building it again (a hot path); the result must be the line built whole."""
     from sessiondex.indexer.objects import resume_command, with_config_dir
 
-    sid = "3f2a9c1e-0000-4000-8000-000000000001"
-    stored = resume_command(sid, cwd)
+    stored = resume_command(target, cwd)
     assert stored is not None
-    assert with_config_dir(stored, sid, cwd, "/c fg/x") == resume_command(sid, cwd, "/c fg/x")
+    assert with_config_dir(stored, target, cwd, config_dir) == resume_command(
+        target, cwd, config_dir
+    )
