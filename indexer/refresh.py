@@ -200,9 +200,17 @@ def refresh(
             set_meta(db, "include_tools", "1" if include_tools else "0")
     tools = include_tools_setting(db)
     found_files: list[Found] = []
+    unlisted: dict[str, str] = {}
     for root in roots:
-        found_files.extend(iter_found(root, skipped=stats.problems))
+        found_files.extend(iter_found(root, skipped=stats.problems, unlisted=unlisted))
     seen = {found.path for found in found_files}
+    for folder, reason in unlisted.items():
+        stats.errors.append(
+            (folder, f"cannot list it ({reason}); what the index holds from it is kept")
+        )
+    # Transcripts in a directory that cannot be listed are unseen, not deleted (a
+    # restore or sync that left the wrong permissions): their rows stay until it can be.
+    unseen = tuple(os.path.join(folder, "") for folder in unlisted)
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
         "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
@@ -212,7 +220,7 @@ def refresh(
     names = [d[0] for d in cursor.description]
     known = {row[0]: dict(zip(names, row)) for row in cursor.fetchall()}
     for path in known:
-        if path not in seen and remove_path(db, path):
+        if path not in seen and not path.startswith(unseen) and remove_path(db, path):
             stats.removed += 1
     forget_vanished_roots(db, roots, stats)
     group = CommitGroup(db)

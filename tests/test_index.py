@@ -274,6 +274,49 @@ def test_unreadable_file_is_reported_and_skipped(tmp_path: Path, monkeypatch) ->
     assert refresh(db, [tree.root]).sessions == 2  # readable again: picked up
 
 
+@pytest.mark.parametrize("unlisted", ["projects", "project", "subagents"])
+def test_a_directory_that_cannot_be_listed_keeps_its_sessions(
+    tmp_path: Path, monkeypatch, unlisted: str
+) -> None:
+    """A restore or sync can leave a directory without read permission: its transcripts
+    are unseen, not deleted. The refresh names the directory and keeps their rows (it
+    used to forget them, silently); once readable, it is indexed as usual. EACCES is
+    simulated: the suite may run as root, which ignores modes."""
+    tree = ConfigTree(tmp_path / "claude")
+    kept = _session(tree, cwd="/work/app")
+    sub = kept.subagent(agent_id="a1", tool_use_id="toolu_1")
+    sub.user("subagent wording quokka")
+    sub.assistant("done")
+    kept_path = kept.write()
+    _session(tree, cwd="/work/other").write()
+    db = open_db(tmp_path / "i.db")
+    assert refresh(db, [tree.root]).sessions == 2
+    before = index_snapshot(db)
+    denied = {
+        "projects": tree.root / "projects",
+        "project": kept_path.parent,
+        "subagents": kept_path.with_suffix("") / "subagents",
+    }[unlisted]
+    real_scandir = os.scandir
+
+    def deny(target):
+        if os.fspath(target) == str(denied):
+            raise PermissionError(13, "Permission denied", os.fspath(target))
+        return real_scandir(target)
+
+    monkeypatch.setattr(os, "scandir", deny)
+    stats = refresh(db, [tree.root])
+    assert stats.removed == 0
+    assert [p for p, _ in stats.errors] == [str(denied)]
+    assert "Permission denied" in stats.errors[0][1]
+    assert index_snapshot(db) == before
+    monkeypatch.undo()
+    kept.user("a later prompt")
+    kept.write()
+    assert refresh(db, [tree.root]).errors == []
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+
+
 def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkeypatch) -> None:
     tree = ConfigTree(tmp_path / "claude")
     path = _session(tree).write()

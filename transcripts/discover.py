@@ -97,6 +97,21 @@ def _named_ok(name: str, skipped: Counter[str] | None) -> bool:
     return False
 
 
+def _entries(path: str, unlisted: dict[str, str] | None) -> list[os.DirEntry[str]]:
+    """A directory's entries by name; none when it is gone. A directory that exists but
+    cannot be listed (its permissions, an I/O error) is recorded in ``unlisted`` with the
+    reason: the transcripts in it are unseen, not deleted, and the refresh must not
+    forget what the index holds for them (``indexer/refresh.py``)."""
+    try:
+        return sorted(os.scandir(path), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        if unlisted is not None:
+            unlisted[path] = exc.strerror or type(exc).__name__
+        return []
+
+
 def _found(
     path: str, root: Path, key: str, sid: str, kind: str, agent: str | None, st: os.stat_result
 ) -> Found:
@@ -120,7 +135,11 @@ def iter_subagent_files(
 
 
 def _scan_subagents(
-    root: Path, key: str, session_id: str, skipped: Counter[str] | None
+    root: Path,
+    key: str,
+    session_id: str,
+    skipped: Counter[str] | None,
+    unlisted: dict[str, str] | None = None,
 ) -> list[tuple[str, str, os.stat_result]]:
     """(path, agent id, lstat) of :func:`iter_subagent_files`, sorted."""
     base = os.path.join(str(root), "projects", key, session_id, "subagents")
@@ -132,12 +151,7 @@ def _scan_subagents(
     stack = [base]
     found: list[tuple[str, str, os.stat_result]] = []
     while stack:
-        current = stack.pop()
-        try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
+        for entry in _entries(stack.pop(), unlisted):
             if not _named_ok(entry.name, skipped):
                 continue
             try:
@@ -154,13 +168,11 @@ def _scan_subagents(
     return sorted(found)
 
 
-def iter_project_keys(root: Path, skipped: Counter[str] | None = None) -> Iterator[str]:
+def iter_project_keys(
+    root: Path, skipped: Counter[str] | None = None, unlisted: dict[str, str] | None = None
+) -> Iterator[str]:
     """Project dir names under ``root/projects`` (real directories only)."""
-    try:
-        entries = list(os.scandir(os.path.join(str(root), "projects")))
-    except OSError:
-        return
-    for entry in sorted(entries, key=lambda e: e.name):
+    for entry in _entries(os.path.join(str(root), "projects"), unlisted):
         if not _named_ok(entry.name, skipped):
             continue
         try:
@@ -173,15 +185,15 @@ def iter_project_keys(root: Path, skipped: Counter[str] | None = None) -> Iterat
 
 
 def _scan_project(
-    root: Path, key: str, subagents: bool, skipped: Counter[str] | None
+    root: Path,
+    key: str,
+    subagents: bool,
+    skipped: Counter[str] | None,
+    unlisted: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, str, str, str | None, os.stat_result]]:
     """(path, session id, kind, agent id, lstat) of one project dir's transcripts, in
     :func:`iter_project`'s order, without building a :class:`TranscriptFile` each."""
-    project = os.path.join(str(root), "projects", key)
-    try:
-        entries = sorted(os.scandir(project), key=lambda e: e.name)
-    except OSError:
-        return
+    entries = _entries(os.path.join(str(root), "projects", key), unlisted)
     # Real <id>/ folders, from the directory entries' types (no extra system call):
     # most sessions have none, and looking for subagents/ in each would cost two.
     folders = set()
@@ -201,7 +213,7 @@ def _scan_project(
         sid = name[:-6]
         yield entry.path, sid, MAIN, None, st
         if subagents and sid in folders:
-            for path, agent, st in _scan_subagents(root, key, sid, skipped):
+            for path, agent, st in _scan_subagents(root, key, sid, skipped, unlisted):
                 yield path, sid, SUBAGENT, agent, st
 
 
@@ -248,12 +260,15 @@ class Found(NamedTuple):
         )
 
 
-def iter_found(root: Path, skipped: Counter[str] | None = None) -> Iterator[Found]:
+def iter_found(
+    root: Path, skipped: Counter[str] | None = None, unlisted: dict[str, str] | None = None
+) -> Iterator[Found]:
     """Every transcript :func:`iter_transcripts` yields, in its order, without a ``Path``
     per file (building those was most of a no-change refresh): the refresh and the
-    check before a reading command (``indexer/freshness.py``) compare stats first."""
-    for key in iter_project_keys(root, skipped):
-        for path, sid, kind, agent, st in _scan_project(root, key, True, skipped):
+    check before a reading command (``indexer/freshness.py``) compare stats first.
+    Directories that exist but cannot be listed go to ``unlisted`` (path → reason)."""
+    for key in iter_project_keys(root, skipped, unlisted):
+        for path, sid, kind, agent, st in _scan_project(root, key, True, skipped, unlisted):
             yield _found(path, root, key, sid, kind, agent, st)
 
 
