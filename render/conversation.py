@@ -47,7 +47,11 @@ from sessiondex.transcripts.chain import (
     visible_messages,
 )
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
-from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, PROBLEM_INVALID_UTF8
+from sessiondex.transcripts.reader import (
+    PROBLEM_BEING_WRITTEN,
+    PROBLEM_INVALID_UTF8,
+    PROBLEM_NEVER_FINISHED,
+)
 from sessiondex.transcripts.records import content_blocks, message_content, response_id
 
 # Tool outputs and inputs longer than this are folded: the head is shown with the size.
@@ -479,13 +483,15 @@ def problem_note(problems: Counter[str]) -> str | None:
     other = {
         k: v
         for k, v in problems.items()
-        if k not in (PROBLEM_INVALID_UTF8, PROBLEM_BEING_WRITTEN) and v
+        if k not in (PROBLEM_INVALID_UTF8, PROBLEM_BEING_WRITTEN, PROBLEM_NEVER_FINISHED) and v
     }
     if other:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(other.items()))
         parts.append(f"{sum(other.values())} unreadable line(s) skipped ({kinds})")
     if problems.get(PROBLEM_BEING_WRITTEN):
         parts.append("the last line is still being written (not shown)")
+    if problems.get(PROBLEM_NEVER_FINISHED):
+        parts.append("the last line was never finished: a write stopped mid-line (not shown)")
     return "; ".join(parts) if parts else None
 
 

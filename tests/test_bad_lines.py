@@ -16,7 +16,12 @@ from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
 from sessiondex.transcripts.chain import load_entries
-from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, parse_line, split_lines
+from sessiondex.transcripts.reader import (
+    PROBLEM_BEING_WRITTEN,
+    PROBLEM_NEVER_FINISHED,
+    parse_line,
+    split_lines,
+)
 from tests.builders import ConfigTree
 from tests.helpers_index import index_snapshot, rebuilt_snapshot
 
@@ -89,6 +94,27 @@ def test_the_issue_case_two_bad_lines_and_an_unfinished_one(tmp_path: Path) -> N
         "note: 2 unreadable line(s) skipped (malformed-json 2); "
         "the last line is still being written (not shown)\n"
     )
+
+
+def test_an_unfinished_line_in_a_quiet_file_is_never_finished_not_being_written(
+    tmp_path: Path,
+) -> None:
+    """A fragment left by a write that stopped a year ago is not "still being written"
+    (spec: a tail incomplete past the quiet period is a crashed write). It is still not
+    a bad line, and the index does not read past it: the next write may end it."""
+    tree, sid, path = _file(tmp_path, [], UNFINISHED)
+    year_ago = time.time() - 365 * 86400
+    os.utime(path, (year_ago, year_ago))
+    _, shown = load_entries(path)
+    assert dict(shown) == {PROBLEM_NEVER_FINISHED: 1}
+    assert _index_problems(tmp_path, tree) == Counter()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "c.db")]
+    result = CliRunner().invoke(cli, [*base, "show", sid, "--cwd", CWD])
+    assert result.exit_code == 0, result.output
+    assert "the last line was never finished: a write stopped mid-line (not shown)" in (
+        result.output
+    )
+    assert "being written" not in result.output
 
 
 def test_a_lone_surrogate_never_reaches_an_encoder() -> None:

@@ -15,12 +15,18 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sessiondex.transcripts.reader import PROBLEM_BEING_WRITTEN, parse_line, split_lines
+from sessiondex.transcripts.reader import (
+    PROBLEM_BEING_WRITTEN,
+    PROBLEM_NEVER_FINISHED,
+    parse_line,
+    split_lines,
+)
 from sessiondex.transcripts.records import (
     MESSAGE_TYPES,
     block_ids,
@@ -28,23 +34,34 @@ from sessiondex.transcripts.records import (
     is_tool_result,
     response_id,
 )
+from sessiondex.transcripts.write import TAIL_QUIET_SECONDS
 
 Entry = dict[str, Any]
 
 
-def _parse_line(raw: bytes, problems: Counter[str], *, complete: bool = True) -> Entry | None:
+def _parse_line(
+    raw: bytes, problems: Counter[str], *, complete: bool = True, quiet: bool = False
+) -> Entry | None:
     """One line by ``transcripts.reader``'s definitions (so ``show`` and ``index`` count
     the same bad lines), invalid UTF-8 repaired (U+FFFD) and counted. A last line
     without its ``\\n`` (``complete=False``) is kept if it already is a whole record
-    (the SDK reads it) and otherwise counted as ``being-written``, never as bad."""
+    (the SDK reads it) and otherwise counted as ``being-written``, or ``never-finished``
+    when the file is ``quiet`` (:func:`quiet_since_written`), never as bad."""
     entry, problem = parse_line(raw, repair_utf8=True)
     if entry is None and not complete:
         if raw.strip():
-            problems[PROBLEM_BEING_WRITTEN] += 1
+            problems[PROBLEM_NEVER_FINISHED if quiet else PROBLEM_BEING_WRITTEN] += 1
         return None
     if problem is not None:
         problems[problem] += 1
     return entry
+
+
+def quiet_since_written(st: os.stat_result) -> bool:
+    """Whether a file has been still long enough for an unfinished last line to be a
+    write that stopped, not one in progress (the rule appends use:
+    ``transcripts.write.TAIL_QUIET_SECONDS``)."""
+    return time.time() - st.st_mtime >= TAIL_QUIET_SECONDS
 
 
 def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry], Counter[str]]:
@@ -59,7 +76,9 @@ def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry
     one whose line has not ended yet). Raises only ``OSError`` for the file itself, never
     for its content.
     """
-    data = Path(path).read_bytes()
+    with open(path, "rb") as stream:
+        quiet = quiet_since_written(os.fstat(stream.fileno()))
+        data = stream.read()
     if complete_only:
         data = data[: data.rfind(b"\n") + 1]
     problems: Counter[str] = Counter()
@@ -69,7 +88,7 @@ def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry
         entry = _parse_line(raw, problems)
         if entry is not None:
             entries.append(entry)
-    last = _parse_line(tail, problems, complete=False)
+    last = _parse_line(tail, problems, complete=False, quiet=quiet)
     if last is not None:
         entries.append(last)
     return entries, problems
@@ -167,10 +186,11 @@ class ChainScan:
         with open(self.path, "rb") as stream:
             st = os.fstat(stream.fileno())
             self._identity = (st.st_dev, st.st_ino)
+            quiet = quiet_since_written(st)
             for offset, raw, ended in _iter_lines(stream):
                 if not raw.strip():
                     continue
-                entry = _parse_line(raw, self.problems, complete=ended)
+                entry = _parse_line(raw, self.problems, complete=ended, quiet=quiet)
                 if entry is None or not is_chain_entry(entry):
                     continue
                 stub = _stub(entry)

@@ -6,7 +6,8 @@ and the SDK-style message reader through ``transcripts.chain``), so ``index`` an
 
 * a **line** is the bytes before a ``\\n``. A final piece without ``\\n`` is not a line
   yet: Claude Code may be writing it right now. It is never a bad line; it is reported
-  as *being written* (:data:`PROBLEM_BEING_WRITTEN`, by the whole-file readers) and left
+  as *being written* (:data:`PROBLEM_BEING_WRITTEN`, by the whole-file readers; *never
+  finished*, :data:`PROBLEM_NEVER_FINISHED`, once the file has been quiet) and left
   for the next pass (the indexer keeps :attr:`RecordReader.end_offset`), unless the file
   is quiet and it is a whole record (``indexer.parse.parse_tail``'s ``quiet``);
 * a **record** is a line that parses as a JSON object, read as the SDK reads it
@@ -43,6 +44,9 @@ PROBLEM_NUL = "nul-byte"
 PROBLEM_TOO_LONG = "line-too-long"
 #: Not a bad line: the final bytes of a file, without their ``\\n`` yet.
 PROBLEM_BEING_WRITTEN = "being-written"
+#: Not a bad line either: such final bytes in a file quiet since (a write that stopped
+#: mid-line). Never skipped past: the next write may end it, or glue a record onto it.
+PROBLEM_NEVER_FINISHED = "never-finished"
 
 
 def parse_line(
