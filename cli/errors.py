@@ -26,3 +26,15 @@ class InvalidValue(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"Error: {self.format_message()}", err=True)
+
+
+def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: an option given an empty (or blank) value is a usage error. An
+    empty value is nearly always a variable that is not set (``--config-dir "$BACKUP"``),
+    and taking it as "not given" would act on the default instead: list, or delete from,
+    ~/.claude when another config dir was meant."""
+    values = value if isinstance(value, tuple) else (value,)
+    if any(isinstance(v, str) and not v.strip() for v in values):
+        name = param.opts[0] if param.opts else str(param.name)
+        raise InvalidValue(f"'{name}'", "it is empty (is a variable unset?)")
+    return value

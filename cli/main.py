@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import App
+from sessiondex.cli.errors import not_empty
 
 # command name → "module:function"; the help listing keeps this order.
 COMMANDS = {
@@ -114,10 +115,13 @@ Environment:
   SESSIONDEX_CONFIG       the config file (default: $XDG_CONFIG_HOME/
                           sessiondex/config.toml, else ~/.config/...)
   XDG_CONFIG_HOME         where the config file is (see above)
+  XDG_DATA_HOME           archive's default dir is $XDG_DATA_HOME/sessiondex/
+                          archive (else ~/.local/share/...)
   NO_COLOR                no colour (search highlights, show)
   PAGER                   the pager for long show output (default less;
                           "cat" or empty: none)
   LESS                    less's options; FRX when unset, as git sets it
+  LV                      lv's options, when the pager is lv; -c when unset
   _SESSIONDEX_COMPLETE    shell completion (see `sessiondex completion`)
 
 \b
@@ -137,6 +141,7 @@ config` shows each setting and where it came from.
     "config_dirs",
     multiple=True,
     metavar="DIR",
+    callback=not_empty,
     help="Claude config dir to index (repeatable; it must exist). Default: "
     "$CLAUDE_CONFIG_DIR (one path), else $SESSIONDEX_CONFIG_DIRS, else ~/.claude.",
 )

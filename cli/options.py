@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import CliError, app
+from sessiondex.cli.errors import not_empty
 
 
 def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -17,6 +18,7 @@ def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
         "--cwd",
         type=click.Path(file_okay=False),
         default=None,
+        callback=not_empty,
         help="Act as if run in DIR (default: the current directory).",
     )(func)
 
@@ -49,6 +51,7 @@ def _apply_scope_options(
             "--branch",
             default=None,
             metavar="B",
+            callback=not_empty,
             help="Only sessions that were on git branch B at any point.",
         ),
         click.option(
@@ -60,6 +63,7 @@ def _apply_scope_options(
             "--since",
             default=None,
             metavar="WHEN",
+            callback=not_empty,
             help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01).",
         ),
         click.option(

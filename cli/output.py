@@ -236,8 +236,9 @@ def _squeeze(widths: list[int], floors: Mapping[int, int], over: int) -> int:
 
 def _csv_value(value: Any) -> Any:
     """CSV is read by people too (a terminal, a spreadsheet): strings are cleaned, with
-    their line breaks kept (CSV quotes them)."""
-    if isinstance(value, (list, dict)):
+    their line breaks kept (CSV quotes them). Lists, objects and booleans are written as
+    JSON writes them (``true``, not Python's ``True``), so one cell reads like the other."""
+    if isinstance(value, (list, dict, bool)):
         return dumps(value)
     if value is None:
         return ""

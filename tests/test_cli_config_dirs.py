@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -133,20 +134,30 @@ def test_the_library_keeps_working_with_a_missing_dir(tmp_path: Path) -> None:
     assert list_sessions(config_dir=str(missing)) == []
 
 
+# How the library reads a variable: os.environ[...] / .get(...), env.get(...) on a copy
+# of it, os.getenv(...), click's envvar=...
+_READS_ENV = re.compile(
+    r"""(?:environ|env)(?:\.get\(|\.setdefault\(|\[)"([A-Z_][A-Z0-9_]*)"|"""
+    r'getenv\("([A-Z_][A-Z0-9_]*)"|envvar="([A-Z_][A-Z0-9_]*)"'
+)
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
 def test_help_names_every_environment_variable() -> None:
+    """`sessiondex --help` promises every variable sessiondex reads: the list is checked
+    against the code itself (XDG_DATA_HOME, read by `archive`, was missing)."""
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
-    for name in (
-        "CLAUDE_CONFIG_DIR",
-        "SESSIONDEX_CONFIG_DIRS",
-        "CLAUDE_CODE_PROJECT_DIR_NAME",
-        "SESSIONDEX_DB",
-        "XDG_CACHE_HOME",
-        "HOME",
-        "SESSIONDEX_MANAGED_SETTINGS",
-        "NO_COLOR",
-        "PAGER",
+    read: set[str] = {"SESSIONDEX_MANAGED_SETTINGS"}  # read through a constant
+    for folder in (
+        *("actions", "cli", "indexer", "query", "render", "store", "transcripts"),
+        *("web", "mcp_server", "picker", "package"),
     ):
+        for source in (_PACKAGE / folder).rglob("*.py"):
+            for match in _READS_ENV.finditer(source.read_text()):
+                read.add(next(g for g in match.groups() if g))
+    assert {"CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "SESSIONDEX_DB"} <= read
+    for name in sorted(read):
         assert f"\n    {name}" in result.output, name
     db_help = result.output[result.output.index("--db PATH") : result.output.index("--no-refresh")]
     assert "$SESSIONDEX_DB" in db_help
@@ -257,3 +268,30 @@ def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
     assert {k: library[k] for k in ("config_dirs", "sessions", "files", "pr_links")} == {
         k: only_b[k] for k in ("config_dirs", "sessions", "files", "pr_links")
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--config-dir", "", "list"], "--config-dir"),
+        (["--config-dir", "{root}", "--config-dir", " ", "list"], "--config-dir"),
+        (["--config-dir", "{root}", "list", "--branch", ""], "--branch"),
+        (["--config-dir", "{root}", "list", "--since", ""], "--since"),
+        (["--config-dir", "{root}", "search", "capybara", "--cwd", ""], "--cwd"),
+        (["--config-dir", "{root}", "delete", "x", "--cwd", "", "--yes"], "--cwd"),
+    ],
+)
+def test_an_empty_option_value_is_a_usage_error(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
+    """An empty value is nearly always an unset variable (``--config-dir "$BACKUP"``).
+    It was taken as "not given": the command listed, or would have deleted from, the
+    default config dir instead of the one meant, and ``--branch ""`` filtered nothing."""
+    tree = _tree(tmp_path / "claude")
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
+    result = _run(tmp_path, [a.format(root=tree.root) for a in args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"Error: Invalid value for '{option}': it is empty (is a variable unset?)\n"
+    )
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before

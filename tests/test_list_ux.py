@@ -389,6 +389,8 @@ def test_every_format_carries_exactly_the_contracts_keys(tmp_path: Path, fmt: st
         reader = csv.DictReader(io.StringIO(out))
         assert reader.fieldnames == CONTRACT_KEYS
         rows = list(reader)
+        # Booleans as JSON spells them (the lists in a cell are JSON too), not Python's
+        assert {r["is_sidechain"] for r in rows} == {"false"}
     assert len(rows) == 2 and all(list(r) == CONTRACT_KEYS for r in rows)
 
 
