@@ -8,6 +8,8 @@ characters. When no session has every word, the sessions with the most of them a
 offered as *partial* matches; when none has any word, rapidfuzz offers the closest titles,
 names and branches (a typo still finds the session). Neither is a match: the caller is
 told which of the three it got (:class:`SearchOutcome`), and ``search`` exits 1 for them.
+A query with no letter or digit (an emoji) has no word to match: it is looked for as
+typed in the names, tag, summary and prompts instead (:func:`symbol_search`).
 A query still being typed (the picker, ``typing``) of one or two letters filters titles
 and names by prefix instead (:func:`title_prefix_search`); from three letters it is the
 full search, except that words found in more than :data:`TYPING_RANK_LIMIT` messages
@@ -573,6 +575,9 @@ def run_search(
     elif raw:
         outcome = SearchOutcome([], NONE, words)
     else:
+        rows = [] if terms else symbol_search(db, text, filters, markers)
+        if rows:
+            return SearchOutcome(rows, MATCH, [text])
         rows = fuzzy_search(db, text, filters)
         outcome = SearchOutcome(rows, FUZZY if rows else NONE, words)
     if elsewhere and terms:
@@ -708,6 +713,43 @@ def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
         obj["snippet"] = f"{how}: {pr.url}"
     rows = rows[: filters.limit] if filters.limit else rows
     return SearchOutcome(rows, MATCH if rows else NONE, [pr.url])
+
+
+#: Where a query of symbols alone is looked for as typed (:func:`symbol_search`), in the
+#: order a hit's snippet is taken from; the first three make it a ``title`` hit.
+SYMBOL_COLUMNS = (*TITLE_COLUMNS, "tag", "summary", "first_prompt", "last_prompt")
+
+
+def symbol_search(
+    db: Database, query: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
+) -> list[dict[str, Any]]:
+    """Sessions whose names, tag, summary or first or last prompt hold every word of
+    ``query`` as typed, newest first: for a query with no letter or digit (``🚀``,
+    ``✂️``), of which the tokenizer keeps nothing, so no word could match it. People
+    name sessions with emoji; without this they got no match, or a typo suggestion.
+    Message text is not searched so (it would be a scan of every message): only these
+    columns, with ``LIKE``."""
+    words = query.split()
+    where, params = filters.where(db)
+    for word in words:
+        escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        holds = " OR ".join(f"s.{column} LIKE ? ESCAPE '\\'" for column in SYMBOL_COLUMNS)
+        where += f" AND ({holds})"
+        params = [*params, *[f"%{escaped}%"] * len(SYMBOL_COLUMNS)]
+    texts = ", ".join(f"s.{column}" for column in SYMBOL_COLUMNS)
+    rows = place_forks(
+        select_rows(db, where, params, limit=filters.limit, columns=f"{LISTING_COLUMNS}, {texts}")
+    )
+    out = to_objects(db, rows)
+    for obj, row in zip(out, rows):
+        column = next((c for c in SYMBOL_COLUMNS if words[0] in (row[c] or "")), "tag")
+        shown = str(row[column] or "")
+        for word in dict.fromkeys(words):
+            shown = shown.replace(word, f"{markers[0]}{word}{markers[1]}", 1)
+        obj["score"] = None
+        obj["snippet"] = one_line(shown)
+        obj["matched_by"] = "title" if column in TITLE_COLUMNS else "text"
+    return out
 
 
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:

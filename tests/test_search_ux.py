@@ -283,3 +283,56 @@ def test_shorthand_finds_what_the_url_finds(tmp_path: Path, ref: str) -> None:
     result = CliRunner().invoke(cli, [*base, "search", ref, "--scope", "all", "--json"])
     assert result.exit_code == 0, result.output
     assert [r["session_id"] for r in json.loads(result.stdout)] == expected
+
+
+@pytest.fixture()
+def emoji_world(tmp_path: Path):
+    """Sessions named with emoji (by `rename`, `/rename` or an AI title), as people do."""
+    tree = ConfigTree(tmp_path / "claude")
+    made = {}
+    for key, (name, prompt) in {
+        "rocket": ("🚀 launch the blog", "deploy it"),
+        "fire": ("Perf 🔥 调查", "profile the checkout"),
+        "both": ("🚀 and 🔥 together", "all hands"),
+        "percent": ("rollout at 100%", "ship_it now"),
+        "plain": ("nothing special", "a prompt with 🎉 in it"),
+    }.items():
+        s = tree.session(cwd="/w/app")
+        s.user(prompt)
+        s.meta("custom-title", customTitle=name)
+        made[key] = s.session_id
+        s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    return db, made
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "matched_by"),
+    [
+        ("🚀", {"rocket", "both"}, "title"),
+        ("🔥", {"fire", "both"}, "title"),
+        ("🚀 🔥", {"both"}, "title"),  # every word, as for words
+        ("🎉", {"plain"}, "text"),  # the first prompt holds it
+        ("%", {"percent"}, "title"),  # LIKE's wildcards are literal here
+        ("_", {"percent"}, "text"),
+    ],
+)
+def test_a_query_of_symbols_alone_finds_the_sessions_that_hold_it(
+    emoji_world, query: str, expected: set[str], matched_by: str
+) -> None:
+    """The tokenizer keeps no emoji, so `search 🚀` found nothing (or a typo suggestion)
+    for a session named "🚀 launch the blog". A query with no letter or digit is now
+    looked for as typed in the names, tag, summary and prompts: an exact match."""
+    db, made = emoji_world
+    outcome = run_search(db, query, ALL)
+    names = {v: k for k, v in made.items()}
+    assert outcome.kind == MATCH
+    assert {names[r["session_id"]] for r in outcome.rows} == expected
+    assert {r["matched_by"] for r in outcome.rows} == {matched_by}
+    assert all(f"[{query.split()[0]}]" in r["snippet"] for r in outcome.rows)
+
+
+def test_a_symbol_query_that_nothing_holds_is_no_match(emoji_world) -> None:
+    db, _ = emoji_world
+    assert run_search(db, "🦄", ALL).rows == []

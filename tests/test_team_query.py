@@ -123,6 +123,7 @@ def test_same_session_objects(world: tuple[Path, str, str]) -> None:
         "x-docs",  # a hyphenated word is its words
         "feature-x",
         "and",  # a word inside a path ("…/payments-and-billing/…")
+        "🚀",  # no word at all: looked for as typed in the names (query.search.symbol_search)
     ],
 )
 def test_search_finds_the_same_sessions(world: tuple[Path, str, str], query: str) -> None:
