@@ -21,8 +21,9 @@ from __future__ import annotations
 # 15: the same for C1, format and separator characters, and pr-link URLs of known forges
 # 16: a title or PR link glued onto a bad line is read (reader.glued_record), and a tag
 # record without a string tag clears the tag, as the SDK reads them; 17: pr_mentions in
-# number and URL order (objects._build_many), whatever order the files were read in
-DERIVATION_VERSION = 17
+# number and URL order (objects._build_many), whatever order the files were read in;
+# 18: www.github.com (gitlab.com, bitbucket.org) links are the forge's own host's
+DERIVATION_VERSION = 18
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -93,6 +93,8 @@ PASTED: list[tuple[str, PullRequest]] = [
     ("(https://github.com/octo/hello-world/pull/42).", GH),
     ("https://github.com/octo/hello-world/pull/42.", GH),
     ("https://github.com/octo/hello-world/pull/42,", GH),
+    ("https://www.github.com/octo/hello-world/pull/42", GH),  # GitHub redirects www.
+    ("WWW.GitHub.com/octo/hello-world/pull/42/files", GH),
     # --- GitHub Enterprise (any other host, port kept, path case kept)
     ("https://ghe.corp.example:8443/Team/Repo.js/pull/7", GHE),
     ("http://GHE.Corp.Example:8443/Team/Repo.js/pull/7/", GHE),
@@ -113,6 +115,7 @@ PASTED: list[tuple[str, PullRequest]] = [
     ("<gitlab.example.com/grp/sub/proj/-/merge_requests/5>", GL),
     ("https://gitlab.com/g/p/-/merge_requests/1234", GL2),
     ("gitlab.com/g/p/-/merge_requests/1234/diffs?diff_id=5#abc", GL2),
+    ("https://www.gitlab.com/g/p/-/merge_requests/1234", GL2),
     # --- Bitbucket Cloud
     ("https://bitbucket.org/ws/my_repo/pull-requests/3", BB),
     ("http://bitbucket.org/ws/my_repo/pull-requests/3", BB),
@@ -124,6 +127,7 @@ PASTED: list[tuple[str, PullRequest]] = [
     ("https://bitbucket.org/ws/my_repo/pull-requests/3#comment-123", BB),
     ("https://bitbucket.org/ws/my_repo/pull-requests/3?w=1", BB),
     ("https://BitBucket.ORG/ws/my_repo/pull-requests/3", BB),
+    ("https://www.bitbucket.org/ws/my_repo/pull-requests/3", BB),
     # --- Bitbucket Server / Data Center
     ("https://git.corp.example:7990/projects/PROJ/repos/svc/pull-requests/88", BBS),
     ("http://git.corp.example:7990/projects/PROJ/repos/svc/pull-requests/88", BBS),

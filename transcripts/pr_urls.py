@@ -19,7 +19,8 @@ A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is acc
 (``search``, ``from-pr``): :func:`parse_pr_ref` reads it as
 ``https://github.com/owner/repo/pull/123``, the URL it stands for on GitHub.
 
-Normalised form: ``https://`` + lower-cased host (port kept) + the canonical path
+Normalised form: ``https://`` + lower-cased host (port kept; ``www.`` dropped from
+github.com, gitlab.com and bitbucket.org, which redirect it) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
 fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
 URL Claude Code recorded keeps it.
@@ -91,6 +92,14 @@ _TRAILING_JUNK = ">)]}\"'`.,;:!?"
 # Substrings at least one of which every PR URL contains; checked before the regex so
 # large tool outputs without any PR cost one or two ``in`` scans.
 
+
+# The public forges answer on www. too and send it to their one host: a link written
+# either way is one PR (``from-pr``, de-duplication, the origin remote it belongs to).
+_CANONICAL_HOSTS = {
+    "www.github.com": "github.com",
+    "www.gitlab.com": "gitlab.com",
+    "www.bitbucket.org": "bitbucket.org",
+}
 
 # Characters a URL spells %-encoded: as given, they end an href or a Markdown autolink.
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
@@ -166,6 +175,7 @@ def _build(match: re.Match[str]) -> PullRequest | None:
     host = match["host"].lower()
     if match["scheme"] is None and "." not in host:
         return None
+    host = _CANONICAL_HOSTS.get(host, host)
     if match["gl_n"] is not None:
         provider, repository, digits = "gitlab", match["gl_path"], match["gl_n"]
         path = f"{repository}/-/merge_requests/"
