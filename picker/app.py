@@ -614,8 +614,16 @@ class PickerScreen(Screen[None]):
             if name is not None and name.strip():
                 self.mutate(lambda index: index.rename(path, name.strip()), path, "renamed")
 
-        current = obj.get("custom_title") or obj.get("title") or ""
-        self.app.push_screen(TextPrompt("Rename session", clean(current)), done)
+        # Only a name the session has is offered to edit: a title made from a prompt
+        # (cut, ending in "…") would become its name on Enter. It shows as the hint.
+        self.app.push_screen(
+            TextPrompt(
+                "Rename session",
+                clean(obj.get("custom_title")),
+                placeholder=clean(obj.get("title")),
+            ),
+            done,
+        )
 
     def action_tag(self) -> None:
         obj = self._current_object()

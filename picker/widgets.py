@@ -287,20 +287,25 @@ class TextPrompt(ModalScreen[str | None]):
         width: 70%; min-width: 40; max-width: 90; height: auto;
         border: round $accent; padding: 0 1; background: $surface;
     }
-    TextPrompt Input { border: none; height: 1; padding: 0; margin: 1 0 0 0; }
+    TextPrompt #prompt, TextPrompt #prompt:focus {
+        border: none; height: 1; padding: 0; margin: 1 0 0 0;
+    }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", priority=True)]
 
-    def __init__(self, title: str, value: str = "", hint: str = "") -> None:
+    def __init__(self, title: str, value: str = "", hint: str = "", placeholder: str = "") -> None:
         super().__init__()
         self.prompt_title = title
         self.value = value
         self.hint = hint
+        self.placeholder = placeholder
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.prompt_title, style="bold"))
-            yield Input(value=self.value, id="prompt")
+            # By id: Textual's own "Input:focus" border outranks a type selector, and a
+            # one-row input with a border has no row left for its text.
+            yield Input(value=self.value, placeholder=self.placeholder, id="prompt")
             yield Static(Text(self.hint or "Enter to save, Esc to cancel", style="dim"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

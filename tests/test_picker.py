@@ -325,6 +325,38 @@ def test_rename_writes_a_record_resolve_finds(tmp_path: Path) -> None:
     assert '"customTitle":"Coupons v2"' in lines[-2] and '"tag":"keep"' in lines[-1]
 
 
+def test_the_rename_prompt_shows_its_text_and_offers_only_a_real_name(tmp_path: Path) -> None:
+    """Textual's own ``Input:focus`` border outranked the prompt's one-row style, so the
+    rename and tag prompts showed no text at all; and the prompt was filled with the
+    display title, so Ctrl+R, Enter named a session after its cut first prompt. Now the
+    typed text shows, and a session without a name gets an empty field with its title
+    as the placeholder: Enter on it, or Esc, writes nothing."""
+    world = PickerWorld(tmp_path)
+    path = world.paths["coupons"]
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+r")
+        prompt = app.screen.query_one("#prompt")
+        offered = (prompt.value, prompt.placeholder, prompt.content_region.height)
+        await press(app, pilot, *"Qzx typed")
+        shown = screen_text(app)
+        await press(app, pilot, "escape")
+        await press(app, pilot, "ctrl+r", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        await press(app, pilot, "ctrl+t")
+        tag_rows = app.screen.query_one("#prompt").content_region.height
+        await press(app, pilot, "escape")
+        return offered, shown, tag_rows
+
+    _, (offered, shown, tag_rows) = drive(world, run)
+    assert offered == ("", "Implement coupon codes", 1)
+    assert "Qzx typed" in shown
+    assert tag_rows == 1
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
 def test_rename_to_nothing_visible_or_to_the_same_name_writes_nothing(tmp_path: Path) -> None:
     world = PickerWorld(tmp_path)
     path = world.paths["coupons"]
