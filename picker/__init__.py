@@ -50,7 +50,7 @@ def run_picker(
     """Run the picker on this terminal; the chosen session object, or None if left."""
     from sessiondex.picker.source import Source
 
-    source = Source(db_path, config_dirs)
+    source = Source(db_path, config_dirs, refresh_first=refresh)
     try:
         # Textual first, then the first page: a query running on the index thread while
         # Textual imports shares the GIL with the import and delays both (start-up to

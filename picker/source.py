@@ -36,9 +36,17 @@ class Interrupted(Exception):
 class Source:
     """One ``Index`` on one thread; ``submit`` a function of it, get a future."""
 
-    def __init__(self, db_path: Path, config_dirs: Sequence[Path]) -> None:
+    def __init__(
+        self, db_path: Path, config_dirs: Sequence[Path], *, refresh_first: bool = False
+    ) -> None:
+        """``refresh_first``: the first job's ``Index`` brings the index up to date once
+        before it answers, as every reading command does (a stat per transcript when
+        nothing changed, nothing while a ``watch`` keeps it live). The picker's first
+        rows then show the session just used on top; from an index that was behind, it
+        moved there a moment later, under a highlight kept on another session."""
         self.db_path = Path(db_path)
         self.config_dirs = list(config_dirs)
+        self._refresh_first = refresh_first
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-pick")
         self._index: Index | None = None
         self._interruptible = False
@@ -57,7 +65,7 @@ class Source:
 
     def _run(self, job: Callable[[Index], T], interruptible: bool) -> T:
         if self._index is None:
-            self._index = self.open_index()
+            self._index = self.open_index(refresh=self._refresh_first)
         self._interruptible = interruptible
         try:
             return job(self._index)

@@ -154,11 +154,12 @@ def drive(
     options: PickerOptions | None = None,
     live_interval: float | None = None,
     glyphs: Glyphs = UNICODE,
+    refresh_first: bool = False,
 ) -> tuple[Any, Any]:
     """Run the picker headless on ``world``; (the app's return value, the driver's)."""
 
     async def main() -> tuple[Any, Any]:
-        source = Source(world.db, [world.tree.root])
+        source = Source(world.db, [world.tree.root], refresh_first=refresh_first)
         chosen_options = options or PickerOptions(cwd=str(world.shop))
         app = PickerApp(
             source,

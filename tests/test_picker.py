@@ -416,6 +416,40 @@ def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     assert "Coupons v2" in text and "Implement coupon codes" not in text
 
 
+def test_the_first_rows_come_from_an_index_brought_up_to_date(tmp_path: Path) -> None:
+    """The session just used is the one whose transcript changed since the last refresh.
+    The picker opened on the index as it was and moved that session to the top a moment
+    later, the highlight staying on the old first row: Enter resumed the wrong session.
+    Now the first rows wait for the same quick refresh every reading command runs."""
+    world = PickerWorld(tmp_path)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 60))
+    append_records(
+        world.paths["auth"],
+        [
+            {
+                "parentUuid": None,
+                "isSidechain": False,
+                "type": "user",
+                "message": {"role": "user", "content": "back to the auth work"},
+                "uuid": "7e57a11c-0000-4000-8000-000000000002",
+                "timestamp": stamp,
+                "sessionId": world.ids["auth"],
+                "cwd": str(world.shop),
+            }
+        ],
+        mtime=NOW - 60,
+    )
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        first = app.picker.session_list.current
+        await press(app, pilot, "enter")
+        return first.path if first else None
+
+    chosen, first = drive(world, run, refresh_first=True)
+    assert first == str(world.paths["auth"])
+    assert chosen is not None and chosen["session_id"] == world.ids["auth"]
+
+
 @pytest.mark.parametrize("watching", [False, True])
 def test_live_update_keeps_the_highlighted_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watching: bool
