@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,10 @@ COLUMN_WEIGHTS = {
 }
 #: The columns that make a hit a ``title`` hit: the names the picker shows.
 TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
+#: What makes the display title of a session without a custom or AI title.
+UNTITLED_DISPLAY_COLUMNS = ("summary", "last_prompt", "first_prompt")
+#: What one or two typed letters filter (:func:`title_prefix_search`).
+TYPED_PREFIX_COLUMNS = (*TITLE_COLUMNS, "tag", "branches_text", *UNTITLED_DISPLAY_COLUMNS)
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
@@ -615,8 +619,10 @@ def _too_short(text: str) -> bool:
 def title_prefix_search(
     db: Database, word: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
 ) -> SearchOutcome:
-    """While a query is typed, one or two letters filter the sessions whose titles or
-    names (:data:`TITLE_COLUMNS`) hold a word starting with them, newest first.
+    """While a query is typed, one or two letters filter the sessions whose display
+    title, names, tag or branches hold a word starting with them, newest first: what
+    Claude Code's own filter reads. The display title of a session without a custom or
+    AI title is its summary or a prompt, so those count for such sessions only.
 
     Why not the full search: one or two letters are no word yet (``search`` matches a
     last word as a prefix only from :data:`MIN_PREFIX_CHARS` characters), so the full
@@ -624,15 +630,33 @@ def title_prefix_search(
     matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
     Claude Code's own /resume picker filters titles as you type; this is that filter,
     by word prefix, over the small ``session_search`` table. ``matched_by`` is
-    ``title``, ``score`` None (the order is recency)."""
+    ``title`` when a title or name holds the word, else ``text``; ``score`` None (the
+    order is recency)."""
     dialect = dialect_of(db)
-    match = dialect.title_match(dialect.term(word, True), TITLE_COLUMNS)
-    named = {
-        r[0]
-        for r in db.execute(
-            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?", [match]
-        )
-    }
+    term = dialect.term(word, True)
+    match = dialect.title_match(term, TYPED_PREFIX_COLUMNS)
+
+    def matching(columns: Sequence[str]) -> set[int]:
+        return {
+            r[0]
+            for r in db.execute(
+                "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?",
+                [dialect.title_match(term, columns)],
+            )
+        }
+
+    titled = matching(TITLE_COLUMNS)
+    named = titled | matching(("tag", "branches_text"))
+    untitled = matching(UNTITLED_DISPLAY_COLUMNS) - named
+    if untitled:  # only where they are the display title: no custom or AI title
+        ids = ", ".join(str(rowid) for rowid in untitled)
+        named |= {
+            r[0]
+            for r in db.execute(
+                f"SELECT id FROM sessions WHERE id IN ({ids})"
+                " AND coalesce(custom_title, '') = '' AND coalesce(ai_title, '') = ''"
+            )
+        }
     if not named:
         return SearchOutcome([], NONE, [word])
     where, params = filters.where(db)
@@ -673,7 +697,8 @@ def title_prefix_search(
     for obj, row in zip(out, ordered):
         obj["score"] = None
         obj["snippet"] = snippets[row["id"]]
-        obj["matched_by"] = "title"
+    for obj, row in zip(out, ordered):
+        obj["matched_by"] = "title" if row["id"] in titled else "text"
     return SearchOutcome(out, MATCH, [word])
 
 

@@ -364,6 +364,9 @@ def typing_db(tmp_path_factory):
         ("prompt-only", "/w/b", "quiet please", "Unrelated", None, 2_000_000_200),
         ("mid-word", "/w/a", "nothing", "Banquet planning", None, 2_000_000_100),
         ("second-word", "/w/b", "nothing", "Fix quoting bug", None, 2_000_000_000),
+        # no custom or AI title: the first prompt is the display title
+        ("untitled", "/w/a", "quarantine the flaky test", None, None, 2_000_000_050),
+        ("tagged", "/w/b", "nothing", "Tagged thing", None, 1_999_999_900),  # tag "qa"
     ]
     for name, cwd, prompt, custom, ai, mtime in specs:
         s = tree.session(cwd=cwd)
@@ -372,6 +375,8 @@ def typing_db(tmp_path_factory):
             s.meta("custom-title", customTitle=custom)
         if ai:
             s.meta("ai-title", aiTitle=ai)
+        if name == "tagged":
+            s.meta("tag", tag="qa")
         s.write(mtime=mtime)
         made[name] = s.session_id
     db = open_db(tmp_path_factory.mktemp("typing-db") / "i.db")
@@ -383,12 +388,13 @@ def typing_db(tmp_path_factory):
 @pytest.mark.parametrize(
     ("query", "filters", "expected"),
     [
-        # one or two letters: titles and names holding a word with that prefix, newest
-        # first (not the text, not the prompt, not the middle of a word)
-        ("q", ALL, ["quarterly", "quick", "second-word"]),
-        ("Qu", ALL, ["quarterly", "quick", "second-word"]),
+        # one or two letters: the display title, names, tag and branches holding a word
+        # with that prefix, newest first (as Claude Code's filter: not the text, not a
+        # prompt hidden behind a title, not the middle of a word)
+        ("q", ALL, ["quarterly", "quick", "untitled", "second-word", "tagged"]),
+        ("Qu", ALL, ["quarterly", "quick", "untitled", "second-word"]),
         ("qu", Filters(scope="all", limit=1), ["quarterly"]),
-        ("q", Filters(cwd="/w/b", scope="worktree"), ["quick", "second-word"]),
+        ("q", Filters(cwd="/w/b", scope="worktree"), ["quick", "second-word", "tagged"]),
         ("zz", ALL, []),  # nothing: no typo fallback while typing
         ("ü", ALL, ["prompt-only"]),  # accents folded as FTS folds them: "Unrelated"
     ],
@@ -402,7 +408,11 @@ def test_typing_one_or_two_letters_filters_titles_by_prefix(
     names = {v: k for k, v in made.items()}
     outcome = run_search(db, query, filters, typing=True)
     assert [names[r["session_id"]] for r in outcome.rows] == expected
-    assert all(r["matched_by"] == "title" and r["score"] is None for r in outcome.rows)
+    assert [r["matched_by"] for r in outcome.rows] == [
+        "text" if names[r["session_id"]] in ("untitled", "tagged") else "title"
+        for r in outcome.rows
+    ]
+    assert all(r["score"] is None for r in outcome.rows)
     if outcome.rows:
         assert outcome.kind == "match"
         assert "[" in outcome.rows[0]["snippet"]  # the title word, marked
