@@ -38,7 +38,8 @@ from sessiondex.picker.model import PickerOptions
 from sessiondex.picker.source import Source
 
 async def main():
-    source = Source(Path(sys.argv[1]), [Path(sys.argv[2])])
+    # as run_picker does: the first query waits for the quick freshness check
+    source = Source(Path(sys.argv[1]), [Path(sys.argv[2])], refresh_first=True)
     options = PickerOptions(cwd="/", scope="all")
     from sessiondex.picker.app import PickerApp
 

@@ -49,12 +49,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
-from sessiondex.indexer.text import fts_text
+from sessiondex.indexer.text import fts_text, word_text
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import place_forks
@@ -88,10 +88,8 @@ COLUMN_WEIGHTS = {
 }
 #: The columns that make a hit a ``title`` hit: the names the picker shows.
 TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
-#: What makes the display title of a session without a custom or AI title.
-UNTITLED_DISPLAY_COLUMNS = ("summary", "last_prompt", "first_prompt")
 #: What one or two typed letters filter (:func:`title_prefix_search`).
-TYPED_PREFIX_COLUMNS = (*TITLE_COLUMNS, "tag", "branches_text", *UNTITLED_DISPLAY_COLUMNS)
+TYPED_PREFIX_COLUMNS = (*TITLE_COLUMNS, "tag", "branches_text")
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
@@ -619,10 +617,12 @@ def _too_short(text: str) -> bool:
 def title_prefix_search(
     db: Database, word: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
 ) -> SearchOutcome:
-    """While a query is typed, one or two letters filter the sessions whose display
-    title, names, tag or branches hold a word starting with them, newest first: what
-    Claude Code's own filter reads. The display title of a session without a custom or
-    AI title is its summary or a prompt, so those count for such sessions only.
+    """While a query is typed, one or two letters filter the sessions whose titles,
+    names, tag or branches (:data:`TYPED_PREFIX_COLUMNS`) hold a word starting with
+    them, newest first. Claude Code's filter also reads the title of a session that has
+    no custom or AI title (its summary or a prompt); the index holds no such column,
+    and FTS5 over every prompt costs 5-12 ms a letter at 20,000 sessions, a walk over
+    the titles made from them 15-30 ms: a keystroke's whole budget.
 
     Why not the full search: one or two letters are no word yet (``search`` matches a
     last word as a prefix only from :data:`MIN_PREFIX_CHARS` characters), so the full
@@ -630,33 +630,16 @@ def title_prefix_search(
     matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
     Claude Code's own /resume picker filters titles as you type; this is that filter,
     by word prefix, over the small ``session_search`` table. ``matched_by`` is
-    ``title`` when a title or name holds the word, else ``text``; ``score`` None (the
-    order is recency)."""
+    ``title`` when a title or name holds the word, else ``text`` (a tag or a branch);
+    ``score`` None (the order is recency)."""
     dialect = dialect_of(db)
-    term = dialect.term(word, True)
-    match = dialect.title_match(term, TYPED_PREFIX_COLUMNS)
-
-    def matching(columns: Sequence[str]) -> set[int]:
-        return {
-            r[0]
-            for r in db.execute(
-                "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?",
-                [dialect.title_match(term, columns)],
-            )
-        }
-
-    titled = matching(TITLE_COLUMNS)
-    named = titled | matching(("tag", "branches_text"))
-    untitled = matching(UNTITLED_DISPLAY_COLUMNS) - named
-    if untitled:  # only where they are the display title: no custom or AI title
-        ids = ", ".join(str(rowid) for rowid in untitled)
-        named |= {
-            r[0]
-            for r in db.execute(
-                f"SELECT id FROM sessions WHERE id IN ({ids})"
-                " AND coalesce(custom_title, '') = '' AND coalesce(ai_title, '') = ''"
-            )
-        }
+    match = dialect.title_match(dialect.term(word, True), TYPED_PREFIX_COLUMNS)
+    named = {
+        r[0]
+        for r in db.execute(
+            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?", [match]
+        )
+    }
     if not named:
         return SearchOutcome([], NONE, [word])
     where, params = filters.where(db)
@@ -687,18 +670,22 @@ def title_prefix_search(
     rows = {
         r["id"]: r
         for r in select_rows(
-            db, f"s.id IN ({', '.join(map(str, newest))})", columns=LISTING_COLUMNS
+            db,
+            f"s.id IN ({', '.join(map(str, newest))})",
+            columns=f"{LISTING_COLUMNS}, s.custom_title, s.ai_title, s.agent_name",
         )
     }
     ordered = place_forks([rows[rowid] for rowid in newest if rowid in rows])
     hits = [Hit(r["id"], 0.0, "meta", r["id"], 0, match) for r in ordered]
     snippets = _snippets(db, hits, markers)
     out = to_objects(db, ordered)
+    typed = word_text(word).strip()
     for obj, row in zip(out, ordered):
         obj["score"] = None
         obj["snippet"] = snippets[row["id"]]
-    for obj, row in zip(out, ordered):
-        obj["matched_by"] = "title" if row["id"] in titled else "text"
+        names = " ".join(str(row[c] or "") for c in TITLE_COLUMNS)
+        held = any(w.startswith(typed) for w in word_text(names).split())
+        obj["matched_by"] = "title" if held else "text"
     return SearchOutcome(out, MATCH, [word])
 
 

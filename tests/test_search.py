@@ -388,11 +388,11 @@ def typing_db(tmp_path_factory):
 @pytest.mark.parametrize(
     ("query", "filters", "expected"),
     [
-        # one or two letters: the display title, names, tag and branches holding a word
-        # with that prefix, newest first (as Claude Code's filter: not the text, not a
-        # prompt hidden behind a title, not the middle of a word)
-        ("q", ALL, ["quarterly", "quick", "untitled", "second-word", "tagged"]),
-        ("Qu", ALL, ["quarterly", "quick", "untitled", "second-word"]),
+        # one or two letters: titles, names, tags and branches holding a word with that
+        # prefix, newest first (not the text, not a prompt, not the middle of a word;
+        # not yet the title made from a prompt, which Claude Code's filter also reads)
+        ("q", ALL, ["quarterly", "quick", "second-word", "tagged"]),
+        ("Qu", ALL, ["quarterly", "quick", "second-word"]),
         ("qu", Filters(scope="all", limit=1), ["quarterly"]),
         ("q", Filters(cwd="/w/b", scope="worktree"), ["quick", "second-word", "tagged"]),
         ("zz", ALL, []),  # nothing: no typo fallback while typing
@@ -409,7 +409,7 @@ def test_typing_one_or_two_letters_filters_titles_by_prefix(
     outcome = run_search(db, query, filters, typing=True)
     assert [names[r["session_id"]] for r in outcome.rows] == expected
     assert [r["matched_by"] for r in outcome.rows] == [
-        "text" if names[r["session_id"]] in ("untitled", "tagged") else "title"
+        "text" if names[r["session_id"]] == "tagged" else "title"
         for r in outcome.rows
     ]
     assert all(r["score"] is None for r in outcome.rows)
