@@ -674,16 +674,41 @@ class Index:
         team store from its stored entries (written as a transcript tree in a scratch
         dir this object removes on :meth:`close`, then read by the same chain and
         render code, so ``show`` is the same from either backend)."""
+        from sessiondex.query.sessions import is_archived
         from sessiondex.render.conversation import build_conversation
 
+        if is_archived(found.session):
+            return self._archived_conversation(found.session)
         if self._team is None or found.row.get("id", -1) < 0:
             return build_conversation(found.session)
+        session = _materialize(self._team, found, self._scratch_dir())
+        return build_conversation(session)
+
+    def _scratch_dir(self) -> Path:
+        """This object's scratch dir, removed on :meth:`close`."""
         if self._scratch is None:
             import tempfile
 
             self._scratch = tempfile.TemporaryDirectory(prefix="sessiondex-show-")
-        session = _materialize(self._team, found, Path(self._scratch.name))
-        return build_conversation(session)
+        return Path(self._scratch.name)
+
+    def _archived_conversation(self, session: dict[str, Any]) -> Conversation:
+        """An archived session's conversation (its ``file_path`` is the archive): its
+        transcripts unpacked into a dir of their own in the scratch dir, then read by
+        the same code as a live one (``show`` does the same for the length of a
+        command: ``render.conversation.archived_conversation``)."""
+        import tempfile
+
+        from sessiondex.render.conversation import build_conversation
+        from sessiondex.transcripts.archive import extract_for_reading
+
+        archive = Path(session["file_path"])
+        where = Path(tempfile.mkdtemp(prefix="archived-", dir=self._scratch_dir()))
+        main = extract_for_reading(archive, where)
+        conv = build_conversation({**session, "file_path": str(main), "config_dir": str(where)})
+        conv.session = session
+        conv.archive = archive
+        return conv
 
     def show(
         self,

@@ -29,7 +29,7 @@ from sessiondex.query.sessions import (
     to_object,
     to_objects,
 )
-from sessiondex.transcripts.discover import describe_path
+from sessiondex.transcripts.discover import ARCHIVE_SUFFIX, describe_path
 from sessiondex.transcripts.keys import (
     canonical_directory,
     is_session_id,
@@ -269,6 +269,12 @@ def resolve(
     by_path = _by_path(db, arg, roots, for_write)
     if by_path is not None:
         return by_path
+    if include_archived and arg.endswith(ARCHIVE_SUFFIX):
+        # An archived session's file_path is its archive (the picker previews by it).
+        path = os.path.abspath(os.path.expanduser(arg))
+        rows = select_rows(db, "s.file_path = ? AND s.archived", [path])
+        if rows:
+            return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
     if is_session_id(arg):
         return _by_id(db, arg, worktree_keys(here), include_archived, roots)
     if arg.strip() != arg and is_session_id(arg.strip()):

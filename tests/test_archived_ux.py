@@ -120,3 +120,28 @@ def test_show_reads_an_archived_session_from_its_archive(
     exported = world.run("export", "Zebra migration", "--include-archived", "-o", "-")
     assert exported.exit_code == 0 and "# Zebra migration" in exported.stdout
     assert not list(tmp_path.iterdir())  # the unpacked copy is gone
+
+
+def test_an_archived_session_is_read_by_its_archive_path(
+    world: Archived, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archived session's ``file_path`` is its archive, and the picker's preview and
+    rename ask the index for the session by it: that was "No session matches"."""
+    import tempfile
+
+    from sessiondex import Index
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    listed = world.run("list", "--include-archived", "--json")
+    (archived,) = [
+        o for o in json.loads(listed.stdout) if o["session_id"] == world.first.session_id
+    ]
+    assert archived["file_path"].endswith(".tar.gz")
+    with Index(world.db, [world.tree.root], refresh=False) as index:
+        conv = index.conversation(archived["file_path"], include_archived=True)
+        shown = json.dumps([str(i) for i in conv.items])  # read while the index is open
+        found = index.resolve(archived["file_path"], include_archived=True)
+    assert "plan the zebra migration" in shown
+    assert found.session["session_id"] == world.first.session_id
+    result = world.run("show", archived["file_path"], "--include-archived")
+    assert result.exit_code == 0 and "plan the zebra migration" in result.stdout
