@@ -486,13 +486,16 @@ class PickerScreen(Screen[None]):
         if obj is None:
             return  # its object is on the way; Enter again
         if obj.get("resume_command") is None and is_archived(obj):
-            self.notify(
-                f"archived: restore it first (sessiondex restore {clean(obj['session_id'])})",
-                severity="warning",
-                markup=False,
-            )
+            self._say_archived(obj)
             return
         self.app.exit(obj)
+
+    def _say_archived(self, obj: dict[str, Any]) -> None:
+        self.notify(
+            f"archived: restore it first (sessiondex restore {clean(obj['session_id'])})",
+            severity="warning",
+            markup=False,
+        )
 
     def action_escape(self) -> None:
         box = self.query_one(QueryBox)
@@ -608,6 +611,9 @@ class PickerScreen(Screen[None]):
         obj = self._current_object()
         if obj is None:
             return
+        if is_archived(obj):  # its transcript is inside the archive: nothing to write to
+            self._say_archived(obj)
+            return
         path = obj["file_path"]
 
         def done(name: str | None) -> None:
@@ -628,6 +634,9 @@ class PickerScreen(Screen[None]):
     def action_tag(self) -> None:
         obj = self._current_object()
         if obj is None:
+            return
+        if is_archived(obj):
+            self._say_archived(obj)
             return
         path = obj["file_path"]
 
