@@ -70,6 +70,31 @@ def display_title(row: dict[str, Any]) -> str:
     return str(row["session_id"])[:8]
 
 
+def untitled_title(
+    custom_title: Any,
+    ai_title: Any,
+    summary: Any,
+    last_prompt: Any,
+    first_prompt: Any,
+    prompt_fallback: Any,
+) -> str | None:
+    """The :func:`display_title` of a session with neither a custom nor an AI title
+    (made from its summary or a prompt), else None: what the index's ``shown_title``
+    column holds (indexer/shape.py), for the picker's filter as letters are typed."""
+    if (isinstance(custom_title, str) and custom_title.strip()) or (
+        isinstance(ai_title, str) and ai_title.strip()
+    ):
+        return None
+    row = {
+        "summary": summary,
+        "last_prompt": last_prompt,
+        "first_prompt": first_prompt,
+        "prompt_fallback": prompt_fallback,
+        "session_id": "",
+    }
+    return display_title(row) or None
+
+
 def iso_ms(ms: int | None) -> str | None:
     """Epoch milliseconds → ``2026-11-02T10:00:30.000Z``."""
     if ms is None:

@@ -19,8 +19,10 @@ from sessiondex.indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exp
     FTS_TOKENIZER,
     MIGRATION_SET,
     SESSION_FTS_COLUMNS,
+    SHOWN_TITLE_COLUMN,
+    SHOWN_TITLE_SOURCES,
 )
-from sessiondex.indexer.textstore import FTS_FUNCTION
+from sessiondex.indexer.textstore import FTS_FUNCTION, SHOWN_TITLE_FUNCTION
 from sessiondex.indexer.textstore import FUNCTION as TEXT_FUNCTION
 
 migrations = Migrations(MIGRATION_SET)
@@ -274,34 +276,7 @@ def m008_session_search_view(db: Database) -> None:
     fires only when a searchable column changes, as writing the table did: a counter or
     object update does not re-index the session. The trigger names stay (a bulk build
     drops and restores ``session_search_ai`` by name, indexer/bulk.py)."""
-    for trigger in ("session_search_ai", "session_search_ad", "session_search_au"):
-        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-    db.execute("DROP TABLE IF EXISTS session_search_fts")
-    db.execute("DROP TABLE IF EXISTS session_search")
-    columns = ", ".join(f"{FTS_FUNCTION}({c}) AS {c}" for c in SESSION_FTS_COLUMNS)
-    db.execute(f"CREATE VIEW session_search AS SELECT id, {columns} FROM sessions")
-    names = ", ".join(SESSION_FTS_COLUMNS)
-    db.execute(
-        f"CREATE VIRTUAL TABLE session_search_fts USING fts5({names},"
-        f" content='session_search', content_rowid='id', tokenize='{FTS_TOKENIZER}')"
-    )
-
-    def values(prefix: str) -> str:
-        return ", ".join(f"{FTS_FUNCTION}({prefix}.{c})" for c in SESSION_FTS_COLUMNS)
-
-    insert = f"INSERT INTO session_search_fts(rowid, {names}) VALUES (new.id, {values('new')})"
-    delete = (
-        f"INSERT INTO session_search_fts(session_search_fts, rowid, {names})"
-        f" VALUES ('delete', old.id, {values('old')})"
-    )
-    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in SESSION_FTS_COLUMNS)
-    db.execute(f"CREATE TRIGGER session_search_ai AFTER INSERT ON sessions BEGIN {insert}; END")
-    db.execute(f"CREATE TRIGGER session_search_ad AFTER DELETE ON sessions BEGIN {delete}; END")
-    db.execute(
-        f"CREATE TRIGGER session_search_au AFTER UPDATE OF {names} ON sessions"
-        f" WHEN {changed} BEGIN {delete}; {insert}; END"
-    )
-    db.execute("INSERT INTO session_search_fts(session_search_fts) VALUES ('rebuild')")
+    build_session_search(db, shown_title=False)
 
 
 @migrations()
@@ -324,3 +299,60 @@ def m010_sessions_by_project_and_cwd(db: Database) -> None:
     session row of the project (9 ms for a project of 5,000 sessions, on every keystroke
     of the picker); with it, only the distinct (key, cwd) entries."""
     db.execute("CREATE INDEX sessions_project_cwd ON sessions(project_key, cwd)")
+
+
+def build_session_search(db: Database, *, shown_title: bool = True) -> None:
+    """The ``session_search`` view of ``sessions``, its FTS5 index (the searchable
+    columns through ``fts_text``, then the computed ``shown_title``: indexer/shape.py)
+    and the three triggers that keep the index in step, from scratch, then indexed
+    (``'rebuild'``). m008 made the view (as it was: without ``shown_title``); m011
+    added ``shown_title``."""
+    for trigger in ("session_search_ai", "session_search_ad", "session_search_au"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP TABLE IF EXISTS session_search_fts")
+    kind = db.execute("SELECT type FROM sqlite_master WHERE name = 'session_search'").fetchone()
+    if kind is not None:  # a table before m008, a view after it
+        db.execute(f"DROP {kind[0].upper()} session_search")
+
+    def values(prefix: str) -> list[str]:
+        dot = f"{prefix}." if prefix else ""
+        sources = ", ".join(f"{dot}{c}" for c in SHOWN_TITLE_SOURCES)
+        computed = [f"{SHOWN_TITLE_FUNCTION}({sources})"] if shown_title else []
+        return [f"{FTS_FUNCTION}({dot}{c})" for c in SESSION_FTS_COLUMNS] + computed
+
+    indexed = (*SESSION_FTS_COLUMNS, *([SHOWN_TITLE_COLUMN] if shown_title else []))
+    names = ", ".join(indexed)
+    columns = ", ".join(f"{v} AS {c}" for v, c in zip(values(""), indexed))
+    db.execute(f"CREATE VIEW session_search AS SELECT id, {columns} FROM sessions")
+    db.execute(
+        f"CREATE VIRTUAL TABLE session_search_fts USING fts5({names},"
+        f" content='session_search', content_rowid='id', tokenize='{FTS_TOKENIZER}')"
+    )
+    insert = (
+        f"INSERT INTO session_search_fts(rowid, {names})"
+        f" VALUES (new.id, {', '.join(values('new'))})"
+    )
+    delete = (
+        f"INSERT INTO session_search_fts(session_search_fts, rowid, {names})"
+        f" VALUES ('delete', old.id, {', '.join(values('old'))})"
+    )
+    watched = tuple(
+        dict.fromkeys((*SESSION_FTS_COLUMNS, *(SHOWN_TITLE_SOURCES if shown_title else ())))
+    )
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in watched)
+    db.execute(f"CREATE TRIGGER session_search_ai AFTER INSERT ON sessions BEGIN {insert}; END")
+    db.execute(f"CREATE TRIGGER session_search_ad AFTER DELETE ON sessions BEGIN {delete}; END")
+    db.execute(
+        f"CREATE TRIGGER session_search_au AFTER UPDATE OF {', '.join(watched)} ON sessions"
+        f" WHEN {changed} BEGIN {delete}; {insert}; END"
+    )
+    db.execute("INSERT INTO session_search_fts(session_search_fts) VALUES ('rebuild')")
+
+
+@migrations()
+def m011_shown_title(db: Database) -> None:
+    """``session_search_fts`` gains ``shown_title``: the title the picker shows a session
+    with neither a custom nor an AI title, which Claude Code's picker filters as letters
+    are typed. Computed by the view (no ``sessions`` column): the view, the FTS table
+    and its triggers are made again and indexed (``'rebuild'``, a few thousand rows)."""
+    build_session_search(db)

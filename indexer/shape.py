@@ -42,6 +42,21 @@ SESSION_FTS_COLUMNS = (
     "cwd",
 )
 
+# One more column of ``session_search_fts``, computed by the view rather than kept in
+# ``sessions``: the title the picker shows a session that has neither a custom nor an
+# AI title (made from its summary or a prompt), NULL for the others. Claude Code's
+# picker filters that title as letters are typed (query/search.py title_prefix_search).
+# From these ``sessions`` columns, by ``indexer.objects.untitled_title``.
+SHOWN_TITLE_COLUMN = "shown_title"
+SHOWN_TITLE_SOURCES = (
+    "custom_title",
+    "ai_title",
+    "summary",
+    "last_prompt",
+    "first_prompt",
+    "prompt_fallback",
+)
+
 MIGRATION_SET = "sessiondex"
 MIGRATION_NAMES = (
     "m001_initial",
@@ -54,6 +69,7 @@ MIGRATION_NAMES = (
     "m008_session_search_view",
     "m009_text_dictionaries",
     "m010_sessions_by_project_and_cwd",
+    "m011_shown_title",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

@@ -46,6 +46,8 @@ from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
+from sessiondex.indexer.objects import untitled_title
+from sessiondex.indexer.shape import SHOWN_TITLE_SOURCES
 from sessiondex.indexer.text import fts_text
 
 #: The SQL function that turns a stored body back into its text.
@@ -54,6 +56,8 @@ FUNCTION = "sessiondex_text"
 #: (``indexer/text.py`` ``fts_text``): the view ``session_search`` applies it to
 #: ``sessions``, so that metadata is stored once (schema m008).
 FTS_FUNCTION = "sessiondex_fts"
+# The SQL function the session_search view computes ``shown_title`` with.
+SHOWN_TITLE_FUNCTION = "sessiondex_shown_title"
 #: Texts shorter than this (UTF-8 bytes) are stored as they are.
 COMPRESS_MIN_BYTES = 128
 #: Marker byte of a raw deflate body (read only: schema m007's bodies).
@@ -250,6 +254,15 @@ def register(conn: sqlite3.Connection) -> None:
     SQLite may use them in indexes and may skip calls whose input it has seen."""
     conn.create_function(FUNCTION, 1, Decoder(conn), deterministic=True)
     conn.create_function(FTS_FUNCTION, 1, _fts_value, deterministic=True)
+    conn.create_function(
+        SHOWN_TITLE_FUNCTION, len(SHOWN_TITLE_SOURCES), _shown_title_value, deterministic=True
+    )
+
+
+def _shown_title_value(*sources: Any) -> str | None:
+    """The ``shown_title`` column as indexed: ``fts_text`` of
+    :func:`~sessiondex.indexer.objects.untitled_title` of ``SHOWN_TITLE_SOURCES``."""
+    return _fts_value(untitled_title(*sources))
 
 
 def _fts_value(value: Any) -> str | None:

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
 from sessiondex.indexer.text import fts_text, word_text
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
@@ -88,8 +88,9 @@ COLUMN_WEIGHTS = {
 }
 #: The columns that make a hit a ``title`` hit: the names the picker shows.
 TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
-#: What one or two typed letters filter (:func:`title_prefix_search`).
-TYPED_PREFIX_COLUMNS = (*TITLE_COLUMNS, "tag", "branches_text")
+#: What one or two typed letters filter (:func:`title_prefix_search`): the names, the
+#: title shown of a session without one, the tag and the branches.
+TYPED_PREFIX_COLUMNS = (*TITLE_COLUMNS, SHOWN_TITLE_COLUMN, "tag", "branches_text")
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
@@ -187,7 +188,9 @@ class Hit:
 
 
 def _weights_sql() -> str:
-    return ", ".join(str(COLUMN_WEIGHTS[c]) for c in SESSION_FTS_COLUMNS)
+    # shown_title, last: a copy of a summary or prompt already weighed, for the filter
+    # as letters are typed; it adds nothing to a rank.
+    return ", ".join(str(COLUMN_WEIGHTS[c]) for c in SESSION_FTS_COLUMNS) + ", 0.0"
 
 
 def _metadata_hits(
@@ -617,12 +620,11 @@ def _too_short(text: str) -> bool:
 def title_prefix_search(
     db: Database, word: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
 ) -> SearchOutcome:
-    """While a query is typed, one or two letters filter the sessions whose titles,
-    names, tag or branches (:data:`TYPED_PREFIX_COLUMNS`) hold a word starting with
-    them, newest first. Claude Code's filter also reads the title of a session that has
-    no custom or AI title (its summary or a prompt); the index holds no such column,
-    and FTS5 over every prompt costs 5-12 ms a letter at 20,000 sessions, a walk over
-    the titles made from them 15-30 ms: a keystroke's whole budget.
+    """While a query is typed, one or two letters filter the sessions whose title as
+    shown, names, tag or branches (:data:`TYPED_PREFIX_COLUMNS`) hold a word starting
+    with them, newest first: what Claude Code's own filter reads. The title shown of a
+    session without a custom or AI title (its summary or a prompt) is an FTS5 column of
+    its own, ``shown_title`` (indexer/shape.py), so this is one prefix query.
 
     Why not the full search: one or two letters are no word yet (``search`` matches a
     last word as a prefix only from :data:`MIN_PREFIX_CHARS` characters), so the full
@@ -630,7 +632,8 @@ def title_prefix_search(
     matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
     Claude Code's own /resume picker filters titles as you type; this is that filter,
     by word prefix, over the small ``session_search`` table. ``matched_by`` is
-    ``title`` when a title or name holds the word, else ``text`` (a tag or a branch);
+    ``title`` when the title shown or a name holds the word, else ``text`` (a tag or a
+    branch);
     ``score`` None (the order is recency)."""
     dialect = dialect_of(db)
     match = dialect.title_match(dialect.term(word, True), TYPED_PREFIX_COLUMNS)
@@ -683,9 +686,10 @@ def title_prefix_search(
     for obj, row in zip(out, ordered):
         obj["score"] = None
         obj["snippet"] = snippets[row["id"]]
-        names = " ".join(str(row[c] or "") for c in TITLE_COLUMNS)
+        shown = (obj["title"], obj["custom_title"], obj["ai_title"], row["agent_name"])
+        names = " ".join(str(v or "") for v in shown)
         held = any(w.startswith(typed) for w in word_text(names).split())
-        obj["matched_by"] = "title" if held else "text"
+        obj["matched_by"] = "title" if held else "text"  # else a tag or a branch
     return SearchOutcome(out, MATCH, [word])
 
 

@@ -666,6 +666,73 @@ def test_an_index_of_schema_m007_keeps_its_session_search_answers(tmp_path: Path
     check_fts_integrity(db)
 
 
+def _shown(db: Database, word: str) -> list[int]:
+    return [
+        r[0]
+        for r in db.execute(
+            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?",
+            [f"shown_title: {word}"],
+        )
+    ]
+
+
+def test_the_title_shown_of_an_untitled_session_is_indexed_until_it_gets_a_name(
+    tmp_path: Path,
+) -> None:
+    """``shown_title`` (m011) holds the title the picker shows a session with no custom
+    or AI title, its first prompt here, for the filter as letters are typed; once an AI
+    title comes, the column is empty (the name is what is shown)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/app")
+    s.user("quarantine the flaky test")
+    s.assistant("ok")
+    s.user("a later ask about parsers")
+    path = s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    (rowid,) = [r["id"] for r in select_rows(db)]
+    assert (_shown(db, "quarantine"), _shown(db, "parsers")) == ([rowid], [])
+    append_records(
+        path, [{"type": "ai-title", "aiTitle": "Flaky tests", "sessionId": s.session_id}]
+    )
+    refresh(db, [tree.root])
+    assert _shown(db, "quarantine") == []
+    check_fts_integrity(db)
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "new.db")
+
+
+def test_an_index_of_schema_m010_gets_shown_title(tmp_path: Path) -> None:
+    """m011 makes the view, the FTS table and the triggers again with ``shown_title`` and
+    indexes the sessions already there; later writes keep it in step."""
+    from sessiondex.indexer import schema
+    from sessiondex.indexer.shape import DERIVATION_VERSION
+    from sessiondex.indexer.textstore import register
+
+    path = tmp_path / "old.db"
+    old = Database(path)
+    register(old.conn)
+    schema.migrations.apply(old, stop_before="m011_shown_title")
+    old.execute(
+        "INSERT INTO sessions (id, root, project_key, session_id, file_path, first_prompt)"
+        " VALUES (1, '/r', 'k', 's', '/r/k/s.jsonl', 'quokka audit please')"
+    )
+    old.execute(
+        "INSERT INTO meta (key, value) VALUES ('derivation_version', ?)",
+        [str(DERIVATION_VERSION)],
+    )
+    old.conn.commit()
+    assert old.execute(
+        "SELECT count(*) FROM pragma_table_info('session_search_fts') WHERE name = 'shown_title'"
+    ).fetchone() == (0,)
+    old.close()
+    db = open_db(path)
+    assert _shown(db, "quokka") == [1]
+    with db.conn:
+        db.execute("UPDATE sessions SET custom_title = 'Audit' WHERE id = 1")
+    assert _shown(db, "quokka") == []
+    check_fts_integrity(db)
+
+
 def test_reader_limit_keeps_memory_bounded_on_a_huge_line(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 1 << 16)
     tree = ConfigTree(tmp_path / "claude")

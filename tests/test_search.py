@@ -388,11 +388,11 @@ def typing_db(tmp_path_factory):
 @pytest.mark.parametrize(
     ("query", "filters", "expected"),
     [
-        # one or two letters: titles, names, tags and branches holding a word with that
-        # prefix, newest first (not the text, not a prompt, not the middle of a word;
-        # not yet the title made from a prompt, which Claude Code's filter also reads)
-        ("q", ALL, ["quarterly", "quick", "second-word", "tagged"]),
-        ("Qu", ALL, ["quarterly", "quick", "second-word"]),
+        # one or two letters: the title shown, names, tags and branches holding a word
+        # with that prefix, newest first, as Claude Code's filter (not the text, not a
+        # prompt behind a custom title, not the middle of a word)
+        ("q", ALL, ["quarterly", "quick", "untitled", "second-word", "tagged"]),
+        ("Qu", ALL, ["quarterly", "quick", "untitled", "second-word"]),
         ("qu", Filters(scope="all", limit=1), ["quarterly"]),
         ("q", Filters(cwd="/w/b", scope="worktree"), ["quick", "second-word", "tagged"]),
         ("zz", ALL, []),  # nothing: no typo fallback while typing
