@@ -409,8 +409,7 @@ def test_typing_one_or_two_letters_filters_titles_by_prefix(
     outcome = run_search(db, query, filters, typing=True)
     assert [names[r["session_id"]] for r in outcome.rows] == expected
     assert [r["matched_by"] for r in outcome.rows] == [
-        "text" if names[r["session_id"]] == "tagged" else "title"
-        for r in outcome.rows
+        "text" if names[r["session_id"]] == "tagged" else "title" for r in outcome.rows
     ]
     assert all(r["score"] is None for r in outcome.rows)
     if outcome.rows:
