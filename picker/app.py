@@ -40,6 +40,7 @@ from sessiondex.picker.model import (
 from sessiondex.picker.model import load as load_rows
 from sessiondex.picker.rows import (
     UNICODE,
+    Columns,
     Glyphs,
     clean,
     fit,
@@ -337,8 +338,7 @@ class PickerScreen(Screen[None]):
             "#status",
             Text(left + " " * max(1, width - 2 - len(left) - len(right)) + right, no_wrap=True),
         )
-        columns = self.session_list.columns()
-        self._set_line("#columns", header_text(columns))
+        self.show_header(self.session_list.columns())
         hints = [
             "enter resume",
             "esc quit",
@@ -356,6 +356,10 @@ class PickerScreen(Screen[None]):
                 break
             line = candidate
         self._set_line("#hints", Text(line, no_wrap=True))
+
+    def show_header(self, columns: Columns) -> None:
+        """The column names over the rows, laid out as the rows are (``columns``)."""
+        self._set_line("#columns", header_text(columns))
 
     def _set_line(self, selector: str, text: Text) -> None:
         """Show ``text`` in a one-line Static, unless it already does (no redraw)."""

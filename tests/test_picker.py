@@ -851,3 +851,36 @@ def test_a_row_of_a_named_agent_session_shows_at_name(tmp_path: Path) -> None:
         assert "agent_name" not in plain
         (obj,) = with_agent_names(index, [plain])
     assert markers(obj) == ["@reviewer"]
+
+
+@pytest.mark.parametrize("size", [(120, 12), (120, 40), (80, 8)])
+def test_the_column_header_follows_the_rows_when_a_scrollbar_comes_and_goes(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """The header was laid out once, from the list's width before the rows came; a
+    scrollbar that appeared with them narrowed the rows and not the header (the
+    activity column 7 cells apart at 120 columns)."""
+    from sessiondex.picker.rows import header_text
+
+    world = PickerWorld(tmp_path)
+    for n in range(12):  # enough rows for a scrollbar on a short screen
+        world.add(f"extra{n}", world.api, f"extra task {n}", mtime=NOW - 9000 - n)
+    world.refresh()
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await settle(app, pilot)
+        await pilot.pause(0.05)
+        shown = []
+        for query in ("", "extra task 3"):  # many rows, then one: the scrollbar goes
+            app.picker.query_one("#query").value = query
+            await pilot.pause(0.2)
+            await settle(app, pilot)
+            await pilot.pause(0.05)
+            expected = header_text(app.picker.session_list.columns()).plain
+            header = str(app.picker.query_one("#columns").render())
+            shown.append((header.rstrip(), expected.rstrip()))
+        return shown
+
+    _, shown = drive(world, run, size=size, options=PickerOptions(cwd="/", scope="all"))
+    for header, expected in shown:
+        assert header == expected
