@@ -329,6 +329,8 @@ class PickerScreen(Screen[None]):
                 parts.append("newest first")
         else:
             parts.append(f"{len(rows)} session{'s' if len(rows) != 1 else ''}")
+        if not rows and not self.is_loading and self.scope != "all":
+            parts.append("^A: all projects")  # as search says where else it matches
         if rows:
             parts.append(f"{self.session_list.cursor + 1}/{len(rows)}")
         right = "? keys"

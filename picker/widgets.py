@@ -297,7 +297,11 @@ class TextPrompt(ModalScreen[str | None]):
         border: none; height: 1; padding: 0; margin: 1 0 0 0;
     }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", priority=True)]
+    # Ctrl+C too: it leaves the picker everywhere else, and did nothing in the prompt.
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", priority=True),
+        Binding("ctrl+c", "cancel", "Cancel", priority=True),
+    ]
 
     def __init__(self, title: str, value: str = "", hint: str = "", placeholder: str = "") -> None:
         super().__init__()

@@ -884,3 +884,31 @@ def test_the_column_header_follows_the_rows_when_a_scrollbar_comes_and_goes(
     _, shown = drive(world, run, size=size, options=PickerOptions(cwd="/", scope="all"))
     for header, expected in shown:
         assert header == expected
+
+
+def test_ctrl_c_cancels_a_prompt(tmp_path: Path) -> None:
+    """Ctrl+C leaves the picker everywhere else; in the rename prompt it did nothing."""
+    world = PickerWorld(tmp_path)
+    path = world.paths["coupons"]
+    before = path.read_bytes()
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+r")
+        opened = app.screen is not app.picker
+        await press(app, pilot, *"Not saved", "ctrl+c")
+        await pilot.pause(0.1)
+        return opened, app.screen is app.picker
+
+    _, (opened, closed) = drive(world, run)
+    assert opened and closed and path.read_bytes() == before
+
+
+def test_an_empty_scope_points_to_all_projects(tmp_path: Path) -> None:
+    world = PickerWorld(tmp_path)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await settle(app, pilot)
+        return str(app.picker.query_one("#status").render())
+
+    _, status = drive(world, run, options=PickerOptions(cwd=str(tmp_path / "none")))
+    assert "0 sessions" in status and "^A: all projects" in status
