@@ -632,17 +632,28 @@ def test_session_metadata_is_indexed_once_and_reindexed_only_when_it_changes(
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "new.db")
 
 
-def test_an_index_of_schema_m007_keeps_its_session_search_answers(tmp_path: Path) -> None:
-    """m008 replaces the ``session_search`` table by the view and re-indexes from
-    ``sessions``: what the old table held (``fts_text`` of the same columns) is found."""
+def _index_before(path: Path, migration: str) -> Database:
+    """An index as a version that stopped before ``migration`` left it, at this
+    DERIVATION_VERSION (so opening it migrates, and does not re-derive)."""
     from sessiondex.indexer import schema
     from sessiondex.indexer.shape import DERIVATION_VERSION
     from sessiondex.indexer.textstore import register
 
-    path = tmp_path / "old.db"
     old = Database(path)
     register(old.conn)
-    schema.migrations.apply(old, stop_before="m008_session_search_view")
+    schema.migrations.apply(old, stop_before=migration)
+    old.execute(
+        "INSERT INTO meta (key, value) VALUES ('derivation_version', ?)",
+        [str(DERIVATION_VERSION)],
+    )
+    return old
+
+
+def test_an_index_of_schema_m007_keeps_its_session_search_answers(tmp_path: Path) -> None:
+    """m008 replaces the ``session_search`` table by the view and re-indexes from
+    ``sessions``: what the old table held (``fts_text`` of the same columns) is found."""
+    path = tmp_path / "old.db"
+    old = _index_before(path, "m008_session_search_view")
     old.execute(
         "INSERT INTO sessions (id, root, project_key, session_id, file_path, custom_title,"
         " first_prompt) VALUES (1, '/r', 'k', 's', '/r/k/s.jsonl', 'Quokka audit',"
@@ -651,10 +662,6 @@ def test_an_index_of_schema_m007_keeps_its_session_search_answers(tmp_path: Path
     old.execute(
         "INSERT INTO session_search (id, custom_title, first_prompt)"
         " VALUES (1, 'Quokka audit', 'why does the 数 据 库 fail')"
-    )
-    old.execute(
-        "INSERT INTO meta (key, value) VALUES ('derivation_version', ?)",
-        [str(DERIVATION_VERSION)],
     )
     old.conn.commit()
     old.close()
@@ -704,21 +711,11 @@ def test_the_title_shown_of_an_untitled_session_is_indexed_until_it_gets_a_name(
 def test_an_index_of_schema_m010_gets_shown_title(tmp_path: Path) -> None:
     """m011 makes the view, the FTS table and the triggers again with ``shown_title`` and
     indexes the sessions already there; later writes keep it in step."""
-    from sessiondex.indexer import schema
-    from sessiondex.indexer.shape import DERIVATION_VERSION
-    from sessiondex.indexer.textstore import register
-
     path = tmp_path / "old.db"
-    old = Database(path)
-    register(old.conn)
-    schema.migrations.apply(old, stop_before="m011_shown_title")
+    old = _index_before(path, "m011_shown_title")
     old.execute(
         "INSERT INTO sessions (id, root, project_key, session_id, file_path, first_prompt)"
         " VALUES (1, '/r', 'k', 's', '/r/k/s.jsonl', 'quokka audit please')"
-    )
-    old.execute(
-        "INSERT INTO meta (key, value) VALUES ('derivation_version', ?)",
-        [str(DERIVATION_VERSION)],
     )
     old.conn.commit()
     assert old.execute(

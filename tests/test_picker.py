@@ -416,28 +416,28 @@ def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     assert "Coupons v2" in text and "Implement coupon codes" not in text
 
 
+def auth_prompt(world: PickerWorld, content: str, n: int) -> dict[str, Any]:
+    """A new prompt in the "auth" session, a minute before the pinned clock's now."""
+    return {
+        "parentUuid": None,
+        "isSidechain": False,
+        "type": "user",
+        "message": {"role": "user", "content": content},
+        "uuid": f"7e57a11c-0000-4000-8000-{n:012d}",
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 60)),
+        "sessionId": world.ids["auth"],
+        "cwd": str(world.shop),
+    }
+
+
 def test_the_first_rows_come_from_an_index_brought_up_to_date(tmp_path: Path) -> None:
     """The session just used is the one whose transcript changed since the last refresh.
     The picker opened on the index as it was and moved that session to the top a moment
     later, the highlight staying on the old first row: Enter resumed the wrong session.
     Now the first rows wait for the same quick refresh every reading command runs."""
     world = PickerWorld(tmp_path)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 60))
     append_records(
-        world.paths["auth"],
-        [
-            {
-                "parentUuid": None,
-                "isSidechain": False,
-                "type": "user",
-                "message": {"role": "user", "content": "back to the auth work"},
-                "uuid": "7e57a11c-0000-4000-8000-000000000002",
-                "timestamp": stamp,
-                "sessionId": world.ids["auth"],
-                "cwd": str(world.shop),
-            }
-        ],
-        mtime=NOW - 60,
+        world.paths["auth"], [auth_prompt(world, "back to the auth work", 2)], mtime=NOW - 60
     )
 
     async def run(app: PickerApp, pilot: Any) -> Any:
@@ -464,20 +464,10 @@ def test_live_update_keeps_the_highlighted_session(
         before = app.picker.session_list.current  # "Implement coupon codes", first row
         # another session gets a new prompt and a new name elsewhere: it becomes the
         # newest, and the highlighted one moves down a row
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 60))
         append_records(
             world.paths["auth"],
             [
-                {
-                    "parentUuid": None,
-                    "isSidechain": False,
-                    "type": "user",
-                    "message": {"role": "user", "content": "one more thing"},
-                    "uuid": "7e57a11c-0000-4000-8000-000000000001",
-                    "timestamp": stamp,
-                    "sessionId": world.ids["auth"],
-                    "cwd": str(world.shop),
-                },
+                auth_prompt(world, "one more thing", 1),
                 {
                     "type": "custom-title",
                     "customTitle": "Auth, renamed elsewhere",
