@@ -29,12 +29,57 @@ class InvalidValue(click.ClickException):
 
 
 def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """A click callback: an option given an empty (or blank) value is a usage error. An
-    empty value is nearly always a variable that is not set (``--config-dir "$BACKUP"``),
-    and taking it as "not given" would act on the default instead: list, or delete from,
-    ~/.claude when another config dir was meant."""
+    """A click callback: an option given an empty (or blank) value on the command line is
+    a usage error. An empty value is nearly always a variable that is not set
+    (``--config-dir "$BACKUP"``, ``cleanup --archive "$DIR"``), and taking it as "not
+    given" acts on the default instead: ~/.claude when another config dir was meant, a
+    plain delete when an archive was. Defaults and environment variables are left to
+    the option (an empty variable means unset, as Claude Code reads them)."""
+    from click.core import ParameterSource
+
+    if param.name and ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+        return value
     values = value if isinstance(value, tuple) else (value,)
     if any(isinstance(v, str) and not v.strip() for v in values):
-        name = param.opts[0] if param.opts else str(param.name)
+        name = max(param.opts, key=len) if param.opts else str(param.name)
         raise InvalidValue(f"'{name}'", "it is empty (is a variable unset?)")
     return value
+
+
+#: (command, option) pairs that say themselves why an empty value will not do: a fork's
+#: title is checked as rename's and tag's names are (exit 1, "the fork's title is
+#: empty"), and --db names what it is ("the index path is empty").
+CHECKED_BY_THEIR_COMMAND = frozenset({("fork", "title"), ("cli", "db_path")})
+
+
+def refuse_empty_values(command: click.Command) -> click.Command:
+    """Give every option of ``command`` (and of its subcommands) that takes free text
+    the :func:`not_empty` check, before the option's own callback: one rule for every
+    option, present and future (a choice or a number is checked by click itself)."""
+    if getattr(command, "_empty_values_refused", False):
+        return command
+    command._empty_values_refused = True  # type: ignore[attr-defined]
+    for param in command.params:
+        if (command.name, param.name) in CHECKED_BY_THEIR_COMMAND:
+            continue
+        if (
+            isinstance(param, click.Option)
+            and not param.is_flag
+            and not param.count
+            and isinstance(param.type, (click.types.StringParamType, click.Path))
+        ):
+            param.callback = _then(not_empty, param.callback)
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            refuse_empty_values(sub)
+    return command
+
+
+def _then(first: Any, second: Any) -> Any:
+    if second is None:
+        return first
+
+    def both(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        return second(ctx, param, first(ctx, param, value))
+
+    return both

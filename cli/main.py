@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import App
-from sessiondex.cli.errors import not_empty
+from sessiondex.cli.errors import refuse_empty_values
 
 # command name → "module:function"; the help listing keeps this order.
 COMMANDS = {
@@ -78,6 +78,7 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
+        refuse_empty_values(command)
         return command
 
 
@@ -141,7 +142,6 @@ config` shows each setting and where it came from.
     "config_dirs",
     multiple=True,
     metavar="DIR",
-    callback=not_empty,
     help="Claude config dir to index (repeatable; it must exist). Default: "
     "$CLAUDE_CONFIG_DIR (one path), else $SESSIONDEX_CONFIG_DIRS, else ~/.claude.",
 )
@@ -184,6 +184,9 @@ def cli(
     dirs, db_path = apply_settings(ctx, config_dirs, db_path)
     ctx.obj = App(config_dirs=dirs, db_path=db_path, no_refresh=no_refresh)
     ctx.call_on_close(ctx.obj.close)
+
+
+refuse_empty_values(cli)  # its own options; each command's when it is first looked up
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 import click
 
 from sessiondex.cli.app import CliError, app
-from sessiondex.cli.errors import not_empty
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -25,7 +24,6 @@ class AddressError(click.ClickException):
     "--cwd",
     type=click.Path(file_okay=False),
     default=None,
-    callback=not_empty,
     help="Answer as if asked from DIR (default: the directory the server starts in, "
     "which is the project Claude Code runs in).",
 )

@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import CliError, app
-from sessiondex.cli.errors import not_empty
 
 
 def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -18,7 +17,6 @@ def cwd_option(func: Callable[..., Any]) -> Callable[..., Any]:
         "--cwd",
         type=click.Path(file_okay=False),
         default=None,
-        callback=not_empty,
         help="Act as if run in DIR (default: the current directory).",
     )(func)
 
@@ -51,8 +49,7 @@ def _apply_scope_options(
             "--branch",
             default=None,
             metavar="B",
-            callback=not_empty,
-            help="Only sessions that were on git branch B at any point.",
+                help="Only sessions that were on git branch B at any point.",
         ),
         click.option(
             "--current-branch",
@@ -63,8 +60,7 @@ def _apply_scope_options(
             "--since",
             default=None,
             metavar="WHEN",
-            callback=not_empty,
-            help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01).",
+                help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01).",
         ),
         click.option(
             "--all-kinds",

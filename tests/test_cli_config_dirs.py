@@ -270,6 +270,53 @@ def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
     }
 
 
+def _text_options() -> list[tuple[list[str], str]]:
+    """(command words, option) for every option of every command that takes free text."""
+    import click
+
+    from sessiondex.cli.errors import CHECKED_BY_THEIR_COMMAND
+    from sessiondex.cli.main import COMMANDS
+
+    found: list[tuple[list[str], str]] = []
+
+    def walk(words: list[str], command: click.Command) -> None:
+        for param in command.params:
+            if (
+                isinstance(param, click.Option)
+                and not param.is_flag
+                and isinstance(param.type, (click.types.StringParamType, click.Path))
+                and (command.name, param.name) not in CHECKED_BY_THEIR_COMMAND
+            ):
+                found.append((words, max(param.opts, key=len)))
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                walk([*words, name], sub)
+
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        walk([name], command)
+    return found
+
+
+@pytest.mark.parametrize(("words", "option"), _text_options())
+def test_every_option_that_takes_text_refuses_an_empty_value(
+    tmp_path: Path, words: list[str], option: str
+) -> None:
+    """One rule for all (cli.errors.refuse_empty_values): `cleanup --apply --archive ""`
+    deleted without archiving, `archive --to ""` used the default dir, `--user ""`
+    listed nothing, each as if the option were not given."""
+    tree = _tree(tmp_path / "claude")
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
+    result = _run(tmp_path, ["--config-dir", str(tree.root), *words, option, ""])
+    assert result.exit_code == 2, (words, option, result.output)
+    assert result.stderr == (
+        f"Error: Invalid value for '{option}': it is empty (is a variable unset?)\n"
+    ), result.stderr
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
+
+
 @pytest.mark.parametrize(
     ("args", "option"),
     [
