@@ -49,7 +49,7 @@ def _apply_scope_options(
             "--branch",
             default=None,
             metavar="B",
-                help="Only sessions that were on git branch B at any point.",
+            help="Only sessions that were on git branch B at any point.",
         ),
         click.option(
             "--current-branch",
@@ -60,7 +60,7 @@ def _apply_scope_options(
             "--since",
             default=None,
             metavar="WHEN",
-                help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01).",
+            help="Only sessions active since WHEN (7d, 12h, 2w, 2026-11-01).",
         ),
         click.option(
             "--all-kinds",
