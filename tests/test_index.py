@@ -274,9 +274,10 @@ def test_unreadable_file_is_reported_and_skipped(tmp_path: Path, monkeypatch) ->
     assert refresh(db, [tree.root]).sessions == 2  # readable again: picked up
 
 
+@pytest.mark.parametrize("how", ["list", "enter"])
 @pytest.mark.parametrize("unlisted", ["projects", "project", "subagents"])
 def test_a_directory_that_cannot_be_listed_keeps_its_sessions(
-    tmp_path: Path, monkeypatch, unlisted: str
+    tmp_path: Path, monkeypatch, unlisted: str, how: str
 ) -> None:
     """A restore or sync can leave a directory without read permission: its transcripts
     are unseen, not deleted. The refresh names the directory and keeps their rows (it
@@ -297,18 +298,36 @@ def test_a_directory_that_cannot_be_listed_keeps_its_sessions(
         "project": kept_path.parent,
         "subagents": kept_path.with_suffix("") / "subagents",
     }[unlisted]
-    real_scandir = os.scandir
+    real_scandir, real_lstat = os.scandir, os.lstat
 
-    def deny(target):
+    def deny_list(target):
         if os.fspath(target) == str(denied):
             raise PermissionError(13, "Permission denied", os.fspath(target))
         return real_scandir(target)
 
-    monkeypatch.setattr(os, "scandir", deny)
+    def inside(target) -> bool:
+        return os.fspath(target).startswith(os.path.join(str(denied), ""))
+
+    def deny_scandir_inside(target):  # mode r--: listed, but nothing under it reached
+        if inside(target):
+            raise PermissionError(13, "Permission denied", os.fspath(target))
+        return real_scandir(target)
+
+    def deny_lstat_inside(target, *args, **kwargs):
+        if inside(target):
+            raise PermissionError(13, "Permission denied", os.fspath(target))
+        return real_lstat(target, *args, **kwargs)
+
+    if how == "list":
+        monkeypatch.setattr(os, "scandir", deny_list)
+    else:
+        monkeypatch.setattr(os, "scandir", deny_scandir_inside)
+        monkeypatch.setattr(os, "lstat", deny_lstat_inside)
     stats = refresh(db, [tree.root])
     assert stats.removed == 0
-    assert [p for p, _ in stats.errors] == [str(denied)]
-    assert "Permission denied" in stats.errors[0][1]
+    named = [p for p, _ in stats.errors]
+    assert named and all(p == str(denied) or inside(p) for p in named), named
+    assert all("Permission denied" in error for _, error in stats.errors)
     assert index_snapshot(db) == before
     monkeypatch.undo()
     kept.user("a later prompt")

@@ -75,12 +75,20 @@ SKIPPED_NOT_A_FILE = "skipped-not-a-file"
 SKIPPED_NON_UTF8_NAME = "skipped-non-utf8-name"
 
 
-def _regular_file_stat(path: str, skipped: Counter[str] | None = None) -> os.stat_result | None:
+def _regular_file_stat(
+    path: str, skipped: Counter[str] | None = None, unlisted: dict[str, str] | None = None
+) -> os.stat_result | None:
     """lstat of a regular file; anything else (a link, a directory named like a
-    transcript, a vanished entry) is None, counted in ``skipped`` by kind."""
+    transcript, a vanished entry) is None, counted in ``skipped`` by kind. An entry
+    that exists but cannot be looked at (a directory that may be read but not entered,
+    an I/O error) puts its directory in ``unlisted``: its files are unseen, not gone."""
     try:
         st = os.lstat(path)
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if unlisted is not None:
+            unlisted.setdefault(os.path.dirname(path), exc.strerror or type(exc).__name__)
         return None
     if stat.S_ISREG(st.st_mode):
         return st
@@ -162,7 +170,7 @@ def _scan_subagents(
                 continue
             name = entry.name
             if name.startswith("agent-") and name.endswith(".jsonl"):
-                st = _regular_file_stat(entry.path, skipped)
+                st = _regular_file_stat(entry.path, skipped, unlisted)
                 if st is not None:
                     found.append((entry.path, name[len("agent-") : -len(".jsonl")], st))
     return sorted(found)
@@ -207,7 +215,7 @@ def _scan_project(
         name = entry.name
         if not name.endswith(".jsonl") or not is_session_id(name[:-6]):
             continue
-        st = _regular_file_stat(entry.path, skipped)
+        st = _regular_file_stat(entry.path, skipped, unlisted)
         if st is None:
             continue
         sid = name[:-6]
