@@ -236,6 +236,11 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
          "https://gitlab.com/projects/acme/repos/shop/-/merge_requests/4", False),
         ("https://code-review.example.com/acme/shop.git",
          "https://code.example.com/acme/shop/pull/4", False),
+        # www. on a public forge is the forge (links and remotes alike)
+        ("https://www.github.com/acme/shop.git", "https://github.com/acme/shop/pull/4", True),
+        ("git@www.github.com:acme/shop.git", "https://www.github.com/acme/shop/pull/4", True),
+        ("https://github.com/acme/shop", "https://WWW.github.com/acme/shop/pull/4", True),
+        ("https://www.gitlab.com/g/p.git", "https://gitlab.com/g/p/-/merge_requests/4", True),
     ],
 )  # fmt: skip
 def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(

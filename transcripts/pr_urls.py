@@ -37,7 +37,14 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["PullRequest", "parse_pr_url", "parse_pr_ref", "find_pr_urls", "MAX_URL_LENGTH"]
+__all__ = [
+    "PullRequest",
+    "canonical_host",
+    "parse_pr_url",
+    "parse_pr_ref",
+    "find_pr_urls",
+    "MAX_URL_LENGTH",
+]
 
 #: Claude Code refuses to record a PR URL longer than this (docs/pull-requests.md#where-pr-data-comes-from).
 MAX_URL_LENGTH = 2048
@@ -100,6 +107,15 @@ _CANONICAL_HOSTS = {
     "www.gitlab.com": "gitlab.com",
     "www.bitbucket.org": "bitbucket.org",
 }
+
+
+def canonical_host(host: str) -> str:
+    """A host in lower case, and a public forge's ``www.`` alias as the forge's own host:
+    one rule for PR links and for the remotes they are matched against
+    (``transcripts/remotes.py``)."""
+    lowered = host.lower()
+    return _CANONICAL_HOSTS.get(lowered, lowered)
+
 
 # Characters a URL spells %-encoded: as given, they end an href or a Markdown autolink.
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
@@ -175,7 +191,7 @@ def _build(match: re.Match[str]) -> PullRequest | None:
     host = match["host"].lower()
     if match["scheme"] is None and "." not in host:
         return None
-    host = _CANONICAL_HOSTS.get(host, host)
+    host = canonical_host(host)
     if match["gl_n"] is not None:
         provider, repository, digits = "gitlab", match["gl_path"], match["gl_n"]
         path = f"{repository}/-/merge_requests/"

@@ -13,6 +13,8 @@ import os
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from sessiondex.transcripts.pr_urls import canonical_host
+
 # git answers these in milliseconds; a hung git (a network filesystem) must not hang us.
 GIT_TIMEOUT_SECONDS = 5
 
@@ -72,14 +74,14 @@ def parse_remote(url: str) -> tuple[str, str] | None:
     path = path.strip("/")
     if path.endswith(".git"):
         path = path[:-4]
-    return (host.lower(), path) if host and path else None
+    return (canonical_host(host), path) if host and path else None
 
 
 _BITBUCKET_SERVER_WEB = re.compile(r"projects/([^/]+)/repos/([^/]+)")
 
 
 def _host(host: str) -> str:
-    return host.lower().split(":", 1)[0]
+    return canonical_host(host.split(":", 1)[0])
 
 
 def same_repository(
