@@ -407,6 +407,16 @@ def _expected(m: dict[str, Any], name: str) -> Any:
         # prRepository as the pr-link record carries it: "the path between the host and
         # the PR segment" (docs/pull-requests.md#normalized-form).
         return [p["repository"] for p in m["pr_links"]]
+    if name == "pr_mentions":
+        # The manifest lists them as the text names them; the index in number, then
+        # URL order (indexer.objects.build_object).
+        from sessiondex.transcripts.pr_urls import parse_pr_url
+
+        def number(url: str) -> int:
+            parsed = parse_pr_url(url)
+            return parsed.number if parsed is not None else 0
+
+        return sorted(m[name], key=lambda url: (number(url), url))
     return m[name]
 
 

@@ -206,8 +206,12 @@ def build_object(
 ) -> dict[str, Any]:
     """The contract's session object from a session row and its related rows (PR rows
     are ``(url, number, repository, host, provider)``; mentions that are also links are
-    dropped here, so a mention never duplicates a link)."""
+    dropped here, so a mention never duplicates a link). Mentions are in number, then
+    URL order, however they were found: a new session's come in the order its text
+    names them, a changed one's from the table, and a rebuild must answer as the live
+    index does."""
     linked = {pr_identity(link[0], link[4]) for link in links}
+    mentions = sorted(mentions, key=lambda m: (m[1], m[0]))
     forked = None
     if row.get("forked_from_session"):
         forked = {

@@ -22,8 +22,9 @@ from __future__ import annotations
 # 16: a title or PR link glued onto a bad line is read (reader.glued_record), and a tag
 # record without a string tag clears the tag, as the SDK reads them; 17: pr_mentions in
 # number and URL order (objects._build_many), whatever order the files were read in;
-# 18: www.github.com (gitlab.com, bitbucket.org) links are the forge's own host's
-DERIVATION_VERSION = 18
+# 18: www.github.com (gitlab.com, bitbucket.org) links are the forge's own host's;
+# 19: a new session's pr_mentions in number and URL order too (objects.build_object)
+DERIVATION_VERSION = 19
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

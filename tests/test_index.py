@@ -233,6 +233,29 @@ def test_pr_mentions_read_in_any_order_equal_a_rebuild(tmp_path: Path) -> None:
     assert [m["number"] for m in obj["pr_mentions"]] == [2, 3]
 
 
+def test_a_new_sessions_mentions_are_in_the_order_a_changed_one_lists_them(
+    tmp_path: Path,
+) -> None:
+    """A new session's object listed its mentions in the order its text names them
+    (7, then 3); once the session changed, the object was built from the table, in
+    number order (3, 7). A fresh build and a live index must answer alike."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    s.user("see https://github.com/acme/shop/pull/7 and https://github.com/acme/shop/pull/3")
+    path = s.write()
+    db = open_db(tmp_path / "inc.db")
+    refresh(db, [tree.root])
+
+    def numbers() -> list[int]:
+        [obj] = [to_object(db, r) for r in select_rows(db)]
+        return [m["number"] for m in obj["pr_mentions"]]
+
+    assert numbers() == [3, 7]
+    append_records(path, [{"type": "tag", "tag": "x", "sessionId": s.session_id}])
+    refresh(db, [tree.root])
+    assert numbers() == [3, 7]
+
+
 def test_subagents_are_indexed_under_their_parent(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     s = _session(tree)
