@@ -587,6 +587,8 @@ def run_search(
         outcome = SearchOutcome(rows, FUZZY if rows else NONE, words)
     if elsewhere and terms:
         outcome.elsewhere = _elsewhere(db, terms, filters)
+    elif elsewhere and not raw:  # a query of symbols: where they are as typed
+        outcome.elsewhere = _symbol_elsewhere(db, text, filters)
     return outcome
 
 
@@ -736,16 +738,92 @@ def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
 SYMBOL_COLUMNS = (*TITLE_COLUMNS, "tag", "summary", "first_prompt", "last_prompt")
 
 
+#: A query of symbols is looked for by its first this many distinct words (each one is
+#: a LIKE per column in SQL; hundreds of them were "Expression tree is too large").
+SYMBOL_WORDS = 16
+# What continues the character before it into one grapheme: a joiner (U+200D), which
+# makes a new emoji of the two around it, and what only dresses the one before it (a
+# skin tone, a variation selector, a keycap, a tag, a combining mark).
+_JOINER = "\u200d"
+_DRESSING = frozenset(
+    {"\u20e3", *map(chr, range(0xFE00, 0xFE10)), *map(chr, range(0x1F3FB, 0x1F400))}
+    | set(map(chr, range(0xE0020, 0xE0080)))
+)
+_REGIONAL = range(0x1F1E6, 0x1F200)  # flags are pairs of regional indicators
+
+
+def _dresses(ch: str) -> bool:
+    import unicodedata
+
+    return ch in _DRESSING or unicodedata.category(ch).startswith("M")
+
+
+def _whole_end(text: str, start: int, word: str) -> int:
+    """Where the graphemes that ``word`` found at ``start`` of ``text`` end (what dresses
+    its last character included: ``👋`` finds ``👋🏽`` whole), or -1 when the match is
+    part of another emoji: ``👨`` inside a family (joined), ``🏽`` alone against
+    ``👋🏽``, ``🇵🇺`` across the flags of ``🇯🇵🇺🇸``."""
+    if start > 0:
+        before = text[start - 1]
+        if before == _JOINER or (_dresses(word[0]) and not before.isspace()):
+            return -1
+        if ord(word[0]) in _REGIONAL:  # a flag starts after an even run of indicators
+            run = 0
+            while start - run > 0 and ord(text[start - run - 1]) in _REGIONAL:
+                run += 1
+            if run % 2:
+                return -1
+    end = start + len(word)
+    while end < len(text) and _dresses(text[end]):
+        end += 1
+    return -1 if end < len(text) and text[end] == _JOINER else end
+
+
+def _whole_in(text: str, word: str) -> tuple[int, int] | None:
+    """The first whole-grapheme occurrence of ``word`` in ``text`` (start, end)."""
+    at = text.find(word)
+    while at >= 0:
+        end = _whole_end(text, at, word)
+        if end >= 0:
+            return at, end
+        at = text.find(word, at + 1)
+    return None
+
+
 def symbol_search(
     db: Database, query: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
 ) -> list[dict[str, Any]]:
     """Sessions whose names, tag, summary or first or last prompt hold every word of
-    ``query`` as typed, newest first: for a query with no letter or digit (``🚀``,
-    ``✂️``), of which the tokenizer keeps nothing, so no word could match it. People
-    name sessions with emoji; without this they got no match, or a typo suggestion.
-    Message text is not searched so (it would be a scan of every message): only these
-    columns, with ``LIKE``."""
-    words = query.split()
+    ``query`` as typed (whole graphemes), newest first: for a query with no letter or
+    digit (``🚀``, ``✂️``), of which the tokenizer keeps nothing, so no word could match
+    it. People name sessions with emoji; without this they got no match, or a typo
+    suggestion. Message text is not searched so (it would be a scan of every message):
+    only these columns, with ``LIKE`` first, then the grapheme check on what it finds,
+    newest first until the page is full."""
+    words = list(dict.fromkeys(query.split()))[:SYMBOL_WORDS]
+    found = _symbol_rows(db, words, filters, filters.limit or -1)
+    rows = place_forks([row for row, _ in found])
+    columns = {row["id"]: column for row, column in found}
+    out = to_objects(db, rows)
+    for obj, row in zip(out, rows):
+        column = columns[row["id"]]
+        shown = str(row[column])
+        for word in words:
+            span = _whole_in(shown, word)
+            if span is not None:
+                at, end = span
+                shown = f"{shown[:at]}{markers[0]}{shown[at:end]}{markers[1]}{shown[end:]}"
+        obj["score"] = None
+        obj["snippet"] = one_line(shown)
+        obj["matched_by"] = "title" if column in TITLE_COLUMNS else "text"
+    return out
+
+
+def _symbol_rows(
+    db: Database, words: list[str], filters: Filters, limit: int
+) -> list[tuple[dict[str, Any], str]]:
+    """(row, the column its snippet comes from) of :func:`symbol_search`'s sessions,
+    newest first, at most ``limit`` (-1: all)."""
     where, params = filters.where(db)
     for word in words:
         escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -753,19 +831,35 @@ def symbol_search(
         where += f" AND ({holds})"
         params = [*params, *[f"%{escaped}%"] * len(SYMBOL_COLUMNS)]
     texts = ", ".join(f"s.{column}" for column in SYMBOL_COLUMNS)
-    rows = place_forks(
-        select_rows(db, where, params, limit=filters.limit, columns=f"{LISTING_COLUMNS}, {texts}")
+    cursor = db.execute(
+        f"SELECT {LISTING_COLUMNS}, {texts} FROM sessions s WHERE {where}"
+        f" ORDER BY {ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
+        params,
     )
-    out = to_objects(db, rows)
-    for obj, row in zip(out, rows):
-        column = next((c for c in SYMBOL_COLUMNS if words[0] in (row[c] or "")), "tag")
-        shown = str(row[column] or "")
-        for word in dict.fromkeys(words):
-            shown = shown.replace(word, f"{markers[0]}{word}{markers[1]}", 1)
-        obj["score"] = None
-        obj["snippet"] = one_line(shown)
-        obj["matched_by"] = "title" if column in TITLE_COLUMNS else "text"
+    names = [d[0] for d in cursor.description]
+    out: list[tuple[dict[str, Any], str]] = []
+    try:
+        for values in cursor:
+            row = dict(zip(names, values))
+            texts_of = [(c, str(row[c] or "")) for c in SYMBOL_COLUMNS]
+            if all(any(_whole_in(t, w) for _, t in texts_of) for w in words):
+                column = next(c for c, t in texts_of if _whole_in(t, words[0]))
+                out.append((row, column))
+                if len(out) == limit:
+                    break
+    finally:
+        cursor.close()
     return out
+
+
+def _symbol_elsewhere(db: Database, query: str, filters: Filters) -> dict[str, int]:
+    """:func:`_elsewhere` for a query of symbols (:func:`symbol_search`)."""
+    words = list(dict.fromkeys(query.split()))[:SYMBOL_WORDS]
+    wider = {"worktree": ("repo", "all"), "repo": ("all",)}.get(filters.scope, ())
+    return {
+        scope: len(_symbol_rows(db, words, replace(filters, scope=scope, limit=None), -1))
+        for scope in wider
+    }
 
 
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:

@@ -296,6 +296,9 @@ def emoji_world(tmp_path: Path):
         "both": ("🚀 and 🔥 together", "all hands"),
         "percent": ("rollout at 100%", "ship_it now"),
         "plain": ("nothing special", "a prompt with 🎉 in it"),
+        "flags": ("🇯🇵🇺🇸 trip", "plan it"),
+        "family": ("👨‍👩‍👧‍👦 team", "plan it"),
+        "wave": ("👋🏽 hello", "plan it"),
     }.items():
         s = tree.session(cwd="/w/app")
         s.user(prompt)
@@ -316,6 +319,11 @@ def emoji_world(tmp_path: Path):
         ("🎉", {"plain"}, "text"),  # the first prompt holds it
         ("%", {"percent"}, "title"),  # LIKE's wildcards are literal here
         ("_", {"percent"}, "text"),
+        # whole emoji only: not across two flags, nor one person of a family
+        ("🇺🇸", {"flags"}, "title"),
+        ("👨‍👩‍👧‍👦", {"family"}, "title"),
+        ("👋", {"wave"}, "title"),  # a skin tone dresses the emoji it follows
+        ("👋🏽", {"wave"}, "title"),
     ],
 )
 def test_a_query_of_symbols_alone_finds_the_sessions_that_hold_it(
@@ -330,9 +338,24 @@ def test_a_query_of_symbols_alone_finds_the_sessions_that_hold_it(
     assert outcome.kind == MATCH
     assert {names[r["session_id"]] for r in outcome.rows} == expected
     assert {r["matched_by"] for r in outcome.rows} == {matched_by}
-    assert all(f"[{query.split()[0]}]" in r["snippet"] for r in outcome.rows)
+    first = query.split()[0]
+    assert all(f"[{first}" in r["snippet"] and "]" in r["snippet"] for r in outcome.rows)
 
 
-def test_a_symbol_query_that_nothing_holds_is_no_match(emoji_world) -> None:
+@pytest.mark.parametrize("query", ["🦄", "🇵🇺", "👨", "🏽", "👧‍👦"])
+def test_a_symbol_query_that_no_session_holds_whole_is_no_match(emoji_world, query: str) -> None:
+    """`🇵🇺` is in `🇯🇵🇺🇸` only across two flags, `👨` and `👧‍👦` are parts of the family,
+    `🏽` only dresses `👋`: none is a match (their highlight split the emoji)."""
     db, _ = emoji_world
-    assert run_search(db, "🦄", ALL).rows == []
+    assert run_search(db, query, ALL).kind != MATCH
+
+
+def test_a_long_symbol_query_and_other_scopes(emoji_world) -> None:
+    """A thousand words were a SQL error ("Expression tree is too large"); a symbol
+    query that matches nothing here says what other scopes hold, as a word query does."""
+    db, made = emoji_world
+    outcome = run_search(db, " ".join(["🚀"] * 1000 + ["🔥"] * 1000), ALL)
+    assert {r["session_id"] for r in outcome.rows} == {made["both"]}
+    here = Filters(cwd="/elsewhere", scope="worktree")
+    outcome = run_search(db, "🚀", here, elsewhere=True)
+    assert outcome.rows == [] and outcome.elsewhere == {"repo": 0, "all": 2}
