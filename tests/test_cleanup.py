@@ -394,6 +394,45 @@ def test_archive_failure_keeps_the_original(
     assert not list((tmp_path / "arch").rglob("*.tar.gz"))  # no half-verified archive left
 
 
+@pytest.mark.parametrize("how", ["list", "enter"])
+def test_a_session_folder_that_cannot_be_read_whole_is_not_archived_nor_deleted(
+    world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """With ``subagents/`` unreadable (a bad restore: mode 000, or 644 which lists but
+    cannot be entered), the archive held the main transcript alone, was called
+    archived, and the session was deleted: its subagents lost to ``restore``. Now that
+    session's archive fails, and it is kept."""
+    s, tree, db = world["s"], world["tree"], world["db"]
+    denied = s["old"].path.with_suffix("") / "subagents"
+    real_scandir, real_lstat = os.scandir, os.lstat
+
+    def inside(target: Any) -> bool:
+        return os.fspath(target).startswith(os.path.join(str(denied), ""))
+
+    def scandir(target: Any) -> Any:
+        if os.fspath(target) == str(denied) if how == "list" else inside(target):
+            raise PermissionError(13, "Permission denied", os.fspath(target))
+        return real_scandir(target)
+
+    def lstat(target: Any, *args: Any, **kwargs: Any) -> Any:
+        if how == "enter" and inside(target):
+            raise PermissionError(13, "Permission denied", os.fspath(target))
+        return real_lstat(target, *args, **kwargs)
+
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    assert s["old"].session_id in _ids(plan.to_delete)
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "lstat", lstat)
+    outcomes = act.apply_plan(
+        db, plan, [tree.root], archive_dir=tmp_path / "arch", clock=lambda: NOW
+    )
+    monkeypatch.undo()
+    status = {o.session_id: o.status for o in outcomes}
+    assert status[s["old"].session_id] == act.FAILED
+    assert s["old"].path.exists() and denied.is_dir()
+    assert not list((tmp_path / "arch").rglob(f"{s['old'].session_id}.tar.gz"))
+
+
 def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
     tree = world["tree"]
     plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)

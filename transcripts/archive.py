@@ -141,6 +141,12 @@ def _archivable(st: os.stat_result) -> bool:
     return stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)
 
 
+def _unreadable(exc: OSError) -> None:
+    """``os.walk`` skips a directory it cannot list; an archive without it would be
+    "archived" and the session then deleted with its subagents lost: fail instead."""
+    raise exc
+
+
 def _entries(tf: TranscriptFile) -> list[_Entry]:
     """The transcript, then its ``<id>/`` folder walked without following links (only
     what :func:`_archivable` keeps)."""
@@ -154,7 +160,7 @@ def _entries(tf: TranscriptFile) -> list[_Entry]:
     entries.append(_Entry(prefix, folder, folder_st))
     if not stat.S_ISDIR(folder_st.st_mode):
         return entries  # a symlink (or odd file) named like the folder: stored as itself
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False, onerror=_unreadable):
         dirnames.sort()
         relative = os.path.relpath(dirpath, folder)
         base = prefix if relative == "." else f"{prefix}/{Path(relative).as_posix()}"
