@@ -35,7 +35,13 @@ from sessiondex.indexer.prefetch import Prefetched, Prefetcher, parse_new_file
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, store_dictionary, train
-from sessiondex.transcripts.discover import MAIN, Found, describe_path, iter_found
+from sessiondex.transcripts.discover import (
+    MAIN,
+    Found,
+    describe_path,
+    iter_found,
+    unseen_because,
+)
 
 # Below this many new bytes a second parsing process costs more than it saves.
 PREFETCH_MIN_BYTES = 64 << 20
@@ -376,6 +382,10 @@ def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats)
     index it if it is a transcript, forget it if it vanished."""
     tf = describe_path(Path(path), roots)
     if tf is None:
+        reason = unseen_because(path)
+        if reason is not None:  # it may be there, in a dir we cannot enter: not gone
+            stats.errors.append((path, f"cannot look at it ({reason}); its rows are kept"))
+            return UNCHANGED
         if remove_path(db, os.path.abspath(path)):
             stats.removed += 1
             return "removed"

@@ -359,6 +359,40 @@ def test_a_directory_that_cannot_be_listed_keeps_its_sessions(
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
 
 
+@pytest.mark.parametrize(
+    ("error", "kept"), [(PermissionError(13, "Permission denied"), True), (None, False)]
+)
+def test_the_watcher_forgets_a_transcript_only_when_it_is_gone(
+    tmp_path: Path, monkeypatch, error: OSError | None, kept: bool
+) -> None:
+    """An event for a transcript in a dir that cannot be entered (a restore by ``mv``
+    with bad modes) read as "gone", and the watcher removed its rows; a full refresh
+    keeps them (``_entries``). EACCES is simulated: the suite may run as root."""
+    from sessiondex.indexer.refresh import ingest_path
+    from sessiondex.indexer.stats import RefreshStats
+
+    tree = ConfigTree(tmp_path / "claude")
+    path = _session(tree).write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    if error is None:
+        path.unlink()
+    else:
+        real_lstat = os.lstat
+
+        def deny(target, *args, **kwargs):
+            if os.fspath(target) == str(path):
+                raise error
+            return real_lstat(target, *args, **kwargs)
+
+        monkeypatch.setattr(os, "lstat", deny)
+    stats = RefreshStats()
+    ingest_path(db, str(path), [tree.root], stats)
+    monkeypatch.undo()
+    assert (len(select_rows(db)), stats.removed) == ((1, 0) if kept else (0, 1))
+    assert bool(stats.errors) == kept
+
+
 def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkeypatch) -> None:
     tree = ConfigTree(tmp_path / "claude")
     path = _session(tree).write()

@@ -97,6 +97,20 @@ def _regular_file_stat(
     return None
 
 
+def unseen_because(path: str) -> str | None:
+    """Why ``path`` cannot be looked at although it may exist (its directory cannot be
+    entered, an I/O error), or None: it is there, or it is gone. A path that is unseen
+    is not a transcript deleted; its index rows stay (the watcher's rule, as
+    :func:`_entries` is the full walk's)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
 def _named_ok(name: str, skipped: Counter[str] | None) -> bool:
     if _utf8_name(name):
         return True
