@@ -38,11 +38,26 @@ def check_config_dirs(explicit: Sequence[str]) -> None:
         )
         return
     for root in found.dirs:
-        if not (root / "projects").is_dir():
+        try:
+            (root / "projects").stat()
+        except FileNotFoundError:
             click.echo(f"warning: {root} has no projects/ folder; nothing to index there", err=True)
+        except OSError as exc:  # a dir that cannot be entered: Path.is_dir() raises
+            click.echo(
+                f"warning: cannot look into {root} ({exc.strerror}); what the index holds"
+                " from it is kept",
+                err=True,
+            )
+
+
+def _has_projects(root: Path) -> bool:
+    try:
+        return (root / "projects").is_dir()
+    except OSError:
+        return True  # there, but not to be entered: the index may still hold its sessions
 
 
 def no_history(roots: Sequence[Path]) -> bool:
     """True when no config dir has a ``projects/`` folder: an empty answer then says
     nothing about scopes (the line above already said why)."""
-    return not any((root / "projects").is_dir() for root in roots)
+    return not any(_has_projects(root) for root in roots)

@@ -342,3 +342,33 @@ def test_an_empty_option_value_is_a_usage_error(
         f"Error: Invalid value for '{option}': it is empty (is a variable unset?)\n"
     )
     assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
+
+
+def test_a_config_dir_that_cannot_be_entered_is_a_warning_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config dir at mode 000 (or 644): ``Path.is_dir()`` of its projects/ raised
+    PermissionError and every command was a traceback. Now a warning, and the index
+    keeps what it holds. EACCES is simulated: the suite may run as root."""
+    tree = _tree(tmp_path / "claude")
+    assert _run(tmp_path, ["--config-dir", str(tree.root), "index"]).exit_code == 0
+    inside = os.path.join(str(tree.root), "")
+    real = {name: getattr(os, name) for name in ("stat", "lstat", "scandir")}
+
+    def denied(name: str) -> Any:
+        def call(target: Any, *args: Any, **kwargs: Any) -> Any:
+            if os.fspath(target).startswith(inside):
+                raise PermissionError(13, "Permission denied", os.fspath(target))
+            return real[name](target, *args, **kwargs)
+
+        return call
+
+    for name in real:
+        monkeypatch.setattr(os, name, denied(name))
+    indexed = _run(tmp_path, ["--config-dir", str(tree.root), "index"])
+    listed = _run(tmp_path, ["--config-dir", str(tree.root), "list", "--scope", "all", "--json"])
+    monkeypatch.undo()
+    assert indexed.exit_code == 0, indexed.output
+    assert f"cannot look into {tree.root} (Permission denied)" in indexed.stderr
+    assert "Traceback" not in indexed.output + listed.output
+    assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == 1
