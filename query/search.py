@@ -774,6 +774,12 @@ def _whole_end(text: str, start: int, word: str) -> int:
             if run % 2:
                 return -1
     end = start + len(word)
+    if end < len(text) and ord(text[end]) in _REGIONAL:  # a flag must not end mid-pair
+        run = 0
+        while end - run > 0 and ord(text[end - run - 1]) in _REGIONAL:
+            run += 1
+        if run % 2:
+            return -1
     while end < len(text) and _dresses(text[end]):
         end += 1
     return -1 if end < len(text) and text[end] == _JOINER else end

@@ -342,10 +342,11 @@ def test_a_query_of_symbols_alone_finds_the_sessions_that_hold_it(
     assert all(f"[{first}" in r["snippet"] and "]" in r["snippet"] for r in outcome.rows)
 
 
-@pytest.mark.parametrize("query", ["🦄", "🇵🇺", "👨", "🏽", "👧‍👦"])
+@pytest.mark.parametrize("query", ["🦄", "🇵🇺", "👨", "🏽", "👧‍👦", "🇺", "🇯"])
 def test_a_symbol_query_that_no_session_holds_whole_is_no_match(emoji_world, query: str) -> None:
-    """`🇵🇺` is in `🇯🇵🇺🇸` only across two flags, `👨` and `👧‍👦` are parts of the family,
-    `🏽` only dresses `👋`: none is a match (their highlight split the emoji)."""
+    """`🇵🇺` is in `🇯🇵🇺🇸` only across two flags, `🇺` and `🇯` are half a flag, `👨` and
+    `👧‍👦` are parts of the family, `🏽` only dresses `👋`: none is a match (their
+    highlight split the emoji)."""
     db, _ = emoji_world
     assert run_search(db, query, ALL).kind != MATCH
 
