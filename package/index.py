@@ -699,16 +699,10 @@ class Index:
         command: ``render.conversation.archived_conversation``)."""
         import tempfile
 
-        from sessiondex.render.conversation import build_conversation
-        from sessiondex.transcripts.archive import extract_for_reading
+        from sessiondex.render.conversation import conversation_from_archive
 
-        archive = Path(session["file_path"])
         where = Path(tempfile.mkdtemp(prefix="archived-", dir=self._scratch_dir()))
-        main = extract_for_reading(archive, where)
-        conv = build_conversation({**session, "file_path": str(main), "config_dir": str(where)})
-        conv.session = session
-        conv.archive = archive
-        return conv
+        return conversation_from_archive(session, where)
 
     def show(
         self,

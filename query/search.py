@@ -635,8 +635,7 @@ def title_prefix_search(
     Claude Code's own /resume picker filters titles as you type; this is that filter,
     by word prefix, over the small ``session_search`` table. ``matched_by`` is
     ``title`` when the title shown or a name holds the word, else ``text`` (a tag or a
-    branch);
-    ``score`` None (the order is recency)."""
+    branch); ``score`` None (the order is recency)."""
     dialect = dialect_of(db)
     match = dialect.title_match(dialect.term(word, True), TYPED_PREFIX_COLUMNS)
     named = {

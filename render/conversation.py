@@ -449,15 +449,22 @@ def archived_conversation(session: dict[str, Any]) -> Iterator[Conversation]:
     streamed from it) and is removed after. Raises ``OSError`` or ``ArchiveError``."""
     import tempfile
 
+    with tempfile.TemporaryDirectory(prefix="sessiondex-archived-") as tmp:
+        yield conversation_from_archive(session, Path(tmp))
+
+
+def conversation_from_archive(session: dict[str, Any], dest: Path) -> Conversation:
+    """An archived session's conversation, its transcripts unpacked into ``dest`` (an
+    empty dir that must outlive the reading: rendering is streamed from it). Raises
+    ``OSError`` or ``ArchiveError``."""
     from sessiondex.transcripts.archive import extract_for_reading
 
     archive = Path(session["file_path"])
-    with tempfile.TemporaryDirectory(prefix="sessiondex-archived-") as tmp:
-        main = extract_for_reading(archive, Path(tmp))
-        conv = build_conversation({**session, "file_path": str(main), "config_dir": tmp})
-        conv.session = session
-        conv.archive = archive
-        yield conv
+    main = extract_for_reading(archive, dest)
+    conv = build_conversation({**session, "file_path": str(main), "config_dir": str(dest)})
+    conv.session = session
+    conv.archive = archive
+    return conv
 
 
 # ----------------------------------------------------------------- shared helpers
