@@ -433,6 +433,40 @@ def test_a_session_folder_that_cannot_be_read_whole_is_not_archived_nor_deleted(
     assert not list((tmp_path / "arch").rglob(f"{s['old'].session_id}.tar.gz"))
 
 
+@pytest.mark.parametrize("archive", [False, True])
+def test_a_session_folder_that_cannot_be_removed_keeps_its_transcript(
+    world: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, archive: bool
+) -> None:
+    """A folder that can be read but not written (mode 555 on subagents/ after a
+    restore): the transcript was deleted first and the folder then failed, leaving a
+    half-deleted session that ``restore`` refused to put back over. The folder goes
+    first now; when it fails, the session fails with its transcript still there."""
+    import shutil
+
+    s, tree, db = world["s"], world["tree"], world["db"]
+    folder = s["old"].path.with_suffix("")
+    real_rmtree = shutil.rmtree
+
+    def read_only(path: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(path) == folder:
+            raise PermissionError(13, "Permission denied", str(folder / "subagents"))
+        real_rmtree(path, *args, **kwargs)
+
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    monkeypatch.setattr(shutil, "rmtree", read_only)
+    outcomes = act.apply_plan(
+        db,
+        plan,
+        [tree.root],
+        archive_dir=tmp_path / "arch" if archive else None,
+        clock=lambda: NOW,
+    )
+    status = {o.session_id: o.status for o in outcomes}
+    assert status[s["old"].session_id] == act.FAILED
+    assert s["old"].path.exists() and folder.is_dir()
+    assert status[s["older"].session_id] == act.DELETED  # the others go on
+
+
 def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
     tree = world["tree"]
     plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)

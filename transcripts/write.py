@@ -149,25 +149,33 @@ def delete_session_files(path: Path, roots: list[Path]) -> list[Path]:
     """Remove a main transcript and its ``<id>/`` folder; returns what was removed.
 
     Only ``<uuid>.jsonl`` and ``<uuid>/`` inside a configured ``projects/`` dir are ever
-    removed; a symlinked folder is unlinked, never followed.
+    removed; a symlinked folder is unlinked, never followed. The folder goes first: one
+    that cannot be removed whole (a subagents dir a restore left read-only) fails the
+    delete with the transcript still there. Transcript first, it left a session half
+    deleted (its subagents orphaned) that ``restore`` then refused to put back over.
     """
     tf = owned_transcript(path, roots)
-    removed: list[Path] = []
+    if not os.path.lexists(tf.path):
+        raise WriteRefused(f"{tf.path} no longer exists")
+    if not os.access(tf.path.parent, os.W_OK | os.X_OK):
+        raise WriteRefused(f"cannot delete {tf.path}: its directory is not writable")
+    folder = tf.path.with_suffix("")
+    removed_folder = False
+    if folder.is_symlink():
+        folder.unlink()
+        removed_folder = True
+    elif folder.is_dir():
+        try:
+            shutil.rmtree(folder)  # rmtree never follows symlinks inside the tree
+        except OSError as exc:
+            raise WriteRefused(
+                f"cannot delete all of {folder} ({exc}); {tf.path} is kept"
+            ) from None
+        removed_folder = True
     try:
         os.unlink(tf.path)
     except FileNotFoundError:
         raise WriteRefused(f"{tf.path} no longer exists") from None
     except OSError as exc:
         raise WriteRefused(f"cannot delete {tf.path}: {exc.strerror}") from None
-    removed.append(tf.path)
-    folder = tf.path.with_suffix("")
-    if folder.is_symlink():
-        folder.unlink()
-        removed.append(folder)
-    elif folder.is_dir():
-        try:
-            shutil.rmtree(folder)  # rmtree never follows symlinks inside the tree
-        except OSError as exc:
-            raise WriteRefused(f"deleted {tf.path} but not all of {folder}: {exc}") from None
-        removed.append(folder)
-    return removed
+    return [tf.path, *([folder] if removed_folder else [])]
