@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
@@ -81,7 +82,9 @@ QUIET_MARGIN = 0.25
 # Event kinds that can change what a transcript holds. "opened"/"closed_no_write" never
 # do; "closed" always follows a "modified" that is already queued.
 _FILE_EVENTS = frozenset({"created", "modified", "moved", "deleted", "attrib"})
-_DIR_EVENTS = frozenset({"created", "moved", "deleted"})
+# A directory's "attrib" is a chmod (or chown): a project dir restored with bad modes
+# and then mended must be walked again, not left to the periodic rescan.
+_DIR_EVENTS = frozenset({"created", "moved", "deleted", "attrib"})
 # The same kinds as watchdog event classes, for ``schedule(event_filter=...)``: the kernel
 # is then not even asked for open/close events (a reader of the transcripts, such as the
 # refresh itself, would otherwise wake the observer once per file it reads).
@@ -94,6 +97,7 @@ EVENT_FILTER: list[type[FileSystemEvent]] = [
     DirCreatedEvent,
     DirMovedEvent,
     DirDeletedEvent,
+    DirAttribEvent,
 ]
 
 
@@ -579,7 +583,7 @@ class Watcher:
         if watched.intersection(work.dirs):  # a projects/ dir itself was deleted or moved
             self._ensure_watches(replaced=watched.intersection(work.dirs))
         for directory in work.dirs:
-            paths.update(dict.fromkeys(_paths_under(db, directory)))
+            paths.update(dict.fromkeys(_paths_under(db, directory, stats.errors)))
         for path in sorted(paths):
             errors_before = len(stats.errors)
             try:
@@ -636,9 +640,16 @@ def _dir_inode(path: str) -> int | None:
     return st.st_ino if stat.S_ISDIR(st.st_mode) else None
 
 
-def _paths_under(db: Any, directory: str) -> list[str]:
+def _paths_under(db: Any, directory: str, errors: list[tuple[str, str]]) -> list[str]:
     """Transcripts on disk below ``directory`` plus indexed ones that were: a created or
-    moved-in directory is read, a deleted or moved-away one is forgotten."""
+    moved-in directory is read, a deleted or moved-away one is forgotten. A directory
+    below it that cannot be listed is said in ``errors`` (its indexed transcripts are
+    kept: :func:`~sessiondex.indexer.refresh.ingest_path` forgets only what is gone)."""
+
+    def unlisted(exc: OSError) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            errors.append((str(exc.filename or directory), f"cannot list it ({exc.strerror})"))
+
     prefix = directory.rstrip(os.sep) + os.sep
     found = [
         row[0]
@@ -646,7 +657,7 @@ def _paths_under(db: Any, directory: str) -> list[str]:
             "SELECT path FROM files WHERE substr(path, 1, ?) = ?", [len(prefix), prefix]
         )
     ]
-    for current, dirs, files in os.walk(directory):  # does not follow links
+    for current, dirs, files in os.walk(directory, onerror=unlisted):  # follows no links
         dirs.sort()
         found.extend(os.path.join(current, f) for f in sorted(files) if f.endswith(SUFFIX))
     return found

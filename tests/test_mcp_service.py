@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from watchdog.events import (
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirModifiedEvent,
@@ -294,6 +295,7 @@ T = "/c/projects/k/s.jsonl"
         (DirCreatedEvent("/c/projects/k"), None),
         (DirDeletedEvent("/c/projects/k"), None),
         (DirMovedEvent("/c/projects/k", "/c/projects/j"), None),
+        (DirAttribEvent("/c/projects/k"), None),  # a chmod: what it holds may show now
         # not a change: a reader (the refresh itself, read_session) opens and closes
         # transcripts; "closed" follows a "modified"; other files are not transcripts
         (FileOpenedEvent(T), "clean"),

@@ -309,6 +309,47 @@ def test_projects_dir_created_after_start(tmp_path: Path, start_watcher) -> None
         db.close()
 
 
+def test_a_project_dir_moved_in_unreadable_is_read_once_mended(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
+    """A project dir restored by ``mv`` with bad modes cannot be walked when it arrives
+    (the watcher now says so); its chmod is an event on the dir, which is walked again
+    then, not only at the next periodic rescan (off here). EACCES is simulated while
+    the dir is "unreadable": the suite may run as root."""
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/a", "anchor session apricot")
+    away = tmp_path / "away"
+    moved = session(tree, "/b", "loquat in the restored dir")
+    watcher, batches = start_watcher([tree.root])
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "loquat"), "the first index")
+        project = moved.path.parent
+        project.rename(away)
+        wait_for(lambda: not found(db, "loquat"), "the moved-away dir to be forgotten")
+        inside = os.path.join(str(project), "")
+        real_scandir = os.scandir
+
+        def unreadable(target: Any) -> Any:
+            name = os.fsdecode(target)  # watchdog walks with bytes
+            if name.startswith(inside) or name == str(project):
+                raise PermissionError(13, "Permission denied", name)
+            return real_scandir(target)
+
+        monkeypatch.setattr(os, "scandir", unreadable)
+        away.rename(project)
+        wait_for(
+            lambda: any(str(project) in path for b in batches.items for path, _ in b.stats.errors),
+            "the watcher to say it cannot list the dir",
+        )
+        assert not found(db, "loquat")
+        monkeypatch.undo()
+        project.chmod(0o755)  # mended: an attrib event on the dir
+        wait_for(lambda: found(db, "loquat"), "the mended dir to be read")
+    finally:
+        db.close()
+
+
 # --------------------------------------------------------------------- robustness
 def test_stop_commits_the_pending_batch(tmp_path: Path, start_watcher) -> None:
     tree = ConfigTree(tmp_path / "claude")
