@@ -44,8 +44,8 @@ def check_config_dirs(explicit: Sequence[str]) -> None:
             click.echo(f"warning: {root} has no projects/ folder; nothing to index there", err=True)
         except OSError as exc:  # a dir that cannot be entered: Path.is_dir() raises
             click.echo(
-                f"warning: cannot look into {root} ({exc.strerror}); what the index holds"
-                " from it is kept",
+                f"warning: cannot look into {root} ({exc.strerror}); its transcripts are"
+                " not read until it can be",
                 err=True,
             )
 

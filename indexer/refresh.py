@@ -197,10 +197,12 @@ def refresh(
     """Bring the index up to date with every transcript under ``roots``."""
     started = time.perf_counter()
     stats = RefreshStats()
+    cleared = rebuild
     if rebuild:
         clear_index(db)
         release_space(db)  # and a file of older, smaller pages gets PAGE_SIZE ones
     if include_tools is not None and include_tools != include_tools_setting(db):
+        cleared = True
         with immediate(db):
             clear_index(db)
             set_meta(db, "include_tools", "1" if include_tools else "0")
@@ -210,10 +212,13 @@ def refresh(
     for root in roots:
         found_files.extend(iter_found(root, skipped=stats.problems, unlisted=unlisted))
     seen = {found.path for found in found_files}
+    kept = (
+        "its sessions are left out of this rebuild until it can be read"
+        if cleared
+        else "what the index holds from it is kept"
+    )
     for folder, reason in unlisted.items():
-        stats.errors.append(
-            (folder, f"cannot list it ({reason}); what the index holds from it is kept")
-        )
+        stats.errors.append((folder, f"cannot list it ({reason}); {kept}"))
     # Transcripts in a directory that cannot be listed are unseen, not deleted (a
     # restore or sync that left the wrong permissions): their rows stay until it can be.
     unseen = tuple(os.path.join(folder, "") for folder in unlisted)

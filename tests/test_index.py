@@ -351,12 +351,41 @@ def test_a_directory_that_cannot_be_listed_keeps_its_sessions(
     named = [p for p, _ in stats.errors]
     assert named and all(p == str(denied) or inside(p) for p in named), named
     assert all("Permission denied" in error for _, error in stats.errors)
+    assert all("what the index holds from it is kept" in error for _, error in stats.errors)
     assert index_snapshot(db) == before
     monkeypatch.undo()
     kept.user("a later prompt")
     kept.write()
     assert refresh(db, [tree.root]).errors == []
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+
+
+def test_a_rebuild_says_it_leaves_out_a_directory_it_cannot_list(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``index --rebuild`` starts from an empty index: "what the index holds from it is
+    kept" was false there. It says the dir's sessions are left out until it can be read."""
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree).write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    projects = str(tree.root / "projects")
+    real_scandir = os.scandir
+
+    def deny(target):
+        if os.fspath(target) == projects:
+            raise PermissionError(13, "Permission denied", projects)
+        return real_scandir(target)
+
+    monkeypatch.setattr(os, "scandir", deny)
+    stats = refresh(db, [tree.root], rebuild=True)
+    assert stats.errors == [
+        (
+            projects,
+            "cannot list it (Permission denied); its sessions are left out of this rebuild"
+            " until it can be read",
+        )
+    ]
 
 
 @pytest.mark.parametrize(
