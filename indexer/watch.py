@@ -118,11 +118,15 @@ class BatchReport:
 @dataclass
 class _Work:
     files: list[str] = field(default_factory=list)
-    dirs: list[str] = field(default_factory=list)
+    dirs: list[str] = field(default_factory=list)  # created, moved, deleted: walk them
     rescan: bool = False
+    # Walked too, but never a projects/ dir "replaced": a chmod (attrib), and the scan
+    # that follows a new watch. Counted as replaced, a watched projects/ dir was watched
+    # again, which queued its scan, which watched it again: a loop.
+    scans: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.files or self.dirs or self.rescan)
+        return bool(self.files or self.dirs or self.scans or self.rescan)
 
 
 class _Pending:
@@ -136,6 +140,7 @@ class _Pending:
         self._cond = threading.Condition()
         self._files: dict[str, None] = {}
         self._dirs: dict[str, None] = {}
+        self._scans: dict[str, None] = {}
         self._rescan = False
         self._stopping = False
         self._first = 0.0
@@ -143,7 +148,7 @@ class _Pending:
 
     def _touch(self) -> None:
         now = time.monotonic()
-        if not (self._files or self._dirs):
+        if not (self._files or self._dirs or self._scans):
             self._first = now
         self._last = now
         self._cond.notify()
@@ -158,6 +163,11 @@ class _Pending:
             self._touch()
             self._dirs[path] = None
 
+    def add_scan(self, path: str) -> None:
+        with self._cond:
+            self._touch()
+            self._scans[path] = None
+
     def request_rescan(self) -> None:
         with self._cond:
             self._rescan = True
@@ -170,11 +180,11 @@ class _Pending:
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._files) + len(self._dirs)
+            return len(self._files) + len(self._dirs) + len(self._scans)
 
     def _drain(self) -> _Work:
-        work = _Work(list(self._files), list(self._dirs), self._rescan)
-        self._files, self._dirs, self._rescan = {}, {}, False
+        work = _Work(list(self._files), list(self._dirs), self._rescan, list(self._scans))
+        self._files, self._dirs, self._scans, self._rescan = {}, {}, {}, False
         return work
 
     def take(self, debounce: float, max_latency: float, tick: float) -> _Work | None:
@@ -185,7 +195,7 @@ class _Pending:
             wake = time.monotonic() + tick
             while True:
                 now = time.monotonic()
-                if self._files or self._dirs:
+                if self._files or self._dirs or self._scans:
                     due = min(self._last + debounce, self._first + max_latency)
                     if self._stopping or self._rescan or now >= due:
                         return self._drain()
@@ -224,8 +234,9 @@ class _Handler(FileSystemEventHandler):
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         files, dirs = relevant_paths(event)
+        walk = self._pending.add_scan if event.event_type == "attrib" else self._pending.add_dir
         for path in dirs:
-            self._pending.add_dir(path)
+            walk(path)
         for path in files:
             self._pending.add_file(path)
 
@@ -417,7 +428,7 @@ class Watcher:
                         observer.unschedule(current[0])
                     except KeyError:  # watchdog already dropped a deleted dir's emitter
                         pass
-                    self._pending.add_dir(projects)  # forget what was there
+                    self._pending.add_scan(projects)  # forget what was there
                 if inode is None:
                     continue
                 try:
@@ -428,7 +439,7 @@ class Watcher:
                     )
                     continue
                 self._watches[projects] = (watch, inode)
-                self._pending.add_dir(projects)
+                self._pending.add_scan(projects)
 
     # ------------------------------------------------------------------ worker
     def _run(self) -> None:
@@ -582,7 +593,7 @@ class Watcher:
         watched = set(self._watches)
         if watched.intersection(work.dirs):  # a projects/ dir itself was deleted or moved
             self._ensure_watches(replaced=watched.intersection(work.dirs))
-        for directory in work.dirs:
+        for directory in dict.fromkeys([*work.dirs, *work.scans]):
             paths.update(dict.fromkeys(_paths_under(db, directory, stats.errors)))
         for path in sorted(paths):
             errors_before = len(stats.errors)

@@ -350,6 +350,40 @@ def test_a_project_dir_moved_in_unreadable_is_read_once_mended(
         db.close()
 
 
+@pytest.mark.parametrize("change", ["chmod", "touch", "recreate"])
+def test_a_change_to_projects_itself_is_walked_once_not_forever(
+    tmp_path: Path, start_watcher, change: str
+) -> None:
+    """A chmod (or touch) of projects/ counted as the dir replaced: the watcher watched
+    it again and queued its walk, which counted as replaced again, ten walks a second
+    for as long as it ran (an rsync -a or chown -R sets that off). The same loop
+    followed a projects/ dir deleted and made again."""
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/a", "medlar before the change")
+    watcher, batches = start_watcher([tree.root])
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "medlar"), "the first index")
+        projects = tree.root / "projects"
+        if change == "chmod":
+            projects.chmod(0o750)
+        elif change == "touch":
+            os.utime(projects)
+        else:
+            shutil.rmtree(projects)
+            tree2 = ConfigTree(tree.root)
+            session(tree2, "/b", "sloe after the change")
+            wait_for(lambda: found(db, "sloe"), "the re-created dir")
+        time.sleep(0.6)  # the change's own batches (max_latency 0.3 s)
+        settled = len(batches.items)
+        time.sleep(0.8)
+        assert len(batches.items) == settled, [b.reason for b in batches.items]
+        session(tree if change != "recreate" else tree2, "/c", "rowan after it settled")
+        wait_for(lambda: found(db, "rowan"), "a new session after the change")
+    finally:
+        db.close()
+
+
 # --------------------------------------------------------------------- robustness
 def test_stop_commits_the_pending_batch(tmp_path: Path, start_watcher) -> None:
     tree = ConfigTree(tmp_path / "claude")
