@@ -467,6 +467,35 @@ def test_a_session_folder_that_cannot_be_removed_keeps_its_transcript(
     assert status[s["older"].session_id] == act.DELETED  # the others go on
 
 
+@pytest.mark.parametrize("where", ["project", "folder", "subagents", "tool-results"])
+def test_a_delete_that_could_not_finish_removes_nothing(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """rmtree removes entries until its first failure: with tool-results/ read-only,
+    the subagent transcripts listed before it were gone and the delete then failed.
+    What a delete needs (write and search permission on every directory it removes
+    entries from) is now checked before anything is removed. The check is simulated
+    (``os.access``): the suite may run as root."""
+    s, tree, db = world["s"], world["tree"], world["db"]
+    folder = s["old"].path.with_suffix("")
+    denied = {
+        "project": s["old"].path.parent,
+        "folder": folder,
+        "subagents": folder / "subagents",
+        "tool-results": folder / "tool-results",
+    }[where]
+    before = sorted(p for p in folder.rglob("*")) + [s["old"].path]
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if Path(p) == denied else real_access(p, mode)
+    )
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    outcomes = act.apply_plan(db, plan, [tree.root], clock=lambda: NOW)
+    status = {o.session_id: o.status for o in outcomes}
+    assert status[s["old"].session_id] == act.FAILED
+    assert all(p.exists() for p in before), [p for p in before if not p.exists()]
+
+
 def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
     tree = world["tree"]
     plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,41 @@ def append_record(
         os.close(fd)
 
 
+def _undeletable(transcript: Path, folder: Path) -> str | None:
+    """Why the transcript and its folder could not all be removed, as far as can be told
+    before removing anything, else None. ``shutil.rmtree`` removes entries until its
+    first failure: a folder with one read-only dir inside lost the subagent transcripts
+    listed before it, and the delete then failed. The rule is the kernel's: a directory
+    entry goes with write and search permission on its directory (and, in a sticky one,
+    ownership of the entry or the directory)."""
+
+    def blocked(directory: str, entry: str) -> str | None:
+        if not os.access(directory, os.W_OK | os.X_OK):
+            return f"{directory} is not writable"
+        st = os.lstat(directory)
+        if st.st_mode & stat.S_ISVTX and os.geteuid() not in (0, st.st_uid):
+            if os.lstat(entry).st_uid != os.geteuid():
+                return f"{entry} is another user's, in a sticky directory"
+        return None
+
+    try:
+        reason = blocked(str(transcript.parent), str(transcript))
+        if reason is None and folder.is_dir() and not folder.is_symlink():
+            reason = blocked(str(folder.parent), str(folder))
+
+            def unreadable(exc: OSError) -> None:
+                raise exc
+
+            for current, dirs, files in os.walk(folder, onerror=unreadable):
+                for name in [*dirs, *files]:
+                    reason = reason or blocked(current, os.path.join(current, name))
+                if reason is not None:
+                    break
+    except OSError as exc:
+        return f"{exc.filename or folder} cannot be read ({exc.strerror})"
+    return reason
+
+
 def delete_session_files(path: Path, roots: list[Path]) -> list[Path]:
     """Remove a main transcript and its ``<id>/`` folder; returns what was removed.
 
@@ -157,9 +193,10 @@ def delete_session_files(path: Path, roots: list[Path]) -> list[Path]:
     tf = owned_transcript(path, roots)
     if not os.path.lexists(tf.path):
         raise WriteRefused(f"{tf.path} no longer exists")
-    if not os.access(tf.path.parent, os.W_OK | os.X_OK):
-        raise WriteRefused(f"cannot delete {tf.path}: its directory is not writable")
     folder = tf.path.with_suffix("")
+    problem = _undeletable(tf.path, folder)
+    if problem is not None:
+        raise WriteRefused(f"cannot delete {tf.path}: {problem}; nothing was removed")
     removed_folder = False
     if folder.is_symlink():
         folder.unlink()
