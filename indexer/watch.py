@@ -227,18 +227,29 @@ def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:
 
 
 class _Handler(FileSystemEventHandler):
-    """Runs on the observer's thread: classify the event, enqueue, return."""
+    """Runs on the observer's thread: classify the event, enqueue, return.
 
-    def __init__(self, pending: _Pending) -> None:
+    A ``projects/`` that is a link (to a bigger disk, say) is watched where it points
+    (``watched``); its events name paths there, which are queued under the configured
+    one (``configured``), where the index has them."""
+
+    def __init__(self, pending: _Pending, watched: str = "", configured: str = "") -> None:
         self._pending = pending
+        self._watched = watched.rstrip(os.sep) + os.sep if watched else ""
+        self._configured = configured.rstrip(os.sep) + os.sep if configured else ""
+
+    def _configured_path(self, path: str) -> str:
+        if self._watched == self._configured or not path.startswith(self._watched):
+            return path
+        return self._configured + path[len(self._watched) :]
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         files, dirs = relevant_paths(event)
         walk = self._pending.add_scan if event.event_type == "attrib" else self._pending.add_dir
         for path in dirs:
-            walk(path)
+            walk(self._configured_path(path))
         for path in files:
-            self._pending.add_file(path)
+            self._pending.add_file(self._configured_path(path))
 
 
 class OverflowTrap(logging.Handler):
@@ -400,10 +411,17 @@ class Watcher:
             projects = os.path.join(str(root), "projects")
             inode = _dir_inode(projects)
             if inode is not None:
-                self._watches[projects] = (
-                    observer.schedule(self._handler, projects, recursive=True),
-                    inode,
-                )
+                self._watches[projects] = (self._schedule(observer, projects), inode)
+
+    def _schedule(self, observer: BaseObserver, projects: str) -> ObservedWatch:
+        """Watch ``projects`` where it is: a linked one at its target, its events' paths
+        mapped back (:class:`_Handler`), as the MCP server's dirty bit does. A linked
+        ``projects/`` used not to be watched at all (its inode was read without
+        following the link), so nothing was indexed until the periodic rescan."""
+        real = os.path.realpath(projects)
+        if real == projects:
+            return observer.schedule(self._handler, projects, recursive=True)
+        return observer.schedule(_Handler(self._pending, real, projects), real, recursive=True)
 
     def _ensure_watches(self, replaced: Collection[str] = ()) -> None:
         """Watch a projects/ dir that appeared since start, and re-watch one that was
@@ -432,7 +450,7 @@ class Watcher:
                 if inode is None:
                     continue
                 try:
-                    watch = observer.schedule(self._handler, projects, recursive=True)
+                    watch = self._schedule(observer, projects)
                 except OSError as exc:
                     self.log(
                         f"cannot watch {projects} ({exc}); relying on the periodic rescan for it"
@@ -644,8 +662,10 @@ def _backoff(attempts: int) -> float:
 
 
 def _dir_inode(path: str) -> int | None:
+    """The inode of the directory a ``projects/`` is, or points to (every reader follows
+    a linked ``projects/``; nothing below it is followed)."""
     try:
-        st = os.stat(path, follow_symlinks=False)
+        st = os.stat(path)
     except OSError:
         return None
     return st.st_ino if stat.S_ISDIR(st.st_mode) else None

@@ -33,6 +33,7 @@ from sessiondex.indexer.lock import WatcherLock, lock_path, watcher_alive
 from sessiondex.indexer.watch import BatchReport, Watcher
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import search
+from sessiondex.query.sessions import select_rows
 from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 
@@ -381,6 +382,28 @@ def test_a_change_to_projects_itself_is_walked_once_not_forever(
         assert len(batches.items) - settled <= 1, [b.reason for b in batches.items]
         session(tree if change != "recreate" else tree2, "/c", "rowan after it settled")
         wait_for(lambda: found(db, "rowan"), "a new session after the change")
+    finally:
+        db.close()
+
+
+def test_a_linked_projects_dir_is_watched(tmp_path: Path, start_watcher) -> None:
+    """``~/.claude/projects`` as a link to another disk: every reader follows it, but
+    the watcher never watched it (new sessions waited for the 5-minute rescan, while
+    reading commands trusted the watcher and skipped their own refresh)."""
+    elsewhere = ConfigTree(tmp_path / "disk" / "claude")
+    session(elsewhere, "/a", "damson before start")
+    root = tmp_path / "claude"
+    root.mkdir()
+    (root / "projects").symlink_to(elsewhere.projects_dir, target_is_directory=True)
+    watcher, _ = start_watcher([root])
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "damson"), "the catch-up")
+        # written where the link points; the index has it under the configured path
+        later = session(elsewhere, "/b", "greengage after start")
+        wait_for(lambda: found(db, "greengage"), "a session written after start")
+        [row] = [r for r in select_rows(db) if r["session_id"] == later.session_id]
+        assert row["file_path"].startswith(str(root / "projects"))  # where it is configured
     finally:
         db.close()
 
