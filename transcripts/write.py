@@ -178,6 +178,8 @@ def _undeletable(transcript: Path, folder: Path) -> str | None:
                     break
     except OSError as exc:
         return f"{exc.filename or folder} cannot be read ({exc.strerror})"
+    except RecursionError:  # os.walk recurses: a folder nested ~1,000 deep
+        return f"{folder} is nested too deep to check"
     return reason
 
 
