@@ -81,6 +81,25 @@ def test_one_directory_by_two_spellings_is_one_config_dir(
     assert config_dirs(given, {}) == [Path(os.path.abspath(given[0]))]
 
 
+@pytest.mark.parametrize("link", ["both to a disk", "one to the other's"])
+def test_two_config_dirs_whose_projects_is_one_dir_are_one(tmp_path: Path, link: str) -> None:
+    """``A/projects`` and ``B/projects`` links to one place hold the same transcripts:
+    indexed twice, every session was listed twice (and the watcher watched the place
+    twice, so re-pointing one link stopped the other's watch)."""
+    for name in ("A", "B"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "disk" / "projects").mkdir(parents=True)
+    if link == "both to a disk":
+        (tmp_path / "A" / "projects").symlink_to(tmp_path / "disk" / "projects")
+    else:
+        (tmp_path / "A" / "projects").mkdir()
+    (tmp_path / "B" / "projects").symlink_to(
+        tmp_path / ("disk" if link == "both to a disk" else "A") / "projects"
+    )
+    given = [str(tmp_path / "A"), str(tmp_path / "B")]
+    assert config_dirs(given, {}) == [Path(given[0])]
+
+
 def test_a_symlink_to_another_directory_is_its_own_config_dir(tmp_path: Path) -> None:
     for name in ("a", "b"):
         (tmp_path / name).mkdir()

@@ -73,7 +73,9 @@ def find_config_dirs(
         path = _normalize(item, expand_user=expand)
         # One directory reached by two spellings (a symlink, `..`) is indexed once, under
         # the first: twice, every session would be listed twice and an ID be ambiguous.
-        real = os.path.realpath(path)
+        # Its projects/ decides: two config dirs whose projects/ is one dir (a link to
+        # the same disk) hold the same transcripts.
+        real = os.path.realpath(os.path.join(path, "projects"))
         if real not in seen:
             seen.add(real)
             out.append(path)
