@@ -148,7 +148,9 @@ def test_browse_search_and_read_a_session_in_chromium(
             page.locator("details.tool.call summary").first.click()
             assert page.locator("details.tool.call pre").first.is_visible()
             page.locator("button.copy").click()
-            page.wait_for_function("document.querySelector('button.copy').textContent === 'Copied'")
+            # A selector wait, not wait_for_function: when its first look fails (a loaded
+            # machine), that one polls with eval, which the page's CSP refuses.
+            page.locator("button.copy", has_text="Copied").wait_for()
             copied = page.evaluate("navigator.clipboard.readText()")
             assert copied == (
                 f"cd /tmp/sessiondex-web-tests/shop && CLAUDE_CONFIG_DIR={tree.tree.root}"
