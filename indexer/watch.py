@@ -57,7 +57,12 @@ from sessiondex.indexer.ingest import include_tools_setting, ingest_file
 from sessiondex.indexer.refresh import ingest_path, refresh
 from sessiondex.indexer.shape import RACY_WINDOW_NS, settled_at
 from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
-from sessiondex.transcripts.discover import MAIN, describe_path, iter_subagent_files
+from sessiondex.transcripts.discover import (
+    MAIN,
+    describe_path,
+    iter_subagent_files,
+    why_unseen,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -678,8 +683,9 @@ def _paths_under(db: Any, directory: str, errors: list[tuple[str, str]]) -> list
     kept: :func:`~sessiondex.indexer.refresh.ingest_path` forgets only what is gone)."""
 
     def unlisted(exc: OSError) -> None:
-        if not isinstance(exc, FileNotFoundError):
-            errors.append((str(exc.filename or directory), f"cannot list it ({exc.strerror})"))
+        reason = why_unseen(exc)
+        if reason is not None:
+            errors.append((str(exc.filename or directory), f"cannot list it ({reason})"))
 
     prefix = directory.rstrip(os.sep) + os.sep
     found = [

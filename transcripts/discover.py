@@ -75,6 +75,16 @@ SKIPPED_NOT_A_FILE = "skipped-not-a-file"
 SKIPPED_NON_UTF8_NAME = "skipped-non-utf8-name"
 
 
+def why_unseen(exc: OSError) -> str | None:
+    """Why a path that failed with ``exc`` is unseen rather than gone, or None when it
+    is gone (ENOENT, ENOTDIR). The one rule for discovery, the watcher and the refresh:
+    what cannot be looked at (permissions, an I/O error) may still be there, and the
+    index keeps what it holds of it."""
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return None
+    return exc.strerror or type(exc).__name__
+
+
 def _regular_file_stat(
     path: str, skipped: Counter[str] | None = None, unlisted: dict[str, str] | None = None
 ) -> os.stat_result | None:
@@ -84,11 +94,10 @@ def _regular_file_stat(
     an I/O error) puts its directory in ``unlisted``: its files are unseen, not gone."""
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
-        return None
     except OSError as exc:
-        if unlisted is not None:
-            unlisted.setdefault(os.path.dirname(path), exc.strerror or type(exc).__name__)
+        reason = why_unseen(exc)
+        if reason is not None and unlisted is not None:
+            unlisted.setdefault(os.path.dirname(path), reason)
         return None
     if stat.S_ISREG(st.st_mode):
         return st
@@ -104,10 +113,8 @@ def unseen_because(path: str) -> str | None:
     :func:`_entries` is the full walk's)."""
     try:
         os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
     except OSError as exc:
-        return exc.strerror or type(exc).__name__
+        return why_unseen(exc)
     return None
 
 
@@ -126,11 +133,10 @@ def _entries(path: str, unlisted: dict[str, str] | None) -> list[os.DirEntry[str
     forget what the index holds for them (``indexer/refresh.py``)."""
     try:
         return sorted(os.scandir(path), key=lambda e: e.name)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
     except OSError as exc:
-        if unlisted is not None:
-            unlisted[path] = exc.strerror or type(exc).__name__
+        reason = why_unseen(exc)
+        if reason is not None and unlisted is not None:
+            unlisted[path] = reason
         return []
 
 
