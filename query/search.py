@@ -847,9 +847,9 @@ def _symbol_rows(
         for values in cursor:
             row = dict(zip(names, values))
             texts_of = [(c, str(row[c] or "")) for c in SYMBOL_COLUMNS]
-            if all(any(_whole_in(t, w) for _, t in texts_of) for w in words):
-                column = next(c for c, t in texts_of if _whole_in(t, words[0]))
-                out.append((row, column))
+            holding = [c for c, t in texts_of if _whole_in(t, words[0])]
+            if holding and all(any(_whole_in(t, w) for _, t in texts_of) for w in words[1:]):
+                out.append((row, holding[0]))  # the snippet's column: the first word's
                 if len(out) == limit:
                     break
     finally:
