@@ -154,28 +154,30 @@ def _undeletable(transcript: Path, folder: Path) -> str | None:
     entry goes with write and search permission on its directory (and, in a sticky one,
     ownership of the entry or the directory)."""
 
-    def blocked(directory: str, entry: str) -> str | None:
+    def blocked(directory: str, names: list[str]) -> str | None:
+        """Why these entries of ``directory`` could not be removed, else None: the
+        directory is looked at once, each entry only in a sticky one."""
         if not os.access(directory, os.W_OK | os.X_OK):
             return f"{directory} is not writable"
         st = os.lstat(directory)
         if st.st_mode & stat.S_ISVTX and os.geteuid() not in (0, st.st_uid):
-            if os.lstat(entry).st_uid != os.geteuid():
-                return f"{entry} is another user's, in a sticky directory"
+            for name in names:
+                entry = os.path.join(directory, name)
+                if os.lstat(entry).st_uid != os.geteuid():
+                    return f"{entry} is another user's, in a sticky directory"
         return None
 
+    def unreadable(exc: OSError) -> None:
+        raise exc
+
     try:
-        reason = blocked(str(transcript.parent), str(transcript))
+        reason = blocked(str(transcript.parent), [transcript.name])
         if reason is None and folder.is_dir() and not folder.is_symlink():
-            reason = blocked(str(folder.parent), str(folder))
-
-            def unreadable(exc: OSError) -> None:
-                raise exc
-
+            reason = blocked(str(folder.parent), [folder.name])
             for current, dirs, files in os.walk(folder, onerror=unreadable):
-                for name in [*dirs, *files]:
-                    reason = reason or blocked(current, os.path.join(current, name))
                 if reason is not None:
                     break
+                reason = blocked(current, [*dirs, *files])
     except OSError as exc:
         return f"{exc.filename or folder} cannot be read ({exc.strerror})"
     except RecursionError:  # os.walk recurses: a folder nested ~1,000 deep
