@@ -63,6 +63,7 @@ from sessiondex.transcripts.discover import (
     iter_subagent_files,
     why_unseen,
 )
+from sessiondex.transcripts.tree import walk
 
 logger = logging.getLogger(__name__)
 
@@ -694,7 +695,7 @@ def _paths_under(db: Any, directory: str, errors: list[tuple[str, str]]) -> list
             "SELECT path FROM files WHERE substr(path, 1, ?) = ?", [len(prefix), prefix]
         )
     ]
-    for current, dirs, files in os.walk(directory, onerror=unlisted):  # follows no links
+    for current, dirs, files in walk(directory, onerror=unlisted):
         dirs.sort()
         found.extend(os.path.join(current, f) for f in sorted(files) if f.endswith(SUFFIX))
     return found

@@ -467,6 +467,44 @@ def test_a_session_folder_that_cannot_be_removed_keeps_its_transcript(
     assert status[s["older"].session_id] == act.DELETED  # the others go on
 
 
+def test_a_session_folder_nested_a_thousand_deep_is_planned_archived_and_kept(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    """``os.walk`` recursed once per level: a folder ~1,000 deep (a runaway tool) was a
+    RecursionError traceback out of the dry run, ``archive`` and ``--apply``. It is now
+    measured and archived whole; the delete refuses (``shutil.rmtree`` would stop half
+    way) and removes nothing."""
+    s, tree, db = world["s"], world["tree"], world["db"]
+    folder = s["old"].path.with_suffix("")
+    bottom = folder
+    for _ in range(1_100):  # Path.mkdir(parents=True) recurses too
+        bottom = bottom / "d"
+        os.mkdir(bottom)
+    (bottom / "notes.txt").write_bytes(b"x" * 5_000)
+    stale = NOW - 40 * DAY
+    os.utime(bottom / "notes.txt", (stale, stale))
+
+    try:
+        plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+        (entry,) = [e for e in plan.to_delete if e.session_id == s["old"].session_id]
+        assert entry.size >= entry.transcript_size + 5_000
+        outcomes = act.apply_plan(
+            db, plan, [tree.root], archive_dir=tmp_path / "arch", clock=lambda: NOW
+        )
+        status = {o.session_id: o.status for o in outcomes}
+        assert status[s["old"].session_id] == act.FAILED
+        assert status[s["older"].session_id] == act.DELETED  # the others go on
+        assert s["old"].path.exists() and (bottom / "notes.txt").exists()
+        (kept,) = (tmp_path / "arch").rglob(f"{s['old'].session_id}*.tar.gz")
+        with tarfile.open(kept) as tar:
+            assert any(m.name.endswith("/d/d/notes.txt") for m in tar.getmembers())
+    finally:  # pytest's own rmtree of tmp_path would recurse as deep
+        (bottom / "notes.txt").unlink()
+        while bottom != folder:
+            bottom.rmdir()
+            bottom = bottom.parent
+
+
 @pytest.mark.parametrize("where", ["project", "folder", "subagents", "tool-results"])
 def test_a_delete_that_could_not_finish_removes_nothing(
     world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, where: str

@@ -44,6 +44,7 @@ from typing import IO
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX as ARCHIVE_SUFFIX
 from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile
 from sessiondex.transcripts.keys import is_session_id
+from sessiondex.transcripts.tree import walk
 
 CHUNK = 1 << 20
 # Decompressed transcripts up to this size stay in memory while indexed; larger spill.
@@ -160,7 +161,7 @@ def _entries(tf: TranscriptFile) -> list[_Entry]:
     entries.append(_Entry(prefix, folder, folder_st))
     if not stat.S_ISDIR(folder_st.st_mode):
         return entries  # a symlink (or odd file) named like the folder: stored as itself
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False, onerror=_unreadable):
+    for dirpath, dirnames, filenames in walk(folder, onerror=_unreadable):
         dirnames.sort()
         relative = os.path.relpath(dirpath, folder)
         base = prefix if relative == "." else f"{prefix}/{Path(relative).as_posix()}"

@@ -20,6 +20,7 @@ import orjson
 
 from sessiondex.transcripts.config import resolve_cwd
 from sessiondex.transcripts.records import DESKTOP_ENTRYPOINTS
+from sessiondex.transcripts.tree import walk
 
 DEFAULT_DAYS = 30
 DAY = 86400
@@ -302,7 +303,7 @@ def folder_stats(folder: Path) -> tuple[int, int]:
         return 0, 0
     if not stat.S_ISDIR(st.st_mode):
         return 0, 0  # a symlink is unlinked, never followed: nothing of ours behind it
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+    for dirpath, dirnames, filenames in walk(folder):
         for name in dirnames + filenames:
             try:
                 item = os.lstat(os.path.join(dirpath, name))

@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path
+from sessiondex.transcripts.tree import walk
 
 
 class WriteRefused(Exception):
@@ -59,6 +60,10 @@ TAIL_MAX_WAIT_SECONDS = 10.0
 TAIL_POLL_SECONDS = 0.02
 
 BEING_WRITTEN = "session is being written, try again"
+
+# ``shutil.rmtree`` recurses once per level before Python 3.12 and would stop half way
+# with a RecursionError near 1,000; Claude Code's own session folders are 2–3 deep.
+MAX_DELETE_DEPTH = 200
 
 
 def _tail(fd: int) -> tuple[int, bool]:
@@ -174,14 +179,15 @@ def _undeletable(transcript: Path, folder: Path) -> str | None:
         reason = blocked(str(transcript.parent), [transcript.name])
         if reason is None and folder.is_dir() and not folder.is_symlink():
             reason = blocked(str(folder.parent), [folder.name])
-            for current, dirs, files in os.walk(folder, onerror=unreadable):
+            top = str(folder).count(os.sep)
+            for current, dirs, files in walk(folder, onerror=unreadable):
                 if reason is not None:
                     break
+                if current.count(os.sep) - top >= MAX_DELETE_DEPTH:
+                    return f"{folder} is nested over {MAX_DELETE_DEPTH} directories deep"
                 reason = blocked(current, [*dirs, *files])
     except OSError as exc:
         return f"{exc.filename or folder} cannot be read ({exc.strerror})"
-    except RecursionError:  # os.walk recurses: a folder nested ~1,000 deep
-        return f"{folder} is nested too deep to check"
     return reason
 
 
