@@ -534,6 +534,68 @@ def test_a_delete_that_could_not_finish_removes_nothing(
     assert all(p.exists() for p in before), [p for p in before if not p.exists()]
 
 
+@pytest.mark.parametrize(
+    ("owner_override", "entry_owner", "deleted"),
+    [
+        (True, "another", True),  # root: the kernel lets it remove anyone's entry
+        (False, "another", False),  # root without CAP_FOWNER, or another user
+        (False, "same", True),
+    ],
+)
+def test_a_sticky_dir_in_a_session_folder_follows_the_kernel_rule(
+    world: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    owner_override: bool,
+    entry_owner: str,
+    deleted: bool,
+) -> None:
+    """In a sticky directory an entry goes only with ownership of it or the directory,
+    or CAP_FOWNER. Root was exempted by its uid alone; as root without CAP_FOWNER (a
+    container, ``setpriv``) rmtree then removed part of the folder and failed."""
+    from sessiondex.transcripts import write
+
+    if entry_owner == "another" and os.geteuid() != 0:
+        pytest.skip("making another user's file takes root")
+    s, tree, db = world["s"], world["tree"], world["db"]
+    folder = s["old"].path.with_suffix("")
+    sticky = folder / "subagents"
+    os.chmod(sticky, 0o1777)
+    entry = next(sticky.glob("*.jsonl"))
+    if entry_owner == "another":
+        os.chown(entry, 4242, 4242)
+        os.chown(sticky, 4343, 4343)
+    before = sorted(folder.rglob("*")) + [s["old"].path]
+    monkeypatch.setattr(write, "_may_act_as_any_owner", lambda: owner_override)
+    plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    outcomes = act.apply_plan(db, plan, [tree.root], clock=lambda: NOW)
+    status = {o.session_id: o.status for o in outcomes}
+    if deleted:
+        assert status[s["old"].session_id] == act.DELETED
+        assert not any(p.exists() for p in before)
+    else:
+        assert status[s["old"].session_id] == act.FAILED
+        assert all(p.exists() for p in before)
+
+
+@pytest.mark.parametrize(("dropped", "expected"), [(None, True), ("-fowner", False)])
+def test_cap_fowner_is_read_from_the_process(dropped: str | None, expected: bool) -> None:
+    """As root, whether CAP_FOWNER is in the effective set, read from /proc."""
+    import shutil
+    import subprocess
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None or not os.path.exists("/proc/self/status"):
+        pytest.skip("needs root, setpriv and /proc")
+    probe = [
+        sys.executable,
+        "-c",
+        "from sessiondex.transcripts.write import _may_act_as_any_owner as f; print(f())",
+    ]
+    drop = [] if dropped is None else [setpriv, f"--bounding-set={dropped}", "--"]
+    out = subprocess.run([*drop, *probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(expected)
+
+
 def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
     tree = world["tree"]
     plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
