@@ -29,7 +29,11 @@ from sessiondex.query.sessions import (
     to_object,
     to_objects,
 )
-from sessiondex.transcripts.discover import ARCHIVE_SUFFIX, describe_path
+from sessiondex.transcripts.discover import (
+    ARCHIVE_SUFFIX,
+    describe_path,
+    unreadable_transcript,
+)
 from sessiondex.transcripts.keys import (
     canonical_directory,
     is_session_id,
@@ -216,6 +220,9 @@ def _by_id(
     if local:
         return Resolution(to_object(db, local[0]), local[0], MATCHED_ID)
     projects = {(r["root"], r["project_key"]) for r in rows}
+    if not projects and (unreadable := unreadable_transcript(roots, session_id)):
+        path, reason = unreadable
+        raise NotFound(f"cannot read {path} ({reason}); session {session_id} is not indexed")
     if len(projects) != 1:
         raise not_found_id(session_id)
     row = max(rows, key=lambda r: r["mtime_ns"])

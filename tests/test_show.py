@@ -623,3 +623,42 @@ def test_markdown_export_follows_fences_inside_list_items(
         assert shown in page
     if hidden:
         assert hidden not in page
+
+
+@pytest.mark.parametrize("command", ["show", "resolve", "export -o {out}"])
+def test_a_transcript_that_cannot_be_read_is_named_not_called_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """A transcript unreadable since before its first index (a restore that left mode
+    000) was "No conversation found" for an ID the user can see in ``ls``. The check is
+    simulated (``os.access``, as a failed open would be): the suite may run as root."""
+    import os
+
+    tree = ConfigTree(tmp_path / "claude")
+    locked, other = tree.session(cwd=CWD), tree.session(cwd=CWD)
+    for s, text in ((locked, "locked away"), (other, "still readable")):
+        s.user(text)
+        s.write()
+    real_access, real_open = os.access, open
+
+    def denied(path: Any) -> bool:
+        return os.fspath(path) == str(locked.path)
+
+    def fake_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if denied(path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", lambda p, m: False if denied(p) else real_access(p, m))
+    monkeypatch.setattr("builtins.open", fake_open)
+    argv = command.format(out=tmp_path / "out.md").split()
+    result = _run(tree, tmp_path, *argv[:1], locked.session_id, *argv[1:])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"Error: cannot read {locked.path} (Permission denied); "
+        f"session {locked.session_id} is not indexed"
+    )
+    missing = other.session_id[:-4] + "0000"
+    result = _run(tree, tmp_path, "show", missing)
+    assert result.exit_code == 1
+    assert result.output.strip() == f"No conversation found with session ID: {missing}"

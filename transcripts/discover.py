@@ -9,6 +9,7 @@ nothing outside ``projects/`` is ours to read.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections import Counter
@@ -210,6 +211,21 @@ def iter_project_keys(
                 skipped[SKIPPED_SYMLINK] += 1  # a linked project dir is never followed
         except OSError:
             continue
+
+
+def unreadable_transcript(roots: list[Path], session_id: str) -> tuple[str, str] | None:
+    """``(path, reason)`` of a main transcript named ``<session_id>.jsonl`` that is on
+    disk but cannot be read, so it was never indexed; else None. What tells a user why
+    a session they can see in ``ls`` is "not found"."""
+    name = session_id + ".jsonl"
+    for root in roots:
+        for key in iter_project_keys(root):
+            path = os.path.join(str(root), "projects", key, name)
+            if _regular_file_stat(path) is None:
+                continue
+            if not os.access(path, os.R_OK):
+                return path, os.strerror(errno.EACCES)
+    return None
 
 
 def _scan_project(
