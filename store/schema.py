@@ -205,10 +205,60 @@ async def _rewrite_vectors(conn: AsyncConnection[Any]) -> None:
     await rewrite_search_vectors(conn)
 
 
+async def _canonical_forge_hosts(conn: AsyncConnection[Any]) -> None:
+    """Read every stored link of a session that has one on a forge's ``www.`` host again
+    (:func:`~sessiondex.transcripts.pr_urls.parse_pr_url`, the rule a fresh push
+    applies); of two rows that are now one link, the first stored stays, as a fold
+    keeps a link's first spelling."""
+    from sessiondex.store.vectors import rewrite_pr_texts
+    from sessiondex.transcripts.pr_urls import FORGE_HOST_ALIASES, parse_pr_url
+
+    aliases = list(FORGE_HOST_ALIASES)
+    touched: set[int] = set()
+    for table in ("pr_links", "pr_mentions"):
+        cur = await conn.execute(
+            f"SELECT id, session_ref, transcript_ref, url FROM {table} WHERE session_ref IN"
+            f" (SELECT session_ref FROM {table} WHERE host = ANY(%s)) ORDER BY id",
+            [aliases],
+        )
+        seen: set[tuple[int, int, str]] = set()
+        drop: list[int] = []
+        mend: list[tuple[str, str, str, str | None, int]] = []
+        for id_, sref, tref, url in await cur.fetchall():
+            pr = parse_pr_url(url)
+            key = (sref, tref, pr.url if pr is not None else url)
+            if key in seen:
+                drop.append(id_)
+            else:
+                seen.add(key)
+                if pr is None or pr.url == url:
+                    continue
+                mend.append((pr.url, pr.host, pr.provider, pr.repository, id_))
+            if table == "pr_links":
+                touched.add(sref)
+        await conn.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", [drop])
+        async with conn.cursor() as update:
+            await update.executemany(
+                f"UPDATE {table} SET url = %s, host = %s, provider = %s, repository = %s"
+                " WHERE id = %s",
+                mend,
+            )
+    await conn.execute(
+        "UPDATE sessions s SET origin_url = a.host || substr(s.origin_url, length(a.alias) + 1)"
+        " FROM unnest(%s::text[], %s::text[]) AS a(alias, host)"
+        " WHERE s.origin_url LIKE a.alias || '/%%'",
+        [aliases, list(FORGE_HOST_ALIASES.values())],
+    )
+    await rewrite_pr_texts(conn, sorted(touched))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", M001_INITIAL),
     Migration(2, "word vectors", M002_WORD_VECTORS, _rewrite_vectors),
     Migration(3, "line offsets", M003_LINE_OFFSETS),
+    # PR links and origins stored before www.github.com (and GitLab's and Bitbucket's
+    # www. hosts) were read as the forge's own host: the form every query compares.
+    Migration(4, "canonical forge hosts", "", _canonical_forge_hosts),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -266,7 +316,8 @@ async def migrate(conn: AsyncConnection) -> list[Migration]:
         for migration in MIGRATIONS:
             if migration.version in done:
                 continue
-            await conn.execute(migration.sql.encode())
+            if migration.sql:
+                await conn.execute(migration.sql.encode())
             if migration.then is not None:
                 await migration.then(conn)
             await conn.execute(

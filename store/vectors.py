@@ -95,3 +95,23 @@ async def rewrite_search_vectors(conn: AsyncConnection[Any], batch: int = 2000) 
             await update.execute(
                 f"UPDATE sessions SET search = {sql} WHERE id = %s", [*params, row[0]]
             )
+
+
+async def rewrite_pr_texts(conn: AsyncConnection[Any], session_refs: Sequence[int]) -> None:
+    """Recompute ``pr_text`` and the ``search`` vector of these sessions from their
+    stored ``pr_links`` (migration 4, when link hosts changed under them)."""
+    from sessiondex.indexer.ingest import derived_texts
+
+    columns = [c for _, group in SEARCH_WEIGHTS for c in group]
+    for ref in session_refs:
+        cur = await conn.execute(
+            "SELECT url, number, repository FROM pr_links WHERE session_ref = %s ORDER BY id",
+            [ref],
+        )
+        _, pr_text = derived_texts([], await cur.fetchall())
+        await conn.execute("UPDATE sessions SET pr_text = %s WHERE id = %s", [pr_text, ref])
+        cur = await conn.execute(f"SELECT {', '.join(columns)} FROM sessions WHERE id = %s", [ref])
+        row = await cur.fetchone()
+        assert row is not None
+        sql, params = session_vector(dict(zip(columns, row)))
+        await conn.execute(f"UPDATE sessions SET search = {sql} WHERE id = %s", [*params, ref])

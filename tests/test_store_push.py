@@ -549,6 +549,68 @@ def test_a_version_1_store_is_upgraded_to_word_vectors(pg_dsn: str, tmp_path: Pa
     assert after["x-docs"] >= {NAMES["wt-mention"]} and NAMES["wt-mention"] not in before["x-docs"]
 
 
+def test_a_version_3_store_s_www_forge_hosts_become_the_forge_s_own(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Before ``www.github.com`` (and GitLab's and Bitbucket's ``www.``) were read as the
+    forge's own host, a store kept links and origins in that form, and ``from-pr`` with
+    the canonical URL missed them. Migration 4 gives the rows a fresh push gives."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = build_session(tree, "/home/dev/shop", "Checkout fix")  # links github.com/…/412
+    s.pr_link(number=9, url="https://gitlab.com/acme/api/-/merge_requests/9", repository="acme/api")
+    s.user("see https://bitbucket.org/acme/web/pull-requests/3 and github.com/acme/shop/pull/412")
+    s.write()
+    push(tree.root, pg_dsn)
+    query(pg_dsn, "UPDATE sessions SET origin_url = 'github.com/acme/shop'")
+    tables = ("pr_links", "pr_mentions")
+
+    def snapshot() -> dict[str, Any]:
+        rows = {
+            t: query(
+                pg_dsn,
+                f"SELECT session_ref, url, number, repository, host, provider FROM {t} ORDER BY id",
+            )  # fmt: skip
+            for t in tables
+        }
+        rows["sessions"] = query(pg_dsn, "SELECT origin_url, pr_text, search::text FROM sessions")
+        return rows
+
+    fresh = snapshot()
+    assert {r[4] for t in tables for r in fresh[t]} == {"github.com", "gitlab.com", "bitbucket.org"}
+    # Back to version 3, as an older sessiondex stored it: links in the www. form, one
+    # of them stored both ways (pushed once from each of two spellings), and each
+    # mention stored again in the www. form after its canonical one.
+    www = "regexp_replace({0}, '(github\\.com|gitlab\\.com|bitbucket\\.org)', 'www.\\1')"
+    query(
+        pg_dsn,
+        f"UPDATE pr_links SET url = {www.format('url')}, host = 'www.' || host;"
+        " INSERT INTO pr_links (session_ref, transcript_ref, url, number, repository, host,"
+        " provider) SELECT session_ref, transcript_ref, replace(url, 'www.', ''), number,"
+        " repository, substr(host, 5), provider FROM pr_links WHERE number = 412;"
+        " INSERT INTO pr_mentions (session_ref, transcript_ref, url, number, repository, host,"
+        f" provider) SELECT session_ref, transcript_ref, {www.format('url')}, number,"
+        " repository, 'www.' || host, provider FROM pr_mentions ORDER BY id;"
+        f" UPDATE sessions SET origin_url = {www.format('origin_url')},"
+        f" pr_text = {www.format('pr_text')};"
+        " DELETE FROM sessiondex_migrations WHERE version >= 4",
+    )
+    url = database_url(pg_dsn)
+
+    def from_pr(link: str) -> list[str]:
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tree.root), "--db", url, "from-pr", link, "--json"]
+        )
+        return [r["session_id"] for r in json.loads(result.stdout or "[]")]
+
+    assert from_pr("https://gitlab.com/acme/api/-/merge_requests/9") == []
+    result = CliRunner().invoke(cli, ["store", "init", url])
+    assert result.exit_code == 0 and "applied 004" in result.output, result.output
+    after = snapshot()
+    assert {t: sorted(after[t]) for t in tables} == {t: sorted(fresh[t]) for t in tables}
+    assert after["sessions"] == fresh["sessions"]
+    assert from_pr("https://gitlab.com/acme/api/-/merge_requests/9") == [s.session_id]
+
+
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_line_with_invalid_utf8_is_pushed_as_it_is_read(
     tmp_path: Path, pg_dsn: str, dry_run: bool

@@ -102,7 +102,7 @@ _TRAILING_JUNK = ">)]}\"'`.,;:!?"
 
 # The public forges answer on www. too and send it to their one host: a link written
 # either way is one PR (``from-pr``, de-duplication, the origin remote it belongs to).
-_CANONICAL_HOSTS = {
+FORGE_HOST_ALIASES = {
     "www.github.com": "github.com",
     "www.gitlab.com": "gitlab.com",
     "www.bitbucket.org": "bitbucket.org",
@@ -114,7 +114,7 @@ def canonical_host(host: str) -> str:
     one rule for PR links and for the remotes they are matched against
     (``transcripts/remotes.py``)."""
     lowered = host.lower()
-    return _CANONICAL_HOSTS.get(lowered, lowered)
+    return FORGE_HOST_ALIASES.get(lowered, lowered)
 
 
 # Characters a URL spells %-encoded: as given, they end an href or a Markdown autolink.
