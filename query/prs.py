@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import Filters, kept_sql
+from sessiondex.query.filters import Filters
 from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
@@ -63,23 +63,20 @@ def _objects(db: Database, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def sessions_for_pr(
-    db: Database,
-    pr: PullRequest,
-    *,
-    include_archived: bool = False,
-    roots: tuple[str, ...] | None = None,
+    db: Database, pr: PullRequest, filters: Filters
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Sessions linked to ``pr`` (any project of ``roots``), newest first, and those
-    that only mention it: one PR is the same PR wherever the session ran. Each object
-    says which (``matched_by``)."""
-    kept, kept_params = kept_sql(db, include_archived, roots)
+    """Sessions linked to ``pr``, newest first, and those that only mention it; each
+    object says which (``matched_by``). One PR is the same PR wherever the session ran,
+    so the scope is every project; the other filters hold as for any listing (branch,
+    since, hidden and non-interactive sessions, archives, config dirs)."""
+    where, where_params = replace(filters, scope="all", limit=None).where(db)
     found: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
     for table in PR_TABLES:
         sql, params = _url_clause(db, table, pr)
         rows = [
             r
-            for r in select_rows(db, f"s.id IN ({sql}) AND {kept}", [*params, *kept_params])
+            for r in select_rows(db, f"s.id IN ({sql}) AND {where}", [*params, *where_params])
             if r["id"] not in seen
         ]
         seen.update(r["id"] for r in rows)
@@ -106,7 +103,9 @@ def sessions_for_url(
     pr = parse_pr_ref(url)
     if pr is None:
         raise ValueError(f"not a pull/merge request URL: {url}")
-    linked, mentioned = sessions_for_pr(db, pr, include_archived=include_archived)
+    linked, mentioned = sessions_for_pr(
+        db, pr, Filters(scope="all", include_archived=include_archived)
+    )
     return linked + mentioned if include_mentions else linked
 
 
@@ -161,9 +160,7 @@ def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool =
         pr = without_lone_surrogates(pr)
         ref = parse_pr_ref(pr)
         if ref is not None:
-            linked, mentioned = sessions_for_pr(
-                db, ref, include_archived=filters.include_archived, roots=filters.roots
-            )
+            linked, mentioned = sessions_for_pr(db, ref, filters)
             return _limited(PrAnswer(linked, mentioned, pr=ref), filters.limit)
     if pr is None:
         (rows,) = _number_rows(db, None, filters, ("pr_links",))

@@ -720,9 +720,7 @@ def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, in
 
 def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
     """``search <URL or owner/repo#N>``: linked sessions, then mentioning ones."""
-    linked, mentioned = sessions_for_pr(
-        db, pr, include_archived=filters.include_archived, roots=filters.roots
-    )
+    linked, mentioned = sessions_for_pr(db, pr, filters)
     rows = linked + mentioned
     for obj in rows:
         obj["score"] = None

@@ -255,3 +255,65 @@ def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(
     s.write()
     result = _run(tmp_path, tree.root, "from-pr", "4", "--cwd", str(repo), "--json")
     assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))
+
+
+def _pr_world(tmp_path: Path) -> dict[str, str]:
+    """Sessions linked to one PR that the listing rules tell apart: hidden, run by
+    ``claude -p``, a sidechain file, another branch, and quiet for a year."""
+    import time
+
+    tree = ConfigTree(tmp_path / "claude")
+    url = "https://github.com/acme/app/pull/7"
+    recent = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 3600))
+    kinds = {
+        "plain": {"start": recent},
+        "hidden": {"start": recent},
+        "print-mode": {"start": recent, "entrypoint": "sdk-cli"},
+        "sidechain": {"start": recent, "is_sidechain": True},
+        "other-branch": {"start": recent, "git_branch": "feature/x"},
+        "old": {"start": "2025-01-02T09:00:00.000Z"},
+    }
+    ids = {}
+    for name, options in kinds.items():
+        s = tree.session(cwd=f"/w/{name}", **options)  # type: ignore[arg-type]
+        s.user(f"the {name} session")
+        s.assistant("on it")
+        s.pr_link(number=7, url=url, repository="acme/app")
+        if name == "hidden":
+            s.meta("tag", tag="__hidden")
+        s.write()
+        ids[s.session_id] = name
+    return ids
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["from-pr", "https://github.com/acme/app/pull/7"],
+        ["from-pr", "acme/app#7"],
+        ["search", "https://github.com/acme/app/pull/7"],
+        ["search", "acme/app#7"],
+    ],
+    ids=["from-pr-url", "from-pr-shorthand", "search-url", "search-shorthand"],
+)
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ([], {"plain", "other-branch", "old"}),
+        (["--include-hidden"], {"plain", "other-branch", "old", "hidden"}),
+        (["--all-kinds"], {"plain", "other-branch", "old", "hidden", "print-mode", "sidechain"}),
+        (["--branch", "feature/x"], {"other-branch"}),
+        (["--since", "30d"], {"plain", "other-branch"}),
+    ],
+    ids=["default", "include-hidden", "all-kinds", "branch", "since"],
+)
+def test_a_pr_url_widens_the_scope_and_keeps_every_other_filter(
+    tmp_path: Path, command: list[str], options: list[str], expected: set[str]
+) -> None:
+    """A URL names one PR, so it is looked up in every project; the hidden, ``-p`` and
+    sidechain sessions stayed in and ``--branch`` / ``--since`` were dropped, while a PR
+    number obeyed them all."""
+    ids = _pr_world(tmp_path)
+    result = _run(tmp_path, tmp_path / "claude", *command, *options, "--json")
+    assert result.exit_code == 0, result.output
+    assert {ids[r["session_id"]] for r in json.loads(result.stdout)} == expected
