@@ -902,10 +902,15 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
         ]
         choices[row["id"]] = [t for t in texts if t]
     flat = [(rowid, t) for rowid, texts in choices.items() for t in texts]
-    from rapidfuzz import fuzz, process  # only the typo fallback needs it (start-up time)
+    from rapidfuzz import fuzz, process, utils  # only the typo fallback needs it (start-up)
 
     scored = process.extract(
-        query, [t for _, t in flat], scorer=fuzz.WRatio, score_cutoff=FUZZY_CUTOFF, limit=None
+        query,
+        [t for _, t in flat],
+        scorer=fuzz.WRatio,
+        processor=utils.default_process,  # case and punctuation aside, as FTS matching
+        score_cutoff=FUZZY_CUTOFF,
+        limit=None,
     )
     best: dict[int, tuple[float, str]] = {}
     for choice, score, index in scored:

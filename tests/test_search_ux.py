@@ -130,6 +130,19 @@ def test_typo_fallback_is_labelled(world: World) -> None:
     assert "closest" not in as_json.stdout
 
 
+@pytest.mark.parametrize("query", ["atuh refactr", "ATUH REFACTR", "Atuh Refactr", "atuh-refactr!"])
+def test_typo_fallback_ignores_case_and_punctuation(world: World, query: str) -> None:
+    """As FTS matching does: "ATUH REFACTR" found nothing, and "Atuh Refactr" ranked
+    the two sessions by how their titles happened to be capitalised."""
+    world.add("upper", title="Auth refactor", texts=("hello",))
+    world.add("lower", title="auth refactor", texts=("hello",))
+    world.add("other", title="Café menu", texts=("hello",))
+    outcome = run_search(world.db(), query, ALL)
+    assert outcome.kind == FUZZY
+    assert sorted(world.names(outcome.rows)) == ["lower", "upper"]
+    assert len({r["score"] for r in outcome.rows}) == 1
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
