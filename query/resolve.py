@@ -252,6 +252,14 @@ def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]
     return [{**c, "matched_by": how} for c in candidates]
 
 
+def _name_key(name: str) -> str:
+    """A name as typing it again compares: what ``rename`` stores of it, in one Unicode
+    composition, case aside."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", clean_name(name)).lower()
+
+
 def name_of(row: dict[str, Any]) -> str | None:
     """A session's resume handle: its custom title, else its AI title."""
     return row.get("custom_title") or row.get("ai_title")
@@ -289,10 +297,11 @@ def resolve(
     repo_rows = _scope_rows(db, here, include_archived, roots)
     wanted = arg.strip().lower()
     named = [r for r in repo_rows if (name_of(r) or "").strip().lower() == wanted]
-    if not named and clean_name(arg) != arg.strip():
-        # The name typed with an invisible or bidi character that rename never stores.
-        wanted = clean_name(arg).lower()
-        named = [r for r in repo_rows if clean_name(name_of(r) or "").lower() == wanted]
+    if not named:
+        # The name typed with an invisible or bidi character that rename never stores,
+        # or composed otherwise (a decomposed é from a macOS file name looks the same).
+        wanted = _name_key(arg)
+        named = [r for r in repo_rows if _name_key(name_of(r) or "") == wanted]
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
@@ -312,12 +321,17 @@ def resolve(
         except NotFound:
             pass
     titles = {display_title(r): r for r in repo_rows if name_of(r)}
-    from rapidfuzz import fuzz, process  # only for suggestions (start-up time)
+    from rapidfuzz import fuzz, process, utils  # only for suggestions (start-up time)
 
     suggestions = [
         t
         for t, _, _ in process.extract(
-            arg, list(titles), scorer=fuzz.WRatio, limit=MAX_SUGGESTIONS, score_cutoff=50
+            arg,
+            list(titles),
+            scorer=fuzz.WRatio,
+            processor=utils.default_process,  # case and punctuation aside
+            limit=MAX_SUGGESTIONS,
+            score_cutoff=50,
         )
     ]
     hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else ""

@@ -3,6 +3,8 @@ not part of a tag; a change that changes nothing writes nothing and says so."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sessiondex.transcripts.tags import clean_label, clean_tag
@@ -169,3 +171,22 @@ def test_a_name_loses_what_hides_or_reorders_text(world: World, raw: str, stored
     assert last_line(world.paths["alpha"])["customTitle"] == stored
     # Typed again with the hidden character, it still finds the session.
     assert world.run("resolve", raw, "--cwd", CWD, "--json").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("stored", "typed"),
+    [
+        ("Café menu", "Cafe\u0301 menu"),  # stored composed, typed decomposed (macOS)
+        ("Cafe\u0301 menu", "Café menu"),  # the other way round
+        ("Café menu", "CAFE\u0301 MENU"),
+    ],
+    ids=["nfd-typed", "nfd-stored", "nfd-any-case"],
+)
+def test_a_name_composed_otherwise_still_finds_the_session(
+    world: World, stored: str, typed: str
+) -> None:
+    """The error said "No session matches 'Café menu'. Did you mean: Café menu?"."""
+    assert world.run("rename", "Alpha", stored, "--cwd", CWD).exit_code == 0
+    found = world.run("resolve", typed, "--cwd", CWD, "--json")
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)[0]["custom_title"] == stored
