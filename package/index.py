@@ -758,9 +758,12 @@ class Index:
         title: str | None = None,
         cwd: str | None = None,
     ) -> MutationResult:
-        """Copy a session into a new one (fresh IDs, ``forkedFrom`` on every entry)."""
-        from sessiondex.actions.mutations import fork
+        """Copy a session into a new one (fresh IDs, ``forkedFrom`` on every entry),
+        titled ``title`` as :meth:`rename` would name it."""
+        from sessiondex.actions.mutations import fork, user_name
 
+        if title is not None:
+            title = user_name(title, "the fork's title")
         return self._mutate(
             lambda db: fork(db, arg, cwd=cwd, roots=self.roots, up_to=up_to, title=title)
         )

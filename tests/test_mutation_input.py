@@ -190,3 +190,29 @@ def test_a_name_composed_otherwise_still_finds_the_session(
     found = world.run("resolve", typed, "--cwd", CWD, "--json")
     assert found.exit_code == 0, found.output
     assert json.loads(found.stdout)[0]["custom_title"] == stored
+
+
+@pytest.mark.parametrize(
+    ("title", "stored"),
+    [
+        ("\u200b", None),  # nothing visible: refused
+        ("  ", None),
+        ("\u202eevil", "evil"),  # bidi override
+        ("a\u200bb", "ab"),
+    ],
+)
+def test_index_fork_names_the_fork_as_rename_would(
+    world: World, title: str, stored: str | None
+) -> None:
+    """``Index.fork(title=…)`` only refused a blank title, so a fork could be named with
+    an invisible character or a bidi override that rename and ``fork --title`` strip."""
+    from sessiondex import Index
+    from sessiondex.actions.mutations import MutationError
+
+    with Index(db=world.db, config_dirs=[world.tree.root]) as index:
+        if stored is None:
+            with pytest.raises(MutationError, match="the fork's title is empty"):
+                index.fork(world.ids["source"], title=title, cwd=CWD)
+            return
+        result = index.fork(world.ids["source"], title=title, cwd=CWD)
+    assert result.session is not None and result.session["custom_title"] == stored
