@@ -110,20 +110,22 @@ def _append(
     )
 
 
-def check_name(name: object) -> str:
+def check_name(name: object, what: str = "the new name") -> str:
     """The name as the SDK stores it (stripped); empty is an error (Claude Code's
-    ``/rename`` with no name asks the model instead, which we cannot do). What a person
-    typed goes through :func:`user_name` first."""
-    title = name.strip() if isinstance(name, str) else ""
+    ``/rename`` with no name asks the model instead, which we cannot do). A lone
+    surrogate (a JavaScript string cut inside an emoji) becomes U+FFFD, as every reader
+    reads the SDK's escape of it; orjson cannot write one. What a person typed goes
+    through :func:`user_name` first."""
+    title = without_lone_surrogates(name).strip() if isinstance(name, str) else ""
     if not title:
-        raise MutationError("the new name is empty")
+        raise MutationError(f"{what} is empty")
     return title
 
 
 def check_tag(value: object) -> str:
     """The tag as the SDK stores it (its sanitising, then stripped); empty is an error.
     What a person typed goes through :func:`user_tag` first."""
-    clean = sanitize_tag(value) if isinstance(value, str) else ""
+    clean = sanitize_tag(without_lone_surrogates(value)) if isinstance(value, str) else ""
     if not clean:
         raise MutationError(
             "the tag is empty (after removing invisible characters); use untag to clear a tag"
@@ -254,8 +256,8 @@ def fork(
 ) -> MutationResult:
     """Copy the session into a new one in the same project dir; the result's
     ``session_id`` is the new session's."""
-    if title is not None and not title.strip():
-        raise MutationError("the fork's title is empty")
+    if title is not None:
+        title = check_name(title, "the fork's title")
     found = _target(db, target, cwd, roots)
     path = found.row["file_path"]
     _write_guard(db, path, roots)

@@ -408,13 +408,32 @@ def _not_found(session_id: str, directory: str | None, roots: list[Path], append
     return f"Session {session_id} not found in any project directory"
 
 
+def _writable(index: Index) -> None:
+    """Check the index takes writes before a transcript is touched: one that cannot (read
+    only, busy past the wait, a full disk) is the ``OSError`` the SDK's own failed
+    appends raise, not a ``sqlite3`` error a program moving from the SDK never expects;
+    a damaged one is rebuilt, as for every other write."""
+    import sqlite3
+
+    from sessiondex.indexer.faults import describe, is_corrupt
+
+    try:
+        index.writable()
+    except sqlite3.DatabaseError as exc:
+        if not (is_corrupt(exc) and index.recover(exc)):
+            raise OSError(describe(exc, index.db_path)) from None
+        index.refresh()
+
+
 def _target(index: Index, session_id: str, directory: str | None, appending: bool) -> Resolution:
     """The session an SDK writer would change: the non-empty transcript of that exact ID
     in the directory's project dir or its worktrees' (anywhere without a directory), as
-    the index knows it now; ``FileNotFoundError`` if there is none."""
+    the index knows it now; ``FileNotFoundError`` if there is none. The index is checked
+    writable first (:func:`_writable`)."""
     from sessiondex.query.resolve import MATCHED_ID, Resolution
     from sessiondex.query.sessions import to_object
 
+    _writable(index)
     row = _find_main(index.reader(), index.roots, session_id, directory)
     if row is None and index.auto_refresh and index.watcher_alive():
         # A live watcher keeps the index current, but not within the same instant: a
@@ -534,6 +553,8 @@ def fork_session(
     from sessiondex.actions.mutations import fork
 
     session_id = _check_session_id(session_id)
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be a string, not {type(title).__name__}")
     if up_to_message_id and not is_session_id(up_to_message_id):
         raise ValueError(f"Invalid up_to_message_id: {up_to_message_id}")
     with _open(db, config_dir, refresh) as index:

@@ -148,8 +148,22 @@ def test_non_uuid_is_value_error_never_resolved(tree: ConfigTree, writer: str, a
         (lambda sid, **kw: tag_session(sid, "", **kw), "tag must be non-empty"),
         (lambda sid, **kw: tag_session(sid, "\u200b\ufeff ", **kw), "tag must be non-empty"),
         (lambda sid, **kw: fork_session(sid, up_to_message_id="m1", **kw), "Invalid up_to"),
+        (lambda sid, **kw: rename_session(sid, 5, **kw), "title must be non-empty"),
+        (lambda sid, **kw: tag_session(sid, [], **kw), "tag must be non-empty"),
+        (lambda sid, **kw: fork_session(sid, title=5, **kw), "title must be a string"),
+        (lambda sid, **kw: fork_session(sid, title=b"x", **kw), "title must be a string"),
     ],
-    ids=["empty-title", "blank-title", "empty-tag", "invisible-tag", "bad-cut-point"],
+    ids=[
+        "empty-title",
+        "blank-title",
+        "empty-tag",
+        "invisible-tag",
+        "bad-cut-point",
+        "int-title",
+        "list-tag",
+        "int-fork-title",
+        "bytes-fork-title",
+    ],
 )
 def test_bad_arguments_before_lookup(tree: ConfigTree, call: Any, message: str) -> None:
     """As in the SDK, the arguments are checked before the session is looked for: a bad
@@ -264,6 +278,57 @@ def test_record_appended_and_indexed(
     now = info(tree, s.session_id)  # the index followed the write: no refresh needed
     assert (now.custom_title, now.tag) == (title, tag)
     assert now.file_size == len(after)
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "expected"),
+    [
+        (
+            lambda sid, **kw: rename_session(sid, "cut \ud83d here", **kw),
+            "title",
+            "cut \ufffd here",
+        ),
+        (lambda sid, **kw: tag_session(sid, "t\udcffx", **kw), "tag", "t\ufffdx"),
+        (lambda sid, **kw: fork_session(sid, title="fork \ud800", **kw), "title", "fork \ufffd"),
+    ],
+    ids=["rename", "tag", "fork-title"],
+)
+def test_a_lone_surrogate_is_written_as_the_readers_read_it(
+    tree: ConfigTree, call: Any, field: str, expected: str
+) -> None:
+    """A JavaScript string cut inside an emoji: the SDK writes it as an escape, and
+    orjson raised TypeError ("surrogates not allowed") with nothing written."""
+    s = make(tree)
+    result = call(s.session_id, **opts(tree))
+    sid = getattr(result, "session_id", s.session_id)
+    got = get_session_info(sid, **opts(tree))
+    assert getattr(got, "custom_title" if field == "title" else "tag") == expected
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda sid, **kw: rename_session(sid, "x", **kw),
+        lambda sid, **kw: tag_session(sid, "t", **kw),
+        lambda sid, **kw: tag_session(sid, None, **kw),
+        lambda sid, **kw: fork_session(sid, **kw),
+        lambda sid, **kw: delete_session(sid, **kw),
+    ],
+    ids=["rename", "tag", "untag", "fork", "delete"],
+)
+def test_a_read_only_index_is_os_error_and_nothing_is_written(tree: ConfigTree, call: Any) -> None:
+    """sqlite3.OperationalError ("attempt to write a readonly database") reached a
+    program moving from the SDK, which expects the OSError of a failed append. The
+    index is opened read-only by SQLite's URI rule: the suite may run as root."""
+    s = make(tree)
+    get_session_info(s.session_id, **opts(tree))  # indexed
+    before = snapshot(tree.root)
+    uri = f"file:{tree.root.parent / 'index.db'}?mode=ro"
+    with sqlite3.connect(uri, uri=True) as conn:
+        with pytest.raises(OSError, match="read-only|readonly") as caught:
+            call(s.session_id, **{**opts(tree), "db": conn})
+    assert not isinstance(caught.value, FileNotFoundError)
+    assert snapshot(tree.root) == before
 
 
 def test_untag_clears_a_tag(tree: ConfigTree) -> None:
