@@ -27,6 +27,7 @@ from sessiondex.query.sessions import select_rows, to_object
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
 from sessiondex.transcripts.reader import without_lone_surrogates
 from sessiondex.transcripts.tags import clean_name, clean_tag, sanitize_tag
+from sessiondex.transcripts.windows import sdk_title_and_tag
 from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
 
 if TYPE_CHECKING:
@@ -156,6 +157,17 @@ def user_tag(value: object) -> str:
     return clean
 
 
+def _shown(session: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The title and tag Claude Code's picker and the SDK show for the session: they read
+    64 KiB windows, so a name or tag followed by more conversation than that is gone
+    from their view although the file still holds it. Writing it again is then a change
+    (the name or tag reappears there), not the no-op it is to sessiondex."""
+    try:
+        return sdk_title_and_tag(session["file_path"])
+    except OSError:
+        return None, None  # unreadable: the append will say why
+
+
 def _unchanged(
     db: Database, found: Resolution, roots: list[Path], action: str, same: Any
 ) -> MutationResult | None:
@@ -193,7 +205,13 @@ def rename(
     title = check_name(name)
     found = _target(db, target, cwd, roots)
     if if_changed:
-        same = _unchanged(db, found, roots, "rename", lambda s: s.get("custom_title") == title)
+        same = _unchanged(
+            db,
+            found,
+            roots,
+            "rename",
+            lambda s: s.get("custom_title") == title and _shown(s)[0] == title,
+        )
         if same is not None:
             return same
     record = {
@@ -219,7 +237,9 @@ def tag(
     clean = check_tag(value)
     found = _target(db, target, cwd, roots)
     if if_changed:
-        same = _unchanged(db, found, roots, "tag", lambda s: s.get("tag") == clean)
+        same = _unchanged(
+            db, found, roots, "tag", lambda s: s.get("tag") == clean and _shown(s)[1] == clean
+        )
         if same is not None:
             return same
     record = {"type": "tag", "tag": clean, "sessionId": found.session["session_id"]}

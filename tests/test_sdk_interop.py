@@ -368,6 +368,33 @@ def test_the_sdk_sees_our_rename_tag_untag_and_fork(fixture_root: Path) -> None:
     assert all(m.session_id == new_id for m in sdk.get_session_messages(new_id))
 
 
+@pytest.mark.parametrize("command", [["tag", "review"], ["rename", "Checkout perf"]])
+def test_a_name_or_tag_the_sdk_no_longer_sees_is_written_again(
+    fixture_root: Path, command: list[str]
+) -> None:
+    """After more than 64 KiB of conversation the SDK and Claude Code's picker no longer
+    see a tag or name (they read the first and last 64 KiB); ours, reading the whole file,
+    still did, so tagging again said "already tagged; nothing written" and the user had
+    no way to make it visible again. The no-op now holds only for what they see."""
+    sid = "0299d474-8976-5a23-b6a6-e232a4e09752"  # shop-big: a name there leaves the head
+    path = next(fixture_root.glob(f"projects/*/{sid}.jsonl"))
+    assert path.stat().st_size > 2 * 64 * 1024
+    assert run_cli(fixture_root, *command[:1], sid, command[1]).exit_code == 0
+    again = run_cli(fixture_root, *command[:1], sid, command[1])
+    assert again.exit_code == 0 and "nothing written" in again.output  # still a no-op
+    filler = {"type": "user", "sessionId": sid, "message": {"role": "user", "content": "w" * 2000}}
+    with open(path, "ab") as fh:
+        for n in range(40):  # Claude Code's turns, with no metadata re-appended
+            fh.write(orjson.dumps({**filler, "uuid": f"00000000-0000-4000-8000-{n:012d}"}) + b"\n")
+    field = "tag" if command[0] == "tag" else "custom_title"
+    assert getattr(sdk.get_session_info(sid), field) != command[1]
+    size = path.stat().st_size
+    written = run_cli(fixture_root, *command[:1], sid, command[1])
+    assert written.exit_code == 0 and "nothing written" not in written.output, written.output
+    assert path.stat().st_size > size
+    assert getattr(sdk.get_session_info(sid), field) == command[1]
+
+
 @pytest.mark.parametrize(
     "typed", ["Family 👨\u200d👩\u200d👧", "ｶﾀｶﾅ notes", "①② plan", "می\u200cخواهم"]
 )

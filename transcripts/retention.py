@@ -21,13 +21,12 @@ import orjson
 from sessiondex.transcripts.config import resolve_cwd
 from sessiondex.transcripts.records import DESKTOP_ENTRYPOINTS
 from sessiondex.transcripts.tree import walk
+from sessiondex.transcripts.windows import WINDOW, read_windows
 
 DEFAULT_DAYS = 30
 DAY = 86400
 # Claude Code re-runs its sweep only when <config>/.last-cleanup is older than this.
 SWEEP_INTERVAL = DAY
-# Head/tail window Claude Code reads for the entrypoint of a transcript.
-ENTRYPOINT_WINDOW = 64 * 1024
 MANAGED_ENV = "SESSIONDEX_MANAGED_SETTINGS"
 
 MANAGED, LOCAL, PROJECT, USER, DEFAULT = "managed", "local", "project", "user", "default"
@@ -206,14 +205,7 @@ def _window_entrypoints(path: Path) -> list[str]:
     """The first entrypoint in the file's head window and the last in its tail window."""
     found: list[str] = []
     try:
-        with open(path, "rb") as stream:
-            size = os.fstat(stream.fileno()).st_size
-            head = stream.read(ENTRYPOINT_WINDOW)
-            if size > ENTRYPOINT_WINDOW:
-                stream.seek(max(ENTRYPOINT_WINDOW, size - ENTRYPOINT_WINDOW))
-                tail = stream.read(ENTRYPOINT_WINDOW)
-            else:
-                tail = head
+        head, tail = read_windows(path, tail_overlaps_head=False)
     except OSError:
         return found
     for lines in (head.split(b"\n"), reversed(tail.split(b"\n"))):
@@ -259,9 +251,7 @@ def window_desktop(
         return True
     if last_entrypoint not in DESKTOP_ENTRYPOINTS or last_offset is None:
         return False
-    return size <= ENTRYPOINT_WINDOW or last_offset >= max(
-        ENTRYPOINT_WINDOW, size - ENTRYPOINT_WINDOW
-    )
+    return size <= WINDOW or last_offset >= max(WINDOW, size - WINDOW)
 
 
 def desktop_exemption(
