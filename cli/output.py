@@ -12,6 +12,7 @@ keeps exact strings, with C1 and bidi controls written as ``\\uXXXX`` escapes.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import unicodedata
@@ -150,15 +151,30 @@ def project_label(obj: dict[str, Any]) -> str:
     cwd = str(obj.get("cwd") or "")
     if not cwd:
         return str(obj.get("project_key") or "")
-    import os
-
     home = os.path.expanduser("~").rstrip("/")
     if home and (cwd == home or cwd.startswith(home + "/")):
         return "~" + cwd[len(home) :]
     return cwd
 
 
-def _session_cells(obj: dict[str, Any], project: bool, agent: str | None = None) -> list[str]:
+SHORT_ID = 8
+
+
+def id_chars(session_ids: Iterable[str]) -> int:
+    """How many characters of a session ID a table shows: 8, or as many as tell apart
+    the different IDs it lists (an ambiguous prefix's candidates all began alike, and
+    the table gave the user nothing to type next). Copies of one ID stay alike."""
+    distinct = sorted({sid.lower() for sid in session_ids})
+    width = SHORT_ID
+    for a, b in zip(distinct, distinct[1:]):
+        common = len(os.path.commonprefix([a, b]))
+        width = max(width, common + 1)
+    return width
+
+
+def _session_cells(
+    obj: dict[str, Any], project: bool, agent: str | None = None, id_width: int = SHORT_ID
+) -> list[str]:
     title = obj.get("title") or ""
     if agent and agent.strip():
         title += f" @{agent.strip()}"  # the picker's rule: an agent-name beside the title
@@ -175,7 +191,7 @@ def _session_cells(obj: dict[str, Any], project: bool, agent: str | None = None)
         obj.get("git_branch") or "",
         human_size(obj.get("file_size")),
         str(obj.get("message_count", "")),
-        str(obj.get("session_id", ""))[:8],
+        str(obj.get("session_id", ""))[:id_width],
     ]
 
 
@@ -290,8 +306,9 @@ def emit(
                 click.echo(empty_message, err=True)
             return
         names = agents or {}
+        width = id_chars(str(i.get("session_id", "")) for i in items)
         rows = [
-            _session_cells(i, project, names.get(str(i.get("file_path"))))
+            _session_cells(i, project, names.get(str(i.get("file_path"))), width)
             + [cell(i) for _, cell in columns]
             for i in items
         ]

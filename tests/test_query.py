@@ -146,6 +146,37 @@ def test_resolve_table(
         assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_an_ambiguous_prefix_lists_ids_that_tell_the_candidates_apart(world: World) -> None:
+    """The table cut every ID at 8 characters, so the candidates of an ambiguous 8-char
+    prefix all read the same, and "say which one" left nothing to type."""
+    result = world.run("resolve", "abcdef12", cwd=world.repo_a)
+    assert result.exit_code == 3
+    shown = [line.split()[-1] for line in result.stdout.splitlines()[1:]]
+    assert len(set(shown)) == 2
+    for cut in shown:
+        again = world.run("resolve", cut, "--json", cwd=world.repo_a)
+        assert again.exit_code == 0, again.output
+    listing = world.run("list", cwd=world.repo_a)
+    ids = [line.split()[-1] for line in listing.stdout.splitlines()[1:]]
+    assert len(ids[0]) > 8 and len({len(i) for i in ids}) == 1  # one width per table
+
+
+@pytest.mark.parametrize(
+    ("ids", "chars"),
+    [
+        (["0a1b2c3d-aaaa", "ffff0000-bbbb"], 8),
+        (["abcdef12-0000-4", "abcdef12-1111-4"], 10),
+        (["abcdef12-0000-4", "ABCDEF12-0000-5"], 15),  # case aside, as resolve reads it
+        (["abcdef12-0000-4", "abcdef12-0000-4"], 8),  # one ID twice: copies stay alike
+        ([], 8),
+    ],
+)
+def test_id_chars(ids: list[str], chars: int) -> None:
+    from sessiondex.cli.output import id_chars
+
+    assert id_chars(ids) == chars
+
+
 def test_unknown_id_uses_claude_codes_message(world: World) -> None:
     result = world.run("resolve", ID_DUP, cwd=world.repo_a)
     assert result.stderr.strip() == f"No conversation found with session ID: {ID_DUP}"
