@@ -55,8 +55,9 @@ def may_hold_cjk(text: str) -> bool:
 
 
 @cache
-def _run_pattern() -> re.Pattern[str]:
-    """Compiled on first use: compiling at import would cost every command start-up."""
+def cjk_runs() -> re.Pattern[str]:
+    """Runs of ``_CJK`` characters, each of which FTS stores as a token of its own.
+    Compiled on first use: compiling at import would cost every command start-up."""
     return re.compile(f"[{_CJK}]+")
 
 
@@ -75,7 +76,7 @@ def fts_text(text: str) -> str:
     """Text as stored for FTS: CJK characters become separate tokens, and tokens longer
     than ``LONG_TOKEN_MAX`` keep their first ``LONG_TOKEN_PREFIX`` characters."""
     if may_hold_cjk(text):
-        runs = _run_pattern()
+        runs = cjk_runs()
         if runs.search(text) is not None:
             text = runs.sub(_space_run, text)
     if len(text) > LONG_TOKEN_MAX and _may_hold_long_token(text):

@@ -17,10 +17,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS
-from sessiondex.indexer.text import fts_text, word_text
+from sessiondex.indexer.text import cjk_runs, fts_text, may_hold_cjk, word_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+
+def raw_cjk(text: str) -> str:
+    """A ``--raw`` query with its CJK written as the index holds it: one token per
+    character (:func:`~sessiondex.indexer.text.fts_text`). Typed as is, ``東京`` was one
+    token and found nothing. Inside a quoted phrase a run becomes its characters; outside
+    one, a phrase of them (``"東 京"``), so operators, column filters and ``NEAR`` around
+    it keep their meaning. Both FTS5 and ``websearch_to_tsquery`` quote with ``"``."""
+    if not may_hold_cjk(text):
+        return text
+    runs = cjk_runs()
+    parts = text.split('"')  # FTS5 escapes a quote inside a phrase as "": an empty part
+    for index, part in enumerate(parts):
+        if index % 2:  # inside a phrase
+            parts[index] = runs.sub(lambda m: " " + " ".join(m.group(0)) + " ", part)
+        else:
+            parts[index] = runs.sub(lambda m: ' "' + " ".join(m.group(0)) + '" ', part)
+    return '"'.join(parts)
+
 
 # Must equal store/schema.py TS_CONFIG (store/ and query/ may not import each other;
 # tests/test_team_query.py checks they agree): no stemming, like FTS5's unicode61.
@@ -62,8 +81,9 @@ class SqliteDialect:
         return " OR ".join(terms)
 
     def raw_query(self, db: Any, text: str) -> str:
-        """A ``--raw`` query as the engine's own syntax (FTS5 takes it as typed)."""
-        return text
+        """A ``--raw`` query as the engine's own syntax: FTS5 takes it as typed, but for
+        its CJK words (:func:`raw_cjk`)."""
+        return raw_cjk(text)
 
     def metadata_hits_sql(self, where: str, weights: str, boost: float, activity: str) -> str:
         """Rows ``(session id, score, activity)``; params: match, where's, limit."""
@@ -188,7 +208,9 @@ class PostgresDialect(SqliteDialect):
     def raw_query(self, db: Any, text: str) -> str:
         """``--raw`` on the team store is ``websearch_to_tsquery`` syntax (``"a phrase"``,
         ``or``, ``-word``), turned into the ``to_tsquery`` text the other steps take."""
-        row = db.execute(f"SELECT websearch_to_tsquery('{TS_CONFIG}', ?)::text", [text]).fetchone()
+        row = db.execute(
+            f"SELECT websearch_to_tsquery('{TS_CONFIG}', ?)::text", [raw_cjk(text)]
+        ).fetchone()
         return str(row[0]) if row and row[0] else ""
 
     def metadata_hits_sql(self, where: str, weights: str, boost: float, activity: str) -> str:

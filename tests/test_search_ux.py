@@ -373,3 +373,29 @@ def test_a_long_symbol_query_and_other_scopes(emoji_world) -> None:
     here = Filters(cwd="/elsewhere", scope="worktree")
     outcome = run_search(db, "🚀", here, elsewhere=True)
     assert outcome.rows == [] and outcome.elsewhere == {"repo": 0, "all": 2}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("東京", ["tokyo"]),
+        ("cookie OR 東京", ["cookie", "tokyo"]),
+        ('"東京の天気"', ["tokyo"]),
+        ('"東京 天気"', []),  # a phrase: の stands between them
+        ("NEAR(東京 天気, 2)", ["tokyo"]),
+        ("東京 NOT 天気", []),
+        ("서울", ["seoul"]),
+        ("カタカナ*", ["kana"]),
+    ],
+)
+def test_raw_queries_find_cjk_as_plain_search_does(
+    world: World, raw: str, expected: list[str]
+) -> None:
+    """Typed as is, a CJK word in a --raw query was one FTS5 token, while the index holds
+    one token per character: ``search --raw 東京`` found nothing."""
+    world.add("tokyo", texts=("明日の東京の天気を調べる",))
+    world.add("seoul", texts=("서울 날씨",))
+    world.add("kana", texts=("カタカナの表記",))
+    world.add("cookie", texts=("the session cookie expired",))
+    rows = run_search(world.db(), raw, ALL, raw=True).rows
+    assert sorted(world.names(rows)) == sorted(expected)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessiondex.indexer.text import _CJK, _run_pattern, fts_text, is_cjk, may_hold_cjk
+from sessiondex.indexer.text import _CJK, cjk_runs, fts_text, is_cjk, may_hold_cjk
 from sessiondex.query.snippets import CLOSE, OPEN, _take_marks, original_text
 
 CASES = {
@@ -37,14 +37,14 @@ CASES = {
 @pytest.mark.parametrize(("text", "expected"), CASES.values(), ids=list(CASES))
 def test_may_hold_cjk(text: str, expected: bool) -> None:
     assert may_hold_cjk(text) is expected
-    if _run_pattern().search(text):
+    if cjk_runs().search(text):
         assert may_hold_cjk(text)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8")))
 def test_never_no_where_there_is_cjk(text: str) -> None:
-    if _run_pattern().search(text):
+    if cjk_runs().search(text):
         assert may_hold_cjk(text)
 
 
@@ -61,14 +61,14 @@ def test_every_character_next_to_a_cjk_range_is_told_apart() -> None:
     edges = [ord(c) for pair in _CJK.split("-") for c in pair]
     for code in {e + delta for e in edges for delta in (-1, 0, 1)}:
         char = chr(code)
-        if _run_pattern().search(char):
+        if cjk_runs().search(char):
             assert may_hold_cjk(char), hex(code)
 
 
 def test_every_cjk_range_edge_is_seen() -> None:
     edges = [c for pair in _CJK.split("-") for c in pair]  # "a-bc-d..." → endpoints
     for char in edges:
-        if _run_pattern().search(char):
+        if cjk_runs().search(char):
             assert may_hold_cjk(char), hex(ord(char))
 
 
