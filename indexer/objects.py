@@ -198,6 +198,19 @@ def _pr_objects(rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _one_per_pr(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """The first row of each PR: two links to ``Org/Repo/pull/3`` and ``org/repo/pull/3``
+    name one GitHub PR (:func:`~sessiondex.transcripts.pr_urls.pr_identity`)."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        identity = pr_identity(row[0], row[4])
+        if identity not in seen:
+            seen.add(identity)
+            out.append(row)
+    return out
+
+
 def build_object(
     row: dict[str, Any],
     branches: list[str],
@@ -205,13 +218,15 @@ def build_object(
     mentions: Sequence[Sequence[Any]],
 ) -> dict[str, Any]:
     """The contract's session object from a session row and its related rows (PR rows
-    are ``(url, number, repository, host, provider)``; mentions that are also links are
-    dropped here, so a mention never duplicates a link). Mentions are in number, then
+    are ``(url, number, repository, host, provider)``; one PR is listed once, by its first
+    spelling, and mentions that are also links are dropped here, so a mention never
+    duplicates a link). Mentions are in number, then
     URL order, however they were found: a new session's come in the order its text
     names them, a changed one's from the table, and a rebuild must answer as the live
     index does."""
+    links = _one_per_pr(links)
     linked = {pr_identity(link[0], link[4]) for link in links}
-    mentions = sorted(mentions, key=lambda m: (m[1], m[0]))
+    mentions = _one_per_pr(sorted(mentions, key=lambda m: (m[1], m[0])))
     forked = None
     if row.get("forked_from_session"):
         forked = {

@@ -23,8 +23,9 @@ from __future__ import annotations
 # record without a string tag clears the tag, as the SDK reads them; 17: pr_mentions in
 # number and URL order (objects._build_many), whatever order the files were read in;
 # 18: www.github.com (gitlab.com, bitbucket.org) links are the forge's own host's;
-# 19: a new session's pr_mentions in number and URL order too (objects.build_object)
-DERIVATION_VERSION = 19
+# 19: a new session's pr_mentions in number and URL order too (objects.build_object);
+# 20: one GitHub PR linked or mentioned in two cases is listed once (objects._one_per_pr)
+DERIVATION_VERSION = 20
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -317,3 +317,52 @@ def test_a_pr_url_widens_the_scope_and_keeps_every_other_filter(
     result = _run(tmp_path, tmp_path / "claude", *command, *options, "--json")
     assert result.exit_code == 0, result.output
     assert {ids[r["session_id"]] for r in json.loads(result.stdout)} == expected
+
+
+@pytest.mark.parametrize(
+    ("links", "text", "expected_links", "expected_mentions"),
+    [
+        (
+            ["https://github.com/Org/Repo/pull/3", "https://github.com/org/repo/pull/3"],
+            "",
+            ["https://github.com/Org/Repo/pull/3"],
+            [],
+        ),
+        (
+            [],
+            "see github.com/ACME/app/pull/9 and https://github.com/acme/app/pull/9",
+            [],
+            ["https://github.com/ACME/app/pull/9"],
+        ),
+        (  # GitLab paths keep their case: two merge requests as far as we can tell
+            ["https://gitlab.com/Grp/app/-/merge_requests/4", "https://gitlab.com/grp/app/-/merge_requests/4"],
+            "",
+            ["https://gitlab.com/Grp/app/-/merge_requests/4", "https://gitlab.com/grp/app/-/merge_requests/4"],
+            [],
+        ),
+    ],
+    ids=["github-links", "github-mentions", "gitlab-links"],
+)  # fmt: skip
+def test_one_github_pr_in_two_cases_is_listed_once(
+    tmp_path: Path,
+    links: list[str],
+    text: str,
+    expected_links: list[str],
+    expected_mentions: list[str],
+) -> None:
+    """GitHub owner and repository names ignore case, and from-pr already looked links
+    up so; the session object listed such a PR twice (``Org/Repo#3, org/repo#3``)."""
+    from sessiondex.transcripts.pr_urls import parse_pr_url
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user(text or "the capybara module")
+    for url in links:
+        pr = parse_pr_url(url)
+        assert pr is not None
+        s.pr_link(number=pr.number, url=url, repository=str(pr.repository))
+    s.write()
+    result = _run(tmp_path, tree.root, "list", "--scope", "all", "--json")
+    (obj,) = json.loads(result.stdout)
+    assert [link["url"] for link in obj["pr_links"]] == expected_links
+    assert [m["url"] for m in obj["pr_mentions"]] == expected_mentions
