@@ -9,7 +9,7 @@ updates the index before returning.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -30,21 +30,24 @@ def _stdin_is_terminal() -> bool:
 
 
 def _target(arg: str, cwd: str | None, fmt: str) -> Resolution:
-    from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
+    from sessiondex.cli.query_cmds import resolve_or_exit
 
-    found = resolve_or_exit(arg, cwd, fmt, for_write=True)
-    echo_notes(found.notes)
-    return found
+    return resolve_or_exit(arg, cwd, fmt, for_write=True)
 
 
-def _run(action: Callable[[], MutationResult]) -> MutationResult:
-    """Call a mutation; its expected failures become one ``Error:`` line, exit 1."""
+def _run(action: Callable[[], MutationResult], notes: Sequence[str] = ()) -> MutationResult:
+    """Call a mutation; its expected failures become one ``Error:`` line, exit 1. The
+    resolution's ``notes`` (the session is another directory's, and how to resume it)
+    follow a mutation that went through, never one that failed."""
     from sessiondex.actions.mutations import MutationError
+    from sessiondex.cli.query_cmds import echo_notes
 
     try:
-        return action()
+        result = action()
     except MutationError as exc:
         raise CliError(clean_line(str(exc))) from None
+    echo_notes(list(notes))
+    return result
 
 
 def _report(result: MutationResult, fmt: str, text: str, unchanged: str = "") -> None:
@@ -94,7 +97,10 @@ def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> Non
     fmt = chosen_format(fmt, as_json)
     title = _checked(user_name, name)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_rename(app().db(), found, title, roots=app().roots, if_changed=True))
+    result = _run(
+        lambda: do_rename(app().db(), found, title, roots=app().roots, if_changed=True),
+        found.notes,
+    )
     _report(result, fmt, f"Renamed {result.session_id} to {title!r}", f"is already named {title!r}")
 
 
@@ -124,7 +130,10 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     fmt = chosen_format(fmt, as_json)
     clean = _checked(user_tag, tag)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_tag(app().db(), found, clean, roots=app().roots, if_changed=True))
+    result = _run(
+        lambda: do_tag(app().db(), found, clean, roots=app().roots, if_changed=True),
+        found.notes,
+    )
     _report(result, fmt, f"Tagged {result.session_id} #{clean}", f"is already tagged #{clean}")
     from sessiondex.query.sessions import HIDDEN_TAG
 
@@ -149,7 +158,9 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
 
     fmt = chosen_format(fmt, as_json)
     found = _target(arg, cwd, fmt)
-    result = _run(lambda: do_untag(app().db(), found, roots=app().roots, if_changed=True))
+    result = _run(
+        lambda: do_untag(app().db(), found, roots=app().roots, if_changed=True), found.notes
+    )
     _report(result, fmt, f"Cleared the tag of {result.session_id}", "is already untagged")
 
 
@@ -192,6 +203,11 @@ def fork(
     found = _target(arg, cwd, fmt)
     result = _run(lambda: do_fork(app().db(), found, roots=app().roots, up_to=up_to, title=title))
     _report(result, fmt, result.session_id)
+    how = (result.session or {}).get("resume_command")
+    if found.other_directory and how:  # the fork is as far away as its source
+        click.echo(
+            clean_line(f"The fork is in another directory. To resume it, run: {how}"), err=True
+        )
 
 
 @click.command()

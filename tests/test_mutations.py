@@ -455,3 +455,50 @@ def test_delete_asks_on_a_terminal(
     assert "Delete session 'Alpha'" in result.stderr
     assert result.exit_code == (0 if deleted else 1), result.output
     assert world.paths["alpha"].exists() is not deleted
+
+
+@pytest.mark.parametrize(
+    ("command", "hint"),
+    [
+        (
+            ["rename", "{sid}", "Elsewhere"],
+            "To resume, run: cd {cwd} && {cfg} claude --resume {sid}",
+        ),
+        (["tag", "{sid}", "far"], "To resume, run: cd {cwd} && {cfg} claude --resume {sid}"),
+        (["fork", "{sid}"], "To resume it, run: cd {cwd} && {cfg} claude --resume {new}"),
+        (["delete", "{sid}", "--yes"], None),
+    ],
+    ids=["rename", "tag", "fork", "delete"],
+)
+def test_a_session_of_another_directory_gets_the_hint_that_fits_the_command(
+    world: World, command: list[str], hint: str | None
+) -> None:
+    """delete printed how to resume the session it deleted, and fork how to resume its
+    source instead of the fork."""
+    sid = world.ids["alpha"]
+    args = [a.format(sid=sid) for a in command]
+    result = world.run(*args, "--cwd", "/somewhere/else")
+    assert result.exit_code == 0, result.output
+    new = result.stdout.strip() if command[0] == "fork" else ""
+    cfg = f"CLAUDE_CONFIG_DIR={world.tree.root}"
+    if hint is None:
+        assert "resume" not in result.stderr
+    else:
+        assert hint.format(cwd=CWD, cfg=cfg, sid=sid, new=new) in result.stderr
+        if command[0] == "fork":
+            assert f"--resume {sid}" not in result.stderr
+
+
+def test_a_failed_mutation_says_only_why(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessiondex.actions import mutations
+    from sessiondex.transcripts.write import WriteRefused
+
+    def refuse(path: Path, record: dict[str, Any], roots: list[Path]) -> None:
+        raise WriteRefused(f"cannot write {path}: Permission denied")
+
+    monkeypatch.setattr(mutations, "append_record", refuse)
+    result = world.run("rename", world.ids["alpha"], "Nope", "--cwd", "/somewhere/else")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: cannot write {world.paths['alpha']}: Permission denied"
+    ]
