@@ -361,13 +361,24 @@ def _by_prefix(
             [prefix.replace("_", "\\_").replace("%", "\\%") + "%", *kept_params],
         )
         ids = sorted({r["session_id"] for r in elsewhere})
-        if ids:
-            where = f"session {ids[0]}" if len(ids) == 1 else f"{len(ids)} sessions ({ids[0]}, …)"
+        if not ids:
+            return None
+        missing = f"No session of this repository starts with {prefix!r}"
+        if len(ids) > 1:
             raise NotFound(
-                f"No session of this repository starts with {prefix!r}; {where} of another"
-                " project does: give its whole ID, or run the command from its directory"
+                f"{missing}; {len(ids)} sessions of other projects do ({ids[0]}, …): give a"
+                " whole ID, or run the command from the directory of the one you mean"
             )
-        return None
+        projects = {(r["root"], r["project_key"]) for r in elsewhere}
+        if len(projects) > 1:  # its whole ID is not found either: Claude Code's rule
+            raise NotFound(
+                f"{missing}; session {ids[0]} does, in {len(projects)} other projects: run"
+                " the command from the directory of the one you mean"
+            )
+        raise NotFound(
+            f"{missing}; session {ids[0]} of another project does: give its whole ID, or"
+            " run the command from its directory"
+        )
     unique = {r["session_id"].lower() for r in local}
     if len(local) > 1 or len(unique) > 1:
         raise Ambiguous(

@@ -177,6 +177,44 @@ def test_id_chars(ids: list[str], chars: int) -> None:
     assert id_chars(ids) == chars
 
 
+@pytest.mark.parametrize(
+    ("prefix", "says"),
+    [
+        (ID_OTHER[:8], f"session {ID_OTHER} of another project does: give its whole ID"),
+        (ID_DUP[:8], f"session {ID_DUP} does, in 2 other projects: run the command from"),
+    ],
+    ids=["one-project", "several-projects"],
+)
+def test_a_prefix_found_only_elsewhere_says_what_will_work(
+    world: World, prefix: str, says: str
+) -> None:
+    """ "give its whole ID" was said of an ID that two other projects hold, which is not
+    found whole either (Claude Code's rule): the advice then failed."""
+    result = world.run("resolve", prefix, cwd=world.repo_a)
+    assert result.exit_code == 1
+    assert says in result.stderr
+    if "whole ID" in says:
+        whole = says.split()[1]
+        assert world.run("resolve", whole, "--json", cwd=world.repo_a).exit_code == 0
+
+
+def test_a_prefix_of_several_sessions_elsewhere_names_how_many(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    for n, cwd in enumerate(("/w/x", "/w/y")):
+        s = tree.session(cwd=cwd, session_id=f"feedbeef-000{n}-4000-8000-000000000000")
+        s.user("hello")
+        s.write()
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "resolve", "feedbeef",
+         "--cwd", "/w/here"],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "2 sessions of other projects do (feedbeef-0000-4000-8000-000000000000, …)" in (
+        result.stderr
+    )
+
+
 def test_unknown_id_uses_claude_codes_message(world: World) -> None:
     result = world.run("resolve", ID_DUP, cwd=world.repo_a)
     assert result.stderr.strip() == f"No conversation found with session ID: {ID_DUP}"
