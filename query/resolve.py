@@ -295,13 +295,15 @@ def resolve(
     if arg.strip() != arg and is_session_id(arg.strip()):
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
     repo_rows = _scope_rows(db, here, include_archived, roots)
+    # As for an ID, a file with no message (a title or tag alone) is nothing to resume.
+    resumable = [r for r in repo_rows if r["raw_message_count"]]
     wanted = arg.strip().lower()
-    named = [r for r in repo_rows if (name_of(r) or "").strip().lower() == wanted]
+    named = [r for r in resumable if (name_of(r) or "").strip().lower() == wanted]
     if not named:
         # The name typed with an invisible or bidi character that rename never stores,
         # or composed otherwise (a decomposed é from a macOS file name looks the same).
         wanted = _name_key(arg)
-        named = [r for r in repo_rows if _name_key(name_of(r) or "") == wanted]
+        named = [r for r in resumable if _name_key(name_of(r) or "") == wanted]
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
@@ -320,7 +322,7 @@ def resolve(
             return _by_id(db, arg.strip(), worktree_keys(here), include_archived, roots)
         except NotFound:
             pass
-    titles = {display_title(r): r for r in repo_rows if name_of(r)}
+    titles = {display_title(r): r for r in resumable if name_of(r)}
     from rapidfuzz import fuzz, process, utils  # only for suggestions (start-up time)
 
     suggestions = [

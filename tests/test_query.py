@@ -215,6 +215,33 @@ def test_a_prefix_of_several_sessions_elsewhere_names_how_many(tmp_path: Path) -
     )
 
 
+@pytest.mark.parametrize("real", [False, True], ids=["alone", "beside-a-real-one"])
+def test_a_name_on_a_file_without_messages_is_no_handle(tmp_path: Path, real: bool) -> None:
+    """A file holding only a title (and a tag) resolved by that name, though there is
+    nothing to resume and neither its ID nor list counts it; beside a real session of
+    that name it made the name ambiguous."""
+    tree = ConfigTree(tmp_path / "claude")
+    ghost = tree.session(cwd="/w/here")
+    ghost.meta("custom-title", customTitle="ghost")
+    ghost.meta("tag", tag="spooky")
+    ghost.write()
+    if real:
+        s = tree.session(cwd="/w/here")
+        s.user("a real conversation")
+        s.meta("custom-title", customTitle="Ghost")
+        s.write()
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "resolve", "ghost",
+         "--cwd", "/w/here", "--json"],
+    )  # fmt: skip
+    if real:
+        assert result.exit_code == 0, result.output
+        assert one_session(result.stdout)["session_id"] == s.session_id
+    else:
+        assert result.exit_code == 1 and json.loads(result.stdout) == []
+
+
 def test_unknown_id_uses_claude_codes_message(world: World) -> None:
     result = world.run("resolve", ID_DUP, cwd=world.repo_a)
     assert result.stderr.strip() == f"No conversation found with session ID: {ID_DUP}"
