@@ -105,13 +105,21 @@ def dumps(value: Any, *, indent: bool = False) -> str:
 
 
 def display_width(text: str) -> int:
-    """Terminal columns: East Asian wide/full-width characters and emoji take two."""
+    """Terminal columns: East Asian wide/full-width characters and emoji take two; marks
+    that sit on the character before them (Thai vowels and tones, accents) and invisible
+    format characters (zero-width space and joiner, tag characters) take none, or a
+    row of Thai or one with a zero-width space pushed the next columns right."""
     if text.isascii():
         return len(text)
-    return sum(
-        2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1
-        for ch in text
-    )
+    return sum(_char_width(ch) for ch in text)
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.east_asian_width(ch) in "WF":
+        return 2
+    if ch != "\u00ad" and unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0  # a soft hyphen (Cf) is drawn as a hyphen by terminals
+    return 1
 
 
 def _fit(text: str, width: int, *, from_left: bool = False) -> str:

@@ -9,7 +9,20 @@ from sessiondex.cli.output import display_width, relative_time, render_table
 
 @pytest.mark.parametrize(
     ("text", "width"),
-    [("abc", 3), ("認証", 4), ("Блог", 4), ("café", 4), ("e\u0301", 1), ("🚀x", 3), ("", 0)],
+    [
+        ("abc", 3),
+        ("認証", 4),
+        ("Блог", 4),
+        ("café", 4),
+        ("e\u0301", 1),
+        ("🚀x", 3),
+        ("", 0),
+        ("สวัสดีครับ", 7),  # Thai vowel and tone marks sit on their consonant
+        ("a\u200bb", 2),  # zero-width space
+        ("\ufeffname", 4),  # BOM
+        ("flag\U000e0067\U000e0062", 4),  # tag characters
+        ("x\u00ady", 3),  # a soft hyphen is drawn
+    ],
 )
 def test_display_width(text: str, width: int) -> None:
     assert display_width(text) == width
