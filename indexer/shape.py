@@ -24,8 +24,9 @@ from __future__ import annotations
 # number and URL order (objects._build_many), whatever order the files were read in;
 # 18: www.github.com (gitlab.com, bitbucket.org) links are the forge's own host's;
 # 19: a new session's pr_mentions in number and URL order too (objects.build_object);
-# 20: one GitHub PR linked or mentioned in two cases is listed once (objects._one_per_pr)
-DERIVATION_VERSION = 20
+# 20: one GitHub PR linked or mentioned in two cases is listed once (objects._one_per_pr);
+# 21: Thai, Lao, Myanmar and Khmer are spaced one token per character, as CJK (text.py)
+DERIVATION_VERSION = 21
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -20,9 +20,13 @@ import re
 import unicodedata
 from functools import cache
 
-# Hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
-# ideographs, half-width katakana.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+# Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer; then
+# hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
+# ideographs, half-width katakana. (The name says CJK: they are all treated alike.)
+_CJK = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
 # The same ranges as code points, for is_cjk.
 _CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
 
@@ -36,11 +40,15 @@ def is_cjk(char: str) -> bool:
 
 @cache
 def _high_lead_bytes() -> re.Pattern[bytes]:
-    # The UTF-8 starts of _CJK's characters, all three bytes long: lead bytes E3-EE
-    # (U+3000-U+EFFF), and after EF only the second bytes of U+F900-U+FAFF (A4-AB) and
-    # U+FF40-U+FFBF (BD, BE). That leaves out U+FDD0/U+FDD1, the markers every search
-    # snippet carries, and every character beyond the BMP (emoji).
-    return re.compile(rb"[\xe3-\xee]|\xef[\xa4-\xab\xbd\xbe]")
+    # The UTF-8 starts of _CJK's characters, all three bytes long: E0 B8-BB (Thai and
+    # Lao, U+0E00-U+0EFF), E1 80-82 and 9E-9F (Myanmar U+1000-U+10BF, Khmer
+    # U+1780-U+17FF), lead bytes E3-EE (U+3000-U+EFFF), and after EF only the second
+    # bytes of U+F900-U+FAFF (A4-AB) and U+FF40-U+FFBF (BD, BE). That leaves out
+    # U+FDD0/U+FDD1, the markers every search snippet carries, and every character
+    # beyond the BMP (emoji).
+    return re.compile(
+        rb"\xe0[\xb8-\xbb]|\xe1[\x80-\x82\x9e\x9f]|[\xe3-\xee]|\xef[\xa4-\xab\xbd\xbe]"
+    )
 
 
 def may_hold_cjk(text: str) -> bool:

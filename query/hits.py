@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.search import DEFAULT_MARKERS, SNIPPET_TOKENS, query_terms
+from sessiondex.query.search import DEFAULT_MARKERS, query_terms, snippet_tokens
 from sessiondex.query.snippets import display_snippet
 from sessiondex.transcripts.pr_urls import parse_pr_ref
 
@@ -103,7 +103,8 @@ def message_snippets(
     hits = _ranked_hits(db, match, paths, raw=False, per_session=per_session)
     if not hits:
         return {}
-    texts = dialect_of(db).snippets(db, "message", match, [hit[0] for hit in hits], SNIPPET_TOKENS)
+    rowids = [hit[0] for hit in hits]
+    texts = dialect_of(db).snippets(db, "message", match, rowids, snippet_tokens(match))
     out: dict[str, list[dict[str, Any]]] = {}
     for rowid, path, uuid, kind in hits:
         snippet = display_snippet(texts.get(rowid) or "", markers)

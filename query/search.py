@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
-from sessiondex.indexer.text import fts_text, word_text
+from sessiondex.indexer.text import fts_text, may_hold_cjk, word_text
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.listing import place_forks
@@ -102,6 +102,16 @@ FUZZY_COLUMNS = (
     " s.last_activity_ms, s.mtime_ns"
 )
 SNIPPET_TOKENS = 12
+#: For a query in CJK, Thai and the like, where each character is a token of its own,
+#: twelve tokens were a few words.
+SNIPPET_TOKENS_CJK = 32
+
+
+def snippet_tokens(match: str) -> int:
+    """How many tokens a snippet for the FTS query ``match`` holds."""
+    return SNIPPET_TOKENS_CJK if may_hold_cjk(match) else SNIPPET_TOKENS
+
+
 #: While a query is typed in the picker (``typing``), words found in more messages than
 #: this list the sessions of the newest such messages first, instead of ranking every
 #: match by relevance (see :func:`_newest_message_hits`).
@@ -493,7 +503,8 @@ def _snippets(db: Database, hits: list[Hit], markers: tuple[str, str]) -> dict[i
     dialect = dialect_of(db)
     out: dict[int, str] = {}
     for (source, match), group in groups.items():
-        stored = dialect.snippets(db, source, match, [h.fts_rowid for h in group], SNIPPET_TOKENS)
+        rowids = [h.fts_rowid for h in group]
+        stored = dialect.snippets(db, source, match, rowids, snippet_tokens(match))
         for hit in group:
             out[hit.session_rowid] = display_snippet(stored.get(hit.fts_rowid, ""), markers)
     return out

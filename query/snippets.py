@@ -75,6 +75,22 @@ def original_text(stored: str) -> str:
         if keep[i]:
             out.append(ch)
     out.extend(marks.get(size, ()))
+    return _close_after_marks(out)
+
+
+def _close_after_marks(out: list[str]) -> str:
+    """The text with each :data:`CLOSE` moved past the vowel and tone marks that follow
+    it: unicode61 drops a mark standing alone as a token, so a match ended before the
+    marks of its last letter (``[สวัสด]ี``), cutting them off their consonant."""
+    import unicodedata
+
+    i = 0
+    while i < len(out):
+        if out[i] == CLOSE:
+            while i + 1 < len(out) and unicodedata.category(out[i + 1]) in ("Mn", "Mc", "Me"):
+                out[i], out[i + 1] = out[i + 1], out[i]
+                i += 1
+        i += 1
     return "".join(out)
 
 

@@ -399,3 +399,29 @@ def test_raw_queries_find_cjk_as_plain_search_does(
     world.add("cookie", texts=("the session cookie expired",))
     rows = run_search(world.db(), raw, ALL, raw=True).rows
     assert sorted(world.names(rows)) == sorted(expected)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "snippet"),
+    [
+        ("ระบบ", ["thai"], "ช่วยแก้บั๊กใน[ระบบ]"),
+        ("บั๊ก", ["thai"], "ช่วยแก้[บั๊ก]ในระบบ"),
+        ("สวัสดี", ["greeting"], "[สวัสดี]ครับ"),  # the last vowel stays in the match
+        ("ພາສາ", ["lao"], "ລາວ [ພາສາ]"),
+        ("ខ្មែរ", ["khmer"], "ភាសា[ខ្មែរ]"),
+    ],
+)
+def test_words_inside_a_run_of_thai_lao_or_khmer_are_found(
+    world: World, query: str, expected: list[str], snippet: str
+) -> None:
+    """These scripts put no space between words, and unicode61 cut their runs at vowel
+    and tone marks: a word inside a run (ระบบ in ช่วยแก้บั๊กในระบบ) was found only by the
+    typo fallback, and a highlight split a vowel off its consonant."""
+    world.add("thai", texts=("ช่วยแก้บั๊กในระบบ",))
+    world.add("greeting", texts=("สวัสดีครับ",))
+    world.add("lao", texts=("ລາວ ພາສາ",))
+    world.add("khmer", texts=("ភាសាខ្មែរ",))
+    outcome = run_search(world.db(), query, ALL)
+    assert world.names(outcome.rows) == expected
+    assert [r["matched_by"] for r in outcome.rows] == ["text"]
+    assert outcome.rows[0]["snippet"] == snippet
