@@ -162,6 +162,8 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     if described is not None and described.kind != "main" and described.main_path.is_file():
         # A subagent's transcript is part of its session: answer with that session.
         path = described.main_path
+    elif described is not None:
+        path = described.path  # as the index spells it (a config dir may be a link)
     rows = select_rows(db, "s.file_path = ?", [str(path)])
     if rows:
         return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)

@@ -372,3 +372,37 @@ def test_a_config_dir_that_cannot_be_entered_is_a_warning_not_a_traceback(
     assert f"cannot look into {tree.root} (Permission denied)" in indexed.stderr
     assert "Traceback" not in indexed.output + listed.output
     assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == 1
+
+
+@pytest.mark.parametrize("linked", ["config-dir", "projects"])
+@pytest.mark.parametrize("command", [["tag", "{path}", "moved"], ["resolve", "{path}", "--json"]])
+def test_a_linked_config_dir_takes_its_files_by_their_real_path(
+    tmp_path: Path, linked: str, command: list[str]
+) -> None:
+    """With ``--config-dir`` a symlink (a dotfile manager's), a transcript's real path
+    was "not a session transcript inside a configured projects/ dir" to the write
+    commands, and resolve called it a session of an unconfigured config dir."""
+    real = ConfigTree(tmp_path / "real")
+    s = real.session(cwd="/w/app")
+    s.user("hello from the real dir")
+    s.write()
+    if linked == "config-dir":
+        configured = tmp_path / "link"
+        configured.symlink_to(real.root)
+    else:
+        configured = tmp_path / "configured"
+        configured.mkdir()
+        (configured / "projects").symlink_to(real.root / "projects")
+    args = [a.format(path=s.path) for a in command]
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(configured), "--db", str(tmp_path / "i.db"), *args]
+    )
+    assert result.exit_code == 0, result.output
+    if command[0] == "resolve":
+        (obj,) = json.loads(result.stdout)
+        assert obj["config_dir"] == str(configured)
+        assert obj["matched_by"] == "path"
+    else:
+        assert s.path.read_bytes().endswith(
+            b'"tag":"moved","sessionId":"' + s.session_id.encode() + b'"}\n'
+        )

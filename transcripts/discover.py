@@ -336,13 +336,27 @@ def read_subagent_meta(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _configured_spelling(text: str, roots: list[Path]) -> str:
+    """``text`` under the configured spelling of its config dir: a config dir (or its
+    ``projects/``) that is a symlink, as dotfile managers make them, reads the same files
+    under its target's path, and a path given that way is the same transcript."""
+    if any(text.startswith(os.path.join(str(root), "projects") + os.sep) for root in roots):
+        return text
+    for root in roots:
+        projects = os.path.join(str(root), "projects")
+        real = os.path.realpath(projects)
+        if real != projects and text.startswith(real + os.sep):
+            return projects + text[len(real) :]
+    return text
+
+
 def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
     """Place an arbitrary path inside a configured ``projects/`` dir, else None.
 
     The path must be a regular file (not a link) whose location matches the layout; used
     by the watcher and by mutations, which must never act outside ``projects/``.
     """
-    text = os.path.abspath(str(path))
+    text = _configured_spelling(os.path.abspath(str(path)), roots)
     if not _utf8_name(text):
         return None
     for root in roots:
