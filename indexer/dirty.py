@@ -77,6 +77,7 @@ from sessiondex.indexer.watch import (
     OverflowTrap,
     observer_name,
     relevant_paths,
+    room_for_deep_trees,
 )
 
 logger = logging.getLogger(__name__)
@@ -163,6 +164,7 @@ class DirtyBit:
         and the caller checks before every answer. The bit is set either way."""
         from watchdog.observers import Observer
 
+        room_for_deep_trees()
         observer: BaseObserver = Observer()
         self._observer = observer
         try:

@@ -67,6 +67,22 @@ from sessiondex.transcripts.tree import walk
 
 logger = logging.getLogger(__name__)
 
+# watchdog walks a watched tree with os.walk, which recurses once per level before
+# Python 3.12: a session folder ~1,000 deep was a RecursionError in the observer (a
+# traceback at start, or an emitter thread that died while `watch` went on as if alive).
+# No path nests deeper than PATH_MAX (4,096 bytes) allows, about 2,000 levels.
+WATCH_RECURSION_LIMIT = 10_000
+
+
+def room_for_deep_trees() -> None:
+    """Let watchdog's walks reach the deepest tree a path can name (both observers:
+    ``watch``'s and the MCP server's dirty bit)."""
+    import sys
+
+    if sys.getrecursionlimit() < WATCH_RECURSION_LIMIT:
+        sys.setrecursionlimit(WATCH_RECURSION_LIMIT)
+
+
 DEFAULT_DEBOUNCE = 0.1
 DEFAULT_MAX_LATENCY = 1.0
 DEFAULT_RESCAN = 300.0
@@ -346,6 +362,7 @@ class Watcher:
         The observer starts *before* the catch-up refresh so that a change made while it
         runs is queued rather than missed (applying it twice is harmless).
         """
+        room_for_deep_trees()
         try:
             self._observer = self._new_observer(poll=self.poll)
         except OSError as exc:  # even polling failed: e.g. projects/ unreadable
@@ -440,10 +457,16 @@ class Watcher:
             observer = self._observer
             if observer is None:
                 return
+            serving = {e.watch for e in observer.emitters.copy() if e.is_alive()}
             for root in self.roots:
                 projects = os.path.join(str(root), "projects")
                 inode = _dir_inode(projects)
                 current = self._watches.get(projects)
+                if current is not None and current[1] == inode and current[0] not in serving:
+                    # Its emitter thread died (an error inside watchdog): the watcher
+                    # must not go on as if events still came.
+                    self.log(f"file events for {projects} stopped; watching it again")
+                    replaced = {*replaced, projects}
                 if current is not None and current[1] == inode and projects not in replaced:
                     continue
                 if current is not None:
@@ -457,7 +480,7 @@ class Watcher:
                     continue
                 try:
                     watch = self._schedule(observer, projects)
-                except OSError as exc:
+                except (OSError, RecursionError) as exc:
                     self.log(
                         f"cannot watch {projects} ({exc}); relying on the periodic rescan for it"
                     )
@@ -617,7 +640,7 @@ class Watcher:
         watched = set(self._watches)
         if watched.intersection(work.dirs):  # a projects/ dir itself was deleted or moved
             self._ensure_watches(replaced=watched.intersection(work.dirs))
-        for directory in dict.fromkeys([*work.dirs, *work.scans]):
+        for directory in _outermost([*work.dirs, *work.scans]):
             paths.update(dict.fromkeys(_paths_under(db, directory, stats.errors)))
         for path in sorted(paths):
             errors_before = len(stats.errors)
@@ -675,6 +698,19 @@ def _dir_inode(path: str) -> int | None:
     except OSError:
         return None
     return st.st_ino if stat.S_ISDIR(st.st_mode) else None
+
+
+def _outermost(directories: list[str]) -> list[str]:
+    """The directories no other one of them holds: walking those covers the rest. A
+    folder moved in raises an event for every folder inside it, and walking each one
+    was quadratic (28 s for one 1,100 deep)."""
+    kept: list[str] = []
+    # With the separator sorting first, a directory's subfolders follow it directly.
+    for directory in sorted(set(directories), key=lambda d: d.replace(os.sep, "\x00")):
+        if kept and directory.startswith(kept[-1].rstrip(os.sep) + os.sep):
+            continue
+        kept.append(directory)
+    return kept
 
 
 def _paths_under(db: Any, directory: str, errors: list[tuple[str, str]]) -> list[str]:

@@ -744,3 +744,90 @@ def test_a_file_that_keeps_failing_is_retried_a_bounded_number_of_times(
     tries = [line for line in logged if "still broken" in line]
     assert len(tries) == 4, logged  # the first try and RETRY_LIMIT retries
     assert watcher.running
+
+
+# --------------------------------------------------------------------- deep trees, dead emitters
+def _nest(base: Path, levels: int) -> Path:
+    """``base/d/d/…`` ``levels`` deep, made without recursion (Path.mkdir recurses)."""
+    bottom = base
+    for _ in range(levels):
+        bottom = bottom / "d"
+        os.mkdir(bottom)
+    return bottom
+
+
+def _unnest(base: Path, bottom: Path) -> None:
+    """Remove what :func:`_nest` made: pytest's own rmtree of tmp_path would recurse."""
+    while bottom != base:
+        bottom.rmdir()
+        bottom = bottom.parent
+
+
+@pytest.mark.parametrize("when", ["before-start", "moved-in"])
+def test_a_session_folder_past_the_recursion_limit_is_watched(
+    tmp_path: Path, start_watcher, when: str
+) -> None:
+    """watchdog walks a watched tree with os.walk, which recursed once per level: a
+    folder ~1,000 deep was a traceback at start, or killed the emitter thread while
+    ``watch`` went on as if alive (and commands, trusting it, answered stale)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/work/repo", "alpha start")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    base = s.path.with_suffix("") if when == "before-start" else outside / "folder"
+    base.mkdir()
+    bottom = _nest(base, 1_100)
+    try:
+        watcher, _ = start_watcher([tree.root])
+        if when == "moved-in":
+            moved = tree.project_dir("/work/moved") / s.session_id
+            moved.parent.mkdir(parents=True)
+            os.rename(base, moved)
+            bottom = Path(str(bottom).replace(str(base), str(moved), 1))
+            base = moved
+        session(tree, "/work/later", "zebrafish after the deep folder")
+        db = open_db(tmp_path / "index.db")
+        try:
+            wait_for(lambda: found(db, "zebrafish"), "a session written after it")
+        finally:
+            db.close()
+        assert watcher.failure is None
+    finally:
+        _unnest(base, bottom)
+
+
+def test_a_watch_whose_emitter_died_is_watched_again(
+    tmp_path: Path, start_watcher, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An error inside watchdog ends its emitter thread; the watcher went on without
+    events (and held the 'watcher alive' lock, so commands skipped their refresh)."""
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/work/repo", "alpha start")
+    with caplog.at_level(logging.WARNING, logger="sessiondex.indexer.watch"):
+        watcher, _ = start_watcher([tree.root])
+        observer = watcher._observer
+        assert observer is not None
+        for emitter in observer.emitters.copy():
+            emitter.stop()
+            emitter.join(DEADLINE)
+        session(tree, "/work/repo", "quokka after the emitter died")
+        db = open_db(tmp_path / "index.db")
+        try:
+            wait_for(lambda: found(db, "quokka"), "a session written after the emitter died")
+        finally:
+            db.close()
+    assert any("stopped; watching it again" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("queued", "walked"),
+    [
+        (["/p/a/b", "/p/a", "/p/a/b/c"], ["/p/a"]),
+        (["/p/a/b", "/p/a-b", "/p/a"], ["/p/a", "/p/a-b"]),  # "-" sorts before "/"
+        (["/p/ab", "/p/a"], ["/p/a", "/p/ab"]),  # a name prefix is no parent
+        (["/p/a", "/p/a"], ["/p/a"]),
+        ([], []),
+    ],
+)
+def test_a_batch_walks_only_the_outermost_directories(queued: list[str], walked: list[str]) -> None:
+    assert watch_module._outermost(queued) == walked
