@@ -535,11 +535,15 @@ def test_a_delete_that_could_not_finish_removes_nothing(
 
 
 @pytest.mark.parametrize(
-    ("owner_override", "entry_owner", "deleted"),
+    ("owner_override", "entry_owner", "namespace", "deleted"),
     [
-        (True, "another", True),  # root: the kernel lets it remove anyone's entry
-        (False, "another", False),  # root without CAP_FOWNER, or another user
-        (False, "same", True),
+        (True, "another", False, True),  # root: the kernel lets it remove anyone's entry
+        (False, "another", False, False),  # root without CAP_FOWNER, or another user
+        (False, "same", False, True),
+        # root of a rootless container: CAP_FOWNER reaches only the owners mapped into
+        # its user namespace; the others show as 65534
+        (True, "unmapped", True, False),
+        (True, "another", True, True),
     ],
 )
 def test_a_sticky_dir_in_a_session_folder_follows_the_kernel_rule(
@@ -547,25 +551,30 @@ def test_a_sticky_dir_in_a_session_folder_follows_the_kernel_rule(
     monkeypatch: pytest.MonkeyPatch,
     owner_override: bool,
     entry_owner: str,
+    namespace: bool,
     deleted: bool,
 ) -> None:
     """In a sticky directory an entry goes only with ownership of it or the directory,
-    or CAP_FOWNER. Root was exempted by its uid alone; as root without CAP_FOWNER (a
-    container, ``setpriv``) rmtree then removed part of the folder and failed."""
+    or CAP_FOWNER over its owner. Root was exempted by its uid alone; as root without
+    CAP_FOWNER (a container, ``setpriv``), or in a user namespace where the owner is not
+    mapped, rmtree then removed part of the folder and failed."""
     from sessiondex.transcripts import write
 
-    if entry_owner == "another" and os.geteuid() != 0:
+    if entry_owner != "same" and os.geteuid() != 0:
         pytest.skip("making another user's file takes root")
     s, tree, db = world["s"], world["tree"], world["db"]
     folder = s["old"].path.with_suffix("")
     sticky = folder / "subagents"
     os.chmod(sticky, 0o1777)
     entry = next(sticky.glob("*.jsonl"))
-    if entry_owner == "another":
-        os.chown(entry, 4242, 4242)
+    if entry_owner != "same":
+        owner = write.OVERFLOW_ID if entry_owner == "unmapped" else 4242
+        os.chown(entry, owner, owner)
         os.chown(sticky, 4343, 4343)
     before = sorted(folder.rglob("*")) + [s["old"].path]
     monkeypatch.setattr(write, "_may_act_as_any_owner", lambda: owner_override)
+    maps = ("0 0 1\n1 100000 5000\n", "0 0 1\n1 100000 5000\n") if namespace else ("", "")
+    monkeypatch.setattr(write, "_id_maps", lambda: maps)
     plan = act.fresh_plan(db, [tree.root], cwd=world["cwd"], now=NOW, managed=None)
     outcomes = act.apply_plan(db, plan, [tree.root], clock=lambda: NOW)
     status = {o.session_id: o.status for o in outcomes}

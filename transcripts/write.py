@@ -31,6 +31,7 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,9 @@ CAP_FOWNER = 3  # linux/capability.h
 
 
 def _may_act_as_any_owner() -> bool:
-    """Whether the kernel lets this process remove another user's entry from a sticky
-    directory: root, unless CAP_FOWNER was dropped (a container, ``setpriv``)."""
+    """Whether the kernel may let this process remove another user's entry from a
+    sticky directory: root, unless CAP_FOWNER was dropped (a container, ``setpriv``);
+    in a user namespace only for owners mapped into it (:func:`_owner_unmapped`)."""
     if os.geteuid() != 0:
         return False
     try:
@@ -167,6 +169,33 @@ def _may_act_as_any_owner() -> bool:
     except (OSError, ValueError, IndexError):
         pass
     return True  # no /proc (not Linux): root is root
+
+
+def _id_maps() -> tuple[str, str]:
+    """This process's ``uid_map`` and ``gid_map`` ("" where there is no /proc)."""
+    maps = []
+    for name in ("uid_map", "gid_map"):
+        try:
+            with open(f"/proc/self/{name}") as fh:
+                maps.append(fh.read())
+        except OSError:
+            maps.append("")
+    return maps[0], maps[1]
+
+
+# How the kernel shows an owner that is not mapped into a user namespace.
+OVERFLOW_ID = 65534
+WHOLE_RANGE = "0 0 4294967295"
+
+
+def _owner_unmapped() -> Callable[[os.stat_result], bool]:
+    """Whether an inode's owner is outside this process's user namespace, where
+    CAP_FOWNER does not reach (a rootless container maps a few IDs; the rest show as
+    65534). In the initial namespace every ID is mapped."""
+    uid_map, gid_map = _id_maps()
+    if all(not m.strip() or m.split() == WHOLE_RANGE.split() for m in (uid_map, gid_map)):
+        return lambda st: False
+    return lambda st: OVERFLOW_ID in (st.st_uid, st.st_gid)
 
 
 def _undeletable(transcript: Path, folder: Path) -> str | None:
@@ -183,10 +212,13 @@ def _undeletable(transcript: Path, folder: Path) -> str | None:
         if not os.access(directory, os.W_OK | os.X_OK):
             return f"{directory} is not writable"
         st = os.lstat(directory)
-        if st.st_mode & stat.S_ISVTX and not owner_override and os.geteuid() != st.st_uid:
+        if st.st_mode & stat.S_ISVTX and os.geteuid() != st.st_uid:
             for name in names:
                 entry = os.path.join(directory, name)
-                if os.lstat(entry).st_uid != os.geteuid():
+                owner = os.lstat(entry)
+                if owner.st_uid == os.geteuid():
+                    continue
+                if not owner_override or unmapped(owner):
                     return f"{entry} is another user's, in a sticky directory"
         return None
 
@@ -194,6 +226,7 @@ def _undeletable(transcript: Path, folder: Path) -> str | None:
         raise exc
 
     owner_override = _may_act_as_any_owner()
+    unmapped = _owner_unmapped()
     try:
         reason = blocked(str(transcript.parent), [transcript.name])
         if reason is None and folder.is_dir() and not folder.is_symlink():
