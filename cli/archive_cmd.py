@@ -33,7 +33,7 @@ def _window_seconds(text: str) -> int:
     return seconds
 
 
-def _result_row(result: ArchiveResult) -> list[str]:
+def _result_row(result: ArchiveResult, id_width: int) -> list[str]:
     from sessiondex.cli.output import human_size, relative_time
 
     return [
@@ -42,7 +42,7 @@ def _result_row(result: ArchiveResult) -> list[str]:
         result.cwd or result.project_key,
         relative_time(result.mtime),
         human_size(result.size),
-        result.session_id[:8],
+        result.session_id[:id_width],
     ]
 
 
@@ -62,15 +62,16 @@ def _retention_line(item: dict[str, Any]) -> str:
 
 def _render_run(run: ArchiveRun, window: str) -> str:
     from sessiondex.actions.archive import ALREADY, ARCHIVED, FAILED, PLANNED, SKIPPED
-    from sessiondex.cli.output import render_table
+    from sessiondex.cli.output import id_chars, render_table
 
     lines = [f"Archive dir {run.archive_dir}"]
     lines += [_retention_line(item) for item in run.config_dirs]
     if not run.results:
         lines.append(f"No session is deleted by Claude Code's sweep within {window}.")
         return "\n".join(lines)
+    width = id_chars(r.session_id for r in run.results)
     table = render_table(
-        [_result_row(r) for r in run.results],
+        [_result_row(r, width) for r in run.results],
         ("status", "title", "project", "modified", "size", "id"),
         flexible=1,
     )

@@ -54,8 +54,9 @@ def describe_archive(archive: dict[str, Any]) -> str:
 
 
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
-    from sessiondex.cli.output import human_size, project_label, relative_time
+    from sessiondex.cli.output import human_size, id_chars, project_label, relative_time
 
+    width = id_chars(e["session_id"] for e in entries)
     return [
         [
             e["title"] + (" [archived]" if e.get("archive") else ""),
@@ -63,7 +64,7 @@ def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
             relative_time(e["last_activity"]),
             relative_time(e["mtime"]),
             human_size(e["size"]),
-            e["session_id"][:8],
+            e["session_id"][:width],
         ]
         for e in entries
     ]

@@ -1038,3 +1038,22 @@ def test_days_beyond_any_date_say_so(tmp_path: Path, days: str) -> None:
     assert result.exit_code == 0, result.output
     assert f"Cutoff: none (--days = {days} reaches before any date)." in result.output
     assert "None" not in result.output and "Cutoff: -" not in result.output
+
+
+@pytest.mark.parametrize("command", [["cleanup"], ["archive", "--to", "{arch}"]])
+def test_cleanup_and_archive_tables_tell_ids_apart(tmp_path: Path, command: list[str]) -> None:
+    """Their id columns were cut at 8 characters, as the listings' were."""
+    tree = ConfigTree(tmp_path / "claude")
+    old = time.time() - 45 * DAY
+    ids = ["abcdef01-2345-4000-8000-000000000001", "abcdef01-2399-4000-8000-000000000002"]
+    for sid in ids:
+        s = tree.session(cwd="/work/repo", session_id=sid)
+        s.user("old work")
+        s.write(mtime=old)
+    args = [a.format(arch=tmp_path / "arch") for a in command]
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), *args]
+    )
+    assert result.exit_code == 0, result.output
+    shown = {line.split()[-1] for line in result.stdout.splitlines() if "abcdef01" in line}
+    assert shown == {"abcdef01-234", "abcdef01-239"}
