@@ -625,9 +625,10 @@ def test_markdown_export_follows_fences_inside_list_items(
         assert hidden not in page
 
 
+@pytest.mark.parametrize("upper", [False, True], ids=["as-named", "upper-case"])
 @pytest.mark.parametrize("command", ["show", "resolve", "export -o {out}"])
 def test_a_transcript_that_cannot_be_read_is_named_not_called_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, upper: bool
 ) -> None:
     """A transcript unreadable since before its first index (a restore that left mode
     000) was "No conversation found" for an ID the user can see in ``ls``. The check is
@@ -652,11 +653,11 @@ def test_a_transcript_that_cannot_be_read_is_named_not_called_missing(
     monkeypatch.setattr(os, "access", lambda p, m: False if denied(p) else real_access(p, m))
     monkeypatch.setattr("builtins.open", fake_open)
     argv = command.format(out=tmp_path / "out.md").split()
-    result = _run(tree, tmp_path, *argv[:1], locked.session_id, *argv[1:])
+    typed = locked.session_id.upper() if upper else locked.session_id
+    result = _run(tree, tmp_path, *argv[:1], typed, *argv[1:])
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1] == (
-        f"Error: cannot read {locked.path} (Permission denied); "
-        f"session {locked.session_id} is not indexed"
+        f"Error: cannot read {locked.path} (Permission denied); session {typed} is not indexed"
     )
     missing = other.session_id[:-4] + "0000"
     result = _run(tree, tmp_path, "show", missing)

@@ -217,14 +217,15 @@ def unreadable_transcript(roots: list[Path], session_id: str) -> tuple[str, str]
     """``(path, reason)`` of a main transcript named ``<session_id>.jsonl`` that is on
     disk but cannot be read, so it was never indexed; else None. What tells a user why
     a session they can see in ``ls`` is "not found"."""
-    name = session_id + ".jsonl"
+    names = dict.fromkeys([session_id + ".jsonl", session_id.lower() + ".jsonl"])
     for root in roots:
         for key in iter_project_keys(root):
-            path = os.path.join(str(root), "projects", key, name)
-            if _regular_file_stat(path) is None:
-                continue
-            if not os.access(path, os.R_OK):
-                return path, os.strerror(errno.EACCES)
+            for name in names:  # as typed, and as Claude Code names its files
+                path = os.path.join(str(root), "projects", key, name)
+                if _regular_file_stat(path) is None:
+                    continue
+                if not os.access(path, os.R_OK):
+                    return path, os.strerror(errno.EACCES)
     return None
 
 
