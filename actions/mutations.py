@@ -111,13 +111,22 @@ def _append(
     )
 
 
+def _text(value: object, what: str) -> str:
+    """A name or tag from a program (the library, MCP, the SDK-style functions), lone
+    surrogates as U+FFFD; one that is no string is said to be so, not "empty"."""
+    if not isinstance(value, str):
+        raise MutationError(f"{what} must be a string, not {type(value).__name__}")
+    text: str = without_lone_surrogates(value)
+    return text
+
+
 def check_name(name: object, what: str = "the new name") -> str:
     """The name as the SDK stores it (stripped); empty is an error (Claude Code's
     ``/rename`` with no name asks the model instead, which we cannot do). A lone
     surrogate (a JavaScript string cut inside an emoji) becomes U+FFFD, as every reader
     reads the SDK's escape of it; orjson cannot write one. What a person typed goes
     through :func:`user_name` first."""
-    title = without_lone_surrogates(name).strip() if isinstance(name, str) else ""
+    title = _text(name, what).strip()
     if not title:
         raise MutationError(f"{what} is empty")
     return title
@@ -126,7 +135,7 @@ def check_name(name: object, what: str = "the new name") -> str:
 def check_tag(value: object) -> str:
     """The tag as the SDK stores it (its sanitising, then stripped); empty is an error.
     What a person typed goes through :func:`user_tag` first."""
-    clean = sanitize_tag(without_lone_surrogates(value)) if isinstance(value, str) else ""
+    clean = sanitize_tag(_text(value, "the tag"))
     if not clean:
         raise MutationError(
             "the tag is empty (after removing invisible characters); use untag to clear a tag"
@@ -140,7 +149,7 @@ def user_name(name: object, what: str = "the new name") -> str:
     the joiners of emoji and scripts kept, stripped); nothing visible left is an error.
     The SDK-style writers keep the SDK's looser rule (:func:`check_name`): they must
     write what the SDK writes."""
-    title = clean_name(without_lone_surrogates(name)) if isinstance(name, str) else ""
+    title = clean_name(_text(name, what))
     if not title:
         raise MutationError(f"{what} is empty (after removing invisible characters)")
     return title
@@ -149,7 +158,7 @@ def user_name(name: object, what: str = "the new name") -> str:
 def user_tag(value: object) -> str:
     """The one validation of a tag a person typed: :func:`~transcripts.tags.clean_tag`
     (as :func:`user_name`, and without leading ``#``, which the picker adds itself)."""
-    clean = clean_tag(without_lone_surrogates(value)) if isinstance(value, str) else ""
+    clean = clean_tag(_text(value, "the tag"))
     if not clean:
         raise MutationError(
             "the tag is empty (after removing invisible characters); use untag to clear a tag"

@@ -476,6 +476,8 @@ def rename_session(
     from sessiondex.actions.mutations import MutationError, check_name, rename
 
     session_id = _check_session_id(session_id)
+    if not isinstance(title, str):
+        raise ValueError(f"title must be a string, not {type(title).__name__}")
     try:
         check_name(title)
     except MutationError:
@@ -502,6 +504,8 @@ def tag_session(
     from sessiondex.actions.mutations import tag as tag_action
 
     session_id = _check_session_id(session_id)
+    if tag is not None and not isinstance(tag, str):
+        raise ValueError(f"tag must be a string or None, not {type(tag).__name__}")
     if tag is not None:
         try:
             check_tag(tag)

@@ -4,6 +4,7 @@ not part of a tag; a change that changes nothing writes nothing and says so."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -216,3 +217,24 @@ def test_index_fork_names_the_fork_as_rename_would(
             return
         result = index.fork(world.ids["source"], title=title, cwd=CWD)
     assert result.session is not None and result.session["custom_title"] == stored
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda ix, sid: ix.rename(sid, 5, cwd=CWD), "the new name must be a string, not int"),
+        (lambda ix, sid: ix.tag(sid, ["x"], cwd=CWD), "the tag must be a string, not list"),
+        (lambda ix, sid: ix.fork(sid, title=b"x", cwd=CWD), "title must be a string, not bytes"),
+    ],
+    ids=["rename", "tag", "fork"],
+)
+def test_a_name_or_tag_that_is_no_string_is_said_to_be_so(
+    world: World, call: Any, message: str
+) -> None:
+    """It was "empty (after removing invisible characters)"."""
+    from sessiondex import Index
+    from sessiondex.actions.mutations import MutationError
+
+    with Index(db=world.db, config_dirs=[world.tree.root]) as index:
+        with pytest.raises(MutationError, match=message.replace("(", r"\(")):
+            call(index, world.ids["alpha"])
