@@ -105,6 +105,17 @@ def describe(exc: BaseException, path: str | os.PathLike[str] | None) -> str:
         return f"the index{where} is busy: {detail}"
     if kind is None:
         return f"the index{where} failed: {detail}"
+    if kind == READONLY and path is not None:
+        # The main file may be writable again while its -wal or -shm (made read-only
+        # with it) still is not: name the file to mend.
+        side = [
+            f"{os.fspath(path)}{suffix}"
+            for suffix in SIDE_SUFFIXES
+            if os.path.exists(f"{os.fspath(path)}{suffix}")
+            and not os.access(f"{os.fspath(path)}{suffix}", os.W_OK)
+        ]
+        if side and os.access(path, os.W_OK):
+            where = f" at {os.fspath(path)} ({' and '.join(side)} read-only)"
     return f"cannot write the index{where}: {_PLAIN[kind]} ({detail})"
 
 

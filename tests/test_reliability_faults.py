@@ -633,3 +633,35 @@ def test_a_damaged_index_reached_through_a_link_is_still_rebuilt(tmp_path: Path)
     no_traceback(result)
     assert result.exit_code == 0, result.output
     assert "was damaged" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("read_only", "said"),
+    [
+        ({"index.db"}, "cannot write the index at {db}: "),
+        ({"index.db-wal"}, "cannot write the index at {db} ({db}-wal read-only): "),
+        ({"index.db-wal", "index.db-shm"}, "({db}-wal and {db}-shm read-only)"),
+    ],
+    ids=["main", "wal", "both"],
+)
+def test_a_read_only_side_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_only: set[str], said: str
+) -> None:
+    """After ``chmod 644 index.db`` the -wal and -shm made read-only with it still were,
+    and the message sent the user back to index.db. The check is simulated
+    (``os.access``): the suite may run as root."""
+    import sqlite3
+
+    from sessiondex.indexer.faults import describe
+
+    db = tmp_path / "index.db"
+    for name in ("index.db", "index.db-wal", "index.db-shm"):
+        (tmp_path / name).write_bytes(b"")
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda p, mode: False if Path(p).name in read_only else real_access(p, mode),
+    )
+    text = describe(sqlite3.OperationalError("attempt to write a readonly database"), db)
+    assert said.format(db=db) in text
