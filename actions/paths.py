@@ -46,6 +46,26 @@ def _index_file(target: str, db_path: str | os.PathLike[str] | None) -> str | No
     return None
 
 
+def _special_file(path: str) -> str | None:
+    """What ``path`` is when it, or what it links to, is a device, FIFO or socket
+    (``/dev/null``, ``/dev/stdout``): our writes rename a new file into place, which as
+    root replaced ``/dev/null`` itself. None for a file, a directory or nothing."""
+    import stat
+
+    for look in (os.lstat, os.stat):
+        try:
+            mode = look(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return "a device"
+        if stat.S_ISFIFO(mode):
+            return "a FIFO"
+        if stat.S_ISSOCK(mode):
+            return "a socket"
+    return None
+
+
 def write_target_problem(
     path: str | os.PathLike[str],
     roots: Iterable[Path],
@@ -60,6 +80,12 @@ def write_target_problem(
     when there is no database file).
     """
     given = os.path.abspath(os.fspath(path))
+    special = _special_file(given)
+    if special is not None:
+        return (
+            f"{label} {os.fspath(path)} is {special}, not a file: a file written into place"
+            " would replace it (give a file path, or - for standard output)"
+        )
     # Where the bytes land: through a link to its target, but a write that replaces the
     # name (a rename into place) puts a new file where the link was. Both must be safe.
     targets = {

@@ -36,9 +36,16 @@ EXIT_AMBIGUOUS = 3
 
 
 class CliError(click.ClickException):
-    """An expected failure: ``Error: <message>`` on stderr, exit 1."""
+    """An expected failure: ``Error: <message>`` on stderr, exit 1. The message is
+    cleaned for the terminal here, once for every error: it may quote what a user typed
+    (a path with an escape in it) or what a transcript holds."""
 
     exit_code = EXIT_NOT_FOUND
+
+    def format_message(self) -> str:
+        from sessiondex.cli.output import clean_line
+
+        return clean_line(self.message)
 
 
 class BareError(click.ClickException):

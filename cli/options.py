@@ -180,9 +180,15 @@ def run_filters(func: Callable[[], Any]) -> Any:
 
 
 class UnsafeOutputPath(click.ClickException):
-    """A path the user named that we must not write (usage error: exit 2, one line)."""
+    """A path the user named that we must not write (usage error: exit 2, one line,
+    cleaned for the terminal as :class:`~sessiondex.cli.app.CliError` is)."""
 
     exit_code = 2
+
+    def format_message(self) -> str:
+        from sessiondex.cli.output import clean_line
+
+        return clean_line(self.message)
 
 
 def check_output_path(path: str, label: str, also: Iterable[Path] = ()) -> None:

@@ -4,6 +4,7 @@ no format is a usage error, never Markdown written into x.pdf."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +46,63 @@ def test_export_format_choice(
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".x")] == []
     else:
         assert target.read_text(encoding="utf-8").startswith(starts)
+
+
+def _fifo(path: Path) -> None:
+    import os
+
+    os.mkfifo(path)
+
+
+def _socket(path: Path) -> None:
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    sock.close()
+
+
+def _link_to_fifo(path: Path) -> None:
+    _fifo(path.with_name("real-fifo"))
+    path.symlink_to(path.with_name("real-fifo"))
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [(_fifo, "a FIFO"), (_socket, "a socket"), (_link_to_fifo, "a FIFO")],
+    ids=["fifo", "socket", "link-to-fifo"],
+)
+def test_export_force_never_replaces_a_special_file(tmp_path: Path, make: Any, kind: str) -> None:
+    """--force renamed the new file over whatever the name was: as root,
+    ``-o /dev/null --force`` replaced /dev/null itself (a device; FIFOs and sockets
+    stand in for it here, made without root)."""
+    import stat
+
+    tree, s, _ = _session(tmp_path, "plain")
+    target = tmp_path / "out.md"
+    make(target)
+    before = target.lstat().st_mode
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(target), "--force")
+    assert result.exit_code == 2, result.output
+    assert f"is {kind}, not a file" in result.stderr
+    assert target.lstat().st_mode == before and not stat.S_ISREG(before)
+
+
+def test_an_error_quoting_a_typed_path_is_cleaned(tmp_path: Path) -> None:
+    """ "already exists" printed the -o path raw: an escape sequence in it reached the
+    terminal (CliRunner keeps colours and escapes with color=True, as a terminal gets)."""
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    tree, s, _ = _session(tmp_path, "plain")
+    name = tmp_path / "a\x1b[2Jb.md"
+    name.write_text("mine")
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), "export",
+         s.session_id, "-o", str(name)],
+        color=True,
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "\x1b" not in result.stderr and "a^[[2Jb.md already exists" in result.stderr
