@@ -291,7 +291,10 @@ def export(
                 click.echo(chunk, nl=False)
             return
         _write_atomic(output, chunks, force=force)
-    click.echo(clean_line(f"wrote {output} ({conv.message_count} messages, {fmt})"), err=True)
+    count = f"{conv.message_count} messages"
+    if subagents and conv.subagents:
+        count += f" and {sum(len(sub.thread.shown) for sub in conv.subagents)} of subagents"
+    click.echo(clean_line(f"wrote {output} ({count}, {fmt})"), err=True)
 
 
 def _check_not_its_source(output: str, conv: Conversation) -> None:

@@ -1030,11 +1030,19 @@ def iter_session_messages(conv: Conversation, *, subagents: bool = False) -> Ite
                 by_call.setdefault(sub.tool_use_id, []).append(sub)
     emitted: set[int] = set()
     yield from _json_entries(conv.iter_messages(), None, by_call, emitted)
-    if subagents:
-        for sub in conv.subagents:
-            if id(sub) not in emitted:
-                emitted.add(id(sub))
-                yield from _json_entries(sub.thread.entries(), sub, by_call, emitted)
+    if not subagents:
+        return
+    # The rest: those whose call is not on the chain (a rewound branch). One started by
+    # another of them follows its parent's call there, so parents go first; whatever is
+    # left then (a call naming itself, a cycle) is listed once, on its own.
+    rest = [sub for sub in conv.subagents if id(sub) not in emitted]
+    calls_in_rest = {call for sub in rest for call in sub.thread.call_ids() if call}
+    for pass_ in ("parents", "left"):
+        for sub in rest:
+            if id(sub) in emitted or (pass_ == "parents" and sub.tool_use_id in calls_in_rest):
+                continue
+            emitted.add(id(sub))
+            yield from _json_entries(sub.thread.entries(), sub, by_call, emitted)
 
 
 def session_messages(conv: Conversation, *, subagents: bool = False) -> list[Entry]:
@@ -1059,6 +1067,8 @@ def _json_entries(
         for block in _content_blocks(entry):
             if block.get("type") == "tool_use":
                 for child in by_call.pop(str(block.get("id")), []):
+                    if id(child) in emitted:
+                        continue  # listed already (a call that names its own agent)
                     emitted.add(id(child))
                     yield from _json_entries(child.thread.entries(), child, by_call, emitted)
 

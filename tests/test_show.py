@@ -663,3 +663,68 @@ def test_a_transcript_that_cannot_be_read_is_named_not_called_missing(
     result = _run(tree, tmp_path, "show", missing)
     assert result.exit_code == 1
     assert result.output.strip() == f"No conversation found with session ID: {missing}"
+
+
+@pytest.mark.parametrize("case", ["parent-off-chain", "names-its-own-call"])
+def test_json_lists_each_subagent_message_once(tmp_path: Path, case: str) -> None:
+    """A subagent started by one whose call is not on the chain (a rewound branch) was
+    listed twice with --subagents --format json: once among the unlinked, again after
+    its parent's call. So was one whose toolUseId names its own call."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("plan it")
+    s.assistant("nothing delegated on the chain")
+    if case == "parent-off-chain":
+        outer = s.subagent(agent_id="b-outer", tool_use_id="toolu_DEAD")
+        outer.user("OUTER-PROMPT")
+        call = outer.assistant("INNER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
+        inner = s.subagent(
+            agent_id="a-inner", tool_use_id=call.tool_use_ids[0], meta={"parentAgentId": "b-outer"}
+        )
+        inner.user("INNER-PROMPT")
+        inner.assistant("INNER-DONE")
+    else:
+        loop = s.subagent(agent_id="a-loop", tool_use_id="toolu_SELF")
+        loop.user("LOOP-PROMPT")
+        loop.assistant("LOOP-CALL", tool_uses=[("Task", {"prompt": "again"})])
+        loop.meta_json["toolUseId"] = loop.entries[-1]["message"]["content"][-1]["id"]
+    s.write()
+    messages = json.loads(
+        _run(tree, tmp_path, "show", s.session_id, "--format", "json", "--subagents").stdout
+    )
+    uuids = [m["uuid"] for m in messages]
+    assert len(uuids) == len(set(uuids))
+    texts = [json.dumps(m["message"]) for m in messages]
+    if case == "parent-off-chain":
+        order = ["OUTER-PROMPT", "INNER-CALL", "INNER-PROMPT", "INNER-DONE"]
+        at = [next(i for i, t in enumerate(texts) if word in t) for word in order]
+        assert at == sorted(at)
+    else:
+        assert sum("LOOP-PROMPT" in t for t in texts) == 1
+
+
+@pytest.mark.parametrize("options", [[], ["--subagents"]])
+def test_export_counts_what_it_wrote(tmp_path: Path, options: list[str]) -> None:
+    """With --subagents the file held the subagents' messages too, and the line said
+    only the main conversation's count."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("plan it")
+    turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "research"})])
+    sub = s.subagent(agent_id="a1", tool_use_id=turn.tool_use_ids[0])
+    sub.user("research this")
+    sub.assistant("found it")
+    s.write()
+    out = tmp_path / "x.json"
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", str(out), *options)
+    assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text())
+    main = sum(1 for m in written if not m["parent_tool_use_id"])
+    of_subagents = len(written) - main
+    said = (
+        f"({main} messages and {of_subagents} of subagents, json)"
+        if options
+        else (f"({main} messages, json)")
+    )
+    assert said in result.stderr
+    assert of_subagents == (2 if options else 0)
