@@ -1251,6 +1251,10 @@ def render_html(conv: Conversation, *, tools: bool = False, subagents: bool = Fa
     return "".join(iter_html(conv, tools=tools, subagents=subagents))
 
 
+#: What :func:`render_stream` writes.
+FORMATS = ("text", "md", "html", "json")
+
+
 def render_stream(
     conv: Conversation,
     fmt: str,
@@ -1271,6 +1275,8 @@ def render_stream(
     JSON keeps every string exact. Raises ``OSError`` if the transcript is replaced
     while being read.
     """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
     if fmt == "json":
         return iter_json(conv, subagents=subagents)
     if terminal is None:

@@ -79,6 +79,10 @@ def test_answers_list_search_resolve_show(tree: ConfigTree, tmp_path: Path) -> N
         assert index.list(cwd=OTHER)[0]["cwd"] == OTHER
         with pytest.raises(NotFound):
             index.resolve("no such session", cwd=CWD)
+        for fmt in ("text", "md", "html", "json"):
+            assert index.show(found.session["session_id"], format=fmt, cwd=CWD)
+        with pytest.raises(ValueError, match="unknown format 'bogus'"):  # was the text view
+            index.show(found.session["session_id"], format="bogus", cwd=CWD)
 
 
 def test_writes_are_seen_by_the_next_read(tree: ConfigTree, tmp_path: Path) -> None:
