@@ -52,6 +52,13 @@ class SessionState:
     is_sidechain: int | None = None
     forked_from_session: str | None = None
     forked_from_message: str | None = None
+    # What Claude Code's picker and --continue hide besides the above: a team member's
+    # session, a background daemon's, and one whose conversation went on in another
+    # session (``continued-in``); docs/session-fields.md.
+    team_name: str | None = None
+    session_kind: str | None = None
+    seen_parent_link: int = 0  # the first record with a parentUuid key was read
+    continued_in: str | None = None
     # The last string ``entrypoint`` and the byte offset of its line: with ``entrypoint``
     # (the first) this answers Claude Code's head/tail window test for desktop sessions
     # from the index (transcripts/retention.py window_desktop). Index-only columns: the
@@ -136,6 +143,14 @@ class SessionState:
             if branch not in known_branches:
                 known_branches.add(branch)
                 self.new_branches.append(branch)
+        if self.team_name is None:
+            team = record.get("teamName")
+            if isinstance(team, str) and team:
+                self.team_name = team
+        if not self.seen_parent_link and "parentUuid" in record:
+            # Claude Code takes the kind from the first line that has a parentUuid.
+            self.seen_parent_link = 1
+            self.session_kind = get_str(record, "sessionKind")
         if self.forked_from_session is None and "forkedFrom" in record:
             origin = record["forkedFrom"]
             if isinstance(origin, dict) and isinstance(origin.get("sessionId"), str):
@@ -179,6 +194,8 @@ class SessionState:
             # "" clears the tag, and so does a missing or non-string one, as the SDK
             # reads a tag record (only a string value sets it).
             self.tag = get_str(record, "tag") or None
+        elif kind == "continued-in":
+            self.continued_in = get_str(record, "continuedInSessionId") or self.continued_in
         elif kind == "pr-link":
             link = pr_link_from_record(record)
             if link is not None and link.url not in known_links:

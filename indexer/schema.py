@@ -356,3 +356,14 @@ def m011_shown_title(db: Database) -> None:
     are typed. Computed by the view (no ``sessions`` column): the view, the FTS table
     and its triggers are made again and indexed (``'rebuild'``, a few thousand rows)."""
     build_session_search(db)
+
+
+@migrations()
+def m012_hidden_kinds(db: Database) -> None:
+    """``sessions`` gains what Claude Code's picker and ``--continue`` also hide: a team
+    member's session (``team_name``), a background daemon's (``session_kind``), and one
+    that went on in another session (``continued_in``). DERIVATION_VERSION 22 fills
+    them."""
+    for column in ("team_name", "session_kind", "continued_in"):
+        db.execute(f"ALTER TABLE sessions ADD COLUMN {column} TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN seen_parent_link INTEGER NOT NULL DEFAULT 0")

@@ -25,8 +25,9 @@ from __future__ import annotations
 # 18: www.github.com (gitlab.com, bitbucket.org) links are the forge's own host's;
 # 19: a new session's pr_mentions in number and URL order too (objects.build_object);
 # 20: one GitHub PR linked or mentioned in two cases is listed once (objects._one_per_pr);
-# 21: Thai, Lao, Myanmar and Khmer are spaced one token per character, as CJK (text.py)
-DERIVATION_VERSION = 21
+# 21: Thai, Lao, Myanmar and Khmer are spaced one token per character, as CJK (text.py);
+# 22: team, daemon and continued-in sessions are folded (derive.py; m012)
+DERIVATION_VERSION = 22
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -73,6 +74,7 @@ MIGRATION_NAMES = (
     "m009_text_dictionaries",
     "m010_sessions_by_project_and_cwd",
     "m011_shown_title",
+    "m012_hidden_kinds",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

@@ -404,17 +404,14 @@ def continue_session(
     and files without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop``
     sessions. As Claude Code does, a session whose recorded cwd is another directory
     with the same project key (``/a/b-c`` and ``/a/b/c``) is skipped too."""
-    from sessiondex.query.sessions import VISIBLE_SQL
+    from sessiondex.query.sessions import ALWAYS_HIDDEN_SQL, VISIBLE_SQL
 
     here = resolve_cwd(cwd)
     where, params = keys_sql(project_keys_for_directory(here))
     rooted, root_params = roots_sql(db, roots)
     where += f" AND {rooted}"
     params.extend(root_params)
-    if print_mode:
-        where += " AND coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
-    else:
-        where += f" AND {VISIBLE_SQL}"
+    where += f" AND {ALWAYS_HIDDEN_SQL if print_mode else VISIBLE_SQL}"
     candidates = select_rows(
         db,
         where + " AND s.archived = 0",

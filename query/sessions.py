@@ -29,12 +29,20 @@ from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_comma
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-# SQL for rows the picker hides: sidechains, files with no user/assistant record,
-# -p/SDK sessions and /loop sessions.
+# SQL for rows Claude Code's picker and --continue always hide: sidechains, files with
+# no user/assistant record, a team member's session, a background daemon's, and one
+# superseded by the session it continued in (when that one is there).
+ALWAYS_HIDDEN_SQL = (
+    "(coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
+    " AND s.team_name IS NULL"
+    " AND coalesce(s.session_kind, '') NOT IN ('daemon', 'daemon-worker')"
+    " AND (s.continued_in IS NULL OR NOT EXISTS"
+    " (SELECT 1 FROM sessions t WHERE t.session_id = s.continued_in)))"
+)
+# ... and, but for a -p or SDK process: -p/SDK sessions and /loop sessions.
 _PRINT_MODE_SQL = ", ".join(f"'{e}'" for e in sorted(PRINT_MODE_ENTRYPOINTS))
 VISIBLE_SQL = (
-    "(coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
-    f" AND coalesce(s.entrypoint, '') NOT IN ({_PRINT_MODE_SQL})"
+    f"({ALWAYS_HIDDEN_SQL} AND coalesce(s.entrypoint, '') NOT IN ({_PRINT_MODE_SQL})"
     " AND coalesce(s.first_command, '') != '/loop')"
 )
 

@@ -199,6 +199,17 @@ CREATE INDEX entries_line_offset ON entries (transcript_ref, line_offset)
 """
 
 
+# What Claude Code's picker also hides (the index's m012): a team member's session, a
+# background daemon's, one that went on in another session. Rows stored before it read
+# as none of these until they are pushed again.
+M005_HIDDEN_KINDS = """
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS team_name text;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS session_kind text;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS seen_parent_link integer NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS continued_in text;
+"""
+
+
 async def _rewrite_vectors(conn: AsyncConnection[Any]) -> None:
     from sessiondex.store.vectors import rewrite_search_vectors
 
@@ -259,6 +270,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # PR links and origins stored before www.github.com (and GitLab's and Bitbucket's
     # www. hosts) were read as the forge's own host: the form every query compares.
     Migration(4, "canonical forge hosts", "", _canonical_forge_hosts),
+    Migration(5, "hidden kinds", M005_HIDDEN_KINDS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -595,3 +595,61 @@ def test_nothing_found_prints_an_empty_json_array(tmp_path: Path, args: list[str
     assert result.exit_code == 1
     assert json.loads(result.stdout) == []
     assert result.stderr.startswith(("Error: ", "No conversation found"))
+
+
+def _kinds_world(tmp_path: Path) -> tuple[ConfigTree, dict[str, str]]:
+    """One directory's sessions, newest last: a plain one, then the kinds Claude Code's
+    picker and --continue hide, then kinds that look alike but are shown."""
+    tree = ConfigTree(tmp_path / "claude")
+    ids: dict[str, str] = {}
+    kinds: dict[str, dict[str, Any]] = {
+        "plain": {},
+        "continue-target": {},
+        "bg": {"sessionKind": "bg"},  # a background session the user started: shown
+        "continued-in-nowhere": {},  # points at a session that is not there: shown
+        "team-member": {"teamName": "review-squad"},
+        "daemon": {"sessionKind": "daemon"},
+        "daemon-worker": {"sessionKind": "daemon-worker"},
+        "superseded": {},
+    }
+    for n, (name, extra) in enumerate(kinds.items()):
+        s = tree.session(cwd="/w/kinds")
+        s.user(f"the {name} session", **extra)
+        s.assistant("ok", **extra)
+        if name == "superseded":
+            s.meta("continued-in", continuedInSessionId=ids["continue-target"], timestamp=True)
+        if name == "continued-in-nowhere":
+            s.meta(
+                "continued-in",
+                continuedInSessionId="00000000-0000-4000-8000-00000000dead",
+                timestamp=True,
+            )
+        s.write(mtime=1_790_000_000 + 100 * n)
+        ids[name] = s.session_id
+    return tree, ids
+
+
+SHOWN_KINDS = {"plain", "continue-target", "bg", "continued-in-nowhere"}
+
+
+def test_list_hides_team_daemon_and_superseded_sessions_as_the_picker_does(
+    tmp_path: Path,
+) -> None:
+    tree, ids = _kinds_world(tmp_path)
+    names = {v: k for k, v in ids.items()}
+    listed = _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/kinds")
+    assert {names[o["session_id"]] for o in listed} == SHOWN_KINDS
+    everything = _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/kinds", "--all-kinds")
+    assert {names[o["session_id"]] for o in everything} == set(ids)
+
+
+@pytest.mark.parametrize("print_mode", [False, True])
+def test_continue_skips_team_daemon_and_superseded_sessions(
+    tmp_path: Path, print_mode: bool
+) -> None:
+    """``claude --continue`` (and ``-p -c``) skips them: the newest there is a
+    daemon worker's, and continue picked it."""
+    tree, ids = _kinds_world(tmp_path)
+    args = ["continue", "--cwd", "/w/kinds", *(["--print-mode"] if print_mode else [])]
+    (found,) = _cli_json(tmp_path, tree.root, *args)
+    assert found["session_id"] == ids["continued-in-nowhere"]
