@@ -279,8 +279,11 @@ def _result_text(content: Any) -> str:
         for item in content:
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 parts.append(item["text"])
-            elif isinstance(item, dict) and item.get("type") == "image":
-                parts.append("[image]")
+            elif isinstance(item, dict) and item.get("type") in ("image", "document"):
+                parts.append(f"[{item['type']}]")
+            elif isinstance(item, dict) and isinstance(item.get("url"), str):
+                title = item.get("title")  # a web search's results
+                parts.append(f"{title} {item['url']}" if isinstance(title, str) else item["url"])
         return "\n".join(parts)
     if content is None:
         return ""
@@ -325,15 +328,19 @@ def _input_text(value: Any) -> str:
         return TOO_DEEP
 
 
+#: Calls: the client's tools, and the ones the API runs itself (web search, MCP).
+TOOL_USE_KINDS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
 def _blocks(entry: Entry, clean: Clean = _keep) -> list[Block]:
     out: list[Block] = []
     for block in _content_blocks(entry):
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             out.append(Block("text", clean(block["text"])))
-        elif kind == "image":
-            out.append(Block("text", "[image]"))
-        elif kind == "tool_use":
+        elif kind in ("image", "document"):  # an attached picture or PDF
+            out.append(Block("text", f"[{kind}]"))
+        elif kind in TOOL_USE_KINDS:
             name = block.get("name")
             tool_id = block.get("id")
             out.append(
@@ -344,7 +351,8 @@ def _blocks(entry: Entry, clean: Clean = _keep) -> list[Block]:
                     tool_id=tool_id if isinstance(tool_id, str) else None,
                 )
             )
-        elif kind == "tool_result":
+        elif isinstance(kind, str) and kind.endswith("tool_result"):
+            # tool_result, and the server tools' web_search_tool_result and the like
             tool_id = block.get("tool_use_id")
             out.append(
                 Block(

@@ -728,3 +728,56 @@ def test_export_counts_what_it_wrote(tmp_path: Path, options: list[str]) -> None
     )
     assert said in result.stderr
     assert of_subagents == (2 if options else 0)
+
+
+def _server_tools_session(tree: ConfigTree) -> SessionWriter:
+    """A PDF attached alone, then a web search the API ran itself: its call and result
+    are assistant records of their own, as Claude Code writes each content block."""
+    s = tree.session(cwd=CWD)
+    s.user([{"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}])  # fmt: skip
+    s.assistant("reading the PDF")
+    s.user("search the web")
+    blocks = [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+         "input": {"query": "sqlite fts5"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+         "content": [{"type": "web_search_result", "title": "FTS5",
+                      "url": "https://sqlite.org/fts5.html"}]},
+        {"type": "text", "text": "found it"},
+    ]  # fmt: skip
+    parent = s.entries[-1]["uuid"]
+    for n, block in enumerate(blocks):
+        uuid = f"b0000000-0000-4000-8000-00000000000{n}"
+        s.entries.append(
+            {**s.entries[-1], "type": "assistant", "uuid": uuid, "parentUuid": parent,
+             "message": {"id": "msg_9", "role": "assistant", "content": [block]}}
+        )  # fmt: skip
+        parent = uuid
+    return s
+
+
+@pytest.mark.parametrize(
+    ("fmt", "options", "shown", "hidden"),
+    [
+        ("text", [], ["[document]", "found it"], ["web_search", "sqlite.org"]),
+        (
+            "text",
+            ["--tools"],
+            ["[document]", "web_search", "FTS5 https://sqlite.org/fts5.html"],
+            [],
+        ),
+        ("md", ["--tools"], ["[document]", "web_search", "https://sqlite.org/fts5.html"], []),
+    ],
+)
+def test_documents_and_server_tools_are_shown(
+    tmp_path: Path, fmt: str, options: list[str], shown: list[str], hidden: list[str]
+) -> None:
+    """A message made only of a PDF vanished from text, Markdown and HTML (and so from
+    --uuids, which fork --up-to aims with), and a web search the API ran was left out
+    even with --tools."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _server_tools_session(tree)
+    s.write()
+    out = _run(tree, tmp_path, "show", s.session_id, "--format", fmt, *options).stdout
+    assert all(text in out for text in shown), out
+    assert not any(text in out for text in hidden), out
