@@ -52,10 +52,15 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 CHECKED_BY_THEIR_COMMAND = frozenset({("fork", "title"), ("cli", "db_path")})
 
 
+#: The name every command gives its session argument (an ID, a name or a path).
+SESSION_ARGUMENT = "arg"
+
+
 def refuse_empty_values(command: click.Command) -> click.Command:
-    """Give every option of ``command`` (and of its subcommands) that takes free text
-    the :func:`not_empty` check, before the option's own callback: one rule for every
-    option, present and future (a choice or a number is checked by click itself)."""
+    """Give every option of ``command`` (and of its subcommands) that takes free text,
+    and every session argument, the :func:`not_empty` check, before its own callback:
+    one rule for every option, present and future (a choice or a number is checked by
+    click itself). ``show ""`` (an unset variable) was 'not found', exit 1."""
     if getattr(command, "_empty_values_refused", False):
         return command
     command._empty_values_refused = True  # type: ignore[attr-defined]
@@ -67,7 +72,7 @@ def refuse_empty_values(command: click.Command) -> click.Command:
             and not param.is_flag
             and not param.count
             and isinstance(param.type, (click.types.StringParamType, click.Path))
-        ):
+        ) or (isinstance(param, click.Argument) and param.name == SESSION_ARGUMENT):
             param.callback = _then(not_empty, param.callback)
     if isinstance(command, click.Group):
         for sub in command.commands.values():

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -315,6 +316,33 @@ def test_every_option_that_takes_text_refuses_an_empty_value(
         f"Error: Invalid value for '{option}': it is empty (is a variable unset?)\n"
     ), result.stderr
     assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
+
+
+def _session_argument_commands() -> list[str]:
+    from sessiondex.cli.errors import SESSION_ARGUMENT
+    from sessiondex.cli.main import COMMANDS
+
+    ctx = click.Context(cli)
+    found = []
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        if any(
+            isinstance(p, click.Argument) and p.name == SESSION_ARGUMENT for p in command.params
+        ):
+            found.append(name)
+    return found
+
+
+@pytest.mark.parametrize("command", _session_argument_commands())
+def test_an_empty_session_argument_is_a_usage_error(tmp_path: Path, command: str) -> None:
+    """``show "$ID"`` with ID unset said "empty session argument" as a not-found, exit 1;
+    it is a usage error like an empty option value."""
+    tree = _tree(tmp_path / "claude")
+    extra = {"rename": ["new name"], "tag": ["t"], "export": ["-o", str(tmp_path / "x.md")]}
+    result = _run(tmp_path, ["--config-dir", str(tree.root), command, "", *extra.get(command, [])])
+    assert result.exit_code == 2, result.output
+    assert "it is empty (is a variable unset?)" in result.stderr
 
 
 @pytest.mark.parametrize(
