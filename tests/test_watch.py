@@ -756,6 +756,14 @@ def _nest(base: Path, levels: int) -> Path:
     return bottom
 
 
+def _wait_found(db_path: Path, word: str, what: str) -> None:
+    db = open_db(db_path)
+    try:
+        wait_for(lambda: found(db, word), what)
+    finally:
+        db.close()
+
+
 def _unnest(base: Path, bottom: Path) -> None:
     """Remove what :func:`_nest` made: pytest's own rmtree of tmp_path would recurse."""
     while bottom != base:
@@ -786,11 +794,7 @@ def test_a_session_folder_past_the_recursion_limit_is_watched(
             bottom = Path(str(bottom).replace(str(base), str(moved), 1))
             base = moved
         session(tree, "/work/later", "zebrafish after the deep folder")
-        db = open_db(tmp_path / "index.db")
-        try:
-            wait_for(lambda: found(db, "zebrafish"), "a session written after it")
-        finally:
-            db.close()
+        _wait_found(tmp_path / "index.db", "zebrafish", "a session written after it")
         assert watcher.failure is None
     finally:
         _unnest(base, bottom)
@@ -811,11 +815,7 @@ def test_a_watch_whose_emitter_died_is_watched_again(
             emitter.stop()
             emitter.join(DEADLINE)
         session(tree, "/work/repo", "quokka after the emitter died")
-        db = open_db(tmp_path / "index.db")
-        try:
-            wait_for(lambda: found(db, "quokka"), "a session written after the emitter died")
-        finally:
-            db.close()
+        _wait_found(tmp_path / "index.db", "quokka", "a session written after it died")
     assert any("stopped; watching it again" in r.getMessage() for r in caplog.records)
 
 
