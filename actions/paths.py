@@ -28,6 +28,23 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
+def _absolute(path: str | os.PathLike[str]) -> str:
+    """``path`` from the cwd, *not* normalised: ``os.path.abspath`` folds ``..`` into the
+    folder before it, while the kernel follows a symlinked folder first, so
+    ``out/link/../x`` names ``x`` beside the link's target, not ``out/x``."""
+    return os.path.join(os.getcwd(), os.fspath(path))
+
+
+def placed(path: str | os.PathLike[str]) -> str:
+    """Where a file renamed into place at ``path`` lands: its folder as the kernel
+    resolves it (symlinks, then ``..``), and its own name, which the rename replaces
+    whatever it is (a link included)."""
+    directory, name = os.path.split(_absolute(path))
+    if name in ("", ".", ".."):
+        return os.path.realpath(_absolute(path))
+    return os.path.join(os.path.realpath(directory), name)
+
+
 def _inside(target: str, folder: str) -> bool:
     return target == folder or target.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -36,7 +53,7 @@ def _index_file(target: str, db_path: str | os.PathLike[str] | None) -> str | No
     """The index file ``target`` would overwrite (the database or one of its side files)."""
     if db_path is None:
         return None
-    db = os.path.realpath(os.path.abspath(os.fspath(db_path)))
+    db = os.path.realpath(_absolute(db_path))
     if target == db:
         return db
     directory, name = os.path.split(db)
@@ -46,23 +63,30 @@ def _index_file(target: str, db_path: str | os.PathLike[str] | None) -> str | No
     return None
 
 
-def _special_file(path: str) -> str | None:
-    """What ``path`` is when it, or what it links to, is a device, FIFO or socket
-    (``/dev/null``, ``/dev/stdout``): our writes rename a new file into place, which as
-    root replaced ``/dev/null`` itself. None for a file, a directory or nothing."""
+def _not_replaceable(path: str, *, file: bool) -> str | None:
+    """What ``path`` is when a file renamed into place there would replace something
+    that is no file of the user's: a device, FIFO or socket (as root, ``export -o
+    /dev/null --force`` replaced /dev/null itself), or, for a file, a symbolic link
+    (``/dev/stdout`` is one: redirected to a file, it links to a regular file, and the
+    rename replaced the link). A folder may be a link (an archive dir on another disk).
+    None for a file, a folder, or nothing there yet."""
     import stat
 
+    modes = []
     for look in (os.lstat, os.stat):
         try:
-            mode = look(path).st_mode
+            modes.append(look(path).st_mode)
         except OSError:
-            continue
+            pass
+    for mode in modes:
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             return "a device"
         if stat.S_ISFIFO(mode):
             return "a FIFO"
         if stat.S_ISSOCK(mode):
             return "a socket"
+    if file and modes and stat.S_ISLNK(modes[0]):
+        return f"a symbolic link (to {os.readlink(path)})"
     return None
 
 
@@ -79,19 +103,18 @@ def write_target_problem(
     ``roots`` are the configured config dirs; ``db_path`` is the index database (None
     when there is no database file).
     """
-    given = os.path.abspath(os.fspath(path))
-    special = _special_file(given)
-    if special is not None:
+    where = placed(path)
+    odd = _not_replaceable(where, file=not whole_config_dir)
+    if odd is not None and whole_config_dir:
+        return f"{label} {os.fspath(path)} is {odd}, not a folder"
+    if odd is not None:
         return (
-            f"{label} {os.fspath(path)} is {special}, not a file: a file written into place"
-            " would replace it (give a file path, or - for standard output)"
+            f"{label} {os.fspath(path)} is {odd}, not a file: a file written into place"
+            " would replace it (give a file's path, or - for standard output)"
         )
     # Where the bytes land: through a link to its target, but a write that replaces the
     # name (a rename into place) puts a new file where the link was. Both must be safe.
-    targets = {
-        os.path.realpath(given),
-        os.path.join(os.path.realpath(os.path.dirname(given)), os.path.basename(given)),
-    }
+    targets = {os.path.realpath(where), where}
     for target in sorted(targets):
         problem = _target_problem(target, os.fspath(path), roots, db_path, label, whole_config_dir)
         if problem:
@@ -108,13 +131,13 @@ def _target_problem(
     whole_config_dir: bool,
 ) -> str | None:
     for root in roots:
-        config = os.path.realpath(os.path.abspath(root))
+        config = os.path.realpath(_absolute(root))
         if whole_config_dir and _inside(target, config):
             return (
                 f"{label} {shown} is inside the Claude config dir {config}; "
                 "choose a path outside it"
             )
-        projects = os.path.realpath(os.path.abspath(Path(root) / "projects"))
+        projects = os.path.realpath(_absolute(Path(root) / "projects"))
         if _inside(target, projects):
             return (
                 f"{label} {shown} is inside {projects}, Claude Code's transcript "

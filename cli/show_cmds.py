@@ -301,6 +301,7 @@ def _check_not_its_source(output: str, conv: Conversation) -> None:
     """The session's own config dir is protected like the configured ones: a transcript
     read by path may come from another (``export <dir>/projects/k/<id>.jsonl -o …``), and
     its ``projects/`` is Claude Code's all the same. Its transcript is never the output."""
+    from sessiondex.actions.paths import placed
     from sessiondex.cli.options import UnsafeOutputPath, check_output_path
 
     source = Path(os.path.realpath(conv.path))
@@ -309,9 +310,8 @@ def _check_not_its_source(output: str, conv: Conversation) -> None:
         if source.parent.parent.name == "projects":
             also.append(source.parent.parent.parent)
         check_output_path(output, "-o", also)
-    given = os.path.abspath(output)
-    placed = os.path.join(os.path.realpath(os.path.dirname(given)), os.path.basename(given))
-    if str(source) in {os.path.realpath(given), placed}:
+    where = placed(output)
+    if str(source) in {os.path.realpath(where), where}:
         raise UnsafeOutputPath(f"-o {output} is the session's own transcript; choose another path")
 
 
@@ -324,7 +324,10 @@ def _write_atomic(target: str, chunks: Iterable[str], *, force: bool) -> None:
     """
     import tempfile
 
-    directory = os.path.dirname(os.path.abspath(target))
+    from sessiondex.actions.paths import placed
+
+    target = placed(target)  # where the kernel puts it: ".." after a symlinked folder
+    directory = os.path.dirname(target)
     if not os.path.isdir(directory):
         raise CliError(f"directory {directory} does not exist")
     try:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_show import _run, _session
+from tests.builders import ConfigTree
+from tests.test_show import CWD, _run, _session
 
 
 @pytest.mark.parametrize(
@@ -106,3 +107,42 @@ def test_an_error_quoting_a_typed_path_is_cleaned(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 1
     assert "\x1b" not in result.stderr and "a^[[2Jb.md already exists" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("out/lk/../{key}/{other}.jsonl", "is inside"),  # another session's transcript
+        ("out/lk/../../../index.db", "is the index's own file"),
+        ("out/lk/../fifo", "is a FIFO"),
+        ("out/to-file.md", "is a symbolic link"),  # /dev/stdout is such a link
+    ],
+    ids=["transcript", "index", "fifo", "link-name"],
+)
+def test_export_resolves_dot_dot_after_a_symlinked_folder_as_the_kernel_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, said: str
+) -> None:
+    """``out/lk/../x``, with ``lk`` a link into ``projects/<key>``, names ``projects/x``
+    for the kernel, but ``abspath`` folded it to ``out/x``: every path rule passed, and
+    --force overwrote a transcript, the index or a FIFO."""
+    import os
+
+    tree = ConfigTree(tmp_path / "claude")
+    s, other = tree.session(cwd=CWD), tree.session(cwd=CWD)
+    for session in (s, other):
+        session.user("hello")
+        session.write()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "lk").symlink_to(s.project_dir)
+    os.mkfifo(s.project_dir.parent / "fifo")
+    (out / "real.md").write_text("mine")
+    (out / "to-file.md").symlink_to(out / "real.md")
+    monkeypatch.chdir(tmp_path)
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
+    path = target.format(key=s.project_dir.name, other=other.session_id)
+    result = _run(tree, tmp_path, "export", s.session_id, "-o", path, "--format", "md", "--force")
+    assert result.exit_code == 2, result.output
+    assert said in result.stderr
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
+    assert (out / "to-file.md").is_symlink() and (out / "real.md").read_text() == "mine"
