@@ -612,6 +612,26 @@ def test_archive_dir_inside_projects_is_refused(world: dict[str, Any]) -> None:
         act.apply_plan(world["db"], plan, [tree.root], archive_dir=tree.projects_dir / "arch")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "linked-folder"])
+def test_an_archive_dir_may_be_a_linked_folder_but_no_fifo(
+    world: dict[str, Any], tmp_path: Path, kind: str
+) -> None:
+    tree = world["tree"]
+    target = tmp_path / "archive-here"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        (tmp_path / "other-disk").mkdir()
+        target.symlink_to(tmp_path / "other-disk")
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    if kind == "fifo":
+        with pytest.raises(ValueError, match="is a FIFO, not a folder"):
+            act.apply_plan(world["db"], plan, [tree.root], archive_dir=target)
+    else:
+        act.apply_plan(world["db"], plan, [tree.root], archive_dir=target, clock=lambda: NOW)
+        assert list((tmp_path / "other-disk").rglob("*.tar.gz"))
+
+
 # --------------------------------------------------------------------------- CLI
 
 
