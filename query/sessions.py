@@ -31,13 +31,14 @@ if TYPE_CHECKING:
 
 # SQL for rows Claude Code's picker and --continue always hide: sidechains, files with
 # no user/assistant record, a team member's session, a background daemon's, and one
-# superseded by the session it continued in (when that one is there).
+# superseded by the session it continued in, when that one is there for Claude Code:
+# in the same config dir, and not an archived copy (the sweep deleted the real one).
 ALWAYS_HIDDEN_SQL = (
     "(coalesce(s.is_sidechain, 0) = 0 AND s.raw_message_count > 0"
     " AND s.team_name IS NULL"
     " AND coalesce(s.session_kind, '') NOT IN ('daemon', 'daemon-worker')"
-    " AND (s.continued_in IS NULL OR NOT EXISTS"
-    " (SELECT 1 FROM sessions t WHERE t.session_id = s.continued_in)))"
+    " AND (s.continued_in IS NULL OR NOT EXISTS (SELECT 1 FROM sessions t"
+    " WHERE t.session_id = s.continued_in AND t.root = s.root AND t.archived = 0)))"
 )
 # ... and, but for a -p or SDK process: -p/SDK sessions and /loop sessions.
 _PRINT_MODE_SQL = ", ".join(f"'{e}'" for e in sorted(PRINT_MODE_ENTRYPOINTS))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -654,3 +655,38 @@ def test_continue_skips_team_daemon_and_superseded_sessions(
     args = ["continue", "--cwd", "/w/kinds", *(["--print-mode"] if print_mode else [])]
     (found,) = _cli_json(tmp_path, tree.root, *args)
     assert found["session_id"] == ids["continued-in-nowhere"]
+
+
+@pytest.mark.parametrize("where", ["other-config-dir", "archived"])
+def test_a_session_continued_in_one_claude_code_cannot_see_is_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Superseded was any row of that ID in the index: one in another config dir (which
+    Claude Code, run on this one, never sees), or an archived copy of one the sweep
+    deleted, hid the session from list and continue."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    here, there = ConfigTree(tmp_path / "here"), ConfigTree(tmp_path / "there")
+    target_tree = there if where == "other-config-dir" else here
+    target = target_tree.session(cwd="/w/m", session_id="7a7a7a7a-0000-4000-8000-00000000a7a7")
+    target.user("the session it went on in")
+    target.write(mtime=time.time() - 40 * 86400)
+    source = here.session(cwd="/w/m")
+    source.user("the source")
+    source.meta("continued-in", continuedInSessionId=target.session_id, timestamp=True)
+    source.write()
+    db = str(tmp_path / "one.db")
+
+    def run(tree: ConfigTree, *args: str) -> Any:
+        return CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", db, *args])
+
+    if where == "other-config-dir":
+        result = run(there, "index")
+    else:
+        result = run(here, "archive")
+    assert result.exit_code == 0, result.output
+    if where == "archived":
+        target.path.unlink()  # Claude Code's sweep
+    listed = json.loads(run(here, "list", "--cwd", "/w/m", "--json").stdout)
+    assert [o["session_id"] for o in listed] == [source.session_id]
+    (found,) = json.loads(run(here, "continue", "--cwd", "/w/m", "--json").stdout)
+    assert found["session_id"] == source.session_id
