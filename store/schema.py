@@ -210,6 +210,54 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS continued_in text;
 """
 
 
+# Per session's main transcript, the records that decide the new columns: the first with
+# a parentUuid, the first with a teamName, the last continued-in; SessionState folds them
+# (indexer/derive.py, the one rule).
+_DECIDING_RECORDS = """
+SELECT t.session_ref, e.entry::text
+FROM transcripts t
+JOIN LATERAL (
+    (SELECT id, entry FROM entries
+     WHERE transcript_ref = t.id AND (entry::jsonb) ? 'parentUuid' ORDER BY id LIMIT 1)
+    UNION ALL
+    (SELECT id, entry FROM entries
+     WHERE transcript_ref = t.id AND entry->>'teamName' <> '' ORDER BY id LIMIT 1)
+    UNION ALL
+    (SELECT id, entry FROM entries
+     WHERE transcript_ref = t.id AND entry->>'type' = 'continued-in'
+     ORDER BY id DESC LIMIT 1)
+) e ON true
+WHERE t.subpath = ''
+ORDER BY t.session_ref, e.id
+"""
+
+
+async def _fold_hidden_kinds(conn: AsyncConnection[Any]) -> None:
+    """Fill the new columns of the sessions stored before them. Left empty, a push with
+    nothing new sent nothing and the rows stayed unclassified, and a session that grew
+    took its kind from its new lines (the first record with a parentUuid had been folded
+    already, but the store did not know it)."""
+    import orjson
+
+    from sessiondex.indexer.derive import SessionState
+
+    cur = await conn.execute(_DECIDING_RECORDS)
+    states: dict[int, SessionState] = {}
+    for session_ref, text in await cur.fetchall():
+        record = orjson.loads(text)
+        if isinstance(record, dict):
+            states.setdefault(session_ref, SessionState()).apply(record, set(), set())
+    async with conn.cursor() as update:
+        await update.executemany(
+            "UPDATE sessions SET team_name = %s, session_kind = %s, seen_parent_link = %s,"
+            " continued_in = %s WHERE id = %s",
+            [
+                (st.team_name, st.session_kind, st.seen_parent_link, st.continued_in, ref)
+                for ref, st in states.items()
+            ],
+        )
+
+
 async def _rewrite_vectors(conn: AsyncConnection[Any]) -> None:
     from sessiondex.store.vectors import rewrite_search_vectors
 
@@ -270,7 +318,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # PR links and origins stored before www.github.com (and GitLab's and Bitbucket's
     # www. hosts) were read as the forge's own host: the form every query compares.
     Migration(4, "canonical forge hosts", "", _canonical_forge_hosts),
-    Migration(5, "hidden kinds", M005_HIDDEN_KINDS),
+    Migration(5, "hidden kinds", M005_HIDDEN_KINDS, _fold_hidden_kinds),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

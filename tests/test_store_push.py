@@ -752,3 +752,41 @@ def test_a_second_copy_of_a_transcript_adds_no_record_twice(tmp_path: Path, pg_d
     push(tmp_path / "m2", pg_dsn)
     assert query(pg_dsn, "SELECT count(*) FROM entries") == before
     assert query(pg_dsn, "SELECT custom_title FROM sessions") == [("New name",)]
+
+
+def test_a_version_4_store_learns_which_sessions_the_picker_hides(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Migration 5 added team_name, session_kind and continued_in empty: a push with
+    nothing new sent nothing, so the store listed every team, daemon and superseded
+    session, and one that grew took its kind from its new lines."""
+    from tests.test_query import SHOWN_KINDS, _kinds_world
+
+    tree, ids = _kinds_world(tmp_path)
+    names = {v: k for k, v in ids.items()}
+    push(tree.root, pg_dsn)
+    columns = "team_name, session_kind, seen_parent_link, continued_in"
+    fresh = sorted(query(pg_dsn, f"SELECT session_id, {columns} FROM sessions"))
+    query(
+        pg_dsn,
+        "UPDATE sessions SET team_name = NULL, session_kind = NULL, seen_parent_link = 0,"
+        " continued_in = NULL; DELETE FROM sessiondex_migrations WHERE version >= 5",
+    )
+    url = database_url(pg_dsn)
+    result = CliRunner().invoke(cli, ["store", "init", url])
+    assert result.exit_code == 0 and "applied 005" in result.output, result.output
+    assert sorted(query(pg_dsn, f"SELECT session_id, {columns} FROM sessions")) == fresh
+
+    def listed() -> set[str]:
+        result = CliRunner().invoke(cli, ["--db", url, "list", "--scope", "all", "--json"])
+        return {names[o["session_id"]] for o in json.loads(result.stdout or "[]")}
+
+    assert listed() == SHOWN_KINDS
+    plain = next(tree.root.glob(f"projects/*/{ids['plain']}.jsonl"))
+    with open(plain, "ab") as fh:  # a later record naming a kind: the first one decides
+        fh.write(json.dumps({"type": "user", "uuid": "9e9e9e9e-0000-4000-8000-000000000009",
+                             "parentUuid": None, "sessionId": ids["plain"],
+                             "sessionKind": "daemon",
+                             "message": {"role": "user", "content": "more"}}).encode() + b"\n")  # fmt: skip
+    push(tree.root, pg_dsn)
+    assert listed() == SHOWN_KINDS
