@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from sessiondex.cli.errors import InvalidValue
+from sessiondex.cli.errors import InvalidValue, warn
 from sessiondex.transcripts.config import SOURCE_OPTION, find_config_dirs
 
 
@@ -41,12 +41,10 @@ def check_config_dirs(explicit: Sequence[str]) -> None:
         try:
             (root / "projects").stat()
         except FileNotFoundError:
-            click.echo(f"warning: {root} has no projects/ folder; nothing to index there", err=True)
+            warn(f"{root} has no projects/ folder; nothing to index there")
         except OSError as exc:  # a dir that cannot be entered: Path.is_dir() raises
-            click.echo(
-                f"warning: cannot look into {root} ({exc.strerror}); its transcripts are"
-                " not read until it can be",
-                err=True,
+            warn(
+                f"cannot look into {root} ({exc.strerror}); its transcripts are not read until it can be"
             )
 
 

@@ -88,3 +88,11 @@ def _then(first: Any, second: Any) -> Any:
         return second(ctx, param, first(ctx, param, value))
 
     return both
+
+
+def warn(text: str) -> None:
+    """``warning: <text>`` on stderr, one line, cleaned for the terminal: it quotes
+    paths and values that may hold escape sequences."""
+    from sessiondex.cli.output import clean_line
+
+    click.echo(f"warning: {clean_line(text)}", err=True)

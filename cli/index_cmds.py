@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from sessiondex.cli.app import app
+from sessiondex.cli.errors import warn
 from sessiondex.cli.output import emit_object, human_size, table_or_json
 from sessiondex.cli.progress import progress_bar
 
@@ -55,7 +56,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
         stats = state.refresh(rebuild=rebuild, progress=progress, include_tools=tools)
     summary = stats.as_dict()
     for path, error in stats.errors:
-        click.echo(f"warning: skipped {path}: {error}", err=True)
+        warn(f"skipped {path}: {error}")
     fmt = "json" if as_json else fmt
     emit_object(summary, fmt, text=_summary_line(summary))
 

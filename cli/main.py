@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -62,14 +64,16 @@ class LazyGroup(click.Group):
         ctx.meta[HELP_ASKED] = any(arg in ("--help", "-h") for arg in args)
         for arg in args:
             _check_utf8(arg)
-        return super().parse_args(ctx, args)
+        with _cleaned_errors():
+            return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         from sessiondex.cli.app import guarded_invoke
         from sessiondex.cli.streams import fit_streams_to_encoding
 
         fit_streams_to_encoding()
-        return guarded_invoke(ctx, super().invoke)
+        with _cleaned_errors():
+            return guarded_invoke(ctx, super().invoke)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -80,6 +84,20 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         refuse_empty_values(command)
         return command
+
+
+@contextmanager
+def _cleaned_errors() -> Iterator[None]:
+    """Every usage error and expected failure, click's own included ("directory … does
+    not exist"), printed without the escape sequences a path or a value may carry:
+    click strips them only when the output is no terminal."""
+    try:
+        yield
+    except click.ClickException as exc:
+        from sessiondex.cli.output import clean_line
+
+        exc.message = clean_line(exc.message)  # type: ignore[misc]  # Final only in the stubs
+        raise
 
 
 def _check_utf8(arg: str) -> None:

@@ -434,3 +434,28 @@ def test_a_linked_config_dir_takes_its_files_by_their_real_path(
         assert s.path.read_bytes().endswith(
             b'"tag":"moved","sessionId":"' + s.session_id.encode() + b'"}\n'
         )
+
+
+@pytest.mark.parametrize("case", ["missing-config-dir", "no-projects-folder", "db-is-a-dir"])
+def test_errors_and_warnings_quoting_a_path_never_carry_its_escapes(
+    tmp_path: Path, case: str
+) -> None:
+    """click's own usage errors and our warnings printed a path as given: an escape
+    sequence in it reached the terminal (click strips them only when it is no
+    terminal; color=True keeps them, as a terminal gets them)."""
+    odd = tmp_path / "esc\x1b[31mRED\x07"
+    odd.mkdir()
+    args = {
+        "missing-config-dir": ["--config-dir", str(odd / "nodir"), "list"],
+        "no-projects-folder": ["--config-dir", str(odd), "list", "--scope", "all"],
+        "db-is-a-dir": [
+            "--config-dir",
+            str(_tree(tmp_path / "claude").root),
+            "--db",
+            str(odd),
+            "list",
+        ],
+    }[case]
+    result = CliRunner().invoke(cli, args, color=True)
+    assert "^[[31mRED^G" in result.stderr, result.stderr
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
