@@ -105,18 +105,25 @@ def describe(exc: BaseException, path: str | os.PathLike[str] | None) -> str:
         return f"the index{where} is busy: {detail}"
     if kind is None:
         return f"the index{where} failed: {detail}"
-    if kind == READONLY and path is not None:
-        # The main file may be writable again while its -wal or -shm (made read-only
-        # with it) still is not: name the file to mend.
-        side = [
-            f"{os.fspath(path)}{suffix}"
-            for suffix in SIDE_SUFFIXES
-            if os.path.exists(f"{os.fspath(path)}{suffix}")
-            and not os.access(f"{os.fspath(path)}{suffix}", os.W_OK)
-        ]
-        if side and os.access(path, os.W_OK):
-            where = f" at {os.fspath(path)} ({' and '.join(side)} read-only)"
+    if kind == READONLY and path is not None and os.access(path, os.W_OK):
+        where = f" at {os.fspath(path)}{_what_is_read_only(os.fspath(path))}"
     return f"cannot write the index{where}: {_PLAIN[kind]} ({detail})"
+
+
+def _what_is_read_only(path: str) -> str:
+    """When the index file itself is writable, what is not: its -wal or -shm (made read
+    only with it and left so), or its folder (SQLite makes those files there)."""
+    side = [
+        f"{path}{suffix}"
+        for suffix in SIDE_SUFFIXES
+        if os.path.exists(f"{path}{suffix}") and not os.access(f"{path}{suffix}", os.W_OK)
+    ]
+    if side:
+        return f" ({' and '.join(side)} read-only)"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f" (its folder {folder} is read-only)"
+    return ""
 
 
 SIDE_SUFFIXES = ("-wal", "-shm")

@@ -641,8 +641,9 @@ def test_a_damaged_index_reached_through_a_link_is_still_rebuilt(tmp_path: Path)
         ({"index.db"}, "cannot write the index at {db}: "),
         ({"index.db-wal"}, "cannot write the index at {db} ({db}-wal read-only): "),
         ({"index.db-wal", "index.db-shm"}, "({db}-wal and {db}-shm read-only)"),
+        ({"folder"}, "(its folder {folder} is read-only)"),
     ],
-    ids=["main", "wal", "both"],
+    ids=["main", "wal", "both", "folder"],
 )
 def test_a_read_only_side_file_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_only: set[str], said: str
@@ -658,10 +659,11 @@ def test_a_read_only_side_file_is_named(
     for name in ("index.db", "index.db-wal", "index.db-shm"):
         (tmp_path / name).write_bytes(b"")
     real_access = os.access
-    monkeypatch.setattr(
-        os,
-        "access",
-        lambda p, mode: False if Path(p).name in read_only else real_access(p, mode),
-    )
+
+    def access(p: Any, mode: int) -> bool:
+        name = "folder" if Path(p) == tmp_path else Path(p).name
+        return False if name in read_only else real_access(p, mode)
+
+    monkeypatch.setattr(os, "access", access)
     text = describe(sqlite3.OperationalError("attempt to write a readonly database"), db)
-    assert said.format(db=db) in text
+    assert said.format(db=db, folder=tmp_path) in text
