@@ -65,8 +65,8 @@ def _apply_scope_options(
         click.option(
             "--all-kinds",
             is_flag=True,
-            help="Include sidechain, metadata-only, -p/SDK and /loop sessions "
-            "(and those tagged __hidden).",
+            help="Include sidechain, metadata-only, -p/SDK, /loop, team, daemon and "
+            "superseded sessions (and those tagged __hidden).",
         ),
         click.option(
             "--include-hidden",

@@ -85,7 +85,11 @@ def choose_session(
     help="Where to start (Ctrl+W and Ctrl+A switch while open).",
 )
 @click.option("--query", "-q", default="", metavar="TEXT", help="Start with this search.")
-@click.option("--all-kinds", is_flag=True, help="Also show -p/SDK, /loop and sidechain sessions.")
+@click.option(
+    "--all-kinds",
+    is_flag=True,
+    help="Also show -p/SDK, /loop, sidechain, team, daemon and superseded sessions.",
+)
 @click.option("--include-archived", is_flag=True, help="Also show archived sessions.")
 @click.option("--exec", "run", is_flag=True, help="Run the resume command instead of printing it.")
 @click.option("--print-id", is_flag=True, help="Print only the chosen session's ID.")

@@ -97,8 +97,9 @@ def shows_project(filters: Any, rows: list[dict[str, Any]]) -> bool:
 def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     """List sessions like the /resume picker, newest activity first.
 
-    Sidechain, metadata-only, -p/SDK and /loop sessions are hidden unless
-    --all-kinds. Forks are shown right after the session they came from.
+    Sidechain, metadata-only, -p/SDK and /loop sessions, and team, daemon and
+    superseded ones, are hidden unless --all-kinds. Forks are shown right after the
+    session they came from.
 
     \b
     Example:
@@ -140,7 +141,10 @@ def _no_sessions(db: Any, filters: Any) -> str:
         filters.scope, []
     )
     if not filters.all_kinds and list_sessions(db, replace(filters, all_kinds=True, limit=1)):
-        tries.insert(0, "--all-kinds (-p/SDK, sidechain and /loop sessions are hidden)")
+        tries.insert(
+            0,
+            "--all-kinds (-p/SDK, sidechain, /loop, team, daemon and superseded sessions are hidden)",
+        )
     return "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
 
 

@@ -291,7 +291,7 @@ def export(
                 click.echo(chunk, nl=False)
             return
         _write_atomic(output, chunks, force=force)
-    count = f"{conv.message_count} messages"
+    count = f"{conv.message_count} message{'' if conv.message_count == 1 else 's'}"
     if subagents and conv.subagents:
         count += f" and {sum(len(sub.thread.shown) for sub in conv.subagents)} of subagents"
     click.echo(clean_line(f"wrote {output} ({count}, {fmt})"), err=True)

@@ -259,8 +259,8 @@ def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
             False,
             ("sdk-py", "sdk-cli"),
             "all",
-            "No sessions in this scope (try --all-kinds (-p/SDK, sidechain and /loop"
-            " sessions are hidden)).\n",
+            "No sessions in this scope (try --all-kinds (-p/SDK, sidechain, /loop, team,"
+            " daemon and superseded sessions are hidden)).\n",
         ),
     ],
 )
