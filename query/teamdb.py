@@ -86,7 +86,13 @@ def _with_relations(sql: str, clause: str) -> str:
 
 
 class NotATeamStore(RuntimeError):
-    """The DSN's database holds no sessiondex team store."""
+    """The DSN's database holds no sessiondex team store (or one too old to read)."""
+
+
+#: The store schema the queries read (store/schema.py SCHEMA_VERSION; query/ and store/
+#: may not import each other, and tests/test_team_query.py checks they agree). A store
+#: below it lacks columns the queries name: it is upgraded by a push or `store init`.
+READ_SCHEMA_VERSION = 5
 
 
 def is_dsn(value: object) -> bool:
@@ -126,6 +132,13 @@ class TeamDatabase:
                 raise NotATeamStore(
                     "no sessiondex team store in this database: `sessiondex push --to DSN`"
                     " (or `sessiondex store init DSN`) creates it"
+                )
+            row = self.conn.execute("SELECT max(version) FROM sessiondex_migrations").fetchone()
+            if row is None or row[0] is None or row[0] < READ_SCHEMA_VERSION:
+                raise NotATeamStore(
+                    f"the team store's schema is at version {row[0] if row else None}, older"
+                    f" than this sessiondex reads ({READ_SCHEMA_VERSION}): `sessiondex store"
+                    " init DSN` (or a push) upgrades it"
                 )
             row = self.conn.execute(
                 "SELECT quote_ident(n.nspname) FROM pg_class c"

@@ -210,26 +210,25 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS continued_in text;
 """
 
 
-# Per session's main transcript, the records that decide the new columns: the first with
-# a parentUuid, the first with a teamName, the last continued-in; SessionState folds them
-# (indexer/derive.py, the one rule).
-_DECIDING_RECORDS = """
+# Every stored line of every main transcript, in order. Read as text and picked in
+# Python: PostgreSQL's json operators raise on a value anywhere in the entry holding
+# \u0000 (a NUL in a prompt), which a json column stores without complaint.
+_MAIN_ENTRIES = """
 SELECT t.session_ref, e.entry::text
-FROM transcripts t
-JOIN LATERAL (
-    (SELECT id, entry FROM entries
-     WHERE transcript_ref = t.id AND (entry::jsonb) ? 'parentUuid' ORDER BY id LIMIT 1)
-    UNION ALL
-    (SELECT id, entry FROM entries
-     WHERE transcript_ref = t.id AND entry->>'teamName' <> '' ORDER BY id LIMIT 1)
-    UNION ALL
-    (SELECT id, entry FROM entries
-     WHERE transcript_ref = t.id AND entry->>'type' = 'continued-in'
-     ORDER BY id DESC LIMIT 1)
-) e ON true
+FROM transcripts t JOIN entries e ON e.transcript_ref = t.id
 WHERE t.subpath = ''
 ORDER BY t.session_ref, e.id
 """
+
+
+def _may_decide(text: str, state: Any) -> bool:
+    """Whether a stored line can change the columns migration 5 fills, by a cheap look
+    at its text: SessionState then decides (indexer/derive.py, the one rule)."""
+    return (
+        (not state.seen_parent_link and '"parentUuid"' in text)
+        or (state.team_name is None and '"teamName"' in text)
+        or '"continued-in"' in text
+    )
 
 
 async def _fold_hidden_kinds(conn: AsyncConnection[Any]) -> None:
@@ -240,20 +239,35 @@ async def _fold_hidden_kinds(conn: AsyncConnection[Any]) -> None:
     import orjson
 
     from sessiondex.indexer.derive import SessionState
+    from sessiondex.store.write import no_nul
 
-    cur = await conn.execute(_DECIDING_RECORDS)
     states: dict[int, SessionState] = {}
-    for session_ref, text in await cur.fetchall():
-        record = orjson.loads(text)
-        if isinstance(record, dict):
-            states.setdefault(session_ref, SessionState()).apply(record, set(), set())
+    async with conn.cursor(name="sessiondex_m005") as cur:  # streamed, not all in memory
+        await cur.execute(_MAIN_ENTRIES)
+        async for session_ref, text in cur:
+            state = states.setdefault(session_ref, SessionState())
+            if not _may_decide(text, state):
+                continue
+            try:
+                record = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                state.apply(record, set(), set())
     async with conn.cursor() as update:
         await update.executemany(
             "UPDATE sessions SET team_name = %s, session_kind = %s, seen_parent_link = %s,"
             " continued_in = %s WHERE id = %s",
             [
-                (st.team_name, st.session_kind, st.seen_parent_link, st.continued_in, ref)
+                (
+                    no_nul(st.team_name),
+                    no_nul(st.session_kind),
+                    st.seen_parent_link,
+                    no_nul(st.continued_in),
+                    ref,
+                )
                 for ref, st in states.items()
+                if st.team_name or st.session_kind or st.seen_parent_link or st.continued_in
             ],
         )
 

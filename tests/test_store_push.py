@@ -763,6 +763,22 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
     from tests.test_query import SHOWN_KINDS, _kinds_world
 
     tree, ids = _kinds_world(tmp_path)
+    # What the migration must read as the fold does: a NUL in a prompt (PostgreSQL's
+    # json operators raise on \u0000 anywhere in an entry), a teamName that is no
+    # string before one that is, and a last continued-in naming nothing.
+    nul = tree.session(cwd="/w/kinds")
+    nul.user("a prompt with a NUL \x00 in it")
+    nul.write(mtime=1_790_000_000)
+    teams = tree.session(cwd="/w/kinds")
+    teams.user("a team member after all", teamName=5)
+    teams.user("second line", teamName="beta")
+    teams.write(mtime=1_790_000_001)
+    went_on = tree.session(cwd="/w/kinds")
+    went_on.user("went on, then said nothing")
+    went_on.meta("continued-in", continuedInSessionId=ids["plain"], timestamp=True)
+    went_on.meta("continued-in", continuedInSessionId="", timestamp=True)
+    went_on.write(mtime=1_790_000_002)
+    ids.update({"nul": nul.session_id, "teams": teams.session_id, "went-on": went_on.session_id})
     names = {v: k for k, v in ids.items()}
     push(tree.root, pg_dsn)
     columns = "team_name, session_kind, seen_parent_link, continued_in"
@@ -773,6 +789,9 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
         " continued_in = NULL; DELETE FROM sessiondex_migrations WHERE version >= 5",
     )
     url = database_url(pg_dsn)
+    old = CliRunner().invoke(cli, ["--db", url, "list", "--scope", "all"])
+    assert old.exit_code == 1 and "Traceback" not in old.output, old.output  # was a traceback
+    assert "older than this sessiondex reads (5): `sessiondex store init DSN`" in old.stderr
     result = CliRunner().invoke(cli, ["store", "init", url])
     assert result.exit_code == 0 and "applied 005" in result.output, result.output
     assert sorted(query(pg_dsn, f"SELECT session_id, {columns} FROM sessions")) == fresh
@@ -781,7 +800,7 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
         result = CliRunner().invoke(cli, ["--db", url, "list", "--scope", "all", "--json"])
         return {names[o["session_id"]] for o in json.loads(result.stdout or "[]")}
 
-    assert listed() == SHOWN_KINDS
+    assert listed() == SHOWN_KINDS | {"nul"}
     plain = next(tree.root.glob(f"projects/*/{ids['plain']}.jsonl"))
     with open(plain, "ab") as fh:  # a later record naming a kind: the first one decides
         fh.write(json.dumps({"type": "user", "uuid": "9e9e9e9e-0000-4000-8000-000000000009",
@@ -789,4 +808,4 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
                              "sessionKind": "daemon",
                              "message": {"role": "user", "content": "more"}}).encode() + b"\n")  # fmt: skip
     push(tree.root, pg_dsn)
-    assert listed() == SHOWN_KINDS
+    assert listed() == SHOWN_KINDS | {"nul"}

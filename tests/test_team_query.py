@@ -69,6 +69,10 @@ def ids(rows: Any) -> list[str]:
 def test_text_search_configs_agree() -> None:
     # query/ and store/ may not import each other: the constant is kept twice.
     assert TS_CONFIG == STORE_TS_CONFIG
+    from sessiondex.query.teamdb import READ_SCHEMA_VERSION
+    from sessiondex.store.schema import SCHEMA_VERSION
+
+    assert READ_SCHEMA_VERSION == SCHEMA_VERSION
 
 
 @pytest.mark.parametrize(
