@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 # archive_dir_problem: re-exported, the one rule for where archives may go.
 from sessiondex.actions.cleanup import archive_dir_problem as archive_dir_problem
 from sessiondex.actions.cleanup import fresh_plan
+from sessiondex.actions.paths import placed
 from sessiondex.query.archives import LAST_RUN_KEY, live_transcripts, newest_archive
 from sessiondex.query.cleanup import PlanEntry
 from sessiondex.query.sessions import iso_ms
@@ -152,7 +153,7 @@ def archive_expiring(
     from sessiondex.transcripts.archive import archive_dir_lock
 
     current = time.time() if now is None else now
-    directory = Path(os.path.abspath(archive_dir or default_archive_dir()))
+    directory = Path(placed(archive_dir or default_archive_dir()))
     problem = archive_dir_problem(directory, roots, db_path)
     if problem:
         raise ValueError(problem)

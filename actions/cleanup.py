@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.actions.paths import write_target_problem
+from sessiondex.actions.paths import placed, write_target_problem
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file, remove_path
 from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.cleanup import CleanupPlan, PlanEntry, archived_copy_exists, plan_cleanup
@@ -145,7 +145,7 @@ def _apply_one(
         ingest_archive(
             db,
             archive,
-            Path(os.path.abspath(archive_dir)),
+            Path(placed(archive_dir)),
             archive_stats,
             include_tools=include_tools_setting(db),
         )
@@ -167,7 +167,7 @@ def _archive_copy(
     from sessiondex.transcripts.archive import ArchiveError, write_session_archive
 
     outcome = Outcome(entry.session_id, entry.file_path, FAILED)
-    directory = Path(os.path.abspath(archive_dir))
+    directory = Path(placed(archive_dir))
     if archived_copy_exists(db, directory, entry):
         outcome.status, outcome.message = SKIPPED, "protected; already archived, kept"
         return outcome
@@ -203,7 +203,7 @@ def apply_plan(
 
     if archive_dir is None:
         return _apply(db, plan, roots, None, clock, on_outcome)
-    archive_dir = Path(os.path.abspath(archive_dir))
+    archive_dir = Path(placed(archive_dir))
     problem = archive_dir_problem(archive_dir, roots)
     if problem:
         raise ValueError(problem)

@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sessiondex.actions.paths import placed
+
 SYSTEMD, LAUNCHD, CRON = "systemd", "launchd", "cron"
 SCHEDULERS = (SYSTEMD, LAUNCHD, CRON)
 UNIT = "sessiondex-archive"
@@ -92,12 +94,14 @@ def job_command(
 ) -> list[str]:
     """The job's command line: everything explicit, nothing read from the environment."""
     command = list(executable)
+    # Absolute as the kernel reads them (``..`` after a symlinked folder climbs from its
+    # target), the way the command typed now would have named them.
     for root in config_dirs:
-        command += ["--config-dir", os.path.abspath(root)]
-    command += ["--db", os.path.abspath(db_path), "archive", "--expiring-within", window]
-    command += ["--to", os.path.abspath(archive_dir)]
+        command += ["--config-dir", placed(root)]
+    command += ["--db", placed(db_path), "archive", "--expiring-within", window]
+    command += ["--to", placed(archive_dir)]
     if cwd is not None:
-        command += ["--cwd", os.path.abspath(cwd)]
+        command += ["--cwd", placed(cwd)]
     for word in command:
         if any(ord(c) < 32 or c == "\x7f" for c in word):
             raise JobError(f"cannot schedule a command with a control character: {word!r}")

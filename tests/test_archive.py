@@ -262,6 +262,25 @@ def test_archive_dir_is_never_in_a_config_dir_or_the_index(tmp_path: Path, where
     assert _tree_state(tree.root) == before
 
 
+@pytest.mark.parametrize("command", [["archive", "--to"], ["cleanup", "--apply", "--archive"]])
+def test_an_archive_dir_after_a_symlinked_folder_is_where_the_shell_puts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """``out/x/../arch`` with ``out/x`` a link to ``far/d1`` is ``far/arch`` for the
+    kernel (``mkdir -p`` makes it there); the path rules already read it so, but the
+    archive was written to ``out/arch``, abspath's reading."""
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "a session", time.time() - 40 * DAY)
+    (tmp_path / "far" / "d1").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "x").symlink_to(tmp_path / "far" / "d1")
+    monkeypatch.chdir(tmp_path)
+    result = _run(tree, tmp_path / "index.db", *command, "out/x/../arch")
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "far" / "arch").rglob("*.tar.gz"))
+    assert not (tmp_path / "out" / "arch").exists()
+
+
 def test_a_window_that_is_not_a_duration_is_a_usage_error(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     result = _run(tree, tmp_path / "index.db", "archive", "--expiring-within", "soon")
