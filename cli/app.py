@@ -218,7 +218,11 @@ def app(ctx: click.Context | None = None) -> App:
 
 
 def _note(text: str) -> None:
-    click.echo(text, err=True)
+    """A note of the library (a damaged index moved aside, one not brought up to date)
+    on stderr: it names paths, cleaned for the terminal."""
+    from sessiondex.cli.output import clean_line
+
+    click.echo(clean_line(text), err=True)
 
 
 def _waiting() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from sessiondex.cli.output import table_or_json
+from sessiondex.cli.output import clean_line, table_or_json
 
 
 @click.command()
@@ -30,7 +30,7 @@ def config(fmt: str, as_json: bool) -> None:
     settings = current()
     assert settings is not None  # set by the command group
     if settings.problem is not None:  # shown, not fatal here: this is where one looks
-        click.echo(f"Error: {settings.problem} (left out below)", err=True)
+        click.echo(clean_line(f"Error: {settings.problem} (left out below)"), err=True)
     if as_json or fmt == "json":
         value = {
             "file": str(settings.file),

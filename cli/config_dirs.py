@@ -31,9 +31,13 @@ def check_config_dirs(explicit: Sequence[str]) -> None:
         problem = "is not a directory" if root.exists() else "does not exist"
         raise InvalidValue(where, f"directory '{root}' {problem}.")
     if found.is_default and not found.dirs[0].is_dir():
+        from sessiondex.cli.output import clean_line
+
         click.echo(
-            f"note: {found.dirs[0]} does not exist: no Claude Code history to read"
-            " (name a config dir with --config-dir or CLAUDE_CONFIG_DIR)",
+            clean_line(
+                f"note: {found.dirs[0]} does not exist: no Claude Code history to read"
+                " (name a config dir with --config-dir or CLAUDE_CONFIG_DIR)"
+            ),
             err=True,
         )
         return

@@ -25,7 +25,9 @@ class InvalidValue(click.ClickException):
         super().__init__(f"Invalid value for {where}: {message}")
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
+        from sessiondex.cli.output import clean_line
+
+        click.echo(f"Error: {clean_line(self.format_message())}", err=True)
 
 
 def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:

@@ -359,7 +359,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 else "No session in this scope has a PR link."
             )
             if _empty_message(message):
-                click.echo(message, err=True)
+                click.echo(clean_line(message), err=True)
             hint = _elsewhere_hint(answer.elsewhere, ("session", "sessions"))
             if hint:
                 click.echo(hint, err=True)

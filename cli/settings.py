@@ -44,7 +44,9 @@ class ConfigFileError(click.UsageError):
     """The config file cannot be used: one line naming it, exit 2."""
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"Error: {self.format_message()}", err=True)
+        from sessiondex.cli.output import clean_line
+
+        click.echo(f"Error: {clean_line(self.format_message())}", err=True)
 
 
 class Setting(NamedTuple):

@@ -112,7 +112,7 @@ def _warn_problems(conv: Conversation) -> None:
 
     note = problem_note(conv.problems)
     if note:
-        click.echo(f"note: {note}", err=True)
+        click.echo(clean_line(f"note: {note}"), err=True)
 
 
 @click.command()

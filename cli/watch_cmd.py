@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sessiondex.cli.app import CliError, app
-from sessiondex.cli.output import human_size
+from sessiondex.cli.output import clean_line, human_size
 
 if TYPE_CHECKING:
     from sessiondex.indexer.watch import BatchReport
@@ -101,7 +101,7 @@ def watch(
     warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 
     def log(message: str) -> None:
-        click.echo(f"watch: {message}", err=True)
+        click.echo(clean_line(f"watch: {message}"), err=True)
 
     lock = WatcherLock(state.database_path)
     try:

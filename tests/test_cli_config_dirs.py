@@ -436,9 +436,11 @@ def test_a_linked_config_dir_takes_its_files_by_their_real_path(
         )
 
 
-@pytest.mark.parametrize("case", ["missing-config-dir", "no-projects-folder", "db-is-a-dir"])
+@pytest.mark.parametrize(
+    "case", ["missing-config-dir", "no-projects-folder", "db-is-a-dir", "no-default-config-dir"]
+)
 def test_errors_and_warnings_quoting_a_path_never_carry_its_escapes(
-    tmp_path: Path, case: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     """click's own usage errors and our warnings printed a path as given: an escape
     sequence in it reached the terminal (click strips them only when it is no
@@ -455,7 +457,12 @@ def test_errors_and_warnings_quoting_a_path_never_carry_its_escapes(
             str(odd),
             "list",
         ],
+        "no-default-config-dir": ["--db", str(tmp_path / "i.db"), "list"],
     }[case]
+    if case == "no-default-config-dir":  # the note names ~/.claude
+        monkeypatch.setenv("HOME", str(odd))
+        monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+        monkeypatch.delenv("SESSIONDEX_CONFIG_DIRS", raising=False)
     result = CliRunner().invoke(cli, args, color=True)
     assert "^[[31mRED^G" in result.stderr, result.stderr
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
