@@ -18,7 +18,9 @@ Paths are compared after resolving ``..`` and every symlink on the way (the last
 component too), so a link pointing into ``projects/`` is refused like the real path;
 and with the last component kept as it is, so a link *inside* ``projects/`` pointing
 out is refused too (a write renamed into place replaces the link with a file there).
-A path that does not exist yet is resolved as far as it exists.
+A path that does not exist yet is resolved as far as it exists. Folders are also
+compared by identity (device and inode), which no path shows: a folder mounted at a
+second path (a bind mount, a container volume).
 """
 
 from __future__ import annotations
@@ -119,6 +121,58 @@ def write_target_problem(
         problem = _target_problem(target, os.fspath(path), roots, db_path, label, whole_config_dir)
         if problem:
             return problem
+    return _same_folder_problem(where, os.fspath(path), roots, db_path, label, whole_config_dir)
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _same_folder_problem(
+    where: str,
+    shown: str,
+    roots: Iterable[Path],
+    db_path: str | os.PathLike[str] | None,
+    label: str,
+    whole_config_dir: bool,
+) -> str | None:
+    """The rules again, by identity (device and inode) instead of by path: a folder
+    mounted at a second path (a bind mount, a container volume) has no path in common
+    with ``projects/`` for realpath to see, and ``export -o`` through it replaced a
+    transcript."""
+    ancestors: set[tuple[int, int]] = set()
+    folder = os.path.dirname(where)
+    while True:
+        found = _identity(folder)
+        if found is not None:
+            ancestors.add(found)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    own = _identity(where)
+    if whole_config_dir and own is not None:
+        ancestors.add(own)  # the folder itself may be the config dir
+    for root in roots:
+        guarded = Path(root) if whole_config_dir else Path(root) / "projects"
+        if _identity(guarded) in ancestors:
+            return (
+                f"{label} {shown} is inside {guarded} (mounted at another path too); "
+                "choose a path outside it"
+            )
+    if db_path is not None and not whole_config_dir:
+        db = os.path.realpath(_absolute(db_path))
+        folder_id = _identity(os.path.dirname(where))
+        same_file = own is not None and own == _identity(db)
+        beside = folder_id is not None and folder_id == _identity(os.path.dirname(db))
+        base = os.path.basename(db)
+        side = os.path.basename(where).startswith((base + "-", base + "."))
+        if same_file or (beside and (os.path.basename(where) == base or side)):
+            return f"{label} {shown} is the index's own file {db}; choose another path"
     return None
 
 

@@ -146,3 +146,44 @@ def test_export_resolves_dot_dot_after_a_symlinked_folder_as_the_kernel_does(
     assert said in result.stderr
     assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
     assert (out / "to-file.md").is_symlink() and (out / "real.md").read_text() == "mine"
+
+
+@pytest.mark.parametrize("target", ["transcript", "index"])
+def test_export_into_projects_mounted_at_another_path_is_refused(
+    tmp_path: Path, target: str
+) -> None:
+    """A folder bind-mounted at a second path (a container volume) shares no path with
+    projects/ for realpath to see: export -o through it replaced a transcript. Run in a
+    mount namespace of its own (root and unshare needed)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a bind mount needs root and unshare")
+    tree = ConfigTree(tmp_path / "claude")
+    s, other = tree.session(cwd=CWD), tree.session(cwd=CWD)
+    for session in (s, other):
+        session.user("hello")
+        session.write()
+    db_dir = tmp_path / "data"
+    db_dir.mkdir()
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    source, out = {
+        "transcript": (tree.projects_dir, f"{s.project_dir.name}/{other.session_id}.jsonl"),
+        "index": (db_dir, "index.db"),
+    }[target]
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
+    run = (
+        f"mount --bind {source} {mounted} && {sys.executable} -m sessiondex.cli.main"
+        f" --config-dir {tree.root} --db {db_dir / 'index.db'} export {s.session_id}"
+        f" -o {mounted / out} --format md --force"
+    )
+    result = subprocess.run(["unshare", "-m", "sh", "-c", run], capture_output=True, text=True)
+    if "mount" in result.stderr and result.returncode == 32:
+        pytest.skip(f"no bind mount here: {result.stderr.strip()}")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "mounted at another path" in result.stderr or "index's own file" in result.stderr
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
