@@ -109,6 +109,17 @@ def test_an_error_quoting_a_typed_path_is_cleaned(tmp_path: Path) -> None:
     assert "\x1b" not in result.stderr and "a^[[2Jb.md already exists" in result.stderr
 
 
+def _two_sessions(tmp_path: Path) -> tuple[ConfigTree, Any, Any]:
+    """A config dir with two sessions of one project: the one exported, and the one a
+    bad -o would overwrite."""
+    tree = ConfigTree(tmp_path / "claude")
+    s, other = tree.session(cwd=CWD), tree.session(cwd=CWD)
+    for session in (s, other):
+        session.user("hello")
+        session.write()
+    return tree, s, other
+
+
 @pytest.mark.parametrize(
     ("target", "said"),
     [
@@ -127,11 +138,7 @@ def test_export_resolves_dot_dot_after_a_symlinked_folder_as_the_kernel_does(
     --force overwrote a transcript, the index or a FIFO."""
     import os
 
-    tree = ConfigTree(tmp_path / "claude")
-    s, other = tree.session(cwd=CWD), tree.session(cwd=CWD)
-    for session in (s, other):
-        session.user("hello")
-        session.write()
+    tree, s, other = _two_sessions(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "lk").symlink_to(s.project_dir)
@@ -162,11 +169,7 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("a bind mount needs root and unshare")
-    tree = ConfigTree(tmp_path / "claude")
-    s, other = tree.session(cwd=CWD), tree.session(cwd=CWD)
-    for session in (s, other):
-        session.user("hello")
-        session.write()
+    tree, s, other = _two_sessions(tmp_path)
     db_dir = tmp_path / "data"
     db_dir.mkdir()
     mounted = tmp_path / "mounted"
