@@ -164,6 +164,9 @@ def _same_folder_problem(
                 f"{label} {shown} is inside {guarded} (mounted at another path too); "
                 "choose a path outside it"
             )
+    problem = _mounted_problem(where, shown, roots, db_path, label, whole_config_dir)
+    if problem:
+        return problem
     if db_path is not None and not whole_config_dir:
         db = os.path.realpath(_absolute(db_path))
         folder_id = _identity(os.path.dirname(where))
@@ -173,6 +176,83 @@ def _same_folder_problem(
         side = os.path.basename(where).startswith((base + "-", base + "."))
         if same_file or (beside and (os.path.basename(where) == base or side)):
             return f"{label} {shown} is the index's own file {db}; choose another path"
+    return None
+
+
+def _mounts() -> list[tuple[str, str, str]]:
+    """``(mount point, folder of its file system mounted there, device)`` of every
+    mount of this process (Linux's ``/proc/self/mountinfo``; none elsewhere)."""
+    import re
+
+    out: list[tuple[str, str, str]] = []
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return out
+
+    def unescape(field: str) -> str:  # spaces, tabs, newlines and \ are \ooo there
+        return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) >= 5:
+            out.append((unescape(fields[4]), unescape(fields[3]), fields[2]))
+    return out
+
+
+def _on_disk(path: str, mounts: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """``(device, path within that file system)`` of an existing ``path``: the same
+    folder reached through two mount points (a bind mount of ``projects/<key>``, a
+    container volume) has one such location."""
+    real = os.path.realpath(path)
+    best: tuple[str, str, str] | None = None
+    for point, root, device in mounts:  # the last of two on one point is the one on top
+        if _inside(real, point) and (best is None or len(point) >= len(best[0])):
+            best = (point, root, device)
+    if best is None:
+        return None
+    point, root, device = best
+    rest = real[len(point) :].lstrip(os.sep) if point != os.sep else real.lstrip(os.sep)
+    return device, os.path.normpath(os.path.join(root, rest))
+
+
+def _mounted_problem(
+    where: str,
+    shown: str,
+    roots: Iterable[Path],
+    db_path: str | os.PathLike[str] | None,
+    label: str,
+    whole_config_dir: bool,
+) -> str | None:
+    """The folder rules by location on disk: a bind mount of one project folder (or of
+    a session's folder) has neither a path nor an ancestor in common with ``projects/``,
+    and ``export -o`` and ``archive --to`` through one wrote inside it."""
+    mounts = _mounts()
+    if not mounts:
+        return None
+    # The nearest folder that exists (an archive dir is made on first use), then the rest.
+    existing, rest = where, ""
+    while not os.path.isdir(existing):
+        parent = os.path.dirname(existing)
+        if parent == existing:
+            return None
+        existing, rest = parent, os.path.join(os.path.basename(existing), rest)
+    located = _on_disk(existing, mounts)
+    if located is None:
+        return None
+    device, place = located
+    place = os.path.normpath(os.path.join(place, rest)) if rest else place
+    for root in roots:
+        for guarded in (Path(root) / "projects", *([Path(root)] if whole_config_dir else [])):
+            if not os.path.isdir(guarded):
+                continue
+            there = _on_disk(str(guarded), mounts)
+            if there is not None and there[0] == device and _inside(place, there[1]):
+                return (
+                    f"{label} {shown} is inside {guarded} (mounted at another path too); "
+                    "choose a path outside it"
+                )
     return None
 
 

@@ -281,6 +281,43 @@ def test_an_archive_dir_after_a_symlinked_folder_is_where_the_shell_puts_it(
     assert not (tmp_path / "out" / "arch").exists()
 
 
+@pytest.mark.parametrize("mounted", ["projects", "one-project-folder", "config-dir"])
+@pytest.mark.parametrize("command", [["archive", "--to"], ["cleanup", "--apply", "--archive"]])
+def test_an_archive_dir_in_a_bind_mount_of_the_config_dir_is_refused(
+    tmp_path: Path, mounted: str, command: list[str]
+) -> None:
+    """Through a bind mount of projects/ (or of one project folder) archives were written
+    inside projects/, and cleanup then deleted the originals. Run in a mount namespace
+    of its own (root and unshare needed)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a bind mount needs root and unshare")
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "a session", time.time() - 40 * DAY)
+    source = {
+        "projects": tree.projects_dir,
+        "one-project-folder": s.project_dir,
+        "config-dir": tree.root,
+    }[mounted]
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    before = _tree_state(tree.root)
+    run = (
+        f"mount --bind {source} {mnt} && {sys.executable} -m sessiondex.cli.main"
+        f" --config-dir {tree.root} --db {tmp_path / 'index.db'} {' '.join(command)}"
+        f" {mnt / 'arch'}"
+    )
+    result = subprocess.run(["unshare", "-m", "sh", "-c", run], capture_output=True, text=True)
+    if "mount" in result.stderr and result.returncode == 32:
+        pytest.skip(f"no bind mount here: {result.stderr.strip()}")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert _tree_state(tree.root) == before
+
+
 def test_a_window_that_is_not_a_duration_is_a_usage_error(tmp_path: Path) -> None:
     tree = ConfigTree(tmp_path / "claude")
     result = _run(tree, tmp_path / "index.db", "archive", "--expiring-within", "soon")

@@ -155,7 +155,7 @@ def test_export_resolves_dot_dot_after_a_symlinked_folder_as_the_kernel_does(
     assert (out / "to-file.md").is_symlink() and (out / "real.md").read_text() == "mine"
 
 
-@pytest.mark.parametrize("target", ["transcript", "index"])
+@pytest.mark.parametrize("target", ["transcript", "index", "one-project-folder"])
 def test_export_into_projects_mounted_at_another_path_is_refused(
     tmp_path: Path, target: str
 ) -> None:
@@ -177,6 +177,8 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
     source, out = {
         "transcript": (tree.projects_dir, f"{s.project_dir.name}/{other.session_id}.jsonl"),
         "index": (db_dir, "index.db"),
+        # neither a path nor an ancestor in common with projects/
+        "one-project-folder": (s.project_dir, f"{other.session_id}.jsonl"),
     }[target]
     before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
     run = (
