@@ -236,10 +236,9 @@ async def _fold_hidden_kinds(conn: AsyncConnection[Any]) -> None:
     nothing new sent nothing and the rows stayed unclassified, and a session that grew
     took its kind from its new lines (the first record with a parentUuid had been folded
     already, but the store did not know it)."""
-    import orjson
-
     from sessiondex.indexer.derive import SessionState
     from sessiondex.store.write import no_nul
+    from sessiondex.transcripts.reader import parse_line
 
     states: dict[int, SessionState] = {}
     async with conn.cursor(name="sessiondex_m005") as cur:  # streamed, not all in memory
@@ -248,11 +247,10 @@ async def _fold_hidden_kinds(conn: AsyncConnection[Any]) -> None:
             state = states.setdefault(session_ref, SessionState())
             if not _may_decide(text, state):
                 continue
-            try:
-                record = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
+            # As every reader reads a line (a lone surrogate, 1e400: what orjson refuses
+            # and PostgreSQL's json keeps), or the store and a fresh push disagree.
+            record, _problem = parse_line(text.encode("utf-8", "surrogatepass"), repair_utf8=True)
+            if record is not None:
                 state.apply(record, set(), set())
     async with conn.cursor() as update:
         await update.executemany(

@@ -779,6 +779,16 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
     went_on.meta("continued-in", continuedInSessionId="", timestamp=True)
     went_on.write(mtime=1_790_000_002)
     ids.update({"nul": nul.session_id, "teams": teams.session_id, "went-on": went_on.session_id})
+    # Lines orjson refuses and PostgreSQL's json keeps: a cut emoji, a number past float.
+    for name, odd in (("cut-emoji", '"cut \\ud83d here"'), ("huge-number", "1e400")):
+        sid = f"0dd0dd00-0000-4000-8000-{len(ids):012d}"
+        line = (
+            f'{{"parentUuid":null,"type":"user","sessionId":"{sid}","uuid":"{sid[:8]}-u",'
+            f'"cwd":"/w/kinds","timestamp":"2026-11-20T10:00:00.000Z","teamName":"beta",'
+            f'"sessionKind":"daemon","odd":{odd},"message":{{"role":"user","content":"x"}}}}\n'
+        )
+        (tree.projects_dir / nul.project_dir.name / f"{sid}.jsonl").write_text(line)
+        ids[name] = sid
     names = {v: k for k, v in ids.items()}
     push(tree.root, pg_dsn)
     columns = "team_name, session_kind, seen_parent_link, continued_in"
