@@ -46,6 +46,7 @@ from sessiondex.transcripts.archive import (
     read_archive,
 )
 from sessiondex.transcripts.discover import MAIN, TranscriptFile
+from sessiondex.transcripts.fspath import absolute
 
 ARCHIVE_DIRS_KEY = "archive_dirs"
 # sessions.archived: 0 live, 1 the newest archived version, 2 an older version.
@@ -77,7 +78,7 @@ def _recorded_dirs(db: Database) -> list[Path]:
 
 def add_archive_dir(db: Database, directory: Path) -> Path:
     """Remember ``directory`` (absolute) as an archive root; returns it."""
-    path = Path(os.path.abspath(directory))
+    path = Path(absolute(directory))
     current = _recorded_dirs(db)
     if path not in current:
         with immediate(db):

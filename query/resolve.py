@@ -34,6 +34,7 @@ from sessiondex.transcripts.discover import (
     describe_path,
     unreadable_transcript,
 )
+from sessiondex.transcripts.fspath import absolute
 from sessiondex.transcripts.keys import (
     canonical_directory,
     is_session_id,
@@ -150,7 +151,7 @@ def _key_of(cwd: Any) -> str | None:
 def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Resolution | None:
     if "\x00" in arg or not arg.endswith(".jsonl"):
         return None
-    path = Path(os.path.abspath(os.path.expanduser(arg)))
+    path = Path(absolute(os.path.expanduser(arg)))
     try:
         if not path.is_file():
             return None
@@ -288,7 +289,7 @@ def resolve(
         return by_path
     if include_archived and arg.endswith(ARCHIVE_SUFFIX):
         # An archived session's file_path is its archive (the picker previews by it).
-        path = os.path.abspath(os.path.expanduser(arg))
+        path = absolute(os.path.expanduser(arg))
         rows = select_rows(db, "s.file_path = ? AND s.archived", [path])
         if rows:
             return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)

@@ -466,3 +466,43 @@ def test_errors_and_warnings_quoting_a_path_never_carry_its_escapes(
     result = CliRunner().invoke(cli, args, color=True)
     assert "^[[31mRED^G" in result.stderr, result.stderr
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+
+
+@pytest.mark.parametrize("how", ["config-dir", "path-argument", "unchanged-spelling"])
+def test_dot_dot_after_a_linked_folder_is_read_as_the_kernel_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """``out/lnk/../cfg``, with ``lnk`` a link to ``real/holder``, is ``real/cfg`` for the
+    kernel; abspath made it ``out/cfg`` and another config dir (or transcript) was
+    read. Without ``..`` the spelling the user gave is kept (a linked config dir)."""
+    real, decoy = _tree(tmp_path / "real" / "cfg"), _tree(tmp_path / "out" / "cfg")
+    (tmp_path / "real" / "holder").mkdir()
+    (tmp_path / "out" / "lnk").symlink_to(tmp_path / "real" / "holder")
+    monkeypatch.chdir(tmp_path)
+    real_id = next(real.projects_dir.rglob("*.jsonl")).stem  # the decoy's has the same ID
+    assert next(decoy.projects_dir.rglob("*.jsonl")).stem == real_id
+    if how == "config-dir":
+        args = [
+            "--config-dir",
+            "out/lnk/../cfg",
+            "--db",
+            "i.db",
+            "list",
+            "--scope",
+            "all",
+            "--json",
+        ]
+    elif how == "path-argument":
+        transcript = next(real.projects_dir.rglob(f"{real_id}.jsonl"))
+        typed = "out/lnk/../cfg/" + str(transcript.relative_to(real.root))
+        args = ["--config-dir", str(real.root), "--db", "i.db", "resolve", typed, "--json"]
+    else:
+        (tmp_path / "linked-cfg").symlink_to(real.root)
+        args = ["--config-dir", "linked-cfg", "--db", "i.db", "list", "--scope", "all", "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    objects = json.loads(result.stdout)
+    assert real_id in {o["session_id"] for o in objects}
+    roots = {o["config_dir"] for o in objects}
+    expected = str(tmp_path / ("linked-cfg" if how == "unchanged-spelling" else "real/cfg"))
+    assert roots == {expected}

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessiondex.transcripts.fspath import absolute
+
 #: Where the config dirs came from (:attr:`ConfigDirs.source`).
 SOURCE_OPTION = "--config-dir"
 SOURCE_CLAUDE_ENV = "CLAUDE_CONFIG_DIR"
@@ -36,7 +38,7 @@ SOURCE_DEFAULT = "default"
 def _normalize(path: str, *, expand_user: bool = True) -> Path:
     if expand_user:
         path = os.path.expanduser(path)
-    return Path(unicodedata.normalize("NFC", os.path.abspath(path)))
+    return Path(unicodedata.normalize("NFC", absolute(path)))
 
 
 @dataclass(frozen=True)
@@ -102,4 +104,4 @@ def projects_dir(config_dir: Path) -> Path:
 
 def resolve_cwd(cwd: str | None) -> str:
     """The directory a question is asked from: ``cwd`` made absolute, else the process's."""
-    return os.path.abspath(cwd) if cwd else os.getcwd()
+    return absolute(cwd) if cwd else os.getcwd()

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from sessiondex.transcripts.fspath import absolute
 from sessiondex.transcripts.keys import is_session_id
 
 # What a session archive is named: ``<session id>.tar.gz`` (transcripts/archive.py).
@@ -357,7 +358,7 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
     The path must be a regular file (not a link) whose location matches the layout; used
     by the watcher and by mutations, which must never act outside ``projects/``.
     """
-    text = _configured_spelling(os.path.abspath(str(path)), roots)
+    text = _configured_spelling(absolute(path), roots)
     if not _utf8_name(text):
         return None
     for root in roots:

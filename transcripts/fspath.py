@@ -1,0 +1,25 @@
+"""A path the user typed, made absolute as the kernel reads it.
+
+``os.path.abspath`` folds ``..`` into the folder before it, while the kernel follows a
+symlinked folder first: ``lnk/../cfg``, with ``lnk`` a link to ``/data/x``, is
+``/data/cfg`` to every system call but ``./cfg`` to abspath, which then reads (or
+writes) another folder than the one named. Paths without ``..`` are only made absolute,
+so the spelling of a folder reached through a link (a config dir on another disk) is
+kept as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def absolute(path: str | os.PathLike[str]) -> str:
+    """``path`` from the cwd, with ``..`` resolved as the kernel resolves it."""
+    text = os.fspath(path)
+    joined = os.path.join(os.getcwd(), text)
+    if ".." not in joined.split(os.sep):
+        return os.path.normpath(joined)
+    directory, name = os.path.split(joined)
+    if name in ("", ".", ".."):
+        return os.path.realpath(joined)
+    return os.path.join(os.path.realpath(directory), name)
