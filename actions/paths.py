@@ -27,7 +27,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What a write target is checked against, and how a refusal names it."""
+
+    shown: str  # the path as the user gave it
+    roots: tuple[Path, ...]
+    db_path: str | os.PathLike[str] | None
+    label: str
+    whole_config_dir: bool  # a folder (an archive dir) that may not be in a config dir
 
 
 def _absolute(path: str | os.PathLike[str]) -> str:
@@ -116,12 +128,12 @@ def write_target_problem(
         )
     # Where the bytes land: through a link to its target, but a write that replaces the
     # name (a rename into place) puts a new file where the link was. Both must be safe.
-    targets = {os.path.realpath(where), where}
-    for target in sorted(targets):
-        problem = _target_problem(target, os.fspath(path), roots, db_path, label, whole_config_dir)
+    asked = _Asked(os.fspath(path), tuple(roots), db_path, label, whole_config_dir)
+    for target in sorted({os.path.realpath(where), where}):
+        problem = _target_problem(target, asked)
         if problem:
             return problem
-    return _same_folder_problem(where, os.fspath(path), roots, db_path, label, whole_config_dir)
+    return _same_folder_problem(where, asked)
 
 
 def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
@@ -132,18 +144,13 @@ def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _same_folder_problem(
-    where: str,
-    shown: str,
-    roots: Iterable[Path],
-    db_path: str | os.PathLike[str] | None,
-    label: str,
-    whole_config_dir: bool,
-) -> str | None:
+def _same_folder_problem(where: str, asked: _Asked) -> str | None:
     """The rules again, by identity (device and inode) instead of by path: a folder
     mounted at a second path (a bind mount, a container volume) has no path in common
     with ``projects/`` for realpath to see, and ``export -o`` through it replaced a
     transcript."""
+    shown, roots, db_path, label = asked.shown, asked.roots, asked.db_path, asked.label
+    whole_config_dir = asked.whole_config_dir
     ancestors: set[tuple[int, int]] = set()
     folder = os.path.dirname(where)
     while True:
@@ -164,7 +171,7 @@ def _same_folder_problem(
                 f"{label} {shown} is inside {guarded} (mounted at another path too); "
                 "choose a path outside it"
             )
-    problem = _mounted_problem(where, shown, roots, db_path, label, whole_config_dir)
+    problem = _mounted_problem(where, asked)
     if problem:
         return problem
     if db_path is not None and not whole_config_dir:
@@ -217,17 +224,16 @@ def _on_disk(path: str, mounts: list[tuple[str, str, str]]) -> tuple[str, str] |
     return device, os.path.normpath(os.path.join(root, rest))
 
 
-def _mounted_problem(
-    where: str,
-    shown: str,
-    roots: Iterable[Path],
-    db_path: str | os.PathLike[str] | None,
-    label: str,
-    whole_config_dir: bool,
-) -> str | None:
+def _mounted_problem(where: str, asked: _Asked) -> str | None:
     """The folder rules by location on disk: a bind mount of one project folder (or of
     a session's folder) has neither a path nor an ancestor in common with ``projects/``,
     and ``export -o`` and ``archive --to`` through one wrote inside it."""
+    shown, roots, label, whole_config_dir = (
+        asked.shown,
+        asked.roots,
+        asked.label,
+        asked.whole_config_dir,
+    )
     mounts = _mounts()
     if not mounts:
         return None
@@ -256,14 +262,9 @@ def _mounted_problem(
     return None
 
 
-def _target_problem(
-    target: str,
-    shown: str,
-    roots: Iterable[Path],
-    db_path: str | os.PathLike[str] | None,
-    label: str,
-    whole_config_dir: bool,
-) -> str | None:
+def _target_problem(target: str, asked: _Asked) -> str | None:
+    shown, roots, db_path, label = asked.shown, asked.roots, asked.db_path, asked.label
+    whole_config_dir = asked.whole_config_dir
     for root in roots:
         config = os.path.realpath(_absolute(root))
         if whole_config_dir and _inside(target, config):

@@ -723,3 +723,32 @@ def git_repo_with_worktree(base: Path) -> tuple[Path, Path]:
         "-m", "x", cwd=repo)  # fmt: skip
     git("worktree", "add", "-q", str(worktree), "-b", "feature", cwd=repo)
     return repo, worktree
+
+
+def run_cli_in_bind_mount(source: Path, mount_point: Path, args: Sequence[str]) -> Any:
+    """``sessiondex ARGS`` in a mount namespace of its own where ``source`` is also
+    mounted at ``mount_point`` (a bind mount, as containers mount one volume twice); the
+    test is skipped without root, ``unshare`` or mount rights. Returns the process."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a bind mount needs root and unshare")
+    mount_point.mkdir(parents=True, exist_ok=True)
+    command = " ".join(
+        [
+            f"mount --bind {shlex.quote(str(source))} {shlex.quote(str(mount_point))} &&",
+            shlex.quote(sys.executable),
+            "-m sessiondex.cli.main",
+            *map(shlex.quote, args),
+        ]
+    )
+    result = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True)
+    if result.returncode == 32 and "mount" in result.stderr:
+        pytest.skip(f"no bind mount here: {result.stderr.strip()}")
+    return result

@@ -26,7 +26,7 @@ from sessiondex.actions.archive import ALREADY, ARCHIVED, default_archive_dir
 from sessiondex.cli.archive_cmd import watch_rescue
 from sessiondex.cli.main import cli
 from sessiondex.index import Index
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, run_cli_in_bind_mount
 
 NOW = 1_800_000_000.0
 DAY = 86400
@@ -287,15 +287,7 @@ def test_an_archive_dir_in_a_bind_mount_of_the_config_dir_is_refused(
     tmp_path: Path, mounted: str, command: list[str]
 ) -> None:
     """Through a bind mount of projects/ (or of one project folder) archives were written
-    inside projects/, and cleanup then deleted the originals. Run in a mount namespace
-    of its own (root and unshare needed)."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("a bind mount needs root and unshare")
+    inside projects/, and cleanup then deleted the originals."""
     tree = ConfigTree(tmp_path / "claude")
     s = _session(tree, "a session", time.time() - 40 * DAY)
     source = {
@@ -304,16 +296,9 @@ def test_an_archive_dir_in_a_bind_mount_of_the_config_dir_is_refused(
         "config-dir": tree.root,
     }[mounted]
     mnt = tmp_path / "mnt"
-    mnt.mkdir()
     before = _tree_state(tree.root)
-    run = (
-        f"mount --bind {source} {mnt} && {sys.executable} -m sessiondex.cli.main"
-        f" --config-dir {tree.root} --db {tmp_path / 'index.db'} {' '.join(command)}"
-        f" {mnt / 'arch'}"
-    )
-    result = subprocess.run(["unshare", "-m", "sh", "-c", run], capture_output=True, text=True)
-    if "mount" in result.stderr and result.returncode == 32:
-        pytest.skip(f"no bind mount here: {result.stderr.strip()}")
+    args = ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), *command]
+    result = run_cli_in_bind_mount(source, mnt, [*args, str(mnt / "arch")])
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert _tree_state(tree.root) == before
 

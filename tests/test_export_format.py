@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, run_cli_in_bind_mount
 from tests.test_show import CWD, _run, _session
 
 
@@ -160,20 +160,11 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
     tmp_path: Path, target: str
 ) -> None:
     """A folder bind-mounted at a second path (a container volume) shares no path with
-    projects/ for realpath to see: export -o through it replaced a transcript. Run in a
-    mount namespace of its own (root and unshare needed)."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("a bind mount needs root and unshare")
+    projects/ for realpath to see: export -o through it replaced a transcript."""
     tree, s, other = _two_sessions(tmp_path)
     db_dir = tmp_path / "data"
     db_dir.mkdir()
     mounted = tmp_path / "mounted"
-    mounted.mkdir()
     source, out = {
         "transcript": (tree.projects_dir, f"{s.project_dir.name}/{other.session_id}.jsonl"),
         "index": (db_dir, "index.db"),
@@ -181,14 +172,12 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
         "one-project-folder": (s.project_dir, f"{other.session_id}.jsonl"),
     }[target]
     before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
-    run = (
-        f"mount --bind {source} {mounted} && {sys.executable} -m sessiondex.cli.main"
-        f" --config-dir {tree.root} --db {db_dir / 'index.db'} export {s.session_id}"
-        f" -o {mounted / out} --format md --force"
+    args = ["--config-dir", str(tree.root), "--db", str(db_dir / "index.db"), "export"]
+    result = run_cli_in_bind_mount(
+        source,
+        mounted,
+        [*args, s.session_id, "-o", str(mounted / out), "--format", "md", "--force"],
     )
-    result = subprocess.run(["unshare", "-m", "sh", "-c", run], capture_output=True, text=True)
-    if "mount" in result.stderr and result.returncode == 32:
-        pytest.skip(f"no bind mount here: {result.stderr.strip()}")
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "mounted at another path" in result.stderr or "index's own file" in result.stderr
     assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
