@@ -209,19 +209,42 @@ def _mounts() -> list[tuple[str, str, str]]:
 
 
 def _on_disk(path: str, mounts: list[tuple[str, str, str]]) -> tuple[str, str] | None:
-    """``(device, path within that file system)`` of an existing ``path``: the same
+    """``(device, path within that file system)`` of an existing folder: the same
     folder reached through two mount points (a bind mount of ``projects/<key>``, a
-    container volume) has one such location."""
+    container volume) has one such location. The mount is the one the folder's own
+    device says it is on, the deepest such mount point above it: a mount covered by a
+    later one on a folder above it is listed still, but no path reaches it."""
     real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    device = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    candidates = [m for m in mounts if m[2] == device] or mounts
     best: tuple[str, str, str] | None = None
-    for point, root, device in mounts:  # the last of two on one point is the one on top
+    for point, root, dev in candidates:  # the last of two on one point is the one on top
         if _inside(real, point) and (best is None or len(point) >= len(best[0])):
-            best = (point, root, device)
+            best = (point, root, dev)
     if best is None:
         return None
-    point, root, device = best
+    point, root, dev = best
     rest = real[len(point) :].lstrip(os.sep) if point != os.sep else real.lstrip(os.sep)
-    return device, os.path.normpath(os.path.join(root, rest))
+    return dev, os.path.normpath(os.path.join(root, rest))
+
+
+def _regions(folder: Path, mounts: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """Where ``folder``'s tree lies on disk: the folder itself, and every file system
+    mounted inside it (a project folder on a volume of its own), each as ``(device, path
+    within that file system)``."""
+    located = _on_disk(str(folder), mounts)
+    if located is None:
+        return []
+    out = [located]
+    real = os.path.realpath(folder)
+    for point, root, device in mounts:
+        if point != real and _inside(point, real):
+            out.append((device, root))
+    return out
 
 
 def _mounted_problem(where: str, asked: _Asked) -> str | None:
@@ -253,8 +276,7 @@ def _mounted_problem(where: str, asked: _Asked) -> str | None:
         for guarded in (Path(root) / "projects", *([Path(root)] if whole_config_dir else [])):
             if not os.path.isdir(guarded):
                 continue
-            there = _on_disk(str(guarded), mounts)
-            if there is not None and there[0] == device and _inside(place, there[1]):
+            if any(dev == device and _inside(place, at) for dev, at in _regions(guarded, mounts)):
                 return (
                     f"{label} {shown} is inside {guarded} (mounted at another path too); "
                     "choose a path outside it"

@@ -727,8 +727,19 @@ def git_repo_with_worktree(base: Path) -> tuple[Path, Path]:
 
 def run_cli_in_bind_mount(source: Path, mount_point: Path, args: Sequence[str]) -> Any:
     """``sessiondex ARGS`` in a mount namespace of its own where ``source`` is also
-    mounted at ``mount_point`` (a bind mount, as containers mount one volume twice); the
-    test is skipped without root, ``unshare`` or mount rights. Returns the process."""
+    mounted at ``mount_point`` (a bind mount, as containers mount one volume twice)."""
+    import shlex
+
+    mount_point.mkdir(parents=True, exist_ok=True)
+    return run_cli_after_mounts(
+        f"mount --bind {shlex.quote(str(source))} {shlex.quote(str(mount_point))}", args
+    )
+
+
+def run_cli_after_mounts(setup: str, args: Sequence[str]) -> Any:
+    """``sessiondex ARGS`` in a mount namespace of its own, after the shell commands
+    ``setup`` (mounts) ran there; the test is skipped without root, ``unshare`` or
+    mount rights. Returns the process."""
     import os
     import shlex
     import shutil
@@ -738,17 +749,13 @@ def run_cli_in_bind_mount(source: Path, mount_point: Path, args: Sequence[str]) 
     import pytest
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("a bind mount needs root and unshare")
-    mount_point.mkdir(parents=True, exist_ok=True)
-    command = " ".join(
-        [
-            f"mount --bind {shlex.quote(str(source))} {shlex.quote(str(mount_point))} &&",
-            shlex.quote(sys.executable),
-            "-m sessiondex.cli.main",
-            *map(shlex.quote, args),
-        ]
+        pytest.skip("mounts need root and unshare")
+    run = " ".join([shlex.quote(sys.executable), "-m sessiondex.cli.main", *map(shlex.quote, args)])
+    result = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", f"{setup} && {run}"],
+        capture_output=True,
+        text=True,
     )
-    result = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True)
     if result.returncode == 32 and "mount" in result.stderr:
-        pytest.skip(f"no bind mount here: {result.stderr.strip()}")
+        pytest.skip(f"no mounts here: {result.stderr.strip()}")
     return result

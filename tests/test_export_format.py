@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import ConfigTree, run_cli_in_bind_mount
+from tests.builders import ConfigTree, run_cli_after_mounts, run_cli_in_bind_mount
 from tests.test_show import CWD, _run, _session
 
 
@@ -180,4 +180,52 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
     )
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "mounted at another path" in result.stderr or "index's own file" in result.stderr
+    assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
+
+
+@pytest.mark.parametrize(
+    ("case", "refused"),
+    [
+        ("project-folder-is-its-own-volume", True),
+        ("covered-mount", True),
+        ("fresh-tmpfs-over-a-bind", False),
+    ],
+)
+def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, refused: bool) -> None:
+    """A project folder on a volume of its own, reached through a bind of it, was not
+    seen as inside projects/ (its device is not projects/'s); a mount covered by a later
+    one above it fooled the lookup into another file system, both ways."""
+    tree, s, other = _two_sessions(tmp_path)
+    m = tmp_path / "m"
+    project = s.project_dir
+    vol = tree.projects_dir / "-vol"
+    vol.mkdir()
+    setups = {
+        # projects/-vol is a tmpfs of its own, bound again at m/v; write a transcript there
+        "project-folder-is-its-own-volume": (
+            f"mkdir -p {m}/v && mount -t tmpfs t {vol} && cp {other.path} {vol}/"
+            f" && mount --bind {vol} {m}/v",
+            m / "v" / other.path.name,
+        ),
+        # a tmpfs at m/hk/<id>, then a bind of the project folder over m/hk: the path
+        # m/hk/<id>/… reaches the session's folder, not the covered tmpfs
+        "covered-mount": (
+            f"mkdir -p {m}/hk/{s.session_id} && mount -t tmpfs t {m}/hk/{s.session_id}"
+            f" && mount --bind {project} {m}/hk && mkdir -p {project}/{s.session_id}",
+            m / "hk" / s.session_id / "notes.md",
+        ),
+        # a bind of projects/ at m/fx/p, then a fresh tmpfs over m/fx: m/fx/p is new
+        "fresh-tmpfs-over-a-bind": (
+            f"mkdir -p {m}/fx/p && mount --bind {tree.projects_dir} {m}/fx/p"
+            f" && mount -t tmpfs t {m}/fx && mkdir {m}/fx/p",
+            m / "fx" / "p" / "out.md",
+        ),
+    }
+    setup, target = setups[case]
+    before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
+    args = ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), "export"]
+    result = run_cli_after_mounts(
+        setup, [*args, s.session_id, "-o", str(target), "--format", "md", "--force"]
+    )
+    assert result.returncode == (2 if refused else 0), (result.stdout, result.stderr)
     assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
