@@ -506,3 +506,24 @@ def test_dot_dot_after_a_linked_folder_is_read_as_the_kernel_reads_it(
     roots = {o["config_dir"] for o in objects}
     expected = str(tmp_path / ("linked-cfg" if how == "unchanged-spelling" else "real/cfg"))
     assert roots == {expected}
+
+
+@pytest.mark.parametrize("through", ["a-file", "a-missing-folder"])
+def test_a_path_the_kernel_refuses_names_no_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    """``<A>.jsonl/../<B>.jsonl`` is "not a directory" to the kernel, and
+    ``nope/../<B>.jsonl`` "no such file"; realpath folded the ``..`` by spelling, and
+    tag (or delete) acted on B."""
+    tree = ConfigTree(tmp_path / "claude")
+    a, b = tree.session(cwd="/w/app"), tree.session(cwd="/w/app")
+    for s in (a, b):
+        s.user("hello")
+        s.write()
+    monkeypatch.chdir(tmp_path)
+    step = a.path.name if through == "a-file" else "nope"
+    typed = str((a.path.parent / step / ".." / b.path.name).relative_to(tmp_path))
+    before = b.path.read_bytes()
+    result = _run(tmp_path, ["--config-dir", str(tree.root), "tag", typed, "t"])
+    assert result.exit_code == 1, result.output
+    assert b.path.read_bytes() == before

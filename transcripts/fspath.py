@@ -20,6 +20,14 @@ def absolute(path: str | os.PathLike[str]) -> str:
     if ".." not in joined.split(os.sep):
         return os.path.normpath(joined)
     directory, name = os.path.split(joined)
-    if name in ("", ".", ".."):
-        return os.path.realpath(joined)
-    return os.path.join(os.path.realpath(directory), name)
+    if not os.path.isdir(directory):
+        # A folder on the way is missing or is a file: the kernel refuses the path ("not
+        # a directory"), where realpath folds ".." by spelling. Left as typed, every
+        # later look at it goes through the kernel and finds nothing.
+        return joined
+    try:
+        if name in ("", ".", ".."):
+            return os.path.realpath(joined, strict=True)
+        return os.path.join(os.path.realpath(directory, strict=True), name)
+    except OSError:
+        return joined
