@@ -41,6 +41,9 @@ SEP = os.pathsep
         ([], {"HOME": "/home/u"}, ["/home/u/.claude"], "default"),
         # NFC, as Claude Code normalizes the value.
         ([], {"CLAUDE_CONFIG_DIR": "/cafe\u0301"}, ["/caf\u00e9"], "CLAUDE_CONFIG_DIR"),
+        # A folder named with --config-dir is the folder named: NFD and NFC are two.
+        (["/cafe\u0301"], {}, ["/cafe\u0301"], "--config-dir"),
+        ([], {"SESSIONDEX_CONFIG_DIRS": "/cafe\u0301"}, ["/cafe\u0301"], "SESSIONDEX_CONFIG_DIRS"),
     ],
 )
 def test_config_dir_precedence(

@@ -35,10 +35,15 @@ SOURCE_SESSIONDEX_ENV = "SESSIONDEX_CONFIG_DIRS"
 SOURCE_DEFAULT = "default"
 
 
-def _normalize(path: str, *, expand_user: bool = True) -> Path:
+def _normalize(path: str, *, expand_user: bool = True, nfc: bool = False) -> Path:
+    """A config dir as named: absolute, ``~`` expanded for our own settings, and in NFC
+    only where Claude Code puts it so (``CLAUDE_CONFIG_DIR``, ``~/.claude``). A folder
+    named with ``--config-dir`` is the folder named: on Linux a decomposed ``é`` and a
+    composed one are two folders, and NFC read (and wrote to) the other one."""
     if expand_user:
         path = os.path.expanduser(path)
-    return Path(unicodedata.normalize("NFC", absolute(path)))
+    text = absolute(path)
+    return Path(unicodedata.normalize("NFC", text) if nfc else text)
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def find_config_dirs(
     out: list[Path] = []
     seen: set[str] = set()
     for item in given:
-        path = _normalize(item, expand_user=expand)
+        path = _normalize(item, expand_user=expand, nfc=source == SOURCE_CLAUDE_ENV)
         # One directory reached by two spellings (a symlink, `..`) is indexed once, under
         # the first: twice, every session would be listed twice and an ID be ambiguous.
         # Its projects/ decides: two config dirs whose projects/ is one dir (a link to
@@ -88,7 +93,7 @@ def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
     """``~/.claude`` for the user's ``HOME``: where Claude Code looks when
     ``CLAUDE_CONFIG_DIR`` is not set (a session elsewhere needs it set to be resumed)."""
     env = os.environ if environ is None else environ
-    return _normalize(str(Path(env.get("HOME") or Path.home()) / ".claude"))
+    return _normalize(str(Path(env.get("HOME") or Path.home()) / ".claude"), nfc=True)
 
 
 def config_dirs(
