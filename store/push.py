@@ -181,8 +181,21 @@ def prepare(
         except orjson.JSONEncodeError:  # an int beyond 64 bits: the whole line is a superset
             pass
     redacted, _ = redact_value(value, findings, candidate_rules(scanned))
+    if raw is not None and redacted is record and not _strict_json(raw):
+        raw = None  # NaN, a leading no-break space: read by us, refused by PostgreSQL
     text = raw if redacted is record and raw is not None else dumps_entry(redacted)
     return Entry(text, redacted, mentions), omitted
+
+
+def _strict_json(text: str) -> bool:
+    """Whether ``text`` is JSON as PostgreSQL's json type takes it. orjson is stricter
+    still (a number past float, a lone surrogate escape): those lines are stored as
+    re-encoded, which reads back the same."""
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 # ----------------------------------------------------------------------------- where from

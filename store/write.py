@@ -26,6 +26,7 @@ The rules, and why:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -129,6 +130,21 @@ def dumps_entry(value: Any) -> str:
         return text
     except UnicodeEncodeError:
         return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except ValueError:  # NaN, 1e400: no JSON spelling PostgreSQL's json takes
+        return dumps_entry(_finite(value))
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and the infinities as null, as JavaScript's JSON.stringify
+    writes them (Claude Code never writes them; a line that holds one came from
+    elsewhere, and must not stop a push)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def no_nul(value: Any) -> Any:

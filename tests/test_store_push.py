@@ -819,3 +819,57 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
                              "message": {"role": "user", "content": "more"}}).encode() + b"\n")  # fmt: skip
     push(tree.root, pg_dsn)
     assert listed() == SHOWN_KINDS | {"nul"}
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        '"odd":NaN',
+        '"odd":1e400',
+        '"odd":1e400,"key":"AKIAIOSFODNN7EXAMPLQ"',  # a line push rewrites (redaction)
+        '"odd":"cut \\ud83d emoji"',
+    ],
+    ids=["nan", "huge-number", "huge-number-redacted", "lone-surrogate"],
+)
+@pytest.mark.parametrize("lead", ["", "\u00a0"], ids=["plain", "no-break-space-first"])
+def test_a_line_the_readers_take_never_stops_a_push(
+    pg_dsn: str, tmp_path: Path, odd: str, lead: str
+) -> None:
+    """Lines our readers read but PostgreSQL's json refuses (NaN, a leading no-break
+    space) or json.dumps refuses to write (1e400 once the line is rewritten) ended the
+    push of every session with 'Out of range float values…' or 'invalid input syntax
+    for type json', and every retry again."""
+    tree = ConfigTree(tmp_path / "claude")
+    good = build_session(tree, "/home/dev/shop", "Good session")
+    good.write()
+    sid = "0dd0dd00-0000-4000-8000-0000000000aa"
+    line = (
+        f'{lead}{{"parentUuid":null,"type":"user","sessionId":"{sid}","uuid":"u-{sid[:8]}",'
+        f'"cwd":"/home/dev/odd","timestamp":"2026-11-20T10:00:00.000Z",{odd},'
+        '"message":{"role":"user","content":"an odd line"}}\n'
+    )
+    odd_path = tree.projects_dir / "-home-dev-odd" / f"{sid}.jsonl"
+    odd_path.parent.mkdir(parents=True)
+    odd_path.write_text(line, encoding="utf-8")
+    local = json.loads(
+        CliRunner()
+        .invoke(
+            cli,
+            [
+                "--config-dir",
+                str(tree.root),
+                "--db",
+                str(tmp_path / "i.db"),
+                "list",
+                "--scope",
+                "all",
+                "--json",
+            ],
+        )  # fmt: skip
+        .stdout
+    )
+    summary = push(tree.root, pg_dsn)
+    assert summary["sessions"] == len(local)
+    stored = {r[0] for r in query(pg_dsn, "SELECT session_id FROM sessions")}
+    assert {o["session_id"] for o in local} <= stored
+    assert push(tree.root, pg_dsn)["entries"] == 0  # and nothing again on a second push
