@@ -851,23 +851,8 @@ def test_a_line_the_readers_take_never_stops_a_push(
     odd_path = tree.projects_dir / "-home-dev-odd" / f"{sid}.jsonl"
     odd_path.parent.mkdir(parents=True)
     odd_path.write_text(line, encoding="utf-8")
-    local = json.loads(
-        CliRunner()
-        .invoke(
-            cli,
-            [
-                "--config-dir",
-                str(tree.root),
-                "--db",
-                str(tmp_path / "i.db"),
-                "list",
-                "--scope",
-                "all",
-                "--json",
-            ],
-        )  # fmt: skip
-        .stdout
-    )
+    here = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    local = json.loads(CliRunner().invoke(cli, [*here, "list", "--scope", "all", "--json"]).stdout)
     summary = push(tree.root, pg_dsn)
     assert summary["sessions"] == len(local)
     stored = {r[0] for r in query(pg_dsn, "SELECT session_id FROM sessions")}
