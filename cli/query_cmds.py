@@ -460,6 +460,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
+    from sessiondex.transcripts.config import reachable_by_claude
 
     app().require_local()
     if arg is None:
@@ -482,6 +483,11 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
             )
         workdir = fallback
     config_dir = claude_config_dir(session)
+    if config_dir is not None and not reachable_by_claude(config_dir):
+        raise CliError(
+            f"Claude Code puts CLAUDE_CONFIG_DIR in NFC, so no value of it reaches {config_dir}"
+            " (its name is decomposed): rename the folder in NFC to resume its sessions"
+        )
     # A transcript in no config dir (a backup given by path) is opened by its path,
     # which `claude --resume` takes; an ID would be looked for in a config dir.
     target = session["session_id"] if session.get("config_dir") else session["file_path"]

@@ -22,7 +22,7 @@ from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.indexer.objects import with_config_dir
-from sessiondex.transcripts.config import default_config_dir
+from sessiondex.transcripts.config import default_config_dir, reachable_by_claude
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
@@ -161,6 +161,9 @@ def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[Any
             obj["resume_command"] = None
             continue
         root = obj.get("config_dir")
+        if root and not reachable_by_claude(root):
+            obj["resume_command"] = None  # no CLAUDE_CONFIG_DIR reaches it
+            continue
         if root and root != default:
             command = obj.get("resume_command")
             if command and id(obj) not in done:

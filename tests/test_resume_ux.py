@@ -253,3 +253,18 @@ def test_a_stored_line_finished_with_a_config_dir_equals_one_built_with_it(
     assert with_config_dir(stored, target, cwd, config_dir) == resume_command(
         target, cwd, config_dir
     )
+
+
+def test_a_config_dir_claude_code_cannot_be_pointed_at_has_no_resume_line(
+    tmp_path: Path,
+) -> None:
+    """Claude Code puts CLAUDE_CONFIG_DIR in NFC: for a folder named decomposed (café
+    as e + U+0301), the resume line pointed Claude Code at the composed folder, another
+    one, where the session is not (or another copy of it is)."""
+    tree, session_id = _tree(tmp_path / "cafe\u0301")
+    args = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    listed = CliRunner().invoke(cli, [*args, "list", "--scope", "all", "--json"])
+    assert [o["resume_command"] for o in json.loads(listed.stdout)] == [None]
+    result = CliRunner().invoke(cli, [*args, "resume", session_id, "--dry-run"])
+    assert result.exit_code == 1
+    assert "rename the folder in NFC to resume its sessions" in result.stderr

@@ -89,6 +89,14 @@ def find_config_dirs(
     return ConfigDirs(out, source)
 
 
+def reachable_by_claude(config_dir: str | os.PathLike[str]) -> bool:
+    """Whether Claude Code can be pointed at ``config_dir``: it puts ``CLAUDE_CONFIG_DIR``
+    in NFC, so a folder whose name is not (a decomposed ``é``, which Linux keeps apart
+    from the composed one) is one no value of it reaches."""
+    text = os.fspath(config_dir)
+    return unicodedata.normalize("NFC", text) == text
+
+
 def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
     """``~/.claude`` for the user's ``HOME``: where Claude Code looks when
     ``CLAUDE_CONFIG_DIR`` is not set (a session elsewhere needs it set to be resumed)."""
