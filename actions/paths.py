@@ -186,64 +186,86 @@ def _same_folder_problem(where: str, asked: _Asked) -> str | None:
     return None
 
 
-def _mounts() -> list[tuple[str, str, str]]:
-    """``(mount point, folder of its file system mounted there, device)`` of every
-    mount of this process (Linux's ``/proc/self/mountinfo``; none elsewhere)."""
+@dataclass(frozen=True)
+class _Mount:
+    point: str  # where it is mounted
+    root: str  # the folder of its file system mounted there
+    device: str  # major:minor
+    upper: str  # an overlay's upper layer, where every write through it lands; else ""
+
+
+def _mounts() -> list[_Mount]:
+    """Every mount of this process (Linux's ``/proc/self/mountinfo``; none elsewhere)."""
     import re
 
-    out: list[tuple[str, str, str]] = []
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
             lines = fh.read().splitlines()
     except OSError:
-        return out
+        return []
 
     def unescape(field: str) -> str:  # spaces, tabs, newlines and \ are \ooo there
         return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
+    out = []
     for line in lines:
         fields = line.split(" ")
-        if len(fields) >= 5:
-            out.append((unescape(fields[4]), unescape(fields[3]), fields[2]))
+        if len(fields) < 5:
+            continue
+        upper = ""
+        if " - overlay " in line:
+            options = line.split(" - ", 1)[1].split(" ")[-1]
+            for option in options.split(","):
+                if option.startswith("upperdir="):
+                    upper = unescape(option[len("upperdir=") :])
+        out.append(_Mount(unescape(fields[4]), unescape(fields[3]), fields[2], upper))
     return out
 
 
-def _on_disk(path: str, mounts: list[tuple[str, str, str]]) -> tuple[str, str] | None:
-    """``(device, path within that file system)`` of an existing folder: the same
-    folder reached through two mount points (a bind mount of ``projects/<key>``, a
-    container volume) has one such location. The mount is the one the folder's own
-    device says it is on, the deepest such mount point above it: a mount covered by a
-    later one on a folder above it is listed still, but no path reaches it."""
-    real = os.path.realpath(path)
+def _locate(path: str, mounts: list[_Mount], depth: int = 0) -> tuple[str, str] | None:
+    """``(device, path within that file system)`` where a write to ``path`` lands: the
+    same folder reached through two mount points (a bind mount of ``projects/<key>``, a
+    container volume) has one such location, and a write through an overlay lands in
+    its upper layer. The mount is the one the nearest existing folder's own device says
+    it is on, the deepest such mount point above it: a mount covered by a later one on
+    a folder above it is listed still, but no path reaches it."""
+    existing, rest = os.path.realpath(path), ""
+    while not os.path.isdir(existing):
+        parent = os.path.dirname(existing)
+        if parent == existing:
+            return None
+        existing, rest = parent, os.path.join(os.path.basename(existing), rest)
     try:
-        st = os.stat(real)
+        st = os.stat(existing)
     except OSError:
         return None
     device = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    candidates = [m for m in mounts if m[2] == device] or mounts
-    best: tuple[str, str, str] | None = None
-    for point, root, dev in candidates:  # the last of two on one point is the one on top
-        if _inside(real, point) and (best is None or len(point) >= len(best[0])):
-            best = (point, root, dev)
+    candidates = [m for m in mounts if m.device == device] or mounts
+    best: _Mount | None = None
+    for mount in candidates:  # the last of two on one point is the one on top
+        if _inside(existing, mount.point) and (best is None or len(mount.point) >= len(best.point)):
+            best = mount
     if best is None:
         return None
-    point, root, dev = best
-    rest = real[len(point) :].lstrip(os.sep) if point != os.sep else real.lstrip(os.sep)
-    return dev, os.path.normpath(os.path.join(root, rest))
+    inner = existing[len(best.point) :].lstrip(os.sep) if best.point != os.sep else existing
+    inner = os.path.join(inner.lstrip(os.sep), rest) if rest else inner.lstrip(os.sep)
+    if best.upper and depth < 8:
+        return _locate(os.path.join(best.upper, inner), mounts, depth + 1)
+    return best.device, os.path.normpath(os.path.join(best.root, inner))
 
 
-def _regions(folder: Path, mounts: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+def _regions(folder: Path, mounts: list[_Mount]) -> list[tuple[str, str]]:
     """Where ``folder``'s tree lies on disk: the folder itself, and every file system
     mounted inside it (a project folder on a volume of its own), each as ``(device, path
     within that file system)``."""
-    located = _on_disk(str(folder), mounts)
+    located = _locate(str(folder), mounts)
     if located is None:
         return []
     out = [located]
     real = os.path.realpath(folder)
-    for point, root, device in mounts:
-        if point != real and _inside(point, real):
-            out.append((device, root))
+    for mount in mounts:
+        if mount.point != real and _inside(mount.point, real):
+            out.append((mount.device, mount.root))
     return out
 
 
@@ -260,18 +282,10 @@ def _mounted_problem(where: str, asked: _Asked) -> str | None:
     mounts = _mounts()
     if not mounts:
         return None
-    # The nearest folder that exists (an archive dir is made on first use), then the rest.
-    existing, rest = where, ""
-    while not os.path.isdir(existing):
-        parent = os.path.dirname(existing)
-        if parent == existing:
-            return None
-        existing, rest = parent, os.path.join(os.path.basename(existing), rest)
-    located = _on_disk(existing, mounts)
+    located = _locate(where, mounts)
     if located is None:
         return None
     device, place = located
-    place = os.path.normpath(os.path.join(place, rest)) if rest else place
     for root in roots:
         for guarded in (Path(root) / "projects", *([Path(root)] if whole_config_dir else [])):
             if not os.path.isdir(guarded):
@@ -281,6 +295,16 @@ def _mounted_problem(where: str, asked: _Asked) -> str | None:
                     f"{label} {shown} is inside {guarded} (mounted at another path too); "
                     "choose a path outside it"
                 )
+    if asked.db_path is not None and not whole_config_dir:
+        db = os.path.realpath(_absolute(asked.db_path))
+        index = _locate(db, mounts)
+        if index is not None and index[0] == device:
+            folder, name = os.path.split(place)
+            base = os.path.basename(index[1])
+            if place == index[1] or (
+                folder == os.path.dirname(index[1]) and name.startswith((base + "-", base + "."))
+            ):
+                return f"{label} {shown} is the index's own file {db}; choose another path"
     return None
 
 

@@ -189,6 +189,8 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
         ("project-folder-is-its-own-volume", True),
         ("covered-mount", True),
         ("fresh-tmpfs-over-a-bind", False),
+        ("overlay-with-its-upper-layer-in-projects", True),
+        ("overlay-with-its-upper-layer-on-the-index", True),
     ],
 )
 def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, refused: bool) -> None:
@@ -197,6 +199,8 @@ def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, ref
     one above it fooled the lookup into another file system, both ways."""
     tree, s, other = _two_sessions(tmp_path)
     m = tmp_path / "m"
+    data = tmp_path / "data"  # the index's folder
+    data.mkdir()
     project = s.project_dir
     vol = tree.projects_dir / "-vol"
     vol.mkdir()
@@ -214,6 +218,17 @@ def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, ref
             f" && mount --bind {project} {m}/hk && mkdir -p {project}/{s.session_id}",
             m / "hk" / s.session_id / "notes.md",
         ),
+        # every write through an overlay lands in its upper layer: here a project folder
+        "overlay-with-its-upper-layer-in-projects": (
+            f"mkdir -p {m}/low {m}/work {m}/ov && mount -t overlay overlay"
+            f" -o lowerdir={m}/low,upperdir={project},workdir={m}/work {m}/ov",
+            m / "ov" / other.path.name,
+        ),
+        "overlay-with-its-upper-layer-on-the-index": (
+            f"mkdir -p {m}/low {m}/work {m}/ov && mount -t overlay overlay"
+            f" -o lowerdir={m}/low,upperdir={data},workdir={m}/work {m}/ov",
+            m / "ov" / "index.db",
+        ),
         # a bind of projects/ at m/fx/p, then a fresh tmpfs over m/fx: m/fx/p is new
         "fresh-tmpfs-over-a-bind": (
             f"mkdir -p {m}/fx/p && mount --bind {tree.projects_dir} {m}/fx/p"
@@ -223,7 +238,7 @@ def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, ref
     }
     setup, target = setups[case]
     before = {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")}
-    args = ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db"), "export"]
+    args = ["--config-dir", str(tree.root), "--db", str(data / "index.db"), "export"]
     result = run_cli_after_mounts(
         setup, [*args, s.session_id, "-o", str(target), "--format", "md", "--force"]
     )
