@@ -215,9 +215,10 @@ def _mounts() -> list[_Mount]:
         upper = ""
         if " - overlay " in line:
             options = line.split(" - ", 1)[1].split(" ")[-1]
-            for option in options.split(","):
+            # overlay's own escape: a comma in a layer's path is "\,"
+            for option in re.split(r"(?<!\\),", options):
                 if option.startswith("upperdir="):
-                    upper = unescape(option[len("upperdir=") :])
+                    upper = re.sub(r"\\(.)", r"\1", unescape(option[len("upperdir=") :]))
         out.append(_Mount(unescape(fields[4]), unescape(fields[3]), fields[2], upper))
     return out
 
@@ -249,15 +250,23 @@ def _locate(path: str, mounts: list[_Mount], depth: int = 0) -> tuple[str, str] 
         return None
     inner = existing[len(best.point) :].lstrip(os.sep) if best.point != os.sep else existing
     inner = os.path.join(inner.lstrip(os.sep), rest) if rest else inner.lstrip(os.sep)
+    if best.upper and not os.path.isabs(best.upper):
+        # mount(8) took it from the cwd of whoever mounted it, which no one can know now
+        return UNKNOWN_PLACE
     if best.upper and depth < 8:
         return _locate(os.path.join(best.upper, inner), mounts, depth + 1)
     return best.device, os.path.normpath(os.path.join(best.root, inner))
 
 
+# Where a write through an overlay with a relative upper layer lands: not knowable.
+UNKNOWN_PLACE = ("?", "?")
+
+
 def _regions(folder: Path, mounts: list[_Mount]) -> list[tuple[str, str]]:
     """Where ``folder``'s tree lies on disk: the folder itself, and every file system
-    mounted inside it (a project folder on a volume of its own), each as ``(device, path
-    within that file system)``."""
+    mounted inside it (a project folder on a volume of its own, or an overlay, whose
+    writes land in its upper layer), each as ``(device, path within that file
+    system)``."""
     located = _locate(str(folder), mounts)
     if located is None:
         return []
@@ -266,6 +275,10 @@ def _regions(folder: Path, mounts: list[_Mount]) -> list[tuple[str, str]]:
     for mount in mounts:
         if mount.point != real and _inside(mount.point, real):
             out.append((mount.device, mount.root))
+            if mount.upper and os.path.isabs(mount.upper):
+                upper = _locate(mount.upper, mounts)
+                if upper is not None:
+                    out.append(upper)
     return out
 
 
@@ -285,6 +298,11 @@ def _mounted_problem(where: str, asked: _Asked) -> str | None:
     located = _locate(where, mounts)
     if located is None:
         return None
+    if located == UNKNOWN_PLACE:
+        return (
+            f"{label} {shown} is under an overlay mount whose upper layer is a relative path:"
+            " where a write lands cannot be told; choose another path"
+        )
     device, place = located
     for root in roots:
         for guarded in (Path(root) / "projects", *([Path(root)] if whole_config_dir else [])):

@@ -191,6 +191,8 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
         ("fresh-tmpfs-over-a-bind", False),
         ("overlay-with-its-upper-layer-in-projects", True),
         ("overlay-with-its-upper-layer-on-the-index", True),
+        ("overlay-with-a-relative-upper-layer", True),
+        ("overlay-mounted-on-a-project-folder", True),
     ],
 )
 def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, refused: bool) -> None:
@@ -229,6 +231,18 @@ def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, ref
             f" -o lowerdir={m}/low,upperdir={data},workdir={m}/work {m}/ov",
             m / "ov" / "index.db",
         ),
+        # mount(8) resolved a relative upperdir from its own cwd: no one can tell now
+        "overlay-with-a-relative-upper-layer": (
+            f"mkdir -p {m}/low {m}/work {m}/ov && cd {tree.projects_dir} && mount -t overlay"
+            f" overlay -o lowerdir={m}/low,upperdir={project.name},workdir={m}/work {m}/ov",
+            m / "ov" / other.path.name,
+        ),
+        # a project folder that is an overlay: writing straight into its upper layer
+        "overlay-mounted-on-a-project-folder": (
+            f"mkdir -p {m}/low {m}/up {m}/work && mount -t overlay overlay"
+            f" -o lowerdir={m}/low,upperdir={m}/up,workdir={m}/work {project}",
+            m / "up" / "dddddddd-4444-4000-8000-000000000004.jsonl",
+        ),
         # a bind of projects/ at m/fx/p, then a fresh tmpfs over m/fx: m/fx/p is new
         "fresh-tmpfs-over-a-bind": (
             f"mkdir -p {m}/fx/p && mount --bind {tree.projects_dir} {m}/fx/p"
@@ -244,3 +258,32 @@ def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, ref
     )
     assert result.returncode == (2 if refused else 0), (result.stdout, result.stderr)
     assert {p: p.read_bytes() for p in tree.root.rglob("*.jsonl")} == before
+
+
+def test_mountinfo_paths_are_unescaped_as_the_kernel_and_overlay_escape_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mountinfo writes a space, tab, newline and backslash as \\ooo, and overlay
+    writes a comma in a layer's path as a backslash and the comma: the upper layer
+    'my cfg,x' was looked for as 'my cfg\\,x' and the check fell back to its parent."""
+    import builtins
+    import io
+
+    from sessiondex.actions import paths
+
+    line = (
+        "90 30 0:50 / /m/ov rw - overlay overlay rw,lowerdir=/m/low,"
+        "upperdir=/t/my\\040cfg\\134\\054x/projects/-w,workdir=/m/work\n"
+        "91 30 0:51 /sub /m/b\\040c rw - ext4 /dev/x rw\n"
+    )
+    real_open = builtins.open
+    monkeypatch.setattr(
+        builtins,
+        "open",
+        lambda f, *a, **k: (
+            io.StringIO(line) if f == "/proc/self/mountinfo" else real_open(f, *a, **k)
+        ),
+    )
+    ov, bind = paths._mounts()
+    assert (ov.point, ov.upper) == ("/m/ov", "/t/my cfg,x/projects/-w")
+    assert (bind.point, bind.root, bind.upper) == ("/m/b c", "/sub", "")
