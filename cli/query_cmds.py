@@ -26,6 +26,19 @@ from sessiondex.cli.output import (
 # store's session whose ID is no session ID (indexer/objects.py resume_command).
 NOT_RESUMABLE = "claude --resume cannot take this session's ID (it is not a session ID)"
 
+
+def _why_not_resumable(obj: dict[str, Any]) -> str:
+    """What to say of a session with no resume line: archived, in a config dir Claude
+    Code cannot be pointed at, or a team store's ID that is no session ID."""
+    from sessiondex.transcripts.config import claude_spelling, unreachable_reason
+
+    if is_archived(obj):
+        return archived_advice(obj)
+    root = obj.get("config_dir")
+    if root and claude_spelling(root) is None:
+        return unreachable_reason(root)
+    return NOT_RESUMABLE
+
 if TYPE_CHECKING:
     from sessiondex.query.resolve import Resolution
 
@@ -394,7 +407,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     obj = found.as_object()
     if fmt == "table":
         emit([obj], fmt, project=True, agents=_agents([obj], fmt))
-        how = obj["resume_command"] or (archived_advice(obj) if is_archived(obj) else NOT_RESUMABLE)
+        how = obj["resume_command"] or _why_not_resumable(obj)
         click.echo(clean(f"matched by {found.matched_by}: {how}"))
     else:  # json: an array of one, as for several candidates
         emit([obj], fmt, agents=_agents([obj], fmt))
@@ -460,7 +473,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
-    from sessiondex.transcripts.config import reachable_by_claude
+    from sessiondex.transcripts.config import claude_spelling, unreachable_reason
 
     app().require_local()
     if arg is None:
@@ -473,6 +486,9 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         arg, cwd, if_archived=lambda session: f"session {archived_advice(session)}"
     )
     session = found.session
+    root = session.get("config_dir")
+    if root and claude_spelling(root) is None:  # before any note that it is resuming
+        raise CliError(unreachable_reason(root))
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
         fallback = os.path.abspath(cwd) if cwd else os.getcwd()
@@ -483,11 +499,6 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
             )
         workdir = fallback
     config_dir = claude_config_dir(session)
-    if config_dir is not None and not reachable_by_claude(config_dir):
-        raise CliError(
-            f"Claude Code puts CLAUDE_CONFIG_DIR in NFC, so no value of it reaches {config_dir}"
-            " (its name is decomposed): rename the folder in NFC to resume its sessions"
-        )
     # A transcript in no config dir (a backup given by path) is opened by its path,
     # which `claude --resume` takes; an ID would be looked for in a config dir.
     target = session["session_id"] if session.get("config_dir") else session["file_path"]

@@ -22,7 +22,7 @@ from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.indexer.objects import with_config_dir
-from sessiondex.transcripts.config import default_config_dir, reachable_by_claude
+from sessiondex.transcripts.config import claude_spelling, default_config_dir
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
 
@@ -146,7 +146,9 @@ def claude_config_dir(obj: dict[str, Any]) -> str | None:
     its config dir, unless that is the default ``~/.claude`` (for this user's ``HOME``,
     read now: the index may be shared by several users or outlive a change of HOME)."""
     root = obj.get("config_dir")
-    return root if root and root != str(default_config_dir()) else None
+    if not root or root == str(default_config_dir()):
+        return None
+    return claude_spelling(root) or root
 
 
 def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[Any]) -> None:
@@ -161,15 +163,16 @@ def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[Any
             obj["resume_command"] = None
             continue
         root = obj.get("config_dir")
-        if root and not reachable_by_claude(root):
-            obj["resume_command"] = None  # no CLAUDE_CONFIG_DIR reaches it
-            continue
         if root and root != default:
+            spelled = claude_spelling(root)
+            if spelled is None:
+                obj["resume_command"] = None  # no CLAUDE_CONFIG_DIR reaches it
+                continue
             command = obj.get("resume_command")
             if command and id(obj) not in done:
                 done.add(id(obj))
                 obj["resume_command"] = with_config_dir(
-                    command, str(obj["session_id"]), obj.get("cwd"), root
+                    command, str(obj["session_id"]), obj.get("cwd"), spelled
                 )
 
 

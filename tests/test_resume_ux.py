@@ -268,3 +268,27 @@ def test_a_config_dir_claude_code_cannot_be_pointed_at_has_no_resume_line(
     result = CliRunner().invoke(cli, [*args, "resume", session_id, "--dry-run"])
     assert result.exit_code == 1
     assert "rename the folder in NFC to resume its sessions" in result.stderr
+
+
+def test_a_decomposed_link_to_a_plain_folder_resumes_through_the_folder(tmp_path: Path) -> None:
+    """A config dir named decomposed that is a link to a folder named plainly: Claude
+    Code can be pointed at the folder it links to."""
+    tree, session_id = _tree(tmp_path / "real")
+    link = tmp_path / "cafe\u0301-link"
+    link.symlink_to(tree.root)
+    args = ["--config-dir", str(link), "--db", str(tmp_path / "i.db")]
+    listed = CliRunner().invoke(cli, [*args, "list", "--scope", "all", "--json"])
+    (obj,) = json.loads(listed.stdout)
+    assert f"CLAUDE_CONFIG_DIR={tree.root}" in obj["resume_command"]
+
+
+def test_every_message_says_why_a_decomposed_config_dir_cannot_be_resumed(
+    tmp_path: Path,
+) -> None:
+    """resolve and show said the session ID was no session ID (the team store's case)."""
+    tree, session_id = _tree(tmp_path / "cafe\u0301")
+    args = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    for command in (["resolve", session_id], ["show", session_id]):
+        result = CliRunner().invoke(cli, [*args, *command, "--cwd", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        assert "rename the folder in NFC" in result.stderr, (command, result.stderr)

@@ -89,12 +89,24 @@ def find_config_dirs(
     return ConfigDirs(out, source)
 
 
-def reachable_by_claude(config_dir: str | os.PathLike[str]) -> bool:
-    """Whether Claude Code can be pointed at ``config_dir``: it puts ``CLAUDE_CONFIG_DIR``
-    in NFC, so a folder whose name is not (a decomposed ``é``, which Linux keeps apart
-    from the composed one) is one no value of it reaches."""
-    text = os.fspath(config_dir)
-    return unicodedata.normalize("NFC", text) == text
+def claude_spelling(config_dir: str | os.PathLike[str]) -> str | None:
+    """The ``CLAUDE_CONFIG_DIR`` that points Claude Code at ``config_dir``, or None when
+    none does. It puts the value in NFC, so a folder named otherwise (a decomposed
+    ``é``, which Linux keeps apart from the composed one) is reached only through its
+    real path when that is in NFC (a decomposed link to a plain folder)."""
+    for text in (os.fspath(config_dir), os.path.realpath(config_dir)):
+        if unicodedata.normalize("NFC", text) == text:
+            return text
+    return None
+
+
+def unreachable_reason(config_dir: str | os.PathLike[str]) -> str:
+    """Why a session of ``config_dir`` cannot be resumed (see :func:`claude_spelling`)."""
+    return (
+        f"Claude Code puts CLAUDE_CONFIG_DIR in NFC, so no value of it reaches"
+        f" {os.fspath(config_dir)} (its name is decomposed): rename the folder in NFC to"
+        " resume its sessions"
+    )
 
 
 def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
