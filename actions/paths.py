@@ -19,8 +19,11 @@ component too), so a link pointing into ``projects/`` is refused like the real p
 and with the last component kept as it is, so a link *inside* ``projects/`` pointing
 out is refused too (a write renamed into place replaces the link with a file there).
 A path that does not exist yet is resolved as far as it exists. Folders are also
-compared by identity (device and inode), which no path shows: a folder mounted at a
-second path (a bind mount, a container volume).
+compared where they lie on disk, which no path shows: by device and inode, and on Linux
+through the mount table (``/proc/self/mountinfo``) as (device, path within that file
+system), so a folder mounted at a second path (a bind mount, a container volume), a
+project folder on a volume of its own, and a write through an overlay (it lands in the
+upper layer) are all seen for what they are.
 """
 
 from __future__ import annotations
