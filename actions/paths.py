@@ -195,6 +195,7 @@ class _Mount:
     root: str  # the folder of its file system mounted there
     device: str  # major:minor
     upper: str  # an overlay's upper layer, where every write through it lands; else ""
+    lower: tuple[str, ...] = ()  # an overlay's lower layers, what it shows of them
 
 
 def _mounts() -> list[_Mount]:
@@ -216,13 +217,17 @@ def _mounts() -> list[_Mount]:
         if len(fields) < 5:
             continue
         upper = ""
+        lower: tuple[str, ...] = ()
         if " - overlay " in line:
             options = line.split(" - ", 1)[1].split(" ")[-1]
-            # overlay's own escape: a comma in a layer's path is "\,"
+            # overlay's own escape: a comma in a layer's path is "\,", a colon "\:"
             for option in re.split(r"(?<!\\),", options):
                 if option.startswith("upperdir="):
                     upper = re.sub(r"\\(.)", r"\1", unescape(option[len("upperdir=") :]))
-        out.append(_Mount(unescape(fields[4]), unescape(fields[3]), fields[2], upper))
+                elif option.startswith("lowerdir="):
+                    layers = re.split(r"(?<!\\):", unescape(option[len("lowerdir=") :]))
+                    lower = tuple(re.sub(r"\\(.)", r"\1", layer) for layer in layers if layer)
+        out.append(_Mount(unescape(fields[4]), unescape(fields[3]), fields[2], upper, lower))
     return out
 
 
@@ -278,10 +283,13 @@ def _regions(folder: Path, mounts: list[_Mount]) -> list[tuple[str, str]]:
     for mount in mounts:
         if mount.point != real and _inside(mount.point, real):
             out.append((mount.device, mount.root))
-            if mount.upper and os.path.isabs(mount.upper):
-                upper = _locate(mount.upper, mounts)
-                if upper is not None:
-                    out.append(upper)
+            # An overlay inside it shows its layers there: writing into one, upper or
+            # lower (a transcript not copied up lives only there), writes into the tree.
+            for layer in (mount.upper, *mount.lower):
+                if layer and os.path.isabs(layer):
+                    located_layer = _locate(layer, mounts)
+                    if located_layer is not None:
+                        out.append(located_layer)
     return out
 
 

@@ -193,6 +193,7 @@ def test_export_into_projects_mounted_at_another_path_is_refused(
         ("overlay-with-its-upper-layer-on-the-index", True),
         ("overlay-with-a-relative-upper-layer", True),
         ("overlay-mounted-on-a-project-folder", True),
+        ("overlay-mounted-on-a-project-folder-lower-layer", True),
     ],
 )
 def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, refused: bool) -> None:
@@ -243,6 +244,12 @@ def test_export_through_stacked_and_nested_mounts(tmp_path: Path, case: str, ref
             f" -o lowerdir={m}/low,upperdir={m}/up,workdir={m}/work {project}",
             m / "up" / "dddddddd-4444-4000-8000-000000000004.jsonl",
         ),
+        # ... and into its lower layer, where a transcript not copied up lives alone
+        "overlay-mounted-on-a-project-folder-lower-layer": (
+            f"mkdir -p {m}/low {m}/up {m}/work && mount -t overlay overlay"
+            f" -o lowerdir={m}/low,upperdir={m}/up,workdir={m}/work {project}",
+            m / "low" / "dddddddd-4444-4000-8000-000000000004.jsonl",
+        ),
         # a bind of projects/ at m/fx/p, then a fresh tmpfs over m/fx: m/fx/p is new
         "fresh-tmpfs-over-a-bind": (
             f"mkdir -p {m}/fx/p && mount --bind {tree.projects_dir} {m}/fx/p"
@@ -285,5 +292,5 @@ def test_mountinfo_paths_are_unescaped_as_the_kernel_and_overlay_escape_them(
         ),
     )
     ov, bind = paths._mounts()
-    assert (ov.point, ov.upper) == ("/m/ov", "/t/my cfg,x/projects/-w")
+    assert (ov.point, ov.upper, ov.lower) == ("/m/ov", "/t/my cfg,x/projects/-w", ("/m/low",))
     assert (bind.point, bind.root, bind.upper) == ("/m/b c", "/sub", "")

@@ -104,7 +104,7 @@ def unreachable_reason(config_dir: str | os.PathLike[str]) -> str:
     """Why a session of ``config_dir`` cannot be resumed (see :func:`claude_spelling`)."""
     return (
         f"Claude Code puts CLAUDE_CONFIG_DIR in NFC, so no value of it reaches"
-        f" {os.fspath(config_dir)} (its name is decomposed): rename the folder in NFC to"
+        f" {os.fspath(config_dir)} (its path is not in NFC): rename the folder in NFC to"
         " resume its sessions"
     )
 
