@@ -39,6 +39,7 @@ def _why_not_resumable(obj: dict[str, Any]) -> str:
         return unreachable_reason(root)
     return NOT_RESUMABLE
 
+
 if TYPE_CHECKING:
     from sessiondex.query.resolve import Resolution
 
