@@ -409,7 +409,10 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     if fmt == "table":
         emit([obj], fmt, project=True, agents=_agents([obj], fmt))
         how = obj["resume_command"] or _why_not_resumable(obj)
-        click.echo(clean(f"matched by {found.matched_by}: {how}"))
+        if any(how in note for note in found.notes):  # said just above: once is enough
+            click.echo(clean(f"matched by {found.matched_by}"))
+        else:
+            click.echo(clean(f"matched by {found.matched_by}: {how}"))
     else:  # json: an array of one, as for several candidates
         emit([obj], fmt, agents=_agents([obj], fmt))
 

@@ -354,7 +354,7 @@ class SessionService:
                     "forked_from": session.get("forked_from"),
                     "resume_command": session.get("resume_command"),
                 },
-                "notes": found.notes,
+                "notes": found.notes + _no_resume_line(session, found.notes),
             }
             return self._dump(answer)
 
@@ -700,3 +700,15 @@ def _stamp(timestamp: str | None) -> str | None:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def _no_resume_line(session: dict[str, Any], notes: list[str]) -> list[str]:
+    """Why a session has no resume line when it is not archived and no note said so: a
+    config dir Claude Code cannot be pointed at (its path is not in NFC)."""
+    from sessiondex.transcripts.config import claude_spelling, unreachable_reason
+
+    root = session.get("config_dir")
+    if session.get("resume_command") or not root or claude_spelling(root) is not None:
+        return []
+    reason = unreachable_reason(root)
+    return [] if any(reason in note for note in notes) else [reason]

@@ -737,3 +737,22 @@ def test_a_subagent_pages_without_repeating_turns(tmp_path: Path) -> None:
             s.session_id, around_message=uuid, offset=0, limit=6
         )
     assert "turns 0–5 of 24" in first and "centred" not in first  # offset 0 is an offset
+
+
+@pytest.mark.parametrize("asked_from", ["its-own-directory", "elsewhere"])
+def test_resolve_says_once_why_a_non_nfc_config_dir_has_no_resume_line(
+    tmp_path: Path, asked_from: str
+) -> None:
+    """From the session's own directory the answer had a null resume_command and no
+    word why; elsewhere the reason is in the other-directory note, and only there."""
+    root = tmp_path / "cafe\u0301"
+    tree = ConfigTree(root)
+    s = tree.session(cwd="/w/app")
+    s.user("hello")
+    s.write()
+    cwd = "/w/app" if asked_from == "its-own-directory" else str(tmp_path)
+    with Index(db=tmp_path / "i.db", config_dirs=[root]) as index:
+        answer = json.loads(service(index, cwd=cwd).resolve_session(s.session_id))
+    assert answer["session"]["resume_command"] is None
+    notes = " ".join(answer["notes"])
+    assert notes.count("rename the folder in NFC") == 1, answer["notes"]

@@ -292,3 +292,5 @@ def test_every_message_says_why_a_decomposed_config_dir_cannot_be_resumed(
         result = CliRunner().invoke(cli, [*args, *command, "--cwd", str(tmp_path)])
         assert result.exit_code == 0, result.output
         assert "rename the folder in NFC" in result.stderr, (command, result.stderr)
+        said = result.stdout + result.stderr
+        assert said.count("rename the folder in NFC") == 1, said  # not again on "matched by"
