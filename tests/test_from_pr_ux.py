@@ -257,6 +257,15 @@ def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(
     assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))
 
 
+@pytest.fixture(scope="module")
+def pr_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The world below, built and indexed once: its tests only read."""
+    base = tmp_path_factory.mktemp("pr-world")
+    ids = _pr_world(base)
+    assert _run(base, base / "claude", "index").exit_code == 0
+    return base, ids
+
+
 def _pr_world(tmp_path: Path) -> dict[str, str]:
     """Sessions linked to one PR that the listing rules tell apart: hidden, run by
     ``claude -p``, a sidechain file, another branch, and quiet for a year."""
@@ -308,13 +317,16 @@ def _pr_world(tmp_path: Path) -> dict[str, str]:
     ids=["default", "include-hidden", "all-kinds", "branch", "since"],
 )
 def test_a_pr_url_widens_the_scope_and_keeps_every_other_filter(
-    tmp_path: Path, command: list[str], options: list[str], expected: set[str]
+    pr_world: tuple[Path, dict[str, str]],
+    command: list[str],
+    options: list[str],
+    expected: set[str],
 ) -> None:
     """A URL names one PR, so it is looked up in every project; the hidden, ``-p`` and
     sidechain sessions stayed in and ``--branch`` / ``--since`` were dropped, while a PR
     number obeyed them all."""
-    ids = _pr_world(tmp_path)
-    result = _run(tmp_path, tmp_path / "claude", *command, *options, "--json")
+    base, ids = pr_world
+    result = _run(base, base / "claude", *command, *options, "--json")
     assert result.exit_code == 0, result.output
     assert {ids[r["session_id"]] for r in json.loads(result.stdout)} == expected
 
