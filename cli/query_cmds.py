@@ -30,14 +30,11 @@ NOT_RESUMABLE = "claude --resume cannot take this session's ID (it is not a sess
 def _why_not_resumable(obj: dict[str, Any]) -> str:
     """What to say of a session with no resume line: archived, in a config dir Claude
     Code cannot be pointed at, or a team store's ID that is no session ID."""
-    from sessiondex.transcripts.config import claude_spelling, unreachable_reason
+    from sessiondex.transcripts.config import unreachable_reason
 
     if is_archived(obj):
         return archived_advice(obj)
-    root = obj.get("config_dir")
-    if root and claude_spelling(root) is None:
-        return unreachable_reason(root)
-    return NOT_RESUMABLE
+    return unreachable_reason(obj.get("config_dir")) or NOT_RESUMABLE
 
 
 if TYPE_CHECKING:
@@ -477,7 +474,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
-    from sessiondex.transcripts.config import claude_spelling, unreachable_reason
+    from sessiondex.transcripts.config import unreachable_reason
 
     app().require_local()
     if arg is None:
@@ -490,9 +487,9 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         arg, cwd, if_archived=lambda session: f"session {archived_advice(session)}"
     )
     session = found.session
-    root = session.get("config_dir")
-    if root and claude_spelling(root) is None:  # before any note that it is resuming
-        raise CliError(unreachable_reason(root))
+    unreachable = unreachable_reason(session.get("config_dir"))
+    if unreachable:  # before any note that it is resuming
+        raise CliError(unreachable)
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
         fallback = os.path.abspath(cwd) if cwd else os.getcwd()

@@ -705,10 +705,9 @@ def _json(value: Any) -> str:
 def _no_resume_line(session: dict[str, Any], notes: list[str]) -> list[str]:
     """Why a session has no resume line when it is not archived and no note said so: a
     config dir Claude Code cannot be pointed at (its path is not in NFC)."""
-    from sessiondex.transcripts.config import claude_spelling, unreachable_reason
+    from sessiondex.transcripts.config import unreachable_reason
 
-    root = session.get("config_dir")
-    if session.get("resume_command") or not root or claude_spelling(root) is not None:
+    reason = unreachable_reason(session.get("config_dir"))
+    if session.get("resume_command") or reason is None:
         return []
-    reason = unreachable_reason(root)
     return [] if any(reason in note for note in notes) else [reason]

@@ -29,7 +29,7 @@ from sessiondex.query.sessions import (
     to_object,
     to_objects,
 )
-from sessiondex.transcripts.config import claude_spelling, unreachable_reason
+from sessiondex.transcripts.config import unreachable_reason
 from sessiondex.transcripts.discover import (
     ARCHIVE_SUFFIX,
     describe_path,
@@ -202,9 +202,9 @@ def _other_directory_note(session: dict[str, Any]) -> str:
     how = session["resume_command"]
     if how is None and is_archived(session):
         return f"This session is archived. To resume it, run: sessiondex restore {session['session_id']}"
-    root = session.get("config_dir")
-    if how is None and root and claude_spelling(root) is None:
-        return f"This session is from a different directory. {unreachable_reason(root)}."
+    unreachable = unreachable_reason(session.get("config_dir"))
+    if how is None and unreachable:
+        return f"This session is from a different directory. {unreachable}."
     if how is None:  # a team store's session whose ID claude --resume cannot take
         return (
             "This session is from a different directory; its ID is not one claude --resume takes."

@@ -100,8 +100,11 @@ def claude_spelling(config_dir: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def unreachable_reason(config_dir: str | os.PathLike[str]) -> str:
-    """Why a session of ``config_dir`` cannot be resumed (see :func:`claude_spelling`)."""
+def unreachable_reason(config_dir: str | os.PathLike[str] | None) -> str | None:
+    """Why a session of ``config_dir`` cannot be resumed, or None when Claude Code can be
+    pointed at it (see :func:`claude_spelling`); None for no config dir too."""
+    if not config_dir or claude_spelling(config_dir) is not None:
+        return None
     return (
         f"Claude Code puts CLAUDE_CONFIG_DIR in NFC, so no value of it reaches"
         f" {os.fspath(config_dir)} (its path is not in NFC): rename the folder in NFC to"
