@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessiondex.transcripts.fspath import from_cwd
+
 
 @dataclass(frozen=True)
 class _Asked:
@@ -45,20 +47,13 @@ class _Asked:
     whole_config_dir: bool  # a folder (an archive dir) that may not be in a config dir
 
 
-def _absolute(path: str | os.PathLike[str]) -> str:
-    """``path`` from the cwd, *not* normalised: ``os.path.abspath`` folds ``..`` into the
-    folder before it, while the kernel follows a symlinked folder first, so
-    ``out/link/../x`` names ``x`` beside the link's target, not ``out/x``."""
-    return os.path.join(os.getcwd(), os.fspath(path))
-
-
 def placed(path: str | os.PathLike[str]) -> str:
     """Where a file renamed into place at ``path`` lands: its folder as the kernel
     resolves it (symlinks, then ``..``), and its own name, which the rename replaces
     whatever it is (a link included)."""
-    directory, name = os.path.split(_absolute(path))
+    directory, name = os.path.split(from_cwd(path))
     if name in ("", ".", ".."):
-        return os.path.realpath(_absolute(path))
+        return os.path.realpath(from_cwd(path))
     return os.path.join(os.path.realpath(directory), name)
 
 
@@ -70,7 +65,7 @@ def _index_file(target: str, db_path: str | os.PathLike[str] | None) -> str | No
     """The index file ``target`` would overwrite (the database or one of its side files)."""
     if db_path is None:
         return None
-    db = os.path.realpath(_absolute(db_path))
+    db = os.path.realpath(from_cwd(db_path))
     if target == db:
         return db
     directory, name = os.path.split(db)
@@ -178,7 +173,7 @@ def _same_folder_problem(where: str, asked: _Asked) -> str | None:
     if problem:
         return problem
     if db_path is not None and not whole_config_dir:
-        db = os.path.realpath(_absolute(db_path))
+        db = os.path.realpath(from_cwd(db_path))
         folder_id = _identity(os.path.dirname(where))
         same_file = own is not None and own == _identity(db)
         beside = folder_id is not None and folder_id == _identity(os.path.dirname(db))
@@ -325,7 +320,7 @@ def _mounted_problem(where: str, asked: _Asked) -> str | None:
                     "choose a path outside it"
                 )
     if asked.db_path is not None and not whole_config_dir:
-        db = os.path.realpath(_absolute(asked.db_path))
+        db = os.path.realpath(from_cwd(asked.db_path))
         index = _locate(db, mounts)
         if index is not None and index[0] == device:
             folder, name = os.path.split(place)
@@ -341,13 +336,13 @@ def _target_problem(target: str, asked: _Asked) -> str | None:
     shown, roots, db_path, label = asked.shown, asked.roots, asked.db_path, asked.label
     whole_config_dir = asked.whole_config_dir
     for root in roots:
-        config = os.path.realpath(_absolute(root))
+        config = os.path.realpath(from_cwd(root))
         if whole_config_dir and _inside(target, config):
             return (
                 f"{label} {shown} is inside the Claude config dir {config}; "
                 "choose a path outside it"
             )
-        projects = os.path.realpath(_absolute(Path(root) / "projects"))
+        projects = os.path.realpath(from_cwd(Path(root) / "projects"))
         if _inside(target, projects):
             return (
                 f"{label} {shown} is inside {projects}, Claude Code's transcript "

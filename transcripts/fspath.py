@@ -13,10 +13,16 @@ from __future__ import annotations
 import os
 
 
+def from_cwd(path: str | os.PathLike[str]) -> str:
+    """``path`` from the cwd, *not* normalised: ``os.path.abspath`` folds ``..`` into the
+    folder before it, while the kernel follows a symlinked folder first, so
+    ``out/link/../x`` names ``x`` beside the link's target, not ``out/x``."""
+    return os.path.join(os.getcwd(), os.fspath(path))
+
+
 def absolute(path: str | os.PathLike[str]) -> str:
     """``path`` from the cwd, with ``..`` resolved as the kernel resolves it."""
-    text = os.fspath(path)
-    joined = os.path.join(os.getcwd(), text)
+    joined = from_cwd(path)
     if ".." not in joined.split(os.sep):
         return os.path.normpath(joined)
     directory, name = os.path.split(joined)
