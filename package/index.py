@@ -680,7 +680,10 @@ class Index:
         if is_archived(found.session):
             return self._archived_conversation(found.session)
         if self._team is None or found.row.get("id", -1) < 0:
-            return build_conversation(found.session)
+            conversation = build_conversation(found.session)
+            if found.subagent_path is not None:  # ARG named one of its subagent files
+                return conversation.narrowed_to(found.subagent_path)
+            return conversation
         session = _materialize(self._team, found, self._scratch_dir())
         return build_conversation(session)
 

@@ -89,6 +89,9 @@ class Resolution:
     matched_by: str
     other_directory: bool = False
     notes: list[str] = field(default_factory=list)
+    #: The subagent transcript ARG named, when it is part of this session rather than
+    #: its main transcript: ``show`` and ``export`` read that file (semantics §3.1).
+    subagent_path: str | None = None
 
     def as_object(self) -> dict[str, Any]:
         return {**self.session, "matched_by": self.matched_by}
@@ -161,14 +164,18 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     described = describe_path(path, roots)
     if for_write and (described is None or described.kind != "main"):
         raise NotFound(f"{arg} is not a session transcript inside a configured projects/ dir")
+    subagent_path = None
     if described is not None and described.kind != "main" and described.main_path.is_file():
-        # A subagent's transcript is part of its session: answer with that session.
-        path = described.main_path
+        # A subagent's transcript is part of its session: answer with that session,
+        # and say which of its files was named.
+        subagent_path, path = str(described.path), described.main_path
     elif described is not None:
         path = described.path  # as the index spells it (a config dir may be a link)
     rows = select_rows(db, "s.file_path = ?", [str(path)])
     if rows:
-        return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
+        return Resolution(
+            to_object(db, rows[0]), rows[0], MATCHED_PATH, subagent_path=subagent_path
+        )
     row = _row_from_file(path)
     if row is None:
         return None  # no record names a session and the name is no session ID: not one
@@ -178,7 +185,7 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
             project_key=described.project_key,
             session_id=described.session_id,
         )
-    return Resolution(to_object_external(row), row, MATCHED_PATH)
+    return Resolution(to_object_external(row), row, MATCHED_PATH, subagent_path=subagent_path)
 
 
 def to_object_external(row: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -234,6 +235,33 @@ class Conversation:
     subagents: list[Subagent]  # every subagent file found
     unlinked: list[Subagent]  # those whose call is not on the chain
     archive: Path | None = None  # read from this archive (cleanup --archive)
+    subagent: Subagent | None = None  # the one subagent shown, not the session's own thread
+
+    def narrowed_to(self, path: str | Path) -> Conversation:
+        """The conversation of one of this session's subagent transcripts, ``path``:
+        its own thread in place of the main one, and the subagents it started (at
+        any depth) as its subagents. ``ValueError`` when no subagent is read from
+        ``path``."""
+        sub = next((s for s in self.subagents if _same_file(s.path, Path(path))), None)
+        if sub is None:
+            raise ValueError(f"{path} is not a subagent transcript of this session")
+        started: list[Subagent] = []
+        pending = [sub]
+        while pending:  # depth first through the calls each one made
+            for children in pending.pop().thread.links.values():
+                fresh = [c for c in children if c is not sub and c not in started]
+                started.extend(fresh)
+                pending.extend(fresh)
+        return Conversation(
+            session=self.session,
+            path=sub.path,
+            main=sub.thread,
+            problems=sub.problems,
+            subagents=started,
+            unlinked=[],
+            archive=self.archive,
+            subagent=sub,
+        )
 
     @property
     def chain(self) -> list[Entry]:
@@ -371,6 +399,16 @@ def _str(value: Any) -> str | None:
 
 def _clean_opt(value: str | None, clean: Clean) -> str | None:
     return None if value is None else clean(value)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """One file, however the two paths spell it (a config dir reached through a link)."""
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _load_subagent(path: Path, agent_id: str) -> Subagent:
@@ -569,6 +607,9 @@ def _header_fields(conv: Conversation, clean: Clean = _keep) -> list[tuple[str, 
 def _header_values(conv: Conversation, clean: Clean) -> list[tuple[str, str]]:
     session = conv.session
     fields = [("session", clean(str(session.get("session_id") or "")))]
+    if conv.subagent is not None:
+        kind = f" ({clean(conv.subagent.agent_type)})" if conv.subagent.agent_type else ""
+        fields.append(("subagent", f"{clean(conv.subagent.agent_id)}{kind}"))
     if conv.archive is not None:
         restore = f"sessiondex restore {session.get('session_id')}"
         fields.append(("archived", clean(f"{conv.archive} ({restore} to resume it)")))
@@ -1037,7 +1078,7 @@ def iter_session_messages(conv: Conversation, *, subagents: bool = False) -> Ite
             if sub.tool_use_id:
                 by_call.setdefault(sub.tool_use_id, []).append(sub)
     emitted: set[int] = set()
-    yield from _json_entries(conv.iter_messages(), None, by_call, emitted)
+    yield from _json_entries(conv.iter_messages(), conv.subagent, by_call, emitted)
     if not subagents:
         return
     # The rest: those whose call is not on the chain (a rewound branch). One started by

@@ -781,3 +781,53 @@ def test_documents_and_server_tools_are_shown(
     out = _run(tree, tmp_path, "show", s.session_id, "--format", fmt, *options).stdout
     assert all(text in out for text in shown), out
     assert not any(text in out for text in hidden), out
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json"])
+def test_a_subagent_transcript_path_shows_that_file(tmp_path: Path, fmt: str) -> None:
+    """semantics §3.1: a transcript path names that file. ``show`` of a subagent's
+    transcript printed its parent session's conversation instead; it shows the
+    subagent's own (with the session it belongs to in the header), the subagents it
+    started with --subagents, and in JSON what the SDK's get_subagent_messages gives."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("MAIN-PROMPT plan it")
+    turn = s.assistant("MAIN-CALL", tool_uses=[("Task", {"prompt": "research"})])
+    outer = s.subagent(agent_id="outer", tool_use_id=turn.tool_use_ids[0], agent_type="Plan")
+    outer.user("OUTER-PROMPT research")
+    inner_turn = outer.assistant("OUTER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
+    inner = s.subagent(
+        agent_id="inner",
+        tool_use_id=inner_turn.tool_use_ids[0],
+        subdir="nested",
+        meta={"parentAgentId": "outer"},
+    )
+    inner.user("INNER-PROMPT dig")
+    outer.assistant("OUTER-DONE")
+    s.tool_result(turn.tool_use_ids[0], "done")
+    s.assistant("MAIN-DONE")
+    s.write()
+
+    result = _run(tree, tmp_path, "show", str(outer.path), "--format", fmt)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "OUTER-PROMPT" in out and "OUTER-DONE" in out
+    assert "MAIN-CALL" not in out and "MAIN-DONE" not in out and "INNER-PROMPT" not in out
+    if fmt == "json":
+        messages = json.loads(out)
+        assert {(m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages} == {
+            (turn.tool_use_ids[0], None)
+        }
+        assert {m["session_id"] for m in messages} == {s.session_id}
+    else:
+        # the heading is the session's title; the header says which subagent this is
+        assert s.session_id in out and re.search(r"subagent\W+outer \(Plan\)", out)
+
+    nested = _run(tree, tmp_path, "show", str(outer.path), "--subagents", "--format", fmt).stdout
+    order = ["OUTER-PROMPT", "OUTER-CALL", "INNER-PROMPT", "OUTER-DONE"]
+    assert [nested.index(m) for m in order] == sorted(nested.index(m) for m in order)
+    assert "MAIN-CALL" not in nested and "not linked" not in nested
+
+    # the main transcript's path still shows the whole session
+    whole = _run(tree, tmp_path, "show", str(s.path), "--subagents").stdout
+    assert whole.index("MAIN-PROMPT") < whole.index("OUTER-PROMPT") < whole.index("MAIN-DONE")
