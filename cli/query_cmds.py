@@ -109,8 +109,8 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     """List sessions like the /resume picker, newest activity first.
 
     Sidechain, metadata-only, -p/SDK and /loop sessions, and team, daemon and
-    superseded ones, are hidden unless --all-kinds. Forks are shown right after the
-    session they came from.
+    superseded ones, are hidden unless --all-kinds. A fork (marked ↳) stands at its
+    own place, so --limit N gives the N sessions used last.
 
     \b
     Example:
@@ -219,8 +219,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
 
     Every word must appear in the session, though not necessarily in one message; the
     last word also matches as a prefix. Words are matched as typed (quotes, -, *, :
-    are plain text) unless --raw. Forks are shown right after the session they came
-    from. Each JSON row says how it matched: matched_by is title, text, pr-link,
+    are plain text) unless --raw. Each JSON row says how it matched: matched_by is title, text, pr-link,
     pr-mention or fuzzy.
 
     When no session has every word, the best partial matches are shown under "No

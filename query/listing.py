@@ -1,4 +1,4 @@
-"""``list``: the picker's rows, newest activity first, forks beside their origin."""
+"""``list``: the picker's rows, newest activity first; the picker's fork groups."""
 
 from __future__ import annotations
 
@@ -46,12 +46,11 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
-    """Session objects in scope, newest activity first."""
+    """Session objects in scope, newest activity first (docs/resolution.md#order-of-a-listing): a fork is listed
+    at its own place, not moved under its origin, so ``--limit N`` is the N sessions
+    used last. Only the picker folds forks under their origin (:func:`listing_order`)."""
     where, params = filters.where(db)
-    if filters.limit is None:
-        rows = place_forks(select_rows(db, where, params, columns=LISTING_COLUMNS))
-    else:
-        rows = first_rows(db, where, params, filters.limit)
+    rows = select_rows(db, where, params, columns=LISTING_COLUMNS, limit=filters.limit)
     return to_objects(db, rows)
 
 
@@ -163,7 +162,8 @@ ORDER_COLUMNS = "s.file_path, s.session_id, s.forked_from_session"
 
 def listing_order(db: Database, filters: Filters) -> list[dict[str, Any]]:
     """Every session in scope as ``{file_path, session_id, forked_from_session}``, in
-    ``list`` order (forks right after their origin).
+    ``list`` order, each fork moved right after its origin: the fork groups the picker
+    folds (docs/resolution.md#order-of-a-listing).
 
     An interactive picker pages through tens of thousands of sessions: it needs the
     order and the fork groups of all of them, but the objects only of the rows on screen

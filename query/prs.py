@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import Filters
-from sessiondex.query.listing import place_forks
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
 from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
@@ -59,7 +58,7 @@ def _url_clause(db: Database, table: str, pr: PullRequest) -> tuple[str, list[An
 
 
 def _objects(db: Database, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return to_objects(db, place_forks(rows))
+    return to_objects(db, rows)
 
 
 def sessions_for_pr(

@@ -90,7 +90,7 @@ class Resolution:
     other_directory: bool = False
     notes: list[str] = field(default_factory=list)
     #: The subagent transcript ARG named, when it is part of this session rather than
-    #: its main transcript: ``show`` and ``export`` read that file (semantics §3.1).
+    #: its main transcript: ``show`` and ``export`` read that file (a path names a file).
     subagent_path: str | None = None
 
     def as_object(self) -> dict[str, Any]:

@@ -37,8 +37,8 @@ A metadata hit's score is then doubled (``METADATA_BOOST``) before it competes w
 session's best message hit, since a title hit means more than one line of a long
 conversation. A session whose words are spread over several rows (no one message or
 metadata row holds them all) scores the *mean* of each word's best score: the words are
-there, but apart, which says less than finding them together. Ties go to recency. Forks
-are then placed right after their origin when both are listed, as ``list`` does.
+there, but apart, which says less than finding them together. Ties go to recency. A
+fork stands where its score puts it (docs/resolution.md#order-of-a-listing).
 
 Each hit carries ``matched_by``: ``title`` when the session's titles and names hold the
 words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup and
@@ -57,7 +57,6 @@ from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
 from sessiondex.indexer.text import fts_text, may_hold_cjk, word_text
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
-from sessiondex.query.listing import place_forks
 from sessiondex.query.prs import sessions_for_pr
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
@@ -513,7 +512,7 @@ def _snippets(db: Database, hits: list[Hit], markers: tuple[str, str]) -> dict[i
 def _rows_for(
     db: Database, ranked: list[Hit], terms: list[str], markers: tuple[str, str]
 ) -> list[dict[str, Any]]:
-    """Session objects for ranked hits, forks after their origin, with ``score``,
+    """Session objects for ranked hits, in rank order, with ``score``,
     ``snippet`` and ``matched_by``."""
     if not ranked:
         return []
@@ -528,7 +527,7 @@ def _rows_for(
     }
     # The hits and the rows are two queries: a watcher may remove or rewrite a session
     # in between, and a hit whose row is gone is dropped (it was a KeyError).
-    ordered = place_forks([rows[h.session_rowid] for h in ranked if h.session_rowid in rows])
+    ordered = [rows[h.session_rowid] for h in ranked if h.session_rowid in rows]
     titled = _title_terms(db, ranked, terms)
     snippets = _snippets(db, [by_rowid[row["id"]] for row in ordered], markers)
     out = to_objects(db, ordered)
@@ -690,7 +689,7 @@ def title_prefix_search(
             columns=f"{LISTING_COLUMNS}, s.custom_title, s.ai_title, s.agent_name",
         )
     }
-    ordered = place_forks([rows[rowid] for rowid in newest if rowid in rows])
+    ordered = [rows[rowid] for rowid in newest if rowid in rows]
     hits = [Hit(r["id"], 0.0, "meta", r["id"], 0, match) for r in ordered]
     snippets = _snippets(db, hits, markers)
     out = to_objects(db, ordered)
@@ -816,7 +815,7 @@ def symbol_search(
     newest first until the page is full."""
     words = list(dict.fromkeys(query.split()))[:SYMBOL_WORDS]
     found = _symbol_rows(db, words, filters, filters.limit or -1)
-    rows = place_forks([row for row, _ in found])
+    rows = [row for row, _ in found]
     columns = {row["id"]: column for row, column in found}
     out = to_objects(db, rows)
     for obj, row in zip(out, rows):
@@ -932,7 +931,7 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], -activity_ms(by_id[kv[0]])))
     if filters.limit:
         ranked = ranked[: filters.limit]
-    ordered = place_forks([by_id[rowid] for rowid, _ in ranked])
+    ordered = [by_id[rowid] for rowid, _ in ranked]
     out = to_objects(db, ordered)
     for obj, row in zip(out, ordered):
         score, choice = best[row["id"]]

@@ -93,16 +93,29 @@ def test_limit_is_a_prefix_of_the_full_list(forks: Forks, scope: str, cwd: str) 
             assert limited == full[:n], n
 
 
-def test_limit_keeps_the_fork_the_full_list_shows_second(forks: Forks) -> None:
-    """The issue's case: the newest session's fork is old, yet second in the list."""
+def test_limit_is_the_sessions_used_last_forks_at_their_own_place(forks: Forks) -> None:
+    """Rows are ordered by last activity, newest first: a fork is not moved under its
+    origin (a recent fork of an old session came right after it, an old fork of the
+    newest session second), so ``--limit N`` is the N sessions used last."""
     result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(forks.tree.root), "--db", str(forks.db)]
+        + ["list", "--json", "--cwd", "/w/app"],
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    activity = [(row["last_activity"], row["mtime"]) for row in rows]
+    assert activity == sorted(activity, reverse=True)
+    ids = [row["session_id"] for row in rows]
+    assert ids.index(forks.ids["old fork"]) > ids.index(forks.ids["recent fork"])
+    assert ids.index(forks.ids["recent fork"]) < ids.index(forks.ids["old origin"])
+    limited = CliRunner().invoke(
         cli,
         ["--config-dir", str(forks.tree.root), "--db", str(forks.db)]
         + ["list", "--limit", "2", "--json", "--cwd", "/w/app"],
     )
-    assert result.exit_code == 0, result.output
-    ids = [row["session_id"] for row in json.loads(result.stdout)]
-    assert ids == [forks.ids["origin"], forks.ids["old fork"]]
+    assert [row["session_id"] for row in json.loads(limited.stdout)] == ids[:2]
+    assert forks.ids["old fork"] not in ids[:2]
 
 
 class Hidden:

@@ -152,8 +152,8 @@ def test_each_keystroke_shows_what_index_search_finds_while_typing(world: Picker
             found = index.search(query, cwd=str(world.shop), scope="all", limit=50, typing=True)
             assert got == [o["session_id"] for o in found], query
     by_query = dict(shown)
-    # "a": the titles with a word starting with a (the fork follows its origin)
-    assert by_query["a"] == [world.ids["auth"], world.ids["fork"]]
+    # "a": the titles with a word starting with a, newest first (the fork was used last)
+    assert by_query["a"] == [world.ids["fork"], world.ids["auth"]]
     # "Billing cleanup", then the hostile title's "[bold red]boom"; the fork's "plan B"
     # is its prompt, not its title
     assert by_query["b"] == [world.ids["billing"], world.ids["hostile"]]
@@ -211,7 +211,7 @@ def test_a_keystroke_is_drawn_with_its_rows_unless_the_search_is_slow(
     assert fast == ([1], 0, None)
     assert slow == (0, True, True)
     assert late == [0]
-    assert rows == [world.ids["auth"], world.ids["fork"]]
+    assert rows == [world.ids["fork"], world.ids["auth"]]
 
 
 def test_pasting_a_pr_url_shows_the_linked_session_first(world: PickerWorld) -> None:

@@ -237,7 +237,9 @@ def test_no_match_here_says_how_many_other_scopes_hold(world: World, tmp_path: P
 # ---- 14: forks right after their origin ------------------------------------------------
 
 
-def test_a_fork_follows_its_origin_in_search_results(world: World) -> None:
+def test_a_fork_stands_where_its_score_puts_it_in_search_results(world: World) -> None:
+    """Ranked by score, not grouped: the fork that says quokka three times and is named
+    for it comes first, above the origin that mentions it once."""
     origin = world.add("origin", texts=("we talked about the quokka once",))
     fork = world.tree.session(cwd="/w/app")
     fork.user(
@@ -249,8 +251,10 @@ def test_a_fork_follows_its_origin_in_search_results(world: World) -> None:
     world.add("other", title="Quokka facts", texts=("x",))
     rows = search(world.db(), "quokka", ALL)
     names = world.names(rows)
-    assert names.index("fork") == names.index("origin") + 1
     assert len(names) == 3
+    assert names[-1] == "origin"
+    scores = [row["score"] for row in rows]
+    assert scores == sorted(scores)
 
 
 # ---- 15: CJK snippets keep the text as written -----------------------------------------

@@ -149,8 +149,11 @@ def test_title_hits_rank_above_message_hits(world: tuple[Path, str, str]) -> Non
     """Weighted tsvector: a session named for the words comes before one that only
     talks about them."""
     local, team = both(world, "search", "auth", "--scope", "all")
-    assert team[0]["session_id"] == local[0]["session_id"]
-    assert team[0]["matched_by"] == "title"
+    titled = {r["session_id"] for r in local if r["matched_by"] == "title"}
+    assert titled and {r["session_id"] for r in team if r["matched_by"] == "title"} == titled
+    # bm25 and ts_rank order the title hits each their own way; both put them first
+    kinds = [r["matched_by"] == "title" for r in team]
+    assert kinds == sorted(kinds, reverse=True) and team[0]["matched_by"] == "title"
 
 
 def test_show_renders_the_stored_entries(world: tuple[Path, str, str]) -> None:
@@ -266,7 +269,7 @@ def test_mcp_server_answers_from_the_team_store(world: tuple[Path, str, str]) ->
     there = SessionService(lambda: Index(team, [root]), Settings(cwd=SHOP))
     try:
         found = [json.loads(s.search_sessions("auth", scope="all")) for s in (here, there)]
-        assert ids(found[0]["sessions"]) == ids(found[1]["sessions"]) != []
+        assert sorted(ids(found[0]["sessions"])) == sorted(ids(found[1]["sessions"])) != []
         assert any(row["snippets"] for row in found[1]["sessions"])
         pages = [s.read_session("Auth refactor") for s in (here, there)]
         assert "Auth refactor" in pages[1]
