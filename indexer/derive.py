@@ -183,13 +183,15 @@ class SessionState:
             if value is not None:
                 self.agent_name = value or None
         elif kind == "summary":
+            # The last record's value, "" clearing it (the SDK and Claude Code read the
+            # last one and take "" for none); a record without the key changes nothing.
             value = get_str(record, "summary")
-            if value:
-                self.summary = value
+            if value is not None:
+                self.summary = value or None
         elif kind == "last-prompt":
             value = get_str(record, "lastPrompt")
-            if value:
-                self.last_prompt = value
+            if value is not None:
+                self.last_prompt = value or None
         elif kind == "tag":
             # "" clears the tag, and so does a missing or non-string one, as the SDK
             # reads a tag record (only a string value sets it).

@@ -26,8 +26,9 @@ from __future__ import annotations
 # 19: a new session's pr_mentions in number and URL order too (objects.build_object);
 # 20: one GitHub PR linked or mentioned in two cases is listed once (objects._one_per_pr);
 # 21: Thai, Lao, Myanmar and Khmer are spaced one token per character, as CJK (text.py);
-# 22: team, daemon and continued-in sessions are folded (derive.py; m012)
-DERIVATION_VERSION = 22
+# 22: team, daemon and continued-in sessions are folded (derive.py; m012);
+# 23: an empty summary or lastPrompt in the last such record clears it (derive.py)
+DERIVATION_VERSION = 23
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -527,3 +527,57 @@ def test_our_fork_writes_what_the_sdk_fork_writes(fixture_root: Path) -> None:
     assert len(dropped) == 1
     assert "\u2028".encode() in (folder / f"{our_id}.jsonl").read_bytes()
     assert [row[:2] for row in mine if row not in dropped] == [row[:2] for row in theirs]
+
+
+@pytest.mark.parametrize(
+    ("records", "summary", "last_prompt"),
+    [
+        # the last record's value wins; "" clears it, as the SDK's `a or b` chain reads it
+        (
+            [("last-prompt", {"lastPrompt": "stale"}), ("last-prompt", {"lastPrompt": ""})],
+            None,
+            None,
+        ),
+        ([("summary", {"summary": "Old summary"}), ("summary", {"summary": ""})], None, None),
+        (
+            [("last-prompt", {"lastPrompt": ""}), ("last-prompt", {"lastPrompt": "new"})],
+            None,
+            "new",
+        ),
+        # a record without the key (a rewind's last-prompt) changes nothing
+        (
+            [("last-prompt", {"lastPrompt": "kept"}), ("last-prompt", {"rewound": True})],
+            None,
+            "kept",
+        ),
+        (
+            [("summary", {"summary": "Kept summary"}), ("summary", {"leafUuid": "x"})],
+            "Kept summary",
+            None,
+        ),
+    ],
+)
+def test_an_empty_summary_or_last_prompt_clears_it_as_the_sdk_reads_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    records: list[tuple[str, dict[str, Any]]],
+    summary: str | None,
+    last_prompt: str | None,
+) -> None:
+    """An empty ``lastPrompt`` or ``summary`` in the last such record kept the earlier
+    value: the title read "stale" where the SDK and Claude Code show the first prompt."""
+    tree = ConfigTree(tmp_path / "claude")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    s = tree.session(cwd="/tmp/sessiondex-interop/empty-values")
+    s.user("the first prompt")
+    s.assistant("ok")
+    for kind, fields in records:
+        s.meta(kind, **fields)
+    s.write()
+    obj = our_session(tree.root, s.session_id)
+    assert obj is not None
+    assert (obj["summary"], obj["last_prompt"]) == (summary, last_prompt)
+    assert obj["title"] == (summary or last_prompt or "the first prompt")
+    (mine,) = asdicts(ours(tree.root, "list_sessions"))
+    (theirs,) = asdicts(sdk.list_sessions())
+    assert mine["summary"] == theirs["summary"] == (last_prompt or summary or "the first prompt")
