@@ -69,7 +69,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
 def stats(fmt: str, as_json: bool) -> None:
     """Counts, corpus and index sizes, freshness and watcher status.
 
-    Counts are for the config dirs in use (and archived sessions); the index size is
+    Counts are for the config dirs in use (and archived sessions, each once); the index size is
     the whole file, which may hold other config dirs' rows too.
 
     \b

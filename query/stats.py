@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.lock import watcher_alive
 from sessiondex.indexer.meta import get_meta
+from sessiondex.query.archives import archived_sql
 from sessiondex.query.filters import roots_sql
 from sessiondex.query.sessions import VISIBLE_SQL
 
@@ -25,6 +26,10 @@ def index_stats(
     archived sessions. ``index_bytes`` is the whole file: one index may be shared by
     several config dirs, and it is the file's size that a user sees on disk."""
     rooted, params = roots_sql(db, roots)
+    # A session counts once: its live row, or while no live transcript is left its
+    # archived version (what list --include-archived shows). An archive of a live
+    # session is a copy of it, not one more session, project, file or message.
+    rooted = f"{archived_sql(True, roots)} AND {rooted}"
     # A file counts with its session (main or subagent file), or by its config dir
     # while no session row holds it.
     files, file_params = "1 = 1", []
@@ -57,7 +62,8 @@ def index_stats(
         "config_dirs": held if roots is None else [str(r) for r in roots],
         "sessions": of_sessions("count(*)"),
         "visible_sessions": of_sessions("count(*)", VISIBLE_SQL),
-        "projects": of_sessions("count(DISTINCT s.root || '/' || s.project_key)"),
+        # a project is a directory: its key, whichever config dir or archive holds it
+        "projects": of_sessions("count(DISTINCT s.project_key)"),
         "files": of_files("count(*)"),
         "subagent_files": of_files("count(*)", "f.kind = 'subagent'"),
         "messages_indexed": one(

@@ -182,6 +182,8 @@ def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
     assert "1 listed session(s) will be deleted" in _run(tree, db, "list", "--scope", "all").stderr
     before = _tree_state(tree.root)
     original = {p: v for p, v in before.items() if old.session_id in p}
+    counts = ("sessions", "visible_sessions", "projects", "files", "messages_indexed")
+    live_counts = {k: _json(_run(tree, db, "stats", "--json"))[k] for k in counts}
 
     run = _json(_run(tree, db, "archive", "--expiring-within", "3d", "--json"))
     assert [(r["session_id"], r["status"]) for r in run["results"]] == [
@@ -197,8 +199,11 @@ def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
     # archived: no warning under list; stats and cleanup count it as protected
     listed = _run(tree, db, "list", "--scope", "all")
     assert listed.exit_code == 0 and "will be deleted" not in listed.stderr
-    stats = _json(_run(tree, db, "stats", "--json"))["cleanup"]["archive"]
+    whole = _json(_run(tree, db, "stats", "--json"))
+    stats = whole["cleanup"]["archive"]
     assert (stats["protected"], stats["at_risk"]) == (1, 0) and stats["last_run"]
+    # the archived copy of a live session is that session, counted once
+    assert {k: whole[k] for k in counts} == live_counts
     assert "Archive: 1 protected, 0 at risk" in _run(tree, db, "cleanup").output
     # listed once (live) even with --include-archived; resolve is not ambiguous
     both = _json(
@@ -216,6 +221,12 @@ def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
         _run(tree, db, "search", "walrus", "--scope", "all", "--include-archived", "--json")
     )
     assert [(r["session_id"], r["file_path"]) for r in found] == [(old.session_id, str(archive))]
+    # swept: the archived version is the session now, still counted once
+    swept = _json(_run(tree, db, "stats", "--json"))
+    assert (swept["sessions"], swept["projects"]) == (
+        live_counts["sessions"],
+        live_counts["projects"],
+    )
 
     restored = _run(tree, db, "restore", old.session_id)
     assert restored.exit_code == 0, restored.output

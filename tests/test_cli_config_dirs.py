@@ -256,7 +256,8 @@ def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
     assert both["config_dirs"] == [str(a.root), str(b.root)]
     assert only_b["config_dirs"] == [str(b.root)]
     assert (both["sessions"], only_b["sessions"]) == (4, 1)
-    assert (both["projects"], only_b["projects"]) == (4, 1)
+    # a project is a directory: /w/p0 in both config dirs is one
+    assert (both["projects"], only_b["projects"]) == (3, 1)
     assert (both["files"], only_b["files"]) == (4, 1)
     assert (both["messages_indexed"], only_b["messages_indexed"]) == (8, 2)
     assert (both["pr_links"], only_b["pr_links"]) == (3, 1)
