@@ -315,7 +315,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     concerned.
 
     Exit status: 0 when a session was found, 1 when none was (--json prints []), 2
-    for a usage error.
+    for a usage error (a PR that is no number, URL or owner/repo#123).
 
     \b
     Example:
@@ -324,8 +324,14 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
         sessiondex from-pr acme/shop#42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """
-    from sessiondex.query.prs import find_pr, pr_label
+    from sessiondex.cli.errors import InvalidValue
+    from sessiondex.query.prs import NotAPullRequest, find_pr, pr_argument, pr_label
 
+    if pr is not None:
+        try:
+            pr_argument(pr)  # bad input is a usage error before any lookup
+        except NotAPullRequest as exc:
+            raise InvalidValue("'PR'", str(exc)) from None
     filters = build_filters(**options)
     db = app().reading_db()
     fmt = chosen_format(fmt, as_json)

@@ -150,23 +150,35 @@ def _number_rows(
     return out
 
 
+class NotAPullRequest(ValueError):
+    """A PR argument that is no PR number, URL or ``owner/repo#N``: bad input (the CLI's
+    usage error), not a PR that nothing links."""
+
+
+def pr_argument(pr: str) -> PullRequest | int:
+    """What a PR argument names: one PR (a URL or ``owner/repo#N``) or a number.
+    Raises :class:`NotAPullRequest` for anything else."""
+    ref = parse_pr_ref(pr)
+    if ref is not None:
+        return ref
+    number = parse_pr_number(pr)
+    if number is None:
+        raise NotAPullRequest(f"not a PR number, URL or owner/repo#number: {pr!r}")
+    return number
+
+
 def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool = False) -> PrAnswer:
     """Sessions for a PR number (in scope, and in the cwd's remote repository when
     known), a URL or ``owner/repo#N`` (in every project: a URL names one PR), links then
     mentions; with no PR, every session in scope that has a link. ``elsewhere``: when
     nothing is found for a number, count what the wider scopes hold."""
-    if pr is not None:
-        pr = without_lone_surrogates(pr)
-        ref = parse_pr_ref(pr)
-        if ref is not None:
-            linked, mentioned = sessions_for_pr(db, ref, filters)
-            return _limited(PrAnswer(linked, mentioned, pr=ref), filters.limit)
     if pr is None:
         (rows,) = _number_rows(db, None, filters, ("pr_links",))
         return PrAnswer(*_marked(_objects(db, rows), []))
-    number = parse_pr_number(pr)
-    if number is None:
-        raise ValueError(f"not a PR number, URL or owner/repo#number: {pr!r}")
+    number = pr_argument(without_lone_surrogates(pr))
+    if isinstance(number, PullRequest):
+        linked, mentioned = sessions_for_pr(db, number, filters)
+        return _limited(PrAnswer(linked, mentioned, pr=number), filters.limit)
     linked_rows, mentioned_rows = _number_rows(db, number, filters, PR_TABLES)
     linked, mentioned = _marked(_objects(db, linked_rows), _objects(db, mentioned_rows))
     answer = PrAnswer(linked, mentioned, number=number)

@@ -64,8 +64,10 @@ def test_a_number_that_is_no_pr_number_is_one_line(tmp_path: Path, number: str) 
     s.user("hello")
     s.write()
     result = _run(tmp_path, tree.root, "from-pr", number, "--scope", "all")
-    assert result.exit_code == 1
-    assert result.stderr == f"Error: not a PR number, URL or owner/repo#number: {number!r}\n"
+    assert result.exit_code == 2  # bad input: a usage error, as a bad --since is
+    assert result.stderr == (
+        f"Error: Invalid value for 'PR': not a PR number, URL or owner/repo#number: {number!r}\n"
+    )
 
 
 def test_the_largest_pr_number_is_a_number(tmp_path: Path) -> None:

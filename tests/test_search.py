@@ -348,7 +348,7 @@ def test_from_pr_rejects_garbage(pr_world) -> None:
     result = CliRunner().invoke(
         cli, ["--config-dir", str(tree.root), "--db", str(db), "from-pr", "abc", "--cwd", str(repo)]
     )
-    assert result.exit_code == 1 and "not a PR number, URL or owner/repo#number" in result.stderr
+    assert result.exit_code == 2 and "not a PR number, URL or owner/repo#number" in result.stderr
 
 
 @pytest.fixture(scope="module")
