@@ -465,7 +465,8 @@ def archived_advice(session: dict[str, Any]) -> str:
 def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     """Resolve ARG, then run `claude --resume <id>` in the session's directory.
 
-    If the recorded directory no longer exists, the current one is used (and said).
+    If the recorded directory no longer exists, --cwd (when it exists) or the current
+    one is used, and said.
     Without ARG, on a terminal, the picker (`sessiondex pick`) chooses the session.
     A session outside ~/.claude is resumed with CLAUDE_CONFIG_DIR set to its config
     dir, so Claude Code looks where the session is. An archived session cannot be
@@ -497,7 +498,8 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         raise CliError(unreachable)
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
-        fallback = os.path.abspath(cwd) if cwd else os.getcwd()
+        # --cwd, unless it is gone too: claude must start in a directory that exists
+        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else os.getcwd()
         if workdir:
             click.echo(
                 clean_line(f"note: {workdir} no longer exists; resuming from {fallback}"),

@@ -570,12 +570,14 @@ def test_a_transcript_outside_the_index_is_described_as_an_indexed_one(tmp_path:
         assert found["file_path"] == str(path)
     [found] = _cli_json(tmp_path, tree.root, "resolve", str(loose), "--cwd", "/w/app")
     assert found["resume_command"] == f"cd /w/app && claude --resume {loose}"
+    here = tmp_path / "here"  # /w/app does not exist: resume starts claude in --cwd
+    here.mkdir()
     resumed = CliRunner().invoke(
         cli,
         ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "resume", str(loose),
-         "--dry-run", "--cwd", "/w/app"],
+         "--dry-run", "--cwd", str(here)],
     )  # fmt: skip
-    assert resumed.stdout == f"cd /w/app && claude --resume {loose}\n"
+    assert resumed.stdout == f"cd {here} && claude --resume {loose}\n"
     [found] = _cli_json(tmp_path, tree.root, "resolve", str(other), "--cwd", "/w/app")
     assert found["resume_command"] == (
         f"cd /w/app && CLAUDE_CONFIG_DIR={tmp_path / 'old-laptop'} claude --resume {s.session_id}"

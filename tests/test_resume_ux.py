@@ -294,3 +294,37 @@ def test_every_message_says_why_a_decomposed_config_dir_cannot_be_resumed(
         assert "rename the folder in NFC" in result.stderr, (command, result.stderr)
         said = result.stdout + result.stderr
         assert said.count("rename the folder in NFC") == 1, said  # not again on "matched by"
+
+
+@pytest.mark.parametrize("given", ["an existing --cwd", "a missing --cwd", "no --cwd"])
+def test_a_gone_directory_falls_back_to_one_that_exists(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """The recorded directory is gone: resume runs from --cwd, else from the process
+    cwd. A --cwd that does not exist either was named as the fallback ("… no longer
+    exists; resuming from <the same missing dir>") and printed `cd <missing> && …`."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(tmp_path / "deleted-checkout"))
+    s.user("resume me")
+    s.assistant("ok")
+    s.write()
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cwd = {
+        "an existing --cwd": ["--cwd", str(elsewhere)],
+        "a missing --cwd": ["--cwd", str(tmp_path / "deleted-checkout")],
+        "no --cwd": [],
+    }[given]
+    expected = elsewhere if given == "an existing --cwd" else here
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+        + ["resume", s.session_id, "--dry-run", *cwd],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"cd {shlex.quote(str(expected))} && ")
+    gone = tmp_path / "deleted-checkout"
+    assert result.stderr == f"note: {gone} no longer exists; resuming from {expected}\n"
