@@ -223,6 +223,18 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
         # Gerrit: the git host and its -review host
         ("https://android.googlesource.com/platform/build",
          "https://android-review.googlesource.com/c/platform/build/+/4", True),
+        # Gerrit's authenticated HTTP path (/a/…) is the same project; a project whose
+        # name starts with a/ is still itself
+        ("https://review.example.org/a/infra/tools",
+         "https://review.example.org/c/infra/tools/+/4", True),
+        ("https://review.example.org/a/a/tools",
+         "https://review.example.org/c/a/tools/+/4", True),
+        ("https://review.example.org/a/tools",
+         "https://review.example.org/c/a/tools/+/4", True),
+        ("https://review.example.org/a/infra/tools",
+         "https://review.example.org/c/infra/other/+/4", False),
+        # on GitHub an owner named a is an owner
+        ("https://github.com/a/shop.git", "https://github.com/shop/x/pull/4", False),
         # an SSH alias from ~/.ssh/config names no real host: the paths decide
         ("git@github-work:acme/shop.git", "https://github.com/acme/shop/pull/4", True),
         ("git@github-work:acme/shop.git", "https://github.com/acme/other/pull/4", False),

@@ -93,7 +93,8 @@ def same_repository(
     Ports are dropped (a Bitbucket Server's web UI and its SSH clone use different
     ones). For a Bitbucket link, its web path ``projects/P/repos/r`` and a clone path
     ``scm/p/r`` both read ``p/r``; for a Gerrit link, its review host
-    (``android-review.googlesource.com``) is the git host (``android.googlesource.com``).
+    (``android-review.googlesource.com``) is the git host (``android.googlesource.com``),
+    and a clone path under ``/a/`` (Gerrit's authenticated HTTP) is the project's.
     Only for those forges: on GitLab, ``scm/…`` or ``projects/…/repos/…`` are other
     projects. A remote host without a dot is an SSH alias (``git@github-work:acme/shop``,
     from ~/.ssh/config): then the paths alone decide."""
@@ -111,6 +112,10 @@ def same_repository(
         first, dot, rest = have_host.partition(".")
         if first.endswith("-review") and dot:
             have_host = first[: -len("-review")] + "." + rest
+        # Gerrit serves authenticated HTTP clones under /a/: /a/infra/tools is the
+        # project infra/tools (and a project named a/… still matches as spelled).
+        if want_path != have_path and want_path.startswith("a/"):
+            want_path = want_path[len("a/") :]
     if want_path != have_path:
         return False
     return "." not in want_host or want_host == have_host
