@@ -422,7 +422,7 @@ class Pusher:
                 self.conn,
                 key,
                 entries,
-                self._writer(tf, end, cwd),
+                self._writer(tf, size, cwd),  # the file's size, as the local index has it
                 include_tools=self.options.with_tools,
             )
             self.stats.entries += result.inserted

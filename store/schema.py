@@ -74,7 +74,7 @@ CREATE TABLE sessions (
     created_ms bigint,
     last_activity_ms bigint,
     mtime_ms bigint,                           -- push: file mtime; sdk: storage write time
-    file_size bigint NOT NULL DEFAULT 0,       -- bytes of entries stored
+    file_size bigint NOT NULL DEFAULT 0,       -- a pushed file's size; SDK writes: bytes stored
     message_count integer NOT NULL DEFAULT 0,
     raw_message_count integer NOT NULL DEFAULT 0,
     entrypoint text,
