@@ -13,7 +13,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import UnsafeOutputPath, cwd_option
-from sessiondex.cli.output import table_or_json
+from sessiondex.cli.output import report_formats, table_or_json
 
 if TYPE_CHECKING:
     from sessiondex.actions.archive import ArchiveResult, ArchiveRun, Daily
@@ -205,7 +205,7 @@ def _job(
     help="With --install-job/--uninstall-job: write or remove the files only; do not run "
     "systemctl or launchctl.",
 )
-@table_or_json
+@report_formats
 def archive(
     window: str,
     archive_dir: str | None,
@@ -228,6 +228,7 @@ def archive(
     one that changed gets a new version (the newest is the one found). Archived
     sessions stay findable with --include-archived after the sweep deleted them, and
     `sessiondex restore ID` puts one back. `watch` does the same at start and once a day.
+    --format json prints the whole run; jsonl and csv one row per session.
 
     \b
     Example:
@@ -238,7 +239,7 @@ def archive(
         sessiondex search "old idea" --scope all --include-archived
     """
     from sessiondex.actions.archive import FAILED, archive_dir_problem, default_archive_dir
-    from sessiondex.cli.output import clean, clean_line, dumps
+    from sessiondex.cli.output import clean, clean_line, dumps, emit
 
     fmt = "json" if as_json else fmt
     seconds = _window_seconds(window)
@@ -275,6 +276,8 @@ def archive(
         raise CliError(clean_line(str(exc))) from None
     if fmt == "json":
         click.echo(dumps(run.as_dict(), indent=True))
+    elif fmt in ("jsonl", "csv"):
+        emit(run.as_dict()["results"], fmt)
     else:
         click.echo(clean(_render_run(run, window)))
     if run.count(FAILED):

@@ -9,7 +9,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import table_or_json
+from sessiondex.cli.output import report_formats
 
 if TYPE_CHECKING:
     from sessiondex.actions.cleanup import Outcome
@@ -188,7 +188,7 @@ def _render_root(
     help="Sessions tagged T are never deleted by --apply.",
 )
 @cwd_option
-@table_or_json
+@report_formats
 def cleanup(
     days: int | None,
     do_apply: bool,
@@ -207,11 +207,14 @@ def cleanup(
     transcripts and their <id>/ folders (never one written in the last 10 minutes,
     never through a symlink, never a session tagged --keep-tag); --archive DIR keeps a
     verified compressed copy of each, found later with --include-archived.
+    --format json prints the whole plan; jsonl and csv one row per session in it
+    (plan: expired, protected or exempt; with --apply, what was done to it).
 
     \b
     Example:
         sessiondex cleanup
         sessiondex cleanup --days 90 --json
+        sessiondex cleanup --format csv > plan.csv
         sessiondex cleanup --apply --archive ~/claude-archive
         sessiondex search "old idea" --scope all --include-archived
     """
@@ -221,7 +224,7 @@ def cleanup(
         apply_plan,
         fresh_plan,
     )
-    from sessiondex.cli.output import clean, clean_line, dumps
+    from sessiondex.cli.output import clean, clean_line, dumps, emit
     from sessiondex.query.cleanup import cleanup_summary
     from sessiondex.transcripts.archive import ArchiveError
     from sessiondex.transcripts.tags import sanitize_tag
@@ -259,8 +262,10 @@ def cleanup(
     if not do_apply:
         if fmt == "json":
             click.echo(dumps(result, indent=True))
+        elif fmt in ("jsonl", "csv"):
+            emit(plan_rows(result, []), fmt)
         return
-    echo_err = fmt == "json"
+    echo_err = fmt != "table"
 
     def report(outcome: Outcome) -> None:
         # Paths and messages may quote names from the transcripts' tree: cleaned.
@@ -294,10 +299,39 @@ def cleanup(
     if fmt == "json":
         result["results"] = [o.as_dict() for o in outcomes]
         click.echo(dumps(result, indent=True))
+    elif fmt in ("jsonl", "csv"):
+        emit(plan_rows(result, [o.as_dict() for o in outcomes]), fmt)
     else:
         click.echo(_summary(outcomes, freed))
     if failed:
         raise CliError(f"{len(failed)} session(s) could not be cleaned up (see above)")
+
+
+#: The lists of a config dir's plan that name sessions, each a row's ``plan``.
+PLAN_LISTS = ("expired", "protected", "exempt")
+
+
+def plan_rows(result: dict[str, Any], outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per session a cleanup plan names (``--format jsonl|csv``): ``plan`` (the
+    list it is in), the plan's entry, and with ``--apply`` what was done to it
+    (``status``, ``message``; ``archive`` the copy made, if one was). Every row has the
+    same keys, so a CSV has one header."""
+    done = {str(o.get("file_path")): o for o in outcomes}
+    rows: list[dict[str, Any]] = []
+    for root in result["config_dirs"]:
+        for plan in PLAN_LISTS:
+            for entry in root.get(plan) or []:
+                outcome = done.get(str(entry.get("file_path")), {})
+                rows.append(
+                    {
+                        "plan": plan,
+                        **entry,
+                        "archive": outcome.get("archive") or entry.get("archive"),
+                        "status": outcome.get("status"),
+                        "message": outcome.get("message"),
+                    }
+                )
+    return rows
 
 
 def _summary(outcomes: list[Outcome], freed: int) -> str:

@@ -65,6 +65,13 @@ def format_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return _format_choice(FORMATS, func)
 
 
+def report_formats(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--format table|json|jsonl|csv`` and ``--json``, for commands whose answer is a
+    report about sessions (cleanup, archive): ``json`` is the whole report, ``jsonl`` and
+    ``csv`` one row per session it names, for scripts and spreadsheets."""
+    return _format_choice(FORMATS, func)
+
+
 def table_or_json(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--format table|json`` and ``--json``, for commands that print one summary."""
     return _format_choice(("table", "json"), func)

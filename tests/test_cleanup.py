@@ -1077,3 +1077,47 @@ def test_cleanup_and_archive_tables_tell_ids_apart(tmp_path: Path, command: list
     assert result.exit_code == 0, result.output
     shown = {line.split()[-1] for line in result.stdout.splitlines() if "abcdef01" in line}
     assert shown == {"abcdef01-234", "abcdef01-239"}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_cleanup_and_archive_print_one_row_per_session_as_jsonl_or_csv(
+    tmp_path: Path, fmt: str
+) -> None:
+    """cli.md: every command that prints sessions takes jsonl and csv; cleanup and
+    archive took table and json only. A row per session the report names, the same
+    columns on every row (one CSV header), what --apply did in ``status``."""
+    import csv
+    import io
+
+    tree = ConfigTree(tmp_path / "claude")
+    now = time.time()
+    made = {
+        "expired": _session(tree, "old notes", now - 40 * DAY),
+        "protected": _session(tree, "precious notes", now - 41 * DAY, tag="keep"),
+        "exempt": _session(tree, "desktop chat", now - 42 * DAY, entrypoint="claude-desktop"),
+    }
+    _session(tree, "young notes", now - 2 * DAY)
+    db = tmp_path / "index.db"
+
+    def rows(*args: str) -> list[dict[str, Any]]:
+        result = _run([*args, "--format", fmt], tree.root, db)
+        assert result.exit_code == 0, result.output
+        if fmt == "jsonl":
+            return [json.loads(line) for line in result.stdout.splitlines()]
+        return list(csv.DictReader(io.StringIO(result.stdout)))
+
+    planned = rows("cleanup")
+    assert {r["plan"]: r["session_id"] for r in planned} == {
+        plan: s.session_id for plan, s in made.items()
+    }
+    assert len({tuple(r) for r in planned}) == 1  # one set of columns
+    assert all(not r["status"] for r in planned)  # a dry run did nothing
+
+    archived = rows("archive", "--to", str(tmp_path / "keep"))
+    assert {r["session_id"] for r in archived} >= {made["expired"].session_id}
+    assert {r["status"] for r in archived} == {"archived"}
+
+    applied = rows("cleanup", "--apply")
+    by_plan = {r["plan"]: r for r in applied}
+    assert by_plan["expired"]["status"] == "deleted"
+    assert not made["expired"].path.exists() and made["protected"].path.exists()
