@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.actions.cleanup import archive_dir_problem as archive_dir_problem
 from sessiondex.actions.cleanup import fresh_plan
 from sessiondex.actions.paths import placed
-from sessiondex.query.archives import LAST_RUN_KEY, live_transcripts, newest_archive
+from sessiondex.query.archives import (
+    LAST_RUN_KEY,
+    archived_version,
+    live_transcripts,
+    newest_archive,
+)
 from sessiondex.query.cleanup import PlanEntry
 from sessiondex.query.sessions import iso_ms
 from sessiondex.transcripts.archive import default_archive_dir as default_archive_dir
@@ -145,7 +150,7 @@ def archive_expiring(
     on_result: Callable[[ArchiveResult], None] | None = None,
 ) -> ArchiveRun:
     """Archive every session Claude Code's sweep deletes by ``now + window`` (already
-    expired ones included) that is not archived as it is now. Writes only into
+    expired ones included) that is not archived as it is now in ``archive_dir``. Writes only into
     ``archive_dir`` (default :func:`default_archive_dir`) and the index; raises
     ValueError when the archive dir is not allowed. ``cwd`` is where Claude Code will
     start (its project settings may set the period), as for ``cleanup``."""
@@ -207,8 +212,18 @@ def _archive_run(
     # A session it keeps but whose old subagent transcripts it deletes is archived whole
     # too: the archive is then the only copy of those.
     for entry in [e for r in plan.roots for e in (*r.expired, *r.losing_subagents)]:
-        if entry.archive is not None:
-            result = _result(entry, ALREADY, archive=entry.archive)
+        # Archived as it is now in *this* dir: a copy in another archive dir does not
+        # count, or `--to DIR2` would never write the copy the user asked DIR2 for.
+        here = entry.archive and archived_version(
+            db,
+            entry.session_id,
+            entry.project_key,
+            entry.transcript_size,
+            entry.mtime_ns,
+            archive_dir=str(directory),
+        )
+        if here:
+            result = _result(entry, ALREADY, archive=here)
         elif dry_run:
             result = _result(entry, PLANNED)
         else:

@@ -224,10 +224,10 @@ def archive(
 
     Copies each session the sweep deletes within --expiring-within (already expired
     ones included) into the archive dir: one verified, compressed .tar.gz per session,
-    never touching the transcript. A session already archived as it is now is skipped;
-    one that changed gets a new version (the newest is the one found). Archived
-    sessions stay findable with --include-archived after the sweep deleted them, and
-    `sessiondex restore ID` puts one back. `watch` does the same at start and once a day.
+    never touching the transcript. A session already archived as it is now in that
+    dir is skipped; one that changed gets a new version (the newest is the one found).
+    Archived sessions stay findable with --include-archived after the sweep deleted
+    them, and `sessiondex restore ID` puts one back. `watch` does the same at start and once a day.
     --format json prints the whole run; jsonl and csv one row per session.
 
     \b

@@ -122,6 +122,27 @@ def test_archive_takes_what_the_sweep_deletes_within_the_window(
     )
 
 
+def test_an_archive_dir_named_gets_its_own_copy(tmp_path: Path) -> None:
+    """``archive --to DIR2`` after a run into DIR1 said "already archived" (in DIR1) and
+    wrote nothing into the dir the user named; "already archived" is per archive dir."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "a session", NOW - 29 * DAY)
+    first, second = tmp_path / "first", tmp_path / "second"
+    with _index(tree, tmp_path) as index:
+
+        def run(directory: Path, **options: Any) -> list[tuple[str, str | None]]:
+            done = index.archive(now=NOW, archive_dir=directory, managed=None, **options)
+            return [(r.status, r.archive) for r in done.results if r.session_id == s.session_id]
+
+        (status, in_first), *_ = run(first)
+        assert status == ARCHIVED and in_first and in_first.startswith(str(first))
+        assert run(second, dry_run=True) == [("would-archive", None)]
+        (status, in_second), *_ = run(second)
+        assert status == ARCHIVED and in_second and in_second.startswith(str(second))
+        assert run(second) == [(ALREADY, in_second)]
+        assert run(first) == [(ALREADY, in_first)]
+
+
 # --------------------------------------------------------------------------- versions
 
 
