@@ -150,8 +150,8 @@ def archive_expiring(
     on_result: Callable[[ArchiveResult], None] | None = None,
 ) -> ArchiveRun:
     """Archive every session Claude Code's sweep deletes by ``now + window`` (already
-    expired ones included) that is not archived as it is now in ``archive_dir``. Writes only into
-    ``archive_dir`` (default :func:`default_archive_dir`) and the index; raises
+    expired ones included) that ``archive_dir`` (default :func:`default_archive_dir`)
+    does not hold as it is now. Writes only into that dir and the index; raises
     ValueError when the archive dir is not allowed. ``cwd`` is where Claude Code will
     start (its project settings may set the period), as for ``cleanup``."""
     from sessiondex.indexer.meta import set_meta
