@@ -58,6 +58,10 @@ FUNCTION = "sessiondex_text"
 FTS_FUNCTION = "sessiondex_fts"
 # The SQL function the session_search view computes ``shown_title`` with.
 SHOWN_TITLE_FUNCTION = "sessiondex_shown_title"
+#: The SQL function that reads what a user typed to name one PR (a URL in any form
+#: ``search`` takes, or ``owner/repo#N``) as its normalized URL, else NULL: the web
+#: view's saved query compares ``pr_links.url`` with it, by the CLI's one rule.
+PR_URL_FUNCTION = "sessiondex_pr_url"
 #: Texts shorter than this (UTF-8 bytes) are stored as they are.
 COMPRESS_MIN_BYTES = 128
 #: Marker byte of a raw deflate body (read only: schema m007's bodies).
@@ -257,6 +261,15 @@ def register(conn: sqlite3.Connection) -> None:
     conn.create_function(
         SHOWN_TITLE_FUNCTION, len(SHOWN_TITLE_SOURCES), _shown_title_value, deterministic=True
     )
+    conn.create_function(PR_URL_FUNCTION, 1, _pr_url_value, deterministic=True)
+
+
+def _pr_url_value(value: Any) -> str | None:
+    """:data:`PR_URL_FUNCTION`: the normalized URL of the PR ``value`` names, else NULL."""
+    from sessiondex.transcripts.pr_urls import parse_pr_ref
+
+    found = parse_pr_ref(value) if isinstance(value, str) else None
+    return found.url if found is not None else None
 
 
 def _shown_title_value(*sources: Any) -> str | None:

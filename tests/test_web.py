@@ -517,3 +517,43 @@ def test_search_page_says_when_more_sessions_match_and_links_to_them(web: Web) -
     assert more == "/search?q=the&limit=10"  # the same search, more of it
     assert web.get(more).count('class="result"') == min(10, total)
     assert "Show more" not in every
+
+
+def test_saved_queries_follow_the_clis_rules(tmp_path: Path) -> None:
+    """The saved queries were SQL of their own in the web view: a title rule of their
+    own (no first-prompt cut, no command fallback), a PR read by rtrim (www., /files,
+    another case found nothing) and -p, sidechain and hidden sessions listed. They now
+    follow the rules ``list`` and ``from-pr`` follow (query/saved.py)."""
+    with _serving(tmp_path / "served") as web:
+        t = web.tree.tree
+        long_prompt = "please " + "look into the flaky checkout test " * 12
+        untitled = t.session(cwd="/home/dev/shop", git_branch="fix/auth")
+        untitled.user(long_prompt)
+        untitled.pr_link(number=12, url=PR_URL, repository="acme/shop")
+        untitled.write()
+        printed = t.session(cwd="/home/dev/shop", git_branch="fix/auth", entrypoint="sdk-cli")
+        printed.user("claude -p run")
+        printed.pr_link(number=12, url=PR_URL, repository="acme/shop")
+        printed.write()
+        with Index(web.db, [t.root]) as index:
+            index.refresh()
+            titles = {o["session_id"]: o["title"] for o in index.list(scope="all")}
+        for pr in (
+            PR_URL + "/files",
+            "https://www.github.com/Acme/Shop/pull/12#discussion_r1",
+            "github.com/acme/shop/pull/12",
+            "acme/shop#12",
+            "#12",
+        ):
+            rows = web.request(
+                "/sessiondex/sessions_for_pr.json?_shape=array&pr=" + quote(pr)
+            ).json()
+            found = {r["session_id"] for r in rows}
+            assert {web.tree.auth_id, untitled.session_id} <= found, pr
+            assert printed.session_id not in found, pr  # -p sessions stay hidden
+            assert all(r["title"] == titles[r["session_id"]] for r in rows), pr
+        assert titles[untitled.session_id].endswith("…")  # the cut title, not the prompt
+        branch = web.request(
+            "/sessiondex/sessions_on_branch.json?_shape=array&branch=fix/auth"
+        ).json()
+        assert printed.session_id not in {r["session_id"] for r in branch}

@@ -18,20 +18,6 @@ from typing import Any
 from sessiondex.web.plugin import DATABASE_NAME, TEMPLATE_DIR
 from sessiondex.web.state import WebIndex
 
-# Canned queries: SQL by nature (Datasette's own feature), over the documented tables.
-_TITLE_SQL = "coalesce(s.custom_title, s.ai_title, s.summary, s.last_prompt, s.first_prompt)"
-_ACTIVITY_SQL = (
-    "strftime('%Y-%m-%d %H:%M', coalesce(s.last_activity_ms, s.mtime_ns / 1000000) / 1000,"
-    " 'unixepoch')"
-)
-_PR_SQL = f"""
-select s.session_id, {_TITLE_SQL} as title, s.cwd, s.git_branch, p.url,
-  '{{how}}' as how, {_ACTIVITY_SQL} as last_activity
-from {{table}} p join sessions s on s.id = p.session_rowid
-where s.archived = 0 and (p.url = rtrim(:pr, '/') or p.repository || '#' || p.number = :pr
-  or cast(p.number as text) = ltrim(:pr, '#'))
-"""
-
 METADATA: dict[str, Any] = {
     "title": "sessiondex",
     "description": "Claude Code session history, from the sessiondex index (read-only).",
@@ -43,59 +29,19 @@ METADATA: dict[str, Any] = {
                 "sessions": {"facets": ["project_key", "git_branch", "tag", "entrypoint"]},
                 "pr_links": {"facets": ["repository", "provider"]},
             },
-            "queries": {
-                "sessions_for_pr": {
-                    "title": "Sessions for a PR",
-                    "description": "Sessions linked to, then mentioning, a PR: its"
-                    " normalized URL, owner/repo#N, or a number. (The search page also"
-                    " takes any form of PR URL.)",
-                    "sql": (
-                        _PR_SQL.format(how="linked", table="pr_links")
-                        + " union all "
-                        + _PR_SQL.format(how="mentioned", table="pr_mentions")
-                        + " order by how, last_activity desc"
-                    ),
-                },
-                "sessions_on_branch": {
-                    "title": "Sessions on a branch",
-                    "description": "Every session that was on a git branch, newest first.",
-                    "sql": (
-                        f"select s.session_id, {_TITLE_SQL} as title, s.cwd,"
-                        f" {_ACTIVITY_SQL} as last_activity, s.message_count"
-                        " from branches b join sessions s on s.id = b.session_rowid"
-                        " where b.branch = :branch and s.archived = 0"
-                        " order by coalesce(s.last_activity_ms, s.mtime_ns / 1000000) desc"
-                    ),
-                },
-                "busiest_projects": {
-                    "title": "Busiest projects",
-                    "description": "Projects by number of sessions, with messages and bytes.",
-                    "sql": (
-                        "select s.project_key, max(s.cwd) as cwd, count(*) as sessions,"
-                        " sum(s.message_count) as messages, sum(s.file_size) as bytes,"
-                        " strftime('%Y-%m-%d %H:%M', max(coalesce(s.last_activity_ms,"
-                        " s.mtime_ns / 1000000)) / 1000, 'unixepoch') as last_activity"
-                        " from sessions s where s.archived = 0 and coalesce(s.is_sidechain, 0) = 0"
-                        " group by s.project_key order by sessions desc, messages desc"
-                    ),
-                },
-            },
+            # The saved queries are the query layer's (query/saved.py).
         }
     },
 }
 
 
 def metadata_for(roots: Sequence[str | PathLike[str]]) -> dict[str, Any]:
-    """:data:`METADATA` with the saved queries answering for these config dirs only, as
-    every other answer does (``query.filters.roots_sql``): the index file may hold the
-    rows of others. (Datasette's raw tables still show every row of the file.)"""
-    from sessiondex.query.archives import sql_literals
+    """:data:`METADATA` with the saved queries (``query.saved``) answering for these
+    config dirs only. (Datasette's raw tables still show every row of the file.)"""
+    from sessiondex.query.saved import saved_queries
 
-    narrowed = f"s.archived = 0 and s.root in ({sql_literals(roots)})"
     out = copy.deepcopy(METADATA)
-    for query in out["databases"][DATABASE_NAME]["queries"].values():
-        assert "s.archived = 0" in query["sql"]
-        query["sql"] = query["sql"].replace("s.archived = 0", narrowed)
+    out["databases"][DATABASE_NAME]["queries"] = saved_queries(roots)
     return out
 
 

@@ -1,0 +1,86 @@
+"""The web view's saved queries (Datasette's canned queries): plain SQL a user can read,
+edit and run in Datasette, over the documented tables, and kept here with every other
+query so they follow the rules the CLI follows: the title is the stored session
+object's (the one title rule), a PR is read by the one PR rule (the SQL function
+``sessiondex_pr_url``), and hidden sessions stay hidden as in ``list`` and ``from-pr``.
+Every query answers for the served config dirs only (:func:`saved_queries`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from os import PathLike
+from typing import Any
+
+from sessiondex.indexer.textstore import PR_URL_FUNCTION
+from sessiondex.query.archives import sql_literals
+from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
+
+# Stands for the clause :func:`saved_queries` fills in: live, visible sessions of the
+# served config dirs.
+_KEPT = "__kept_sessions__"
+_TITLE = "json_extract(s.object_json, '$.title')"
+_STAMP = f"strftime('%Y-%m-%d %H:%M', {ACTIVITY_SQL} / 1000, 'unixepoch')"
+
+_PR_MATCH = (
+    f"(p.url = {PR_URL_FUNCTION}(:pr)"
+    # GitHub owner and repository names ignore case (query.prs does the same)
+    f" or (p.provider = 'github' and p.url = {PR_URL_FUNCTION}(:pr) collate nocase)"
+    " or cast(p.number as text) = ltrim(trim(:pr), '#'))"
+)
+_PR_SQL = (
+    f"select s.session_id, {_TITLE} as title, s.cwd, s.git_branch, p.url,"
+    " '{how}' as how, " + _STAMP + " as last_activity"
+    " from {table} p join sessions s on s.id = p.session_rowid"
+    f" where {_KEPT} and {_PR_MATCH}"
+)
+
+SAVED_QUERIES: dict[str, dict[str, str]] = {
+    "sessions_for_pr": {
+        "title": "Sessions for a PR",
+        "description": "Sessions linked to, then mentioning, a PR: any form of its URL,"
+        " owner/repo#N, or a number (in any repository).",
+        "sql": (
+            _PR_SQL.format(how="linked", table="pr_links")
+            + " union all "
+            + _PR_SQL.format(how="mentioned", table="pr_mentions")
+            + " order by how, last_activity desc"
+        ),
+    },
+    "sessions_on_branch": {
+        "title": "Sessions on a branch",
+        "description": "Every session that was on a git branch, newest first.",
+        "sql": (
+            f"select s.session_id, {_TITLE} as title, s.cwd,"
+            f" {_STAMP} as last_activity, s.message_count"
+            " from branches b join sessions s on s.id = b.session_rowid"
+            f" where b.branch = :branch and {_KEPT}"
+            f" order by {ACTIVITY_SQL} desc"
+        ),
+    },
+    "busiest_projects": {
+        "title": "Busiest projects",
+        "description": "Projects by number of sessions, with messages and bytes.",
+        "sql": (
+            "select s.project_key, max(s.cwd) as cwd, count(*) as sessions,"
+            " sum(s.message_count) as messages, sum(s.file_size) as bytes,"
+            f" strftime('%Y-%m-%d %H:%M', max({ACTIVITY_SQL}) / 1000, 'unixepoch')"
+            f" as last_activity from sessions s where {_KEPT}"
+            " group by s.project_key order by sessions desc, messages desc"
+        ),
+    },
+}
+
+
+def saved_queries(roots: Sequence[str | PathLike[str]]) -> dict[str, dict[str, Any]]:
+    """:data:`SAVED_QUERIES` answering for the config dirs ``roots`` only, as every other
+    answer does (``query.filters.roots_sql``): the index file may hold others' rows.
+    Live sessions that ``list`` shows: not archived, not of a hidden kind, not tagged
+    hidden."""
+    kept = (
+        f"s.archived = 0 and s.root in ({sql_literals(roots)})"
+        f" and {VISIBLE_SQL} and {NOT_HIDDEN_TAG_SQL}"
+    )
+    return {
+        name: {**query, "sql": query["sql"].replace(_KEPT, kept)}
+        for name, query in SAVED_QUERIES.items()
+    }
