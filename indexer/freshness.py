@@ -14,12 +14,49 @@ caller runs the real refresh. No transcript is opened: one ``lstat`` per file, n
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.transcripts.discover import iter_found
+
+# A files row as the freshness checks compare it: the path, then stat_settled's fields.
+_STAT_ROW = "path, size, mtime_ns, inode, device, checked_ns"
+
+
+def main_file_rows(db: Any, session_id: str, roots: list[str]) -> list[tuple[Any, ...]]:
+    """The ``files`` rows (:data:`_STAT_ROW`) of a session's main transcripts in the
+    config dirs ``roots``: every copy the index knows of that ID."""
+    marks = ", ".join("?" for _ in roots) or "NULL"
+    return list(
+        db.execute(
+            f"SELECT {_STAT_ROW} FROM files"
+            f" WHERE session_id = ? AND kind = 'main' AND root IN ({marks})",
+            [session_id, *roots],
+        ).fetchall()
+    )
+
+
+def file_row(db: Any, path: str) -> tuple[Any, ...] | None:
+    """The ``files`` row (:data:`_STAT_ROW`) of the transcript at ``path``, else None."""
+    row = db.execute(f"SELECT {_STAT_ROW} FROM files WHERE path = ?", [path]).fetchone()
+    return None if row is None else tuple(row)
+
+
+def is_stale(stored: tuple[Any, ...] | None, path: str) -> bool:
+    """Whether the transcript at ``path`` may differ from its files row ``stored``
+    (:data:`_STAT_ROW`; None when not indexed): its stat differs, or its mtime is too
+    close to when the row was taken to prove it (the ingest then decides with a
+    fingerprint)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return stored is not None  # gone: the ingest forgets it
+    if stored is None:
+        return True
+    return not stat_settled(tuple(stored[1:6]), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
 
 def nothing_changed(db: Any, roots: list[Path]) -> bool:
@@ -30,7 +67,7 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
             return False  # archive dirs are swept by the refresh: leave them to it
         texts = [str(r) for r in roots]
         rows = db.execute(
-            "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
+            f"SELECT {_STAT_ROW} FROM files"
             f" WHERE root IN ({', '.join('?' for _ in texts) or 'NULL'})",
             texts,
         ).fetchall()

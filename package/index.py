@@ -428,18 +428,13 @@ class Index:
         transcripts — one ``stat`` per copy the index knows, one per project dir for a
         copy it does not know yet (a fork made a moment ago). True when something was
         ingested. Nothing happens with ``refresh=False``."""
+        from sessiondex.indexer.freshness import is_stale, main_file_rows
         from sessiondex.transcripts.keys import is_session_id
 
         if self._team_dsn is not None or not self.auto_refresh or not is_session_id(session_id):
             return False
         roots = [str(r) for r in self.roots]  # not archives: those are not transcripts
-        rows = self._answer(
-            lambda db: db.execute(
-                "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
-                f" WHERE session_id = ? AND kind = 'main' AND root IN ({_marks(roots)})",
-                [session_id, *roots],
-            ).fetchall()
-        )
+        rows = self._answer(lambda db: main_file_rows(db, session_id, roots))
         known = {row[0]: row for row in rows}
         paths = set(known)
         for root in self.roots:
@@ -453,12 +448,14 @@ class Index:
                 candidate = os.path.join(entry.path, f"{session_id}.jsonl")
                 if candidate not in paths and os.path.isfile(candidate):
                     paths.add(candidate)
-        stale = [p for p in sorted(paths) if _stale(known.get(p), p)]
+        stale = [p for p in sorted(paths) if is_stale(known.get(p), p)]
         return self._ingest_paths(stale)
 
     def fresh_session(self, row: dict[str, Any]) -> bool:
         """Before answering about the session ``row`` (a ``sessions`` row): check its
         transcript (one ``stat``) and ingest it if it changed. True when it did."""
+        from sessiondex.indexer.freshness import file_row, is_stale
+
         path = row.get("file_path")
         if (
             self._team_dsn is not None
@@ -469,13 +466,8 @@ class Index:
             return False
         if row.get("id") is None or int(row["id"]) < 0:
             return False  # a file outside the index, read straight from disk
-        stored = self._answer(
-            lambda db: db.execute(
-                "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files WHERE path = ?",
-                [path],
-            ).fetchone()
-        )
-        return self._ingest_paths([path] if _stale(stored, path) else [])
+        stored = self._answer(lambda db: file_row(db, path))
+        return self._ingest_paths([path] if is_stale(stored, path) else [])
 
     def _ingest_paths(self, paths: list[str]) -> bool:
         if not paths or self._unwritable:
@@ -1081,29 +1073,9 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def _marks(values: list[str]) -> str:
-    return ", ".join("?" for _ in values) or "NULL"
-
-
 def _ever_filled(db: Database) -> bool:
     """Whether a refresh ever completed on this index (a watcher that is alive is trusted
     only then: an index deleted under it, or new, has not been filled by anyone)."""
     from sessiondex.indexer.meta import get_meta
 
     return get_meta(db, "last_refresh") is not None
-
-
-def _stale(stored: Any, path: str) -> bool:
-    """Whether the transcript at ``path`` may differ from its files row ``stored``
-    (``path, size, mtime_ns, inode, device, checked_ns``; None when not indexed): its
-    stat differs, or its mtime is too close to when the row was taken to prove it
-    (the ingest then decides with a fingerprint)."""
-    from sessiondex.indexer.shape import stat_settled
-
-    try:
-        st = os.stat(path)
-    except OSError:
-        return stored is not None  # gone: the ingest forgets it
-    if stored is None:
-        return True
-    return not stat_settled(tuple(stored[1:6]), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
