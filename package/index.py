@@ -48,7 +48,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -97,7 +99,10 @@ class Index:
     None for the default (``$SESSIONDEX_DB``, else ``$XDG_CACHE_HOME/sessiondex/index.db``).
     A ``postgresql://`` DSN answers from the team store instead (read-only; ``refresh``
     does nothing there: ``push`` and SDK writes fill it), with the same questions.
-    ``config_dirs`` defaults as the CLI's ``--config-dir`` does. ``refresh=False``
+    ``config_dirs`` (a list of dirs, or one) defaults as the CLI's ``--config-dir``
+    does. The refresh runs once, before the first answer (as for one CLI command); a
+    long-lived caller calls :meth:`renew` before a question to see later changes
+    (:meth:`watch_transcripts` makes that cheap). ``refresh=False``
     answers from the index as it is (the CLI's ``--no-refresh``). ``read_progress`` is
     told ``(files done, files total)`` while the refresh before an answer runs (a first
     build, or one after an upgrade, can take a while on a large history).
@@ -109,7 +114,7 @@ class Index:
     def __init__(
         self,
         db: DbArg = None,
-        config_dirs: Iterable[str | os.PathLike[str]] | None = None,
+        config_dirs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None = None,
         *,
         refresh: bool = True,
         notice: Callable[[str], None] | None = None,
@@ -118,8 +123,12 @@ class Index:
     ) -> None:
         from sessiondex.transcripts.config import config_dirs as resolve_config_dirs
 
+        if isinstance(config_dirs, (str, bytes, os.PathLike)):
+            # one dir, as the SDK-style functions' config_dir= takes it (iterating a str
+            # would make a config dir of every character)
+            config_dirs = [os.fsdecode(config_dirs)]
         self.roots: list[Path] = resolve_config_dirs(
-            [os.fspath(d) for d in config_dirs] if config_dirs is not None else None
+            [os.fsdecode(d) for d in config_dirs] if config_dirs is not None else None
         )
         self.auto_refresh = refresh
         self._given: Database | None = None
@@ -158,6 +167,10 @@ class Index:
         # A refresh for a read failed (busy, read-only, full): answer as the index is.
         self._unwritable = False
         self._checked = False  # check_writable passed on the current writer
+        # interrupt() must never stop a write: once a transcript is written, the index
+        # has to follow it (see _no_interrupts).
+        self._interrupt_lock = threading.Lock()
+        self._writing = False
         # The dirty bit over the transcripts a long-lived front end asks for
         # (:meth:`watch_transcripts`); None: renew() checks every time.
         self._changes: DirtyBit | None = None
@@ -634,8 +647,9 @@ class Index:
 
     def continue_session(
         self, *, cwd: str | None = None, print_mode: bool = False
-    ) -> dict[str, Any] | None:
-        """The session ``claude --continue`` would open in ``cwd``."""
+    ) -> dict[str, Any]:
+        """The session ``claude --continue`` would open in ``cwd``; raises ``NotFound``
+        when there is none."""
         from sessiondex.query.resolve import continue_session
 
         return self._answer(
@@ -769,7 +783,24 @@ class Index:
 
         return self._mutate(lambda db: delete(db, arg, cwd=cwd, roots=self.roots))
 
+    @contextmanager
+    def _no_interrupts(self) -> Iterator[None]:
+        """While a write runs, :meth:`interrupt` does nothing: an interrupt landing
+        after the transcript was written would fail the call with the record appended
+        and the index not following it."""
+        with self._interrupt_lock:
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._interrupt_lock:
+                self._writing = False
+
     def _mutate(self, action: Callable[[Database], MutationResult]) -> MutationResult:
+        with self._no_interrupts():
+            return self._mutate_now(action)
+
+    def _mutate_now(self, action: Callable[[Database], MutationResult]) -> MutationResult:
         # Writes resolve against the writable handle: the session must be found as the
         # index holds it now, and the index follows the write before this returns. The
         # index is checked writable and whole first, so a read-only one fails and a
@@ -907,18 +938,20 @@ class Index:
         ``cwd``, ``now``, ``dry_run``, ``on_result``). Transcripts are not touched."""
         from sessiondex.actions.archive import archive_expiring
 
-        db = self.writer()
-        self.ensure_fresh()
-        return archive_expiring(db, self.roots, db_path=self._path, **options)
+        with self._no_interrupts():
+            db = self.writer()
+            self.ensure_fresh()
+            return archive_expiring(db, self.roots, db_path=self._path, **options)
 
     def restore(self, session_id: str) -> RestoreResult:
         """Put an archived session's transcript (and ``<id>/`` folder) back, byte for
         byte; never over an existing transcript."""
         from sessiondex.actions.archive import restore
 
-        db = self.writer()
-        self.ensure_fresh()  # a transcript the sweep just deleted must not count as live
-        return restore(db, session_id, self.roots)
+        with self._no_interrupts():
+            db = self.writer()
+            self.ensure_fresh()  # a transcript the sweep just deleted must not count as live
+            return restore(db, session_id, self.roots)
 
     # ------------------------------------------------------------------ paging (picker)
     def list_order(self, **filters: Any) -> Sessions:
@@ -946,11 +979,15 @@ class Index:
         """Abort the query running on the reading handle, from another thread (SQLite's
         ``interrupt``: the query raises ``sqlite3.OperationalError``). An interactive
         front end stops the search that the next keystroke made stale, instead of
-        queueing the new one behind it."""
-        handle = self._reader
-        conn = getattr(handle, "conn", None)
-        if isinstance(conn, sqlite3.Connection):
-            conn.interrupt()
+        queueing the new one behind it. Never a write (``rename``, ``tag``, ``fork``,
+        ``delete``, ``archive``, ``restore``): while one runs this does nothing."""
+        with self._interrupt_lock:
+            if self._writing:
+                return
+            handle = self._reader
+            conn = getattr(handle, "conn", None)
+            if isinstance(conn, sqlite3.Connection):
+                conn.interrupt()
 
 
 def _materialize(team: TeamDatabase, found: Resolution, scratch: Path) -> dict[str, Any]:

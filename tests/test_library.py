@@ -498,3 +498,60 @@ def test_a_connection_inside_a_transaction_is_refused_plainly(
             index.refresh()
         conn.rollback()
         assert index.refresh().files_seen >= 2
+
+
+@pytest.mark.parametrize(
+    ("write", "seen"),
+    [
+        (lambda index, sid: index.tag(sid, "kept", cwd=CWD), lambda s: s["tag"] == "kept"),
+        (
+            lambda index, sid: index.rename(sid, "Renamed here", cwd=CWD),
+            lambda s: s["title"] == "Renamed here",
+        ),
+    ],
+)
+def test_interrupt_never_stops_a_write_that_changed_the_transcript(
+    tree: ConfigTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: Any, seen: Any
+) -> None:
+    """``interrupt()`` from another thread landed inside ``tag``: the call raised
+    "interrupted" with the record already appended and the index still saying the old
+    tag. While a write runs it now does nothing."""
+    from sessiondex.actions import mutations
+
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        sid = index.resolve("Auth refactor", cwd=CWD).session["session_id"]
+        index.list(scope="all")  # the reading handle is the writer now
+        conn = index.reader().conn
+        appended = mutations.append_record
+
+        steps: list[int] = []
+
+        def interrupt_mid_statement() -> int:
+            steps.append(1)
+            if len(steps) == 50:  # inside a statement, as another thread's call lands
+                conn.set_progress_handler(None, 0)
+                index.interrupt()
+            return 0
+
+        def append_then_interrupt(*args: Any, **kwargs: Any) -> Any:
+            result = appended(*args, **kwargs)
+            # the index following the transcript is interrupted, mid-statement
+            conn.set_progress_handler(interrupt_mid_statement, 1)
+            return result
+
+        monkeypatch.setattr(mutations, "append_record", append_then_interrupt)
+        write(index, sid)
+    with Index(tmp_path / "index.db", [tree.root], refresh=False) as index:
+        assert seen(index.resolve(sid, cwd=CWD).session)
+
+
+@pytest.mark.parametrize("as_given", [str, Path])
+def test_one_config_dir_given_alone_is_that_dir(
+    tree: ConfigTree, tmp_path: Path, as_given: Any
+) -> None:
+    """``Index(db, "/path/.claude")`` made a config dir of every character of the path
+    and listed nothing; a ``Path`` was a TypeError. One dir, as ``config_dir=`` of the
+    SDK-style functions takes it."""
+    with Index(tmp_path / "index.db", as_given(tree.root)) as index:
+        assert index.roots == [tree.root]
+        assert len(index.list(scope="all")) == 2
