@@ -260,10 +260,13 @@ def _guarded(
     watched: WatchedStdout,
 ) -> Any:
     from sessiondex.indexer.db import NotAnIndex
+    from sessiondex.transcripts.fspath import CwdGone
 
     try:
         return invoke(ctx)
     except NotAnIndex as exc:  # a file appeared at the path after the first look
+        raise CliError(str(exc)) from None
+    except CwdGone as exc:
         raise CliError(str(exc)) from None
     except sqlite3.Error as exc:
         from sessiondex.indexer.faults import is_corrupt

@@ -70,6 +70,7 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
     try:
         from sessiondex.mcp_server.server import parse_loopback, serve
         from sessiondex.mcp_server.service import Settings
+        from sessiondex.transcripts.fspath import process_cwd
     except ImportError as exc:
         raise CliError(
             f"the MCP server needs the mcp extra ({exc.name or exc}): pip install 'sessiondex[mcp]'"
@@ -94,7 +95,7 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
         )
     state.warn_missing_roots()
     settings = Settings(
-        cwd=os.path.abspath(cwd) if cwd else os.getcwd(),
+        cwd=os.path.abspath(cwd) if cwd else process_cwd(),
         allow_writes=allow_writes,
         max_chars=max_chars,
     )

@@ -45,6 +45,7 @@ def choose_session(
     from sessiondex.picker import run_picker
     from sessiondex.picker.model import PickerOptions
     from sessiondex.picker.rows import glyphs_for
+    from sessiondex.transcripts.fspath import process_cwd
 
     state = app()
     state.warn_missing_roots()
@@ -62,7 +63,7 @@ def choose_session(
         # crash or an escape sequence spelled out.
         sys.__stderr__.reconfigure(errors="replace")
     options = PickerOptions(
-        cwd=os.path.abspath(cwd) if cwd else os.getcwd(),
+        cwd=os.path.abspath(cwd) if cwd else process_cwd(),
         scope=scope,
         query=query,
         all_kinds=all_kinds,

@@ -481,6 +481,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
     from sessiondex.transcripts.config import unreachable_reason
+    from sessiondex.transcripts.fspath import process_cwd
 
     app().require_local()
     if arg is None:
@@ -499,7 +500,14 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
         # --cwd, unless it is gone too: claude must start in a directory that exists
-        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else os.getcwd()
+        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else process_cwd()
+        if not os.path.isdir(fallback):  # the process's own was deleted as well
+            raise CliError(
+                clean_line(
+                    f"{workdir or 'the session directory'} no longer exists, nor does the"
+                    " current directory: pass --cwd DIR to resume from there"
+                )
+            )
         if workdir:
             click.echo(
                 clean_line(f"note: {workdir} no longer exists; resuming from {fallback}"),

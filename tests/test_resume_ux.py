@@ -328,3 +328,49 @@ def test_a_gone_directory_falls_back_to_one_that_exists(
     assert result.stdout.startswith(f"cd {shlex.quote(str(expected))} && ")
     gone = tmp_path / "deleted-checkout"
     assert result.stderr == f"note: {gone} no longer exists; resuming from {expected}\n"
+
+
+@pytest.mark.parametrize("pwd", ["the shell's $PWD", "no $PWD"])
+def test_a_working_directory_deleted_under_the_process(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pwd: str
+) -> None:
+    """Run from a checkout that was deleted (os.getcwd() fails): every command was a
+    FileNotFoundError traceback, even with an absolute --config-dir and an existing
+    --cwd. The directory is the one the shell says ($PWD), whose sessions the index
+    still holds; without $PWD, one line that says what to do, unless --cwd is given."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(checkout))
+    s.user("work in the checkout")
+    s.assistant("ok")
+    s.write()
+    monkeypatch.chdir(checkout)
+    checkout.rmdir()
+    if pwd == "no $PWD":
+        monkeypatch.delenv("PWD", raising=False)
+    else:
+        monkeypatch.setenv("PWD", str(checkout))
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    listed = CliRunner().invoke(cli, [*base, "list", "--json"])
+    resumed = CliRunner().invoke(cli, [*base, "resume", s.session_id, "--dry-run"])
+    if pwd == "no $PWD":
+        for result in (listed, resumed):
+            assert result.exit_code == 1 and result.exception is not None
+            assert isinstance(result.exception, SystemExit), result.exception
+            assert result.stderr == (
+                "Error: the current directory no longer exists: cd to another, or pass --cwd DIR\n"
+            )
+    else:
+        assert listed.exit_code == 0, listed.output
+        assert [o["session_id"] for o in json.loads(listed.stdout)] == [s.session_id]
+        # claude cannot start in a deleted directory: neither the session's nor this one
+        assert resumed.exit_code == 1
+        assert "pass --cwd DIR to resume from there" in resumed.stderr
+    here = tmp_path / "here"
+    here.mkdir()
+    given = CliRunner().invoke(
+        cli, [*base, "resume", s.session_id, "--dry-run", "--cwd", str(here)]
+    )
+    assert given.exit_code == 0, given.output
+    assert given.stdout.startswith(f"cd {shlex.quote(str(here))} && ")

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessiondex.transcripts.fspath import absolute
+from sessiondex.transcripts.fspath import absolute, process_cwd
 
 #: Where the config dirs came from (:attr:`ConfigDirs.source`).
 SOURCE_OPTION = "--config-dir"
@@ -132,4 +132,4 @@ def projects_dir(config_dir: Path) -> Path:
 
 def resolve_cwd(cwd: str | None) -> str:
     """The directory a question is asked from: ``cwd`` made absolute, else the process's."""
-    return absolute(cwd) if cwd else os.getcwd()
+    return absolute(cwd) if cwd else process_cwd()

@@ -13,11 +13,40 @@ from __future__ import annotations
 import os
 
 
+class CwdGone(FileNotFoundError):
+    """The process's working directory was deleted and the shell did not say where it
+    was: questions asked "from here" have no here."""
+
+
+def process_cwd() -> str:
+    """The process's working directory. One that was deleted under the process (a
+    removed checkout or worktree) is the path the shell says it was, ``$PWD``: its
+    sessions are still in the index, under that directory's project key. Without an
+    absolute ``$PWD``, :class:`CwdGone`."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        pwd = os.environ.get("PWD")
+        if pwd and os.path.isabs(pwd):
+            return pwd
+        raise CwdGone(
+            "the current directory no longer exists: cd to another, or pass --cwd DIR"
+        ) from None
+
+
 def from_cwd(path: str | os.PathLike[str]) -> str:
     """``path`` from the cwd, *not* normalised: ``os.path.abspath`` folds ``..`` into the
     folder before it, while the kernel follows a symlinked folder first, so
-    ``out/link/../x`` names ``x`` beside the link's target, not ``out/x``."""
-    return os.path.join(os.getcwd(), os.fspath(path))
+    ``out/link/../x`` names ``x`` beside the link's target, not ``out/x``. An absolute
+    path is itself; a relative one is joined to :func:`process_cwd`, or left relative
+    when there is none (the kernel then finds nothing, and every later look says so)."""
+    text = os.fspath(path)
+    if os.path.isabs(text):
+        return text
+    try:
+        return os.path.join(process_cwd(), text)
+    except CwdGone:
+        return text
 
 
 def absolute(path: str | os.PathLike[str]) -> str:
