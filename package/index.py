@@ -691,7 +691,10 @@ class Index:
                 return conversation.narrowed_to(found.subagent_path)
             return conversation
         session = _materialize(self._team, found, self._scratch_dir())
-        return build_conversation(session)
+        conversation = build_conversation(session)
+        if found.subagent_path is not None:  # its stored copy, at the same place
+            return conversation.narrowed_to(found.subagent_path)
+        return conversation
 
     def _scratch_dir(self) -> Path:
         """This object's scratch dir, removed on :meth:`close`."""

@@ -240,11 +240,35 @@ class Conversation:
     def narrowed_to(self, path: str | Path) -> Conversation:
         """The conversation of one of this session's subagent transcripts, ``path``:
         its own thread in place of the main one, and the subagents it started (at
-        any depth) as its subagents. ``ValueError`` when no subagent is read from
-        ``path``."""
-        sub = next((s for s in self.subagents if _same_file(s.path, Path(path))), None)
+        any depth) as its subagents.
+
+        The subagent is found among those read with the session, as the same file or
+        by its place under ``<session>/subagents/`` (the team store's scratch copy of
+        the session puts it elsewhere); one its listing did not reach (a folder that
+        cannot be listed) is read from ``path`` itself. The subagents it started are
+        linked from its own calls, whether or not it was reached from the main chain
+        (a workflow's agent, one whose ``.meta.json`` is lost)."""
+        wanted = Path(path)
+        session_id = str(self.session.get("session_id") or "")
+        place = _subagent_place(wanted, session_id)
+        sub = next(
+            (
+                s
+                for s in self.subagents
+                if _same_file(s.path, wanted)
+                or (place is not None and _subagent_place(s.path, session_id) == place)
+            ),
+            None,
+        )
         if sub is None:
-            raise ValueError(f"{path} is not a subagent transcript of this session")
+            agent = wanted.name[len("agent-") : -len(".jsonl")]
+            sub = _load_subagent(wanted, agent)
+        if not sub.thread.links:  # not reached from the main chain: link its calls now
+            by_call: dict[str, list[Subagent]] = {}
+            for other in self.subagents:
+                if other is not sub and other.tool_use_id:
+                    by_call.setdefault(other.tool_use_id, []).append(other)
+            _link(sub.thread, by_call, set())
         started: list[Subagent] = []
         pending = [sub]
         while pending:  # depth first through the calls each one made
@@ -399,6 +423,16 @@ def _str(value: Any) -> str | None:
 
 def _clean_opt(value: str | None, clean: Clean) -> str | None:
     return None if value is None else clean(value)
+
+
+def _subagent_place(path: Path, session_id: str) -> tuple[str, ...] | None:
+    """Where a subagent transcript sits below ``<session_id>/subagents/`` (its parts),
+    else None: the same subagent in a copy of the session elsewhere has the same place."""
+    parts = path.parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == session_id and parts[i + 1] == "subagents":
+            return parts[i + 2 :]
+    return None
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -831,3 +831,70 @@ def test_a_subagent_transcript_path_shows_that_file(tmp_path: Path, fmt: str) ->
     # the main transcript's path still shows the whole session
     whole = _run(tree, tmp_path, "show", str(s.path), "--subagents").stdout
     assert whole.index("MAIN-PROMPT") < whole.index("OUTER-PROMPT") < whole.index("MAIN-DONE")
+
+
+def _with_unreached_subagents(tmp_path: Path) -> tuple[ConfigTree, Any, Any]:
+    """A workflow agent whose call is not on the main chain, and the agent it started."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("MAIN-PROMPT run the workflow")
+    s.assistant("MAIN-DONE")
+    parent = s.subagent(
+        agent_id="wfp", tool_use_id="toolu_not_on_the_chain", subdir="workflows/run-1"
+    )
+    parent.user("PARENT-PROMPT")
+    call = parent.assistant("PARENT-CALL", tool_uses=[("Task", {"prompt": "child"})])
+    child = s.subagent(
+        agent_id="wfc",
+        tool_use_id=call.tool_use_ids[0],
+        subdir="workflows/run-1",
+        meta={"parentAgentId": "wfp"},
+    )
+    child.user("CHILD-PROMPT")
+    parent.assistant("PARENT-DONE")
+    s.write()
+    return tree, parent, child
+
+
+def test_a_subagent_not_reached_from_the_main_chain_shows_the_agents_it_started(
+    tmp_path: Path,
+) -> None:
+    tree, parent, _ = _with_unreached_subagents(tmp_path)
+    out = _run(tree, tmp_path, "show", str(parent.path), "--subagents").stdout
+    order = ["PARENT-PROMPT", "PARENT-CALL", "CHILD-PROMPT", "PARENT-DONE"]
+    assert [out.index(m) for m in order] == sorted(out.index(m) for m in order)
+    assert "MAIN-PROMPT" not in out.split("\n", 1)[1]  # past the heading
+
+
+def test_a_subagent_path_through_a_link_to_the_config_dir_is_that_subagent(
+    tmp_path: Path,
+) -> None:
+    """--config-dir given as it is, the path through a link to it: the subagent file
+    was read as a loose transcript (no messages, a resume line naming the file)."""
+    tree, parent, _ = _with_unreached_subagents(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(tree.root)
+    via_link = link / parent.path.relative_to(tree.root)
+    shown = _run(tree, tmp_path, "show", str(via_link))
+    assert shown.exit_code == 0 and "PARENT-PROMPT" in shown.stdout
+    assert "subagent: wfp" in shown.stdout
+    found = one_session(_run(tree, tmp_path, "resolve", str(via_link), "--json").stdout)
+    assert (
+        found["file_path"]
+        == str(tree.root / parent.path.relative_to(tree.root).parents[3]) + ".jsonl"
+    )
+
+
+def test_a_subagent_in_a_folder_that_cannot_be_listed_is_read_from_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's listing of its subagents did not reach it (a folder that can be
+    entered but not listed, mode 311): show was a ValueError traceback."""
+    from sessiondex.render import conversation
+
+    tree, parent, _ = _with_unreached_subagents(tmp_path)
+    # what the listing of such a folder finds: nothing below it
+    monkeypatch.setattr(conversation, "iter_subagent_files", lambda *args, **kwargs: iter(()))
+    shown = _run(tree, tmp_path, "show", str(parent.path))
+    assert shown.exit_code == 0, shown.output
+    assert "PARENT-PROMPT" in shown.stdout and "subagent: wfp" in shown.stdout

@@ -173,6 +173,20 @@ def test_show_renders_the_stored_entries(world: tuple[Path, str, str]) -> None:
     assert TOOL_OUTPUT_OMITTED in run(root, team, *args).stdout
 
 
+def test_show_of_a_subagent_path_shows_that_subagent_from_the_store(
+    world: tuple[Path, str, str],
+) -> None:
+    """A subagent transcript's path showed the session's main conversation from the
+    store, while the local index showed the subagent."""
+    root, local, team = world
+    subagent = next((root / "projects").glob("*/*/subagents/agent-*.jsonl"))
+    for fmt in ("text", "md"):
+        a = run(root, local, "show", str(subagent), "--format", fmt)
+        b = run(root, team, "show", str(subagent), "--format", fmt)
+        assert a.exit_code == b.exit_code == 0, b.output
+        assert "subagent" in a.stdout and b.stdout == a.stdout
+
+
 def _without_tool_output(value: Any) -> Any:
     """``value`` with every tool result's content as push stores it by default."""
     if isinstance(value, list):

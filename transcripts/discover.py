@@ -349,6 +349,18 @@ def _configured_spelling(text: str, roots: list[Path]) -> str:
         real = os.path.realpath(projects)
         if real != projects and text.startswith(real + os.sep):
             return projects + text[len(real) :]
+    # The other way round: the config dir is given as it is, the path reaches it through
+    # a link (``~/link-to-claude/projects/…``). Its folder, links followed, is inside a
+    # configured projects/ dir: the same file, spelled as configured.
+    folder, name = os.path.split(text)
+    real_folder = os.path.realpath(folder)
+    if real_folder == folder:
+        return text
+    for root in roots:
+        projects = os.path.join(str(root), "projects")
+        real = os.path.realpath(projects)
+        if real_folder.startswith(real + os.sep):
+            return os.path.join(projects + real_folder[len(real) :], name)
     return text
 
 
