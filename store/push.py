@@ -40,7 +40,15 @@ from sessiondex.store.dsn import connection_string
 from sessiondex.store.redact import Finding, candidate_rules, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
-from sessiondex.store.write import Entry, Key, Writer, append, dumps_entry, reset_transcript
+from sessiondex.store.write import (
+    Entry,
+    Key,
+    Writer,
+    append,
+    dumps_entry,
+    reset_transcript,
+    set_file_stat,
+)
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
 from sessiondex.transcripts.reader import RecordReader, classify
@@ -410,8 +418,10 @@ class Pusher:
             if consumed >= size:
                 return status, True
             entries, end = self._read(tf, stream, consumed, size)
-            if end == consumed:
-                return status, True  # only a line still being written
+            if end == consumed:  # only a line still being written: not sent, but counted
+                mtime_ms = os.fstat(stream.fileno()).st_mtime_ns // 1_000_000
+                await set_file_stat(self.conn, key, str(tf.path), size, mtime_ms)
+                return status, True
             if status == "unchanged":
                 status = "grown" if consumed else "new"
             self.stats.sessions.add((key.project_key, key.session_id))

@@ -411,6 +411,22 @@ async def _update_session(
     )
 
 
+async def set_file_stat(
+    conn: AsyncConnection[Any], key: Key, file_path: str, size: int, mtime_ms: int
+) -> None:
+    """A pushed main transcript grew by a line still being written, which is not sent:
+    the session row still takes the file's size and mtime, as the local index reports
+    them. Only the row of that file (another machine's copy keeps its own)."""
+    if not key.is_main:
+        return
+    await conn.execute(
+        "UPDATE sessions SET file_size = %s, mtime_ms = %s WHERE project_key = %s"
+        " AND session_id = %s AND file_path = %s"
+        " AND (file_size IS DISTINCT FROM %s OR mtime_ms IS DISTINCT FROM %s)",
+        [size, mtime_ms, key.project_key, key.session_id, file_path, size, mtime_ms],
+    )
+
+
 async def reset_transcript(conn: AsyncConnection[Any], key: Key, tref: int, sref: int) -> None:
     """Forget what a transcript held (its file was rewritten and is sent again): its
     entries and derived rows, and for a main transcript the session's folded fields."""

@@ -858,3 +858,31 @@ def test_a_line_the_readers_take_never_stops_a_push(
     stored = {r[0] for r in query(pg_dsn, "SELECT session_id FROM sessions")}
     assert {o["session_id"] for o in local} <= stored
     assert push(tree.root, pg_dsn)["entries"] == 0  # and nothing again on a second push
+
+
+def test_a_line_still_being_written_moves_the_stored_size_and_mtime(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """A pushed file that grew only by a line still being written kept the size and
+    mtime of its last push in the store ("2 unchanged"), while the local index had the
+    file's: list from --db postgresql:// and from the index differed."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = build_session(tree, "/home/dev/shop", "Auth refactor")
+    s.write(mtime=1_795_000_000)
+    push(tree.root, pg_dsn)
+    with open(s.path, "ab") as fh:
+        fh.write(b'{"type":"user","message":{"role":"user","content":"still typ')
+    os.utime(s.path, (1_795_000_200, 1_795_000_200))
+    push(tree.root, pg_dsn)
+
+    def listed(db: str) -> dict[str, Any]:
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tree.root), "--db", db, "list", "--scope", "all", "--json"]
+        )
+        assert result.exit_code == 0, result.output
+        [row] = json.loads(result.stdout)
+        return row
+
+    local, team = listed(str(tmp_path / "index.db")), listed(database_url(pg_dsn))
+    assert local["file_size"] == s.path.stat().st_size
+    assert (team["file_size"], team["mtime"]) == (local["file_size"], local["mtime"])
