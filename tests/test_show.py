@@ -416,17 +416,29 @@ def test_metadata_only_file_by_path_says_so(tmp_path: Path) -> None:
     assert json.loads(_run(tree, tmp_path, "show", str(path), "--format", "json").stdout) == []
 
 
-def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> None:
+@dataclasses.dataclass
+class Nested:
+    """A session whose Task call (MAIN-CALL) starts ``outer``, whose own call
+    (OUTER-CALL) starts ``inner`` in a folder of its own."""
+
+    tree: ConfigTree
+    session: SessionWriter
+    main_call: str
+    outer: Any
+    outer_call: str
+
+
+def _with_nested_subagents(tmp_path: Path) -> Nested:
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd=CWD)
-    s.user("plan it")
-    turn = s.assistant("OUTER-CALL", tool_uses=[("Task", {"prompt": "research"})])
-    outer = s.subagent(agent_id="outer", tool_use_id=turn.tool_use_ids[0])
+    s.user("MAIN-PROMPT plan it")
+    turn = s.assistant("MAIN-CALL", tool_uses=[("Task", {"prompt": "research"})])
+    outer = s.subagent(agent_id="outer", tool_use_id=turn.tool_use_ids[0], agent_type="Plan")
     outer.user("OUTER-PROMPT research")
-    inner_turn = outer.assistant("INNER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
+    outer_turn = outer.assistant("OUTER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
     inner = s.subagent(
         agent_id="inner",
-        tool_use_id=inner_turn.tool_use_ids[0],
+        tool_use_id=outer_turn.tool_use_ids[0],
         subdir="nested",
         meta={"parentAgentId": "outer"},
     )
@@ -435,8 +447,14 @@ def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> N
     s.tool_result(turn.tool_use_ids[0], "done")
     s.assistant("MAIN-DONE")
     s.write()
+    return Nested(tree, s, turn.tool_use_ids[0], outer, outer_turn.tool_use_ids[0])
+
+
+def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> None:
+    world = _with_nested_subagents(tmp_path)
+    tree, s = world.tree, world.session
     out = _run(tree, tmp_path, "show", s.session_id, "--subagents").stdout
-    order = ["OUTER-CALL", "OUTER-PROMPT", "INNER-CALL", "INNER-PROMPT", "OUTER-DONE", "MAIN-DONE"]
+    order = ["MAIN-CALL", "OUTER-PROMPT", "OUTER-CALL", "INNER-PROMPT", "OUTER-DONE", "MAIN-DONE"]
     assert [out.index(m) for m in order] == sorted(out.index(m) for m in order)
     assert "not linked" not in out
     messages = json.loads(
@@ -445,7 +463,7 @@ def test_nested_subagent_appears_inside_its_parent_subagent(tmp_path: Path) -> N
     inner_ids = {
         (m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages if m["parent_agent_id"]
     }
-    assert inner_ids == {(inner_turn.tool_use_ids[0], "outer")}
+    assert inner_ids == {(world.outer_call, "outer")}
 
 
 @pytest.mark.parametrize(
@@ -789,24 +807,8 @@ def test_a_subagent_transcript_path_shows_that_file(tmp_path: Path, fmt: str) ->
     transcript printed its parent session's conversation instead; it shows the
     subagent's own (with the session it belongs to in the header), the subagents it
     started with --subagents, and in JSON what the SDK's get_subagent_messages gives."""
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=CWD)
-    s.user("MAIN-PROMPT plan it")
-    turn = s.assistant("MAIN-CALL", tool_uses=[("Task", {"prompt": "research"})])
-    outer = s.subagent(agent_id="outer", tool_use_id=turn.tool_use_ids[0], agent_type="Plan")
-    outer.user("OUTER-PROMPT research")
-    inner_turn = outer.assistant("OUTER-CALL", tool_uses=[("Task", {"prompt": "dig"})])
-    inner = s.subagent(
-        agent_id="inner",
-        tool_use_id=inner_turn.tool_use_ids[0],
-        subdir="nested",
-        meta={"parentAgentId": "outer"},
-    )
-    inner.user("INNER-PROMPT dig")
-    outer.assistant("OUTER-DONE")
-    s.tool_result(turn.tool_use_ids[0], "done")
-    s.assistant("MAIN-DONE")
-    s.write()
+    world = _with_nested_subagents(tmp_path)
+    tree, s, outer = world.tree, world.session, world.outer
 
     result = _run(tree, tmp_path, "show", str(outer.path), "--format", fmt)
     assert result.exit_code == 0, result.output
@@ -816,7 +818,7 @@ def test_a_subagent_transcript_path_shows_that_file(tmp_path: Path, fmt: str) ->
     if fmt == "json":
         messages = json.loads(out)
         assert {(m["parent_tool_use_id"], m["parent_agent_id"]) for m in messages} == {
-            (turn.tool_use_ids[0], None)
+            (world.main_call, None)
         }
         assert {m["session_id"] for m in messages} == {s.session_id}
     else:
