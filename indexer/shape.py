@@ -27,8 +27,9 @@ from __future__ import annotations
 # 20: one GitHub PR linked or mentioned in two cases is listed once (objects._one_per_pr);
 # 21: Thai, Lao, Myanmar and Khmer are spaced one token per character, as CJK (text.py);
 # 22: team, daemon and continued-in sessions are folded (derive.py; m012);
-# 23: an empty summary or lastPrompt in the last such record clears it (derive.py)
-DERIVATION_VERSION = 23
+# 23: an empty summary or lastPrompt in the last such record clears it (derive.py);
+# 24: the snippet markers U+FDD0 and U+FDD1 are stored as U+FFFD (text.fts_text)
+DERIVATION_VERSION = 24
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -88,9 +88,20 @@ def _long_pattern() -> re.Pattern[str]:
     return re.compile(f"(?<![^\\W_])[^\\W_]{{{LONG_TOKEN_MAX + 1},}}")
 
 
+#: What FTS5's ``snippet()`` is asked to put around a match (``query/snippets.py``):
+#: noncharacters, so the markers can be told from the text. A text that holds them
+#: anyway has them stored as U+FFFD: they mean nothing, and left as they are they would
+#: be taken for highlights.
+SNIPPET_OPEN = "\ufdd0"
+SNIPPET_CLOSE = "\ufdd1"
+
+
 def fts_text(text: str) -> str:
-    """Text as stored for FTS: CJK characters become separate tokens, and tokens longer
-    than ``LONG_TOKEN_MAX`` keep their first ``LONG_TOKEN_PREFIX`` characters."""
+    """Text as stored for FTS: CJK characters become separate tokens, tokens longer than
+    ``LONG_TOKEN_MAX`` keep their first ``LONG_TOKEN_PREFIX`` characters, and the
+    snippet markers (:data:`SNIPPET_OPEN`, :data:`SNIPPET_CLOSE`) become U+FFFD."""
+    if SNIPPET_OPEN in text or SNIPPET_CLOSE in text:
+        text = text.replace(SNIPPET_OPEN, "\ufffd").replace(SNIPPET_CLOSE, "\ufffd")
     if may_hold_cjk(text):
         runs = cjk_runs()
         if runs.search(text) is not None:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from sessiondex.indexer.text import is_cjk, may_hold_cjk
+from sessiondex.indexer.text import SNIPPET_CLOSE, SNIPPET_OPEN, is_cjk, may_hold_cjk
 
-# What snippet() is asked to put around a match: noncharacters, which text never holds
-# in practice, so the inversion can tell them from the text and then swap in the real
-# markers (``[``/``]``, or terminal colours).
-OPEN = "\ufdd0"
-CLOSE = "\ufdd1"
+# What snippet() is asked to put around a match: noncharacters, which the stored text
+# never holds (fts_text replaces them), so the inversion can tell them from the text and
+# then swap in the real markers (``[``/``]``, or terminal colours).
+OPEN = SNIPPET_OPEN
+CLOSE = SNIPPET_CLOSE
 ELLIPSIS = "…"
 
 
@@ -47,11 +47,11 @@ def original_text(stored: str) -> str:
     if not may_hold_cjk(stored):
         # No CJK character, so nothing was spaced (the markers stay where they are): the
         # usual case.
-        return stored
+        return _whole_last_characters(stored)
     text, marks = _take_marks(stored)
     cjk = [is_cjk(ch) for ch in text]
     if not any(cjk):
-        return stored
+        return _whole_last_characters(stored)
     keep = [True] * len(text)
     size = len(text)
     i = 0
@@ -78,10 +78,24 @@ def original_text(stored: str) -> str:
     return _close_after_marks(out)
 
 
+def _whole_last_characters(stored: str) -> str:
+    """:func:`_close_after_marks` where a mark follows a :data:`CLOSE` (a keycap's
+    U+FE0F U+20E3 after its digit, an accent typed as a second code point), else
+    ``stored`` as it is, without a walk over it."""
+    import unicodedata
+
+    at = stored.find(CLOSE)
+    while at != -1:
+        if at + 1 < len(stored) and unicodedata.category(stored[at + 1]) in ("Mn", "Mc", "Me"):
+            return _close_after_marks(list(stored))
+        at = stored.find(CLOSE, at + 1)
+    return stored
+
+
 def _close_after_marks(out: list[str]) -> str:
-    """The text with each :data:`CLOSE` moved past the vowel and tone marks that follow
-    it: unicode61 drops a mark standing alone as a token, so a match ended before the
-    marks of its last letter (``[สวัสด]ี``), cutting them off their consonant."""
+    """The text with each :data:`CLOSE` moved past the marks that follow it: unicode61
+    drops a mark standing alone as a token, so a match ended before the marks of its
+    last character (``[สวัสด]ี``, ``[1]️⃣``), cutting them off it."""
     import unicodedata
 
     i = 0

@@ -429,3 +429,24 @@ def test_words_inside_a_run_of_thai_lao_or_khmer_are_found(
     assert world.names(outcome.rows) == expected
     assert [r["matched_by"] for r in outcome.rows] == ["text"]
     assert outcome.rows[0]["snippet"] == snippet
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "snippet"),
+    [
+        # a keycap is a digit, U+FE0F and U+20E3: the highlight ends after the whole of it
+        ("release 1️⃣ first, then 2️⃣ second", "1️⃣", "release [1️⃣] first, then 2️⃣ second"),
+        ("café́ au lait", "cafe", "[café́] au lait"),  # two marks on one letter
+        # snippet()'s own markers are noncharacters a text may still hold: they are no
+        # highlight, and the word still is
+        ("a \ufdd0 marker and the word zebra", "zebra", "a \ufffd marker and the word [zebra]"),
+        ("closing \ufdd1 too, zebra", "zebra", "closing \ufffd too, [zebra]"),
+    ],
+)
+def test_a_highlight_holds_whole_characters_and_only_the_match(
+    world: World, text: str, query: str, snippet: str
+) -> None:
+    world.add("one", texts=(text,))
+    outcome = run_search(world.db(), query, ALL)
+    assert world.names(outcome.rows) == ["one"]
+    assert outcome.rows[0]["snippet"] == snippet
