@@ -219,8 +219,8 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
 
     Every word must appear in the session, though not necessarily in one message; the
     last word also matches as a prefix. Words are matched as typed (quotes, -, *, :
-    are plain text) unless --raw. Each JSON row says how it matched: matched_by is title, text, pr-link,
-    pr-mention or fuzzy.
+    are plain text) unless --raw. Each JSON row says how it matched: matched_by is
+    title, text, pr-link, pr-mention or fuzzy.
 
     When no session has every word, the best partial matches are shown under "No
     session has all of: ...; best partial matches:"; when none has any, the closest

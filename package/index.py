@@ -687,12 +687,9 @@ class Index:
             return self._archived_conversation(found.session)
         if self._team is None or found.row.get("id", -1) < 0:
             conversation = build_conversation(found.session)
-            if found.subagent_path is not None:  # ARG named one of its subagent files
-                return conversation.narrowed_to(found.subagent_path)
-            return conversation
-        session = _materialize(self._team, found, self._scratch_dir())
-        conversation = build_conversation(session)
-        if found.subagent_path is not None:  # its stored copy, at the same place
+        else:
+            conversation = build_conversation(_materialize(self._team, found, self._scratch_dir()))
+        if found.subagent_path is not None:  # ARG named one of its subagent files
             return conversation.narrowed_to(found.subagent_path)
         return conversation
 
