@@ -46,9 +46,10 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
-    """Session objects in scope, newest activity first (docs/resolution.md#order-of-a-listing): a fork is listed
-    at its own place, not moved under its origin, so ``--limit N`` is the N sessions
-    used last. Only the picker folds forks under their origin (:func:`listing_order`)."""
+    """Session objects in scope, newest activity first: a fork is listed at its own
+    place, not moved under its origin, so ``--limit N`` is the N sessions used last.
+    Only the picker folds forks under their origin (:func:`listing_order`;
+    docs/resolution.md#order-of-a-listing)."""
     where, params = filters.where(db)
     rows = select_rows(db, where, params, columns=LISTING_COLUMNS, limit=filters.limit)
     return to_objects(db, rows)

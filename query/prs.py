@@ -57,10 +57,6 @@ def _url_clause(db: Database, table: str, pr: PullRequest) -> tuple[str, list[An
     return f"SELECT session_rowid FROM {table} WHERE {same}", [pr.url]
 
 
-def _objects(db: Database, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return to_objects(db, rows)
-
-
 def sessions_for_pr(
     db: Database, pr: PullRequest, filters: Filters
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -80,7 +76,7 @@ def sessions_for_pr(
         ]
         seen.update(r["id"] for r in rows)
         found.append(rows)
-    return _marked(_objects(db, found[0]), _objects(db, found[1]))
+    return _marked(to_objects(db, found[0]), to_objects(db, found[1]))
 
 
 def _marked(
@@ -174,13 +170,13 @@ def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool =
     nothing is found for a number, count what the wider scopes hold."""
     if pr is None:
         (rows,) = _number_rows(db, None, filters, ("pr_links",))
-        return PrAnswer(*_marked(_objects(db, rows), []))
+        return PrAnswer(*_marked(to_objects(db, rows), []))
     number = pr_argument(without_lone_surrogates(pr))
     if isinstance(number, PullRequest):
         linked, mentioned = sessions_for_pr(db, number, filters)
         return _limited(PrAnswer(linked, mentioned, pr=number), filters.limit)
     linked_rows, mentioned_rows = _number_rows(db, number, filters, PR_TABLES)
-    linked, mentioned = _marked(_objects(db, linked_rows), _objects(db, mentioned_rows))
+    linked, mentioned = _marked(to_objects(db, linked_rows), to_objects(db, mentioned_rows))
     answer = PrAnswer(linked, mentioned, number=number)
     if elsewhere and not answer.rows:
         answer.elsewhere = _elsewhere(db, number, filters)
