@@ -11,6 +11,7 @@ another process's write turn says so after ~2 s when stderr is a terminal.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -268,6 +269,16 @@ def _guarded(
         raise CliError(str(exc)) from None
     except CwdGone as exc:
         raise CliError(str(exc)) from None
+    except FileNotFoundError:
+        # A relative path (--db, --config-dir…) made absolute from a working directory
+        # that was deleted meanwhile: nothing can be found from there.
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise CliError(
+                "the current directory no longer exists: give absolute paths, or cd to another"
+            ) from None
+        raise
     except sqlite3.Error as exc:
         from sessiondex.indexer.faults import is_corrupt
 

@@ -449,6 +449,16 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     emit([obj], fmt, agents=_agents([obj], fmt))
 
 
+def _real_cwd() -> str | None:
+    """The process's working directory, None when it was deleted: claude must start in
+    a directory that exists (not the ``$PWD`` of :func:`~sessiondex.transcripts.fspath.
+    process_cwd`, which names where a deleted one was)."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        return None
+
+
 def archived_advice(session: dict[str, Any]) -> str:
     """What to do with an archived session instead of resuming it (it has no
     resume_command: Claude Code cannot find a transcript that is in an archive)."""
@@ -481,7 +491,6 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     """
     from sessiondex.query.sessions import claude_config_dir, resume_command
     from sessiondex.transcripts.config import unreachable_reason
-    from sessiondex.transcripts.fspath import process_cwd
 
     app().require_local()
     if arg is None:
@@ -500,8 +509,8 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
         # --cwd, unless it is gone too: claude must start in a directory that exists
-        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else process_cwd()
-        if not os.path.isdir(fallback):  # the process's own was deleted as well
+        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else _real_cwd()
+        if fallback is None:  # the process's own was deleted as well
             raise CliError(
                 clean_line(
                     f"{workdir or 'the session directory'} no longer exists, nor does the"

@@ -374,3 +374,53 @@ def test_a_working_directory_deleted_under_the_process(
     )
     assert given.exit_code == 0, given.output
     assert given.stdout.startswith(f"cd {shlex.quote(str(here))} && ")
+
+
+def test_a_relative_output_from_a_deleted_directory_goes_nowhere_else(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$PWD says where a deleted working directory was, for the questions asked from
+    it; a relative path to write is not placed by it (a $PWD left over from another
+    directory would put `-o out.md` there): it stays relative, as the kernel reads it,
+    and the write fails."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("export me")
+    s.assistant("ok")
+    s.write()
+    gone, elsewhere = tmp_path / "gone", tmp_path / "elsewhere"
+    gone.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("PWD", str(elsewhere))
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+        + ["export", s.session_id, "-o", "out.md"],
+    )
+    assert result.exit_code == 2, result.output  # a usage error in one line
+    assert isinstance(result.exception, SystemExit)
+    assert "is relative and the current directory no longer exists" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("relative", ["--db", "--config-dir"])
+def test_a_relative_path_option_from_a_deleted_directory_is_one_line(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: str
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("PWD", str(gone))
+    values = {"--config-dir": str(tree.root), "--db": str(tmp_path / "i.db")}
+    values[relative] = "relative"
+    result = CliRunner().invoke(
+        cli, [arg for option, value in values.items() for arg in (option, value)] + ["list"]
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
+    assert result.stderr == (
+        "Error: the current directory no longer exists: give absolute paths, or cd to another\n"
+    )

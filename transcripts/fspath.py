@@ -38,14 +38,16 @@ def from_cwd(path: str | os.PathLike[str]) -> str:
     """``path`` from the cwd, *not* normalised: ``os.path.abspath`` folds ``..`` into the
     folder before it, while the kernel follows a symlinked folder first, so
     ``out/link/../x`` names ``x`` beside the link's target, not ``out/x``. An absolute
-    path is itself; a relative one is joined to :func:`process_cwd`, or left relative
-    when there is none (the kernel then finds nothing, and every later look says so)."""
+    path is itself; a relative one from a cwd that was deleted is left relative (the
+    kernel then finds nothing, and every later look says so)."""
     text = os.fspath(path)
     if os.path.isabs(text):
         return text
     try:
-        return os.path.join(process_cwd(), text)
-    except CwdGone:
+        # not process_cwd(): a path is read (or written) where the kernel would, and a
+        # $PWD left over from another directory must not place a relative -o anywhere
+        return os.path.join(os.getcwd(), text)
+    except FileNotFoundError:
         return text
 
 
