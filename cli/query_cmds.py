@@ -131,7 +131,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         project=shows_project(filters, rows),
         agents=_agents(rows, fmt),
     )
-    _warn_expiring(db, rows)
+    _warn_expiring(db, rows, filters.cwd)
 
 
 def _agents(rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
@@ -159,16 +159,21 @@ def _no_sessions(db: Any, filters: Any) -> str:
     return "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
 
 
-def _warn_expiring(db: Any, rows: list[dict[str, Any]]) -> None:
+def _warn_expiring(db: Any, rows: list[dict[str, Any]], cwd: str | None) -> None:
     """A stderr line when Claude Code's retention sweep will soon delete listed sessions
-    (this machine's sweep: not for the team store's rows)."""
+    (this machine's sweep: not for the team store's rows), with the settings Claude Code
+    started in ``cwd`` reads (its project's may set the period), as ``cleanup --cwd``."""
     if getattr(getattr(db, "dialect", None), "team", False):
         return
     try:
         from sessiondex.query.cleanup import expiring_soon
+        from sessiondex.transcripts.fspath import CwdGone
     except ImportError:
         return
-    count = expiring_soon(db, [r["file_path"] for r in rows], cwd=None, roots=app().roots)
+    try:
+        count = expiring_soon(db, [r["file_path"] for r in rows], cwd=cwd, roots=app().roots)
+    except CwdGone:  # advice only: a listing from a deleted directory goes without it
+        return
     if count:
         click.echo(
             f"warning: {count} listed session(s) will be deleted by Claude Code's "

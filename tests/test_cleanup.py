@@ -1121,3 +1121,24 @@ def test_cleanup_and_archive_print_one_row_per_session_as_jsonl_or_csv(
     by_plan = {r["plan"]: r for r in applied}
     assert by_plan["expired"]["status"] == "deleted"
     assert not made["expired"].path.exists() and made["protected"].path.exists()
+
+
+def test_the_list_warning_reads_the_settings_of_the_cwd_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``list --cwd P`` warned with the settings of the process's directory, not P's
+    (whose .claude/settings.json may shorten the period), while ``cleanup --cwd P``
+    read P's: run from elsewhere, the warning was missing."""
+    project = tmp_path / "project"
+    _settings(project / ".claude" / "settings.json", {"cleanupPeriodDays": 5})
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "four days old", time.time() - 4 * DAY, cwd=str(project))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    db = tmp_path / "index.db"
+    monkeypatch.chdir(elsewhere)
+    warned = _run(["list", "--scope", "all", "--cwd", str(project)], tree.root, db)
+    assert warned.exit_code == 0, warned.output
+    assert "1 listed session(s) will be deleted" in warned.stderr
+    quiet = _run(["list", "--scope", "all"], tree.root, db)  # from elsewhere: 30 days
+    assert "will be deleted" not in quiet.stderr
