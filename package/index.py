@@ -126,9 +126,9 @@ class Index:
         if isinstance(config_dirs, (str, bytes, os.PathLike)):
             # one dir, as the SDK-style functions' config_dir= takes it (iterating a str
             # would make a config dir of every character)
-            config_dirs = [os.fsdecode(config_dirs)]
+            config_dirs = [config_dirs]
         self.roots: list[Path] = resolve_config_dirs(
-            [os.fsdecode(d) for d in config_dirs] if config_dirs is not None else None
+            [_config_dir_text(d) for d in config_dirs] if config_dirs is not None else None
         )
         self.auto_refresh = refresh
         self._given: Database | None = None
@@ -1108,6 +1108,25 @@ def _utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _config_dir_text(value: str | bytes | os.PathLike[str]) -> str:
+    """A config dir given to :class:`Index`, as text; ``ValueError`` for an empty one (it
+    would have meant ``~/.claude``, the user's real history, as an unset variable does
+    on the command line) or one that is not valid UTF-8 (no transcript path holds it)."""
+    raw = os.fspath(value)
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"config dir {value!r} is not valid UTF-8") from None
+    if not raw.strip():
+        raise ValueError("a config dir is empty (is a variable unset?)")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"config dir {raw!r} is not valid UTF-8") from None
+    return raw
 
 
 def _ever_filled(db: Database) -> bool:

@@ -330,7 +330,7 @@ def test_a_gone_directory_falls_back_to_one_that_exists(
     assert result.stderr == f"note: {gone} no longer exists; resuming from {expected}\n"
 
 
-@pytest.mark.parametrize("pwd", ["the shell's $PWD", "no $PWD"])
+@pytest.mark.parametrize("pwd", ["the shell's $PWD", "no $PWD", "a $PWD left from elsewhere"])
 def test_a_working_directory_deleted_under_the_process(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pwd: str
 ) -> None:
@@ -349,12 +349,14 @@ def test_a_working_directory_deleted_under_the_process(
     checkout.rmdir()
     if pwd == "no $PWD":
         monkeypatch.delenv("PWD", raising=False)
+    elif pwd == "a $PWD left from elsewhere":  # names a directory that is still there
+        monkeypatch.setenv("PWD", str(tmp_path))
     else:
         monkeypatch.setenv("PWD", str(checkout))
     base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
     listed = CliRunner().invoke(cli, [*base, "list", "--json"])
     resumed = CliRunner().invoke(cli, [*base, "resume", s.session_id, "--dry-run"])
-    if pwd == "no $PWD":
+    if pwd != "the shell's $PWD":
         for result in (listed, resumed):
             assert result.exit_code == 1 and result.exception is not None
             assert isinstance(result.exception, SystemExit), result.exception

@@ -22,12 +22,14 @@ def process_cwd() -> str:
     """The process's working directory. One that was deleted under the process (a
     removed checkout or worktree) is the path the shell says it was, ``$PWD``: its
     sessions are still in the index, under that directory's project key. Without an
-    absolute ``$PWD``, :class:`CwdGone`."""
+    absolute ``$PWD`` that is gone too, :class:`CwdGone`."""
     try:
         return os.getcwd()
     except FileNotFoundError:
         pwd = os.environ.get("PWD")
-        if pwd and os.path.isabs(pwd):
+        if pwd and os.path.isabs(pwd) and not os.path.lexists(pwd):
+            # gone as the cwd is; a $PWD that names a directory still there is left over
+            # from elsewhere (a parent that changed directory without updating it)
             return pwd
         raise CwdGone(
             "the current directory no longer exists: cd to another, or pass --cwd DIR"
