@@ -62,6 +62,9 @@ SHOWN_TITLE_FUNCTION = "sessiondex_shown_title"
 #: ``search`` takes, or ``owner/repo#N``) as its normalized URL, else NULL: the web
 #: view's saved query compares ``pr_links.url`` with it, by the CLI's one rule.
 PR_URL_FUNCTION = "sessiondex_pr_url"
+#: The SQL function that reads a PR number given alone (``12``, ``#12``, ``012``) as
+#: ``from-pr`` reads it, else NULL.
+PR_NUMBER_FUNCTION = "sessiondex_pr_number"
 #: Texts shorter than this (UTF-8 bytes) are stored as they are.
 COMPRESS_MIN_BYTES = 128
 #: Marker byte of a raw deflate body (read only: schema m007's bodies).
@@ -262,6 +265,14 @@ def register(conn: sqlite3.Connection) -> None:
         SHOWN_TITLE_FUNCTION, len(SHOWN_TITLE_SOURCES), _shown_title_value, deterministic=True
     )
     conn.create_function(PR_URL_FUNCTION, 1, _pr_url_value, deterministic=True)
+    conn.create_function(PR_NUMBER_FUNCTION, 1, _pr_number_value, deterministic=True)
+
+
+def _pr_number_value(value: Any) -> int | None:
+    """:data:`PR_NUMBER_FUNCTION`: the PR number ``value`` gives alone, else NULL."""
+    from sessiondex.transcripts.pr_urls import parse_pr_number
+
+    return parse_pr_number(value) if isinstance(value, str) else None
 
 
 def _pr_url_value(value: Any) -> str | None:

@@ -1,8 +1,9 @@
 """The web view's saved queries (Datasette's canned queries): plain SQL a user can read,
 edit and run in Datasette, over the documented tables, and kept here with every other
 query so they follow the rules the CLI follows: the title is the stored session
-object's (the one title rule), a PR is read by the one PR rule (the SQL function
-``sessiondex_pr_url``), and hidden sessions stay hidden as in ``list`` and ``from-pr``.
+object's (the one title rule), a PR is read by the one PR rule (the SQL functions
+``sessiondex_pr_url`` and ``sessiondex_pr_number``), and hidden sessions stay hidden as
+in ``list`` and ``from-pr``.
 Every query answers for the served config dirs only (:func:`saved_queries`)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from os import PathLike
 from typing import Any
 
-from sessiondex.indexer.textstore import PR_URL_FUNCTION
+from sessiondex.indexer.textstore import PR_NUMBER_FUNCTION, PR_URL_FUNCTION
 from sessiondex.query.archives import sql_literals
 from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 
@@ -21,17 +22,29 @@ _KEPT = "__kept_sessions__"
 _TITLE = "json_extract(s.object_json, '$.title')"
 _STAMP = f"strftime('%Y-%m-%d %H:%M', {ACTIVITY_SQL} / 1000, 'unixepoch')"
 
-_PR_MATCH = (
-    f"(p.url = {PR_URL_FUNCTION}(:pr)"
-    # GitHub owner and repository names ignore case (query.prs does the same)
-    f" or (p.provider = 'github' and p.url = {PR_URL_FUNCTION}(:pr) collate nocase)"
-    " or cast(p.number as text) = ltrim(trim(:pr), '#'))"
-)
+
+def _pr_match(alias: str) -> str:
+    """A row of ``pr_links``/``pr_mentions`` (as ``alias``) for the PR ``:pr`` names: its
+    URL in any form (GitHub's owner and repository in any case, as ``query.prs``), or
+    its number given alone (in any repository)."""
+    return (
+        f"({alias}.url = {PR_URL_FUNCTION}(:pr)"
+        f" or ({alias}.provider = 'github'"
+        f" and {alias}.url = {PR_URL_FUNCTION}(:pr) collate nocase)"
+        f" or {alias}.number = {PR_NUMBER_FUNCTION}(:pr))"
+    )
+
+
 _PR_SQL = (
     f"select s.session_id, {_TITLE} as title, s.cwd, s.git_branch, p.url,"
     " '{how}' as how, " + _STAMP + " as last_activity"
     " from {table} p join sessions s on s.id = p.session_rowid"
-    f" where {_KEPT} and {_PR_MATCH}"
+    f" where {_KEPT} and {_pr_match('p')}"
+)
+# A session that links the PR is listed once, as linked (from-pr lists those that only
+# mention it apart).
+_NOT_LINKED = (
+    f" and not exists (select 1 from pr_links l where l.session_rowid = s.id and {_pr_match('l')})"
 )
 
 SAVED_QUERIES: dict[str, dict[str, str]] = {
@@ -43,6 +56,7 @@ SAVED_QUERIES: dict[str, dict[str, str]] = {
             _PR_SQL.format(how="linked", table="pr_links")
             + " union all "
             + _PR_SQL.format(how="mentioned", table="pr_mentions")
+            + _NOT_LINKED
             + " order by how, last_activity desc"
         ),
     },

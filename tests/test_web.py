@@ -544,6 +544,8 @@ def test_saved_queries_follow_the_clis_rules(tmp_path: Path) -> None:
             "github.com/acme/shop/pull/12",
             "acme/shop#12",
             "#12",
+            "012",  # as from-pr reads a number
+            " #012 ",
         ):
             rows = web.request(
                 "/sessiondex/sessions_for_pr.json?_shape=array&pr=" + quote(pr)
@@ -552,6 +554,8 @@ def test_saved_queries_follow_the_clis_rules(tmp_path: Path) -> None:
             assert {web.tree.auth_id, untitled.session_id} <= found, pr
             assert printed.session_id not in found, pr  # -p sessions stay hidden
             assert all(r["title"] == titles[r["session_id"]] for r in rows), pr
+            linked = {r["session_id"] for r in rows if r["how"] == "linked"}
+            assert not linked & {r["session_id"] for r in rows if r["how"] == "mentioned"}, pr
         assert titles[untitled.session_id].endswith("…")  # the cut title, not the prompt
         branch = web.request(
             "/sessiondex/sessions_on_branch.json?_shape=array&branch=fix/auth"
