@@ -165,12 +165,18 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     if for_write and (described is None or described.kind != "main"):
         raise NotFound(f"{arg} is not a session transcript inside a configured projects/ dir")
     subagent_path = None
-    if described is not None and described.kind != "main" and described.main_path.is_file():
+    if described is not None and described.kind != "main":
         # A subagent's transcript is part of its session: answer with that session,
         # and say which of its files was named.
-        subagent_path, path = str(described.path), described.main_path
+        subagent_path = str(described.path)
+        path = described.main_path if described.main_path.is_file() else described.path
     elif described is not None:
         path = described.path  # as the index spells it (a config dir may be a link)
+    else:
+        laid_out, main = _loose_subagent(path)  # a copy, a backup: by its place alone
+        if laid_out:
+            subagent_path = str(path)
+            path = main if main is not None else path
     rows = select_rows(db, "s.file_path = ?", [str(path)])
     if rows:
         return Resolution(
@@ -185,7 +191,24 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
             project_key=described.project_key,
             session_id=described.session_id,
         )
-    return Resolution(to_object_external(row), row, MATCHED_PATH, subagent_path=subagent_path)
+    session = to_object_external(row)
+    if subagent_path is not None and str(path) == subagent_path:
+        session["resume_command"] = None  # no main transcript: claude cannot resume a subagent
+    return Resolution(session, row, MATCHED_PATH, subagent_path=subagent_path)
+
+
+def _loose_subagent(path: Path) -> tuple[bool, Path | None]:
+    """Whether a transcript outside the configured dirs is laid out as a subagent's
+    (``<dir>/<id>/subagents/…/agent-<x>.jsonl``), and its session's main transcript
+    beside the folder (``<dir>/<id>.jsonl``) when that is there."""
+    if not (path.name.startswith("agent-") and path.name.endswith(".jsonl")):
+        return False, None
+    parts = path.parts
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "subagents" and is_session_id(parts[i - 1]):
+            main = Path(*parts[: i - 1]) / f"{parts[i - 1]}.jsonl"
+            return True, main if main.is_file() else None
+    return False, None
 
 
 def to_object_external(row: dict[str, Any]) -> dict[str, Any]:

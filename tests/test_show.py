@@ -900,3 +900,30 @@ def test_a_subagent_in_a_folder_that_cannot_be_listed_is_read_from_its_path(
     shown = _run(tree, tmp_path, "show", str(parent.path))
     assert shown.exit_code == 0, shown.output
     assert "PARENT-PROMPT" in shown.stdout and "subagent: wfp" in shown.stdout
+
+
+@pytest.mark.parametrize("with_main", [True, False])
+def test_a_copied_subagent_transcript_shows_that_subagent(tmp_path: Path, with_main: bool) -> None:
+    """A subagent transcript outside the configured dirs (a copied session folder) was
+    read as a loose transcript of its own: no messages on its chain, and a resume line
+    pointing claude at the subagent file."""
+    import shutil
+
+    world = _with_nested_subagents(tmp_path)
+    s = world.session
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copytree(s.path.with_suffix(""), copy / s.session_id)
+    if with_main:
+        shutil.copy2(s.path, copy / s.path.name)
+    copied = copy / world.outer.path.relative_to(s.path.parent)
+    shown = _run(world.tree, tmp_path, "show", str(copied))
+    assert shown.exit_code == 0, shown.output
+    assert "OUTER-PROMPT" in shown.stdout and "subagent: outer" in shown.stdout
+    assert "MAIN-DONE" not in shown.stdout
+    found = one_session(_run(world.tree, tmp_path, "resolve", str(copied), "--json").stdout)
+    assert found["session_id"] == s.session_id
+    if with_main:
+        assert found["file_path"] == str(copy / s.path.name)
+    else:
+        assert found["resume_command"] is None  # claude cannot resume a subagent file
