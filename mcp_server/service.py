@@ -707,7 +707,9 @@ def _no_resume_line(session: dict[str, Any], notes: list[str]) -> list[str]:
     config dir Claude Code cannot be pointed at (its path is not in NFC)."""
     from sessiondex.transcripts.config import unreachable_reason
 
+    if session.get("resume_command"):
+        return []
     reason = unreachable_reason(session.get("config_dir"))
-    if session.get("resume_command") or reason is None:
+    if reason is None:
         return []
     return [] if any(reason in note for note in notes) else [reason]
