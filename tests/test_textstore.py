@@ -34,6 +34,7 @@ from sessiondex.indexer.textstore import (
     decode,
     dictionary_id,
     encode,
+    frame_dictionary_id,
     packer,
     store_dictionary,
     train,
@@ -305,7 +306,6 @@ def test_the_parsing_process_compresses_against_the_dictionary_it_was_given(
 ) -> None:
     """The dictionary the parsing worker keeps (``Prefetcher(..., dictionary)`` hands
     it to the worker's initializer) is what its bodies are compressed against."""
-    import sessiondex.indexer.textstore as textstore
 
     tree = _tree(tmp_path)
     tf = next(t for t in iter_transcripts(tree.root) if t.size > 2000)
@@ -315,8 +315,7 @@ def test_the_parsing_process_compresses_against_the_dictionary_it_was_given(
     assert item.parsed is not None and item.parsed.encoded
     frames = [m[3] for m in item.parsed.messages if isinstance(m[3], bytes)]
     assert frames
-    zstd = textstore._zstd()
-    assert {zstd.get_frame_info(f[1:]).dictionary_id for f in frames} == {dictionary_id(dictionary)}
+    assert {frame_dictionary_id(f[1:]) for f in frames} == {dictionary_id(dictionary)}
     assert all(decode(f, dictionary) for f in frames)
 
 
@@ -428,7 +427,7 @@ def test_a_cold_build_trains_a_dictionary_and_every_writer_uses_it(
         bytes(b)[1:] for (b,) in db.execute("SELECT body FROM messages WHERE typeof(body) = 'blob'")
     ]
     assert frames
-    named = {textstore._zstd().get_frame_info(f).dictionary_id for f in frames}
+    named = {frame_dictionary_id(f) for f in frames}
     # the files handed to the parser before the dictionary was trained may be without
     assert trained in named and named <= {0, trained}
     assert all(t for (t,) in db.execute("SELECT text FROM message_text"))
@@ -447,7 +446,7 @@ def test_a_cold_build_trains_a_dictionary_and_every_writer_uses_it(
         "SELECT m.body FROM messages m JOIN message_text t ON t.id = m.id"
         " WHERE t.text LIKE '%lateword'"
     ).fetchone()
-    assert textstore._zstd().get_frame_info(bytes(late)[1:]).dictionary_id == trained
+    assert frame_dictionary_id(bytes(late)[1:]) == trained
     assert sessiondex.Index(path, [tree.root], refresh=False).search("lateword", scope="all")
     # a rebuild starts over: one dictionary, every body readable, same answers
     before = index_snapshot(db)
@@ -484,7 +483,7 @@ def test_an_index_grown_by_small_refreshes_trains_its_dictionary_once_it_has_tex
     assert trained_after is not None and 0 < trained_after < 39
     (dict_id,) = db.execute("SELECT zstd_id FROM text_dicts").fetchone()
     named = {
-        textstore._zstd().get_frame_info(bytes(b)[1:]).dictionary_id
+        frame_dictionary_id(bytes(b)[1:])
         for (b,) in db.execute("SELECT body FROM messages WHERE typeof(body) = 'blob'")
     }
     assert named == {0, dict_id}  # the early bodies without, the later ones with it
@@ -524,7 +523,6 @@ def test_a_dictionary_given_late_reaches_the_parser_after_the_files_already_sent
     """``Prefetcher.use_dictionary`` while the parser works: the files already handed to
     it are compressed without the dictionary, every later one with it (one worker takes
     its tasks in order), and all of them read back."""
-    import sessiondex.indexer.textstore as textstore
     from sessiondex.transcripts.discover import iter_found
 
     class AlwaysCompress(prefetch.Prefetcher):
@@ -544,13 +542,12 @@ def test_a_dictionary_given_late_reaches_the_parser_after_the_files_already_sent
         items = [parser.take(found.file()) for found in files]
     finally:
         parser.close()
-    zstd = textstore._zstd()
     named = []
     for item in items:
         assert item.parsed is not None and item.parsed.encoded
         frames = [m[3] for m in item.parsed.messages if isinstance(m[3], bytes)]
         assert all(decode(f, dictionary) for f in frames)
-        named.append({zstd.get_frame_info(f[1:]).dictionary_id for f in frames})
+        named.append({frame_dictionary_id(f[1:]) for f in frames})
     assert named == [{0}] * 3 + [{dictionary_id(dictionary)}] * (len(files) - 3)
 
 
