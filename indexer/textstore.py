@@ -41,10 +41,11 @@ passes to ``Index``; the web view's Datasette through its ``prepare_connection``
 from __future__ import annotations
 
 import sqlite3
+import threading
 import zlib
-from collections.abc import Iterable
-from functools import cache, lru_cache
-from typing import Any
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any, TypeVar
 
 from sessiondex.indexer.objects import untitled_title
 from sessiondex.indexer.shape import SHOWN_TITLE_SOURCES
@@ -102,11 +103,33 @@ def _zstd() -> Any:
     return zstandard
 
 
-@lru_cache(maxsize=8)
+# zstandard's compressors, decompressors and dictionaries are not thread-safe (they
+# compress without the GIL): two threads each building its own index through one shared
+# compressor crashed the process. Every thread keeps its own, as each keeps its own
+# SQLite connections (an Index belongs to one thread).
+_THREAD = threading.local()
+T = TypeVar("T")
+
+
+def _per_thread(kind: str, key: Any, make: Callable[[], T], bound: int) -> T:
+    """This thread's ``make()`` for ``key`` among its ``kind``, the ``bound`` most
+    recently made kept (a long-running watcher sees a new dictionary at every rebuild
+    of its index)."""
+    made: dict[Any, Any] | None = getattr(_THREAD, kind, None)
+    if made is None:
+        made = {}
+        setattr(_THREAD, kind, made)
+    found = made.get(key)
+    if found is None:
+        if len(made) >= bound:
+            made.pop(next(iter(made)))
+        found = made[key] = make()
+    return found
+
+
 def _zstd_dict(content: bytes) -> Any:
-    """A dictionary ready to use. Bounded: a long-running watcher sees a new dictionary
-    at every rebuild of its index."""
-    return _zstd().ZstdCompressionDict(content)
+    """A dictionary ready to use, this thread's."""
+    return _per_thread("dicts", content, lambda: _zstd().ZstdCompressionDict(content), 8)
 
 
 def dictionary_id(content: bytes) -> int:
@@ -146,11 +169,10 @@ class Packer:
         return bytes((ZSTD,)) + packed
 
 
-@lru_cache(maxsize=4)
 def packer(dictionary: bytes | None = None) -> Packer:
-    """The packer for ``dictionary`` (made once per process and dictionary; the few
-    most recent are kept, each holds a compression context)."""
-    return Packer(dictionary)
+    """The packer for ``dictionary`` (made once per thread and dictionary; the few most
+    recent are kept, each holds a compression context)."""
+    return _per_thread("packers", dictionary, lambda: Packer(dictionary), 4)
 
 
 def encode(text: str) -> str | bytes:

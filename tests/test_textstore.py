@@ -590,3 +590,53 @@ def test_a_sample_that_trains_nothing_is_not_tried_at_every_refresh(
     assert tried == expected, (tried, stored)
     assert sum(tried) >= 2 and sum(tried) < sum(size >= 8_000 for size in stored)
     assert current_dictionary(db.conn) is None
+
+
+def test_threads_building_their_own_indexes_at_once(tmp_path: Path) -> None:
+    """An Index belongs to its thread, so two threads may each build their own index at
+    the same time. They shared one zstandard compressor (cached for the process), which
+    compresses outside the GIL and is not thread-safe: the process died of SIGSEGV.
+    Run in a child process, so a crash fails this test rather than the test run."""
+    import subprocess
+    import sys
+
+    from bench.corpus import generate
+
+    corpora = [tmp_path / f"corpus{n}" for n in (1, 2)]
+    for n, corpus in enumerate(corpora):
+        generate(corpus, sessions=30, projects=3, size_mb=6, seed=20 + n, profile="text-heavy")
+    script = """
+import sys, threading
+from sessiondex import Index
+
+def build(corpus, db):
+    with Index(db, [corpus]) as index:
+        index.refresh()
+
+args = sys.argv[1:]
+threads = [threading.Thread(target=build, args=(args[i], args[i + 2])) for i in (0, 1)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+    dbs = [tmp_path / "one.db", tmp_path / "two.db"]
+    for _ in range(3):  # the crash needed the two compressions to overlap
+        for db in dbs:
+            for leftover in tmp_path.glob(db.name + "*"):
+                leftover.unlink()
+        done = subprocess.run(
+            [sys.executable, "-c", script, *map(str, corpora), *map(str, dbs)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    for corpus, db in zip(corpora, dbs):  # what each thread wrote reads back whole
+        with sessiondex.Index(db, [corpus], refresh=False) as index:
+            assert index.search("the", scope="all", limit=5)
+        conn = sqlite3.connect(db)
+        sessiondex.prepare_connection(conn)
+        texts = [row[0] for row in conn.execute("SELECT text FROM message_text")]
+        conn.close()
+        assert texts and all(isinstance(t, str) for t in texts) and any(len(t) > 500 for t in texts)
