@@ -409,13 +409,17 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
         sessiondex resolve "auth refactor" --json
         sessiondex resolve 3f2a9c1e
     """
+    from sessiondex.query.resolve import NO_MAIN_TRANSCRIPT, without_main_transcript
+
     fmt = chosen_format(fmt, as_json)
     found = resolve_or_exit(arg, cwd, fmt, include_archived=include_archived)
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
         emit([obj], fmt, project=True, agents=_agents([obj], fmt))
-        how = obj["resume_command"] or _why_not_resumable(obj)
+        how = obj["resume_command"] or (
+            NO_MAIN_TRANSCRIPT if without_main_transcript(found) else _why_not_resumable(obj)
+        )
         if any(how in note for note in found.notes):  # said just above: once is enough
             click.echo(clean(f"matched by {found.matched_by}"))
         else:
@@ -494,6 +498,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex resume
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
+    from sessiondex.query.resolve import NO_MAIN_TRANSCRIPT, without_main_transcript
     from sessiondex.query.sessions import claude_config_dir, resume_command
     from sessiondex.transcripts.config import unreachable_reason
 
@@ -508,6 +513,8 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         arg, cwd, if_archived=lambda session: f"session {archived_advice(session)}"
     )
     session = found.session
+    if without_main_transcript(found):
+        raise CliError(clean_line(f"{arg}: {NO_MAIN_TRANSCRIPT}"))
     unreachable = unreachable_reason(session.get("config_dir"))
     if unreachable:  # before any note that it is resuming
         raise CliError(unreachable)

@@ -197,6 +197,21 @@ def _by_path(db: Database, arg: str, roots: list[Path], for_write: bool) -> Reso
     return Resolution(session, row, MATCHED_PATH, subagent_path=subagent_path)
 
 
+#: Why a subagent's transcript whose session has no main transcript cannot be resumed.
+NO_MAIN_TRANSCRIPT = (
+    "it is a subagent's transcript and its session's main transcript is not there:"
+    " Claude Code cannot resume it (show reads it)"
+)
+
+
+def without_main_transcript(found: Resolution) -> bool:
+    """Whether ``found`` is a subagent's transcript standing alone (its session's main
+    transcript deleted, or a copied folder without it): nothing to resume."""
+    return found.subagent_path is not None and found.session.get("file_path") == (
+        found.subagent_path
+    )
+
+
 def _loose_subagent(path: Path) -> tuple[bool, Path | None]:
     """Whether a transcript outside the configured dirs is laid out as a subagent's
     (``<dir>/<id>/subagents/…/agent-<x>.jsonl``), and its session's main transcript

@@ -35,11 +35,14 @@ def _pr_match(alias: str) -> str:
     )
 
 
+# One row per session (a number may match PRs of two repositories a session links):
+# its matching URLs together.
 _PR_SQL = (
-    f"select s.session_id, {_TITLE} as title, s.cwd, s.git_branch, p.url,"
-    " '{how}' as how, " + _STAMP + " as last_activity"
+    f"select s.session_id, {_TITLE} as title, s.cwd, s.git_branch,"
+    " group_concat(distinct p.url) as url, '{how}' as how, " + _STAMP + " as last_activity"
     " from {table} p join sessions s on s.id = p.session_rowid"
     f" where {_KEPT} and {_pr_match('p')}"
+    "{not_linked} group by s.id"
 )
 # A session that links the PR is listed once, as linked (from-pr lists those that only
 # mention it apart).
@@ -53,10 +56,9 @@ SAVED_QUERIES: dict[str, dict[str, str]] = {
         "description": "Sessions linked to, then mentioning, a PR: any form of its URL,"
         " owner/repo#N, or a number (in any repository).",
         "sql": (
-            _PR_SQL.format(how="linked", table="pr_links")
+            _PR_SQL.format(how="linked", table="pr_links", not_linked="")
             + " union all "
-            + _PR_SQL.format(how="mentioned", table="pr_mentions")
-            + _NOT_LINKED
+            + _PR_SQL.format(how="mentioned", table="pr_mentions", not_linked=_NOT_LINKED)
             + " order by how, last_activity desc"
         ),
     },

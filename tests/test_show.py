@@ -923,7 +923,13 @@ def test_a_copied_subagent_transcript_shows_that_subagent(tmp_path: Path, with_m
     assert "MAIN-DONE" not in shown.stdout
     found = one_session(_run(world.tree, tmp_path, "resolve", str(copied), "--json").stdout)
     assert found["session_id"] == s.session_id
+    resumed = _run(world.tree, tmp_path, "resume", str(copied), "--dry-run")
+    said = _run(world.tree, tmp_path, "resolve", str(copied)).stdout
     if with_main:
         assert found["file_path"] == str(copy / s.path.name)
+        assert resumed.exit_code == 0 and s.path.name in resumed.stdout
     else:
         assert found["resume_command"] is None  # claude cannot resume a subagent file
+        assert resumed.exit_code == 1 and resumed.stdout == ""
+        assert "Claude Code cannot resume it" in resumed.stderr
+        assert "matched by path: it is a subagent's transcript" in said

@@ -530,6 +530,10 @@ def test_saved_queries_follow_the_clis_rules(tmp_path: Path) -> None:
         untitled = t.session(cwd="/home/dev/shop", git_branch="fix/auth")
         untitled.user(long_prompt)
         untitled.pr_link(number=12, url=PR_URL, repository="acme/shop")
+        # the same number in another repository: a bare 12 matches both links
+        untitled.pr_link(
+            number=12, url="https://github.com/other/lib/pull/12", repository="other/lib"
+        )
         untitled.write()
         printed = t.session(cwd="/home/dev/shop", git_branch="fix/auth", entrypoint="sdk-cli")
         printed.user("claude -p run")
@@ -554,6 +558,7 @@ def test_saved_queries_follow_the_clis_rules(tmp_path: Path) -> None:
             assert {web.tree.auth_id, untitled.session_id} <= found, pr
             assert printed.session_id not in found, pr  # -p sessions stay hidden
             assert all(r["title"] == titles[r["session_id"]] for r in rows), pr
+            assert len(rows) == len({r["session_id"] for r in rows}), pr  # each once
             linked = {r["session_id"] for r in rows if r["how"] == "linked"}
             assert not linked & {r["session_id"] for r in rows if r["how"] == "mentioned"}, pr
         assert titles[untitled.session_id].endswith("…")  # the cut title, not the prompt
