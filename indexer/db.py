@@ -410,9 +410,12 @@ def clear_index(db: Database) -> None:
         # rules indexed other tokens. Emptying the FTS tables outright leaves none behind.
         for fts in FTS_TABLES:
             db.execute(f"INSERT INTO {fts}({fts}) VALUES ('delete-all')")
-        # archive_dirs is configuration (where cleanup --archive put sessions), not derived.
+        # Configuration, not derived: archive_dirs (where cleanup --archive put sessions),
+        # the last archive run, and include_tools (index --tools is remembered: a rebuild,
+        # asked for or after an upgrade, indexes what the user chose).
         db.execute(
-            "DELETE FROM meta WHERE key NOT IN ('derivation_version', 'archive_dirs', 'archive_last_run')"
+            "DELETE FROM meta WHERE key NOT IN"
+            " ('derivation_version', 'archive_dirs', 'archive_last_run', 'include_tools')"
         )
 
 

@@ -972,6 +972,9 @@ def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
     assert hits() == [s.session_id]
     assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0  # remembered
     assert hits() == [s.session_id]
+    # remembered across a rebuild too (it forgot, and tool output went unsearchable)
+    assert CliRunner().invoke(cli, [*base, "index", "--rebuild"]).exit_code == 0
+    assert hits() == [s.session_id]
     assert CliRunner().invoke(cli, [*base, "index", "--no-tools"]).exit_code == 0
     assert hits() == []
 
