@@ -165,13 +165,18 @@ def test_a_name_is_stored_as_typed_and_resolves_typed_again(world: World, typed:
         ("\ufeffname", "name"),  # BOM
         ("flag\U000e0067\U000e0062", "flag"),  # tag characters (invisible text)
         ("pua\ue000", "pua"),  # private use
+        # control characters are spaces: the name shown is the name that resolves
+        ("tab\tand, comma", "tab and, comma"),
+        ("two\nlines", "two lines"),
+        ("esc\x1b[31mred", "esc [31mred"),
     ],
 )
 def test_a_name_loses_what_hides_or_reorders_text(world: World, raw: str, stored: str) -> None:
     assert world.run("rename", "Alpha", raw, "--cwd", CWD).exit_code == 0
     assert last_line(world.paths["alpha"])["customTitle"] == stored
-    # Typed again with the hidden character, it still finds the session.
+    # Typed again with the hidden character, or as shown, it still finds the session.
     assert world.run("resolve", raw, "--cwd", CWD, "--json").exit_code == 0
+    assert world.run("resolve", stored, "--cwd", CWD, "--json").exit_code == 0
 
 
 @pytest.mark.parametrize(

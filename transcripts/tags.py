@@ -87,10 +87,14 @@ def clean_name(value: str) -> str:
     and private-use and unassigned code points, as for a tag. Unlike a tag, no NFKC:
     it changes what a name shows (``①`` → ``1``, ``ｶﾀｶﾅ`` → ``カタカナ``, a family emoji
     → three people), and Claude Code finds a session by its name typed again, compared
-    exactly (case aside), as the SDK's ``rename_session`` stores it.
+    exactly (case aside), as the SDK's ``rename_session`` stores it. A control
+    character (a tab, a newline, an escape) is a space: a name is one line wherever it
+    is shown, and the name shown must be the name that, typed again, resolves.
     """
     kept = "".join(
-        c for c in value if c in _NAME_JOINERS or unicodedata.category(c) not in _STRIP_CATEGORIES
+        " " if unicodedata.category(c) == "Cc" else c
+        for c in value
+        if c in _NAME_JOINERS or unicodedata.category(c) not in _STRIP_CATEGORIES
     ).strip()
     return "" if _shows_nothing(kept) else kept
 
