@@ -343,7 +343,9 @@ def emit(
                     if item.get(column):
                         merged.append("    " + _extra(str(item[column]), highlight))
             text = "\n".join(merged)
-        click.echo(text)
+        # highlight is colour chosen (a terminal, or color = "always"): click would strip
+        # it from a pipe, leaving the match neither coloured nor bracketed
+        click.echo(text, color=True if highlight else None)
 
 
 def _extra(text: str, highlight: bool) -> str:

@@ -362,3 +362,19 @@ def test_completion_offers_only_the_sessions_of_the_config_dirs_given(tmp_path: 
     args = ["--config-dir", str(two.root), "--db", db, "show", "--cwd", "/w/app"]
     values = {c.value for c in complete.get_completions(args, "")}
     assert second in values and first not in values
+
+
+@pytest.mark.parametrize(
+    ("color", "marked"),
+    [("always", "\x1b["), ("auto", "[notes]"), ("never", "[notes]")],
+)
+def test_search_highlights_in_a_pipe_as_the_colour_setting_says(
+    clean_file: World, color: str, marked: str
+) -> None:
+    """``color = "always"`` chose colour for the highlight, then click stripped the
+    colour on its way to a pipe: the match was neither coloured nor bracketed."""
+    clean_file.write(f'color = "{color}"\n')
+    result = clean_file.run("search", "notes", "--scope", "all")
+    assert result.exit_code == 0, result.output
+    snippet = result.stdout.splitlines()[2]
+    assert marked in snippet
