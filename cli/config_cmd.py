@@ -3,6 +3,8 @@ shell completion script)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from sessiondex.cli.output import clean_line, table_or_json
@@ -29,6 +31,16 @@ def config(fmt: str, as_json: bool) -> None:
 
     settings = current()
     assert settings is not None  # set by the command group
+
+    def shown(key: str) -> Any:
+        """A setting as printed: a team store DSN without its password."""
+        value = settings[key]
+        if key == "db" and isinstance(value, str):
+            from sessiondex.store.dsn import hide_password
+
+            return hide_password(value)
+        return value
+
     if settings.problem is not None:  # shown, not fatal here: this is where one looks
         click.echo(clean_line(f"Error: {settings.problem} (left out below)"), err=True)
     if as_json or fmt == "json":
@@ -36,16 +48,16 @@ def config(fmt: str, as_json: bool) -> None:
             "file": str(settings.file),
             "file_exists": settings.file_exists,
             "settings": {
-                key: {"value": settings[key], "source": settings.source(key)} for key in KEYS
+                key: {"value": shown(key), "source": settings.source(key)} for key in KEYS
             },
         }
         click.echo(dumps(value, indent=True))
         return
     rows = []
     for key in KEYS:
-        value = settings[key]
-        shown = ", ".join(value) if isinstance(value, list) else str(value)
-        rows.append([key, shown, settings.source(key)])
+        value = shown(key)
+        text = ", ".join(value) if isinstance(value, list) else str(value)
+        rows.append([key, text, settings.source(key)])
     click.echo(render_table(rows, ("setting", "value", "from"), flexible=1))
     state = "" if settings.file_exists else " (none)"
     click.echo(f"config file: {settings.file}{state}")

@@ -123,11 +123,17 @@ def _checked(table: dict[str, Any], path: Path) -> dict[str, Any]:
         ):
             raise ConfigFileError(f"{path}: config_dirs must be a list of directories")
     out = dict(table)
-    if "db" in out:
+    if "db" in out and not _is_dsn(out["db"]):  # a postgresql:// DSN works as --db does
         out["db"] = _absolute(out["db"], "db", path)
     if "config_dirs" in out:
         out["config_dirs"] = [_absolute(d, "config_dirs", path) for d in out["config_dirs"]]
     return out
+
+
+def _is_dsn(value: str) -> bool:
+    from sessiondex.query.teamdb import is_dsn
+
+    return bool(is_dsn(value))
 
 
 def _absolute(value: str, key: str, path: Path) -> str:

@@ -378,3 +378,13 @@ def test_search_highlights_in_a_pipe_as_the_colour_setting_says(
     assert result.exit_code == 0, result.output
     snippet = result.stdout.splitlines()[2]
     assert marked in snippet
+
+
+def test_config_never_prints_a_dsns_password(clean_file: World) -> None:
+    """``config`` printed ``--db postgresql://u:hunter2@…`` as given; every other
+    message that names a DSN masks its password."""
+    dsn = "postgresql://ann:hunter2@db.example/team"
+    for fmt in ("table", "json"):
+        result = clean_file.run("--db", dsn, "config", "--format", fmt, base=False)
+        assert result.exit_code == 0, result.output
+        assert "hunter2" not in result.output and "ann:***@db.example" in result.output

@@ -484,3 +484,21 @@ def test_a_read_only_connection_answers(world: tuple[Path, str, str]) -> None:
         expected, got = run(root, team, *args), run(root, read_only, *args)
         assert got.exit_code == expected.exit_code == 0, got.output
         assert json.loads(got.stdout) == json.loads(expected.stdout)
+
+
+def test_the_config_files_db_may_name_the_store(
+    world: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """The README says the config file's ``db`` sets what --db sets, and --db takes a
+    postgresql:// DSN; the file refused one ("is not an absolute path")."""
+    root, _, team = world
+    config = tmp_path / "xdg" / "sessiondex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'db = "{team}"\n')
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    from_file = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "list", "--scope", "all", "--json"], env=env
+    )
+    assert from_file.exit_code == 0, from_file.output
+    given = run(root, team, "list", "--scope", "all", "--json")
+    assert json.loads(from_file.stdout) == json.loads(given.stdout) != []
