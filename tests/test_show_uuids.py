@@ -71,7 +71,8 @@ def test_fork_from_a_short_uuid_that_show_prints(tmp_path: Path) -> None:
     [
         ("abcd", None),  # unique prefix
         ("ABCD", None),  # any case
-        ("abc", "not found"),  # shorter than 4: never a prefix
+        ("abc", "too short a prefix: give at least 4"),  # shorter than 4: never a prefix
+        ("xyz", "not found"),  # short, and no UUID starts with it either
         ("ab12", "ambiguous"),
         ("ffff", "not found"),
     ],

@@ -131,6 +131,11 @@ def _cut(entries: list[dict[str, Any]], up_to: str, source_id: str) -> int:
                 f"Message {up_to} is ambiguous in session {source_id}: "
                 f"{len(matches)} messages start with it; give more characters"
             )
+    elif any(str(r["uuid"]).lower().startswith(prefix) for r in entries if prefix):
+        raise NothingToFork(
+            f"Message {up_to} is too short a prefix: give at least {MIN_UUID_PREFIX}"
+            " characters of the UUID (show --uuids prints 8)"
+        )
     raise NothingToFork(f"Message {up_to} not found in session {source_id}")
 
 
