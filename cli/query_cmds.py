@@ -412,7 +412,17 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     from sessiondex.query.resolve import NO_MAIN_TRANSCRIPT, without_main_transcript
 
     fmt = chosen_format(fmt, as_json)
-    found = resolve_or_exit(arg, cwd, fmt, include_archived=include_archived)
+    found = resolve_or_exit(
+        arg,
+        cwd,
+        fmt,
+        include_archived=include_archived,
+        if_archived=lambda session: (
+            f"session {session['session_id']} is archived ({session['file_path']}): add"
+            f" --include-archived to resolve it, or `sessiondex restore"
+            f" {session['session_id']}` to put it back"
+        ),
+    )
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":

@@ -108,6 +108,9 @@ def test_show_reads_an_archived_session_from_its_archive(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     hint = world.run("show", world.first.session_id)
     assert hint.exit_code == 1 and "add --include-archived to read it" in hint.stderr
+    # resolve said "No session matches" where show says why and what to do
+    said = world.run("resolve", world.first.session_id)
+    assert said.exit_code == 1 and "add --include-archived to resolve it" in said.stderr
     result = world.run("show", world.first.session_id, "--include-archived", "--subagents")
     assert result.exit_code == 0, result.output
     text = result.stdout
