@@ -141,6 +141,8 @@ Environment:
                           "cat" or empty: none)
   LESS                    less's options; FRX when unset, as git sets it
   LV                      lv's options, when the pager is lv; -c when unset
+  PATH                    where the pager's program is looked for (one that
+                          is not there: the output is printed directly)
   PWD                     the working directory when it was deleted under
                           the process (a removed checkout)
   _SESSIONDEX_COMPLETE    shell completion (see `sessiondex completion`)

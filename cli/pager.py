@@ -1,7 +1,8 @@
 """Long ``show`` output in a pager, the way ``git log`` pages.
 
-The pager is ``$PAGER``, else the config file's ``pager``, else ``less``; an empty value
-or ``cat`` means no pager. Like git, ``LESS=FRX`` is set when ``LESS`` is unset (quit if
+The pager is ``$PAGER``, else the config file's ``pager``, else ``less``; an empty value,
+``cat`` or a program that is not installed means no pager, and a command with shell
+syntax runs through ``sh -c``, as git runs it. Like git, ``LESS=FRX`` is set when ``LESS`` is unset (quit if
 the text fits, pass colours through, leave the text on the screen) and ``LV=-c`` for
 ``lv``. Colours go only to a pager that shows them: ``less`` with ``-R``/``-r`` in its
 arguments or ``$LESS`` (so with our default too), ``lv -c``, and pagers made for colour
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -33,41 +35,56 @@ class Pager:
     color: bool = True
 
 
+# What only a shell reads in a pager command: git runs $PAGER with ``sh -c`` when it
+# holds any of these (``LESS=-R less``, ``~/bin/pager``, ``less | tee log``).
+_SHELL_CHARACTERS = set("|&;<>()$`\\\"'*?[]#~=%")
+
+
 def choose_pager(configured: str | None, environ: Mapping[str, str] | None = None) -> Pager:
     """The pager for ``configured`` (``$PAGER`` or the config file's, already chosen
-    by precedence; None: ``less``)."""
+    by precedence; None: ``less``). As git does, a command that holds shell syntax runs
+    through ``sh -c``; whether it shows colour is read from its first program and the
+    variables set before it."""
     env = dict(os.environ if environ is None else environ)
     text = "less" if configured is None else configured
     try:
-        command = shlex.split(text)
+        words = shlex.split(text)
     except ValueError:
-        command = text.split()
-    if not command or os.path.basename(command[0]) == "cat":
+        words = text.split()
+    assigned: dict[str, str] = {}
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        key, value = words.pop(0).split("=", 1)
+        assigned[key] = value
+    if not words or os.path.basename(words[0]) == "cat":
         return Pager(None, env, True)
-    name = os.path.basename(command[0])
+    if shutil.which(os.path.expanduser(words[0]), path=env.get("PATH")) is None:
+        return Pager(None, env, True)  # not installed: print, as git does without less
+    command = ["sh", "-c", text] if _SHELL_CHARACTERS & set(text) else words
+    name = os.path.basename(words[0])
     if name == "less":
         env.setdefault("LESS", LESS_DEFAULT)
-        color = _less_shows_colour([env["LESS"], *command[1:]])
+        color = _less_shows_colour([assigned.get("LESS", env["LESS"]), *words[1:]])
     elif name == "lv":
         env.setdefault("LV", LV_DEFAULT)
-        color = "-c" in env["LV"].split() or "-c" in command[1:]
+        color = "-c" in assigned.get("LV", env["LV"]).split() or "-c" in words[1:]
     else:
         color = name in _COLOUR_PAGERS
     return Pager(command, env, color)
 
 
 def _less_shows_colour(options: Iterable[str]) -> bool:
-    """``-R``/``-r`` (or their long names) among less's options. ``$LESS`` may omit the
-    dash (``LESS=FRX``); a prompt option's text could fool this, which costs only the
-    colours."""
-    for text in options:
+    """``-R``/``-r`` (or their long names) among less's options, and not reset by a
+    later ``-+R``. ``$LESS`` may omit the dash (``LESS=FRX``); a prompt option's text
+    could fool this, which costs only the colours."""
+    shown = False
+    for text in options:  # the last word that says wins, as less reads them
         for word in text.split():
             if word.startswith("--"):
                 if word.lower() in ("--raw-control-chars", "--raw-control-chars=on"):
-                    return True
+                    shown = True
             elif "R" in word or "r" in word:
-                return True
-    return False
+                shown = not word.startswith("-+")  # -+R resets it: no raw colours
+    return shown
 
 
 def page(chunks: Iterable[str], pager: Pager) -> None:

@@ -252,17 +252,34 @@ def test_completion_command_prints_the_script(world: World, shell: str) -> None:
         ("less -R", "-X", ["less", "-R"], "-X", True),
         ("less --RAW-CONTROL-CHARS", "", ["less", "--RAW-CONTROL-CHARS"], "", True),
         ("more", None, ["more"], None, False),
-        ("/usr/bin/most -s", None, ["/usr/bin/most", "-s"], None, True),
+        ("{bin}/most -s", None, ["{bin}/most", "-s"], None, True),
         ("cat", None, None, None, True),
         ("", None, None, None, True),
+        # as git runs $PAGER: shell syntax goes through sh -c (a variable set before the
+        # program, a pipe, ~), and the colour is read from the program and that variable
+        ("LESS=-R less", "-X", ["sh", "-c", "LESS=-R less"], "-X", True),
+        ("less -R | tee log", None, ["sh", "-c", "less -R | tee log"], "FRX", True),
+        ("less -+R", None, ["less", "-+R"], "FRX", False),  # -+R resets raw colours
+        ("not-installed-pager -x", None, None, None, True),  # printed directly
     ],
 )
 def test_the_pager_and_whether_it_gets_colour(
-    pager: str | None, less: str | None, command: list[str] | None, less_env: str, color: bool
+    tmp_path: Path,
+    pager: str | None,
+    less: str | None,
+    command: list[str] | None,
+    less_env: str,
+    color: bool,
 ) -> None:
-    env = {} if less is None else {"LESS": less}
-    chosen = choose_pager(pager, env)
-    assert (chosen.command, chosen.env.get("LESS"), chosen.color) == (command, less_env, color)
+    for name in ("less", "more", "most"):
+        program = tmp_path / name
+        program.write_text("#!/bin/sh\ncat\n")
+        program.chmod(0o755)
+    env = {"PATH": str(tmp_path)} if less is None else {"LESS": less, "PATH": str(tmp_path)}
+    given = None if pager is None else pager.replace("{bin}", str(tmp_path))
+    expected = None if command is None else [c.replace("{bin}", str(tmp_path)) for c in command]
+    chosen = choose_pager(given, env)
+    assert (chosen.command, chosen.env.get("LESS"), chosen.color) == (expected, less_env, color)
 
 
 @pytest.mark.parametrize(("name", "coloured"), [("less", True), ("more", False)])
