@@ -98,7 +98,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        table = tomllib.loads(data.decode("utf-8"))
+        # utf-8-sig: a byte-order mark, which some Windows editors write, is no TOML
+        # statement, but the text after it is the user's settings
+        table = tomllib.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise ConfigFileError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

@@ -405,3 +405,10 @@ def test_config_never_prints_a_dsns_password(clean_file: World) -> None:
         result = clean_file.run("--db", dsn, "config", "--format", fmt, base=False)
         assert result.exit_code == 0, result.output
         assert "hunter2" not in result.output and "ann:***@db.example" in result.output
+
+
+def test_a_config_file_with_a_byte_order_mark_is_read(clean_file: World) -> None:
+    """A file saved with a UTF-8 byte-order mark (some Windows editors) failed with
+    "Invalid statement (at line 1, column 1)", naming nothing the user could see."""
+    clean_file.file.write_bytes(b'\xef\xbb\xbfscope = "all"\n')
+    assert _effective(clean_file)["scope"] == ("all", str(clean_file.file))
