@@ -87,6 +87,17 @@ def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
     return Prefetched(tf, checked_ns, parsed)
 
 
+def may_start_parser() -> bool:
+    """Whether this process may start the parsing process (:class:`Prefetcher`): only
+    while it is the one thread of its process. Then the child is forked on Linux (or
+    spawned elsewhere, from the CLI's own script). A process with other threads is
+    someone's program: a front end (the picker, whose Textual took over stderr, so
+    starting the child failed with "bad value(s) in fds_to_keep") or a library user's (a
+    spawned child imports the caller's ``__main__`` again, which without a main guard
+    runs the script twice and fails). There the new files are parsed in-process."""
+    return threading.active_count() == 1
+
+
 class Prefetcher:
     """Parses new files in a second process, in order, while this one writes.
 
@@ -134,9 +145,9 @@ class Prefetcher:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # fork starts the parser at once, but forking a process with other threads (the
-        # watcher's) can copy a held lock into the child: then spawn a fresh interpreter.
-        method = "fork" if (threading.active_count() == 1 and sys.platform == "linux") else "spawn"
+        # fork starts the parser at once (only ever from a single-threaded process: see
+        # may_start); where fork is not the platform's way, spawn a fresh interpreter.
+        method = "fork" if sys.platform == "linux" else "spawn"
         context = multiprocessing.get_context(method)
         self._encode_texts = context.Value("b", 0, lock=False)
         return ProcessPoolExecutor(

@@ -31,7 +31,7 @@ from sessiondex.indexer.ingest import (
     stored_file,
 )
 from sessiondex.indexer.meta import get_meta, immediate, set_meta
-from sessiondex.indexer.prefetch import Prefetched, Prefetcher, parse_new_file
+from sessiondex.indexer.prefetch import Prefetched, Prefetcher, may_start_parser, parse_new_file
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, store_dictionary, train
@@ -244,9 +244,12 @@ def refresh(
     prefetcher = None
     if big:
         dictionary = current_dictionary(db.conn)
-        prefetcher = Prefetcher(new_files, tools, dictionary)
-        if dictionary is None:
-            prefetcher.use_dictionary(train_dictionary(db, new_files, tools))
+        if may_start_parser():
+            prefetcher = Prefetcher(new_files, tools, dictionary)
+            if dictionary is None:
+                prefetcher.use_dictionary(train_dictionary(db, new_files, tools))
+        elif dictionary is None:  # parsed here: the ingest compresses against it
+            train_dictionary(db, new_files, tools)
     # Rebuilding FTS costs the whole index's text: worth it only when most is new.
     bulk = BulkFts(db) if big and new_bytes >= _indexed_bytes(db) else contextlib.nullcontext()
     failure: BaseException | None = None

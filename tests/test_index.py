@@ -1096,3 +1096,40 @@ def test_a_github_mention_of_a_linked_pr_in_another_case_is_no_mention(tmp_path:
     ]
     # GitLab paths are case-sensitive: a mention in another case is another URL.
     assert [p["url"] for p in obj["pr_mentions"]] == ["https://gitlab.com/G/P/-/merge_requests/3"]
+
+
+def test_a_process_with_other_threads_parses_a_cold_build_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parsing process of a cold build was started from any process: from the
+    picker (other threads, Textual's stderr) it failed with "bad value(s) in
+    fds_to_keep" and the index never caught up; from a library user's threads it
+    spawned a child that ran the caller's script again. With other threads alive the
+    new files are parsed in-process, and the dictionary is still trained."""
+    import threading
+
+    import sessiondex.indexer.refresh as refresh_module
+    from bench.corpus import generate
+    from sessiondex import Index
+    from sessiondex.indexer.prefetch import Prefetcher
+    from sessiondex.indexer.textstore import current_dictionary
+
+    def no_process(self: Any, dictionary: Any) -> Any:
+        raise AssertionError("a parsing process was started")
+
+    monkeypatch.setattr(refresh_module, "PREFETCH_MIN_BYTES", 1)
+    monkeypatch.setattr(Prefetcher, "_start_pool", no_process)
+    corpus = tmp_path / "corpus"
+    generate(corpus, sessions=30, projects=3, size_mb=4, seed=7, profile="text-heavy")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)  # a front end's thread
+    other.start()
+    try:
+        with Index(tmp_path / "index.db", [corpus]) as index:
+            stats = index.refresh()
+            assert stats.sessions >= 30
+            assert index.search("the", scope="all", limit=3)
+            assert current_dictionary(index.writer().conn) is not None
+    finally:
+        stop.set()
+        other.join()
