@@ -50,6 +50,7 @@ class Source:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-pick")
         self._index: Index | None = None
         self._interruptible = False
+        self._interrupted = False  # interrupt() was called during the running job
 
     def open_index(self, *, refresh: bool = False) -> Index:
         """A new ``Index`` on the same database and config dirs (for another thread)."""
@@ -66,11 +67,15 @@ class Source:
     def _run(self, job: Callable[[Index], T], interruptible: bool) -> T:
         if self._index is None:
             self._index = self.open_index(refresh=self._refresh_first)
+        self._interrupted = False
         self._interruptible = interruptible
         try:
             return job(self._index)
         except sqlite3.OperationalError as exc:
-            if interruptible and "interrupt" in str(exc):
+            # An interrupt that lands while SQLite builds a virtual table says "vtable
+            # constructor failed", not "interrupted": any error of a job we stopped is
+            # the stop
+            if interruptible and (self._interrupted or "interrupt" in str(exc)):
                 raise Interrupted() from None
             raise
         finally:
@@ -79,6 +84,7 @@ class Source:
     def interrupt(self) -> None:
         """Stop the running job if it is interruptible (called from the UI thread)."""
         if self._interruptible and self._index is not None:
+            self._interrupted = True
             self._index.interrupt()
 
     def close(self) -> None:

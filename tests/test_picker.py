@@ -902,3 +902,37 @@ def test_an_empty_scope_points_to_all_projects(tmp_path: Path) -> None:
 
     _, status = drive(world, run, options=PickerOptions(cwd=str(tmp_path / "none")))
     assert "0 sessions" in status and "^A: all projects" in status
+
+
+def test_a_stopped_search_is_a_stop_whatever_sqlite_says(world: PickerWorld) -> None:
+    """An interrupt landing while SQLite builds the FTS5 virtual table for a new
+    connection raises "vtable constructor failed: messages_fts", not "interrupted":
+    the picker showed it as an error toast. Any error of a job it stopped is the stop;
+    an error of a job it did not stop is still an error."""
+    import sqlite3
+    import threading
+
+    from sessiondex.picker.source import Interrupted, Source
+
+    started, release = threading.Event(), threading.Event()
+
+    def failing_after_the_stop(index: Index) -> Any:
+        started.set()
+        release.wait(10)
+        raise sqlite3.OperationalError("vtable constructor failed: messages_fts")
+
+    source = Source(world.db, [world.tree.root])
+    try:
+        future = source.submit(failing_after_the_stop, interruptible=True)
+        assert started.wait(10)
+        source.interrupt()
+        release.set()
+        with pytest.raises(Interrupted):
+            future.result(timeout=10)
+        started.clear()
+        release.set()
+        unstopped = source.submit(failing_after_the_stop, interruptible=True)
+        with pytest.raises(sqlite3.OperationalError):
+            unstopped.result(timeout=10)
+    finally:
+        source.close()
