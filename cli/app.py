@@ -12,9 +12,12 @@ another process's write turn says so after ~2 s when stderr is a terminal.
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,8 +135,13 @@ class App:
         return path
 
     def failure(self, exc: BaseException) -> CliError:
-        """One ``Error:`` line for a failure of the index (busy, read-only, full, …)."""
+        """One ``Error:`` line for a failure of the index (busy, read-only, full, …).
+        Ctrl-C inside a SQL function comes out of sqlite3 as its own error ("user-defined
+        function raised exception"): that is click's "Aborted!", raised here."""
         from sessiondex.indexer.faults import describe
+
+        if _INTERRUPTED:
+            raise click.Abort()
 
         path = self.index.db_path
         if isinstance(exc, sqlite3.Error):
@@ -248,10 +256,42 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
     stdout = sys.stdout
     watched = WatchedStdout(stdout)
     sys.stdout = watched
+    with _noting_interrupts():
+        try:
+            return _guarded(ctx, invoke, saved, watched)
+        finally:
+            sys.stdout = stdout
+
+
+_INTERRUPTED = False
+
+
+@contextmanager
+def _noting_interrupts() -> Iterator[None]:
+    """Ctrl-C as Python's default handler takes it, noted first: a KeyboardInterrupt
+    raised inside a SQL function (the text decoder during an index build) reaches us
+    as sqlite3's "user-defined function raised exception", and the note tells it from a
+    real failure of the index. Only in the main thread, where signals are handled."""
+    global _INTERRUPTED
+    _INTERRUPTED = False
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        yield  # someone else's handler (a test, an embedding program): left alone
+        return
+
+    def note_then_interrupt(signum: int, frame: Any) -> None:
+        global _INTERRUPTED
+        _INTERRUPTED = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note_then_interrupt)
     try:
-        return _guarded(ctx, invoke, saved, watched)
+        yield
     finally:
-        sys.stdout = stdout
+        signal.signal(signal.SIGINT, previous)
 
 
 def _guarded(

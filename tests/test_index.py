@@ -1133,3 +1133,42 @@ def test_a_process_with_other_threads_parses_a_cold_build_itself(
     finally:
         stop.set()
         other.join()
+
+
+# sqlite3 reports an exception raised in a SQL callback as unraisable, then fails the
+# statement with its own error: that report is this test's input, not a problem.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_ctrl_c_inside_a_sql_function_is_aborted_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during a build often lands in the text functions SQLite calls back; the
+    KeyboardInterrupt came out as "Error: the index at … failed: user-defined function
+    raised exception". It is click's "Aborted!", exit 1, and the next run completes."""
+    import os
+    import signal
+
+    from click.testing import CliRunner
+
+    import sessiondex.indexer.textstore as textstore
+    from sessiondex.cli.main import cli
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("the test runner handles SIGINT itself")
+    root = copy_fixtures(tmp_path)
+    fts_value = textstore._fts_value
+    sent: list[bool] = []
+
+    def interrupted(value: Any) -> Any:
+        if not sent:  # once: the command's own handler is in place then
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # delivered inside this SQL callback
+        return fts_value(value)
+
+    monkeypatch.setattr(textstore, "_fts_value", interrupted)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "index"])
+    assert result.exit_code == 1
+    assert "Aborted!" in result.output and "user-defined function" not in result.output
+    monkeypatch.setattr(textstore, "_fts_value", fts_value)
+    again = CliRunner().invoke(cli, [*base, "index"])
+    assert again.exit_code == 0, again.output
