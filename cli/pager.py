@@ -57,8 +57,13 @@ def choose_pager(configured: str | None, environ: Mapping[str, str] | None = Non
         assigned[key] = value
     if not words or os.path.basename(words[0]) == "cat":
         return Pager(None, env, True)
-    if shutil.which(os.path.expanduser(words[0]), path=env.get("PATH")) is None:
+    program = words[0]
+    if (
+        "$" not in program
+        and shutil.which(os.path.expanduser(program), path=env.get("PATH")) is None
+    ):
         return Pager(None, env, True)  # not installed: print, as git does without less
+    # (a program named through a variable is the shell's to find)
     command = ["sh", "-c", text] if _SHELL_CHARACTERS & set(text) else words
     name = os.path.basename(words[0])
     if name == "less":
@@ -82,6 +87,8 @@ def _less_shows_colour(options: Iterable[str]) -> bool:
             if word.startswith("--"):
                 if word.lower() in ("--raw-control-chars", "--raw-control-chars=on"):
                     shown = True
+            elif word.startswith(("-P", "P")):
+                continue  # a prompt's text (-Pprompt): its letters are no options
             elif "R" in word or "r" in word:
                 shown = not word.startswith("-+")  # -+R resets it: no raw colours
     return shown

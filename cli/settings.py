@@ -143,7 +143,10 @@ def _absolute(value: str, key: str, path: Path) -> str:
     wherever the command runs?)."""
     expanded = os.path.expanduser(value)
     if not os.path.isabs(expanded):
-        raise ConfigFileError(f"{path}: {key}: {value!r} is not an absolute path (or ~/…)")
+        from sessiondex.store.dsn import hide_password
+
+        shown = hide_password(value)  # a connection string may hold one
+        raise ConfigFileError(f"{path}: {key}: {shown!r} is not an absolute path (or ~/…)")
     return expanded
 
 

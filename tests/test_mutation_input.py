@@ -169,6 +169,8 @@ def test_a_name_is_stored_as_typed_and_resolves_typed_again(world: World, typed:
         ("tab\tand, comma", "tab and, comma"),
         ("two\nlines", "two lines"),
         ("esc\x1b[31mred", "esc [31mred"),
+        ("line\u2028sep", "line sep"),  # the line and paragraph separators too
+        ("para\u2029sep", "para sep"),
     ],
 )
 def test_a_name_loses_what_hides_or_reorders_text(world: World, raw: str, stored: str) -> None:

@@ -261,6 +261,9 @@ def test_completion_command_prints_the_script(world: World, shell: str) -> None:
         ("less -R | tee log", None, ["sh", "-c", "less -R | tee log"], "FRX", True),
         ("less -+R", None, ["less", "-+R"], "FRX", False),  # -+R resets raw colours
         ("not-installed-pager -x", None, None, None, True),  # printed directly
+        # a program named through a variable is the shell's to find, as for git
+        ("$HOME/bin/pg", None, ["sh", "-c", "$HOME/bin/pg"], None, False),
+        ("less -Pprompt", "-X", ["less", "-Pprompt"], "-X", False),  # a prompt's text
     ],
 )
 def test_the_pager_and_whether_it_gets_colour(
@@ -412,3 +415,12 @@ def test_a_config_file_with_a_byte_order_mark_is_read(clean_file: World) -> None
     "Invalid statement (at line 1, column 1)", naming nothing the user could see."""
     clean_file.file.write_bytes(b'\xef\xbb\xbfscope = "all"\n')
     assert _effective(clean_file)["scope"] == ("all", str(clean_file.file))
+
+
+def test_a_connection_string_in_the_wrong_place_shows_no_password(clean_file: World) -> None:
+    """The file's db refuses a key=value connection string (only postgresql:// URLs
+    name the store), and its error printed the password."""
+    clean_file.write('db = "host=127.0.0.1 dbname=x password=Sup3rSecret"\n')
+    result = clean_file.run("list")
+    assert result.exit_code == 2
+    assert "Sup3rSecret" not in result.output and "password=***" in result.output

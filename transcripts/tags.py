@@ -28,6 +28,8 @@ MAX_PASSES = 10
 # identical even on a Python whose Unicode database differs.
 _STRIP_RE = re.compile("[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff\ue000-\uf8ff]")
 _STRIP_CATEGORIES = frozenset({"Cf", "Co", "Cn"})
+# Control characters and the line and paragraph separators: a space in a name.
+_LINE_BREAKING = frozenset({"Cc", "Zl", "Zp"})
 
 
 def _sanitize_once(value: str) -> str:
@@ -88,11 +90,11 @@ def clean_name(value: str) -> str:
     it changes what a name shows (``①`` → ``1``, ``ｶﾀｶﾅ`` → ``カタカナ``, a family emoji
     → three people), and Claude Code finds a session by its name typed again, compared
     exactly (case aside), as the SDK's ``rename_session`` stores it. A control
-    character (a tab, a newline, an escape) is a space: a name is one line wherever it
+    character (a tab, a newline, an escape) or a line or paragraph separator is a space: a name is one line wherever it
     is shown, and the name shown must be the name that, typed again, resolves.
     """
     kept = "".join(
-        " " if unicodedata.category(c) == "Cc" else c
+        " " if unicodedata.category(c) in _LINE_BREAKING else c
         for c in value
         if c in _NAME_JOINERS or unicodedata.category(c) not in _STRIP_CATEGORIES
     ).strip()
