@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessiondex.transcripts.fspath import from_cwd
+from sessiondex.transcripts.fspath import from_cwd, real_cwd
 
 
 @dataclass(frozen=True)
@@ -115,14 +115,12 @@ def write_target_problem(
     ``roots`` are the configured config dirs; ``db_path`` is the index database (None
     when there is no database file).
     """
-    if not os.path.isabs(os.fspath(path)):
-        try:
-            os.getcwd()
-        except FileNotFoundError:  # nothing relative can be placed from a deleted cwd
-            return (
-                f"{label} {os.fspath(path)} is relative and the current directory no"
-                " longer exists: give an absolute path"
-            )
+    if not os.path.isabs(os.fspath(path)) and real_cwd() is None:
+        # nothing relative can be placed from a deleted cwd
+        return (
+            f"{label} {os.fspath(path)} is relative and the current directory no"
+            " longer exists: give an absolute path"
+        )
     where = placed(path)
     odd = _not_replaceable(where, file=not whole_config_dir)
     if odd is not None and whole_config_dir:

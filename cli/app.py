@@ -11,8 +11,6 @@ another process's write turn says so after ~2 s when stderr is a terminal.
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
 import sys
 import threading
@@ -272,6 +270,8 @@ def _noting_interrupts() -> Iterator[None]:
     raised inside a SQL function (the text decoder during an index build) reaches us
     as sqlite3's "user-defined function raised exception", and the note tells it from a
     real failure of the index. Only in the main thread, where signals are handled."""
+    import signal
+
     global _INTERRUPTED
     _INTERRUPTED = False
     if threading.current_thread() is not threading.main_thread():
@@ -301,7 +301,7 @@ def _guarded(
     watched: WatchedStdout,
 ) -> Any:
     from sessiondex.indexer.db import NotAnIndex
-    from sessiondex.transcripts.fspath import CwdGone
+    from sessiondex.transcripts.fspath import CwdGone, real_cwd
 
     try:
         return invoke(ctx)
@@ -312,9 +312,7 @@ def _guarded(
     except FileNotFoundError:
         # A relative path (--db, --config-dir…) made absolute from a working directory
         # that was deleted meanwhile: nothing can be found from there.
-        try:
-            os.getcwd()
-        except FileNotFoundError:
+        if real_cwd() is None:
             raise CliError(
                 "the current directory no longer exists: give absolute paths, or cd to another"
             ) from None

@@ -2,9 +2,9 @@
 
 The pager is ``$PAGER``, else the config file's ``pager``, else ``less``; an empty value,
 ``cat`` or a program that is not installed means no pager, and a command with shell
-syntax runs through ``sh -c``, as git runs it. Like git, ``LESS=FRX`` is set when ``LESS`` is unset (quit if
-the text fits, pass colours through, leave the text on the screen) and ``LV=-c`` for
-``lv``. Colours go only to a pager that shows them: ``less`` with ``-R``/``-r`` in its
+syntax runs through ``sh -c``, as git runs it. Like git, ``LESS=FRX`` is set when
+``LESS`` is unset (quit if the text fits, pass colours through, leave the text on the
+screen) and ``LV=-c`` for ``lv``. Colours go only to a pager that shows them: ``less`` with ``-R``/``-r`` in its
 arguments or ``$LESS`` (so with our default too), ``lv -c``, and pagers made for colour
 (``most``, ``bat``, ``moar``, ``ov``); any other pager gets plain text rather than
 ``ESC[36m`` printed literally (click's own pager would colour whatever ``less`` gets).

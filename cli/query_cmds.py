@@ -468,16 +468,6 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     emit([obj], fmt, agents=_agents([obj], fmt))
 
 
-def _real_cwd() -> str | None:
-    """The process's working directory, None when it was deleted: claude must start in
-    a directory that exists (not the ``$PWD`` of :func:`~sessiondex.transcripts.fspath.
-    process_cwd`, which names where a deleted one was)."""
-    try:
-        return os.getcwd()
-    except FileNotFoundError:
-        return None
-
-
 def archived_advice(session: dict[str, Any]) -> str:
     """What to do with an archived session instead of resuming it (it has no
     resume_command: Claude Code cannot find a transcript that is in an archive)."""
@@ -511,6 +501,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     from sessiondex.query.resolve import NO_MAIN_TRANSCRIPT, without_main_transcript
     from sessiondex.query.sessions import claude_config_dir, resume_command
     from sessiondex.transcripts.config import unreachable_reason
+    from sessiondex.transcripts.fspath import real_cwd  # not $PWD: claude must start there
 
     app().require_local()
     if arg is None:
@@ -531,7 +522,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     workdir = session.get("cwd")
     if not workdir or not os.path.isdir(workdir):
         # --cwd, unless it is gone too: claude must start in a directory that exists
-        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else _real_cwd()
+        fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else real_cwd()
         if fallback is None:  # the process's own was deleted as well
             raise CliError(
                 clean_line(

@@ -146,7 +146,8 @@ class Prefetcher:
         from concurrent.futures import ProcessPoolExecutor
 
         # fork starts the parser at once (only ever from a single-threaded process: see
-        # may_start); where fork is not the platform's way, spawn a fresh interpreter.
+        # may_start_parser); where fork is not the platform's way, spawn a fresh
+        # interpreter.
         method = "fork" if sys.platform == "linux" else "spawn"
         context = multiprocessing.get_context(method)
         self._encode_texts = context.Value("b", 0, lock=False)

@@ -18,22 +18,30 @@ class CwdGone(FileNotFoundError):
     was: questions asked "from here" have no here."""
 
 
+def real_cwd() -> str | None:
+    """The process's working directory as the kernel has it, None when it was deleted
+    under the process: where a relative path is read or written, and where a program
+    can be started."""
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        return None
+
+
 def process_cwd() -> str:
     """The process's working directory. One that was deleted under the process (a
     removed checkout or worktree) is the path the shell says it was, ``$PWD``: its
     sessions are still in the index, under that directory's project key. Without an
     absolute ``$PWD`` that is gone too, :class:`CwdGone`."""
-    try:
-        return os.getcwd()
-    except FileNotFoundError:
-        pwd = os.environ.get("PWD")
-        if pwd and os.path.isabs(pwd) and not os.path.lexists(pwd):
-            # gone as the cwd is; a $PWD that names a directory still there is left over
-            # from elsewhere (a parent that changed directory without updating it)
-            return pwd
-        raise CwdGone(
-            "the current directory no longer exists: cd to another, or pass --cwd DIR"
-        ) from None
+    here = real_cwd()
+    if here is not None:
+        return here
+    pwd = os.environ.get("PWD")
+    if pwd and os.path.isabs(pwd) and not os.path.lexists(pwd):
+        # gone as the cwd is; a $PWD that names a directory still there is left over
+        # from elsewhere (a parent that changed directory without updating it)
+        return pwd
+    raise CwdGone("the current directory no longer exists: cd to another, or pass --cwd DIR")
 
 
 def from_cwd(path: str | os.PathLike[str]) -> str:
@@ -45,12 +53,10 @@ def from_cwd(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     if os.path.isabs(text):
         return text
-    try:
-        # not process_cwd(): a path is read (or written) where the kernel would, and a
-        # $PWD left over from another directory must not place a relative -o anywhere
-        return os.path.join(os.getcwd(), text)
-    except FileNotFoundError:
-        return text
+    # not process_cwd(): a path is read (or written) where the kernel would, and a $PWD
+    # left over from another directory must not place a relative -o anywhere
+    here = real_cwd()
+    return text if here is None else os.path.join(here, text)
 
 
 def absolute(path: str | os.PathLike[str]) -> str:
