@@ -69,6 +69,11 @@ class SqliteDialect:
         """A row limit as the engine takes it (-1: none)."""
         return limit
 
+    def as_bytes(self, column: str) -> str:
+        """A text column read as its UTF-8 bytes (where the driver can): for orjson,
+        which would otherwise be handed a str made from those bytes only to encode it."""
+        return f"CAST({column} AS BLOB)"
+
     # -------------------------------------------------------------- full text
     def term(self, spaced: str, prefix: bool) -> str:
         """One word of a query (already through ``fts_text``) as a full-text term."""
@@ -191,6 +196,9 @@ class PostgresDialect(SqliteDialect):
 
     def limit(self, limit: int) -> int | None:
         return None if limit < 0 else limit  # LIMIT NULL: no limit
+
+    def as_bytes(self, column: str) -> str:
+        return column  # the store keeps no stored object (teamdb: NULL), nothing to gain
 
     def term(self, spaced: str, prefix: bool) -> str:
         # A quoted to_tsquery phrase of the words the store indexed (word_text: as FTS5

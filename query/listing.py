@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.filters import Filters
-from sessiondex.query.sessions import LISTING_COLUMNS, select_rows, to_objects
+from sessiondex.query.sessions import LISTING_COLUMNS, listing_objects, select_rows, to_objects
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -51,8 +51,7 @@ def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
     Only the picker folds forks under their origin (:func:`listing_order`;
     docs/resolution.md#order-of-a-listing)."""
     where, params = filters.where(db)
-    rows = select_rows(db, where, params, columns=LISTING_COLUMNS, limit=filters.limit)
-    return to_objects(db, rows)
+    return listing_objects(db, where, params, limit=filters.limit)
 
 
 # Fork depth place_forks follows (deeper forks go to the end of the list, as cycles do).

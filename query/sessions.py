@@ -22,6 +22,7 @@ from sessiondex.indexer.objects import display_title as display_title
 from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.indexer.objects import with_config_dir
+from sessiondex.query.dialect import dialect_of
 from sessiondex.transcripts.config import claude_spelling, default_config_dir
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
@@ -67,27 +68,38 @@ def is_hidden(row: dict[str, Any]) -> bool:
     )
 
 
-def _stored_object(raw: Any) -> dict[str, Any] | None:
-    """A row's stored object, or None when it is missing or cannot be the contract's
+def _stored_objects(raws: Sequence[Any]) -> list[dict[str, Any] | None]:
+    """Each row's stored object, or None where it is missing or cannot be the contract's
     object (undecodable, not an object, keys missing): the index is derived, so a
-    damaged value is rebuilt from the row rather than failing the command."""
-    if not raw:
-        return None
-    try:
-        value = orjson.loads(raw)
-    except (orjson.JSONDecodeError, TypeError):
-        return None
+    damaged value is rebuilt from the row rather than failing the command.
+
+    ``list --scope all`` decodes every object in scope: one comprehension, with the
+    cyclic collector off (:func:`collector_paused`), row by row only when one fails."""
+    with collector_paused():
+        try:
+            values = [orjson.loads(raw) for raw in raws]
+        except (orjson.JSONDecodeError, TypeError):
+            values = [_decoded(raw) for raw in raws]
     # Every stored object holds exactly the contract's keys (build_object makes them so
     # and orjson writes no duplicates), so a count and the first and last key tell a
     # whole object from a damaged or older one, without a set test per row.
-    if (
-        type(value) is not dict
-        or len(value) != _FIELD_COUNT
-        or _FIRST_FIELD not in value
-        or _LAST_FIELD not in value
-    ):
+    return [
+        value
+        if type(value) is dict
+        and len(value) == _FIELD_COUNT
+        and _FIRST_FIELD in value
+        and _LAST_FIELD in value
+        else None
+        for value in values
+    ]
+
+
+def _decoded(raw: Any) -> Any:
+    """One stored value decoded, or None."""
+    try:
+        return orjson.loads(raw)
+    except (orjson.JSONDecodeError, TypeError):
         return None
-    return value
 
 
 _FIELD_COUNT = len(SESSION_FIELDS)
@@ -116,21 +128,58 @@ def collector_paused() -> Iterator[None]:
 def to_objects(db: Database, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Session objects for rows: the stored JSON, built afresh where missing or damaged,
     with the resume command finished for this reader (:func:`finish_resume_commands`).
+    A row without ``file_size`` is a lean listing row: a row to build is loaded whole."""
+    return _objects(
+        db,
+        [r["id"] for r in rows],
+        [r.get("object_json") for r in rows],
+        [r.get("archived") for r in rows],
+        rows if rows and "file_size" in rows[0] else None,
+    )
 
-    ``list --scope all`` decodes every object in scope, so this is one pass with the
-    per-row work inlined: it is most of a listing's time."""
-    with collector_paused():
-        stored = [_stored_object(r.get("object_json")) for r in rows]
+
+def _objects(
+    db: Database,
+    ids: Sequence[Any],
+    raws: Sequence[Any],
+    archived: Sequence[Any],
+    whole_rows: Sequence[dict[str, Any]] | None,
+) -> list[dict[str, Any]]:
+    """:func:`to_objects` on columns: row IDs, stored objects and archived flags, and the
+    whole rows when the caller has them."""
+    stored = _stored_objects(raws)
     if None in stored:
-        missing = [r for r, obj in zip(rows, stored) if obj is None]
-        if "file_size" not in missing[0]:  # lean listing rows: load them whole
-            ids = ", ".join(str(int(r["id"])) for r in missing)
-            missing = select_rows(db, f"s.id IN ({ids})")
+        if whole_rows is not None:
+            missing = [r for r, obj in zip(whole_rows, stored) if obj is None]
+        else:
+            wanted = ", ".join(str(int(i)) for i, obj in zip(ids, stored) if obj is None)
+            missing = select_rows(db, f"s.id IN ({wanted})")
         built = {r["id"]: o for r, o in zip(missing, build_objects(db, missing))}
-        stored = [built[r["id"]] if obj is None else obj for r, obj in zip(rows, stored)]
+        # a copy per row: a row listed twice gets objects of its own, as decoded ones are
+        stored = [dict(built[i]) if obj is None else obj for i, obj in zip(ids, stored)]
     objects: list[dict[str, Any]] = stored  # type: ignore[assignment]
-    finish_resume_commands(objects, [r.get("archived") for r in rows])
+    finish_resume_commands(objects, archived)
     return objects
+
+
+def listing_objects(
+    db: Database, where: str, params: Sequence[Any], limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The session objects of the rows matching ``where``, newest activity first: what
+    :func:`select_rows` then :func:`to_objects` give, reading only the three columns an
+    object needs, as tuples, and the stored JSON as bytes (``orjson`` reads them as they
+    are; a text would be decoded from UTF-8 only to be encoded back). ``list --scope
+    all`` spends most of its time here."""
+    sql = (
+        f"SELECT s.id, s.archived, {dialect_of(db).as_bytes('s.object_json')}"
+        f" FROM sessions s WHERE {where} ORDER BY {LISTING_ORDER}"
+    )
+    args = list(params)
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    rows = db.execute(sql, args).fetchall()
+    return _objects(db, [r[0] for r in rows], [r[2] for r in rows], [r[1] for r in rows], None)
 
 
 def is_archived(obj: dict[str, Any]) -> bool:
@@ -157,28 +206,28 @@ def finish_resume_commands(objects: list[dict[str, Any]], archived: Sequence[Any
     restore`` puts it back), and a session outside ``~/.claude`` needs
     ``CLAUDE_CONFIG_DIR``. ``archived`` is truthy per object."""
     default = str(default_config_dir())
-    done: set[int] = set()  # a row listed twice shares its built object: finish it once
     # claude_spelling resolves links (a realpath): once per config dir, not per session
-    # (1,800 sessions of one dir made it two thirds of a listing's time)
+    # (1,800 sessions of one dir made it two thirds of a listing's time). Each object is
+    # finished once: :func:`to_objects` gives every row an object of its own.
     spellings: dict[str, str | None] = {}
     for obj, gone in zip(objects, archived):
         if gone:
             obj["resume_command"] = None
             continue
         root = obj.get("config_dir")
-        if root and root != default:
-            if root not in spellings:
-                spellings[root] = claude_spelling(root)
+        if not root or root == default:
+            continue
+        try:
             spelled = spellings[root]
-            if spelled is None:
-                obj["resume_command"] = None  # no CLAUDE_CONFIG_DIR reaches it
-                continue
-            command = obj.get("resume_command")
-            if command and id(obj) not in done:
-                done.add(id(obj))
-                obj["resume_command"] = with_config_dir(
-                    command, str(obj["session_id"]), obj.get("cwd"), spelled
-                )
+        except KeyError:
+            spelled = spellings[root] = claude_spelling(root)
+        command = obj.get("resume_command")
+        if spelled is None:
+            obj["resume_command"] = None  # no CLAUDE_CONFIG_DIR reaches it
+        elif command:
+            obj["resume_command"] = with_config_dir(
+                command, str(obj["session_id"]), obj.get("cwd"), spelled
+            )
 
 
 def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
@@ -188,6 +237,8 @@ def to_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
 
 # ORDER BY for "newest activity first", with the same fallback as activity_ms().
 ACTIVITY_SQL = "coalesce(s.last_activity_ms, s.mtime_ns / 1000000)"
+# ... and the whole order of a listing (index ``sessions_activity_order`` serves it).
+LISTING_ORDER = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id"
 
 
 # What a listing needs of a row besides its stored object (place_forks reads the origin).
@@ -198,7 +249,7 @@ def select_rows(
     db: Database,
     where: str = "1",
     params: Sequence[Any] = (),
-    order: str = f"{ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
+    order: str = LISTING_ORDER,
     limit: int | None = None,
     columns: str = "s.*",
     offset: int = 0,
