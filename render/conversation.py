@@ -48,6 +48,7 @@ from sessiondex.transcripts.chain import (
     visible_messages,
 )
 from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
+from sessiondex.transcripts.fork import SHORT_UUID, fork_candidates, short_handles
 from sessiondex.transcripts.reader import (
     PROBLEM_BEING_WRITTEN,
     PROBLEM_INVALID_UTF8,
@@ -291,6 +292,13 @@ class Conversation:
     def chain(self) -> list[Entry]:
         """main_chain(): every entry type, as stubs (links and ids, no content)."""
         return self.main.chain
+
+    def handles(self) -> dict[str, str]:
+        """Message UUID → the handle ``show --uuids`` prints for it: a prefix that
+        ``fork --up-to`` takes for that message alone, among every entry of the file
+        it would choose from (off the live chain too)."""
+        stubs = self.main.scan.stubs if self.main.scan is not None else self.main.chain
+        return short_handles(str(s.get("uuid")) for s in fork_candidates(stubs))
 
     @property
     def message_count(self) -> int:
@@ -548,13 +556,8 @@ def conversation_from_archive(session: dict[str, Any], dest: Path) -> Conversati
 
 
 # ----------------------------------------------------------------- shared helpers
-#: Characters of a message UUID shown by ``show --uuids``: unique within a session in
-#: practice (``fork --up-to`` takes any unique prefix, and says when one is not).
-SHORT_UUID = 8
-
-
-def _short(uuid: str) -> str:
-    return uuid[:SHORT_UUID]
+def _handle(handles: dict[str, str], uuid: str) -> str:
+    return handles.get(uuid) or uuid[:SHORT_UUID]
 
 
 def problem_note(problems: Counter[str]) -> str | None:
@@ -736,6 +739,7 @@ def _text_lines(
     uuids: bool = False,
 ) -> Iterator[str]:
     session = conv.session
+    handles = conv.handles() if uuids else None
     yield style(_title(session, clean), bold=True)
     for name, value in _header_fields(conv, clean):
         yield style(f"{name}: ", dim=True) + value
@@ -747,7 +751,7 @@ def _text_lines(
     for item in conv.iter_items(clean):
         if _shows(item, tools, subagents):
             shown = True
-            yield from _text_item(item, style, tools, subagents, "", clean, uuids)
+            yield from _text_item(item, style, tools, subagents, "", clean, handles)
     if not shown:
         # Where the items would have been: nothing was written in their place.
         yield style(EMPTY_NOTE, dim=True)
@@ -767,7 +771,7 @@ def _text_item(
     subagents: bool,
     indent: str,
     clean: Clean,
-    uuids: bool = False,
+    handles: dict[str, str] | None = None,
 ) -> Iterator[str]:
     if isinstance(item, Marker):
         yield indent + style(f"── {item.text} ({_stamp(item.timestamp)}) ──", fg="yellow")
@@ -780,7 +784,11 @@ def _text_item(
         indent
         + style(role, fg=_ROLE_COLORS.get(role), bold=True)
         + style(f"  {_stamp(item.timestamp)}", dim=True)
-        + (style(f"  {_short(item.fork_point)}", fg="yellow") if uuids else "")
+        + (
+            style(f"  {_handle(handles, item.fork_point)}", fg="yellow")
+            if handles is not None
+            else ""
+        )
     )
     body = indent + "  "
     for block in item.blocks:
@@ -850,7 +858,7 @@ def iter_text(
     uuids: bool = False,
 ) -> Iterator[str]:
     """The text view, piece by piece (every piece ends a line). ``uuids`` shows each
-    message's short UUID (:func:`_short`), the handle ``fork --up-to`` takes."""
+    message's short UUID (:meth:`Conversation.handles`), the handle ``fork --up-to`` takes."""
     lines = _text_lines(conv, _Style(color), tools, subagents, clean, uuids)
     return _batched(line + "\n" for line in _rstripped(lines))
 
@@ -997,6 +1005,7 @@ def _md_lines(
     conv: Conversation, tools: bool, subagents: bool, clean: Clean, uuids: bool = False
 ) -> Iterator[str]:
     session = conv.session
+    handles = conv.handles() if uuids else None
     yield f"# {_md_text(_title(session, clean))}"
     yield ""
     for name, value in _header_fields(conv, clean):
@@ -1016,7 +1025,7 @@ def _md_lines(
     for item in conv.iter_items(clean):
         if _shows(item, tools, subagents):
             shown = True
-            yield from _md_item(item, tools, subagents, 2, clean, uuids)
+            yield from _md_item(item, tools, subagents, 2, clean, handles)
     if not shown:
         yield f"*{EMPTY_NOTE}*"
         yield ""
@@ -1028,7 +1037,12 @@ def _md_lines(
 
 
 def _md_item(
-    item: Item, tools: bool, subagents: bool, level: int, clean: Clean, uuids: bool = False
+    item: Item,
+    tools: bool,
+    subagents: bool,
+    level: int,
+    clean: Clean,
+    handles: dict[str, str] | None = None,
 ) -> Iterator[str]:
     hashes = "#" * min(level, 6)
     if isinstance(item, Marker):
@@ -1037,7 +1051,7 @@ def _md_item(
         return
     if not _visible(item, tools, subagents):
         return
-    handle = f" · {_code_span(_short(item.fork_point))}" if uuids else ""
+    handle = f" · {_code_span(_handle(handles, item.fork_point))}" if handles is not None else ""
     stamp = _md_text(_stamp(item.timestamp))
     yield f"{hashes} {_role_label(item).capitalize()} · {stamp}{handle}"
     yield ""

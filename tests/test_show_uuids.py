@@ -108,3 +108,51 @@ def test_show_of_a_copied_transcript_names_the_session_inside(tmp_path: Path) ->
     assert "session: backup" not in result.stdout
     resolved = one_session(_run(tree, tmp_path, "resolve", str(copy), "--json").stdout)
     assert resolved["session_id"] == s.session_id and resolved["file_path"] == str(copy)
+
+
+@pytest.mark.parametrize(
+    ("uuids", "handles"),
+    [
+        # distinct in their first 8: 8 each
+        (["abcd0000-1", "abcd1111-2"], ["abcd0000", "abcd1111"]),
+        # the same first 9 (the dash too): one more than they share
+        (
+            ["abcdef12-0aaa-4", "abcdef12-1bbb-4", "99999999-0"],
+            ["abcdef12-0", "abcdef12-1", "99999999"],
+        ),
+        # any case is the same prefix to fork --up-to
+        (["ABCDEF12-0aaa", "abcdef12-0abb"], ["ABCDEF12-0aa", "abcdef12-0ab"]),
+        # one is a prefix of the other: the short one whole (an exact match wins)
+        (["abcdef12", "abcdef12-9"], ["abcdef12", "abcdef12-"]),
+        # they differ only in case: whole (fork matches a whole UUID exactly)
+        (["abcdef12-X", "abcdef12-x"], ["abcdef12-X", "abcdef12-x"]),
+        ([], []),
+    ],
+)
+def test_handles_grow_until_unique(uuids: list[str], handles: list[str]) -> None:
+    from sessiondex.transcripts.fork import short_handles
+
+    assert [short_handles(uuids)[u] for u in uuids] == handles
+
+
+def test_show_prints_longer_handles_where_two_share_eight(tmp_path: Path) -> None:
+    """Two messages of one session whose UUIDs start alike: a handle of 8 would be
+    ambiguous to fork --up-to, so show prints as many characters as tell them apart."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    first = s.user("first question", uuid="c0ffee00-1111-4000-8000-000000000001")
+    s.assistant("first answer", uuid="7a7a7a7a-0000-4000-8000-000000000002")
+    s.user("second question", uuid="c0ffee00-2222-4000-8000-000000000003")
+    s.assistant("second answer")
+    s.write(mtime=1_790_000_000)
+    shown = _run(tree, tmp_path, "show", s.session_id, "--uuids")
+    assert shown.exit_code == 0, shown.output
+    heads = re.findall(r"^(?:user|assistant)  \S+ \S+  (\S+)$", shown.stdout, re.M)
+    assert heads[:3] == ["c0ffee00-1", "7a7a7a7a", "c0ffee00-2"]
+    md = _run(tree, tmp_path, "show", s.session_id, "--uuids", "--format", "md").stdout
+    assert "· `c0ffee00-2`" in md
+    forked = _run(tree, tmp_path, "fork", s.session_id, "--up-to", heads[0], "--json")
+    assert forked.exit_code == 0, forked.output
+    copied = Path(json.loads(forked.stdout)[0]["file_path"]).read_text().splitlines()
+    cut = [json.loads(line)["forkedFrom"]["messageUuid"] for line in copied if "forkedFrom" in line]
+    assert cut == [first]

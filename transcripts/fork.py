@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -111,6 +112,37 @@ def _replacements(records: list[dict[str, Any]], source_id: str) -> list[Any]:
 
 #: The shortest message-UUID prefix ``up_to`` may be (``show --uuids`` prints 8).
 MIN_UUID_PREFIX = 4
+#: Characters of a message UUID ``show --uuids`` prints, more where two share them.
+SHORT_UUID = 8
+
+
+def fork_candidates(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of a transcript ``fork --up-to`` chooses among: its chain entries,
+    sidechains left out."""
+    return [r for r in records if is_chain_entry(r) and not r.get("isSidechain")]
+
+
+def short_handles(uuids: Iterable[str]) -> dict[str, str]:
+    """Each of ``uuids`` → the handle ``show --uuids`` prints for it: its first
+    :data:`SHORT_UUID` characters, or as many more as it takes for no other of
+    ``uuids`` to start with them in any case, so that :func:`_cut` takes the handle for
+    that UUID alone (two UUIDs that differ only in case get their whole selves, which
+    ``_cut`` matches exactly). Git's abbreviated hashes grow the same way."""
+    distinct = sorted(set(uuids), key=str.lower)
+    lowered = [u.lower() for u in distinct]
+    handles: dict[str, str] = {}
+    for i, value in enumerate(distinct):
+        need = SHORT_UUID
+        # Sorted, the longest prefix a string shares with any other is with a neighbour.
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(lowered):
+                need = max(need, _shared_prefix(lowered[i], lowered[j]) + 1)
+        handles[value] = value[:need]
+    return handles
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
 
 
 def _cut(entries: list[dict[str, Any]], up_to: str, source_id: str) -> int:
@@ -150,7 +182,7 @@ def build_fork(
 ) -> list[dict[str, Any]]:
     """The records of the fork, in file order (pure: no I/O, testable on its own)."""
     stamp = now or now_iso_ms()
-    entries = [r for r in records if is_chain_entry(r) and not r.get("isSidechain")]
+    entries = fork_candidates(records)
     if not entries:
         raise NothingToFork(f"Session {source_id} has no messages to fork")
     if up_to is not None:
