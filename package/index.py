@@ -127,6 +127,10 @@ class Index:
             # one dir, as the SDK-style functions' config_dir= takes it (iterating a str
             # would make a config dir of every character)
             config_dirs = [config_dirs]
+        elif config_dirs is not None:
+            config_dirs = list(config_dirs)
+            if not config_dirs:  # a filter that kept none: not the user's ~/.claude
+                raise ValueError("config_dirs is empty: give a config dir, or None for the default")
         self.roots: list[Path] = resolve_config_dirs(
             [_config_dir_text(d) for d in config_dirs] if config_dirs is not None else None
         )

@@ -557,11 +557,14 @@ def test_one_config_dir_given_alone_is_that_dir(
         assert len(index.list(scope="all")) == 2
 
 
-@pytest.mark.parametrize("given", ["", "   ", b"/tmp/bad\xff", ["/tmp/ok", ""], "/tmp/bad\udcff"])
+@pytest.mark.parametrize(
+    "given", ["", "   ", b"/tmp/bad\xff", ["/tmp/ok", ""], "/tmp/bad\udcff", [], ()]
+)
 def test_a_config_dir_that_names_nothing_is_refused(tmp_path: Path, given: Any) -> None:
     """``Index(db, "")`` answered (and wrote) for ~/.claude, the user's real history, as
     an unset variable would on the command line, where ``--config-dir ""`` is refused;
-    undecodable bytes crashed the first answer deep in the freshness check."""
+    undecodable bytes crashed the first answer deep in the freshness check. An empty
+    list (a filter that kept nothing) meant ~/.claude too; ``None`` is the default."""
     with pytest.raises(ValueError, match="empty|UTF-8"):
         Index(tmp_path / "index.db", given)
 
