@@ -14,7 +14,12 @@ from typing import Any
 
 from sessiondex.indexer.textstore import PR_NUMBER_FUNCTION, PR_URL_FUNCTION
 from sessiondex.query.archives import sql_literals
-from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
+from sessiondex.query.sessions import (
+    ACTIVITY_SQL,
+    LISTING_ORDER,
+    NOT_HIDDEN_TAG_SQL,
+    VISIBLE_SQL,
+)
 
 # Stands for the clause :func:`saved_queries` fills in: live, visible sessions of the
 # served config dirs.
@@ -36,10 +41,12 @@ def _pr_match(alias: str) -> str:
 
 
 # One row per session (a number may match PRs of two repositories a session links):
-# its matching URLs together.
+# its matching URLs together. ``n`` is its place in ``list``'s order (ties of the same
+# minute and millisecond too), which a union can sort by only as a column.
 _PR_SQL = (
     f"select s.session_id, {_TITLE} as title, s.cwd, s.git_branch,"
-    " group_concat(distinct p.url) as url, '{how}' as how, " + _STAMP + " as last_activity"
+    " group_concat(distinct p.url) as url, '{how}' as how, " + _STAMP + " as last_activity,"
+    f" row_number() over (order by {LISTING_ORDER}) as n"
     " from {table} p join sessions s on s.id = p.session_rowid"
     f" where {_KEPT} and {_pr_match('p')}"
     "{not_linked} group by s.id"
@@ -59,7 +66,7 @@ SAVED_QUERIES: dict[str, dict[str, str]] = {
             _PR_SQL.format(how="linked", table="pr_links", not_linked="")
             + " union all "
             + _PR_SQL.format(how="mentioned", table="pr_mentions", not_linked=_NOT_LINKED)
-            + " order by how, last_activity desc"
+            + " order by how, n"
         ),
     },
     "sessions_on_branch": {
@@ -70,7 +77,7 @@ SAVED_QUERIES: dict[str, dict[str, str]] = {
             f" {_STAMP} as last_activity, s.message_count"
             " from branches b join sessions s on s.id = b.session_rowid"
             f" where b.branch = :branch and {_KEPT}"
-            f" order by {ACTIVITY_SQL} desc"
+            f" order by {LISTING_ORDER}"
         ),
     },
     "busiest_projects": {

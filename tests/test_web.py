@@ -566,3 +566,31 @@ def test_saved_queries_follow_the_clis_rules(tmp_path: Path) -> None:
             "/sessiondex/sessions_on_branch.json?_shape=array&branch=fix/auth"
         ).json()
         assert printed.session_id not in {r["session_id"] for r in branch}
+
+        # Sessions of the same last activity come in list's order (then by mtime, then
+        # by ID), as from-pr and list --branch give them: the queries had sorted by
+        # activity alone, or by its minute.
+        twins = []
+        for n in (9, 3, 7, 1):  # indexed in another order than their IDs sort in
+            twin = t.session(
+                cwd="/home/dev/shop",
+                git_branch="twins",
+                start="2026-11-20T10:00:00Z",
+                session_id=f"{n}{n}{n}{n}{n}{n}{n}{n}-0000-4000-8000-000000000000",
+            )
+            twin.user("same moment")
+            twin.pr_link(
+                number=77, url="https://github.com/acme/shop/pull/77", repository="acme/shop"
+            )
+            twin.write(mtime=1_795_000_000 + n)  # the same activity, not the same mtime
+            twins.append(twin.session_id)
+        with Index(web.db, [t.root]) as index:
+            index.refresh()
+            by_branch = [o["session_id"] for o in index.list(scope="all", branch="twins")]
+            by_pr = [o["session_id"] for o in index.from_pr("acme/shop#77", scope="all")]
+        assert sorted(by_branch) == sorted(twins) and by_pr == by_branch
+        for url, expected in (
+            ("/sessiondex/sessions_on_branch.json?_shape=array&branch=twins", by_branch),
+            ("/sessiondex/sessions_for_pr.json?_shape=array&pr=acme/shop%2377", by_pr),
+        ):
+            assert [r["session_id"] for r in web.request(url).json()] == expected, url
