@@ -73,18 +73,24 @@ CwdArg = Annotated[
     Field(
         description="Absolute directory the question is asked from (for scope worktree/repo "
         "and name lookups). Default: the directory the server was started in.",
+        min_length=1,
         max_length=4096,
     ),
 ]
 BranchArg = Annotated[
     str | None,
-    Field(description="Only sessions that were on this git branch.", max_length=255),
+    Field(
+        description="Only sessions that were on this git branch (leave it out for any).",
+        min_length=1,
+        max_length=255,
+    ),
 ]
 SinceArg = Annotated[
     str | None,
     Field(
         description="Only sessions active since then: 7d, 12h, 2w, 30m, or a date "
-        "such as 2026-11-01.",
+        "such as 2026-11-01 (leave it out for any time).",
+        min_length=1,
         max_length=40,
     ),
 ]

@@ -306,6 +306,12 @@ def test_read_only_server_answers_as_the_cli_does(tree: tuple[Path, Path]) -> No
                     "not on the live branch",
                 ),
                 ("list_sessions", {"since": "last tuesday"}, "cannot read --since"),
+                # empty, as the CLI's --branch "" and --since "" are usage errors (the
+                # filter was meant, not "any"): said, not taken for no filter
+                ("list_sessions", {"scope": "all", "branch": ""}, "at least 1 character"),
+                ("list_sessions", {"since": ""}, "at least 1 character"),
+                ("search_sessions", {"query": "auth", "branch": ""}, "at least 1 character"),
+                ("search_sessions", {"query": "auth", "cwd": ""}, "at least 1 character"),
                 ("list_sessions", {"scope": "galaxy"}, "scope"),
                 ("list_sessions", {"cwd": "relative/dir"}, "absolute"),
                 (
