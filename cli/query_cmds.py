@@ -70,13 +70,8 @@ def resolve_or_exit(
             arg, cwd=cwd, for_write=for_write, include_archived=include_archived
         )
     except NotFound as exc:
-        if if_archived is not None and not include_archived:
-            try:
-                found = state.index.resolve(arg, cwd=cwd, include_archived=True)
-            except (NotFound, Ambiguous):
-                found = None  # the first answer stands
-            if found is not None and found.row.get("archived"):
-                raise CliError(clean_line(if_archived(found.session))) from None
+        if if_archived is not None and exc.archived is not None:
+            raise CliError(clean_line(if_archived(exc.archived))) from None
         if fmt == "json":
             emit([], fmt)  # as every command that prints sessions: "[]" when there is none
         # The message quotes ARG and the closest titles: transcript text, cleaned.

@@ -124,6 +124,12 @@ class SessionService:
                 + "; ".join(_candidate_line(c) for c in exc.candidates[:10])
             ) from None
         except NotFound as exc:
+            if exc.archived is not None:
+                sid, where = exc.archived.get("session_id"), exc.archived.get("file_path")
+                raise UserError(
+                    f"Session {sid} is archived ({where}): it cannot be read here until"
+                    f" `sessiondex restore {sid}` puts its transcript back."
+                ) from None
             text = str(exc) if str(exc).endswith((".", "?")) else f"{exc}."
             # resolve's message may already name them ("Did you mean: …?")
             named = all(t in text for t in exc.suggestions)

@@ -629,22 +629,30 @@ class Index:
         The session's own transcript is checked first (an ID: every copy on disk) or
         after (a name, path or prefix), so what is answered is what the file holds now
         (read your own writes, and the SDK's). ``for_write``: only a transcript inside
-        a configured ``projects/`` dir counts for a path (mutations)."""
-        from sessiondex.query.resolve import resolve
+        a configured ``projects/`` dir counts for a path (mutations). Without
+        ``include_archived``, a ``NotFound`` for what only an archived session matches
+        names that session in its ``archived``."""
+        from sessiondex.query.resolve import Ambiguous, NotFound, resolve
 
-        def ask(db: Database) -> Resolution:
-            return resolve(
-                db,
-                arg,
-                cwd=cwd,
-                roots=self.roots,
-                for_write=for_write,
-                include_archived=include_archived,
+        def asker(archives: bool) -> Callable[[Database], Resolution]:
+            return lambda db: resolve(
+                db, arg, cwd=cwd, roots=self.roots, for_write=for_write, include_archived=archives
             )
 
-        if isinstance(arg, str) and self.sync_session(arg.strip()):
-            return self._answer(ask)
-        found = self._answer(ask)
+        ask = asker(include_archived)
+        try:
+            if isinstance(arg, str) and self.sync_session(arg.strip()):
+                return self._answer(ask)
+            found = self._answer(ask)
+        except NotFound as exc:
+            if not include_archived:
+                try:
+                    archived = self._answer(asker(True))
+                except (NotFound, Ambiguous):
+                    archived = None
+                if archived is not None and archived.row.get("archived"):
+                    exc.archived = archived.session
+            raise
         if self.fresh_session(found.row):
             found = self._answer(ask)  # it changed: answer from its new rows
         return found

@@ -67,11 +67,14 @@ def is_id_prefix(text: str) -> bool:
 
 
 class NotFound(Exception):
-    """Nothing matched; the message is the one-line error to show."""
+    """Nothing matched; the message is the one-line error to show. ``archived``: the
+    archived session that would have matched had archives been asked for (set by
+    ``Index.resolve``), so a front end can say how to reach it instead of "not found"."""
 
     def __init__(self, message: str, suggestions: list[str] | None = None) -> None:
         super().__init__(message)
         self.suggestions = suggestions or []
+        self.archived: dict[str, Any] | None = None
 
 
 class Ambiguous(Exception):

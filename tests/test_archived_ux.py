@@ -148,3 +148,28 @@ def test_an_archived_session_is_read_by_its_archive_path(
     assert found.session["session_id"] == world.first.session_id
     result = world.run("show", archived["file_path"], "--include-archived")
     assert result.exit_code == 0 and "plan the zebra migration" in result.stdout
+
+
+def test_the_library_and_the_mcp_server_say_a_session_is_archived(world: Archived) -> None:
+    """What only an archived session matches is not "no conversation found": the library's
+    NotFound names the archived session, and the MCP tools say how to get it back (they
+    had said it does not exist, where the CLI says it is archived)."""
+    from sessiondex.index import Index
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
+    from sessiondex.query.resolve import NotFound
+
+    with Index(world.db, [world.tree.root]) as index:
+        with pytest.raises(NotFound) as raised:
+            index.resolve(world.first.session_id, cwd=CWD)
+        assert raised.value.archived is not None
+        assert raised.value.archived["session_id"] == world.first.session_id
+        with pytest.raises(NotFound) as missing:
+            index.resolve("00000000-0000-4000-8000-000000000000", cwd=CWD)
+        assert missing.value.archived is None
+        served = SessionService(lambda: index, Settings(cwd=CWD, max_chars=20_000))
+        for call in (served.resolve_session, served.read_session):
+            with pytest.raises(UserError) as said:
+                call(world.first.session_id)
+            message = str(said.value)
+            assert "is archived (" in message and str(world.archive_dir) in message
+            assert f"`sessiondex restore {world.first.session_id}`" in message
