@@ -1,12 +1,18 @@
-"""Cold builds with the FTS insert triggers off, and the repair of an interrupted one.
+"""Cold builds with the FTS triggers off, and the repair of an interrupted one.
 
 FTS5 tokenizes row by row through the insert triggers; for a cold build that was most
 of the time (1.2–1.9 s of 5.6 s on the bench corpus), while one ``'rebuild'`` over the
 same text takes ~0.35 s. So a refresh whose new bytes outweigh the indexed ones drops
-the insert triggers, inserts, then rebuilds the FTS tables and restores the triggers in
+the FTS triggers, inserts, then rebuilds the FTS tables and restores the triggers in
 one transaction. The triggers' SQL is kept in ``meta`` while they are off, and a bulk
 lock is held: if the process dies, the next ``open_db`` that finds the SQL there and no
 live holder of the lock rebuilds and restores, so the index is never left unsearchable.
+
+The delete and update triggers go too, not only the insert ones: another process may
+delete or rewrite rows while the build runs (a refresh between two of its commits), and
+a ``'delete'`` of a row written during the build, which FTS5 never had, is not harmless:
+FTS5 calls its index malformed and that refresh fails. With no trigger, FTS5 is left as
+it was and the closing ``'rebuild'`` makes it match the rows, whoever wrote them.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 BULK_TRIGGER_KEY = "bulk_insert_trigger"
-# Insert trigger → the FTS table it feeds. Both are dropped for a bulk build; their
-# update/delete triggers stay (a 'delete' of a row the index never saw is harmless
-# here, because the closing 'rebuild' recomputes the whole index from the rows).
-TRIGGERS = {"messages_ai": "messages_fts", "session_search_ai": "session_search_fts"}
+# Trigger → the FTS table it keeps in step. All are dropped for a bulk build (see the
+# module's docstring); a build of an older version dropped only the insert ones.
+TRIGGERS = {
+    **{f"messages_{kind}": "messages_fts" for kind in ("ai", "ad", "au")},
+    **{f"session_search_{kind}": "session_search_fts" for kind in ("ai", "ad", "au")},
+}
 BULK_LOCK = "bulk"
 # FTS5's pending-terms budget: its default, kept for the small transactions of a
 # refresh or the watcher, and the larger one a rebuild uses (see restore_fts).
@@ -89,15 +97,15 @@ class BulkFts:
 
 
 def restore_fts(db: Database) -> None:
-    """Rebuild the FTS tables from their rows and put the insert triggers back."""
+    """Rebuild the FTS tables from their rows and put the triggers back."""
     if get_meta(db, BULK_TRIGGER_KEY) is None:
         return
     with immediate(db):  # two readers may find the same interrupted build
         saved = get_meta(db, BULK_TRIGGER_KEY)
         if saved is None:
             return
-        for name, sql in orjson.loads(saved).items():
-            fts = TRIGGERS[name]
+        triggers: dict[str, str] = orjson.loads(saved)
+        for fts in dict.fromkeys(TRIGGERS[name] for name in triggers):
             # FTS5 writes its pending terms out as a new segment whenever they pass
             # ``hashsize`` (1 MB by default), and merges those segments as it goes: for
             # a rebuild of ~100 MB of prose that is a hundred segments and their merges.
@@ -113,6 +121,8 @@ def restore_fts(db: Database) -> None:
             # their own small segments (max 17 ms over 40 appends, measured).
             db.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
             db.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('hashsize', {FTS5_HASHSIZE})")
+        for name, sql in triggers.items():
+            db.execute(f"DROP TRIGGER IF EXISTS {name}")  # never two of a name: no dead end
             db.execute(sql)
         db.execute("DELETE FROM meta WHERE key = ?", [BULK_TRIGGER_KEY])
 

@@ -853,7 +853,7 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     same index as row-by-row FTS; a bulk build that dies mid-way is repaired by the
     next open_db (trigger restored, FTS rebuilt from the rows)."""
     import sessiondex.indexer.refresh as ingest
-    from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, FTS5_HASHSIZE, BulkFts
+    from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, FTS5_HASHSIZE, TRIGGERS, BulkFts
 
     root = copy_fixtures(tmp_path)
     monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1)
@@ -882,7 +882,7 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
     reopened = open_db(tmp_path / "crash.db")
     check_fts_integrity(reopened)
     names = {r[0] for r in reopened.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert {"messages_ai", "session_search_ai"} <= names
+    assert set(TRIGGERS) <= names
     assert index_snapshot(reopened) == rebuilt_snapshot([root], tmp_path / "plain2.db")
     hits = reopened.execute(
         "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ['"ошибку"']
@@ -892,6 +892,86 @@ def test_bulk_build_equals_trigger_build_and_survives_a_crash(tmp_path: Path, mo
         "SELECT count(*) FROM session_search_fts WHERE session_search_fts MATCH ?", ['"Auth"']
     ).fetchone()[0]
     assert titles >= 1
+
+
+def test_a_bulk_build_of_an_older_version_is_repaired(tmp_path: Path) -> None:
+    """An older version's bulk build dropped only the insert triggers and kept their SQL:
+    killed mid-way, the next open rebuilds both tables and puts those two back."""
+    from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, TRIGGERS
+
+    root = copy_fixtures(tmp_path)
+    db = open_db(tmp_path / "old.db")
+    refresh(db, [root])
+    saved = dict(
+        db.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+            " AND name IN ('messages_ai', 'session_search_ai')"
+        )
+    )
+    with db.conn:
+        for name in saved:
+            db.execute(f"DROP TRIGGER {name}")
+        db.execute("DELETE FROM messages_fts_data WHERE id > 10")  # its FTS: not whole
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?)", [BULK_TRIGGER_KEY, json.dumps(saved)]
+        )
+    db.close()
+    reopened = open_db(tmp_path / "old.db")
+    check_fts_integrity(reopened)
+    names = {r[0] for r in reopened.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert set(TRIGGERS) <= names
+    assert index_snapshot(reopened) == rebuilt_snapshot([root], tmp_path / "plain.db")
+
+
+def test_rows_changed_by_anyone_during_a_bulk_build_stay_in_step(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """While a bulk build runs, rows are deleted, rewritten and added by ordinary
+    refreshes (another process's, between two of the build's commits): rows indexed
+    before the build and rows written during it. The deletes had failed with "database
+    disk image is malformed": the delete triggers told FTS5 to delete rows it never had.
+    FTS5's integrity check passes after the build, and so does a search for what is
+    left and what is gone."""
+    import sessiondex.indexer.bulk as bulk
+    import sessiondex.indexer.refresh as ingest
+
+    monkeypatch.setattr(ingest, "PREFETCH_MIN_BYTES", 1 << 40)  # ordinary refreshes
+    tree = ConfigTree(tmp_path / "claude")
+
+    def session(word: str, n: int) -> Any:
+        s = _session(tree, cwd=f"/work/{word}")
+        for i in range(n):
+            s.user(f"{word} question {i}")
+            s.assistant(f"{word} answer {i}")
+        s.write()
+        return s
+
+    kept_old, gone_old, kept_new = session("alpaca", 3), session("bison", 3), session("camel", 3)
+    db = open_db(tmp_path / "i.db")
+    later = kept_new.path.with_suffix(".later")
+    kept_new.path.rename(later)
+    refresh(db, [tree.root])  # alpaca and bison: indexed by the triggers
+    build = bulk.BulkFts(db)
+    build.__enter__()
+    assert build.active
+    later.rename(kept_new.path)
+    gone_new = session("dingo", 4)
+    refresh(db, [tree.root])  # bison again (unchanged), camel and dingo: during the build
+    gone_old.path.unlink()  # rows FTS5 has
+    gone_new.path.unlink()  # rows it never had
+    kept_old.user("alpaca appended later")
+    kept_old.write()
+    refresh(db, [tree.root])
+    build.__exit__(None, None, None)
+    check_fts_integrity(db)
+
+    def found(word: str) -> int:
+        return db.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", [word]
+        ).fetchone()[0]
+
+    assert (found("alpaca"), found("bison"), found("camel"), found("dingo")) == (7, 0, 6, 0)
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "plain.db")
 
 
 def test_new_session_rows_equal_the_general_path(tmp_path: Path) -> None:
