@@ -30,7 +30,13 @@ from sqlite_utils import Database
 from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.meta import get_meta, immediate
 from sessiondex.indexer.objects import build_object, pr_row, store_objects
-from sessiondex.indexer.parse import ParsedTail, fingerprint, parse_tail
+from sessiondex.indexer.parse import (
+    ParsedTail,
+    fingerprint,
+    known_crc,
+    parse_tail,
+    same_prefix,
+)
 from sessiondex.indexer.shape import settled_at, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, packer
@@ -252,7 +258,7 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
         return REWRITTEN
     if tf.size < stored["consumed"]:
         return REWRITTEN
-    if stored["fingerprint"] != fingerprint(stream, stored["consumed"]):
+    if not same_prefix(stored["fingerprint"], fingerprint(stream, stored["consumed"])):
         return REWRITTEN
     if tf.size > stored["consumed"] and _glued_onto_whole_tail(stream, stored["consumed"]):
         return REWRITTEN
@@ -480,7 +486,7 @@ def apply_tail(
                     "SELECT url FROM pr_links WHERE session_rowid = ?", [session_rowid]
                 )
             }
-        scanned = stored["scanned"] if stored is not None and state_kind == GROWN else 0
+        grown = stored if stored is not None and state_kind == GROWN else None
         parsed = parse_tail(
             stream,
             tf.size,
@@ -489,8 +495,9 @@ def apply_tail(
             known_branches,
             known_links,
             include_tools,
-            scanned,
+            grown["scanned"] if grown else 0,
             quiet=settled_at(tf.mtime_ns, checked_ns),
+            known=known_crc(grown["fingerprint"], offset) if grown else (0, 0),
         )
     db.conn.executemany(_MESSAGE_INSERT, _message_rows(db, session_rowid, file_id, parsed))
     problems.update(parsed.problems)

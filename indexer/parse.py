@@ -7,6 +7,7 @@ next file in a second process while SQLite writes this one (:mod:`.prefetch`).
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -29,9 +30,16 @@ FINGERPRINT_WINDOW = 4096
 SCAN_CHUNK = 1 << 20
 
 
-def fingerprint(stream: Any, consumed: int) -> str:
-    """Hash of the consumed prefix's first and last window: a rewrite or truncation
-    under the offset changes it (almost surely) without re-reading the prefix."""
+def fingerprint(stream: Any, consumed: int, known: tuple[int, int] = (0, 0)) -> str:
+    """What the consumed prefix ``[0, consumed)`` holds, to tell an append from a rewrite
+    when the file is next seen: ``<windows>:<crc>``, a hash of its first and last window
+    and its length (a rewrite that moves them, cheaply told), then the CRC-32 of every
+    byte of it (a same-length edit in the middle, then an append: a user's redaction in
+    place, a script's fix; the windows alone took that for an append and kept the old
+    text searchable).
+
+    ``known`` is ``(offset, crc)``: the CRC of ``[0, offset)`` already known (the stored
+    one, when the pass read on from there), so only ``[offset, consumed)`` is read."""
     digest = hashlib.blake2b(digest_size=16)
     stream.seek(0)
     digest.update(stream.read(min(FINGERPRINT_WINDOW, consumed)))
@@ -39,7 +47,36 @@ def fingerprint(stream: Any, consumed: int) -> str:
     stream.seek(start)
     digest.update(stream.read(consumed - start))
     digest.update(str(consumed).encode())
-    return digest.hexdigest()
+    offset, crc = known if known[0] <= consumed else (0, 0)
+    stream.seek(offset)
+    while offset < consumed:
+        chunk = stream.read(min(SCAN_CHUNK, consumed - offset))
+        if not chunk:
+            break
+        crc = zlib.crc32(chunk, crc)
+        offset += len(chunk)
+    return f"{digest.hexdigest()}:{crc:08x}"
+
+
+def known_crc(stored_fingerprint: str | None, consumed: int) -> tuple[int, int]:
+    """``fingerprint``'s ``known`` from a stored fingerprint of ``[0, consumed)``; one of
+    an older version (the windows alone) knows nothing: the next pass reads it all."""
+    windows, colon, crc = (stored_fingerprint or "").partition(":")
+    if not colon:
+        return (0, 0)
+    try:
+        return (consumed, int(crc, 16))
+    except ValueError:
+        return (0, 0)
+
+
+def same_prefix(stored_fingerprint: str | None, current: str) -> bool:
+    """Whether a stored fingerprint and one just taken of the same prefix agree; one of
+    an older version is compared by its windows (the next pass stores the CRC too)."""
+    stored = stored_fingerprint or ""
+    if ":" in stored:
+        return stored == current
+    return stored == current.partition(":")[0]
 
 
 @dataclass
@@ -113,6 +150,7 @@ def parse_tail(
     scanned: int = 0,
     encoder: Callable[[str], str | bytes] | None = None,
     quiet: bool = False,
+    known: tuple[int, int] = (0, 0),
 ) -> ParsedTail:
     """Fold the complete lines from ``offset`` up to ``size`` (the stat taken before
     reading: later bytes wait for the next pass).
@@ -128,7 +166,7 @@ def parse_tail(
 
     ``encoder`` (``textstore.Packer.encode``): store-ready bodies (compressed) instead
     of texts, for the parsing process of a cold build when it has time the writer has
-    not (``indexer/prefetch.py``).
+    not (``indexer/prefetch.py``). ``known``: :func:`fingerprint`'s, for ``offset``.
     """
     store = encoder or _as_is
     problems: Counter[str] = Counter()
@@ -147,7 +185,7 @@ def parse_tail(
                 [],
                 [],
                 offset,
-                fingerprint(stream, offset),
+                fingerprint(stream, offset, known),
                 problems,
                 bytes_read,
                 size,
@@ -200,7 +238,7 @@ def parse_tail(
         messages,
         mentions,
         consumed,
-        fingerprint(stream, consumed),
+        fingerprint(stream, consumed, known),
         reader.problems,
         bytes_read + reader.bytes_read,
         size,

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from sessiondex.indexer.parse import fingerprint
+from sessiondex.indexer.parse import fingerprint, same_prefix
 from sessiondex.store.dsn import connection_string
 from sessiondex.store.redact import Finding, candidate_rules, redact_value
 from sessiondex.store.schema import migrate
@@ -297,7 +297,7 @@ class Pusher:
             return False
         try:
             with open(tf.path, "rb") as stream:
-                if fingerprint(stream, state.consumed) != state.fingerprint:
+                if not same_prefix(state.fingerprint, fingerprint(stream, state.consumed)):
                     return False
         except OSError:
             return False
@@ -391,7 +391,7 @@ class Pusher:
             return False
         if state.with_tools != self.options.with_tools:
             return True
-        return consumed > size or fingerprint(stream, consumed) != state.fingerprint
+        return consumed > size or not same_prefix(state.fingerprint, fingerprint(stream, consumed))
 
     async def _chunk(self, tf: TranscriptFile, key: Key, status: str) -> tuple[str, bool]:
         """One transaction: lock the file's row, check for a rewrite, send the next

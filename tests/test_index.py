@@ -1128,11 +1128,14 @@ def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]
 
 
+@pytest.mark.parametrize("then", ["a new mtime", "an append"])
 @pytest.mark.parametrize("edit", ["a word mid-file", "the title mid-file", "touch only"])
-def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str) -> None:
-    """The fingerprint covers the first and last 4 KiB read: a same-size change between
-    them (same inode, new mtime) left the old words searchable and the new ones not,
-    under watch and index alike, while a rebuild had them."""
+def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str, then: str) -> None:
+    """The fingerprint covered the first and last 4 KiB read: a same-size change between
+    them (same inode) left the old words searchable and the new ones not, under watch
+    and index alike, while a rebuild had them: with a new mtime alone, and, until the
+    fingerprint held a CRC of the whole prefix, when a line was appended after the edit
+    (a redacted secret stayed searchable)."""
     tree = ConfigTree(tmp_path / "claude")
     s = _session(tree)
     for n in range(40):
@@ -1152,10 +1155,41 @@ def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str) -> N
         data = data.replace(b"alphatitle", b"omegatitle")
     with open(path, "r+b") as file:  # in place: same inode, same size
         file.write(data)
+    if then == "an append":  # Claude Code goes on writing
+        s.user("one more question after the edit")
+        with open(path, "ab") as file:
+            file.write(json.dumps(s.records[-1]).encode() + b"\n")
     os.utime(path, ns=(1_800_000_100 * 10**9, 1_800_000_100 * 10**9))
-    refresh(db, [tree.root])
+    stats = refresh(db, [tree.root])
+    # read again from the start, but for a pure append (a same-size touch is read again
+    # too: the only sure answer, and Claude Code's writes change the size)
+    pure_append = edit == "touch only" and then == "an append"
+    assert (stats.rewritten, stats.grown) == ((0, 1) if pure_append else (1, 0))
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
     check_fts_integrity(db)
+
+
+def test_a_fingerprint_of_an_older_version_still_tells_an_append(tmp_path: Path) -> None:
+    """An index made before the fingerprint held a CRC of the whole prefix (its first and
+    last windows alone): an append is still an append, read from where it was, and the
+    fingerprint stored after it has the CRC."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    path = s.write(mtime=1_800_000_000)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    (stored,) = db.execute("SELECT fingerprint FROM files").fetchone()
+    windows, _, crc = stored.partition(":")
+    assert len(windows) == 32 and len(crc) == 8
+    with db.conn:
+        db.execute("UPDATE files SET fingerprint = ?", [windows])
+    s.user("appended after the upgrade")
+    with open(path, "ab") as file:
+        file.write(json.dumps(s.records[-1]).encode() + b"\n")
+    stats = refresh(db, [tree.root])
+    assert (stats.grown, stats.rewritten) == (1, 0)
+    assert ":" in db.execute("SELECT fingerprint FROM files").fetchone()[0]
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
 
 
 def test_a_github_mention_of_a_linked_pr_in_another_case_is_no_mention(tmp_path: Path) -> None:
