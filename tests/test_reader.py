@@ -38,6 +38,8 @@ GOOD = b'{"type":"user","n":1}\n'
         (b"42", PROBLEM_NOT_OBJECT),
         (b'"text"', PROBLEM_NOT_OBJECT),
         (b"null", PROBLEM_NOT_OBJECT),
+        # nested too deep, and not valid JSON either: still a bad line
+        (b'{"a":' + b"[" * 2000 + b"]" * 1999 + b"}", PROBLEM_MALFORMED),
     ],
 )
 def test_bad_lines_are_counted_by_kind_and_skipped(line: bytes, problem: str) -> None:
@@ -159,3 +161,30 @@ TITLE = b'{"type":"custom-title","customTitle":"T","sessionId":"' + SID.encode()
 def test_glued_record(line: bytes, glued: str | None) -> None:
     found = glued_record(line)
     assert (found or {}).get("type") == glued
+
+
+def _depth(value: object) -> int:
+    depth = 0
+    while isinstance(value, list):
+        depth += 1
+        value = value[0] if value else None
+    return depth
+
+
+@pytest.mark.parametrize("depth", [100, 1000, 1030, 5000, 100_000])
+def test_a_record_nested_deeper_than_orjson_reads_is_kept(depth: int) -> None:
+    """orjson reads 1,024 levels and json.loads fewer: a valid record nested deeper (a
+    tool result of pathological JSON) was skipped as malformed JSON, and its message
+    with it (Claude Code's JSON.parse reads it). It is kept, each value opening below
+    MAX_DEPTH levels read as null; brackets and quotes inside strings do not count."""
+    from sessiondex.transcripts.reader import MAX_DEPTH
+
+    head = b'{"type":"user","message":{"content":"deepword \\" [ { ] }"},"toolUseResult":'
+    line = head + b"[" * depth + b"]" * depth + b',"after":"kept"}'
+    records, reader = read(GOOD + line + b"\n" + GOOD)
+    assert reader.problems == {}
+    (record,) = [r for _, r in records if r.get("type") == "user" and "message" in r]
+    assert record["message"]["content"] == 'deepword " [ { ] }'
+    assert record["after"] == "kept"
+    read_whole = depth <= 1000  # within orjson's 1,024 levels, the record's own two too
+    assert _depth(record["toolUseResult"]) == (depth if read_whole else MAX_DEPTH - 1)

@@ -27,6 +27,7 @@ only message) where they show it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -87,16 +88,55 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
         return None, PROBLEM_INVALID_UTF8 if repaired else None
     try:
         value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
         import json  # here only: a rare path, and start-up time is a benchmark figure
 
         try:
             value = without_lone_surrogates(json.loads(text))
         except (ValueError, RecursionError):
-            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+            capped = _capped(text) if "depth" in str(exc) else None
+            if capped is None:
+                return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+            value = capped
     if not isinstance(value, dict):
         return None, PROBLEM_NOT_OBJECT
     return value, PROBLEM_INVALID_UTF8 if repaired else None
+
+
+#: How deep a record's values are kept when a line nests deeper than orjson reads (1,024
+#: levels; Claude Code's JSON.parse reads more): a record, not a bad line.
+MAX_DEPTH = 200
+# A JSON string (escapes included) or a bracket: what the depth of a position depends on.
+_JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _capped(text: str) -> dict[str, Any] | None:
+    """A line that nests deeper than orjson reads (a tool result of pathological JSON),
+    read with each value that opens below :data:`MAX_DEPTH` levels as ``null``: the
+    record stays (its message, its place in the chain); only that depth of it is lost.
+    None when it still does not parse."""
+    raw = text.encode("utf-8", "surrogatepass")
+    out: list[bytes] = []
+    depth, kept_to, cut_from = 0, 0, -1
+    for token in _JSON_TOKENS.finditer(raw):
+        bracket = token.group()
+        if bracket[:1] == b'"':
+            continue
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth == MAX_DEPTH + 1:
+                cut_from = token.start()
+        else:
+            if depth == MAX_DEPTH + 1 and cut_from >= 0:
+                out += (raw[kept_to:cut_from], b"null")
+                kept_to, cut_from = token.end(), -1
+            depth -= 1
+    out.append(raw[kept_to:])
+    try:
+        value = orjson.loads(b"".join(out))
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def without_lone_surrogates(value: Any) -> Any:
