@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 
 import orjson
 import pytest
@@ -188,3 +189,12 @@ def test_a_record_nested_deeper_than_orjson_reads_is_kept(depth: int) -> None:
     assert record["after"] == "kept"
     read_whole = depth <= 1000  # within orjson's 1,024 levels, the record's own two too
     assert _depth(record["toolUseResult"]) == (depth if read_whole else MAX_DEPTH - 1)
+    # the same in a process with a higher recursion limit (the watcher's): json.loads
+    # would have read deeper there, and a rebuild would differ from the watcher
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)
+    try:
+        again, _ = read(GOOD + line + b"\n" + GOOD)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert _depth(again[1][1]["toolUseResult"]) == _depth(record["toolUseResult"])

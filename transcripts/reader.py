@@ -91,13 +91,16 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
     except orjson.JSONDecodeError as exc:
         import json  # here only: a rare path, and start-up time is a benchmark figure
 
+        # Too deep for orjson: capped, never json.loads, whose reach depends on the
+        # process's recursion limit (the watcher raises it), so a rebuild reads the
+        # same record as the watcher did.
+        deep = "depth" in str(exc)
         try:
-            value = without_lone_surrogates(json.loads(text))
+            value = _capped(text) if deep else without_lone_surrogates(json.loads(text))
         except (ValueError, RecursionError):
-            capped = _capped(text) if "depth" in str(exc) else None
-            if capped is None:
-                return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
-            value = capped
+            value = None
+        if value is None:
+            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
     if not isinstance(value, dict):
         return None, PROBLEM_NOT_OBJECT
     return value, PROBLEM_INVALID_UTF8 if repaired else None
