@@ -23,7 +23,7 @@ from sessiondex.indexer.shape import stat_settled
 from sessiondex.transcripts.discover import iter_found
 
 # A files row as the freshness checks compare it: the path, then stat_settled's fields.
-_STAT_ROW = "path, size, mtime_ns, inode, device, checked_ns"
+_STAT_ROW = "path, size, mtime_ns, inode, device, checked_ns, ctime_ns"
 
 
 def main_file_rows(db: Any, session_id: str, roots: list[str]) -> list[tuple[Any, ...]]:
@@ -56,7 +56,9 @@ def is_stale(stored: tuple[Any, ...] | None, path: str) -> bool:
         return stored is not None  # gone: the ingest forgets it
     if stored is None:
         return True
-    return not stat_settled(tuple(stored[1:6]), st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+    return not stat_settled(
+        stored[1:], st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns
+    )
 
 
 def nothing_changed(db: Any, roots: list[Path]) -> bool:
@@ -79,7 +81,7 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
         for found in iter_found(root):
             row = known.get(found.path)
             if row is None or not stat_settled(
-                row[1:], found.size, found.mtime_ns, found.inode, found.device
+                row[1:], found.size, found.mtime_ns, found.inode, found.device, found.ctime_ns
             ):
                 return False
             seen += 1

@@ -163,7 +163,7 @@ def _write_new_session(
     cursor = db.execute(
         "INSERT INTO files (path, root, project_key, session_id, kind, agent_id, size,"
         " mtime_ns, inode, device, consumed, fingerprint, bad_lines, problems, checked_ns,"
-        " scanned) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " scanned, ctime_ns) VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             str(tf.path),
             str(tf.root),
@@ -180,6 +180,7 @@ def _write_new_session(
             orjson.dumps(dict(problems)).decode() if problems else None,
             checked_ns,
             parsed.scanned,
+            tf.ctime_ns,
         ],
     )
     rowid = cursor.lastrowid
@@ -243,11 +244,13 @@ def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
             stored["inode"],
             stored["device"],
             stored["checked_ns"],
+            stored.get("ctime_ns"),
         ),
         tf.size,
         tf.mtime_ns,
         tf.inode,
         tf.device,
+        tf.ctime_ns,
     )
 
 
@@ -361,8 +364,8 @@ def _ingest_locked(
         if state_kind == UNCHANGED:
             assert stored is not None
             db.execute(
-                "UPDATE files SET mtime_ns = ?, checked_ns = ? WHERE id = ?",
-                [tf.mtime_ns, checked_ns, stored["id"]],
+                "UPDATE files SET mtime_ns = ?, checked_ns = ?, ctime_ns = ? WHERE id = ?",
+                [tf.mtime_ns, checked_ns, tf.ctime_ns, stored["id"]],
             )
             db.execute("UPDATE sessions SET mtime_ns = ? WHERE id = ?", [tf.mtime_ns, stored["id"]])
             if stored["kind"] == MAIN:
@@ -528,7 +531,7 @@ def apply_tail(
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, inode = ?, device = ?, consumed = ?,"
         " fingerprint = ?, bad_lines = ?, problems = ?, session_rowid = ?, checked_ns = ?,"
-        " scanned = ? WHERE id = ?",
+        " scanned = ?, ctime_ns = ? WHERE id = ?",
         [
             tf.size,
             tf.mtime_ns,
@@ -541,6 +544,7 @@ def apply_tail(
             session_rowid,
             checked_ns,
             parsed.scanned,
+            tf.ctime_ns,
             file_id,
         ],
     )

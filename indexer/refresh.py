@@ -224,7 +224,7 @@ def refresh(
     unseen = tuple(os.path.join(folder, "") for folder in unlisted)
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
-        "SELECT path, size, mtime_ns, inode, device, checked_ns FROM files"
+        "SELECT path, size, mtime_ns, inode, device, checked_ns, ctime_ns FROM files"
         f" WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC",
         root_texts,
     )
@@ -253,6 +253,7 @@ def refresh(
     # Rebuilding FTS costs the whole index's text: worth it only when most is new.
     bulk = BulkFts(db) if big and new_bytes >= _indexed_bytes(db) else contextlib.nullcontext()
     failure: BaseException | None = None
+    no_ctime: list[tuple[int | None, str]] = []  # rows of an older index, unchanged
     try:
         bulk.__enter__()
         for done, found in enumerate(files, 1):
@@ -264,12 +265,16 @@ def refresh(
                     stat_row["inode"],
                     stat_row["device"],
                     stat_row["checked_ns"],
+                    stat_row["ctime_ns"],
                 ),
                 found.size,
                 found.mtime_ns,
                 found.inode,
                 found.device,
+                found.ctime_ns,
             ):
+                if stat_row["ctime_ns"] is None:
+                    no_ctime.append((found.ctime_ns, found.path))
                 stats.files_seen += 1
                 stats.unchanged += 1
                 if progress is not None:
@@ -290,6 +295,7 @@ def refresh(
             group.after_file(stats.bytes_read)
             if progress is not None:
                 progress(done, len(files))
+        fill_ctimes(db, no_ctime)
     except BaseException as exc:
         failure = exc
         raise
@@ -306,6 +312,17 @@ def refresh(
         set_meta(db, "last_refresh", str(time.time()))
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def fill_ctimes(db: Database, rows: list[tuple[int | None, str]]) -> None:
+    """Store the change time of unchanged files whose rows were written before it was
+    kept (schema m013), once: from then on a same-size edit with its mtime set back is
+    seen (``shape.stat_settled``)."""
+    if rows:
+        with immediate(db):
+            db.conn.executemany(
+                "UPDATE files SET ctime_ns = ? WHERE path = ? AND ctime_ns IS NULL", rows
+            )
 
 
 def forget_vanished_roots(db: Database, roots: list[Path], stats: RefreshStats) -> None:

@@ -367,3 +367,12 @@ def m012_hidden_kinds(db: Database) -> None:
     for column in ("team_name", "session_kind", "continued_in"):
         db.execute(f"ALTER TABLE sessions ADD COLUMN {column} TEXT")
     db.execute("ALTER TABLE sessions ADD COLUMN seen_parent_link INTEGER NOT NULL DEFAULT 0")
+
+
+@migrations()
+def m013_files_ctime(db: Database) -> None:
+    """``files`` gains the inode's change time (``ctime_ns``): a same-size edit whose
+    mtime was set back (``touch -r``, ``cp -p`` in place) moves it, where size, mtime
+    and inode all stay (``shape.stat_settled``). Rows made before have none and are
+    compared without it until the refresh fills it in (``refresh.fill_ctimes``)."""
+    db.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER")

@@ -8,6 +8,9 @@ test checks ``MIGRATION_NAMES`` against the registered migrations.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 # Bump when a derivation rule changes (what a row holds), not the table shape.
 # 4: message line offsets (m004); 5: entrypoint window (m006); 6: long tokens cut
 # (text.py); 7: message text stored compressed (m007, textstore.py); 8: Zstandard
@@ -77,6 +80,7 @@ MIGRATION_NAMES = (
     "m010_sessions_by_project_and_cwd",
     "m011_shown_title",
     "m012_hidden_kinds",
+    "m013_files_ctime",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
@@ -92,17 +96,29 @@ FUTURE_SETTLED_NS = 3600 * 1_000_000_000
 
 
 def stat_settled(
-    stored: tuple[int, int, int, int, int], size: int, mtime_ns: int, inode: int, device: int
+    stored: Sequence[Any],
+    size: int,
+    mtime_ns: int,
+    inode: int,
+    device: int,
+    ctime_ns: int | None,
 ) -> bool:
     """Whether a transcript can be skipped without opening it: its ``files`` row
-    (``stored`` = size, mtime_ns, inode, device, checked_ns) has the same size, mtime,
-    inode and device as the ``lstat`` now, and was taken long enough after the file's
-    last write to prove it (not "racily" clean: see ``RACY_WINDOW_NS``).
+    (``stored`` = size, mtime_ns, inode, device, checked_ns, ctime_ns) has the same size,
+    mtime, inode, device and change time as the ``lstat`` now, and was taken long enough
+    after the file's last write to prove it (not "racily" clean: see ``RACY_WINDOW_NS``).
+
+    The change time moves on every write, also one whose mtime was then set back
+    (``touch -r``, ``cp -p`` over the file in place), and on a ``chmod``: then the file
+    is opened and its fingerprint decides. A row without one (written before it was
+    kept) is compared without it.
 
     The one skip rule of the refresh, the watcher's catch-up, and the checks before a
     reading command (``indexer/freshness.py``, ``Index`` for one session)."""
-    return (stored[0], stored[1], stored[2], stored[3]) == (size, mtime_ns, inode, device) and (
-        settled_at(stored[1], stored[4])
+    return (
+        (stored[0], stored[1], stored[2], stored[3]) == (size, mtime_ns, inode, device)
+        and (stored[5] is None or ctime_ns is None or stored[5] == ctime_ns)
+        and settled_at(stored[1], stored[4])
     )
 
 

@@ -1128,7 +1128,7 @@ def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]
 
 
-@pytest.mark.parametrize("then", ["a new mtime", "an append"])
+@pytest.mark.parametrize("then", ["a new mtime", "an append", "the mtime set back"])
 @pytest.mark.parametrize("edit", ["a word mid-file", "the title mid-file", "touch only"])
 def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str, then: str) -> None:
     """The fingerprint covered the first and last 4 KiB read: a same-size change between
@@ -1159,14 +1159,69 @@ def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str, then
         s.user("one more question after the edit")
         with open(path, "ab") as file:
             file.write(json.dumps(s.records[-1]).encode() + b"\n")
-    os.utime(path, ns=(1_800_000_100 * 10**9, 1_800_000_100 * 10**9))
+    # touch -r, cp -p in place: size, mtime and inode as indexed; only the ctime moved
+    mtime = 1_800_000_000 if then == "the mtime set back" else 1_800_000_100
+    os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
     stats = refresh(db, [tree.root])
     # read again from the start, but for a pure append (a same-size touch is read again
-    # too: the only sure answer, and Claude Code's writes change the size)
+    # too: the only sure answer, and Claude Code's writes change the size); a touch
+    # with the mtime set back is checked by its fingerprint and found unchanged
     pure_append = edit == "touch only" and then == "an append"
-    assert (stats.rewritten, stats.grown) == ((0, 1) if pure_append else (1, 0))
+    nothing = edit == "touch only" and then == "the mtime set back"
+    expected = (0, 1) if pure_append else (0, 0) if nothing else (1, 0)
+    assert (stats.rewritten, stats.grown) == expected
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
     check_fts_integrity(db)
+
+
+def test_a_chmod_is_checked_once_and_an_older_index_learns_ctimes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The change time also moves on a chmod: the file is opened once and its
+    fingerprint says unchanged; the next refresh trusts the stat again. Rows of an index
+    made before ctimes were kept get theirs at the next refresh, without a read."""
+    import sessiondex.indexer.ingest as ingest
+
+    tree = ConfigTree(tmp_path / "claude")
+    path = _session(tree).write(mtime=1_800_000_000)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    checks: list[str] = []
+    real = ingest.fingerprint
+    monkeypatch.setattr(ingest, "fingerprint", lambda *a: checks.append("x") or real(*a))
+    os.chmod(path, 0o600)
+    assert refresh(db, [tree.root]).unchanged == 1 and checks == ["x"]
+    assert refresh(db, [tree.root]).unchanged == 1 and checks == ["x"]  # not again
+    with db.conn:
+        db.execute("UPDATE files SET ctime_ns = NULL")
+    refresh(db, [tree.root])
+    assert checks == ["x"]
+    (ctime,) = db.execute("SELECT ctime_ns FROM files").fetchone()
+    assert ctime == os.stat(path).st_ctime_ns
+
+
+def test_a_reading_command_sees_a_same_size_edit_with_the_mtime_set_back(
+    tmp_path: Path,
+) -> None:
+    """The check before a reading command compares the change time too."""
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("please fix the zebra bug")
+    path = s.write(mtime=1_800_000_000)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0
+    with open(path, "r+b") as file:
+        file.write(path.read_bytes().replace(b"zebra", b"yakka"))
+    os.utime(path, ns=(1_800_000_000 * 10**9, 1_800_000_000 * 10**9))
+    found = CliRunner().invoke(cli, [*base, "search", "yakka", "--scope", "all", "--json"])
+    assert found.exit_code == 0, found.output
+    assert [o["session_id"] for o in json.loads(found.stdout)] == [s.session_id]
+    gone = CliRunner().invoke(cli, [*base, "search", "zebra", "--scope", "all", "--json"])
+    assert json.loads(gone.stdout) == []
 
 
 def test_a_fingerprint_of_an_older_version_still_tells_an_append(tmp_path: Path) -> None:

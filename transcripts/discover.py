@@ -44,6 +44,7 @@ class TranscriptFile:
     mtime_ns: int = 0
     inode: int = 0
     device: int = 0
+    ctime_ns: int | None = None  # the inode's change time; None: not known
 
     @property
     def main_path(self) -> Path:
@@ -54,7 +55,12 @@ class TranscriptFile:
         """The same file with the stat taken when it was opened: the size and identity
         that reading it will stand for (the file may have grown since discovery)."""
         return replace(
-            self, size=st.st_size, mtime_ns=st.st_mtime_ns, inode=st.st_ino, device=st.st_dev
+            self,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            inode=st.st_ino,
+            device=st.st_dev,
+            ctime_ns=st.st_ctime_ns,
         )
 
 
@@ -146,7 +152,17 @@ def _found(
     path: str, root: Path, key: str, sid: str, kind: str, agent: str | None, st: os.stat_result
 ) -> Found:
     return Found(
-        path, root, key, sid, kind, agent, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+        path,
+        root,
+        key,
+        sid,
+        kind,
+        agent,
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ino,
+        st.st_dev,
+        st.st_ctime_ns,
     )
 
 
@@ -276,7 +292,7 @@ class Found(NamedTuple):
     """A transcript as discovery sees it, before it is worth a :class:`TranscriptFile`:
     most files of a refresh are unchanged and are only compared by their ``lstat``.
 
-    Only the four numbers of the ``lstat`` that the skip rule compares are kept: a whole
+    Only the five numbers of the ``lstat`` that the skip rule compares are kept: a whole
     ``os.stat_result`` is ~1 KB, and a refresh holds one of these per transcript (24 MB
     of a cold build's peak at 20,000 sessions)."""
 
@@ -290,6 +306,7 @@ class Found(NamedTuple):
     mtime_ns: int
     inode: int
     device: int
+    ctime_ns: int | None = None
 
     def file(self) -> TranscriptFile:
         return TranscriptFile(
@@ -303,6 +320,7 @@ class Found(NamedTuple):
             mtime_ns=self.mtime_ns,
             inode=self.inode,
             device=self.device,
+            ctime_ns=self.ctime_ns,
         )
 
 
