@@ -62,7 +62,7 @@ def known_crc(stored_fingerprint: str | None, consumed: int) -> tuple[int, int]:
     """``fingerprint``'s ``known`` from a stored fingerprint of ``[0, consumed)``; one of
     an older version (the windows alone) knows nothing: the next pass reads it all."""
     windows, colon, crc = (stored_fingerprint or "").partition(":")
-    if not colon:
+    if not colon or consumed <= 0:
         return (0, 0)
     try:
         return (consumed, int(crc, 16))
@@ -70,13 +70,16 @@ def known_crc(stored_fingerprint: str | None, consumed: int) -> tuple[int, int]:
         return (0, 0)
 
 
-def same_prefix(stored_fingerprint: str | None, current: str) -> bool:
-    """Whether a stored fingerprint and one just taken of the same prefix agree; one of
-    an older version is compared by its windows (the next pass stores the CRC too)."""
+def same_prefix(stored_fingerprint: str | None, current: str, *, windows: bool = False) -> bool:
+    """Whether a stored fingerprint and one just taken of the same prefix agree. One of
+    an older version (its windows alone) never does: it cannot rule out an edit in the
+    middle, so a file that changed since is read again from the start, once (and then
+    holds a CRC). ``windows``: compare such an old one by its windows (for a check
+    that only skips work, never one that decides what the file holds)."""
     stored = stored_fingerprint or ""
     if ":" in stored:
         return stored == current
-    return stored == current.partition(":")[0]
+    return windows and stored == current.partition(":")[0]
 
 
 @dataclass

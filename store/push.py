@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from sessiondex.indexer.parse import fingerprint, same_prefix
+from sessiondex.indexer.parse import fingerprint, known_crc, same_prefix
 from sessiondex.store.dsn import connection_string
 from sessiondex.store.redact import Finding, candidate_rules, redact_value
 from sessiondex.store.schema import migrate
@@ -272,6 +272,8 @@ class Pusher:
         self.user = user
         self.host = host or "unknown"
         self._known: dict[tuple[str, str], _FileState] = {}
+        # path -> (offset, fingerprint) this run stored after its last chunk of the file
+        self._sent: dict[str, tuple[int, str]] = {}
 
     async def load_known(self) -> None:
         """What this host has pushed, in one query: a file that has not changed since
@@ -297,7 +299,8 @@ class Pusher:
             return False
         try:
             with open(tf.path, "rb") as stream:
-                if not same_prefix(state.fingerprint, fingerprint(stream, state.consumed)):
+                current = fingerprint(stream, state.consumed)
+                if not same_prefix(state.fingerprint, current, windows=True):
                     return False
         except OSError:
             return False
@@ -370,7 +373,7 @@ class Pusher:
         with stream:
             size = os.fstat(stream.fileno()).st_size
             consumed, status = state.consumed, "grown" if state.consumed else "new"
-            if self._changed(stream, size, state):
+            if self._changed(stream, size, state, str(tf.path)):
                 consumed, status = 0, "rewritten"
             start = consumed
             while consumed < size:
@@ -382,16 +385,24 @@ class Pusher:
                 self.stats.sessions.add((key.project_key, key.session_id))
         return status if consumed > start or status == "rewritten" else "unchanged"
 
-    def _changed(self, stream: Any, size: int, state: _FileState) -> bool:
+    def _changed(self, stream: Any, size: int, state: _FileState, path: str) -> bool:
         """Whether what was sent of a file no longer stands: the file was rewritten or
         shrunk under the offset, or ``--with-tools`` changed (lines already sent hold,
-        or lack, the tool outputs: they are sent again the way asked now)."""
+        or lack, the tool outputs: they are sent again the way asked now).
+
+        Between two chunks of one run, the prefix this run just fingerprinted is checked
+        by its windows only (its CRC carried on): a whole CRC per chunk made a push's
+        cost grow with the square of the file; the next run checks it all."""
         consumed = state.consumed
         if not consumed:
             return False
         if state.with_tools != self.options.with_tools:
             return True
-        return consumed > size or not same_prefix(state.fingerprint, fingerprint(stream, consumed))
+        if consumed > size:
+            return True
+        ours = self._sent.get(path) == (consumed, state.fingerprint)
+        known = known_crc(state.fingerprint, consumed) if ours else (0, 0)
+        return not same_prefix(state.fingerprint, fingerprint(stream, consumed, known))
 
     async def _chunk(self, tf: TranscriptFile, key: Key, status: str) -> tuple[str, bool]:
         """One transaction: lock the file's row, check for a rewrite, send the next
@@ -405,7 +416,7 @@ class Pusher:
         with stream:
             size = os.fstat(stream.fileno()).st_size
             consumed = state.consumed
-            if self._changed(stream, size, state):
+            if self._changed(stream, size, state, str(tf.path)):
                 status, consumed = "rewritten", 0
                 if state.transcript_ref is not None:
                     sref = await self._session_ref(state.transcript_ref)
@@ -417,6 +428,8 @@ class Pusher:
                     )
             if consumed >= size:
                 return status, True
+            # the stored CRC stands for [0, consumed) when _changed kept the offset
+            sent = known_crc(state.fingerprint, consumed) if consumed else (0, 0)
             entries, end = self._read(tf, stream, consumed, size)
             if end == consumed:  # only a line still being written: not sent, but counted
                 mtime_ms = os.fstat(stream.fileno()).st_mtime_ns // 1_000_000
@@ -437,13 +450,16 @@ class Pusher:
             )
             self.stats.entries += result.inserted
             self.stats.duplicates += result.skipped
+            # the CRC of what was sent before, carried on: one pass over the file for a
+            # push in chunks, not one per chunk from byte 0
+            stored = fingerprint(stream, end, sent)
             await self.conn.execute(
                 "UPDATE push_files SET consumed = %s, fingerprint = %s, transcript_ref = %s,"
                 " with_tools = %s, pushed_at = now()"
                 " WHERE host = %s AND config_dir = %s AND path = %s",
                 [
                     end,
-                    fingerprint(stream, end),
+                    stored,
                     result.transcript_ref,
                     self.options.with_tools,
                     self.host,
@@ -451,6 +467,7 @@ class Pusher:
                     str(tf.path),
                 ],
             )
+            self._sent[str(tf.path)] = (end, stored)
             return status, end >= size
 
     async def _session_ref(self, transcript_ref: int) -> int:

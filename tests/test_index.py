@@ -1224,27 +1224,55 @@ def test_a_reading_command_sees_a_same_size_edit_with_the_mtime_set_back(
     assert json.loads(gone.stdout) == []
 
 
-def test_a_fingerprint_of_an_older_version_still_tells_an_append(tmp_path: Path) -> None:
-    """An index made before the fingerprint held a CRC of the whole prefix (its first and
-    last windows alone): an append is still an append, read from where it was, and the
-    fingerprint stored after it has the CRC."""
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_file_grown_since_an_older_versions_fingerprint_is_read_again_once(
+    tmp_path: Path, edited: bool
+) -> None:
+    """A fingerprint stored before it held a CRC (its first and last windows alone) cannot
+    rule out an edit in the middle: a file that grew since is read again from the start,
+    once, with or without such an edit (the redacted secret is gone either way); then it
+    holds a CRC and the next append is read as one. A file that did not change is not
+    read at all."""
     tree = ConfigTree(tmp_path / "claude")
     s = _session(tree)
+    for n in range(30):
+        s.user(f"filler question {n} " + "padding words " * 40)
+        if n == 15:  # in the middle: outside both 4 KiB windows
+            s.user("my key is SECRETpw12345 do not share")
     path = s.write(mtime=1_800_000_000)
+    quiet = _session(tree, cwd="/work/other").write(mtime=1_800_000_000)
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
-    (stored,) = db.execute("SELECT fingerprint FROM files").fetchone()
-    windows, _, crc = stored.partition(":")
-    assert len(windows) == 32 and len(crc) == 8
-    with db.conn:
-        db.execute("UPDATE files SET fingerprint = ?", [windows])
-    s.user("appended after the upgrade")
+    with db.conn:  # as the older version left them
+        db.execute("UPDATE files SET fingerprint = substr(fingerprint, 1, 32)")
+    assert refresh(db, [tree.root]).unchanged == 2  # nothing read for them
+    if edited:
+        data = path.read_bytes().replace(b"SECRETpw12345", b"*************")
+        with open(path, "r+b") as file:  # in place: same inode, same size
+            file.write(data)
+    s.user("one more question")
     with open(path, "ab") as file:
         file.write(json.dumps(s.records[-1]).encode() + b"\n")
     stats = refresh(db, [tree.root])
-    assert (stats.grown, stats.rewritten) == (1, 0)
-    assert ":" in db.execute("SELECT fingerprint FROM files").fetchone()[0]
+    assert (stats.rewritten, stats.grown, stats.unchanged) == (1, 0, 1)
+    assert (
+        ":" in db.execute("SELECT fingerprint FROM files WHERE path = ?", [str(path)]).fetchone()[0]
+    )
+    assert (
+        ":"
+        not in db.execute("SELECT fingerprint FROM files WHERE path = ?", [str(quiet)]).fetchone()[
+            0
+        ]
+    )
+    secret = db.execute(
+        "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'SECRETpw12345'"
+    ).fetchone()[0]
+    assert secret == (0 if edited else 1)
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    s.user("and another")
+    with open(path, "ab") as file:
+        file.write(json.dumps(s.records[-1]).encode() + b"\n")
+    assert refresh(db, [tree.root]).grown == 1
 
 
 def test_a_github_mention_of_a_linked_pr_in_another_case_is_no_mention(tmp_path: Path) -> None:

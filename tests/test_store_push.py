@@ -213,6 +213,74 @@ def test_rewritten_transcript_is_sent_again(
     ) == [("main",)]
 
 
+@pytest.mark.parametrize("old_state", [False, True])
+def test_an_edit_in_place_then_an_append_is_sent_again(
+    tmp_path: Path, pg_dsn: str, old_state: bool
+) -> None:
+    """A same-length edit in the middle of a transcript (a secret redacted with as many
+    '*') followed by an append was pushed as an append: the store kept the secret. Also
+    when the push state was stored by an older version (its fingerprint the windows
+    alone). A transcript pushed in several chunks stores the CRC of all of it."""
+    from sessiondex.indexer.parse import fingerprint
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/home/dev/shop", git_branch="main")
+    for n in range(40):
+        s.user(f"question {n} " + "padding text " * 40)
+        if n == 20:
+            s.user("my token is mysecretvalueQQ keep it")
+    s.assistant("noted")
+    path = s.write(mtime=1_790_000_000)
+    push(tree.root, pg_dsn)
+    if old_state:
+        query(pg_dsn, "UPDATE push_files SET fingerprint = substr(fingerprint, 1, 32)")
+        assert push(tree.root, pg_dsn)["unchanged"] == 1  # an unchanged file is skipped
+    data = path.read_bytes().replace(b"mysecretvalueQQ", b"***************")
+    with open(path, "r+b") as file:
+        file.write(data)
+    s.user("one more question")
+    with open(path, "ab") as file:
+        file.write(json.dumps(s.records[-1]).encode() + b"\n")
+    assert push(tree.root, pg_dsn)["rewritten"] == 1
+    texts = query(pg_dsn, "SELECT text FROM messages")
+    assert not any("mysecretvalueQQ" in str(t) for (t,) in texts)
+    assert_each_entry_once(pg_dsn, tree.root)
+    [(stored,)] = query(pg_dsn, "SELECT fingerprint FROM push_files")
+    with open(path, "rb") as stream:
+        assert stored == fingerprint(stream, path.stat().st_size)
+
+
+def test_a_push_in_chunks_stores_the_crc_of_the_whole_file(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each chunk carries the CRC of what was sent before on (it was computed from byte 0
+    for every chunk: a push's cost grew with the square of the file)."""
+    import sessiondex.store.push as push_module
+    from sessiondex.indexer.parse import fingerprint
+
+    monkeypatch.setattr(push_module, "CHUNK_BYTES", 4096)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/home/dev/shop", git_branch="main")
+    for n in range(60):
+        s.user(f"question {n} " + "padding text " * 40)
+    path = s.write(mtime=1_790_000_000)
+    read: list[int] = []
+    real = push_module.fingerprint
+
+    def counted(stream: Any, consumed: int, *rest: Any) -> str:
+        start = rest[0][0] if rest else 0
+        read.append(consumed - start)
+        return real(stream, consumed, *rest)
+
+    monkeypatch.setattr(push_module, "fingerprint", counted)
+    push(tree.root, pg_dsn)
+    size = path.stat().st_size
+    assert sum(read) < 2 * size  # not once per chunk from the start
+    [(stored,)] = query(pg_dsn, "SELECT fingerprint FROM push_files")
+    with open(path, "rb") as stream:
+        assert stored == fingerprint(stream, size)
+
+
 def test_secrets_and_tool_outputs_stay_home(tree: ConfigTree, pg_dsn: str) -> None:
     s = tree.session(cwd="/home/dev/ops")
     s.user(f"use my token {SECRET} for the release")
