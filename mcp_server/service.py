@@ -187,6 +187,15 @@ class SessionService:
             if value is not None and "\x00" in value:
                 raise UserError(f"{name} cannot contain a NUL character")
 
+    @staticmethod
+    def _not_blank(**filters: str | None) -> None:
+        """A filter given blank (spaces only) is a mistake, as on the command line
+        (``--branch " "`` is a usage error there), not a filter that matches nothing;
+        left out, it means any."""
+        for name, value in filters.items():
+            if value is not None and not value.strip():
+                raise UserError(f"{name} is empty: leave it out for any {name}")
+
     def _check_ref(self, ref: str) -> str:
         """A session reference as ``resolve`` takes it; a path must lie in a config dir."""
         text = ref.strip()
@@ -256,6 +265,7 @@ class SessionService:
         if not text:
             raise UserError("query is empty: give words to look for, or a PR/MR URL")
         self._no_nul(query=query, branch=branch, since=since)
+        self._not_blank(branch=branch, since=since, cwd=cwd)
 
         def run() -> str:
             from sessiondex.query.search import FUZZY, PARTIAL
@@ -317,6 +327,7 @@ class SessionService:
         limit: int = 20,
     ) -> str:
         self._no_nul(branch=branch, since=since)
+        self._not_blank(branch=branch, since=since, cwd=cwd)
 
         def run() -> str:
             rows = self.index().list(

@@ -160,6 +160,11 @@ def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
         (lambda s: s.search_sessions("coupon\x00x"), "query cannot contain a NUL"),
         (lambda s: s.search_sessions("coupon", branch="\x00"), "branch cannot contain a NUL"),
         (lambda s: s.list_sessions(branch="ma\x00in"), "branch cannot contain a NUL"),
+        # blank, as the CLI's --branch " " (a usage error there): said, not "no session"
+        (lambda s: s.list_sessions(branch=" "), "branch is empty"),
+        (lambda s: s.list_sessions(branch="\t\n"), "branch is empty"),
+        (lambda s: s.search_sessions("coupon", branch=" "), "branch is empty"),
+        (lambda s: s.list_sessions(since="  "), "since is empty"),
         (lambda s: s.sessions_for_pr("12\x00"), "pr cannot contain a NUL"),
         (lambda s: s.tag_session("4045e6f8", "a\x00b"), "tag cannot contain a NUL"),
         (lambda s: s.rename_session("4045e6f8", "a\x00b"), "name cannot contain a NUL"),

@@ -126,6 +126,8 @@ def test_show_of_a_copied_transcript_names_the_session_inside(tmp_path: Path) ->
         (["abcdef12", "abcdef12-9"], ["abcdef12", "abcdef12-"]),
         # they differ only in case: whole (fork matches a whole UUID exactly)
         (["abcdef12-X", "abcdef12-x"], ["abcdef12-X", "abcdef12-x"]),
+        # a handle would begin or end with a space, which fork strips: whole
+        (["eeeeeee 1", "eeeeeeeZ2", " leading-space"], ["eeeeeee 1", "eeeeeeeZ", " leading-space"]),
         ([], []),
     ],
 )

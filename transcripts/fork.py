@@ -127,7 +127,9 @@ def short_handles(uuids: Iterable[str]) -> dict[str, str]:
     :data:`SHORT_UUID` characters, or as many more as it takes for no other of
     ``uuids`` to start with them in any case, so that :func:`_cut` takes the handle for
     that UUID alone (two UUIDs that differ only in case get their whole selves, which
-    ``_cut`` matches exactly). Git's abbreviated hashes grow the same way."""
+    ``_cut`` matches exactly, as it does one whose handle would begin or end with a
+    space, which ``_cut`` strips from a prefix). Git's abbreviated hashes grow the same
+    way."""
     distinct = sorted(set(uuids), key=str.lower)
     lowered = [u.lower() for u in distinct]
     handles: dict[str, str] = {}
@@ -137,7 +139,8 @@ def short_handles(uuids: Iterable[str]) -> dict[str, str]:
         for j in (i - 1, i + 1):
             if 0 <= j < len(lowered):
                 need = max(need, _shared_prefix(lowered[i], lowered[j]) + 1)
-        handles[value] = value[:need]
+        handle = value[:need]
+        handles[value] = handle if handle == handle.strip() else value
     return handles
 
 
