@@ -70,16 +70,12 @@ def known_crc(stored_fingerprint: str | None, consumed: int) -> tuple[int, int]:
         return (0, 0)
 
 
-def same_prefix(stored_fingerprint: str | None, current: str, *, windows: bool = False) -> bool:
+def same_prefix(stored_fingerprint: str | None, current: str) -> bool:
     """Whether a stored fingerprint and one just taken of the same prefix agree. One of
     an older version (its windows alone) never does: it cannot rule out an edit in the
     middle, so a file that changed since is read again from the start, once (and then
-    holds a CRC). ``windows``: compare such an old one by its windows (for a check
-    that only skips work, never one that decides what the file holds)."""
-    stored = stored_fingerprint or ""
-    if ":" in stored:
-        return stored == current
-    return windows and stored == current.partition(":")[0]
+    holds a CRC)."""
+    return bool(stored_fingerprint) and stored_fingerprint == current and ":" in current
 
 
 @dataclass

@@ -299,8 +299,9 @@ class Pusher:
             return False
         try:
             with open(tf.path, "rb") as stream:
-                current = fingerprint(stream, state.consumed)
-                if not same_prefix(state.fingerprint, current, windows=True):
+                # an older version's fingerprint (windows alone) cannot tell a same-size
+                # edit: such a file is sent again, once, and then holds a CRC
+                if not same_prefix(state.fingerprint, fingerprint(stream, state.consumed)):
                     return False
         except OSError:
             return False

@@ -172,22 +172,40 @@ def _depth(value: object) -> int:
     return depth
 
 
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (b"", b""),
+        # what orjson also refuses, so the line went to json.loads: a lone surrogate
+        # (half an emoji, as JSON.stringify writes it) before or after the deep part,
+        # NaN; kept or dropped by the process's recursion limit until the cut came first
+        (b'"half":"\\ud83d",', b""),
+        (b"", b',"half":"\\udc00"'),
+        (b'"n":NaN,', b""),
+    ],
+    ids=["plain", "surrogate-before", "surrogate-after", "nan"],
+)
 @pytest.mark.parametrize("depth", [100, 1000, 1030, 5000, 100_000])
-def test_a_record_nested_deeper_than_orjson_reads_is_kept(depth: int) -> None:
+def test_a_record_nested_deeper_than_orjson_reads_is_kept(
+    depth: int, before: bytes, after: bytes
+) -> None:
     """orjson reads 1,024 levels and json.loads fewer: a valid record nested deeper (a
     tool result of pathological JSON) was skipped as malformed JSON, and its message
     with it (Claude Code's JSON.parse reads it). It is kept, each value opening below
     MAX_DEPTH levels read as null; brackets and quotes inside strings do not count."""
     from sessiondex.transcripts.reader import MAX_DEPTH
 
-    head = b'{"type":"user","message":{"content":"deepword \\" [ { ] }"},"toolUseResult":'
-    line = head + b"[" * depth + b"]" * depth + b',"after":"kept"}'
+    head = b'{"type":"user",' + before
+    head += b'"message":{"content":"deepword \\" [ { ] }"},"toolUseResult":'
+    line = head + b"[" * depth + b"]" * depth + b',"after":"kept"' + after + b"}"
     records, reader = read(GOOD + line + b"\n" + GOOD)
     assert reader.problems == {}
     (record,) = [r for _, r in records if r.get("type") == "user" and "message" in r]
     assert record["message"]["content"] == 'deepword " [ { ] }'
     assert record["after"] == "kept"
-    read_whole = depth <= 1000  # within orjson's 1,024 levels, the record's own two too
+    # within orjson's 1,024 levels (the record's own two too) and nothing else it
+    # refuses: read whole; otherwise cut at MAX_DEPTH
+    read_whole = depth <= 1000 and not (before or after) or depth < MAX_DEPTH
     assert _depth(record["toolUseResult"]) == (depth if read_whole else MAX_DEPTH - 1)
     # the same in a process with a higher recursion limit (the watcher's): json.loads
     # would have read deeper there, and a rebuild would differ from the watcher

@@ -218,9 +218,10 @@ def test_an_edit_in_place_then_an_append_is_sent_again(
     tmp_path: Path, pg_dsn: str, old_state: bool
 ) -> None:
     """A same-length edit in the middle of a transcript (a secret redacted with as many
-    '*') followed by an append was pushed as an append: the store kept the secret. Also
-    when the push state was stored by an older version (its fingerprint the windows
-    alone). A transcript pushed in several chunks stores the CRC of all of it."""
+    '*') followed by an append was pushed as an append: the store kept the secret. A
+    push state stored by an older version (its fingerprint the windows alone) cannot
+    tell even a same-size edit: that file is sent again, once. A transcript pushed in
+    several chunks stores the CRC of all of it."""
     from sessiondex.indexer.parse import fingerprint
 
     tree = ConfigTree(tmp_path / "claude")
@@ -234,14 +235,15 @@ def test_an_edit_in_place_then_an_append_is_sent_again(
     push(tree.root, pg_dsn)
     if old_state:
         query(pg_dsn, "UPDATE push_files SET fingerprint = substr(fingerprint, 1, 32)")
-        assert push(tree.root, pg_dsn)["unchanged"] == 1  # an unchanged file is skipped
     data = path.read_bytes().replace(b"mysecretvalueQQ", b"***************")
     with open(path, "r+b") as file:
         file.write(data)
-    s.user("one more question")
-    with open(path, "ab") as file:
-        file.write(json.dumps(s.records[-1]).encode() + b"\n")
+    if not old_state:  # an append too (an older state's is sent again even without)
+        s.user("one more question")
+        with open(path, "ab") as file:
+            file.write(json.dumps(s.records[-1]).encode() + b"\n")
     assert push(tree.root, pg_dsn)["rewritten"] == 1
+    assert push(tree.root, pg_dsn)["unchanged"] == 1  # then it holds a CRC
     texts = query(pg_dsn, "SELECT text FROM messages")
     assert not any("mysecretvalueQQ" in str(t) for (t,) in texts)
     assert_each_entry_once(pg_dsn, tree.root)

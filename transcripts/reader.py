@@ -88,19 +88,21 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
         return None, PROBLEM_INVALID_UTF8 if repaired else None
     try:
         value = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+    except orjson.JSONDecodeError:
         import json  # here only: a rare path, and start-up time is a benchmark figure
 
-        # Too deep for orjson: capped, never json.loads, whose reach depends on the
-        # process's recursion limit (the watcher raises it), so a rebuild reads the
-        # same record as the watcher did.
-        deep = "depth" in str(exc)
+        # Values nested below MAX_DEPTH are cut first, whatever else orjson disliked (a
+        # lone surrogate, NaN): json.loads' reach depends on the process's recursion
+        # limit (the watcher and the MCP server raise it), and a rebuild must read the
+        # record the watcher read.
+        shallow = _capped(text)
         try:
-            value = _capped(text) if deep else without_lone_surrogates(json.loads(text))
-        except (ValueError, RecursionError):
-            value = None
-        if value is None:
-            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+            value = orjson.loads(shallow)
+        except orjson.JSONDecodeError:
+            try:
+                value = without_lone_surrogates(json.loads(shallow))
+            except (ValueError, RecursionError):
+                return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
     if not isinstance(value, dict):
         return None, PROBLEM_NOT_OBJECT
     return value, PROBLEM_INVALID_UTF8 if repaired else None
@@ -110,36 +112,33 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
 #: levels; Claude Code's JSON.parse reads more): a record, not a bad line.
 MAX_DEPTH = 200
 # A JSON string (escapes included) or a bracket: what the depth of a position depends on.
-_JSON_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
-def _capped(text: str) -> dict[str, Any] | None:
-    """A line that nests deeper than orjson reads (a tool result of pathological JSON),
-    read with each value that opens below :data:`MAX_DEPTH` levels as ``null``: the
-    record stays (its message, its place in the chain); only that depth of it is lost.
-    None when it still does not parse."""
-    raw = text.encode("utf-8", "surrogatepass")
-    out: list[bytes] = []
+def _capped(text: str) -> str:
+    """``text`` (a JSON line) with each value that opens below :data:`MAX_DEPTH` levels
+    written as ``null``: a line that nests deeper than orjson reads (a tool result of
+    pathological JSON) keeps its record (its message, its place in the chain); only that
+    depth of it is lost. ``text`` itself when it nests no deeper."""
+    out: list[str] = []
     depth, kept_to, cut_from = 0, 0, -1
-    for token in _JSON_TOKENS.finditer(raw):
+    for token in _JSON_TOKENS.finditer(text):
         bracket = token.group()
-        if bracket[:1] == b'"':
+        if bracket[:1] == '"':
             continue
-        if bracket in (b"[", b"{"):
+        if bracket in ("[", "{"):
             depth += 1
             if depth == MAX_DEPTH + 1:
                 cut_from = token.start()
         else:
             if depth == MAX_DEPTH + 1 and cut_from >= 0:
-                out += (raw[kept_to:cut_from], b"null")
+                out += (text[kept_to:cut_from], "null")
                 kept_to, cut_from = token.end(), -1
             depth -= 1
-    out.append(raw[kept_to:])
-    try:
-        value = orjson.loads(b"".join(out))
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+    if not out:
+        return text
+    out.append(text[kept_to:])
+    return "".join(out)
 
 
 def without_lone_surrogates(value: Any) -> Any:
