@@ -216,3 +216,71 @@ def test_a_record_nested_deeper_than_orjson_reads_is_kept(
     finally:
         sys.setrecursionlimit(limit)
     assert _depth(again[1][1]["toolUseResult"]) == _depth(record["toolUseResult"])
+
+
+DEEP_HEAD = b'{"type":"user","message":{"content":"ghostword"},"toolUseResult":'
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # broken below the depth that is cut: the cut must not hide it (a record that
+        # no reader loads appeared in search and show)
+        DEEP_HEAD + b"[" * 250 + b"not json at all,,}{" + b"]" * 250 + b"}",
+        DEEP_HEAD + b"[" * 250 + b'"\\q\\x"' + b"]" * 250 + b"}",
+        DEEP_HEAD + b"[" * 1100 + b"garbage" + b"]" * 1100 + b"}",
+        DEEP_HEAD + b"[" * 1100 + b"]" * 1099 + b"}",
+        # an unterminated string of escaped quotes (a tool result cut by a crash): one
+        # pass, not a rescan from every quote (64 KiB took 13 s)
+        b'{"type":"user","t":"' + b'\\"' * 32_768,
+    ],
+    ids=["garbage-250", "bad-escape-250", "garbage-1100", "unbalanced-1100", "open-string"],
+)
+def test_a_malformed_deep_line_stays_a_bad_line(line: bytes) -> None:
+    records, reader = read(GOOD + line + b"\n" + GOOD)
+    assert [r for _, r in records] == [{"type": "user", "n": 1}] * 2
+    assert reader.problems == {PROBLEM_MALFORMED: 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":[1,2,{"b":null}],"c":"x\\"y","d":"\\u00e9\\/"}',
+        "[]",
+        "{}",
+        '"x"',
+        "-0.5e+3",
+        '{"a":-1,"b":Infinity,"c":-Infinity,"d":NaN,"e":true,"f":false}',
+        ' \t{"a" : [ 1 , 2 ] }\r\n',
+        '{"a":}',
+        '{"a":1,}',
+        "[1,]",
+        "[1 2]",
+        '{"a" 1}',
+        "{1:2}",
+        '{"a":"\t"}',  # a raw control character in a string: json.loads refuses it
+        '"\\x"',
+        "01",
+        "[",
+        "]",
+        "{}}",
+        "nan",
+        "",
+    ],
+)
+def test_json_depth_judges_a_line_as_json_loads_does(text: str) -> None:
+    import json
+
+    from sessiondex.transcripts.reader import json_depth
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        assert json_depth(text) == -1
+        return
+    depth = 0
+    while isinstance(value, (list, dict)):
+        depth += 1
+        inner = list(value.values()) if isinstance(value, dict) else value
+        value = next((v for v in inner if isinstance(v, (list, dict))), None)
+    assert json_depth(text) == depth

@@ -91,11 +91,14 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
     except orjson.JSONDecodeError:
         import json  # here only: a rare path, and start-up time is a benchmark figure
 
-        # Values nested below MAX_DEPTH are cut first, whatever else orjson disliked (a
-        # lone surrogate, NaN): json.loads' reach depends on the process's recursion
-        # limit (the watcher and the MCP server raise it), and a rebuild must read the
-        # record the watcher read.
-        shallow = _capped(text)
+        # What json.loads reads depends on the process's recursion limit (the watcher
+        # and the MCP server raise it), and a rebuild must read the record the watcher
+        # read: so the line is checked whole first, and one nested deeper than
+        # MAX_DEPTH has its deepest values cut (never malformed ones: they are checked).
+        depth = json_depth(text)
+        if depth < 0:
+            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+        shallow = _capped(text) if depth > MAX_DEPTH else text
         try:
             value = orjson.loads(shallow)
         except orjson.JSONDecodeError:
@@ -115,11 +118,74 @@ MAX_DEPTH = 200
 _JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
+# One JSON token as json.loads reads one (NaN and Infinity too), whitespace, or any other
+# character (``bad``): what :func:`json_depth` walks. Each alternative fails in time
+# linear in what it looked at, so a line of a million escaped quotes costs one pass.
+_JSON_GRAMMAR_TOKENS = re.compile(
+    r"[ \t\n\r]+"
+    r'|(?P<s>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+    r"|(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity)"
+    r"|(?P<p>[\[\]{}:,])"
+    r"|(?P<bad>.)",
+    re.S,
+)
+
+
+def json_depth(text: str) -> int:
+    """How deep the one JSON value ``text`` nests, or -1 when it is not one (as
+    ``json.loads`` would judge it, without building anything and without recursion, so
+    a line too deep for any parser is still judged)."""
+    stack: list[str] = []
+    deepest = 0
+    expect = "value"  # value, item (value or "]"), key, field (key or "}"), colon, next, end
+    for match in _JSON_GRAMMAR_TOKENS.finditer(text):
+        kind = match.lastgroup
+        if kind is None:
+            continue  # whitespace
+        if kind == "bad":
+            return -1
+        token = match.group()
+        closing = kind == "p" and token in "]}"
+        if expect in ("value", "item"):
+            if kind == "p" and token in "[{":
+                stack.append(token)
+                deepest = max(deepest, len(stack))
+                expect = "item" if token == "[" else "field"
+                continue
+            if not (kind in ("s", "n") or (expect == "item" and token == "]")):
+                return -1
+            if token == "]":
+                stack.pop()
+        elif expect in ("key", "field"):
+            if kind == "s":
+                expect = "colon"
+                continue
+            if not (expect == "field" and token == "}"):
+                return -1
+            stack.pop()
+        elif expect == "colon":
+            if token != ":":
+                return -1
+            expect = "value"
+            continue
+        elif expect == "next":
+            if token == ",":
+                expect = "value" if stack[-1] == "[" else "key"
+                continue
+            if not closing or token != ("]" if stack[-1] == "[" else "}"):
+                return -1
+            stack.pop()
+        else:  # end: nothing may follow the value
+            return -1
+        expect = "next" if stack else "end"
+    return deepest if expect == "end" else -1
+
+
 def _capped(text: str) -> str:
-    """``text`` (a JSON line) with each value that opens below :data:`MAX_DEPTH` levels
-    written as ``null``: a line that nests deeper than orjson reads (a tool result of
-    pathological JSON) keeps its record (its message, its place in the chain); only that
-    depth of it is lost. ``text`` itself when it nests no deeper."""
+    """``text`` (a JSON line :func:`json_depth` found whole) with each value that opens
+    below :data:`MAX_DEPTH` levels written as ``null``: a line that nests deeper than
+    orjson reads (a tool result of pathological JSON) keeps its record (its message, its
+    place in the chain); only that depth of it is lost."""
     out: list[str] = []
     depth, kept_to, cut_from = 0, 0, -1
     for token in _JSON_TOKENS.finditer(text):
