@@ -230,11 +230,20 @@ DEEP_HEAD = b'{"type":"user","message":{"content":"ghostword"},"toolUseResult":'
         DEEP_HEAD + b"[" * 250 + b'"\\q\\x"' + b"]" * 250 + b"}",
         DEEP_HEAD + b"[" * 1100 + b"garbage" + b"]" * 1100 + b"}",
         DEEP_HEAD + b"[" * 1100 + b"]" * 1099 + b"}",
+        # an integer json.loads refuses (more than 4,300 digits), below the cut
+        DEEP_HEAD + b"[" * 201 + b"7" * 5000 + b"]" * 201 + b"}",
         # an unterminated string of escaped quotes (a tool result cut by a crash): one
         # pass, not a rescan from every quote (64 KiB took 13 s)
         b'{"type":"user","t":"' + b'\\"' * 32_768,
     ],
-    ids=["garbage-250", "bad-escape-250", "garbage-1100", "unbalanced-1100", "open-string"],
+    ids=[
+        "garbage-250",
+        "bad-escape-250",
+        "garbage-1100",
+        "unbalanced-1100",
+        "huge-int-201",
+        "open-string",
+    ],
 )
 def test_a_malformed_deep_line_stays_a_bad_line(line: bytes) -> None:
     records, reader = read(GOOD + line + b"\n" + GOOD)
@@ -266,6 +275,10 @@ def test_a_malformed_deep_line_stays_a_bad_line(line: bytes) -> None:
         "{}}",
         "nan",
         "",
+        "1" * 4300,
+        "1" * 4301,  # beyond Python's default int_max_str_digits: json.loads refuses it
+        "[-" + "7" * 5000 + "]",
+        "1." + "5" * 5000,  # a float has no such limit
     ],
 )
 def test_json_depth_judges_a_line_as_json_loads_does(text: str) -> None:

@@ -103,7 +103,7 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
             value = orjson.loads(shallow)
         except orjson.JSONDecodeError:
             try:
-                value = without_lone_surrogates(json.loads(shallow))
+                value = without_lone_surrogates(json.loads(shallow, parse_int=_bounded_int))
             except (ValueError, RecursionError):
                 return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
     if not isinstance(value, dict):
@@ -131,6 +131,17 @@ _JSON_GRAMMAR_TOKENS = re.compile(
 )
 
 
+# The longest integer literal read: Python's default int_max_str_digits, fixed here so that
+# an interpreter started with another (PYTHONINTMAXSTRDIGITS) reads the same lines.
+MAX_INT_DIGITS = 4300
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of more than {MAX_INT_DIGITS} digits")
+    return int(literal)
+
+
 def json_depth(text: str) -> int:
     """How deep the one JSON value ``text`` nests, or -1 when it is not one (as
     ``json.loads`` would judge it, without building anything and without recursion, so
@@ -154,6 +165,12 @@ def json_depth(text: str) -> int:
                 continue
             if not (kind in ("s", "n") or (expect == "item" and token == "]")):
                 return -1
+            if (
+                kind == "n"
+                and token.lstrip("-").isdigit()
+                and len(token.lstrip("-")) > MAX_INT_DIGITS
+            ):
+                return -1  # json.loads refuses it (as :func:`_bounded_int` does)
             if token == "]":
                 stack.pop()
         elif expect in ("key", "field"):
