@@ -75,7 +75,7 @@ def same_prefix(stored_fingerprint: str | None, current: str) -> bool:
     an older version (its windows alone) never does: it cannot rule out an edit in the
     middle, so a file that changed since is read again from the start, once (and then
     holds a CRC)."""
-    return bool(stored_fingerprint) and stored_fingerprint == current and ":" in current
+    return ":" in current and stored_fingerprint == current
 
 
 @dataclass

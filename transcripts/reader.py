@@ -114,12 +114,8 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
 #: How deep a record's values are kept when a line nests deeper than orjson reads (1,024
 #: levels; Claude Code's JSON.parse reads more): a record, not a bad line.
 MAX_DEPTH = 200
-# A JSON string (escapes included) or a bracket: what the depth of a position depends on.
-_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-
-
 # One JSON token as json.loads reads one (NaN and Infinity too), whitespace, or any other
-# character (``bad``): what :func:`json_depth` walks. Each alternative fails in time
+# character (``bad``): what :func:`json_depth` and :func:`_capped` walk. Each fails in time
 # linear in what it looked at, so a line of a million escaped quotes costs one pass.
 _JSON_GRAMMAR_TOKENS = re.compile(
     r"[ \t\n\r]+"
@@ -136,8 +132,15 @@ _JSON_GRAMMAR_TOKENS = re.compile(
 MAX_INT_DIGITS = 4300
 
 
+def _too_long_int(literal: str) -> bool:
+    """An integer literal of more digits than :data:`MAX_INT_DIGITS` (a float's are not
+    limited)."""
+    digits = literal.lstrip("-")
+    return len(digits) > MAX_INT_DIGITS and digits.isdigit()
+
+
 def _bounded_int(literal: str) -> int:
-    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+    if _too_long_int(literal):
         raise ValueError(f"an integer of more than {MAX_INT_DIGITS} digits")
     return int(literal)
 
@@ -165,12 +168,8 @@ def json_depth(text: str) -> int:
                 continue
             if not (kind in ("s", "n") or (expect == "item" and token == "]")):
                 return -1
-            if (
-                kind == "n"
-                and token.lstrip("-").isdigit()
-                and len(token.lstrip("-")) > MAX_INT_DIGITS
-            ):
-                return -1  # json.loads refuses it (as :func:`_bounded_int` does)
+            if kind == "n" and _too_long_int(token):
+                return -1  # json.loads refuses it (:func:`_bounded_int`)
             if token == "]":
                 stack.pop()
         elif expect in ("key", "field"):
@@ -205,9 +204,9 @@ def _capped(text: str) -> str:
     place in the chain); only that depth of it is lost."""
     out: list[str] = []
     depth, kept_to, cut_from = 0, 0, -1
-    for token in _JSON_TOKENS.finditer(text):
+    for token in _JSON_GRAMMAR_TOKENS.finditer(text):
         bracket = token.group()
-        if bracket[:1] == '"':
+        if token.lastgroup != "p" or bracket in (":", ","):
             continue
         if bracket in ("[", "{"):
             depth += 1
