@@ -88,8 +88,10 @@ class ReadOnlyIndex:
     """The part of sqlite-utils' ``Database`` the query layer uses, over a read-only
     connection: ``execute``, ``conn`` and ``close``."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, immutable: bool = False) -> None:
         self.conn = conn
+        # Opened ``immutable=1``: SQLite sees no other writer's changes through it.
+        self.immutable = immutable
 
     def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
         return self.conn.execute(sql, parameters if parameters is not None else ())
@@ -147,7 +149,7 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
         ):
             conn.close()
             return None
-        return ReadOnlyIndex(conn)
+        return ReadOnlyIndex(conn, immutable)
     return None
 
 

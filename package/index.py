@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
     from sessiondex.query.search import SearchOutcome
+    from sessiondex.query.sessions import ListingMemo
     from sessiondex.query.teamdb import TeamDatabase
     from sessiondex.render.conversation import Conversation
 
@@ -178,6 +179,8 @@ class Index:
         # The dirty bit over the transcripts a long-lived front end asks for
         # (:meth:`watch_transcripts`); None: renew() checks every time.
         self._changes: DirtyBit | None = None
+        # The last listing, to answer the next one from when nothing changed.
+        self._listing_memo: ListingMemo | None = None
 
     # ------------------------------------------------------------------ handles
     @property
@@ -527,6 +530,8 @@ class Index:
             if handle is not self._given:
                 handle.close()
         self._reader = self._writer = None
+        if self._listing_memo is not None:
+            self._listing_memo.clear()
 
     def __enter__(self) -> Index:
         return self
@@ -557,8 +562,12 @@ class Index:
         ``branch``, ``current_branch``, ``since``, ``all_kinds``,
         ``include_archived``, ``include_hidden``, ``limit``)."""
         from sessiondex.query.listing import list_sessions
+        from sessiondex.query.sessions import ListingMemo
 
-        return self._answer(lambda db: list_sessions(db, self._filters(filters)))
+        if self._listing_memo is None:
+            self._listing_memo = ListingMemo()
+        memo = self._listing_memo
+        return self._answer(lambda db: list_sessions(db, self._filters(filters), memo))
 
     def search(
         self,

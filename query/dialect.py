@@ -69,6 +69,17 @@ class SqliteDialect:
         """A row limit as the engine takes it (-1: none)."""
         return limit
 
+    def change_stamp(self, db: Any) -> tuple[int, int] | None:
+        """What changes whenever the data ``db`` reads may have: SQLite's
+        ``data_version`` (a commit by any other connection, in any process) and this
+        connection's ``total_changes`` (its own writes). None where no stamp can be
+        trusted: a file opened ``immutable`` (SQLite then sees no one else's writes,
+        so neither would the stamp), or a transaction open on the connection."""
+        if getattr(db, "immutable", False) or db.conn.in_transaction:
+            return None  # an open transaction's rollback changes rows, not the stamp
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        return (int(version), int(db.conn.total_changes))
+
     def as_bytes(self, column: str) -> str:
         """A text column read as its UTF-8 bytes (where the driver can): for orjson,
         which would otherwise be handed a str made from those bytes only to encode it."""
@@ -185,6 +196,11 @@ class PostgresDialect(SqliteDialect):
 
     name = "postgresql"
     team = True
+
+    def change_stamp(self, db: Any) -> tuple[int, int] | None:
+        """None: the team store is written by other machines, and nothing as cheap as
+        SQLite's ``data_version`` tells that it was."""
+        return None
 
     def __init__(self) -> None:
         import psycopg

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.filters import Filters
-from sessiondex.query.sessions import LISTING_COLUMNS, listing_objects, select_rows, to_objects
+from sessiondex.query.sessions import (
+    LISTING_COLUMNS,
+    ListingMemo,
+    listing_objects,
+    select_rows,
+    to_objects,
+)
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -45,13 +51,16 @@ def place_forks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def list_sessions(db: Database, filters: Filters) -> list[dict[str, Any]]:
+def list_sessions(
+    db: Database, filters: Filters, memo: ListingMemo | None = None
+) -> list[dict[str, Any]]:
     """Session objects in scope, newest activity first: a fork is listed at its own
     place, not moved under its origin, so ``--limit N`` is the N sessions used last.
     Only the picker folds forks under their origin (:func:`listing_order`;
-    docs/resolution.md#order-of-a-listing)."""
+    docs/resolution.md#order-of-a-listing). A long-lived reader passes its ``memo``
+    (:class:`~sessiondex.query.sessions.ListingMemo`)."""
     where, params = filters.where(db)
-    return listing_objects(db, where, params, limit=filters.limit)
+    return listing_objects(db, where, params, limit=filters.limit, memo=memo)
 
 
 # Fork depth place_forks follows (deeper forks go to the end of the list, as cycles do).

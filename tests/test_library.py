@@ -594,3 +594,124 @@ def test_a_listing_resolves_each_config_dirs_spelling_once(
         listed = index.list(scope="all")
     assert len(listed) == 7 and all(o["resume_command"] for o in listed)
     assert calls == [str(tree.root)]
+
+
+# -------------------------------------------------------- a repeated listing (ListingMemo)
+def _rename_elsewhere(index: Index, db: Any, tmp_path: Path, tree: ConfigTree) -> None:
+    """Another program (its own connection) renames the session."""
+    with Index(tmp_path / "index.db", [tree.root], refresh=False) as other:
+        other.rename("Auth refactor", "Renamed elsewhere", cwd=CWD)
+
+
+def _rename_here(index: Index, db: Any, tmp_path: Path, tree: ConfigTree) -> None:
+    """The same Index renames it (its writer is another connection than its reader)."""
+    index.rename("Auth refactor", "Renamed elsewhere", cwd=CWD)
+
+
+def _update_through_given_connection(
+    index: Index, db: Any, tmp_path: Path, tree: ConfigTree
+) -> None:
+    """The caller writes through the connection it gave: no other connection commits,
+    so SQLite's data_version stays; the connection's own change count moves."""
+    row = db.execute("SELECT id, object_json FROM sessions WHERE custom_title IS NOT NULL")
+    rowid, raw = row.fetchone()
+    changed = raw.replace('"Auth refactor"', '"Renamed elsewhere"')
+    db.execute("UPDATE sessions SET object_json = ? WHERE id = ?", [changed, rowid])
+    db.conn.commit()
+
+
+@pytest.mark.parametrize(
+    "change", [_rename_elsewhere, _rename_here, _update_through_given_connection]
+)
+def test_a_repeated_listing_sees_every_change_to_the_index(
+    tree: ConfigTree, tmp_path: Path, change: Any
+) -> None:
+    """An Index answers a listing again from the objects it decoded last time only while
+    nothing changed; every way a row can change is seen by the very next listing."""
+    db = sqlite_utils.Database(tmp_path / "index.db")
+    with Index(db, [tree.root]) as index:
+        before = index.list(scope="all")
+        assert index.list(scope="all") == before  # answered again, unchanged
+        change(index, db, tmp_path, tree)
+        assert [s["title"] for s in index.list(scope="all")] == [
+            "Renamed elsewhere",
+            "draft the release notes for 2.0",
+        ]
+
+
+def test_a_repeated_listing_is_the_callers_to_change(tmp_path: Path) -> None:
+    """Each answer is the caller's own, down to the dicts inside ``pr_links``: changing
+    one changes nothing in the next."""
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD, git_branch="feat/pr")
+    session.user("open the pull request")
+    session.pr_link(number=7, url="https://github.com/acme/shop/pull/7", repository="acme/shop")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        first = index.list(scope="all")
+        pristine = [dict(first[0], pr_links=[dict(p) for p in first[0]["pr_links"]])]
+        first[0]["title"] = "scribbled"
+        first[0]["branches"].append("scribbled")
+        first[0]["pr_links"][0]["number"] = 0
+        first[0]["pr_mentions"].append({"url": "scribbled"})
+        second = index.list(scope="all")
+        assert second[0]["pr_links"][0]["number"] == 7
+        assert second[0]["branches"] == ["feat/pr"] and second[0]["pr_mentions"] == []
+        assert second == [dict(pristine[0], branches=["feat/pr"], pr_mentions=[])]
+        assert second[0] is not index.list(scope="all")[0]
+
+
+def test_a_repeated_listing_follows_home_and_the_config_dirs_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resume line depends on more than the index: on ``HOME`` (is this config dir
+    the default ~/.claude?) and on how Claude Code can be pointed at the config dir."""
+    from sessiondex.query import sessions
+
+    tree = ConfigTree(tmp_path / ".claude")
+    session = tree.session(cwd=CWD)
+    session.user("fix the flaky checkout test")
+    session.write()
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        line = index.list(scope="all")[0]["resume_command"]
+        assert "CLAUDE_CONFIG_DIR=" in line
+        monkeypatch.setenv("HOME", str(tmp_path))  # now it is ~/.claude
+        assert "CLAUDE_CONFIG_DIR=" not in index.list(scope="all")[0]["resume_command"]
+        monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+        assert index.list(scope="all")[0]["resume_command"] == line
+        monkeypatch.setattr(sessions, "claude_spelling", lambda root: None)
+        assert index.list(scope="all")[0]["resume_command"] is None
+
+
+def test_a_repeated_listing_inside_a_rolled_back_transaction(
+    tree: ConfigTree, tmp_path: Path
+) -> None:
+    """Rows a caller's transaction changed and then rolled back: the connection's
+    change count does not go back, so a listing inside a transaction is never kept."""
+    conn = sqlite3.connect(tmp_path / "index.db")
+    with Index(conn, [tree.root]) as index:
+        before = index.list(scope="all")
+        conn.execute("UPDATE sessions SET archived = 1")
+        assert index.list(scope="all") == []
+        conn.rollback()
+        assert index.list(scope="all") == before
+
+
+def test_an_immutable_handle_gives_no_change_stamp(tree: ConfigTree, tmp_path: Path) -> None:
+    """A file opened ``immutable=1`` (a read-only folder with no -shm) does not see
+    another writer's commits, so its listings are never kept."""
+    from sessiondex.indexer.db import ReadOnlyIndex
+    from sessiondex.query.dialect import dialect_of
+
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        index.list(scope="all")
+    uri = f"file:{tmp_path / 'index.db'}?mode=ro&immutable=1"
+    handle = ReadOnlyIndex(sqlite3.connect(uri, uri=True), immutable=True)
+    try:
+        assert dialect_of(handle).change_stamp(handle) is None
+        plain = ReadOnlyIndex(sqlite3.connect(tmp_path / "index.db"))
+        assert dialect_of(plain).change_stamp(plain) is not None
+        plain.close()
+    finally:
+        handle.close()
