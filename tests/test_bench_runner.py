@@ -48,6 +48,7 @@ def test_every_row_is_reported_in_order(quick_run: tuple[int, dict, str]) -> Non
         runner.COLD,
         runner.REFRESH,
         runner.LIST,
+        runner.LIST_DECODED,
         runner.INFO,
         runner.SEARCH_LIB,
         runner.SEARCH_CLI,
