@@ -111,6 +111,7 @@ def push(
         raise CliError(str(exc)) from None
     import psycopg
 
+    from sessiondex.store.prefix_memo import default_memo_path
     from sessiondex.store.push import PushOptions, run_push
     from sessiondex.store.schema import SchemaTooNew
 
@@ -130,6 +131,7 @@ def push(
         with_tools=with_tools,
         dry_run=dry_run,
         show_redactions=show_redactions,
+        memo_path=default_memo_path(),
     )
     state.warn_missing_roots()
     try:

@@ -37,6 +37,7 @@ import orjson
 
 from sessiondex.indexer.parse import fingerprint, known_crc, same_prefix
 from sessiondex.store.dsn import connection_string
+from sessiondex.store.prefix_memo import PrefixMemo
 from sessiondex.store.redact import Finding, candidate_rules, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
@@ -75,6 +76,9 @@ class PushOptions:
     with_tools: bool = False
     dry_run: bool = False
     show_redactions: bool = False
+    # Where this machine keeps what it learnt of each file's bytes (prefix_memo.py);
+    # None: keep nothing, read every file a skip depends on.
+    memo_path: Path | None = None
 
 
 @dataclass
@@ -264,9 +268,18 @@ class _FileState:
 class Pusher:
     """One push run over one connection."""
 
-    def __init__(self, conn: AsyncConnection[Any] | None, options: PushOptions) -> None:
+    def __init__(
+        self,
+        conn: AsyncConnection[Any] | None,
+        options: PushOptions,
+        memo: PrefixMemo | None = None,
+        checked_ns: int = 0,
+    ) -> None:
         self.conn = conn
         self.options = options
+        self.memo = memo if memo is not None else PrefixMemo(None)
+        # A time taken before the files were stat'ed (the memo's racy-window check).
+        self.checked_ns = checked_ns
         self.stats = PushStats()
         user, host = local_identity()
         self.user = user
@@ -297,14 +310,21 @@ class Pusher:
             or state.with_tools != self.options.with_tools
         ):
             return False
-        try:
-            with open(tf.path, "rb") as stream:
-                # an older version's fingerprint (windows alone) cannot tell a same-size
-                # edit: such a file is sent again, once, and then holds a CRC
-                if not same_prefix(state.fingerprint, fingerprint(stream, state.consumed)):
-                    return False
-        except OSError:
-            return False
+        remembered = self.memo.fingerprint(tf)
+        if remembered is not None:  # the bytes are as when last read: no need to read
+            if not same_prefix(state.fingerprint, remembered):
+                return False
+        else:
+            try:
+                with open(tf.path, "rb") as stream:
+                    now = fingerprint(stream, state.consumed)
+            except OSError:
+                return False
+            # an older version's fingerprint (windows alone) cannot tell a same-size
+            # edit: such a file is sent again, once, and then holds a CRC
+            if not same_prefix(state.fingerprint, now):
+                return False
+            self.memo.learn_file(tf, self.checked_ns, now)
         if tf.kind != MAIN:
             digest = _meta_digest(tf)
             return digest is None or digest == state.meta_digest
@@ -415,7 +435,9 @@ class Pusher:
         except OSError:
             return status, True  # vanished or unreadable: the next push tries again
         with stream:
-            size = os.fstat(stream.fileno()).st_size
+            checked_ns = time.time_ns()
+            stat = os.fstat(stream.fileno())
+            size = stat.st_size
             consumed = state.consumed
             if self._changed(stream, size, state, str(tf.path)):
                 status, consumed = "rewritten", 0
@@ -469,6 +491,8 @@ class Pusher:
                 ],
             )
             self._sent[str(tf.path)] = (end, stored)
+            if end == size:  # the whole file as stat'ed is in the store
+                self.memo.learn(str(tf.path), stat, checked_ns, stored)
             return status, end >= size
 
     async def _session_ref(self, transcript_ref: int) -> int:
@@ -551,7 +575,9 @@ async def push(dsn: str, options: PushOptions, progress: Progress | None = None)
     import psycopg
 
     started = time.monotonic()
+    checked_ns = time.time_ns()
     files = select_files(options)
+    memo = PrefixMemo(options.memo_path)
     async with await psycopg.AsyncConnection.connect(
         connection_string(dsn), autocommit=True
     ) as conn:
@@ -559,23 +585,29 @@ async def push(dsn: str, options: PushOptions, progress: Progress | None = None)
             from sessiondex.store.schema import current_version
 
             usable = await current_version(conn) is not None
-            pusher = Pusher(conn if usable else None, options)
+            pusher = Pusher(conn if usable else None, options, memo, checked_ns)
         else:
             await migrate(conn)
             # Each offset commits with the lines it covers: a commit lost in a server
             # crash loses both, and the next push sends them again. So push need not
             # wait for its commits to reach the disk (the SDK store's appends do).
             await conn.execute("SET synchronous_commit = off")
-            pusher = Pusher(conn, options)
+            pusher = Pusher(conn, options, memo, checked_ns)
         await pusher.load_known()
         total = sum(tf.size for tf in files)
         done = 0
-        for tf in files:
-            pusher.stats.files_seen += 1
-            await pusher.push_file(tf)
-            done += tf.size
-            if progress is not None:
-                progress(done, total)
+        try:
+            for tf in files:
+                pusher.stats.files_seen += 1
+                await pusher.push_file(tf)
+                done += tf.size
+                if progress is not None:
+                    progress(done, total)
+            if options.project_keys is None and options.since_ms is None:
+                memo.forget_others(options.roots, {str(tf.path) for tf in files})
+        finally:
+            if not options.dry_run:  # a dry run writes nothing, here either
+                memo.save()  # what was learnt holds even when the push stopped early
     pusher.stats.seconds = time.monotonic() - started
     return pusher.stats
 

@@ -956,3 +956,107 @@ def test_a_line_still_being_written_moves_the_stored_size_and_mtime(
     local, team = listed(str(tmp_path / "index.db")), listed(database_url(pg_dsn))
     assert local["file_size"] == s.path.stat().st_size
     assert (team["file_size"], team["mtime"]) == (local["file_size"], local["mtime"])
+
+
+# ------------------------------------------------------------- the prefix memo
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Bytes each fingerprint taken by push had to read from the start of a file."""
+    from sessiondex.store import push as push_module
+
+    reads: list[int] = []
+    real = push_module.fingerprint
+
+    def counted(stream: Any, consumed: int, known: tuple[int, int] = (0, 0)) -> str:
+        reads.append(consumed - known[0])
+        return real(stream, consumed, known)
+
+    monkeypatch.setattr(push_module, "fingerprint", counted)
+    return reads
+
+
+def test_a_push_with_nothing_to_send_reads_no_transcript(
+    tree: ConfigTree, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each skip needs the file's fingerprint: it was taken by reading every byte, so a
+    push with nothing to send read the whole history. The memo in the cache dir says
+    which bytes a file held at which stat; a file with that stat now is not read."""
+    push(tree.root, pg_dsn)
+    memo = Path(os.environ["XDG_CACHE_HOME"]) / "sessiondex" / "push-prefixes.json"
+    assert len(json.loads(memo.read_text())["files"]) == 3
+    reads = _counted_reads(monkeypatch)
+    assert push(tree.root, pg_dsn)["unchanged"] == 3
+    assert reads == []
+
+
+def _edit_in_place_mtime_kept(path: Path, pg_dsn: str) -> None:
+    before = path.stat()
+    data = path.read_bytes().replace(b"expired cookie", b"expired ticket")
+    with open(path, "r+b") as file:
+        file.write(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `touch -r` does
+
+
+def _store_state_of_an_older_version(path: Path, pg_dsn: str) -> None:
+    query(pg_dsn, "UPDATE push_files SET fingerprint = substr(fingerprint, 1, 32)")
+
+
+def _memo_damaged(path: Path, pg_dsn: str) -> None:
+    memo = Path(os.environ["XDG_CACHE_HOME"]) / "sessiondex" / "push-prefixes.json"
+    memo.write_bytes(b'{"version": 1, "files": {"' + str(path).encode() + b'": [1, 2')
+
+
+def _memo_forged(path: Path, pg_dsn: str) -> None:
+    """A memo whose entry for the file was hand-edited to a wrong shape."""
+    memo = Path(os.environ["XDG_CACHE_HOME"]) / "sessiondex" / "push-prefixes.json"
+    data = json.loads(memo.read_text())
+    data["files"][str(path)][6] = None
+    memo.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (_edit_in_place_mtime_kept, "rewritten"),
+        (_store_state_of_an_older_version, "rewritten"),
+        (_memo_damaged, "unchanged"),
+        (_memo_forged, "unchanged"),
+    ],
+)
+def test_the_memo_never_hides_a_change(
+    tree: ConfigTree, main: SessionWriter, pg_dsn: str, change: Any, expected: str
+) -> None:
+    """The memo only spares a read: a same-size edit whose mtime was set back (the
+    change time still moves), a store state it cannot vouch for, or a memo damaged or
+    edited is read and decided as before."""
+    push(tree.root, pg_dsn)
+    change(main.path, pg_dsn)
+    assert push(tree.root, pg_dsn)[expected] >= 1
+    texts = " ".join(str(t) for (t,) in query(pg_dsn, "SELECT text FROM messages"))
+    if change is _edit_in_place_mtime_kept:
+        assert "expired ticket" in texts and "expired cookie" in texts  # the other session
+    assert push(tree.root, pg_dsn)["unchanged"] == 3
+    assert_each_entry_once(pg_dsn, tree.root)
+
+
+def test_a_file_written_moments_ago_is_read_until_it_settles(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stat taken within the racy window of the file's last write cannot prove the
+    bytes (a second write in the same clock tick keeps mtime and size): such a file is
+    read by every push until it has been quiet for the window."""
+    tree = ConfigTree(tmp_path / "claude")
+    build_session(tree, "/home/dev/shop", "Fresh").write()  # mtime: now
+    push(tree.root, pg_dsn)
+    reads = _counted_reads(monkeypatch)
+    assert push(tree.root, pg_dsn)["unchanged"] == 1
+    assert len(reads) == 1
+
+
+def test_the_memo_forgets_deleted_transcripts(tree: ConfigTree, pg_dsn: str) -> None:
+    push(tree.root, pg_dsn)
+    memo = Path(os.environ["XDG_CACHE_HOME"]) / "sessiondex" / "push-prefixes.json"
+    gone = next(iter(json.loads(memo.read_text())["files"]))
+    Path(gone).unlink()
+    push(tree.root, pg_dsn)
+    assert gone not in json.loads(memo.read_text())["files"]
+    assert len(json.loads(memo.read_text())["files"]) == 2
