@@ -222,14 +222,15 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     are plain text) unless --raw. Each JSON row says how it matched: matched_by is
     title, text, pr-link, pr-mention or fuzzy.
 
-    When no session has every word, the best partial matches are shown under "No
-    session has all of: ...; best partial matches:"; when none has any, the closest
-    titles under "No exact matches; closest titles:" (typo tolerance). When nothing
-    matches in this scope, a line says how many matches wider scopes hold.
+    When no session has every word, the table shows the best partial matches under
+    "No session has all of: ...; best partial matches:" (json, jsonl and csv print
+    none: their rows could not say they are partial); when none has any word, the
+    closest titles under "No exact matches; closest titles:" (typo tolerance; in json,
+    matched_by "fuzzy"). When nothing matches in this scope, a line says how many
+    matches wider scopes hold.
 
     Exit status, as grep's: 0 when a session matched; 1 when none did (partial matches
-    and closest titles are suggestions, not matches: they are still printed, and
-    --json prints them or []); 2 for a usage error.
+    and closest titles are suggestions, not matches); 2 for a usage error.
 
     \b
     Example:
@@ -257,19 +258,31 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         )
     except SearchSyntaxError as exc:
         raise CliError(clean(str(exc))) from None
-    if table and outcome.kind == PARTIAL:
+    rows = outcome.rows
+    if outcome.kind == PARTIAL:
         words = clean_line(", ".join(outcome.words))
-        click.echo(f"No session has all of: {words}; best partial matches:")
+        if table:
+            click.echo(f"No session has all of: {words}; best partial matches:")
+        else:
+            # A row of json, jsonl or csv says how it matched, not that the match was
+            # partial: a script reading it (the exit code unread) would take these
+            # suggestions for matches. Only a reader sees them. Fuzzy rows say "fuzzy".
+            click.echo(
+                f"No session has all of: {words}; `--format table` shows the best partial"
+                " matches",
+                err=True,
+            )
+            rows = []
     elif table and outcome.kind == FUZZY:
         click.echo("No exact matches; closest titles:")
     emit(
-        outcome.rows,
+        rows,
         fmt,
         extra_columns=("snippet",),
         empty_message=_empty_message("No matches."),
         highlight=highlight,
-        project=shows_project(filters, outcome.rows),
-        agents=_agents(outcome.rows, fmt),
+        project=shows_project(filters, rows),
+        agents=_agents(rows, fmt),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:

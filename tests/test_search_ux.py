@@ -112,6 +112,20 @@ def test_no_session_with_every_word_offers_partial_matches(world: World) -> None
     )
 
 
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
+def test_partial_matches_stay_out_of_machine_formats(world: World, fmt: str) -> None:
+    """A partial match's row says ``matched_by: text`` like a real match: a script that
+    reads json, jsonl or csv without the exit code took these suggestions for matches.
+    They are the table's alone; the other formats print no row and say why on stderr."""
+    world.add("two-of-three", texts=("websocket login", "nothing else"))
+    result = world.cli("search", "websocket login oauth", "--scope", "all", "--format", fmt)
+    assert result.exit_code == 1
+    assert result.stdout in ("[]\n", "") or result.stdout.startswith("session_id,")
+    assert "two-of-three" not in result.stdout and "websocket" not in result.stdout
+    assert result.stderr.startswith("No session has all of: websocket, login, oauth;")
+    assert "--format table" in result.stderr
+
+
 # ---- 10: typo fallback rows are marked; real hits say how they matched -----------------
 
 
@@ -175,7 +189,7 @@ def test_matched_by(world: World, query: str, expected: str) -> None:
         (["search", "capybara"], 0, 1),
         (["search", "zzzqqq"], 1, 0),
         (["search", "https://github.com/acme/none/pull/9"], 1, 0),
-        (["search", "capybara zzzqqq"], 1, 1),  # partial: a suggestion, not a match
+        (["search", "capybara zzzqqq"], 1, 0),  # partial: the table's suggestion only
         (["search", "capybarra"], 1, 1),  # typo fallback: a suggestion, not a match
         (["search", "--raw", "capybara OR zzzqqq"], 0, 1),
         (["search", "--raw", "zzzqqq"], 1, 0),
