@@ -238,7 +238,14 @@ def archive(
         sessiondex archive --install-job --print
         sessiondex search "old idea" --scope all --include-archived
     """
-    from sessiondex.actions.archive import FAILED, archive_dir_problem, default_archive_dir
+    from dataclasses import fields
+
+    from sessiondex.actions.archive import (
+        FAILED,
+        ArchiveResult,
+        archive_dir_problem,
+        default_archive_dir,
+    )
     from sessiondex.cli.output import clean, clean_line, dumps, emit
 
     fmt = "json" if as_json else fmt
@@ -277,7 +284,7 @@ def archive(
     if fmt == "json":
         click.echo(dumps(run.as_dict(), indent=True))
     elif fmt in ("jsonl", "csv"):
-        emit(run.as_dict()["results"], fmt)
+        emit(run.as_dict()["results"], fmt, fields=[f.name for f in fields(ArchiveResult)])
     else:
         click.echo(clean(_render_run(run, window)))
     if run.count(FAILED):

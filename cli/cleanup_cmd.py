@@ -263,7 +263,7 @@ def cleanup(
         if fmt == "json":
             click.echo(dumps(result, indent=True))
         elif fmt in ("jsonl", "csv"):
-            emit(plan_rows(result, []), fmt)
+            emit(plan_rows(result, []), fmt, fields=plan_row_fields())
         return
     echo_err = fmt != "table"
 
@@ -300,7 +300,7 @@ def cleanup(
         result["results"] = [o.as_dict() for o in outcomes]
         click.echo(dumps(result, indent=True))
     elif fmt in ("jsonl", "csv"):
-        emit(plan_rows(result, [o.as_dict() for o in outcomes]), fmt)
+        emit(plan_rows(result, [o.as_dict() for o in outcomes]), fmt, fields=plan_row_fields())
     else:
         click.echo(_summary(outcomes, freed))
     if failed:
@@ -309,6 +309,14 @@ def cleanup(
 
 #: The lists of a config dir's plan that name sessions, each a row's ``plan``.
 PLAN_LISTS = ("expired", "protected", "exempt")
+
+
+def plan_row_fields() -> tuple[str, ...]:
+    """The keys of every :func:`plan_rows` row, in order: a CSV's header, also when
+    the plan names no session."""
+    from sessiondex.query.cleanup import ENTRY_FIELDS
+
+    return ("plan", *ENTRY_FIELDS, "status", "message")
 
 
 def plan_rows(result: dict[str, Any], outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -288,6 +288,7 @@ def emit(
     columns: Sequence[tuple[str, Callable[[dict[str, Any]], str]]] = (),
     project: bool = False,
     agents: Mapping[str, str] | None = None,
+    fields: Sequence[str] = (),
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
@@ -295,7 +296,9 @@ def emit(
     (header, cell function) come after the session columns (e.g. from-pr's PR column).
     ``project`` adds the project column (rows from several projects: two sessions of
     one name in two repositories must be told apart). ``agents`` (file path → agent
-    name, ``query.sessions.agent_names``) shows ``@name`` beside those titles."""
+    name, ``query.sessions.agent_names``) shows ``@name`` beside those titles.
+    ``fields``: the CSV header when there is no row (a CSV reader still gets its
+    columns)."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -307,10 +310,10 @@ def emit(
         import csv
         import io
 
-        if not items:
+        if not items and not fields:
             return
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(items[0].keys()))
+        writer = csv.DictWriter(buffer, fieldnames=list(items[0].keys() if items else fields))
         writer.writeheader()
         for item in items:
             writer.writerow({k: _csv_value(v) for k, v in item.items()})

@@ -72,8 +72,10 @@ def resolve_or_exit(
     except NotFound as exc:
         if if_archived is not None and exc.archived is not None:
             raise CliError(clean_line(if_archived(exc.archived))) from None
-        if fmt == "json":
-            emit([], fmt)  # as every command that prints sessions: "[]" when there is none
+        if fmt in ("json", "csv"):  # "[]", or the header, as for every listing
+            from sessiondex.query.sessions import SESSION_FIELDS
+
+            emit([], fmt, fields=(*SESSION_FIELDS, "matched_by"))
         # The message quotes ARG and the closest titles: transcript text, cleaned.
         if str(exc).startswith("No conversation found with session ID"):
             raise BareError(clean(str(exc))) from None
@@ -114,6 +116,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         sessiondex list --scope all --json | jq '.[].title'
     """
     from sessiondex.query.listing import list_sessions
+    from sessiondex.query.sessions import SESSION_FIELDS
 
     filters = build_filters(**options)
     db = app().reading_db()
@@ -125,6 +128,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         empty_message=_empty_message(_no_sessions(db, filters)) if not rows else None,
         project=shows_project(filters, rows),
         agents=_agents(rows, fmt),
+        fields=SESSION_FIELDS,
     )
     _warn_expiring(db, rows, filters.cwd)
 
@@ -241,6 +245,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     """
     from sessiondex.cli.settings import use_color
     from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError
+    from sessiondex.query.sessions import SESSION_FIELDS
 
     filters = build_filters(**options)
     index = app().reading_index()
@@ -268,8 +273,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
             # partial: a script reading it (the exit code unread) would take these
             # suggestions for matches. Only a reader sees them. Fuzzy rows say "fuzzy".
             click.echo(
-                f"No session has all of: {words}; `--format table` shows the best partial"
-                " matches",
+                f"No session has all of: {words}; `--format table` shows the best partial matches",
                 err=True,
             )
             rows = []
@@ -283,6 +287,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         highlight=highlight,
         project=shows_project(filters, rows),
         agents=_agents(rows, fmt),
+        fields=(*SESSION_FIELDS, "score", "snippet", "matched_by"),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
@@ -339,6 +344,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     """
     from sessiondex.cli.errors import InvalidValue
     from sessiondex.query.prs import NotAPullRequest, find_pr, pr_argument, pr_label
+    from sessiondex.query.sessions import SESSION_FIELDS
 
     if pr is not None:
         try:
@@ -350,7 +356,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     fmt = chosen_format(fmt, as_json)
     answer = run_filters(lambda: find_pr(db, pr, filters, elsewhere=fmt == "table"))
     if fmt != "table":
-        emit(answer.rows, fmt)
+        emit(answer.rows, fmt, fields=(*SESSION_FIELDS, "matched_by"))
     else:
         url = answer.pr.url if answer.pr else None
         what = (
@@ -470,8 +476,10 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     try:
         obj = continue_session(db, cwd=cwd, print_mode=print_mode, roots=app().roots)
     except NotFound as exc:
-        if fmt == "json":
-            emit([], fmt)  # "[]" when there is none, as for every listing
+        if fmt in ("json", "csv"):  # "[]", or the header, as for every listing
+            from sessiondex.query.sessions import SESSION_FIELDS
+
+            emit([], fmt, fields=SESSION_FIELDS)
         raise CliError(clean(str(exc))) from None
     emit([obj], fmt, agents=_agents([obj], fmt))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +87,12 @@ class PlanEntry:
     old_subagent_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "mtime_ns"}
+        return {k: getattr(self, k) for k in ENTRY_FIELDS}
+
+
+#: The keys of :meth:`PlanEntry.as_dict` (the JSON, jsonl and CSV fields of an entry):
+#: all but ``mtime_ns``, which ``mtime`` says in ISO form.
+ENTRY_FIELDS = tuple(f.name for f in fields(PlanEntry) if f.name != "mtime_ns")
 
 
 @dataclass

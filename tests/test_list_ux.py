@@ -468,3 +468,45 @@ def test_a_worktree_session_recorded_in_the_main_checkout_hides_nothing_of_it(
         assert result.exit_code == 0, result.output
         ids = {row["session_id"] for row in json.loads(result.stdout)}
         assert {mine.session_id, unknown.session_id} <= ids, args
+
+
+# Each command that prints rows as CSV, with arguments that find the one session.
+CSV_COMMANDS = [
+    ["list", "--scope", "all"],
+    ["search", "pelican", "--scope", "all"],
+    ["from-pr", "https://github.com/acme/zoo/pull/7", "--scope", "all"],
+    ["resolve", "Pelican count", "--cwd", "/w/zoo"],
+    ["continue", "--cwd", "/w/zoo"],
+    ["cleanup", "--days", "30"],
+    ["archive", "--to", "ARCHIVE", "--dry-run", "--expiring-within", "1d"],
+]
+
+
+@pytest.mark.parametrize("args", CSV_COMMANDS, ids=[c[0] for c in CSV_COMMANDS])
+def test_a_csv_with_no_row_still_has_its_header(tmp_path: Path, args: list[str]) -> None:
+    """An empty answer printed nothing at all as CSV: a reader got no columns. It is
+    the header alone, the same one the answer with a row has."""
+    import csv
+    import io
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/zoo", git_branch="main")
+    s.user("count the pelican colony")
+    s.assistant("About 40 pelicans.")
+    s.meta("custom-title", customTitle="Pelican count")
+    s.pr_link(number=7, url="https://github.com/acme/zoo/pull/7", repository="acme/zoo")
+    s.write(mtime=T0)  # long past any cleanup period
+    empty = ConfigTree(tmp_path / "empty")
+    argv = [str(tmp_path / "archive") if a == "ARCHIVE" else a for a in args]
+
+    def header_and_rows(root: Path) -> tuple[list[str], int]:
+        base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+        result = CliRunner().invoke(cli, [*base, *argv, "--format", "csv"])
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        lines = list(csv.reader(io.StringIO(result.stdout)))
+        assert lines, f"no CSV at all ({result.output!r})"
+        return lines[0], len(lines) - 1
+
+    header, rows = header_and_rows(tree.root)
+    assert rows == 1
+    assert header_and_rows(empty.root) == (header, 0)
