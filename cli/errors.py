@@ -48,10 +48,11 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-#: (command, option) pairs that say themselves why an empty value will not do: a fork's
-#: title is checked as rename's and tag's names are (exit 1, "the fork's title is
-#: empty"), and --db names what it is ("the index path is empty").
-CHECKED_BY_THEIR_COMMAND = frozenset({("fork", "title"), ("cli", "db_path")})
+#: (command, option) pairs that say themselves why an empty value will not do: --db
+#: names what it is ("the index path is empty"). (A fork's --title blank is the usage
+#: error of every option; one of invisible characters only is refused by the command as
+#: rename's and tag's names are: exit 1, "the fork's title is empty".)
+CHECKED_BY_THEIR_COMMAND = frozenset({("cli", "db_path")})
 
 
 #: The name every command gives its session argument (an ID, a name or a path).

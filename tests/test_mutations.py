@@ -190,7 +190,7 @@ def test_json_output_is_the_session_after_the_change(world: World) -> None:
         (["rename", "Alpha", " \t "], "Error: the new name is empty"),
         (["tag", "Alpha", ""], "Error: the tag is empty"),
         (["tag", "Alpha", "\u200b\ufeff "], "Error: the tag is empty"),
-        (["fork", "Alpha", "--title", "  "], "Error: the fork's title is empty"),
+        (["fork", "Alpha", "--title", "\u200b"], "Error: the fork's title is empty"),
         (
             ["fork", "Alpha", "--up-to", "77777777-7777-4777-8777-777777777777"],
             "Error: Message 77777777-7777-4777-8777-777777777777 not found in session",
