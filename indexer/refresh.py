@@ -307,7 +307,13 @@ def refresh(
     if stats.messages and not big:
         train_from_index(db)
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
-    stats.sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    # the sessions of the config dirs refreshed (one index may hold others': the
+    # default index is shared), as ``stats`` counts them, archived copies aside
+    marks = ", ".join("?" for _ in roots)
+    stats.sessions = db.execute(
+        f"SELECT count(*) FROM sessions WHERE archived = 0 AND root IN ({marks})",
+        [str(r) for r in roots],
+    ).fetchone()[0]
     with immediate(db):
         set_meta(db, "last_refresh", str(time.time()))
     stats.seconds = time.perf_counter() - started

@@ -251,6 +251,14 @@ def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
+    def index(*trees: ConfigTree) -> dict[str, Any]:
+        dirs = [arg for t in trees for arg in ("--config-dir", str(t.root))]
+        result = CliRunner().invoke(cli, [*dirs, *db, "index", "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    # index's summary counts the same sessions (it counted every row of the file)
+    assert (index(a, b)["sessions"], index(b)["sessions"], index(a)["sessions"]) == (4, 1, 3)
     both = stats(a, b)
     only_b = stats(b)
     assert both["config_dirs"] == [str(a.root), str(b.root)]
