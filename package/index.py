@@ -447,11 +447,12 @@ class Index:
         """Before a read of one session by ID: make the index agree with that session's
         transcripts — one ``stat`` per copy the index knows, one per project dir for a
         copy it does not know yet (a fork made a moment ago). True when something was
-        ingested. Nothing happens with ``refresh=False``."""
+        ingested. Also with ``refresh=False``, which skips the pass over every file, not
+        this check (semantics: a read of one session reads your writes, and the SDK's)."""
         from sessiondex.indexer.freshness import is_stale, main_file_rows
         from sessiondex.transcripts.keys import is_session_id
 
-        if self._team_dsn is not None or not self.auto_refresh or not is_session_id(session_id):
+        if self._team_dsn is not None or not is_session_id(session_id):
             return False
         roots = [str(r) for r in self.roots]  # not archives: those are not transcripts
         rows = self._answer(lambda db: main_file_rows(db, session_id, roots))
@@ -477,12 +478,7 @@ class Index:
         from sessiondex.indexer.freshness import file_row, is_stale
 
         path = row.get("file_path")
-        if (
-            self._team_dsn is not None
-            or not self.auto_refresh
-            or row.get("archived")
-            or not isinstance(path, str)
-        ):
+        if self._team_dsn is not None or row.get("archived") or not isinstance(path, str):
             return False
         if row.get("id") is None or int(row["id"]) < 0:
             return False  # a file outside the index, read straight from disk

@@ -715,3 +715,42 @@ def test_an_immutable_handle_gives_no_change_stamp(tree: ConfigTree, tmp_path: P
         plain.close()
     finally:
         handle.close()
+
+
+@pytest.mark.parametrize("via", ["cli --no-refresh", "Index(refresh=False)"])
+def test_a_read_of_one_session_reads_an_outside_write_without_a_refresh(
+    tree: ConfigTree, tmp_path: Path, via: str
+) -> None:
+    """semantics §5: a read of one session checks that session's file before answering
+    (read your own writes, and the SDK's). --no-refresh (refresh=False) skips the pass
+    over every file, not that check: a title the SDK appended a moment ago was missed."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as index:
+        found = index.resolve("Auth refactor", cwd=CWD)
+    sid, path = found.session["session_id"], Path(found.session["file_path"])
+    with open(path, "ab") as file:  # what the SDK's rename_session appends
+        file.write(
+            json.dumps(
+                {"type": "custom-title", "customTitle": "Renamed by SDK", "sessionId": sid}
+            ).encode()
+            + b"\n"
+        )
+    if via.startswith("cli"):
+        argv = ["--config-dir", str(tree.root), "--db", str(db), "--no-refresh"]
+        result = CliRunner().invoke(cli, [*argv, "resolve", sid, "--cwd", CWD, "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)[0]["custom_title"] == "Renamed by SDK"
+    else:
+        with Index(db, [tree.root], refresh=False) as index:
+            assert index.resolve(sid, cwd=CWD).session["custom_title"] == "Renamed by SDK"
+            # the listing is answered from the index as it is: no pass over every file
+            late = tree.session(cwd=CWD)
+            late.user("a session written after the last refresh")
+            late.write()
+            assert len(index.list(scope="all")) == 2

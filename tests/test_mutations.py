@@ -247,13 +247,47 @@ def test_ambiguous_name_exits_3_with_candidates_and_writes_nothing(
     assert world.snapshot() == before
 
 
+@pytest.mark.parametrize("became", ["nothing", "a directory"])
+@pytest.mark.parametrize("action", ["rename", "tag", "fork"])
+def test_a_file_that_vanishes_after_it_was_resolved_is_never_recreated(
+    world: World, action: str, became: str
+) -> None:
+    """The race the check of one session cannot close: the file goes (or a directory
+    takes its name) between the lookup and the write. The write refuses in one
+    message, writes nothing, and forgets the session."""
+    from sessiondex import Index
+    from sessiondex.actions.mutations import MutationError, fork, rename, tag
+    from sessiondex.transcripts.fork import ForkError
+
+    assert world.run("index").exit_code == 0
+    path = world.paths["alpha"]
+    with Index(world.db, [world.tree.root]) as index:
+        found = index.resolve(world.ids["alpha"], cwd=CWD)
+        path.unlink()
+        if became == "a directory":
+            path.mkdir()
+        db = index.writer()
+        roots = index.roots
+        write = {
+            "rename": lambda: rename(db, found, "x", roots=roots),
+            "tag": lambda: tag(db, found, "x", roots=roots),
+            "fork": lambda: fork(db, found, roots=roots),
+        }[action]
+        with pytest.raises((MutationError, ForkError)) as refused:
+            write()
+    assert "\n" not in str(refused.value) and str(path) in str(refused.value)
+    assert path.is_dir() and not any(path.iterdir()) if became != "nothing" else not path.exists()
+    assert world.run("resolve", world.ids["alpha"], "--cwd", CWD, no_refresh=True).exit_code == 1
+
+
 def test_vanished_file_is_an_error_and_is_never_recreated(world: World) -> None:
     path = world.paths["alpha"]
     path.unlink()
-    # --no-refresh: the index still lists the session, so the write itself finds it gone.
+    # --no-refresh skips the pass over every file, not the check of the one named: the
+    # session is known gone before anything is written.
     result = world.run("rename", world.ids["alpha"], "x", "--cwd", CWD, no_refresh=True)
     assert result.exit_code == 1, result.output
-    assert result.stderr.strip() == f"Error: {path} no longer exists"
+    assert result.stderr.strip() == f"No conversation found with session ID: {world.ids['alpha']}"
     assert not path.exists()
     # And the index forgot it on the way.
     gone = world.run("resolve", world.ids["alpha"], "--cwd", CWD, no_refresh=True)
@@ -269,7 +303,8 @@ def test_a_transcript_that_became_a_directory_is_refused(world: World) -> None:
     before = world.snapshot()
     result = world.run("tag", world.ids["alpha"], "t", "--cwd", CWD, no_refresh=True)
     assert result.exit_code == 1, result.output
-    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+    # the check of the one session finds no transcript there now (no pass needed)
+    assert result.stderr == f"No conversation found with session ID: {world.ids['alpha']}\n"
     assert path.is_dir() and not any(path.iterdir())
     assert world.snapshot() == before
 

@@ -61,8 +61,17 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
 
 
 def info(tree: ConfigTree, session_id: str) -> Any:
-    """The session as the index holds it now, without refreshing."""
-    return get_session_info(session_id, **opts(tree, refresh=False))
+    """The session as the index holds it now, read from the index alone (even
+    ``refresh=False`` checks the one session's file before answering)."""
+    from sessiondex.indexer.db import open_db
+    from sessiondex.sdk import _find_main, _info
+
+    db = open_db(opts(tree)["db"])
+    try:
+        row = _find_main(db, [tree.root], session_id, None)
+        return None if row is None else _info(row, None)
+    finally:
+        db.close()
 
 
 # ----------------------------------------------------------------- the import swap
