@@ -69,7 +69,8 @@ def _render_run(run: ArchiveRun, window: str) -> str:
     if not run.results:
         lines.append(f"No session is deleted by Claude Code's sweep within {window}.")
         return "\n".join(lines)
-    width = id_chars(r.session_id for r in run.results)
+    ids = [r.session_id for r in run.results]
+    width = max(id_chars(ids), app().index.id_width(ids))  # typed back: one session
     table = render_table(
         [_result_row(r, width) for r in run.results],
         ("status", "title", "project", "modified", "size", "id"),

@@ -56,7 +56,8 @@ def describe_archive(archive: dict[str, Any]) -> str:
 def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
     from sessiondex.cli.output import human_size, id_chars, project_label, relative_time
 
-    width = id_chars(e["session_id"] for e in entries)
+    ids = [e["session_id"] for e in entries]
+    width = max(id_chars(ids), app().index.id_width(ids))  # typed back: one session
     return [
         [
             e["title"] + (" [archived]" if e.get("archive") else ""),

@@ -289,6 +289,7 @@ def emit(
     project: bool = False,
     agents: Mapping[str, str] | None = None,
     fields: Sequence[str] = (),
+    widen: Callable[[list[str]], int] | None = None,
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
@@ -298,7 +299,8 @@ def emit(
     one name in two repositories must be told apart). ``agents`` (file path → agent
     name, ``query.sessions.agent_names``) shows ``@name`` beside those titles.
     ``fields``: the CSV header when there is no row (a CSV reader still gets its
-    columns)."""
+    columns). ``widen`` (``Index.id_width``): the table's ID width, so that an ID typed
+    back from it names one session among all the index holds, not only those shown."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -324,7 +326,8 @@ def emit(
                 click.echo(empty_message, err=True)
             return
         names = agents or {}
-        width = id_chars(str(i.get("session_id", "")) for i in items)
+        ids = [str(i.get("session_id", "")) for i in items]
+        width = max(id_chars(ids), widen(ids)) if widen is not None else id_chars(ids)
         rows = [
             _session_cells(i, project, names.get(str(i.get("file_path"))), width)
             + [cell(i) for _, cell in columns]

@@ -84,7 +84,13 @@ def resolve_or_exit(
         click.echo(
             f"Error: {clean(str(exc))}; say which one (candidates below, newest first)", err=True
         )
-        emit(exc.candidates, fmt, project=True, agents=_agents(exc.candidates, fmt))
+        emit(
+            exc.candidates,
+            fmt,
+            project=True,
+            widen=_widen(fmt),
+            agents=_agents(exc.candidates, fmt),
+        )
         sys.exit(EXIT_AMBIGUOUS)
 
 
@@ -127,10 +133,17 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         fmt,
         empty_message=_empty_message(_no_sessions(db, filters)) if not rows else None,
         project=shows_project(filters, rows),
+        widen=_widen(fmt),
         agents=_agents(rows, fmt),
         fields=SESSION_FIELDS,
     )
     _warn_expiring(db, rows, filters.cwd)
+
+
+def _widen(fmt: str) -> Any:
+    """A table's ID width rule (``Index.id_width``): IDs typed back from it name one
+    session among all the index holds, hidden kinds included."""
+    return app().index.id_width if fmt == "table" else None
 
 
 def _agents(rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
@@ -286,6 +299,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         empty_message=_empty_message("No matches."),
         highlight=highlight,
         project=shows_project(filters, rows),
+        widen=_widen(fmt),
         agents=_agents(rows, fmt),
         fields=(*SESSION_FIELDS, "score", "snippet", "matched_by"),
     )
@@ -373,6 +387,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_links", answer.number, url))],
                 project=project,
+                widen=_widen(fmt),
                 agents=_agents(answer.linked, fmt),
             )
         if answer.mentioned:
@@ -385,6 +400,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
                 project=project,
+                widen=_widen(fmt),
                 agents=_agents(answer.mentioned, fmt),
             )
         if not answer.rows:
@@ -440,7 +456,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
-        emit([obj], fmt, project=True, agents=_agents([obj], fmt))
+        emit([obj], fmt, project=True, widen=_widen(fmt), agents=_agents([obj], fmt))
         how = obj["resume_command"] or (
             NO_MAIN_TRANSCRIPT if without_main_transcript(found) else _why_not_resumable(obj)
         )
@@ -449,7 +465,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
         else:
             click.echo(clean(f"matched by {found.matched_by}: {how}"))
     else:  # json: an array of one, as for several candidates
-        emit([obj], fmt, agents=_agents([obj], fmt))
+        emit([obj], fmt, widen=_widen(fmt), agents=_agents([obj], fmt))
 
 
 @click.command("continue")
@@ -481,7 +497,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
 
             emit([], fmt, fields=SESSION_FIELDS)
         raise CliError(clean(str(exc))) from None
-    emit([obj], fmt, agents=_agents([obj], fmt))
+    emit([obj], fmt, widen=_widen(fmt), agents=_agents([obj], fmt))
 
 
 def archived_advice(session: dict[str, Any]) -> str:

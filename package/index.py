@@ -673,6 +673,16 @@ class Index:
             lambda db: continue_session(db, cwd=cwd, print_mode=print_mode, roots=self.roots)
         )
 
+    def id_width(self, session_ids: Iterable[str]) -> int:
+        """How many characters of these session IDs a list shows so that each, typed
+        back (``resolve``, ``show``, ``tag`` …), names its session alone: 8, or more
+        where another session of these config dirs, shown or not (a hidden kind, an
+        archived copy), begins alike (:func:`~sessiondex.query.resolve.prefix_width`)."""
+        from sessiondex.query.resolve import prefix_width
+
+        ids = list(session_ids)
+        return self._answer(lambda db: prefix_width(db, ids, self.roots))
+
     def stats(self) -> dict[str, Any]:
         """Counts, sizes, freshness, watcher status and the retention outlook."""
         from sessiondex.query.cleanup import cleanup_summary

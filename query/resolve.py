@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -443,6 +444,35 @@ def _by_prefix(
             _matched(to_objects(db, local), MATCHED_PREFIX),
         )
     return Resolution(to_object(db, local[0]), local[0], MATCHED_PREFIX)
+
+
+def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | None) -> int:
+    """How many characters of a session ID a table shows so that each one typed back
+    names its session alone: :data:`MIN_PREFIX`, or more where another session ID an
+    ID prefix can resolve to (any kind, hidden ones too: a file with messages of
+    these config dirs, or an archived one) begins alike, or another ID listed does.
+    Copies of one ID stay alike. One query: each listed ID's neighbours in the sorted
+    IDs of the index."""
+    listed = sorted({sid.lower() for sid in session_ids if sid})
+    width = MIN_PREFIX
+    for a, b in zip(listed, listed[1:]):
+        width = max(width, len(os.path.commonprefix([a, b])) + 1)
+    if not listed:
+        return width
+    where, params = roots_sql(db, roots)
+    marks = ", ".join("?" for _ in listed)
+    rows = db.execute(
+        "SELECT sid, prev, next FROM (SELECT sid, lag(sid) OVER (ORDER BY sid) AS prev,"
+        " lead(sid) OVER (ORDER BY sid) AS next FROM (SELECT DISTINCT"
+        f" lower(s.session_id) AS sid FROM sessions s WHERE s.raw_message_count > 0"
+        f" AND {where}) AS ids) AS around WHERE sid IN ({marks})",
+        [*params, *listed],
+    ).fetchall()
+    for sid, *neighbours in rows:
+        for other in neighbours:
+            if other:
+                width = max(width, len(os.path.commonprefix([sid, other])) + 1)
+    return width
 
 
 def continue_session(

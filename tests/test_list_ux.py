@@ -510,3 +510,62 @@ def test_a_csv_with_no_row_still_has_its_header(tmp_path: Path, args: list[str])
     header, rows = header_and_rows(tree.root)
     assert rows == 1
     assert header_and_rows(empty.root) == (header, 0)
+
+
+def _hidden_twins(tree: ConfigTree) -> str:
+    """Five sessions of one project whose IDs differ only in the last character: one a
+    picker shows, and four it hides (-p/SDK, /loop, metadata only, a sidechain file).
+    Returns the shown one's ID."""
+    base = "dddddddd-0000-4000-8000-00000000000"
+    shown = ""
+    for last, kind in zip("abcde", ("shown", "sdk", "loop", "metadata", "sidechain")):
+        s = tree.session(
+            cwd="/w/cont",
+            session_id=base + last,
+            entrypoint="sdk-ts" if kind == "sdk" else "cli",
+        )
+        if kind == "metadata":
+            s.meta("custom-title", customTitle="no messages")
+        elif kind == "loop":
+            s.user("<command-name>/loop</command-name><command-args>5m</command-args>")
+        elif kind == "sidechain":
+            s.user("a subagent's task", isSidechain=True)
+        else:
+            s.user(f"work of the {kind} session")
+        s.write(mtime=T0 + 100 if kind == "shown" else T0)
+        if kind == "shown":
+            shown = s.session_id
+    return shown
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["continue"], ["search", "work"], ["list", "--all-kinds"]],
+)
+def test_an_id_shown_in_a_table_names_one_session_when_typed_back(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """IDs were shortened to tell apart only the rows shown: a hidden session whose ID
+    began alike made `resolve <shown ID>` ambiguous (exit 3). The table shows as many
+    characters as every session an ID prefix can resolve to needs."""
+    tree = ConfigTree(tmp_path / "claude")
+    shown = _hidden_twins(tree)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    table = CliRunner().invoke(cli, [*base, *args, "--cwd", "/w/cont"])
+    assert table.exit_code == 0, table.output
+    cells = {line.split()[-1] for line in table.stdout.splitlines()[1:] if line.strip()}
+    typed = next(c for c in cells if shown.startswith(c))
+    assert len(typed) > 8
+    for command in (["resolve", typed], ["tag", typed, "kept"]):
+        result = CliRunner().invoke(cli, [*base, *command, "--cwd", "/w/cont"])
+        assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(cli, [*base, "resolve", shown, "--json"]).exit_code == 0
+
+
+def test_an_id_with_no_look_alike_stays_short(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "/w/a", "alpha", T0)
+    _session(tree, "/w/a", "beta", T0 + 1)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    table = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/a"])
+    assert {len(line.split()[-1]) for line in table.stdout.splitlines()[1:]} == {8}
