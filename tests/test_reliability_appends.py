@@ -210,3 +210,78 @@ def test_fork_copies_a_last_line_without_newline_only_once_the_file_is_quiet(
     assert (b"UNFINISHED-PROMPT" in fork) is copied
     assert b"start the live work" in fork
     assert s.path.read_bytes() == before
+
+
+def _rename_a_copy_over(path: Path, snapshot: bytes) -> None:
+    """Claude Code's rewrite: a temporary file, renamed over the transcript."""
+    temporary = path.with_name(path.name + ".compact.tmp.1a2b")
+    temporary.write_bytes(snapshot)
+    os.rename(temporary, path)
+
+
+def _rewrite_in_place(path: Path, snapshot: bytes) -> None:
+    """Claude Code removing a row: the file truncated and written again."""
+    with open(path, "r+b") as file:
+        file.truncate(0)
+        file.write(snapshot)
+
+
+@pytest.mark.parametrize("rewrite", [_rename_a_copy_over, _rewrite_in_place])
+@pytest.mark.parametrize("command", ["tag", "rename"])
+def test_a_record_undone_by_a_rewrite_from_an_earlier_read_is_appended_again(
+    tmp_path: Path, rewrite: Any, command: str
+) -> None:
+    """A live writer read the transcript, then (after the mutation had appended its
+    record) wrote back what it read: the record was in an orphaned file, or written
+    over, and the command said it was done. It is checked where it landed and
+    appended again; the writer's line is whole and the record is there, once or more."""
+    tree, s = _session(tmp_path)
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    line = _writer_record(s)
+    half = len(line) // 2
+    append_bytes(s.path, line[:half])  # the writer is mid-line
+    rewrote = threading.Event()
+
+    def live_writer() -> None:
+        time.sleep(0.3)
+        append_bytes(s.path, line[half:])  # finishes its line ...
+        snapshot = s.path.read_bytes()  # ... reads the file to rewrite it ...
+        size = len(snapshot)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and s.path.stat().st_size == size:
+            time.sleep(0.001)  # ... while the mutation appends ...
+        rewrite(s.path, snapshot)  # ... and writes back what it read
+        rewrote.set()
+
+    writer = threading.Thread(target=live_writer)
+    writer.start()
+    try:
+        args = ["tag", s.session_id, "kept"] if command == "tag" else [
+            "rename", s.session_id, "Kept name"]  # fmt: skip
+        result = _run(tree, tmp_path, *args, "--cwd", CWD)
+    finally:
+        writer.join(timeout=10)
+    assert rewrote.is_set()
+    assert result.exit_code == 0, result.output
+    records = [orjson.loads(raw) for raw in s.path.read_bytes().splitlines()]
+    key, value = ("tag", "kept") if command == "tag" else ("customTitle", "Kept name")
+    assert any(r.get(key) == value for r in records)
+    assert records[-1].get(key) == value  # the last of its kind: the one that counts
+    assert any(r.get("uuid") == "0e0e0e0e-0000-4000-8000-00000000beef" for r in records)
+    shown = orjson.loads(_run(tree, tmp_path, "resolve", s.session_id, "--json").stdout)
+    assert shown[0]["tag" if command == "tag" else "custom_title"] == value
+
+
+def test_a_quiet_file_is_checked_without_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settle wait is for a file written to moments ago: a tag of a quiet session
+    costs no sleep."""
+    tree, s = _session(tmp_path)
+    os.utime(s.path, (time.time() - 60, time.time() - 60))
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    slept: list[float] = []
+    monkeypatch.setattr(write.time, "sleep", slept.append)
+    assert _run(tree, tmp_path, "tag", s.session_id, "quiet", "--cwd", CWD).exit_code == 0
+    assert slept == []
+    assert orjson.loads(s.path.read_bytes().splitlines()[-1])["tag"] == "quiet"

@@ -16,6 +16,19 @@ it with ``\\n``, keeping the fragment as its own bad line, then append); a tail 
 keeps growing without finishing for :data:`TAIL_MAX_WAIT_SECONDS` is refused
 ("session is being written, try again").
 
+A line that landed can still be undone: Claude Code now and then rewrites a transcript
+(a temporary file renamed over it, or truncated and written again in place) from what
+it read a moment before. A record appended between that read and that write is in the
+orphaned file, or written over. So each append is checked where it landed: the path
+still names the file written, and the bytes at that offset are ours. On a file someone
+wrote to in the last :data:`TAIL_QUIET_SECONDS` (a live session, where a rewrite may be
+under way) the check waits :data:`REWRITE_SETTLE_SECONDS` first. A record found undone
+is appended again, to the file the path names now (a copy that kept it gets the same
+record twice, which changes nothing: the last tag or title record wins, and both are
+ours), at most :data:`APPEND_ATTEMPTS` times, then refused ("try again"). A rewrite
+that takes longer than the settle time to land can still undo a record after the
+command returned; nothing short of a lock Claude Code honours could prevent that.
+
 What remains (Claude Code takes no lock, so no lock of ours could exclude it): the last
 byte is checked again immediately before the single ``write``. A writer that starts a
 new line in the microseconds between that check and our ``write``, with a ``write`` of
@@ -59,6 +72,10 @@ TAIL_QUIET_SECONDS = 2.0
 # A tail that keeps changing without ever ending its line: give up after this long.
 TAIL_MAX_WAIT_SECONDS = 10.0
 TAIL_POLL_SECONDS = 0.02
+# After appending to a file written to moments ago: how long a rewrite from an earlier
+# read may take to land before the record is checked (module docstring).
+REWRITE_SETTLE_SECONDS = 0.25
+APPEND_ATTEMPTS = 3
 
 BEING_WRITTEN = "session is being written, try again"
 
@@ -113,18 +130,33 @@ def append_record(
     quiet: float | None = None,
     max_wait: float | None = None,
     poll: float | None = None,
+    settle: float | None = None,
 ) -> None:
     """Append one record as one line to an existing transcript, never splitting a line
-    another process is completing (see the module docstring for the rule and its limit).
+    another process is completing, and see that it stayed (see the module docstring for
+    the rules and their limit).
 
-    ``quiet``, ``max_wait`` and ``poll`` default to the module's ``TAIL_*`` constants
+    ``quiet``, ``max_wait``, ``poll`` and ``settle`` default to the module's constants
     (read at call time, so tests can shorten them).
     """
     owned_transcript(path, roots)
     quiet = TAIL_QUIET_SECONDS if quiet is None else quiet
     max_wait = TAIL_MAX_WAIT_SECONDS if max_wait is None else max_wait
     poll = TAIL_POLL_SECONDS if poll is None else poll
+    settle = REWRITE_SETTLE_SECONDS if settle is None else settle
     line = orjson.dumps(record) + b"\n"
+    deadline = time.monotonic() + max_wait
+    for _ in range(APPEND_ATTEMPTS):
+        if _append_once(path, line, quiet, deadline, poll, settle):
+            return
+    raise WriteRefused(f"{BEING_WRITTEN} ({path} was rewritten each time the record was appended)")
+
+
+def _append_once(
+    path: Path, line: bytes, quiet: float, deadline: float, poll: float, settle: float
+) -> bool:
+    """One append of ``line`` to the file ``path`` names now; whether it is still there
+    when checked (:func:`_still_there`)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
@@ -132,7 +164,6 @@ def append_record(
     except OSError as exc:
         raise WriteRefused(f"cannot write {path}: {exc.strerror}") from None
     try:
-        deadline = time.monotonic() + max_wait
         while True:
             prefix, decided_at = _settled_prefix(
                 fd, path, quiet, max(0.0, deadline - time.monotonic()), poll
@@ -142,14 +173,33 @@ def append_record(
             size, complete = _tail(fd)
             if size == decided_at and complete == (prefix == b""):
                 break
+        live = time.time() - os.fstat(fd).st_mtime < quiet  # written to moments ago
         data = prefix + line
         written = os.write(fd, data)
         if written != len(data):
             raise WriteRefused(f"short write to {path} ({written} of {len(data)} bytes)")
+        # O_APPEND put the bytes at the end as it was then: the offset now ends them
+        landed_at = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
+        if live:
+            time.sleep(settle)
+        return _still_there(fd, path, landed_at, data)
     except OSError as exc:
         raise WriteRefused(f"cannot write {path}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _still_there(fd: int, path: Path, landed_at: int, data: bytes) -> bool:
+    """Whether the path still names the file ``fd`` wrote (not a copy renamed over it)
+    and ``data`` is still at ``landed_at`` (not truncated or written over in place)."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        raise WriteRefused(f"{path} no longer exists") from None
+    ours = os.fstat(fd)
+    if (now.st_ino, now.st_dev) != (ours.st_ino, ours.st_dev):
+        return False
+    return os.pread(fd, len(data), landed_at) == data
 
 
 CAP_FOWNER = 3  # linux/capability.h
