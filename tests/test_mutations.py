@@ -436,6 +436,43 @@ def test_fork_never_overwrites_what_holds_the_new_path(
     assert not (world.base / "nowhere.jsonl").exists()
 
 
+@pytest.mark.parametrize("links", ["hard links", "no hard links"])
+def test_a_fork_appears_whole_or_not_at_all(
+    world: World, monkeypatch: pytest.MonkeyPatch, links: str
+) -> None:
+    """A fork killed while writing a big transcript left ``<new id>.jsonl`` cut
+    mid-line, listed as a session. The copy is written under a hidden name and put in
+    place whole: while its bytes are written, no transcript of its ID exists."""
+    import uuid
+
+    from sessiondex.transcripts import fork as fork_module
+
+    taken = uuid.UUID("0f0f0f0f-0000-4000-8000-000000000002")
+    monkeypatch.setattr(fork_module.uuid, "uuid4", lambda: taken)
+    target = world.paths["source"].parent / f"{taken}.jsonl"
+    seen_while_writing: list[bool] = []
+    real_write = os.write
+
+    def watched_write(fd: int, data: Any) -> int:
+        seen_while_writing.append(target.exists())
+        return real_write(fd, data)
+
+    monkeypatch.setattr(fork_module.os, "write", watched_write)
+    if links == "no hard links":
+
+        def no_link(*args: Any, **kwargs: Any) -> None:
+            raise OSError(1, "Operation not permitted")
+
+        monkeypatch.setattr(fork_module.os, "link", no_link)
+    result = world.run("fork", world.ids["source"], "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert seen_while_writing == [False]
+    assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []
+    lines = target.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(orjson.loads(raw) for raw in lines[:-1])
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
 def test_build_fork_never_reuses_ids_and_skips_progress_chains() -> None:
     """Pure function: a chain user → progress → progress → assistant."""
     records = [

@@ -257,23 +257,49 @@ def build_fork(
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` (never overwrite) with mode 0600 and write ``data`` in one call."""
+    """Create ``path`` (never overwrite) with mode 0600, holding ``data`` whole or not
+    at all: it is written under a name no reader takes for a transcript
+    (``.<name>.part``), then linked into place, which fails if ``path`` exists. A fork
+    killed while writing a big transcript left ``path`` cut mid-line, listed by Claude
+    Code and sessiondex as a session; now it leaves at most the hidden part file."""
+    partial = path.with_name(f".{path.name}.part")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    if os.path.lexists(path):
+        raise ForkError(f"{path} already exists; not overwriting it")
     try:
-        fd = os.open(path, flags, 0o600)
-    except FileExistsError:
-        raise ForkError(f"{path} already exists; not overwriting it") from None
+        fd = os.open(partial, flags, 0o600)
     except OSError as exc:
         raise ForkError(f"cannot create {path}: {exc.strerror}") from None
     try:
-        written = os.write(fd, data)
-        if written != len(data):
-            raise OSError(0, f"short write ({written} of {len(data)} bytes)")
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(0, f"short write ({written} of {len(data)} bytes)")
+        finally:
+            os.close(fd)
+        _put_in_place(partial, path)
     except OSError as exc:
-        os.close(fd)
-        os.unlink(path)  # a partial fork would be read as a (broken) session
         raise ForkError(f"cannot write {path}: {exc.strerror}") from None
-    os.close(fd)
+    finally:
+        try:
+            os.unlink(partial)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass  # a stray hidden .part file: never read as a session
+
+
+def _put_in_place(partial: Path, path: Path) -> None:
+    """``partial`` at ``path`` too, never over an existing file: a hard link where the
+    file system has them, else a rename after checking (the name is a fresh UUID)."""
+    try:
+        os.link(partial, path, follow_symlinks=False)
+    except FileExistsError:
+        raise ForkError(f"{path} already exists; not overwriting it") from None
+    except OSError:
+        if os.path.lexists(path):
+            raise ForkError(f"{path} already exists; not overwriting it") from None
+        os.rename(partial, path)
 
 
 def fork_transcript(
