@@ -44,15 +44,17 @@ def _batch_line(report: BatchReport) -> str:
     default=100,
     show_default=True,
     metavar="MS",
-    help="Apply a burst of changes once it has been quiet this long.",
+    help="Apply a transcript's changes once it has been quiet this long (each by its "
+    "own changes: a session written beside it does not hold it back).",
 )
 @click.option(
     "--max-latency",
     type=click.IntRange(min=1),
-    default=1000,
+    default=250,
     show_default=True,
     metavar="MS",
-    help="Apply a burst at the latest this long after its first change.",
+    help="Apply a transcript that keeps changing at the latest this long after its "
+    "first change (raise it to spend less on very large live sessions).",
 )
 @click.option(
     "--rescan",

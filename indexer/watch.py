@@ -6,9 +6,11 @@ to each changed path, the same per-file incremental ingest ``refresh()`` uses, s
 index and a rebuilt one cannot drift apart by construction.
 
 Why not watchdog's ``EventDebouncer``: it restarts its timer on every event, so a session
-that streams a line every 50 ms would never be indexed. Here a burst is applied when it has
-been quiet for ``debounce`` seconds **or** ``max_latency`` seconds after its first event,
-whichever comes first.
+that streams a line every 50 ms would never be indexed. Here each path is applied when it
+has been quiet for ``debounce`` seconds **or** ``max_latency`` seconds after its first
+event, whichever comes first: each by its own events, so a session streaming beside it
+does not hold back another session's append (one timer for all made every append wait
+``max_latency`` while any session was being written).
 
 Events are hints, not truth: every path is re-stat'ed and classified by the ingest (a
 half-written last line is never consumed, a rewritten file is re-read from scratch), a
@@ -84,7 +86,11 @@ def room_for_deep_trees() -> None:
 
 
 DEFAULT_DEBOUNCE = 0.1
-DEFAULT_MAX_LATENCY = 1.0
+# A transcript written without pause (a live session streaming records) is applied
+# this long after its first change at the latest: within the 300 ms goal for a new line
+# to reach search. Each pass over a grown transcript checks its whole prefix (a CRC:
+# ~15 ms per 50 MB), so a huge live session costs that four times a second.
+DEFAULT_MAX_LATENCY = 0.25
 DEFAULT_RESCAN = 300.0
 DEFAULT_POLL_INTERVAL = 1.0
 # How often the worker wakes when idle: to notice a projects/ dir that appeared (or was
@@ -155,40 +161,38 @@ class _Pending:
     """The coalescing queue between the observer thread and the worker.
 
     A dict keeps each path once (in first-seen order) however many events name it: a
-    burst of 200 appends to one transcript is one ingest of that file.
+    burst of 200 appends to one transcript is one ingest of that file. Each path keeps
+    the time of its first and last event since it was queued: it is due on its own
+    (:meth:`take`).
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._files: dict[str, None] = {}
-        self._dirs: dict[str, None] = {}
-        self._scans: dict[str, None] = {}
+        # path -> [first event, last event] (monotonic seconds)
+        self._files: dict[str, list[float]] = {}
+        self._dirs: dict[str, list[float]] = {}
+        self._scans: dict[str, list[float]] = {}
         self._rescan = False
         self._stopping = False
-        self._first = 0.0
-        self._last = 0.0
 
-    def _touch(self) -> None:
-        now = time.monotonic()
-        if not (self._files or self._dirs or self._scans):
-            self._first = now
-        self._last = now
-        self._cond.notify()
+    def _add(self, queue: dict[str, list[float]], path: str) -> None:
+        with self._cond:
+            now = time.monotonic()
+            times = queue.get(path)
+            if times is None:
+                queue[path] = [now, now]
+            else:
+                times[1] = now
+            self._cond.notify()
 
     def add_file(self, path: str) -> None:
-        with self._cond:
-            self._touch()
-            self._files[path] = None
+        self._add(self._files, path)
 
     def add_dir(self, path: str) -> None:
-        with self._cond:
-            self._touch()
-            self._dirs[path] = None
+        self._add(self._dirs, path)
 
     def add_scan(self, path: str) -> None:
-        with self._cond:
-            self._touch()
-            self._scans[path] = None
+        self._add(self._scans, path)
 
     def request_rescan(self) -> None:
         with self._cond:
@@ -204,23 +208,52 @@ class _Pending:
         with self._cond:
             return len(self._files) + len(self._dirs) + len(self._scans)
 
-    def _drain(self) -> _Work:
-        work = _Work(list(self._files), list(self._dirs), self._rescan, list(self._scans))
-        self._files, self._dirs, self._scans, self._rescan = {}, {}, {}, False
+    def _drain(
+        self, due_by: float | None = None, debounce: float = 0.0, limit: float = 0.0
+    ) -> _Work:
+        """The queued paths due by ``due_by`` (None: all of them), taken off the queue."""
+        taken = []
+        for queue in (self._files, self._dirs, self._scans):
+            if due_by is None:
+                ready = list(queue)
+            else:
+                ready = [
+                    p
+                    for p, (first, last) in queue.items()
+                    if _due(first, last, debounce, limit) <= due_by
+                ]
+            for path in ready:
+                del queue[path]
+            taken.append(ready)
+        work = _Work(taken[0], taken[1], self._rescan, taken[2])
+        self._rescan = False
         return work
 
+    def _next_due(self, debounce: float, limit: float) -> float | None:
+        return min(
+            (
+                _due(first, last, debounce, limit)
+                for queue in (self._files, self._dirs, self._scans)
+                for first, last in queue.values()
+            ),
+            default=None,
+        )
+
     def take(self, debounce: float, max_latency: float, tick: float) -> _Work | None:
-        """Block until a burst is due (quiet for ``debounce``, or ``max_latency`` old), a
-        rescan is asked for, or ``tick`` passes (an empty work item); None once stopped
-        and drained: a stop flushes what is pending instead of dropping it."""
+        """Block until a path is due (quiet for ``debounce``, or ``max_latency`` after
+        its first event) and return the paths that are, or until a rescan is asked for
+        (everything queued goes with it), or ``tick`` passes (an empty work item); None
+        once stopped and drained: a stop flushes what is pending instead of dropping it."""
         with self._cond:
             wake = time.monotonic() + tick
             while True:
                 now = time.monotonic()
-                if self._files or self._dirs or self._scans:
-                    due = min(self._last + debounce, self._first + max_latency)
-                    if self._stopping or self._rescan or now >= due:
+                due = self._next_due(debounce, max_latency)
+                if due is not None:
+                    if self._stopping or self._rescan:
                         return self._drain()
+                    if now >= due:
+                        return self._drain(now, debounce, max_latency)
                     self._cond.wait(due - now)
                 elif self._rescan:
                     return self._drain()
@@ -230,6 +263,11 @@ class _Pending:
                     return _Work()
                 else:
                     self._cond.wait(wake - now)
+
+
+def _due(first: float, last: float, debounce: float, limit: float) -> float:
+    """When a path queued at ``first`` and named again at ``last`` is applied."""
+    return min(last + debounce, first + limit)
 
 
 def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:

@@ -831,3 +831,55 @@ def test_a_watch_whose_emitter_died_is_watched_again(
 )
 def test_a_batch_walks_only_the_outermost_directories(queued: list[str], walked: list[str]) -> None:
     assert watch_module._outermost(queued) == walked
+
+
+def test_a_session_streaming_beside_it_does_not_hold_a_change_back() -> None:
+    """Each queued path is due by its own events: one timer for all was restarted by
+    every event anywhere, so while one session streamed a record every 50 ms, every
+    other session's append waited --max-latency (p95 ~700 ms against the 300 ms goal)."""
+    pending = watch_module._Pending()
+    stop = threading.Event()
+
+    def stream() -> None:
+        for _ in range(400):  # bounded by count and by the stop
+            if stop.is_set():
+                return
+            pending.add_file("/c/projects/k/streaming.jsonl")
+            time.sleep(0.005)
+
+    streamer = threading.Thread(target=stream)
+    streamer.start()
+    try:
+        time.sleep(0.02)
+        pending.add_file("/c/projects/k/appended.jsonl")
+        work = pending.take(debounce=0.05, max_latency=30.0, tick=30.0)
+    finally:
+        stop.set()
+        streamer.join(timeout=10)
+    assert work is not None and work.files == ["/c/projects/k/appended.jsonl"]
+    # the streaming one is still queued, due at its own max latency or once quiet
+    assert len(pending) == 1
+    rest = pending.take(debounce=0.05, max_latency=30.0, tick=30.0)
+    assert rest is not None and rest.files == ["/c/projects/k/streaming.jsonl"]
+
+
+def test_a_path_that_never_goes_quiet_is_applied_at_its_max_latency() -> None:
+    pending = watch_module._Pending()
+    stop = threading.Event()
+
+    def stream() -> None:
+        for _ in range(2000):
+            if stop.is_set():
+                return
+            pending.add_file("/c/projects/k/streaming.jsonl")
+            time.sleep(0.002)
+
+    streamer = threading.Thread(target=stream)
+    streamer.start()
+    try:
+        time.sleep(0.01)
+        work = pending.take(debounce=0.05, max_latency=0.2, tick=30.0)
+    finally:
+        stop.set()
+        streamer.join(timeout=10)
+    assert work is not None and work.files == ["/c/projects/k/streaming.jsonl"]
