@@ -33,6 +33,7 @@ from sessiondex.query.sessions import (
 from sessiondex.transcripts.config import unreachable_reason
 from sessiondex.transcripts.discover import (
     ARCHIVE_SUFFIX,
+    archived_in_picker,
     describe_path,
     unreadable_transcript,
 )
@@ -486,7 +487,9 @@ def continue_session(
     the cwd's own project dir (worktrees not searched) of ``roots``, skipping sidechains
     and files without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop``
     sessions. As Claude Code does, a session whose recorded cwd is another directory
-    with the same project key (``/a/b-c`` and ``/a/b/c``) is skipped too."""
+    with the same project key (``/a/b-c`` and ``/a/b/c``) is skipped too, and so is one
+    its picker archived (``<id>/archived.json``, read here for the candidates in turn:
+    the index does not hold it); when only those are left, the error says so."""
     from sessiondex.query.sessions import ALWAYS_HIDDEN_SQL, VISIBLE_SQL
 
     here = resolve_cwd(cwd)
@@ -500,12 +503,22 @@ def continue_session(
         where + " AND s.archived = 0",
         params,
         order="s.mtime_ns DESC, s.session_id",
-        columns="s.id, s.cwd",
+        columns="s.id, s.cwd, s.file_path",
     )
     same = {canonical_directory(here), unicodedata.normalize("NFC", here)}
+    archived = 0
     for candidate in candidates:
         recorded = candidate["cwd"]
         if recorded is None or unicodedata.normalize("NFC", recorded) in same:
+            if archived_in_picker(candidate["file_path"]):
+                archived += 1
+                continue
             (row,) = select_rows(db, f"s.id = {int(candidate['id'])}")
             return to_object(db, row)
+    if archived:
+        raise NotFound(
+            f"No conversation found to continue in {here}: its {archived} session(s) are"
+            " archived in Claude Code's picker (ctrl+s there shows them; `sessiondex list`"
+            " lists them)"
+        )
     raise NotFound(f"No conversation found to continue in {here}")

@@ -476,6 +476,48 @@ def test_continue_skips_a_session_of_another_directory_with_the_same_key(
     assert found["session_id"] == mine.session_id
 
 
+@pytest.mark.parametrize(
+    ("sidecar", "skipped"),
+    [
+        (b'{"archived": true, "at": "2026-11-30T10:00:00.000Z"}', True),
+        (b'{"archived": false, "at": "2026-11-30T10:00:00.000Z"}', False),  # unarchived
+        (b'{"archived": "yes"}', False),  # only true archives
+        (b"{not json", False),
+    ],
+)
+def test_continue_passes_over_a_session_claude_codes_picker_archived(
+    tmp_path: Path, sidecar: bytes, skipped: bool
+) -> None:
+    """reference §7.4: --continue skips archived sessions (ctrl+e in the picker writes
+    ``<id>/archived.json``); when only archived ones are left, the user is told."""
+    tree = ConfigTree(tmp_path / "claude")
+    older = tree.session(cwd="/w/app")
+    older.user("the older conversation")
+    older.write(mtime=1_800_000_000)
+    newest = tree.session(cwd="/w/app")
+    newest.user("the newest conversation, archived in the picker")
+    newest.write(mtime=1_800_000_500)
+    tree.write_file(
+        f"projects/{newest.project_dir.name}/{newest.session_id}/archived.json", sidecar
+    )
+    [found] = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/w/app")
+    assert found["session_id"] == (older if skipped else newest).session_id
+    if skipped:
+        tree.write_file(
+            f"projects/{older.project_dir.name}/{older.session_id}/archived.json", sidecar
+        )
+        result = CliRunner().invoke(
+            cli,
+            ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "continue",
+             "--cwd", "/w/app"],
+        )  # fmt: skip
+        assert result.exit_code == 1
+        assert result.stderr.startswith(
+            "Error: No conversation found to continue in /w/app: its 2 session(s) are"
+            " archived in Claude Code's picker"
+        )
+
+
 @pytest.mark.parametrize("kind", ["empty", "metadata-only"])
 def test_an_id_prefix_skips_files_without_messages_as_a_whole_id_does(
     tmp_path: Path, kind: str

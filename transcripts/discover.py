@@ -356,6 +356,21 @@ def read_subagent_meta(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def archived_in_picker(transcript: str | os.PathLike[str]) -> bool:
+    """Whether Claude Code's picker archived this session (ctrl+e): its folder holds
+    ``archived.json`` saying ``{"archived": true}``. The picker hides such a session
+    and ``claude --continue`` passes it over. Missing, unreadable or anything else:
+    not archived. (Not sessiondex's own archive, a copy kept from the sweep.)"""
+    text = os.fspath(transcript)
+    folder = text[: -len(".jsonl")] if text.endswith(".jsonl") else text
+    try:
+        with open(os.path.join(folder, "archived.json"), "rb") as sidecar:
+            value = orjson.loads(sidecar.read(64 * 1024))
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(value, dict) and value.get("archived") is True
+
+
 def _configured_spelling(text: str, roots: list[Path]) -> str:
     """``text`` under the configured spelling of its config dir: a config dir (or its
     ``projects/``) that is a symlink, as dotfile managers make them, reads the same files
