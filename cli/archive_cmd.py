@@ -34,12 +34,12 @@ def _window_seconds(text: str) -> int:
 
 
 def _result_row(result: ArchiveResult, id_width: int) -> list[str]:
-    from sessiondex.cli.output import human_size, relative_time
+    from sessiondex.cli.output import human_size, project_label, relative_time
 
     return [
         result.status,
         result.title,
-        result.cwd or result.project_key,
+        project_label({"cwd": result.cwd, "project_key": result.project_key}),
         relative_time(result.mtime),
         human_size(result.size),
         result.session_id[:id_width],

@@ -893,3 +893,19 @@ def test_an_archive_dir_that_cannot_be_locked_is_one_error_line(tmp_path: Path, 
         assert result.exit_code == 1, result.output
         assert "Traceback" not in result.output and result.stderr.count("\n") == 1
         assert result.stderr.startswith("Error: cannot lock")
+
+
+def test_the_archive_table_shows_home_as_a_tilde(tmp_path: Path) -> None:
+    """Every table's project column shows the home folder as ``~``; the archive's
+    printed the whole path."""
+    import os
+
+    home = os.path.expanduser("~")
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "an expiring session", time.time() - 45 * DAY, cwd=f"{home}/src/shop")
+    result = _run(
+        tree, tmp_path / "index.db", "archive", "--to", str(tmp_path / "arch"), "--dry-run"
+    )
+    assert result.exit_code == 0, result.output
+    [row] = [line for line in result.stdout.splitlines() if s.session_id[:8] in line]
+    assert "~/src/shop" in row and home not in row
