@@ -8,6 +8,7 @@ fail with the state they last saw.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -833,29 +834,37 @@ def test_a_batch_walks_only_the_outermost_directories(queued: list[str], walked:
     assert watch_module._outermost(queued) == walked
 
 
+@contextlib.contextmanager
+def _streaming(pending: Any, path: str, every: float, count: int) -> Iterator[None]:
+    """Another thread queues ``path`` every ``every`` seconds (at most ``count`` times)
+    while the block runs: a session streaming records."""
+    stop = threading.Event()
+
+    def stream() -> None:
+        for _ in range(count):  # bounded by count and by the stop
+            if stop.is_set():
+                return
+            pending.add_file(path)
+            time.sleep(every)
+
+    streamer = threading.Thread(target=stream)
+    streamer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        streamer.join(timeout=10)
+
+
 def test_a_session_streaming_beside_it_does_not_hold_a_change_back() -> None:
     """Each queued path is due by its own events: one timer for all was restarted by
     every event anywhere, so while one session streamed a record every 50 ms, every
     other session's append waited --max-latency (p95 ~700 ms against the 300 ms goal)."""
     pending = watch_module._Pending()
-    stop = threading.Event()
-
-    def stream() -> None:
-        for _ in range(400):  # bounded by count and by the stop
-            if stop.is_set():
-                return
-            pending.add_file("/c/projects/k/streaming.jsonl")
-            time.sleep(0.005)
-
-    streamer = threading.Thread(target=stream)
-    streamer.start()
-    try:
+    with _streaming(pending, "/c/projects/k/streaming.jsonl", 0.005, 400):
         time.sleep(0.02)
         pending.add_file("/c/projects/k/appended.jsonl")
         work = pending.take(debounce=0.05, max_latency=30.0, tick=30.0)
-    finally:
-        stop.set()
-        streamer.join(timeout=10)
     assert work is not None and work.files == ["/c/projects/k/appended.jsonl"]
     # the streaming one is still queued, due at its own max latency or once quiet
     assert len(pending) == 1
@@ -865,21 +874,7 @@ def test_a_session_streaming_beside_it_does_not_hold_a_change_back() -> None:
 
 def test_a_path_that_never_goes_quiet_is_applied_at_its_max_latency() -> None:
     pending = watch_module._Pending()
-    stop = threading.Event()
-
-    def stream() -> None:
-        for _ in range(2000):
-            if stop.is_set():
-                return
-            pending.add_file("/c/projects/k/streaming.jsonl")
-            time.sleep(0.002)
-
-    streamer = threading.Thread(target=stream)
-    streamer.start()
-    try:
+    with _streaming(pending, "/c/projects/k/streaming.jsonl", 0.002, 2000):
         time.sleep(0.01)
         work = pending.take(debounce=0.05, max_latency=0.2, tick=30.0)
-    finally:
-        stop.set()
-        streamer.join(timeout=10)
     assert work is not None and work.files == ["/c/projects/k/streaming.jsonl"]
