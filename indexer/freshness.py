@@ -6,7 +6,8 @@ loading, is most of a query process's start-up).
 "Nothing changed" uses the rule the refresh itself uses to skip a file
 (``indexer/ingest.py`` ``_stat_unchanged``): every transcript under the config dirs has a
 ``files`` row with the same size, mtime, inode and device, stat'ed long enough after
-its last write (not "racily" clean), and no row names a file that is gone. Anything
+its last write (not "racily" clean), each main one's ``archived.json`` (Claude Code's
+picker archive) is as last read, and no row names a file that is gone. Anything
 else (a new, grown, vanished or racy file, archive dirs to sweep) answers False and the
 caller runs the real refresh. No transcript is opened: one ``lstat`` per file, no
 ``Path`` per file (``transcripts.discover.iter_found``).
@@ -20,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from sessiondex.indexer.shape import stat_settled
-from sessiondex.transcripts.discover import iter_found
+from sessiondex.transcripts.discover import MAIN, iter_found
 
 # A files row as the freshness checks compare it: the path, then stat_settled's fields.
 _STAT_ROW = "path, size, mtime_ns, inode, device, checked_ns, ctime_ns"
+# ... and, for the check of every file, the picker archive last read (main rows).
+_FRESH_ROW = f"{_STAT_ROW}, picker_archive"
 
 
 def main_file_rows(db: Any, session_id: str, roots: list[str]) -> list[tuple[Any, ...]]:
@@ -69,7 +72,7 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
             return False  # archive dirs are swept by the refresh: leave them to it
         texts = [str(r) for r in roots]
         rows = db.execute(
-            f"SELECT {_STAT_ROW} FROM files"
+            f"SELECT {_FRESH_ROW} FROM files"
             f" WHERE root IN ({', '.join('?' for _ in texts) or 'NULL'})",
             texts,
         ).fetchall()
@@ -81,8 +84,10 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
         for found in iter_found(root):
             row = known.get(found.path)
             if row is None or not stat_settled(
-                row[1:], found.size, found.mtime_ns, found.inode, found.device, found.ctime_ns
+                row[1:7], found.size, found.mtime_ns, found.inode, found.device, found.ctime_ns
             ):
                 return False
+            if found.kind == MAIN and found.picker_archive != row[7]:
+                return False  # archived or brought back in Claude Code's picker
             seen += 1
     return seen == len(known)

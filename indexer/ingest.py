@@ -40,7 +40,7 @@ from sessiondex.indexer.parse import (
 from sessiondex.indexer.shape import settled_at, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, packer
-from sessiondex.transcripts.discover import MAIN, TranscriptFile
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, archived_in_picker
 from sessiondex.transcripts.pr_urls import PullRequest
 
 
@@ -319,6 +319,24 @@ def ingest_file(
         return UNCHANGED
     with immediate(db):
         return _ingest_locked(db, tf, stats, include_tools, force)
+
+
+def follow_picker_archive(
+    db: Database, path: str, stamp: str | None, known: str | None, *, reread: bool = False
+) -> None:
+    """Bring a main transcript's session up to date with its ``archived.json`` (Claude
+    Code's picker archive), whose ``lstat`` is ``stamp`` now and was ``known`` when last
+    read (``discover.picker_archive_stamp``): read it again only when that changed, or
+    with ``reread`` (the session row was written anew, the flag with it)."""
+    if stamp == known and not reread:
+        return
+    archived = stamp is not None and archived_in_picker(path)
+    with immediate(db):
+        db.execute("UPDATE files SET picker_archive = ? WHERE path = ?", [stamp, path])
+        db.execute(
+            "UPDATE sessions SET picker_archived = ? WHERE file_path = ? AND archived = 0",
+            [int(archived), path],
+        )
 
 
 def parent_file_id(db: Database, tf: TranscriptFile) -> int | None:

@@ -24,6 +24,7 @@ from sessiondex.indexer.db import clear_index, release_space
 from sessiondex.indexer.faults import classify
 from sessiondex.indexer.ingest import (
     apply_tail,
+    follow_picker_archive,
     include_tools_setting,
     ingest_file,
     parent_file_id,
@@ -40,6 +41,7 @@ from sessiondex.transcripts.discover import (
     Found,
     describe_path,
     iter_found,
+    picker_archive_stamp,
     unseen_because,
 )
 
@@ -224,8 +226,8 @@ def refresh(
     unseen = tuple(os.path.join(folder, "") for folder in unlisted)
     root_texts = [str(r) for r in roots]
     cursor = db.execute(
-        "SELECT path, size, mtime_ns, inode, device, checked_ns, ctime_ns FROM files"
-        f" WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC",
+        "SELECT path, size, mtime_ns, inode, device, checked_ns, ctime_ns, picker_archive"
+        f" FROM files WHERE root IN ({', '.join('?' for _ in roots)}) ORDER BY kind DESC",
         root_texts,
     )
     names = [d[0] for d in cursor.description]
@@ -277,6 +279,10 @@ def refresh(
                     no_ctime.append((found.ctime_ns, found.path))
                 stats.files_seen += 1
                 stats.unchanged += 1
+                if found.kind == MAIN and found.picker_archive != stat_row["picker_archive"]:
+                    follow_picker_archive(
+                        db, found.path, found.picker_archive, stat_row["picker_archive"]
+                    )
                 if progress is not None:
                     progress(done, len(files))
                 continue
@@ -286,6 +292,11 @@ def refresh(
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools, prefetcher.dictionary)
                 else:
                     ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
+                if found.kind == MAIN and (found.picker_archive or stat_row):
+                    known_stamp = stat_row["picker_archive"] if stat_row else None
+                    follow_picker_archive(
+                        db, found.path, found.picker_archive, known_stamp, reread=True
+                    )
             except Exception as exc:
                 if not file_failure(exc):
                     raise
@@ -425,4 +436,13 @@ def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats)
         main = describe_path(tf.main_path, roots)
         if main is not None:
             ingest_file(db, main, stats, include_tools=include_tools_setting(db))
-    return ingest_file(db, tf, stats, include_tools=include_tools_setting(db))
+        return ingest_file(db, tf, stats, include_tools=include_tools_setting(db))
+    done = ingest_file(db, tf, stats, include_tools=include_tools_setting(db))
+    main_path = str(tf.path)
+    stored = stored_file(db, main_path)
+    if stored is not None:  # its archived.json may be what changed (watch maps it here)
+        follow_picker_archive(
+            db, main_path, picker_archive_stamp(main_path), stored.get("picker_archive"),
+            reread=done != UNCHANGED,
+        )  # fmt: skip
+    return done

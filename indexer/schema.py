@@ -376,3 +376,14 @@ def m013_files_ctime(db: Database) -> None:
     and inode all stay (``shape.stat_settled``). Rows made before have none and are
     compared without it until the refresh fills it in (``refresh.fill_ctimes``)."""
     db.execute("ALTER TABLE files ADD COLUMN ctime_ns INTEGER")
+
+
+@migrations()
+def m014_picker_archive(db: Database) -> None:
+    """Claude Code's picker archive (ctrl+e: ``<id>/archived.json``), which its picker
+    and ``--continue`` hide: ``sessions.picker_archived``, and the sidecar's ``lstat``
+    as last read in the main transcript's ``files`` row (``picker_archive``), so that a
+    refresh reads it again only when it changed. Rows made before hold none: the next
+    refresh reads each sidecar there is, once."""
+    db.execute("ALTER TABLE sessions ADD COLUMN picker_archived INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE files ADD COLUMN picker_archive TEXT")

@@ -81,6 +81,7 @@ MIGRATION_NAMES = (
     "m011_shown_title",
     "m012_hidden_kinds",
     "m013_files_ctime",
+    "m014_picker_archive",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

@@ -61,10 +61,12 @@ from sessiondex.indexer.shape import RACY_WINDOW_NS, settled_at
 from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
 from sessiondex.transcripts.discover import (
     MAIN,
+    PICKER_ARCHIVE_NAME,
     describe_path,
     iter_subagent_files,
     why_unseen,
 )
+from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.tree import walk
 
 logger = logging.getLogger(__name__)
@@ -283,7 +285,16 @@ def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:
         paths.append(os.fsdecode(event.dest_path))
     if event.is_directory:
         return [], paths
-    return [p for p in paths if p.endswith(SUFFIX)], []
+    files = [p for p in paths if p.endswith(SUFFIX)]
+    # Claude Code's picker archive (ctrl+e) writes <id>/archived.json and no transcript:
+    # its session's main transcript is what changes in the index.
+    files += [
+        folder + SUFFIX
+        for p in paths
+        if os.path.basename(p) == PICKER_ARCHIVE_NAME
+        and is_session_id(os.path.basename(folder := os.path.dirname(p)))
+    ]
+    return files, []
 
 
 class _Handler(FileSystemEventHandler):

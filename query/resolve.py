@@ -490,14 +490,16 @@ def continue_session(
     with the same project key (``/a/b-c`` and ``/a/b/c``) is skipped too, and so is one
     its picker archived (``<id>/archived.json``, read here for the candidates in turn:
     the index does not hold it); when only those are left, the error says so."""
-    from sessiondex.query.sessions import ALWAYS_HIDDEN_SQL, VISIBLE_SQL
+    from sessiondex.query.sessions import ALWAYS_HIDDEN_SQL, INTERACTIVE_SQL
 
     here = resolve_cwd(cwd)
     where, params = keys_sql(project_keys_for_directory(here))
     rooted, root_params = roots_sql(db, roots)
     where += f" AND {rooted}"
     params.extend(root_params)
-    where += f" AND {ALWAYS_HIDDEN_SQL if print_mode else VISIBLE_SQL}"
+    # the picker's archive is read from each candidate's sidecar below, not the index:
+    # toggled a moment ago, it is what claude --continue sees
+    where += f" AND {ALWAYS_HIDDEN_SQL if print_mode else INTERACTIVE_SQL}"
     candidates = select_rows(
         db,
         where + " AND s.archived = 0",

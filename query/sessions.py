@@ -41,12 +41,15 @@ ALWAYS_HIDDEN_SQL = (
     " AND (s.continued_in IS NULL OR NOT EXISTS (SELECT 1 FROM sessions t"
     " WHERE t.session_id = s.continued_in AND t.root = s.root AND t.archived = 0)))"
 )
-# ... and, but for a -p or SDK process: -p/SDK sessions and /loop sessions.
+# ... and, but for a -p or SDK process: -p/SDK sessions and /loop sessions. And the
+# sessions archived in Claude Code's picker (ctrl+e), which its picker hides (``continue``
+# reads that sidecar itself: query.resolve.continue_session).
 _PRINT_MODE_SQL = ", ".join(f"'{e}'" for e in sorted(PRINT_MODE_ENTRYPOINTS))
-VISIBLE_SQL = (
+INTERACTIVE_SQL = (
     f"({ALWAYS_HIDDEN_SQL} AND coalesce(s.entrypoint, '') NOT IN ({_PRINT_MODE_SQL})"
     " AND coalesce(s.first_command, '') != '/loop')"
 )
+VISIBLE_SQL = f"({INTERACTIVE_SQL} AND s.picker_archived = 0)"
 
 
 #: The tag that hides a session from listings, a soft delete (``tag ID __hidden``):
@@ -65,6 +68,7 @@ def is_hidden(row: dict[str, Any]) -> bool:
         or not row.get("raw_message_count")
         or (row.get("entrypoint") in PRINT_MODE_ENTRYPOINTS)
         or is_loop_command(row.get("first_command"))
+        or bool(row.get("picker_archived"))
     )
 
 

@@ -45,7 +45,7 @@ _RELATIONS = (
         coalesce(file_size, 0) AS file_size, message_count, raw_message_count,
         entrypoint, is_sidechain, forked_from_session, forked_from_message,
         team_name, session_kind, continued_in,
-        0 AS archived, NULL::text AS object_json,
+        0 AS archived, 0 AS picker_archived, NULL::text AS object_json,
         source, origin_url, pushed_by_user, pushed_by_host, pushed_at
     FROM {t}.sessions base""",
     ),

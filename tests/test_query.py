@@ -518,6 +518,63 @@ def test_continue_passes_over_a_session_claude_codes_picker_archived(
         )
 
 
+def _picker_archive(s: Any, archived: bool | None) -> None:
+    """What Claude Code's picker does on ctrl+e (None: the sidecar removed)."""
+    sidecar = s.project_dir / s.session_id / "archived.json"
+    if archived is None:
+        sidecar.unlink()
+        return
+    sidecar.parent.mkdir(exist_ok=True)
+    sidecar.write_text(json.dumps({"archived": archived, "at": "2026-11-30T10:00:00.000Z"}))
+
+
+def test_listings_hide_what_claude_codes_picker_archived_and_follow_each_toggle(
+    tmp_path: Path,
+) -> None:
+    """reference §6.3: the picker hides an archived session (ctrl+e writes
+    ``<id>/archived.json``; no transcript changes). list, search and from-pr hide it
+    too, --all-kinds shows it, and each toggle is seen by the next command; the index
+    rebuilt says the same."""
+    tree = ConfigTree(tmp_path / "claude")
+    kept = tree.session(cwd="/w/app")
+    kept.user("the pelican census, kept")
+    kept.write(mtime=1_800_000_000)
+    shelved = tree.session(cwd="/w/app")
+    shelved.user("the pelican census, shelved")
+    shelved.pr_link(number=3, url="https://github.com/acme/app/pull/3", repository="acme/app")
+    shelved.write(mtime=1_800_000_100)
+
+    def ids(*args: str) -> set[str]:
+        return {r["session_id"] for r in _cli_json(tmp_path, tree.root, *args)}
+
+    def answers() -> tuple[set[str], ...]:
+        return (
+            ids("list", "--cwd", "/w/app"),
+            ids("search", "pelican", "--cwd", "/w/app"),
+            ids("list", "--cwd", "/w/app", "--all-kinds"),
+        )
+
+    both = {kept.session_id, shelved.session_id}
+    assert answers() == (both, both, both)
+    for archived in (True, False, True):
+        _picker_archive(shelved, archived)
+        shown = {kept.session_id} if archived else both
+        assert answers() == (shown, shown, both)
+        pr = CliRunner().invoke(
+            cli,
+            ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "from-pr",
+             "https://github.com/acme/app/pull/3", "--cwd", "/w/app", "--json"],
+        )  # fmt: skip
+        assert pr.exit_code == (1 if archived else 0)
+    rebuilt = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "index", "--rebuild"]
+    )
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert answers() == ({kept.session_id}, {kept.session_id}, both)
+    _picker_archive(shelved, None)
+    assert answers() == (both, both, both)
+
+
 @pytest.mark.parametrize("kind", ["empty", "metadata-only"])
 def test_an_id_prefix_skips_files_without_messages_as_a_whole_id_does(
     tmp_path: Path, kind: str

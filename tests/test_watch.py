@@ -9,6 +9,7 @@ fail with the state they last saw.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import queue
@@ -878,3 +879,39 @@ def test_a_path_that_never_goes_quiet_is_applied_at_its_max_latency() -> None:
         time.sleep(0.01)
         work = pending.take(debounce=0.05, max_latency=0.2, tick=30.0)
     assert work is not None and work.files == ["/c/projects/k/streaming.jsonl"]
+
+
+@pytest.mark.parametrize("first", ["folder exists", "folder made with the sidecar"])
+def test_an_archive_toggled_in_claude_codes_picker_reaches_the_index(
+    tmp_path: Path, start_watcher, first: str
+) -> None:
+    """ctrl+e in Claude Code's picker writes ``<id>/archived.json`` and no transcript:
+    the watcher maps that file to its session, which listings then hide (and show
+    again once unarchived)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/w/app", "guava shelved in the picker")
+    folder = s.project_dir / s.session_id
+    if first == "folder exists":
+        folder.mkdir()
+    start_watcher([tree.root])
+    db = open_db(tmp_path / "index.db")
+
+    def archived() -> Any:
+        row = db.execute(
+            "SELECT picker_archived FROM sessions WHERE session_id = ?", [s.session_id]
+        ).fetchone()
+        return row is not None and row[0]
+
+    try:
+        wait_for(lambda: found(db, "guava"), "the session")
+        folder.mkdir(exist_ok=True)
+        sidecar = folder / "archived.json"
+        temporary = folder / ".archived.json.tmp"  # written aside, then renamed over
+        for state in (True, False, True):
+            temporary.write_text(json.dumps({"archived": state, "at": "2026-11-30T10:00:00Z"}))
+            os.rename(temporary, sidecar)
+            wait_for(lambda state=state: bool(archived()) is state, f"archived={state}")
+        sidecar.unlink()
+        wait_for(lambda: not archived(), "the sidecar removed")
+    finally:
+        db.close()

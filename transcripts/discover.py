@@ -28,6 +28,10 @@ ARCHIVE_SUFFIX = ".tar.gz"
 
 MAIN = "main"
 SUBAGENT = "subagent"
+# _scan_project's kind for a main transcript whose <id>/ folder exists (callers see MAIN).
+MAIN_WITH_FOLDER = "main+folder"
+# Claude Code's picker archive (ctrl+e): <id>/archived.json, {"archived": true|false}.
+PICKER_ARCHIVE_NAME = "archived.json"
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,14 @@ def _entries(path: str, unlisted: dict[str, str] | None) -> list[os.DirEntry[str
 
 
 def _found(
-    path: str, root: Path, key: str, sid: str, kind: str, agent: str | None, st: os.stat_result
+    path: str,
+    root: Path,
+    key: str,
+    sid: str,
+    kind: str,
+    agent: str | None,
+    st: os.stat_result,
+    picker_archive: str | None = None,
 ) -> Found:
     return Found(
         path,
@@ -163,6 +174,7 @@ def _found(
         st.st_ino,
         st.st_dev,
         st.st_ctime_ns,
+        picker_archive,
     )
 
 
@@ -273,7 +285,7 @@ def _scan_project(
         if st is None:
             continue
         sid = name[:-6]
-        yield entry.path, sid, MAIN, None, st
+        yield entry.path, sid, MAIN if sid not in folders else MAIN_WITH_FOLDER, None, st
         if subagents and sid in folders:
             for path, agent, st in _scan_subagents(root, key, sid, skipped, unlisted):
                 yield path, sid, SUBAGENT, agent, st
@@ -285,7 +297,7 @@ def iter_project(
     """Main transcripts of one project dir, each followed by its subagents. Entries named
     like transcripts that are not regular files are counted in ``skipped``."""
     for path, sid, kind, agent, st in _scan_project(root, key, subagents, skipped):
-        yield _make(path, root, key, sid, kind, agent, st)
+        yield _make(path, root, key, sid, MAIN if kind == MAIN_WITH_FOLDER else kind, agent, st)
 
 
 class Found(NamedTuple):
@@ -307,6 +319,8 @@ class Found(NamedTuple):
     inode: int
     device: int
     ctime_ns: int | None = None
+    # A main transcript's <id>/archived.json, as picker_archive_stamp says it is now.
+    picker_archive: str | None = None
 
     def file(self) -> TranscriptFile:
         return TranscriptFile(
@@ -333,7 +347,10 @@ def iter_found(
     Directories that exist but cannot be listed go to ``unlisted`` (path → reason)."""
     for key in iter_project_keys(root, skipped, unlisted):
         for path, sid, kind, agent, st in _scan_project(root, key, True, skipped, unlisted):
-            yield _found(path, root, key, sid, kind, agent, st)
+            if kind == MAIN_WITH_FOLDER:  # only a session with a folder can have one
+                yield _found(path, root, key, sid, MAIN, agent, st, picker_archive_stamp(path))
+            else:
+                yield _found(path, root, key, sid, kind, agent, st)
 
 
 def iter_transcripts(
@@ -356,19 +373,42 @@ def read_subagent_meta(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _picker_archive_path(transcript: str | os.PathLike[str]) -> str:
+    text = os.fspath(transcript)
+    folder = text[: -len(".jsonl")] if text.endswith(".jsonl") else text
+    return os.path.join(folder, PICKER_ARCHIVE_NAME)
+
+
 def archived_in_picker(transcript: str | os.PathLike[str]) -> bool:
     """Whether Claude Code's picker archived this session (ctrl+e): its folder holds
     ``archived.json`` saying ``{"archived": true}``. The picker hides such a session
     and ``claude --continue`` passes it over. Missing, unreadable or anything else:
     not archived. (Not sessiondex's own archive, a copy kept from the sweep.)"""
-    text = os.fspath(transcript)
-    folder = text[: -len(".jsonl")] if text.endswith(".jsonl") else text
     try:
-        with open(os.path.join(folder, "archived.json"), "rb") as sidecar:
-            value = orjson.loads(sidecar.read(64 * 1024))
+        fd = os.open(_picker_archive_path(transcript), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        value = orjson.loads(os.read(fd, 64 * 1024))
     except (OSError, orjson.JSONDecodeError):
         return False
+    finally:
+        os.close(fd)
     return isinstance(value, dict) and value.get("archived") is True
+
+
+def picker_archive_stamp(transcript: str | os.PathLike[str]) -> str | None:
+    """The ``lstat`` of a session's ``archived.json`` as one text (size, mtime, inode,
+    device, change time), or None when there is none (or it is no regular file): what
+    the index compares to know whether to read it again. Toggling the archive in the
+    picker rewrites that file and touches no transcript."""
+    try:
+        st = os.lstat(_picker_archive_path(transcript))
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}:{st.st_ctime_ns}"
 
 
 def _configured_spelling(text: str, roots: list[Path]) -> str:
