@@ -187,24 +187,33 @@ def id_chars(session_ids: Iterable[str]) -> int:
     return width
 
 
+def _text(obj: dict[str, Any], key: str) -> str:
+    """A text field of a session object, "" when it is not one. The stored objects are
+    built by the indexer, but the index is a file anyone can edit: a table shows what it
+    can of a row holding a number for a title rather than stopping in a traceback."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def _session_cells(
     obj: dict[str, Any], project: bool, agent: str | None = None, id_width: int = SHORT_ID
 ) -> list[str]:
-    title = obj.get("title") or ""
+    title = _text(obj, "title")
     if agent and agent.strip():
         title += f" @{agent.strip()}"  # the picker's rule: an agent-name beside the title
     if is_archived(obj):
         title = "[archived] " + title
     if obj.get("forked_from"):
         title = "↳ " + title
-    if obj.get("tag"):
-        title += f"  #{obj['tag']}"
+    if tag := _text(obj, "tag"):
+        title += f"  #{tag}"
+    size = obj.get("file_size")
     return [
         title,
         *([project_label(obj)] if project else []),
-        relative_time(obj.get("last_activity")),
-        obj.get("git_branch") or "",
-        human_size(obj.get("file_size")),
+        relative_time(_text(obj, "last_activity") or None),
+        _text(obj, "git_branch"),
+        human_size(size if type(size) is int else None),
         str(obj.get("message_count", "")),
         str(obj.get("session_id", ""))[:id_width],
     ]

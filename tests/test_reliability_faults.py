@@ -667,3 +667,32 @@ def test_a_read_only_side_file_is_named(
     monkeypatch.setattr(os, "access", access)
     text = describe(sqlite3.OperationalError("attempt to write a readonly database"), db)
     assert said.format(db=db, folder=tmp_path) in text
+
+
+@pytest.mark.parametrize(
+    "field", ["title", "last_activity", "file_size", "git_branch", "tag", "cwd", "message_count"]
+)
+@pytest.mark.parametrize("value", ['[1, {"a": 2}]', "42", '{"x": 1}'])
+def test_a_stored_object_with_a_value_of_the_wrong_type_still_makes_a_table(
+    tmp_path: Path, field: str, value: str
+) -> None:
+    """A stored object edited by hand that keeps its keys and stays valid JSON is
+    trusted (checking every value's type would tax every listing). A table built from a
+    number for a title, or a list for a date, ended in a traceback; it shows the row
+    with what it can."""
+    import sqlite3
+
+    world = World(tmp_path)
+    with sqlite3.connect(world.db) as conn:
+        conn.execute(
+            f"UPDATE sessions SET object_json = json_set(object_json, '$.{field}', json(?))",
+            [value],
+        )
+    for args in (
+        ["list", "--scope", "all"],
+        ["search", WORD, "--scope", "all"],
+        ["resolve", world.sid],
+    ):
+        result = world.run("--no-refresh", *args, "--cwd", CWD)
+        assert result.exit_code == 0, (args, result.output)
+        assert "Traceback" not in result.output and world.sid[:8] in result.stdout
