@@ -26,6 +26,7 @@ import asyncio
 import hashlib
 import os
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -243,6 +244,17 @@ def select_files(options: PushOptions) -> list[TranscriptFile]:
     return files
 
 
+def _same_stat(st: os.stat_result, tf: TranscriptFile) -> bool:
+    """Whether ``st`` is the stat ``tf`` was discovered with (no write since)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns) == (
+        tf.size,
+        tf.mtime_ns,
+        tf.inode,
+        tf.device,
+        tf.ctime_ns,
+    )
+
+
 def _meta_path(tf: TranscriptFile) -> Path:
     return tf.path.with_name(tf.path.name[: -len(".jsonl")] + ".meta.json")
 
@@ -286,7 +298,7 @@ class Pusher:
         self.host = host or "unknown"
         self._known: dict[tuple[str, str], _FileState] = {}
         # path -> (offset, fingerprint) this run stored after its last chunk of the file
-        self._sent: dict[str, tuple[int, str]] = {}
+        self._sent: dict[str, tuple[int, str | None]] = {}
 
     async def load_known(self) -> None:
         """What this host has pushed, in one query: a file that has not changed since
@@ -398,7 +410,7 @@ class Pusher:
                 consumed, status = 0, "rewritten"
             start = consumed
             while consumed < size:
-                entries, end = self._read(tf, stream, consumed, size)
+                entries, end, _ = self._read(tf, stream, consumed, size)
                 self.stats.entries += len(entries)
                 if end == consumed:
                     break
@@ -435,7 +447,6 @@ class Pusher:
         except OSError:
             return status, True  # vanished or unreadable: the next push tries again
         with stream:
-            checked_ns = time.time_ns()
             stat = os.fstat(stream.fileno())
             size = stat.st_size
             consumed = state.consumed
@@ -453,7 +464,7 @@ class Pusher:
                 return status, True
             # the stored CRC stands for [0, consumed) when _changed kept the offset
             sent = known_crc(state.fingerprint, consumed) if consumed else (0, 0)
-            entries, end = self._read(tf, stream, consumed, size)
+            entries, end, read_crc = self._read(tf, stream, consumed, size, sent[1])
             if end == consumed:  # only a line still being written: not sent, but counted
                 mtime_ms = os.fstat(stream.fileno()).st_mtime_ns // 1_000_000
                 await set_file_stat(self.conn, key, str(tf.path), size, mtime_ms)
@@ -475,7 +486,13 @@ class Pusher:
             self.stats.duplicates += result.skipped
             # the CRC of what was sent before, carried on: one pass over the file for a
             # push in chunks, not one per chunk from byte 0
-            stored = fingerprint(stream, end, sent)
+            taken = fingerprint(stream, end, sent)
+            stored: str | None = taken
+            if read_crc is not None and taken.rpartition(":")[2] != f"{read_crc:08x}":
+                # The bytes changed between their reading and now (an edit in place while
+                # they were sent): the store holds what was read, so no fingerprint of
+                # the file as it is may stand for it. None: the next look sends it again.
+                stored = None
             await self.conn.execute(
                 "UPDATE push_files SET consumed = %s, fingerprint = %s, transcript_ref = %s,"
                 " with_tools = %s, pushed_at = now()"
@@ -491,8 +508,12 @@ class Pusher:
                 ],
             )
             self._sent[str(tf.path)] = (end, stored)
-            if end == size:  # the whole file as stat'ed is in the store
-                self.memo.learn(str(tf.path), stat, checked_ns, stored)
+            if stored is not None and end == size and _same_stat(stat, tf):
+                # The whole file is in the store, and it has not changed since it was
+                # discovered (the CRC of earlier chunks was carried, not read again: an
+                # edit between chunks shows only in the stat, and then the next push
+                # reads it all).
+                self.memo.learn(str(tf.path), stat, self.checked_ns, stored)
             return status, end >= size
 
     async def _session_ref(self, transcript_ref: int) -> int:
@@ -505,16 +526,25 @@ class Pusher:
         return int(row[0])
 
     def _read(
-        self, tf: TranscriptFile, stream: Any, consumed: int, size: int
-    ) -> tuple[list[Entry], int]:
+        self, tf: TranscriptFile, stream: Any, consumed: int, size: int, crc: int = 0
+    ) -> tuple[list[Entry], int, int | None]:
         """Complete lines from ``consumed`` (up to ``size``, the stat taken first), at
         most ``CHUNK_BYTES`` of them but at least one, prepared for sending; returns
-        them and the offset after the last."""
+        them, the offset after the last, and the CRC-32 of the bytes read, carried on
+        from ``crc`` (that of ``[0, consumed)``): what the fingerprint stored with them
+        must say. None when a line too long to keep was skipped unseen."""
         reader = RecordReader(stream, consumed, limit=size - consumed)
         entries: list[Entry] = []
         findings: list[Finding] = []
         end: int | None = None
+        expected: int | None = consumed  # where the next line starts, while contiguous
         for offset, line in reader.lines():
+            if expected is not None:
+                if offset == expected:
+                    crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
+                    expected = offset + len(line) + 1
+                else:
+                    expected = None
             record, problem = classify(line)
             if record is None:
                 if problem is not None:
@@ -539,7 +569,7 @@ class Pusher:
         for kind, count in reader.problems.items():
             self.stats.bad_lines[kind] += count
         self.stats.bytes_read += end - consumed
-        return entries, end
+        return entries, end, crc if expected == end else None
 
     async def _push_meta(self, tf: TranscriptFile, key: Key) -> None:
         """A subagent's ``agent-<id>.meta.json`` as the SDK imports it: one

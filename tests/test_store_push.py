@@ -1060,3 +1060,59 @@ def test_the_memo_forgets_deleted_transcripts(tree: ConfigTree, pg_dsn: str) -> 
     push(tree.root, pg_dsn)
     assert gone not in json.loads(memo.read_text())["files"]
     assert len(json.loads(memo.read_text())["files"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("after_chunk", "edit_chunk"),
+    [
+        (1, 1),  # edited after its chunk was read, before its fingerprint was taken
+        (2, 1),  # an earlier chunk edited while a later one was sent
+        (3, 2),
+    ],
+)
+def test_an_edit_in_place_while_a_push_sends_the_file_is_sent_again(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch, after_chunk: int, edit_chunk: int
+) -> None:
+    """A user redacting a secret in place while a long push runs: the store kept the
+    secret for good. Edited after its chunk was read, the bytes were fingerprinted as
+    they are now while the store held them as read; edited while a later chunk was
+    sent, the memo took the file's new stat for the old CRC. Either way the next push
+    (or this one) sends the file again."""
+    from sessiondex.store import push as push_module
+
+    monkeypatch.setattr(push_module, "CHUNK_BYTES", 4096)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/home/dev/shop", git_branch="main")
+    for n in range(60):
+        secret = f"my token is mysecretvalueQ{n:02d} " if n % 4 == 1 else ""
+        s.user(f"question {n} {secret}" + "padding text " * 20)
+    s.assistant("noted")
+    path = s.write(mtime=1_790_000_000)
+    data = path.read_bytes()
+    # a secret well inside the chunk to edit (a chunk ends with the line that crosses
+    # each 4096 bytes: chunk k holds about [4096 (k-1), 4096 k) and a line more)
+    low, high = (edit_chunk - 1) * 4096 + 800, edit_chunk * 4096 - 100
+    secret = next(
+        data[i : i + 16] for i in range(low, high) if data.startswith(b"mysecretvalueQ", i)
+    )
+    calls = 0
+    real_append = push_module.append
+
+    async def append_then_edit(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        result = await real_append(*args, **kwargs)
+        calls += 1
+        if calls == after_chunk:
+            with open(path, "r+b") as file:
+                file.write(path.read_bytes().replace(secret, b"*" * len(secret)))
+            os.utime(path, (1_790_000_000, 1_790_000_000))  # mtime set back: long quiet
+        return result
+
+    monkeypatch.setattr(push_module, "append", append_then_edit)
+    push(tree.root, pg_dsn)
+    monkeypatch.setattr(push_module, "append", real_append)
+    push(tree.root, pg_dsn)
+    texts = " ".join(str(t) for (t,) in query(pg_dsn, "SELECT text FROM messages"))
+    assert secret.decode() not in texts
+    assert push(tree.root, pg_dsn)["unchanged"] == 1
+    assert_each_entry_once(pg_dsn, tree.root)
