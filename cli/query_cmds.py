@@ -166,7 +166,8 @@ def _no_sessions(db: Any, filters: Any) -> str:
     if not filters.all_kinds and list_sessions(db, replace(filters, all_kinds=True, limit=1)):
         tries.insert(
             0,
-            "--all-kinds (-p/SDK, sidechain, /loop, team, daemon and superseded sessions are hidden)",
+            "--all-kinds (-p/SDK, sidechain, /loop, team, daemon, superseded and"
+            " picker-archived sessions are hidden)",
         )
     return "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
 

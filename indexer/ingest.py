@@ -40,7 +40,12 @@ from sessiondex.indexer.parse import (
 from sessiondex.indexer.shape import settled_at, stat_settled
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, packer
-from sessiondex.transcripts.discover import MAIN, TranscriptFile, archived_in_picker
+from sessiondex.transcripts.discover import (
+    MAIN,
+    TranscriptFile,
+    archived_in_picker,
+    picker_archive_stamp,
+)
 from sessiondex.transcripts.pr_urls import PullRequest
 
 
@@ -321,6 +326,19 @@ def ingest_file(
         return _ingest_locked(db, tf, stats, include_tools, force)
 
 
+def _read_picker_archive(db: Database, path: str) -> None:
+    """Set a session row just written anew from its ``archived.json`` as it is now."""
+    follow_picker_archive(db, path, picker_archive_stamp(path), None, reread=True)
+
+
+def sync_picker_archive(db: Database, path: str, stamp: str | None) -> None:
+    """:func:`follow_picker_archive` with the stamp last read taken from the index: for
+    a main transcript just ingested (its sidecar may have changed with it)."""
+    row = db.execute("SELECT picker_archive FROM files WHERE path = ?", [path]).fetchone()
+    if row is not None:
+        follow_picker_archive(db, path, stamp, row[0])
+
+
 def follow_picker_archive(
     db: Database, path: str, stamp: str | None, known: str | None, *, reread: bool = False
 ) -> None:
@@ -446,6 +464,7 @@ def apply_tail(
                 quiet=settled_at(tf.mtime_ns, checked_ns),
             )
         _write_new_session(db, tf, parsed, stats, checked_ns)
+        _read_picker_archive(db, path)
         return
     if stored is None:
         cursor = db.execute(
@@ -489,6 +508,8 @@ def apply_tail(
                 " VALUES (?, ?, ?, ?, ?)",
                 [session_rowid, str(tf.root), tf.project_key, tf.session_id, path],
             )
+            # a row written anew: its picker archive too, whoever ingests the file
+            _read_picker_archive(db, path)
     if parsed is None:
         state = None
         known_branches: set[str] = set()

@@ -30,6 +30,7 @@ from sessiondex.indexer.ingest import (
     parent_file_id,
     remove_path,
     stored_file,
+    sync_picker_archive,
 )
 from sessiondex.indexer.meta import get_meta, immediate, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher, may_start_parser, parse_new_file
@@ -292,11 +293,8 @@ def refresh(
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools, prefetcher.dictionary)
                 else:
                     ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
-                if found.kind == MAIN and (found.picker_archive or stat_row):
-                    known_stamp = stat_row["picker_archive"] if stat_row else None
-                    follow_picker_archive(
-                        db, found.path, found.picker_archive, known_stamp, reread=True
-                    )
+                if found.kind == MAIN:  # changed with its transcript, or not
+                    sync_picker_archive(db, found.path, found.picker_archive)
             except Exception as exc:
                 if not file_failure(exc):
                     raise
@@ -438,11 +436,6 @@ def ingest_path(db: Database, path: str, roots: list[Path], stats: RefreshStats)
             ingest_file(db, main, stats, include_tools=include_tools_setting(db))
         return ingest_file(db, tf, stats, include_tools=include_tools_setting(db))
     done = ingest_file(db, tf, stats, include_tools=include_tools_setting(db))
-    main_path = str(tf.path)
-    stored = stored_file(db, main_path)
-    if stored is not None:  # its archived.json may be what changed (watch maps it here)
-        follow_picker_archive(
-            db, main_path, picker_archive_stamp(main_path), stored.get("picker_archive"),
-            reread=done != UNCHANGED,
-        )  # fmt: skip
+    # its archived.json may be what changed (watch maps an event on it here)
+    sync_picker_archive(db, str(tf.path), picker_archive_stamp(str(tf.path)))
     return done

@@ -284,7 +284,10 @@ def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:
     if event.event_type == "moved":  # forget the source, index the destination
         paths.append(os.fsdecode(event.dest_path))
     if event.is_directory:
-        return [], paths
+        # a session's <id>/ folder moved or deleted (to the trash, say) takes its
+        # archived.json along: its main transcript is what changes in the index
+        mains = [p + SUFFIX for p in paths if is_session_id(os.path.basename(p))]
+        return mains, paths
     files = [p for p in paths if p.endswith(SUFFIX)]
     # Claude Code's picker archive (ctrl+e) writes <id>/archived.json and no transcript:
     # its session's main transcript is what changes in the index.

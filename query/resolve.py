@@ -520,7 +520,7 @@ def continue_session(
     if archived:
         raise NotFound(
             f"No conversation found to continue in {here}: its {archived} session(s) are"
-            " archived in Claude Code's picker (ctrl+s there shows them; `sessiondex list`"
-            " lists them)"
+            " archived in Claude Code's picker (ctrl+s there shows them; `sessiondex list"
+            " --all-kinds` lists them)"
         )
     raise NotFound(f"No conversation found to continue in {here}")

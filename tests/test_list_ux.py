@@ -273,7 +273,7 @@ def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
             ("sdk-py", "sdk-cli"),
             "all",
             "No sessions in this scope (try --all-kinds (-p/SDK, sidechain, /loop, team,"
-            " daemon and superseded sessions are hidden)).\n",
+            " daemon, superseded and picker-archived sessions are hidden)).\n",
         ),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -573,6 +574,82 @@ def test_listings_hide_what_claude_codes_picker_archived_and_follow_each_toggle(
     assert answers() == ({kept.session_id}, {kept.session_id}, both)
     _picker_archive(shelved, None)
     assert answers() == (both, both, both)
+
+
+def test_a_picker_archived_session_stays_hidden_when_another_command_reads_it_anew(
+    tmp_path: Path,
+) -> None:
+    """A rewritten transcript is read again from the start, its session row written
+    anew; cleanup's plan did that without the sidecar, and the session came back in
+    every listing until a rebuild (the sidecar's stamp had not changed)."""
+    tree = ConfigTree(tmp_path / "claude")
+    kept = tree.session(cwd="/w/app")
+    kept.user("the kept conversation")
+    kept.write(mtime=1_800_000_000)
+    shelved = tree.session(cwd="/w/app")
+    shelved.user("the shelved conversation")
+    shelved.assistant("noted")
+    path = shelved.write(mtime=1_700_000_000)
+    _picker_archive(shelved, True)
+
+    def listed() -> set[str]:
+        return {r["session_id"] for r in _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/app")}
+
+    assert listed() == {kept.session_id}
+    path.write_bytes(path.read_bytes().split(b"\n")[0] + b"\n")  # rewritten shorter
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db")]
+    for args in (["--no-refresh", "cleanup", "--cwd", "/w/app"], ["index"], ["index", "--rebuild"]):
+        assert CliRunner().invoke(cli, [*base, *args]).exit_code == 0
+        assert listed() == {kept.session_id}, args
+
+
+@pytest.mark.parametrize("how", ["a linked folder", "a linked sidecar"])
+def test_a_sidecar_reached_through_a_link_counts_everywhere(tmp_path: Path, how: str) -> None:
+    """Claude Code reads archived.json through links; list hid nothing and continue
+    skipped the session (it read through the link): both now count it."""
+    tree = ConfigTree(tmp_path / "claude")
+    older = tree.session(cwd="/w/app")
+    older.user("the older conversation")
+    older.write(mtime=1_800_000_000)
+    newest = tree.session(cwd="/w/app")
+    newest.user("the newest conversation")
+    newest.write(mtime=1_800_000_500)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "archived.json").write_text('{"archived": true}')
+    folder = newest.project_dir / newest.session_id
+    if how == "a linked folder":
+        folder.symlink_to(elsewhere)
+    else:
+        folder.mkdir()
+        (folder / "archived.json").symlink_to(elsewhere / "archived.json")
+    listed = _cli_json(tmp_path, tree.root, "list", "--cwd", "/w/app")
+    assert [r["session_id"] for r in listed] == [older.session_id]
+    [found] = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/w/app")
+    assert found["session_id"] == older.session_id
+
+
+def test_a_fifo_for_a_sidecar_never_blocks(tmp_path: Path) -> None:
+    """Opening a FIFO waits for a writer: continue hung for good."""
+    import threading
+
+    from sessiondex.transcripts.discover import archived_in_picker, picker_archive_stamp
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("a conversation")
+    path = s.write(mtime=1_800_000_000)
+    (s.project_dir / s.session_id).mkdir()
+    os.mkfifo(s.project_dir / s.session_id / "archived.json")
+    answers: list[bool] = []
+    reader = threading.Thread(target=lambda: answers.append(archived_in_picker(path)), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert answers == [False]
+    assert picker_archive_stamp(path) is None
+    [found] = _cli_json(tmp_path, tree.root, "continue", "--cwd", "/w/app")
+    assert found["session_id"] == s.session_id
 
 
 @pytest.mark.parametrize("kind", ["empty", "metadata-only"])

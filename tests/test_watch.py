@@ -913,5 +913,12 @@ def test_an_archive_toggled_in_claude_codes_picker_reaches_the_index(
             wait_for(lambda state=state: bool(archived()) is state, f"archived={state}")
         sidecar.unlink()
         wait_for(lambda: not archived(), "the sidecar removed")
+        # archived again, then the whole folder moved away (to the trash, say): only a
+        # directory event, which names no transcript
+        temporary.write_text(json.dumps({"archived": True, "at": "2026-11-30T10:00:00Z"}))
+        os.rename(temporary, sidecar)
+        wait_for(archived, "archived once more")
+        folder.rename(tmp_path / "trash")
+        wait_for(lambda: not archived(), "the folder moved out of projects/")
     finally:
         db.close()

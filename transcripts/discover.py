@@ -32,6 +32,8 @@ SUBAGENT = "subagent"
 MAIN_WITH_FOLDER = "main+folder"
 # Claude Code's picker archive (ctrl+e): <id>/archived.json, {"archived": true|false}.
 PICKER_ARCHIVE_NAME = "archived.json"
+# Claude Code writes ~50 bytes; more than this is not its sidecar.
+MAX_PICKER_ARCHIVE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -271,10 +273,13 @@ def _scan_project(
     # Real <id>/ folders, from the directory entries' types (no extra system call):
     # most sessions have none, and looking for subagents/ in each would cost two.
     folders = set()
+    linked = set()  # a link where <id>/ would be: Claude Code reads archived.json through it
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
                 folders.add(entry.name)
+            elif entry.is_symlink():
+                linked.add(entry.name)
         except OSError:
             continue
     for entry in entries:
@@ -285,7 +290,8 @@ def _scan_project(
         if st is None:
             continue
         sid = name[:-6]
-        yield entry.path, sid, MAIN if sid not in folders else MAIN_WITH_FOLDER, None, st
+        has_folder = sid in folders or sid in linked
+        yield entry.path, sid, MAIN_WITH_FOLDER if has_folder else MAIN, None, st
         if subagents and sid in folders:
             for path, agent, st in _scan_subagents(root, key, sid, skipped, unlisted):
                 yield path, sid, SUBAGENT, agent, st
@@ -384,12 +390,14 @@ def archived_in_picker(transcript: str | os.PathLike[str]) -> bool:
     ``archived.json`` saying ``{"archived": true}``. The picker hides such a session
     and ``claude --continue`` passes it over. Missing, unreadable or anything else:
     not archived. (Not sessiondex's own archive, a copy kept from the sweep.)"""
-    try:
-        fd = os.open(_picker_archive_path(transcript), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # through links, as Claude Code reads it; never blocking on a FIFO
+        fd = os.open(_picker_archive_path(transcript), os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return False
     try:
-        value = orjson.loads(os.read(fd, 64 * 1024))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        value = orjson.loads(os.read(fd, MAX_PICKER_ARCHIVE_BYTES))
     except (OSError, orjson.JSONDecodeError):
         return False
     finally:
@@ -398,12 +406,12 @@ def archived_in_picker(transcript: str | os.PathLike[str]) -> bool:
 
 
 def picker_archive_stamp(transcript: str | os.PathLike[str]) -> str | None:
-    """The ``lstat`` of a session's ``archived.json`` as one text (size, mtime, inode,
+    """The ``stat`` of a session's ``archived.json`` as one text (size, mtime, inode,
     device, change time), or None when there is none (or it is no regular file): what
     the index compares to know whether to read it again. Toggling the archive in the
     picker rewrites that file and touches no transcript."""
     try:
-        st = os.lstat(_picker_archive_path(transcript))
+        st = os.stat(_picker_archive_path(transcript))  # through links, as it is read
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
