@@ -569,3 +569,48 @@ def test_an_id_with_no_look_alike_stays_short(tmp_path: Path) -> None:
     base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
     table = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/a"])
     assert {len(line.split()[-1]) for line in table.stdout.splitlines()[1:]} == {8}
+
+
+def test_an_id_shown_is_never_another_sessions_name(tmp_path: Path) -> None:
+    """A name is tried before an ID prefix: with another session named ``deadbeef``,
+    the ID shown as ``deadbeef`` resolved to that one, and ``tag``/``delete`` of it would
+    have acted on it."""
+    tree = ConfigTree(tmp_path / "claude")
+    target = tree.session(cwd="/w/shop", session_id="deadbeef-1111-4111-8111-111111111111")
+    target.user("the session whose ID is shown")
+    target.write(mtime=T0 + 10)
+    other = tree.session(cwd="/w/shop", session_id="abcabcab-1111-4111-8111-111111111111")
+    other.user("the session named like an ID")
+    other.meta("custom-title", customTitle="  DeadBeef ")
+    other.write(mtime=T0)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    table = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/shop"])
+    cells = [line.split()[-1] for line in table.stdout.splitlines()[1:]]
+    shown = next(c for c in cells if target.session_id.startswith(c))
+    assert shown != "deadbeef"
+    result = CliRunner().invoke(cli, [*base, "resolve", shown, "--cwd", "/w/shop", "--json"])
+    assert json.loads(result.stdout)[0]["session_id"] == target.session_id
+
+
+def test_an_id_width_for_a_huge_listing_binds_no_parameter_per_id(tmp_path: Path) -> None:
+    """One parameter per listed ID passed PostgreSQL's 65,535 (a team store of 70,000
+    sessions listed whole ended in a traceback) and SQLite's limit (32,766 upstream,
+    250,000 in Debian's build): 260,000 IDs are widened in one read of the index's."""
+    import uuid
+
+    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.refresh import refresh
+    from sessiondex.query.resolve import prefix_width
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a", session_id="0badcafe-0000-4000-8000-000000000000")
+    s.user("one real session")
+    s.write(mtime=T0)
+    db = open_db(tmp_path / "i.db")
+    try:
+        refresh(db, [tree.root])
+        listed = [str(uuid.UUID(int=n << 64 | 0x4000_8000_0000_0000)) for n in range(1, 260_001)]
+        listed.append("0badcafe-0000-4000-8000-000000000001")  # shares 35 with the real one
+        assert prefix_width(db, listed, [tree.root]) == 36
+    finally:
+        db.close()
