@@ -560,9 +560,13 @@ class Index:
         from sessiondex.query.listing import list_sessions
         from sessiondex.query.sessions import ListingMemo
 
-        if self._listing_memo is None:
-            self._listing_memo = ListingMemo()
-        memo = self._listing_memo
+        # Only over connections it opened itself: one handed in is the caller's to
+        # change in ways SQLite counts nowhere (a backup loaded into it, say).
+        memo = None
+        if self._given is None:
+            if self._listing_memo is None:
+                self._listing_memo = ListingMemo()
+            memo = self._listing_memo
         return self._answer(lambda db: list_sessions(db, self._filters(filters), memo))
 
     def search(

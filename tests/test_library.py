@@ -698,6 +698,25 @@ def test_a_repeated_listing_inside_a_rolled_back_transaction(
         assert index.list(scope="all") == before
 
 
+def test_a_connection_handed_in_is_asked_again_each_time(tree: ConfigTree, tmp_path: Path) -> None:
+    """A backup loaded into the connection the caller gave moves neither SQLite's
+    data_version nor the connection's change count: a kept listing went stale. An
+    Index keeps listings only over connections it opened itself."""
+    disk = sqlite3.connect(tmp_path / "index.db")
+    with Index(disk, [tree.root]) as index:
+        index.list(scope="all")
+    memory = sqlite3.connect(":memory:")
+    disk.backup(memory)
+    with Index(memory, [tree.root], refresh=False) as index:
+        assert "Auth refactor" in [s["title"] for s in index.list(scope="all")]
+        disk.execute(
+            "UPDATE sessions SET object_json = replace(object_json, 'Auth refactor', 'Reloaded')"
+        )
+        disk.commit()
+        disk.backup(memory)
+        assert "Reloaded" in [s["title"] for s in index.list(scope="all")]
+
+
 def test_an_immutable_handle_gives_no_change_stamp(tree: ConfigTree, tmp_path: Path) -> None:
     """A file opened ``immutable=1`` (a read-only folder with no -shm) does not see
     another writer's commits, so its listings are never kept."""
