@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -436,10 +437,7 @@ def test_fork_never_overwrites_what_holds_the_new_path(
     assert not (world.base / "nowhere.jsonl").exists()
 
 
-@pytest.mark.parametrize("links", ["hard links", "no hard links"])
-def test_a_fork_appears_whole_or_not_at_all(
-    world: World, monkeypatch: pytest.MonkeyPatch, links: str
-) -> None:
+def test_a_fork_appears_whole_or_not_at_all(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fork killed while writing a big transcript left ``<new id>.jsonl`` cut
     mid-line, listed as a session. The copy is written under a hidden name and put in
     place whole: while its bytes are written, no transcript of its ID exists."""
@@ -458,19 +456,32 @@ def test_a_fork_appears_whole_or_not_at_all(
         return real_write(fd, data)
 
     monkeypatch.setattr(fork_module.os, "write", watched_write)
-    if links == "no hard links":
-
-        def no_link(*args: Any, **kwargs: Any) -> None:
-            raise OSError(1, "Operation not permitted")
-
-        monkeypatch.setattr(fork_module.os, "link", no_link)
     result = world.run("fork", world.ids["source"], "--cwd", CWD)
     assert result.exit_code == 0, result.output
     assert seen_while_writing == [False]
     assert [p.name for p in target.parent.iterdir() if p.name.startswith(".")] == []
+    assert target.stat().st_nlink == 1  # no second name holds it (a deleted fork would)
     lines = target.read_bytes().split(b"\n")
     assert lines[-1] == b"" and all(orjson.loads(raw) for raw in lines[:-1])
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_fork_sweeps_the_part_files_killed_forks_left(world: World) -> None:
+    """A fork killed while writing leaves ``.<id>.jsonl.part``, as big as what it
+    copied; the next fork in the folder removes those untouched for an hour (not a
+    fresh one: a fork may be writing it), and nothing else."""
+    folder = world.paths["source"].parent
+    stale = folder / ".0f0f0f0f-0000-4000-8000-00000000000a.jsonl.part"
+    fresh = folder / ".0f0f0f0f-0000-4000-8000-00000000000b.jsonl.part"
+    other = folder / ".notes.jsonl.part"
+    for path in (stale, fresh, other):
+        path.write_bytes(b'{"type":"user"')
+    old = time.time() - 7200
+    for path in (stale, other):
+        os.utime(path, (old, old))
+    result = world.run("fork", world.ids["source"], "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert not stale.exists() and fresh.exists() and other.exists()
 
 
 def test_build_fork_never_reuses_ids_and_skips_progress_chains() -> None:

@@ -24,7 +24,9 @@ half-made fork for long (a failed write removes it).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import time
 import uuid
 from collections.abc import Iterable
@@ -36,6 +38,7 @@ from typing import Any
 import orjson
 
 from sessiondex.transcripts.chain import load_entries
+from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, get_str, is_chain_entry
 from sessiondex.transcripts.write import TAIL_QUIET_SECONDS, WriteRefused, owned_transcript
 
@@ -257,12 +260,17 @@ def build_fork(
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` (never overwrite) with mode 0600, holding ``data`` whole or not
-    at all: it is written under a name no reader takes for a transcript
-    (``.<name>.part``), then linked into place, which fails if ``path`` exists. A fork
-    killed while writing a big transcript left ``path`` cut mid-line, listed by Claude
-    Code and sessiondex as a session; now it leaves at most the hidden part file."""
-    partial = path.with_name(f".{path.name}.part")
+    """Create ``path`` (never over an existing file) with mode 0600, holding ``data``
+    whole or not at all: it is written under a name no reader takes for a transcript
+    (``.<name>.part``) and renamed into place. A fork killed while writing a big
+    transcript left ``path`` cut mid-line, listed by Claude Code and sessiondex as a
+    session; now it leaves at most a part file, swept by a later fork in the folder.
+
+    A rename, not a hard link then an unlink: a kill between those two left the part
+    file holding the same inode, so deleting the fork left the whole transcript in it.
+    The name is a fresh UUID, checked free just before the rename."""
+    _sweep_parts(path.parent)
+    partial = path.with_name(f".{path.name}{PART_SUFFIX}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     if os.path.lexists(path):
         raise ForkError(f"{path} already exists; not overwriting it")
@@ -277,29 +285,39 @@ def _write_new(path: Path, data: bytes) -> None:
                 raise OSError(0, f"short write ({written} of {len(data)} bytes)")
         finally:
             os.close(fd)
-        _put_in_place(partial, path)
+        if os.path.lexists(path):
+            raise ForkError(f"{path} already exists; not overwriting it")
+        os.rename(partial, path)
     except OSError as exc:
         raise ForkError(f"cannot write {path}: {exc.strerror}") from None
     finally:
-        try:
-            os.unlink(partial)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            pass  # a stray hidden .part file: never read as a session
+        with contextlib.suppress(OSError):
+            os.unlink(partial)  # gone after the rename; a failed write's leftover
 
 
-def _put_in_place(partial: Path, path: Path) -> None:
-    """``partial`` at ``path`` too, never over an existing file: a hard link where the
-    file system has them, else a rename after checking (the name is a fresh UUID)."""
+PART_SUFFIX = ".part"
+# A part file this old belongs to no fork still writing: a killed one left it.
+STALE_PART_SECONDS = 3600.0
+
+
+def _sweep_parts(folder: Path) -> None:
+    """Remove the part files killed forks left in ``folder`` (``.<uuid>.jsonl.part``,
+    untouched for an hour): each can be as big as the transcript it copied."""
+    now = time.time()
     try:
-        os.link(partial, path, follow_symlinks=False)
-    except FileExistsError:
-        raise ForkError(f"{path} already exists; not overwriting it") from None
+        entries = list(os.scandir(folder))
     except OSError:
-        if os.path.lexists(path):
-            raise ForkError(f"{path} already exists; not overwriting it") from None
-        os.rename(partial, path)
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(".") and name.endswith(".jsonl" + PART_SUFFIX)):
+            continue
+        if not is_session_id(name[1 : -len(".jsonl" + PART_SUFFIX)]):
+            continue
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_PART_SECONDS:
+                os.unlink(entry.path)
 
 
 def fork_transcript(
