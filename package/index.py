@@ -448,7 +448,8 @@ class Index:
         transcripts — one ``stat`` per copy the index knows, one per project dir for a
         copy it does not know yet (a fork made a moment ago). True when something was
         ingested. Also with ``refresh=False``, which skips the pass over every file, not
-        this check (semantics: a read of one session reads your writes, and the SDK's)."""
+        this check (semantics: a read of one session reads your writes, and the SDK's),
+        but then only for the copies the index knows."""
         from sessiondex.indexer.freshness import is_stale, main_file_rows
         from sessiondex.transcripts.keys import is_session_id
 
@@ -458,7 +459,10 @@ class Index:
         rows = self._answer(lambda db: main_file_rows(db, session_id, roots))
         known = {row[0]: row for row in rows}
         paths = set(known)
-        for root in self.roots:
+        # A copy not indexed yet is looked for in every project dir: a stat each, too
+        # many for --no-refresh on a history of 20,000 project dirs, which then checks
+        # only the copies the index knows (a new copy waits for the next refresh).
+        for root in self.roots if self.auto_refresh else ():
             try:
                 entries = list(os.scandir(root / "projects"))
             except OSError:
