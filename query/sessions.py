@@ -239,12 +239,13 @@ def listing_objects(
 
 
 # The fields of a session object that hold containers: a copy copies them too.
-_CONTAINER_FIELDS = ("branches", "pr_links", "pr_mentions")
+_CONTAINER_FIELDS = ("branches", "pr_links", "pr_mentions", "forked_from")
 
 
 def fresh_copies(objects: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Copies of session objects that share nothing a caller could change: each object,
-    its lists and the dicts in them (a decoded object holds nothing deeper)."""
+    its lists and dicts, and the dicts in those lists (a decoded object holds nothing
+    deeper)."""
     out = []
     with collector_paused():
         for obj in objects:
@@ -253,6 +254,8 @@ def fresh_copies(objects: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 value = new.get(key)
                 if type(value) is list:
                     new[key] = [v.copy() if type(v) is dict else v for v in value]
+                elif type(value) is dict:
+                    new[key] = value.copy()
             out.append(new)
     return out
 

@@ -646,7 +646,12 @@ def test_a_repeated_listing_is_the_callers_to_change(tmp_path: Path) -> None:
     session = tree.session(cwd=CWD, git_branch="feat/pr")
     session.user("open the pull request")
     session.pr_link(number=7, url="https://github.com/acme/shop/pull/7", repository="acme/shop")
-    session.write()
+    session.write(mtime=1_790_000_100)
+    fork = tree.session(cwd=CWD)
+    fork.user(
+        "open the pull request", forkedFrom={"sessionId": session.session_id, "messageUuid": "m"}
+    )
+    fork.write(mtime=1_790_000_000)
     with Index(tmp_path / "index.db", [tree.root]) as index:
         first = index.list(scope="all")
         pristine = [dict(first[0], pr_links=[dict(p) for p in first[0]["pr_links"]])]
@@ -655,9 +660,13 @@ def test_a_repeated_listing_is_the_callers_to_change(tmp_path: Path) -> None:
         first[0]["pr_links"][0]["number"] = 0
         first[0]["pr_mentions"].append({"url": "scribbled"})
         second = index.list(scope="all")
+        fork = next(o for o in index.list(scope="all", all_kinds=True) if o["forked_from"])
+        fork["forked_from"]["session_id"] = "scribbled"
+        again = next(o for o in index.list(scope="all", all_kinds=True) if o["forked_from"])
+        assert again["forked_from"]["session_id"] == session.session_id
         assert second[0]["pr_links"][0]["number"] == 7
         assert second[0]["branches"] == ["feat/pr"] and second[0]["pr_mentions"] == []
-        assert second == [dict(pristine[0], branches=["feat/pr"], pr_mentions=[])]
+        assert second[0] == dict(pristine[0], branches=["feat/pr"], pr_mentions=[])
         assert second[0] is not index.list(scope="all")[0]
 
 
