@@ -327,13 +327,22 @@ def ingest_file(
 
 
 def _read_picker_archive(db: Database, path: str) -> None:
-    """Set a session row just written anew from its ``archived.json`` as it is now."""
-    follow_picker_archive(db, path, picker_archive_stamp(path), None, reread=True)
+    """Set a session row just written anew from its ``archived.json`` as it is now. Most
+    sessions have none: the new row's flag is already 0, and only a stamp kept from an
+    earlier reading is cleared (no savepoint, no read: a cold build does this per file)."""
+    stamp = picker_archive_stamp(path)
+    if stamp is None:
+        db.execute(
+            "UPDATE files SET picker_archive = NULL WHERE path = ? AND picker_archive IS NOT NULL",
+            [path],
+        )
+        return
+    follow_picker_archive(db, path, stamp, None, reread=True)
 
 
 def sync_picker_archive(db: Database, path: str, stamp: str | None) -> None:
     """:func:`follow_picker_archive` with the stamp last read taken from the index: for
-    a main transcript just ingested (its sidecar may have changed with it)."""
+    the watcher's per-path ingest (an event may be the sidecar's alone)."""
     row = db.execute("SELECT picker_archive FROM files WHERE path = ?", [path]).fetchone()
     if row is not None:
         follow_picker_archive(db, path, stamp, row[0])

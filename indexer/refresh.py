@@ -293,7 +293,11 @@ def refresh(
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools, prefetcher.dictionary)
                 else:
                     ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)
-                if found.kind == MAIN:  # changed with its transcript, or not
+                if (  # changed with its transcript (a new row read it already)
+                    found.kind == MAIN
+                    and stat_row is not None
+                    and found.picker_archive != stat_row["picker_archive"]
+                ):
                     sync_picker_archive(db, found.path, found.picker_archive)
             except Exception as exc:
                 if not file_failure(exc):
