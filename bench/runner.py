@@ -710,11 +710,17 @@ class Bench:
         of the first listing after a change."""
         from sessiondex import Index
 
-        index = Index(self.db, self.roots, refresh=False)
+        # The path, not the open handle: an Index keeps listings only over connections
+        # it opened itself (one handed in is the caller's to change behind its back).
+        index = Index(self.db_path, self.roots, refresh=False)
         ours_fn = lambda: index.list(scope="all")  # noqa: E731
-        self._list_row(row, ours_fn, 0.02)
+        try:
+            self._list_row(row, ours_fn, 0.02)
+            listed = len(ours_fn())
+        finally:
+            index.close()
         row.note = (
-            f"{len(ours_fn())} sessions listed (picker kinds), nothing changed since the"
+            f"{listed} sessions listed (picker kinds), nothing changed since the"
             f" last call; {row.note}"
         )
 
