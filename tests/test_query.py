@@ -477,6 +477,18 @@ def test_continue_skips_a_session_of_another_directory_with_the_same_key(
     assert found["session_id"] == mine.session_id
 
 
+def _older_and_newest(tmp_path: Path) -> tuple[ConfigTree, Any, Any]:
+    """Two sessions of /w/app: ``continue`` takes the newest unless it is passed over."""
+    tree = ConfigTree(tmp_path / "claude")
+    older = tree.session(cwd="/w/app")
+    older.user("the older conversation")
+    older.write(mtime=1_800_000_000)
+    newest = tree.session(cwd="/w/app")
+    newest.user("the newest conversation")
+    newest.write(mtime=1_800_000_500)
+    return tree, older, newest
+
+
 @pytest.mark.parametrize(
     ("sidecar", "skipped"),
     [
@@ -491,13 +503,7 @@ def test_continue_passes_over_a_session_claude_codes_picker_archived(
 ) -> None:
     """reference §7.4: --continue skips archived sessions (ctrl+e in the picker writes
     ``<id>/archived.json``); when only archived ones are left, the user is told."""
-    tree = ConfigTree(tmp_path / "claude")
-    older = tree.session(cwd="/w/app")
-    older.user("the older conversation")
-    older.write(mtime=1_800_000_000)
-    newest = tree.session(cwd="/w/app")
-    newest.user("the newest conversation, archived in the picker")
-    newest.write(mtime=1_800_000_500)
+    tree, older, newest = _older_and_newest(tmp_path)
     tree.write_file(
         f"projects/{newest.project_dir.name}/{newest.session_id}/archived.json", sidecar
     )
@@ -608,13 +614,7 @@ def test_a_picker_archived_session_stays_hidden_when_another_command_reads_it_an
 def test_a_sidecar_reached_through_a_link_counts_everywhere(tmp_path: Path, how: str) -> None:
     """Claude Code reads archived.json through links; list hid nothing and continue
     skipped the session (it read through the link): both now count it."""
-    tree = ConfigTree(tmp_path / "claude")
-    older = tree.session(cwd="/w/app")
-    older.user("the older conversation")
-    older.write(mtime=1_800_000_000)
-    newest = tree.session(cwd="/w/app")
-    newest.user("the newest conversation")
-    newest.write(mtime=1_800_000_500)
+    tree, older, newest = _older_and_newest(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "archived.json").write_text('{"archived": true}')
