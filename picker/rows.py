@@ -146,6 +146,13 @@ class Columns:
         return cls(title=max(12, width - fixed), branch=branch, project=project)
 
 
+def _text(obj: dict[str, Any], key: str) -> str:
+    """A text field of a session object, "" when it is not one: a stored object edited
+    by hand may hold a number for a title, and a row shows what it can."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def markers(obj: dict[str, Any]) -> list[str]:
     """Short labels after the title: ``@agent`` (an ``agent-name`` record, as Claude
     Code's picker shows it), ``#tag``, ``-p``/``sdk``, ``archived``."""
@@ -153,8 +160,8 @@ def markers(obj: dict[str, Any]) -> list[str]:
     agent = str(obj.get("agent_name") or "").strip()
     if agent:
         out.append("@" + clean(agent))
-    if obj.get("tag"):
-        out.append("#" + clean(obj["tag"]))
+    if tag := _text(obj, "tag"):
+        out.append("#" + clean(tag))
     kind = PRINT_MODE.get(str(obj.get("entrypoint") or ""))
     if kind:
         out.append(kind)
@@ -198,7 +205,7 @@ def row_text(
     if forks and not expanded:
         suffix.append(f"(+{forks} fork{'s' if forks != 1 else ''})")
     title_room = columns.title - cell_len(indent)
-    title = clean(obj.get("title") or str(obj.get("session_id", ""))[:8], ascii_only=ascii_only)
+    title = clean(_text(obj, "title") or str(obj.get("session_id", ""))[:8], ascii_only=ascii_only)
     tail = ("  " + " ".join(suffix)) if suffix else ""
     # The markers stay visible: the title gives up room first.
     title = fit(title, max(4, title_room - cell_len(tail)), glyphs)
@@ -206,15 +213,16 @@ def row_text(
     text.append(title)
     text.append(tail, style=Style(color="cyan"))
     text.append(" " * max(0, columns.title - cell_len(indent) - cell_len(title) - cell_len(tail)))
+    size = obj.get("file_size")
     cells = [
-        fit(relative_time(obj.get("last_activity"), now), columns.activity, glyphs),
-        fit(clean(obj.get("git_branch"), ascii_only=ascii_only), columns.branch, glyphs),
-        fit(human_size(obj.get("file_size")), columns.size, glyphs),
+        fit(relative_time(_text(obj, "last_activity") or None, now), columns.activity, glyphs),
+        fit(clean(_text(obj, "git_branch"), ascii_only=ascii_only), columns.branch, glyphs),
+        fit(human_size(size if type(size) is int else None), columns.size, glyphs),
         fit(str(obj.get("message_count") or 0), columns.msgs, glyphs),
     ]
     widths = [columns.activity, columns.branch, columns.size, columns.msgs]
     if columns.project:
-        project = clean(short_path(obj.get("cwd")), ascii_only=ascii_only)
+        project = clean(short_path(_text(obj, "cwd") or None), ascii_only=ascii_only)
         cells.append(fit(project, columns.project, glyphs, left=True))
         widths.append(columns.project)
     for cell, width in zip(cells, widths):

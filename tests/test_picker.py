@@ -936,3 +936,28 @@ def test_a_stopped_search_is_a_stop_whatever_sqlite_says(world: PickerWorld) -> 
             unstopped.result(timeout=10)
     finally:
         source.close()
+
+
+@pytest.mark.parametrize(
+    "field", ["title", "tag", "last_activity", "git_branch", "file_size", "cwd", "message_count"]
+)
+def test_a_row_whose_stored_object_holds_a_wrong_type_is_still_drawn(field: str) -> None:
+    """A stored object edited by hand (valid JSON, a list for a title) ended the picker
+    in a traceback; the row is drawn with what it can show."""
+    import time
+
+    from sessiondex.picker.rows import Columns, row_text
+
+    obj = {
+        "session_id": "4045e6f8-0000-4000-8000-000000000001",
+        "title": "Auth refactor",
+        "tag": "keep",
+        "last_activity": "2026-11-01T10:00:00.000Z",
+        "git_branch": "main",
+        "file_size": 2048,
+        "cwd": "/home/dev/shop",
+        "message_count": 4,
+        field: [1, {"a": 2}],
+    }
+    text = row_text(obj, Columns.for_width(120, show_project=True), time.time()).plain
+    assert ("Auth refactor" in text) is (field != "title")
