@@ -244,6 +244,19 @@ def select_files(options: PushOptions) -> list[TranscriptFile]:
     return files
 
 
+def _crc_of(stream: Any, start: int, stop: int, crc: int) -> tuple[int, int | None]:
+    """``crc`` carried over the bytes ``[start, stop)`` of the file, read now; and
+    ``stop``, or None when the file no longer holds them."""
+    offset = start
+    while offset < stop:
+        piece = os.pread(stream.fileno(), min(1 << 20, stop - offset), offset)
+        if not piece:
+            return crc, None
+        crc = zlib.crc32(piece, crc)
+        offset += len(piece)
+    return crc, stop
+
+
 def _same_stat(st: os.stat_result, tf: TranscriptFile) -> bool:
     """Whether ``st`` is the stat ``tf`` was discovered with (no write since)."""
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns) == (
@@ -532,19 +545,20 @@ class Pusher:
         most ``CHUNK_BYTES`` of them but at least one, prepared for sending; returns
         them, the offset after the last, and the CRC-32 of the bytes read, carried on
         from ``crc`` (that of ``[0, consumed)``): what the fingerprint stored with them
-        must say. None when a line too long to keep was skipped unseen."""
+        must say. A line too long to keep, skipped by the reader, is read for its CRC
+        when it is met (it is never sent, so only the lines around it must be as read).
+        None only when the file ends short of what the reader saw."""
         reader = RecordReader(stream, consumed, limit=size - consumed)
         entries: list[Entry] = []
         findings: list[Finding] = []
         end: int | None = None
         expected: int | None = consumed  # where the next line starts, while contiguous
         for offset, line in reader.lines():
+            if expected is not None and offset > expected:
+                crc, expected = _crc_of(stream, expected, offset, crc)
             if expected is not None:
-                if offset == expected:
-                    crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
-                    expected = offset + len(line) + 1
-                else:
-                    expected = None
+                crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
+                expected = offset + len(line) + 1
             record, problem = classify(line)
             if record is None:
                 if problem is not None:
@@ -569,6 +583,8 @@ class Pusher:
         for kind, count in reader.problems.items():
             self.stats.bad_lines[kind] += count
         self.stats.bytes_read += end - consumed
+        if expected is not None and expected < end:  # skipped lines at the end
+            crc, expected = _crc_of(stream, expected, end, crc)
         return entries, end, crc if expected == end else None
 
     async def _push_meta(self, tf: TranscriptFile, key: Key) -> None:

@@ -1116,3 +1116,44 @@ def test_an_edit_in_place_while_a_push_sends_the_file_is_sent_again(
     assert secret.decode() not in texts
     assert push(tree.root, pg_dsn)["unchanged"] == 1
     assert_each_entry_once(pg_dsn, tree.root)
+
+
+def test_an_edit_beside_a_line_too_long_to_send_is_sent_again(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line too long to keep is skipped by the reader, unseen: the chunk holding one
+    was not checked against the bytes read, and an edit made while it was sent stayed
+    out of the store for good. The long line is read for its CRC when met."""
+    from sessiondex.store import push as push_module
+    from sessiondex.transcripts import reader as reader_module
+
+    monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 2000)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/home/dev/shop", git_branch="main")
+    s.user("my token is mysecretvalueQ01 keep it")
+    for n in range(6):
+        s.user(f"question {n} " + "padding text " * 20)
+    s.user("L" * 5000)  # too long: skipped, never sent
+    s.assistant("noted")
+    path = s.write(mtime=1_790_000_000)
+    secret = b"mysecretvalueQ01"
+    calls = 0
+    real_append = push_module.append
+
+    async def append_then_edit(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        result = await real_append(*args, **kwargs)
+        calls += 1
+        if calls == 1:
+            with open(path, "r+b") as file:
+                file.write(path.read_bytes().replace(secret, b"*" * len(secret)))
+            os.utime(path, (1_790_000_000, 1_790_000_000))
+        return result
+
+    monkeypatch.setattr(push_module, "append", append_then_edit)
+    push(tree.root, pg_dsn)
+    monkeypatch.setattr(push_module, "append", real_append)
+    push(tree.root, pg_dsn)
+    texts = " ".join(str(t) for (t,) in query(pg_dsn, "SELECT text FROM messages"))
+    assert secret.decode() not in texts and "question 5" in texts
+    assert push(tree.root, pg_dsn)["unchanged"] == 1  # and not sent again and again
