@@ -483,12 +483,14 @@ def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | N
         ):
             if other:
                 width = max(width, len(os.path.commonprefix([sid, other])) + 1)
+    # Names that can read as an ID prefix once cleaned as resolve compares them (format
+    # characters dropped: any stored length): one word, at least MIN_PREFIX long.
     name = "coalesce(s.custom_title, s.ai_title)"
     names = {
         key
         for (text,) in db.execute(
             f"SELECT {name} FROM sessions s WHERE {resumable}"
-            f" AND length({name}) BETWEEN {MIN_PREFIX} AND 64",
+            f" AND length({name}) >= {MIN_PREFIX} AND trim({name}) NOT LIKE '% %'",
             params,
         ).fetchall()
         for key in (str(text).strip().lower(), _name_key(str(text)))

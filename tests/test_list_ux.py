@@ -614,3 +614,26 @@ def test_an_id_width_for_a_huge_listing_binds_no_parameter_per_id(tmp_path: Path
         assert prefix_width(db, listed, [tree.root]) == 36
     finally:
         db.close()
+
+
+def test_an_id_shown_is_never_a_name_padded_with_invisible_characters(tmp_path: Path) -> None:
+    """Names were looked at only up to 64 stored characters; one padded with zero-width
+    spaces resolves (they are dropped) yet was longer than that."""
+    tree = ConfigTree(tmp_path / "claude")
+    target = tree.session(cwd="/w/shop", session_id="abcdef12-3456-4789-8abc-def012345678")
+    target.user("the session whose ID is shown")
+    target.write(mtime=T0 + 10)
+    for sid, name in (
+        ("21111111-0000-4000-8000-000000000001", "abcdef12"),
+        ("31111111-0000-4000-8000-000000000002", "\u200b" * 60 + "abcdef12-"),
+    ):
+        other = tree.session(cwd="/w/shop", session_id=sid)
+        other.user("a session named like an ID")
+        other.meta("custom-title", customTitle=name)
+        other.write(mtime=T0)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    table = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/shop"])
+    cells = [line.split()[-1] for line in table.stdout.splitlines()[1:]]
+    shown = next(c for c in cells if target.session_id.startswith(c))
+    result = CliRunner().invoke(cli, [*base, "resolve", shown, "--cwd", "/w/shop", "--json"])
+    assert json.loads(result.stdout)[0]["session_id"] == target.session_id
