@@ -1062,6 +1062,36 @@ def test_the_memo_forgets_deleted_transcripts(tree: ConfigTree, pg_dsn: str) -> 
     assert len(json.loads(memo.read_text())["files"]) == 2
 
 
+def _push_editing(
+    root: Path,
+    dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+    path: Path,
+    secret: bytes,
+    after_chunk: int,
+) -> None:
+    """One push during which, once ``after_chunk`` chunks are sent, ``secret`` is
+    redacted in place with as many ``*`` and the mtime set back (a long-quiet file)."""
+    from sessiondex.store import push as push_module
+
+    calls = 0
+    real_append = push_module.append
+
+    async def append_then_edit(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        result = await real_append(*args, **kwargs)
+        calls += 1
+        if calls == after_chunk:
+            with open(path, "r+b") as file:
+                file.write(path.read_bytes().replace(secret, b"*" * len(secret)))
+            os.utime(path, (1_790_000_000, 1_790_000_000))
+        return result
+
+    with monkeypatch.context() as patched:
+        patched.setattr(push_module, "append", append_then_edit)
+        push(root, dsn)
+
+
 @pytest.mark.parametrize(
     ("after_chunk", "edit_chunk"),
     [
@@ -1095,22 +1125,7 @@ def test_an_edit_in_place_while_a_push_sends_the_file_is_sent_again(
     secret = next(
         data[i : i + 16] for i in range(low, high) if data.startswith(b"mysecretvalueQ", i)
     )
-    calls = 0
-    real_append = push_module.append
-
-    async def append_then_edit(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        result = await real_append(*args, **kwargs)
-        calls += 1
-        if calls == after_chunk:
-            with open(path, "r+b") as file:
-                file.write(path.read_bytes().replace(secret, b"*" * len(secret)))
-            os.utime(path, (1_790_000_000, 1_790_000_000))  # mtime set back: long quiet
-        return result
-
-    monkeypatch.setattr(push_module, "append", append_then_edit)
-    push(tree.root, pg_dsn)
-    monkeypatch.setattr(push_module, "append", real_append)
+    _push_editing(tree.root, pg_dsn, monkeypatch, path, secret, after_chunk)
     push(tree.root, pg_dsn)
     texts = " ".join(str(t) for (t,) in query(pg_dsn, "SELECT text FROM messages"))
     assert secret.decode() not in texts
@@ -1124,7 +1139,6 @@ def test_an_edit_beside_a_line_too_long_to_send_is_sent_again(
     """A line too long to keep is skipped by the reader, unseen: the chunk holding one
     was not checked against the bytes read, and an edit made while it was sent stayed
     out of the store for good. The long line is read for its CRC when met."""
-    from sessiondex.store import push as push_module
     from sessiondex.transcripts import reader as reader_module
 
     monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 2000)
@@ -1137,22 +1151,7 @@ def test_an_edit_beside_a_line_too_long_to_send_is_sent_again(
     s.assistant("noted")
     path = s.write(mtime=1_790_000_000)
     secret = b"mysecretvalueQ01"
-    calls = 0
-    real_append = push_module.append
-
-    async def append_then_edit(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        result = await real_append(*args, **kwargs)
-        calls += 1
-        if calls == 1:
-            with open(path, "r+b") as file:
-                file.write(path.read_bytes().replace(secret, b"*" * len(secret)))
-            os.utime(path, (1_790_000_000, 1_790_000_000))
-        return result
-
-    monkeypatch.setattr(push_module, "append", append_then_edit)
-    push(tree.root, pg_dsn)
-    monkeypatch.setattr(push_module, "append", real_append)
+    _push_editing(tree.root, pg_dsn, monkeypatch, path, secret, 1)
     push(tree.root, pg_dsn)
     texts = " ".join(str(t) for (t,) in query(pg_dsn, "SELECT text FROM messages"))
     assert secret.decode() not in texts and "question 5" in texts
