@@ -196,11 +196,17 @@ def _text(obj: dict[str, Any], key: str) -> str:
 
 
 def _session_cells(
-    obj: dict[str, Any], project: bool, agent: str | None = None, id_width: int = SHORT_ID
+    obj: dict[str, Any],
+    project: bool,
+    agent: str | None = None,
+    id_width: int = SHORT_ID,
+    in_picker_archive: bool = False,
 ) -> list[str]:
     title = _text(obj, "title")
     if agent and agent.strip():
         title += f" @{agent.strip()}"  # the picker's rule: an agent-name beside the title
+    if in_picker_archive:
+        title = "[picker-archived] " + title
     if is_archived(obj):
         title = "[archived] " + title
     if obj.get("forked_from"):
@@ -299,6 +305,7 @@ def emit(
     agents: Mapping[str, str] | None = None,
     fields: Sequence[str] = (),
     widen: Callable[[list[str]], int] | None = None,
+    in_picker_archive: Collection[str] = (),
 ) -> None:
     """Print session objects in ``fmt``. Table mode adds ``extra_columns`` (e.g. snippet)
     on a second, indented line per row; with ``highlight``, the :data:`HIGHLIGHT`
@@ -309,7 +316,9 @@ def emit(
     name, ``query.sessions.agent_names``) shows ``@name`` beside those titles.
     ``fields``: the CSV header when there is no row (a CSV reader still gets its
     columns). ``widen`` (``Index.id_width``): the table's ID width, so that an ID typed
-    back from it names one session among all the index holds, not only those shown."""
+    back from it names one session among all the index holds, not only those shown.
+    ``in_picker_archive``: file paths of sessions Claude Code's picker archived, marked
+    ``[picker-archived]`` (shown only with ``--all-kinds``, or by ``resolve``)."""
     items = list(objects)
     out = sys.stdout
     if fmt == "json":
@@ -338,7 +347,13 @@ def emit(
         ids = [str(i.get("session_id", "")) for i in items]
         width = max(id_chars(ids), widen(ids)) if widen is not None else id_chars(ids)
         rows = [
-            _session_cells(i, project, names.get(str(i.get("file_path"))), width)
+            _session_cells(
+                i,
+                project,
+                names.get(str(i.get("file_path"))),
+                width,
+                str(i.get("file_path")) in in_picker_archive,
+            )
             + [cell(i) for _, cell in columns]
             for i in items
         ]

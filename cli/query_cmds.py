@@ -90,6 +90,7 @@ def resolve_or_exit(
             project=True,
             widen=_widen(fmt),
             agents=_agents(exc.candidates, fmt),
+            in_picker_archive=_in_picker_archive(exc.candidates, fmt),
         )
         sys.exit(EXIT_AMBIGUOUS)
 
@@ -135,6 +136,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         project=shows_project(filters, rows),
         widen=_widen(fmt),
         agents=_agents(rows, fmt),
+        in_picker_archive=_in_picker_archive(rows, fmt),
         fields=SESSION_FIELDS,
     )
     _warn_expiring(db, rows, filters.cwd)
@@ -144,6 +146,14 @@ def _widen(fmt: str) -> Any:
     """A table's ID width rule (``Index.id_width``): IDs typed back from it name one
     session among all the index holds, hidden kinds included."""
     return app().index.id_width if fmt == "table" else None
+
+
+def _in_picker_archive(rows: list[dict[str, Any]], fmt: str) -> set[str]:
+    """The rows Claude Code's picker archived, for a table to mark (``--all-kinds``,
+    ``resolve``): the JSON object keeps the contract's keys."""
+    if fmt != "table" or not rows:
+        return set()
+    return app().index.picker_archived(rows)
 
 
 def _agents(rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
@@ -302,6 +312,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         project=shows_project(filters, rows),
         widen=_widen(fmt),
         agents=_agents(rows, fmt),
+        in_picker_archive=_in_picker_archive(rows, fmt),
         fields=(*SESSION_FIELDS, "score", "snippet", "matched_by"),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
@@ -390,6 +401,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 project=project,
                 widen=_widen(fmt),
                 agents=_agents(answer.linked, fmt),
+                in_picker_archive=_in_picker_archive(answer.linked, fmt),
             )
         if answer.mentioned:
             if answer.linked:
@@ -403,6 +415,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 project=project,
                 widen=_widen(fmt),
                 agents=_agents(answer.mentioned, fmt),
+                in_picker_archive=_in_picker_archive(answer.mentioned, fmt),
             )
         if not answer.rows:
             message = (
@@ -457,7 +470,14 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     echo_notes(found.notes)
     obj = found.as_object()
     if fmt == "table":
-        emit([obj], fmt, project=True, widen=_widen(fmt), agents=_agents([obj], fmt))
+        emit(
+            [obj],
+            fmt,
+            project=True,
+            widen=_widen(fmt),
+            agents=_agents([obj], fmt),
+            in_picker_archive=_in_picker_archive([obj], fmt),
+        )
         how = obj["resume_command"] or (
             NO_MAIN_TRANSCRIPT if without_main_transcript(found) else _why_not_resumable(obj)
         )
@@ -466,7 +486,13 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
         else:
             click.echo(clean(f"matched by {found.matched_by}: {how}"))
     else:  # json: an array of one, as for several candidates
-        emit([obj], fmt, widen=_widen(fmt), agents=_agents([obj], fmt))
+        emit(
+            [obj],
+            fmt,
+            widen=_widen(fmt),
+            agents=_agents([obj], fmt),
+            in_picker_archive=_in_picker_archive([obj], fmt),
+        )
 
 
 @click.command("continue")
@@ -498,7 +524,13 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
 
             emit([], fmt, fields=SESSION_FIELDS)
         raise CliError(clean(str(exc))) from None
-    emit([obj], fmt, widen=_widen(fmt), agents=_agents([obj], fmt))
+    emit(
+        [obj],
+        fmt,
+        widen=_widen(fmt),
+        agents=_agents([obj], fmt),
+        in_picker_archive=_in_picker_archive([obj], fmt),
+    )
 
 
 def archived_advice(session: dict[str, Any]) -> str:

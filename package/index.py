@@ -1004,6 +1004,13 @@ class Index:
 
         return self._answer(lambda db: agent_names(db, sessions))
 
+    def picker_archived(self, sessions: Sequence[dict[str, Any]]) -> set[str]:
+        """The ``file_path`` of those of ``sessions`` that Claude Code's picker archived
+        (hidden from listings but with ``--all-kinds``): what a table marks."""
+        from sessiondex.query.sessions import picker_archived_paths
+
+        return self._answer(lambda db: picker_archived_paths(db, sessions))
+
     def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
         """The session objects of these transcripts, in the order given (gone ones left out)."""
         from sessiondex.query.listing import sessions_by_path

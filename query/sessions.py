@@ -352,14 +352,32 @@ def agent_names(db: Database, objects: Sequence[dict[str, Any]]) -> dict[str, st
     """``file_path`` → the agent name of those sessions that have one (an
     ``agent-name`` record): the picker shows it as ``@name`` beside the title. Not a key
     of the session object (the contract's keys are fixed), so tables ask for it."""
-    paths = [str(o["file_path"]) for o in objects if o.get("file_path")]
-    if not paths:
-        return {}
-    marks = ", ".join("?" for _ in paths)
-    rows = select_rows(
-        db,
-        f"s.file_path IN ({marks}) AND coalesce(s.agent_name, '') != ''",
-        paths,
-        columns="s.file_path, s.agent_name",
-    )
+    rows = _rows_at(db, objects, "coalesce(s.agent_name, '') != ''", "s.file_path, s.agent_name")
     return {str(r["file_path"]): str(r["agent_name"]) for r in rows}
+
+
+def picker_archived_paths(db: Database, objects: Sequence[dict[str, Any]]) -> set[str]:
+    """The ``file_path`` of those sessions Claude Code's picker archived (ctrl+e): a
+    table marks them, as the picker's own description line says ``archived``. Not a
+    key of the session object either."""
+    return {
+        str(r["file_path"]) for r in _rows_at(db, objects, "s.picker_archived = 1", "s.file_path")
+    }
+
+
+# Paths per query when rows are looked up by path: a whole listing of a big team store
+# (70,000 sessions) passed PostgreSQL's 65,535 parameters in one.
+_PATH_BATCH = 1000
+
+
+def _rows_at(
+    db: Database, objects: Sequence[dict[str, Any]], where: str, columns: str
+) -> list[dict[str, Any]]:
+    """Rows of these objects' transcripts (by ``file_path``) that match ``where``."""
+    paths = [str(o["file_path"]) for o in objects if o.get("file_path")]
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(paths), _PATH_BATCH):
+        part = paths[start : start + _PATH_BATCH]
+        marks = ", ".join("?" for _ in part)
+        rows += select_rows(db, f"s.file_path IN ({marks}) AND {where}", part, columns=columns)
+    return rows

@@ -637,3 +637,26 @@ def test_an_id_shown_is_never_a_name_padded_with_invisible_characters(tmp_path: 
     shown = next(c for c in cells if target.session_id.startswith(c))
     result = CliRunner().invoke(cli, [*base, "resolve", shown, "--cwd", "/w/shop", "--json"])
     assert json.loads(result.stdout)[0]["session_id"] == target.session_id
+
+
+def test_a_table_of_a_huge_listing_looks_up_its_marks_in_batches(tmp_path: Path) -> None:
+    """Agent names and picker-archive marks are looked up by path: one parameter per
+    row passed PostgreSQL's 65,535 (and SQLite's limit) for a whole big listing."""
+    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.refresh import refresh
+    from sessiondex.query.sessions import agent_names, picker_archived_paths
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a")
+    s.user("one real session")
+    s.meta("agent-name", agentName="reviewer")
+    path = s.write(mtime=T0)
+    db = open_db(tmp_path / "i.db")
+    try:
+        refresh(db, [tree.root])
+        objects = [{"file_path": f"/nowhere/{n}.jsonl"} for n in range(260_000)]
+        objects.append({"file_path": str(path)})
+        assert agent_names(db, objects) == {str(path): "reviewer"}
+        assert picker_archived_paths(db, objects) == set()
+    finally:
+        db.close()

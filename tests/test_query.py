@@ -868,3 +868,19 @@ def test_a_session_continued_in_one_claude_code_cannot_see_is_shown(
     assert [o["session_id"] for o in listed] == [source.session_id]
     (found,) = json.loads(run(here, "continue", "--cwd", "/w/m", "--json").stdout)
     assert found["session_id"] == source.session_id
+
+
+def test_a_table_marks_what_claude_codes_picker_archived(tmp_path: Path) -> None:
+    """Shown with --all-kinds (or resolved), a picker-archived session was a row like
+    any other; Claude Code's picker says "archived" on it. The JSON keeps its keys."""
+    tree, older, newest = _older_and_newest(tmp_path)
+    _picker_archive(newest, True)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db")]
+    table = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/app", "--all-kinds"])
+    rows = {line.split()[-1]: line for line in table.stdout.splitlines()[1:]}
+    assert rows[newest.session_id[:8]].startswith("[picker-archived] the newest")
+    assert "[picker-archived]" not in rows[older.session_id[:8]]
+    shown = CliRunner().invoke(cli, [*base, "resolve", newest.session_id])
+    assert "[picker-archived]" in shown.stdout
+    [obj] = _cli_json(tmp_path, tree.root, "resolve", newest.session_id)
+    assert not any("picker" in key for key in obj)
