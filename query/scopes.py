@@ -6,9 +6,10 @@ repository (``git worktree list --porcelain``), ``all`` is every project.
 
 from __future__ import annotations
 
+import time
 import unicodedata
-from functools import lru_cache
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sessiondex.transcripts.config import resolve_cwd as resolve_cwd  # re-exported
 from sessiondex.transcripts.keys import (
@@ -23,8 +24,43 @@ from sessiondex.transcripts.remotes import origin_of, parse_remote
 
 SCOPES = ("worktree", "repo", "all")
 
+T = TypeVar("T")
+# How long a git fact (worktrees, current branch, origin) is taken as known: one command
+# asks several times, and each ``git`` run costs milliseconds; a long-lived front end (the
+# MCP server, the picker) must still see a worktree added or a branch switched since.
+GIT_FACTS_SECONDS = 2.0
 
-@lru_cache(maxsize=64)
+
+class _Briefly:
+    """A function of one directory whose answer is kept for ``GIT_FACTS_SECONDS``
+    (``functools.lru_cache`` kept it for the life of the process: an MCP server
+    started before ``git worktree add`` never saw that worktree's sessions)."""
+
+    def __init__(self, function: Callable[[str], Any]) -> None:
+        self._function = function
+        self._kept: dict[str, tuple[float, Any]] = {}
+        self.__doc__ = function.__doc__
+
+    def __call__(self, cwd: str) -> Any:
+        now = time.monotonic()
+        kept = self._kept.get(cwd)
+        if kept is not None and now - kept[0] < GIT_FACTS_SECONDS:
+            return kept[1]
+        value = self._function(cwd)
+        if len(self._kept) >= 64:
+            self._kept.clear()
+        self._kept[cwd] = (now, value)
+        return value
+
+    def cache_clear(self) -> None:
+        self._kept.clear()
+
+
+def _briefly(function: Callable[[str], T]) -> Callable[[str], T]:
+    return _Briefly(function)
+
+
+@_briefly
 def git_worktrees(cwd: str) -> tuple[str, ...]:
     """Paths of every worktree of the repository containing ``cwd`` (empty outside one)."""
     out = _git(cwd, "worktree", "list", "--porcelain") or ""
@@ -35,19 +71,19 @@ def git_worktrees(cwd: str) -> tuple[str, ...]:
     )
 
 
-@lru_cache(maxsize=64)
+@_briefly
 def git_current_branch(cwd: str) -> str | None:
     branch = (_git(cwd, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
     return branch if branch and branch != "HEAD" else None
 
 
-@lru_cache(maxsize=64)
+@_briefly
 def git_remote_repository(cwd: str) -> tuple[str, str] | None:
     """``(host, owner/repo)`` of the ``origin`` remote, if it names one."""
     return parse_remote(_git(cwd, "remote", "get-url", "origin") or "")
 
 
-@lru_cache(maxsize=64)
+@_briefly
 def git_origin(cwd: str) -> str | None:
     """The ``origin`` remote of ``cwd``, normalized (:mod:`transcripts.remotes`): the
     team store's repository identity, spelled as ``push`` stores it."""

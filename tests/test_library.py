@@ -807,3 +807,37 @@ def test_a_read_of_one_session_without_refresh_looks_only_at_known_copies(
     with Index(db, [tree.root], refresh=refresh) as index:
         index.sync_session(sid)
     assert bool(listed) is refresh
+
+
+def test_a_long_lived_index_sees_a_worktree_added_and_a_branch_switched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git facts were cached for the life of the process: an MCP server started before
+    ``git worktree add`` never listed that worktree's sessions, and ``current_branch``
+    kept the branch checked out at start. They are kept a moment only."""
+    from sessiondex.query import scopes
+    from tests.builders import git, git_repo_with_worktree
+
+    monkeypatch.setattr(scopes, "GIT_FACTS_SECONDS", 0.0)
+    repo, worktree = git_repo_with_worktree(tmp_path / "src")
+    tree = ConfigTree(tmp_path / "claude")
+    first = tree.session(cwd=str(repo), git_branch="main")
+    first.user("work on main")
+    first.write(mtime=1_790_000_000)
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        assert len(index.list(cwd=str(repo), scope="repo")) == 1
+        late = tmp_path / "src" / "app-late"
+        git("worktree", "add", "-q", str(late), "-b", "late", cwd=repo)
+        s = tree.session(cwd=str(late), git_branch="late")
+        s.user("work in a worktree added later")
+        s.write(mtime=1_790_000_100)
+        index.renew()
+        titles = [r["title"] for r in index.list(cwd=str(repo), scope="repo")]
+        assert "work in a worktree added later" in titles
+        other = tree.session(cwd=str(worktree), git_branch="feature2")
+        other.user("work on the second feature branch")
+        other.write(mtime=1_790_000_200)
+        index.renew()
+        git("checkout", "-q", "-b", "feature2", cwd=worktree)
+        mine = index.list(cwd=str(worktree), current_branch=True)
+        assert [r["title"] for r in mine] == ["work on the second feature branch"]
