@@ -350,13 +350,14 @@ def sync_picker_archive(db: Database, path: str, stamp: str | None) -> None:
 
 def follow_picker_archive(
     db: Database, path: str, stamp: str | None, known: str | None, *, reread: bool = False
-) -> None:
+) -> bool:
     """Bring a main transcript's session up to date with its ``archived.json`` (Claude
     Code's picker archive), whose ``lstat`` is ``stamp`` now and was ``known`` when last
     read (``discover.picker_archive_stamp``): read it again only when that changed, or
-    with ``reread`` (the session row was written anew, the flag with it)."""
+    with ``reread`` (the session row was written anew, the flag with it). Whether it was
+    read."""
     if stamp == known and not reread:
-        return
+        return False
     archived = stamp is not None and archived_in_picker(path)
     with immediate(db):
         db.execute("UPDATE files SET picker_archive = ? WHERE path = ?", [stamp, path])
@@ -364,6 +365,7 @@ def follow_picker_archive(
             "UPDATE sessions SET picker_archived = ? WHERE file_path = ? AND archived = 0",
             [int(archived), path],
         )
+    return True
 
 
 def parent_file_id(db: Database, tf: TranscriptFile) -> int | None:

@@ -281,7 +281,7 @@ def refresh(
                 stats.files_seen += 1
                 stats.unchanged += 1
                 if found.kind == MAIN and found.picker_archive != stat_row["picker_archive"]:
-                    follow_picker_archive(
+                    stats.picker_archives += follow_picker_archive(
                         db, found.path, found.picker_archive, stat_row["picker_archive"]
                     )
                 if progress is not None:

@@ -20,6 +20,9 @@ class RefreshStats:
     rewritten: int = 0
     removed: int = 0
     unchanged: int = 0
+    # Claude Code's picker archive (<id>/archived.json) read again: it changes what a
+    # listing shows though no transcript changed
+    picker_archives: int = 0
     sessions: int = 0
     messages: int = 0
     bytes_read: int = 0
@@ -36,6 +39,7 @@ class RefreshStats:
             "rewritten": self.rewritten,
             "removed": self.removed,
             "unchanged": self.unchanged,
+            "picker_archives": self.picker_archives,
             "sessions": self.sessions,
             "messages": self.messages,
             "bytes_read": self.bytes_read,

@@ -164,9 +164,18 @@ class Freshness:
                     watching = index.watcher_alive()
                     if self.refresh and not watching:
                         # A refresh writes its bookkeeping even when no file changed:
-                        # what it read says whether sessions did.
+                        # what it read says whether sessions did. What another process
+                        # wrote since the last look (a rename, an MCP server's or a
+                        # command's refresh) shows in the database's signature first.
+                        elsewhere = database_signature(self.source.db_path) != seen
                         stats = index.refresh()
-                        changed = bool(stats.new + stats.grown + stats.rewritten + stats.removed)
+                        changed = elsewhere or bool(
+                            stats.new
+                            + stats.grown
+                            + stats.rewritten
+                            + stats.removed
+                            + stats.picker_archives
+                        )
                         seen = database_signature(self.source.db_path)
                     else:
                         now = database_signature(self.source.db_path)

@@ -961,3 +961,62 @@ def test_a_row_whose_stored_object_holds_a_wrong_type_is_still_drawn(field: str)
     }
     text = row_text(obj, Columns.for_width(120, show_project=True), time.time()).plain
     assert ("Auth refactor" in text) is (field != "title")
+
+
+def _renamed_by_another_process(tree: ConfigTree, s: Any, db: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(db), "rename", s.session_id, "Renamed"]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def _indexed_by_another_command(tree: ConfigTree, s: Any, db: Path) -> None:
+    late = tree.session(cwd="/w/app")
+    late.user("a session another command indexed first")
+    late.write()
+    result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "--db", str(db), "list"])
+    assert result.exit_code == 0, result.output
+
+
+def _archived_in_claude_codes_picker(tree: ConfigTree, s: Any, db: Path) -> None:
+    folder = s.project_dir / s.session_id
+    folder.mkdir(exist_ok=True)
+    (folder / "archived.json").write_text('{"archived": true}')
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_renamed_by_another_process, _indexed_by_another_command, _archived_in_claude_codes_picker],
+)
+def test_an_open_picker_without_watch_sees_every_change(tmp_path: Path, change: Any) -> None:
+    """Without watch, the picker reloaded only when its own refresh read a transcript:
+    a change another process had indexed already (a rename, an MCP server's or a
+    command's refresh) or one to Claude Code's picker archive (no transcript changes)
+    left it showing the old rows for good."""
+    import threading
+
+    from sessiondex.picker.source import Freshness, Source
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("the session on screen")
+    s.write(mtime=1_790_000_000)
+    db = tmp_path / "index.db"
+    assert (
+        CliRunner()
+        .invoke(cli, ["--config-dir", str(tree.root), "--db", str(db), "index"])
+        .exit_code
+        == 0
+    )
+    changed = threading.Event()
+    source = Source(db, [tree.root])
+    live = Freshness(source, 0.05, changed.set, lambda text: None)
+    live.start()
+    try:
+        time.sleep(0.3)  # the first rounds: nothing new
+        changed.clear()
+        change(tree, s, db)
+        assert changed.wait(timeout=10)
+    finally:
+        live.stop()
+        source.close()
