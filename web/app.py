@@ -55,6 +55,18 @@ def register_plugin() -> None:
         pm.register(plugin, name="sessiondex")
 
 
+def renew_threads(datasette: Any) -> None:
+    """Give Datasette a new pool of query threads (the old one ends once its running
+    queries are done): every connection a thread kept is to the file as it was."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    old = getattr(datasette, "executor", None)
+    if old is None:  # not threaded: one connection per database object, made anew
+        return
+    datasette.executor = ThreadPoolExecutor(max_workers=datasette.setting("num_sql_threads"))
+    old.shutdown(wait=False)
+
+
 def build(state: WebIndex, db_path: Path) -> Any:
     """A Datasette over ``db_path`` with the sessiondex pages (answered by ``state``)."""
     from datasette.app import Datasette
@@ -79,6 +91,10 @@ def build(state: WebIndex, db_path: Path) -> Any:
     def attach() -> None:
         if DATABASE_NAME in datasette.databases:
             datasette.remove_database(DATABASE_NAME)
+            # Datasette keeps each query thread's connection in a thread-local by the
+            # database's name: threads that had one went on reading the deleted file.
+            # New threads hold none.
+            renew_threads(datasette)
         datasette.add_database(
             Database(datasette, path=str(db_path), is_mutable=True), DATABASE_NAME
         )
