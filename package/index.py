@@ -934,7 +934,10 @@ class Index:
             self.say(f"note: the index at {self._path} was deleted or replaced; reading it anew")
         changes = self._changes
         if changes is not None:
-            current = self._refreshed and self._reader is not None
+            # A running watch keeps the index current but for its last debounce (up to
+            # --max-latency): the writes the dirty bit saw are ingested here all the
+            # same, so an answer sees what was appended a moment before it was asked.
+            current = self._reader is not None and (self._refreshed or self.watcher_alive())
             if current and changes.clean():
                 return
             written = changes.take()

@@ -922,3 +922,24 @@ def test_an_archive_toggled_in_claude_codes_picker_reaches_the_index(
         wait_for(lambda: not archived(), "the folder moved out of projects/")
     finally:
         db.close()
+
+
+def test_a_front_end_sees_an_append_before_watch_applies_it(tmp_path: Path, start_watcher) -> None:
+    """With watch running, a long-lived front end (the MCP server) left its dirty bit's
+    writes to watch, and answered without a line appended 20 ms before it was asked
+    (watch applies it within its debounce, up to --max-latency). It ingests them."""
+    from sessiondex import Index
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/w/app", "the first line")
+    start_watcher([tree.root], debounce=30.0, max_latency=60.0)  # its batch: not soon
+    with WatcherLock(tmp_path / "index.db"), Index(tmp_path / "index.db", [tree.root]) as index:
+        assert index.watch_transcripts() and index.watcher_alive()
+        index.renew()
+        assert index.search("kumquat", scope="all") == []  # a first question answered
+        s.user("a kumquat line appended just now")
+        s.append()
+        wait_for(lambda: not index._changes.clean(), "the dirty bit to see the append")
+        index.renew()
+        hits = index.search("kumquat", scope="all")
+        assert [h["session_id"] for h in hits] == [s.session_id]
