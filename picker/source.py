@@ -156,6 +156,7 @@ class Freshness:
     def _loop(self) -> None:
         index = self.source.open_index(refresh=self.refresh)
         seen = database_signature(self.source.db_path)
+        commits: int | None = None  # others' commits, as last seen (Index.others_commits)
         errors: set[str] = set()
         try:
             while not self._stop.is_set():
@@ -166,9 +167,12 @@ class Freshness:
                         # A refresh writes its bookkeeping even when no file changed:
                         # what it read says whether sessions did. What another process
                         # wrote since the last look (a rename, an MCP server's or a
-                        # command's refresh) shows in the database's signature first.
-                        elsewhere = database_signature(self.source.db_path) != seen
+                        # command's refresh), even while this refresh ran, shows in
+                        # SQLite's count of others' commits.
                         stats = index.refresh()
+                        now_commits = index.others_commits()
+                        elsewhere = commits is not None and now_commits != commits
+                        commits = now_commits
                         changed = elsewhere or bool(
                             stats.new
                             + stats.grown
