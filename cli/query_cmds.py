@@ -88,9 +88,7 @@ def resolve_or_exit(
             exc.candidates,
             fmt,
             project=True,
-            widen=_widen(fmt),
-            agents=_agents(exc.candidates, fmt),
-            in_picker_archive=_in_picker_archive(exc.candidates, fmt),
+            **_marks(exc.candidates, fmt),
         )
         sys.exit(EXIT_AMBIGUOUS)
 
@@ -134,9 +132,7 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
         fmt,
         empty_message=_empty_message(_no_sessions(db, filters)) if not rows else None,
         project=shows_project(filters, rows),
-        widen=_widen(fmt),
-        agents=_agents(rows, fmt),
-        in_picker_archive=_in_picker_archive(rows, fmt),
+        **_marks(rows, fmt),
         fields=SESSION_FIELDS,
     )
     _warn_expiring(db, rows, filters.cwd)
@@ -146,6 +142,16 @@ def _widen(fmt: str) -> Any:
     """A table's ID width rule (``Index.id_width``): IDs typed back from it name one
     session among all the index holds, hidden kinds included."""
     return app().index.id_width if fmt == "table" else None
+
+
+def _marks(rows: list[dict[str, Any]], fmt: str) -> dict[str, Any]:
+    """What a table shows of its rows beyond their objects (emit's keywords): the ID
+    width, agent names, the picker-archive mark."""
+    return {
+        "widen": _widen(fmt),
+        "agents": _agents(rows, fmt),
+        "in_picker_archive": _in_picker_archive(rows, fmt),
+    }
 
 
 def _in_picker_archive(rows: list[dict[str, Any]], fmt: str) -> set[str]:
@@ -310,9 +316,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         empty_message=_empty_message("No matches."),
         highlight=highlight,
         project=shows_project(filters, rows),
-        widen=_widen(fmt),
-        agents=_agents(rows, fmt),
-        in_picker_archive=_in_picker_archive(rows, fmt),
+        **_marks(rows, fmt),
         fields=(*SESSION_FIELDS, "score", "snippet", "matched_by"),
     )
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
@@ -399,9 +403,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_links", answer.number, url))],
                 project=project,
-                widen=_widen(fmt),
-                agents=_agents(answer.linked, fmt),
-                in_picker_archive=_in_picker_archive(answer.linked, fmt),
+                **_marks(answer.linked, fmt),
             )
         if answer.mentioned:
             if answer.linked:
@@ -413,9 +415,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 fmt,
                 columns=[("pr", _pr_cell("pr_mentions", answer.number, url))],
                 project=project,
-                widen=_widen(fmt),
-                agents=_agents(answer.mentioned, fmt),
-                in_picker_archive=_in_picker_archive(answer.mentioned, fmt),
+                **_marks(answer.mentioned, fmt),
             )
         if not answer.rows:
             message = (
@@ -474,9 +474,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
             [obj],
             fmt,
             project=True,
-            widen=_widen(fmt),
-            agents=_agents([obj], fmt),
-            in_picker_archive=_in_picker_archive([obj], fmt),
+            **_marks([obj], fmt),
         )
         how = obj["resume_command"] or (
             NO_MAIN_TRANSCRIPT if without_main_transcript(found) else _why_not_resumable(obj)
@@ -489,9 +487,7 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
         emit(
             [obj],
             fmt,
-            widen=_widen(fmt),
-            agents=_agents([obj], fmt),
-            in_picker_archive=_in_picker_archive([obj], fmt),
+            **_marks([obj], fmt),
         )
 
 
@@ -527,9 +523,7 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
     emit(
         [obj],
         fmt,
-        widen=_widen(fmt),
-        agents=_agents([obj], fmt),
-        in_picker_archive=_in_picker_archive([obj], fmt),
+        **_marks([obj], fmt),
     )
 
 
