@@ -681,17 +681,14 @@ class Index:
             lambda db: continue_session(db, cwd=cwd, print_mode=print_mode, roots=self.roots)
         )
 
-    def others_commits(self) -> int | None:
-        """A number that moves with every commit another connection (another process,
-        ``watch``, a command) makes to the index, and not with this Index's own: SQLite's
-        ``data_version`` on the writer. None where it cannot be told (the team store)."""
-        if self._team_dsn is not None:
-            return None
-        from sessiondex.query.dialect import dialect_of
+    def listing_stamp(self) -> tuple[Any, ...]:
+        """What moves whenever a listing could read differently, whoever wrote the
+        index: the sessions' count, highest row, summed mtimes and picker-archive flags
+        (:func:`~sessiondex.query.sessions.listing_stamp`). A front end that does not
+        watch compares it round to round."""
+        from sessiondex.query.sessions import listing_stamp
 
-        db = self.writer()
-        stamp = dialect_of(db).change_stamp(db)
-        return None if stamp is None else stamp[0]
+        return self._answer(listing_stamp)
 
     def id_width(self, session_ids: Iterable[str]) -> int:
         """How many characters of these session IDs a list shows so that each, typed

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -156,7 +156,7 @@ class Freshness:
     def _loop(self) -> None:
         index = self.source.open_index(refresh=self.refresh)
         seen = database_signature(self.source.db_path)
-        commits: int | None = None  # others' commits, as last seen (Index.others_commits)
+        stamp: tuple[Any, ...] | None = None  # Index.listing_stamp, as last seen
         errors: set[str] = set()
         try:
             while not self._stop.is_set():
@@ -167,12 +167,13 @@ class Freshness:
                         # A refresh writes its bookkeeping even when no file changed:
                         # what it read says whether sessions did. What another process
                         # wrote since the last look (a rename, an MCP server's or a
-                        # command's refresh), even while this refresh ran, shows in
-                        # SQLite's count of others' commits.
+                        # command's refresh), even while this refresh ran, shows in the
+                        # sessions' stamp (not every commit: the picker's own other
+                        # Index refreshes too, and a reload for nothing is a repaint).
                         stats = index.refresh()
-                        now_commits = index.others_commits()
-                        elsewhere = commits is not None and now_commits != commits
-                        commits = now_commits
+                        now_stamp = index.listing_stamp()
+                        elsewhere = stamp is not None and now_stamp != stamp
+                        stamp = now_stamp
                         changed = elsewhere or bool(
                             stats.new
                             + stats.grown

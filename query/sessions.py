@@ -348,6 +348,19 @@ def select_rows(
     return [dict(zip(names, r)) for r in cursor.fetchall()]
 
 
+def listing_stamp(db: Database) -> tuple[Any, ...]:
+    """One aggregate over ``sessions`` that moves with every change a listing shows:
+    a session added or removed (count, highest row), a transcript grown or rewritten
+    (its row's mtime is stored with it: a rename, a tag, a new message), an archive
+    made or restored, Claude Code's picker archive toggled. A commit that changes none
+    of these (a refresh's bookkeeping) leaves it as it was."""
+    row = db.execute(
+        "SELECT count(*), max(id), total(mtime_ns), total(archived), total(picker_archived)"
+        " FROM sessions"
+    ).fetchone()
+    return tuple(row)
+
+
 def agent_names(db: Database, objects: Sequence[dict[str, Any]]) -> dict[str, str]:
     """``file_path`` → the agent name of those sessions that have one (an
     ``agent-name`` record): the picker shows it as ``@name`` beside the title. Not a key
