@@ -954,6 +954,12 @@ class Index:
                 if not written or self._ingest_paths(written):
                     return
                 # not ingested (busy, read-only, damaged): the whole path below decides
+            if current and self.watcher_alive():
+                # More than appends (a new session, a new project dir): the refresh,
+                # here and now, rather than after watch's debounce.
+                self._refresh_for_read()
+                self._refreshed = True
+                return
         self._refreshed = False
         self._unwritable = False
         if self._reader is not None and self.auto_refresh and not self.watcher_alive():

@@ -943,3 +943,9 @@ def test_a_front_end_sees_an_append_before_watch_applies_it(tmp_path: Path, star
         index.renew()
         hits = index.search("kumquat", scope="all")
         assert [h["session_id"] for h in hits] == [s.session_id]
+        # a new session (more than an append: a new file, here in a new project dir)
+        new = session(tree, "/w/new-project", "a persimmon in a brand new session")
+        wait_for(lambda: not index._changes.clean(), "the dirty bit to see the new file")
+        index.renew()
+        hits = index.search("persimmon", scope="all")
+        assert [h["session_id"] for h in hits] == [new.session_id]
