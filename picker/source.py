@@ -14,6 +14,7 @@ database changed; without one it runs the cheap incremental refresh every few se
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -156,7 +157,12 @@ class Freshness:
     def _loop(self) -> None:
         index = self.source.open_index(refresh=self.refresh)
         seen = database_signature(self.source.db_path)
-        stamp: tuple[Any, ...] | None = None  # Index.listing_stamp, as last seen
+        # Index.listing_stamp as last seen: taken before the first refresh, so that a
+        # change another process commits while that refresh runs is seen too
+        stamp: tuple[Any, ...] | None = None
+        if self.refresh:
+            with contextlib.suppress(Exception):  # reported by the first round instead
+                stamp = index.listing_stamp()
         errors: set[str] = set()
         try:
             while not self._stop.is_set():

@@ -1020,3 +1020,41 @@ def test_an_open_picker_without_watch_sees_every_change(tmp_path: Path, change: 
     finally:
         live.stop()
         source.close()
+
+
+def test_a_change_committed_during_the_pickers_first_refresh_is_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first round recorded what it found as the starting point: a rename another
+    process committed while that first refresh ran was never shown."""
+    import threading
+
+    from sessiondex.picker.source import Freshness, Source
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("the session on screen")
+    s.write(mtime=1_790_000_000)
+    db = tmp_path / "index.db"
+    argv = ["--config-dir", str(tree.root), "--db", str(db)]
+    assert CliRunner().invoke(cli, [*argv, "index"]).exit_code == 0
+    real_refresh = Index.refresh
+    calls: list[int] = []
+
+    def refresh_with_a_rename_meanwhile(self: Index, *args: Any, **kwargs: Any) -> Any:
+        if not calls:
+            result = CliRunner().invoke(cli, [*argv, "rename", s.session_id, "Renamed meanwhile"])
+            assert result.exit_code == 0, result.output
+        calls.append(1)
+        return real_refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "refresh", refresh_with_a_rename_meanwhile)
+    changed = threading.Event()
+    source = Source(db, [tree.root])
+    live = Freshness(source, 0.05, changed.set, lambda text: None)
+    live.start()
+    try:
+        assert changed.wait(timeout=10)
+    finally:
+        live.stop()
+        source.close()
