@@ -108,5 +108,11 @@ def _isolated_environment(tmp_path_factory, monkeypatch) -> None:
     scratch = tmp_path_factory.mktemp("tmp")
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    # Most tests write a transcript and then tag or rename it at once: a file written
+    # moments ago, whose appends wait for a rewrite under way to land. No test's writer
+    # rewrites it, but the ones that do (test_reliability_appends.py), which set it back.
+    from sessiondex.transcripts import write
+
+    monkeypatch.setattr(write, "REWRITE_SETTLE_SECONDS", 0.02)
     for name in ("CLAUDE_CONFIG_DIR", "SESSIONDEX_DB", "CLAUDE_CODE_PROJECT_DIR_NAME"):
         monkeypatch.delenv(name, raising=False)

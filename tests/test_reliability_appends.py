@@ -229,12 +229,13 @@ def _rewrite_in_place(path: Path, snapshot: bytes) -> None:
 @pytest.mark.parametrize("rewrite", [_rename_a_copy_over, _rewrite_in_place])
 @pytest.mark.parametrize("command", ["tag", "rename"])
 def test_a_record_undone_by_a_rewrite_from_an_earlier_read_is_appended_again(
-    tmp_path: Path, rewrite: Any, command: str
+    tmp_path: Path, rewrite: Any, command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A live writer read the transcript, then (after the mutation had appended its
     record) wrote back what it read: the record was in an orphaned file, or written
     over, and the command said it was done. It is checked where it landed and
     appended again; the writer's line is whole and the record is there, once or more."""
+    monkeypatch.setattr(write, "REWRITE_SETTLE_SECONDS", 0.25)  # the module's own
     tree, s = _session(tmp_path)
     assert _run(tree, tmp_path, "index").exit_code == 0
     line = _writer_record(s)
