@@ -372,6 +372,8 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
         sessiondex from-pr acme/shop#42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """
+    from dataclasses import replace
+
     from sessiondex.cli.errors import InvalidValue
     from sessiondex.query.prs import NotAPullRequest, find_pr, pr_argument, pr_label
     from sessiondex.query.sessions import SESSION_FIELDS
@@ -423,6 +425,13 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 if what
                 else "No session in this scope has a PR link."
             )
+            if not filters.all_kinds and run_filters(
+                lambda: find_pr(db, pr, replace(filters, all_kinds=True)).rows
+            ):
+                message += (
+                    " Hidden kinds are linked to it: try --all-kinds (-p/SDK, sidechain,"
+                    " /loop, team, daemon, superseded and picker-archived sessions)."
+                )
             if _empty_message(message):
                 click.echo(clean_line(message), err=True)
             hint = _elsewhere_hint(answer.elsewhere, ("session", "sessions"))

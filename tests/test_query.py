@@ -884,3 +884,22 @@ def test_a_table_marks_what_claude_codes_picker_archived(tmp_path: Path) -> None
     assert "[picker-archived]" in shown.stdout
     [obj] = _cli_json(tmp_path, tree.root, "resolve", newest.session_id)
     assert not any("picker" in key for key in obj)
+
+
+def test_from_pr_says_when_only_hidden_kinds_are_linked(tmp_path: Path) -> None:
+    """A PR whose only linked session is hidden (here archived in Claude Code's picker)
+    said "No session is linked" as if none were."""
+    tree, older, newest = _older_and_newest(tmp_path)
+    newest.pr_link(number=9, url="https://github.com/acme/app/pull/9", repository="acme/app")
+    newest.write(mtime=1_800_000_500)
+    _picker_archive(newest, True)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db")]
+    result = CliRunner().invoke(cli, [*base, "from-pr", "https://github.com/acme/app/pull/9"])
+    assert result.exit_code == 1
+    assert "try --all-kinds" in result.stderr
+    shown = CliRunner().invoke(
+        cli, [*base, "from-pr", "https://github.com/acme/app/pull/9", "--all-kinds"]
+    )
+    assert shown.exit_code == 0 and newest.session_id[:8] in shown.stdout
+    other = CliRunner().invoke(cli, [*base, "from-pr", "https://github.com/acme/app/pull/10"])
+    assert other.exit_code == 1 and "--all-kinds" not in other.stderr
