@@ -431,65 +431,6 @@ def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web
     assert len(rows) >= len(before)
 
 
-def test_every_query_thread_reads_the_index_opened_again(fresh_web: Web) -> None:
-    """Datasette keeps each query thread's connection in a thread-local by the
-    database's name: after the index was deleted and opened again, the threads that
-    had one went on reading the deleted file (its pages answered 3 or 7 sessions
-    depending on the thread). The query threads are replaced with the database."""
-    import sqlite3
-
-    web = fresh_web
-    for _ in range(8):  # a connection in every query thread
-        web.get("/sessiondex/sessions.json?_shape=array&_size=max")
-    threads = web.datasette.executor
-    for suffix in ("", "-wal", "-shm"):
-        web.db.with_name(web.db.name + suffix).unlink(missing_ok=True)
-    web.get("/")  # opened again and rebuilt
-    assert web.datasette.executor is not threads
-    s = ConfigTree(web.tree.tree.root).session(cwd="/home/dev/late")
-    s.user("a session written after the index was opened again")
-    s.write()
-    web.clock.now += 1.5
-    web.get("/")  # the refresh takes it in
-    with sqlite3.connect(web.db) as fresh:
-        expected = {r[0] for r in fresh.execute("SELECT session_id FROM sessions")}
-    assert s.session_id in expected
-    for _ in range(8):
-        rows = json.loads(web.get("/sessiondex/sessions.json?_shape=array&_size=max"))
-        assert {r["session_id"] for r in rows} == expected
-
-
-def test_replacing_the_index_under_serve_leaks_no_file(fresh_web: Web) -> None:
-    """Each query thread's connection to the replaced file stayed open (8 descriptors
-    a replacement, each holding the deleted index and its WAL, disk included): the old
-    connections are closed once the old threads are done."""
-    import os
-    import time
-
-    web = fresh_web
-
-    def held_deleted() -> int:
-        fds = os.listdir("/proc/self/fd")
-        links = []
-        for fd in fds:
-            try:
-                links.append(os.readlink(f"/proc/self/fd/{fd}"))
-            except OSError:
-                continue
-        return sum(1 for link in links if str(web.db) in link and link.endswith("(deleted)"))
-
-    for _ in range(3):
-        for _ in range(8):
-            web.get("/sessiondex/sessions.json?_shape=array&_size=max")
-        for suffix in ("", "-wal", "-shm"):
-            web.db.with_name(web.db.name + suffix).unlink(missing_ok=True)
-        web.get("/")
-    deadline = time.monotonic() + 10
-    while held_deleted() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert held_deleted() == 0
-
-
 def test_saved_queries_answer_for_the_served_config_dirs_only(tmp_path: Path) -> None:
     """The index file may hold another config dir's rows; the saved queries showed them
     (a PR's sessions, a branch's, the busiest projects) while every page did not."""

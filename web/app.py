@@ -10,7 +10,7 @@ there is neither here, and our own pages answer GET only.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -55,25 +55,6 @@ def register_plugin() -> None:
         pm.register(plugin, name="sessiondex")
 
 
-def renew_threads(datasette: Any, then: Callable[[], None]) -> None:
-    """Give Datasette a new pool of query threads: every connection a thread kept is to
-    the file as it was. The old pool ends once its running queries are done, and
-    ``then`` runs (closing the old connections), on a thread of its own."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    old = getattr(datasette, "executor", None)
-    if old is not None:  # threaded: each thread keeps its connection
-        datasette.executor = ThreadPoolExecutor(max_workers=datasette.setting("num_sql_threads"))
-
-    def retire() -> None:
-        if old is not None:
-            old.shutdown(wait=True)
-        then()
-
-    threading.Thread(target=retire, name="sessiondex-serve-retire", daemon=True).start()
-
-
 def build(state: WebIndex, db_path: Path) -> Any:
     """A Datasette over ``db_path`` with the sessiondex pages (answered by ``state``)."""
     from datasette.app import Datasette
@@ -97,13 +78,7 @@ def build(state: WebIndex, db_path: Path) -> Any:
 
     def attach() -> None:
         if DATABASE_NAME in datasette.databases:
-            old = datasette.databases[DATABASE_NAME]
             datasette.remove_database(DATABASE_NAME)
-            # Datasette keeps each query thread's connection in a thread-local by the
-            # database's name: threads that had one went on reading the deleted file.
-            # New threads hold none; the old connections are closed once the old
-            # threads are done (each held the deleted file, and its WAL, open).
-            renew_threads(datasette, then=old.close)
         datasette.add_database(
             Database(datasette, path=str(db_path), is_mutable=True), DATABASE_NAME
         )
