@@ -354,8 +354,12 @@ def listing_stamp(db: Database) -> tuple[Any, ...]:
     (its row's mtime is stored with it: a rename, a tag, a new message), an archive
     made or restored, Claude Code's picker archive toggled. A commit that changes none
     of these (a refresh's bookkeeping) leaves it as it was."""
+    # Flags summed with their rows' ids (and squares): one session archived and another
+    # brought back in the same round cancel out in a plain sum.
     row = db.execute(
-        "SELECT count(*), max(id), total(mtime_ns), total(archived), total(picker_archived)"
+        "SELECT count(*), max(id), total(mtime_ns),"
+        " total(archived * id), total(archived * id * id),"
+        " total(picker_archived * id), total(picker_archived * id * id)"
         " FROM sessions"
     ).fetchone()
     return tuple(row)

@@ -903,3 +903,24 @@ def test_from_pr_says_when_only_hidden_kinds_are_linked(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and newest.session_id[:8] in shown.stdout
     other = CliRunner().invoke(cli, [*base, "from-pr", "https://github.com/acme/app/pull/10"])
     assert other.exit_code == 1 and "--all-kinds" not in other.stderr
+
+
+def test_the_listing_stamp_moves_when_an_archive_moves_from_one_session_to_another(
+    tmp_path: Path,
+) -> None:
+    """The picker compares it round to round: with plain sums, one session archived and
+    another brought back in the same round cancelled out."""
+    import sqlite3
+
+    from sessiondex.query.sessions import listing_stamp
+
+    tree, older, newest = _older_and_newest(tmp_path)
+    _picker_archive(older, True)
+    _cli_json(tmp_path, tree.root, "list", "--all-kinds")
+    db = sqlite3.connect(tmp_path / "q.db")
+    for column in ("picker_archived", "archived"):
+        db.execute(f"UPDATE sessions SET {column} = (session_id = ?)", [older.session_id])
+        before = listing_stamp(db)
+        db.execute(f"UPDATE sessions SET {column} = 1 - {column}")  # swapped over
+        assert listing_stamp(db) != before, column
+    db.close()
