@@ -430,7 +430,8 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
             ):
                 message += (
                     " Hidden kinds are linked to it: try --all-kinds (-p/SDK, sidechain,"
-                    " /loop, team, daemon, superseded and picker-archived sessions)."
+                    " /loop, team, daemon, superseded, picker-archived and __hidden-tagged"
+                    " sessions)."
                 )
             if _empty_message(message):
                 click.echo(clean_line(message), err=True)
