@@ -138,35 +138,19 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     _warn_expiring(db, rows, filters.cwd)
 
 
-def _widen(fmt: str) -> Any:
-    """A table's ID width rule (``Index.id_width``): IDs typed back from it name one
-    session among all the index holds, hidden kinds included."""
-    return app().index.id_width if fmt == "table" else None
-
-
 def _marks(rows: list[dict[str, Any]], fmt: str) -> dict[str, Any]:
     """What a table shows of its rows beyond their objects (emit's keywords): the ID
-    width, agent names, the picker-archive mark."""
-    return {
-        "widen": _widen(fmt),
-        "agents": _agents(rows, fmt),
-        "in_picker_archive": _in_picker_archive(rows, fmt),
-    }
-
-
-def _in_picker_archive(rows: list[dict[str, Any]], fmt: str) -> set[str]:
-    """The rows Claude Code's picker archived, for a table to mark (``--all-kinds``,
-    ``resolve``): the JSON object keeps the contract's keys."""
-    if fmt != "table" or not rows:
-        return set()
-    return app().index.picker_archived(rows)
-
-
-def _agents(rows: list[dict[str, Any]], fmt: str) -> dict[str, str]:
-    """Agent names for a table's titles (``@name``); JSON keeps the contract's keys."""
+    width (``Index.id_width``: IDs typed back name one session among all the index
+    holds), agent names (``@name``) and the picker-archive mark. The JSON object keeps
+    the contract's keys: other formats get none of them."""
     if fmt != "table" or not rows:
         return {}
-    return app().index.agent_names(rows)
+    index = app().index
+    return {
+        "widen": index.id_width,
+        "agents": index.agent_names(rows),
+        "in_picker_archive": index.picker_archived(rows),
+    }
 
 
 def _no_sessions(db: Any, filters: Any) -> str:

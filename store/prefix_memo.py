@@ -72,22 +72,9 @@ class PrefixMemo:
             return None
         return str(entry[6])
 
-    def learn(self, path: str, st: os.stat_result, checked_ns: int, fingerprint: str) -> None:
-        """``fingerprint`` is that of the first ``st.st_size`` bytes of the file at
-        ``path``, read after ``st`` was taken, which was after ``checked_ns``."""
-        self.entries[path] = [
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ino,
-            st.st_dev,
-            checked_ns,
-            st.st_ctime_ns,
-            fingerprint,
-        ]
-        self._changed = True
-
-    def learn_file(self, tf: TranscriptFile, checked_ns: int, fingerprint: str) -> None:
-        """:meth:`learn` with the stat ``tf`` was discovered with."""
+    def learn(self, tf: TranscriptFile, checked_ns: int, fingerprint: str) -> None:
+        """``fingerprint`` is that of the first ``tf.size`` bytes of the file, read after
+        the stat ``tf`` holds was taken, which was after ``checked_ns``."""
         self.entries[str(tf.path)] = [
             tf.size,
             tf.mtime_ns,

@@ -349,7 +349,7 @@ class Pusher:
             # edit: such a file is sent again, once, and then holds a CRC
             if not same_prefix(state.fingerprint, now):
                 return False
-            self.memo.learn_file(tf, self.checked_ns, now)
+            self.memo.learn(tf, self.checked_ns, now)
         if tf.kind != MAIN:
             digest = _meta_digest(tf)
             return digest is None or digest == state.meta_digest
@@ -526,7 +526,7 @@ class Pusher:
                 # discovered (the CRC of earlier chunks was carried, not read again: an
                 # edit between chunks shows only in the stat, and then the next push
                 # reads it all).
-                self.memo.learn(str(tf.path), stat, self.checked_ns, stored)
+                self.memo.learn(tf, self.checked_ns, stored)  # stat is tf's (_same_stat)
             return status, end >= size
 
     async def _session_ref(self, transcript_ref: int) -> int:
