@@ -1007,6 +1007,74 @@ def test_migration_names_constant_matches_the_registered_migrations() -> None:
     assert tuple(m.name for m in migrations._migrations) == MIGRATION_NAMES
 
 
+def _schema_and_rows(db: Database) -> dict[str, Any]:
+    """What a new index holds: its objects, page settings and every table's rows (the
+    migrations' own timestamps left out)."""
+    conn = db.conn
+    held: dict[str, Any] = {
+        "objects": sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")),
+        "pragmas": [
+            conn.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("page_size", "auto_vacuum", "journal_mode", "user_version")
+        ],
+    }
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        columns = "name, migration_set" if table == "_sqlite_migrations" else "*"
+        held[table] = sorted(conn.execute(f"SELECT {columns} FROM [{table}]"), key=repr)
+    return held
+
+
+def test_a_new_index_begun_from_the_template_equals_one_migrated_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sessiondex.indexer.db as db_module
+
+    root = copy_fixtures(tmp_path)
+    copied = open_db(tmp_path / "copied.db")
+
+    def no_template(page_size: int) -> sqlite3.Connection:
+        raise sqlite3.OperationalError("no template here")
+
+    monkeypatch.setattr(db_module, "_migrated_template", no_template)
+    migrated = open_db(tmp_path / "migrated.db")
+    assert _schema_and_rows(copied) == _schema_and_rows(migrated)
+    assert copied.execute("PRAGMA page_size").fetchone()[0] == db_module.PAGE_SIZE
+    for db in (copied, migrated):
+        refresh(db, [root])
+        check_fts_integrity(db)
+    assert index_snapshot(copied) == index_snapshot(migrated)
+
+
+def test_a_new_file_another_process_began_meanwhile_is_not_copied_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes may open a new index at once. The one that waited for the write
+    turn finds the file begun, and written to, by the other: its rows stay."""
+    import sessiondex.indexer.db as db_module
+    from sessiondex.indexer.meta import get_meta, set_meta
+
+    target = tmp_path / "index.db"
+    waiting = Database(target)  # opened while the file is still empty
+    real_turn = db_module.write_turn
+    other_went = False
+
+    @contextlib.contextmanager
+    def turn_after_the_other(db: Database) -> Any:
+        nonlocal other_went
+        if not other_went:
+            other_went = True
+            other = open_db(target)
+            set_meta(other, "archive_dirs", '["/kept"]')
+            other.close()
+        with real_turn(db):
+            yield
+
+    monkeypatch.setattr(db_module, "write_turn", turn_after_the_other)
+    db_module.prepare(waiting)
+    assert other_went
+    assert get_meta(waiting, "archive_dirs") == '["/kept"]'
+
+
 def test_readonly_open_answers_like_the_full_one(tmp_path: Path) -> None:
     from sessiondex.indexer.db import ReadOnlyIndex
     from sessiondex.query.filters import Filters
