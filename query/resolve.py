@@ -448,6 +448,15 @@ def _by_prefix(
     return Resolution(to_object(db, local[0]), local[0], MATCHED_PREFIX)
 
 
+def _wider(width: int, a: str, b: str) -> int:
+    """``width``, or one more than ``a`` and ``b`` share when they begin alike over it.
+    The slices compared first settle almost every pair without ``commonprefix``: a
+    listing of 70,000 IDs has as many pairs, most alike over 4 or 5 characters."""
+    if a[:width] != b[:width]:
+        return width
+    return max(width, len(os.path.commonprefix([a, b])) + 1)
+
+
 def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | None) -> int:
     """How many characters of a session ID a table shows so that each one typed back
     names its session alone: :data:`MIN_PREFIX`, or more where another session ID an
@@ -462,7 +471,7 @@ def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | N
     listed = sorted({sid.lower() for sid in session_ids if sid})
     width = MIN_PREFIX
     for a, b in zip(listed, listed[1:]):
-        width = max(width, len(os.path.commonprefix([a, b])) + 1)
+        width = _wider(width, a, b)
     if not listed:
         return width
     where, params = roots_sql(db, roots)
@@ -482,7 +491,7 @@ def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | N
             known[after] if after < len(known) else "",
         ):
             if other:
-                width = max(width, len(os.path.commonprefix([sid, other])) + 1)
+                width = _wider(width, sid, other)
     # Names that can read as an ID prefix once cleaned as resolve compares them (format
     # characters dropped: any stored length): one word, at least MIN_PREFIX long.
     name = "coalesce(s.custom_title, s.ai_title)"
