@@ -770,7 +770,7 @@ class StressWriter(threading.Thread):
 @pytest.mark.parametrize(
     "seconds",
     [
-        pytest.param(5.0, id="ci"),
+        pytest.param(3.0, id="ci"),
         pytest.param(
             90.0,
             id="stress",

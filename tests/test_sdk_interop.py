@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -423,6 +424,7 @@ def test_our_append_keeps_the_last_line_the_sdk_would_glue_onto(
         s.write(mtime=T0)
         path = s.path
         path.write_bytes(path.read_bytes().rstrip(b"\n"))
+        os.utime(path, (T0, T0))  # a file left so long ago, not one being written now
         roots[name] = tree.root
     sid = "1a1a1a1a-0000-4000-8000-000000000001"
     assert run_cli(roots["ours"], "tag", sid, "t").exit_code == 0

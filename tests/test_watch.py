@@ -379,7 +379,7 @@ def test_a_change_to_projects_itself_is_walked_once_not_forever(
             wait_for(lambda: found(db, "sloe"), "the re-created dir")
         time.sleep(0.6)  # the change's own batches (max_latency 0.3 s)
         settled = len(batches.items)
-        time.sleep(1.5)
+        time.sleep(0.8)
         # a loop walks ~10 times a second; one late batch on a loaded machine is none
         assert len(batches.items) - settled <= 1, [b.reason for b in batches.items]
         session(tree if change != "recreate" else tree2, "/c", "rowan after it settled")
