@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,17 +107,26 @@ class Prefetcher:
     Only new files go this way: they need no stored state, so the parser never touches
     the database.
 
-    What is in flight bounds the writer's memory: parsed results wait in this process
-    until the writer takes them, and when the writer is the slower side (FTS work, a
-    loaded machine) the window stays full. So it holds at most ``WINDOW`` files *and*
-    at most ``WINDOW_BYTES`` of transcript (one file always goes, however big): a
-    window of big text-heavy files would otherwise hold 16 × several MB of parsed text.
+    The parser works at most ``WINDOW`` files ahead of what it has finished, and what
+    waits in this process bounds the writer's memory: parsed results wait until the
+    writer takes them, and when the writer is the slower side (FTS work, a loaded
+    machine) they pile up. So the queue holds at most ``2 * WINDOW`` files *and* at most
+    ``2 * WINDOW_BYTES`` of transcript (one file always goes, however big): a queue of
+    big text-heavy files would otherwise hold several MB of parsed text each.
 
     Message texts are compressed (indexer/textstore.py) by whichever process has time:
     when the writer finds the next file already parsed, the parser is ahead and
     compresses the next ones itself; when the writer has to wait, the writer
     compresses (measured on the text-heavy bench: the writer waits ~5 s of a ~15 s build
     on the parser, and compression is ~2.5 s of CPU).
+
+    Parsing is shared the same way. Where tool output is most of the bytes the parser is
+    the slower side: the writer waited ~1.3 s of a 2.6 s pass on the tool-heavy bench.
+    So instead of waiting, the writer parses the first file not yet sent itself
+    (:meth:`_parse_while_waiting`), after topping up the parser's window. Its result
+    takes that file's place in the queue: the files are written in order all the same.
+    (A window counted in files not yet taken, as before, starved the parser: its
+    finished files wait behind the head while the writer parses.)
     """
 
     WINDOW = 16
@@ -137,8 +146,11 @@ class Prefetcher:
         assert self.WORKERS == 1  # use_dictionary relies on one worker taking tasks in order
         self._pending = collections.deque(files)
         self._include_tools = include_tools
-        self._futures: collections.deque[tuple[Any, int]] = collections.deque()
-        self._bytes_in_flight = 0
+        # In file order, each file's result to come, its size, and whether it is parsed
+        # here (_parse_while_waiting) rather than by the parser; ``_held`` sums the sizes.
+        self._futures: collections.deque[tuple[Future[Prefetched], int, bool]] = collections.deque()
+        self._held = 0
+        self._running: collections.deque[Future[Prefetched]] = collections.deque()
         self._fill()
 
     def _start_pool(self, dictionary: bytes | None) -> Executor:
@@ -158,15 +170,27 @@ class Prefetcher:
             initargs=(os.getpid(), self._encode_texts, dictionary),
         )
 
+    def _backlog(self) -> int:
+        """Files sent to the parser that it has not finished (it takes them in order)."""
+        while self._running and self._running[0].done():
+            self._running.popleft()
+        return len(self._running)
+
+    def _room_for(self, size: int) -> bool:
+        return not self._futures or (
+            len(self._futures) < 2 * self.WINDOW and self._held + size <= 2 * self.WINDOW_BYTES
+        )
+
     def _fill(self) -> None:
-        while self._pending and len(self._futures) < self.WINDOW:
-            size = self._pending[0].size
-            if self._futures and self._bytes_in_flight + size > self.WINDOW_BYTES:
+        """Keep the parser ``WINDOW`` files ahead, within what this process may hold."""
+        while self._pending and self._backlog() < self.WINDOW:
+            if not self._room_for(self._pending[0].size):
                 return
             found = self._pending.popleft()
             future = self._pool.submit(parse_new_file, found.file(), self._include_tools)
-            self._futures.append((future, size))
-            self._bytes_in_flight += size
+            self._futures.append((future, found.size, False))
+            self._running.append(future)
+            self._held += found.size
 
     def use_dictionary(self, dictionary: bytes | None) -> None:
         """Compress against ``dictionary`` from now on: the files already sent to the
@@ -178,17 +202,36 @@ class Prefetcher:
         self.dictionary = dictionary
         self._pool.submit(_set_dictionary, dictionary)  # after the files sent so far
 
+    def _parse_while_waiting(self, head: Future[Prefetched]) -> None:
+        """Parse the first file not yet sent, here, while ``head`` is not done and the
+        parser has its window. Whatever parsing one raises is kept in its place and
+        raised when its turn comes, as the parser's would be."""
+        while not head.done():
+            self._fill()
+            if not self._pending or not self._room_for(self._pending[0].size):
+                return
+            found = self._pending.popleft()
+            parsed: Future[Prefetched] = Future()
+            try:
+                parsed.set_result(parse_new_file(found.file(), self._include_tools))
+            except Exception as exc:
+                parsed.set_exception(exc)
+            self._futures.append((parsed, found.size, True))
+            self._held += found.size
+
     def take(self, tf: TranscriptFile) -> Prefetched:
-        # The parser is ahead when the next result is already there: then it compresses.
-        self._encode_texts.value = int(bool(self._futures) and self._futures[0][0].done())
-        future, size = self._futures.popleft()
+        head, _, here = self._futures[0]
+        # The parser is ahead when its next result is already there: then it compresses.
+        self._encode_texts.value = int(not here and head.done())
+        self._parse_while_waiting(head)
+        future, size, _ = self._futures.popleft()
         item: Prefetched = future.result()
-        self._bytes_in_flight -= size
+        self._held -= size
         self._fill()
         assert item.tf.path == tf.path, (item.tf.path, tf.path)
         return item
 
     def close(self) -> None:
-        for future, _ in self._futures:
+        for future, _, _ in self._futures:
             future.cancel()
         self._pool.shutdown(wait=True, cancel_futures=True)
