@@ -25,7 +25,7 @@ from sessiondex.indexer.objects import with_config_dir
 from sessiondex.query.dialect import dialect_of
 from sessiondex.transcripts.config import claude_spelling, default_config_dir
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
-from sessiondex.transcripts.records import PRINT_MODE_ENTRYPOINTS, is_loop_command
+from sessiondex.transcripts.records import LOOP_COMMAND, PRINT_MODE_ENTRYPOINTS
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -47,7 +47,7 @@ ALWAYS_HIDDEN_SQL = (
 _PRINT_MODE_SQL = ", ".join(f"'{e}'" for e in sorted(PRINT_MODE_ENTRYPOINTS))
 INTERACTIVE_SQL = (
     f"({ALWAYS_HIDDEN_SQL} AND coalesce(s.entrypoint, '') NOT IN ({_PRINT_MODE_SQL})"
-    " AND coalesce(s.first_command, '') != '/loop')"
+    f" AND coalesce(s.first_command, '') != '{LOOP_COMMAND}')"
 )
 VISIBLE_SQL = f"({INTERACTIVE_SQL} AND s.picker_archived = 0)"
 
@@ -59,17 +59,6 @@ VISIBLE_SQL = f"({INTERACTIVE_SQL} AND s.picker_archived = 0)"
 #: the session with the tag.
 HIDDEN_TAG = "__hidden"
 NOT_HIDDEN_TAG_SQL = f"coalesce(s.tag, '') != '{HIDDEN_TAG}'"
-
-
-def is_hidden(row: dict[str, Any]) -> bool:
-    """Python twin of :data:`VISIBLE_SQL` for rows already loaded."""
-    return (
-        bool(row.get("is_sidechain"))
-        or not row.get("raw_message_count")
-        or (row.get("entrypoint") in PRINT_MODE_ENTRYPOINTS)
-        or is_loop_command(row.get("first_command"))
-        or bool(row.get("picker_archived"))
-    )
 
 
 def _stored_objects(raws: Sequence[Any]) -> list[dict[str, Any] | None]:

@@ -18,7 +18,7 @@ from sqlite_utils import Database
 import sessiondex.transcripts.reader as reader_module
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
-from sessiondex.query.sessions import is_hidden, select_rows, to_object
+from sessiondex.query.sessions import VISIBLE_SQL, select_rows, to_object
 from tests.builders import (
     ConfigTree,
     append_bytes,
@@ -83,7 +83,10 @@ def test_fixture_session_fields(fixture_index, session_id: str) -> None:
     for name in COMPARED_FIELDS:
         if name in expected:
             assert got[name] == expected[name], name
-    assert is_hidden(rows[0]) == expected["hidden_from_picker"]
+    visible = db.execute(
+        f"SELECT count(*) FROM sessions s WHERE s.session_id = ? AND {VISIBLE_SQL}", [session_id]
+    ).fetchone()[0]
+    assert (not visible) == expected["hidden_from_picker"]
 
 
 def test_fixture_summary_counts_problems(fixture_index) -> None:

@@ -234,5 +234,6 @@ class FirstPromptState:
             return
 
 
-def is_loop_command(first_command: str | None) -> bool:
-    return first_command == "/loop"
+#: The first command of a session ``/loop`` started: Claude Code's picker and
+#: ``--continue`` pass over it, as over -p/SDK sessions (query.sessions.INTERACTIVE_SQL).
+LOOP_COMMAND = "/loop"
