@@ -80,7 +80,7 @@ def prefetch(source: Source, options: PickerOptions) -> Future[Loaded]:
         height = 40
     query = options.query.strip()
     filters = filters_for(options)
-    return source.submit(lambda index: load(index, 1, query, filters, height=height))
+    return source.first_rows(lambda index: load(index, 1, query, filters, height=height))
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +33,18 @@ WATCH_POLL = 0.5  # seconds between looks at the database while a watcher keeps 
 
 class Interrupted(Exception):
     """A search stopped by :meth:`Source.interrupt` (a newer keystroke superseded it)."""
+
+
+@dataclass(frozen=True)
+class FirstLook:
+    """The index as it stood when the picker's first rows were read from it, taken
+    after the refresh before them and before their query (:meth:`Source.first_rows`):
+    where :class:`Freshness` starts comparing. Its own first look comes later, once
+    the UI has started, and a change committed in between was shown only with the
+    next one."""
+
+    stamp: tuple[Any, ...] | None  # Index.listing_stamp, None when it could not be read
+    signature: tuple[tuple[int, int] | None, ...]  # database_signature
 
 
 class Source:
@@ -52,6 +65,21 @@ class Source:
         self._index: Index | None = None
         self._interruptible = False
         self._interrupted = False  # interrupt() was called during the running job
+        self.first_look: FirstLook | None = None
+
+    def first_rows(self, job: Callable[[Index], T]) -> Future[T]:
+        """Run the first rows' ``job`` on the index thread, noting the index as it stands
+        just before their query (:class:`FirstLook`)."""
+
+        def look_then_load(index: Index) -> T:
+            index.reader()  # the refresh before the rows: the job's query then reads
+            stamp: tuple[Any, ...] | None = None
+            with contextlib.suppress(Exception):  # the live thread takes its own then
+                stamp = index.listing_stamp()
+            self.first_look = FirstLook(stamp, database_signature(self.db_path))
+            return job(index)
+
+        return self.submit(look_then_load)
 
     def open_index(self, *, refresh: bool = False) -> Index:
         """A new ``Index`` on the same database and config dirs (for another thread)."""
@@ -156,11 +184,13 @@ class Freshness:
 
     def _loop(self) -> None:
         index = self.source.open_index(refresh=self.refresh)
-        seen = database_signature(self.source.db_path)
+        # What the rows on screen were read from (Source.first_rows), else a look now.
+        first = self.source.first_look
+        seen = first.signature if first else database_signature(self.source.db_path)
         # Index.listing_stamp as last seen: taken before the first refresh, so that a
         # change another process commits while that refresh runs is seen too
-        stamp: tuple[Any, ...] | None = None
-        if self.refresh:
+        stamp: tuple[Any, ...] | None = first.stamp if first else None
+        if self.refresh and stamp is None:
             with contextlib.suppress(Exception):  # reported by the first round instead
                 stamp = index.listing_stamp()
         errors: set[str] = set()

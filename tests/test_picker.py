@@ -1022,6 +1022,39 @@ def test_an_open_picker_without_watch_sees_every_change(tmp_path: Path, change: 
         source.close()
 
 
+@pytest.mark.parametrize("refresh", [True, False], ids=["refreshing", "beside a watch"])
+def test_a_change_committed_while_the_picker_starts_is_shown(tmp_path: Path, refresh: bool) -> None:
+    """The first rows are read before the UI starts (prefetch) and the live thread took
+    its first look once it had: a rename committed in between was shown only with the
+    next change. (Beside a watch the live thread compares the database's stat: the
+    rename stands for the watcher's commit.)"""
+    import threading
+
+    from sessiondex.picker import prefetch
+    from sessiondex.picker.source import Freshness, Source
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("the session on screen")
+    s.write(mtime=1_790_000_000)
+    db = tmp_path / "index.db"
+    argv = ["--config-dir", str(tree.root), "--db", str(db)]
+    assert CliRunner().invoke(cli, [*argv, "index"]).exit_code == 0
+    source = Source(db, [tree.root], refresh_first=refresh)
+    rows = prefetch(source, PickerOptions(cwd="/w/app")).result(timeout=30)
+    assert rows is not None
+    result = CliRunner().invoke(cli, [*argv, "rename", s.session_id, "Renamed meanwhile"])
+    assert result.exit_code == 0, result.output
+    changed = threading.Event()
+    live = Freshness(source, 0.05, changed.set, lambda text: None, refresh=refresh)
+    live.start()
+    try:
+        assert changed.wait(timeout=10)
+    finally:
+        live.stop()
+        source.close()
+
+
 def test_a_change_committed_during_the_pickers_first_refresh_is_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
