@@ -44,6 +44,7 @@ from sessiondex.transcripts.discover import (
     MAIN,
     TranscriptFile,
     archived_in_picker,
+    open_regular,
     picker_archive_stamp,
 )
 from sessiondex.transcripts.pr_urls import PullRequest
@@ -393,7 +394,7 @@ def _ingest_locked(
         if session_rowid is None:
             return UNCHANGED  # an orphan subagent: nothing to attach it to yet
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed in finally
+        stream = open_regular(path)
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
         return UNCHANGED

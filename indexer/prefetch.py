@@ -16,7 +16,7 @@ from sessiondex.indexer.derive import SessionState
 from sessiondex.indexer.parse import ParsedTail, parse_tail
 from sessiondex.indexer.shape import settled_at
 from sessiondex.indexer.textstore import packer
-from sessiondex.transcripts.discover import MAIN, Found, TranscriptFile
+from sessiondex.transcripts.discover import MAIN, Found, TranscriptFile, open_regular
 
 
 @dataclass
@@ -64,7 +64,7 @@ def _set_dictionary(dictionary: bytes) -> None:
 def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
     path = str(tf.path)
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path) as stream:
             checked_ns = time.time_ns()
             st = os.fstat(stream.fileno())
             tf = tf.restat(st)

@@ -36,6 +36,7 @@ from sessiondex.transcripts.discover import (
     ARCHIVE_SUFFIX,
     archived_in_picker,
     describe_path,
+    open_regular,
     unreadable_transcript,
 )
 from sessiondex.transcripts.fspath import absolute
@@ -123,7 +124,7 @@ def _row_from_file(path: Path) -> dict[str, Any] | None:
     links: set[str] = set()
     mentions: list[Any] = []
     inside: str | None = None
-    with open(path, "rb") as stream:
+    with open_regular(path) as stream:
         for _, record in RecordReader(stream):
             state.apply(record, branches, links)
             if record.get("type") in ("user", "assistant"):

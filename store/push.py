@@ -51,7 +51,7 @@ from sessiondex.store.write import (
     reset_transcript,
     set_file_stat,
 )
-from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts
+from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts, open_regular
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
 from sessiondex.transcripts.reader import RecordReader, classify
 from sessiondex.transcripts.remotes import origin_of
@@ -275,7 +275,8 @@ def _meta_path(tf: TranscriptFile) -> Path:
 def _meta_digest(tf: TranscriptFile) -> str | None:
     """The digest :meth:`Pusher._push_meta` records for a subagent's ``.meta.json``."""
     try:
-        return hashlib.blake2b(_meta_path(tf).read_bytes(), digest_size=16).hexdigest()
+        with open_regular(_meta_path(tf)) as stream:
+            return hashlib.blake2b(stream.read(), digest_size=16).hexdigest()
     except OSError:
         return None
 
@@ -341,7 +342,7 @@ class Pusher:
                 return False
         else:
             try:
-                with open(tf.path, "rb") as stream:
+                with open_regular(tf.path) as stream:
                     now = fingerprint(stream, state.consumed)
             except OSError:
                 return False
@@ -413,7 +414,7 @@ class Pusher:
         """What a push of ``tf`` would send, without writing anything."""
         state = await self._state(tf, lock=False)
         try:
-            stream = open(tf.path, "rb")  # noqa: SIM115 - closed below
+            stream = open_regular(tf.path)
         except OSError:
             return "unchanged"
         with stream:
@@ -456,7 +457,7 @@ class Pusher:
         assert self.conn is not None
         state = await self._state(tf, lock=True)
         try:
-            stream = open(tf.path, "rb")  # noqa: SIM115 - closed below
+            stream = open_regular(tf.path)
         except OSError:
             return status, True  # vanished or unreadable: the next push tries again
         with stream:
@@ -591,7 +592,8 @@ class Pusher:
         """A subagent's ``agent-<id>.meta.json`` as the SDK imports it: one
         ``agent_metadata`` entry, sent again only when the file changed."""
         try:
-            raw = _meta_path(tf).read_bytes()
+            with open_regular(_meta_path(tf)) as stream:
+                raw = stream.read()
             meta = orjson.loads(raw)
         except (OSError, orjson.JSONDecodeError):
             return

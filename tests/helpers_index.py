@@ -7,6 +7,10 @@ from scratch: the incremental == rebuild invariant.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +106,29 @@ def rebuilt_snapshot(roots: list[Path], db_path: Path) -> dict[str, list[tuple[A
         return index_snapshot(db)
     finally:
         db.close()
+
+
+_OPENED: list[list[str]] = []
+_HOOKED: list[bool] = []
+
+
+def _record_open(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _OPENED and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        for opened in _OPENED:
+            opened.append(os.fsdecode(args[0]))
+
+
+@contextlib.contextmanager
+def files_opened() -> Iterator[list[str]]:
+    """The paths this process opens meanwhile, by ``open`` or ``os.open`` alike (both
+    raise the "open" audit event; transcripts are opened with ``os.open``). One audit
+    hook serves every use: hooks cannot be removed, and it is idle outside these."""
+    if not _HOOKED:
+        sys.addaudithook(_record_open)
+        _HOOKED.append(True)
+    opened: list[str] = []
+    _OPENED.append(opened)
+    try:
+        yield opened
+    finally:
+        _OPENED.remove(opened)

@@ -25,6 +25,7 @@ from sessiondex.indexer.refresh import refresh
 from sessiondex.query import cleanup as cl
 from sessiondex.transcripts import retention as rules
 from tests.builders import ConfigTree, one_session
+from tests.helpers_index import files_opened
 
 NOW = 1_800_000_000.0
 DAY = 86400
@@ -987,14 +988,6 @@ def test_window_columns_answer_like_the_file_windows(tmp_path: Path, name: str) 
     assert from_file == expected
 
 
-_AUDIT: list[list[str]] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "open" and _AUDIT and args and isinstance(args[0], (str, bytes, os.PathLike)):
-        _AUDIT[-1].append(os.fsdecode(args[0]))
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -1014,8 +1007,6 @@ def test_reading_commands_open_no_transcript(tmp_path: Path, args: list[str], st
     cleanup state (every session expired, desktop ones among them, one released), nor
     when the files' mtimes lie ahead of the clock (set, or copied from a skewed
     machine): such a file never looked quiet, and every command read it again."""
-    if not _AUDIT:
-        sys.addaudithook(_audit)  # hooks stay for the process: idle unless a list is pushed
     tree = ConfigTree(tmp_path / "claude")
     days_ago = {"all expired": 400, "nothing expired": 1, "mtimes in the future": -2}[state]
     mtime = time.time() - days_ago * DAY
@@ -1035,11 +1026,8 @@ def test_reading_commands_open_no_transcript(tmp_path: Path, args: list[str], st
     db = tmp_path / "index.db"
     assert _run(["index"], tree.root, db).exit_code == 0
     argv = [plain.session_id if a == "SESSION" else a for a in args]
-    _AUDIT.append([])
-    try:
+    with files_opened() as opened:
         result = _run(argv, tree.root, db)
-    finally:
-        opened = _AUDIT.pop()
     assert result.exit_code == 0, result.output
     transcripts = [p for p in opened if p.startswith(str(tree.root)) and p.endswith(".jsonl")]
     assert transcripts == []

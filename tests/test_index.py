@@ -27,7 +27,12 @@ from tests.builders import (
     dumps,
     write_jsonl,
 )
-from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
+from tests.helpers_index import (
+    check_fts_integrity,
+    files_opened,
+    index_snapshot,
+    rebuilt_snapshot,
+)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
@@ -110,15 +115,8 @@ def test_no_change_refresh_reads_no_bytes(tmp_path: Path, monkeypatch) -> None:
     root = copy_fixtures(tmp_path)
     db = open_db(tmp_path / "i.db")
     refresh(db, [root])
-    opened: list[str] = []
-    real_open = open
-
-    def spy(path, *args, **kwargs):
-        opened.append(str(path))
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr("builtins.open", spy)
-    stats = refresh(db, [root])
+    with files_opened() as opened:
+        stats = refresh(db, [root])
     assert stats.bytes_read == 0
     assert stats.unchanged == stats.files_seen > 0
     assert not [p for p in opened if p.endswith(".jsonl")]
@@ -284,14 +282,14 @@ def test_unreadable_file_is_reported_and_skipped(tmp_path: Path, monkeypatch) ->
     tree = ConfigTree(tmp_path / "claude")
     path = _session(tree).write()
     _session(tree, cwd="/work/b").write()
-    real_open = open
+    real_open = os.open
 
     def deny(target, *args, **kwargs):
         if str(target) == str(path):
             raise PermissionError(13, "Permission denied", str(target))
         return real_open(target, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", deny)
+    monkeypatch.setattr(os, "open", deny)
     db = open_db(tmp_path / "i.db")
     stats = refresh(db, [tree.root])
     assert stats.errors == [(str(path), "Permission denied")]
@@ -428,14 +426,14 @@ def test_the_watcher_forgets_a_transcript_only_when_it_is_gone(
 def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkeypatch) -> None:
     tree = ConfigTree(tmp_path / "claude")
     path = _session(tree).write()
-    real_open = open
+    real_open = os.open
 
     def vanish(target, *args, **kwargs):
         if str(target) == str(path):
             path.unlink()
         return real_open(target, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", vanish)
+    monkeypatch.setattr(os, "open", vanish)
     db = open_db(tmp_path / "i.db")
     stats = refresh(db, [tree.root])
     assert [p for p, _ in stats.errors] == [str(path)]

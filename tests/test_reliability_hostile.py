@@ -355,17 +355,17 @@ def indexed(hostile: Hostile) -> dict[str, Any]:
     """``index --json`` over the hostile tree, with the vanish/EACCES races simulated."""
     import sessiondex.indexer.ingest as ingest
 
-    real_open = open
+    real_open = ingest.open_regular
 
-    def racy_open(target: Any, *args: Any, **kwargs: Any) -> Any:
+    def racy_open(target: Any) -> Any:
         if str(target) == str(hostile.vanishing) and hostile.vanishing.exists():
             hostile.vanishing.unlink()  # gone after the stat, before the open
         if str(target) == str(hostile.denied):
             raise PermissionError(13, "Permission denied", str(target))
-        return real_open(target, *args, **kwargs)
+        return real_open(target)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(ingest, "open", racy_open, raising=False)  # the module's `open` only
+    mp.setattr(ingest, "open_regular", racy_open)  # the indexer's opens only
     try:
         result = hostile.run("index", "--json")
     finally:
@@ -662,3 +662,115 @@ def test_an_argument_that_is_not_utf8_is_one_usage_line(tmp_path: Path, args: li
         or (result.stderr.startswith("Error: Invalid value for an argument: '/tmp/bad"))
     )
     assert path.read_bytes() == before
+
+
+def _ingest(path: Path, tf: Any, tmp_path: Path) -> Any:
+    from sessiondex.indexer.ingest import ingest_file
+    from sessiondex.indexer.stats import RefreshStats
+
+    stats = RefreshStats()
+    db = open_db(tmp_path / "index.db")
+    try:
+        ingest_file(db, tf, stats)
+    finally:
+        db.close()
+    return stats.errors
+
+
+def _parse_in_the_parser(path: Path, tf: Any, tmp_path: Path) -> Any:
+    from sessiondex.indexer.prefetch import parse_new_file
+
+    return parse_new_file(tf, False).error
+
+
+def _show(path: Path, tf: Any, tmp_path: Path) -> Any:
+    from sessiondex.transcripts.chain import load_entries
+
+    return load_entries(path)
+
+
+def _retention_windows(path: Path, tf: Any, tmp_path: Path) -> Any:
+    from sessiondex.transcripts.windows import read_windows
+
+    return read_windows(path, tail_overlaps_head=True)
+
+
+def _show_by_scan(path: Path, tf: Any, tmp_path: Path) -> Any:
+    from sessiondex.transcripts.chain import scan_chain
+
+    return scan_chain(path)
+
+
+def _resolve_by_path(path: Path, tf: Any, tmp_path: Path) -> Any:
+    from sessiondex.query.resolve import _row_from_file
+
+    return _row_from_file(path)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [_ingest, _parse_in_the_parser, _show, _show_by_scan, _retention_windows, _resolve_by_path],
+)
+def test_a_transcript_turned_into_a_fifo_after_it_was_found_never_hangs_a_reader(
+    tmp_path: Path, read: Any
+) -> None:
+    """A transcript found as a file and replaced by a FIFO before it was read: a
+    cold build (indexer or parsing process), ``show`` and the retention check opened
+    it with a plain ``open`` and waited forever for a writer. Now the reader says the
+    file cannot be read, as for one that vanished."""
+    import threading
+
+    from sessiondex.transcripts.discover import iter_found
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("found as a file")
+    path = s.write(mtime=1_790_000_000)
+    (found,) = list(iter_found(tree.root))
+    tf = found.file()
+    path.unlink()
+    os.mkfifo(path)
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(read(path, tf, tmp_path))
+        except OSError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():  # let the stuck open go: a writer that opens and closes
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(5)
+        pytest.fail("the reader waited on the FIFO")
+    assert outcome and outcome[0], outcome  # an error said, or raised
+
+
+@pytest.mark.parametrize("name", ["settings.json", "meta.json"])
+def test_a_fifo_for_a_settings_or_subagent_meta_file_never_hangs(tmp_path: Path, name: str) -> None:
+    """Claude Code's ``settings.json`` (read for ``cleanupPeriodDays``) and a subagent's
+    ``agent-<id>.meta.json`` are read whole; a FIFO in their place made the reader wait."""
+    import threading
+
+    from sessiondex.transcripts.discover import read_subagent_meta
+    from sessiondex.transcripts.retention import _load_settings
+
+    if name == "settings.json":
+        path = tmp_path / "settings.json"
+        read: Any = lambda: _load_settings(path)  # noqa: E731
+    else:
+        path = tmp_path / "agent-a1.meta.json"
+        read = lambda: read_subagent_meta(tmp_path / "agent-a1.jsonl")  # noqa: E731
+    os.mkfifo(path)
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(read()), daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(5)
+        pytest.fail("the reader waited on the FIFO")
+    expected = (None, "cannot be read (not a regular file)") if name == "settings.json" else {}
+    assert outcome == [expected]

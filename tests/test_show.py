@@ -658,7 +658,7 @@ def test_a_transcript_that_cannot_be_read_is_named_not_called_missing(
     for s, text in ((locked, "locked away"), (other, "still readable")):
         s.user(text)
         s.write()
-    real_access, real_open = os.access, open
+    real_access, real_open = os.access, os.open
 
     def denied(path: Any) -> bool:
         return os.fspath(path) == str(locked.path)
@@ -669,7 +669,7 @@ def test_a_transcript_that_cannot_be_read_is_named_not_called_missing(
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "access", lambda p, m: False if denied(p) else real_access(p, m))
-    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr(os, "open", fake_open)  # transcripts are opened by os.open
     argv = command.format(out=tmp_path / "out.md").split()
     typed = locked.session_id.upper() if upper else locked.session_id
     result = _run(tree, tmp_path, *argv[:1], typed, *argv[1:])

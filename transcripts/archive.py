@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO
 
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX as ARCHIVE_SUFFIX
-from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile
+from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile, open_regular
 from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.tree import walk
 
@@ -174,7 +174,7 @@ def _entries(tf: TranscriptFile) -> list[_Entry]:
 
 
 def _same_bytes(member_stream: IO[bytes], path: Path, size: int) -> bool:
-    with open(path, "rb") as original:
+    with open_regular(path) as original:
         remaining = size
         while remaining > 0:
             want = min(CHUNK, remaining)
@@ -292,7 +292,7 @@ def _add_entry(tar: tarfile.TarFile, entry: _Entry) -> None:
             raise changed
         tar.addfile(info)
         return
-    with open(entry.path, "rb") as source:
+    with open_regular(entry.path) as source:
         if _changed(entry, os.fstat(source.fileno())):
             raise changed
         info.size = entry.st.st_size

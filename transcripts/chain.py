@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sessiondex.transcripts.discover import open_regular
 from sessiondex.transcripts.reader import (
     PROBLEM_BEING_WRITTEN,
     PROBLEM_NEVER_FINISHED,
@@ -76,7 +77,7 @@ def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry
     one whose line has not ended yet). Raises only ``OSError`` for the file itself, never
     for its content.
     """
-    with open(path, "rb") as stream:
+    with open_regular(path) as stream:
         quiet = quiet_since_written(os.fstat(stream.fileno()))
         data = stream.read()
     if complete_only:
@@ -183,7 +184,7 @@ class ChainScan:
         self.stubs: list[Entry] = []
         self.problems: Counter[str] = Counter()
         self._where: dict[int, tuple[int, int]] = {}
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path) as stream:
             st = os.fstat(stream.fileno())
             self._identity = (st.st_dev, st.st_ino)
             quiet = quiet_since_written(st)
@@ -203,7 +204,7 @@ class ChainScan:
         Raises ``OSError`` if the file was replaced or rewritten since the scan (an
         append, the only change Claude Code makes, does not matter).
         """
-        with open(self.path, "rb") as stream:
+        with open_regular(self.path) as stream:
             fd = stream.fileno()
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != self._identity:

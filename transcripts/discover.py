@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
@@ -373,10 +373,29 @@ def read_subagent_meta(path: Path) -> dict[str, Any]:
     object, as the SDK treats it."""
     meta = path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
     try:
-        value = orjson.loads(meta.read_bytes())
+        with open_regular(meta) as stream:
+            value = orjson.loads(stream.read())
     except (OSError, orjson.JSONDecodeError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a transcript found earlier for reading, never blocking: a FIFO (or a
+    device) put in its place since would make a plain ``open`` wait forever for a
+    writer. What is no regular file now raises ``OSError``, as a vanished one does."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _picker_archive_path(transcript: str | os.PathLike[str]) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from sessiondex.transcripts.config import resolve_cwd
+from sessiondex.transcripts.discover import open_regular
 from sessiondex.transcripts.records import DESKTOP_ENTRYPOINTS
 from sessiondex.transcripts.tree import walk
 from sessiondex.transcripts.windows import WINDOW, read_windows
@@ -115,7 +116,8 @@ def _whole_days(value: Any, minimum: int) -> int | None:
 def _load_settings(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(settings, None), (None, None) when absent, or (None, problem)."""
     try:
-        data = path.read_bytes()
+        with open_regular(path) as stream:
+            data = stream.read()
     except FileNotFoundError:
         return None, None
     except NotADirectoryError:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from sessiondex.transcripts.discover import open_regular
 from sessiondex.transcripts.reader import glued_record
 
 WINDOW = 64 * 1024
@@ -22,7 +23,7 @@ def read_windows(path: str | Path, *, tail_overlaps_head: bool) -> tuple[bytes, 
     """``(head, tail)``: the first and the last :data:`WINDOW` bytes. The SDK's tail
     starts at ``size - WINDOW`` and may overlap the head (``tail_overlaps_head``); the
     sweep's starts no earlier than the head's end. A file of one window is both."""
-    with open(path, "rb") as stream:
+    with open_regular(path) as stream:
         size = os.fstat(stream.fileno()).st_size
         head = stream.read(WINDOW)
         if size <= WINDOW:
