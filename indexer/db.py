@@ -409,7 +409,10 @@ def _begin_empty_file(db: Database) -> None:
     and a copy made over that would lose its rows."""
     if db.execute("PRAGMA page_count").fetchone()[0] != 0:
         return
-    if not db.conn.in_transaction:
+    # The template is UTF-8: a caller's connection set to another encoding (before
+    # handing it to Index) keeps it, migrated the slow way.
+    utf8 = db.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
+    if utf8 and not db.conn.in_transaction:
         try:
             with _TEMPLATE_LOCK:
                 _migrated_template(PAGE_SIZE).backup(db.conn)

@@ -1046,6 +1046,21 @@ def test_a_new_index_begun_from_the_template_equals_one_migrated_in_place(
     assert index_snapshot(copied) == index_snapshot(migrated)
 
 
+def test_a_new_database_set_to_another_encoding_keeps_it(tmp_path: Path) -> None:
+    """The template is UTF-8; a caller who set ``PRAGMA encoding`` on the empty
+    database they hand to ``Index`` got UTF-8 all the same (helper 88)."""
+    import sessiondex
+
+    root = copy_fixtures(tmp_path)
+    conn = sqlite3.connect(tmp_path / "utf16.db")
+    conn.execute("PRAGMA encoding = 'UTF-16le'")
+    with sessiondex.Index(conn, [root]) as index:
+        index.refresh()
+        assert index.list(scope="all")
+    assert conn.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
+    conn.close()
+
+
 def test_a_new_file_another_process_began_meanwhile_is_not_copied_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
