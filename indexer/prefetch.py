@@ -111,8 +111,8 @@ class Prefetcher:
     waits in this process bounds the writer's memory: parsed results wait until the
     writer takes them, and when the writer is the slower side (FTS work, a loaded
     machine) they pile up. So the queue holds at most ``2 * WINDOW`` files *and* at most
-    ``2 * WINDOW_BYTES`` of transcript (one file always goes, however big): a queue of
-    big text-heavy files would otherwise hold several MB of parsed text each.
+    ``WINDOW_BYTES`` of transcript (one file always goes, however big): a queue of big
+    text-heavy files would otherwise hold several MB of parsed text each.
 
     Message texts are compressed (indexer/textstore.py) by whichever process has time:
     when the writer finds the next file already parsed, the parser is ahead and
@@ -123,7 +123,8 @@ class Prefetcher:
     Parsing is shared the same way. Where tool output is most of the bytes the parser is
     the slower side: the writer waited ~1.3 s of a 2.6 s pass on the tool-heavy bench.
     So instead of waiting, the writer parses the first file not yet sent itself
-    (:meth:`_parse_while_waiting`), after topping up the parser's window. Its result
+    (:meth:`_parse_while_waiting`), after topping up the parser's window, unless it is
+    big (``HERE_MAX_BYTES``). Its result
     takes that file's place in the queue: the files are written in order all the same.
     (A window counted in files not yet taken, as before, starved the parser: its
     finished files wait behind the head while the writer parses.)
@@ -131,6 +132,9 @@ class Prefetcher:
 
     WINDOW = 16
     WINDOW_BYTES = 24 << 20
+    # The biggest file the writer parses itself while it waits (most are tens of KB):
+    # one of 100 MB would hold it up for seconds, with its parsed text in its memory.
+    HERE_MAX_BYTES = 2 << 20
     # Measured on two cores: a second parser is slower (the writer and one parser
     # already keep both busy).
     WORKERS = 1
@@ -178,7 +182,7 @@ class Prefetcher:
 
     def _room_for(self, size: int) -> bool:
         return not self._futures or (
-            len(self._futures) < 2 * self.WINDOW and self._held + size <= 2 * self.WINDOW_BYTES
+            len(self._futures) < 2 * self.WINDOW and self._held + size <= self.WINDOW_BYTES
         )
 
     def _fill(self) -> None:
@@ -208,8 +212,11 @@ class Prefetcher:
         raised when its turn comes, as the parser's would be."""
         while not head.done():
             self._fill()
-            if not self._pending or not self._room_for(self._pending[0].size):
+            if not self._pending:
                 return
+            size = self._pending[0].size
+            if size > self.HERE_MAX_BYTES or not self._room_for(size):
+                return  # a big file stays the parser's: the writer would be held up by it
             found = self._pending.popleft()
             parsed: Future[Prefetched] = Future()
             try:
