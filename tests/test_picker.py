@@ -1022,17 +1022,8 @@ def test_an_open_picker_without_watch_sees_every_change(tmp_path: Path, change: 
         source.close()
 
 
-@pytest.mark.parametrize("refresh", [True, False], ids=["refreshing", "beside a watch"])
-def test_a_change_committed_while_the_picker_starts_is_shown(tmp_path: Path, refresh: bool) -> None:
-    """The first rows are read before the UI starts (prefetch) and the live thread took
-    its first look once it had: a rename committed in between was shown only with the
-    next change. (Beside a watch the live thread compares the database's stat: the
-    rename stands for the watcher's commit.)"""
-    import threading
-
-    from sessiondex.picker import prefetch
-    from sessiondex.picker.source import Freshness, Source
-
+def _one_indexed_session(tmp_path: Path) -> tuple[ConfigTree, Any, Path, list[str]]:
+    """A config dir with one session, indexed; the CLI's arguments for both."""
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/w/app")
     s.user("the session on screen")
@@ -1040,19 +1031,42 @@ def test_a_change_committed_while_the_picker_starts_is_shown(tmp_path: Path, ref
     db = tmp_path / "index.db"
     argv = ["--config-dir", str(tree.root), "--db", str(db)]
     assert CliRunner().invoke(cli, [*argv, "index"]).exit_code == 0
+    return tree, s, db, argv
+
+
+def _live_sees_a_change(source: Any, *, refresh: bool = True) -> bool:
+    """Whether the picker's live thread over ``source`` reports a change within 10 s."""
+    import threading
+
+    from sessiondex.picker.source import Freshness
+
+    changed = threading.Event()
+    live = Freshness(source, 0.05, changed.set, lambda text: None, refresh=refresh)
+    live.start()
+    try:
+        return changed.wait(timeout=10)
+    finally:
+        live.stop()
+        source.close()
+
+
+@pytest.mark.parametrize("refresh", [True, False], ids=["refreshing", "beside a watch"])
+def test_a_change_committed_while_the_picker_starts_is_shown(tmp_path: Path, refresh: bool) -> None:
+    """The first rows are read before the UI starts (prefetch) and the live thread took
+    its first look once it had: a rename committed in between was shown only with the
+    next change. (Beside a watch the live thread compares the database's stat: the
+    rename stands for the watcher's commit.)"""
+
+    from sessiondex.picker import prefetch
+    from sessiondex.picker.source import Source
+
+    tree, s, db, argv = _one_indexed_session(tmp_path)
     source = Source(db, [tree.root], refresh_first=refresh)
     rows = prefetch(source, PickerOptions(cwd="/w/app")).result(timeout=30)
     assert rows is not None
     result = CliRunner().invoke(cli, [*argv, "rename", s.session_id, "Renamed meanwhile"])
     assert result.exit_code == 0, result.output
-    changed = threading.Event()
-    live = Freshness(source, 0.05, changed.set, lambda text: None, refresh=refresh)
-    live.start()
-    try:
-        assert changed.wait(timeout=10)
-    finally:
-        live.stop()
-        source.close()
+    assert _live_sees_a_change(source, refresh=refresh)
 
 
 def test_a_change_committed_during_the_pickers_first_refresh_is_shown(
@@ -1060,17 +1074,10 @@ def test_a_change_committed_during_the_pickers_first_refresh_is_shown(
 ) -> None:
     """The first round recorded what it found as the starting point: a rename another
     process committed while that first refresh ran was never shown."""
-    import threading
 
-    from sessiondex.picker.source import Freshness, Source
+    from sessiondex.picker.source import Source
 
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd="/w/app")
-    s.user("the session on screen")
-    s.write(mtime=1_790_000_000)
-    db = tmp_path / "index.db"
-    argv = ["--config-dir", str(tree.root), "--db", str(db)]
-    assert CliRunner().invoke(cli, [*argv, "index"]).exit_code == 0
+    tree, s, db, argv = _one_indexed_session(tmp_path)
     real_refresh = Index.refresh
     calls: list[int] = []
 
@@ -1082,12 +1089,4 @@ def test_a_change_committed_during_the_pickers_first_refresh_is_shown(
         return real_refresh(self, *args, **kwargs)
 
     monkeypatch.setattr(Index, "refresh", refresh_with_a_rename_meanwhile)
-    changed = threading.Event()
-    source = Source(db, [tree.root])
-    live = Freshness(source, 0.05, changed.set, lambda text: None)
-    live.start()
-    try:
-        assert changed.wait(timeout=10)
-    finally:
-        live.stop()
-        source.close()
+    assert _live_sees_a_change(Source(db, [tree.root]))
