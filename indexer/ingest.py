@@ -22,6 +22,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -105,6 +106,11 @@ def derived_texts(
     pr_text = " ".join(f"{u} PR #{n} {r or ''}".strip() for u, n, r in links) or None
     return " ".join(branches) or None, pr_text
 
+
+# The most of a file read in one pass: a transcript of hundreds of MB is read in
+# slices, each applied as an append is, so that its parsed text is never held whole
+# (one 200 MB transcript of prose peaked at 653 MB read at once).
+SLICE_BYTES = 16 << 20
 
 # A plain INSERT: the unique (file_id, line_offset) index turns a double ingest into an
 # error that rolls the file back (and is retried), never into duplicate rows.
@@ -324,7 +330,11 @@ def ingest_file(
         stats.unchanged += 1
         return UNCHANGED
     with immediate(db):
-        return _ingest_locked(db, tf, stats, include_tools, force)
+        found, more = _ingest_locked(db, tf, stats, include_tools, force)
+    while more:  # the rest of a big file, each slice as an append is read
+        with immediate(db):
+            _, more = _ingest_locked(db, tf, stats, include_tools, False, count=False)
+    return found
 
 
 def _read_picker_archive(db: Database, path: str) -> None:
@@ -379,32 +389,41 @@ def parent_file_id(db: Database, tf: TranscriptFile) -> int | None:
 
 
 def _ingest_locked(
-    db: Database, tf: TranscriptFile, stats: RefreshStats, include_tools: bool, force: bool
-) -> str:
+    db: Database,
+    tf: TranscriptFile,
+    stats: RefreshStats,
+    include_tools: bool,
+    force: bool,
+    *,
+    count: bool = True,
+) -> tuple[str, bool]:
     """:func:`ingest_file` once the write transaction is open: the stored row read here
-    is the one the write applies to."""
+    is the one the write applies to. Returns what was found and whether bytes are left
+    past the :data:`SLICE_BYTES` read (``count``: whether to count what was found)."""
     path = str(tf.path)
     stored = stored_file(db, path)
     if stored is not None and not force and _stat_unchanged(stored, tf):
-        stats.unchanged += 1
-        return UNCHANGED
+        if count:
+            stats.unchanged += 1
+        return UNCHANGED, False
     session_rowid: int | None = None
     if tf.kind != MAIN:
         session_rowid = parent_file_id(db, tf)
         if session_rowid is None:
-            return UNCHANGED  # an orphan subagent: nothing to attach it to yet
+            return UNCHANGED, False  # an orphan subagent: nothing to attach it to yet
     try:
         stream = open_regular(path)
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
-        return UNCHANGED
+        return UNCHANGED, False
+    more = False
     try:
         try:
             checked_ns = time.time_ns()
             st = os.fstat(stream.fileno())
         except OSError as exc:
             stats.errors.append((path, exc.strerror or str(exc)))
-            return UNCHANGED
+            return UNCHANGED, False
         tf = tf.restat(st)
         state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
         if force and stored is not None:
@@ -418,21 +437,41 @@ def _ingest_locked(
             db.execute("UPDATE sessions SET mtime_ns = ? WHERE id = ?", [tf.mtime_ns, stored["id"]])
             if stored["kind"] == MAIN:
                 store_objects(db, [stored["id"]])
-            stats.unchanged += 1
-            return UNCHANGED
+            if count:
+                stats.unchanged += 1
+            return UNCHANGED, False
+        # A big file is read a slice at a time: its rows say the file ends where the
+        # slice does, so the next pass finds it grown and reads on (ingest_file's loop,
+        # or the next refresh after a crash) and the rows equal those of one read.
+        start = 0
+        if state_kind == GROWN and stored is not None:
+            start = max(stored["consumed"], stored["scanned"] or 0)
+        if tf.size - start > SLICE_BYTES:
+            tf = replace(tf, size=start + SLICE_BYTES)
+            more = True
         # A savepoint: a read error half-way rolls back this file's rows, not the
         # caller's whole transaction (a refresh commits several files as one).
         with immediate(db):
             apply_tail(
-                db, tf, stream, stored, state_kind, session_rowid, stats, include_tools, checked_ns
+                db,
+                tf,
+                stream,
+                stored,
+                state_kind,
+                session_rowid,
+                stats,
+                include_tools,
+                checked_ns,
+                whole=not more,
             )
     except OSError as exc:
         stats.errors.append((path, exc.strerror or str(exc)))
-        return UNCHANGED
+        return UNCHANGED, False
     finally:
         stream.close()
-    setattr(stats, state_kind, getattr(stats, state_kind) + 1)
-    return state_kind
+    if count:
+        setattr(stats, state_kind, getattr(stats, state_kind) + 1)
+    return state_kind, more
 
 
 def _stored_problems(raw: Any) -> Counter[str]:
@@ -458,11 +497,16 @@ def apply_tail(
     include_tools: bool,
     checked_ns: int,
     parsed: ParsedTail | None = None,
+    *,
+    whole: bool = True,
 ) -> None:
     """Apply one file's new lines inside the caller's transaction. ``parsed`` is the
-    file already parsed from 0 (a new file); otherwise it is parsed here."""
+    file already parsed from 0 (a new file); otherwise it is parsed here, up to
+    ``tf.size`` (``whole``: that is the file's end, not a slice's, so final bytes
+    without a newline may be a whole record: ``parse_tail``'s ``quiet``)."""
     path = str(tf.path)
     is_main = tf.kind == MAIN
+    quiet = whole and settled_at(tf.mtime_ns, checked_ns)
     if stored is None and is_main:
         if parsed is None:
             parsed = parse_tail(
@@ -473,7 +517,7 @@ def apply_tail(
                 set(),
                 set(),
                 include_tools,
-                quiet=settled_at(tf.mtime_ns, checked_ns),
+                quiet=quiet,
             )
         _write_new_session(db, tf, parsed, stats, checked_ns)
         _read_picker_archive(db, path)
@@ -550,7 +594,7 @@ def apply_tail(
             known_links,
             include_tools,
             grown["scanned"] if grown else 0,
-            quiet=settled_at(tf.mtime_ns, checked_ns),
+            quiet=quiet,
             known=known_crc(grown["fingerprint"], offset) if grown else (0, 0),
         )
     db.conn.executemany(_MESSAGE_INSERT, _message_rows(db, session_rowid, file_id, parsed))

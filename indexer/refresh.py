@@ -23,6 +23,7 @@ from sessiondex.indexer.bulk import BulkFts
 from sessiondex.indexer.db import clear_index, release_space
 from sessiondex.indexer.faults import classify
 from sessiondex.indexer.ingest import (
+    SLICE_BYTES,
     apply_tail,
     follow_picker_archive,
     include_tools_setting,
@@ -64,12 +65,14 @@ def train_dictionary(db: Database, new_files: list[Found], include_tools: bool) 
     one (``textstore.MIN_SAMPLE_BYTES``; tool output is not message text without
     ``--tools``) stays without until :func:`train_from_index` finds enough
     (docs/index.md#message-text)."""
-    if not new_files:
+    # A file past a slice would be parsed whole for its samples (ingest.SLICE_BYTES).
+    samples = [found for found in new_files if found.size <= SLICE_BYTES]
+    if not samples:
         return None
-    step = max(1, len(new_files) // DICTIONARY_SAMPLE_FILES)
+    step = max(1, len(samples) // DICTIONARY_SAMPLE_FILES)
 
     def texts() -> Any:
-        for found in new_files[::step]:
+        for found in samples[::step]:
             parsed = parse_new_file(found.file(), include_tools).parsed
             if parsed is not None:
                 yield from (str(m[3]) for m in parsed.messages)
@@ -248,7 +251,10 @@ def refresh(
     if big:
         dictionary = current_dictionary(db.conn)
         if may_start_parser():
-            prefetcher = Prefetcher(new_files, tools, dictionary)
+            # A file bigger than a slice is read here, a slice at a time (ingest_file).
+            prefetcher = Prefetcher(
+                [f for f in new_files if f.size <= SLICE_BYTES], tools, dictionary
+            )
             if dictionary is None:
                 prefetcher.use_dictionary(train_dictionary(db, new_files, tools))
         elif dictionary is None:  # parsed here: the ingest compresses against it
@@ -289,7 +295,7 @@ def refresh(
                 continue
             tf = found.file()
             try:
-                if prefetcher is not None and stat_row is None:
+                if prefetcher is not None and stat_row is None and found.size <= SLICE_BYTES:
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools, prefetcher.dictionary)
                 else:
                     ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)

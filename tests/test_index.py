@@ -1453,3 +1453,31 @@ def test_ctrl_c_inside_a_sql_function_is_aborted_not_a_failure(
     monkeypatch.setattr(textstore, "_fts_value", fts_value)
     again = CliRunner().invoke(cli, [*base, "index"])
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("slice_bytes", [300, 4096])
+@pytest.mark.parametrize("cold", [False, True], ids=["one by one", "cold build"])
+def test_a_file_read_in_slices_gives_the_rows_of_one_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slice_bytes: int, cold: bool
+) -> None:
+    """A transcript of hundreds of MB was parsed whole (one of 200 MB peaked at 653 MB):
+    files past ``SLICE_BYTES`` are read a slice at a time, each applied as an append
+    is. The fixtures (titles, tags, PR links late in files, a malformed line, a last
+    line without its newline, subagents, forks) read in slices of 300 bytes (shorter
+    than most lines) and 4 KB give the same rows as one read, and so does a cold build,
+    which leaves such files to the writer."""
+    import sessiondex.indexer.ingest as ingest_module
+    import sessiondex.indexer.refresh as refresh_module
+
+    root = copy_fixtures(tmp_path)
+    whole = rebuilt_snapshot([root], tmp_path / "whole.db")
+    monkeypatch.setattr(ingest_module, "SLICE_BYTES", slice_bytes)
+    monkeypatch.setattr(refresh_module, "SLICE_BYTES", slice_bytes)
+    if cold:
+        monkeypatch.setattr(refresh_module, "PREFETCH_MIN_BYTES", 1)
+    db = open_db(tmp_path / "sliced.db")
+    stats = refresh(db, [root])
+    assert stats.new == stats.files_seen  # each file counted once, however many slices
+    assert index_snapshot(db) == whole
+    check_fts_integrity(db)
+    db.close()
