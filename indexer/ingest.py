@@ -331,7 +331,11 @@ def ingest_file(
         return UNCHANGED
     with immediate(db):
         found, more = _ingest_locked(db, tf, stats, include_tools, force)
-    while more:  # the rest of a big file, each slice as an append is read
+    # The rest of a big file, each slice as an append is read; bounded, should the file
+    # be rewritten again and again meanwhile (the next refresh reads on from there).
+    passes = 2 * (tf.size // SLICE_BYTES) + 4
+    while more and passes:
+        passes -= 1
         with immediate(db):
             _, more = _ingest_locked(db, tf, stats, include_tools, False, count=False)
     return found
