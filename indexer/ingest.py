@@ -112,6 +112,13 @@ def derived_texts(
 # (one 200 MB transcript of prose peaked at 653 MB read at once).
 SLICE_BYTES = 16 << 20
 
+
+def read_in_one_pass(size: int) -> bool:
+    """Whether a file of ``size`` bytes is read whole (else a slice at a time, here): a
+    cold build's parsing process and its dictionary samples take only such files."""
+    return size <= SLICE_BYTES
+
+
 # A plain INSERT: the unique (file_id, line_offset) index turns a double ingest into an
 # error that rolls the file back (and is retried), never into duplicate rows.
 _MESSAGE_INSERT = (

@@ -23,12 +23,12 @@ from sessiondex.indexer.bulk import BulkFts
 from sessiondex.indexer.db import clear_index, release_space
 from sessiondex.indexer.faults import classify
 from sessiondex.indexer.ingest import (
-    SLICE_BYTES,
     apply_tail,
     follow_picker_archive,
     include_tools_setting,
     ingest_file,
     parent_file_id,
+    read_in_one_pass,
     remove_path,
     stored_file,
     sync_picker_archive,
@@ -65,8 +65,7 @@ def train_dictionary(db: Database, new_files: list[Found], include_tools: bool) 
     one (``textstore.MIN_SAMPLE_BYTES``; tool output is not message text without
     ``--tools``) stays without until :func:`train_from_index` finds enough
     (docs/index.md#message-text)."""
-    # A file past a slice would be parsed whole for its samples (ingest.SLICE_BYTES).
-    samples = [found for found in new_files if found.size <= SLICE_BYTES]
+    samples = [found for found in new_files if read_in_one_pass(found.size)]
     if not samples:
         return None
     step = max(1, len(samples) // DICTIONARY_SAMPLE_FILES)
@@ -253,7 +252,7 @@ def refresh(
         if may_start_parser():
             # A file bigger than a slice is read here, a slice at a time (ingest_file).
             prefetcher = Prefetcher(
-                [f for f in new_files if f.size <= SLICE_BYTES], tools, dictionary
+                [f for f in new_files if read_in_one_pass(f.size)], tools, dictionary
             )
             if dictionary is None:
                 prefetcher.use_dictionary(train_dictionary(db, new_files, tools))
@@ -295,7 +294,7 @@ def refresh(
                 continue
             tf = found.file()
             try:
-                if prefetcher is not None and stat_row is None and found.size <= SLICE_BYTES:
+                if prefetcher is not None and stat_row is None and read_in_one_pass(found.size):
                     ingest_prefetched(db, prefetcher.take(tf), stats, tools, prefetcher.dictionary)
                 else:
                     ingest_file(db, tf, stats, include_tools=tools, stat_row=stat_row)

@@ -1472,7 +1472,6 @@ def test_a_file_read_in_slices_gives_the_rows_of_one_read(
     root = copy_fixtures(tmp_path)
     whole = rebuilt_snapshot([root], tmp_path / "whole.db")
     monkeypatch.setattr(ingest_module, "SLICE_BYTES", slice_bytes)
-    monkeypatch.setattr(refresh_module, "SLICE_BYTES", slice_bytes)
     if cold:
         monkeypatch.setattr(refresh_module, "PREFETCH_MIN_BYTES", 1)
     db = open_db(tmp_path / "sliced.db")
