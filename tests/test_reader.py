@@ -279,6 +279,12 @@ def test_a_malformed_deep_line_stays_a_bad_line(line: bytes) -> None:
         "1" * 4301,  # beyond Python's default int_max_str_digits: json.loads refuses it
         "[-" + "7" * 5000 + "]",
         "1." + "5" * 5000,  # a float has no such limit
+        '["a\\\\", "b"]',  # an escaped backslash, then the string ends
+        '["a\\\\\\"b"]',  # an escaped backslash, then an escaped quote: never ends
+        '{"a":"\\ud800"}',  # a lone surrogate escape: json.loads takes it
+        '{"a":"\\u12"}',
+        '{"a":"x' + "\\n" * 500 + '"}',
+        '{"a":"x' + "\\n" * 500,
     ],
 )
 def test_json_depth_judges_a_line_as_json_loads_does(text: str) -> None:
@@ -297,3 +303,40 @@ def test_json_depth_judges_a_line_as_json_loads_does(text: str) -> None:
         inner = list(value.values()) if isinstance(value, dict) else value
         value = next((v for v in inner if isinstance(v, (list, dict))), None)
     assert json_depth(text) == depth
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a tool result cut short by a crash, and the next record glued on
+        b'{"type":"user","message":{"content":"' + b"word " * 400_000,
+        b'{"type":"user","message":{"content":"'
+        + b"word " * 400_000
+        + b'{"type":"custom-title","customTitle":"x","sessionId":"s"}',
+        # escapes all the way (a pasted JSON blob)
+        b'{"type":"user","message":{"content":"' + b'\\"' * 600_000 + b'"}x',
+    ],
+    ids=["cut-short", "record-glued-on", "escapes"],
+)
+def test_a_long_malformed_line_is_judged_in_memory_linear_in_it(line: bytes) -> None:
+    """A regex over each string's body kept backtracking state per character: ~150
+    bytes of memory per byte, 2 GB for one 16 MB tool result cut short."""
+    import tracemalloc
+
+    from sessiondex.transcripts.reader import _capped, classify, json_depth
+
+    text = line.decode()
+    tracemalloc.start()
+    try:
+        assert json_depth(text) == -1
+        _capped(text)
+        json_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        assert classify(line) == (None, PROBLEM_MALFORMED)
+        classify_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert json_peak < 2 * len(line), json_peak  # at most a decoded copy of a string
+    # orjson's own refusal allocates ~12x the line (its value pool, mostly never
+    # touched); the slow path adds copies of the text, not a multiple per byte
+    assert classify_peak < 20 * len(line), classify_peak

@@ -115,16 +115,46 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
 #: levels; Claude Code's JSON.parse reads more): a record, not a bad line.
 MAX_DEPTH = 200
 # One JSON token as json.loads reads one (NaN and Infinity too), whitespace, or any other
-# character (``bad``): what :func:`json_depth` and :func:`_capped` walk. Each fails in time
-# linear in what it looked at, so a line of a million escaped quotes costs one pass.
+# character (``bad``): what :func:`json_depth` and :func:`_capped` walk (through
+# :func:`_json_tokens`). A string's opening quote only: its body is read by ``json``'s own
+# scanner. A regex over the body kept backtracking state for every character (a
+# ``(?:a|b)*`` group): ~150 bytes of memory per byte of a long string, 2 GB for one 16 MB
+# tool result cut short by a crash.
 _JSON_GRAMMAR_TOKENS = re.compile(
     r"[ \t\n\r]+"
-    r'|(?P<s>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+    r'|(?P<s>")'
     r"|(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity)"
     r"|(?P<p>[\[\]{}:,])"
     r"|(?P<bad>.)",
     re.S,
 )
+
+
+def _json_tokens(text: str) -> Iterator[tuple[str, str, int]]:
+    """``(kind, token, start)`` of each JSON token of ``text``, whitespace left out, in
+    time and memory linear in ``text`` (a line of a million escaped quotes is one pass).
+    A string is read by the scanner ``json.loads`` uses (its token is ``'"'``); one that
+    is unterminated, or holds a control character or a bad escape, is ``bad``, as is any
+    character no token starts with."""
+    # json.decoder's C scanner (typeshed leaves it out; it has been there since 2.6)
+    from json.decoder import scanstring  # type: ignore[attr-defined]
+
+    match = _JSON_GRAMMAR_TOKENS.match
+    pos, size = 0, len(text)
+    while pos < size:
+        token = match(text, pos)
+        assert token is not None  # ``bad`` matches any character
+        kind, start, pos = token.lastgroup, token.start(), token.end()
+        if kind is None:
+            continue  # whitespace
+        if kind == "s":
+            try:
+                pos = scanstring(text, pos, True)[1]
+            except ValueError:
+                kind = "bad"
+        yield kind, token.group(), start
+        if kind == "bad":
+            return
 
 
 # The longest integer literal read: Python's default int_max_str_digits, fixed here so that
@@ -152,13 +182,9 @@ def json_depth(text: str) -> int:
     stack: list[str] = []
     deepest = 0
     expect = "value"  # value, item (value or "]"), key, field (key or "}"), colon, next, end
-    for match in _JSON_GRAMMAR_TOKENS.finditer(text):
-        kind = match.lastgroup
-        if kind is None:
-            continue  # whitespace
+    for kind, token, _ in _json_tokens(text):
         if kind == "bad":
             return -1
-        token = match.group()
         closing = kind == "p" and token in "]}"
         if expect in ("value", "item"):
             if kind == "p" and token in "[{":
@@ -204,18 +230,17 @@ def _capped(text: str) -> str:
     place in the chain); only that depth of it is lost."""
     out: list[str] = []
     depth, kept_to, cut_from = 0, 0, -1
-    for token in _JSON_GRAMMAR_TOKENS.finditer(text):
-        bracket = token.group()
-        if token.lastgroup != "p" or bracket in (":", ","):
+    for kind, bracket, start in _json_tokens(text):
+        if kind != "p" or bracket in (":", ","):
             continue
         if bracket in ("[", "{"):
             depth += 1
             if depth == MAX_DEPTH + 1:
-                cut_from = token.start()
+                cut_from = start
         else:
             if depth == MAX_DEPTH + 1 and cut_from >= 0:
                 out += (text[kept_to:cut_from], "null")
-                kept_to, cut_from = token.end(), -1
+                kept_to, cut_from = start + 1, -1
             depth -= 1
     if not out:
         return text
