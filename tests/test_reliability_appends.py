@@ -286,3 +286,83 @@ def test_a_quiet_file_is_checked_without_waiting(
     assert _run(tree, tmp_path, "tag", s.session_id, "quiet", "--cwd", CWD).exit_code == 0
     assert slept == []
     assert orjson.loads(s.path.read_bytes().splitlines()[-1])["tag"] == "quiet"
+
+
+def test_a_complete_line_is_appended_to_only_once_its_writer_pauses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer in a burst starts its next line the moment the last one ends: appending
+    right after a line completed is when a writer of lines in several ``write`` calls
+    gets our record glued into its next one. So the append waits for the file to be
+    still for the pause: here a writer adds a whole line at each of our first polls,
+    and our record must come after all of them."""
+    tree, s = _session(tmp_path)
+    burst = [_writer_record(s).replace(b"beef", b"%04d" % n) for n in range(5)]
+    pending = list(burst)
+    real_sleep = time.sleep
+
+    def sleep_while_the_writer_writes(seconds: float) -> None:
+        if pending:
+            append_bytes(s.path, pending.pop(0))
+        real_sleep(seconds)
+
+    monkeypatch.setattr(write.time, "sleep", sleep_while_the_writer_writes)
+    write.append_record(
+        s.path, {"type": "tag", "tag": "after"}, [tree.root], pause=0.05, poll=0.01, max_wait=5
+    )
+    lines = s.path.read_bytes().split(b"\n")
+    assert pending == [] and lines[-1] == b""
+    assert lines[-1 - len(burst) - 1 : -2] == [line[:-1] for line in burst]
+    assert orjson.loads(lines[-2])["tag"] == "after"
+
+
+def test_a_record_glued_to_a_line_begun_just_before_our_write_is_appended_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No lock excludes Claude Code: a writer may start a line (one ``write`` of its
+    first half) between our last look and our ``write``. Our record then sits inside
+    that writer's line; the append sees bytes that arrived after its last look without
+    ending their line, and writes the record again, on a line of its own."""
+    tree, s = _session(tmp_path)
+    os.utime(s.path, (time.time() - 60, time.time() - 60))  # a quiet file: no pause
+    line = _writer_record(s)
+    real_write = os.write
+    calls: list[bytes] = []
+
+    def a_writer_begins_a_line_first(fd: int, data: bytes) -> int:
+        calls.append(bytes(data))
+        if len(calls) == 1:
+            append_bytes(s.path, line[:50])  # the writer's first write of its line
+        written = real_write(fd, data)
+        if len(calls) == 1:
+            append_bytes(s.path, line[50:])  # and its second
+        return written
+
+    monkeypatch.setattr(write.os, "write", a_writer_begins_a_line_first)
+    write.append_record(s.path, {"type": "tag", "tag": "kept"}, [tree.root], settle=0)
+    record = orjson.dumps({"type": "tag", "tag": "kept"}) + b"\n"
+    assert calls == [record, record]  # written again after the glue was seen
+    data = s.path.read_bytes()
+    assert data.endswith(line[:50] + record + line[50:] + record)
+    assert orjson.loads(data.split(b"\n")[-2])["tag"] == "kept"
+
+
+def test_a_copy_renamed_over_that_holds_the_record_counts_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rewrite that read the file after our append renames a copy over it that keeps
+    our record where we put it: the append succeeded, and is neither written again nor
+    refused (helper 91: a tag reported "try again" was in the file each time)."""
+    tree, s = _session(tmp_path)
+    settled: list[float] = []
+
+    def rewrite_from_a_later_read(seconds: float) -> None:
+        settled.append(seconds)
+        _rename_a_copy_over(s.path, s.path.read_bytes())
+
+    monkeypatch.setattr(write.time, "sleep", rewrite_from_a_later_read)
+    os.utime(s.path, (time.time() - 1, time.time() - 1))  # live (settle), but past the pause
+    write.append_record(s.path, {"type": "tag", "tag": "once"}, [tree.root], pause=0)
+    assert settled == [write.REWRITE_SETTLE_SECONDS]
+    tags = [r for r in map(orjson.loads, s.path.read_bytes().splitlines()) if r["type"] == "tag"]
+    assert [t["tag"] for t in tags] == ["live", "once"]

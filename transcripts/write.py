@@ -29,13 +29,25 @@ ours), at most :data:`APPEND_ATTEMPTS` times, then refused ("try again"). A rewr
 that takes longer than the settle time to land can still undo a record after the
 command returned; nothing short of a lock Claude Code honours could prevent that.
 
-What remains (Claude Code takes no lock, so no lock of ours could exclude it): the last
-byte is checked again immediately before the single ``write``. A writer that starts a
-new line in the microseconds between that check and our ``write``, with a ``write`` of
-its own that is not the whole line, would still get our record glued to its first part;
-and a writer silent for the whole quiet period that resumes in that same instant would
-have its line split. Both need a writer that splits one line over several ``write``
-calls and is paused inside it at exactly that moment.
+A writer that writes one line with several ``write`` calls can also start a line
+between our last look and our ``write``: our record would be glued to its first part
+(both lines lost). Looking again right before the write does not make that unlikely on
+its own: a writer in a burst starts its next line the moment the last one ends, which is
+exactly when a wait for a complete line sees one (a tag glued 4 times in 20 beside a
+writer of back-to-back split lines). So on a file written to in the last
+:data:`TAIL_QUIET_SECONDS`, a complete line is written after only once we saw the file
+still for :data:`WRITER_PAUSE_SECONDS`: in a pause between a writer's lines, not the
+instant one ended. A file written to without such a pause for
+:data:`TAIL_MAX_WAIT_SECONDS` is refused. And each append looks
+at where it landed: bytes that arrived between our last look and our ``write`` without
+ending their line mean our record was glued on, and it is appended again.
+
+What remains (Claude Code takes no lock, so no lock of ours could exclude it): a writer
+silent for the whole pause that starts a line in the microseconds between our last look
+and our ``write``, with a ``write`` that is not the whole line, still has that line
+broken (ours is appended again); one silent for the whole quiet period that resumes a
+line in that instant has it split. Claude Code and the SDK write each line with one
+``write``, which ``O_APPEND`` never interleaves with ours.
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ import shutil
 import stat
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +85,10 @@ TAIL_QUIET_SECONDS = 2.0
 # A tail that keeps changing without ever ending its line: give up after this long.
 TAIL_MAX_WAIT_SECONDS = 10.0
 TAIL_POLL_SECONDS = 0.02
+# A complete last line of a file written to in the last TAIL_QUIET_SECONDS is appended
+# after only once we saw the file still this long: between a writer's lines, not the
+# instant one of them ended (module docstring).
+WRITER_PAUSE_SECONDS = 0.01
 # After appending to a file written to moments ago: how long a rewrite from an earlier
 # read may take to land before the record is checked (module docstring).
 REWRITE_SETTLE_SECONDS = 0.25
@@ -91,35 +108,42 @@ def _tail(fd: int) -> tuple[int, bool]:
 
 
 def _settled_prefix(
-    fd: int, path: Path, quiet: float, max_wait: float, poll: float
+    fd: int, path: Path, quiet: float, max_wait: float, poll: float, pause: float
 ) -> tuple[bytes, int]:
-    """Wait until the file's last line is complete or counts as abandoned; returns the
+    """Wait until the file's last line is complete and we saw the file still for
+    ``pause``, or its last line counts as abandoned (still for ``quiet``); returns the
     bytes to write before our record (``b""`` or ``b"\\n"``) and the size it was decided
-    at. Raises :class:`WriteRefused` when the tail keeps changing past ``max_wait``."""
+    at. Raises :class:`WriteRefused` when neither comes within ``max_wait``."""
     started = time.monotonic()
     seen_size: int | None = None
-    quiet_since = started
+    quiet_since = paused_since = started
     while True:
         size, complete = _tail(fd)
-        if complete:
-            return b"", size
         now = time.monotonic()
         if size != seen_size:
             if seen_size is None:
-                # First look: the tail has been still since the file's last modification
-                # (an mtime in the future says nothing: count from now).
-                age = time.time() - os.fstat(fd).st_mtime
-                quiet_since = now - max(0.0, age)
+                # First look: the file has been still since its last modification (an
+                # mtime in the future says nothing: count from now). That is also its
+                # pause when nobody wrote for the quiet period; a shorter one is timed
+                # here, not read from an mtime the kernel stamps a few ms coarse.
+                age = max(0.0, time.time() - os.fstat(fd).st_mtime)
+                quiet_since = now - age
+                paused_since = quiet_since if age >= quiet else now
             else:
-                quiet_since = now  # it grew while we watched: a writer is alive
+                quiet_since = paused_since = now  # it grew while we watched
             seen_size = size
-        if now - quiet_since >= quiet:
+        if complete and now - paused_since >= pause:
+            return b"", size
+        if not complete and now - quiet_since >= quiet:
             return b"\n", size  # abandoned mid-line: close it, keep the fragment as a line
         if now - started >= max_wait:
-            raise WriteRefused(
-                f"{BEING_WRITTEN} ({path} ends in a line that is still being written)"
+            what = (
+                "is written to without a pause"
+                if complete
+                else "ends in a line that is still being written"
             )
-        time.sleep(poll)
+            raise WriteRefused(f"{BEING_WRITTEN} ({path} {what})")
+        time.sleep(min(poll, pause - (now - paused_since)) if complete else poll)
 
 
 def append_record(
@@ -131,32 +155,42 @@ def append_record(
     max_wait: float | None = None,
     poll: float | None = None,
     settle: float | None = None,
+    pause: float | None = None,
 ) -> None:
     """Append one record as one line to an existing transcript, never splitting a line
     another process is completing, and see that it stayed (see the module docstring for
     the rules and their limit).
 
-    ``quiet``, ``max_wait``, ``poll`` and ``settle`` default to the module's constants
-    (read at call time, so tests can shorten them).
+    ``quiet``, ``max_wait``, ``poll``, ``settle`` and ``pause`` default to the module's
+    constants (read at call time, so tests can shorten them).
     """
     owned_transcript(path, roots)
-    quiet = TAIL_QUIET_SECONDS if quiet is None else quiet
-    max_wait = TAIL_MAX_WAIT_SECONDS if max_wait is None else max_wait
-    poll = TAIL_POLL_SECONDS if poll is None else poll
-    settle = REWRITE_SETTLE_SECONDS if settle is None else settle
+    timing = _Timing(
+        quiet=TAIL_QUIET_SECONDS if quiet is None else quiet,
+        poll=TAIL_POLL_SECONDS if poll is None else poll,
+        settle=REWRITE_SETTLE_SECONDS if settle is None else settle,
+        pause=WRITER_PAUSE_SECONDS if pause is None else pause,
+        deadline=time.monotonic() + (TAIL_MAX_WAIT_SECONDS if max_wait is None else max_wait),
+    )
     line = orjson.dumps(record) + b"\n"
-    deadline = time.monotonic() + max_wait
     for _ in range(APPEND_ATTEMPTS):
-        if _append_once(path, line, quiet, deadline, poll, settle):
+        if _append_once(path, line, timing):
             return
     raise WriteRefused(f"{BEING_WRITTEN} ({path} was rewritten each time the record was appended)")
 
 
-def _append_once(
-    path: Path, line: bytes, quiet: float, deadline: float, poll: float, settle: float
-) -> bool:
-    """One append of ``line`` to the file ``path`` names now; whether it is still there
-    when checked (:func:`_still_there`)."""
+@dataclass(frozen=True)
+class _Timing:
+    quiet: float
+    poll: float
+    settle: float
+    pause: float
+    deadline: float  # time.monotonic() by which the record must be written
+
+
+def _append_once(path: Path, line: bytes, timing: _Timing) -> bool:
+    """One append of ``line`` to the file ``path`` names now; whether it is there, on a
+    line of its own, when checked (:func:`_glued`, :func:`_still_there`)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
@@ -166,22 +200,29 @@ def _append_once(
     try:
         while True:
             prefix, decided_at = _settled_prefix(
-                fd, path, quiet, max(0.0, deadline - time.monotonic()), poll
+                fd,
+                path,
+                timing.quiet,
+                max(0.0, timing.deadline - time.monotonic()),
+                timing.poll,
+                timing.pause,
             )
+            live = time.time() - os.fstat(fd).st_mtime < timing.quiet  # written moments ago
             # The last look, as close to the write as we can get: the decision holds only
             # for the file as it was then.
             size, complete = _tail(fd)
             if size == decided_at and complete == (prefix == b""):
                 break
-        live = time.time() - os.fstat(fd).st_mtime < quiet  # written to moments ago
         data = prefix + line
         written = os.write(fd, data)
         if written != len(data):
             raise WriteRefused(f"short write to {path} ({written} of {len(data)} bytes)")
         # O_APPEND put the bytes at the end as it was then: the offset now ends them
         landed_at = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
+        if _glued(fd, decided_at, landed_at):
+            return False
         if live:
-            time.sleep(settle)
+            time.sleep(timing.settle)
         return _still_there(fd, path, landed_at, data)
     except OSError as exc:
         raise WriteRefused(f"cannot write {path}: {exc.strerror}") from None
@@ -189,17 +230,32 @@ def _append_once(
         os.close(fd)
 
 
+def _glued(fd: int, decided_at: int, landed_at: int) -> bool:
+    """Whether bytes another writer appended between our last look (the file was
+    ``decided_at`` long) and our write leave a line unfinished before ours: our record
+    (or our closing ``\\n``) then went into the middle of that writer's line."""
+    return landed_at != decided_at and os.pread(fd, 1, landed_at - 1) != b"\n"
+
+
 def _still_there(fd: int, path: Path, landed_at: int, data: bytes) -> bool:
-    """Whether the path still names the file ``fd`` wrote (not a copy renamed over it)
-    and ``data`` is still at ``landed_at`` (not truncated or written over in place)."""
+    """Whether ``data`` is still at ``landed_at`` in the file the path names: the file
+    ``fd`` wrote (not truncated or written over in place), or a copy renamed over it
+    that was read after our write (it holds the record where we put it)."""
     try:
         now = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
         raise WriteRefused(f"{path} no longer exists") from None
     ours = os.fstat(fd)
-    if (now.st_ino, now.st_dev) != (ours.st_ino, ours.st_dev):
-        return False
-    return os.pread(fd, len(data), landed_at) == data
+    if (now.st_ino, now.st_dev) == (ours.st_ino, ours.st_dev):
+        return os.pread(fd, len(data), landed_at) == data
+    try:
+        copy = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    except OSError:
+        return False  # gone or changed again: the next attempt looks at what is there
+    try:
+        return stat.S_ISREG(os.fstat(copy).st_mode) and os.pread(copy, len(data), landed_at) == data
+    finally:
+        os.close(copy)
 
 
 CAP_FOWNER = 3  # linux/capability.h
