@@ -147,10 +147,31 @@ def give_back_free_pages(db: Database) -> None:
 
 
 def repair_interrupted_bulk(db: Database) -> None:
-    """Finish what a killed bulk build left: called by every ``open_db``."""
-    if get_meta(db, BULK_TRIGGER_KEY) is None:
-        return
+    """Finish what a killed bulk build left: called by every ``open_db``.
+
+    An index whose FTS triggers are gone while no build holds them (no saved SQL, no
+    live bulk lock) cannot be finished: nothing says what to put back, and every search
+    would find nothing from then on (two ``index --rebuild`` at once did that before
+    ``clear_index`` kept the saved SQL). It is raised as malformed, so that ``open_db``
+    moves it aside and rebuilds it, as any damaged index."""
     path = database_path(db)
+    if get_meta(db, BULK_TRIGGER_KEY) is None:
+        if _triggers_missing(db) and not (path and watcher_alive(os.fspath(path), BULK_LOCK)):
+            # looked at again: a build that began and ended around the lock's look
+            if _triggers_missing(db) and get_meta(db, BULK_TRIGGER_KEY) is None:
+                raise sqlite3.DatabaseError(
+                    "database disk image is malformed (its full-text triggers are gone)"
+                )
+        return
     if path is not None and watcher_alive(os.fspath(path), BULK_LOCK):
         return  # the build is still running
     restore_fts(db)
+
+
+def _triggers_missing(db: Database) -> bool:
+    marks = ", ".join("?" for _ in TRIGGERS)
+    found = db.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",
+        list(TRIGGERS),
+    ).fetchone()[0]
+    return bool(found != len(TRIGGERS))

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.bulk import repair_interrupted_bulk
+from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, TRIGGERS, repair_interrupted_bulk
 from sessiondex.indexer.faults import (
     CANTOPEN,
     CORRUPT,
@@ -131,10 +131,15 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
             }
             meta = dict(
                 conn.execute(
-                    "SELECT key, value FROM meta WHERE key IN"
-                    " ('derivation_version', 'bulk_insert_trigger')"
+                    "SELECT key, value FROM meta WHERE key IN ('derivation_version', ?)",
+                    [BULK_TRIGGER_KEY],
                 )
             )
+            triggers = conn.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
+                f" AND name IN ({', '.join('?' for _ in TRIGGERS)})",
+                list(TRIGGERS),
+            ).fetchone()[0]
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -147,7 +152,8 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
         if (
             applied != set(MIGRATION_NAMES)
             or meta.get("derivation_version") != str(DERIVATION_VERSION)
-            or "bulk_insert_trigger" in meta
+            or BULK_TRIGGER_KEY in meta
+            or triggers != len(TRIGGERS)  # a build's, or lost: prepare() sees which
         ):
             conn.close()
             return None
@@ -462,10 +468,14 @@ def clear_index(db: Database) -> None:
             db.execute(f"INSERT INTO {fts}({fts}) VALUES ('delete-all')")
         # Configuration, not derived: archive_dirs (where cleanup --archive put sessions),
         # the last archive run, and include_tools (index --tools is remembered: a rebuild,
-        # asked for or after an upgrade, indexes what the user chose).
+        # asked for or after an upgrade, indexes what the user chose). Nor is the FTS
+        # trigger SQL a bulk build in another process set aside (indexer/bulk.py): taken
+        # with the rest, that build could neither rebuild FTS nor put its triggers back,
+        # and every search after found nothing (two ``index --rebuild`` at once).
+        kept = ("derivation_version", "archive_dirs", "archive_last_run", "include_tools")
         db.execute(
-            "DELETE FROM meta WHERE key NOT IN"
-            " ('derivation_version', 'archive_dirs', 'archive_last_run', 'include_tools')"
+            f"DELETE FROM meta WHERE key NOT IN ({', '.join('?' for _ in kept)}, ?)",
+            [*kept, BULK_TRIGGER_KEY],
         )
 
 

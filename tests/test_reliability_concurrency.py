@@ -577,6 +577,75 @@ def test_two_bulk_cold_builds_at_once_keep_fts_whole(
         db.close()
 
 
+def test_a_rebuild_begun_during_a_bulk_build_leaves_every_row_searchable(
+    tmp_path: Path,
+) -> None:
+    """Two ``index --rebuild`` at once (helper 90, 4 runs of 4): the second cleared the
+    index while the first's bulk build had the FTS triggers off, and the clear took the
+    saved trigger SQL with the other ``meta`` rows. The first build then neither rebuilt
+    FTS nor put the triggers back: every later search found nothing, for good. Here the
+    first build is held open (its FTS work off) while a second connection rebuilds."""
+    from sessiondex.indexer.bulk import BulkFts
+
+    staging = tmp_path / "corpus"
+    generate(staging, sessions=12, projects=2, size_mb=1, seed=5)
+    db_path = tmp_path / "index.db"
+    first, second = open_db(db_path), open_db(db_path)
+    try:
+        refresh(first, [staging])
+        building = BulkFts(first).__enter__()
+        assert building.active
+        refresh(second, [staging], rebuild=True)  # finds the bulk lock taken
+        building.__exit__(None, None, None)
+        check_fts_integrity(second)
+        assert index_snapshot(second) == rebuilt_snapshot([staging], tmp_path / "r.db")
+        hits = search(second, "the", Filters(scope="all"))
+        assert hits and all(h["matched_by"] != "fuzzy" for h in hits)
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.parametrize("lost", ["messages_ai", "session_search_au"])
+def test_an_index_whose_fts_triggers_were_lost_is_rebuilt_not_a_dead_end(
+    tmp_path: Path, lost: str
+) -> None:
+    """What two rebuilds at once left before the fix above: FTS triggers gone, with no
+    saved SQL to put them back. No refresh, plain or ``--rebuild``, repaired it. Now
+    every open sees it: a read-only handle is not given, and ``open_db`` moves the file
+    aside and a refresh rebuilds it; a build in progress (its bulk lock held) is left
+    alone."""
+    from sessiondex.indexer.bulk import BULK_LOCK
+    from sessiondex.indexer.db import open_current_readonly
+    from sessiondex.indexer.lock import WatcherLock
+
+    staging = tmp_path / "corpus"
+    generate(staging, sessions=6, projects=1, size_mb=1, seed=9)
+    db_path = tmp_path / "index.db"
+    db = open_db(db_path)
+    refresh(db, [staging])
+    db.execute(f"DROP TRIGGER {lost}")
+    db.close()
+    building = WatcherLock(db_path, BULK_LOCK)
+    building.acquire()  # someone's bulk build: its triggers are its own business
+    try:
+        open_db(db_path).close()
+        assert not list(tmp_path.glob("index.db.corrupt-*"))
+    finally:
+        building.release()
+    assert open_current_readonly(db_path) is None
+    notices: list[str] = []
+    db = open_db(db_path, on_recover=notices.append)
+    try:
+        assert len(notices) == 1 and "full-text triggers are gone" in notices[0]
+        assert len(list(tmp_path.glob("index.db.corrupt-*"))) == 1
+        refresh(db, [staging])
+        check_fts_integrity(db)
+        assert index_snapshot(db) == rebuilt_snapshot([staging], tmp_path / "r.db")
+    finally:
+        db.close()
+
+
 # ------------------------------------------- 4. the index file deleted under a watcher
 def cli_run(root: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
