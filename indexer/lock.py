@@ -87,6 +87,28 @@ def watcher_alive(db_path: str | os.PathLike[str], kind: str = "watch") -> bool:
         os.close(fd)
 
 
+def wait_for_release(
+    db_path: str | os.PathLike[str], kind: str, on_wait: Callable[[int | None], None]
+) -> bool:
+    """Block until no process holds this database's ``kind`` lock; whether it had to
+    wait. ``on_wait`` is told the holder's pid (when known) once, before the wait."""
+    path = lock_path(db_path, kind)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except OSError:
+            on_wait(watcher_pid(path))
+            fcntl.flock(fd, fcntl.LOCK_SH)  # the kernel wakes us when the holder lets go
+            return True
+    finally:
+        os.close(fd)  # and with it our shared lock
+
+
 class WriteTurn:
     """The right to write to one index, taken in turn by every sessiondex process.
 

@@ -275,14 +275,18 @@ class Index:
                 handle = self._unchanged_read_only()
                 if handle is not None:
                     self._reader = handle
+                elif self._refresh_for_read():
+                    self._wait_for_another_build()
+                    self._reader = self.writer()
                 else:
-                    self._reader = self.writer() if self._refresh_for_read() else self._read_only()
+                    self._reader = self._read_only()
             else:
                 handle = self._read_only()
                 if self._recovered or (self.auto_refresh and not _ever_filled(handle)):
                     # A watcher is trusted only with an index it has filled: this one was
                     # just replaced (damaged), or deleted under the watcher, or is new.
                     if self._refresh_for_read():
+                        self._wait_for_another_build()
                         if handle is not self._writer:
                             handle.close()
                         handle = self.writer()
@@ -293,6 +297,30 @@ class Index:
                     )
                 self._reader = handle
         return self._reader
+
+    def _wait_for_another_build(self) -> None:
+        """A cold build in another process keeps its full-text work for its end
+        (indexer/bulk.py): the rows this refresh found, or wrote beside it, are not
+        searchable until then, and a search answered "no match". So a read that
+        refreshed waits for that build, saying so once; one whose builder died is
+        finished here (as the next open would)."""
+        from sessiondex.indexer.bulk import BULK_LOCK, BULK_TRIGGER_KEY, repair_interrupted_bulk
+        from sessiondex.indexer.lock import wait_for_release
+        from sessiondex.indexer.meta import get_meta
+
+        db = self.writer()
+        if self._path is None or get_meta(db, BULK_TRIGGER_KEY) is None:
+            return
+
+        def announce(pid: int | None) -> None:
+            who = f" (pid {pid})" if pid else ""
+            self.say(
+                f"note: waiting for another sessiondex process{who} to finish building "
+                f"the index at {self._path}"
+            )
+
+        wait_for_release(self._path, BULK_LOCK, announce)
+        repair_interrupted_bulk(db)
 
     def _unchanged_read_only(self) -> Database | None:
         """A read-only handle when the index is current and no transcript changed since

@@ -646,6 +646,49 @@ def test_an_index_whose_fts_triggers_were_lost_is_rebuilt_not_a_dead_end(
         db.close()
 
 
+def test_a_read_that_refreshes_waits_for_another_processs_cold_build(tmp_path: Path) -> None:
+    """Helper 90, 5 runs of 5: ``search`` run while ``index`` built a new index refreshed
+    beside the build (its rows written with the FTS work off, as the build's own are)
+    and answered from an FTS index still empty: fuzzy rows, exit 1, no note. A read that
+    refreshed now waits for the build to end, and says so."""
+    import sessiondex
+    from sessiondex.indexer.bulk import BulkFts
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/built")
+    s.user("where did the zanzibarword go")
+    s.write()
+    db_path = tmp_path / "index.db"
+    started, finished = threading.Event(), threading.Event()
+
+    def another_cold_build() -> None:  # held open for a while, its FTS work off
+        db = open_db(db_path)
+        try:
+            with BulkFts(db) as building:
+                assert building.active
+                started.set()
+                time.sleep(0.5)
+            finished.set()
+        finally:
+            db.close()
+
+    builder = threading.Thread(target=another_cold_build)
+    builder.start()
+    try:
+        assert started.wait(10)
+        notes: list[str] = []
+        index = sessiondex.Index(db_path, tree.root, notice=notes.append)
+        try:
+            hits = index.search("zanzibarword", scope="all")
+        finally:
+            index.close()
+    finally:
+        builder.join(10)
+    assert finished.is_set()
+    assert [h["matched_by"] for h in hits] == ["text"]
+    assert any("waiting for another sessiondex process" in n for n in notes), notes
+
+
 # ------------------------------------------- 4. the index file deleted under a watcher
 def cli_run(root: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
