@@ -198,7 +198,11 @@ def test_the_library_from_pr_defaults_to_the_repository_too(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("ref", ["5", "acme/app#5", "https://github.com/acme/app/pull/5"])
 def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
-    """In JSON a mention must not pass for a link: each row carries ``matched_by``."""
+    """In JSON a mention must not pass for a link: links come first, and each row's
+    ``pr_links`` and ``pr_mentions`` say which it is. The objects have exactly the keys
+    of spec/cli.md (only ``search`` and ``resolve`` add ``matched_by``)."""
+    from sessiondex.query.sessions import SESSION_FIELDS
+
     tree = ConfigTree(tmp_path / "claude")
     linked = _linked(tree, "/w/app", 5)
     mention = tree.session(cwd="/w/app")
@@ -206,10 +210,13 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
     mention.write()
     result = _run(tmp_path, tree.root, "from-pr", ref, "--cwd", "/w/app", "--json")
     assert result.exit_code == 0, result.output
-    assert [(r["session_id"], r["matched_by"]) for r in json.loads(result.stdout)] == [
-        (linked.session_id, "pr-link"),
-        (mention.session_id, "pr-mention"),
-    ]
+    rows = json.loads(result.stdout)
+    assert [list(r) for r in rows] == [list(SESSION_FIELDS)] * 2
+    url = "https://github.com/acme/app/pull/5"
+    assert [
+        (r["session_id"], [p["url"] for p in r["pr_links"]], [p["url"] for p in r["pr_mentions"]])
+        for r in rows
+    ] == [(linked.session_id, [url], []), (mention.session_id, [], [url])]
 
 
 @pytest.mark.parametrize(
