@@ -33,6 +33,7 @@ from mcp.types import Resource, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from sessiondex.mcp_server.service import SessionService, Settings, UserError
+from sessiondex.render.terminal import neutralize
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -150,6 +151,13 @@ class SessiondexServer(MCPServer[Any]):
         ] + await super().list_resources()
 
 
+def shown(error: UserError) -> str:
+    """An error for the client, which shows it to a person too: names and paths in it
+    come from transcripts, so their control and bidi characters are made visible, as
+    the CLI prints them (render/terminal.py)."""
+    return neutralize(str(error), single_line=True)
+
+
 class Runner:
     """Runs service calls on the one worker thread (see the module docstring)."""
 
@@ -165,7 +173,7 @@ class Runner:
         try:
             return await self.run(call)
         except UserError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(shown(exc)) from None
 
     def shutdown(self) -> None:
         """Close the index on its own thread, then stop the thread."""
@@ -350,7 +358,7 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
         try:
             return await runner.run(lambda: service.session_markdown(session_id))
         except UserError as exc:
-            raise ResourceError(str(exc)) from None
+            raise ResourceError(shown(exc)) from None
 
     return server
 

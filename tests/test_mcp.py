@@ -736,3 +736,28 @@ def test_http_on_a_taken_port_is_one_error_line(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert result.output.startswith("Error: cannot serve on 127.0.0.1:")
     assert result.output.count("\n") == 1
+
+
+def test_an_error_result_shows_transcript_text_as_the_cli_does() -> None:
+    """Helper 91: after the SDK named a session "\u202eevil\x1b[31mred\x07 name", an
+    error suggesting it ("Did you mean: …") carried the raw RLO, ESC and BEL to the
+    client, which shows tool errors to the user; the CLI prints them made visible."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sessiondex.mcp_server.server import Runner
+    from sessiondex.mcp_server.service import UserError
+
+    def failing() -> str:
+        raise UserError("No session named 'final'. Did you mean: \u202eevil\x1b[31mred\x07 name?")
+
+    runner = Runner(None)  # type: ignore[arg-type]  # the call needs no service
+    try:
+        with pytest.raises(ToolError) as raised:
+            asyncio.run(runner.tool(failing))
+    finally:
+        runner._executor.shutdown()
+    assert str(raised.value) == (
+        "No session named 'final'. Did you mean: <U+202E>evil^[[31mred^G name?"
+    )
