@@ -154,7 +154,11 @@ class App:
             return opener()
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
             if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
+                from sessiondex.index import TeamStoreReadOnly
                 from sessiondex.store.dsn import error_line
+
+                if isinstance(exc, TeamStoreReadOnly):  # it opened: this is what was asked
+                    raise CliError(str(exc)) from None
 
                 why = error_line(exc, self.index.team_dsn)
                 raise CliError(f"cannot open the team store: {why}") from None

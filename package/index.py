@@ -93,6 +93,11 @@ def prepare_connection(conn: sqlite3.Connection) -> None:
     register(conn)
 
 
+class TeamStoreReadOnly(ValueError):
+    """A write asked of an :class:`Index` over the team store, which ``push`` and the
+    Agent SDK's ``PostgresSessionStore`` write, not this machine's commands."""
+
+
 class Index:
     """The index of one or more Claude config dirs, and every question asked of it.
 
@@ -229,7 +234,7 @@ class Index:
     def writer(self) -> Database:
         """The database opened for writing (created and migrated if needed)."""
         if self._team_dsn is not None:
-            raise ValueError(
+            raise TeamStoreReadOnly(
                 "the team store is read-only here: `sessiondex push` and the Agent SDK's"
                 " PostgresSessionStore write it; index, rename, tag, fork, delete and"
                 " archive work on a local index"

@@ -479,6 +479,29 @@ def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path) -
     assert result.output.count("\n") == 1 and "hunter2" not in result.output
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("rename", "Auth refactor", "Renamed"),
+        ("tag", "Auth refactor", "x"),
+        ("untag", "Auth refactor"),
+        ("fork", "Auth refactor"),
+        ("delete", "Auth refactor", "--yes"),
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_write_to_the_team_store_says_it_is_read_only_here(
+    world: tuple[Path, str, str], args: tuple[str, ...]
+) -> None:
+    """The store opened fine: the error is that it is written by push and the SDK, not
+    that it "cannot be opened" (helper 91)."""
+    root, _, team = world
+    result = run(root, team, *args, "--cwd", "/home/dev/shop")
+    assert result.exit_code == 1
+    [line] = result.output.splitlines()
+    assert line.startswith("Error: the team store is read-only here: `sessiondex push`"), line
+
+
 def test_a_read_only_connection_answers(world: tuple[Path, str, str]) -> None:
     """A read replica, or a role with default_transaction_read_only: the store's
     relations were temporary views, which PostgreSQL refuses to create in a read-only
