@@ -254,6 +254,15 @@ def _insert_prs(
     )
 
 
+def _unread(stats: RefreshStats, path: str, exc: OSError) -> None:
+    """A file that could not be read: reported, unless it is gone. A transcript deleted
+    since discovery (Claude Code's sweep, a delete, a session moved) is no problem of
+    the file's: the next refresh forgets its rows, as for one deleted before it (a
+    warning for each was noise under churn: helper 90)."""
+    if not isinstance(exc, FileNotFoundError):
+        stats.errors.append((path, exc.strerror or str(exc)))
+
+
 def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
     """Same size, mtime and inode as when indexed, and not "racily" so (``stat_settled``)."""
     return stat_settled(
@@ -425,7 +434,7 @@ def _ingest_locked(
     try:
         stream = open_regular(path)
     except OSError as exc:
-        stats.errors.append((path, exc.strerror or str(exc)))
+        _unread(stats, path, exc)
         return UNCHANGED, False
     more = False
     try:
@@ -433,7 +442,7 @@ def _ingest_locked(
             checked_ns = time.time_ns()
             st = os.fstat(stream.fileno())
         except OSError as exc:
-            stats.errors.append((path, exc.strerror or str(exc)))
+            _unread(stats, path, exc)
             return UNCHANGED, False
         tf = tf.restat(st)
         state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
@@ -476,7 +485,7 @@ def _ingest_locked(
                 whole=not more,
             )
     except OSError as exc:
-        stats.errors.append((path, exc.strerror or str(exc)))
+        _unread(stats, path, exc)
         return UNCHANGED, False
     finally:
         stream.close()

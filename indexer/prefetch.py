@@ -25,6 +25,7 @@ class Prefetched:
     checked_ns: int = 0
     parsed: ParsedTail | None = None
     error: str | None = None
+    vanished: bool = False  # deleted since discovery: not an error (ingest._unread)
 
 
 # In the parsing worker: the writer's wish that this process compress the message texts
@@ -82,6 +83,8 @@ def parse_new_file(tf: TranscriptFile, include_tools: bool) -> Prefetched:
                 encoder=encoder,
                 quiet=settled_at(tf.mtime_ns, checked_ns),
             )
+    except FileNotFoundError:
+        return Prefetched(tf, vanished=True)
     except OSError as exc:
         return Prefetched(tf, error=exc.strerror or str(exc))
     return Prefetched(tf, checked_ns, parsed)

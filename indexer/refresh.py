@@ -102,6 +102,8 @@ def ingest_prefetched(
     bodies written after it would otherwise name a dictionary the index no longer has."""
     tf = item.tf
     stats.files_seen += 1
+    if item.vanished:
+        return UNCHANGED
     if item.error is not None:
         stats.errors.append((str(tf.path), item.error))
         return UNCHANGED

@@ -423,7 +423,11 @@ def test_the_watcher_forgets_a_transcript_only_when_it_is_gone(
     assert bool(stats.errors) == kept
 
 
-def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkeypatch) -> None:
+def test_file_vanishing_between_stat_and_open_is_left_out_quietly(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A transcript deleted after discovery (Claude Code's sweep, a delete) is gone, not
+    broken: no warning (a dozen of them under churn were noise: helper 90), no row."""
     tree = ConfigTree(tmp_path / "claude")
     path = _session(tree).write()
     real_open = os.open
@@ -436,7 +440,7 @@ def test_file_vanishing_between_stat_and_open_is_reported(tmp_path: Path, monkey
     monkeypatch.setattr(os, "open", vanish)
     db = open_db(tmp_path / "i.db")
     stats = refresh(db, [tree.root])
-    assert [p for p, _ in stats.errors] == [str(path)]
+    assert stats.errors == []
     assert stats.sessions == 0
 
 
