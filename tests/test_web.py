@@ -344,6 +344,29 @@ def test_loopback_hosts() -> None:
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.test"]))
 
 
+@pytest.mark.parametrize(
+    ("header", "loopback"),
+    [
+        ("127.0.0.1:8001", True),
+        ("localhost", True),
+        ("[::1]:8001", True),
+        ("LOCALHOST.:8001", True),
+        ("evil.test", False),
+        ("localhost:8001@evil.test", False),  # helper 91: no browser sends it; refused
+        ("localhost:8001:9", False),
+        ("localhost evil.test", False),
+        ("[::1", False),
+        ("", False),
+    ],
+)
+def test_a_host_header_names_a_loopback_host_only_as_a_browser_sends_one(
+    header: str, loopback: bool
+) -> None:
+    from sessiondex.web.hosts import host_of, is_loopback
+
+    assert is_loopback(host_of(header)) is loopback
+
+
 def test_serve_warns_off_loopback_and_reports_a_bad_address(tmp_path: Path) -> None:
     import socket
 

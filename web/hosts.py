@@ -10,6 +10,7 @@ Datasette.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 
 def is_loopback(host: str) -> bool:
@@ -24,9 +25,17 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# What a browser sends: a name or IPv4 address, or an IPv6 one in brackets, and maybe
+# a port. Nothing else is a host (``localhost:8001@evil.test`` named loopback before).
+_HOST_HEADER = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::[0-9]{1,5})?"
+)
+
+
 def host_of(header: str) -> str:
-    """The host of a ``Host`` header value (``name:port``, ``[::1]:port``, ``name``)."""
-    value = header.strip()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    """The host of a ``Host`` header value (``name:port``, ``[::1]:port``, ``name``);
+    ``""``, which is no loopback host, for anything else."""
+    match = _HOST_HEADER.fullmatch(header.strip())
+    if match is None:
+        return ""
+    return match.group("v6") or match.group("name")
