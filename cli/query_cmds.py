@@ -372,7 +372,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
     fmt = chosen_format(fmt, as_json)
     answer = run_filters(lambda: find_pr(db, pr, filters, elsewhere=fmt == "table"))
     if fmt != "table":
-        # exactly the session object's keys (spec/cli.md: only search and resolve add
+        # exactly the session object's keys (the CLI contract: only search and resolve add
         # matched_by); links come first, and a row's pr_links say whether it is one
         rows = [{key: row[key] for key in SESSION_FIELDS} for row in answer.rows]
         emit(rows, fmt, fields=SESSION_FIELDS)

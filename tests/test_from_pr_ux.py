@@ -200,7 +200,7 @@ def test_the_library_from_pr_defaults_to_the_repository_too(tmp_path: Path) -> N
 def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
     """In JSON a mention must not pass for a link: links come first, and each row's
     ``pr_links`` and ``pr_mentions`` say which it is. The objects have exactly the keys
-    of spec/cli.md (only ``search`` and ``resolve`` add ``matched_by``)."""
+    of the CLI contract (only ``search`` and ``resolve`` add ``matched_by``)."""
     from sessiondex.query.sessions import SESSION_FIELDS
 
     tree = ConfigTree(tmp_path / "claude")
