@@ -71,20 +71,7 @@ def watcher_pid(path: Path) -> int | None:
 
 def watcher_alive(db_path: str | os.PathLike[str], kind: str = "watch") -> bool:
     """True while a live process holds this database's ``kind`` lock."""
-    path = lock_path(db_path, kind)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    return _held(db_path, kind)
 
 
 def wait_for_release(
@@ -92,6 +79,16 @@ def wait_for_release(
 ) -> bool:
     """Block until no process holds this database's ``kind`` lock; whether it had to
     wait. ``on_wait`` is told the holder's pid (when known) once, before the wait."""
+    return _held(db_path, kind, on_wait)
+
+
+def _held(
+    db_path: str | os.PathLike[str],
+    kind: str,
+    on_wait: Callable[[int | None], None] | None = None,
+) -> bool:
+    """Whether a live process held the lock when looked at; with ``on_wait``, also wait
+    until it lets go (the kernel wakes a blocked shared ``flock`` then)."""
     path = lock_path(db_path, kind)
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -100,13 +97,14 @@ def wait_for_release(
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return False
         except OSError:
-            on_wait(watcher_pid(path))
-            fcntl.flock(fd, fcntl.LOCK_SH)  # the kernel wakes us when the holder lets go
+            if on_wait is not None:
+                on_wait(watcher_pid(path))
+                fcntl.flock(fd, fcntl.LOCK_SH)
             return True
+        return False
     finally:
-        os.close(fd)  # and with it our shared lock
+        os.close(fd)  # and with it any shared lock of ours
 
 
 class WriteTurn:
