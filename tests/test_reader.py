@@ -315,8 +315,12 @@ def test_json_depth_judges_a_line_as_json_loads_does(text: str) -> None:
         + b'{"type":"custom-title","customTitle":"x","sessionId":"s"}',
         # escapes all the way (a pasted JSON blob)
         b'{"type":"user","message":{"content":"' + b'\\"' * 600_000 + b'"}x',
+        # nesting cut short: the depth stack (8 bytes a level as a list)
+        b'{"a":' + b"[" * 100_000,
+        # one character above U+FFFF: the text is 4 bytes a character
+        b'{"type":"user","message":{"content":"\xf0\x9f\x98\x80' + b"w" * 1_000_000,
     ],
-    ids=["cut-short", "record-glued-on", "escapes"],
+    ids=["cut-short", "record-glued-on", "escapes", "deep-cut-short", "astral-cut-short"],
 )
 def test_a_long_malformed_line_is_judged_in_memory_linear_in_it(line: bytes) -> None:
     """A regex over each string's body kept backtracking state per character: ~150

@@ -62,6 +62,8 @@ def parse_line(
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
+        value = _REFUSED  # out of the handler: the error holds the line again, as text
+    if value is _REFUSED:
         # orjson refuses any raw NUL, so a NUL line always lands here: name it only now
         # (a scan of every good line for NUL would cost the whole corpus once more).
         if b"\x00" in line:
@@ -74,6 +76,9 @@ def parse_line(
     return value, None
 
 
+_REFUSED = object()
+
+
 def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None, str | None]:
     """What orjson refused, read as the SDK reads it (only failing lines get here)."""
     repaired = False
@@ -83,10 +88,15 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
         if not repair_utf8:
             return None, PROBLEM_INVALID_UTF8
         text, repaired = line.decode("utf-8", "replace"), True
+    whole = len(text)
     text = text.strip()  # str.strip, as the SDK: Unicode whitespace too
     if not text:
         return None, PROBLEM_INVALID_UTF8 if repaired else None
     try:
+        if not repaired and len(text) == whole:
+            # the bytes orjson just refused, as text: it would refuse them again, after
+            # building a value pool of ~12 bytes per byte (a 32 MB line: +160 MB)
+            raise orjson.JSONDecodeError("refused as bytes", text, 0)
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         import json  # here only: a rare path, and start-up time is a benchmark figure
@@ -149,6 +159,10 @@ def _json_tokens(text: str) -> Iterator[tuple[str, str, int]]:
             continue  # whitespace
         if kind == "s":
             try:
+                # a string cut short (a crash mid-write) has no closing quote: said
+                # without the scanner's decoded copy of the rest of the line
+                if text.find('"', pos) < 0:
+                    raise ValueError("unterminated string")
                 pos = scanstring(text, pos, True)[1]
             except ValueError:
                 kind = "bad"
@@ -175,11 +189,16 @@ def _bounded_int(literal: str) -> int:
     return int(literal)
 
 
+_ARRAY = ord("[")
+
+
 def json_depth(text: str) -> int:
     """How deep the one JSON value ``text`` nests, or -1 when it is not one (as
     ``json.loads`` would judge it, without building anything and without recursion, so
     a line too deep for any parser is still judged)."""
-    stack: list[str] = []
+    # one byte per open bracket ("[" or "{"): a line of 32 M brackets cut short held
+    # 8 bytes a level as a list (300 MB)
+    stack = bytearray()
     deepest = 0
     expect = "value"  # value, item (value or "]"), key, field (key or "}"), colon, next, end
     for kind, token, _ in _json_tokens(text):
@@ -188,7 +207,7 @@ def json_depth(text: str) -> int:
         closing = kind == "p" and token in "]}"
         if expect in ("value", "item"):
             if kind == "p" and token in "[{":
-                stack.append(token)
+                stack.append(ord(token))
                 deepest = max(deepest, len(stack))
                 expect = "item" if token == "[" else "field"
                 continue
@@ -212,9 +231,9 @@ def json_depth(text: str) -> int:
             continue
         elif expect == "next":
             if token == ",":
-                expect = "value" if stack[-1] == "[" else "key"
+                expect = "value" if stack[-1] == _ARRAY else "key"
                 continue
-            if not closing or token != ("]" if stack[-1] == "[" else "}"):
+            if not closing or token != ("]" if stack[-1] == _ARRAY else "}"):
                 return -1
             stack.pop()
         else:  # end: nothing may follow the value
