@@ -92,33 +92,44 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
     text = text.strip()  # str.strip, as the SDK: Unicode whitespace too
     if not text:
         return None, PROBLEM_INVALID_UTF8 if repaired else None
-    try:
-        if not repaired and len(text) == whole:
-            # the bytes orjson just refused, as text: it would refuse them again, after
-            # building a value pool of ~12 bytes per byte (a 32 MB line: +160 MB)
-            raise orjson.JSONDecodeError("refused as bytes", text, 0)
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        import json  # here only: a rare path, and start-up time is a benchmark figure
-
-        # What json.loads reads depends on the process's recursion limit (the watcher
-        # and the MCP server raise it), and a rebuild must read the record the watcher
-        # read: so the line is checked whole first, and one nested deeper than
-        # MAX_DEPTH has its deepest values cut (never malformed ones: they are checked).
-        depth = json_depth(text)
-        if depth < 0:
-            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
-        shallow = _capped(text) if depth > MAX_DEPTH else text
+    value: Any = _REFUSED
+    if repaired or len(text) != whole:
+        # Not the bytes orjson just refused (those it would refuse again, after building
+        # a value pool of ~12 bytes per byte: a 32 MB line, +160 MB).
         try:
-            value = orjson.loads(shallow)
+            value = orjson.loads(text)
         except orjson.JSONDecodeError:
-            try:
-                value = without_lone_surrogates(json.loads(shallow, parse_int=_bounded_int))
-            except (ValueError, RecursionError):
-                return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+            pass  # out of the handler: the error holds the text again
+    if value is _REFUSED:
+        value = _loads_as_json_does(text)
+        if value is _REFUSED:
+            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
     if not isinstance(value, dict):
         return None, PROBLEM_NOT_OBJECT
     return value, PROBLEM_INVALID_UTF8 if repaired else None
+
+
+def _loads_as_json_does(text: str) -> Any:
+    """``text`` read as ``json.loads`` reads it, or :data:`_REFUSED`.
+
+    What ``json.loads`` reads depends on the process's recursion limit (the watcher and
+    the MCP server raise it), and a rebuild must read the record the watcher read: so
+    the line is checked whole first, and one nested deeper than :data:`MAX_DEPTH` has
+    its deepest values cut (never malformed ones: they are checked)."""
+    import json  # here only: a rare path, and start-up time is a benchmark figure
+
+    depth = json_depth(text)
+    if depth < 0:
+        return _REFUSED
+    shallow = _capped(text) if depth > MAX_DEPTH else text
+    try:
+        return orjson.loads(shallow)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return without_lone_surrogates(json.loads(shallow, parse_int=_bounded_int))
+    except (ValueError, RecursionError):
+        return _REFUSED
 
 
 #: How deep a record's values are kept when a line nests deeper than orjson reads (1,024
