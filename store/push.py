@@ -51,7 +51,13 @@ from sessiondex.store.write import (
     reset_transcript,
     set_file_stat,
 )
-from sessiondex.transcripts.discover import MAIN, TranscriptFile, iter_transcripts, open_regular
+from sessiondex.transcripts.discover import (
+    MAIN,
+    TranscriptFile,
+    iter_transcripts,
+    open_regular,
+    read_regular,
+)
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
 from sessiondex.transcripts.reader import RecordReader, classify
 from sessiondex.transcripts.remotes import origin_of
@@ -275,8 +281,7 @@ def _meta_path(tf: TranscriptFile) -> Path:
 def _meta_digest(tf: TranscriptFile) -> str | None:
     """The digest :meth:`Pusher._push_meta` records for a subagent's ``.meta.json``."""
     try:
-        with open_regular(_meta_path(tf)) as stream:
-            return hashlib.blake2b(stream.read(), digest_size=16).hexdigest()
+        return hashlib.blake2b(read_regular(_meta_path(tf)), digest_size=16).hexdigest()
     except OSError:
         return None
 
@@ -592,8 +597,7 @@ class Pusher:
         """A subagent's ``agent-<id>.meta.json`` as the SDK imports it: one
         ``agent_metadata`` entry, sent again only when the file changed."""
         try:
-            with open_regular(_meta_path(tf)) as stream:
-                raw = stream.read()
+            raw = read_regular(_meta_path(tf))
             meta = orjson.loads(raw)
         except (OSError, orjson.JSONDecodeError):
             return

@@ -373,8 +373,7 @@ def read_subagent_meta(path: Path) -> dict[str, Any]:
     object, as the SDK treats it."""
     meta = path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
     try:
-        with open_regular(meta) as stream:
-            value = orjson.loads(stream.read())
+        value = orjson.loads(read_regular(meta))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -396,6 +395,13 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The whole of a small file found earlier (a settings file, a subagent's
+    ``.meta.json``), read through :func:`open_regular`: never waiting on a FIFO."""
+    with open_regular(path) as stream:
+        return stream.read()
 
 
 def _picker_archive_path(transcript: str | os.PathLike[str]) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from sessiondex.transcripts.config import resolve_cwd
-from sessiondex.transcripts.discover import open_regular
+from sessiondex.transcripts.discover import read_regular
 from sessiondex.transcripts.records import DESKTOP_ENTRYPOINTS
 from sessiondex.transcripts.tree import walk
 from sessiondex.transcripts.windows import WINDOW, read_windows
@@ -116,8 +116,7 @@ def _whole_days(value: Any, minimum: int) -> int | None:
 def _load_settings(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """(settings, None), (None, None) when absent, or (None, problem)."""
     try:
-        with open_regular(path) as stream:
-            data = stream.read()
+        data = read_regular(path)
     except FileNotFoundError:
         return None, None
     except NotADirectoryError:
