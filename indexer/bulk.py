@@ -156,9 +156,9 @@ def repair_interrupted_bulk(db: Database) -> None:
     moves it aside and rebuilds it, as any damaged index."""
     path = database_path(db)
     if get_meta(db, BULK_TRIGGER_KEY) is None:
-        if _triggers_missing(db) and not (path and watcher_alive(os.fspath(path), BULK_LOCK)):
+        if triggers_missing(db) and not (path and watcher_alive(os.fspath(path), BULK_LOCK)):
             # looked at again: a build that began and ended around the lock's look
-            if _triggers_missing(db) and get_meta(db, BULK_TRIGGER_KEY) is None:
+            if triggers_missing(db) and get_meta(db, BULK_TRIGGER_KEY) is None:
                 raise sqlite3.DatabaseError(
                     "database disk image is malformed (its full-text triggers are gone)"
                 )
@@ -168,7 +168,8 @@ def repair_interrupted_bulk(db: Database) -> None:
     restore_fts(db)
 
 
-def _triggers_missing(db: Database) -> bool:
+def triggers_missing(db: Database | sqlite3.Connection) -> bool:
+    """Whether any FTS trigger of :data:`TRIGGERS` is absent (a build's, or lost)."""
     marks = ", ".join("?" for _ in TRIGGERS)
     found = db.execute(
         f"SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ({marks})",

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, TRIGGERS, repair_interrupted_bulk
+from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, repair_interrupted_bulk, triggers_missing
 from sessiondex.indexer.faults import (
     CANTOPEN,
     CORRUPT,
@@ -135,11 +135,7 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
                     [BULK_TRIGGER_KEY],
                 )
             )
-            triggers = conn.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"
-                f" AND name IN ({', '.join('?' for _ in TRIGGERS)})",
-                list(TRIGGERS),
-            ).fetchone()[0]
+            lost_triggers = triggers_missing(conn)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -153,7 +149,7 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
             applied != set(MIGRATION_NAMES)
             or meta.get("derivation_version") != str(DERIVATION_VERSION)
             or BULK_TRIGGER_KEY in meta
-            or triggers != len(TRIGGERS)  # a build's, or lost: prepare() sees which
+            or lost_triggers  # a build's, or lost: prepare() sees which
         ):
             conn.close()
             return None
