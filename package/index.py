@@ -295,13 +295,31 @@ class Index:
                         if handle is not self._writer:
                             handle.close()
                         handle = self.writer()
-                elif not self.auto_refresh and not _ever_filled(handle):
-                    self.say(
-                        f"note: the index at {self._path} has never been built; "
-                        "run `sessiondex index` (or drop --no-refresh)"
-                    )
+                elif not self.auto_refresh:
+                    self._say_if_unbuilt(handle)
                 self._reader = handle
         return self._reader
+
+    def _say_if_unbuilt(self, handle: Database) -> None:
+        """A read told not to refresh answers from the index as it is: say when that is
+        another process's build still under way (its full text is filled only at its
+        end, so a search finds nothing yet) or no build at all."""
+        from sessiondex.indexer.bulk import BULK_LOCK
+        from sessiondex.indexer.lock import lock_path, watcher_alive, watcher_pid
+
+        if self._path is not None and watcher_alive(self._path, BULK_LOCK):
+            pid = watcher_pid(lock_path(self._path, BULK_LOCK))
+            who = f" (pid {pid})" if pid else ""
+            self.say(
+                f"note: another sessiondex process{who} is building the index at "
+                f"{self._path}; until it ends, answers come from what it has filled so "
+                "far and text search finds nothing (drop --no-refresh to wait for it)"
+            )
+        elif not _ever_filled(handle):
+            self.say(
+                f"note: the index at {self._path} has never been built; "
+                "run `sessiondex index` (or drop --no-refresh)"
+            )
 
     def _wait_for_another_build(self) -> None:
         """A cold build in another process keeps its full-text work for its end

@@ -689,6 +689,57 @@ def test_a_read_that_refreshes_waits_for_another_processs_cold_build(tmp_path: P
     assert any("waiting for another sessiondex process" in n for n in notes), notes
 
 
+def test_a_read_that_does_not_refresh_says_another_build_is_under_way(tmp_path: Path) -> None:
+    """Helper 92: ``search --no-refresh`` during another process's ``index --rebuild``
+    said the index "has never been built" (it had; it was being built again) while
+    its search found nothing. It now names the build under way; an index nobody has
+    built still gets the old note."""
+    import sessiondex
+    from sessiondex.indexer.bulk import BulkFts
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/built")
+    s.user("where did the zanzibarword go")
+    s.write()
+    db_path = tmp_path / "index.db"
+
+    def notes_of_a_read() -> list[str]:
+        notes: list[str] = []
+        index = sessiondex.Index(db_path, tree.root, refresh=False, notice=notes.append)
+        try:
+            index.list(scope="all")
+        finally:
+            index.close()
+        return notes
+
+    never = notes_of_a_read()
+    assert len(never) == 1 and "has never been built" in never[0], never
+
+    started, done = threading.Event(), threading.Event()
+
+    def another_build() -> None:
+        db = open_db(db_path)
+        try:
+            with BulkFts(db) as building:
+                assert building.active
+                started.set()
+                done.wait(10)
+        finally:
+            db.close()
+
+    builder = threading.Thread(target=another_build)
+    builder.start()
+    try:
+        assert started.wait(10)
+        during = notes_of_a_read()
+    finally:
+        done.set()
+        builder.join(10)
+    assert len(during) == 1, during
+    assert f"(pid {os.getpid()}) is building the index" in during[0], during
+    assert "never been built" not in during[0]
+
+
 # ------------------------------------------- 4. the index file deleted under a watcher
 def cli_run(root: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
