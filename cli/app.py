@@ -23,7 +23,7 @@ import click
 
 from sessiondex.cli import progress
 from sessiondex.cli.progress import ProgressBar
-from sessiondex.cli.streams import WatchedStdout
+from sessiondex.cli.streams import StdoutFailed, WatchedStdout, discard_stdout
 
 # Seconds a reading command's refresh runs before it shows a progress bar.
 READ_PROGRESS_DELAY = 1.0
@@ -256,13 +256,24 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
     # click consumes the arguments as it dispatches; keep them for a second run.
     saved = (list(getattr(ctx, "_protected_args", [])), list(ctx.args))
     stdout = sys.stdout
-    watched = WatchedStdout(stdout)
+    watched = stdout if isinstance(stdout, WatchedStdout) else WatchedStdout(stdout)
     sys.stdout = watched
     with _noting_interrupts():
         try:
-            return _guarded(ctx, invoke, saved, watched)
+            result = _guarded(ctx, invoke, saved, watched)
+            watched.flush()
+            return result
+        except StdoutFailed as exc:
+            discard_stdout(watched)
+            done = " (what the command changed is done)" if _wrote(ctx) else ""
+            raise CliError(f"cannot write to standard output: {exc.reason}{done}") from None
         finally:
             sys.stdout = stdout
+
+
+def _wrote(ctx: click.Context) -> bool:
+    state = ctx.find_object(App)
+    return state is not None and state.writes_started and ctx.invoked_subcommand != "index"
 
 
 _INTERRUPTED = False

@@ -75,6 +75,36 @@ class LazyGroup(click.Group):
         with _cleaned_errors():
             return guarded_invoke(ctx, super().invoke)
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's ``main``, with standard output watched for the whole run: help and
+        ``--version`` are printed while the arguments are parsed, before any command,
+        and what is still buffered is flushed here, so that a full disk or a closed
+        descriptor is one ``Error:`` line and exit 1, never a traceback."""
+        import sys
+
+        from sessiondex.cli.streams import StdoutFailed, WatchedStdout, discard_stdout
+
+        stdout = sys.stdout
+        watched = WatchedStdout(stdout)
+        sys.stdout = watched
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                watched.flush()
+        except StdoutFailed as exc:
+            discard_stdout(watched)
+            error = click.ClickException(f"cannot write to standard output: {exc.reason}")
+            if not kwargs.get("standalone_mode", True):
+                raise error from None
+            error.show()
+            sys.exit(error.exit_code)
+        except BrokenPipeError:  # the reader went away (``| head``): as click's own exit
+            discard_stdout(watched)
+            sys.exit(1)
+        finally:
+            sys.stdout = stdout
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:

@@ -52,6 +52,7 @@ from sessiondex.indexer.db import open_db
 from sessiondex.indexer.lock import WriteTurn
 from tests.builders import ConfigTree, copy_fixtures, one_session
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
+from tests.test_reliability_concurrency import INDEX_CMD
 
 CWD = "/srv/faults"
 WORD = "quokkaword"
@@ -515,6 +516,55 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
         assert index_snapshot(db) == rebuilt_snapshot([world.root], tmp_path / "rebuilt.db")
     finally:
         db.close()
+
+
+STDOUT_COMMANDS = [
+    # (arguments, whether the command changed something before printing)
+    (["--help"], False),
+    (["--version"], False),
+    (["list", "--help"], False),
+    (["list", "--scope", "all", "--json"], False),
+    (["stats"], False),
+    (["show", "{sid}"], False),
+    (["export", "{sid}", "-o", "-"], False),
+    (["tag", "{sid}", "fed"], True),
+]
+
+
+@pytest.fixture(scope="module")
+def stdout_world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    return World(tmp_path_factory.mktemp("stdout"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+@pytest.mark.parametrize(("args", "changes"), STDOUT_COMMANDS)
+def test_standard_output_that_cannot_be_written_is_one_error_line(
+    stdout_world: World, stdout: str, args: list[str], changes: bool
+) -> None:
+    """Helper 93: ``list --json > /dev/full`` and ``stats >&-`` ended in a traceback
+    (``OSError: No space left on device``, ``'NoneType' object has no attribute
+    'write'``), as did help and ``--version``, printed before any command runs. Now one
+    ``Error:`` line and exit 1; a command that changed something says it is done."""
+    world = stdout_world
+    command = [*INDEX_CMD, "--config-dir", str(world.root), "--db", str(world.db)]
+    command += [a.format(sid=world.sid) for a in args]
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            command,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None,
+        )
+    why = "No space left on device" if stdout == "full" else "standard output is closed"
+    expected = f"Error: cannot write to standard output: {why}"
+    if changes:
+        expected += " (what the command changed is done)"
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines()[-1] == expected, result.stderr
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
 
 
 # ------------------------------------------------------------------- 3. busy
