@@ -307,7 +307,15 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
     except OSError:
         return  # unreadable: said when opened
     if head == SQLITE_HEADER:
-        return  # an index
+        others = _tables_of_another_program(target)
+        if others:
+            shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+            raise NotAnIndex(
+                f"{target} is a SQLite database of something else (tables: {shown}), not"
+                " a sessiondex index, and is left as it is; give the index another path"
+                " (a new one is created)"
+            )
+        return  # an index, a copy of one, or a database without a table yet
     if not head and st.st_nlink == 1:
         return  # what sqlite3.connect leaves before its first write (another process's)
     what = "an empty file with other names" if not head else "not a SQLite database"
@@ -315,6 +323,35 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
         f"{target} is not a sessiondex index ({what}) and is left as it is;"
         " give the index another path (a new one is created)"
     )
+
+
+def _tables_of_another_program(target: Path) -> list[str]:
+    """The tables of a SQLite file that are not an index's, when it holds no index:
+    the migrations would add ours beside another program's own (``--db`` naming an
+    application's database by mistake). Empty for an index, a copy of one (no lock
+    files beside it), a database without tables, or one that cannot be read (that is
+    said, or repaired, when it is opened). Read through SQLite, read-only: SQLite keeps
+    this process's locks on the file when its connection closes, a plain descriptor
+    would not."""
+    try:
+        conn = sqlite3.connect(_uri(target, immutable=False), uri=True)
+    except sqlite3.Error:
+        return []
+    try:
+        names = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE"
+                " 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
+            )
+        ]
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    if not names or "_sqlite_migrations" in names:
+        return []
+    return names
 
 
 def _open_writable(target: Path) -> Database:

@@ -217,6 +217,9 @@ NOT_AN_INDEX = {
     "a FIFO (reading it would block)": "../fifo",
     # SQLite creates the file, then names it in text Python cannot decode.
     "a new file whose name is not UTF-8": "../caf\udce9.db",
+    # Helper 93: the migrations added our 49 objects beside the program's own tables.
+    "another program's SQLite database": "../app.sqlite",
+    "another program's SQLite database with a table named as ours": "../clash.sqlite",
 }
 
 
@@ -243,6 +246,11 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
     empty.write_bytes(b"")  # an empty transcript, reached through a hard link
     os.link(empty, tmp_path / "empty-link.db")
     os.mkfifo(tmp_path / "fifo")
+    for name, table in (("app.sqlite", "users"), ("clash.sqlite", "files")):
+        with contextlib.closing(sqlite3.connect(tmp_path / name)) as conn:
+            conn.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT)")
+            conn.execute(f"INSERT INTO {table} (name) VALUES ('ada')")
+            conn.commit()
     target = root / NOT_AN_INDEX[what].format(key=transcript.parent.name, sid=s.session_id)
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
     args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
@@ -263,6 +271,24 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
     assert after == before  # nothing moved, written or left beside it
     with pytest.raises(db_module.NotAnIndex):
         sessiondex_index(target, root)
+
+
+@pytest.mark.parametrize("what", ["a copy of an index", "a SQLite file without a table"])
+def test_a_sqlite_file_that_may_be_the_index_is_taken(tmp_path: Path, what: str) -> None:
+    """The other side of refusing another program's database: an index copied
+    elsewhere (no lock files beside it) and a database with no table yet are taken."""
+    world = World(tmp_path / "w")
+    target = tmp_path / "elsewhere" / "index.db"
+    target.parent.mkdir()
+    if what == "a copy of an index":
+        settle(world.db)
+        shutil.copyfile(world.db, target)
+    else:
+        with contextlib.closing(sqlite3.connect(target)) as conn:
+            conn.execute("PRAGMA user_version = 7")
+    args = ["--config-dir", str(world.root), "--db", str(target), "list", "--scope", "all"]
+    result = CliRunner().invoke(cli, [*args, "--all-kinds", "--json"])
+    assert World.ids(result) == world.expected
 
 
 @pytest.mark.parametrize("cache", ["claude/projects", "caf\udce9"])
