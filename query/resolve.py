@@ -275,7 +275,9 @@ def _by_id(
     if not rows:
         rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *kept_params])
     ranked = [(rank, r) for r in rows if (rank := key_rank(r["project_key"], keys)) is not None]
-    local = [r for _, r in sorted(ranked, key=lambda pair: pair[0])]
+    # One project dir in two config dirs (a backup indexed beside the live one): the
+    # newest copy, as for a name.
+    local = [r for _, r in sorted(ranked, key=lambda pair: (pair[0], -(pair[1]["mtime_ns"] or 0)))]
     if local:
         return Resolution(to_object(db, local[0]), local[0], MATCHED_ID)
     projects = {(r["root"], r["project_key"]) for r in rows}
@@ -304,6 +306,19 @@ def _scope_rows(
     assert scoped is not None
     kept, kept_params = kept_sql(db, include_archived, roots)
     return select_rows(db, f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params])
+
+
+def newest_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with one row per session ID, its newest transcript (order kept): Claude
+    Code's rule for name matches. Copies of one session in two config dirs, or in two
+    project dirs of the repository, are one candidate, not an ambiguity nobody could
+    settle (their rows read the same)."""
+    newest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        kept = newest.get(row["session_id"])
+        if kept is None or (row["mtime_ns"] or 0) > (kept["mtime_ns"] or 0):
+            newest[row["session_id"]] = row
+    return [row for row in rows if newest[row["session_id"]] is row]
 
 
 def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
@@ -363,6 +378,7 @@ def resolve(
         # or composed otherwise (a decomposed é from a macOS file name looks the same).
         wanted = _name_key(arg)
         named = [r for r in resumable if _name_key(name_of(r) or "") == wanted]
+    named = newest_copies(named)
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
@@ -409,11 +425,13 @@ def _by_prefix(
     # As for a whole ID, an empty or metadata-only file never counts. Only sessions in
     # scope answer (the repository's worktrees); one elsewhere is named in the error, so
     # its whole ID (which resolves from anywhere when one project holds it) is a paste away.
-    local = [
-        r
-        for r in repo_rows
-        if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
-    ]
+    local = newest_copies(
+        [
+            r
+            for r in repo_rows
+            if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
+        ]
+    )
     if not local:
         kept, kept_params = kept_sql(db, include_archived, roots)
         elsewhere = select_rows(

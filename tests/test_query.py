@@ -924,3 +924,40 @@ def test_the_listing_stamp_moves_when_an_archive_moves_from_one_session_to_anoth
         db.execute(f"UPDATE sessions SET {column} = 1 - {column}")  # swapped over
         assert listing_stamp(db) != before, column
     db.close()
+
+
+@pytest.mark.parametrize("newer", ["live", "backup"])
+@pytest.mark.parametrize(
+    "how", ["name", "id-prefix", "id"], ids=["by-name", "by-prefix", "by-whole-id"]
+)
+def test_one_session_in_two_config_dirs_resolves_to_its_newest_copy(
+    tmp_path: Path, how: str, newer: str
+) -> None:
+    """Helper 93: with a backup config dir indexed beside the live one (the README's own
+    example), a name or ID prefix was ambiguous between two rows that read the same,
+    and a whole ID took whichever row came first. Claude Code keeps the newest copy of
+    a session ID among name matches; every way of naming it now does the same."""
+    import shutil
+
+    live = tmp_path / "claude"
+    s = ConfigTree(live).session(cwd="/w/twins")
+    s.user("keep the twins apart")
+    s.meta("custom-title", customTitle="Backup twin")
+    s.write()
+    backup = tmp_path / "backup"
+    shutil.copytree(live, backup)
+    copies = {
+        "live": live / s.path.relative_to(live),
+        "backup": backup / s.path.relative_to(live),
+    }
+    for which, path in copies.items():
+        stamp = 1_800_000_000 + (100 if which == newer else 0)
+        os.utime(path, (stamp, stamp))
+    arg = {"name": "backup TWIN", "id-prefix": s.session_id[:8], "id": s.session_id}[how]
+    args = ["--config-dir", str(live), "--config-dir", str(backup)]
+    args += ["--db", str(tmp_path / "index.db"), "resolve", arg, "--cwd", "/w/twins", "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    found = one_session(result.stdout)
+    assert found["matched_by"] == how
+    assert found["file_path"] == str(copies[newer])
