@@ -116,6 +116,10 @@ class LazyGroup(click.Group):
         return command
 
 
+# click 8.2+ raises this for a group given no command (8.1 printed the help and exited).
+_NO_ARGS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 @contextmanager
 def _cleaned_errors() -> Iterator[None]:
     """Every usage error and expected failure, click's own included ("directory … does
@@ -123,6 +127,8 @@ def _cleaned_errors() -> Iterator[None]:
     click strips them only when the output is no terminal."""
     try:
         yield
+    except _NO_ARGS_HELP:
+        raise  # the help of a group given no command (``sessiondex store``): its own lines
     except click.ClickException as exc:
         from sessiondex.cli.output import clean_line
 

@@ -255,7 +255,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         sessiondex search "auth refactor" --scope all
         sessiondex search https://github.com/acme/shop/pull/42
         sessiondex search acme/shop#42
-        sessiondex search --raw 'auth NEAR/5 token' --json
+        sessiondex search --raw 'NEAR(auth token, 5)' --json
     """
     from sessiondex.cli.settings import use_color
     from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError

@@ -80,3 +80,34 @@ def test_no_citation_of_documents_outside_the_repository(folder: str) -> None:
     for path in sorted((REPO / folder).rglob("*.py")):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             assert not outside.search(line), f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+
+
+def test_raw_search_examples_in_help_are_queries_fts5_parses(tmp_path: Path) -> None:
+    """Helper 93: ``search --help`` showed ``--raw 'auth NEAR/5 token'``, FTS3's syntax,
+    which FTS5 refuses: the example always failed."""
+    import shlex
+
+    from tests.builders import ConfigTree
+
+    s = ConfigTree(tmp_path / "claude").session(cwd="/w/app")
+    s.user("the auth token expired again")
+    s.write()
+    text = CliRunner().invoke(cli, ["search", "--help"]).output
+    examples = [line.strip() for line in text.splitlines() if "search --raw" in line]
+    assert examples
+    base = ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "index.db")]
+    for example in examples:
+        args = shlex.split(example)[1:]  # after "sessiondex"
+        result = CliRunner().invoke(cli, [*base, *args, "--scope", "all"])
+        assert result.exit_code in (0, 1), (example, result.output)
+        assert "cannot parse" not in result.stderr, (example, result.stderr)
+
+
+def test_a_group_given_no_command_prints_its_help_on_its_own_lines() -> None:
+    """Helper 93: ``sessiondex store`` printed its whole help on one line (the error
+    cleaning folded every newline)."""
+    result = CliRunner().invoke(cli, ["store"])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert lines[0].startswith("Usage: ") and len(lines) > 5
+    assert any(line.strip().startswith("sessiondex store init") for line in lines)
