@@ -62,10 +62,7 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
-@click.option("--json", "as_json", is_flag=True, help="Short for --format json.")
+@table_or_json
 def stats(fmt: str, as_json: bool) -> None:
     """Counts, corpus and index sizes, freshness and watcher status.
 

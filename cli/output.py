@@ -47,14 +47,33 @@ def clean_line(text: str) -> str:
     return neutralize(text, single_line=True)
 
 
+def _one_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """``--json`` with ``--format`` naming another format is a usage error (``--json``
+    used to win in silence). Whichever of the two click processes second sees both."""
+    from click.core import ParameterSource
+
+    given = ctx.meta.setdefault(f"sessiondex.formats.{id(ctx)}", {})
+    if param.name == "fmt":
+        if ctx.get_parameter_source("fmt") is ParameterSource.COMMANDLINE:
+            given["fmt"] = value
+    elif value:
+        given["json"] = True
+    if given.get("json") and given.get("fmt") not in (None, "json"):
+        raise click.UsageError(f"--json and --format {given['fmt']} disagree: give one", ctx)
+    return value
+
+
 def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callable[..., Any]:
-    func = click.option("--json", "as_json", is_flag=True, help="Short for --format json.")(func)
+    func = click.option(
+        "--json", "as_json", is_flag=True, callback=_one_format, help="Short for --format json."
+    )(func)
     return click.option(
         "--format",
         "fmt",
         type=click.Choice(choices),
         default="table",
         show_default=True,
+        callback=_one_format,
         help="Output format.",
     )(func)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sessiondex.cli.output import display_width, relative_time, render_table
@@ -114,3 +116,32 @@ def test_a_line_separator_is_a_space_in_a_table_cell(separator: str) -> None:
 
     assert neutralize(f"feat{separator}x", single_line=True) == "feat x"
     assert neutralize(f"kept{separator}in show") == f"kept{separator}in show"  # lines: as is
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code"),
+    [
+        (["list", "--json", "--format", "csv"], 2),
+        (["list", "--format", "jsonl", "--json"], 2),
+        (["stats", "--json", "--format", "table"], 2),
+        (["config", "--format", "table", "--json"], 2),
+        (["list", "--format", "json", "--json"], 0),  # the same format twice
+        (["list", "--json"], 0),
+        (["list", "--format", "csv"], 0),
+    ],
+)
+def test_json_and_another_format_together_are_a_usage_error(
+    tmp_path: Path, args: list[str], exit_code: int
+) -> None:
+    """Helper 93: ``--json`` silently won over an explicit ``--format csv``."""
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    root = tmp_path / "claude"
+    (root / "projects").mkdir(parents=True)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "index.db")]
+    result = CliRunner().invoke(cli, [*base, *args])
+    assert result.exit_code == exit_code, result.output
+    if exit_code == 2:
+        assert "disagree: give one" in result.stderr
