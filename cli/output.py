@@ -96,6 +96,12 @@ def table_or_json(func: Callable[..., Any]) -> Callable[..., Any]:
     return _format_choice(("table", "json"), func)
 
 
+def _in_order(item: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    ordered = {name: item[name] for name in fields if name in item}
+    ordered.update((name, value) for name, value in item.items() if name not in ordered)
+    return ordered
+
+
 def chosen_format(fmt: str, as_json: bool) -> str:
     return "json" if as_json else fmt
 
@@ -339,6 +345,11 @@ def emit(
     ``in_picker_archive``: file paths of sessions Claude Code's picker archived, marked
     ``[picker-archived]`` (shown only with ``--all-kinds``, or by ``resolve``)."""
     items = list(objects)
+    if fields and fmt != "table":
+        # One key order whatever built the rows (a PR-URL search adds matched_by before
+        # score and snippet, a text search after): a CSV header, and a JSON object's
+        # keys, are the same for every answer of a command.
+        items = [_in_order(item, fields) for item in items]
     out = sys.stdout
     if fmt == "json":
         out.write(dumps(items, indent=True) + "\n")

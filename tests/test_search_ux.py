@@ -204,6 +204,24 @@ def test_exit_status_like_grep(world: World, args: list[str], code: int, rows: i
     assert len(json.loads(result.stdout)) == rows  # json prints [] when empty
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_every_search_answer_has_one_key_order(world: World, fmt: str) -> None:
+    """Helper 93: a PR-URL search with hits put ``matched_by`` before ``score`` and
+    ``snippet`` in its CSV header, a text search or an empty answer after them."""
+    s = world.add("capy", cwd="/w/app", texts=("the capybara module",))
+    s.pr_link(number=7, url="https://github.com/acme/app/pull/7", repository="acme/app")
+    s.write(mtime=1_900_000_000)
+    orders = set()
+    for query in ("capybara", "https://github.com/acme/app/pull/7", "zzzqqq"):
+        out = world.cli("search", query, "--scope", "all", "--format", fmt).stdout
+        if fmt == "csv":
+            orders.add(tuple(out.splitlines()[0].split(",")))
+        elif json.loads(out):
+            orders.add(tuple(json.loads(out)[0]))
+    [order] = orders
+    assert order[-3:] == ("score", "snippet", "matched_by")
+
+
 def test_search_help_documents_the_exit_status() -> None:
     text = CliRunner().invoke(cli, ["search", "--help"]).output
     assert "Exit status" in text and "1 when none did" in text and "suggestions" in text
