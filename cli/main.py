@@ -62,8 +62,7 @@ class LazyGroup(click.Group):
         # The group's callback reads the settings before the subcommand parses its own
         # options; it must know that the command line only asks for help (settings.py).
         ctx.meta[HELP_ASKED] = any(arg in ("--help", "-h") for arg in args)
-        for arg in args:
-            _check_utf8(arg)
+        args = [_as_utf8(arg) for arg in args]
         with _cleaned_errors():
             return super().parse_args(ctx, args)
 
@@ -136,17 +135,24 @@ def _cleaned_errors() -> Iterator[None]:
         raise
 
 
-def _check_utf8(arg: str) -> None:
-    """An argument that is not valid UTF-8 (Python hands its bytes over as lone
-    surrogates) is a usage error in one line: a name, tag or query must be text that
+def _as_utf8(arg: str) -> str:
+    """The argument as text. One that is not valid UTF-8 (Python hands its bytes over as
+    lone surrogates) is a usage error in one line: a name, tag or query must be text that
     Claude Code, SQLite and the terminal can hold, and a path with such a name is never a
-    transcript (discovery skips those names)."""
+    transcript (discovery skips those names). Valid UTF-8 that the locale's encoding
+    could not decode (``LC_ALL=C`` without Python's UTF-8 mode) is taken as UTF-8."""
     try:
         arg.encode("utf-8")
+        return arg
     except UnicodeEncodeError:
+        pass
+    raw = os.fsencode(arg)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
         from sessiondex.cli.errors import InvalidValue
 
-        shown = repr(arg.encode("utf-8", "surrogateescape"))[2:-1]
+        shown = repr(raw)[2:-1]
         raise InvalidValue("an argument", f"'{shown}' is not valid UTF-8") from None
 
 
