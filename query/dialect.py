@@ -53,8 +53,10 @@ class SqliteDialect:
 
     name = "sqlite"
     team = False
-    #: What a query the full-text engine cannot parse raises (``--raw`` only).
+    #: What a query the full-text engine cannot parse raises (``--raw`` only), and
+    #: where its syntax is written down.
     syntax_errors: tuple[type[Exception], ...]
+    raw_syntax: tuple[str, str] = ("FTS5", "https://sqlite.org/fts5.html#full_text_query_syntax")
 
     def __init__(self) -> None:
         import sqlite3
@@ -206,6 +208,11 @@ class PostgresDialect(SqliteDialect):
         import psycopg
 
         self.syntax_errors = (psycopg.Error,)
+        self.raw_syntax = (
+            "The team store",
+            "https://www.postgresql.org/docs/current/textsearch-controls.html"
+            " (websearch_to_tsquery)",
+        )
 
     def nocase_eq(self, column: str) -> str:
         return f"lower({column}) = lower(?)"

@@ -386,14 +386,17 @@ def _best(hits: list[Hit]) -> dict[int, Hit]:
 
 def _fts(db: Database, run: Any, raw: bool, text: str) -> Any:
     """Run an FTS query; a ``--raw`` query FTS5 cannot parse is the user's error."""
+    dialect = dialect_of(db)
     try:
         return run()
-    except dialect_of(db).syntax_errors as exc:
+    except dialect.syntax_errors as exc:
         if not raw:
             raise
+        engine, syntax = dialect.raw_syntax
+        why = " ".join(str(exc).split())  # PostgreSQL's errors run over several lines
         raise SearchSyntaxError(
-            f"FTS5 cannot parse {text!r} ({exc}); drop --raw to search the words"
-            " as typed, or see https://sqlite.org/fts5.html#full_text_query_syntax"
+            f"{engine} cannot parse {text!r} ({why}); drop --raw to search the words"
+            f" as typed, or see {syntax}"
         ) from None
 
 

@@ -234,6 +234,20 @@ def test_sessiondex_db_may_name_the_store(
         assert index.team_dsn == team and index.db_path is None
 
 
+@pytest.mark.parametrize("query", ["(((", "!!!"])
+def test_a_raw_query_the_store_cannot_parse_points_to_its_own_syntax(
+    world: tuple[Path, str, str], query: str
+) -> None:
+    """Helper 93: the team store's parse error pointed to FTS5's syntax page, though
+    ``--raw`` there is ``websearch_to_tsquery`` syntax."""
+    root, _, team = world
+    result = run(root, team, "search", "--raw", query, "--scope", "all")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: The team store cannot parse"), result.stderr
+    assert "websearch_to_tsquery" in result.stderr and "FTS5" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_user_and_host_are_a_usage_error_on_sqlite(world: tuple[Path, str, str]) -> None:
     root, local, _ = world
     result = run(root, local, "list", "--user", "ann")
