@@ -14,6 +14,7 @@ human-facing output passes transcript-derived strings through one of these funct
 * C1 controls (``U+0080``–``U+009F``) and the bidi controls (``U+202A``–``U+202E``,
   ``U+2066``–``U+2069``, ``U+200E``, ``U+200F``, ``U+061C``) become ``<U+XXXX>``, as
   ``less`` shows them;
+* a byte that was not UTF-8 (a path's, held as U+DC80–U+DCFF) becomes ``\\xNN``;
 * ``\\n`` and ``\\t`` are kept where the output has lines (``show``); in one-line places
   (table cells, snippets, notes) they become a space. ``\\r\\n`` is a line end.
 
@@ -47,6 +48,10 @@ def _unicode(code: int) -> str:
 
 _LINES: dict[int, str] = {c: _caret(c) for c in (*range(0x20), 0x7F) if c not in (0x0A, 0x09)}
 _LINES.update({c: _unicode(c) for c in (*_C1, *_BIDI)})
+# A byte that was not UTF-8 in a path or an argument (Python holds it as U+DC80–U+DCFF,
+# "surrogateescape") as ``\xNN``, as ``ls -b`` shows it; printed raw, the stream's
+# error handler wrote ``\udcff``.
+_LINES.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
 # U+2028/U+2029 are lines for str.splitlines and some terminals: a space in one line.
 _ONE_LINE: dict[int, str] = {**_LINES, 0x0A: " ", 0x09: " ", 0x2028: " ", 0x2029: " "}
 # Every character str.splitlines breaks a line at, and tab: spaces on one line.
@@ -68,7 +73,7 @@ def _unsafe() -> re.Pattern[str]:
     """Anything a table above would replace: a quick test before translating (compiled
     on first use: every command imports this module, few print transcript text)."""
     return re.compile(
-        "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+        "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\udc80-\udcff]"
     )
 
 

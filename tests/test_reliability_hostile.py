@@ -773,3 +773,29 @@ def test_a_fifo_for_a_settings_or_subagent_meta_file_never_hangs(tmp_path: Path,
         pytest.fail("the reader waited on the FIFO")
     expected = (None, "cannot be read (not a regular file)") if name == "settings.json" else {}
     assert outcome == [expected]
+
+
+def test_a_directory_whose_name_is_not_utf8_is_named_with_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Helper 93: ``continue`` in a directory named with the byte 0xFF said ``…/bad
+    \\udcffdir`` (the stream's error handler); other messages show ``\\xff``, as
+    ``ls -b`` does. Every cleaned line now shows such a byte that way."""
+    import os
+
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+    from sessiondex.render.terminal import neutralize
+
+    root = tmp_path / "claude"
+    (root / "projects").mkdir(parents=True)
+    here = os.fsdecode(os.fsencode(tmp_path) + b"/bad\xffdir")
+    os.mkdir(here)
+    monkeypatch.chdir(here)  # an argument with that byte would be refused
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "continue"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.rstrip().endswith("/bad\\xffdir"), result.stderr
+    assert neutralize("a\udcffb\n\udc80", single_line=True) == "a\\xffb \\x80"
+    assert neutralize("\ud800") == "\ud800"  # not a byte of a path: left to the stream
