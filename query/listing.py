@@ -10,6 +10,8 @@ from sessiondex.query.sessions import (
     LISTING_COLUMNS,
     ListingMemo,
     listing_objects,
+    once_per_session,
+    row_mtime,
     select_rows,
     to_objects,
 )
@@ -60,7 +62,9 @@ def list_sessions(
     docs/resolution.md#order-of-a-listing). A long-lived reader passes its ``memo``
     (:class:`~sessiondex.query.sessions.ListingMemo`)."""
     where, params = filters.where(db)
-    return listing_objects(db, where, params, limit=filters.limit, memo=memo)
+    return once_per_session(
+        lambda limit: listing_objects(db, where, params, limit=limit, memo=memo), filters.limit
+    )
 
 
 # Fork depth place_forks follows (deeper forks go to the end of the list, as cycles do).
@@ -166,7 +170,7 @@ def _fork_levels(
 
 
 # What a picker needs to lay out every row of a scope: no session object is decoded.
-ORDER_COLUMNS = "s.file_path, s.session_id, s.forked_from_session"
+ORDER_COLUMNS = "s.file_path, s.session_id, s.forked_from_session, s.mtime_ns"
 
 
 def listing_order(db: Database, filters: Filters) -> list[dict[str, Any]]:
@@ -179,9 +183,13 @@ def listing_order(db: Database, filters: Filters) -> list[dict[str, Any]]:
     (:func:`sessions_by_path`), so a scope costs one indexed query, not one JSON decode
     per session."""
     where, params = filters.where()
-    if filters.limit is not None:
-        return first_rows(db, where, params, filters.limit, ORDER_COLUMNS)
-    return place_forks(select_rows(db, where, params, columns=ORDER_COLUMNS))
+
+    def ask(limit: int | None) -> list[dict[str, Any]]:
+        if limit is not None:
+            return first_rows(db, where, params, limit, ORDER_COLUMNS)
+        return place_forks(select_rows(db, where, params, columns=ORDER_COLUMNS))
+
+    return once_per_session(ask, filters.limit, row_mtime)
 
 
 def sessions_by_path(db: Database, paths: Sequence[str]) -> list[dict[str, Any]]:

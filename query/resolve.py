@@ -26,7 +26,9 @@ from sessiondex.query.sessions import (
     display_title,
     finish_resume_commands,
     is_archived,
+    newest_copies,
     resume_command,
+    row_mtime,
     select_rows,
     to_object,
     to_objects,
@@ -308,19 +310,6 @@ def _scope_rows(
     return select_rows(db, f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params])
 
 
-def newest_copies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` with one row per session ID, its newest transcript (order kept): Claude
-    Code's rule for name matches. Copies of one session in two config dirs, or in two
-    project dirs of the repository, are one candidate, not an ambiguity nobody could
-    settle (their rows read the same)."""
-    newest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        kept = newest.get(row["session_id"])
-        if kept is None or (row["mtime_ns"] or 0) > (kept["mtime_ns"] or 0):
-            newest[row["session_id"]] = row
-    return [row for row in rows if newest[row["session_id"]] is row]
-
-
 def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
     """Ambiguous candidates with ``matched_by``, as a single match's object has it."""
     return [{**c, "matched_by": how} for c in candidates]
@@ -378,7 +367,7 @@ def resolve(
         # or composed otherwise (a decomposed é from a macOS file name looks the same).
         wanted = _name_key(arg)
         named = [r for r in resumable if _name_key(name_of(r) or "") == wanted]
-    named = newest_copies(named)
+    named = newest_copies(named, row_mtime)
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
@@ -430,7 +419,8 @@ def _by_prefix(
             r
             for r in repo_rows
             if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
-        ]
+        ],
+        row_mtime,
     )
     if not local:
         kept, kept_params = kept_sql(db, include_archived, roots)

@@ -63,6 +63,9 @@ from sessiondex.query.sessions import (
     LISTING_COLUMNS,
     activity_ms,
     display_title,
+    newest_copies,
+    object_mtime,
+    once_per_session,
     select_rows,
     to_objects,
 )
@@ -557,7 +560,65 @@ def run_search(
 ) -> SearchOutcome:
     """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
     search that matches nothing in its scope also counts the matches of wider scopes.
-    ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`."""
+    ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`.
+    Copies of one session (two config dirs indexed together) are one row
+    (:func:`~sessiondex.query.sessions.once_per_session`)."""
+    first = _run_search(db, query, filters, raw, markers, elsewhere, typing)
+    if newest_copies(first.rows, object_mtime) is first.rows:
+        _newest_copy_of_each(db, filters, first.rows)
+        return first  # no copies on the page: nearly always
+    answers = {filters.limit: first}
+
+    def ask(limit: int | None) -> list[dict[str, Any]]:
+        if limit not in answers:
+            answers[limit] = _run_search(
+                db, query, replace(filters, limit=limit), raw, markers, elsewhere, typing
+            )
+        return answers[limit].rows
+
+    rows = once_per_session(ask, filters.limit)
+    outcome = answers[max(answers, key=lambda limit: limit or 1 << 62)]
+    outcome.rows = rows
+    _newest_copy_of_each(db, filters, rows)
+    return outcome
+
+
+def _newest_copy_of_each(db: Database, filters: Filters, rows: list[dict[str, Any]]) -> None:
+    """Put each row's newest copy in scope in its place: ranking ties between copies of
+    one session (the same text, so the same score) are broken by row order, so a page
+    could hold an older copy and not the newer one, where ``list`` shows the newer."""
+    if not rows:
+        return
+    where, params = filters.where(db)
+    ids = list({row["session_id"] for row in rows})
+    found = db.execute(
+        f"SELECT s.id, s.session_id, s.file_path, s.mtime_ns FROM sessions s"
+        f" WHERE s.session_id IN ({', '.join('?' for _ in ids)}) AND {where}",
+        [*ids, *params],
+    ).fetchall()
+    newest: dict[str, tuple[int, int, str]] = {}
+    for rowid, session_id, path, mtime in found:
+        if session_id not in newest or (mtime or 0) > newest[session_id][0]:
+            newest[session_id] = (mtime or 0, rowid, path)
+    for i, row in enumerate(rows):
+        best = newest.get(row["session_id"])
+        if best is not None and best[2] != row["file_path"]:
+            [copy] = to_objects(db, select_rows(db, "s.id = ?", [best[1]]))
+            for key in ("score", "snippet", "matched_by"):
+                if key in row:
+                    copy[key] = row[key]
+            rows[i] = copy
+
+
+def _run_search(
+    db: Database,
+    query: str,
+    filters: Filters,
+    raw: bool,
+    markers: tuple[str, str],
+    elsewhere: bool,
+    typing: bool,
+) -> SearchOutcome:
     text = without_lone_surrogates(query).strip()  # from JSON (MCP, a program): no crash
     if not text:
         return SearchOutcome([], NONE)

@@ -7,7 +7,7 @@ it changes); this module selects rows and decodes their objects.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -189,6 +189,57 @@ class ListingMemo:
             and self.key == key
             and all(claude_spelling(root) == spelled for root, spelled in self.spellings.items())
         )
+
+
+def newest_copies(
+    rows: list[dict[str, Any]], mtime: Callable[[dict[str, Any]], Any]
+) -> list[dict[str, Any]]:
+    """``rows`` with one row per session ID, the copy whose transcript is newest by
+    ``mtime`` (order kept). One session's transcript in two config dirs indexed
+    together (a live one and its backup) or in two project dirs is one session, as
+    Claude Code's picker and its name lookup count it ("deduplicated by session id,
+    keeping the newest mtime"): two rows that read the same are nothing anyone could
+    tell apart, or settle when asked which one."""
+    newest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        kept = newest.get(row["session_id"])
+        if kept is None or mtime(row) > mtime(kept):
+            newest[row["session_id"]] = row
+    if len(newest) == len(rows):
+        return rows
+    return [row for row in rows if newest[row["session_id"]] is row]
+
+
+def object_mtime(obj: dict[str, Any]) -> str:
+    """A session object's transcript mtime, comparable (ISO-8601 UTC, one format)."""
+    return obj.get("mtime") or ""
+
+
+# How many times a page is asked again when copies of one session thinned it.
+_REFILLS = 3
+
+
+def once_per_session(
+    ask: Callable[[int | None], list[dict[str, Any]]],
+    limit: int | None,
+    mtime: Callable[[dict[str, Any]], Any] = object_mtime,
+) -> list[dict[str, Any]]:
+    """``ask(limit)``'s rows with copies of one session counted once
+    (:func:`newest_copies`), still ``limit`` of them when there are: a page thinned by
+    copies is asked again, larger (copies are rare: the first ask nearly always does)."""
+    want = limit
+    for _ in range(_REFILLS):
+        rows = ask(want)
+        kept = newest_copies(rows, mtime)
+        if not limit or want is None or len(kept) >= limit or len(rows) < want:
+            return kept[:limit] if limit else kept
+        want += 2 * (len(rows) - len(kept))
+    return newest_copies(ask(None), mtime)[:limit]
+
+
+def row_mtime(row: dict[str, Any]) -> int:
+    """A ``sessions`` row's transcript mtime (:func:`newest_copies` of raw rows)."""
+    return int(row.get("mtime_ns") or 0)
 
 
 def listing_objects(

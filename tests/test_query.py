@@ -961,3 +961,64 @@ def test_one_session_in_two_config_dirs_resolves_to_its_newest_copy(
     found = one_session(result.stdout)
     assert found["matched_by"] == how
     assert found["file_path"] == str(copies[newer])
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A live config dir and its backup indexed together: two sessions in both (the
+    backup's copy of one newer), one only in the backup (swept from the live one)."""
+    import shutil
+
+    base = tmp_path_factory.mktemp("twins")
+    live, backup = base / "claude", base / "backup"
+    tree = ConfigTree(live)
+    sessions = []
+    for i, word in enumerate(["alpha", "beta", "gamma"]):
+        s = tree.session(cwd="/w/twins")
+        s.user(f"the {word} twin fixes https://github.com/acme/twins/pull/5")
+        s.pr_link(number=5, url="https://github.com/acme/twins/pull/5", repository="acme/twins")
+        s.write(mtime=1_800_000_000 + 100 * i)
+        sessions.append(s)
+    shutil.copytree(live, backup)
+    newer = backup / sessions[1].path.relative_to(live)
+    os.utime(newer, (1_800_000_500, 1_800_000_500))
+    sessions[2].path.unlink()  # only the backup holds gamma now
+    ids = [s.session_id for s in sessions]
+    paths = {
+        ids[0]: str(sessions[0].path),  # same mtime: either copy reads the same
+        ids[1]: str(newer),
+        ids[2]: str(backup / sessions[2].path.relative_to(live)),
+    }
+    args = ["--config-dir", str(live), "--config-dir", str(backup), "--db", str(base / "i.db")]
+    return {"args": args, "ids": set(ids), "paths": paths, "first": ids[0]}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list", "--scope", "all"],
+        ["search", "twin", "--scope", "all"],
+        ["search", "https://github.com/acme/twins/pull/5", "--scope", "all"],
+        ["from-pr", "https://github.com/acme/twins/pull/5"],
+        ["from-pr", "5", "--cwd", "/w/twins"],
+    ],
+    ids=["list", "search-text", "search-url", "from-pr-url", "from-pr-number"],
+)
+@pytest.mark.parametrize("limit", [None, 1, 2, 3])
+def test_copies_of_a_session_in_two_config_dirs_are_one_row(
+    twins: dict[str, Any], command: list[str], limit: int | None
+) -> None:
+    """Helper 94: with a backup config dir indexed beside the live one, list, search
+    and from-pr printed each session twice, the rows alike. Claude Code's picker counts
+    a session ID once (its newest copy); so do we, and a page still holds ``limit``
+    sessions when there are that many."""
+    extra = [] if limit is None else ["--limit", str(limit)]
+    result = CliRunner().invoke(cli, [*twins["args"], *command, *extra, "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    ids = [row["session_id"] for row in rows]
+    assert len(ids) == len(set(ids)), ids
+    assert len(ids) == (3 if limit is None else limit)
+    for row in rows:
+        if row["session_id"] != twins["first"]:
+            assert row["file_path"] == twins["paths"][row["session_id"]]
