@@ -679,10 +679,17 @@ def test_bulk_build_gives_the_merged_segments_pages_back(tmp_path: Path, monkeyp
 def test_a_rebuild_converts_an_index_made_without_auto_vacuum(tmp_path: Path) -> None:
     root = copy_fixtures(tmp_path)
     path = tmp_path / "old.db"
-    old = sqlite3.connect(path)
+    # An index an older version made, before new files got auto_vacuum: the migrations
+    # run on a file without that setting (once it has pages, it is fixed at NONE).
+    from sqlite_utils import Database as PlainDatabase
+
+    from sessiondex.indexer.db import register
+    from sessiondex.indexer.schema import migrations
+
+    old = PlainDatabase(path)
+    register(old.conn)  # the stored-text function the FTS views read through
     old.execute("PRAGMA page_size = 16384")
-    old.execute("CREATE TABLE t (x)")  # the file has pages: auto_vacuum is fixed at NONE
-    old.commit()
+    migrations.apply(old)
     old.close()
     db = open_db(path)
     refresh(db, [root])
