@@ -707,7 +707,12 @@ class Index:
         try:
             if isinstance(arg, str) and self.sync_session(arg.strip()):
                 return self._answer(ask)
-            found = self._answer(ask)
+            try:
+                found = self._answer(ask)
+            except NotFound:
+                if not self._catch_up_behind_watcher():
+                    raise
+                found = self._answer(ask)
         except NotFound as exc:
             if not include_archived:
                 try:
@@ -728,9 +733,22 @@ class Index:
         when there is none."""
         from sessiondex.query.resolve import continue_session
 
+        # The newest transcript decides, and one Claude Code began a moment ago may be
+        # inside a watcher's debounce: look at the files first, as without a watcher.
+        self._catch_up_behind_watcher()
         return self._answer(
             lambda db: continue_session(db, cwd=cwd, print_mode=print_mode, roots=self.roots)
         )
+
+    def _catch_up_behind_watcher(self) -> bool:
+        """Refresh now although a live ``watch`` keeps the index current (whether it
+        did): a name just given by ``rename`` or the SDK, or a session just begun, may
+        still be inside the watcher's debounce (~100 ms), and a lookup that answers "not
+        found", or the previous session, is worse than the refresh's stat pass. Without
+        a watcher the read has refreshed already; ``refresh=False`` means as it is."""
+        if self._team_dsn is not None or not self.auto_refresh or not self.watcher_alive():
+            return False
+        return self._refresh_for_read()
 
     def listing_stamp(self) -> tuple[Any, ...]:
         """What moves whenever a listing could read differently, whoever wrote the

@@ -841,3 +841,35 @@ def test_a_long_lived_index_sees_a_worktree_added_and_a_branch_switched(
         git("checkout", "-q", "-b", "feature2", cwd=worktree)
         mine = index.list(cwd=str(worktree), current_branch=True)
         assert [r["title"] for r in mine] == ["work on the second feature branch"]
+
+
+@pytest.mark.parametrize("what", ["a new name", "a new session"])
+def test_a_lookup_behind_a_watcher_sees_what_was_just_written(tmp_path: Path, what: str) -> None:
+    """Helper 94, 10 of 10 through ``Index``: while ``watch`` ran, a name the SDK had
+    just written was "not found" (suggesting the old one) and ``continue`` returned the
+    previous session, for the ~100 ms of the watcher's debounce. A read trusts a live
+    watcher; a name lookup that finds nothing, and ``continue``, now look first."""
+    from sessiondex.indexer.lock import WatcherLock
+
+    tree = ConfigTree(tmp_path / "claude")
+    old = tree.session(cwd="/w/app", session_id="11111111-2222-4333-8444-555555555555")
+    old.user("hello")
+    old.meta("custom-title", customTitle="old name")
+    old.write(mtime=1_800_000_000)
+    db = tmp_path / "index.db"
+    Index(db, tree.root).refresh()
+    with WatcherLock(db):  # a live watcher, as far as any reader can tell
+        if what == "a new name":
+            old.meta("custom-title", customTitle="fresh name")
+            old.append(mtime=1_800_000_100)
+        else:
+            new = tree.session(cwd="/w/app", session_id="22222222-2222-4333-8444-555555555555")
+            new.user("a session begun a moment ago")
+            new.write(mtime=1_800_000_100)
+        with Index(db, tree.root) as index:
+            if what == "a new name":
+                found = index.resolve("fresh name", cwd="/w/app")
+                assert found.session["session_id"] == old.session_id
+            else:
+                chosen = index.continue_session(cwd="/w/app")
+                assert chosen["session_id"] == new.session_id
