@@ -317,10 +317,12 @@ def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]
 
 def _name_key(name: str) -> str:
     """A name as typing it again compares: what ``rename`` stores of it, in one Unicode
-    composition, case aside."""
+    composition, case aside, each run of white space one space. Tables and suggestions
+    show a name with its runs folded (``display_title``), and the name shown must be
+    one that, typed again, resolves."""
     import unicodedata
 
-    return unicodedata.normalize("NFC", clean_name(name)).lower()
+    return " ".join(unicodedata.normalize("NFC", clean_name(name)).lower().split())
 
 
 def name_of(row: dict[str, Any]) -> str | None:

@@ -1022,3 +1022,30 @@ def test_copies_of_a_session_in_two_config_dirs_are_one_row(
     for row in rows:
         if row["session_id"] != twins["first"]:
             assert row["file_path"] == twins["paths"][row["session_id"]]
+
+
+@pytest.mark.parametrize(
+    ("stored", "typed"),
+    [
+        ("Foo  Bar", "Foo Bar"),  # two spaces, shown as one
+        ("Tab\tName", "tab name"),  # the SDK stores a tab as given
+        ("Line\nBreak  here", "line break here"),
+    ],
+)
+def test_a_name_typed_as_tables_show_it_resolves(tmp_path: Path, stored: str, typed: str) -> None:
+    """Helper 94: a custom title with a run of white space is shown folded ("Foo Bar")
+    in tables and in "Did you mean: Foo Bar?", and typing that back was "No session
+    matches": the suggestion repeated what the user had typed. The name shown now
+    resolves (after the exact comparison, which still comes first)."""
+    s = ConfigTree(tmp_path / "claude").session(cwd="/w/names")
+    s.user("hello")
+    s.meta("custom-title", customTitle=stored)
+    s.write()
+    base = ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "i.db")]
+    listed = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/names"])
+    shown = " ".join(stored.split())
+    assert shown in listed.stdout
+    for arg in (typed, shown):
+        result = CliRunner().invoke(cli, [*base, "resolve", arg, "--cwd", "/w/names", "--json"])
+        assert result.exit_code == 0, result.output
+        assert one_session(result.stdout)["matched_by"] == "name"
