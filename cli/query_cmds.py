@@ -212,6 +212,13 @@ def _elsewhere_hint(counts: dict[str, int], nouns: tuple[str, str]) -> str | Non
     return "; ".join(parts) or None
 
 
+# What --all-kinds shows besides, in the hint of an answer that only they would give.
+HIDDEN_KINDS = (
+    "-p/SDK, sidechain, /loop, team, daemon, superseded, picker-archived and"
+    " __hidden-tagged sessions"
+)
+
+
 def _empty_message(message: str) -> str | None:
     """``message`` for an empty answer, unless no config dir has any history (the line
     saying so is already out; a scope hint would send the user the wrong way)."""
@@ -306,6 +313,13 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
         click.echo(hint, err=True)
+    if not outcome.matched and not filters.all_kinds:
+        from dataclasses import replace
+
+        wider = replace(filters, all_kinds=True)
+        hidden = run_filters(lambda: index.search_outcome(query, raw=raw, filters=wider))
+        if hidden.matched:
+            click.echo(f"Hidden kinds match it: try --all-kinds ({HIDDEN_KINDS}).", err=True)
     if not outcome.matched:
         # Nothing matched: exit 1, as grep. click's Exit, not SystemExit, so a caller
         # of cli.main(standalone_mode=False) gets the code back (not an exception).
@@ -415,11 +429,7 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
             if not filters.all_kinds and run_filters(
                 lambda: find_pr(db, pr, replace(filters, all_kinds=True)).rows
             ):
-                message += (
-                    " Hidden kinds are linked to it: try --all-kinds (-p/SDK, sidechain,"
-                    " /loop, team, daemon, superseded, picker-archived and __hidden-tagged"
-                    " sessions)."
-                )
+                message += f" Hidden kinds are linked to it: try --all-kinds ({HIDDEN_KINDS})."
             if _empty_message(message):
                 click.echo(clean_line(message), err=True)
             hint = _elsewhere_hint(answer.elsewhere, ("session", "sessions"))

@@ -222,6 +222,23 @@ def test_every_search_answer_has_one_key_order(world: World, fmt: str) -> None:
     assert order[-3:] == ("score", "snippet", "matched_by")
 
 
+@pytest.mark.parametrize("query", ["okapiword", "https://github.com/acme/app/pull/9"])
+def test_a_search_only_hidden_kinds_answer_says_so(world: World, query: str) -> None:
+    """Helpers 93 and 94: ``from-pr`` said "Hidden kinds are linked to it: try
+    --all-kinds" where ``search`` of the same PR URL, or of a word only an SDK session
+    holds, said only "No matches."."""
+    s = world.add("sdk", cwd="/w/app", texts=("the okapiword pipeline",), entrypoint="sdk-cli")
+    s.pr_link(number=9, url="https://github.com/acme/app/pull/9", repository="acme/app")
+    s.write(mtime=1_900_000_000)
+    missed = world.cli("search", query, "--scope", "all")
+    assert missed.exit_code == 1
+    assert "Hidden kinds match it: try --all-kinds" in missed.stderr
+    found = world.cli("search", query, "--scope", "all", "--all-kinds", "--json")
+    assert found.exit_code == 0 and len(json.loads(found.stdout)) == 1
+    nothing = world.cli("search", "zzzqqqword", "--scope", "all")
+    assert nothing.exit_code == 1 and "Hidden kinds" not in nothing.stderr
+
+
 def test_search_help_documents_the_exit_status() -> None:
     text = CliRunner().invoke(cli, ["search", "--help"]).output
     assert "Exit status" in text and "1 when none did" in text and "suggestions" in text
