@@ -254,11 +254,6 @@ def _check_db(path: str, source: str) -> None:
         raise InvalidValue(
             where, f"{path!r} is a directory: give the index file's path (e.g. {path}/index.db)"
         )
-    folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
-    if source != DEFAULT and not _is_dsn(path) and not os.path.isdir(folder):
-        # A typo must not create directories (as root: at the file system's root). The
-        # default location is created, as every XDG cache is.
-        raise InvalidValue(where, f"directory {folder!r} does not exist: create it first")
 
 
 def current() -> Settings | None:

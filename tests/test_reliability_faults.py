@@ -273,34 +273,6 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
         sessiondex_index(target, root)
 
 
-@pytest.mark.parametrize("via", ["--db", "SESSIONDEX_DB", "default"])
-def test_an_index_path_in_a_missing_directory_creates_nothing(tmp_path: Path, via: str) -> None:
-    """Helper 93: ``--db /nonexistent/dir/x.db`` (a typo) created ``/nonexistent/dir``.
-    A path given is a usage error when its directory is missing; the default one, in
-    the XDG cache, is created as before."""
-    root = tmp_path / "claude"
-    session = ConfigTree(root).session(cwd="/w/app")
-    session.user("hello")
-    session.write()
-    target = tmp_path / "typo" / "deeper" / "index.db"
-    args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
-    env: dict[str, str | None] = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "SESSIONDEX_DB": None}
-    if via == "--db":
-        args = ["--db", str(target), *args]
-    elif via == "SESSIONDEX_DB":
-        env["SESSIONDEX_DB"] = str(target)
-    result = CliRunner().invoke(cli, args, env=env)
-    no_traceback(result)
-    if via == "default":
-        assert result.exit_code == 0, result.output
-        assert (tmp_path / "cache" / "sessiondex" / "index.db").is_file()
-        return
-    assert result.exit_code == 2, result.output
-    named = "'--db'" if via == "--db" else via
-    assert result.stderr.startswith(f"Error: Invalid value for {named}: directory ")
-    assert not (tmp_path / "typo").exists()
-
-
 @pytest.mark.parametrize("what", ["a copy of an index", "a SQLite file without a table"])
 def test_a_sqlite_file_that_may_be_the_index_is_taken(tmp_path: Path, what: str) -> None:
     """The other side of refusing another program's database: an index copied
