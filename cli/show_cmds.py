@@ -329,7 +329,8 @@ def _write_atomic(target: str, chunks: Iterable[str], *, force: bool) -> None:
     target = placed(target)  # where the kernel puts it: ".." after a symlinked folder
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
-        raise CliError(f"directory {directory} does not exist")
+        problem = "is not a directory" if os.path.lexists(directory) else "does not exist"
+        raise CliError(f"{directory} {problem}")
     try:
         fd, temp = tempfile.mkstemp(
             dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp"

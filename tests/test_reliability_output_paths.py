@@ -218,3 +218,19 @@ def test_export_never_writes_over_the_transcript_it_reads(world: World) -> None:
     before = world.snapshot(index=False)
     result = world.run("export", str(loose), "-o", str(loose), "--force", "--format", "json")
     _assert_refused(world, result, before, index=False)
+
+
+@pytest.mark.parametrize(
+    ("parent", "says"),
+    [("missing", "does not exist"), ("a-file", "is not a directory")],
+)
+def test_an_output_in_a_folder_that_cannot_be_one_says_which(
+    world: World, parent: str, says: str
+) -> None:
+    """Helper 93: ``export -o settings.json/x.md`` (a file as the folder) said the
+    directory "does not exist"."""
+    (world.base / "a-file").write_text("not a folder\n")
+    target = world.base / parent / "x.md"
+    result = world.run("export", world.session.session_id, "-o", str(target), "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip() == f"Error: {world.base / parent} {says}"
