@@ -20,9 +20,9 @@ from tests.builders import ConfigTree
 MISSING_NOTE = "does not exist: no Claude Code history to read"
 
 
-def _tree(root: Path, word: str = "capybara") -> ConfigTree:
+def _tree(root: Path, word: str = "capybara", session_id: str | None = None) -> ConfigTree:
     tree = ConfigTree(root)
-    s = tree.session(cwd="/w/app")
+    s = tree.session(cwd="/w/app", session_id=session_id)
     s.user(f"talk about the {word}")
     s.write(mtime=1_800_000_000)
     return tree
@@ -45,8 +45,9 @@ def test_a_comma_is_part_of_claude_config_dir(tmp_path: Path) -> None:
 
 
 def test_several_dirs_from_sessiondex_config_dirs(tmp_path: Path) -> None:
-    one = _tree(tmp_path / "m1", "capybara")
-    two = _tree(tmp_path / "m2", "capybara")
+    # Two sessions (copies of one session ID would be one row: test_query's twins).
+    one = _tree(tmp_path / "m1", "capybara", "00000000-0000-4000-8000-0000000000a1")
+    two = _tree(tmp_path / "m2", "capybara", "00000000-0000-4000-8000-0000000000a2")
     result = _run(
         tmp_path,
         ["list", "--scope", "all", "--json"],

@@ -1199,9 +1199,10 @@ def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     from sessiondex.cli.main import cli
 
     trees = {}
-    for name in ("a", "b", "c"):
+    for i, name in enumerate(("a", "b", "c")):
         tree = ConfigTree(tmp_path / name)
-        s = tree.session(cwd=f"/w/{name}")
+        # Three sessions: one ID in two config dirs would be copies of one (one row).
+        s = tree.session(cwd=f"/w/{name}", session_id=f"00000000-0000-4000-8000-00000000000{i}")
         s.user(f"the zebra{name} word")
         s.write()
         trees[name] = tree
