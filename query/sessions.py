@@ -200,13 +200,13 @@ def newest_copies(
     Claude Code's picker and its name lookup count it ("deduplicated by session id,
     keeping the newest mtime"): two rows that read the same are nothing anyone could
     tell apart, or settle when asked which one."""
+    if len({row["session_id"] for row in rows}) == len(rows):
+        return rows  # no copies: nearly always (a listing pays one set of its IDs)
     newest: dict[str, dict[str, Any]] = {}
     for row in rows:
         kept = newest.get(row["session_id"])
         if kept is None or mtime(row) > mtime(kept):
             newest[row["session_id"]] = row
-    if len(newest) == len(rows):
-        return rows
     return [row for row in rows if newest[row["session_id"]] is row]
 
 
