@@ -393,9 +393,11 @@ class Index:
             policy = write_policy(db)
             wait, policy.wait = policy.wait, min(policy.wait, READ_WAIT)
             try:
-                self._refresh_now(progress=self._read_progress)
+                stats = self._refresh_now(progress=self._read_progress)
             finally:
                 policy.wait = wait
+            if stats.errors:
+                self._say_unread(stats.errors)
             return True
         except Exception as exc:
             kind = classify(exc)
@@ -413,6 +415,14 @@ class Index:
                 "answering from it as it is"
             )
             return False
+
+    def _say_unread(self, errors: list[tuple[str, str]]) -> None:
+        """One note for what a read's refresh could not read (a folder that cannot be
+        listed, a transcript that cannot be opened): the answer may lack it, and only
+        ``index`` printed why."""
+        path, why = errors[0]
+        more = f"; and {len(errors) - 1} more" if len(errors) > 1 else ""
+        self.say(f"note: {path}: {why}{more} (`sessiondex index` lists what it skipped)")
 
     def refresh(
         self,

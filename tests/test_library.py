@@ -873,3 +873,36 @@ def test_a_lookup_behind_a_watcher_sees_what_was_just_written(tmp_path: Path, wh
             else:
                 chosen = index.continue_session(cwd="/w/app")
                 assert chosen["session_id"] == new.session_id
+
+
+def test_a_read_that_cannot_list_a_folder_says_so(tmp_path: Path, monkeypatch) -> None:
+    """Helper 93: with a project folder that cannot be listed (modes left wrong by a
+    restore), ``index`` warned and ``list`` said nothing, its answer lacking the
+    folder's new sessions. A read's refresh now says so in one note. EACCES is
+    simulated: the suite may run as root."""
+    import os
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/denied")
+    s.user("hello")
+    s.write(mtime=1_800_000_000)
+    db = tmp_path / "index.db"
+    Index(db, tree.root).refresh()
+    s.user("a later prompt")
+    s.append(mtime=1_800_000_100)  # something to refresh
+    denied = str(s.path.parent)
+    real_scandir = os.scandir
+
+    def deny(target):  # type: ignore[no-untyped-def]
+        if os.fspath(target) == denied:
+            raise PermissionError(13, "Permission denied", denied)
+        return real_scandir(target)
+
+    monkeypatch.setattr(os, "scandir", deny)
+    notes: list[str] = []
+    with Index(db, tree.root, notice=notes.append) as index:
+        assert [row["session_id"] for row in index.list(scope="all")] == [s.session_id]
+    assert notes == [
+        f"note: {denied}: cannot list it (Permission denied); what the index holds from"
+        " it is kept (`sessiondex index` lists what it skipped)"
+    ]
