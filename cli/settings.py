@@ -229,6 +229,11 @@ def apply_settings(
         lenient=lenient,
     )
     ctx.meta[_META_KEY] = settings
+    if os.environ.get("SESSIONDEX_CONFIG") and not settings.file_exists and not lenient:
+        # Named, as a config dir is: a typo must not quietly mean the defaults.
+        from sessiondex.cli.errors import InvalidValue
+
+        raise InvalidValue("SESSIONDEX_CONFIG", f"file {str(settings.file)!r} does not exist")
     _check_db(str(settings["db"]), settings.source("db"))
     dirs: list[str] = list(config_dirs)
     if settings.source("config_dirs") == str(settings.file):

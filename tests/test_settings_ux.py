@@ -167,6 +167,23 @@ def test_a_bad_config_file_is_one_line_naming_it(
 
 
 # ------------------------------------------------------------------ completion
+def test_a_config_file_named_by_its_variable_must_exist(clean_file: World) -> None:
+    """Helper 93: ``SESSIONDEX_CONFIG`` naming a file that does not exist was ignored in
+    silence (the defaults used), where a missing ``--config-dir`` is a usage error. The
+    file's own default place may be missing: that is no setting."""
+    world = clean_file
+    missing = world.base / "nope.toml"
+    result = world.run("list", env={"SESSIONDEX_CONFIG": str(missing)})
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: Invalid value for SESSIONDEX_CONFIG: file '{missing}' does not exist\n"
+    )
+    shown = world.run("config", env={"SESSIONDEX_CONFIG": str(missing)})
+    assert shown.exit_code == 0 and str(missing) in shown.stdout
+    world.file.unlink(missing_ok=True)
+    assert world.run("list").exit_code == 0  # no file at the default place: defaults
+
+
 def _complete(world: World, args: list[str], incomplete: str) -> list[tuple[str, str | None]]:
     os.environ["XDG_CONFIG_HOME"] = str(world.xdg)
     complete = ShellComplete(cli, {}, "sessiondex", "_SESSIONDEX_COMPLETE")
