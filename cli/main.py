@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -79,7 +80,6 @@ class LazyGroup(click.Group):
         ``--version`` are printed while the arguments are parsed, before any command,
         and what is still buffered is flushed here, so that a full disk or a closed
         descriptor is one ``Error:`` line and exit 1, never a traceback."""
-        import sys
 
         from sessiondex.cli.streams import StdoutFailed, WatchedStdout, discard_stdout
 
@@ -140,20 +140,29 @@ def _as_utf8(arg: str) -> str:
     lone surrogates) is a usage error in one line: a name, tag or query must be text that
     Claude Code, SQLite and the terminal can hold, and a path with such a name is never a
     transcript (discovery skips those names). Valid UTF-8 that the locale's encoding
-    could not decode (``LC_ALL=C`` without Python's UTF-8 mode) is taken as UTF-8."""
+    could not decode (``LC_ALL=C`` without Python's UTF-8 mode) is a usage error that
+    says so and how to run instead."""
     try:
         arg.encode("utf-8")
         return arg
     except UnicodeEncodeError:
         pass
-    raw = os.fsencode(arg)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        from sessiondex.cli.errors import InvalidValue
+    from sessiondex.cli.errors import InvalidValue
 
-        shown = repr(raw)[2:-1]
+    raw = os.fsencode(arg)
+    shown = repr(raw)[2:-1]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise InvalidValue("an argument", f"'{shown}' is not valid UTF-8") from None
+    # UTF-8, but this process's file names are in the locale's narrower encoding
+    # (LC_ALL=C with Python's UTF-8 mode off): as text it could name no file, and as
+    # the bytes it came as it is no text SQLite or a transcript can hold.
+    raise InvalidValue(
+        "an argument",
+        f"{text!r} is not ASCII, and this locale's encoding ({sys.getfilesystemencoding()})"
+        " holds only ASCII: run with a UTF-8 locale (LC_ALL=C.UTF-8) or PYTHONUTF8=1",
+    )
 
 
 # Every environment variable sessiondex reads, in `sessiondex --help`.

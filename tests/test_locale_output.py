@@ -77,33 +77,31 @@ def test_json_in_a_narrow_encoding_is_the_same_value(
     assert "\U0001f680" in wide.stdout or name in ("from-pr",)  # the emoji, escaped when narrow
 
 
-def test_a_utf8_argument_under_the_c_locale_is_taken_as_utf8(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argument", ["café", "/home/dev/ü"], ids=["a search word", "a path"])
+def test_a_utf8_argument_under_the_c_locale_says_what_to_do(tmp_path: Path, argument: str) -> None:
     """Helper 93: with ``LC_ALL=C`` and Python's UTF-8 mode off, ``search café`` said
-    "'caf\\xc3\\xa9' is not valid UTF-8": the check tested the decoded text, not the
-    bytes. Valid UTF-8 bytes are taken as the text they spell; others stay an error."""
+    "'caf\\xc3\\xa9' is not valid UTF-8", which it is. Taking it as text (helper 96)
+    then broke every path argument (a traceback at the first ``stat``: this process's
+    file names are ASCII). Such an argument is one usage line saying why, and what to
+    run instead; bytes that are not UTF-8 are refused as before."""
     import os
     import subprocess
     import sys
 
-    from tests.builders import ConfigTree
-
     root = tmp_path / "claude"
-    s = ConfigTree(root).session(cwd="/w/app")
-    s.user("un café crème, s'il vous plaît")
-    s.write()
+    (root / "projects").mkdir(parents=True)
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
     env.pop("PYTHONIOENCODING", None)
     command = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
     command += ["--config-dir", str(root), "--db", str(tmp_path / "index.db")]
-    found = subprocess.run(
-        [*command, "search", "café", "--scope", "all", "--json"],
-        env=env, capture_output=True, timeout=60,
-    )  # fmt: skip
-    assert found.returncode == 0, found.stderr
-    assert [row["session_id"] for row in json.loads(found.stdout)] == [s.session_id]
+    args = ["search", argument] if argument == "café" else ["list", "--cwd", argument]
+    result = subprocess.run([*command, *args], env=env, capture_output=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.decode("ascii", "backslashreplace").splitlines()
+    assert line.startswith("Error: Invalid value for an argument: ")
+    assert "is not ASCII" in line and "PYTHONUTF8=1" in line and "Traceback" not in line
     refused = subprocess.run(
-        [*command.copy(), "search", os.fsdecode(b"caf\xe9")],
-        env=env, capture_output=True, timeout=60,
-    )  # fmt: skip
+        [*command, "search", os.fsdecode(b"caf\xe9")], env=env, capture_output=True, timeout=60
+    )
     assert refused.returncode == 2
     assert b"'caf\\xe9' is not valid UTF-8" in refused.stderr
