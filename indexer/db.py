@@ -303,19 +303,19 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
         return
     try:
         with open(target, "rb") as file:
-            head = file.read(len(SQLITE_HEADER))
+            header = file.read(100)
     except OSError:
         return  # unreadable: said when opened
+    head = header[: len(SQLITE_HEADER)]
     if head == SQLITE_HEADER:
-        others = _tables_of_another_program(target)
+        others = _another_programs(target, header)
         if others:
-            shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
             raise NotAnIndex(
-                f"{target} is a SQLite database of something else (tables: {shown}), not"
-                " a sessiondex index, and is left as it is; give the index another path"
+                f"{target} is a SQLite database of another program ({others}), not a"
+                " sessiondex index, and is left as it is; give the index another path"
                 " (a new one is created)"
             )
-        return  # an index, a copy of one, or a database without a table yet
+        return  # an index, a copy of one, or a database with nothing in it yet
     if not head and st.st_nlink == 1:
         return  # what sqlite3.connect leaves before its first write (another process's)
     what = "an empty file with other names" if not head else "not a SQLite database"
@@ -325,33 +325,50 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
     )
 
 
-def _tables_of_another_program(target: Path) -> list[str]:
-    """The tables of a SQLite file that are not an index's, when it holds no index:
-    the migrations would add ours beside another program's own (``--db`` naming an
-    application's database by mistake). Empty for an index, a copy of one (no lock
-    files beside it), a database without tables, or one that cannot be read (that is
-    said, or repaired, when it is opened). Read through SQLite, read-only: SQLite keeps
-    this process's locks on the file when its connection closes, a plain descriptor
-    would not."""
+def _another_programs(target: Path, header: bytes) -> str | None:
+    """What shows that a SQLite file with no lock file of ours beside it belongs to
+    another program, or None: an index, a copy of one, or a database with nothing in
+    it yet (what ``sqlite3.connect`` leaves). The migrations would otherwise add our
+    tables beside another program's own (``--db`` naming an application's database
+    by mistake). Ours holds our ``_sqlite_migrations`` rows and sets neither
+    ``user_version`` nor ``application_id``; the schema is read from the main file
+    alone (``immutable``: no ``-wal`` or ``-shm`` is made beside another's file), and
+    a non-empty ``-wal`` beside a file with no schema of its own is another's live
+    database. A file SQLite cannot read is left to the open (damage is repaired)."""
+    user_version = int.from_bytes(header[60:64], "big")
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id:
+        return f"application_id {application_id}"
+    if user_version:
+        return f"user_version {user_version}"
     try:
-        conn = sqlite3.connect(_uri(target, immutable=False), uri=True)
+        conn = sqlite3.connect(_uri(target, immutable=True), uri=True)
     except sqlite3.Error:
-        return []
+        return None
     try:
-        names = [
-            str(row[0])
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE"
-                " 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
-            )
-        ]
+        objects = conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE"
+            " '\\' ORDER BY rowid"
+        ).fetchall()
+        if any(kind == "table" and name == "_sqlite_migrations" for kind, name in objects):
+            ours = conn.execute(
+                "SELECT count(*) FROM _sqlite_migrations WHERE migration_set = ?",
+                [MIGRATION_SET],
+            ).fetchone()[0]
+            if ours:
+                return None
     except sqlite3.Error:
-        return []
+        return None
     finally:
         conn.close()
-    if not names or "_sqlite_migrations" in names:
-        return []
-    return names
+    if not objects:
+        try:
+            wal = os.stat(f"{target}-wal").st_size
+        except OSError:
+            wal = 0
+        return "its schema in the write-ahead log beside it" if wal else None
+    shown = ", ".join(f"{kind} {name}" for kind, name in objects[:3])
+    return shown + (", …" if len(objects) > 3 else "")
 
 
 def _open_writable(target: Path) -> Database:

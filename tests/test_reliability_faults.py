@@ -217,9 +217,29 @@ NOT_AN_INDEX = {
     "a FIFO (reading it would block)": "../fifo",
     # SQLite creates the file, then names it in text Python cannot decode.
     "a new file whose name is not UTF-8": "../caf\udce9.db",
-    # Helper 93: the migrations added our 49 objects beside the program's own tables.
+    # Helpers 93 and 96: the migrations added our 49 objects beside the program's own.
     "another program's SQLite database": "../app.sqlite",
     "another program's SQLite database with a table named as ours": "../clash.sqlite",
+    "another program's SQLite database of views alone": "../views.sqlite",
+    "another program's SQLite database with a view named as ours": "../meta-view.sqlite",
+    "another program's migrations table": "../migrated.sqlite",
+    "a SQLite file with a user_version": "../versioned.sqlite",
+    "a SQLite file with an application_id": "../app-id.sqlite",
+    "a SQLite file whose schema is in its write-ahead log": "../live.sqlite",
+}
+
+# How each of those SQLite files is made (what its owner ran).
+FOREIGN_SQLITE = {
+    "app.sqlite": "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
+    " INSERT INTO users (name) VALUES ('ada')",
+    "clash.sqlite": "CREATE TABLE files (id INTEGER PRIMARY KEY, name TEXT)",
+    "views.sqlite": "CREATE VIEW v AS SELECT 1 AS one",
+    "meta-view.sqlite": "CREATE VIEW meta AS SELECT 'k' AS key, 'v' AS value",
+    "migrated.sqlite": "CREATE TABLE _sqlite_migrations (id INTEGER PRIMARY KEY,"
+    " migration_set TEXT, name TEXT, applied_at TEXT); INSERT INTO _sqlite_migrations"
+    " (migration_set, name) VALUES ('myapp', 'm001'); CREATE TABLE users (id, name)",
+    "versioned.sqlite": "PRAGMA user_version = 42",
+    "app-id.sqlite": "PRAGMA application_id = 1234",
 }
 
 
@@ -246,11 +266,19 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
     empty.write_bytes(b"")  # an empty transcript, reached through a hard link
     os.link(empty, tmp_path / "empty-link.db")
     os.mkfifo(tmp_path / "fifo")
-    for name, table in (("app.sqlite", "users"), ("clash.sqlite", "files")):
+    for name, script in FOREIGN_SQLITE.items():
         with contextlib.closing(sqlite3.connect(tmp_path / name)) as conn:
-            conn.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT)")
-            conn.execute(f"INSERT INTO {table} (name) VALUES ('ada')")
+            conn.executescript(script)
             conn.commit()
+    # A live database in WAL mode whose schema is not checkpointed yet: a copy of its
+    # two files, as its owner's process holds them.
+    with contextlib.closing(sqlite3.connect(tmp_path / "owner.sqlite")) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+        shutil.copyfile(tmp_path / "owner.sqlite", tmp_path / "live.sqlite")
+        shutil.copyfile(tmp_path / "owner.sqlite-wal", tmp_path / "live.sqlite-wal")
     target = root / NOT_AN_INDEX[what].format(key=transcript.parent.name, sid=s.session_id)
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
     args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
@@ -285,7 +313,7 @@ def test_a_sqlite_file_that_may_be_the_index_is_taken(tmp_path: Path, what: str)
         shutil.copyfile(world.db, target)
     else:
         with contextlib.closing(sqlite3.connect(target)) as conn:
-            conn.execute("PRAGMA user_version = 7")
+            conn.execute("VACUUM")  # a header and a first page, nothing in it
     args = ["--config-dir", str(world.root), "--db", str(target), "list", "--scope", "all"]
     result = CliRunner().invoke(cli, [*args, "--all-kinds", "--json"])
     assert World.ids(result) == world.expected
