@@ -276,10 +276,10 @@ def _by_id(
     rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *kept_params])
     if not rows:
         rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *kept_params])
-    ranked = [(rank, r) for r in rows if (rank := key_rank(r["project_key"], keys)) is not None]
+    here = [r for r in rows if key_rank(r["project_key"], keys) is not None]
     # One project dir in two config dirs (a backup indexed beside the live one): the
-    # newest copy, as for a name.
-    local = [r for _, r in sorted(ranked, key=lambda pair: (pair[0], -(pair[1]["mtime_ns"] or 0)))]
+    # newest copy.
+    local = sorted(here, key=lambda row: _id_copy_order(row, keys))
     if local:
         return Resolution(to_object(db, local[0]), local[0], MATCHED_ID)
     projects = {(r["root"], r["project_key"]) for r in rows}
@@ -308,6 +308,23 @@ def _scope_rows(
     assert scoped is not None
     kept, kept_params = kept_sql(db, include_archived, roots)
     return select_rows(db, f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params])
+
+
+def _id_copy_order(row: dict[str, Any], keys: list[str]) -> tuple[int, int]:
+    """Where a copy stands when a whole ID is resolved: its project dir's rank (the
+    cwd's own, then the worktrees in git's order; others after), then newest first."""
+    rank = key_rank(row["project_key"], keys)
+    return (len(keys) if rank is None else rank, -row_mtime(row))
+
+
+def _id_order_copies(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+    """``rows`` with one row per session ID, the copy a whole ID resolves to (order kept)."""
+    best: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        kept = best.get(row["session_id"])
+        if kept is None or _id_copy_order(row, keys) < _id_copy_order(kept, keys):
+            best[row["session_id"]] = row
+    return [row for row in rows if best[row["session_id"]] is row]
 
 
 def _matched(candidates: list[dict[str, Any]], how: str) -> list[dict[str, Any]]:
@@ -361,7 +378,9 @@ def resolve(
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
     repo_rows = _scope_rows(db, here, include_archived, roots)
     # As for an ID, a file with no message (a title or tag alone) is nothing to resume.
-    resumable = [r for r in repo_rows if r["raw_message_count"]]
+    # Copies of one session are its newest before any name is compared, as Claude Code
+    # lists them first: a name only an older copy (a backup) still has names nothing.
+    resumable = newest_copies([r for r in repo_rows if r["raw_message_count"]], row_mtime)
     wanted = arg.strip().lower()
     named = [r for r in resumable if (name_of(r) or "").strip().lower() == wanted]
     if not named:
@@ -369,7 +388,6 @@ def resolve(
         # or composed otherwise (a decomposed é from a macOS file name looks the same).
         wanted = _name_key(arg)
         named = [r for r in resumable if _name_key(name_of(r) or "") == wanted]
-    named = newest_copies(named, row_mtime)
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:
@@ -378,7 +396,8 @@ def resolve(
             _matched(to_objects(db, named), MATCHED_NAME),
         )
     if is_id_prefix(arg):
-        resolution = _by_prefix(db, arg.lower(), repo_rows, include_archived, roots)
+        keys = worktree_keys(here)
+        resolution = _by_prefix(db, arg.lower(), repo_rows, keys, include_archived, roots)
         if resolution is not None:
             return resolution
     if dialect_of(db).name != "sqlite":
@@ -410,19 +429,22 @@ def _by_prefix(
     db: Database,
     prefix: str,
     repo_rows: list[dict[str, Any]],
+    keys: list[str],
     include_archived: bool,
     roots: list[Path],
 ) -> Resolution | None:
     # As for a whole ID, an empty or metadata-only file never counts. Only sessions in
     # scope answer (the repository's worktrees); one elsewhere is named in the error, so
     # its whole ID (which resolves from anywhere when one project holds it) is a paste away.
-    local = newest_copies(
+    # Copies of one session: the one its whole ID would name (the cwd's own project dir
+    # first, then the worktrees in git's order, then the newest).
+    local = _id_order_copies(
         [
             r
             for r in repo_rows
             if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
         ],
-        row_mtime,
+        keys,
     )
     if not local:
         kept, kept_params = kept_sql(db, include_archived, roots)

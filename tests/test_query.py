@@ -1049,3 +1049,52 @@ def test_a_name_typed_as_tables_show_it_resolves(tmp_path: Path, stored: str, ty
         result = CliRunner().invoke(cli, [*base, "resolve", arg, "--cwd", "/w/names", "--json"])
         assert result.exit_code == 0, result.output
         assert one_session(result.stdout)["matched_by"] == "name"
+
+
+def test_a_name_only_an_older_copy_has_names_nothing(tmp_path: Path) -> None:
+    """Helper 96: with a live config dir and a backup indexed together, ``resolve "Old
+    name"`` found the backup's stale copy (the live one was renamed since), and
+    ``rename "Old name" …`` appended to the backup, which then hid the live one. Claude
+    Code takes each session's newest copy before it compares names."""
+    import shutil
+
+    live = tmp_path / "claude"
+    s = ConfigTree(live).session(cwd="/w/shop")
+    s.user("fix it")
+    s.meta("custom-title", customTitle="Old name")
+    s.write(mtime=1_800_000_000)
+    backup = tmp_path / "backup"
+    shutil.copytree(live, backup)
+    s.meta("custom-title", customTitle="New name")
+    s.append(mtime=1_800_000_100)
+    args = ["--config-dir", str(backup), "--config-dir", str(live), "--db", str(tmp_path / "i.db")]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.jsonl")}
+    stale = CliRunner().invoke(cli, [*args, "resolve", "Old name", "--cwd", "/w/shop"])
+    assert stale.exit_code == 1, stale.output
+    renamed = CliRunner().invoke(cli, [*args, "rename", "Old name", "Renamed", "--cwd", "/w/shop"])
+    assert renamed.exit_code == 1, renamed.output
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.jsonl")} == before
+    found = CliRunner().invoke(cli, [*args, "resolve", "new NAME", "--cwd", "/w/shop", "--json"])
+    assert one_session(found.stdout)["file_path"] == str(s.path)
+
+
+def test_a_prefix_names_the_copy_its_whole_id_names(tmp_path: Path) -> None:
+    """Helper 96: one session ID in the project dirs of two worktrees, the linked one's
+    copy newer: from the main worktree the whole ID named its own dir's copy (Claude
+    Code's order: the cwd's dir, then the worktrees) and the 8-character prefix the
+    newer copy, so ``tag <prefix>`` and ``tag <ID>`` wrote to different files."""
+    from tests.builders import git_repo_with_worktree
+
+    repo, worktree = git_repo_with_worktree(tmp_path)
+    root = tmp_path / "claude"
+    sid = "11111111-2222-4333-8444-555555555555"
+    paths = {}
+    for where, stamp in ((repo, 1_800_000_000), (worktree, 1_800_000_100)):
+        s = ConfigTree(root).session(cwd=str(where), session_id=sid)
+        s.user("fix it")
+        paths[where] = s.write(mtime=stamp)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    for arg in (sid, sid[:8]):
+        result = CliRunner().invoke(cli, [*base, "resolve", arg, "--cwd", str(repo), "--json"])
+        assert result.exit_code == 0, result.output
+        assert one_session(result.stdout)["file_path"] == str(paths[repo]), arg
