@@ -16,6 +16,7 @@ import asyncio
 import json
 import socket
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -351,7 +352,9 @@ def _push_as(
 
 
 def _session(tree: ConfigTree, cwd: str, title: str, words: str) -> str:
-    s = tree.session(cwd=cwd)
+    # An ID of its own: ConfigTree numbers each tree's sessions from 1, and two people's
+    # sessions with one ID would be copies of one session (one row, its newest copy).
+    s = tree.session(cwd=cwd, session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{cwd}#{title}")))
     s.user(words)
     s.assistant("on it")
     s.meta("custom-title", customTitle=title)
