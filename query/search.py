@@ -63,8 +63,6 @@ from sessiondex.query.sessions import (
     LISTING_COLUMNS,
     activity_ms,
     display_title,
-    newest_copies,
-    object_mtime,
     once_per_session,
     select_rows,
     to_objects,
@@ -564,9 +562,6 @@ def run_search(
     Copies of one session (two config dirs indexed together) are one row
     (:func:`~sessiondex.query.sessions.once_per_session`)."""
     first = _run_search(db, query, filters, raw, markers, elsewhere, typing)
-    if newest_copies(first.rows, object_mtime) is first.rows:
-        _newest_copy_of_each(db, filters, first.rows)
-        return first  # no copies on the page: nearly always
     answers = {filters.limit: first}
 
     def ask(limit: int | None) -> list[dict[str, Any]]:
@@ -576,38 +571,44 @@ def run_search(
             )
         return answers[limit].rows
 
-    rows = once_per_session(ask, filters.limit)
+    rows = once_per_session(
+        ask, filters.limit, current=lambda rows: _newest_copies_only(db, filters, rows)
+    )
     outcome = answers[max(answers, key=lambda limit: limit or 1 << 62)]
+    if outcome.kind == MATCH and not rows and outcome.rows:
+        outcome.kind = NONE  # every hit was in a stale copy
     outcome.rows = rows
-    _newest_copy_of_each(db, filters, rows)
     return outcome
 
 
-def _newest_copy_of_each(db: Database, filters: Filters, rows: list[dict[str, Any]]) -> None:
-    """Put each row's newest copy in scope in its place: ranking ties between copies of
-    one session (the same text, so the same score) are broken by row order, so a page
-    could hold an older copy and not the newer one, where ``list`` shows the newer."""
+def _newest_copies_only(
+    db: Database, filters: Filters, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The rows that are their session's newest copy in scope. A session is its newest
+    transcript (``list`` shows that copy): a hit in an older copy (a backup's text the
+    live one has since lost, or the same text ranked alike and taken first) would show
+    one file's row with another file's snippet, or a session for words it no longer
+    holds. One indexed query for the page."""
     if not rows:
-        return
+        return rows
     where, params = filters.where(db)
     ids = list({row["session_id"] for row in rows})
     found = db.execute(
-        f"SELECT s.id, s.session_id, s.file_path, s.mtime_ns FROM sessions s"
+        f"SELECT s.session_id, s.file_path, s.mtime_ns FROM sessions s"
         f" WHERE s.session_id IN ({', '.join('?' for _ in ids)}) AND {where}",
         [*ids, *params],
     ).fetchall()
-    newest: dict[str, tuple[int, int, str]] = {}
-    for rowid, session_id, path, mtime in found:
+    if len(found) == len(ids):
+        return rows  # one copy of each: nearly always
+    newest: dict[str, tuple[int, str]] = {}
+    for session_id, path, mtime in found:
         if session_id not in newest or (mtime or 0) > newest[session_id][0]:
-            newest[session_id] = (mtime or 0, rowid, path)
-    for i, row in enumerate(rows):
-        best = newest.get(row["session_id"])
-        if best is not None and best[2] != row["file_path"]:
-            [copy] = to_objects(db, select_rows(db, "s.id = ?", [best[1]]))
-            for key in ("score", "snippet", "matched_by"):
-                if key in row:
-                    copy[key] = row[key]
-            rows[i] = copy
+            newest[session_id] = (mtime or 0, path)
+    return [
+        row
+        for row in rows
+        if row["session_id"] not in newest or newest[row["session_id"]][1] == row["file_path"]
+    ]
 
 
 def _run_search(

@@ -223,18 +223,23 @@ def once_per_session(
     ask: Callable[[int | None], list[dict[str, Any]]],
     limit: int | None,
     mtime: Callable[[dict[str, Any]], Any] = object_mtime,
+    current: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """``ask(limit)``'s rows with copies of one session counted once
-    (:func:`newest_copies`), still ``limit`` of them when there are: a page thinned by
-    copies is asked again, larger (copies are rare: the first ask nearly always does)."""
+    (:func:`newest_copies`), and only those ``current`` keeps, still ``limit`` of them
+    when there are: a page thinned is asked again, larger (copies are rare: the first
+    ask nearly always does)."""
     want = limit
     for _ in range(_REFILLS):
         rows = ask(want)
         kept = newest_copies(rows, mtime)
+        if current is not None:
+            kept = current(kept)
         if not limit or want is None or len(kept) >= limit or len(rows) < want:
             return kept[:limit] if limit else kept
         want += 2 * (len(rows) - len(kept))
-    return newest_copies(ask(None), mtime)[:limit]
+    kept = newest_copies(ask(None), mtime)
+    return (current(kept) if current is not None else kept)[:limit]
 
 
 def row_mtime(row: dict[str, Any]) -> int:

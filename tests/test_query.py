@@ -1098,3 +1098,36 @@ def test_a_prefix_names_the_copy_its_whole_id_names(tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, [*base, "resolve", arg, "--cwd", str(repo), "--json"])
         assert result.exit_code == 0, result.output
         assert one_session(result.stdout)["file_path"] == str(paths[repo]), arg
+
+
+def test_a_search_answers_from_each_sessions_newest_copy(tmp_path: Path) -> None:
+    """Helper 96: with a backup indexed beside the live config dir, ``search
+    oldonlyword`` showed the live copy's row with the backup's snippet (a word the live
+    transcript no longer holds), and a title search ``matched_by: title`` beside
+    another title. A session is its newest copy: a hit only in an older one is none."""
+    sid = "11111111-2222-4333-8444-555555555555"
+    copies = {}
+    for root, title, word, stamp in (
+        (tmp_path / "backup", "Old name", "oldonlyword", 1_800_000_000),
+        (tmp_path / "claude", "New name", "newonlyword", 1_800_000_100),
+    ):
+        s = ConfigTree(root).session(cwd="/w/shop", session_id=sid)
+        s.user(f"fix it {word}")
+        s.meta("custom-title", customTitle=title)
+        copies[word] = str(s.write(mtime=stamp))
+    args = ["--config-dir", str(tmp_path / "backup"), "--config-dir", str(tmp_path / "claude")]
+    args += ["--db", str(tmp_path / "i.db"), "search", "--scope", "all", "--json"]
+    for query, found in (
+        ("oldonlyword", None),
+        ('"Old name"', None),
+        ("newonlyword", "newonlyword"),
+    ):
+        result = CliRunner().invoke(cli, [*args, query])
+        rows = json.loads(result.stdout or "[]")
+        matched = [r for r in rows if r["matched_by"] != "fuzzy"]
+        if found is None:
+            assert result.exit_code == 1 and matched == [], (query, rows)
+        else:
+            assert result.exit_code == 0, result.output
+            [row] = rows
+            assert row["file_path"] == copies[found] and found in row["snippet"]
