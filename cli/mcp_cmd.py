@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -105,4 +105,44 @@ def mcp(cwd: str | None, allow_writes: bool, http: str | None, max_chars: int) -
 
         return Index(state.db_path, state.config_dirs or None, refresh=not state.no_refresh)
 
-    serve(open_index, settings, address)
+    group_type = _exception_group()
+    try:
+        serve(open_index, settings, address)
+    except group_type as group:  # the MCP SDK's task group: stdio's writer failed
+        raise _transport_failure(group, group_type) from None
+
+
+def _exception_group() -> Any:
+    """``BaseExceptionGroup``: built in from Python 3.11, else the backport anyio uses."""
+    import builtins
+
+    found = getattr(builtins, "BaseExceptionGroup", None)
+    if found is None:  # pragma: no cover - Python 3.10
+        import importlib
+
+        found = importlib.import_module("exceptiongroup").BaseExceptionGroup
+    return found
+
+
+def _transport_failure(group: BaseException, group_type: Any) -> BaseException:
+    """What a failure of the stdio transport is for the command group: a closed pipe
+    (the client went away) click's quiet exit, any other write error one ``Error:``
+    line (:class:`~sessiondex.cli.streams.StdoutFailed`), anything else itself."""
+    from sessiondex.cli.streams import StdoutFailed
+
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, group_type):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    if not leaves or not all(isinstance(exc, OSError) for exc in leaves):
+        return group
+    for exc in leaves:
+        if isinstance(exc, BrokenPipeError):
+            return exc
+    first = leaves[0]
+    assert isinstance(first, OSError)
+    return StdoutFailed(first.strerror or str(first))

@@ -621,6 +621,53 @@ def test_standard_output_that_cannot_be_written_is_one_error_line(
     assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("stdout", ["full", "a pipe nobody reads"])
+def test_the_mcp_servers_standard_output_that_fails_is_one_line_or_quiet(
+    stdout_world: World, stdout: str
+) -> None:
+    """Helper 96: ``mcp`` over stdio with stdout on /dev/full, or a client gone, ended in
+    an 80-line ExceptionGroup traceback from the MCP SDK's task group. A full disk is
+    the one ``Error:`` line; a client that went away, a quiet exit 1 (click's, as for
+    ``| head``)."""
+    world = stdout_world
+    initialize = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+    )
+    command = [*INDEX_CMD, "--config-dir", str(world.root), "--db", str(world.db), "mcp"]
+    if stdout == "full":
+        with open("/dev/full", "w") as full:
+            result = subprocess.run(
+                command, input=initialize + "\n", stdout=full, stderr=subprocess.PIPE,
+                text=True, timeout=60,
+            )  # fmt: skip
+        assert result.stderr.splitlines()[-1] == (
+            "Error: cannot write to standard output: No space left on device"
+        ), result.stderr
+    else:
+        read, write = os.pipe()
+        os.close(read)  # the client is gone before the answer
+        try:
+            result = subprocess.run(
+                command, input=initialize + "\n", stdout=write, stderr=subprocess.PIPE,
+                text=True, timeout=60,
+            )  # fmt: skip
+        finally:
+            os.close(write)
+        assert "Error" not in result.stderr, result.stderr
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "Exception" not in result.stderr
+
+
 # ------------------------------------------------------------------- 3. busy
 @contextlib.contextmanager
 def turn_held(db: Path, seconds: float) -> Iterator[None]:
