@@ -166,6 +166,10 @@ class SqliteDialect:
 
         if not rowids:
             return {}
+        out = self._bounded_snippets(db, source, match, rowids, tokens)
+        rowids = [rowid for rowid in rowids if rowid not in out]
+        if not rowids:
+            return out
         table = "session_search_fts" if source == "meta" else "messages_fts"
         ids = ", ".join(str(int(rowid)) for rowid in rowids)
         rows = db.execute(
@@ -173,7 +177,44 @@ class SqliteDialect:
             f" WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})",
             [OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)],
         ).fetchall()
-        return {int(r[0]): str(r[1]) for r in rows if r[1]}
+        out.update({int(r[0]): str(r[1]) for r in rows if r[1]})
+        return out
+
+    def _bounded_snippets(
+        self, db: Any, source: str, match: str, rowids: Sequence[int], tokens: int
+    ) -> dict[int, str]:
+        """The snippets of long texts holding so many matches that FTS5's own would take
+        seconds (query/snippets.py ``MAX_INSTANCES``), cut here instead; the other rows
+        are left to ``snippet()``. Only texts longer than ``SCAN_CHARS`` are read: a
+        message, or a metadata column (a first prompt holds a whole pasted log)."""
+        from sessiondex.indexer.textstore import FUNCTION
+        from sessiondex.query.snippets import (
+            SCAN_CHARS,
+            bounded_snippet,
+            match_terms,
+            too_many_matches,
+        )
+
+        ids = ", ".join(str(int(rowid)) for rowid in rowids)
+        if source == "meta":
+            # (max() of several is NULL when one is: each NULL counted as 0)
+            longest = f"max({', '.join(f'coalesce(length({c}), 0)' for c in META_COLUMNS)})"
+            sql = f"SELECT id, {', '.join(META_COLUMNS)} FROM session_search"
+        else:
+            longest = f"length({FUNCTION}(body))"
+            sql = f"SELECT id, {FUNCTION}(body) FROM messages"
+        long_rows = db.execute(
+            f"{sql} WHERE id IN ({ids}) AND {longest} > ?", [SCAN_CHARS]
+        ).fetchall()
+        if not long_rows:
+            return {}
+        terms = match_terms(match)
+        out: dict[int, str] = {}
+        for rowid, *texts in long_rows:
+            heavy = [t for t in texts if t and len(t) > SCAN_CHARS and too_many_matches(t, terms)]
+            if heavy:  # FTS5 takes the best column; the one with most matches, here
+                out[int(rowid)] = bounded_snippet(heavy[0], terms, tokens)
+        return out
 
     def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
         """A condition for sessions whose names or branches are close to ``query`` by an

@@ -134,3 +134,114 @@ def display_snippet(stored: str, markers: tuple[str, str]) -> str:
     spacing back, on one line, with the caller's markers."""
     text = one_line(original_text(stored))
     return text.replace(OPEN, markers[0]).replace(CLOSE, markers[1])
+
+
+# FTS5's snippet() scores a window at every instance of a matched phrase by counting the
+# instances in it: its work grows with the square of the instances in one row. A pasted
+# log of 20,000 lines repeating the word searched for took 31 s, and the MCP server,
+# the picker and the web view waited for it. A row longer than this many characters is
+# looked at first (text at most this long holds too few instances to matter).
+SCAN_CHARS = 16_000
+# Matches counted in a long row above which its snippet is cut here instead: ~1,000
+# instances cost FTS5 a few ms, and each doubling four times that.
+MAX_INSTANCES = 1_000
+
+
+@cache
+def _token_pattern() -> re.Pattern[str]:
+    """A token as unicode61 cuts one, near enough: a run of letters, digits and marks."""
+    return re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
+
+
+def _fold(text: str) -> str:
+    """Case and diacritics aside (``remove_diacritics 2``), as the index compares."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def match_terms(match: str) -> list[tuple[str, bool]]:
+    """The terms of an FTS5 match expression as ``(folded term, is a prefix)``: the
+    quoted strings ours are made of, else the bare words of a ``--raw`` query (its
+    operators aside). Phrases count word by word: this only finds where matches are."""
+    terms: list[tuple[str, bool]] = []
+    quoted = re.findall(r'"((?:[^"]|"")*)"(\*?)', match)
+    rest = re.sub(r'"(?:[^"]|"")*"\*?', " ", match)
+    words = [(text.replace('""', '"'), star == "*") for text, star in quoted]
+    for word in re.findall(r"[^\s()\"*:^+-]+\*?", rest):
+        if word.rstrip("*") in ("AND", "OR", "NOT", "NEAR"):
+            continue
+        words.append((word.rstrip("*"), word.endswith("*")))
+    for text, prefix in words:
+        tokens = [_fold(t) for t in _token_pattern().findall(text)]
+        for i, token in enumerate(tokens):
+            terms.append((token, prefix and i == len(tokens) - 1))
+    return terms
+
+
+def too_many_matches(stored: str, terms: list[tuple[str, bool]]) -> bool:
+    """Whether FTS5's snippet() would take long on this row (see :data:`MAX_INSTANCES`):
+    counted on the folded text, so an upper bound of its instances."""
+    folded = _fold(stored)
+    return sum(folded.count(term) for term, _ in terms if term) > MAX_INSTANCES
+
+
+def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> str:
+    """A snippet as FTS5 makes one, for a row where its own would take too long: a
+    window of ``tokens`` tokens around the first match of the rarest term (the one a
+    reader is looking for: ``shard 1999`` in a log of 20,000 shards), starting a few
+    tokens before it, each match marked with :data:`OPEN`/:data:`CLOSE`, and
+    :data:`ELLIPSIS` where the text goes on. One pass over the tokens up to the window."""
+    from collections import deque
+
+    wanted = {term for term, prefix in terms if not prefix}
+    prefixes = tuple(term for term, prefix in terms if prefix)
+
+    def matches(folded: str) -> bool:
+        return folded in wanted or (bool(prefixes) and folded.startswith(prefixes))
+
+    folded_text = _fold(stored)
+    present = [(folded_text.count(term), term, prefix) for term, prefix in terms if term]
+    present = [item for item in present if item[0]]
+    if not present:
+        return ""
+    _, rare, rare_prefix = min(present)
+
+    def anchors(folded: str) -> bool:
+        return folded.startswith(rare) if rare_prefix else folded == rare
+
+    lead = max(0, tokens // 4)
+    before: deque[re.Match[str]] = deque(maxlen=lead)
+    window: list[re.Match[str]] = []
+    fallback: list[re.Match[str]] = []  # from the first match of any term
+    for found in _token_pattern().finditer(stored):
+        folded = _fold(found.group())
+        if window:
+            window.append(found)
+            if len(window) >= tokens:
+                break
+            continue
+        if fallback and len(fallback) < tokens:
+            fallback.append(found)
+        if anchors(folded):
+            window = [*before, found]
+            if len(window) >= tokens:
+                break
+            continue
+        if not fallback and matches(folded):
+            fallback = [found]
+        before.append(found)
+    window = window or fallback
+    if not window:
+        return ""
+    out = [ELLIPSIS] if window[0].start() > 0 else []
+    at = window[0].start()
+    for found in window:
+        out.append(stored[at : found.start()])
+        token = found.group()
+        out.append(f"{OPEN}{token}{CLOSE}" if matches(_fold(token)) else token)
+        at = found.end()
+    if at < len(stored):
+        out.append(ELLIPSIS)
+    return "".join(out)

@@ -435,3 +435,96 @@ def test_short_queries_keep_their_search_semantics_without_typing(typing_db) -> 
     db, _ = typing_db
     assert run_search(db, "qu", ALL).kind in ("fuzzy", "none")
     assert run_search(db, "qu", ALL, typing=True).kind == "match"
+
+
+# ------------------------------------------- snippets of rows with thousands of matches
+@pytest.mark.parametrize(
+    ("match", "terms"),
+    [
+        ('"word"', [("word", False)]),
+        ('"tim"*', [("tim", True)]),
+        ('"connection" "refused"', [("connection", False), ("refused", False)]),
+        ('"Café" "x"""', [("cafe", False), ("x", False)]),
+        # a --raw query: its operators aside (NEAR's distance counts as a word: harmless)
+        ("auth NEAR(token refresh, 5) OR ses*", [("auth", False), ("token", False),
+                                                  ("refresh", False), ("5", False),
+                                                  ("ses", True)]),
+    ],
+)  # fmt: skip
+def test_match_terms(match: str, terms: list[tuple[str, bool]]) -> None:
+    from sessiondex.query.snippets import match_terms
+
+    assert match_terms(match) == terms
+
+
+@pytest.mark.parametrize(
+    ("text", "terms", "snippet"),
+    [
+        # the window starts a few tokens before the first match of the rarest term
+        ("a b c d e f shard 7 g shard 1999 h", [("shard", False), ("1999", False)],
+         "…g [shard] [1999] h"),
+        ("word word word word", [("word", False)], "[word] [word] [word] [word]"),
+        ("one two three four five six", [("thr", True)], "…two [three] four five…"),
+        ("Le Café est là", [("cafe", False)], "Le [Café] est là"),
+        ("nothing here", [("absent", False)], ""),
+    ],
+)  # fmt: skip
+def test_bounded_snippet(text: str, terms: list[tuple[str, bool]], snippet: str) -> None:
+    from sessiondex.query.snippets import CLOSE, OPEN, bounded_snippet
+
+    got = bounded_snippet(text, terms, 4 if "four" in text else 8)
+    assert got.replace(OPEN, "[").replace(CLOSE, "]") == snippet
+
+
+@pytest.mark.parametrize("where", ["a message", "the first prompt"])
+def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
+    tmp_path: Path, where: str
+) -> None:
+    """Helper 95: FTS5's snippet() scores a window at every instance, counting the
+    instances in it: a message (or a first prompt: a pasted log) repeating the word
+    32,000 times took 8.8 s to search, a 1.2 MB log 31 s, and the MCP server, the picker
+    and the web view waited. Such a row's snippet is cut in Python; every other row
+    keeps FTS5's. (No timing here: the trace shows which rows snippet() was asked for.)"""
+    tree = ConfigTree(tmp_path / "claude")
+    heavy = tree.session(cwd="/w/logs")
+    log = "\n".join(f"ERROR connection refused to shard {i}" for i in range(3000))
+    if where == "a message":
+        heavy.user("here is the log")
+        heavy.assistant(log)
+    else:
+        heavy.user(f"here is the log\n{log}")
+    heavy.write()
+    light = tree.session(cwd="/w/logs")
+    light.user("one connection refused, once")
+    light.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    rows = search(db, "connection refused", Filters(scope="all"))
+    snippets = {r["session_id"]: r["snippet"] for r in rows}
+    assert "[connection] [refused] to shard 0 " in snippets[heavy.session_id]
+    assert snippets[light.session_id] == "one [connection] [refused], once"
+    fts5 = [sql for sql in asked if "snippet(" in sql]
+    assert fts5, "the light row's snippet is FTS5's"
+    heavy_rows = {  # the heavy session's rows in each FTS table
+        "messages_fts": {
+            r[0]
+            for r in db.execute(
+                "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_rowid"
+                " WHERE s.session_id = ?",
+                [heavy.session_id],
+            )
+        },
+        "session_search_fts": {
+            db.execute(
+                "SELECT id FROM sessions WHERE session_id = ?", [heavy.session_id]
+            ).fetchone()[0]
+        },
+    }
+    for sql in fts5:
+        table = sql.split(" FROM ")[1].split()[0]
+        listed = {int(i) for i in sql.split("+rowid IN (")[1].split(")")[0].split(", ")}
+        if where == "a message" and table == "session_search_fts":
+            continue  # its first prompt is short: FTS5's own snippet
+        assert not heavy_rows[table] & listed, sql
