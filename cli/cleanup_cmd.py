@@ -245,6 +245,9 @@ def cleanup(
         if problem:
             raise UnsafeOutputPath(problem)
     db = state.fresh_db()
+    # A dry run changes no transcript: it may run again after a repair, and an output
+    # that fails does not claim a change was made.
+    state.writes_started = do_apply
     plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
     result = plan.as_dict()
     result["archive"] = cleanup_summary(db, roots, cwd, now=plan.now)["archive"]
