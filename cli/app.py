@@ -78,8 +78,11 @@ class App:
         if self._index is None:
             from sessiondex.cli.config_dirs import check_config_dirs
             from sessiondex.indexer.db import NotAnIndex
+            from sessiondex.store.dsn import is_postgres_dsn
 
-            check_config_dirs(self.config_dirs)  # exit 2 for a named dir that is missing
+            # exit 2 for a named dir that is missing; no note about this machine's history
+            # when the team store answers
+            check_config_dirs(self.config_dirs, notes=not is_postgres_dsn(self.db_path))
             try:
                 self._index = self._new_index()
             except NotAnIndex as exc:  # the --db path names a transcript, a note…

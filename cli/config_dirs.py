@@ -20,9 +20,10 @@ from sessiondex.cli.errors import InvalidValue, warn
 from sessiondex.transcripts.config import SOURCE_OPTION, find_config_dirs
 
 
-def check_config_dirs(explicit: Sequence[str]) -> None:
+def check_config_dirs(explicit: Sequence[str], *, notes: bool = True) -> None:
     """Raise :class:`InvalidValue` for a named config dir that is missing; otherwise one
-    stderr line for a missing default dir, or per dir without a ``projects/`` folder."""
+    stderr line for a missing default dir, or per dir without a ``projects/`` folder
+    (unless ``notes`` is False: the team store answers, not this machine's history)."""
     found = find_config_dirs(list(explicit))
     where = f"'{SOURCE_OPTION}'" if found.source == SOURCE_OPTION else found.source
     for root in found.dirs:
@@ -30,6 +31,8 @@ def check_config_dirs(explicit: Sequence[str]) -> None:
             continue
         problem = "is not a directory" if root.exists() else "does not exist"
         raise InvalidValue(where, f"directory '{root}' {problem}.")
+    if not notes:
+        return
     if found.is_default and not found.dirs[0].is_dir():
         from sessiondex.cli.output import clean_line
 

@@ -224,7 +224,10 @@ def _empty_message(message: str) -> str | None:
     saying so is already out; a scope hint would send the user the wrong way)."""
     from sessiondex.cli.config_dirs import no_history
 
-    return None if no_history(app().roots) else message
+    state = app()
+    if state.index.team_dsn is not None:
+        return message  # the team store answered, whatever this machine holds
+    return None if no_history(state.roots) else message
 
 
 @click.command()

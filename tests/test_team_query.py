@@ -553,3 +553,20 @@ def test_the_config_files_db_may_name_the_store(
     assert from_file.exit_code == 0, from_file.output
     given = run(root, team, "list", "--scope", "all", "--json")
     assert json.loads(from_file.stdout) == json.loads(given.stdout) != []
+
+
+def test_the_team_store_answers_without_notes_about_this_machine(
+    world: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """Helper 96: a team-store read with no ~/.claude said "~/.claude does not exist: no
+    Claude Code history to read" (the store answered, not this machine), and a search
+    that found nothing said nothing at all, where the local index says "No matches."."""
+    _, _, team = world
+    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": None, "SESSIONDEX_CONFIG_DIRS": None}
+    listed = CliRunner().invoke(cli, ["--db", team, "list", "--scope", "all"], env=env)
+    assert listed.exit_code == 0 and listed.stderr == "", listed.output
+    missed = CliRunner().invoke(
+        cli, ["--db", team, "search", "zzqqxxword", "--scope", "all"], env=env
+    )
+    assert missed.exit_code == 1
+    assert missed.stderr.strip() == "No matches."  # on stderr, as locally
