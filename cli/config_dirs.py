@@ -27,6 +27,13 @@ def check_config_dirs(explicit: Sequence[str], *, notes: bool = True) -> None:
     found = find_config_dirs(list(explicit))
     where = f"'{SOURCE_OPTION}'" if found.source == SOURCE_OPTION else found.source
     for root in found.dirs:
+        try:
+            str(root).encode("utf-8")
+        except UnicodeEncodeError:  # from the environment: arguments are checked before
+            import os
+
+            shown = repr(os.fsencode(root))[2:-1]
+            raise InvalidValue(where, f"'{shown}' is not valid UTF-8") from None
         if root.is_dir() or found.is_default:
             continue
         problem = "is not a directory" if root.exists() else "does not exist"

@@ -537,3 +537,21 @@ def test_a_path_the_kernel_refuses_names_no_session(
     result = _run(tmp_path, ["--config-dir", str(tree.root), "tag", typed, "t"])
     assert result.exit_code == 1, result.output
     assert b.path.read_bytes() == before
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_CONFIG_DIR", "SESSIONDEX_CONFIG_DIRS"])
+def test_a_config_dir_from_the_environment_that_is_not_utf8_is_one_usage_line(
+    tmp_path: Path, variable: str
+) -> None:
+    """Helper 96: ``CLAUDE_CONFIG_DIR=$'\\xffdir'`` failed as "cannot open the index …
+    surrogates not allowed" (exit 1), after making an empty index file; the same bytes
+    as ``--config-dir`` are a usage line (every argument is checked)."""
+    folder = os.fsdecode(os.fsencode(tmp_path) + b"/\xffdir")
+    os.makedirs(os.path.join(folder, "projects"))
+    db = tmp_path / "i.db"
+    env = {"CLAUDE_CONFIG_DIR": None, "SESSIONDEX_CONFIG_DIRS": None, variable: folder}
+    result = CliRunner().invoke(cli, ["--db", str(db), "list"], env=env)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"Error: Invalid value for {variable}: ")
+    assert "\\xffdir' is not valid UTF-8" in result.stderr
+    assert not db.exists()
