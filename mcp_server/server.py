@@ -151,11 +151,13 @@ class SessiondexServer(MCPServer[Any]):
         ] + await super().list_resources()
 
 
-def shown(error: UserError) -> str:
+def shown(error: UserError, limit: int) -> str:
     """An error for the client, which shows it to a person too: names and paths in it
     come from transcripts, so their control and bidi characters are made visible, as
-    the CLI prints them (render/terminal.py)."""
-    return neutralize(str(error), single_line=True)
+    the CLI prints them (render/terminal.py). At most ``limit`` characters, as every
+    answer: an error may quote what it was given (a 4,096-character ref)."""
+    text = neutralize(str(error), single_line=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Runner:
@@ -173,7 +175,7 @@ class Runner:
         try:
             return await self.run(call)
         except UserError as exc:
-            raise ToolError(shown(exc)) from None
+            raise ToolError(shown(exc, self.service.settings.max_chars)) from None
 
     def shutdown(self) -> None:
         """Close the index on its own thread, then stop the thread."""
@@ -358,7 +360,7 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
         try:
             return await runner.run(lambda: service.session_markdown(session_id))
         except UserError as exc:
-            raise ResourceError(shown(exc)) from None
+            raise ResourceError(shown(exc, cap)) from None
 
     return server
 

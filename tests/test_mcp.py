@@ -747,12 +747,12 @@ def test_an_error_result_shows_transcript_text_as_the_cli_does() -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
     from sessiondex.mcp_server.server import Runner
-    from sessiondex.mcp_server.service import UserError
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
 
     def failing() -> str:
         raise UserError("No session named 'final'. Did you mean: \u202eevil\x1b[31mred\x07 name?")
 
-    runner = Runner(None)  # type: ignore[arg-type]  # the call needs no service
+    runner = Runner(SessionService(_no_index, Settings(cwd="/w")))  # the call needs none
     try:
         with pytest.raises(ToolError) as raised:
             asyncio.run(runner.tool(failing))
@@ -761,3 +761,31 @@ def test_an_error_result_shows_transcript_text_as_the_cli_does() -> None:
     assert str(raised.value) == (
         "No session named 'final'. Did you mean: <U+202E>evil^[[31mred^G name?"
     )
+
+
+def _no_index() -> Any:
+    raise AssertionError("the call needs no index")
+
+
+def test_an_error_result_is_as_short_as_every_answer() -> None:
+    """Helper 95: with ``--max-chars 2000``, ``resolve_session`` of a 4,096-character
+    ref answered an error of 4,156 characters (the ref quoted whole); every answer is
+    at most ``--max-chars``, errors too."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sessiondex.mcp_server.server import Runner
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
+
+    def failing() -> str:
+        raise UserError(f"No session matches {'a' * 4096!r}.")
+
+    runner = Runner(SessionService(_no_index, Settings(cwd="/w", max_chars=2000)))
+    try:
+        with pytest.raises(ToolError) as raised:
+            asyncio.run(runner.tool(failing))
+    finally:
+        runner._executor.shutdown()
+    assert len(str(raised.value)) == 2000
+    assert str(raised.value).startswith("No session matches 'aaa") and str(raised.value)[-1] == "…"
