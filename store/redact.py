@@ -166,7 +166,7 @@ _VALUE = r"[^\s\"'`,;]{4,}"
 # After a keyword in a JSON line: an assignment (``=``, ``:=``, ``=>``), a colon after an
 # escaped quote or none (``\\"password\\": ``, ``password: ``), or a JSON key with a
 # string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
-_NEAR_ASSIGNMENT = r"[\w.-]*(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
+_NEAR_ASSIGNMENT = r"[\w.-]{0,64}(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
 
 
 def _full_name(match: re.Match[str]) -> str:
@@ -305,11 +305,14 @@ RULES: tuple[Rule, ...] = (
     # NAME = value, NAME := value, NAME => value, "name": "value", and a YAML line
     # ``name: value``; a bare "password: ..." inside prose is not an assignment. The
     # match starts at the keyword (a leading ``[\w.-]*`` would make the engine
-    # backtrack over every long word); the check reads the name's start backwards.
+    # backtrack over every long word); the check reads the name's start backwards. The
+    # rest of the name is at most 64 characters, as the part read backwards is: an
+    # unbounded ``[\w.-]*`` ran to the end of a long word from every keyword in it,
+    # so ``token_token_…`` (60 KB) took 27 s.
     Rule(
         "secret-assignment",
         _KEYWORDS,
-        rf"(?P<n>{_KEYWORD_RE}[\w.-]*)"
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,64}})"
         rf"(?:\s*(?::=|=>|=)\s*[\"']?|[\"']\s*:\s*[\"']|[\"']?\s*:\s*[\"'])(?P<s>{_VALUE})",
         lambda m: _assigned_secret(_full_name(m), m.group("s")),
         fold=True,
@@ -319,7 +322,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "secret-assignment",
         _KEYWORDS,
-        rf"(?P<n>{_KEYWORD_RE}[\w.-]*):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,64}}):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
         lambda m: _line_head(m, _YAML_HEAD) and _assigned_secret(_full_name(m), m.group("s")),
         fold=True,
         anchored=True,
