@@ -307,6 +307,7 @@ class Index:
         from sessiondex.indexer.bulk import BULK_LOCK
         from sessiondex.indexer.lock import lock_path, watcher_alive, watcher_pid
 
+        ever_filled = _ever_filled(handle)
         if self._path is not None and watcher_alive(self._path, BULK_LOCK):
             pid = watcher_pid(lock_path(self._path, BULK_LOCK))
             who = f" (pid {pid})" if pid else ""
@@ -315,7 +316,15 @@ class Index:
                 f"{self._path}; until it ends, answers come from what it has filled so "
                 "far and text search finds nothing (drop --no-refresh to wait for it)"
             )
-        elif not _ever_filled(handle):
+        elif not ever_filled and self._path is not None and watcher_alive(self._path, "write"):
+            # A small first build takes no bulk lock, only the write turn, a commit
+            # group at a time (held most of the time it runs).
+            self.say(
+                f"note: another sessiondex process is building the index at {self._path};"
+                " until it ends, answers come from what it has filled so far (drop"
+                " --no-refresh to wait for it)"
+            )
+        elif not ever_filled:
             self.say(
                 f"note: the index at {self._path} has never been built; "
                 "run `sessiondex index` (or drop --no-refresh)"

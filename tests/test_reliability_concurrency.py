@@ -738,6 +738,16 @@ def test_a_read_that_does_not_refresh_says_another_build_is_under_way(tmp_path: 
     assert len(during) == 1, during
     assert f"(pid {os.getpid()}) is building the index" in during[0], during
     assert "never been built" not in during[0]
+    # Helper 96: a small first build takes no bulk lock, only the write turn.
+    from sessiondex.indexer.lock import WriteTurn
+
+    turn = WriteTurn(db_path)
+    turn.acquire(5)
+    try:
+        small = notes_of_a_read()
+    finally:
+        turn.release()
+    assert len(small) == 1 and "another sessiondex process is building" in small[0], small
 
 
 # ------------------------------------------- 4. the index file deleted under a watcher
