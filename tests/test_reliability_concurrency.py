@@ -23,7 +23,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -646,45 +647,56 @@ def test_an_index_whose_fts_triggers_were_lost_is_rebuilt_not_a_dead_end(
         db.close()
 
 
+@contextmanager
+def another_bulk_build(db_path: Path, seconds: float | None = None) -> Iterator[threading.Event]:
+    """A cold build's bulk work held open on another connection (its FTS work off, as a
+    build in another process keeps it), for ``seconds`` or until the block ends; yields
+    the event set when the build has ended."""
+    from sessiondex.indexer.bulk import BulkFts
+
+    started, finished, stop = threading.Event(), threading.Event(), threading.Event()
+
+    def build() -> None:
+        db = open_db(db_path)
+        try:
+            with BulkFts(db) as building:
+                assert building.active
+                started.set()
+                stop.wait(10 if seconds is None else seconds)
+            finished.set()
+        finally:
+            db.close()
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        assert started.wait(10)
+        yield finished
+    finally:
+        stop.set()
+        builder.join(10)
+
+
 def test_a_read_that_refreshes_waits_for_another_processs_cold_build(tmp_path: Path) -> None:
     """Helper 90, 5 runs of 5: ``search`` run while ``index`` built a new index refreshed
     beside the build (its rows written with the FTS work off, as the build's own are)
     and answered from an FTS index still empty: fuzzy rows, exit 1, no note. A read that
     refreshed now waits for the build to end, and says so."""
     import sessiondex
-    from sessiondex.indexer.bulk import BulkFts
 
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/srv/built")
     s.user("where did the zanzibarword go")
     s.write()
     db_path = tmp_path / "index.db"
-    started, finished = threading.Event(), threading.Event()
-
-    def another_cold_build() -> None:  # held open for a while, its FTS work off
-        db = open_db(db_path)
-        try:
-            with BulkFts(db) as building:
-                assert building.active
-                started.set()
-                time.sleep(0.5)
-            finished.set()
-        finally:
-            db.close()
-
-    builder = threading.Thread(target=another_cold_build)
-    builder.start()
-    try:
-        assert started.wait(10)
+    with another_bulk_build(db_path, seconds=0.5) as finished:
         notes: list[str] = []
         index = sessiondex.Index(db_path, tree.root, notice=notes.append)
         try:
             hits = index.search("zanzibarword", scope="all")
         finally:
             index.close()
-    finally:
-        builder.join(10)
-    assert finished.is_set()
+        assert finished.is_set()  # the search waited for it
     assert [h["matched_by"] for h in hits] == ["text"]
     assert any("waiting for another sessiondex process" in n for n in notes), notes
 
@@ -695,7 +707,6 @@ def test_a_read_that_does_not_refresh_says_another_build_is_under_way(tmp_path: 
     its search found nothing. It now names the build under way; an index nobody has
     built still gets the old note."""
     import sessiondex
-    from sessiondex.indexer.bulk import BulkFts
 
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/srv/built")
@@ -714,27 +725,8 @@ def test_a_read_that_does_not_refresh_says_another_build_is_under_way(tmp_path: 
 
     never = notes_of_a_read()
     assert len(never) == 1 and "has never been built" in never[0], never
-
-    started, done = threading.Event(), threading.Event()
-
-    def another_build() -> None:
-        db = open_db(db_path)
-        try:
-            with BulkFts(db) as building:
-                assert building.active
-                started.set()
-                done.wait(10)
-        finally:
-            db.close()
-
-    builder = threading.Thread(target=another_build)
-    builder.start()
-    try:
-        assert started.wait(10)
+    with another_bulk_build(db_path):
         during = notes_of_a_read()
-    finally:
-        done.set()
-        builder.join(10)
     assert len(during) == 1, during
     assert f"(pid {os.getpid()}) is building the index" in during[0], during
     assert "never been built" not in during[0]
