@@ -147,4 +147,27 @@ class Filters:
         kept, kept_params = kept_sql(db, self.include_archived, self.roots)
         clauses.append(kept)
         params.extend(kept_params)
-        return " AND ".join(clauses), params
+        where = " AND ".join(clauses)
+        if dialect.team:
+            return where, params  # copies there are pushes: query.sessions.newest_copies
+        return f"{where} AND {newest_copy_sql(where)}", params + params
+
+
+def newest_copy_sql(where: str) -> str:
+    """The row answers only if no other row of its session that ``where`` keeps is newer
+    (transcript mtime, then row id): copies of one session (two config dirs indexed
+    together, a live one and its backup; two project dirs) are one session, its newest
+    copy in scope, as Claude Code's picker counts a session ID once. In SQL, before any
+    ranking or paging, so a page holds its ``limit`` sessions and a stale copy's text
+    never answers a search. ``where`` is read again for the other row (its ``s.``
+    columns as ``newer.``; quoted literals left as they are): its parameters follow the
+    first reading's. One ``sessions_sid`` lookup per row."""
+    parts = where.split("'")
+    for i in range(0, len(parts), 2):  # outside '…' literals only
+        parts[i] = re.sub(r"\bs\.", "newer.", parts[i])
+    other = "'".join(parts)
+    return (
+        "NOT EXISTS (SELECT 1 FROM sessions newer WHERE newer.session_id = s.session_id"
+        " AND newer.id != s.id AND (newer.mtime_ns > s.mtime_ns OR"
+        f" (newer.mtime_ns = s.mtime_ns AND newer.id > s.id)) AND {other})"
+    )

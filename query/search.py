@@ -355,7 +355,9 @@ def _ranked_page(
             ranked = cursor.fetchmany(batch)
             if ranked:
                 _add_sessions(db, ranked, owners_sql, params, best, source, match)
-            page = sorted(best.values(), key=lambda h: (h.score, -h.activity))[:limit]
+            # Ties broken as the whole ranking breaks them (_in_order: by session ID), so
+            # a page is the top of the ranking a larger page gives.
+            page = _in_order(db, best.values(), lambda h: (h.score, -h.activity))[:limit]
             if len(ranked) < batch or (len(page) == limit and page[-1].score < ranked[-1][1]):
                 return page  # every match read, or the page is certain
             # Enough rows for the page at the sessions-per-row rate seen, twice over.
@@ -559,8 +561,9 @@ def run_search(
     """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
     search that matches nothing in its scope also counts the matches of wider scopes.
     ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`.
-    Copies of one session (two config dirs indexed together) are one row
-    (:func:`~sessiondex.query.sessions.once_per_session`)."""
+    Copies of one session are one row: locally only the newest copy in scope answers
+    (:func:`~sessiondex.query.filters.newest_copy_sql`); on the team store
+    :func:`~sessiondex.query.sessions.once_per_session` keeps one."""
     first = _run_search(db, query, filters, raw, markers, elsewhere, typing)
     answers = {filters.limit: first}
 
@@ -571,44 +574,10 @@ def run_search(
             )
         return answers[limit].rows
 
-    rows = once_per_session(
-        ask, filters.limit, current=lambda rows: _newest_copies_only(db, filters, rows)
-    )
+    rows = once_per_session(ask, filters.limit)
     outcome = answers[max(answers, key=lambda limit: limit or 1 << 62)]
-    if outcome.kind == MATCH and not rows and outcome.rows:
-        outcome.kind = NONE  # every hit was in a stale copy
     outcome.rows = rows
     return outcome
-
-
-def _newest_copies_only(
-    db: Database, filters: Filters, rows: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The rows that are their session's newest copy in scope. A session is its newest
-    transcript (``list`` shows that copy): a hit in an older copy (a backup's text the
-    live one has since lost, or the same text ranked alike and taken first) would show
-    one file's row with another file's snippet, or a session for words it no longer
-    holds. One indexed query for the page."""
-    if not rows:
-        return rows
-    where, params = filters.where(db)
-    ids = list({row["session_id"] for row in rows})
-    found = db.execute(
-        f"SELECT s.session_id, s.file_path, s.mtime_ns FROM sessions s"
-        f" WHERE s.session_id IN ({', '.join('?' for _ in ids)}) AND {where}",
-        [*ids, *params],
-    ).fetchall()
-    if len(found) == len(ids):
-        return rows  # one copy of each: nearly always
-    newest: dict[str, tuple[int, str]] = {}
-    for session_id, path, mtime in found:
-        if session_id not in newest or (mtime or 0) > newest[session_id][0]:
-            newest[session_id] = (mtime or 0, path)
-    return [
-        row
-        for row in rows
-        if row["session_id"] not in newest or newest[row["session_id"]][1] == row["file_path"]
-    ]
 
 
 def _run_search(

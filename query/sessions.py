@@ -223,23 +223,20 @@ def once_per_session(
     ask: Callable[[int | None], list[dict[str, Any]]],
     limit: int | None,
     mtime: Callable[[dict[str, Any]], Any] = object_mtime,
-    current: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """``ask(limit)``'s rows with copies of one session counted once
-    (:func:`newest_copies`), and only those ``current`` keeps, still ``limit`` of them
-    when there are: a page thinned is asked again, larger (copies are rare: the first
-    ask nearly always does)."""
+    (:func:`newest_copies`), still ``limit`` of them when there are: a page thinned is
+    asked again, larger. Locally the SQL already keeps one copy of each session
+    (``query.filters.newest_copy_sql``, ties included); the team store, where one
+    session may be pushed from two machines, relies on this."""
     want = limit
     for _ in range(_REFILLS):
         rows = ask(want)
         kept = newest_copies(rows, mtime)
-        if current is not None:
-            kept = current(kept)
         if not limit or want is None or len(kept) >= limit or len(rows) < want:
             return kept[:limit] if limit else kept
         want += 2 * (len(rows) - len(kept))
-    kept = newest_copies(ask(None), mtime)
-    return (current(kept) if current is not None else kept)[:limit]
+    return newest_copies(ask(None), mtime)[:limit]
 
 
 def row_mtime(row: dict[str, Any]) -> int:
