@@ -199,13 +199,19 @@ class SqliteDialect:
         if source == "meta":
             # (max() of several is NULL when one is: each NULL counted as 0)
             longest = f"max({', '.join(f'coalesce(length({c}), 0)' for c in META_COLUMNS)})"
-            sql = f"SELECT id, {', '.join(META_COLUMNS)} FROM session_search"
-        else:
-            longest = f"length({FUNCTION}(body))"
-            sql = f"SELECT id, {FUNCTION}(body) FROM messages"
-        long_rows = db.execute(
-            f"{sql} WHERE id IN ({ids}) AND {longest} > ?", [SCAN_CHARS]
-        ).fetchall()
+            long_rows = db.execute(
+                f"SELECT id, {', '.join(META_COLUMNS)} FROM session_search"
+                f" WHERE id IN ({ids}) AND {longest} > ?",
+                [SCAN_CHARS],
+            ).fetchall()
+        else:  # each body decoded once (a length() in SQL would decode it again)
+            long_rows = [
+                row
+                for row in db.execute(
+                    f"SELECT id, {FUNCTION}(body) FROM messages WHERE id IN ({ids})"
+                )
+                if row[1] and len(row[1]) > SCAN_CHARS
+            ]
         if not long_rows:
             return {}
         terms = match_terms(match)

@@ -137,14 +137,15 @@ def display_snippet(stored: str, markers: tuple[str, str]) -> str:
 
 
 # FTS5's snippet() scores a window at every instance of a matched phrase by counting the
-# instances in it: its work grows with the square of the instances in one row. A pasted
-# log of 20,000 lines repeating the word searched for took 31 s, and the MCP server,
-# the picker and the web view waited for it. A row longer than this many characters is
-# looked at first (text at most this long holds too few instances to matter).
-SCAN_CHARS = 16_000
-# Matches counted in a long row above which its snippet is cut here instead: ~1,000
-# instances cost FTS5 a few ms, and each doubling four times that.
-MAX_INSTANCES = 1_000
+# instances in it: its work grows with the square of the instances in one row (8,000 in
+# one row: ~0.3 s). A pasted log of 20,000 lines repeating the word searched for took
+# 31 s, and the MCP server, the picker and the web view waited for it. A row longer than
+# this many characters is looked at first: a shorter one holds at most ~1,000 instances
+# (a one-letter word and a space each), ~5 ms for FTS5.
+SCAN_CHARS = 2_000
+# Matches counted in such a row above which its snippet is cut here instead: ~300
+# instances cost FTS5 under half a millisecond, and each doubling four times that.
+MAX_INSTANCES = 300
 
 
 @cache
@@ -180,19 +181,44 @@ def match_terms(match: str) -> list[tuple[str, bool]]:
     return terms
 
 
+def _term_pattern(terms: list[tuple[str, bool]]) -> re.Pattern[str] | None:
+    """Where the terms occur as tokens (whole, or as a token's start for a prefix) in
+    case-folded text: ``in`` is not counted inside "running"."""
+    alternatives = [
+        re.escape(term) + ("" if prefix else r"(?![^\W_])") for term, prefix in terms if term
+    ]
+    if not alternatives:
+        return None
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(sorted(set(alternatives))) + ")")
+
+
 def too_many_matches(stored: str, terms: list[tuple[str, bool]]) -> bool:
     """Whether FTS5's snippet() would take long on this row (see :data:`MAX_INSTANCES`):
-    counted on the folded text, so an upper bound of its instances."""
-    folded = _fold(stored)
-    return sum(folded.count(term) for term, _ in terms if term) > MAX_INSTANCES
+    the terms counted as tokens of the case-folded text (diacritics are not folded
+    here, so a term written without them may count fewer: FTS5 is then asked)."""
+    pattern = _term_pattern(terms)
+    if pattern is None:
+        return False
+    folded = stored.casefold()
+    # Substrings first (C speed, an upper bound of the tokens): nearly every row stops here.
+    if sum(folded.count(term) for term, _ in terms if term) <= MAX_INSTANCES:
+        return False
+    count = 0
+    for _ in pattern.finditer(folded):
+        count += 1
+        if count > MAX_INSTANCES:
+            return True
+    return False
 
 
 def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> str:
     """A snippet as FTS5 makes one, for a row where its own would take too long: a
     window of ``tokens`` tokens around the first match of the rarest term (the one a
     reader is looking for: ``shard 1999`` in a log of 20,000 shards), starting a few
-    tokens before it, each match marked with :data:`OPEN`/:data:`CLOSE`, and
-    :data:`ELLIPSIS` where the text goes on. One pass over the tokens up to the window."""
+    tokens before it, each match marked with :data:`OPEN`/:data:`CLOSE` (a run of
+    matched CJK characters, the index's one-character tokens of a word, as one), and
+    :data:`ELLIPSIS` where the text goes on. One pass over the tokens up to the
+    window."""
     from collections import deque
 
     wanted = {term for term, prefix in terms if not prefix}
@@ -201,9 +227,14 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     def matches(folded: str) -> bool:
         return folded in wanted or (bool(prefixes) and folded.startswith(prefixes))
 
-    folded_text = _fold(stored)
-    present = [(folded_text.count(term), term, prefix) for term, prefix in terms if term]
-    present = [item for item in present if item[0]]
+    present: list[tuple[int, str, bool]] = []
+    for folded_text in (stored.casefold(), None):
+        if folded_text is None:  # written with diacritics the terms lack: fold them too
+            folded_text = _fold(stored)
+        present = [(folded_text.count(term), term, prefix) for term, prefix in terms if term]
+        present = [item for item in present if item[0]]
+        if present:
+            break
     if not present:
         return ""
     _, rare, rare_prefix = min(present)
@@ -235,13 +266,28 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     window = window or fallback
     if not window:
         return ""
-    out = [ELLIPSIS] if window[0].start() > 0 else []
+    marked = [matches(_fold(found.group())) for found in window]
+    out = [ELLIPSIS] if stored[: window[0].start()].strip() else [stored[: window[0].start()]]
     at = window[0].start()
-    for found in window:
-        out.append(stored[at : found.start()])
+    for i, found in enumerate(window):
+        gap = stored[at : found.start()]
         token = found.group()
-        out.append(f"{OPEN}{token}{CLOSE}" if matches(_fold(token)) else token)
+        # A matched CJK character right after another, one space apart: one marked run.
+        joined = (
+            marked[i]
+            and i > 0
+            and marked[i - 1]
+            and gap == " "
+            and is_cjk(token[0])
+            and is_cjk(window[i - 1].group()[-1])
+        )
+        if joined:
+            out[-1] = out[-1][: -len(CLOSE)]  # reopen the run
+            out.append(gap + token + CLOSE)
+        else:
+            out.append(gap)
+            out.append(f"{OPEN}{token}{CLOSE}" if marked[i] else token)
         at = found.end()
-    if at < len(stored):
+    if stored[at:].strip():
         out.append(ELLIPSIS)
     return "".join(out)

@@ -467,6 +467,11 @@ def test_match_terms(match: str, terms: list[tuple[str, bool]]) -> None:
         ("one two three four five six", [("thr", True)], "…two [three] four five…"),
         ("Le Café est là", [("cafe", False)], "Le [Café] est là"),
         ("nothing here", [("absent", False)], ""),
+        # the index's one-character CJK tokens of a word are one marked run (helper 97),
+        # and no ellipsis where only the index's padding comes before
+        (" 日 本 語 の テ キ ス ト abc", [("テ", False), ("キ", False), ("ス", False), ("ト", False)],
+         "…の [テ キ ス ト] abc"),
+        (" 犬 犬 犬", [("犬", False)], " [犬 犬 犬]"),
     ],
 )  # fmt: skip
 def test_bounded_snippet(text: str, terms: list[tuple[str, bool]], snippet: str) -> None:
@@ -476,9 +481,29 @@ def test_bounded_snippet(text: str, terms: list[tuple[str, bool]], snippet: str)
     assert got.replace(OPEN, "[").replace(CLOSE, "]") == snippet
 
 
+@pytest.mark.parametrize(
+    ("text", "terms", "many"),
+    [
+        (" ".join(["in"] * 301), [("in", False)], True),
+        # "in" inside other words is no instance (helper 97: a prose message took the
+        # cut path, its snippet not FTS5's)
+        ("running during ruin " * 200, [("in", False)], False),
+        ("tim timeout timer " * 120, [("tim", True)], True),
+        ("tim timeout timer " * 120, [("tim", False)], False),
+    ],
+)
+def test_too_many_matches_counts_tokens(
+    text: str, terms: list[tuple[str, bool]], many: bool
+) -> None:
+    from sessiondex.query.snippets import too_many_matches
+
+    assert too_many_matches(text, terms) is many
+
+
+@pytest.mark.parametrize("lines", [3000, 200], ids=["105 KB", "7 KB"])
 @pytest.mark.parametrize("where", ["a message", "the first prompt"])
 def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
-    tmp_path: Path, where: str
+    tmp_path: Path, where: str, lines: int
 ) -> None:
     """Helper 95: FTS5's snippet() scores a window at every instance, counting the
     instances in it: a message (or a first prompt: a pasted log) repeating the word
@@ -487,7 +512,9 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     keeps FTS5's. (No timing here: the trace shows which rows snippet() was asked for.)"""
     tree = ConfigTree(tmp_path / "claude")
     heavy = tree.session(cwd="/w/logs")
-    log = "\n".join(f"ERROR connection refused to shard {i}" for i in range(3000))
+    # (7 KB: helper 97, rows under the first cut's 16,000 characters, many to a page,
+    # still took FTS5 0.3 s each)
+    log = "\n".join(f"ERROR connection refused to shard {i}" for i in range(lines))
     if where == "a message":
         heavy.user("here is the log")
         heavy.assistant(log)
