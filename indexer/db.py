@@ -316,13 +316,27 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
                 " (a new one is created)"
             )
         return  # an index, a copy of one, or a database with nothing in it yet
-    if not head and st.st_nlink == 1:
+    if not head and st.st_nlink == 1 and not _wal_beside(target):
         return  # what sqlite3.connect leaves before its first write (another process's)
-    what = "an empty file with other names" if not head else "not a SQLite database"
+    what = (
+        "not a SQLite database"
+        if head
+        else "an empty file with other names"
+        if st.st_nlink > 1
+        else "an empty file beside another program's write-ahead log"
+    )
     raise NotAnIndex(
         f"{target} is not a sessiondex index ({what}) and is left as it is;"
         " give the index another path (a new one is created)"
     )
+
+
+def _wal_beside(target: Path) -> bool:
+    """Whether a non-empty ``-wal`` lies beside the file: a database in use, or left so."""
+    try:
+        return os.stat(f"{target}-wal").st_size > 0
+    except OSError:
+        return False
 
 
 def _another_programs(target: Path, header: bytes) -> str | None:
@@ -335,6 +349,8 @@ def _another_programs(target: Path, header: bytes) -> str | None:
     alone (``immutable``: no ``-wal`` or ``-shm`` is made beside another's file), and
     a non-empty ``-wal`` beside a file with no schema of its own is another's live
     database. A file SQLite cannot read is left to the open (damage is repaired)."""
+    if len(header) < 100:
+        return "a SQLite header cut short"
     user_version = int.from_bytes(header[60:64], "big")
     application_id = int.from_bytes(header[68:72], "big")
     if application_id:
@@ -344,7 +360,7 @@ def _another_programs(target: Path, header: bytes) -> str | None:
     try:
         conn = sqlite3.connect(_uri(target, immutable=True), uri=True)
     except sqlite3.Error:
-        return None
+        return "a file SQLite cannot open"
     try:
         objects = conn.execute(
             "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE"
@@ -358,15 +374,13 @@ def _another_programs(target: Path, header: bytes) -> str | None:
             if ours:
                 return None
     except sqlite3.Error:
-        return None
+        # Not readable as SQLite, and never the index (no lock file of ours): a damaged
+        # index is moved aside and rebuilt only with our lock files beside it.
+        return "a SQLite header on what SQLite cannot read"
     finally:
         conn.close()
     if not objects:
-        try:
-            wal = os.stat(f"{target}-wal").st_size
-        except OSError:
-            wal = 0
-        return "its schema in the write-ahead log beside it" if wal else None
+        return "its schema in the write-ahead log beside it" if _wal_beside(target) else None
     shown = ", ".join(f"{kind} {name}" for kind, name in objects[:3])
     return shown + (", …" if len(objects) > 3 else "")
 

@@ -226,6 +226,10 @@ NOT_AN_INDEX = {
     "a SQLite file with a user_version": "../versioned.sqlite",
     "a SQLite file with an application_id": "../app-id.sqlite",
     "a SQLite file whose schema is in its write-ahead log": "../live.sqlite",
+    # Helper 97: taken, the -wal deleted; moved aside as a damaged index of ours.
+    "an empty file beside another program's write-ahead log": "../walonly.sqlite",
+    "a SQLite header on what SQLite cannot read": "../garbage.sqlite",
+    "a SQLite header cut short": "../short.sqlite",
 }
 
 # How each of those SQLite files is made (what its owner ran).
@@ -279,6 +283,13 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
         conn.commit()
         shutil.copyfile(tmp_path / "owner.sqlite", tmp_path / "live.sqlite")
         shutil.copyfile(tmp_path / "owner.sqlite-wal", tmp_path / "live.sqlite-wal")
+        (tmp_path / "walonly.sqlite").write_bytes(b"")
+        shutil.copyfile(tmp_path / "owner.sqlite-wal", tmp_path / "walonly.sqlite-wal")
+    noise = random.Random(97).randbytes(8192 - 16)
+    (tmp_path / "garbage.sqlite").write_bytes(
+        db_module.SQLITE_HEADER + noise[:44] + bytes(12) + noise[56:]
+    )
+    (tmp_path / "short.sqlite").write_bytes(db_module.SQLITE_HEADER + b"abc")
     target = root / NOT_AN_INDEX[what].format(key=transcript.parent.name, sid=s.session_id)
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.rglob("*") if p.is_file()}
     args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
