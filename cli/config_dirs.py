@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from sessiondex.cli.errors import InvalidValue, warn
+from sessiondex.cli.errors import InvalidValue, text_problem, warn
 from sessiondex.transcripts.config import SOURCE_OPTION, find_config_dirs
 
 
@@ -27,13 +27,10 @@ def check_config_dirs(explicit: Sequence[str], *, notes: bool = True) -> None:
     found = find_config_dirs(list(explicit))
     where = f"'{SOURCE_OPTION}'" if found.source == SOURCE_OPTION else found.source
     for root in found.dirs:
-        try:
-            str(root).encode("utf-8")
-        except UnicodeEncodeError:  # from the environment: arguments are checked before
-            import os
-
-            shown = repr(os.fsencode(root))[2:-1]
-            raise InvalidValue(where, f"'{shown}' is not valid UTF-8") from None
+        # From the environment or the config file (arguments are checked before)
+        problem = text_problem(str(root))
+        if problem is not None:
+            raise InvalidValue(where, problem)
         if root.is_dir() or found.is_default:
             continue
         problem = "is not a directory" if root.exists() else "does not exist"

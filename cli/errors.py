@@ -16,6 +16,32 @@ import click
 EXIT_USAGE = 2
 
 
+def text_problem(value: str) -> str | None:
+    """What keeps ``value`` (an argument, an environment variable, a path from the config
+    file) from being text that names files here, or None. Bytes that are not UTF-8
+    (Python holds them as lone surrogates) are no text SQLite, a transcript or the
+    terminal can hold. UTF-8 that this process's encoding for file names cannot hold
+    (``LC_ALL=C`` with Python's UTF-8 mode off: ASCII only) names no file either way."""
+    import os
+    import sys
+
+    try:
+        raw = os.fsencode(value)
+    except UnicodeEncodeError:  # real text (from the config file) the locale cannot hold
+        text = value
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"'{repr(raw)[2:-1]}' is not valid UTF-8"
+        if text == value:
+            return None
+    return (
+        f"{text!r} is not ASCII, and this locale's encoding ({sys.getfilesystemencoding()})"
+        " holds only ASCII: run with a UTF-8 locale (LC_ALL=C.UTF-8) or PYTHONUTF8=1"
+    )
+
+
 class InvalidValue(click.ClickException):
     """``Error: Invalid value for <where>: <message>`` on stderr, exit 2."""
 

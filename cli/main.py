@@ -136,33 +136,19 @@ def _cleaned_errors() -> Iterator[None]:
 
 
 def _as_utf8(arg: str) -> str:
-    """The argument as text. One that is not valid UTF-8 (Python hands its bytes over as
-    lone surrogates) is a usage error in one line: a name, tag or query must be text that
-    Claude Code, SQLite and the terminal can hold, and a path with such a name is never a
-    transcript (discovery skips those names). Valid UTF-8 that the locale's encoding
-    could not decode (``LC_ALL=C`` without Python's UTF-8 mode) is a usage error that
-    says so and how to run instead."""
+    """The argument, checked to be text that names files here
+    (:func:`~sessiondex.cli.errors.text_problem`): else a usage error in one line. A
+    name, tag or query must be text that Claude Code, SQLite and the terminal can hold,
+    and a path with bytes that are not UTF-8 is never a transcript (discovery skips
+    such names)."""
     try:
         arg.encode("utf-8")
-        return arg
+        return arg  # nearly always: valid text, and the locale decoded it
     except UnicodeEncodeError:
         pass
-    from sessiondex.cli.errors import InvalidValue
+    from sessiondex.cli.errors import InvalidValue, text_problem
 
-    raw = os.fsencode(arg)
-    shown = repr(raw)[2:-1]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidValue("an argument", f"'{shown}' is not valid UTF-8") from None
-    # UTF-8, but this process's file names are in the locale's narrower encoding
-    # (LC_ALL=C with Python's UTF-8 mode off): as text it could name no file, and as
-    # the bytes it came as it is no text SQLite or a transcript can hold.
-    raise InvalidValue(
-        "an argument",
-        f"{text!r} is not ASCII, and this locale's encoding ({sys.getfilesystemencoding()})"
-        " holds only ASCII: run with a UTF-8 locale (LC_ALL=C.UTF-8) or PYTHONUTF8=1",
-    )
+    raise InvalidValue("an argument", text_problem(arg) or f"{arg!r} is not text")
 
 
 # Every environment variable sessiondex reads, in `sessiondex --help`.

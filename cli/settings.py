@@ -250,11 +250,14 @@ def apply_settings(
 def _check_db(path: str, source: str) -> None:
     """The index must be a file path: an empty one or a directory is a usage error
     (exit 2) before anything tries to open it (which said two contradictory lines)."""
-    from sessiondex.cli.errors import InvalidValue
+    from sessiondex.cli.errors import InvalidValue, text_problem
 
     where = f"'{source}'" if source.startswith("--") else source
     if not path.strip():
         raise InvalidValue(where, "the index path is empty")
+    problem = None if _is_dsn(path) else text_problem(path)
+    if problem is not None:  # from the config file or the environment
+        raise InvalidValue(where, problem)
     if os.path.isdir(path):
         raise InvalidValue(
             where, f"{path!r} is a directory: give the index file's path (e.g. {path}/index.db)"

@@ -105,3 +105,43 @@ def test_a_utf8_argument_under_the_c_locale_says_what_to_do(tmp_path: Path, argu
     )
     assert refused.returncode == 2
     assert b"'caf\\xe9' is not valid UTF-8" in refused.stderr
+
+
+@pytest.mark.parametrize("where", ["CLAUDE_CONFIG_DIR", "SESSIONDEX_DB", "the config file"])
+def test_a_non_ascii_path_from_the_environment_under_the_c_locale_is_one_line(
+    tmp_path: Path, where: str
+) -> None:
+    """Helper 97: under ``LC_ALL=C PYTHONUTF8=0`` a non-ASCII ``db`` in config.toml ended
+    in a traceback (``os.path.realpath``), and ``CLAUDE_CONFIG_DIR=/tmp/cfgü`` was called
+    "not valid UTF-8". Values from the environment and the config file get the
+    arguments' one line, saying what to run instead."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "claude"
+    (root / "projects").mkdir(parents=True)
+    odd = tmp_path / "cfgü"
+    (odd / "projects").mkdir(parents=True)
+    xdg = tmp_path / "xdg"
+    (xdg / "sessiondex").mkdir(parents=True)
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "XDG_CONFIG_HOME": str(xdg)}
+    for name in ("PYTHONIOENCODING", "SESSIONDEX_DB", "CLAUDE_CONFIG_DIR", "SESSIONDEX_CONFIG"):
+        env.pop(name, None)
+    command = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
+    if where == "CLAUDE_CONFIG_DIR":
+        env["CLAUDE_CONFIG_DIR"] = str(odd)
+        command += ["--db", str(tmp_path / "i.db")]
+    elif where == "SESSIONDEX_DB":
+        env["SESSIONDEX_DB"] = str(tmp_path / "ü.db")
+        command += ["--config-dir", str(root)]
+    else:
+        (xdg / "sessiondex" / "config.toml").write_text(
+            f'db = "{tmp_path}/idxü.db"\n', encoding="utf-8"
+        )
+        command += ["--config-dir", str(root)]
+    # (the environment carries the path as UTF-8 bytes, as a shell would)
+    result = subprocess.run([*command, "list"], env=env, capture_output=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.decode("ascii", "backslashreplace").splitlines()
+    assert "is not ASCII" in line and "PYTHONUTF8=1" in line, line
