@@ -252,6 +252,8 @@ def _check_db(path: str, source: str) -> None:
     (exit 2) before anything tries to open it (which said two contradictory lines)."""
     from sessiondex.cli.errors import InvalidValue, text_problem
 
+    if source == DEFAULT:  # from XDG_CACHE_HOME or HOME: --db is what changes it
+        source = "--db"
     where = f"'{source}'" if source.startswith("--") else source
     if not path.strip():
         raise InvalidValue(where, "the index path is empty")
