@@ -166,7 +166,9 @@ _VALUE = r"[^\s\"'`,;]{4,}"
 # After a keyword in a JSON line: an assignment (``=``, ``:=``, ``=>``), a colon after an
 # escaped quote or none (``\\"password\\": ``, ``password: ``), or a JSON key with a
 # string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
-_NEAR_ASSIGNMENT = r"[\w.-]{0,64}(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
+# Up to 72 name characters after the trigger: a trigger may be shorter than the keyword
+# the rule reads (``credential`` in ``credentials``), and the rule takes 64 after it.
+_NEAR_ASSIGNMENT = r"[\w.-]{0,72}(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
 
 
 def _full_name(match: re.Match[str]) -> str:
@@ -387,7 +389,10 @@ def _matches(c: _Compiled, text: str, haystack: str) -> list[re.Match[str]]:
 def _spans(text: str, rules: tuple[_Compiled, ...] | None = None) -> list[tuple[int, int, str]]:
     """Non-overlapping ``(start, end, kind)`` of the secrets in ``text``, in order; the
     first rule wins where two overlap (shapes come before judgements)."""
-    found: list[tuple[int, int, str]] = []
+    import bisect
+
+    found: list[tuple[int, int, str]] = []  # kept sorted: no two overlap
+    starts: list[int] = []
     folded: list[str | None] = [None]
     for c in _compiled() if rules is None else rules:
         haystack = c.haystack(text, folded)
@@ -397,10 +402,14 @@ def _spans(text: str, rules: tuple[_Compiled, ...] | None = None) -> list[tuple[
             if c.rule.check is not None and not c.rule.check(match):
                 continue
             start, end = match.span("s") if "s" in c.pattern.groupindex else match.span()
-            if any(start < e and s < end for s, e, _ in found):
+            # The spans are disjoint and sorted, so only the last one starting before
+            # ``end`` can overlap: a bisection, not a look at every span found (a log of
+            # 20,000 secrets took 8 s to compare each with all the others).
+            at = bisect.bisect_left(starts, end)
+            if at and found[at - 1][1] > start:
                 continue
-            found.append((start, end, c.rule.kind))
-    found.sort()
+            starts.insert(at, start)
+            found.insert(at, (start, end, c.rule.kind))
     return found
 
 
