@@ -157,7 +157,13 @@ def shown(error: UserError, limit: int) -> str:
     the CLI prints them (render/terminal.py). At most ``limit`` characters, as every
     answer: an error may quote what it was given (a 4,096-character ref)."""
     text = neutralize(str(error), single_line=True)
+    limit -= ERROR_PREFIX_ROOM
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# What the MCP SDK puts before a tool's error ("Error executing tool <name>: "), our
+# tool names being short: left free under the cap.
+ERROR_PREFIX_ROOM = 64
 
 
 class Runner:
