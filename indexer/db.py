@@ -400,10 +400,13 @@ def _open_writable(target: Path) -> Database:
 def open_if_current(path: str | os.PathLike[str]) -> Database | None:
     """A read-only handle on the index at ``path`` when it is current, else None: never
     creating, migrating, re-deriving or repairing it (shell completion, where a Tab must
-    change nothing: a damaged or outdated index is for the next command to handle)."""
+    change nothing: a damaged or outdated index is for the next command to handle).
+    Nor another program's file at the path: opened read-only, its WAL would still get a
+    ``-shm`` beside it (:func:`check_index_path` looks without opening it)."""
     try:
+        check_index_path(Path(path))
         return _open_current_readonly(Path(path))  # type: ignore[return-value]
-    except sqlite3.Error:
+    except (sqlite3.Error, NotAnIndex):
         return None
 
 

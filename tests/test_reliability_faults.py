@@ -859,3 +859,18 @@ def test_a_stored_object_with_a_value_of_the_wrong_type_still_makes_a_table(
         result = world.run("--no-refresh", *args, "--cwd", CWD)
         assert result.exit_code == 0, (args, result.output)
         assert "Traceback" not in result.output and world.sid[:8] in result.stdout
+
+
+def test_completion_opens_nothing_of_another_programs_database(tmp_path: Path) -> None:
+    """Helper 97: a Tab with ``--db`` naming another program's WAL database left an
+    ``app.db-shm`` beside it (completion opened it read-only to look); the commands
+    refuse it without opening it, and so does completion now."""
+    owner = tmp_path / "owner.db"
+    with contextlib.closing(sqlite3.connect(owner)) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE other (x)")
+        conn.commit()
+        shutil.copyfile(owner, tmp_path / "app.db")
+        shutil.copyfile(f"{owner}-wal", tmp_path / "app.db-wal")
+    assert db_module.open_if_current(tmp_path / "app.db") is None
+    assert sorted(p.name for p in tmp_path.glob("app.db*")) == ["app.db", "app.db-wal"]
