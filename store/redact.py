@@ -168,7 +168,14 @@ _VALUE = r"[^\s\"'`,;]{4,}"
 # string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
 # Up to 72 name characters after the trigger: a trigger may be shorter than the keyword
 # the rule reads (``credential`` in ``credentials``), and the rule takes 64 after it.
-_NEAR_ASSIGNMENT = r"[\w.-]{0,72}(?:\s*(?::=|=>|=)|(?:\\+[\"']?|')?\s*:|\"\s*:\s*\")"
+# On the JSON line a name character may be a ``\\uXXXX`` escape (an ASCII-escaped
+# line), and white space a ``\\t``/``\\n``/``\\r`` escape: the pre-check must let through
+# what the rule, on the decoded text, reads.
+_JSON_SPACE = r"(?:\s|\\[tnr])*"
+_NEAR_ASSIGNMENT = (
+    r"(?:[\w.-]|\\u[0-9a-fA-F]{4}){0,72}"
+    rf"(?:{_JSON_SPACE}(?::=|=>|=)|(?:\\+[\"']?|')?{_JSON_SPACE}:|\"{_JSON_SPACE}:{_JSON_SPACE}\")"
+)
 
 
 def _full_name(match: re.Match[str]) -> str:
@@ -204,13 +211,18 @@ def _line_head(match: re.Match[str], head: re.Pattern[str]) -> bool:
     holds for whole lines only, without a ``^`` the engine would try at every position."""
     text, start = match.string, match.start()
     # a line starts after a newline, or inside JSON text after a ``\\n`` escape or at
-    # a string's opening quote (``"Env": ["API_KEY=..."]``)
-    escape = text.rfind("\\n", 0, start)
+    # a string's opening quote (``"Env": ["API_KEY=..."]``); only the last 200
+    # characters matter, so only they are searched (a search back to the start of the
+    # text for every match made a text of 20,000 assignments quadratic: 8 s)
+    low = max(0, start - 201)
+    escape = text.rfind("\\n", low, start)
     begin = max(
-        text.rfind("\n", 0, start) + 1,
+        text.rfind("\n", low, start) + 1,
         escape + 2 if escape >= 0 else 0,
-        text.rfind('"', 0, start) + 1,
+        text.rfind('"', low, start) + 1,
     )
+    if begin == 0 and low > 0:
+        return False  # no line start within reach
     return start - begin <= 200 and head.fullmatch(text, begin, start) is not None
 
 
@@ -352,8 +364,19 @@ class _Compiled:
             return text
         lowered = folded[0]
         if lowered is None:
-            lowered = folded[0] = text.lower()
+            lowered = folded[0] = same_length_lower(text)
         return lowered
+
+
+def same_length_lower(text: str) -> str:
+    """``text.lower()`` with every character where it was: matches found in it are
+    read back at the same positions of ``text``. A few characters lower to two (``İ``
+    to ``i̇``), which shifted every position after them, so a secret after one was not
+    the span redacted; they are left as they are (no keyword holds them)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(low := c.lower()) != 1 else low for c in text)
 
 
 @cache

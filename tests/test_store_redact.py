@@ -345,3 +345,45 @@ def test_many_secrets_in_one_text_are_each_redacted_once() -> None:
     out = redact_text("\n".join(lines) + "\n")
     assert out.count("[REDACTED:secret-assignment]") == 500
     assert "abcdef" not in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "İ DB_PASSWORD=Zx9vQ2mL7pR4tY8w",  # İ lowers to two characters: positions shifted
+        "DB_PASSWORD\t=\tZx9vQ2mL7pR4tY8w",  # a JSON \t escape before the pre-check
+        "token_中文 = Zx9vQ2mL7pR4tY8w",  # a \u escape on an ASCII-escaped line
+    ],
+)
+def test_a_secret_is_redacted_on_both_paths_whatever_comes_before_it(text: str) -> None:
+    """Helper 98 (P1): these reached the team store. ``İ`` before a secret shifted the
+    positions the lowered text was read back at; the push path's pre-check on the
+    JSON line stopped at the escapes of a tab or a non-ASCII character, so no rule ran."""
+    import json
+
+    from sessiondex.store.push import prepare
+    from sessiondex.store.redact import candidate_rules, redact_text, redact_value
+
+    record = {
+        "type": "user",
+        "sessionId": "x",
+        "uuid": "u",
+        "timestamp": "2026-11-20T10:00:00.000Z",
+        "message": {"role": "user", "content": text},
+    }
+    assert "Zx9v" not in redact_text(text)
+    for line in (json.dumps(record), json.dumps(record, ensure_ascii=False)):
+        pushed = redact_value(record, None, candidate_rules(line))[0]
+        assert "Zx9v" not in json.dumps(pushed), line
+    prepared, _ = prepare(json.dumps(record).encode(), record, with_tools=True, findings=[])
+    assert "Zx9v" not in str(prepared)
+
+
+def test_many_assignments_on_lines_are_each_redacted() -> None:
+    """Helper 98: the line-head check searched back to the text's start for each match
+    (20,000 lines: 2 s, 40,000: 8 s; measured, not asserted); only 200 characters back
+    matter. The answer is the same."""
+    from sessiondex.store.redact import redact_text
+
+    text = "\n".join(f"DB_PASSWORD_{i}=Zx9vQ2mL7pR4tY8w{i:06d}" for i in range(500))
+    assert redact_text(text).count("[REDACTED") == 500
