@@ -110,16 +110,24 @@ class Filters:
         differ: paths locally, the origin remote on the team store)."""
         dialect = dialect_of(db)
         cwd = resolve_cwd(self.cwd)
-        clauses: list[str] = []
-        params: list[Any] = []
+        # Where a session's copies are compared (newest_copy_sql): the scope, the config
+        # dirs and archives; not what narrows the answer (a branch, a date, the kinds, a
+        # hiding tag), or hiding the newest copy would let a stale one answer.
+        places: list[str] = []
+        place_params: list[Any] = []
         scoped = dialect.scope_clause(cwd, self.scope)
         if scoped is not None:
-            clauses.append(scoped[0])
-            params.extend(scoped[1])
+            places.append(scoped[0])
+            place_params.extend(scoped[1])
         strangers = None if dialect.team or db is None else strangers_sql(db, cwd, self.scope)
         if strangers is not None:
-            clauses.append(strangers[0])
-            params.extend(strangers[1])
+            places.append(strangers[0])
+            place_params.extend(strangers[1])
+        kept, kept_params = kept_sql(db, self.include_archived, self.roots)
+        places.append(kept)
+        place_params.extend(kept_params)
+        clauses: list[str] = list(places)
+        params: list[Any] = list(place_params)
         for column, value in (("pushed_by_user", self.user), ("pushed_by_host", self.host)):
             if value is None:
                 continue
@@ -144,24 +152,23 @@ class Filters:
             clauses.append(VISIBLE_SQL)
             if not self.include_hidden:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
-        kept, kept_params = kept_sql(db, self.include_archived, self.roots)
-        clauses.append(kept)
-        params.extend(kept_params)
         where = " AND ".join(clauses)
         if dialect.team:
             return where, params  # copies there are pushes: query.sessions.newest_copies
-        return f"{where} AND {newest_copy_sql(where)}", params + params
+        return f"{where} AND {newest_copy_sql(' AND '.join(places))}", params + place_params
 
 
 def newest_copy_sql(where: str) -> str:
-    """The row answers only if no other row of its session that ``where`` keeps is newer
-    (transcript mtime, then row id): copies of one session (two config dirs indexed
-    together, a live one and its backup; two project dirs) are one session, its newest
-    copy in scope, as Claude Code's picker counts a session ID once. In SQL, before any
-    ranking or paging, so a page holds its ``limit`` sessions and a stale copy's text
-    never answers a search. ``where`` is read again for the other row (its ``s.``
-    columns as ``newer.``; quoted literals left as they are): its parameters follow the
-    first reading's. One ``sessions_sid`` lookup per row."""
+    """The row answers only if no other row of its session in ``where`` (the scope, the
+    config dirs, archives) is newer (transcript mtime, then row id): copies of one
+    session (two config dirs indexed together, a live one and its backup; two project
+    dirs) are one session, its newest copy in scope, as Claude Code's picker counts a
+    session ID once. In SQL, before any ranking or paging, so a page holds its
+    ``limit`` sessions and a stale copy's text never answers a search; and the newest
+    copy decides even when a filter leaves it out (then the session does not answer).
+    ``where`` is read for the other row (its ``s.`` columns as ``newer.``; quoted
+    literals left as they are): its parameters follow the answer's. One
+    ``sessions_sid`` lookup per row."""
     parts = where.split("'")
     for i in range(0, len(parts), 2):  # outside '…' literals only
         parts[i] = re.sub(r"\bs\.", "newer.", parts[i])

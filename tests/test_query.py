@@ -1209,3 +1209,34 @@ def test_copies_elsewhere_count_once_in_the_hint(stale: dict[str, Any]) -> None:
     result = CliRunner().invoke(cli, [*stale["args"], "search", "crossword", "--cwd", "/w/r"])
     assert result.exit_code == 1
     assert "1 match in other projects" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    "narrowing",
+    [[], ["--include-hidden", "--branch", "dev"], ["--include-hidden", "--since", "2026-11-15"]],
+    ids=["hidden tag", "branch", "since"],
+)
+def test_a_stale_copy_does_not_answer_when_a_filter_leaves_out_the_newest(
+    tmp_path: Path, narrowing: list[str]
+) -> None:
+    """Helper 98 (P1): the newest copy was chosen among the rows every filter kept, so
+    hiding the live copy (``__hidden``), or a ``--branch``/``--since`` only the backup's
+    older copy passes, let the backup's old title and words answer again. Copies are
+    compared within the scope and config dirs only: the newest decides, and when a
+    filter leaves it out the session does not answer."""
+    sid = "33333333-3333-4333-8333-333333333333"
+    live = ConfigTree(tmp_path / "live").session(cwd="/w/shop", session_id=sid, git_branch="feat")
+    live.user("fresh text")
+    live.meta("custom-title", customTitle="NewTitle")
+    live.meta("tag", tag="__hidden")
+    live.write(mtime=2_000_000_000)
+    old = ConfigTree(tmp_path / "backup").session(cwd="/w/shop", session_id=sid, git_branch="dev")
+    old.user("stale secretword")
+    old.meta("custom-title", customTitle="OldTitle")
+    old.write(mtime=1_900_000_000)
+    args = ["--config-dir", str(tmp_path / "live"), "--config-dir", str(tmp_path / "backup")]
+    args += ["--db", str(tmp_path / "i.db")]
+    for command in (["list", "--scope", "all"], ["search", "secretword", "--scope", "all"]):
+        result = CliRunner().invoke(cli, [*args, *command, *narrowing, "--json"])
+        assert result.exit_code in (0, 1), result.output
+        assert json.loads(result.stdout or "[]") == [], (command, result.stdout)
