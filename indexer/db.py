@@ -307,8 +307,11 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
     except OSError:
         return  # unreadable: said when opened
     head = header[: len(SQLITE_HEADER)]
+    # SQLite follows a symbolic link and keeps its -wal beside the file it names: look
+    # there (through a link, another program's -wal was not seen, then deleted).
+    real = Path(where)
     if head == SQLITE_HEADER:
-        others = _another_programs(target, header)
+        others = _another_programs(real, header)
         if others:
             raise NotAnIndex(
                 f"{target} is a SQLite database of another program ({others}), not a"
@@ -316,7 +319,7 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
                 " (a new one is created)"
             )
         return  # an index, a copy of one, or a database with nothing in it yet
-    if not head and st.st_nlink == 1 and not _wal_beside(target):
+    if not head and st.st_nlink == 1 and not _wal_beside(real):
         return  # what sqlite3.connect leaves before its first write (another process's)
     what = (
         "not a SQLite database"

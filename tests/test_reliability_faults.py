@@ -230,6 +230,9 @@ NOT_AN_INDEX = {
     "an empty file beside another program's write-ahead log": "../walonly.sqlite",
     "a SQLite header on what SQLite cannot read": "../garbage.sqlite",
     "a SQLite header cut short": "../short.sqlite",
+    # Helper 98: through a link, the -wal beside the file it names was not seen.
+    "a link to a SQLite file whose schema is in its write-ahead log": "../live-link.sqlite",
+    "a link to an empty file beside a write-ahead log": "../walonly-link.sqlite",
 }
 
 # How each of those SQLite files is made (what its owner ran).
@@ -285,6 +288,8 @@ def test_a_path_that_is_not_an_index_is_refused_and_left_alone(
         shutil.copyfile(tmp_path / "owner.sqlite-wal", tmp_path / "live.sqlite-wal")
         (tmp_path / "walonly.sqlite").write_bytes(b"")
         shutil.copyfile(tmp_path / "owner.sqlite-wal", tmp_path / "walonly.sqlite-wal")
+    os.symlink(tmp_path / "live.sqlite", tmp_path / "live-link.sqlite")
+    os.symlink(tmp_path / "walonly.sqlite", tmp_path / "walonly-link.sqlite")
     noise = random.Random(97).randbytes(8192 - 16)
     (tmp_path / "garbage.sqlite").write_bytes(
         db_module.SQLITE_HEADER + noise[:44] + bytes(12) + noise[56:]
