@@ -255,6 +255,12 @@ def archive(
         raise click.UsageError("--install-job and --uninstall-job exclude each other")
     state = app()
     directory = Path(archive_dir) if archive_dir else default_archive_dir()
+    if not archive_dir:  # from XDG_DATA_HOME or HOME (an --archive argument is checked)
+        from sessiondex.cli.errors import InvalidValue, text_problem
+
+        text = text_problem(str(directory))
+        if text is not None:
+            raise InvalidValue("XDG_DATA_HOME", text)
     problem = archive_dir_problem(directory, state.roots, state.database_path)
     if problem:
         raise UnsafeOutputPath(clean_line(problem))

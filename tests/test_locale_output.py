@@ -145,3 +145,28 @@ def test_a_non_ascii_path_from_the_environment_under_the_c_locale_is_one_line(
     assert result.returncode == 2, result.stderr
     [line] = result.stderr.decode("ascii", "backslashreplace").splitlines()
     assert "is not ASCII" in line and "PYTHONUTF8=1" in line, line
+
+
+def test_a_non_ascii_archive_dir_from_xdg_data_home_under_the_c_locale_is_one_line(
+    tmp_path: Path,
+) -> None:
+    """Helper 98: ``archive`` with a non-ASCII ``XDG_DATA_HOME`` under ``LC_ALL=C
+    PYTHONUTF8=0`` ended in a 46-line traceback after making directories."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "claude"
+    (root / "projects").mkdir(parents=True)
+    data = tmp_path / "data"
+    data.mkdir()
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
+    env.pop("PYTHONIOENCODING", None)
+    env["XDG_DATA_HOME"] = str(data / "é")
+    command = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
+    command += ["--config-dir", str(root), "--db", str(tmp_path / "i.db"), "archive"]
+    result = subprocess.run(command, env=env, capture_output=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.decode("ascii", "backslashreplace").splitlines()
+    assert line.startswith("Error: Invalid value for XDG_DATA_HOME: ") and "not ASCII" in line
+    assert list(data.iterdir()) == []
