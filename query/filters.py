@@ -153,8 +153,7 @@ class Filters:
             if not self.include_hidden:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
         where = " AND ".join(clauses)
-        if dialect.team:
-            return where, params  # copies there are pushes: query.sessions.newest_copies
+        # (the team store's ``sessions`` view has the same columns: one rule for both)
         return f"{where} AND {newest_copy_sql(' AND '.join(places))}", params + place_params
 
 

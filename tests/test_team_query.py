@@ -570,3 +570,32 @@ def test_the_team_store_answers_without_notes_about_this_machine(
     )
     assert missed.exit_code == 1
     assert missed.stderr.strip() == "No matches."  # on stderr, as locally
+
+
+def test_a_stale_push_does_not_answer_when_a_filter_leaves_out_the_newest(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Helper 99 (P1): on the team store the newest copy was chosen after every filter,
+    so a ``__hidden`` tag or a ``--branch`` on the newest push let an older push of the
+    same session answer with its old title and words. The local rule holds there too."""
+    sid = "66666666-6666-4666-8666-666666666666"
+    live_tree, backup_tree = ConfigTree(tmp_path / "live"), ConfigTree(tmp_path / "backup")
+    live = live_tree.session(cwd="/w/shop", session_id=sid, git_branch="feat")
+    live.user("fresh text")
+    live.meta("custom-title", customTitle="NewTitle")
+    live.meta("tag", tag="__hidden")
+    live.write(mtime=2_000_000_000)
+    old = backup_tree.session(cwd="/w/oldshop", session_id=sid, git_branch="dev")
+    old.user("stale secretword")
+    old.meta("custom-title", customTitle="OldTitle")
+    old.write(mtime=1_900_000_000)
+    _push_as(monkeypatch, live_tree, store, "ann", "ann-laptop")
+    _push_as(monkeypatch, backup_tree, store, "ann", "ann-backup")
+    for args in (
+        ["list", "--scope", "all"],
+        ["list", "--scope", "all", "--include-hidden", "--branch", "dev"],
+        ["search", "secretword", "--scope", "all"],
+    ):
+        result = CliRunner().invoke(cli, ["--db", store, *args, "--json"])
+        assert result.exit_code in (0, 1), result.output
+        assert json.loads(result.stdout or "[]") == [], (args, result.stdout)
