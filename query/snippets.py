@@ -155,20 +155,22 @@ def _token_pattern() -> re.Pattern[str]:
 
 
 @cache
-def _combining() -> re.Pattern[str]:
-    """The combining marks ``remove_diacritics`` drops, near enough (their blocks)."""
-    return re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+def _latin_marks() -> re.Pattern[str]:
+    """The combining marks after a Latin letter, which ``remove_diacritics`` drops; it
+    keeps those of other scripts (Cyrillic й is no и, Greek ά no α)."""
+    return re.compile("(?<=[a-z\u00c0-\u024f\u1e00-\u1eff])[\u0300-\u036f]+")
 
 
 def _fold(text: str) -> str:
-    """Case and diacritics aside (``remove_diacritics 2``), as the index compares: at C
-    speed, since a whole long row is folded to count its matches."""
+    """Case and Latin diacritics aside (``remove_diacritics 2``), as the index compares:
+    at C speed, since a whole long row is folded to count its matches."""
     folded = text.casefold()
     if folded.isascii():
         return folded
     import unicodedata
 
-    return _combining().sub("", unicodedata.normalize("NFD", folded))
+    stripped = _latin_marks().sub("", unicodedata.normalize("NFD", folded))
+    return unicodedata.normalize("NFC", stripped)
 
 
 def match_terms(match: str) -> list[tuple[str, bool]]:
