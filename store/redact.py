@@ -168,12 +168,13 @@ _VALUE = r"[^\s\"'`,;]{4,}"
 # string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
 # Up to 72 name characters after the trigger: a trigger may be shorter than the keyword
 # the rule reads (``credential`` in ``credentials``), and the rule takes 64 after it.
-# On the JSON line a name character may be a ``\\uXXXX`` escape (an ASCII-escaped
-# line), and white space a ``\\t``/``\\n``/``\\r`` escape: the pre-check must let through
-# what the rule, on the decoded text, reads.
+# On the JSON line white space may be a ``\\t``/``\\n``/``\\r`` escape: the pre-check must
+# let through what the rule, on the decoded text, reads (a line with other escapes is
+# given every rule: ``_UNREAD_ESCAPES``).
+_UNREAD_ESCAPES = ("\\u", "\\f", "\\b", "\\/")
 _JSON_SPACE = r"(?:\s|\\[tnr])*"
 _NEAR_ASSIGNMENT = (
-    r"(?:[\w.-]|\\u[0-9a-fA-F]{4}){0,72}"
+    r"[\w.-]{0,72}"
     rf"(?:{_JSON_SPACE}(?::=|=>|=)|(?:\\+[\"']?|')?{_JSON_SPACE}:|\"{_JSON_SPACE}:{_JSON_SPACE}\")"
 )
 
@@ -442,10 +443,13 @@ def candidate_rules(line: str) -> tuple[_Compiled, ...]:
 
     A JSON line shows a string's characters as they are, except for quotes,
     backslashes and control characters (none of them in a trigger) and, when a writer
-    escapes them, other characters as ``\\uXXXX``: a line with such an escape of an
-    ASCII character is checked against every rule.
+    escapes them, other characters as ``\\uXXXX`` and ``/`` as ``\\/``. A line with any
+    ``\\u`` escape (a character the lowered line does not lower, a space the pre-check
+    does not see), a form feed or backspace escape, or ``\\/`` is checked against every
+    rule: Claude Code writes none of them (its lines are UTF-8, not ASCII-escaped), so
+    this costs nothing there, and the rules read the decoded text.
     """
-    if "\\u00" in line:
+    if any(escape in line for escape in _UNREAD_ESCAPES):
         return _compiled()
     # ``in`` tests, not the rules' trigger regexes: over a whole line a substring
     # search runs several times faster, and a line is one call per rule.

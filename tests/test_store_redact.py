@@ -353,6 +353,12 @@ def test_many_secrets_in_one_text_are_each_redacted_once() -> None:
         "İ DB_PASSWORD=Zx9vQ2mL7pR4tY8w",  # İ lowers to two characters: positions shifted
         "DB_PASSWORD\t=\tZx9vQ2mL7pR4tY8w",  # a JSON \t escape before the pre-check
         "token_中文 = Zx9vQ2mL7pR4tY8w",  # a \u escape on an ASCII-escaped line
+        # helper 99: a form feed, an escaped Unicode space, a Kelvin sign in the keyword,
+        # and a URL whose slashes a writer escaped (\/)
+        "password\f=\fZx9vQ2mL7pR4tY8w",
+        'password"\u3000: "Zx9vQ2mL7pR4tY8w"',
+        "TO\u212aEN=Zx9vQ2mL7pR4tY8w",
+        "git clone https://bob:Zx9vQ2mL7pR4tY8w@git.example.com/r.git",
     ],
 )
 def test_a_secret_is_redacted_on_both_paths_whatever_comes_before_it(text: str) -> None:
@@ -372,7 +378,11 @@ def test_a_secret_is_redacted_on_both_paths_whatever_comes_before_it(text: str) 
         "message": {"role": "user", "content": text},
     }
     assert "Zx9v" not in redact_text(text)
-    for line in (json.dumps(record), json.dumps(record, ensure_ascii=False)):
+    for line in (
+        json.dumps(record),
+        json.dumps(record, ensure_ascii=False),
+        json.dumps(record).replace("/", "\\/"),
+    ):
         pushed = redact_value(record, None, candidate_rules(line))[0]
         assert "Zx9v" not in json.dumps(pushed), line
     prepared, _ = prepare(json.dumps(record).encode(), record, with_tools=True, findings=[])
