@@ -260,7 +260,9 @@ def archive(
 
         text = text_problem(str(directory))
         if text is not None:
-            raise InvalidValue("XDG_DATA_HOME", text)
+            import os
+
+            raise InvalidValue("XDG_DATA_HOME" if os.environ.get("XDG_DATA_HOME") else "HOME", text)
     problem = archive_dir_problem(directory, state.roots, state.database_path)
     if problem:
         raise UnsafeOutputPath(clean_line(problem))
