@@ -10,8 +10,6 @@ from sessiondex.query.sessions import (
     LISTING_COLUMNS,
     ListingMemo,
     listing_objects,
-    once_per_session,
-    row_mtime,
     select_rows,
     to_objects,
 )
@@ -62,9 +60,7 @@ def list_sessions(
     docs/resolution.md#order-of-a-listing). A long-lived reader passes its ``memo``
     (:class:`~sessiondex.query.sessions.ListingMemo`)."""
     where, params = filters.where(db)
-    return once_per_session(
-        lambda limit: listing_objects(db, where, params, limit=limit, memo=memo), filters.limit
-    )
+    return listing_objects(db, where, params, limit=filters.limit, memo=memo)
 
 
 # Fork depth place_forks follows (deeper forks go to the end of the list, as cycles do).
@@ -170,7 +166,7 @@ def _fork_levels(
 
 
 # What a picker needs to lay out every row of a scope: no session object is decoded.
-ORDER_COLUMNS = "s.file_path, s.session_id, s.forked_from_session, s.mtime_ns"
+ORDER_COLUMNS = "s.file_path, s.session_id, s.forked_from_session"
 
 
 def listing_order(db: Database, filters: Filters) -> list[dict[str, Any]]:
@@ -183,13 +179,9 @@ def listing_order(db: Database, filters: Filters) -> list[dict[str, Any]]:
     (:func:`sessions_by_path`), so a scope costs one indexed query, not one JSON decode
     per session."""
     where, params = filters.where()
-
-    def ask(limit: int | None) -> list[dict[str, Any]]:
-        if limit is not None:
-            return first_rows(db, where, params, limit, ORDER_COLUMNS)
-        return place_forks(select_rows(db, where, params, columns=ORDER_COLUMNS))
-
-    return once_per_session(ask, filters.limit, row_mtime)
+    if filters.limit is not None:
+        return first_rows(db, where, params, filters.limit, ORDER_COLUMNS)
+    return place_forks(select_rows(db, where, params, columns=ORDER_COLUMNS))
 
 
 def sessions_by_path(db: Database, paths: Sequence[str]) -> list[dict[str, Any]]:

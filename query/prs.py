@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.scopes import git_remote_repository, resolve_cwd
-from sessiondex.query.sessions import once_per_session, select_rows, to_objects
+from sessiondex.query.sessions import select_rows, to_objects
 from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
 from sessiondex.transcripts.pr_urls import parse_pr_number as parse_pr_number  # re-exported
 from sessiondex.transcripts.reader import without_lone_surrogates
@@ -167,26 +167,7 @@ def find_pr(db: Database, pr: str | None, filters: Filters, *, elsewhere: bool =
     """Sessions for a PR number (in scope, and in the cwd's remote repository when
     known), a URL or ``owner/repo#N`` (in every project: a URL names one PR), links then
     mentions; with no PR, every session in scope that has a link. ``elsewhere``: when
-    nothing is found for a number, count what the wider scopes hold. Copies of one
-    session are one row (:func:`~sessiondex.query.sessions.once_per_session`)."""
-    answers: dict[int | None, PrAnswer] = {}
-
-    def ask(limit: int | None) -> list[dict[str, Any]]:
-        if limit not in answers:
-            answers[limit] = _find_pr(db, pr, replace(filters, limit=limit), elsewhere)
-        answer = answers[limit]
-        return [*answer.linked, *answer.mentioned]
-
-    rows = once_per_session(ask, filters.limit)
-    answer = answers[max(answers, key=lambda limit: limit or 1 << 62)]
-    if len(rows) < len(answer.linked) + len(answer.mentioned):
-        kept = {id(row) for row in rows}
-        answer.linked = [row for row in answer.linked if id(row) in kept]
-        answer.mentioned = [row for row in answer.mentioned if id(row) in kept]
-    return answer
-
-
-def _find_pr(db: Database, pr: str | None, filters: Filters, elsewhere: bool) -> PrAnswer:
+    nothing is found for a number, count what the wider scopes hold."""
     if pr is None:
         (rows,) = _number_rows(db, None, filters, ("pr_links",))
         return PrAnswer(*_marked(to_objects(db, rows), []))

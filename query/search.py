@@ -63,7 +63,6 @@ from sessiondex.query.sessions import (
     LISTING_COLUMNS,
     activity_ms,
     display_title,
-    once_per_session,
     select_rows,
     to_objects,
 )
@@ -561,34 +560,8 @@ def run_search(
     """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
     search that matches nothing in its scope also counts the matches of wider scopes.
     ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`.
-    Copies of one session are one row: locally only the newest copy in scope answers
-    (:func:`~sessiondex.query.filters.newest_copy_sql`); on the team store
-    :func:`~sessiondex.query.sessions.once_per_session` keeps one."""
-    first = _run_search(db, query, filters, raw, markers, elsewhere, typing)
-    answers = {filters.limit: first}
-
-    def ask(limit: int | None) -> list[dict[str, Any]]:
-        if limit not in answers:
-            answers[limit] = _run_search(
-                db, query, replace(filters, limit=limit), raw, markers, elsewhere, typing
-            )
-        return answers[limit].rows
-
-    rows = once_per_session(ask, filters.limit)
-    outcome = answers[max(answers, key=lambda limit: limit or 1 << 62)]
-    outcome.rows = rows
-    return outcome
-
-
-def _run_search(
-    db: Database,
-    query: str,
-    filters: Filters,
-    raw: bool,
-    markers: tuple[str, str],
-    elsewhere: bool,
-    typing: bool,
-) -> SearchOutcome:
+    Copies of one session are one row, its newest copy in scope
+    (:func:`~sessiondex.query.filters.newest_copy_sql`)."""
     text = without_lone_surrogates(query).strip()  # from JSON (MCP, a program): no crash
     if not text:
         return SearchOutcome([], NONE)

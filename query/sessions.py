@@ -201,7 +201,7 @@ def newest_copies(
     keeping the newest mtime"): two rows that read the same are nothing anyone could
     tell apart, or settle when asked which one."""
     if len({row["session_id"] for row in rows}) == len(rows):
-        return rows  # no copies: nearly always (a listing pays one set of its IDs)
+        return rows  # no copies: nearly always
     newest: dict[str, dict[str, Any]] = {}
     for row in rows:
         kept = newest.get(row["session_id"])
@@ -210,37 +210,8 @@ def newest_copies(
     return [row for row in rows if newest[row["session_id"]] is row]
 
 
-def object_mtime(obj: dict[str, Any]) -> str:
-    """A session object's transcript mtime, comparable (ISO-8601 UTC, one format)."""
-    return obj.get("mtime") or ""
-
-
-# How many times a page is asked again when copies of one session thinned it.
-_REFILLS = 3
-
-
-def once_per_session(
-    ask: Callable[[int | None], list[dict[str, Any]]],
-    limit: int | None,
-    mtime: Callable[[dict[str, Any]], Any] = object_mtime,
-) -> list[dict[str, Any]]:
-    """``ask(limit)``'s rows with copies of one session counted once
-    (:func:`newest_copies`), still ``limit`` of them when there are: a page thinned is
-    asked again, larger. Locally the SQL already keeps one copy of each session
-    (``query.filters.newest_copy_sql``, ties included); the team store, where one
-    session may be pushed from two machines, relies on this."""
-    want = limit
-    for _ in range(_REFILLS):
-        rows = ask(want)
-        kept = newest_copies(rows, mtime)
-        if not limit or want is None or len(kept) >= limit or len(rows) < want:
-            return kept[:limit] if limit else kept
-        want += 2 * (len(rows) - len(kept))
-    return newest_copies(ask(None), mtime)[:limit]
-
-
 def row_mtime(row: dict[str, Any]) -> int:
-    """A ``sessions`` row's transcript mtime (:func:`newest_copies` of raw rows)."""
+    """A ``sessions`` row's transcript mtime (for :func:`newest_copies`)."""
     return int(row.get("mtime_ns") or 0)
 
 
