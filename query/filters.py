@@ -165,7 +165,8 @@ def newest_copy_sql(where: str) -> str:
     session ID once. In SQL, before any ranking or paging, so a page holds its
     ``limit`` sessions and a stale copy's text never answers a search; and the newest
     copy decides even when a filter leaves it out (then the session does not answer).
-    ``where`` is read for the other row (its ``s.`` columns as ``newer.``; quoted
+    A file with no message (a title or tag alone) is no copy, as for Claude Code's
+    lookup of an ID: it never hides one that has messages. ``where`` is read for the other row (its ``s.`` columns as ``newer.``; quoted
     literals left as they are): its parameters follow the answer's. One
     ``sessions_sid`` lookup per row."""
     parts = where.split("'")
@@ -174,6 +175,6 @@ def newest_copy_sql(where: str) -> str:
     other = "'".join(parts)
     return (
         "NOT EXISTS (SELECT 1 FROM sessions newer WHERE newer.session_id = s.session_id"
-        " AND newer.id != s.id AND (newer.mtime_ns > s.mtime_ns OR"
-        f" (newer.mtime_ns = s.mtime_ns AND newer.id > s.id)) AND {other})"
+        " AND newer.id != s.id AND newer.raw_message_count > 0 AND (newer.mtime_ns >"
+        f" s.mtime_ns OR (newer.mtime_ns = s.mtime_ns AND newer.id > s.id)) AND {other})"
     )

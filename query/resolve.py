@@ -19,16 +19,14 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.objects import pr_row
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import kept_sql, keys_sql, roots_sql
+from sessiondex.query.filters import kept_sql, keys_sql, newest_copy_sql, roots_sql
 from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
     display_title,
     finish_resume_commands,
     is_archived,
-    newest_copies,
     resume_command,
-    row_mtime,
     select_rows,
     to_object,
     to_objects,
@@ -300,21 +298,33 @@ def _by_id(
 
 
 def _scope_rows(
-    db: Database, here: str, include_archived: bool, roots: list[Path]
+    db: Database, here: str, include_archived: bool, roots: list[Path], *, newest: bool = False
 ) -> list[dict[str, Any]]:
     """The rows a name or ID prefix resolves among: the cwd's repository (its worktrees'
-    project dirs locally, its origin remote on the team store) in ``roots``."""
+    project dirs locally, its origin remote on the team store) in ``roots``. With
+    ``newest``, only sessions with messages, each as its newest copy there
+    (:func:`~sessiondex.query.filters.newest_copy_sql`): what names are compared with."""
     scoped = dialect_of(db).scope_clause(here, "repo")
     assert scoped is not None
     kept, kept_params = kept_sql(db, include_archived, roots)
-    return select_rows(db, f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params])
+    where, params = f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params]
+    if newest:
+        where, params = (
+            f"{where} AND s.raw_message_count > 0 AND {newest_copy_sql(where)}",
+            params + params,
+        )
+    return select_rows(db, where, params)
+
+
+def _row_mtime(row: dict[str, Any]) -> int:
+    return int(row.get("mtime_ns") or 0)
 
 
 def _id_copy_order(row: dict[str, Any], keys: list[str]) -> tuple[int, int]:
     """Where a copy stands when a whole ID is resolved: its project dir's rank (the
     cwd's own, then the worktrees in git's order; others after), then newest first."""
     rank = key_rank(row["project_key"], keys)
-    return (len(keys) if rank is None else rank, -row_mtime(row))
+    return (len(keys) if rank is None else rank, -_row_mtime(row))
 
 
 def _id_order_copies(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
@@ -376,11 +386,10 @@ def resolve(
         return _by_id(db, arg, worktree_keys(here), include_archived, roots)
     if arg.strip() != arg and is_session_id(arg.strip()):
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
-    repo_rows = _scope_rows(db, here, include_archived, roots)
     # As for an ID, a file with no message (a title or tag alone) is nothing to resume.
     # Copies of one session are its newest before any name is compared, as Claude Code
     # lists them first: a name only an older copy (a backup) still has names nothing.
-    resumable = newest_copies([r for r in repo_rows if r["raw_message_count"]], row_mtime)
+    resumable = _scope_rows(db, here, include_archived, roots, newest=True)
     wanted = arg.strip().lower()
     named = [r for r in resumable if (name_of(r) or "").strip().lower() == wanted]
     if not named:
@@ -397,6 +406,7 @@ def resolve(
         )
     if is_id_prefix(arg):
         keys = worktree_keys(here)
+        repo_rows = _scope_rows(db, here, include_archived, roots)
         resolution = _by_prefix(db, arg.lower(), repo_rows, keys, include_archived, roots)
         if resolution is not None:
             return resolution

@@ -7,7 +7,7 @@ it changes); this module selects rows and decodes their objects.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -189,30 +189,6 @@ class ListingMemo:
             and self.key == key
             and all(claude_spelling(root) == spelled for root, spelled in self.spellings.items())
         )
-
-
-def newest_copies(
-    rows: list[dict[str, Any]], mtime: Callable[[dict[str, Any]], Any]
-) -> list[dict[str, Any]]:
-    """``rows`` with one row per session ID, the copy whose transcript is newest by
-    ``mtime`` (order kept). One session's transcript in two config dirs indexed
-    together (a live one and its backup) or in two project dirs is one session, as
-    Claude Code's picker and its name lookup count it ("deduplicated by session id,
-    keeping the newest mtime"): two rows that read the same are nothing anyone could
-    tell apart, or settle when asked which one."""
-    if len({row["session_id"] for row in rows}) == len(rows):
-        return rows  # no copies: nearly always
-    newest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        kept = newest.get(row["session_id"])
-        if kept is None or mtime(row) > mtime(kept):
-            newest[row["session_id"]] = row
-    return [row for row in rows if newest[row["session_id"]] is row]
-
-
-def row_mtime(row: dict[str, Any]) -> int:
-    """A ``sessions`` row's transcript mtime (for :func:`newest_copies`)."""
-    return int(row.get("mtime_ns") or 0)
 
 
 def listing_objects(

@@ -1240,3 +1240,27 @@ def test_a_stale_copy_does_not_answer_when_a_filter_leaves_out_the_newest(
         result = CliRunner().invoke(cli, [*args, *command, *narrowing, "--json"])
         assert result.exit_code in (0, 1), result.output
         assert json.loads(result.stdout or "[]") == [], (command, result.stdout)
+
+
+def test_a_newer_copy_without_messages_hides_nothing(tmp_path: Path) -> None:
+    """A file with no message (a title alone) is no copy, as for Claude Code's lookup of
+    an ID: found in a second config dir and newer, it must not hide the session that has
+    its messages from list, search or a name."""
+    sid = "77777777-7777-4777-8777-777777777777"
+    real = ConfigTree(tmp_path / "claude").session(cwd="/w/shop", session_id=sid)
+    real.user("the otterword question")
+    real.meta("custom-title", customTitle="Otter work")
+    real.write(mtime=1_800_000_000)
+    bare = ConfigTree(tmp_path / "other").session(cwd="/w/shop", session_id=sid)
+    bare.meta("custom-title", customTitle="Otter work")
+    bare.write(mtime=1_900_000_000)
+    args = ["--config-dir", str(tmp_path / "claude"), "--config-dir", str(tmp_path / "other")]
+    args += ["--db", str(tmp_path / "i.db")]
+    for command in (
+        ["list", "--scope", "all"],
+        ["search", "otterword", "--scope", "all"],
+        ["resolve", "otter WORK", "--cwd", "/w/shop"],
+    ):
+        result = CliRunner().invoke(cli, [*args, *command, "--json"])
+        assert result.exit_code == 0, (command, result.output)
+        assert [r["file_path"] for r in json.loads(result.stdout)] == [str(real.path)]
