@@ -63,7 +63,8 @@ class LazyGroup(click.Group):
         # The group's callback reads the settings before the subcommand parses its own
         # options; it must know that the command line only asks for help (settings.py).
         ctx.meta[HELP_ASKED] = any(arg in ("--help", "-h") for arg in args)
-        args = [_as_utf8(arg) for arg in args]
+        for arg in args:
+            _check_text(arg)
         with _cleaned_errors():
             return super().parse_args(ctx, args)
 
@@ -135,15 +136,15 @@ def _cleaned_errors() -> Iterator[None]:
         raise
 
 
-def _as_utf8(arg: str) -> str:
-    """The argument, checked to be text that names files here
+def _check_text(arg: str) -> None:
+    """An argument must be text that names files here
     (:func:`~sessiondex.cli.errors.text_problem`): else a usage error in one line. A
     name, tag or query must be text that Claude Code, SQLite and the terminal can hold,
     and a path with bytes that are not UTF-8 is never a transcript (discovery skips
     such names)."""
     try:
         arg.encode("utf-8")
-        return arg  # nearly always: valid text, and the locale decoded it
+        return  # nearly always: valid text, and the locale decoded it
     except UnicodeEncodeError:
         pass
     from sessiondex.cli.errors import InvalidValue, text_problem

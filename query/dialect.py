@@ -218,7 +218,7 @@ class SqliteDialect:
         out: dict[int, str] = {}
         for rowid, *texts in long_rows:
             heavy = [t for t in texts if t and len(t) > SCAN_CHARS and too_many_matches(t, terms)]
-            if heavy:  # FTS5 takes the best column; the one with most matches, here
+            if heavy:  # FTS5 takes its best column; here the first too heavy for it
                 out[int(rowid)] = bounded_snippet(heavy[0], terms, tokens)
         return out
 
