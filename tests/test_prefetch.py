@@ -21,12 +21,17 @@ T0 = 1_790_000_000  # a quiet past (2026-09-21)
 
 
 class InlinePool(Executor):
-    """Parses nothing: each submitted file comes back at once as an empty parse."""
+    """Parses nothing: each submitted batch of files comes back at once as empty parses
+    (and the batches are kept)."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Any]] = []
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        tf = args[0]
+        files = args[0]
+        self.batches.append(files)
         future: Future[Any] = Future()
-        future.set_result(Prefetched(tf))
+        future.set_result([Prefetched(tf) for tf in files])
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -108,7 +113,8 @@ def test_the_queue_is_bounded_by_files_and_bytes(case: str, monkeypatch) -> None
 
 class SlowPool(Executor):
     """A parser slower than the writer: it finishes one file every ``delay`` seconds, in
-    the order they came, and answers without parsing (``parsed`` stays None)."""
+    the order they came, and answers each batch without parsing (``parsed`` stays
+    None)."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
@@ -121,16 +127,16 @@ class SlowPool(Executor):
 
     def _work(self) -> None:
         while (job := self.queue.get()) is not None:
-            time.sleep(self.delay)
-            future, tf = job
+            future, files = job
+            time.sleep(self.delay * len(files))
             with self.lock:
-                self.unfinished -= 1
-            future.set_result(Prefetched(tf))
+                self.unfinished -= len(files)
+            future.set_result([Prefetched(tf) for tf in files])
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()  # every job here is a file to parse
+        future: Future[Any] = Future()  # every job here is a batch of files to parse
         with self.lock:
-            self.unfinished += 1
+            self.unfinished += len(args[0])
             self.most_unfinished = max(self.most_unfinished, self.unfinished)
         self.queue.put((future, args[0]))
         return future
@@ -215,3 +221,90 @@ def test_a_big_file_is_left_to_the_parser(tmp_path: Path, monkeypatch) -> None:
     finally:
         prefetcher.close()
     assert [item.parsed for item in items] == [None] * len(files)  # all the parser's
+
+
+KB = 1 << 10
+
+# (file sizes, BATCH_FILES, BATCH_BYTES, files per task): a task takes files in order up
+# to the count and the bytes, and a file bigger than the bytes goes alone
+BATCH_CASES = {
+    "small files: the bytes bind": ([100 * KB] * 40, 16, 1 * MB, [10, 10, 10, 10]),
+    "tiny files: the count binds": ([1 * KB] * 20, 4, 1 * MB, [4, 4, 4, 4, 4]),
+    "big files go one by one": ([3 * MB] * 3, 16, 1 * MB, [1, 1, 1]),
+    "a big file ends a batch and goes alone": (
+        [100 * KB, 2 * MB, 100 * KB, 100 * KB],
+        16,
+        1 * MB,
+        [1, 1, 2],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BATCH_CASES))
+def test_files_go_to_the_parser_in_batches(case: str, monkeypatch) -> None:
+    """One task per file cost ~0.4 ms each of pickling and hand-offs, as much as
+    parsing a small transcript: the parser idled a third of a tool-heavy build."""
+    sizes, batch_files, batch_bytes, expected = BATCH_CASES[case]
+    pool = InlinePool()
+    monkeypatch.setattr(Prefetcher, "BATCH_FILES", batch_files)
+    monkeypatch.setattr(Prefetcher, "BATCH_BYTES", batch_bytes)
+    monkeypatch.setattr(Prefetcher, "WINDOW_BYTES", 64 * MB)
+    monkeypatch.setattr(Prefetcher, "_start_pool", _start_with(pool))
+    files = _files(sizes)
+    prefetcher = Prefetcher(files, include_tools=False)
+    taken = [prefetcher.take(found.file()).tf for found in files]
+    prefetcher.close()
+    assert taken == [found.file() for found in files]
+    assert [len(batch) for batch in pool.batches] == expected
+
+
+class RunningPool(Executor):
+    """Runs each task here, at once, as the parsing process would."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass
+
+
+def test_what_one_file_of_a_batch_raised_is_raised_at_its_turn_alone(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A batch is one task, but each of its files is its own: the file that breaks the
+    parse fails at its turn, and the files around it are written."""
+    import sessiondex.indexer.prefetch as prefetch
+
+    files = _transcripts(tmp_path, 6)
+    broken = Path(files[2].path)
+    real = prefetch.parse_new_file
+
+    def parse(tf: Any, include_tools: bool) -> Prefetched:
+        if tf.path == broken:
+            raise RuntimeError("a file that breaks the parse")
+        return real(tf, include_tools)
+
+    monkeypatch.setattr(prefetch, "parse_new_file", parse)
+    monkeypatch.setattr(Prefetcher, "_start_pool", _start_with(RunningPool()))
+    prefetcher = Prefetcher(files, include_tools=False)
+    outcomes: list[str] = []
+    try:
+        for found in files:
+            try:
+                item = prefetcher.take(found.file())
+            except RuntimeError as exc:
+                outcomes.append(str(exc))
+            else:
+                outcomes.append(item.parsed.state.first_prompt)
+    finally:
+        prefetcher.close()
+    assert outcomes == [
+        "prompt number 0",
+        "prompt number 1",
+        "a file that breaks the parse",
+        "prompt number 3",
+        "prompt number 4",
+        "prompt number 5",
+    ]
