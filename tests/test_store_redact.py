@@ -397,3 +397,52 @@ def test_many_assignments_on_lines_are_each_redacted() -> None:
 
     text = "\n".join(f"DB_PASSWORD_{i}=Zx9vQ2mL7pR4tY8w{i:06d}" for i in range(500))
     assert redact_text(text).count("[REDACTED") == 500
+
+
+class _CountingPattern:
+    """A compiled pattern that counts where it was tried."""
+
+    def __init__(self, pattern: Any) -> None:
+        self.pattern, self.tried = pattern, 0
+        self.groupindex = pattern.groupindex
+
+    def match(self, text: str, pos: int) -> Any:
+        self.tried += 1
+        return self.pattern.match(text, pos)
+
+
+# (text, where the env-line rule may start: the first ``=`` of a line whose head is a
+# name, as in ``export API_KEY=``), redacted
+LINE_HEAD_CASES = {
+    "a run of '=' (helper 99: 100,000 took 5.4 s)": ("=" * 20_000, 0, False),
+    "'ab=' repeated": ("ab=" * 10_000, 1, False),
+    "an env line, then '=' after its value": (
+        "DEPLOY_REF=Zq8vL2mN4pR7tY1wK9sD3fG6hJ0==\n" + "=" * 500,
+        1,
+        True,
+    ),
+    "two env lines": (
+        "DEPLOY_REF=Zq8vL2mN4pR7tY1wK9sD3fG6hJ0\nBUILD_REF=Xw3vL2mN4pR7tY1wK9sD3fG6hJ9",
+        2,
+        True,
+    ),
+    "prose with '='": ("so x = y and y == z, then 2+2=4", 0, False),
+}
+
+
+@pytest.mark.parametrize("case", list(LINE_HEAD_CASES))
+def test_a_line_rule_is_tried_only_where_its_line_head_holds(case: str) -> None:
+    """A rule for whole lines (``high-entropy``: ``NAME=value``) is tried only at a
+    trigger whose line head is the rule's: at every ``=`` of a run of them, its value
+    class (which holds ``=``) scanned to the run's end, quadratic in its length. The
+    work is counted, not timed."""
+    from dataclasses import replace
+
+    from sessiondex.store.redact import _compiled, _matches
+
+    text, tried, redacted = LINE_HEAD_CASES[case]
+    (rule,) = [c for c in _compiled() if c.rule.kind == "high-entropy"]
+    counting = replace(rule, pattern=_CountingPattern(rule.pattern))
+    _matches(counting, text, text)
+    assert counting.pattern.tried == tried
+    assert ("[REDACTED:high-entropy]" in redact_text(text)) is redacted
