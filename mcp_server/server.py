@@ -118,7 +118,12 @@ class SessiondexServer(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """A tool call; arguments that fail the tool's schema are one sentence (what
         the README promises for bad input), not pydantic's multi-line report with a
-        link to its documentation."""
+        link to its documentation. A name that is none of the tools is named as the CLI
+        names text it was given (made visible, cut short: the SDK echoed a name of any
+        length whole), with the tools there are."""
+        tools = [tool.name for tool in await self.list_tools()]
+        if name not in tools:
+            raise ToolError(f"no tool {_quoted(name)}; the tools are {', '.join(tools)}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -149,6 +154,17 @@ class SessiondexServer(MCPServer[Any]):
             )
             for row in rows
         ] + await super().list_resources()
+
+
+# A tool name quoted back in an error is at most this long (ours are under 20).
+NAME_SHOWN_MAX = 64
+
+
+def _quoted(name: str) -> str:
+    """``name`` as an error quotes it: control and bidi characters made visible, and at
+    most :data:`NAME_SHOWN_MAX` characters."""
+    text = neutralize(name, single_line=True)
+    return repr(text if len(text) <= NAME_SHOWN_MAX else text[: NAME_SHOWN_MAX - 1] + "…")
 
 
 def shown(error: UserError, limit: int) -> str:

@@ -790,3 +790,37 @@ def test_an_error_result_is_as_short_as_every_answer() -> None:
     # Helper 97: the SDK then adds "Error executing tool <name>: ", kept under the cap.
     assert len(str(raised.value)) == 2000 - ERROR_PREFIX_ROOM
     assert str(raised.value).startswith("No session matches 'aaa") and str(raised.value)[-1] == "…"
+
+
+# (the tool name a client sent, how the error quotes it)
+UNKNOWN_TOOLS = {
+    "a near miss": ("search_session", "'search_session'"),
+    "a name of any length (helper 99: echoed whole)": ("x" * 5000, repr("x" * 63 + "…")),
+    "control and bidi characters": ("\u202etool\x1b[31m", "'<U+202E>tool^[[31m'"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNKNOWN_TOOLS))
+def test_an_unknown_tool_is_quoted_short_and_visible_with_the_tools_there_are(
+    case: str,
+) -> None:
+    """The SDK's "Unknown tool: <name>" echoed a name of any length, with its control
+    characters, to a client that shows tool errors to a person; the error now quotes it
+    as every error quotes what it was given, and says which tools there are."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sessiondex.mcp_server.server import build_server
+    from sessiondex.mcp_server.service import Settings
+
+    sent, quoted = UNKNOWN_TOOLS[case]
+    server = build_server(_no_index, Settings(cwd="/w"))
+    try:
+        with pytest.raises(ToolError) as raised:
+            asyncio.run(server.call_tool(sent, {}))
+    finally:
+        server.runner.shutdown()
+    message = str(raised.value)
+    assert message.startswith(f"no tool {quoted}; the tools are ")
+    assert "search_sessions" in message and "read_session" in message
