@@ -352,6 +352,17 @@ def _name_key(name: str) -> str:
     return " ".join(unicodedata.normalize("NFC", clean_name(name)).lower().split())
 
 
+def _shown_key(name: str | None) -> str | None:
+    """:func:`_name_key` of a name as it is shown (``render.terminal.neutralize``), for a
+    name that shows otherwise than it reads; else None."""
+    from sessiondex.render.terminal import neutralize
+
+    if not name:
+        return None
+    shown = neutralize(name, single_line=True)
+    return _name_key(shown) if shown != name else None
+
+
 def name_of(row: dict[str, Any]) -> str | None:
     """A session's resume handle: its custom title, else its AI title."""
     return row.get("custom_title") or row.get("ai_title")
@@ -397,6 +408,11 @@ def resolve(
         # or composed otherwise (a decomposed é from a macOS file name looks the same).
         wanted = _name_key(arg)
         named = [r for r in resumable if _name_key(name_of(r) or "") == wanted]
+    if not named:
+        # The name typed as every table and suggestion shows it: a control character as
+        # ``^[``, a bidi control as ``<U+202E>`` (a title the SDK or Claude Code stored
+        # with one could not be typed back).
+        named = [r for r in resumable if _shown_key(name_of(r)) == wanted]
     if len(named) == 1:
         return Resolution(to_object(db, named[0]), named[0], MATCHED_NAME)
     if len(named) > 1:

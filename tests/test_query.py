@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.query.scopes import git_worktrees
+from sessiondex.render.terminal import neutralize
 from tests.builders import ConfigTree, git, one_session
 
 ID_PREFIX_A = "abcdef12-0000-4000-8000-000000000001"
@@ -1030,6 +1031,11 @@ def test_copies_of_a_session_in_two_config_dirs_are_one_row(
         ("Foo  Bar", "Foo Bar"),  # two spaces, shown as one
         ("Tab\tName", "tab name"),  # the SDK stores a tab as given
         ("Line\nBreak  here", "line break here"),
+        # Session 17: a control or bidi character is shown made visible, and was
+        # "No session matches" typed so
+        ("deploy\x1b[31m fix", "deploy^[[31m fix"),
+        ("\u202eevil name", "<U+202E>evil name"),
+        ("bell\x07 ring", "BELL^G ring"),
     ],
 )
 def test_a_name_typed_as_tables_show_it_resolves(tmp_path: Path, stored: str, typed: str) -> None:
@@ -1043,7 +1049,7 @@ def test_a_name_typed_as_tables_show_it_resolves(tmp_path: Path, stored: str, ty
     s.write()
     base = ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "i.db")]
     listed = CliRunner().invoke(cli, [*base, "list", "--cwd", "/w/names"])
-    shown = " ".join(stored.split())
+    shown = neutralize(" ".join(stored.split()), single_line=True)
     assert shown in listed.stdout
     for arg in (typed, shown):
         result = CliRunner().invoke(cli, [*base, "resolve", arg, "--cwd", "/w/names", "--json"])
