@@ -256,13 +256,11 @@ def archive(
     state = app()
     directory = Path(archive_dir) if archive_dir else default_archive_dir()
     if not archive_dir:  # from XDG_DATA_HOME or HOME (an --archive argument is checked)
-        from sessiondex.cli.errors import InvalidValue, text_problem
+        from sessiondex.cli.errors import InvalidValue
 
-        text = text_problem(str(directory))
-        if text is not None:
-            import os
-
-            raise InvalidValue("XDG_DATA_HOME" if os.environ.get("XDG_DATA_HOME") else "HOME", text)
+        default_problem = _default_dir_problem(directory)
+        if default_problem is not None:
+            raise InvalidValue(*default_problem)
     problem = archive_dir_problem(directory, state.roots, state.database_path)
     if problem:
         raise UnsafeOutputPath(clean_line(problem))
@@ -350,15 +348,38 @@ def restore(session_id: str, fmt: str, as_json: bool) -> None:
         click.echo(clean_line(f"resume: {resume}"))
 
 
+def _default_dir_problem(directory: Path) -> tuple[str, str] | None:
+    """(the variable it came from, what is wrong) when the default archive dir is no
+    text this process can name files with (``cli.errors.text_problem``), else None."""
+    import os
+
+    from sessiondex.cli.errors import text_problem
+
+    problem = text_problem(str(directory))
+    if problem is None:
+        return None
+    return ("XDG_DATA_HOME" if os.environ.get("XDG_DATA_HOME") else "HOME"), problem
+
+
 def watch_rescue(
     index: Index, log: Callable[[str], None], *, clock: Callable[[], float] = time.time
 ) -> Daily:
     """The rescue ``watch`` polls: archive what the sweep deletes within 3 days into the
     default archive dir, at start and once a day by ``clock``; problems are logged,
     never fatal to ``watch``."""
-    from sessiondex.actions.archive import ARCHIVED, DEFAULT_WINDOW, FAILED, Daily
+    from sessiondex.actions.archive import (
+        ARCHIVED,
+        DEFAULT_WINDOW,
+        FAILED,
+        Daily,
+        default_archive_dir,
+    )
 
     def job() -> None:
+        problem = _default_dir_problem(default_archive_dir())
+        if problem is not None:  # as `archive` says it, once a day
+            log(f"archive: invalid value for {problem[0]}: {problem[1]}")
+            return
         try:
             run = index.archive(window=DEFAULT_WINDOW, now=clock())
         except Exception as exc:  # the index busy, the archive dir refused: try tomorrow

@@ -367,6 +367,29 @@ def test_watch_rescues_at_start_and_after_a_day(tmp_path: Path) -> None:
     assert len(logged) == 2 and all("archived 1 session(s)" in line for line in logged)
 
 
+def test_watch_rescue_checks_the_default_archive_dir_as_archive_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``archive`` refuses a default archive dir that is no text (XDG_DATA_HOME with
+    bytes that are not UTF-8, or not ASCII under ``LC_ALL=C``) in one line; ``watch``'s
+    daily rescue archived into it, or logged a codec error. It logs the same sentence
+    and archives nothing."""
+    import os
+
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "expires tomorrow", NOW - 29 * DAY)
+    data_home = tmp_path / os.fsdecode(b"data-\xff")
+    monkeypatch.setenv("XDG_DATA_HOME", str(data_home))
+    logged: list[str] = []
+    with _index(tree, tmp_path) as index:
+        assert watch_rescue(index, logged.append, clock=lambda: NOW).poll()
+    assert logged == [
+        f"archive: invalid value for XDG_DATA_HOME: '{tmp_path}/data-\\xff/sessiondex/"
+        "archive' is not valid UTF-8"
+    ]
+    assert not data_home.exists()
+
+
 def test_watch_command_archives_at_start(tmp_path: Path) -> None:
     from tests.test_watch import WatchProcess
 
