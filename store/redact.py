@@ -342,11 +342,15 @@ RULES: tuple[Rule, ...] = (
         "secret-assignment",
         _KEYWORDS,
         rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,64}}):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
-        lambda m: _assigned_secret(_full_name(m), m.group("s")),
+        # The line head after the pattern: the name is bounded, so a failed match is
+        # short, and most keywords are followed by no ``: value``.
+        lambda m: (
+            _line_head(m.string, m.start(), _YAML_HEAD)
+            and _assigned_secret(_full_name(m), m.group("s"))
+        ),
         fold=True,
         anchored=True,
         near=_NEAR_ASSIGNMENT,
-        head=_YAML_HEAD,
     ),
     Rule(
         "high-entropy",
