@@ -197,13 +197,22 @@ class SqliteDialect:
 
         ids = ", ".join(str(int(rowid)) for rowid in rowids)
         if source == "meta":
-            # (max() of several is NULL when one is: each NULL counted as 0)
-            longest = f"max({', '.join(f'coalesce(length({c}), 0)' for c in META_COLUMNS)})"
-            long_rows = db.execute(
-                f"SELECT id, {', '.join(META_COLUMNS)} FROM session_search"
-                f" WHERE id IN ({ids}) AND {longest} > ?",
-                [SCAN_CHARS],
-            ).fetchall()
+            # The columns as stored, each made its indexed form (the view's) here only
+            # when it can be long enough: fts_text at most triples a text (a space
+            # around each CJK character). Read through the view, every column of every
+            # row went through the text function twice, in the filter and the select.
+            from sessiondex.indexer.text import fts_text
+
+            long_rows = []
+            for rowid, *values in db.execute(
+                f"SELECT id, {', '.join(META_COLUMNS)} FROM sessions WHERE id IN ({ids})"
+            ):
+                texts = [
+                    fts_text(v) if isinstance(v, str) and 3 * len(v) > SCAN_CHARS else None
+                    for v in values
+                ]
+                if any(t is not None and len(t) > SCAN_CHARS for t in texts):
+                    long_rows.append((rowid, *texts))
         else:  # each body decoded once (a length() in SQL would decode it again)
             long_rows = [
                 row

@@ -561,3 +561,24 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
         if where == "a message" and table == "session_search_fts":
             continue  # its first prompt is short: FTS5's own snippet
         assert not heavy_rows[table] & listed, sql
+
+
+def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
+    tmp_path: Path,
+) -> None:
+    """A CJK first prompt of 1,400 characters is 2,801 as indexed (a space around each
+    character): over the length from which a row's matches are counted, though its
+    stored text is under it. Its 700 matches are cut in Python, not given to FTS5."""
+    tree = ConfigTree(tmp_path / "claude")
+    heavy = tree.session(cwd="/w/cjk")
+    heavy.user("東京" * 700)
+    heavy.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    rows = search(db, "東京", Filters(scope="all"))
+    assert [r["session_id"] for r in rows] == [heavy.session_id]
+    assert rows[0]["snippet"].startswith("[東京東京")  # a run of matched CJK: one mark
+    meta_snippets = [sql for sql in asked if "snippet(session_search_fts" in sql]
+    assert meta_snippets == []
