@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import BrokenExecutor, Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +193,7 @@ class Prefetcher:
         self._held = 0
         self._running: collections.deque[tuple[Batch, int]] = collections.deque()  # + files
         self._in_flight = 0  # files in ``_running``
+        self._lost = False  # the parsing process died: every file is parsed here
         self._fill()
 
     def _start_pool(self, dictionary: bytes | None) -> Executor:
@@ -234,9 +235,13 @@ class Prefetcher:
             batch = self._next_batch(self.WINDOW - backlog)
             if not batch:
                 return
-            future = self._pool.submit(
-                parse_new_files, [found.file() for found in batch], self._include_tools
-            )
+            try:
+                future = self._pool.submit(
+                    parse_new_files, [found.file() for found in batch], self._include_tools
+                )
+            except BrokenExecutor:
+                self._parser_lost()
+                return
             for index, found in enumerate(batch):
                 self._futures.append((future, index, found.size, False))
                 self._held += found.size
@@ -266,7 +271,10 @@ class Prefetcher:
         if dictionary is None:
             return
         self.dictionary = dictionary
-        self._pool.submit(_set_dictionary, dictionary)  # after the files sent so far
+        try:
+            self._pool.submit(_set_dictionary, dictionary)  # after the files sent so far
+        except BrokenExecutor:
+            self._parser_lost()
 
     def _parse_while_waiting(self, head: Batch) -> None:
         """Parse the first file not yet sent, here, while ``head`` is not done and the
@@ -286,12 +294,20 @@ class Prefetcher:
             self._held += found.size
 
     def take(self, tf: TranscriptFile) -> Prefetched:
+        if self._lost:
+            return self._parse_here(tf)
         head, _, _, here = self._futures[0]
         # The parser is ahead when its next result is already there: then it compresses.
         self._encode_texts.value = int(not here and head.done())
         self._parse_while_waiting(head)
+        if self._lost:  # found while sending more
+            return self._parse_here(tf)
         batch, index, size, _ = self._futures.popleft()
-        results = batch.result()
+        try:
+            results = batch.result()
+        except BrokenExecutor:
+            self._parser_lost()
+            return self._parse_here(tf)
         item = results[index]
         results[index] = None  # the batch's other files may wait longer: not this one
         self._held -= size
@@ -299,6 +315,24 @@ class Prefetcher:
         if isinstance(item, Exception):
             raise item
         assert item is not None and item.tf.path == tf.path, (item, tf.path)
+        return item
+
+    def _parser_lost(self) -> None:
+        """The parsing process died (the OOM killer, a signal sent to it alone): every
+        file from the one being taken on is parsed here, in order. Each file queued
+        behind it failed with the pool, and the files never sent were left waiting: the
+        build went on, reporting hundreds of files as failed (helper 100)."""
+        self._lost = True
+        self._futures.clear()
+        self._pending.clear()
+        self._running.clear()
+        self._held = self._in_flight = 0
+
+    def _parse_here(self, tf: TranscriptFile) -> Prefetched:
+        (item,) = parse_new_files([tf], self._include_tools)
+        if isinstance(item, Exception):
+            raise item
+        assert item is not None
         return item
 
     def close(self) -> None:

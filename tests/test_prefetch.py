@@ -308,3 +308,29 @@ def test_what_one_file_of_a_batch_raised_is_raised_at_its_turn_alone(
         "prompt number 4",
         "prompt number 5",
     ]
+
+
+def test_a_parser_that_dies_leaves_its_files_to_the_writer(tmp_path: Path, monkeypatch) -> None:
+    """Helper 100: when the parsing process was killed mid-build (the OOM killer),
+    every file queued for it failed with the pool and the files never sent failed with
+    ``IndexError``: ``index`` exited 0 with hundreds of files left out and as many
+    warnings. The writer now parses every file from there on itself, in order."""
+    import os
+    import signal
+
+    files = _transcripts(tmp_path, 60)
+    monkeypatch.setattr(Prefetcher, "WINDOW", 2)  # most files not sent yet when it dies
+    monkeypatch.setattr(Prefetcher, "BATCH_FILES", 1)
+    prefetcher = Prefetcher(files, include_tools=False)  # the real parsing process
+    try:
+        first = prefetcher.take(files[0].file())
+        workers = list(prefetcher._pool._processes)  # type: ignore[attr-defined]
+        assert workers
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        rest = [prefetcher.take(found.file()) for found in files[1:]]
+        assert prefetcher._lost
+    finally:
+        prefetcher.close()
+    prompts = [item.parsed.state.first_prompt for item in [first, *rest]]  # type: ignore[union-attr]
+    assert prompts == [f"prompt number {n}" for n in range(60)]
