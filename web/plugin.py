@@ -10,13 +10,17 @@ that :func:`~sessiondex.web.app.build` made (one holding a :class:`WebIndex`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import base64
+import hashlib
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 from datasette import hookimpl as _hookimpl
 from datasette.utils.asgi import Response, asgi_static
+from jinja2 import Environment, StrictUndefined, TemplateError
 from markupsafe import Markup
 
 from sessiondex.render.terminal import neutralize
@@ -35,6 +39,26 @@ STATIC_PREFIX = "/-/sessiondex/static/"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+#: Datasette's own pages (tables, rows, SQL, ``/-/``) run a few inline scripts from its
+#: templates, allowed by their hashes (:func:`datasette_csp`), and carry inline styles
+#: (``style=`` attributes, one of them sized by the query, and the SQL editor's
+#: ``<style>``), hence ``'unsafe-inline'`` for styles only: a style cannot run code, and
+#: with nothing else allowed from another origin it cannot send anything there either.
+DATASETTE_CSP = (
+    "default-src 'none'; script-src {scripts}; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'; object-src 'none'"
+)
+# An inline script in a template: ``<script>`` without ``src``.
+_INLINE_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.DOTALL)
+_SRC_ATTR = re.compile(r"\bsrc\s*=")
+#: What Datasette's views give its inline scripts' variables: table.html sets
+#: ``DATASETTE_ALLOW_FACET`` from the ``allow_facet`` setting. A script using any other
+#: variable (a plugin's ``extra_body_script``) gets no hash and does not run.
+_SCRIPT_CONTEXTS: tuple[dict[str, str], ...] = (
+    {"datasette_allow_facet": "true"},
+    {"datasette_allow_facet": "false"},
 )
 #: On every response, Datasette's pages too.
 COMMON_HEADERS = {
@@ -175,6 +199,12 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
 @hookimpl
 def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
     def wrap(app: ASGIApp) -> ASGIApp:
+        if web_index(datasette) is None:
+            return app  # another Datasette in this process: not ours to change
+        # Our pages send the stricter CSP themselves; every other response gets this one.
+        csp = datasette_csp(datasette.jinja_env)
+        default_headers = {**COMMON_HEADERS, "content-security-policy": csp}
+
         async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
             state = web_index(datasette)
             if state is None or scope.get("type") != "http":
@@ -192,7 +222,7 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
                     names = {bytes(k).lower() for k, _ in message.get("headers", [])}
                     extra = [
                         (k.encode(), v.encode())
-                        for k, v in COMMON_HEADERS.items()
+                        for k, v in default_headers.items()
                         if k.encode() not in names
                     ]
                     message = {**message, "headers": [*message.get("headers", []), *extra]}
@@ -203,6 +233,41 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
         return wrapped
 
     return wrap
+
+
+def inline_script_hashes(templates: Iterable[str]) -> list[str]:
+    """The CSP sources (``'sha256-…'``) of the inline scripts these template sources
+    can render.
+
+    Hashes, not ``'unsafe-inline'`` nor a nonce added to the page afterwards: a
+    ``<script>`` that a transcript string slipped into a page is not one of the
+    template's, so it does not run. Each script is rendered alone with the values
+    Datasette's views give it (:data:`_SCRIPT_CONTEXTS`); its text, as the browser
+    hashes it, is the rendered text between the tags."""
+    # The text between the tags, its last newline too (a template's end loses it).
+    render = Environment(autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True)
+    sources: set[str] = set()
+    for source in templates:
+        for match in _INLINE_SCRIPT.finditer(source):
+            if _SRC_ATTR.search(match.group("attrs")):
+                continue
+            for context in _SCRIPT_CONTEXTS:
+                try:
+                    text = render.from_string(match.group("body")).render(context)
+                except TemplateError:  # a variable no view here gives it
+                    continue
+                digest = hashlib.sha256(text.encode("utf-8")).digest()
+                sources.add(f"'sha256-{base64.b64encode(digest).decode('ascii')}'")
+    return sorted(sources)
+
+
+def datasette_csp(env: Any) -> str:
+    """:data:`DATASETTE_CSP` with the hashes of the inline scripts in every template
+    ``env`` (Datasette's Jinja environment) can load: its own, ours and any plugin's,
+    read where they are installed, so an upgrade that changes them changes the hashes."""
+    loader = env.loader
+    templates = (loader.get_source(env, name)[0] for name in loader.list_templates())
+    return DATASETTE_CSP.format(scripts=" ".join(["'self'", *inline_script_hashes(templates)]))
 
 
 def _names_loopback(scope: Scope) -> bool:
@@ -224,6 +289,7 @@ async def _misdirected(send: Send) -> None:
             "status": 421,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-security-policy", CSP.encode()),
                 *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
             ],
         }
