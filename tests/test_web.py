@@ -516,6 +516,51 @@ def test_only_requests_naming_a_loopback_host_are_answered(
             assert response.headers["content-security-policy"] == CSP
 
 
+# What the app itself answers, whichever HTTP parser uvicorn picked (its h11 one refuses
+# an HTTP/1.1 request without Host before the app; its httptools one passes it on).
+@pytest.mark.parametrize(
+    ("http_version", "headers", "status"),
+    [
+        ("1.1", [], 400),
+        ("1.1", [(b"host", b"127.0.0.1:8001")], 200),
+        ("1.1", [(b"host", b"evil.test")], 421),
+        ("1.0", [], 200),  # HTTP/1.0 had no Host to send
+        ("1.0", [(b"host", b"evil.test")], 421),
+    ],
+)
+def test_an_http_1_1_request_without_host_is_refused_by_the_app(
+    web: Web, http_version: str, headers: list[tuple[bytes, bytes]], status: int
+) -> None:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": http_version,
+        "method": "GET",
+        "scheme": "http",
+        "path": "/sessiondex",
+        "raw_path": b"/sessiondex",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8001),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    web.loop.run_until_complete(web.datasette.app()(scope, receive, send))
+    assert sent[0]["status"] == status
+    if status == 400:
+        body = b"".join(m.get("body", b"") for m in sent[1:])
+        assert body == b"400 Bad Request: an HTTP/1.1 request must have a Host header.\n"
+        assert (b"content-type", b"text/plain; charset=utf-8") in sent[0]["headers"]
+
+
 @pytest.mark.parametrize("how", ["deleted", "moved aside"])
 def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web, how: str) -> None:
     """As ``watch`` does: the pages answered from the deleted file (new sessions went

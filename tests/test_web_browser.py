@@ -271,3 +271,32 @@ def test_datasette_pages_run_their_scripts_under_the_content_security_policy(
             }
         finally:
             browser.close()
+
+
+# Raw requests as a client might send them, and the status each gets (RFC 9112 §3.2: an
+# HTTP/1.1 request without Host is a 400; HTTP/1.0 had no Host to send).
+RAW_REQUESTS = [
+    (b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", 400),
+    (b"GET /sessiondex?sql=select+1 HTTP/1.1\r\nConnection: close\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 200),
+    (b"GET / HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", 421),
+    (b"GET / HTTP/1.0\r\n\r\n", 200),
+]
+
+
+def test_an_http_1_1_request_without_host_is_a_400(served: tuple[str, WebTree]) -> None:
+    """uvicorn's h11 parser answers the 400 itself (its own line); with httptools
+    installed uvicorn uses that one, which passes the request on and the app answers."""
+    url, _ = served
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    for request, status in RAW_REQUESTS:
+        with socket.create_connection((host, int(port)), timeout=30) as conn:
+            conn.sendall(request)
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split(b" ", 2)[1] == str(status).encode(), (request, head)
+        if status == 400:
+            assert b"content-type: text/plain" in head.lower(), head
+            assert body.count(b"\n") <= 1 and body.strip(), body  # one line

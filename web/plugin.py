@@ -210,8 +210,12 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
             if state is None or scope.get("type") != "http":
                 await app(scope, receive, send)
                 return
+            if scope.get("http_version") == "1.1" and _host(scope) is None:
+                # uvicorn's h11 parser refuses it before us, its httptools one does not.
+                await _refuse(send, 400, _NO_HOST)
+                return
             if state.loopback_only and not _names_loopback(scope):
-                await _misdirected(send)
+                await _refuse(send, 421, _MISDIRECTED)
                 return
             path = str(scope.get("path", ""))
             if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
@@ -270,25 +274,38 @@ def datasette_csp(env: Any) -> str:
     return DATASETTE_CSP.format(scripts=" ".join(["'self'", *inline_script_hashes(templates)]))
 
 
-def _names_loopback(scope: Scope) -> bool:
-    """Whether the request's ``Host`` names a loopback host (no header: not a browser)."""
+def _host(scope: Scope) -> str | None:
+    """The request's ``Host`` header, None when it has none."""
     for name, value in scope.get("headers", []):
         if bytes(name).lower() == b"host":
-            return is_loopback(host_of(bytes(value).decode("latin-1")))
-    return True
+            return bytes(value).decode("latin-1")
+    return None
 
 
-async def _misdirected(send: Send) -> None:
-    body = (
-        b"421 Misdirected Request: this sessiondex serves http://127.0.0.1 and "
-        b"http://localhost only (a page may not reach it through another name).\n"
-    )
+def _names_loopback(scope: Scope) -> bool:
+    """Whether the request's ``Host`` names a loopback host. An HTTP/1.0 request may have
+    none (an HTTP/1.1 one without is refused first): no browser sends that."""
+    host = _host(scope)
+    return host is None or is_loopback(host_of(host))
+
+
+# RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+_NO_HOST = b"400 Bad Request: an HTTP/1.1 request must have a Host header.\n"
+_MISDIRECTED = (
+    b"421 Misdirected Request: this sessiondex serves http://127.0.0.1 and "
+    b"http://localhost only (a page may not reach it through another name).\n"
+)
+
+
+async def _refuse(send: Send, status: int, body: bytes) -> None:
+    """Answer ``status`` with a line of plain text, before Datasette sees the request."""
     await send(
         {
             "type": "http.response.start",
-            "status": 421,
+            "status": status,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),  # else sent chunked
                 (b"content-security-policy", CSP.encode()),
                 *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
             ],
