@@ -6,6 +6,7 @@ import json
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -506,6 +507,17 @@ def test_too_many_matches_counts_tokens(
     assert too_many_matches(text, terms) is many
 
 
+def _traced_search(
+    tmp_path: Path, tree: ConfigTree, query: str
+) -> tuple[Any, list[dict[str, Any]], list[str]]:
+    """The index of ``tree``, ``search(query)`` in every scope, and the SQL it ran."""
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    return db, search(db, query, Filters(scope="all")), asked
+
+
 @pytest.mark.parametrize("lines", [3000, 200], ids=["105 KB", "7 KB"])
 @pytest.mark.parametrize("where", ["a message", "the first prompt"])
 def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
@@ -530,11 +542,7 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     light = tree.session(cwd="/w/logs")
     light.user("one connection refused, once")
     light.write()
-    db = open_db(tmp_path / "i.db")
-    refresh(db, [tree.root])
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    rows = search(db, "connection refused", Filters(scope="all"))
+    db, rows, asked = _traced_search(tmp_path, tree, "connection refused")
     snippets = {r["session_id"]: r["snippet"] for r in rows}
     assert "[connection] [refused] to shard 0 " in snippets[heavy.session_id]
     assert snippets[light.session_id] == "one [connection] [refused], once"
@@ -573,11 +581,7 @@ def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
     heavy = tree.session(cwd="/w/cjk")
     heavy.user("東京" * 700)
     heavy.write()
-    db = open_db(tmp_path / "i.db")
-    refresh(db, [tree.root])
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    rows = search(db, "東京", Filters(scope="all"))
+    _, rows, asked = _traced_search(tmp_path, tree, "東京")
     assert [r["session_id"] for r in rows] == [heavy.session_id]
     assert rows[0]["snippet"].startswith("[東京東京")  # a run of matched CJK: one mark
     meta_snippets = [sql for sql in asked if "snippet(session_search_fts" in sql]
