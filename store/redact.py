@@ -178,7 +178,9 @@ _VALUE = r"[^\s\"'`,;]{4,}"
 # let through what the rule, on the decoded text, reads (a line with other escapes is
 # given every rule: ``_UNREAD_ESCAPES``).
 _UNREAD_ESCAPES = ("\\u", "\\f", "\\b", "\\/")
-_JSON_SPACE = r"(?:\s|\\[tnr])*"
+# (``\\+``: a backslash escaped in the text itself, ``\\t`` on the line, reads as the
+# rule's ``\t`` once the text's own escapes are undone: helper 102)
+_JSON_SPACE = r"(?:\s|\\+[tnr])*"
 NEAR_NAME_MAX = 72
 _NEAR_ASSIGNMENT = (
     rf"(?:{_JSON_SPACE}(?::=|=>|=)|(?:\\+[\"']?|')?{_JSON_SPACE}:|\"{_JSON_SPACE}:{_JSON_SPACE}\")"

@@ -359,6 +359,11 @@ def test_many_secrets_in_one_text_are_each_redacted_once() -> None:
         'password"\u3000: "Zx9vQ2mL7pR4tY8w"',
         "TO\u212aEN=Zx9vQ2mL7pR4tY8w",
         "git clone https://bob:Zx9vQ2mL7pR4tY8w@git.example.com/r.git",
+        # helper 102: a tab or newline escape written in the text itself (JSON pasted as
+        # text), doubled on the line the pre-check reads
+        "apikey\\t=\\tZx9vQ2mL7pR4tY8w",
+        "export token\\n=Zx9vQ2mL7pR4tY8w",
+        '{"db_password"\\n:\\t"Zx9vQ2mL7pR4tY8w"}',
     ],
 )
 def test_a_secret_is_redacted_on_both_paths_whatever_comes_before_it(text: str) -> None:
