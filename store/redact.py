@@ -144,11 +144,12 @@ class Rule:
     # name characters after it (``[\w.-]``, at most ``NEAR_NAME_MAX``) in its JSON line:
     # a superset of what ``pattern`` needs, read on the escaped text.
     near: str | None = None
-    # For an anchored rule that holds for whole lines only: what must stand between the
-    # line's start and the trigger (:func:`_line_head`), checked before ``pattern`` is
-    # tried there. A trigger inside a value (each ``=`` of a run of 100,000, which the
-    # value class holds) cost a scan to the value's end: quadratic, 5.4 s.
-    head: re.Pattern[str] | None = None
+    # For an anchored rule: whether a match may start at a trigger (the text, the
+    # trigger's position), checked before ``pattern`` is tried there. A trigger inside a
+    # run that the pattern scans to its end (each ``=`` of 100,000, which the
+    # high-entropy value class holds: 5.4 s; each ``eyJ`` of a run of them: quadratic
+    # too) is ruled out in constant time.
+    starts: Callable[[str, int], bool] | None = None
 
 
 _KEYWORDS = (
@@ -198,11 +199,14 @@ def _full_name(match: re.Match[str]) -> str:
     return text[begin : match.end("n")]
 
 
-def _word_start(match: re.Match[str]) -> bool:
-    """The match does not begin inside a longer word (``\\b`` in the pattern would stop
-    the regex engine from skipping ahead to the literal prefix)."""
-    start = match.start()
-    return start == 0 or not (match.string[start - 1].isalnum() or match.string[start - 1] == "_")
+def _word_start(text: str, at: int) -> bool:
+    """A match at ``at`` does not begin inside a longer word (``\\b`` in the pattern
+    would stop the regex engine from skipping ahead to the literal prefix)."""
+    return at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")
+
+
+def _env_line_head(text: str, at: int) -> bool:
+    return _line_head(text, at, _ENV_HEAD)
 
 
 # The end of a line: a newline, or inside JSON text a ``\\n`` escape or the end of a
@@ -245,9 +249,16 @@ RULES: tuple[Rule, ...] = (
         "aws-access-key",
         ("AKIA", "ASIA", "ABIA", "ACCA"),
         r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
-        _word_start,
+        anchored=True,
+        starts=_word_start,
     ),
-    Rule("gcp-api-key", ("AIza",), r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", _word_start),
+    Rule(
+        "gcp-api-key",
+        ("AIza",),
+        r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
+        anchored=True,
+        starts=_word_start,
+    ),
     Rule("gcp-oauth-secret", ("GOCSPX-",), r"GOCSPX-[0-9A-Za-z_-]{28}(?![0-9A-Za-z_-])"),
     Rule(
         "azure-storage-key",
@@ -264,7 +275,8 @@ RULES: tuple[Rule, ...] = (
         "github-token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})(?![A-Za-z0-9_])",
-        _word_start,
+        anchored=True,
+        starts=_word_start,
     ),
     Rule(
         "gitlab-token",
@@ -281,35 +293,57 @@ RULES: tuple[Rule, ...] = (
             "gloas-",
         ),
         r"gl(?:pat|dt|rt|ptt|ft|soat|cbt|imt|agent|oas)-[A-Za-z0-9_-]{20,}(?![A-Za-z0-9_-])",
-        _word_start,
+        anchored=True,
+        starts=_word_start,
     ),
-    Rule("slack-token", ("xox",), r"xox[abposre]-[A-Za-z0-9-]{10,}", _word_start),
+    Rule(
+        "slack-token",
+        ("xox",),
+        r"xox[abposre]-[A-Za-z0-9-]{10,}",
+        anchored=True,
+        starts=_word_start,
+    ),
     Rule(
         "slack-webhook",
         ("hooks.slack.com",),
         r"hooks\.slack\.com/(?:services|workflows)/(?P<s>[A-Za-z0-9/_-]{20,})",
     ),
-    Rule("anthropic-key", ("sk-ant-",), r"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}", _word_start),
+    Rule(
+        "anthropic-key",
+        ("sk-ant-",),
+        r"sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{20,}",
+        anchored=True,
+        starts=_word_start,
+    ),
     Rule(
         "openai-key",
         ("sk-",),
         r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"
         r"|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9])",
-        _word_start,
+        anchored=True,
+        starts=_word_start,
     ),
     Rule(
         "stripe-key",
         ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
         r"[rs]k_(?:live|test)_[0-9A-Za-z]{20,}(?![A-Za-z0-9])",
-        _word_start,
+        anchored=True,
+        starts=_word_start,
     ),
-    Rule("npm-token", ("npm_",), r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", _word_start),
+    Rule(
+        "npm-token",
+        ("npm_",),
+        r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",
+        anchored=True,
+        starts=_word_start,
+    ),
     Rule("pypi-token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_-]{50,}"),
     Rule(
         "jwt",
         ("eyJ",),
         r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
-        _word_start,
+        anchored=True,
+        starts=_word_start,
     ),
     Rule(
         "url-credentials",
@@ -361,7 +395,7 @@ RULES: tuple[Rule, ...] = (
         r"=[ \t]*[\"']?(?P<s>[A-Za-z0-9+/=_.~-]{20,})[\"']?[ \t]*" + _LINE_END,
         lambda m: _random_looking(m.group("s")),
         anchored=True,
-        head=_ENV_HEAD,
+        starts=_env_line_head,
     ),
 )
 
@@ -416,13 +450,21 @@ def _matches(c: _Compiled, text: str, haystack: str) -> list[re.Match[str]]:
     if not c.rule.anchored:
         return list(c.pattern.finditer(text))
     found = []
-    head = c.rule.head
+    starts = c.rule.starts
+    # A rule without a check keeps a match whole, as ``finditer`` does: a trigger inside
+    # it starts nothing (tried, each rescanned the run to its end: a run of 16,000
+    # ``xoxb-`` took 0.7 s). A rule with a check may reject a match that one starting
+    # inside it would pass, so it tries them all.
+    last_end = 0 if c.rule.check is None else -1
     for hit in c.triggers.finditer(haystack):
-        if head is not None and not _line_head(text, hit.start(), head):
+        at = hit.start()
+        if at < last_end or (starts is not None and not starts(text, at)):
             continue
-        match = c.pattern.match(text, hit.start())
+        match = c.pattern.match(text, at)
         if match is not None:
             found.append(match)
+            if last_end >= 0:
+                last_end = match.end()
     return found
 
 

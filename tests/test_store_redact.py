@@ -493,3 +493,41 @@ def test_the_push_pre_check_reads_a_run_of_keywords_once() -> None:
     counting = _CountingPattern(re.compile(_NEAR_ASSIGNMENT))
     assert not _near(counting, "token" * 200_000, _KEYWORDS)  # type: ignore[arg-type]
     assert counting.tried <= 2 * len(_KEYWORDS) * 15
+
+
+def test_shape_rules_tried_at_word_starts_find_what_a_scan_found() -> None:
+    """The rules for a token's shape (``ghp_…``, ``eyJ….eyJ….…``) are tried at their
+    triggers that start a word, each match kept whole, rather than scanned for at
+    every trigger and judged after: a run of ``eyJ`` was quadratic (helper 102: 1 MB
+    over 30 s). On seeded mixes of triggers and token characters they find every match
+    the scan found."""
+    import random
+
+    from sessiondex.store.redact import _compiled, _matches, _word_start
+
+    rules = [c for c in _compiled() if c.rule.starts is _word_start]
+    assert len(rules) >= 10
+    pieces = ["eyJ", "ghp_", "sk-", "xoxb-", "AKIA", "npm_", "AIza", "T3BlbkFJ", "sk_live_"]
+    pieces += ["A" * 12, "b9" * 9, "-", "_", ".", " ", "x", "Q7" * 20]
+    rng = random.Random(102)
+    for _ in range(1500):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        for c in rules:
+            scanned = {m.span() for m in c.pattern.finditer(text) if _word_start(text, m.start())}
+            tried = {m.span() for m in _matches(c, text, text)}
+            assert scanned <= tried, (c.rule.kind, text)
+
+
+def test_a_run_of_one_trigger_is_tried_once() -> None:
+    """Counted, not timed: in ``eyJ`` repeated 100,000 times only the first starts a
+    word."""
+    import re
+    from dataclasses import replace
+
+    from sessiondex.store.redact import _compiled, _matches
+
+    (jwt,) = [c for c in _compiled() if c.rule.kind == "jwt"]
+    counting = replace(jwt, pattern=_CountingPattern(jwt.pattern))
+    _matches(counting, "eyJ" * 100_000, "eyJ" * 100_000)
+    assert counting.pattern.tried == 1
+    assert isinstance(jwt.pattern, re.Pattern)
