@@ -370,7 +370,9 @@ RULES: tuple[Rule, ...] = (
         _KEYWORDS,
         rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,64}})"
         rf"(?:\s*(?::=|=>|=)\s*[\"']?|[\"']\s*:\s*[\"']|[\"']?\s*:\s*[\"'])(?P<s>{_VALUE})",
-        lambda m: _assigned_secret(_full_name(m), m.group("s")),
+        lambda m: (
+            len(m.group("s")) > VALUE_JUDGED_MAX or _assigned_secret(_full_name(m), m.group("s"))
+        ),
         fold=True,
         anchored=True,
         near=_NEAR_ASSIGNMENT,
@@ -446,25 +448,38 @@ def _compiled() -> tuple[_Compiled, ...]:
 MIN_LENGTH = 10
 
 
+# How far before the end of a secret it accepted a trigger of an anchored rule can still
+# start a match whose secret lies beyond it: a keyword (at most 12 characters), the 64
+# name characters after it and an operator. A trigger further inside starts a secret
+# inside the one accepted, which the first would win anyway.
+_REACH = 96
+# A value longer than this after a secret's name is redacted without being judged:
+# judging reads it whole, and a run of ``password=`` repeated was judged at each keyword
+# (quadratic: 80 KB in 3.5 s). Such a value is no type, placeholder or code anyway.
+VALUE_JUDGED_MAX = 256
+
+
 def _matches(c: _Compiled, text: str, haystack: str) -> list[re.Match[str]]:
+    """The rule's matches in ``text`` that its check (if any) accepts, in order."""
+    check = c.rule.check
     if not c.rule.anchored:
-        return list(c.pattern.finditer(text))
+        return [m for m in c.pattern.finditer(text) if check is None or check(m)]
     found = []
     starts = c.rule.starts
-    # A rule without a check keeps a match whole, as ``finditer`` does: a trigger inside
-    # it starts nothing (tried, each rescanned the run to its end: a run of 16,000
-    # ``xoxb-`` took 0.7 s). A rule with a check may reject a match that one starting
-    # inside it would pass, so it tries them all.
-    last_end = 0 if c.rule.check is None else -1
+    # A match accepted is kept whole, as ``finditer`` keeps one: a trigger inside it
+    # starts nothing (tried, each rescanned the run to its end: a run of 16,000 ``xoxb-``
+    # took 0.7 s), but for the last ``_REACH`` characters of a rule with a check. A
+    # match its check rejects may hold one it accepts: triggers inside it are tried.
+    reach = 0 if check is None else _REACH
+    accepted_end = 0
     for hit in c.triggers.finditer(haystack):
         at = hit.start()
-        if at < last_end or (starts is not None and not starts(text, at)):
+        if at < accepted_end - reach or (starts is not None and not starts(text, at)):
             continue
         match = c.pattern.match(text, at)
-        if match is not None:
+        if match is not None and (check is None or check(match)):
             found.append(match)
-            if last_end >= 0:
-                last_end = match.end()
+            accepted_end = match.end()
     return found
 
 
@@ -481,8 +496,6 @@ def _spans(text: str, rules: tuple[_Compiled, ...] | None = None) -> list[tuple[
         if c.triggers.search(haystack) is None:
             continue
         for match in _matches(c, text, haystack):
-            if c.rule.check is not None and not c.rule.check(match):
-                continue
             start, end = match.span("s") if "s" in c.pattern.groupindex else match.span()
             # The spans are disjoint and sorted, so only the last one starting before
             # ``end`` can overlap: a bisection, not a look at every span found (a log of

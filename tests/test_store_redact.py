@@ -531,3 +531,41 @@ def test_a_run_of_one_trigger_is_tried_once() -> None:
     _matches(counting, "eyJ" * 100_000, "eyJ" * 100_000)
     assert counting.pattern.tried == 1
     assert isinstance(jwt.pattern, re.Pattern)
+
+
+# (text, secrets that must go): a value over VALUE_JUDGED_MAX goes unjudged; a trigger
+# at the end of an accepted secret still starts the one after it
+ACCEPTED_CASES = {
+    "a long value is redacted unjudged": ("password=$" + "Q" * 300, ["$" + "Q" * 300]),
+    "a secret reached from inside the one before": (
+        "password=Zq8vL2mN4pR7tY1wK9sxtoken =Xw3vL2mN4pR7tY1wK9s",
+        ["Zq8vL2mN4pR7tY1wK9sxtoken", "Xw3vL2mN4pR7tY1wK9s"],
+    ),
+    "a rejected value still lets the secret inside it go": (
+        "token=$(cat f)&password=hunter2xyz",
+        ["hunter2xyz"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED_CASES))
+def test_assignments_inside_an_accepted_secret(case: str) -> None:
+    text, secrets = ACCEPTED_CASES[case]
+    out = redact_text(text)
+    assert all(secret not in out for secret in secrets), out
+    assert out.count("[REDACTED:secret-assignment]") == len(secrets)
+
+
+def test_a_run_of_assignments_is_tried_near_its_end_only() -> None:
+    """Counted, not timed: in ``password=`` repeated 20,000 times the first keyword's
+    value is accepted (over VALUE_JUDGED_MAX, unjudged), and only keywords within
+    reach of its end are tried again (helper 102: each was, and judged: quadratic)."""
+    from dataclasses import replace
+
+    from sessiondex.store.redact import _compiled, _matches
+
+    text = "password=" * 20_000
+    rule = next(c for c in _compiled() if c.rule.kind == "secret-assignment")
+    counting = replace(rule, pattern=_CountingPattern(rule.pattern))
+    _matches(counting, text, text)
+    assert counting.pattern.tried <= 20
