@@ -318,7 +318,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "openai-key",
         ("sk-",),
-        r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"
+        # (the marker within 256 characters, as in every key format: unbounded, each
+        # ``sk-`` of a run of them backtracked over the run looking for it, quadratic)
+        r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,256}T3BlbkFJ[A-Za-z0-9_-]{16,}"
         r"|sk-[A-Za-z0-9]{48}(?![A-Za-z0-9])",
         anchored=True,
         starts=_word_start,

@@ -569,3 +569,18 @@ def test_a_run_of_assignments_is_tried_near_its_end_only() -> None:
     counting = replace(rule, pattern=_CountingPattern(rule.pattern))
     _matches(counting, text, text)
     assert counting.pattern.tried <= 20
+
+
+def test_a_run_of_openai_key_prefixes_is_no_scan_of_the_run_at_each() -> None:
+    """Counted, not timed: in ``sk-`` repeated each prefix starts a word, and the key's
+    ``T3BlbkFJ`` marker was looked for over the whole run from each (quadratic: 80 KB
+    took 1.7 s); it lies within 256 characters in every key format."""
+    import re
+
+    from sessiondex.store.redact import _compiled
+
+    (openai,) = [c for c in _compiled() if c.rule.kind == "openai-key"]
+    first = re.search(r"\{16,(\d+)\}T3BlbkFJ", openai.rule.pattern)
+    assert first is not None and int(first.group(1)) <= 256
+    key = "sk-proj-" + "a1B2" * 18 + "ab" + "T3BlbkFJ" + "Zq8v" * 18
+    assert redact_text(f"key {key} end") == "key [REDACTED:openai-key] end"
