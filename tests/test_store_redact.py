@@ -520,16 +520,18 @@ def test_shape_rules_tried_at_word_starts_find_what_a_scan_found() -> None:
 
 def test_a_run_of_one_trigger_is_tried_once() -> None:
     """Counted, not timed: in ``eyJ`` repeated 100,000 times only the first starts a
-    word."""
+    word; in ``eyJ-`` repeated, where the pattern fails at the first, it fails at every
+    later one inside the same run."""
     import re
     from dataclasses import replace
 
     from sessiondex.store.redact import _compiled, _matches
 
     (jwt,) = [c for c in _compiled() if c.rule.kind == "jwt"]
-    counting = replace(jwt, pattern=_CountingPattern(jwt.pattern))
-    _matches(counting, "eyJ" * 100_000, "eyJ" * 100_000)
-    assert counting.pattern.tried == 1
+    for text in ("eyJ" * 100_000, "eyJ-" * 100_000):  # in the second each starts a word
+        counting = replace(jwt, pattern=_CountingPattern(jwt.pattern))
+        _matches(counting, text, text)
+        assert counting.pattern.tried == 1, text[:8]
     assert isinstance(jwt.pattern, re.Pattern)
 
 
