@@ -176,11 +176,15 @@ _KEYWORDS = (
 )
 _KEYWORD_RE = r"(?i:passw(?:or)?d|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?|auth[_-]?key)"
 _VALUE = r"[^\s\"'`,;]{4,}"
+# The name characters an assignment rule reads on either side of its keyword
+# (``DB_PASSWORD_FILE``): bounded, so a long word of keywords is no scan from each.
+NAME_MAX = 64
 # After a keyword in a JSON line: an assignment (``=``, ``:=``, ``=>``), a colon after an
 # escaped quote or none (``\\"password\\": ``, ``password: ``), or a JSON key with a
 # string value (``"password":"``) - but not a key with a number (``"input_tokens":4``).
-# Up to 72 name characters after the trigger: a trigger may be shorter than the keyword
-# the rule reads (``credential`` in ``credentials``), and the rule takes 64 after it.
+# Up to NEAR_NAME_MAX name characters after the trigger: a trigger may be shorter than
+# the keyword the rule reads (``credential`` in ``credentials``), and the rule takes
+# NAME_MAX after it.
 # On the JSON line white space may be a ``\\t``/``\\n``/``\\r`` escape: the pre-check must
 # let through what the rule, on the decoded text, reads (a line with other escapes is
 # given every rule: ``_UNREAD_ESCAPES``).
@@ -188,7 +192,7 @@ _UNREAD_ESCAPES = ("\\u", "\\f", "\\b", "\\/")
 # (``\\+``: a backslash escaped in the text itself, ``\\t`` on the line, reads as the
 # rule's ``\t`` once the text's own escapes are undone: helper 102)
 _JSON_SPACE = r"(?:\s|\\+[tnr])*"
-NEAR_NAME_MAX = 72
+NEAR_NAME_MAX = NAME_MAX + 8
 _NEAR_ASSIGNMENT = (
     rf"(?:{_JSON_SPACE}(?::=|=>|=)|(?:\\+[\"']?|')?{_JSON_SPACE}:|\"{_JSON_SPACE}:{_JSON_SPACE}\")"
 )
@@ -199,7 +203,9 @@ def _full_name(match: re.Match[str]) -> str:
     text, start = match.string, match.start("n")
     begin = start
     while (
-        begin > 0 and start - begin < 64 and (text[begin - 1].isalnum() or text[begin - 1] in "_.-")
+        begin > 0
+        and start - begin < NAME_MAX
+        and (text[begin - 1].isalnum() or text[begin - 1] in "_.-")
     ):
         begin -= 1
     return text[begin : match.end("n")]
@@ -371,13 +377,13 @@ RULES: tuple[Rule, ...] = (
     # ``name: value``; a bare "password: ..." inside prose is not an assignment. The
     # match starts at the keyword (a leading ``[\w.-]*`` would make the engine
     # backtrack over every long word); the check reads the name's start backwards. The
-    # rest of the name is at most 64 characters, as the part read backwards is: an
+    # rest of the name is at most NAME_MAX characters, as the part read backwards is: an
     # unbounded ``[\w.-]*`` ran to the end of a long word from every keyword in it,
     # so ``token_token_…`` (60 KB) took 27 s.
     Rule(
         "secret-assignment",
         _KEYWORDS,
-        rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,64}})"
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,{NAME_MAX}}})"
         rf"(?:\s*(?::=|=>|=)\s*[\"']?|[\"']\s*:\s*[\"']|[\"']?\s*:\s*[\"'])(?P<s>{_VALUE})",
         lambda m: (
             len(m.group("s")) > VALUE_JUDGED_MAX or _assigned_secret(_full_name(m), m.group("s"))
@@ -389,7 +395,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "secret-assignment",
         _KEYWORDS,
-        rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,64}}):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
+        rf"(?P<n>{_KEYWORD_RE}[\w.-]{{0,{NAME_MAX}}}):[ \t]+(?P<s>{_VALUE})[ \t]*{_LINE_END}",
         # The line head after the pattern: the name is bounded, so a failed match is
         # short, and most keywords are followed by no ``: value``.
         lambda m: (
@@ -460,10 +466,10 @@ MIN_LENGTH = 10
 
 
 # How far before the end of a secret it accepted a trigger of an anchored rule can still
-# start a match whose secret lies beyond it: a keyword (at most 12 characters), the 64
-# name characters after it and an operator. A trigger further inside starts a secret
-# inside the one accepted, which the first would win anyway.
-_REACH = 96
+# start a match whose secret lies beyond it: a keyword (at most 11 characters), the
+# NAME_MAX name characters after it and an operator (at most 3), with room to spare. A
+# trigger further inside starts a secret inside the one accepted, which wins anyway.
+_REACH = NAME_MAX + 32
 # A value longer than this after a secret's name is redacted without being judged:
 # judging reads it whole, and a run of ``password=`` repeated was judged at each keyword
 # (quadratic: 80 KB in 3.5 s). Such a value is no type, placeholder or code anyway.
