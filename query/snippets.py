@@ -20,9 +20,13 @@ markers sit between tokens and are carried through by position.
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
 from sessiondex.indexer.text import SNIPPET_CLOSE, SNIPPET_OPEN, is_cjk, may_hold_cjk
+
+if TYPE_CHECKING:
+    import sqlite3
 
 # What snippet() is asked to put around a match: noncharacters, which the stored text
 # never holds (fts_text replaces them), so the inversion can tell them from the text and
@@ -148,6 +152,36 @@ SCAN_CHARS = 2_000
 MAX_INSTANCES = 300
 
 
+#: The SQL function :meth:`SqliteDialect._message_snippets` asks whether a long row is
+#: too heavy for FTS5's snippet(): (text as indexed, FTS5 match) → 1 or 0.
+HEAVY_FUNCTION = "sessiondex_too_many_matches"
+
+
+def register_heavy(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` :data:`HEAVY_FUNCTION`. Registered by the query layer when first
+    asked for, not on every connection the index opens: only a search needs it."""
+
+    # The statement asks twice per row (its CASE): the second time is the same text,
+    # found equal by a compare rather than a hash of it.
+    last_text, last_match, last_answer = "", "", 0
+
+    def heavy(text: object, match: object) -> int:
+        nonlocal last_text, last_match, last_answer
+        if not isinstance(text, str) or not isinstance(match, str):
+            return 0
+        if text != last_text or match != last_match:
+            last_answer = int(too_many_matches(text, _terms_of(match)))
+            last_text, last_match = text, match
+        return last_answer
+
+    conn.create_function(HEAVY_FUNCTION, 2, heavy, deterministic=True)
+
+
+@lru_cache(maxsize=64)
+def _terms_of(match: str) -> list[tuple[str, bool]]:
+    return match_terms(match)
+
+
 @cache
 def _token_pattern() -> re.Pattern[str]:
     """A token as unicode61 cuts one, near enough: a run of letters, digits and marks."""
@@ -155,10 +189,20 @@ def _token_pattern() -> re.Pattern[str]:
 
 
 @cache
-def _latin_marks() -> re.Pattern[str]:
-    """The combining marks after a Latin letter, which ``remove_diacritics`` drops; it
-    keeps those of other scripts (Cyrillic й is no и, Greek ά no α)."""
-    return re.compile("(?<=[a-z\u00c0-\u024f\u1e00-\u1eff])[\u0300-\u036f]+")
+def _marks() -> re.Pattern[str]:
+    """A run of the combining marks ``remove_diacritics`` drops after a Latin letter; it
+    keeps those of other scripts (Cyrillic й is no и, Greek ά no α). The pattern starts
+    at the marks, not at a look-behind for the letter: SRE then skips to the next mark
+    at C speed, where a look-behind was tried at every character (0.5 ms for 30 KB, the
+    most of a search whose page held a few non-ASCII messages)."""
+    return re.compile("[\u0300-\u036f]+")
+
+
+def _drop_latin_marks(found: re.Match[str]) -> str:
+    at = found.start()
+    before = found.string[at - 1] if at else ""
+    latin = before and ("a" <= before <= "z" or "\u00c0" <= before <= "\u024f")
+    return "" if latin or "\u1e00" <= before <= "\u1eff" else found.group()
 
 
 def _fold(text: str) -> str:
@@ -169,7 +213,7 @@ def _fold(text: str) -> str:
         return folded
     import unicodedata
 
-    stripped = _latin_marks().sub("", unicodedata.normalize("NFD", folded))
+    stripped = _marks().sub(_drop_latin_marks, unicodedata.normalize("NFD", folded))
     return unicodedata.normalize("NFC", stripped)
 
 
@@ -209,6 +253,8 @@ def too_many_matches(stored: str, terms: list[tuple[str, bool]]) -> bool:
     pattern = _term_pattern(terms)
     if pattern is None:
         return False
+    if _instances_at_most(stored, terms) <= MAX_INSTANCES:
+        return False
     folded = _fold(stored)  # "café" is an instance of "cafe" (helper 98: 10 s)
     # Substrings first (C speed, an upper bound of the tokens): nearly every row stops here.
     if sum(folded.count(term) for term, _ in terms if term) <= MAX_INSTANCES:
@@ -219,6 +265,46 @@ def too_many_matches(stored: str, terms: list[tuple[str, bool]]) -> bool:
         if count > MAX_INSTANCES:
             return True
     return False
+
+
+def may_be_heavy_above(match: str) -> int:
+    """The length in characters (of the text as indexed) at or under which no row holds
+    more than :data:`MAX_INSTANCES` instances of ``match``'s terms, so that no row that
+    short need be looked at: :data:`SCAN_CHARS`, or more for long ASCII terms. unicode61
+    folds each character to at most one, so an instance of a term of ``n`` letters takes
+    ``n`` characters and a separator; that holds for the terms as written only where the
+    match is ASCII (a case-fold may lengthen a word: ß is ss)."""
+    terms = [term for term, _ in _terms_of(match) if term]
+    if not terms or not match.isascii():
+        return SCAN_CHARS
+    shortest = min(len(term) for term in terms)
+    return max(SCAN_CHARS, MAX_INSTANCES * (shortest + 1) // len(terms))
+
+
+# UTF-8 lead bytes of U+0080-U+07FF (Latin-1 to Latin Extended-B, the combining marks),
+# and the starts of U+1E00-U+1EFF (Latin Extended Additional) and U+2100-U+213F (letterlike
+# symbols: the Kelvin and Ångström signs): the characters that may fold to an ASCII one.
+_TWO_BYTE_LEADS = bytes(range(0xC2, 0xE0))
+_THREE_BYTE_LATIN = (b"\xe1\xb8", b"\xe1\xb9", b"\xe1\xba", b"\xe1\xbb", b"\xe2\x84")
+
+
+def _instances_at_most(stored: str, terms: list[tuple[str, bool]]) -> int:
+    """An upper bound of the instances of ``terms`` in ``stored``, without folding its
+    diacritics when the terms are ASCII: an instance is either written in ASCII (found
+    in the case-folded text as it is) or holds a character that may fold to ASCII
+    (counted, once for each term it might start). Folding a non-ASCII text costs ten
+    times the case-fold (0.4 ms for 30 KB), and nearly every long row of a page is far
+    under the bound this gives."""
+    folded = stored.casefold()
+    literal = sum(folded.count(term) for term, _ in terms if term)
+    if folded.isascii():
+        return literal
+    if not all(term.isascii() for term, _ in terms):
+        return literal + len(folded) * len(terms)  # no bound: the exact count decides
+    raw = folded.encode("utf-8", "surrogatepass")
+    foldable = len(raw) - len(raw.translate(None, _TWO_BYTE_LEADS))
+    foldable += sum(raw.count(start) for start in _THREE_BYTE_LATIN)
+    return literal + foldable * len(terms)
 
 
 def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> str:

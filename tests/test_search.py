@@ -507,14 +507,94 @@ def test_too_many_matches_counts_tokens(
     assert too_many_matches(text, terms) is many
 
 
+@pytest.mark.parametrize(
+    "text, query",
+    [
+        ("thornwhistle " * 400, '"thornwhistle"'),
+        ("Thornwhistle, THORNWHISTLE; thornwhistle. " * 200, '"thornwhistle"'),
+        # diacritics and letters that fold to ASCII: Kelvin sign, long s, dotted I
+        ("café cafe\u0301 CAFÉ " * 200, '"cafe"'),
+        ("\u212aelvin kelvin " * 300, '"kelvin"'),
+        ("\u017ftop stop " * 300, '"stop"'),
+        ("\u0130dle idle " * 300, '"idle"'),
+        ("ḁb ab " * 300, '"ab"*'),
+        # beside CJK text, which folds to nothing ASCII
+        (" 東 京  thornwhistle  東 京 " * 300, '"thornwhistle"'),
+        (" 東 京 " * 600, '"東 京"'),  # the text as indexed: a token per character
+        ("naïve " * 400, '"naive" "nai"*'),
+    ],
+)
+def test_the_cheap_instance_count_is_never_below_the_folded_one(text: str, query: str) -> None:
+    """The heavy-row check first counts without folding diacritics (ten times cheaper on
+    a non-ASCII text): that count must bound the exact one, or a heavy row would reach
+    FTS5's snippet()."""
+    from sessiondex.query.snippets import (
+        _fold,
+        _instances_at_most,
+        _term_pattern,
+        match_terms,
+        too_many_matches,
+    )
+
+    terms = match_terms(query)
+    pattern = _term_pattern(terms)
+    assert pattern is not None
+    exact = sum(1 for _ in pattern.finditer(_fold(text)))
+    assert exact > 0
+    assert _instances_at_most(text, terms) >= exact
+    assert too_many_matches(text, terms) is (exact > 300)
+
+
+@pytest.mark.parametrize(
+    "query, above",
+    [
+        ('"thornwhistle"', 3900),  # 300 instances of 12 letters and a space
+        ('"ab"', 2000),  # never under SCAN_CHARS
+        ('"thornwhistle" "zygomorphic"', 2000),  # two terms: half the instances each
+        ('"thornwhistle" "zygomorphicflowers"', 2000),
+        ('"straße"', 2000),  # not ASCII: a case-fold may lengthen a word
+        ('"thornwhistle"*', 3900),
+    ],
+)
+def test_rows_too_short_to_be_heavy_are_not_looked_at(query: str, above: int) -> None:
+    from sessiondex.query.snippets import (
+        MAX_INSTANCES,
+        SCAN_CHARS,
+        match_terms,
+        may_be_heavy_above,
+        too_many_matches,
+    )
+
+    assert may_be_heavy_above(query) == above
+    if above == SCAN_CHARS:
+        return  # the fixed length under which any row is FTS5's (up to ~1,000 instances)
+    (word, _), *_ = match_terms(query)
+    # the densest row of the term at the bound holds no more than the limit; one more
+    # instance is longer than the bound
+    densest = " ".join([word] * MAX_INSTANCES)
+    assert len(densest) <= above
+    assert not too_many_matches(densest, match_terms(query))
+    assert len(densest + " " + word) > above
+
+
 def _traced_search(
-    tmp_path: Path, tree: ConfigTree, query: str
+    tmp_path: Path, tree: ConfigTree, query: str, judged: list[tuple[int, bool]] | None = None
 ) -> tuple[Any, list[dict[str, Any]], list[str]]:
-    """The index of ``tree``, ``search(query)`` in every scope, and the SQL it ran."""
+    """The index of ``tree``, ``search(query)`` in every scope, and the SQL it ran;
+    ``judged`` gets (length, verdict) of each text the heavy-row check was asked of."""
+    from sessiondex.query.snippets import HEAVY_FUNCTION, _terms_of, too_many_matches
+
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
     asked: list[str] = []
     db.conn.set_trace_callback(asked.append)
+    if judged is not None:
+
+        def heavy(text: str, match: str) -> int:
+            judged.append((len(text), too_many_matches(text, _terms_of(match))))
+            return int(judged[-1][1])
+
+        db.conn.create_function(HEAVY_FUNCTION, 2, heavy)
     return db, search(db, query, Filters(scope="all")), asked
 
 
@@ -542,33 +622,30 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     light = tree.session(cwd="/w/logs")
     light.user("one connection refused, once")
     light.write()
-    db, rows, asked = _traced_search(tmp_path, tree, "connection refused")
+    judged: list[tuple[int, bool]] = []
+    db, rows, asked = _traced_search(tmp_path, tree, "connection refused", judged)
     snippets = {r["session_id"]: r["snippet"] for r in rows}
     assert "[connection] [refused] to shard 0 " in snippets[heavy.session_id]
     assert snippets[light.session_id] == "one [connection] [refused], once"
     fts5 = [sql for sql in asked if "snippet(" in sql]
     assert fts5, "the light row's snippet is FTS5's"
-    heavy_rows = {  # the heavy session's rows in each FTS table
-        "messages_fts": {
-            r[0]
-            for r in db.execute(
-                "SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_rowid"
-                " WHERE s.session_id = ?",
-                [heavy.session_id],
-            )
-        },
-        "session_search_fts": {
-            db.execute(
-                "SELECT id FROM sessions WHERE session_id = ?", [heavy.session_id]
-            ).fetchone()[0]
-        },
-    }
+    heavy_session = db.execute(
+        "SELECT id FROM sessions WHERE session_id = ?", [heavy.session_id]
+    ).fetchone()[0]
     for sql in fts5:
         table = sql.split(" FROM ")[1].split()[0]
         listed = {int(i) for i in sql.split("+rowid IN (")[1].split(")")[0].split(", ")}
-        if where == "a message" and table == "session_search_fts":
-            continue  # its first prompt is short: FTS5's own snippet
-        assert not heavy_rows[table] & listed, sql
+        if table == "session_search_fts" and where == "the first prompt":
+            # metadata: the heavy row is cut before the statement, not listed in it
+            assert heavy_session not in listed, sql
+    if where == "a message":
+        # Messages are asked in one statement that reads each text once: snippet() sits
+        # in the ELSE of a CASE whose test is the heavy-row check, which said yes to
+        # the log (and was asked of no short row).
+        (statement,) = [sql for sql in fts5 if "snippet(messages_fts" in sql]
+        assert " THEN text ELSE snippet(messages_fts" in statement
+        assert (len(log), True) in judged
+        assert all(length > 2000 for length, _ in judged)
 
 
 def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
