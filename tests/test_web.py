@@ -561,6 +561,66 @@ def test_an_http_1_1_request_without_host_is_refused_by_the_app(
         assert (b"content-type", b"text/plain; charset=utf-8") in sent[0]["headers"]
 
 
+# Request targets as uvicorn's h11 parser passes them on (as they came, split at "?"),
+# and what each is answered. Before, the absolute form was taken for a path: Datasette
+# redirected "http://evil.test/" off-site to http://evil.test, and "*" or "x" were 500s.
+@pytest.mark.parametrize(
+    ("method", "target", "host", "status", "location"),
+    [
+        ("GET", b"http://evil.test/", b"127.0.0.1:8001", 421, None),  # its host is evil.test
+        ("GET", b"http://evil.test/search/", b"127.0.0.1:8001", 421, None),
+        ("GET", b"http://127.0.0.1:8001/", b"evil.test", 200, None),  # RFC 9112 §3.2.2
+        ("GET", b"http://localhost:8001/search", b"127.0.0.1:8001", 200, None),
+        ("GET", b"HTTP://LOCALHOST:8001/search/", b"127.0.0.1:8001", 302, b"/search"),
+        ("GET", b"http://localhost", b"127.0.0.1:8001", 200, None),  # no path: "/"
+        ("GET", b"http://localhost:8001@evil.test/", b"127.0.0.1:8001", 400, None),
+        ("GET", b"ftp://localhost/", b"127.0.0.1:8001", 400, None),
+        ("GET", b"http:///search", b"127.0.0.1:8001", 400, None),
+        ("OPTIONS", b"*", b"127.0.0.1:8001", 204, None),
+        ("GET", b"*", b"127.0.0.1:8001", 400, None),
+        ("GET", b"search", b"127.0.0.1:8001", 400, None),
+        ("GET", b"127.0.0.1:8001", b"127.0.0.1:8001", 400, None),
+        ("GET", b"/search", b"127.0.0.1:8001", 200, None),
+    ],
+)
+def test_a_request_target_that_is_not_a_path(
+    web: Web, method: str, target: bytes, host: bytes, status: int, location: bytes | None
+) -> None:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": target.decode(),
+        "raw_path": target,
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", host)],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8001),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    web.loop.run_until_complete(web.datasette.app()(scope, receive, send))
+    assert sent[0]["status"] == status
+    headers = {bytes(k).lower(): bytes(v) for k, v in sent[0]["headers"]}
+    assert headers.get(b"location") == location
+    assert b"content-security-policy" in headers
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    if status == 204:
+        assert headers[b"allow"] == b"GET, HEAD" and body == b""
+        assert b"content-length" not in headers and b"content-type" not in headers
+    if status == 400:
+        assert body == b"400 Bad Request: the request target must be a path such as /search.\n"
+
+
 @pytest.mark.parametrize("how", ["deleted", "moved aside"])
 def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web, how: str) -> None:
     """As ``watch`` does: the pages answered from the deleted file (new sessions went

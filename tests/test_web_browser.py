@@ -281,6 +281,11 @@ RAW_REQUESTS = [
     (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 200),
     (b"GET / HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n", 421),
     (b"GET / HTTP/1.0\r\n\r\n", 200),
+    # the absolute form: its host is the request's (it was a redirect to evil.test)
+    (b"GET http://evil.test/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 421),
+    (b"GET http://127.0.0.1/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 200),
+    (b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 204),
+    (b"GET x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 400),
 ]
 
 

@@ -210,6 +210,11 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
             if state is None or scope.get("type") != "http":
                 await app(scope, receive, send)
                 return
+            target = _origin_form(scope)
+            if isinstance(target, tuple):
+                await _refuse(send, *target)
+                return
+            scope = target
             if scope.get("http_version") == "1.1" and _host(scope) is None:
                 # uvicorn's h11 parser refuses it before us, its httptools one does not.
                 await _refuse(send, 400, _NO_HOST)
@@ -274,6 +279,45 @@ def datasette_csp(env: Any) -> str:
     return DATASETTE_CSP.format(scripts=" ".join(["'self'", *inline_script_hashes(templates)]))
 
 
+def _origin_form(scope: Scope) -> Scope | tuple[int, bytes]:
+    """The request with its target as a path (RFC 9112 §3.2), or the status and line to
+    refuse it with.
+
+    A request target other than a path reached Datasette as one (uvicorn's h11 parser
+    passes the target on as it came): ``GET http://evil.test/`` was redirected to
+    ``http://evil.test``, and ``OPTIONS *`` or ``GET x`` failed with 500. The
+    absolute form (what a client sends to a proxy) is taken as RFC 9112 §3.2.2 says:
+    its authority is the request's host, whatever the ``Host`` header says, so the
+    loopback check judges that host, and its path is the path. ``OPTIONS *`` asks
+    what the server allows: GET and HEAD. Anything else is not a request target."""
+    raw = bytes(scope.get("raw_path") or str(scope.get("path", "")).encode("latin-1"))
+    if raw.startswith(b"/"):
+        return scope
+    if raw == b"*":
+        if scope.get("method") == "OPTIONS":
+            return 204, b""
+        return 400, _BAD_TARGET
+    from urllib.parse import unquote_to_bytes, urlsplit
+
+    try:
+        parts = urlsplit(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return 400, _BAD_TARGET
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or "@" in parts.netloc:
+        return 400, _BAD_TARGET  # RFC 9110 §4.2.4: userinfo in an http URI is an error
+    path = parts.path or "/"
+    headers = [(k, v) for k, v in scope.get("headers", []) if bytes(k).lower() != b"host"]
+    return {
+        **scope,
+        "path": unquote_to_bytes(path).decode("utf-8", "replace"),
+        "raw_path": path.encode("ascii"),
+        "headers": [*headers, (b"host", parts.netloc.encode("ascii"))],
+    }
+
+
+_BAD_TARGET = b"400 Bad Request: the request target must be a path such as /search.\n"
+
+
 def _host(scope: Scope) -> str | None:
     """The request's ``Host`` header, None when it has none."""
     for name, value in scope.get("headers", []):
@@ -298,14 +342,22 @@ _MISDIRECTED = (
 
 
 async def _refuse(send: Send, status: int, body: bytes) -> None:
-    """Answer ``status`` with a line of plain text, before Datasette sees the request."""
+    """Answer ``status`` with a line of plain text, before Datasette sees the request;
+    204 (``OPTIONS *``) with what is allowed and no content (RFC 9110 §8.6: not even a
+    length)."""
+    if status == 204:
+        described = [(b"allow", b"GET, HEAD")]
+    else:
+        described = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),  # else sent chunked
+        ]
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),  # else sent chunked
+                *described,
                 (b"content-security-policy", CSP.encode()),
                 *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
             ],
