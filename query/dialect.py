@@ -162,36 +162,15 @@ class SqliteDialect:
         (``"tim"*``, the picker's every keystroke) each run merges the doclists of every
         term with that prefix (tens of thousands of rows at 20,000 sessions: ~10 ms
         each, 50 snippets half a second). Filtered after the match, they are merged once
-        and ``snippet()`` runs only on the rows asked for."""
-        from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
+        and ``snippet()`` runs only on the rows asked for.
 
-        if not rowids:
-            return {}
-        if source != "meta":
-            return self._message_snippets(db, match, rowids, tokens)
-        out = self._bounded_snippets(db, match, rowids, tokens)
-        rowids = [rowid for rowid in rowids if rowid not in out]
-        if not rowids:
-            return out
-        table = "session_search_fts"
-        ids = ", ".join(str(int(rowid)) for rowid in rowids)
-        rows = db.execute(
-            f"SELECT rowid, snippet({table}, -1, ?, ?, ?, {tokens}) FROM {table}"
-            f" WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})",
-            [OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)],
-        ).fetchall()
-        out.update({int(r[0]): str(r[1]) for r in rows if r[1]})
-        return out
-
-    def _message_snippets(
-        self, db: Any, match: str, rowids: Sequence[int], tokens: int
-    ) -> dict[int, str]:
-        """Messages' snippets in one pass over their bodies: FTS5 reads a row's text
-        once for all it is asked of that row, so the length of ``text`` and the check
-        for a row too heavy for ``snippet()`` (:data:`HEAVY_FUNCTION`, asked of long
-        rows only) cost no second decompression, where a look at the bodies before the
-        snippets decoded each twice (a third of a search's time). The ``CASE`` keeps
-        ``snippet()`` off a heavy row, whose text comes back instead to be cut here."""
+        A row whose text holds so many matches that FTS5's ``snippet()`` would take
+        seconds (query/snippets.py ``MAX_INSTANCES``: a pasted log) is cut in Python
+        instead. The check (:data:`HEAVY_FUNCTION`, asked only of rows long enough to
+        hold that many) is in the same statement, in a ``CASE`` whose ``ELSE`` is
+        ``snippet()``: FTS5 reads a row's text once for the lengths, the check and the
+        snippet, where a look at the texts before the statement read each twice (a
+        third of a search's time on a history of long messages)."""
         from sessiondex.query.snippets import (
             CLOSE,
             ELLIPSIS,
@@ -203,18 +182,26 @@ class SqliteDialect:
             register_heavy,
         )
 
+        if not rowids:
+            return {}
+        if source == "meta":  # a first prompt may hold a whole pasted log too
+            table, columns = "session_search_fts", list(META_COLUMNS)
+        else:
+            table, columns = "messages_fts", ["text"]
+        lengths = [f"coalesce(length({column}), 0)" for column in columns]
+        longest = lengths[0] if len(lengths) == 1 else f"max({', '.join(lengths)})"
         # CASE, not AND: SQLite before 3.41 evaluates both sides of an AND in a result
         # column, which called the check on every row.
         heavy = (
-            f"(CASE WHEN length(text) > {may_be_heavy_above(match)}"
-            f" THEN {HEAVY_FUNCTION}(text, ?) ELSE 0 END)"
+            f"(CASE WHEN {longest} > {may_be_heavy_above(match)}"
+            f" THEN {HEAVY_FUNCTION}(?, {', '.join(columns)}) ELSE 0 END)"
         )
-
+        heavy_text = " ".join(f"WHEN {i} THEN {column}" for i, column in enumerate(columns, 1))
         ids = ", ".join(str(int(rowid)) for rowid in rowids)
         sql = (
-            f"SELECT rowid, {heavy}, CASE WHEN {heavy} THEN text"
-            f" ELSE snippet(messages_fts, -1, ?, ?, ?, {tokens}) END FROM messages_fts"
-            f" WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})"
+            f"SELECT rowid, {heavy}, CASE {heavy} WHEN 0 THEN"
+            f" snippet({table}, -1, ?, ?, ?, {tokens}) {heavy_text} END FROM {table}"
+            f" WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})"
         )
         params = [match, match, OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)]
         try:
@@ -226,51 +213,10 @@ class SqliteDialect:
             rows = db.execute(sql, params).fetchall()
         out: dict[int, str] = {}
         for rowid, is_heavy, text in rows:
-            if is_heavy:
+            if is_heavy:  # FTS5 takes its best column; here the first too heavy for it
                 text = bounded_snippet(str(text), match_terms(match), tokens)
             if text:
                 out[int(rowid)] = str(text)
-        return out
-
-    def _bounded_snippets(
-        self, db: Any, match: str, rowids: Sequence[int], tokens: int
-    ) -> dict[int, str]:
-        """The metadata snippets of long texts holding so many matches that FTS5's own
-        would take seconds (query/snippets.py ``MAX_INSTANCES``: a first prompt holds a
-        whole pasted log), cut here instead; the other rows are left to ``snippet()``.
-        Only texts longer than ``SCAN_CHARS`` are looked at.
-
-        The columns are read as stored, each made its indexed form (the view's) here
-        only when it can be long enough: fts_text at most triples a text (a space around
-        each CJK character). Read through the view, every column of every row went
-        through the text function twice, in the filter and the select."""
-        from sessiondex.indexer.text import fts_text
-        from sessiondex.query.snippets import (
-            SCAN_CHARS,
-            bounded_snippet,
-            match_terms,
-            too_many_matches,
-        )
-
-        ids = ", ".join(str(int(rowid)) for rowid in rowids)
-        long_rows = []
-        for rowid, *values in db.execute(
-            f"SELECT id, {', '.join(META_COLUMNS)} FROM sessions WHERE id IN ({ids})"
-        ):
-            texts = [
-                fts_text(v) if isinstance(v, str) and 3 * len(v) > SCAN_CHARS else None
-                for v in values
-            ]
-            if any(t is not None and len(t) > SCAN_CHARS for t in texts):
-                long_rows.append((rowid, *texts))
-        if not long_rows:
-            return {}
-        terms = match_terms(match)
-        out: dict[int, str] = {}
-        for rowid, *texts in long_rows:
-            heavy = [t for t in texts if t and len(t) > SCAN_CHARS and too_many_matches(t, terms)]
-            if heavy:  # FTS5 takes its best column; here the first too heavy for it
-                out[int(rowid)] = bounded_snippet(heavy[0], terms, tokens)
         return out
 
     def similar_names(self, query: str) -> tuple[str, list[Any]] | None:

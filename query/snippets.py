@@ -152,29 +152,38 @@ SCAN_CHARS = 2_000
 MAX_INSTANCES = 300
 
 
-#: The SQL function :meth:`SqliteDialect._message_snippets` asks whether a long row is
-#: too heavy for FTS5's snippet(): (text as indexed, FTS5 match) → 1 or 0.
+#: The SQL function :meth:`~sessiondex.query.dialect.SqliteDialect.snippets` asks
+#: which text of a row is too heavy for FTS5's snippet(): (FTS5 match, texts as
+#: indexed...) → the position (from 1) of the first such text, or 0.
 HEAVY_FUNCTION = "sessiondex_too_many_matches"
 
 
 def register_heavy(conn: sqlite3.Connection) -> None:
     """Give ``conn`` :data:`HEAVY_FUNCTION`. Registered by the query layer when first
     asked for, not on every connection the index opens: only a search needs it."""
+    # The statement asks twice per row (its CASE): the second time is the same
+    # question, found equal by a compare rather than a hash of the texts.
+    last_question: tuple[object, ...] = ()
+    last_answer = 0
 
-    # The statement asks twice per row (its CASE): the second time is the same text,
-    # found equal by a compare rather than a hash of it.
-    last_text, last_match, last_answer = "", "", 0
-
-    def heavy(text: object, match: object) -> int:
-        nonlocal last_text, last_match, last_answer
-        if not isinstance(text, str) or not isinstance(match, str):
-            return 0
-        if text != last_text or match != last_match:
-            last_answer = int(too_many_matches(text, _terms_of(match)))
-            last_text, last_match = text, match
+    def heavy(*question: object) -> int:
+        nonlocal last_question, last_answer
+        if question != last_question:
+            last_answer = _first_heavy(question[0] if question else None, question[1:])
+            last_question = question
         return last_answer
 
-    conn.create_function(HEAVY_FUNCTION, 2, heavy, deterministic=True)
+    conn.create_function(HEAVY_FUNCTION, -1, heavy, deterministic=True)
+
+
+def _first_heavy(match: object, texts: tuple[object, ...]) -> int:
+    if not isinstance(match, str):
+        return 0
+    above = may_be_heavy_above(match)
+    for position, text in enumerate(texts, 1):
+        if isinstance(text, str) and len(text) > above and too_many_matches(text, _terms_of(match)):
+            return position
+    return 0
 
 
 @lru_cache(maxsize=64)

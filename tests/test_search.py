@@ -590,11 +590,16 @@ def _traced_search(
     db.conn.set_trace_callback(asked.append)
     if judged is not None:
 
-        def heavy(text: str, match: str) -> int:
-            judged.append((len(text), too_many_matches(text, _terms_of(match))))
-            return int(judged[-1][1])
+        def heavy(match: str, *texts: str | None) -> int:
+            asked_of = [len(text) for text in texts if text]
+            judged.append((max(asked_of, default=0), False))  # the row's longest text
+            for position, text in enumerate(texts, 1):
+                if text and too_many_matches(text, _terms_of(match)):
+                    judged[-1] = (len(text), True)
+                    return position
+            return 0
 
-        db.conn.create_function(HEAVY_FUNCTION, 2, heavy)
+        db.conn.create_function(HEAVY_FUNCTION, -1, heavy)
     return db, search(db, query, Filters(scope="all")), asked
 
 
@@ -629,23 +634,15 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     assert snippets[light.session_id] == "one [connection] [refused], once"
     fts5 = [sql for sql in asked if "snippet(" in sql]
     assert fts5, "the light row's snippet is FTS5's"
-    heavy_session = db.execute(
-        "SELECT id FROM sessions WHERE session_id = ?", [heavy.session_id]
-    ).fetchone()[0]
-    for sql in fts5:
-        table = sql.split(" FROM ")[1].split()[0]
-        listed = {int(i) for i in sql.split("+rowid IN (")[1].split(")")[0].split(", ")}
-        if table == "session_search_fts" and where == "the first prompt":
-            # metadata: the heavy row is cut before the statement, not listed in it
-            assert heavy_session not in listed, sql
-    if where == "a message":
-        # Messages are asked in one statement that reads each text once: snippet() sits
-        # in the ELSE of a CASE whose test is the heavy-row check, which said yes to
-        # the log (and was asked of no short row).
-        (statement,) = [sql for sql in fts5 if "snippet(messages_fts" in sql]
-        assert " THEN text ELSE snippet(messages_fts" in statement
-        assert (len(log), True) in judged
-        assert all(length > 2000 for length, _ in judged)
+    # Each source is asked in one statement that reads each text once: snippet() is
+    # the answer of a CASE only where the heavy-row check said 0, and the check said
+    # the log is too heavy (and was asked of no row without a long text).
+    table = "messages_fts" if where == "a message" else "session_search_fts"
+    (statement,) = [sql for sql in fts5 if f"snippet({table}" in sql]
+    assert f"WHEN 0 THEN snippet({table}" in statement
+    heavy_text = log if where == "a message" else f"here is the log\n{log}"
+    assert (len(heavy_text), True) in judged
+    assert all(longest > 2000 for longest, _ in judged), judged
 
 
 def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
@@ -658,8 +655,8 @@ def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
     heavy = tree.session(cwd="/w/cjk")
     heavy.user("東京" * 700)
     heavy.write()
-    _, rows, asked = _traced_search(tmp_path, tree, "東京")
+    judged: list[tuple[int, bool]] = []
+    _, rows, asked = _traced_search(tmp_path, tree, "東京", judged)
     assert [r["session_id"] for r in rows] == [heavy.session_id]
     assert rows[0]["snippet"].startswith("[東京東京")  # a run of matched CJK: one mark
-    meta_snippets = [sql for sql in asked if "snippet(session_search_fts" in sql]
-    assert meta_snippets == []
+    assert (2801, True) in judged  # the prompt as indexed: cut here, not by FTS5
