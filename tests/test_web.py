@@ -516,29 +516,24 @@ def test_only_requests_naming_a_loopback_host_are_answered(
             assert response.headers["content-security-policy"] == CSP
 
 
-# What the app itself answers, whichever HTTP parser uvicorn picked (its h11 one refuses
-# an HTTP/1.1 request without Host before the app; its httptools one passes it on).
-@pytest.mark.parametrize(
-    ("http_version", "headers", "status"),
-    [
-        ("1.1", [], 400),
-        ("1.1", [(b"host", b"127.0.0.1:8001")], 200),
-        ("1.1", [(b"host", b"evil.test")], 421),
-        ("1.0", [], 200),  # HTTP/1.0 had no Host to send
-        ("1.0", [(b"host", b"evil.test")], 421),
-    ],
-)
-def test_an_http_1_1_request_without_host_is_refused_by_the_app(
-    web: Web, http_version: str, headers: list[tuple[bytes, bytes]], status: int
-) -> None:
+def _asgi_request(
+    web: Web,
+    headers: list[tuple[bytes, bytes]],
+    *,
+    method: str = "GET",
+    target: bytes = b"/sessiondex",
+    http_version: str = "1.1",
+) -> list[dict[str, Any]]:
+    """What the app sends for one request, given to it as uvicorn gives it (``path``
+    as the target came: h11 does not parse an absolute form)."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": http_version,
-        "method": "GET",
+        "method": method,
         "scheme": "http",
-        "path": "/sessiondex",
-        "raw_path": b"/sessiondex",
+        "path": target.decode(),
+        "raw_path": target,
         "query_string": b"",
         "root_path": "",
         "headers": headers,
@@ -554,6 +549,25 @@ def test_an_http_1_1_request_without_host_is_refused_by_the_app(
         sent.append(message)
 
     web.loop.run_until_complete(web.datasette.app()(scope, receive, send))
+    return sent
+
+
+# What the app itself answers, whichever HTTP parser uvicorn picked (its h11 one refuses
+# an HTTP/1.1 request without Host before the app; its httptools one passes it on).
+@pytest.mark.parametrize(
+    ("http_version", "headers", "status"),
+    [
+        ("1.1", [], 400),
+        ("1.1", [(b"host", b"127.0.0.1:8001")], 200),
+        ("1.1", [(b"host", b"evil.test")], 421),
+        ("1.0", [], 200),  # HTTP/1.0 had no Host to send
+        ("1.0", [(b"host", b"evil.test")], 421),
+    ],
+)
+def test_an_http_1_1_request_without_host_is_refused_by_the_app(
+    web: Web, http_version: str, headers: list[tuple[bytes, bytes]], status: int
+) -> None:
+    sent = _asgi_request(web, headers, http_version=http_version)
     assert sent[0]["status"] == status
     if status == 400:
         body = b"".join(m.get("body", b"") for m in sent[1:])
@@ -586,29 +600,7 @@ def test_an_http_1_1_request_without_host_is_refused_by_the_app(
 def test_a_request_target_that_is_not_a_path(
     web: Web, method: str, target: bytes, host: bytes, status: int, location: bytes | None
 ) -> None:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": target.decode(),
-        "raw_path": target,
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", host)],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8001),
-    }
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    web.loop.run_until_complete(web.datasette.app()(scope, receive, send))
+    sent = _asgi_request(web, [(b"host", host)], method=method, target=target)
     assert sent[0]["status"] == status
     headers = {bytes(k).lower(): bytes(v) for k, v in sent[0]["headers"]}
     assert headers.get(b"location") == location
