@@ -137,6 +137,24 @@ class SessiondexServer(MCPServer[Any]):
             )
             raise ToolError(f"bad arguments for {name}: {problems}") from None
 
+    async def run_stdio_async(self) -> None:
+        """As the SDK serves stdio, with a line its JSON parser refuses for a lone
+        surrogate escape (``"\\ud800"``: JSON text, not Unicode) read again with each
+        lone half as U+FFFD (:class:`_SurrogatesMended`). The SDK dropped such a line
+        without an answer, so the client waited for one forever."""
+        from mcp.server.stdio import stdio_server
+
+        lowlevel = getattr(self, "_lowlevel_server", None)
+        if lowlevel is None:  # not the SDK layout this was written for: run it as it is
+            await super().run_stdio_async()
+            return
+        async with stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(
+                _SurrogatesMended(read_stream),
+                write_stream,
+                lowlevel.create_initialization_options(),
+            )
+
     async def list_resources(self) -> list[Resource]:
         try:
             rows = await self.runner.run(self.runner.service.recent_sessions)
@@ -206,6 +224,66 @@ class Runner:
         except Exception as exc:  # shutting down: say it, never raise
             log.warning("closing the index failed: %r", exc)
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class _SurrogatesMended:
+    """The stdio transport's read stream, with each line the SDK could not parse for a
+    lone surrogate escape parsed again: Python's ``json`` takes it, each lone half
+    becomes U+FFFD, and the message is validated as the SDK validates a line. Anything
+    else that failed passes on as it was (the SDK's own handling)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def receive(self) -> Any:
+        return _mended(await self._stream.receive())
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _SurrogatesMended:
+        return self
+
+    async def __anext__(self) -> Any:
+        return _mended(await self._stream.__anext__())
+
+    async def __aenter__(self) -> _SurrogatesMended:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+
+def _mended(item: Any) -> Any:
+    if not isinstance(item, ValidationError):
+        return item
+    errors = item.errors()
+    line = errors[0].get("input") if errors else None
+    if errors[0].get("type") != "json_invalid" or not isinstance(line, str):
+        return item
+    import json
+
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    try:
+        text = json.dumps(_without_lone_halves(json.loads(line)), ensure_ascii=False)
+        message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except (ValueError, ValidationError):
+        return item
+    return SessionMessage(message)
+
+
+def _without_lone_halves(value: Any) -> Any:
+    """``value`` (decoded JSON) with each lone surrogate in its strings as U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_lone_halves(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_halves(k): _without_lone_halves(v) for k, v in value.items()}
+    return value
 
 
 def build_server(open_index: Callable[[], Index], settings: Settings) -> SessiondexServer:

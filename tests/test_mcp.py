@@ -464,6 +464,14 @@ def test_stdout_carries_only_the_protocol(tree: tuple[Path, Path]) -> None:
             "method": "tools/call",
             "params": {"name": "search_sessions", "arguments": {"query": "auth"}},
         },
+        # A lone surrogate escape (valid JSON text, not valid Unicode): the SDK's parser
+        # refused the line and nothing was answered, so the client waited forever.
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "search_sessions", "arguments": {"query": "\ud800auth\udc00"}},
+        },
     ]
     errlog = open(config.parent / "server.stderr", "wb")  # closed below
     server = subprocess.Popen(
@@ -484,7 +492,7 @@ def test_stdout_carries_only_the_protocol(tree: tuple[Path, Path]) -> None:
         received: list[bytes] = []
         deadline = time.monotonic() + TIMEOUT
         # stdin stays open until every answer is in (closing it cancels pending calls)
-        while len(received) < 4 and time.monotonic() < deadline:
+        while len(received) < 5 and time.monotonic() < deadline:
             try:
                 received.append(lines.get(timeout=0.5))
             except queue.Empty:
@@ -497,15 +505,16 @@ def test_stdout_carries_only_the_protocol(tree: tuple[Path, Path]) -> None:
             server.wait(timeout=10)
         errlog.close()
     reader.join(timeout=10)  # stdout is closed once the server has ended
-    while not lines.empty():  # anything after the 4 answers would be a protocol error
+    while not lines.empty():  # anything after the 5 answers would be a protocol error
         received.append(lines.get())
     stderr = (config.parent / "server.stderr").read_text()
     messages = [json.loads(line) for line in received]
     assert all(m["jsonrpc"] == "2.0" for m in messages)
     by_id = {m["id"]: m for m in messages}
-    assert set(by_id) == {1, 2, 3, 4}
+    assert set(by_id) == {1, 2, 3, 4, 5}
     assert by_id[3]["result"]["isError"] is True
     assert AUTH in by_id[4]["result"]["content"][0]["text"]
+    assert AUTH in by_id[5]["result"]["content"][0]["text"]  # each lone half as U+FFFD
     assert "sessiondex mcp: serving over stdio" in stderr
 
 
