@@ -188,7 +188,10 @@ class SqliteDialect:
             table, columns = "session_search_fts", list(META_COLUMNS)
         else:
             table, columns = "messages_fts", ["text"]
-        lengths = [f"coalesce(length({column}), 0)" for column in columns]
+        # In bytes, at least the characters: length() of a text counts its characters
+        # only up to a NUL, and a log pasted with one near its start (a binary file
+        # read) measured a few characters and went to snippet() unchecked.
+        lengths = [f"coalesce(length(CAST({column} AS BLOB)), 0)" for column in columns]
         longest = lengths[0] if len(lengths) == 1 else f"max({', '.join(lengths)})"
         # CASE, not AND: SQLite before 3.41 evaluates both sides of an AND in a result
         # column, which called the check on every row.

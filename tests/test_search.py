@@ -645,6 +645,31 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     assert all(longest > 2000 for longest, _ in judged), judged
 
 
+@pytest.mark.parametrize("where", ["a message", "the first prompt"])
+def test_a_nul_character_does_not_hide_a_heavy_row_from_the_check(
+    tmp_path: Path, where: str
+) -> None:
+    """SQLite's ``length()`` of a text stops at its first NUL: a log pasted with a NUL
+    near its start (a binary file read, ``\\u0000`` in the transcript's JSON) measured a
+    few characters, so the heavy-row check was never asked and FTS5's snippet() counted
+    its thousands of instances (30,000: 7.5 s). The check must be asked of it."""
+    tree = ConfigTree(tmp_path / "claude")
+    heavy = tree.session(cwd="/w/logs")
+    log = "PNG\x00\n" + "\n".join(f"ERROR connection refused to shard {i}" for i in range(3000))
+    if where == "a message":
+        heavy.user("here is the log")
+        heavy.assistant(log)
+    else:
+        heavy.user(f"here is the log\n{log}")
+    heavy.write()
+    judged: list[tuple[int, bool]] = []
+    _, rows, _ = _traced_search(tmp_path, tree, "connection refused", judged)
+    heavy_text = log if where == "a message" else f"here is the log\n{log}"
+    assert (len(heavy_text), True) in judged
+    (row,) = rows
+    assert "[connection] [refused] to shard 0 " in row["snippet"]
+
+
 def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
     tmp_path: Path,
 ) -> None:
