@@ -591,6 +591,7 @@ def test_an_http_1_1_request_without_host_is_refused_by_the_app(
         ("GET", b"ftp://localhost/", b"127.0.0.1:8001", 400, None),
         ("GET", b"http:///search", b"127.0.0.1:8001", 400, None),
         ("OPTIONS", b"*", b"127.0.0.1:8001", 204, None),
+        ("OPTIONS", b"*", b"evil.test", 421, None),  # judged by its host like any request
         ("GET", b"*", b"127.0.0.1:8001", 400, None),
         ("GET", b"search", b"127.0.0.1:8001", 400, None),
         ("GET", b"127.0.0.1:8001", b"127.0.0.1:8001", 400, None),
@@ -611,6 +612,16 @@ def test_a_request_target_that_is_not_a_path(
         assert b"content-length" not in headers and b"content-type" not in headers
     if status == 400:
         assert body == b"400 Bad Request: the request target must be a path such as /search.\n"
+
+
+@pytest.mark.parametrize(("http_version", "status"), [("1.1", 400), ("1.0", 204)])
+def test_options_star_without_host_is_judged_like_any_request(
+    web: Web, http_version: str, status: int
+) -> None:
+    """``OPTIONS *`` is answered only once its host is judged: an HTTP/1.1 one without
+    Host is a 400 (uvicorn's httptools parser passes it on), as a path's would be."""
+    sent = _asgi_request(web, [], method="OPTIONS", target=b"*", http_version=http_version)
+    assert sent[0]["status"] == status
 
 
 @pytest.mark.parametrize("how", ["deleted", "moved aside"])

@@ -211,16 +211,20 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, send)
                 return
             target = _origin_form(scope)
-            if isinstance(target, tuple):
+            if isinstance(target, tuple) and target[0] != 204:
                 await _refuse(send, *target)
                 return
-            scope = target
+            if not isinstance(target, tuple):
+                scope = target
             if scope.get("http_version") == "1.1" and _host(scope) is None:
                 # uvicorn's h11 parser refuses it before us, its httptools one does not.
                 await _refuse(send, 400, _NO_HOST)
                 return
             if state.loopback_only and not _names_loopback(scope):
                 await _refuse(send, 421, _MISDIRECTED)
+                return
+            if isinstance(target, tuple):  # OPTIONS *, its host judged as any request's
+                await _refuse(send, *target)
                 return
             path = str(scope.get("path", ""))
             if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
