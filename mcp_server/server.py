@@ -267,23 +267,14 @@ def _mended(item: Any) -> Any:
     import mcp_types
     from mcp.shared.message import SessionMessage
 
+    from sessiondex.transcripts.reader import without_lone_surrogates
+
     try:
-        text = json.dumps(_without_lone_halves(json.loads(line)), ensure_ascii=False)
+        text = json.dumps(without_lone_surrogates(json.loads(line)), ensure_ascii=False)
         message = mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except (ValueError, ValidationError):
         return item
     return SessionMessage(message)
-
-
-def _without_lone_halves(value: Any) -> Any:
-    """``value`` (decoded JSON) with each lone surrogate in its strings as U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, list):
-        return [_without_lone_halves(v) for v in value]
-    if isinstance(value, dict):
-        return {_without_lone_halves(k): _without_lone_halves(v) for k, v in value.items()}
-    return value
 
 
 def build_server(open_index: Callable[[], Index], settings: Settings) -> SessiondexServer:

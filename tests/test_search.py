@@ -603,6 +603,19 @@ def _traced_search(
     return db, search(db, query, Filters(scope="all")), asked
 
 
+def _log_pasted(tree: ConfigTree, where: str, log: str) -> Any:
+    """A session with ``log`` in "a message" (the assistant's answer) or in "the first
+    prompt" (pasted after a line of its own)."""
+    session = tree.session(cwd="/w/logs")
+    if where == "a message":
+        session.user("here is the log")
+        session.assistant(log)
+    else:
+        session.user(f"here is the log\n{log}")
+    session.write()
+    return session
+
+
 @pytest.mark.parametrize("lines", [3000, 200], ids=["105 KB", "7 KB"])
 @pytest.mark.parametrize("where", ["a message", "the first prompt"])
 def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
@@ -614,16 +627,10 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     and the web view waited. Such a row's snippet is cut in Python; every other row
     keeps FTS5's. (No timing here: the trace shows which rows snippet() was asked for.)"""
     tree = ConfigTree(tmp_path / "claude")
-    heavy = tree.session(cwd="/w/logs")
     # (7 KB: helper 97, rows under the first cut's 16,000 characters, many to a page,
     # still took FTS5 0.3 s each)
     log = "\n".join(f"ERROR connection refused to shard {i}" for i in range(lines))
-    if where == "a message":
-        heavy.user("here is the log")
-        heavy.assistant(log)
-    else:
-        heavy.user(f"here is the log\n{log}")
-    heavy.write()
+    heavy = _log_pasted(tree, where, log)
     light = tree.session(cwd="/w/logs")
     light.user("one connection refused, once")
     light.write()
@@ -654,14 +661,8 @@ def test_a_nul_character_does_not_hide_a_heavy_row_from_the_check(
     few characters, so the heavy-row check was never asked and FTS5's snippet() counted
     its thousands of instances (30,000: 7.5 s). The check must be asked of it."""
     tree = ConfigTree(tmp_path / "claude")
-    heavy = tree.session(cwd="/w/logs")
     log = "PNG\x00\n" + "\n".join(f"ERROR connection refused to shard {i}" for i in range(3000))
-    if where == "a message":
-        heavy.user("here is the log")
-        heavy.assistant(log)
-    else:
-        heavy.user(f"here is the log\n{log}")
-    heavy.write()
+    _log_pasted(tree, where, log)
     judged: list[tuple[int, bool]] = []
     _, rows, _ = _traced_search(tmp_path, tree, "connection refused", judged)
     heavy_text = log if where == "a message" else f"here is the log\n{log}"
