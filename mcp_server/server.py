@@ -259,8 +259,10 @@ def _mended(item: Any) -> Any:
     if not isinstance(item, ValidationError):
         return item
     errors = item.errors()
-    line = errors[0].get("input") if errors else None
-    if errors[0].get("type") != "json_invalid" or not isinstance(line, str):
+    if not errors or errors[0].get("type") != "json_invalid":
+        return item
+    line = errors[0].get("input")
+    if not isinstance(line, str):
         return item
     import json
 
