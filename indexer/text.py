@@ -162,7 +162,7 @@ def stored_words(text: str) -> str:
     """:func:`word_text` of a text already in :func:`fts_text` form (what the index and
     the store keep): the same words, without cutting and spacing it a second time."""
     if text.isascii():  # most text: one C-level pass (~50x the regular expression)
-        return text.encode("ascii").translate(_ascii_words()).decode("ascii")
+        return text.encode("ascii").translate(ascii_words()).decode("ascii")
     # Decomposed, the marks dropped, composed again: only what carried a dropped mark
     # changes (a Hangul syllable or an Arabic letter with madda stays whole).
     text = unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFD", text)))
@@ -170,7 +170,7 @@ def stored_words(text: str) -> str:
 
 
 @cache
-def _ascii_words() -> bytes:
+def ascii_words() -> bytes:
     """``bytes.translate`` table: ASCII letters lower-cased, digits kept, the rest a space."""
     return bytes(
         (ord(chr(b).lower()) if chr(b).isalnum() else 32) if b < 128 else b for b in range(256)

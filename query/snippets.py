@@ -24,6 +24,7 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from sessiondex.indexer.text import SNIPPET_CLOSE, SNIPPET_OPEN, is_cjk, may_hold_cjk
+from sessiondex.indexer.unicode61 import fold, folded_token_class, token_spans
 
 if TYPE_CHECKING:
     import sqlite3
@@ -191,41 +192,6 @@ def _terms_of(match: str) -> list[tuple[str, bool]]:
     return match_terms(match)
 
 
-@cache
-def _token_pattern() -> re.Pattern[str]:
-    """A token as unicode61 cuts one, near enough: a run of letters, digits and marks."""
-    return re.compile(r"[^\W_]+(?:[\u0300-\u036f]+[^\W_]*)*")
-
-
-@cache
-def _marks() -> re.Pattern[str]:
-    """A run of the combining marks ``remove_diacritics`` drops after a Latin letter; it
-    keeps those of other scripts (Cyrillic й is no и, Greek ά no α). The pattern starts
-    at the marks, not at a look-behind for the letter: SRE then skips to the next mark
-    at C speed, where a look-behind was tried at every character (0.5 ms for 30 KB, the
-    most of a search whose page held a few non-ASCII messages)."""
-    return re.compile("[\u0300-\u036f]+")
-
-
-def _drop_latin_marks(found: re.Match[str]) -> str:
-    at = found.start()
-    before = found.string[at - 1] if at else ""
-    latin = before and ("a" <= before <= "z" or "\u00c0" <= before <= "\u024f")
-    return "" if latin or "\u1e00" <= before <= "\u1eff" else found.group()
-
-
-def _fold(text: str) -> str:
-    """Case and Latin diacritics aside (``remove_diacritics 2``), as the index compares:
-    at C speed, since a whole long row is folded to count its matches."""
-    folded = text.casefold()
-    if folded.isascii():
-        return folded
-    import unicodedata
-
-    stripped = _marks().sub(_drop_latin_marks, unicodedata.normalize("NFD", folded))
-    return unicodedata.normalize("NFC", stripped)
-
-
 def match_terms(match: str) -> list[tuple[str, bool]]:
     """The terms of an FTS5 match expression as ``(folded term, is a prefix)``: the
     quoted strings ours are made of, else the bare words of a ``--raw`` query (its
@@ -239,41 +205,55 @@ def match_terms(match: str) -> list[tuple[str, bool]]:
             continue
         words.append((word.rstrip("*"), word.endswith("*")))
     for text, prefix in words:
-        tokens = [_fold(t) for t in _token_pattern().findall(text)]
+        tokens = [fold(found.group()) for found in token_spans(text)]
+        tokens = [token for token in tokens if token]  # accents alone: no token
         for i, token in enumerate(tokens):
             terms.append((token, prefix and i == len(tokens) - 1))
     return terms
 
 
-def _term_pattern(terms: list[tuple[str, bool]]) -> re.Pattern[str] | None:
-    """Where the terms occur as tokens (whole, or as a token's start for a prefix) in
-    case-folded text: ``in`` is not counted inside "running"."""
-    alternatives = [
-        re.escape(term) + ("" if prefix else r"(?![^\W_])") for term, prefix in terms if term
+def _term_patterns(terms: list[tuple[str, bool]]) -> list[tuple[re.Pattern[str], int]]:
+    """Where each distinct term occurs as a token (whole, or as a token's start for a
+    prefix) in folded text, with how many times the query holds it: FTS5 walks a
+    term's instances once for each time it is written (``error error``, ``"error" OR
+    "error"``), and a prefix's instances beside those of a word it starts."""
+    token = folded_token_class()
+    counted: dict[tuple[str, bool], int] = {}
+    for term, prefix in terms:
+        if term:
+            counted[(term, prefix)] = counted.get((term, prefix), 0) + 1
+    return [
+        (re.compile(f"(?<![{token}]){re.escape(term)}" + ("" if prefix else f"(?![{token}])")), n)
+        for (term, prefix), n in counted.items()
     ]
-    if not alternatives:
-        return None
-    return re.compile(r"(?<![^\W_])(?:" + "|".join(sorted(set(alternatives))) + ")")
+
+
+def instances(stored: str, terms: list[tuple[str, bool]], above: int | None = None) -> int:
+    """How many instances of ``terms`` FTS5's snippet() walks in ``stored``: each term's
+    tokens, once for each time the query holds the term; counting stops past ``above``."""
+    folded = fold(stored)
+    count = 0
+    for pattern, times in _term_patterns(terms):
+        for _ in pattern.finditer(folded):
+            count += times
+            if above is not None and count > above:
+                return count
+    return count
 
 
 def too_many_matches(stored: str, terms: list[tuple[str, bool]]) -> bool:
     """Whether FTS5's snippet() would take long on this row (see :data:`MAX_INSTANCES`):
     the terms counted as tokens of the folded text."""
-    pattern = _term_pattern(terms)
-    if pattern is None:
+    if not any(term for term, _ in terms):
         return False
     if _instances_at_most(stored, terms) <= MAX_INSTANCES:
         return False
-    folded = _fold(stored)  # "café" is an instance of "cafe" (helper 98: 10 s)
-    # Substrings first (C speed, an upper bound of the tokens): nearly every row stops here.
+    # Substrings of the folded text first (C speed, an upper bound of the tokens):
+    # nearly every row stops here.
+    folded = fold(stored)  # "café" is an instance of "cafe" (helper 98: 10 s)
     if sum(folded.count(term) for term, _ in terms if term) <= MAX_INSTANCES:
         return False
-    count = 0
-    for _ in pattern.finditer(folded):
-        count += 1
-        if count > MAX_INSTANCES:
-            return True
-    return False
+    return instances(stored, terms, MAX_INSTANCES) > MAX_INSTANCES
 
 
 def may_be_heavy_above(match: str) -> int:
@@ -332,7 +312,7 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     def matches(folded: str) -> bool:
         return folded in wanted or (bool(prefixes) and folded.startswith(prefixes))
 
-    folded_text = _fold(stored)
+    folded_text = fold(stored)
     present = [(folded_text.count(term), term, prefix) for term, prefix in terms if term]
     present = [item for item in present if item[0]]
     if not present:
@@ -346,8 +326,8 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     before: deque[re.Match[str]] = deque(maxlen=lead)
     window: list[re.Match[str]] = []
     fallback: list[re.Match[str]] = []  # from the first match of any term
-    for found in _token_pattern().finditer(stored):
-        folded = _fold(found.group())
+    for found in token_spans(stored):
+        folded = fold(found.group())
         if window:
             window.append(found)
             if len(window) >= tokens:
@@ -366,7 +346,7 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     window = window or fallback
     if not window:
         return ""
-    marked = [matches(_fold(found.group())) for found in window]
+    marked = [matches(fold(found.group())) for found in window]
     out = [ELLIPSIS] if stored[: window[0].start()].strip() else [stored[: window[0].start()]]
     at = window[0].start()
     for i, found in enumerate(window):

@@ -507,6 +507,64 @@ def test_too_many_matches_counts_tokens(
     assert too_many_matches(text, terms) is many
 
 
+def _fts5_instances(text: str, phrases: list[str]) -> int:
+    """How many instances of ``phrases`` FTS5 itself finds in ``text``, indexed with the
+    index's tokenizer: what its snippet() walks, a list per phrase. Counted phrase by
+    phrase as the tokens highlight() marks (one phrase's instances never overlap)."""
+    import sqlite3
+
+    from sessiondex.indexer.shape import FTS_TOKENIZER
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+    conn.execute("INSERT INTO t VALUES (?)", (text,))
+    count = 0
+    for phrase in phrases:
+        for (marked,) in conn.execute(
+            "SELECT highlight(t, 0, char(1), char(2)) FROM t WHERE t MATCH ?", (phrase,)
+        ):
+            count += str(marked).count("\x01")
+    return count
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        # marks unicode61 takes for separators, though Latin text carries them: U+0336
+        # strike-through, U+0332 low line, U+0340 (helper 104: 20,000 lines, 2.3 s)
+        ("x\u0336ERROR " * 400, ['"error"']),
+        ("a\u0332b " * 400, ['"b"']),
+        ("a\u0340b " * 400, ['"b"']),
+        # an accent written apart is dropped after any letter, a precomposed one is kept
+        # outside Latin: и + U+0306 is "и" (helper 104: 3.2 s), й is no и
+        ("\u0438\u0306 " * 400, ['"\u0438"']),
+        ("\u0439 " * 400, ['"\u0438"']),
+        ("\u0306abc " * 400, ['"abc"']),
+        # a word written twice is walked twice: FTS5 keeps a list per phrase (helper
+        # 104: 50 rows of 295 "error", 3.2 s)
+        ("error " * 200, ['"error"', '"error"']),
+        ("error " * 200, ['"err"*', '"error"']),
+        ("error " * 100 + "errand " * 150, ['"err"*', '"error"']),
+        # folds of its own: ß is no ss, private use characters are letters
+        ("straße " * 400, ['"strasse"']),
+        ("\ue000x " * 400, ['"\ue000x"']),
+        ("CAFÉ café cafe\u0301 " * 150, ['"cafe"']),
+        ("snake_case_name " * 400, ['"case"']),
+        ("running during ruin " * 200, ['"in"']),
+    ],
+)
+def test_the_heavy_row_check_counts_what_fts5_walks(text: str, phrases: list[str]) -> None:
+    """The check decides between FTS5's snippet() and ours by the instances snippet()
+    walks: counting fewer sent rows of tens of thousands of instances to FTS5 (seconds
+    each), so it must cut and fold tokens as FTS5 does, and count as it does."""
+    from sessiondex.query.snippets import MAX_INSTANCES, instances, match_terms, too_many_matches
+
+    fts5 = _fts5_instances(text, phrases)
+    for match in (" ".join(phrases), " OR ".join(phrases)):
+        assert instances(text, match_terms(match)) == fts5, match
+        assert too_many_matches(text, match_terms(match)) is (fts5 > MAX_INSTANCES), match
+
+
 @pytest.mark.parametrize(
     "text, query",
     [
@@ -529,17 +587,14 @@ def test_the_cheap_instance_count_is_never_below_the_folded_one(text: str, query
     a non-ASCII text): that count must bound the exact one, or a heavy row would reach
     FTS5's snippet()."""
     from sessiondex.query.snippets import (
-        _fold,
         _instances_at_most,
-        _term_pattern,
+        instances,
         match_terms,
         too_many_matches,
     )
 
     terms = match_terms(query)
-    pattern = _term_pattern(terms)
-    assert pattern is not None
-    exact = sum(1 for _ in pattern.finditer(_fold(text)))
+    exact = instances(text, terms)
     assert exact > 0
     assert _instances_at_most(text, terms) >= exact
     assert too_many_matches(text, terms) is (exact > 300)

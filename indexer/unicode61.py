@@ -1,0 +1,107 @@
+"""Characters as the index's tokenizer sees them, learnt from SQLite itself.
+
+FTS5's ``unicode61`` tokenizer (``remove_diacritics 2``) decides per code point: a
+separator, a token character folded to one character, or a token character folded to
+nothing (a combining accent, after any letter: "и" + U+0306 is "и", where a precomposed
+"й" stays "й"). Its tables are its own: most combining marks that are no accent (U+0336
+long stroke, U+0332 low line, U+0340) cut a token, unassigned code points and private
+use characters are kept, and "ß" is not "ss". Python's ``\\w``, ``casefold()`` and
+``unicodedata`` disagree on thousands of code points, and the query layer's heavy-row
+check (query/snippets.py) counts the matches FTS5's snippet() will walk: where it cut or
+folded differently it counted too few and a row of 20,000 ``x̶ERROR`` took FTS5 2.3 s.
+
+So nothing here is a rule of ours: the first time a character is met, an in-memory FTS5
+table with the index's tokenizer is asked what it makes of ``a<character>b`` (one row per
+new character, a few milliseconds for a page of CJK text), and the answer is kept for the
+process.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator
+from functools import cache
+
+from sessiondex.indexer.shape import FTS_TOKENIZER
+from sessiondex.indexer.text import ascii_words
+
+# Code point → what the tokenizer makes of it, in str.translate's terms: a folded
+# character, None where it is a token character folded to nothing, " " for a separator.
+# ASCII is filled in up front: letters lower-cased, digits kept, the rest separators.
+_FOLDS: dict[int, str | None] = {
+    code: (chr(code).lower() if chr(code).isalnum() else " ") for code in range(128)
+}
+# The same for cutting the original text without changing its length: only the
+# separators past ASCII (as spaces), since an ASCII character is classed by the pattern.
+_SEPARATORS: dict[int, str] = {}
+_lock = threading.Lock()
+_probe: sqlite3.Connection | None = None
+
+
+@cache
+def folded_token_class() -> str:
+    """A regular-expression class of the characters of a token in :func:`fold`'s output,
+    where every character past ASCII is one (the separators are spaces by then)."""
+    return "0-9a-z\u0080-\U0010ffff"
+
+
+@cache
+def _original_tokens() -> re.Pattern[str]:
+    return re.compile("[0-9A-Za-z\u0080-\U0010ffff]+")
+
+
+def fold(text: str) -> str:
+    """``text`` as the index compares it: each token folded as unicode61 folds it, each
+    separator a space (so tokens are the runs of :func:`folded_token_class`)."""
+    if text.isascii():  # one C-level pass
+        return text.encode("ascii").translate(ascii_words()).decode("ascii")
+    _learn(text)
+    return text.translate(_FOLDS)
+
+
+def token_spans(text: str) -> Iterator[re.Match[str]]:
+    """The tokens of ``text`` where unicode61 cuts them, as matches over a copy of it
+    of the same length (``group()`` is the token as written)."""
+    if not text.isascii():
+        _learn(text)
+        text = text.translate(_SEPARATORS)
+    return _original_tokens().finditer(text)
+
+
+def _learn(text: str) -> None:
+    unknown = {c for c in set(text) if ord(c) not in _FOLDS}
+    if not unknown:
+        return
+    with _lock:
+        unknown = {c for c in unknown if ord(c) not in _FOLDS}
+        surrogates = {c for c in unknown if "\ud800" <= c <= "\udfff"}
+        asked = sorted(unknown - surrogates)
+        terms: dict[int, list[str]] = {}
+        if asked:
+            conn = _probe_connection()
+            conn.execute("DELETE FROM probe")
+            conn.executemany(
+                "INSERT INTO probe(rowid, x) VALUES (?, ?)", [(ord(c), f"a{c}b") for c in asked]
+            )
+            for doc, term in conn.execute("SELECT doc, term FROM probe_terms"):
+                terms.setdefault(int(doc), []).append(str(term))
+        for c in asked:
+            found = terms.get(ord(c), [])
+            if len(found) == 1 and len(found[0]) <= 3:  # "ab", or "a" + its fold + "b"
+                _FOLDS[ord(c)] = found[0][1:-1] or None
+            else:
+                _FOLDS[ord(c)] = _SEPARATORS[ord(c)] = " "
+        for c in surrogates:  # not text SQLite holds: never part of a token
+            _FOLDS[ord(c)] = _SEPARATORS[ord(c)] = " "
+
+
+def _probe_connection() -> sqlite3.Connection:
+    global _probe
+    if _probe is None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, instance)")
+        _probe = conn
+    return _probe
