@@ -294,22 +294,26 @@ def _origin_form(scope: Scope) -> Scope | tuple[int, bytes]:
     its authority is the request's host, whatever the ``Host`` header says, so the
     loopback check judges that host, and its path is the path. ``OPTIONS *`` asks
     what the server allows: GET and HEAD. Anything else is not a request target."""
+    from urllib.parse import unquote_to_bytes, urlsplit
+
     raw = bytes(scope.get("raw_path") or str(scope.get("path", "")).encode("latin-1"))
     if raw.startswith(b"/"):
-        return scope
+        resolved = _without_dot_segments(raw)
+        if resolved == raw:
+            return scope
+        path = unquote_to_bytes(resolved).decode("utf-8", "replace")
+        return {**scope, "path": path, "raw_path": resolved}
     if raw == b"*":
         if scope.get("method") == "OPTIONS":
             return 204, b""
         return 400, _BAD_TARGET
-    from urllib.parse import unquote_to_bytes, urlsplit
-
     try:
         parts = urlsplit(raw.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         return 400, _BAD_TARGET
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc or "@" in parts.netloc:
         return 400, _BAD_TARGET  # RFC 9110 §4.2.4: userinfo in an http URI is an error
-    path = parts.path or "/"
+    path = _without_dot_segments((parts.path or "/").encode("ascii")).decode("ascii")
     headers = [(k, v) for k, v in scope.get("headers", []) if bytes(k).lower() != b"host"]
     return {
         **scope,
@@ -317,6 +321,29 @@ def _origin_form(scope: Scope) -> Scope | tuple[int, bytes]:
         "raw_path": path.encode("ascii"),
         "headers": [*headers, (b"host", parts.netloc.encode("ascii"))],
     }
+
+
+def _without_dot_segments(raw: bytes) -> bytes:
+    """A path's ``.`` and ``..`` segments resolved (RFC 3986 §5.2.4), written plainly or
+    percent-encoded, as a browser resolves them before it sends a URL. Others (curl
+    ``--path-as-is``, a script) send them as typed: Datasette's 404 for such a path
+    failed with 500, its handler printing an exception outside an ``except`` block."""
+    from urllib.parse import unquote_to_bytes
+
+    segments = raw.split(b"/")[1:]
+    names = [unquote_to_bytes(segment) for segment in segments]
+    if b"." not in names and b".." not in names:
+        return raw
+    kept: list[bytes] = []
+    for i, (segment, name) in enumerate(zip(segments, names, strict=True)):
+        if name in (b".", b".."):
+            if name == b".." and kept:
+                kept.pop()
+            if i == len(segments) - 1:
+                kept.append(b"")  # "/search/.." names the folder: "/"
+        else:
+            kept.append(segment)
+    return b"/" + b"/".join(kept)
 
 
 _BAD_TARGET = b"400 Bad Request: the request target must be a path such as /search.\n"
