@@ -18,6 +18,7 @@ process.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -37,7 +38,7 @@ _FOLDS: dict[int, str | None] = {
 # separators past ASCII (as spaces), since an ASCII character is classed by the pattern.
 _SEPARATORS: dict[int, str] = {}
 _lock = threading.Lock()
-_probe: sqlite3.Connection | None = None
+_probe: tuple[int, sqlite3.Connection] | None = None  # the process that opened it, and it
 
 
 @cache
@@ -98,10 +99,12 @@ def _learn(text: str) -> None:
 
 
 def _probe_connection() -> sqlite3.Connection:
+    """The in-memory table that is asked, opened again in a forked child: a SQLite
+    connection must not be used on both sides of a fork."""
     global _probe
-    if _probe is None:
+    if _probe is None or _probe[0] != os.getpid():
         conn = sqlite3.connect(":memory:", check_same_thread=False)
         conn.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='{FTS_TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab(probe, instance)")
-        _probe = conn
-    return _probe
+        _probe = (os.getpid(), conn)
+    return _probe[1]
