@@ -17,8 +17,9 @@ FTS5's ``snippet()`` reads. Hashes up to SHA-256 (64 hex digits) are kept whole.
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import cache
+
+from sessiondex.indexer.unicode61 import fold
 
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer; then
 # hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
@@ -133,19 +134,6 @@ def _space_run(match: re.Match[str]) -> str:
     return " " + " ".join(match.group(0)) + " "
 
 
-@cache
-def _marks() -> re.Pattern[str]:
-    # Combining diacritical marks (and their supplement and extended blocks), as
-    # unicode61's remove_diacritics 2 drops them from the letters they follow.
-    return re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
-
-
-@cache
-def _separators() -> re.Pattern[str]:
-    # What unicode61 does not keep in a token: all but letters and digits.
-    return re.compile(r"[\W_]+")
-
-
 def word_text(text: str) -> str:
     """``text`` as the words SQLite's tokenizer (``unicode61 remove_diacritics 2``) finds
     in its :func:`fts_text` form, lower-cased, every other character a space.
@@ -160,18 +148,8 @@ def word_text(text: str) -> str:
 
 def stored_words(text: str) -> str:
     """:func:`word_text` of a text already in :func:`fts_text` form (what the index and
-    the store keep): the same words, without cutting and spacing it a second time."""
-    if text.isascii():  # most text: one C-level pass (~50x the regular expression)
-        return text.encode("ascii").translate(ascii_words()).decode("ascii")
-    # Decomposed, the marks dropped, composed again: only what carried a dropped mark
-    # changes (a Hangul syllable or an Arabic letter with madda stays whole).
-    text = unicodedata.normalize("NFC", _marks().sub("", unicodedata.normalize("NFD", text)))
-    return _separators().sub(" ", text).lower()
-
-
-@cache
-def ascii_words() -> bytes:
-    """``bytes.translate`` table: ASCII letters lower-cased, digits kept, the rest a space."""
-    return bytes(
-        (ord(chr(b).lower()) if chr(b).isalnum() else 32) if b < 128 else b for b in range(256)
-    )
+    the store keep): the same words, without cutting and spacing it a second time.
+    Folded by the tokenizer's own rules (``indexer/unicode61.py``): Python's differ on
+    thousands of characters (a precomposed "й" is no "и" to FTS5, a strike-through
+    mark cuts a word), and the store then found other sessions than the index."""
+    return fold(text)

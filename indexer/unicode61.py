@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from functools import cache
 
 from sessiondex.indexer.shape import FTS_TOKENIZER
-from sessiondex.indexer.text import ascii_words
 
 # Code point → what the tokenizer makes of it, in str.translate's terms: a folded
 # character, None where it is a token character folded to nothing, " " for a separator.
@@ -39,6 +38,14 @@ _FOLDS: dict[int, str | None] = {
 _SEPARATORS: dict[int, str] = {}
 _lock = threading.Lock()
 _probe: tuple[int, sqlite3.Connection] | None = None  # the process that opened it, and it
+
+
+@cache
+def ascii_words() -> bytes:
+    """``bytes.translate`` table: ASCII letters lower-cased, digits kept, the rest a space."""
+    return bytes(
+        (ord(chr(b).lower()) if chr(b).isalnum() else 32) if b < 128 else b for b in range(256)
+    )
 
 
 @cache

@@ -331,6 +331,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     # www. hosts) were read as the forge's own host: the form every query compares.
     Migration(4, "canonical forge hosts", "", _canonical_forge_hosts),
     Migration(5, "hidden kinds", M005_HIDDEN_KINDS, _fold_hidden_kinds),
+    # The words were cut and folded by Python's rules, which differ from unicode61's on
+    # thousands of characters (a precomposed "й" became "и", a strike-through mark
+    # joined two words): made again as the index's tokenizer makes them.
+    Migration(6, "tokenizer's own words", "", _rewrite_vectors),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -71,7 +71,8 @@ def session_vector(row: dict[str, Any]) -> tuple[str, list[str]]:
 
 async def rewrite_search_vectors(conn: AsyncConnection[Any], batch: int = 2000) -> None:
     """Recompute every message's and session's vector from its stored text (migration
-    2, when the vectors changed from PostgreSQL's parse of the text to our words)."""
+    2, when the vectors changed from PostgreSQL's parse of the text to our words, and
+    6, when our words became the tokenizer's own: ``indexer/unicode61.py``)."""
     last = 0
     while True:
         cur = await conn.execute(

@@ -619,6 +619,34 @@ def test_a_version_1_store_is_upgraded_to_word_vectors(pg_dsn: str, tmp_path: Pa
     assert after["x-docs"] >= {NAMES["wt-mention"]} and NAMES["wt-mention"] not in before["x-docs"]
 
 
+def test_a_version_5_store_gets_the_tokenizer_s_own_words(pg_dsn: str, tmp_path: Path) -> None:
+    """Migration 6 makes the vectors again with the words unicode61 cuts and folds: a
+    version 5 store held "новыи" for "новый" and "xerror" for "x̶ERROR", so the team
+    store found other sessions than the local index for them."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = build_session(tree, "/home/dev/shop", "Новый релиз")
+    s.user("новый x\u0336ERROR в логах")
+    s.write()
+    push(tree.root, pg_dsn)
+    # Back to version 5: the words as Python's rules made them.
+    query(
+        pg_dsn,
+        "UPDATE messages SET tsv = setweight(to_tsvector('simple', 'новыи xerror в логах'), 'D');"
+        " UPDATE sessions SET search = setweight(to_tsvector('simple', 'новыи релиз'), 'A');"
+        " DELETE FROM sessiondex_migrations WHERE version >= 6",
+    )
+    url = database_url(pg_dsn)
+    result = CliRunner().invoke(cli, ["store", "init", url])
+    assert result.exit_code == 0 and "applied 006" in result.output, result.output
+    for word in ("error", "новый", "релиз"):
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tree.root), "--db", url, "search", word, "--scope", "all",
+                  "--json"],
+        )  # fmt: skip
+        rows = json.loads(result.stdout or "[]")
+        assert [r["matched_by"] for r in rows] in (["text"], ["title"]), (word, result.output)
+
+
 def test_a_version_3_store_s_www_forge_hosts_become_the_forge_s_own(
     pg_dsn: str, tmp_path: Path
 ) -> None:
@@ -871,7 +899,7 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
     url = database_url(pg_dsn)
     old = CliRunner().invoke(cli, ["--db", url, "list", "--scope", "all"])
     assert old.exit_code == 1 and "Traceback" not in old.output, old.output  # was a traceback
-    assert "older than this sessiondex reads (5): `sessiondex store init DSN`" in old.stderr
+    assert "older than this sessiondex reads (6): `sessiondex store init DSN`" in old.stderr
     result = CliRunner().invoke(cli, ["store", "init", url])
     assert result.exit_code == 0 and "applied 005" in result.output, result.output
     assert sorted(query(pg_dsn, f"SELECT session_id, {columns} FROM sessions")) == fresh
