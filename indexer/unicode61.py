@@ -78,31 +78,61 @@ def token_spans(text: str) -> Iterator[re.Match[str]]:
     return _original_tokens().finditer(text)
 
 
+#: Ranges where the tokenizer keeps every character as it is (a token character of its
+#: own, folded to itself): kana, CJK ideographs, Hangul syllables, most of a CJK text.
+#: Taken as known instead of asked, so a search over CJK text asks nothing
+#: (tests/test_search.py checks them against SQLite).
+KEPT_AS_IS = (
+    (0x3041, 0x3096),
+    (0x30A1, 0x30FA),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0xF900, 0xFAFF),
+)
+
+
 def _learn(text: str) -> None:
     unknown = {c for c in set(text) if ord(c) not in _FOLDS}
     if not unknown:
         return
     with _lock:
-        unknown = {c for c in unknown if ord(c) not in _FOLDS}
-        surrogates = {c for c in unknown if "\ud800" <= c <= "\udfff"}
-        asked = sorted(unknown - surrogates)
-        terms: dict[int, list[str]] = {}
-        if asked:
-            conn = _probe_connection()
-            conn.execute("DELETE FROM probe")
-            conn.executemany(
-                "INSERT INTO probe(rowid, x) VALUES (?, ?)", [(ord(c), f"a{c}b") for c in asked]
-            )
-            for doc, term in conn.execute("SELECT doc, term FROM probe_terms"):
-                terms.setdefault(int(doc), []).append(str(term))
-        for c in asked:
-            found = terms.get(ord(c), [])
-            if len(found) == 1 and len(found[0]) <= 3:  # "ab", or "a" + its fold + "b"
-                _FOLDS[ord(c)] = found[0][1:-1] or None
+        asked: list[str] = []
+        for c in unknown:
+            code = ord(c)
+            if code in _FOLDS:
+                continue  # learnt meanwhile
+            if any(low <= code <= high for low, high in KEPT_AS_IS):
+                _FOLDS[code] = c
+            elif 0xD800 <= code <= 0xDFFF:  # not text SQLite holds: never in a token
+                _FOLDS[code] = _SEPARATORS[code] = " "
             else:
-                _FOLDS[ord(c)] = _SEPARATORS[ord(c)] = " "
-        for c in surrogates:  # not text SQLite holds: never part of a token
-            _FOLDS[ord(c)] = _SEPARATORS[ord(c)] = " "
+                asked.append(c)
+        if asked:
+            for c, fold in zip(asked, _ask(asked), strict=True):
+                _FOLDS[ord(c)] = fold
+                if fold == " ":
+                    _SEPARATORS[ord(c)] = " "
+
+
+def _ask(chars: list[str]) -> list[str | None]:
+    """What the tokenizer makes of each character, asked in one text of ``a<c>b``
+    words: two tokens "a" and "b" where it is a separator, else one token "a", its
+    fold and "b" (None where it folds to nothing)."""
+    conn = _probe_connection()
+    conn.execute("DELETE FROM probe")
+    conn.execute("INSERT INTO probe(rowid, x) VALUES (1, ?)", [" ".join(f"a{c}b" for c in chars)])
+    rows = conn.execute("SELECT term FROM probe_terms ORDER BY offset")
+    tokens = iter([str(term) for (term,) in rows])
+    folds: list[str | None] = []
+    for _ in chars:
+        token = next(tokens)
+        if token == "a":
+            next(tokens)  # its "b"
+            folds.append(" ")
+        else:
+            folds.append(token[1:-1] or None)
+    return folds
 
 
 def _probe_connection() -> sqlite3.Connection:

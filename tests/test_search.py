@@ -743,26 +743,43 @@ def test_a_first_prompt_long_only_once_indexed_is_not_given_to_fts5_snippet(
     assert (2801, True) in judged  # the prompt as indexed: cut here, not by FTS5
 
 
-def test_tokens_are_cut_and_folded_as_fts5_does_across_unicode() -> None:
-    """Every 89th code point, between letters and alone, cut and folded as the index's
-    own tokenizer does (its tables are not Python's: see indexer/unicode61.py)."""
+def _fts5_tokens(texts: dict[int, str]) -> dict[int, list[str]]:
+    """The tokens the index's tokenizer makes of each text, in order (fts5vocab)."""
     import sqlite3
 
     from sessiondex.indexer.shape import FTS_TOKENIZER
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+    conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", texts.items())
+    tokens: dict[int, list[str]] = {}
+    for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+        tokens.setdefault(doc, []).append(term)
+    return tokens
+
+
+def test_tokens_are_cut_and_folded_as_fts5_does_across_unicode() -> None:
+    """Every 89th code point, between letters and alone, cut and folded as the index's
+    own tokenizer does (its tables are not Python's: see indexer/unicode61.py)."""
     from sessiondex.indexer.unicode61 import fold, token_spans
 
     texts = {}
     for code in range(0x80, 0x110000, 89):
         if not 0xD800 <= code <= 0xDFFF:
             texts[len(texts) + 1] = f"Xa{chr(code)}b {chr(code)} {chr(code)}{chr(code)}Q"
-    conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
-    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-    conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", texts.items())
-    fts5: dict[int, list[str]] = {}
-    for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
-        fts5.setdefault(doc, []).append(term)
+    fts5 = _fts5_tokens(texts)
     for doc, text in texts.items():
         ours = [fold(found.group()) for found in token_spans(text)]
         assert [token for token in ours if token] == fts5.get(doc, []), ascii(text)
         assert fold(text).split() == fts5.get(doc, []), ascii(text)
+
+
+def test_the_ranges_taken_as_kept_as_is_are_so() -> None:
+    """The CJK ranges unicode61.py does not ask about: each character a token of its
+    own, folded to itself, by the tokenizer itself."""
+    from sessiondex.indexer.unicode61 import KEPT_AS_IS
+
+    codes = [code for low, high in KEPT_AS_IS for code in range(low, high + 1)]
+    fts5 = _fts5_tokens({code: f"a{chr(code)}b" for code in codes})
+    assert [code for code in codes if fts5.get(code) != [f"a{chr(code)}b"]] == []
