@@ -262,12 +262,30 @@ def may_be_heavy_above(match: str) -> int:
     short need be looked at: :data:`SCAN_CHARS`, or more for long ASCII terms. unicode61
     folds each character to at most one, so an instance of a term of ``n`` letters takes
     ``n`` characters and a separator; that holds for the terms as written only where the
-    match is ASCII (a case-fold may lengthen a word: ß is ss)."""
-    terms = [term for term, _ in _terms_of(match) if term]
-    if not terms or not match.isascii():
+    match is ASCII (a case-fold may lengthen a word: ß is ss).
+
+    A token is walked once for each term it is an instance of (a word written twice, a
+    prefix of a word also written), so :data:`SCAN_CHARS` shrinks by the most terms one
+    token can be: ``a`` written 8 times made 1,999 characters of ``a a ...`` 8,000
+    instances, 0.8 s each for FTS5."""
+    terms = [(term, prefix) for term, prefix in _terms_of(match) if term]
+    if not terms:
         return SCAN_CHARS
-    shortest = min(len(term) for term in terms)
-    return max(SCAN_CHARS, MAX_INSTANCES * (shortest + 1) // len(terms))
+    scan = SCAN_CHARS // _most_terms_of_one_token(terms)
+    if not match.isascii():
+        return scan
+    shortest = min(len(term) for term, _ in terms)
+    return max(scan, MAX_INSTANCES * (shortest + 1) // len(terms))
+
+
+def _most_terms_of_one_token(terms: list[tuple[str, bool]]) -> int:
+    """How many of ``terms`` (repeats counted) one token can be an instance of. The
+    most is reached by a token written as one of the terms: a longer token is an
+    instance of the prefixes only, which its own start is an instance of too."""
+    return max(
+        sum(1 for other, prefix in terms if token == other or (prefix and token.startswith(other)))
+        for token, _ in terms
+    )
 
 
 # UTF-8 lead bytes of U+0080-U+07FF (Latin-1 to Latin Extended-B, the combining marks),

@@ -609,6 +609,14 @@ def test_the_cheap_instance_count_is_never_below_the_folded_one(text: str, query
         ('"thornwhistle" "zygomorphicflowers"', 2000),
         ('"straße"', 2000),  # not ASCII: a case-fold may lengthen a word
         ('"thornwhistle"*', 3900),
+        # a token counts once for each term it is an instance of: a word written again,
+        # or a prefix of a word also written, makes fewer characters enough
+        ('"a" "a" "a" "a"', 500),
+        (" ".join(['"a"'] * 8), 250),
+        ('"err" "error"*', 2000),  # no token is an instance of both
+        ('"error" "err"*', 1000),  # "error" is an instance of both
+        ('"error" "err"* "er"*', 666),
+        ('"thornwhistle" "thornwhistle"', 1950),  # 150 tokens of 12 letters and a space
     ],
 )
 def test_rows_too_short_to_be_heavy_are_not_looked_at(query: str, above: int) -> None:
@@ -621,7 +629,7 @@ def test_rows_too_short_to_be_heavy_are_not_looked_at(query: str, above: int) ->
     )
 
     assert may_be_heavy_above(query) == above
-    if above == SCAN_CHARS:
+    if above <= SCAN_CHARS:
         return  # the fixed length under which any row is FTS5's (up to ~1,000 instances)
     (word, _), *_ = match_terms(query)
     # the densest row of the term at the bound holds no more than the limit; one more
@@ -656,6 +664,23 @@ def _traced_search(
 
         db.conn.create_function(HEAVY_FUNCTION, -1, heavy)
     return db, search(db, query, Filters(scope="all")), asked
+
+
+def test_a_word_written_again_makes_a_short_row_heavy(tmp_path: Path) -> None:
+    """Helper 105: FTS5's snippet() walks a term's instances once for each time the
+    query holds it, and rows under SCAN_CHARS were never looked at: 20 rows of 1,999
+    characters of "a " searched with "a" written 8 times took 16 s (16 times: 59 s).
+    Such a row is looked at, and its snippet cut in Python."""
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd="/w/letters")
+    session.user("letters, please")
+    session.assistant("a " * 999 + "a")
+    session.write()
+    judged: list[tuple[int, bool]] = []
+    _, rows, asked = _traced_search(tmp_path, tree, " ".join(["a"] * 8), judged)
+    assert [r["session_id"] for r in rows] == [session.session_id]
+    assert (1999, True) in judged
+    assert rows[0]["snippet"].startswith("[a")
 
 
 def _log_pasted(tree: ConfigTree, where: str, log: str) -> Any:
