@@ -507,6 +507,10 @@ def test_too_many_matches_counts_tokens(
     assert too_many_matches(text, terms) is many
 
 
+_WORDS = " ".join(f"w{i}" for i in range(40))
+_PASTED = ['"cafe"', '"strasse"', '"w2"'] + [f'"w{i}"' for i in range(5, 25)]
+
+
 def _fts5_instances(text: str, phrases: list[str]) -> int:
     """How many instances of ``phrases`` FTS5 itself finds in ``text``, indexed with the
     index's tokenizer: what its snippet() walks, a list per phrase. Counted phrase by
@@ -551,6 +555,11 @@ def _fts5_instances(text: str, phrases: list[str]) -> int:
         ("CAFÉ café cafe\u0301 " * 150, ['"cafe"']),
         ("snake_case_name " * 400, ['"case"']),
         ("running during ruin " * 200, ['"in"']),
+        # more words than MANY_TERMS (a pasted paragraph): the row's tokens counted
+        # once each instead of a pattern per word, with the same answer
+        ((_WORDS + " ") * 10, [f'"w{i}"' for i in range(20)]),
+        ((_WORDS + " ") * 20, [f'"w{i}"' for i in range(18)] + ['"w1"*', '"w3"', '"w3"']),
+        (("CAFÉ café cafe\u0301 straße x\u0336w2 " + _WORDS) * 30, _PASTED),
     ],
 )
 def test_the_heavy_row_check_counts_what_fts5_walks(text: str, phrases: list[str]) -> None:
