@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
 from sessiondex.indexer.text import fts_text, may_hold_cjk, word_text
+from sessiondex.indexer.unicode61 import fold
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.prs import sessions_for_pr
@@ -155,12 +156,16 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
 
     Every word becomes a quoted string (so ``-``, ``*``, ``:``, ``NEAR``, parentheses and
     stray quotes are plain text); the last word is also matched as a prefix once it has
-    three characters; words with nothing FTS indexes (punctuation alone) are dropped."""
+    three characters; words with nothing FTS indexes (punctuation alone) are dropped, and
+    so is a word the query already holds as the index compares words (``Error error``):
+    FTS5 walks a phrase's matches once for each time it is written, and a pasted log
+    repeating a few words 3,000 times took 8 s on a handful of sessions."""
     # NUL ends a string inside SQLite's FTS5 parser; quotes are re-added below.
     words = [w.replace('"', "").replace("\x00", "") for w in query.split()]
     words = [w for w in words if w]
     terms: list[str] = []
     kept: list[str] = []
+    seen: set[tuple[str, bool]] = set()
     for index, word in enumerate(words):
         spaced = fts_text(word).strip()
         if not any(ch.isalnum() for ch in spaced):
@@ -174,6 +179,9 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
             and bool(tokens)
             and len(tokens[-1]) >= MIN_PREFIX_CHARS
         )
+        if (key := (" ".join(fold(spaced).split()), prefix)) in seen:
+            continue
+        seen.add(key)
         terms.append(dialect.term(spaced, prefix))
         kept.append(word)
     return terms, kept

@@ -650,7 +650,11 @@ def test_rows_too_short_to_be_heavy_are_not_looked_at(query: str, above: int) ->
 
 
 def _traced_search(
-    tmp_path: Path, tree: ConfigTree, query: str, judged: list[tuple[int, bool]] | None = None
+    tmp_path: Path,
+    tree: ConfigTree,
+    query: str,
+    judged: list[tuple[int, bool]] | None = None,
+    raw: bool = False,
 ) -> tuple[Any, list[dict[str, Any]], list[str]]:
     """The index of ``tree``, ``search(query)`` in every scope, and the SQL it ran;
     ``judged`` gets (length, verdict) of each text the heavy-row check was asked of."""
@@ -672,24 +676,42 @@ def _traced_search(
             return 0
 
         db.conn.create_function(HEAVY_FUNCTION, -1, heavy)
-    return db, search(db, query, Filters(scope="all")), asked
+    return db, search(db, query, Filters(scope="all"), raw=raw), asked
 
 
 def test_a_word_written_again_makes_a_short_row_heavy(tmp_path: Path) -> None:
     """Helper 105: FTS5's snippet() walks a term's instances once for each time the
     query holds it, and rows under SCAN_CHARS were never looked at: 20 rows of 1,999
     characters of "a " searched with "a" written 8 times took 16 s (16 times: 59 s).
-    Such a row is looked at, and its snippet cut in Python."""
+    Such a row is looked at, and its snippet cut in Python. (A query as typed holds
+    each word once, see the next test; ``--raw`` passes it on as written.)"""
     tree = ConfigTree(tmp_path / "claude")
     session = tree.session(cwd="/w/letters")
     session.user("letters, please")
     session.assistant("a " * 999 + "a")
     session.write()
     judged: list[tuple[int, bool]] = []
-    _, rows, asked = _traced_search(tmp_path, tree, " ".join(["a"] * 8), judged)
+    _, rows, asked = _traced_search(tmp_path, tree, " ".join(['"a"'] * 8), judged, raw=True)
     assert [r["session_id"] for r in rows] == [session.session_id]
     assert (1999, True) in judged
     assert rows[0]["snippet"].startswith("[a")
+
+
+@pytest.mark.parametrize(
+    "query, terms",
+    [
+        ("auth auth bug", ['"auth"', '"bug"*']),
+        ("Auth AUTH auth. bug", ['"Auth"', '"bug"*']),  # the same word as the index folds it
+        ("café cafe\u0301 CAFE bug", ['"café"', '"bug"*']),  # é is e, as the index folds it
+        ("auth bug auth", ['"auth"', '"bug"', '"auth"*']),  # the last word is a prefix too
+        (" ".join(["the auth bug"] * 3000), ['"the"', '"auth"', '"bug"', '"bug"*']),
+    ],
+)
+def test_a_word_typed_again_is_asked_once(query: str, terms: list[str]) -> None:
+    """A pasted log repeating a few words 3,000 times took 8 s to search a handful of
+    sessions: FTS5 walks a phrase's matches once for each time it is written, and the
+    words spread over several messages were looked up once per word written."""
+    assert quote_query(query) == " ".join(terms)
 
 
 def _log_pasted(tree: ConfigTree, where: str, log: str) -> Any:
