@@ -125,6 +125,15 @@ class SqliteDialect:
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
+    def message_holders_sql(self, where: str) -> str:
+        """The sessions in scope with a message that matches, unranked (param: match,
+        then where's): FTS5 walks the doclist without a bm25 per row."""
+        return (
+            "SELECT DISTINCT m.session_rowid FROM messages_fts f JOIN messages m"
+            " ON m.id = f.rowid JOIN sessions s ON s.id = m.session_rowid"
+            f" WHERE messages_fts MATCH ? AND {where}"
+        )
+
     def ranked_hits_sql(self, marks: str) -> str:
         """Each session's (``file_path IN (marks)``) best message hits for a match,
         ``(message id, file_path, uuid, type)``, at most ``?`` per session, best first."""

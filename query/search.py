@@ -445,12 +445,7 @@ def _find(
         # hold every word.
         if any(_matches_more_than(db, term, TYPING_RANK_LIMIT) for term in terms):
             return full, {}
-    per_term = [
-        _best(
-            _metadata_hits(db, term, where, params, -1) + _message_hits(db, term, where, params, -1)
-        )
-        for term in terms
-    ]
+    per_term = _each_term_best(db, terms, where, params)
     spread: dict[int, Hit] = {}
     for rowid in set().union(*per_term):
         held = tuple(i for i, hits in enumerate(per_term) if rowid in hits)
@@ -466,6 +461,85 @@ def _find(
     if full:
         return full, {}
     return {}, spread
+
+
+# Sessions holding the rarest word under which the other words' matches are ranked in
+# those sessions only (see _each_term_best); above it every match is ranked, as ranking
+# within most sessions costs what ranking all of them does.
+RANK_WITHIN = 1000
+# Matches counted per word to find the rarest (a doclist walk, ~0.3 µs a match); a
+# rarest word with this many is too common to narrow by.
+RARITY_CAP = 5000
+
+
+def _each_term_best(
+    db: Database, terms: list[str], where: str, params: list[Any]
+) -> list[dict[int, Hit]]:
+    """Each term's best hit in each session that holds it, for the words spread over
+    several rows (:func:`_find`): in every such session when no session holds every
+    term, else in those that hold every term (no other can be on the page).
+
+    Ranking every match of a common word is most of a many-word search (``the`` in
+    34,000 of the bench's 40,000 messages: ~50 ms a word, a question in plain words
+    0.4 s). So when the rarest word is held by at most :data:`RANK_WITHIN` sessions,
+    the other words' matches are ranked in those sessions only, each word narrowing them
+    further (a row's bm25 does not depend on which other rows are asked for); FTS5
+    still walks a common word's doclist, a quarter of ranking it."""
+    metas = [_best(_metadata_hits(db, term, where, params, -1)) for term in terms]
+    narrowed = (
+        _held_by_every_one(db, terms, metas, where, params)
+        if dialect_of(db).name == "sqlite"
+        else None
+    )
+    if narrowed is not None:
+        return narrowed
+    return [
+        _best(list(meta.values()) + _message_hits(db, term, where, params, -1))
+        for term, meta in zip(terms, metas, strict=True)
+    ]
+
+
+def _held_by_every_one(
+    db: Database,
+    terms: list[str],
+    metas: list[dict[int, Hit]],
+    where: str,
+    params: list[Any],
+) -> list[dict[int, Hit]] | None:
+    """:func:`_each_term_best` over the sessions holding every term, or None when no
+    session does or the rarest term is too common to narrow by."""
+    counted = {
+        term: db.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+            [term, RARITY_CAP],
+        ).fetchone()[0]
+        for term in dict.fromkeys(terms)
+    }
+    order = sorted(range(len(terms)), key=lambda i: (counted[terms[i]], i))
+    rarest = order[0]
+    if counted[terms[rarest]] == 0 and not metas[rarest]:
+        return None  # held by none: the answer is the sessions holding some of the words
+    if counted[terms[rarest]] >= RARITY_CAP:
+        return None  # every word common: their holders would be most sessions
+    holders_sql = SQLITE.message_holders_sql(where)
+    everyone = {r[0] for r in db.execute(holders_sql, [terms[rarest], *params])}
+    everyone |= set(metas[rarest])
+    if not everyone or len(everyone) > RANK_WITHIN:
+        return None
+    ranked: dict[int, dict[int, Hit]] = {}
+    for i in [*order[1:], rarest]:
+        ids = ", ".join(str(rowid) for rowid in sorted(everyone))
+        hits = _message_hits(db, terms[i], f"{where} AND s.id IN ({ids})", params, -1)
+        ranked[i] = _best(
+            [hit for hit in metas[i].values() if hit.session_rowid in everyone] + hits
+        )
+        everyone &= set(ranked[i])
+        if not everyone:
+            return None
+    return [
+        {rowid: hit for rowid, hit in ranked[i].items() if rowid in everyone}
+        for i in range(len(terms))
+    ]
 
 
 def _either(*sources: Callable[[], list[Hit]]) -> list[Hit]:

@@ -1,0 +1,118 @@
+"""A search of words spread over several messages ranks the other words' matches only in
+the sessions holding the rarest one (query/search.py ``_each_term_best``). That must be
+a shortcut, never a different answer: every search here is run both ways (the shortcut
+turned off by ``RANK_WITHIN = 0``) and the answers compared row by row, score included.
+
+The sessions are made from a small vocabulary with a fixed seed, so that words are
+spread over prompts, answers, titles and branches, some common to most sessions, some
+rare, and some sessions hold every word of a query only across several messages."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.refresh import refresh
+from sessiondex.query import search as search_module
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import run_search
+from tests.builders import ConfigTree
+
+COMMON = ["the", "retry", "upload", "handler", "config", "test"]
+RARE = ["zephyr", "quartz", "marrow", "fjord", "lumen"]
+VOCABULARY = COMMON + RARE
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tree = ConfigTree(tmp_path_factory.mktemp("narrowed") / "claude")
+    pick = random.Random(7)
+    for n in range(40):
+        session = tree.session(cwd=f"/w/project-{n % 4}", git_branch=f"feature/{pick.choice(RARE)}")
+        if n % 5 == 0:
+            session.meta("custom-title", customTitle=f"{pick.choice(VOCABULARY)} notes")
+        for _ in range(pick.randint(1, 4)):
+            words = pick.sample(COMMON, 3) + pick.sample(RARE, pick.choice([0, 0, 1]))
+            session.user(" ".join(words) + " please")
+            session.assistant(" ".join(pick.choices(VOCABULARY, k=pick.randint(2, 12))))
+        session.write()
+    db = open_db(tmp_path_factory.mktemp("narrowed-db") / "i.db")
+    refresh(db, [tree.root])
+    return db
+
+
+def _both_ways(db: Any, query: str, monkeypatch: pytest.MonkeyPatch, **filters: Any) -> None:
+    answers = []
+    for rank_within in (search_module.RANK_WITHIN, 0):
+        monkeypatch.setattr(search_module, "RANK_WITHIN", rank_within)
+        outcome = run_search(db, query, Filters(**filters))
+        answers.append(
+            (
+                outcome.kind,
+                [
+                    (r["session_id"], round(r["score"], 9), r["snippet"], r["matched_by"])
+                    for r in outcome.rows
+                ],
+            )
+        )
+    assert answers[0] == answers[1], query
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "the retry",  # common words, together and apart
+        "zephyr retry",  # a rare word narrows
+        "zephyr quartz the",  # two rare words: often held only apart
+        "marrow upload handler config",
+        "fjord lumen zephyr quartz marrow",  # rarely all in one session
+        "the retry upl",  # the last word as a prefix
+        "notes zephyr",  # a title word
+        "feature fjord",  # a branch
+        "absentword the",  # held by no session: the partial answer
+    ],
+)
+@pytest.mark.parametrize("limit", [50, 3])
+def test_the_narrowed_ranking_answers_as_ranking_every_match(
+    index: Any, query: str, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _both_ways(index, query, monkeypatch, scope="all", limit=limit)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    words=st.lists(st.sampled_from(VOCABULARY + ["absentword"]), min_size=2, max_size=5),
+    limit=st.sampled_from([1, 5, 50]),
+)
+def test_any_query_of_the_vocabulary_answers_alike(
+    index: Any, words: list[str], limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _both_ways(index, " ".join(words), monkeypatch, scope="all", limit=limit)
+
+
+def test_the_scope_narrows_before_the_sessions_do(
+    index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holders of the rarest word are taken within the scope: a session of another
+    project holding it must not let one of this project through."""
+    for query in ("zephyr retry", "quartz the config", "lumen fjord"):
+        _both_ways(index, query, monkeypatch, scope="worktree", cwd="/w/project-1", limit=50)
+
+
+def test_the_shortcut_is_taken(index: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a test that compares a path with itself: the narrowed ranking is what runs
+    for a query with a rare word (the common word is ranked in few sessions)."""
+    asked: list[str] = []
+    index.conn.set_trace_callback(asked.append)
+    try:
+        run_search(index, "zephyr retry", Filters(scope="all", limit=50))
+    finally:
+        index.conn.set_trace_callback(None)
+    assert any("s.id IN (" in sql and "min(f.rank)" in sql for sql in asked)
