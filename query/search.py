@@ -465,7 +465,7 @@ def _find(
 
 # Sessions holding the rarest word under which the other words' matches are ranked in
 # those sessions only (see _each_term_best); above it every match is ranked, as ranking
-# within most sessions costs what ranking all of them does.
+# within most sessions costs what ranking all of them does. 0 turns the narrowing off.
 RANK_WITHIN = 1000
 # Matches counted per word to find the rarest (a doclist walk, ~0.3 µs a match); a
 # rarest word with this many is too common to narrow by.
@@ -488,7 +488,7 @@ def _each_term_best(
     metas = [_best(_metadata_hits(db, term, where, params, -1)) for term in terms]
     narrowed = (
         _held_by_every_one(db, terms, metas, where, params)
-        if dialect_of(db).name == "sqlite"
+        if dialect_of(db).name == "sqlite" and RANK_WITHIN > 0
         else None
     )
     if narrowed is not None:
