@@ -94,7 +94,9 @@ class SqliteDialect:
         return '"' + spaced.replace('"', '""') + '"' + ("*" if prefix else "")
 
     def all_of(self, terms: Sequence[str]) -> str:
-        return " ".join(terms)
+        # FTS5 (3.40) takes no implicit AND beside a parenthesized group: a term that
+        # is one (query_terms: a long token's prefix or its stored form) needs AND.
+        return (" AND " if any(t.startswith("(") for t in terms) else " ").join(terms)
 
     def any_of(self, terms: Sequence[str]) -> str:
         return " OR ".join(terms)

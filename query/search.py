@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
-from sessiondex.indexer.text import fts_text, may_hold_cjk, word_text
+from sessiondex.indexer.text import LONG_TOKEN_PREFIX, fts_text, may_hold_cjk, word_text
 from sessiondex.indexer.unicode61 import fold
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
@@ -182,7 +182,15 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
         if (key := (" ".join(fold(spaced).split()), prefix)) in seen:
             continue
         seen.add(key)
-        terms.append(dialect.term(spaced, prefix))
+        term = dialect.term(spaced, prefix)
+        if prefix and len(tokens[-1]) > LONG_TOKEN_PREFIX:
+            # The index keeps a token longer than LONG_TOKEN_MAX as its first
+            # LONG_TOKEN_PREFIX characters (indexer/text.py): typed further than that
+            # (40 characters of a SHA-512, of a base64 blob), the prefix is a prefix of
+            # no stored token. Such a word also matches the cut form, whole.
+            cut = spaced[: spaced.rindex(tokens[-1]) + LONG_TOKEN_PREFIX]
+            term = "(" + dialect.any_of([term, dialect.term(cut, False)]) + ")"
+        terms.append(term)
         kept.append(word)
     return terms, kept
 

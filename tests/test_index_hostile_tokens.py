@@ -107,3 +107,33 @@ def test_a_long_token_is_found_by_its_prefix_and_whole(tmp_path: Path) -> None:
         assert len(ids) == 1, query
         assert target[:LONG_TOKEN_PREFIX] in hit["snippet"].replace("[", "").replace("]", "")
     db.close()
+
+
+def test_a_long_token_is_found_by_a_prefix_longer_than_its_stored_form(tmp_path: Path) -> None:
+    # A token longer than LONG_TOKEN_MAX is stored as its first LONG_TOKEN_PREFIX
+    # characters; the first 40 of a SHA-512 (or 64 of a base64 blob) typed as the last
+    # word found nothing: a prefix of no stored token. (A token of exactly
+    # LONG_TOKEN_PREFIX characters that starts the typed word matches too: the stored
+    # form does not say what followed the cut.)
+    from tests.builders import ConfigTree
+
+    from sessiondex.indexer.refresh import refresh
+
+    digest = "ab12cd34" * 16  # 128 hex digits
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd="/w/a")
+    session.user(f"the digest is {digest} ok")
+    session.write()
+    other = tree.session(cwd="/w/b")
+    other.user(f"not this one: {digest[:30]}")
+    other.write()
+    db = open_db(tmp_path / "index.db")
+    refresh(db, [tree.root])
+    for query in (digest[:40], digest[:LONG_TOKEN_MAX], f"digest {digest[:50]}"):
+        rows = search(db, query, Filters(scope="all"))
+        assert [r["snippet"] for r in rows] == [
+            f"the digest is [{digest[:LONG_TOKEN_PREFIX]}]… ok"
+        ] or [r["snippet"] for r in rows] == [
+            f"the [digest] is [{digest[:LONG_TOKEN_PREFIX]}]… ok"
+        ], query
+    db.close()
