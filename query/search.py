@@ -663,6 +663,7 @@ def run_search(
     if typing and not raw and dialect.name == "sqlite" and _too_short(text):
         return title_prefix_search(db, text, filters, markers)
     if raw:
+        _check_raw_size(text)
         terms, words = [dialect.raw_query(db, text)], [text]
     else:
         terms, words = query_terms(text, dialect)
@@ -697,6 +698,30 @@ def run_search(
     elif elsewhere and not raw:  # a query of symbols: where they are as typed
         outcome.elsewhere = _symbol_elsewhere(db, text, filters)
     return outcome
+
+
+#: Phrases a ``--raw`` query may hold. FTS5 ranks a row by walking the instances of
+#: every phrase once per phrase (``xInstCount``: phrases x instances), and a raw query
+#: is not de-duplicated as a typed one is (:func:`query_terms`): ``a a a ...`` (5,000
+#: times) took 383 s on one message of 3,000 ``a``s, ``error`` 1,000 times 3.9 s.
+RAW_MAX_PHRASES = 64
+
+
+def _check_raw_size(text: str) -> None:
+    """Refuse a ``--raw`` query of more than :data:`RAW_MAX_PHRASES` phrases (quoted
+    strings and bare words, its operators aside) as a query FTS5 cannot take."""
+    import re
+
+    rest = re.sub(r'"(?:[^"]|"")*"', " ", text)
+    phrases = len(re.findall(r'"(?:[^"]|"")*"', text))
+    words = re.findall(r'[^\s()"*:^+{}-]+', rest)
+    bare = [w for w in words if w not in ("AND", "OR", "NOT", "NEAR")]
+    count = phrases + len(bare)
+    if count > RAW_MAX_PHRASES:
+        raise SearchSyntaxError(
+            f"a --raw query of {count} terms is more than FTS5 can rank in time (at most"
+            f" {RAW_MAX_PHRASES}); drop --raw to search the words as typed"
+        )
 
 
 def _in_order(

@@ -839,3 +839,29 @@ def test_the_ranges_taken_as_kept_as_is_are_so() -> None:
     codes = [code for low, high in KEPT_AS_IS for code in range(low, high + 1)]
     fts5 = _fts5_tokens({code: f"a{chr(code)}b" for code in codes})
     assert [code for code in codes if fts5.get(code) != [f"a{chr(code)}b"]] == []
+
+
+def test_a_raw_query_of_many_terms_is_refused_not_ranked_for_minutes(tmp_path: Path) -> None:
+    # FTS5 ranks a row in phrases x instances: `a` written 400 times in a --raw query
+    # took 2.4 s on one message of 3,000 `a`s (5,000 times: 383 s); a typed query
+    # asks for each word once.
+    import time
+
+    tree = ConfigTree(tmp_path / "claude")
+    body = tree.session(cwd="/w/a")
+    body.user("a " * 3000)
+    body.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    from sessiondex.query.search import SearchSyntaxError
+
+    started = time.perf_counter()
+    with pytest.raises(SearchSyntaxError, match="drop --raw"):
+        search(db, " ".join(["a"] * 400), ALL, raw=True)
+    assert time.perf_counter() - started < 1.0
+    assert search(db, " ".join(["a"] * 400), ALL)  # typed: the word once
+    assert search(db, 'NEAR("a" "a", 2) OR a*', ALL, raw=True)  # an ordinary raw query
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, "search", "--raw", "a " * 400, "--scope", "all"])
+    assert result.exit_code == 1 and "drop --raw" in result.stderr
+    assert "Traceback" not in result.output
