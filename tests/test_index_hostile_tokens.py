@@ -115,9 +115,8 @@ def test_a_long_token_is_found_by_a_prefix_longer_than_its_stored_form(tmp_path:
     # word found nothing: a prefix of no stored token. (A token of exactly
     # LONG_TOKEN_PREFIX characters that starts the typed word matches too: the stored
     # form does not say what followed the cut.)
-    from tests.builders import ConfigTree
-
     from sessiondex.indexer.refresh import refresh
+    from tests.builders import ConfigTree
 
     digest = "ab12cd34" * 16  # 128 hex digits
     tree = ConfigTree(tmp_path / "claude")
