@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.bulk import BULK_TRIGGER_KEY, repair_interrupted_bulk, triggers_missing
 from sessiondex.indexer.faults import (
+    BUSY,
     CANTOPEN,
     CORRUPT,
     READONLY,
@@ -485,6 +486,7 @@ def _begin_empty_file(db: Database) -> None:
     and a copy made over that would lose its rows."""
     if db.execute("PRAGMA page_count").fetchone()[0] != 0:
         return
+    _check_nobody_holds_it(db)
     # The template is UTF-8: a caller's connection set to another encoding (before
     # handing it to Index) keeps it, migrated the slow way.
     utf8 = db.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
@@ -501,6 +503,40 @@ def _begin_empty_file(db: Database) -> None:
 
 
 _TEMPLATE_LOCK = threading.Lock()
+
+# How long a file without a page may stay locked by another connection, while this one
+# holds the write turn, before it counts as damaged (:func:`_check_nobody_holds_it`).
+EMPTY_FILE_HOLDER_WAIT_MS = 2_000
+
+
+def _check_nobody_holds_it(db: Database) -> None:
+    """Raise a damage error when the index file has no page, yet another connection
+    keeps a lock on it: the file was truncated (``: > index.db``, a sync tool) under a
+    connection that has it open in WAL mode (a running ``watch``, ``pick``, the MCP or
+    web server), which holds a shared lock on the file for as long as it is open. No
+    writer could ever give such a file its first pages: SQLite's backup retried
+    forever (a reading command hung, holding the write turn, and the watcher behind
+    it), and the migrations would fail with "database is locked" after the busy
+    timeout. A new file that another sessiondex process is just opening is locked for
+    moments only (its ``PRAGMA page_count``); the writers of it wait for the write turn
+    we hold. Damage is moved aside and rebuilt (``open_db``); the holder sees its file
+    replaced and follows (``watch`` reopens and rebuilds)."""
+    if db.conn.in_transaction:
+        return
+    (timeout,) = db.execute("PRAGMA busy_timeout").fetchone()
+    db.execute(f"PRAGMA busy_timeout = {EMPTY_FILE_HOLDER_WAIT_MS}")
+    try:
+        db.execute("BEGIN EXCLUSIVE")
+        db.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if classify(exc) != BUSY:
+            raise
+        raise sqlite3.DatabaseError(
+            "database disk image is malformed: the file is empty, yet another"
+            " connection has it open (truncated under a running process)"
+        ) from exc
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {timeout}")
 
 
 @functools.cache

@@ -49,6 +49,7 @@ import sessiondex.indexer.db as db_module
 import sessiondex.indexer.meta as meta_module
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
+from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.lock import WriteTurn
 from tests.builders import ConfigTree, copy_fixtures, one_session
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
@@ -879,3 +880,36 @@ def test_completion_opens_nothing_of_another_programs_database(tmp_path: Path) -
         shutil.copyfile(f"{owner}-wal", tmp_path / "app.db-wal")
     assert db_module.open_if_current(tmp_path / "app.db") is None
     assert sorted(p.name for p in tmp_path.glob("app.db*")) == ["app.db", "app.db-wal"]
+
+
+def test_an_index_emptied_under_an_open_connection_is_rebuilt_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    """A running ``watch`` (or ``pick``, the MCP or web server) keeps the index open in
+    WAL mode, which holds a shared lock on the file. Emptied under it (``: > index.db``,
+    a sync tool), the file has no page, and no writer can ever give it its first ones
+    while that connection lives: the next reading command hung for good inside SQLite's
+    backup, holding the write turn. It is damage: moved aside and rebuilt."""
+    root = tmp_path / "claude"
+    session = ConfigTree(root).session(cwd=CWD)
+    session.user(f"hello {WORD}")
+    session.write()
+    target = tmp_path / "index.db"
+    holder = open_db(target)  # the watcher's connection
+    try:
+        refresh(holder, [root])
+        os.truncate(target, 0)
+        env = {**os.environ, "SESSIONDEX_DB": str(target)}
+        args = ["--config-dir", str(root), "list", "--scope", "all", "--json"]
+        try:
+            done = subprocess.run(
+                [*INDEX_CMD, *args], capture_output=True, text=True, env=env, timeout=25
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail("a reading command hung on an index emptied under an open connection")
+    finally:
+        holder.close()
+    assert done.returncode == 0, done.stderr
+    assert [row["session_id"] for row in json.loads(done.stdout)] == [session.session_id]
+    notes = [line for line in done.stderr.splitlines() if "was damaged" in line]
+    assert len(notes) == 1, done.stderr
