@@ -49,8 +49,8 @@ import sessiondex.indexer.db as db_module
 import sessiondex.indexer.meta as meta_module
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
-from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.lock import WriteTurn
+from sessiondex.indexer.refresh import refresh
 from tests.builders import ConfigTree, copy_fixtures, one_session
 from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_snapshot
 from tests.test_reliability_concurrency import INDEX_CMD
