@@ -523,11 +523,15 @@ def _check_nobody_holds_it(db: Database) -> None:
     replaced and follows (``watch`` reopens and rebuilds)."""
     if db.conn.in_transaction:
         return
-    (timeout,) = db.execute("PRAGMA busy_timeout").fetchone()
-    db.execute(f"PRAGMA busy_timeout = {EMPTY_FILE_HOLDER_WAIT_MS}")
+    path = db.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        return  # in memory: nobody else can hold it
+    # Asked on a connection of its own: a transaction begun on ``db`` itself would fix
+    # the new file's page size and auto-vacuum before the template or migrations set them.
+    probe = sqlite3.connect(path, timeout=EMPTY_FILE_HOLDER_WAIT_MS / 1000)
     try:
-        db.execute("BEGIN EXCLUSIVE")
-        db.execute("ROLLBACK")
+        probe.execute("BEGIN EXCLUSIVE")
+        probe.execute("ROLLBACK")
     except sqlite3.OperationalError as exc:
         if classify(exc) != BUSY:
             raise
@@ -536,7 +540,7 @@ def _check_nobody_holds_it(db: Database) -> None:
             " connection has it open (truncated under a running process)"
         ) from exc
     finally:
-        db.execute(f"PRAGMA busy_timeout = {timeout}")
+        probe.close()
 
 
 @functools.cache
