@@ -32,7 +32,8 @@ from typing import Any
 # 22: team, daemon and continued-in sessions are folded (derive.py; m012);
 # 23: an empty summary or lastPrompt in the last such record clears it (derive.py);
 # 24: the snippet markers U+FDD0 and U+FDD1 are stored as U+FFFD (text.fts_text)
-DERIVATION_VERSION = 24
+# 25: a PR URL's default port written out (:443, or :80 over http) is dropped (pr_urls.py)
+DERIVATION_VERSION = 25
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -100,6 +100,12 @@ PASTED: list[tuple[str, PullRequest]] = [
     ("http://GHE.Corp.Example:8443/Team/Repo.js/pull/7/", GHE),
     ("ghe.corp.example:8443/Team/Repo.js/pull/7/files", GHE),
     ("https://ghe.corp.example:8443/Team/Repo.js/pull/7#issuecomment-1", GHE),
+    # --- a port that is the scheme's default, written out, is the same server
+    ("https://github.com:443/octo/hello-world/pull/42", GH),
+    ("https://www.GitHub.com:443/octo/hello-world/pull/42/files", GH),
+    ("http://github.com:80/octo/hello-world/pull/42", GH),
+    ("github.com:443/octo/hello-world/pull/42", GH),
+    ("https://gitlab.example.com:443/grp/sub/proj/-/merge_requests/5", GL),
     # --- GitLab
     ("https://gitlab.example.com/grp/sub/proj/-/merge_requests/5", GL),
     ("http://gitlab.example.com/grp/sub/proj/-/merge_requests/5", GL),
@@ -229,6 +235,23 @@ NOT_PRS = [
 @pytest.mark.parametrize("text", NOT_PRS)
 def test_non_prs_are_refused(text: str) -> None:
     assert parse_pr_url(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [
+        # Only the scheme's own default goes: these name other servers.
+        ("https://ghe.corp.example:80/Team/Repo.js/pull/7", "ghe.corp.example:80"),
+        ("http://ghe.corp.example:8080/Team/Repo.js/pull/7", "ghe.corp.example:8080"),
+        ("https://ghe.corp.example:4430/Team/Repo.js/pull/7", "ghe.corp.example:4430"),
+        ("http://ghe.corp.example:443/Team/Repo.js/pull/7", "ghe.corp.example"),
+    ],
+)
+def test_other_ports_are_kept(text: str, host: str) -> None:
+    pr = parse_pr_url(text)
+    assert pr is not None and pr.host == host
+    assert pr.url == f"https://{host}/Team/Repo.js/pull/7"
+    assert find_pr_urls(f"opened {text} for review") == [pr]
 
 
 def test_url_length_cap() -> None:

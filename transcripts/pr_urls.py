@@ -19,7 +19,8 @@ A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is acc
 (``search``, ``from-pr``): :func:`parse_pr_ref` reads it as
 ``https://github.com/owner/repo/pull/123``, the URL it stands for on GitHub.
 
-Normalised form: ``https://`` + lower-cased host (port kept; ``www.`` dropped from
+Normalised form: ``https://`` + lower-cased host (port kept unless it is the scheme's
+default, 443 or 80 over ``http``; ``www.`` dropped from
 github.com, gitlab.com and bitbucket.org, which redirect it) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
 fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
@@ -181,6 +182,20 @@ class PullRequest:
         }
 
 
+def _without_default_port(host: str, scheme: str | None) -> str:
+    """``host:443`` (and ``host:80`` over ``http://`` or no scheme) is ``host``: the port
+    the scheme implies, written out. The normalised form is ``https://``, so 443 always
+    goes; 80 goes only where the URL was plain HTTP, where it is the default too (as the
+    ``http``/``https`` difference itself is dropped). Any other port names another server
+    and stays."""
+    name, colon, port = host.rpartition(":")
+    if not colon:
+        return host
+    if int(port) == 443 or (int(port) == 80 and (scheme is None or scheme.lower() == "http://")):
+        return name
+    return host
+
+
 def _build(match: re.Match[str]) -> PullRequest | None:
     """Turn a regex match into a normalised :class:`PullRequest`, or ``None``.
 
@@ -191,7 +206,7 @@ def _build(match: re.Match[str]) -> PullRequest | None:
     host = match["host"].lower()
     if match["scheme"] is None and "." not in host:
         return None
-    host = canonical_host(host)
+    host = canonical_host(_without_default_port(host, match["scheme"]))
     if match["gl_n"] is not None:
         provider, repository, digits = "gitlab", match["gl_path"], match["gl_n"]
         path = f"{repository}/-/merge_requests/"
