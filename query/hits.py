@@ -16,7 +16,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.search import DEFAULT_MARKERS, query_terms, snippet_tokens
+from sessiondex.query.search import (
+    DEFAULT_MARKERS,
+    SearchSyntaxError,
+    check_raw_size,
+    query_terms,
+    snippet_tokens,
+)
 from sessiondex.query.snippets import display_snippet
 from sessiondex.transcripts.pr_urls import parse_pr_ref
 
@@ -41,6 +47,10 @@ def _match(db: Database, query: str, raw: bool) -> str:
         return ""
     dialect = dialect_of(db)
     if raw:
+        try:
+            check_raw_size(text)  # what search() refuses would be ranked here for minutes
+        except SearchSyntaxError:
+            return ""
         return dialect.raw_query(db, text)
     return dialect.all_of(query_terms(text, dialect)[0])
 
@@ -73,7 +83,7 @@ def message_hits(
 ) -> dict[str, list[str]]:
     """For each session transcript path in ``file_paths``, the uuids of its messages
     (subagents' included) that match ``query``, best first. A PR URL, an empty query or
-    a ``raw`` query FTS5 cannot parse has no message hits."""
+    a ``raw`` query FTS5 cannot parse or ``search`` refuses has no message hits."""
     out: dict[str, list[str]] = {}
     match = _match(db, query, raw)
     for _, path, uuid, _ in _ranked_hits(

@@ -663,7 +663,7 @@ def run_search(
     if typing and not raw and dialect.name == "sqlite" and _too_short(text):
         return title_prefix_search(db, text, filters, markers)
     if raw:
-        _check_raw_size(text)
+        check_raw_size(text)
         terms, words = [dialect.raw_query(db, text)], [text]
     else:
         terms, words = query_terms(text, dialect)
@@ -707,7 +707,7 @@ def run_search(
 RAW_MAX_PHRASES = 64
 
 
-def _check_raw_size(text: str) -> None:
+def check_raw_size(text: str) -> None:
     """Refuse a ``--raw`` query of more than :data:`RAW_MAX_PHRASES` phrases (quoted
     strings and bare words, its operators aside) as a query FTS5 cannot take."""
     import re
