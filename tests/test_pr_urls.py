@@ -6,8 +6,6 @@ one normalised URL, and everything that only looks like a PR must be refused.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -372,16 +370,17 @@ def test_find_last_link_for_gh_pr_create_is_last_element() -> None:
     assert find_pr_urls(text)[-1].url == "https://github.com/octo/other/pull/9"
 
 
-def test_find_is_fast_on_large_text() -> None:
+# A hang guard, not a speed goal (those live in bench/): a pattern that backtracks on
+# long slash runs takes hours here, a linear one well under a second.
+@pytest.mark.timeout(60)
+def test_find_does_not_backtrack_on_large_text() -> None:
     noise = "lorem ipsum dolor sit amet /usr/lib/python3/site-packages/foo.py:12 " * 2000
     big = (noise + "https://github.com/o/r/pull/1 ") * 50  # ~6.8 MB with one URL
     plain = noise * 50  # no marker at all: pre-check only
     slashes = ("a.b/" + "x/" * 5000 + " merge_requests/ ") * 20
-    start = time.perf_counter()
     assert [pr.number for pr in find_pr_urls(big)] == [1]
     assert find_pr_urls(plain) == []
     assert find_pr_urls(slashes) == []
-    assert time.perf_counter() - start < 5.0
 
 
 # ---------------------------------------------------------------------------
