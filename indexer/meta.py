@@ -12,8 +12,6 @@ lock: in WAL mode, if another process committed meanwhile, SQLite fails it at on
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import sqlite3
 import weakref
 from collections.abc import Callable, Iterator
@@ -46,7 +44,6 @@ class WritePolicy:
 
 
 _POLICIES: weakref.WeakKeyDictionary[Any, WritePolicy] = weakref.WeakKeyDictionary()
-_SAVEPOINTS = itertools.count()
 
 
 def write_policy(db: Database) -> WritePolicy:
@@ -110,7 +107,10 @@ def immediate(db: Database) -> Iterator[Database]:
     """
     conn: sqlite3.Connection = db.conn
     if conn.in_transaction:
-        name = f"sessiondex_{os.getpid()}_{next(_SAVEPOINTS)}"
+        # One name for every level: SQLite releases or rolls back to the innermost
+        # savepoint of that name, which is always this one; a name per call would be
+        # a new statement to prepare for every file a refresh writes.
+        name = "sessiondex_step"
         conn.execute(f"SAVEPOINT {name}")
         try:
             yield db

@@ -1492,3 +1492,33 @@ def test_a_file_read_in_slices_gives_the_rows_of_one_read(
     assert index_snapshot(db) == whole
     check_fts_integrity(db)
     db.close()
+
+
+def test_a_failing_step_rolls_back_alone_at_every_depth(tmp_path: Path) -> None:
+    """``immediate`` inside a transaction is a savepoint; a refresh nests them (a commit
+    group, a file, a slice). One that fails takes back its own rows only, whatever
+    the depth, and the rows of the steps around it stay."""
+    from sessiondex.indexer.meta import immediate
+
+    db = open_db(tmp_path / "i.db")
+    db.execute("CREATE TABLE steps (name TEXT)")
+
+    def names() -> list[str]:
+        return [row[0] for row in db.execute("SELECT name FROM steps ORDER BY rowid")]
+
+    with immediate(db):
+        db.execute("INSERT INTO steps VALUES ('outer')")
+        with immediate(db):
+            db.execute("INSERT INTO steps VALUES ('kept')")
+            with contextlib.suppress(RuntimeError), immediate(db):
+                db.execute("INSERT INTO steps VALUES ('failed deep')")
+                raise RuntimeError
+            db.execute("INSERT INTO steps VALUES ('after')")
+        with contextlib.suppress(RuntimeError), immediate(db):
+            db.execute("INSERT INTO steps VALUES ('failed')")
+            with immediate(db):
+                db.execute("INSERT INTO steps VALUES ('inside the failed one')")
+            raise RuntimeError
+        db.execute("INSERT INTO steps VALUES ('last')")
+    assert not db.conn.in_transaction
+    assert names() == ["outer", "kept", "after", "last"]
