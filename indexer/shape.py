@@ -33,7 +33,8 @@ from typing import Any
 # 23: an empty summary or lastPrompt in the last such record clears it (derive.py);
 # 24: the snippet markers U+FDD0 and U+FDD1 are stored as U+FFFD (text.fts_text)
 # 25: a PR URL's default port written out (:443, or :80 over http) is dropped (pr_urls.py)
-DERIVATION_VERSION = 25
+# 26: long tokens are cut where unicode61 cuts tokens, not at Python's \w (text.py)
+DERIVATION_VERSION = 26
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

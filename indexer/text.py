@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from sessiondex.indexer.unicode61 import fold
+from sessiondex.indexer.unicode61 import ORIGINAL_TOKEN_CHAR, fold, separators_as_spaces
 
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer; then
 # hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
@@ -83,10 +83,11 @@ LONG_TOKEN_PREFIX = 32
 
 
 @cache
-def _long_pattern() -> re.Pattern[str]:
-    # A run of token characters (unicode61: letters and digits; ``_`` separates) that
-    # starts at a token boundary and is longer than LONG_TOKEN_MAX.
-    return re.compile(f"(?<![^\\W_])[^\\W_]{{{LONG_TOKEN_MAX + 1},}}")
+def _long_tokens() -> re.Pattern[str]:
+    # In unicode61.separators_as_spaces' copy: a run of token characters that starts at
+    # a token boundary and is longer than LONG_TOKEN_MAX.
+    char = ORIGINAL_TOKEN_CHAR
+    return re.compile(f"(?<!{char}){char}{{{LONG_TOKEN_MAX + 1},}}")
 
 
 #: What FTS5's ``snippet()`` is asked to put around a match (``query/snippets.py``):
@@ -108,8 +109,26 @@ def fts_text(text: str) -> str:
         if runs.search(text) is not None:
             text = runs.sub(_space_run, text)
     if len(text) > LONG_TOKEN_MAX and _may_hold_long_token(text):
-        text = _long_pattern().sub(_cut_token, text)
+        text = _cut_long_tokens(text)
     return text
+
+
+def _cut_long_tokens(text: str) -> str:
+    """Each token longer than ``LONG_TOKEN_MAX`` as its first ``LONG_TOKEN_PREFIX``
+    characters and ``…``, the tokens being unicode61's: Python's ``\\w`` splits at a
+    decomposed accent or a private-use character, where FTS5 keeps one token (a blob
+    of them slipped through whole), and joins a few letters FTS5 splits at (a word
+    after them was cut off)."""
+    pieces: list[str] = []
+    done = 0
+    for token in _long_tokens().finditer(separators_as_spaces(text)):
+        start = token.start()
+        pieces += (text[done:start], text[start : start + LONG_TOKEN_PREFIX], "\u2026")
+        done = token.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def _may_hold_long_token(text: str) -> bool:
@@ -124,10 +143,6 @@ def _may_hold_long_token(text: str) -> bool:
             return True
         start = space + 1
     return False
-
-
-def _cut_token(match: re.Match[str]) -> str:
-    return match.group(0)[:LONG_TOKEN_PREFIX] + "\u2026"
 
 
 def _space_run(match: re.Match[str]) -> str:

@@ -57,11 +57,6 @@ def folded_token_class() -> str:
     return r"^\x00-/:-`{-\x7f"
 
 
-@cache
-def _original_tokens() -> re.Pattern[str]:
-    return re.compile(r"[^\x00-/:-@\[-`{-\x7f]+")  # ASCII letters, digits, the rest of Unicode
-
-
 def fold(text: str) -> str:
     """``text`` as the index compares it: each token folded as unicode61 folds it, each
     separator a space (so tokens are the runs of :func:`folded_token_class`)."""
@@ -71,13 +66,30 @@ def fold(text: str) -> str:
     return text.translate(_FOLDS)
 
 
+#: A token character in :func:`separators_as_spaces`' output: an ASCII letter or digit,
+#: or any character past ASCII (the separators there are spaces by then).
+ORIGINAL_TOKEN_CHAR = r"[^\x00-/:-@\[-`{-\x7f]"
+
+
+@cache
+def _original_tokens() -> re.Pattern[str]:
+    return re.compile(ORIGINAL_TOKEN_CHAR + "+")
+
+
+def separators_as_spaces(text: str) -> str:
+    """``text`` with each character past ASCII that unicode61 takes for a separator
+    made a space, and nothing else changed (the same length, so a span found in it is
+    the same span of ``text``): its tokens are the runs of :data:`ORIGINAL_TOKEN_CHAR`."""
+    if text.isascii():
+        return text
+    _learn(text)
+    return text.translate(_SEPARATORS)
+
+
 def token_spans(text: str) -> Iterator[re.Match[str]]:
     """The tokens of ``text`` where unicode61 cuts them, as matches over a copy of it
     of the same length (``group()`` is the token as written)."""
-    if not text.isascii():
-        _learn(text)
-        text = text.translate(_SEPARATORS)
-    return _original_tokens().finditer(text)
+    return _original_tokens().finditer(separators_as_spaces(text))
 
 
 #: Ranges where the tokenizer keeps every character as it is (a token character of its

@@ -136,3 +136,37 @@ def test_a_long_token_is_found_by_a_prefix_longer_than_its_stored_form(tmp_path:
             f"the [digest] is [{digest[:LONG_TOKEN_PREFIX]}]… ok"
         ], query
     db.close()
+
+
+def _fts5_terms(text: str) -> list[str]:
+    """The terms SQLite's own tokenizer (the index's) makes of ``text``."""
+    from sessiondex.indexer.shape import FTS_TOKENIZER
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+    conn.execute("INSERT INTO t(x) VALUES (?)", [text])
+    return [str(term) for (term,) in conn.execute("SELECT term FROM v ORDER BY offset")]
+
+
+# Runs that are one token to unicode61 but not to Python's \w, and the reverse: the cut
+# must follow the tokenizer, or a blob slips through whole (the index grows with it) or
+# a word after the cut is lost.
+LONG_TOKENS_AS_FTS5_CUTS_THEM = [
+    # (text, longest term FTS5 may be left with, a term that must stay findable)
+    ("a\u0301" * 120, LONG_TOKEN_PREFIX, None),  # decomposed accents: one 240-char token
+    ("x\ue000" * 120, LONG_TOKEN_PREFIX, None),  # private use: token characters
+    ("Zm9v" * 30 + "\u0301" + "Zm9v" * 30, LONG_TOKEN_PREFIX, None),
+    ("a" * 40 + "\u19b0" + "b" * 40, 40, "b" * 40),  # Python: one word; FTS5: two
+    ("ok " + "c\u0301" * 20 + " " + "d" * 60, 60, "d" * 60),  # short tokens stay whole
+]
+
+
+def test_long_tokens_are_cut_where_the_tokenizer_cuts_them() -> None:
+    for text, longest, kept in LONG_TOKENS_AS_FTS5_CUTS_THEM:
+        terms = _fts5_terms(fts_text(text))
+        assert max(len(t) for t in terms) <= longest, (text[:20], terms)
+        if kept is not None:
+            assert kept in terms, (text[:20], terms)
+        # The query side goes through the same function: the text as typed matches.
+        assert fts_text(fts_text(text)) == fts_text(text)
