@@ -270,14 +270,15 @@ def restore(
 ) -> RestoreResult:
     """Put the newest archived version of ``session_id`` back into its project dir, byte
     for byte (its archived mtimes too), and index it live. Raises
-    :class:`~sessiondex.query.resolve.NotFound` when no archive holds the session, and
+    :class:`~sessiondex.query.resolve.NotFound` when no archive holds the session,
+    :class:`~sessiondex.query.resolve.Ambiguous` when a short ID starts several, and
     :class:`~sessiondex.transcripts.archive.RestoreRefused` (nothing written) when a
     transcript of the session exists, there or anywhere the index knows."""
     from sessiondex.indexer.ingest import include_tools_setting, ingest_file
     from sessiondex.indexer.refresh import ingest_path
     from sessiondex.indexer.stats import RefreshStats
     from sessiondex.query.archives import archived_ids_with_prefix
-    from sessiondex.query.resolve import NotFound, is_id_prefix
+    from sessiondex.query.resolve import Ambiguous, NotFound, is_id_prefix
     from sessiondex.transcripts.archive import RestoreRefused, restore_session_archive
     from sessiondex.transcripts.discover import iter_subagent_files
 
@@ -287,9 +288,10 @@ def restore(
     if row is None and is_id_prefix(session_id.strip()):  # the short ID `list` shows
         ids = archived_ids_with_prefix(db, session_id.strip())
         if len(ids) > 1:
-            raise NotFound(
+            raise Ambiguous(
                 f"{session_id} starts {len(ids)} archived sessions ({', '.join(ids[:5])}"
-                f"{', …' if len(ids) > 5 else ''}): give more of the ID"
+                f"{', …' if len(ids) > 5 else ''}): give more of the ID",
+                [{"session_id": sid} for sid in ids],
             )
         row = newest_archive(db, ids[0]) if ids else None
     if row is None:

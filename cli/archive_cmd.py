@@ -4,6 +4,7 @@ day (:func:`watch_rescue`)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sessiondex.cli.app import CliError, app
+from sessiondex.cli.app import EXIT_AMBIGUOUS, CliError, app
 from sessiondex.cli.options import UnsafeOutputPath, cwd_option
 from sessiondex.cli.output import report_formats, table_or_json
 
@@ -249,7 +250,6 @@ def archive(
     )
     from sessiondex.cli.output import clean, clean_line, dumps, emit
 
-    fmt = "json" if as_json else fmt
     seconds = _window_seconds(window)
     if install_job and uninstall_job:
         raise click.UsageError("--install-job and --uninstall-job exclude each other")
@@ -315,7 +315,7 @@ def restore(session_id: str, fmt: str, as_json: bool) -> None:
         sessiondex restore 4f0c2a8e-5b1d-4c3e-9f7a-2d6b8e1c0a93
     """
     from sessiondex.cli.output import clean_line, dumps
-    from sessiondex.query.resolve import NotFound
+    from sessiondex.query.resolve import Ambiguous, NotFound
     from sessiondex.transcripts.archive import ArchiveError
 
     state = app()
@@ -324,6 +324,9 @@ def restore(session_id: str, fmt: str, as_json: bool) -> None:
         result = state.index.restore(session_id)
     except NotFound as exc:
         raise CliError(clean_line(str(exc))) from None
+    except Ambiguous as exc:  # the message names the candidates
+        click.echo(f"Error: {clean_line(str(exc))}", err=True)
+        sys.exit(EXIT_AMBIGUOUS)
     except ArchiveError as exc:
         raise CliError(clean_line(str(exc))) from None
     try:

@@ -230,7 +230,6 @@ def cleanup(
     from sessiondex.transcripts.archive import ArchiveError
     from sessiondex.transcripts.tags import sanitize_tag
 
-    fmt = "json" if as_json else fmt
     if not sanitize_tag(keep_tag):
         raise click.BadParameter("the tag is empty after sanitizing", param_hint="--keep-tag")
     state = app()

@@ -57,7 +57,6 @@ def index(rebuild: bool, tools: bool | None, fmt: str, as_json: bool) -> None:
     summary = stats.as_dict()
     for path, error in stats.errors:
         warn(f"skipped {path}: {error}")
-    fmt = "json" if as_json else fmt
     emit_object(summary, fmt, text=_summary_line(summary))
 
 
@@ -81,7 +80,6 @@ def stats(fmt: str, as_json: bool) -> None:
     db = state.reading_db()
     result = index_stats(db, state.database_path, [str(r) for r in state.roots])
     result["cleanup"] = cleanup_summary(db, state.roots)
-    fmt = "json" if as_json else fmt
 
     def shown(key: str, value: Any) -> Any:
         if key.endswith("_bytes"):

@@ -17,7 +17,7 @@ import click
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import chosen_format, clean_line, format_options
+from sessiondex.cli.output import clean_line, format_options
 
 if TYPE_CHECKING:
     from sessiondex.actions.mutations import MutationResult
@@ -94,7 +94,6 @@ def rename(arg: str, name: str, cwd: str | None, fmt: str, as_json: bool) -> Non
     from sessiondex.actions.mutations import rename as do_rename
     from sessiondex.actions.mutations import user_name
 
-    fmt = chosen_format(fmt, as_json)
     title = _checked(user_name, name)
     found = _target(arg, cwd, fmt)
     result = _run(
@@ -127,7 +126,6 @@ def tag(arg: str, tag: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     from sessiondex.actions.mutations import tag as do_tag
     from sessiondex.actions.mutations import user_tag
 
-    fmt = chosen_format(fmt, as_json)
     clean = _checked(user_tag, tag)
     found = _target(arg, cwd, fmt)
     result = _run(
@@ -156,7 +154,6 @@ def untag(arg: str, cwd: str | None, fmt: str, as_json: bool) -> None:
     """
     from sessiondex.actions.mutations import untag as do_untag
 
-    fmt = chosen_format(fmt, as_json)
     found = _target(arg, cwd, fmt)
     result = _run(
         lambda: do_untag(app().db(), found, roots=app().roots, if_changed=True), found.notes
@@ -197,7 +194,6 @@ def fork(
     from sessiondex.actions.mutations import fork as do_fork
     from sessiondex.actions.mutations import user_name
 
-    fmt = chosen_format(fmt, as_json)
     if title is not None:
         title = _checked(lambda value: user_name(value, "the fork's title"), title)
     found = _target(arg, cwd, fmt)

@@ -12,6 +12,7 @@ keeps exact strings, with C1 and bidi controls written as ``\\uXXXX`` escapes.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -64,9 +65,20 @@ def _one_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callable[..., Any]:
+    """The two options, with ``--json`` folded into ``fmt`` before the command runs: a
+    command that looked at ``fmt`` alone printed a table for ``--json`` (restore did)."""
+
+    command = func
+
+    @functools.wraps(command)
+    def json_folded(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("as_json"):
+            kwargs["fmt"] = "json"
+        return command(*args, **kwargs)
+
     func = click.option(
         "--json", "as_json", is_flag=True, callback=_one_format, help="Short for --format json."
-    )(func)
+    )(json_folded)
     return click.option(
         "--format",
         "fmt",
@@ -100,10 +112,6 @@ def _in_order(item: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
     ordered = {name: item[name] for name in fields if name in item}
     ordered.update((name, value) for name, value in item.items() if name not in ordered)
     return ordered
-
-
-def chosen_format(fmt: str, as_json: bool) -> str:
-    return "json" if as_json else fmt
 
 
 def relative_time(iso: str | None, now: float | None = None) -> str:

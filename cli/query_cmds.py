@@ -14,7 +14,6 @@ from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import build_filters, cwd_option, run_filters, scope_options
 from sessiondex.cli.output import (
     HIGHLIGHT,
-    chosen_format,
     clean,
     clean_line,
     emit,
@@ -126,7 +125,6 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     filters = build_filters(**options)
     db = app().reading_db()
     rows = run_filters(lambda: list_sessions(db, filters))
-    fmt = chosen_format(fmt, as_json)
     emit(
         rows,
         fmt,
@@ -273,7 +271,6 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
 
     filters = build_filters(**options)
     index = app().reading_index()
-    fmt = chosen_format(fmt, as_json)
     table = fmt == "table"
     highlight = table and use_color(sys.stdout.isatty())
     # Placeholders, not colour codes: the snippet is transcript text and is cleaned
@@ -386,7 +383,6 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
             raise InvalidValue("'PR'", str(exc)) from None
     filters = build_filters(**options)
     db = app().reading_db()
-    fmt = chosen_format(fmt, as_json)
     answer = run_filters(lambda: find_pr(db, pr, filters, elsewhere=fmt == "table"))
     if fmt != "table":
         # exactly the session object's keys (the CLI contract: only search and resolve add
@@ -465,7 +461,6 @@ def resolve(arg: str, cwd: str | None, include_archived: bool, fmt: str, as_json
     """
     from sessiondex.query.resolve import NO_MAIN_TRANSCRIPT, without_main_transcript
 
-    fmt = chosen_format(fmt, as_json)
     found = resolve_or_exit(
         arg,
         cwd,
@@ -521,7 +516,6 @@ def continue_cmd(cwd: str | None, print_mode: bool, fmt: str, as_json: bool) -> 
 
     app().require_local()
     db = app().reading_db()
-    fmt = chosen_format(fmt, as_json)
     try:
         obj = continue_session(db, cwd=cwd, print_mode=print_mode, roots=app().roots)
     except NotFound as exc:

@@ -932,3 +932,32 @@ def test_the_archive_table_shows_home_as_a_tilde(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     [row] = [line for line in result.stdout.splitlines() if s.session_id[:8] in line]
     assert "~/src/shop" in row and home not in row
+
+
+def test_restore_speaks_json_and_calls_a_shared_prefix_ambiguous(tmp_path: Path) -> None:
+    """``restore --json`` is ``--format json`` (the flag was taken and ignored), and a
+    short ID that starts several archived sessions is exit 3 with the candidates, as
+    every other command's ambiguity is; nothing is restored."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    tree.write_settings({"cleanupPeriodDays": 30})
+    ids = [f"a0000000-0000-4000-8000-00000000000{n}" for n in (1, 2, 3)]
+    olds = [
+        _session(tree, f"otter plan {n}", now - 29 * DAY, session_id=sid)
+        for n, sid in enumerate(ids)
+    ]
+    db = tmp_path / "index.db"
+    assert _run(tree, db, "archive", "--expiring-within", "3d").exit_code == 0
+    for s in olds:
+        s.path.unlink()
+
+    ambiguous = _run(tree, db, "restore", "a0000000")
+    assert ambiguous.exit_code == 3, ambiguous.output
+    assert all(sid in ambiguous.stderr for sid in ids) and "Traceback" not in ambiguous.output
+    assert not any(s.path.exists() for s in olds)
+
+    for how in (["--json"], ["--format", "json"]):
+        sid = ids[0] if how == ["--json"] else ids[1]
+        out = _json(_run(tree, db, "restore", sid, *how))
+        assert out["session_id"] == sid and out["transcript"] == str(olds[ids.index(sid)].path)
+        assert out["resume_command"].endswith(f"claude --resume {sid}")
