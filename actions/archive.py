@@ -154,7 +154,7 @@ def archive_expiring(
     does not hold as it is now. Writes only into that dir and the index; raises
     ValueError when the archive dir is not allowed. ``cwd`` is where Claude Code will
     start (its project settings may set the period), as for ``cleanup``."""
-    from sessiondex.indexer.meta import set_meta
+    from sessiondex.indexer.meta import keep_setting
     from sessiondex.transcripts.archive import archive_dir_lock
 
     current = time.time() if now is None else now
@@ -171,7 +171,7 @@ def archive_expiring(
     stamp = iso_ms(int(current * 1000))
     if stamp is not None:
         with db.atomic():
-            set_meta(db, LAST_RUN_KEY, stamp)
+            keep_setting(db, LAST_RUN_KEY, stamp)
     return run
 
 

@@ -10,9 +10,9 @@ indexed too, under ``<archive>#<member>`` paths.
 
 The archive dirs are remembered in ``meta`` (``archive_dirs``, a JSON list) and swept by
 every :func:`sessiondex.indexer.refresh.refresh`; :func:`indexer.db.clear_index` keeps that key so
-``index --rebuild`` does not forget them. The default archive dir is swept whenever it
-exists, recorded or not, and every ``archive`` run records its dir again: an index
-moved aside as damaged (or deleted) is rebuilt without that key. Archives are write-once, so an unchanged
+``index --rebuild`` does not forget them, and the file beside the index keeps it too
+(``indexer.meta.keep_setting``), so an index moved aside as damaged (or deleted) is
+rebuilt with it. The default archive dir is swept whenever it exists, recorded or not. Archives are write-once, so an unchanged
 archive (same mtime, inode and device) costs a stat.
 
 Versions: a session archived again after it changed (``sessiondex archive`` of a session
@@ -37,7 +37,7 @@ import orjson
 from sqlite_utils import Database
 
 from sessiondex.indexer.ingest import apply_tail, remove_path
-from sessiondex.indexer.meta import get_meta, immediate, set_meta
+from sessiondex.indexer.meta import get_meta, immediate, keep_setting
 from sessiondex.indexer.stats import NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.transcripts.archive import (
     ARCHIVE_SUFFIX,
@@ -82,7 +82,7 @@ def add_archive_dir(db: Database, directory: Path) -> Path:
     current = _recorded_dirs(db)
     if path not in current:
         with immediate(db):
-            set_meta(
+            keep_setting(
                 db, ARCHIVE_DIRS_KEY, orjson.dumps([str(p) for p in [*current, path]]).decode()
             )
     return path

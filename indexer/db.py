@@ -41,7 +41,14 @@ from sessiondex.indexer.faults import (
     quarantine,
 )
 from sessiondex.indexer.lock import lock_path
-from sessiondex.indexer.meta import get_meta, immediate, set_meta, write_turn
+from sessiondex.indexer.meta import (
+    KEPT_SETTINGS,
+    get_meta,
+    immediate,
+    seed_kept_settings,
+    set_meta,
+    write_turn,
+)
 from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 from sessiondex.indexer.textstore import register
 from sessiondex.transcripts.config import default_config_dir
@@ -165,11 +172,6 @@ def open_current_readonly(path: str | os.PathLike[str]) -> ReadOnlyIndex | None:
         return _open_current_readonly(Path(path))
     except sqlite3.Error:
         return None
-
-
-# Settings kept in ``meta`` that are configuration, not derived: carried over when a
-# damaged index is replaced.
-KEPT_SETTINGS = ("archive_dirs", "include_tools")
 
 
 def _salvage_settings(target: Path) -> dict[str, str]:
@@ -451,7 +453,8 @@ def prepare(db: Database) -> Database:
 
     register(db.conn)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if db.execute("PRAGMA page_count").fetchone()[0] == 0:
+    fresh = db.execute("PRAGMA page_count").fetchone()[0] == 0
+    if fresh:
         with write_turn(db):
             _begin_empty_file(db)
     if db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
@@ -470,6 +473,8 @@ def prepare(db: Database) -> Database:
             cleared = _check_derivation_version(db)
         if cleared:
             release_space(db)
+    if fresh:
+        seed_kept_settings(db)
     repair_interrupted_bulk(db)
     return db
 
@@ -582,7 +587,7 @@ def clear_index(db: Database) -> None:
         # trigger SQL a bulk build in another process set aside (indexer/bulk.py): taken
         # with the rest, that build could neither rebuild FTS nor put its triggers back,
         # and every search after found nothing (two ``index --rebuild`` at once).
-        kept = ("derivation_version", "archive_dirs", "archive_last_run", "include_tools")
+        kept = ("derivation_version", *KEPT_SETTINGS)
         db.execute(
             f"DELETE FROM meta WHERE key NOT IN ({', '.join('?' for _ in kept)}, ?)",
             [*kept, BULK_TRIGGER_KEY],

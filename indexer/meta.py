@@ -12,6 +12,7 @@ lock: in WAL mode, if another process committed meanwhile, SQLite fails it at on
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import weakref
 from collections.abc import Callable, Iterator
@@ -165,3 +166,70 @@ def get_meta(db: Database, key: str) -> str | None:
 
 def set_meta(db: Database, key: str, value: str) -> None:
     db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [key, value])
+
+
+#: ``meta`` keys that are the user's choices, not derived from the transcripts: where
+#: ``cleanup --archive`` and ``archive --to`` put sessions, when ``archive`` last ran,
+#: and ``index --tools``. The index is disposable (deleted, or moved aside when
+#: damaged), so they are also kept in a file beside it, and a new index starts from it.
+KEPT_SETTINGS = ("archive_dirs", "archive_last_run", "include_tools")
+
+
+def settings_file(index_path: str) -> str:
+    """The file beside the index at ``index_path`` that keeps :data:`KEPT_SETTINGS`."""
+    return f"{index_path}-settings.json"
+
+
+def _index_path(db: Database) -> str | None:
+    row = db.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row and row[2] else None  # None: in memory
+
+
+def keep_setting(db: Database, key: str, value: str) -> None:
+    """Set one of :data:`KEPT_SETTINGS` in the index and in the file beside it. The
+    file is replaced whole (a reader sees the old or the new one); where it cannot be
+    written (a read-only directory) the index alone keeps the setting, as before."""
+    import orjson
+
+    set_meta(db, key, value)
+    path = _index_path(db)
+    if path is None:
+        return
+    kept = read_kept_settings(path)
+    kept[key] = value
+    target = settings_file(path)
+    scratch = f"{target}.{os.getpid()}.tmp"
+    try:
+        with open(scratch, "wb") as out:
+            out.write(orjson.dumps(kept, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        os.replace(scratch, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(scratch)
+
+
+def read_kept_settings(index_path: str) -> dict[str, str]:
+    """What the file beside the index keeps (:func:`keep_setting`); ``{}`` when it is
+    missing or is not what it wrote (the settings are then the index's alone)."""
+    import orjson
+
+    try:
+        with open(settings_file(index_path), "rb") as stream:
+            value = orjson.loads(stream.read(1 << 20))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if k in KEPT_SETTINGS and isinstance(v, str)}
+
+
+def seed_kept_settings(db: Database) -> None:
+    """Give a new index the settings its predecessor at the same path kept (the one
+    deleted or moved aside), where it has none of its own."""
+    path = _index_path(db)
+    kept = read_kept_settings(path) if path is not None else {}
+    missing = {k: v for k, v in kept.items() if get_meta(db, k) is None}
+    if missing:
+        with immediate(db):
+            for key, value in missing.items():
+                set_meta(db, key, value)

@@ -33,7 +33,7 @@ from sessiondex.indexer.ingest import (
     stored_file,
     sync_picker_archive,
 )
-from sessiondex.indexer.meta import get_meta, immediate, set_meta
+from sessiondex.indexer.meta import get_meta, immediate, keep_setting, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher, may_start_parser, parse_new_file
 from sessiondex.indexer.shape import stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
@@ -212,7 +212,7 @@ def refresh(
         cleared = True
         with immediate(db):
             clear_index(db)
-            set_meta(db, "include_tools", "1" if include_tools else "0")
+            keep_setting(db, "include_tools", "1" if include_tools else "0")
     tools = include_tools_setting(db)
     found_files: list[Found] = []
     unlisted: dict[str, str] = {}

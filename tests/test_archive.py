@@ -961,3 +961,45 @@ def test_restore_speaks_json_and_calls_a_shared_prefix_ambiguous(tmp_path: Path)
         out = _json(_run(tree, db, "restore", sid, *how))
         assert out["session_id"] == sid and out["transcript"] == str(olds[ids.index(sid)].path)
         assert out["resume_command"].endswith(f"claude --resume {sid}")
+
+
+LOSING_THE_INDEX = {
+    "deleted": lambda db: [Path(f"{db}{s}").unlink(missing_ok=True) for s in ("", "-wal", "-shm")],
+    "overwritten": lambda db: (
+        db.write_bytes(b"SQLite format 3\x00garbage"),
+        [Path(f"{db}{s}").unlink(missing_ok=True) for s in ("-wal", "-shm")],
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(LOSING_THE_INDEX))
+def test_a_custom_archive_dir_outlives_the_index(tmp_path: Path, how: str) -> None:
+    """The index is disposable; where ``cleanup --archive DIR`` put sessions is not: a
+    rebuilt index (after the file was deleted, or damaged and moved aside) still finds
+    them with --include-archived, ``restore`` still brings them back, ``stats`` still
+    knows the last archive run, and ``index --tools`` still holds."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "narwhal rollout", now - 40 * DAY)
+    db, arch = tmp_path / "index.db", tmp_path / "arch"
+    assert _run(tree, db, "index", "--tools").exit_code == 0
+    assert _run(tree, db, "archive", "--to", str(tmp_path / "other")).exit_code == 0
+    applied = _run(tree, db, "cleanup", "--apply", "--archive", str(arch))
+    assert applied.exit_code == 0 and not s.path.exists(), applied.output
+    before = _json(_run(tree, db, "stats", "--json"))
+
+    LOSING_THE_INDEX[how](db)
+    found = _json(
+        _run(tree, db, "search", "narwhal", "--scope", "all", "--include-archived", "--json")
+    )
+    assert [r["file_path"] for r in found] == [str(next(arch.rglob("*.tar.gz")))]
+    after = _json(_run(tree, db, "stats", "--json"))
+    assert after["cleanup"]["archive"]["last_run"] == before["cleanup"]["archive"]["last_run"]
+    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.ingest import include_tools_setting
+
+    index = open_db(db)
+    assert include_tools_setting(index) is True  # index --tools, as chosen
+    index.close()
+    restored = _run(tree, db, "restore", s.session_id)
+    assert restored.exit_code == 0 and s.path.exists(), restored.output
