@@ -129,10 +129,18 @@ def _render_root(
     else:
         out.append("  No expired session.")
     if plan["protected"]:
+        theirs = sum(1 for entry in plan["protected"] if entry.get("claude_code_deletes"))
+        if theirs == len(plan["protected"]):
+            sweep = "but Claude Code's own sweep will still delete them (it ignores tags)"
+        elif theirs:
+            sweep = (
+                f"but Claude Code's own sweep will still delete {theirs} of them (it ignores tags)"
+            )
+        else:
+            sweep = "and Claude Code's sweep does not delete them either"
         out.append(
             f"  Protected by tag {keep_tag!r} ({totals['protected']} session(s), "
-            f"{human_size(totals['protected_bytes'])}): cleanup --apply keeps them, but "
-            "Claude Code's own sweep will still delete them (it ignores tags)."
+            f"{human_size(totals['protected_bytes'])}): cleanup --apply keeps them, {sweep}."
         )
         out.append(_table(plan["protected"]))
         if not archive:

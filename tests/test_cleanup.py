@@ -687,6 +687,30 @@ def test_cli_dry_run_json_and_table(live: dict[str, Any]) -> None:
     assert "Exempt: 1 desktop session" in text.output
 
 
+# What the table says of Claude Code and the sessions the keep tag protects, by the
+# settings and --days: only what its own sweep would delete is said to be deleted.
+KEEP_TAG_SWEEP_NOTES = [
+    ({"cleanupPeriodDays": 30}, [], "Claude Code's own sweep will still delete them"),
+    # No sweep at all: nothing is deleted by Claude Code, whatever --days plans.
+    ({"cleanupPeriodDays": "forever"}, ["--days", "5"], "does not delete them either"),
+    # Past --days 50 but not past Claude Code's 90 days: its sweep keeps them too.
+    ({"cleanupPeriodDays": 90}, ["--days", "50"], "does not delete them either"),
+]
+
+
+@pytest.mark.parametrize(("settings", "args", "said"), KEEP_TAG_SWEEP_NOTES)
+def test_cli_says_what_claude_code_does_with_protected_sessions(
+    live: dict[str, Any], settings: dict[str, Any], args: list[str], said: str
+) -> None:
+    tree = live["tree"]
+    tree.write_settings(settings)
+    text = _run(["cleanup", "--cwd", str(live["tmp"]), *args], tree.root, live["db"])
+    assert text.exit_code == 0, text.output
+    assert "Protected by tag 'keep'" in text.output
+    phrases = ("will still delete", "does not delete them either")
+    assert [p for p in phrases if p in text.output] == [p for p in phrases if p in said]
+
+
 def test_cli_invalid_settings_lists_nothing_but_days_still_plans(live: dict[str, Any]) -> None:
     tree = live["tree"]
     tree.write_settings({"cleanupPeriodDays": 0})
