@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from sessiondex import __version__
 from sessiondex.cli.app import App
 from sessiondex.cli.errors import refuse_empty_values
 
@@ -220,7 +221,7 @@ config` shows each setting and where it came from.
     help="Answer from the index as it is, without the quick incremental refresh.",
 )
 # package_name: the version is looked up only when --version is given (start-up time).
-@click.version_option(package_name="sessiondex", prog_name="sessiondex")
+@click.version_option(version=__version__, prog_name="sessiondex")
 @click.pass_context
 def cli(
     ctx: click.Context, config_dirs: tuple[str, ...], db_path: str | None, no_refresh: bool

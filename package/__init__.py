@@ -17,6 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"
+
 if TYPE_CHECKING:
     from sessiondex.index import Index, prepare_connection
     from sessiondex.query.resolve import Ambiguous, NotFound, Resolution

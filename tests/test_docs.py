@@ -30,7 +30,11 @@ def test_top_level_help_and_version() -> None:
     runner = CliRunner()
     assert "Example" in runner.invoke(cli, ["--help"]).output
     result = runner.invoke(cli, ["--version"])
-    assert result.exit_code == 0 and "sessiondex" in result.output
+    # The constant the command prints is the version the package was installed as.
+    from importlib.metadata import version
+
+    assert result.exit_code == 0
+    assert result.output == f"sessiondex, version {version('sessiondex')}\n"
 
 
 def test_unknown_command_is_a_usage_error() -> None:
