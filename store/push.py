@@ -39,7 +39,7 @@ import orjson
 from sessiondex.indexer.parse import fingerprint, known_crc, same_prefix
 from sessiondex.store.dsn import connection_string
 from sessiondex.store.prefix_memo import PrefixMemo
-from sessiondex.store.redact import Finding, candidate_rules, redact_value
+from sessiondex.store.redact import Finding, candidate_rules, redact_text, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
 from sessiondex.store.write import (
@@ -199,9 +199,14 @@ def prepare(
             scanned = orjson.dumps(value).decode("utf-8")
         except orjson.JSONEncodeError:  # an int beyond 64 bits: the whole line is a superset
             pass
-    redacted, _ = redact_value(value, findings, candidate_rules(scanned))
+    rules = candidate_rules(scanned)
+    redacted, _ = redact_value(value, findings, rules)
     if raw is not None and redacted is record and not _strict_json(raw):
         raw = None  # NaN, a leading no-break space: read by us, refused by PostgreSQL
+    if raw is not None and redacted is record and rules and redact_text(raw, None, rules) != raw:
+        # The line's bytes hold a secret its reading does not: a key written twice keeps
+        # its last value only. The record (re-encoded) is stored, never those bytes.
+        raw = None
     text = raw if redacted is record and raw is not None else dumps_entry(redacted)
     return Entry(text, redacted, mentions), omitted
 

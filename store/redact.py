@@ -675,8 +675,9 @@ def redact_value(
     findings: list[Finding] | None = None,
     rules: tuple[_Compiled, ...] | None = None,
 ) -> tuple[Any, bool]:
-    """A JSON value with every string redacted: ``(value, changed)``. Unchanged parts
-    are the same objects (nothing is copied when nothing is found)."""
+    """A JSON value with every string redacted, object keys included: ``(value,
+    changed)``. Unchanged parts are the same objects (nothing is copied when nothing is
+    found)."""
     if rules is not None and not rules:
         return value, False
     if isinstance(value, str):
@@ -693,8 +694,11 @@ def redact_value(
                     findings.append(Finding("secret-assignment", mask(v)))
             else:
                 new_v, did = redact_value(v, findings, rules)
-            out[k] = new_v
-            changed = changed or did
+            # Keys are strings of the record too: a parsed .env or a headers map in a
+            # tool's input has the secret as its key.
+            new_k = redact_text(k, findings, rules) if isinstance(k, str) else k
+            out[new_k] = new_v
+            changed = changed or did or new_k is not k
         return (out if changed else value), changed
     if isinstance(value, list):
         items = [redact_value(v, findings, rules) for v in value]

@@ -261,6 +261,32 @@ def test_a_secret_in_a_transcript_line_never_leaves(
     assert kind in {f.kind for f in findings}
 
 
+@pytest.mark.parametrize(("text", "kind", "secret"), SECRETS, ids=[k for _, k, _ in SECRETS])
+@pytest.mark.parametrize("where", ["object-key", "repeated-key"])
+def test_a_secret_the_parsed_record_hides_never_leaves(
+    text: str, kind: str, secret: str, where: str
+) -> None:
+    """Strings are keys too (a parsed .env or a headers map in a tool's input); and a
+    key written twice in one line keeps only its last value when read, while the line's
+    own bytes, stored when nothing was found, still hold the first."""
+    if where == "object-key":
+        record: dict[str, Any] = {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "input": {"env": {text: "ann"}}}]},
+        }
+        line = _line(record)
+    else:
+        record = {"type": "user", "message": {"role": "user", "content": "hello"}}
+        shadowed = orjson.dumps(text).decode()
+        line = (
+            '{"type":"user","message":{"role":"user","content":' + shadowed + ',"content":"hello"}}'
+        ).encode()
+    findings: list[Finding] = []
+    entry, _ = prepare(line, record, with_tools=False, findings=findings)
+    assert secret not in entry.text and secret not in orjson.dumps(entry.record).decode()
+    assert orjson.loads(entry.text) == entry.record  # what is stored reads back as the record
+
+
 @pytest.mark.parametrize(
     ("record", "redacted"),
     [
