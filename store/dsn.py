@@ -6,7 +6,8 @@ import re
 from urllib.parse import urlsplit, urlunsplit
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
-_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+# ``password=`` and ``sslpassword=`` (the client key's), in a key=value string or a query.
+_KEYWORD_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
 # Seconds to wait for the server to answer a connection, unless the DSN says otherwise:
@@ -40,7 +41,16 @@ def connection_string(dsn: str) -> str:
 
 def hide_password(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***``: DSNs end up in messages and logs.
-    Never raises: a DSN too malformed to parse is masked by pattern."""
+    Never raises: a DSN too malformed to parse is masked by pattern. What libpq reads
+    as a password is masked wherever it shows, whatever the URL parser made of it (an
+    unencoded ``?``, ``#`` or ``/`` ends a URL's password for it, not for libpq)."""
+    masked = _masked_by_shape(dsn)
+    for secret in _passwords(dsn):
+        masked = masked.replace(secret, "***")
+    return masked
+
+
+def _masked_by_shape(dsn: str) -> str:
     if is_postgres_dsn(dsn):
         try:
             parts = urlsplit(dsn)
@@ -87,4 +97,17 @@ def _passwords(dsn: str) -> list[str]:
     for keyword in _KEYWORD_PASSWORD.finditer(dsn):
         value = keyword.group(2).split("&")[0].strip("'")
         found.update({value, unquote(value)})
+    found.update(_libpq_passwords(dsn))
     return sorted((p for p in found if len(p) >= 2), key=len, reverse=True)
+
+
+def _libpq_passwords(dsn: str) -> set[str]:
+    """The passwords libpq itself reads in ``dsn`` (``password``, ``sslpassword``), when
+    psycopg is there to ask and the DSN parses; else none (the patterns above stand)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parsed = conninfo_to_dict(connection_string(dsn))
+    except Exception:  # no psycopg, or a DSN it refuses: nothing more to learn
+        return set()
+    return {str(parsed[k]) for k in ("password", "sslpassword") if parsed.get(k)}

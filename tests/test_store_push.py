@@ -743,6 +743,11 @@ SECRET_DSNS = [
     pytest.param("postgresql://ann:hunter2x@[::1/team", id="broken-ipv6"),
     pytest.param("postgresql:///team?host=127.0.0.1&port=1&password=hunter2x", id="query-password"),
     pytest.param("postgresql://ann:hunter2@tail9x@127.0.0.1:1/team", id="at-in-password"),
+    # libpq takes "?", "#" and "/" in a password as written; a URL parser ends it there.
+    pytest.param("postgresql://ann:hunter2?tail9x@127.0.0.1:1/team", id="question-in-password"),
+    pytest.param("postgresql://ann:hunter2#tail9x@127.0.0.1:1/team", id="hash-in-password"),
+    pytest.param("postgresql://ann:hunter2/tail9x@127.0.0.1:1/team", id="slash-in-password"),
+    pytest.param("postgresql://ann@127.0.0.1:1/team?sslpassword=hunter2x", id="sslpassword"),
 ]
 
 
