@@ -274,6 +274,22 @@ def guarded_invoke(ctx: click.Context, invoke: Callable[[click.Context], Any]) -
             sys.stdout = stdout
 
 
+def _team_store_failure(ctx: click.Context, exc: BaseException) -> CliError | None:
+    """One line for a team store that opened and then failed to answer (a DBA's
+    statement_timeout, a dropped connection), without the DSN's password; None for
+    anything else. psycopg is looked up, not imported: only a store command loaded it."""
+    psycopg = sys.modules.get("psycopg")
+    state = ctx.find_object(App)
+    if psycopg is None or state is None or not isinstance(exc, psycopg.Error):
+        return None
+    dsn = state.index.team_dsn
+    if dsn is None:
+        return None
+    from sessiondex.store.dsn import error_line
+
+    return CliError(f"the team store failed to answer: {error_line(exc, dsn)}")
+
+
 def _wrote(ctx: click.Context) -> bool:
     state = ctx.find_object(App)
     return state is not None and state.writes_started and ctx.invoked_subcommand != "index"
@@ -365,6 +381,11 @@ def _guarded(
                 "the index was damaged and has been rebuilt from the transcripts; the"
                 " output above was read before the damage was found: run the command again"
             ) from None
+    except Exception as exc:
+        failure = _team_store_failure(ctx, exc)
+        if failure is None:
+            raise
+        raise failure from None
     ctx._protected_args, ctx.args = saved
     ctx.invoked_subcommand = None
     try:

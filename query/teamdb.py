@@ -86,7 +86,8 @@ def _with_relations(sql: str, clause: str) -> str:
 
 
 class NotATeamStore(RuntimeError):
-    """The DSN's database holds no sessiondex team store (or one too old to read)."""
+    """The DSN's database holds no sessiondex team store, or one too old or too new to
+    read."""
 
 
 #: The store schema the queries read (store/schema.py SCHEMA_VERSION; query/ and store/
@@ -139,6 +140,11 @@ class TeamDatabase:
                     f"the team store's schema is at version {row[0] if row else None}, older"
                     f" than this sessiondex reads ({READ_SCHEMA_VERSION}): `sessiondex store"
                     " init DSN` (or a push) upgrades it"
+                )
+            if row[0] > READ_SCHEMA_VERSION:  # its tables may differ from what is read here
+                raise NotATeamStore(
+                    f"the team store's schema is at version {row[0]}, newer than this"
+                    f" sessiondex knows ({READ_SCHEMA_VERSION}): upgrade sessiondex"
                 )
             row = self.conn.execute(
                 "SELECT quote_ident(n.nspname) FROM pg_class c"

@@ -599,3 +599,41 @@ def test_a_stale_push_does_not_answer_when_a_filter_leaves_out_the_newest(
         result = CliRunner().invoke(cli, ["--db", store, *args, "--json"])
         assert result.exit_code in (0, 1), result.output
         assert json.loads(result.stdout or "[]") == [], (args, result.stdout)
+
+
+@pytest.mark.parametrize("command", [("list",), ("search", "auth"), ("from-pr", "12")])
+def test_a_store_failing_mid_answer_is_one_line_without_the_password(
+    world: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
+    """The store opened, then a query failed (a DBA's statement_timeout on the read-only
+    role, a connection dropped): one line, as when it cannot be opened, never a
+    traceback."""
+    import psycopg
+
+    from sessiondex.query.teamdb import TeamDatabase
+
+    def cancelled(self: TeamDatabase, sql: str, params: Any = ()) -> Any:
+        raise psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(TeamDatabase, "execute", cancelled)
+    root, _, team = world
+    result = run(root, team, *command, "--scope", "all")
+    assert result.exit_code == 1, result.output
+    assert result.output == (
+        "Error: the team store failed to answer: canceling statement due to statement timeout\n"
+    )
+
+
+def test_a_store_migrated_by_a_newer_sessiondex_is_refused_for_reading(
+    world: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its tables may have changed under names this version's queries use: said, as a
+    push says it, rather than answered wrongly or with a traceback."""
+    from sessiondex.query import teamdb
+
+    monkeypatch.setattr(teamdb, "READ_SCHEMA_VERSION", teamdb.READ_SCHEMA_VERSION - 1)
+    root, _, team = world
+    result = run(root, team, "list", "--scope", "all")
+    assert result.exit_code == 1, result.output
+    [line] = result.output.splitlines()
+    assert "newer than this sessiondex knows" in line and "upgrade sessiondex" in line, line
