@@ -34,7 +34,8 @@ from typing import Any
 # 24: the snippet markers U+FDD0 and U+FDD1 are stored as U+FFFD (text.fts_text)
 # 25: a PR URL's default port written out (:443, or :80 over http) is dropped (pr_urls.py)
 # 26: long tokens are cut where unicode61 cuts tokens, not at Python's \w (text.py)
-DERIVATION_VERSION = 26
+# 27: a PR URL's credentials (https://user:token@host/…) are dropped (pr_urls.py)
+DERIVATION_VERSION = 27
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

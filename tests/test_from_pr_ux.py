@@ -399,3 +399,28 @@ def test_one_github_pr_in_two_cases_is_listed_once(
     (obj,) = json.loads(result.stdout)
     assert [link["url"] for link in obj["pr_links"]] == expected_links
     assert [m["url"] for m in obj["pr_mentions"]] == expected_mentions
+
+
+def test_a_link_recorded_with_credentials_is_the_pr_without_them(tmp_path: Path) -> None:
+    """A ``git push`` over HTTPS with a token prints the URL with it; the link is that
+    PR, found by its URL written any way, and the token is kept nowhere in the answer."""
+    token = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/shop")
+    s.user("push the branch and open the PR")
+    s.pr_link(
+        number=19,
+        url=f"https://x-access-token:{token}@github.com/acme/shop/pull/19",
+        repository="acme/shop",
+    )
+    s.write()
+    for args in (
+        ["from-pr", "https://github.com/acme/shop/pull/19", "--scope", "all", "--json"],
+        ["from-pr", f"https://x-access-token:{token}@github.com/acme/shop/pull/19", "--json"],
+        ["search", "https://github.com/acme/shop/pull/19/files", "--scope", "all", "--json"],
+    ):
+        result = _run(tmp_path, tree.root, *args, "--cwd", "/w/shop")
+        assert result.exit_code == 0, (args, result.output)
+        [row] = json.loads(result.stdout)
+        assert row["session_id"] == s.session_id and token not in result.stdout
+        assert [p["url"] for p in row["pr_links"]] == ["https://github.com/acme/shop/pull/19"]

@@ -98,6 +98,13 @@ PASTED: list[tuple[str, PullRequest]] = [
     ("http://GHE.Corp.Example:8443/Team/Repo.js/pull/7/", GHE),
     ("ghe.corp.example:8443/Team/Repo.js/pull/7/files", GHE),
     ("https://ghe.corp.example:8443/Team/Repo.js/pull/7#issuecomment-1", GHE),
+    # --- credentials in the URL (a token in a git remote) are never part of the PR
+    (
+        "https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/octo/hello-world/pull/42",
+        GH,
+    ),
+    ("https://oauth2:glpat-AbCdEf123456@gitlab.example.com/grp/sub/proj/-/merge_requests/5", GL),
+    ("https://ann@github.com/octo/hello-world/pull/42/files", GH),
     # --- a port that is the scheme's default, written out, is the same server
     ("https://github.com:443/octo/hello-world/pull/42", GH),
     ("https://www.GitHub.com:443/octo/hello-world/pull/42/files", GH),
@@ -325,6 +332,12 @@ FIND_CASES: list[tuple[str, list[str]]] = [
         ["https://github.com/o/r/pull/12"],
     ),
     ("See https://github.com/o/r/pull/12.", ["https://github.com/o/r/pull/12"]),
+    (
+        "remote: https://oauth2:glpat-AbCdEf123456@gitlab.example.com/g/p/-/merge_requests/7",
+        ["https://gitlab.example.com/g/p/-/merge_requests/7"],
+    ),
+    # An address before a host is no credential: the host is not glued to a scheme.
+    ("mail ann@github.com/o/r/pull/3 now", []),
     ("(see https://github.com/o/r/pull/12)", ["https://github.com/o/r/pull/12"]),
     (
         "PRs: https://github.com/o/r/pull/1, https://github.com/o/r/pull/2; done",

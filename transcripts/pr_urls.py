@@ -19,7 +19,8 @@ A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is acc
 (``search``, ``from-pr``): :func:`parse_pr_ref` reads it as
 ``https://github.com/owner/repo/pull/123``, the URL it stands for on GitHub.
 
-Normalised form: ``https://`` + lower-cased host (port kept unless it is the scheme's
+Normalised form: ``https://`` + lower-cased host (credentials before it, as a
+``git push`` over HTTPS prints them, ``https://x-access-token:…@github.com/…``, dropped) (port kept unless it is the scheme's
 default, 443 or 80 over ``http``; ``www.`` dropped from
 github.com, gitlab.com and bitbucket.org, which redirect it) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
@@ -76,6 +77,7 @@ _NUM = r"[0-9]{1,20}(?![A-Za-z0-9_-])"
 _PR_PATTERN = rf"""
     (?:
         (?<![A-Za-z0-9+.-])(?P<scheme>(?i:https?)://)   # scheme, not glued to a word
+        (?:[^\s/?\#@\[\]]{{1,256}}@)?                      # credentials (never kept)
       | (?<![A-Za-z0-9_.@/-])                           # or a bare host at a boundary
     )
     (?P<host>{_HOST})
