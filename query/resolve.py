@@ -401,14 +401,18 @@ def resolve(
     # Copies of one session are its newest before any name is compared, as Claude Code
     # lists them first: a name only an older copy (a backup) still has names nothing.
     resumable = _scope_rows(db, here, include_archived, roots, newest=True)
+    # Only sessions that have a name can be named, and only by something visible: an
+    # argument of invisible or bidi characters alone cleans down to "", as a session
+    # without a name does, and must not pick those out (nor write to them).
+    with_names = [(r, name) for r in resumable if (name := name_of(r))]
     wanted = arg.strip().lower()
-    named = [r for r in resumable if (name_of(r) or "").strip().lower() == wanted]
+    named = [r for r, name in with_names if name.strip().lower() == wanted]
     if not named:
         # The name typed with an invisible or bidi character that rename never stores,
         # or composed otherwise (a decomposed é from a macOS file name looks the same).
         wanted = _name_key(arg)
-        named = [r for r in resumable if _name_key(name_of(r) or "") == wanted]
-    if not named:
+        named = [r for r, name in with_names if wanted and _name_key(name) == wanted]
+    if not named and wanted:
         # The name typed as every table and suggestion shows it: a control character as
         # ``^[``, a bidi control as ``<U+202E>`` (a title the SDK or Claude Code stored
         # with one could not be typed back).

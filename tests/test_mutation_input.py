@@ -252,3 +252,26 @@ def test_a_name_or_tag_that_is_no_string_is_said_to_be_so(
     with Index(db=world.db, config_dirs=[world.tree.root]) as index:
         with pytest.raises(MutationError, match=message.replace("(", r"\(")):
             call(index, world.ids["alpha"])
+
+
+# A session reference that holds no visible character (helper 112): it names nothing, and
+# above all not the sessions that have no name, which it cleaned down to ("" == "").
+@pytest.mark.parametrize("ref", [v for v in INVISIBLE if v.strip()])
+@pytest.mark.parametrize("command", [["resolve"], ["show"], ["tag", "@REF", "oops"]])
+def test_an_invisible_reference_names_no_session(
+    tmp_path: Any, ref: str, command: list[str]
+) -> None:
+    w = World(tmp_path)
+    unnamed = w.tree.session(CWD)
+    unnamed.user("a session nobody named")
+    unnamed.assistant("ok")
+    unnamed.write()
+    assert w.run("index").exit_code == 0
+    before = w.snapshot()
+    argv = [ref if a == "@REF" else a for a in command]
+    if "@REF" not in command:
+        argv.append(ref)
+    result = w.run(*argv, "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert unnamed.session_id not in result.output
+    assert w.snapshot() == before
