@@ -551,11 +551,15 @@ class SessionService:
         offset = offset or 0
         total = len(turns)
         thread = "subagent" if subagent is not None else "session"
+        # Every field is transcript text (a cwd or branch may hold a terminal escape).
         header = [
             f"session {session['session_id']} · {_clean(session.get('title') or '')}",
-            f"project: {session.get('cwd') or '?'} · branch: {session.get('git_branch') or '-'}"
-            f" · last activity: {session.get('last_activity') or '?'}",
-            f"resume: {session.get('resume_command') or '-'}",
+            _clean(
+                f"project: {session.get('cwd') or '?'} · branch:"
+                f" {session.get('git_branch') or '-'}"
+                f" · last activity: {session.get('last_activity') or '?'}"
+            ),
+            _clean(f"resume: {session.get('resume_command') or '-'}"),
         ]
         if offset >= total:
             header.append(f"turns: none at offset {offset}; the {thread} has {total} turns")

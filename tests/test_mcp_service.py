@@ -761,3 +761,24 @@ def test_resolve_says_once_why_a_non_nfc_config_dir_has_no_resume_line(
     assert answer["session"]["resume_command"] is None
     notes = " ".join(answer["notes"])
     assert notes.count("rename the folder in NFC") == 1, answer["notes"]
+
+
+HOSTILE_CWD = "/home/dev/x\x1b]0;pwned\x07y"
+HOSTILE_BRANCH = "feat\x1b[2J\u202eevil"
+# What a terminal or a bidi-aware view acts on: none of it may reach a text answer.
+ACTIVE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_text_answers_carry_no_terminal_escapes_from_the_transcript(tmp_path: Path) -> None:
+    """A transcript's cwd and branch are untrusted as its messages are: the header of
+    read_session shows them stripped as its turns are (an error result is made visible
+    by the server: test_mcp.py)."""
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=HOSTILE_CWD, git_branch=HOSTILE_BRANCH)
+    session.user("question")
+    session.assistant("answer")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        page = service(index, cwd=HOSTILE_CWD).read_session(session.session_id)
+    assert "pwned" in page and "evil" in page  # shown, but inert
+    assert ACTIVE.findall(page) == []
