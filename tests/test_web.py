@@ -836,3 +836,28 @@ def test_dot_segments_are_resolved_as_a_browser_would(
     bodies = [b"".join(m.get("body", b"") for m in answer[1:]) for answer in (sent, expected)]
     timing = re.compile(rb'"query_ms": [0-9.e-]+')  # how long Datasette's query took
     assert timing.sub(b"", bodies[0]) == timing.sub(b"", bodies[1])
+
+
+# Paths no route takes (a mistyped link, a script's doubled slash) and methods no page
+# answers: Datasette's not-found handling printed the exception with rich outside an
+# except block and the server answered 500, without the security headers (helper 112).
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [
+        ("GET", b"/a/b/c/d/e/f"),
+        ("GET", b"//x"),
+        ("GET", b"/x//y"),
+        ("GET", b"/session//x"),
+        ("GET", b"/sessiondex/sessions/1/2/3"),
+        ("POST", b"/sessiondex/sessions/-/insert"),
+    ],
+)
+def test_an_unrouted_request_is_a_clean_error_with_the_headers(
+    web: Web, method: str, target: bytes
+) -> None:
+    sent = _asgi_request(web, [(b"host", b"127.0.0.1:8001")], method=method, target=target)
+    start = sent[0]
+    assert 400 <= start["status"] < 500, (target, start["status"])
+    headers = {bytes(k).lower(): bytes(v) for k, v in start["headers"]}
+    assert headers.get(b"content-security-policy"), target
+    assert headers.get(b"x-content-type-options") == b"nosniff"

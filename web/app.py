@@ -55,6 +55,19 @@ def register_plugin() -> None:
         pm.register(plugin, name="sessiondex")
 
 
+def _no_rich_tracebacks() -> None:
+    """Datasette's default error handler prints every exception with ``rich`` (when it
+    is installed: Textual, the picker's, brings it), also the not-found exception it
+    makes for a path no route takes (``/a/b/c/d/e/f``, ``//x``) and never raised:
+    outside an ``except`` block, rich raises, and the request ended in uvicorn's bare
+    500 without the security headers. Without rich, Datasette answers its 404 page and
+    still prints a real failure's traceback (``traceback.print_exc``); no locals of a
+    request reach the server's log either."""
+    import datasette.handle_exception as default_handler
+
+    default_handler.rich = None
+
+
 def build(state: WebIndex, db_path: Path) -> Any:
     """A Datasette over ``db_path`` with the sessiondex pages (answered by ``state``)."""
     from datasette.app import Datasette
@@ -69,6 +82,7 @@ def build(state: WebIndex, db_path: Path) -> Any:
             super().__init__(**kwargs)
 
     register_plugin()
+    _no_rich_tracebacks()
     datasette = SessiondexDatasette(
         metadata=metadata_for(state.index.roots),
         template_dir=str(TEMPLATE_DIR),

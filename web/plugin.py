@@ -326,8 +326,7 @@ def _origin_form(scope: Scope) -> Scope | tuple[int, bytes]:
 def _without_dot_segments(raw: bytes) -> bytes:
     """A path's ``.`` and ``..`` segments resolved (RFC 3986 §5.2.4), written plainly or
     percent-encoded, as a browser resolves them before it sends a URL. Others (curl
-    ``--path-as-is``, a script) send them as typed: Datasette's 404 for such a path
-    failed with 500, its handler printing an exception outside an ``except`` block."""
+    ``--path-as-is``, a script) send them as typed, and get the page the browser gets."""
     from urllib.parse import unquote_to_bytes
 
     segments = raw.split(b"/")[1:]
