@@ -447,8 +447,15 @@ class SessionService:
         self._no_nul(tag=tag)
 
         def run() -> str:
+            from sessiondex.transcripts.tags import clean_tag
+
             self._check_ref(ref)
             index = self.index()
+            if tag.strip() and not clean_tag(tag):  # the library's message names untag
+                raise UserError(
+                    "the tag is empty (after removing invisible characters); give tag"
+                    ' "" to clear the tag'
+                )
             if tag.strip():
                 result = index.tag(ref, tag, cwd=self._cwd(cwd))
             else:

@@ -167,6 +167,8 @@ def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
         (lambda s: s.list_sessions(since="  "), "since is empty"),
         (lambda s: s.sessions_for_pr("12\x00"), "pr cannot contain a NUL"),
         (lambda s: s.tag_session("4045e6f8", "a\x00b"), "tag cannot contain a NUL"),
+        # nothing visible: cleared with "" here, there is no untag tool to point to
+        (lambda s: s.tag_session("4045e6f8", "\u200b\u202e"), 'give tag "" to clear'),
         (lambda s: s.rename_session("4045e6f8", "a\x00b"), "name cannot contain a NUL"),
         # a number SQLite cannot hold is no PR number (it was an internal OverflowError)
         (lambda s: s.sessions_for_pr("99999999999999999999999999"), "not a PR number"),
