@@ -242,6 +242,11 @@ def _printable(path: Path | str) -> str:
 # is read in the text as given), or the team store's scheme with one slash (a typo).
 _URL_LIKE = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+://)")
 _STORE_TYPO = re.compile(r"\s*((?:postgres|postgresql)(?:\+[A-Za-z0-9]+)?:/)", re.IGNORECASE)
+# libpq's key=value connection string ("host=db user=ann password=…"), which psql takes.
+_CONNINFO = re.compile(
+    r"\s*((?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=)",
+    re.IGNORECASE,
+)
 
 
 def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None = None) -> None:
@@ -269,6 +274,13 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
         raise NotAnIndex(
             f"the index path looks like a URL ({url.group(1)!r}…), not a file path; the"
             " team store takes postgresql://user@host/db"
+        )
+    conninfo = _CONNINFO.match(text)
+    if conninfo:  # the same, in psql's other spelling
+        raise NotAnIndex(
+            f"the index path looks like a PostgreSQL connection string"
+            f" ({conninfo.group(1).strip()!r}…), not a file path; the team store takes"
+            " postgresql://user@host/db"
         )
     where = os.path.realpath(target)
     if not _is_utf8(where):
