@@ -476,6 +476,9 @@ def test_typo_fallback_reaches_old_sessions_through_pg_trgm(
         "https://x-access-token:ghp_secret@github.com/acme/shop.git",
         "ssh://git@github.com:22/acme/shop",
         "https://GitHub.com/acme/shop/",
+        # a query or fragment is no part of the repository (and may hold a token)
+        "https://github.com/acme/shop.git?private_token=glpat-secret",
+        "https://github.com/acme/shop#readme",
     ],
 )
 def test_one_repository_however_its_remote_is_spelled(url: str) -> None:

@@ -55,8 +55,8 @@ def without_credentials(url: str) -> str:
 
 
 def parse_remote(url: str) -> tuple[str, str] | None:
-    """``(host, owner/repo)`` of a remote URL (``.git`` and credentials dropped, host in
-    lower case), or None for a local path or anything without a host."""
+    """``(host, owner/repo)`` of a remote URL (``.git``, credentials, query and fragment
+    dropped, host in lower case), or None for a local path or anything without a host."""
     url = url.strip()
     if not url:
         return None
@@ -66,6 +66,8 @@ def parse_remote(url: str) -> tuple[str, str] | None:
             return None
         netloc, _, path = rest.partition("/")
         host = netloc.rsplit("@", 1)[-1].split(":", 1)[0]
+        # A query or fragment names no repository, and may carry a token (?private_token=).
+        path = path.split("?", 1)[0].split("#", 1)[0]
     elif ":" in url and "/" not in url.split(":", 1)[0]:  # scp-like: git@host:owner/repo
         before, _, path = url.partition(":")
         host = before.rsplit("@", 1)[-1]
