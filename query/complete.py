@@ -13,7 +13,7 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from sessiondex.query.filters import keys_sql, roots_sql
-from sessiondex.query.scopes import resolve_cwd, worktree_keys
+from sessiondex.query.scopes import present_keys, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
     NOT_HIDDEN_TAG_SQL,
@@ -42,7 +42,7 @@ def complete_sessions(
     ``incomplete``: session IDs (the repository's first, then every project's, newest
     first) and names of the repository's sessions, each described by its title; only
     sessions of the config dirs ``roots`` (what ``resolve`` would accept)."""
-    where, params = keys_sql(worktree_keys(resolve_cwd(cwd)))
+    where, params = keys_sql(present_keys(db, worktree_keys(resolve_cwd(cwd))))
     rooted, root_params = roots_sql(db, roots)
     listed = f"{VISIBLE_SQL} AND {NOT_HIDDEN_TAG_SQL} AND s.archived = 0 AND {rooted}"
     title = "coalesce(json_extract(s.object_json, '$.title'), '') AS title"

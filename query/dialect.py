@@ -239,13 +239,13 @@ class SqliteDialect:
         return None
 
     # -------------------------------------------------------------- scopes
-    def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
+    def scope_clause(self, db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
         """Which sessions a scope holds; None for every session. Locally a scope is a
         set of project dirs: the cwd's own, or those of every worktree of its repo."""
-        from sessiondex.query.scopes import keys_sql, scope_keys
+        from sessiondex.query.scopes import keys_sql, present_keys, scope_keys
 
         keys = scope_keys(cwd, scope)
-        return None if keys is None else keys_sql(keys)
+        return None if keys is None else keys_sql(present_keys(db, keys))
 
 
 class PostgresDialect(SqliteDialect):
@@ -394,13 +394,13 @@ class PostgresDialect(SqliteDialect):
             [query, query],
         )
 
-    def scope_clause(self, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
+    def scope_clause(self, db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
         """On the team store a repository is its ``origin`` remote (normalized), not a
         path: ``repo`` is every session pushed from a clone of the cwd's origin, on any
         machine; ``worktree`` is the cwd's own project (same path) *and*, when the cwd
         has an origin, the same origin or none recorded — one machine's ``~/src/app``
         is not another's. Without an origin the scopes fall back to paths, as locally."""
-        from sessiondex.query.scopes import git_origin, keys_sql, scope_keys
+        from sessiondex.query.scopes import git_origin, keys_sql, present_keys, scope_keys
 
         if scope == "all":
             return None
@@ -409,7 +409,7 @@ class PostgresDialect(SqliteDialect):
             return "s.origin_url = ?", [origin]
         keys = scope_keys(cwd, scope)
         assert keys is not None
-        sql, params = keys_sql(keys)
+        sql, params = keys_sql(present_keys(db, keys))
         if scope == "worktree" and origin:
             sql = f"({sql} AND (s.origin_url = ? OR s.origin_url IS NULL))"
             params = [*params, origin]

@@ -115,7 +115,7 @@ class Filters:
         # hiding tag), or hiding the newest copy would let a stale one answer.
         places: list[str] = []
         place_params: list[Any] = []
-        scoped = dialect.scope_clause(cwd, self.scope)
+        scoped = dialect.scope_clause(db, cwd, self.scope)
         if scoped is not None:
             places.append(scoped[0])
             place_params.extend(scoped[1])

@@ -20,7 +20,7 @@ from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.objects import pr_row
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import kept_sql, keys_sql, newest_copy_sql, roots_sql
-from sessiondex.query.scopes import key_rank, resolve_cwd, worktree_keys
+from sessiondex.query.scopes import key_rank, present_keys, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     build_object,
     display_title,
@@ -304,7 +304,7 @@ def _scope_rows(
     project dirs locally, its origin remote on the team store) in ``roots``. With
     ``newest``, only sessions with messages, each as its newest copy there
     (:func:`~sessiondex.query.filters.newest_copy_sql`): what names are compared with."""
-    scoped = dialect_of(db).scope_clause(here, "repo")
+    scoped = dialect_of(db).scope_clause(db, here, "repo")
     assert scoped is not None
     kept, kept_params = kept_sql(db, include_archived, roots)
     where, params = f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params]
@@ -394,7 +394,7 @@ def resolve(
         if rows:
             return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
     if is_session_id(arg):
-        return _by_id(db, arg, worktree_keys(here), include_archived, roots)
+        return _by_id(db, arg, present_keys(db, worktree_keys(here)), include_archived, roots)
     if arg.strip() != arg and is_session_id(arg.strip()):
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
     # As for an ID, a file with no message (a title or tag alone) is nothing to resume.
@@ -425,7 +425,7 @@ def resolve(
             _matched(to_objects(db, named), MATCHED_NAME),
         )
     if is_id_prefix(arg):
-        keys = worktree_keys(here)
+        keys = present_keys(db, worktree_keys(here))
         repo_rows = _scope_rows(db, here, include_archived, roots)
         resolution = _by_prefix(db, arg.lower(), repo_rows, keys, include_archived, roots)
         if resolution is not None:
@@ -434,7 +434,8 @@ def resolve(
         # The team store holds any ID an SDK app stored ("my-custom-id"); its answers
         # name such a session by it (MCP's "more" footers), so it resolves as an ID.
         try:
-            return _by_id(db, arg.strip(), worktree_keys(here), include_archived, roots)
+            keys = present_keys(db, worktree_keys(here))
+            return _by_id(db, arg.strip(), keys, include_archived, roots)
         except NotFound:
             pass
     titles = {display_title(r): r for r in resumable if name_of(r)}
@@ -591,7 +592,7 @@ def continue_session(
     from sessiondex.query.sessions import ALWAYS_HIDDEN_SQL, INTERACTIVE_SQL
 
     here = resolve_cwd(cwd)
-    where, params = keys_sql(project_keys_for_directory(here))
+    where, params = keys_sql(present_keys(db, list(project_keys_for_directory(here))))
     rooted, root_params = roots_sql(db, roots)
     where += f" AND {rooted}"
     params.extend(root_params)

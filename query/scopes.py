@@ -154,28 +154,37 @@ def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None
     return f"NOT ({pairs})", [value for pair in strangers for value in pair]
 
 
+def present_keys(db: Any, keys: list[str]) -> list[str]:
+    """``keys`` as the project dirs the index holds them in. A hashed long key is its
+    own dir when that dir is there. When it is not (an older Claude Code hashed long
+    paths otherwise), it is every dir named with its first 200 characters and ``-`` in
+    which a session recorded a cwd of this key, as Claude Code accepts one: a dir that
+    merely shares the 200 characters is another deep directory's (a project and its
+    subdirectory)."""
+    found: list[str] = []
+    for key in keys:
+        these = [key]
+        if db is not None and len(key) > MAX_SANITIZED_LENGTH:
+            rows = db.execute(
+                "SELECT DISTINCT s.project_key, s.cwd FROM sessions s"
+                " WHERE substr(s.project_key, 1, ?) = ?",
+                [MAX_SANITIZED_LENGTH + 1, key[: MAX_SANITIZED_LENGTH + 1]],
+            ).fetchall()
+            if key not in {str(dir_key) for dir_key, _ in rows}:
+                accepted = {str(k) for k, cwd in rows if cwd and project_key(str(cwd)) == key}
+                these = sorted(accepted) or [key]
+        found.extend(k for k in these if k not in found)
+    return found
+
+
 def keys_sql(keys: list[str], column: str = "s.project_key") -> tuple[str, list[Any]]:
-    """``column`` in ``keys``; a hashed long key also matches by its 200-character
-    prefix, as Claude Code does when an older build hashed the path differently."""
+    """``column`` in ``keys`` (:func:`present_keys` first, for a hashed long key)."""
     if not keys:
         return "0", []
-    clauses = [f"{column} IN ({', '.join('?' for _ in keys)})"]
-    params: list[Any] = list(keys)
-    for key in keys:
-        if len(key) > MAX_SANITIZED_LENGTH:
-            clauses.append(f"substr({column}, 1, ?) = ?")
-            params.extend([MAX_SANITIZED_LENGTH + 1, key[: MAX_SANITIZED_LENGTH + 1]])
-    return "(" + " OR ".join(clauses) + ")", params
+    return f"{column} IN ({', '.join('?' for _ in keys)})", list(keys)
 
 
 def key_rank(key: str, keys: list[str]) -> int | None:
-    """Python twin of :func:`keys_sql` for rows already loaded: the position in ``keys``
-    of the first key ``key`` matches (a long hashed key also by its 200-character
-    prefix), else None."""
-    for rank, wanted in enumerate(keys):
-        if key == wanted or (
-            len(wanted) > MAX_SANITIZED_LENGTH
-            and key[: MAX_SANITIZED_LENGTH + 1] == wanted[: MAX_SANITIZED_LENGTH + 1]
-        ):
-            return rank
-    return None
+    """Python twin of :func:`keys_sql` for rows already loaded: the position of ``key``
+    in ``keys``, else None."""
+    return keys.index(key) if key in keys else None

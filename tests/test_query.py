@@ -700,6 +700,48 @@ def test_an_id_in_an_older_hash_variant_of_the_cwds_long_key_is_local(tmp_path: 
     assert found["matched_by"] == "id"
 
 
+def test_long_paths_sharing_their_first_200_characters_are_two_projects(
+    tmp_path: Path,
+) -> None:
+    """A deep project and its subdirectory: both keys are hashed, with one 200-character
+    prefix and two hashes. Each dir is its own directory's; the prefix is only the way
+    to a dir an older build hashed otherwise, and then only one whose sessions recorded
+    this cwd, as Claude Code accepts it (helper 114: each listed the other's sessions)."""
+    from sessiondex.transcripts.keys import project_key
+
+    root_cwd = "/w/" + "deep-monorepo-" * 15
+    sub_cwd = root_cwd + "/packages/api"
+    assert project_key(root_cwd)[:201] == project_key(sub_cwd)[:201]
+    tree = ConfigTree(tmp_path / "claude")
+    made = {}
+    for name, cwd in (("root", root_cwd), ("sub", sub_cwd)):
+        s = tree.session(cwd=cwd)
+        s.meta("custom-title", customTitle=f"{name} work")
+        s.user(f"work in {name}")
+        s.write()
+        made[name] = s.session_id
+    # A third path known only from an older build's dir: the prefix, another hash.
+    web_cwd = root_cwd + "/packages/web"
+    old = tree.session(cwd=web_cwd, project_key=project_key(web_cwd)[:201] + "oldhash1")
+    old.user("older build's session of the web path")
+    old.write()
+    for cwd, wanted in (
+        (root_cwd, {made["root"]}),
+        (sub_cwd, {made["sub"]}),
+        (web_cwd, {old.session_id}),  # the old dir holds this cwd's sessions: taken
+    ):
+        listed = _cli_json(tmp_path, tree.root, "list", "--cwd", cwd)
+        assert {r["session_id"] for r in listed} == wanted, cwd[-20:]
+    [found] = _cli_json(tmp_path, tree.root, "resolve", made["root"], "--cwd", sub_cwd)
+    assert found["matched_by"] == "id-other-project"
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "resolve", "root work"]
+        + ["--cwd", sub_cwd],
+    )
+    assert result.exit_code == 1, result.output
+
+
 def test_continue_takes_the_newest_transcript_mtime_not_the_newest_activity(
     tmp_path: Path,
 ) -> None:
