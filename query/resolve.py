@@ -20,7 +20,13 @@ from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.objects import pr_row
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import kept_sql, keys_sql, newest_copy_sql, roots_sql
-from sessiondex.query.scopes import key_rank, present_keys, resolve_cwd, worktree_keys
+from sessiondex.query.scopes import (
+    is_stranger,
+    key_rank,
+    present_keys,
+    resolve_cwd,
+    worktree_keys,
+)
 from sessiondex.query.sessions import (
     build_object,
     display_title,
@@ -604,13 +610,15 @@ def continue_session(
         where + " AND s.archived = 0",
         params,
         order="s.mtime_ns DESC, s.session_id",
-        columns="s.id, s.cwd, s.file_path",
+        columns="s.id, s.cwd, s.file_path, s.project_key",
     )
     same = {canonical_directory(here), unicodedata.normalize("NFC", here)}
     archived = 0
     for candidate in candidates:
         recorded = candidate["cwd"]
-        if recorded is None or unicodedata.normalize("NFC", recorded) in same:
+        if recorded is None or not is_stranger(
+            unicodedata.normalize("NFC", recorded), candidate["project_key"], same
+        ):
             if archived_in_picker(candidate["file_path"]):
                 archived += 1
                 continue

@@ -111,6 +111,19 @@ def scope_keys(cwd: str, scope: str) -> list[str] | None:
     raise ValueError(f"unknown scope: {scope}")
 
 
+def is_stranger(recorded: str, key: str, here: set[str]) -> bool:
+    """Whether a session recorded in project dir ``key`` with cwd ``recorded`` belongs to
+    *another* directory of the same slug (``/a/b-c`` beside ``/a/b/c``), which Claude
+    Code's picker hides and ``--continue`` skips: ``here`` holds the directories the dir
+    is asked for (as :func:`canonical_directory` gives them, and as given). A symlinked
+    spelling of one of them is that directory; a cwd of another slug is no collision."""
+    return (
+        recorded not in here
+        and project_key(recorded) == key
+        and canonical_directory(recorded) not in here
+    )
+
+
 def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
     """Rows to leave out of a ``worktree`` or ``repo`` scope: a session whose recorded
     cwd is *another* directory with the same project key (``/a/b-c`` beside ``/a/b/c``,
@@ -137,16 +150,12 @@ def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None
         " AND s.cwd IS NOT NULL",
         list(allowed),
     ).fetchall()
-    # A stranger is a cwd of *this* key's slug that is another directory; a row is left
-    # out only in the key where its cwd is a stranger (a worktree's session recorded in
-    # the main checkout's directory stays in the main checkout's own dir).
+    # A row is left out only in the key where its cwd is a stranger (a worktree's session
+    # recorded in the main checkout's directory stays in the main checkout's own dir).
     strangers = sorted(
         (key, where)
         for key, where in set(recorded)
-        if where
-        and where not in allowed[key]
-        and project_key(where) == key
-        and canonical_directory(where) not in allowed[key]
+        if where and is_stranger(where, key, allowed[key])
     )
     if not strangers:
         return None

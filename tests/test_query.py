@@ -478,6 +478,31 @@ def test_continue_skips_a_session_of_another_directory_with_the_same_key(
     assert found["session_id"] == mine.session_id
 
 
+@pytest.mark.parametrize("newest_recorded", ["link", "other slug"])
+def test_continue_takes_the_newest_session_recorded_in_this_directory_however_spelled(
+    tmp_path: Path, newest_recorded: str
+) -> None:
+    """Only a *different* directory of the same slug is passed over (reference §7.4):
+    the cwd reached through a symlink is this directory, and a recorded cwd of another
+    slug is no slug collision; list showed both, continue skipped them (helper 114)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "lnk").symlink_to(real)
+    recorded = {"link": str(tmp_path / "lnk"), "other slug": "/elsewhere/entirely"}
+    tree = ConfigTree(tmp_path / "claude")
+    older = tree.session(cwd=str(real))
+    older.user("older, recorded as the real path")
+    older.write(mtime=1_800_000_000)
+    newest = tree.session(cwd=recorded[newest_recorded], project_key=older.project_dir.name)
+    newest.user("newest, recorded otherwise")
+    newest.write(mtime=1_800_000_500)
+    for cwd in (str(real), str(tmp_path / "lnk")):
+        listed = _cli_json(tmp_path, tree.root, "list", "--cwd", cwd)
+        assert [r["session_id"] for r in listed][0] == newest.session_id
+        [found] = _cli_json(tmp_path, tree.root, "continue", "--cwd", cwd)
+        assert found["session_id"] == newest.session_id, cwd
+
+
 def _older_and_newest(tmp_path: Path) -> tuple[ConfigTree, Any, Any]:
     """Two sessions of /w/app: ``continue`` takes the newest unless it is passed over."""
     tree = ConfigTree(tmp_path / "claude")
