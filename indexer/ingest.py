@@ -300,6 +300,12 @@ def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) ->
             # fingerprint looks. Claude Code's own writes change the size, so this is
             # rare, and reading the file again is the only sure answer.
             return REWRITTEN
+        if stored["consumed"] < tf.size and stored.get("ctime_ns") not in (None, tf.ctime_ns):
+            # Same size and mtime, but the change time moved (touch -r or cp -p over an
+            # edit): the CRC vouches for the prefix, nothing for the unfinished line
+            # after it, which an edit in place may have completed (a crashed write fixed
+            # by hand). Read again: a same-stat change is rare, and this is sure.
+            return REWRITTEN
         if stored["consumed"] < tf.size and not settled_at(
             stored["mtime_ns"], stored["checked_ns"]
         ):

@@ -1270,6 +1270,39 @@ def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str, then
     check_fts_integrity(db)
 
 
+@pytest.mark.parametrize("repair", ["as a record", "as a record and its newline"])
+def test_an_unfinished_last_line_repaired_in_place_with_the_mtime_kept_is_read(
+    tmp_path: Path, repair: str
+) -> None:
+    """A crashed write left a last line that is no JSON and has no newline; it is fixed
+    in place, same size, the mtime set back (touch -r, cp -p). The CRC checks the prefix
+    the index folded, but nothing looked at the bytes after it: the title stayed
+    missing for good, a rebuild had it (helper 111)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree)
+    s.user("fix the bug")
+    path = s.write(mtime=1_790_000_000)
+    record = json.dumps(
+        {"type": "custom-title", "customTitle": "Kilo title", "sessionId": s.session_id},
+        separators=(",", ":"),
+    ).encode()
+    fixed = record + b"\n" if repair == "as a record and its newline" else record + b" "
+    with open(path, "ab") as file:
+        file.write(record[:-1] + b"X" + b"X" * (len(fixed) - len(record)))  # a crashed write
+    os.utime(path, ns=(1_790_000_100 * 10**9,) * 2)
+    db = open_db(tmp_path / "inc.db")
+    refresh(db, [tree.root])
+    st = os.stat(path)
+    with open(path, "r+b") as file:  # in place: same inode, same size
+        file.seek(st.st_size - len(fixed))
+        file.write(fixed)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    refresh(db, [tree.root])
+    assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    title = db.execute("SELECT custom_title FROM sessions").fetchone()[0]
+    assert title == "Kilo title"
+
+
 def test_a_chmod_is_checked_once_and_an_older_index_learns_ctimes(
     tmp_path: Path, monkeypatch
 ) -> None:
