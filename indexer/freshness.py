@@ -7,7 +7,9 @@ loading, is most of a query process's start-up).
 (``indexer/ingest.py`` ``_stat_unchanged``): every transcript under the config dirs has a
 ``files`` row with the same size, mtime, inode and device, stat'ed long enough after
 its last write (not "racily" clean), each main one's ``archived.json`` (Claude Code's
-picker archive) is as last read, and no row names a file that is gone. Anything
+picker archive) is as last read, no row names a file that is gone, and no other
+config dir the index holds has been deleted (its rows would still weigh in every
+search's bm25 statistics). Anything
 else (a new, grown, vanished or racy file, archive dirs to sweep) answers False and the
 caller runs the real refresh. No transcript is opened: one ``lstat`` per file, no
 ``Path`` per file (``transcripts.discover.iter_found``).
@@ -76,8 +78,15 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
             f" WHERE root IN ({', '.join('?' for _ in texts) or 'NULL'})",
             texts,
         ).fetchall()
+        others = db.execute(
+            f"SELECT DISTINCT root FROM files"
+            f" WHERE root NOT IN ({', '.join('?' for _ in texts) or 'NULL'})",
+            texts,
+        ).fetchall()
     except sqlite3.Error:
         return False
+    if any(not os.path.isdir(root) for (root,) in others):
+        return False  # a config dir of a shared index is gone: the refresh forgets it
     known = {row[0]: row for row in rows}
     seen = 0
     for root in roots:

@@ -1224,6 +1224,43 @@ def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:
     assert sorted(r["cwd"] for r in listed) == ["/w/b", "/w/c"]
 
 
+def test_a_reading_command_forgets_a_deleted_config_dir_too(tmp_path: Path) -> None:
+    """Its rows were not listed, but only ``index`` forgot them: until then they still
+    weighed in FTS5's bm25 statistics, and search ranked otherwise than a rebuild did
+    (helper 111). The check before a reading command sees the dir is gone."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    kept, gone = ConfigTree(tmp_path / "kept"), ConfigTree(tmp_path / "gone")
+    for n, (tree, text) in enumerate(((kept, "alpha alpha golf"), (kept, "alpha golf golf"))):
+        s = tree.session(cwd=f"/w/k{n}")
+        s.user(text)
+        s.write(mtime=1_790_000_000)
+    for n in range(4):  # IDs of their own: one ID in two config dirs is one session
+        s = gone.session(cwd=f"/w/g{n}", session_id=f"00000000-0000-4000-8000-00000000009{n}")
+        s.user(f"golf number {n}")
+        s.write(mtime=1_790_000_000)
+    db = str(tmp_path / "shared.db")
+
+    def search(*roots: ConfigTree, index: str = db) -> list[tuple[str, float]]:
+        args = [a for t in roots for a in ("--config-dir", str(t.root))]
+        result = CliRunner().invoke(
+            cli, [*args, "--db", index, "search", "alpha golf", "--scope", "all", "--json"]
+        )
+        return [(r["session_id"], r["score"]) for r in json.loads(result.stdout)]
+
+    search(kept, gone)
+    shutil.rmtree(gone.root)
+    assert search(kept) == search(kept, index=str(tmp_path / "rebuilt.db"))
+    left = open_db(tmp_path / "shared.db").execute(
+        "SELECT count(*) FROM files WHERE root = ?", [str(gone.root)]
+    )
+    assert left.fetchone()[0] == 0
+
+
 @pytest.mark.parametrize("then", ["a new mtime", "an append", "the mtime set back"])
 @pytest.mark.parametrize("edit", ["a word mid-file", "the title mid-file", "touch only"])
 def test_a_same_size_edit_mid_file_is_read_again(tmp_path: Path, edit: str, then: str) -> None:
