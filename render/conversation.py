@@ -881,8 +881,11 @@ def render_text(
 #   unclosed fence or a line like "## Assistant · …" cannot end or forge anything;
 # * the assistant's Markdown (and a compaction summary, written by the model) is kept,
 #   with raw HTML made text (a "<" that would open a tag, comment or declaration
-#   outside code is escaped) and a fence it leaves open closed at its end, so one
-#   message cannot swallow the rest.
+#   outside code is escaped), attribute syntax made text (every "{" outside code is
+#   escaped, and a fence's info string loses its braces: pandoc's `{=html}` raw blocks,
+#   `[x]{onclick=…}` spans and `{…}` attributes, Python-Markdown's `{: …}`), and a
+#   fence it leaves open closed at its end, so one message cannot swallow the rest.
+#   Indented code is code: kept as written.
 _MD_PUNCTUATION = frozenset("\\`*_[]<>&#|!~")
 
 
@@ -930,9 +933,10 @@ def _opening_fence(line: str) -> tuple[str, int, int] | None:
 _LIST_ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?: |$)")
 
 
-def _html_as_text(line: str) -> str:
+def _inert_line(line: str) -> str:
     """``line`` with every ``<`` that could open raw HTML (a tag, comment, declaration
-    or processing instruction) outside inline code backslash-escaped."""
+    or processing instruction) and every ``{`` that could open attributes, outside
+    inline code, backslash-escaped (CommonMark shows ``\\{`` as ``{``)."""
     out: list[str] = []
     i = 0
     while i < len(line):
@@ -955,10 +959,25 @@ def _html_as_text(line: str) -> str:
             and (line[i + 1 : i + 2].isalpha() or line[i + 1 : i + 2] in ("/", "!", "?"))
         ):
             out.append("\\<")
+        elif c == "{":
+            out.append("\\{")
         else:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def _inert_fence(line: str, found: tuple[str, int, int]) -> str:
+    """An opening fence line whose info string is at most a plain language name:
+    ``{=html}`` makes a raw HTML block in pandoc and ``{.js onclick=…}`` an attribute,
+    and an info string pandoc cannot read as a fence's makes it a paragraph, whose
+    lines (left as written, being code to us) would be read as Markdown and HTML.
+    ``{=html}`` becomes ``html``, ``{.js onclick=…}`` ``js``."""
+    char, length, indent = found
+    head = indent + length
+    words = line[head:].split()
+    language = re.sub(r"[^A-Za-z0-9_+#-]", "", words[0]) if words else ""
+    return line[:head] + language
 
 
 def _md_prose(text: str) -> str:
@@ -974,7 +993,29 @@ def _md_prose(text: str) -> str:
     fence: tuple[str, int, int] | None = None
     in_item = False  # the open fence belongs to a list item
     previous = ""  # the last non-blank line outside a fence
+    blank_before = True  # the line before this one was blank (or there was none)
+    indented_code = False  # inside an indented code block
     for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if indented_code:
+            if not line.strip() or indent >= 4:
+                out.append(line)  # code: shown as written
+                blank_before = not line.strip()
+                continue
+            indented_code = False
+        elif (
+            fence is None
+            and line.strip()
+            and indent >= 4
+            and blank_before
+            and not (_LIST_ITEM.match(previous) or previous.startswith(" "))
+        ):
+            # After a blank line, outside any list item: an indented code block
+            # (CommonMark), whose "<" and "{" are literal, escaped or not.
+            indented_code = True
+            out.append(line)
+            previous, blank_before = line, False
+            continue
         if fence is not None:
             indent = len(line) - len(line.lstrip(" "))
             if in_item and line.strip() and indent < fence[2]:
@@ -991,9 +1032,10 @@ def _md_prose(text: str) -> str:
             in_item = found[2] > 3 or (
                 found[2] > 0 and (bool(_LIST_ITEM.match(previous)) or previous.startswith(" "))
             )
-            out.append(line)
+            out.append(_inert_fence(line, found))
             continue
-        out.append(_html_as_text(line))
+        out.append(_inert_line(line))
+        blank_before = not line.strip()
         if line.strip():
             previous = line
     if fence is not None and not in_item:

@@ -608,6 +608,87 @@ def test_a_markdown_export_holds_no_live_html_and_no_message_swallows_the_next(
     assert "<h1>&lt;img src=x onerror=alert(3)&gt; # title</h1>" in page
 
 
+# pandoc's attribute syntax (raw_attribute, bracketed_spans, *_attributes, fenced
+# divs) and Python-Markdown's attr_list put live HTML or event handlers in a page from
+# plain Markdown text, no "<" needed (helper 115).
+PANDOC_ATTRIBUTES = (
+    "```{=html}\n<script>alert('fenced raw')</script>\n```\n\n"
+    "inline: `<img src=x onerror=alert(1)>`{=html}\n\n"
+    "~~~ {.js onclick=alert(2)}\nlet x = 1;\n~~~\n\n"
+    "span: [x]{onclick=alert(3)} and [a](https://e.x){onmouseover=alert(4)}\n\n"
+    "## heading {onclick=alert(5)}\n\n"
+    "::: {onclick=alert(6)}\ndiv\n:::\n\n"
+    "a paragraph\n{: onclick=alert(7) }"
+)
+
+
+def test_a_markdown_export_holds_no_attribute_syntax_a_renderer_would_make_live(
+    tmp_path: Path,
+) -> None:
+    import shutil
+    import subprocess
+
+    from markdown_it import MarkdownIt
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("show me")
+    s.assistant(PANDOC_ATTRIBUTES)
+    s.user("PROMPT-2 must be visible")
+    s.assistant("bye")
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
+    assert result.exit_code == 0, result.output
+    tokens = MarkdownIt("commonmark").parse(result.stdout)
+    assert [t.info for t in tokens if t.type == "fence" and "{" in t.info] == []
+    prose = result.stdout.split("## Assistant", 1)[1].split("## User", 1)[0]
+    unescaped = re.findall(r"(?<![\\`])\{", re.sub(r"`[^`\n]*`", "", prose))
+    assert unescaped == [], prose
+    page = MarkdownIt("commonmark").render(result.stdout)
+    assert "alert(5)" in page and "PROMPT-2 must be visible" in page  # shown, as text
+    if shutil.which("pandoc"):  # the renderer that made them live, where it is installed
+        html = subprocess.run(
+            ["pandoc", "-f", "markdown", "-t", "html"],
+            input=result.stdout,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for live in ("<script", "<img", "<iframe"):
+            assert live not in html, live
+        assert re.findall(r"<[^>]*\son\w+\s*=", html) == []  # no event handler in a tag
+        assert "PROMPT-2 must be visible" in html
+
+
+# Indented code in the assistant's Markdown is code: shown as written, no backslash.
+INDENTED_CODE = [
+    (
+        "Example:\n\n    x = <T>y;\n    if (a) { b(); }\n\nafter",
+        ["x = &lt;T&gt;y;", "if (a) { b(); }"],
+    ),
+    ("    first line is code <T>\n\ntext", ["first line is code &lt;T&gt;"]),
+]
+
+
+@pytest.mark.parametrize(("assistant", "literal"), INDENTED_CODE)
+def test_indented_code_in_the_assistants_markdown_is_kept_as_written(
+    tmp_path: Path, assistant: str, literal: list[str]
+) -> None:
+    from markdown_it import MarkdownIt
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("show me")
+    s.assistant(assistant)
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
+    page = MarkdownIt("commonmark").render(result.stdout)
+    code = "".join(re.findall(r"<pre><code>(.*?)</code></pre>", page, re.S))
+    for text in literal:
+        assert text in code, (text, code)
+    assert "\\" not in code
+
+
 @pytest.mark.parametrize(
     ("assistant", "shown", "hidden"),
     [
