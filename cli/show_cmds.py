@@ -190,8 +190,20 @@ def _show(conv: Conversation, fmt: str, tools: bool, subagents: bool, uuids: boo
             page(paged if pager.color else map(click.unstyle, paged), pager)
             return
         chunks = iter(head)
-    for chunk in chunks:
+    for chunk in _exact(chunks, fmt):
         click.echo(chunk, nl=False, color=color)
+
+
+def _exact(chunks: Iterable[str], fmt: str) -> Iterable[str]:
+    """JSON for a standard output that cannot hold every character, as every other
+    command's JSON (``output.dumps``): the same value, written in ASCII, never a "?"."""
+    from sessiondex.cli.streams import narrow_encoding
+
+    if fmt != "json" or not narrow_encoding(sys.stdout):
+        return chunks
+    from sessiondex.render.terminal import json_ascii
+
+    return map(json_ascii, chunks)
 
 
 def _reading(chunks: Iterable[str], conv: Conversation) -> Iterator[str]:
@@ -287,7 +299,7 @@ def export(
             render_stream(conv, fmt, tools=tools, subagents=subagents, terminal=screen), conv
         )
         if output == "-":
-            for chunk in chunks:
+            for chunk in _exact(chunks, fmt):
                 click.echo(chunk, nl=False)
             return
         _write_atomic(output, chunks, force=force)
