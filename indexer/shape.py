@@ -35,7 +35,8 @@ from typing import Any
 # 25: a PR URL's default port written out (:443, or :80 over http) is dropped (pr_urls.py)
 # 26: long tokens are cut where unicode61 cuts tokens, not at Python's \w (text.py)
 # 27: a PR URL's credentials (https://user:token@host/…) are dropped (pr_urls.py)
-DERIVATION_VERSION = 27
+# 28: a line neither JSON nor UTF-8 counts as malformed-json, not invalid-utf8 (reader.py)
+DERIVATION_VERSION = 28
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -56,7 +56,10 @@ def _index_problems(tmp_path: Path, tree: ConfigTree) -> Counter[str]:
         ([b'{"a":"x\x00y"}'], b"", {"nul-byte": 1}),
         ([b"[1, 2]", b"42"], UNFINISHED, {"not-an-object": 2}),
         ([b'{"type":"user","message":{"content":"\xff\xfe"}}'], b"", {"invalid-utf8": 1}),
-        ([b"\xc3\x28 broken"], b"", {"invalid-utf8": 1}),
+        # Not JSON with or without its bad bytes: skipped, so counted as what it is
+        # (invalid-utf8 counts the lines read with U+FFFD; helper 115).
+        ([b"\xc3\x28 broken"], b"", {"malformed-json": 1}),
+        ([b'{"a":"\xff"} and more'], b"", {"malformed-json": 1}),
         # What the SDK (Python's json) reads is a record for both: NaN, Infinity, Unicode
         # whitespace around the object, an escaped lone surrogate.
         ([b'{"type":"x","n":NaN,"m":-Infinity}'], b"", {}),

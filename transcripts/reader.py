@@ -57,7 +57,8 @@ def parse_line(
     ``(None, None)`` for a whitespace-only line.
 
     With ``repair_utf8`` a line with invalid UTF-8 is decoded with U+FFFD for the bad
-    bytes and, if it then parses, returned as ``(record, "invalid-utf8")``.
+    bytes and, if it then parses, returned as ``(record, "invalid-utf8")``; if it still
+    does not, it is ``malformed-json`` as any other line that is skipped.
     """
     try:
         value = orjson.loads(line)
@@ -102,8 +103,8 @@ def _parse_slowly(line: bytes, repair_utf8: bool) -> tuple[dict[str, Any] | None
             pass  # out of the handler: the error holds the text again
     if value is _REFUSED:
         value = _loads_as_json_does(text)
-        if value is _REFUSED:
-            return None, PROBLEM_INVALID_UTF8 if repaired else PROBLEM_MALFORMED
+        if value is _REFUSED:  # skipped: malformed, whatever its bytes were
+            return None, PROBLEM_MALFORMED
     if not isinstance(value, dict):
         return None, PROBLEM_NOT_OBJECT
     return value, PROBLEM_INVALID_UTF8 if repaired else None
