@@ -608,6 +608,21 @@ def test_a_markdown_export_holds_no_live_html_and_no_message_swallows_the_next(
     assert "<h1>&lt;img src=x onerror=alert(3)&gt; # title</h1>" in page
 
 
+def _markdown_of(tmp_path: Path, assistant: str, *, then: str = "NEXT-PROMPT") -> str:
+    """``show --format md`` of a session whose assistant answers ``assistant`` to a
+    first prompt, then is asked ``then`` and answers "done"."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("first prompt")
+    s.assistant(assistant)
+    s.user(then)
+    s.assistant("done")
+    s.write()
+    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
+    assert result.exit_code == 0, result.output
+    return str(result.stdout)
+
+
 # pandoc's attribute syntax (raw_attribute, bracketed_spans, *_attributes, fenced
 # divs) and Python-Markdown's attr_list put live HTML or event handlers in a page from
 # plain Markdown text, no "<" needed (helper 115).
@@ -630,26 +645,18 @@ def test_a_markdown_export_holds_no_attribute_syntax_a_renderer_would_make_live(
 
     from markdown_it import MarkdownIt
 
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=CWD)
-    s.user("show me")
-    s.assistant(PANDOC_ATTRIBUTES)
-    s.user("PROMPT-2 must be visible")
-    s.assistant("bye")
-    s.write()
-    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
-    assert result.exit_code == 0, result.output
-    tokens = MarkdownIt("commonmark").parse(result.stdout)
+    markdown = _markdown_of(tmp_path, PANDOC_ATTRIBUTES, then="PROMPT-2 must be visible")
+    tokens = MarkdownIt("commonmark").parse(markdown)
     assert [t.info for t in tokens if t.type == "fence" and "{" in t.info] == []
-    prose = result.stdout.split("## Assistant", 1)[1].split("## User", 1)[0]
+    prose = markdown.split("## Assistant", 1)[1].split("## User", 1)[0]
     unescaped = re.findall(r"(?<![\\`])\{", re.sub(r"`[^`\n]*`", "", prose))
     assert unescaped == [], prose
-    page = MarkdownIt("commonmark").render(result.stdout)
+    page = MarkdownIt("commonmark").render(markdown)
     assert "alert(5)" in page and "PROMPT-2 must be visible" in page  # shown, as text
     if shutil.which("pandoc"):  # the renderer that made them live, where it is installed
         html = subprocess.run(
             ["pandoc", "-f", "markdown", "-t", "html"],
-            input=result.stdout,
+            input=markdown,
             capture_output=True,
             text=True,
             check=True,
@@ -676,13 +683,7 @@ def test_indented_code_in_the_assistants_markdown_is_kept_as_written(
 ) -> None:
     from markdown_it import MarkdownIt
 
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=CWD)
-    s.user("show me")
-    s.assistant(assistant)
-    s.write()
-    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
-    page = MarkdownIt("commonmark").render(result.stdout)
+    page = MarkdownIt("commonmark").render(_markdown_of(tmp_path, assistant))
     code = "".join(re.findall(r"<pre><code>(.*?)</code></pre>", page, re.S))
     for text in literal:
         assert text in code, (text, code)
@@ -706,16 +707,7 @@ def test_markdown_export_follows_fences_inside_list_items(
 ) -> None:
     from markdown_it import MarkdownIt
 
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=CWD)
-    s.user("first prompt")
-    s.assistant(assistant)
-    s.user("NEXT-PROMPT")
-    s.assistant("done")
-    s.write()
-    result = _run(tree, tmp_path, "show", s.session_id, "--format", "md")
-    assert result.exit_code == 0, result.output
-    page = MarkdownIt("commonmark").render(result.stdout)
+    page = MarkdownIt("commonmark").render(_markdown_of(tmp_path, assistant))
     assert re.findall(r"<h2>(\w+) ·", page) == ["User", "Assistant", "User", "Assistant"]
     assert "NEXT-PROMPT" in page.split("<h2>User")[-1]
     if shown:
