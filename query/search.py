@@ -98,7 +98,7 @@ FUZZY_CUTOFF = 70
 # object): not whole rows, thousands of which would cost more than the matching.
 FUZZY_COLUMNS = (
     "s.id, s.session_id, s.forked_from_session, s.object_json, s.custom_title, s.ai_title,"
-    " s.summary, s.last_prompt, s.first_prompt, s.prompt_fallback, s.branches_text,"
+    " s.agent_name, s.summary, s.last_prompt, s.first_prompt, s.prompt_fallback, s.branches_text,"
     " s.last_activity_ms, s.mtime_ns"
 )
 SNIPPET_TOKENS = 12
@@ -160,8 +160,10 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
     so is a word the query already holds as the index compares words (``Error error``):
     FTS5 walks a phrase's matches once for each time it is written, and a pasted log
     repeating a few words 3,000 times took 8 s on a handful of sessions."""
-    # NUL ends a string inside SQLite's FTS5 parser; quotes are re-added below.
-    words = [w.replace('"', "").replace("\x00", "") for w in query.split()]
+    # NUL ends a string inside SQLite's FTS5 parser. A quote inside a word separates as
+    # the tokenizer takes it (f"hello is the phrase f hello; deleted, it glued the two
+    # into fhello, which no text holds); the quotes FTS5 needs are re-added below.
+    words = [w.replace('"', " ").replace("\x00", "") for w in query.split()]
     words = [w for w in words if w]
     terms: list[str] = []
     kept: list[str] = []
@@ -998,8 +1000,8 @@ def _symbol_elsewhere(db: Database, query: str, filters: Filters) -> dict[str, i
 
 
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:
-    """Typo tolerance when FTS finds nothing: rapidfuzz ranks titles, names, branches and
-    first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
+    """Typo tolerance when FTS finds nothing: rapidfuzz ranks titles, names (agent names
+    too), branches and first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
     whole corpus in Python) and, on the team store, of those whose names or branches
     ``pg_trgm`` finds close to the query (its GIN indexes), however old."""
     where, params = filters.where(db)
@@ -1029,6 +1031,7 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
             display_title(row),
             row.get("custom_title"),
             row.get("ai_title"),
+            row.get("agent_name"),
             row.get("branches_text"),
             (row.get("first_prompt") or "")[:200],
         ]

@@ -870,3 +870,73 @@ def test_a_raw_query_of_many_terms_is_refused_not_ranked_for_minutes(tmp_path: P
     result = CliRunner().invoke(cli, [*base, "search", "--raw", "a " * 400, "--scope", "all"])
     assert result.exit_code == 1 and "drop --raw" in result.stderr
     assert "Traceback" not in result.output
+
+
+# Helper 117: what a user pastes or mistypes finds the session it came from.
+FOUND_AS_PASTED = [
+    # a quote inside a word is a separator, as the tokenizer takes it (was glued: fhello)
+    ('print(f"hello {name}") and payload = b"data"', ['f"hello', 'b"data"', 'print(f"hello']),
+    # CJK beyond the BMP (Extension B) is one token per character, as the BMP's
+    ("粵語字 𠝹𨋢 同埋 東京", ["𨋢", "𠝹", "東"]),
+]
+
+
+@pytest.mark.parametrize(("text", "queries"), FOUND_AS_PASTED)
+def test_words_as_pasted_find_their_session(tmp_path: Path, text: str, queries: list[str]) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a")
+    s.user("paste below")
+    s.assistant(text)
+    s.write()
+    other = tree.session(cwd="/w/b")
+    other.user("nothing to see here")
+    other.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    for query in queries:
+        rows = search(db, query, ALL)
+        assert [r["session_id"] for r in rows] == [s.session_id], query
+        assert rows[0]["matched_by"] != "fuzzy", query
+
+
+def test_a_mistyped_agent_name_finds_its_session(tmp_path: Path) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    named = tree.session(cwd="/w/a")
+    named.meta("agent-name", agentName="reviewer")
+    named.user("look at the diff")
+    named.write()
+    other = tree.session(cwd="/w/b", git_branch="feature/other-bot")
+    other.user("unrelated")
+    other.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    for typo in ("reveiwer", "reviewr"):
+        rows = search(db, typo, ALL)
+        assert rows and rows[0]["session_id"] == named.session_id, typo
+
+
+def test_message_hits_take_any_query_text_and_words_found_apart(tmp_path: Path) -> None:
+    """A lone surrogate (a library caller's text) is no crash, as in search(); and a
+    session found by words in different messages has message hits, one per word's
+    best message, for the web view and MCP to point at."""
+    from sessiondex.query.hits import message_hits, message_snippets
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a")
+    s.user("the frobnicator broke")
+    s.assistant("ok")
+    s.user("and the quuxalator too")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    path = str(s.path)
+    assert search(db, "\ud800frobnicator", ALL)
+    assert message_hits(db, "\ud800frobnicator", [path])
+    assert message_snippets(db, "\ud800frobnicator", [path])
+    assert [r["session_id"] for r in search(db, "frobnicator quuxalator", ALL)] == [s.session_id]
+    assert len(message_hits(db, "frobnicator quuxalator", [path])[path]) == 2
+    snippets = message_snippets(db, "frobnicator quuxalator", [path])[path]
+    assert {("frobnicator" in x["snippet"], "quuxalator" in x["snippet"]) for x in snippets} == {
+        (True, False),
+        (False, True),
+    }
