@@ -36,7 +36,8 @@ from typing import Any
 # 26: long tokens are cut where unicode61 cuts tokens, not at Python's \w (text.py)
 # 27: a PR URL's credentials (https://user:token@host/…) are dropped (pr_urls.py)
 # 28: a line neither JSON nor UTF-8 counts as malformed-json, not invalid-utf8 (reader.py)
-DERIVATION_VERSION = 28
+# 29: CJK ideographs beyond the BMP are one token each, as the BMP's (text.py)
+DERIVATION_VERSION = 29
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -23,10 +23,13 @@ from sessiondex.indexer.unicode61 import ORIGINAL_TOKEN_CHAR, fold, separators_a
 
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer; then
 # hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
-# ideographs, half-width katakana. (The name says CJK: they are all treated alike.)
+# ideographs, half-width katakana; then the ideographs beyond the BMP (extensions B to H
+# and the compatibility supplement, U+20000-U+323AF). (The name says CJK: they are all
+# treated alike.)
 _CJK = (
     "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U000323af"
 )
 # The same ranges as code points, for is_cjk.
 _CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
@@ -41,14 +44,14 @@ def is_cjk(char: str) -> bool:
 
 @cache
 def _high_lead_bytes() -> re.Pattern[bytes]:
-    # The UTF-8 starts of _CJK's characters, all three bytes long: E0 B8-BB (Thai and
-    # Lao, U+0E00-U+0EFF), E1 80-82 and 9E-9F (Myanmar U+1000-U+10BF, Khmer
-    # U+1780-U+17FF), lead bytes E3-EE (U+3000-U+EFFF), and after EF only the second
-    # bytes of U+F900-U+FAFF (A4-AB) and U+FF40-U+FFBF (BD, BE). That leaves out
-    # U+FDD0/U+FDD1, the markers every search snippet carries, and every character
-    # beyond the BMP (emoji).
+    # The UTF-8 starts of _CJK's characters: E0 B8-BB (Thai and Lao, U+0E00-U+0EFF),
+    # E1 80-82 and 9E-9F (Myanmar U+1000-U+10BF, Khmer U+1780-U+17FF), lead bytes E3-EE
+    # (U+3000-U+EFFF), after EF only the second bytes of U+F900-U+FAFF (A4-AB) and
+    # U+FF40-U+FFBF (BD, BE), and F0 A0-B2 (U+20000-U+32FFF, four bytes long). That
+    # leaves out U+FDD0/U+FDD1, the markers every search snippet carries, and emoji.
     return re.compile(
         rb"\xe0[\xb8-\xbb]|\xe1[\x80-\x82\x9e\x9f]|[\xe3-\xee]|\xef[\xa4-\xab\xbd\xbe]"
+        rb"|\xf0[\xa0-\xb2]"
     )
 
 
@@ -57,7 +60,7 @@ def _any_lead_byte() -> re.Pattern[bytes]:
     # Every lead byte the pattern above starts with, as one byte class: searched first,
     # because a class is ~3 times faster to rule out than the alternation, and most
     # text (Latin, Cyrillic, emoji, dashes and quotes) holds none of them.
-    return re.compile(rb"[\xe0\xe1\xe3-\xef]")
+    return re.compile(rb"[\xe0\xe1\xe3-\xef\xf0]")
 
 
 def may_hold_cjk(text: str) -> bool:
