@@ -25,6 +25,7 @@ from sessiondex.query.search import (
 )
 from sessiondex.query.snippets import display_snippet
 from sessiondex.transcripts.pr_urls import parse_pr_ref
+from sessiondex.transcripts.reader import without_lone_surrogates
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -40,9 +41,9 @@ RankedHit = tuple[int, str, str, str]
 
 
 def _match(db: Database, query: str, raw: bool) -> str:
-    """The full-text match ``search`` makes of ``query``, in the backend's syntax (FTS5
-    locally, ``to_tsquery`` on the team store); empty for a PR URL or no words."""
-    text = query.strip()
+    """The full-text match of ``query``'s words, any of them, in the backend's syntax
+    (FTS5 locally, ``to_tsquery`` on the team store); empty for a PR URL or no words."""
+    text = without_lone_surrogates(query).strip()  # a library caller's text: no crash
     if not text or (not raw and parse_pr_ref(text) is not None):
         return ""
     dialect = dialect_of(db)
@@ -52,7 +53,9 @@ def _match(db: Database, query: str, raw: bool) -> str:
         except SearchSyntaxError:
             return ""
         return dialect.raw_query(db, text)
-    return dialect.all_of(query_terms(text, dialect)[0])
+    # Any of the words: a session may hold them in different messages (search finds it
+    # so), and each such message is a hit; one that holds more of them ranks higher.
+    return dialect.any_of(query_terms(text, dialect)[0])
 
 
 def _ranked_hits(
