@@ -80,6 +80,7 @@ class ArchiveRun:
     dry_run: bool
     config_dirs: list[dict[str, Any]]
     results: list[ArchiveResult] = field(default_factory=list)
+    stopped: bool = False  # asked to stop before every session was looked at
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -148,14 +149,20 @@ def archive_expiring(
     dry_run: bool = False,
     managed: Path | None = UNSET,
     on_result: Callable[[ArchiveResult], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> ArchiveRun:
     """Archive every session Claude Code's sweep deletes by ``now + window`` (already
     expired ones included) that ``archive_dir`` (default :func:`default_archive_dir`)
     does not hold as it is now. Writes only into that dir and the index; raises
     ValueError when the archive dir is not allowed. ``cwd`` is where Claude Code will
-    start (its project settings may set the period), as for ``cleanup``."""
+    start (its project settings may set the period), as for ``cleanup``.
+
+    ``should_stop`` (``watch``'s Ctrl-C or SIGTERM) is asked while another run holds the
+    dir's lock and between two sessions: a stop raises
+    :class:`~sessiondex.transcripts.archive.ArchiveStopped`, keeping what was archived,
+    and the run is not recorded as the last one."""
     from sessiondex.indexer.meta import keep_setting
-    from sessiondex.transcripts.archive import archive_dir_lock
+    from sessiondex.transcripts.archive import ArchiveStopped, archive_dir_lock
 
     current = time.time() if now is None else now
     directory = Path(placed(archive_dir or default_archive_dir()))
@@ -166,8 +173,12 @@ def archive_expiring(
         return _archive_run(db, roots, directory, window, cwd, current, True, managed, on_result)
     # Planned and written under the dir's lock: a second run at the same time waits,
     # then finds the first one's archives instead of writing them again.
-    with archive_dir_lock(directory):
-        run = _archive_run(db, roots, directory, window, cwd, current, False, managed, on_result)
+    with archive_dir_lock(directory, should_stop=should_stop):
+        run = _archive_run(
+            db, roots, directory, window, cwd, current, False, managed, on_result, should_stop
+        )
+    if run.stopped:
+        raise ArchiveStopped(f"stopped after {len(run.results)} session(s)")
     stamp = iso_ms(int(current * 1000))
     if stamp is not None:
         with db.atomic():
@@ -185,6 +196,7 @@ def _archive_run(
     dry_run: bool,
     managed: Path | None,
     on_result: Callable[[ArchiveResult], None] | None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> ArchiveRun:
     from sessiondex.indexer.archive_ingest import add_archive_dir, refresh_archives
     from sessiondex.indexer.stats import RefreshStats
@@ -212,6 +224,9 @@ def _archive_run(
     # A session it keeps but whose old subagent transcripts it deletes is archived whole
     # too: the archive is then the only copy of those.
     for entry in [e for r in plan.roots for e in (*r.expired, *r.losing_subagents)]:
+        if should_stop is not None and should_stop():
+            run.stopped = True
+            break
         # Archived as it is now in *this* dir: a copy in another archive dir does not
         # count, or `--to DIR2` would never write the copy the user asked DIR2 for.
         here = entry.archive and archived_version(

@@ -365,11 +365,16 @@ def _default_dir_problem(directory: Path) -> tuple[str, str] | None:
 
 
 def watch_rescue(
-    index: Index, log: Callable[[str], None], *, clock: Callable[[], float] = time.time
+    index: Index,
+    log: Callable[[str], None],
+    *,
+    clock: Callable[[], float] = time.time,
+    should_stop: Callable[[], bool] | None = None,
 ) -> Daily:
     """The rescue ``watch`` polls: archive what the sweep deletes within 3 days into the
     default archive dir, at start and once a day by ``clock``; problems are logged,
-    never fatal to ``watch``."""
+    never fatal to ``watch``. ``should_stop`` (Ctrl-C, SIGTERM) ends a run between two
+    sessions or while it waits for another run's lock, so ``watch`` stops at once."""
     from sessiondex.actions.archive import (
         ARCHIVED,
         DEFAULT_WINDOW,
@@ -383,8 +388,12 @@ def watch_rescue(
         if problem is not None:  # as `archive` says it, once a day
             log(f"archive: invalid value for {problem[0]}: {problem[1]}")
             return
+        from sessiondex.transcripts.archive import ArchiveStopped
+
         try:
-            run = index.archive(window=DEFAULT_WINDOW, now=clock())
+            run = index.archive(window=DEFAULT_WINDOW, now=clock(), should_stop=should_stop)
+        except ArchiveStopped:
+            return  # watch is stopping: the next start runs it again
         except Exception as exc:  # the index busy, the archive dir refused: try tomorrow
             log(f"archive: {exc}")
             return

@@ -137,7 +137,7 @@ def watch(
                 f"watching {roots} with {watcher.observer_kind} events; index "
                 f"{state.database_path}; Ctrl-C to stop"
             )
-        rescue = None if no_archive else watch_rescue(state.index, log)
+        rescue = None if no_archive else watch_rescue(state.index, log, should_stop=stop.is_set)
         if rescue is not None:
             rescue.poll()  # at start, then once a day
         while not stop.wait(_WAIT) and watcher.running:

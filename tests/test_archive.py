@@ -1003,3 +1003,50 @@ def test_a_custom_archive_dir_outlives_the_index(tmp_path: Path, how: str) -> No
     index.close()
     restored = _run(tree, db, "restore", s.session_id)
     assert restored.exit_code == 0 and s.path.exists(), restored.output
+
+
+def test_a_stop_ends_a_run_waiting_for_the_lock_or_between_sessions(tmp_path: Path) -> None:
+    """watch's Ctrl-C or SIGTERM sets its stop flag, but its daily run went on: until
+    another run let the archive dir's lock go (10 minutes at most), or to the end of a
+    long backlog (helper 118: 13.7 s for 30 sessions of 3 MB). Now the run asks."""
+    import fcntl
+    import os
+
+    from sessiondex.transcripts.archive import LOCK_NAME, ArchiveStopped
+
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(3):
+        _session(tree, f"old session {n}", now - 40 * DAY)
+    arch = tmp_path / "arch"
+    arch.mkdir()
+    with _index(tree, tmp_path) as index:
+        # Another run holds the lock: a stop ends the wait, as a timeout would not.
+        fd = os.open(arch / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            with pytest.raises(ArchiveStopped):
+                index.archive(archive_dir=arch, should_stop=lambda: True)
+        finally:
+            os.close(fd)
+        assert list(arch.rglob("*.tar.gz")) == []
+        # Asked between sessions: the first is archived and kept, the run ends there,
+        # and is not recorded as the last run.
+        asked: list[int] = []
+        with pytest.raises(ArchiveStopped):
+            index.archive(archive_dir=arch, should_stop=lambda: asked.append(1) or len(asked) > 1)
+        assert len(list(arch.rglob("*.tar.gz"))) == 1
+        whole = index.archive(archive_dir=arch)  # the next run does the rest
+    assert sorted(r.status for r in whole.results) == ["already-archived", "archived", "archived"]
+
+
+def test_watch_s_rescue_stops_with_watch_and_logs_nothing_of_it(tmp_path: Path) -> None:
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "old session", now - 40 * DAY)
+    logged: list[str] = []
+    with _index(tree, tmp_path) as index:
+        daily = watch_rescue(index, logged.append, should_stop=lambda: True)
+        assert daily.poll()
+    assert logged == []  # stopping is no failure to report
+    assert not default_archive_dir().exists() or not list(default_archive_dir().rglob("*.tar.gz"))

@@ -35,7 +35,7 @@ import tarfile
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,14 +80,24 @@ LOCK_WAIT_SECONDS = 600.0
 LOCK_NAME = ".sessiondex-archive.lock"
 
 
+class ArchiveStopped(Exception):
+    """The run was asked to stop (``watch`` got Ctrl-C or SIGTERM) while it waited for
+    another run's lock or between two sessions: what it archived is kept."""
+
+
 @contextmanager
-def archive_dir_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+def archive_dir_lock(
+    directory: Path,
+    wait: float = LOCK_WAIT_SECONDS,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[None]:
     """Hold ``directory``'s archiving lock (an ``flock`` on a dot file in it, which the
     kernel drops with its holder however it dies). Two runs on one dir at once (``watch``'s
     daily archive and the installed job, possibly of two indexes) would each find a
     session not yet archived and both write it, as ``<id>.tar.gz`` and a byte-identical
     ``<id>-2.tar.gz``; the second now waits, then finds the first's archive. Raises
-    :class:`ArchiveError` when the other run holds it for longer than ``wait`` seconds."""
+    :class:`ArchiveError` when the other run holds it for longer than ``wait`` seconds,
+    :class:`ArchiveStopped` as soon as ``should_stop()`` says so while waiting."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
@@ -100,6 +110,8 @@ def archive_dir_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterat
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if should_stop is not None and should_stop():
+                    raise ArchiveStopped(f"stopped while waiting for {directory}") from None
                 if time.monotonic() >= deadline:
                     raise ArchiveError(
                         f"another sessiondex run is archiving into {directory}; try again later"
