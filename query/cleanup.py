@@ -23,6 +23,7 @@ from sessiondex.query.sessions import activity_ms, display_title, iso_ms
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
 from sessiondex.transcripts.retention import (
     DAY,
+    MANAGED,
     SWEEP_INTERVAL,
     UNSET,
     Retention,
@@ -224,10 +225,27 @@ def plan_root(
 
     ``refresh_file`` brings one expired session's rows up to date before they are read
     (the writer's job, not this read-only module's): a ``keep`` tag must be read from
-    the file as it is now, not as last indexed. ``strictest``: plan for the sweep that
-    deletes soonest (:func:`strictest_cwd`) instead of the one started in ``cwd``."""
+    the file as it is now, not as last indexed. ``strictest``: plan for every sweep a
+    directory of the history would run (:func:`sweep_cwds`), the soonest heading the
+    answer, instead of the one started in ``cwd``."""
     if strictest:
-        cwd = strictest_cwd(db, root, cwd, managed)
+        # Every sweep a ``claude`` started in one of the history's directories would
+        # run, the soonest first: its plan heads the answer, the others add what only
+        # they delete (a desktop ceiling where the soonest keeps desktop sessions).
+        plans = [
+            plan_root(
+                db,
+                root,
+                cwd=where,
+                now=now,
+                days=days,
+                keep_tag=keep_tag,
+                managed=managed,
+                refresh_file=refresh_file,
+            )
+            for where in sweep_cwds(db, root, cwd, managed)
+        ]
+        return _merged(plans)
     retention = read_retention(root, cwd, managed)
     effective = days if days is not None else retention.days
     cutoff = _cutoff(now, effective)
@@ -324,28 +342,58 @@ def _losing_subagents(
     return entries
 
 
-def strictest_cwd(
+def sweep_cwds(
     db: Database, root: Path, cwd: str | None, managed: Path | None = UNSET
-) -> str | None:
-    """Of ``cwd`` and every directory a session of ``root`` was recorded in, the one
-    where a ``claude`` started would sweep with the shortest ``cleanupPeriodDays``.
+) -> list[str | None]:
+    """One directory for each sweep a ``claude`` started in ``cwd`` or in a directory a
+    session of ``root`` was recorded in would run, the soonest (shortest
+    ``cleanupPeriodDays``) first, ``cwd`` first among equals.
 
-    Claude Code's sweep covers every project dir of the config dir, with the period of
-    the settings where it starts: a project whose ``.claude/settings.json`` says 7 days
-    deletes the 10-day-old sessions of every other project the next time ``claude``
-    starts there. A rescue (``archive``, ``watch``'s daily run) must plan for that
-    sweep, not only for the one started where it runs. Directories whose settings make
-    Claude Code skip the sweep are no candidates; ties keep ``cwd``."""
-    best, best_days = cwd, read_retention(root, cwd, managed).days
+    Claude Code's sweep covers every project dir of the config dir, with the settings
+    where it starts: a project whose ``.claude/settings.json`` says 7 days deletes the
+    10-day-old sessions of every other project the next time ``claude`` starts there,
+    and one with a desktop ceiling deletes old desktop sessions another keeps. A rescue
+    (``archive``, ``watch``'s daily run) must plan for each such sweep, not only for the
+    one started where it runs. Two directories sweep alike when their period, desktop
+    ceiling and managed settings (which lift the desktop exemption) agree; directories
+    whose settings make Claude Code skip the sweep are no candidates."""
     rows = db.execute(
         "SELECT DISTINCT cwd FROM sessions WHERE root = ? AND cwd IS NOT NULL AND cwd != ''",
         [str(root)],
     ).fetchall()
-    for (candidate,) in rows:
-        days = read_retention(root, str(candidate), managed).days
-        if days is not None and (best_days is None or days < best_days):
-            best, best_days = str(candidate), days
-    return best
+    sweeps: dict[tuple[int, int, bool], str | None] = {}
+    for candidate in [cwd, *(str(c) for (c,) in rows)]:
+        retention = read_retention(root, candidate, managed)
+        if retention.days is None:
+            continue
+        key = (retention.days, retention.desktop_days, retention.source_kind == MANAGED)
+        sweeps.setdefault(key, candidate)
+    if not sweeps:
+        return [cwd]  # no sweep anywhere: the plan says so for cwd
+    return [sweeps[key] for key in sorted(sweeps, key=lambda k: k[0])]
+
+
+def _merged(plans: list[RootPlan]) -> RootPlan:
+    """The first plan (the soonest sweep's), with what only the others delete added:
+    their expired sessions and sessions losing subagents it does not list."""
+    head = plans[0]
+    listed = {e.file_path for e in head.expired}
+    for plan in plans[1:]:
+        for entry in plan.expired:
+            if entry.file_path not in listed:
+                listed.add(entry.file_path)
+                head.expired.append(entry)
+                head.claude_code_sessions += 1 if entry.claude_code_deletes else 0
+                head.claude_code_bytes += entry.size if entry.claude_code_deletes else 0
+    head.exempt = [e for e in head.exempt if e.file_path not in listed]
+    losing = {e.file_path for e in head.losing_subagents}
+    for plan in plans[1:]:
+        for entry in plan.losing_subagents:
+            if entry.file_path not in listed and entry.file_path not in losing:
+                losing.add(entry.file_path)
+                head.losing_subagents.append(entry)
+    head.expired.sort(key=lambda e: (e.mtime_ns, e.session_id))
+    return head
 
 
 def plan_cleanup(
@@ -362,7 +410,7 @@ def plan_cleanup(
 ) -> CleanupPlan:
     """The dry run: one :class:`RootPlan` per config dir. ``days`` overrides
     ``cleanupPeriodDays`` for our plan (Claude Code's own prediction keeps its value);
-    ``strictest`` plans each for its soonest sweep (:func:`strictest_cwd`)."""
+    ``strictest`` plans each for every sweep its directories would run (:func:`sweep_cwds`)."""
     current = time.time() if now is None else now
     return CleanupPlan(
         current,

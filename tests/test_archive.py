@@ -852,6 +852,31 @@ def test_archive_plans_for_the_project_whose_settings_sweep_soonest(tmp_path: Pa
     assert [r["days"] for r in plan["config_dirs"]] == [30]
 
 
+def test_archive_plans_for_every_sweep_a_project_s_settings_make(tmp_path: Path) -> None:
+    """The soonest period is not the whole story: p1 sweeps at 10 days but keeps desktop
+    sessions for ever; p2 sweeps at 30 days and desktop sessions at 35. A 40-day-old
+    desktop session recorded in p2 is deleted by a claude started in p2, which cleanup
+    said, and the rescue planned only for p1's sweep and missed it (helper 118)."""
+    p1, p2 = tmp_path / "p1", tmp_path / "p2"
+    for project, settings in (
+        (p1, '{"cleanupPeriodDays": 10}'),
+        (p2, '{"cleanupPeriodDays": 30, "desktopSessionCleanupPeriodDays": 35}'),
+    ):
+        (project / ".claude").mkdir(parents=True)
+        (project / ".claude" / "settings.json").write_text(settings)
+    tree = ConfigTree(tmp_path / "claude")
+    desktop = _session(
+        tree, "desktop chat in p2", NOW - 40 * DAY, cwd=str(p2), entrypoint="claude-desktop"
+    )
+    eleven = _session(tree, "p1 work, eleven days old", NOW - 11 * DAY, cwd=str(p1))
+    with _index(tree, tmp_path) as index:
+        run = _archive(index, tmp_path, cwd=str(p2))
+    assert sorted((r.session_id, r.status) for r in run.results) == sorted(
+        [(desktop.session_id, ARCHIVED), (eleven.session_id, ARCHIVED)]
+    )
+    assert run.config_dirs[0]["days"] == 10  # the soonest sweep still heads the report
+
+
 @pytest.mark.parametrize(
     ("age", "entrypoint"), [(1, "cli"), (40, "claude-desktop")], ids=["resumed", "desktop"]
 )
