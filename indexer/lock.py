@@ -18,7 +18,10 @@ from sessiondex.indexer.faults import IndexBusy
 
 
 def lock_path(db_path: str | os.PathLike[str], kind: str = "watch") -> Path:
-    return Path(f"{os.fspath(db_path)}.{kind}.lock")
+    """The lock file of ``kind`` beside the index, named after the file itself (links
+    resolved): the index reached through a symlink is the same index, and its one
+    watcher and its write turn must be the same locks."""
+    return Path(f"{os.path.realpath(db_path)}.{kind}.lock")
 
 
 class WatcherLock:

@@ -949,3 +949,20 @@ def test_a_front_end_sees_an_append_before_watch_applies_it(tmp_path: Path, star
         index.renew()
         hits = index.search("persimmon", scope="all")
         assert [h["session_id"] for h in hits] == [new.session_id]
+
+
+def test_a_second_watcher_through_a_symlink_to_the_index_is_refused(tmp_path: Path) -> None:
+    """One writer per index: the lock was named after the path given, so a watcher on
+    a link to the index took a lock of its own (helper 118)."""
+    from sessiondex.indexer.lock import AlreadyWatching, WatcherLock
+
+    db = tmp_path / "i.db"
+    db.write_bytes(b"")
+    (tmp_path / "link.db").symlink_to(db)
+    first = WatcherLock(db)
+    first.acquire()
+    try:
+        with pytest.raises(AlreadyWatching):
+            WatcherLock(tmp_path / "link.db").acquire()
+    finally:
+        first.release()
