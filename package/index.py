@@ -1080,6 +1080,9 @@ class Index:
         from sessiondex.actions.archive import archive_expiring
 
         with self._no_interrupts():
+            # watch's daily run holds this object for days: a file rebuilt meanwhile
+            # (deleted, moved aside) is the index now, not the handle still open.
+            self.close_if_replaced()
             db = self.writer()
             self.ensure_fresh()
             return archive_expiring(db, self.roots, db_path=self._path, **options)

@@ -1075,3 +1075,24 @@ def test_watch_s_rescue_stops_with_watch_and_logs_nothing_of_it(tmp_path: Path) 
         assert daily.poll()
     assert logged == []  # stopping is no failure to report
     assert not default_archive_dir().exists() or not list(default_archive_dir().rglob("*.tar.gz"))
+
+
+def test_a_long_lived_index_archives_into_the_file_that_is_the_index_now(
+    tmp_path: Path,
+) -> None:
+    """watch's daily run went on writing its archive rows and last run into the handle
+    it opened at start, after the index file was deleted and rebuilt: the live index
+    said the session was at risk and the last run was older (helper 118)."""
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    _session(tree, "old one", now - 40 * DAY)
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as index:
+        index.archive(archive_dir=tmp_path / "arch", dry_run=True)  # its writer is open
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        assert _run(tree, db, "index").exit_code == 0  # the watcher rebuilds it
+        run = index.archive(archive_dir=tmp_path / "arch")
+        assert [r.status for r in run.results] == ["archived"]
+    stats = _json(_run(tree, db, "stats", "--json"))["cleanup"]["archive"]
+    assert (stats["protected"], stats["at_risk"]) == (1, 0) and stats["last_run"]
