@@ -176,6 +176,10 @@ class Index:
         self._identity: tuple[int, int] | None = None
         # A refresh for a read failed (busy, read-only, full): answer as the index is.
         self._unwritable = False
+        #: Why the last refresh before an answer could not be made (the kind of failure,
+        #: ``indexer.faults``: busy, full, read-only…), else None: the answer is the index
+        #: as it was. The SDK-style functions answer from the transcripts instead.
+        self.stale_because: str | None = None
         self._checked = False  # check_writable passed on the current writer
         # interrupt() must never stop a write: once a transcript is written, the index
         # has to follow it (see _no_interrupts).
@@ -397,6 +401,7 @@ class Index:
         from sessiondex.indexer.meta import write_policy
 
         self._unwritable = False
+        self.stale_because = None
         try:
             db = self.writer()
             policy = write_policy(db)
@@ -413,6 +418,7 @@ class Index:
             if kind is None:
                 raise
             self._unwritable = True  # said once: later writes of this read stay quiet
+            self.stale_because = str(kind)
             if kind == BUSY:
                 why = "another sessiondex process is writing to it"
             elif kind == FULL:

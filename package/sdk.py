@@ -37,7 +37,7 @@ The SDK package is not imported: its result types are mirrored below, field for 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,14 +99,37 @@ class ForkSessionResult:
 
 
 # ----------------------------------------------------------------- plumbing
+def _sdk_config_dirs(config_dir: str | os.PathLike[str] | None) -> list[Path]:
+    """The config dir the SDK reads: ``config_dir``, else ``$CLAUDE_CONFIG_DIR``, else
+    ``~/.claude``. sessiondex's own ``$SESSIONDEX_CONFIG_DIRS`` is the CLI's, not the
+    SDK's: a drop-in must read and write where the SDK would."""
+    from sessiondex.transcripts.config import find_config_dirs
+
+    if config_dir:
+        return find_config_dirs([os.fspath(config_dir)]).dirs
+    environ = {k: v for k, v in os.environ.items() if k != "SESSIONDEX_CONFIG_DIRS"}
+    return find_config_dirs(None, environ).dirs
+
+
 @contextmanager
-def _open(db: DbArg, config_dir: str | os.PathLike[str] | None, refresh: bool) -> Iterator[Index]:
+def _open(
+    db: DbArg,
+    config_dir: str | os.PathLike[str] | None,
+    refresh: bool,
+    notice: Callable[[str], None] | None = None,
+) -> Iterator[Index]:
     """:class:`sessiondex.Index` for the config dir (it owns the database, the handles
     and the refresh rule); a ``db`` connection passed in is the caller's to close."""
     from sessiondex.index import Index
 
-    with Index(db, [config_dir] if config_dir else None, refresh=refresh) as index:
+    with Index(db, _sdk_config_dirs(config_dir), refresh=refresh, notice=notice) as index:
         yield index
+
+
+def _note(text: str) -> None:
+    import logging
+
+    logging.getLogger("sessiondex").warning(text)
 
 
 @contextmanager
@@ -118,11 +141,58 @@ def _index(
 ) -> Iterator[tuple[Database, list[Path]]]:
     """The index brought up to date (by the Index's rule) and the config dirs to answer
     for. With a ``session_id``, that session's transcripts are checked first (read your
-    writes, even while a watcher that has not caught up is trusted)."""
-    with _open(db, config_dir, refresh) as index:
-        if session_id is not None:
-            index.sync_session(session_id)
-        yield index.reader(), index.roots
+    writes, even while a watcher that has not caught up is trusted).
+
+    The SDK reads the files and never fails for want of a place to write: where the
+    default index cannot be opened (a read-only ``HOME``, a cache path that is a file)
+    or brought up to date (a read-only index), the answer comes from an index built in
+    memory for the call, as slow as the SDK's own scan, rather than an error or a stale
+    answer. Another process writing the index (busy) is waited for as ever; a ``db``
+    the caller gives is used as given."""
+    import sqlite3
+
+    fallback = False
+    notes: list[str] = []  # said once the answer's source is known
+    with _open(db, config_dir, refresh, notes.append) as index:
+        try:
+            if session_id is not None:
+                index.sync_session(session_id)
+            reader = index.reader()
+        except (OSError, sqlite3.Error):
+            if db is not None:
+                raise
+            fallback = True
+        else:
+            stale = refresh and index.stale_because not in (None, "busy")
+            if not (db is None and stale):
+                for text in notes:
+                    _note(text)
+                yield reader, index.roots
+                return
+            fallback = True
+        roots = index.roots
+    if fallback:
+        _note(
+            f"note: the index at {index.db_path or 'its default place'} cannot be used here;"
+            " answering from the transcripts, read in memory for this call"
+        )
+        with _in_memory(roots) as answer:
+            yield answer
+
+
+@contextmanager
+def _in_memory(roots: list[Path]) -> Iterator[tuple[Database, list[Path]]]:
+    """An index of ``roots`` built in memory for one answer (see :func:`_index`)."""
+    import sqlite3
+
+    from sessiondex.index import Index
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        with Index(conn, roots, refresh=True) as index:
+            yield index.reader(), index.roots
+    finally:
+        conn.close()
 
 
 def _rows(

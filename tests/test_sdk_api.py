@@ -247,3 +247,74 @@ def test_refresh_picks_up_new_files_without_an_index_command(tree: ConfigTree) -
     t.write(mtime=T0 + 1)
     assert [i.session_id for i in api(tree, "list_sessions")] == [t.session_id, s.session_id]
     assert len(api(tree, "list_sessions", refresh=False)) == 2
+
+
+# Where the default index cannot serve (helper 116): the SDK reads the files and never
+# fails for want of a place to write, and never answers from an old index either.
+def _cache_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cachefile").write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cachefile"))
+
+
+@pytest.mark.parametrize("unusable", [_cache_is_a_file], ids=["cache-path-is-a-file"])
+def test_readers_answer_from_the_transcripts_where_the_default_index_cannot_be_made(
+    tree: ConfigTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unusable: Any
+) -> None:
+    s = tree.session(cwd=A)
+    s.user("a question")
+    s.assistant("an answer")
+    s.write()
+    monkeypatch.delenv("SESSIONDEX_DB", raising=False)
+    unusable(tmp_path, monkeypatch)
+    root = tree.root
+    assert [i.session_id for i in sdk_api.list_sessions(config_dir=root)] == [s.session_id]
+    info = sdk_api.get_session_info(s.session_id, config_dir=root)
+    assert info is not None and info.session_id == s.session_id
+    assert len(sdk_api.get_session_messages(s.session_id, config_dir=root)) == 2
+
+
+def test_readers_see_a_new_session_though_the_default_index_is_read_only(
+    tree: ConfigTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_reliability_faults import read_only
+
+    monkeypatch.delenv("SESSIONDEX_DB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    old = tree.session(cwd=A)
+    old.user("indexed before")
+    old.write()
+    assert len(sdk_api.list_sessions(config_dir=tree.root)) == 1  # builds the default index
+    new = tree.session(cwd=A)
+    new.user("written after the index was made read-only")
+    new.write()
+    with read_only(tmp_path / "cache" / "sessiondex"):
+        listed = {i.session_id for i in sdk_api.list_sessions(config_dir=tree.root)}
+        assert listed == {old.session_id, new.session_id}
+        assert sdk_api.get_session_info(new.session_id, config_dir=tree.root) is not None
+        assert len(sdk_api.get_session_messages(new.session_id, config_dir=tree.root)) == 1
+
+
+def test_the_default_config_dir_is_the_sdk_s_not_sessiondex_s_own_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$SESSIONDEX_CONFIG_DIRS is the CLI's; a drop-in reads and writes where the SDK
+    would: $CLAUDE_CONFIG_DIR, else ~/.claude (helper 116: it read, and deleted in,
+    the other dirs)."""
+    home = tmp_path / "home"
+    mine, other = ConfigTree(home / ".claude"), ConfigTree(tmp_path / "other")
+    here = mine.session(cwd=A)
+    here.user("in ~/.claude")
+    here.write()
+    there = other.session(cwd=A, session_id="00000000-0000-4000-8000-0000000000ee")
+    there.user("in the other dir")
+    there.write()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("SESSIONDEX_DB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SESSIONDEX_CONFIG_DIRS", str(other.root))
+    assert [i.session_id for i in sdk_api.list_sessions()] == [here.session_id]
+    assert sdk_api.get_session_info(there.session_id) is None
+    with pytest.raises(FileNotFoundError):
+        sdk_api.delete_session(there.session_id)
+    assert there.path.exists()
