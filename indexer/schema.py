@@ -387,3 +387,14 @@ def m014_picker_archive(db: Database) -> None:
     refresh reads each sidecar there is, once."""
     db.execute("ALTER TABLE sessions ADD COLUMN picker_archived INTEGER NOT NULL DEFAULT 0")
     db.execute("ALTER TABLE files ADD COLUMN picker_archive TEXT")
+
+
+@migrations()
+def m015_no_directory_in_metadata_search(db: Database) -> None:
+    """``session_search_fts`` no longer indexes ``cwd``. FTS5 weighs a word by the rows
+    holding it in any column: the name of the project most sessions ran in was in most
+    rows through their directory, its weight clamped to ~0 for every column, and a
+    session titled with it ranked below a passing mention in a message. The spec's
+    searchable fields do not include the directory; ``--scope`` narrows by it. The view,
+    the FTS table and its triggers are made again and indexed (``'rebuild'``)."""
+    build_session_search(db)

@@ -53,7 +53,6 @@ SESSION_FTS_COLUMNS = (
     "summary",
     "first_prompt",
     "last_prompt",
-    "cwd",
 )
 
 # One more column of ``session_search_fts``, computed by the view rather than kept in
@@ -87,6 +86,7 @@ MIGRATION_NAMES = (
     "m012_hidden_kinds",
     "m013_files_ctime",
     "m014_picker_archive",
+    "m015_no_directory_in_metadata_search",
 )
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick

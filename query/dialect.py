@@ -250,7 +250,7 @@ class SqliteDialect:
 
 class PostgresDialect(SqliteDialect):
     """The team store: ``tsvector`` columns (``sessions.search`` weighted A names, B
-    labels, C descriptions, D cwd; ``messages.tsv`` all D, so a name outranks a line of
+    labels, C descriptions; ``messages.tsv`` all D, so a name outranks a line of
     conversation), GIN indexes, ``ts_rank`` negated so that lower is better as with
     ``bm25``."""
 

@@ -84,7 +84,6 @@ COLUMN_WEIGHTS = {
     "summary": 3.0,
     "first_prompt": 3.0,
     "last_prompt": 3.0,
-    "cwd": 1.0,
 }
 #: The columns that make a hit a ``title`` hit: the names the picker shows.
 TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")

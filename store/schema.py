@@ -81,7 +81,7 @@ CREATE TABLE sessions (
     is_sidechain integer,
     forked_from_session text,
     forked_from_message text,
-    -- weighted metadata search: A names, B tag/branches/PRs, C summary/prompts, D cwd
+    -- weighted metadata search: A names, B tag/branches/PRs, C summary/prompts
     search tsvector NOT NULL DEFAULT ''::tsvector,
     UNIQUE (project_key, session_id)
 );
@@ -335,6 +335,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     # thousands of characters (a precomposed "й" became "и", a strike-through mark
     # joined two words): made again as the index's tokenizer makes them.
     Migration(6, "tokenizer's own words", "", _rewrite_vectors),
+    # The directory is no searchable field (the local index dropped it from its
+    # metadata table, m015): made again without it, so both find the same sessions.
+    Migration(7, "no directory in the session vector", "", _rewrite_vectors),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -26,7 +26,6 @@ SEARCH_WEIGHTS = (
     ("A", ("custom_title", "ai_title", "agent_name")),
     ("B", ("tag", "branches_text", "pr_text")),
     ("C", ("summary", "first_prompt", "last_prompt")),
-    ("D", ("cwd",)),
 )
 
 MESSAGE_COLUMNS = ("session_ref", "transcript_ref", "uuid", "type", "ts_ms", "text")

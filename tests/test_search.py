@@ -940,3 +940,29 @@ def test_message_hits_take_any_query_text_and_words_found_apart(tmp_path: Path) 
         (True, False),
         (False, True),
     }
+
+
+def test_a_title_outranks_a_passing_mention_of_the_project_s_own_name(tmp_path: Path) -> None:
+    """Most sessions are in /home/dev/shop: when the metadata table indexed the cwd,
+    "shop" was in most of its rows, FTS5 clamped its bm25 weight to ~0 there, and a
+    session titled "Shop checkout redesign" scored ~0 while one mentioning the shop
+    in passing ranked first (helper 117). Titles weigh most; the directory is what
+    --scope narrows by."""
+    tree = ConfigTree(tmp_path / "claude")
+    titled = tree.session(cwd="/home/dev/shop")
+    titled.meta("custom-title", customTitle="Shop checkout redesign")
+    titled.user("redo the checkout page")
+    titled.write(mtime=1_800_000_000)
+    for n in range(8):
+        other = tree.session(cwd="/home/dev/shop")
+        other.user(f"unrelated task number {n} about invoices")
+        other.write(mtime=1_800_000_100 + n)
+    passing = tree.session(cwd="/home/dev/shop")
+    passing.user("I updated them; unrelated, but the shop footer has a typo")
+    passing.write(mtime=1_800_001_000)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, "shop", ALL)
+    assert [r["session_id"] for r in rows][:2] == [titled.session_id, passing.session_id]
+    assert rows[0]["matched_by"] == "title"
+    assert len(rows) == 2  # a session is not a match for the directory it ran in

@@ -907,7 +907,10 @@ def test_a_version_4_store_learns_which_sessions_the_picker_hides(
     url = database_url(pg_dsn)
     old = CliRunner().invoke(cli, ["--db", url, "list", "--scope", "all"])
     assert old.exit_code == 1 and "Traceback" not in old.output, old.output  # was a traceback
-    assert "older than this sessiondex reads (6): `sessiondex store init DSN`" in old.stderr
+    from sessiondex.query.teamdb import READ_SCHEMA_VERSION
+
+    reads = f"older than this sessiondex reads ({READ_SCHEMA_VERSION}): `sessiondex store init"
+    assert reads in old.stderr
     result = CliRunner().invoke(cli, ["store", "init", url])
     assert result.exit_code == 0 and "applied 005" in result.output, result.output
     assert sorted(query(pg_dsn, f"SELECT session_id, {columns} FROM sessions")) == fresh
