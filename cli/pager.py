@@ -82,15 +82,26 @@ def _less_shows_colour(options: Iterable[str]) -> bool:
     later ``-+R``. ``$LESS`` may omit the dash (``LESS=FRX``); a prompt option's text
     could fool this, which costs only the colours."""
     shown = False
-    for text in options:  # the last word that says wins, as less reads them
+    for text in options:  # the last option that says wins, as less reads them
         for word in text.split():
             if word.startswith("--"):
                 if word.lower() in ("--raw-control-chars", "--raw-control-chars=on"):
                     shown = True
+            elif word.startswith("+"):
+                continue  # a command to run at start (+G), not options
             elif word.startswith(("-P", "P")):
                 continue  # a prompt's text (-Pprompt): its letters are no options
-            elif "R" in word or "r" in word:
-                shown = not word.startswith("-+")  # -+R resets it: no raw colours
+            else:
+                # Options run together ("FRX-+R"): "-" starts a group, "-+" resets the
+                # letter after it.
+                reset = False
+                for i, char in enumerate(word):
+                    if char == "+" and word[i - 1 : i] == "-":
+                        reset = True
+                    elif char in "Rr":
+                        shown, reset = not reset, False
+                    elif char != "-":
+                        reset = False
     return shown
 
 

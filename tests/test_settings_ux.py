@@ -281,6 +281,11 @@ def test_completion_command_prints_the_script(world: World, shell: str) -> None:
         # a program named through a variable is the shell's to find, as for git
         ("$HOME/bin/pg", None, ["sh", "-c", "$HOME/bin/pg"], None, False),
         ("less -Pprompt", "-X", ["less", "-Pprompt"], "-X", False),  # a prompt's text
+        # options run together in $LESS, as less reads them (helper 115): the last says
+        (None, "FRX-+R", ["less"], "FRX-+R", False),
+        (None, "-+RFRX", ["less"], "-+RFRX", True),
+        (None, "+G -R", ["less"], "+G -R", True),  # +G is a command, not options
+        (None, "+R", ["less"], "+R", False),
     ],
 )
 def test_the_pager_and_whether_it_gets_colour(
