@@ -207,7 +207,9 @@ def row_text(
     title_room = columns.title - cell_len(indent)
     title = clean(_text(obj, "title") or str(obj.get("session_id", ""))[:8], ascii_only=ascii_only)
     tail = ("  " + " ".join(suffix)) if suffix else ""
-    # The markers stay visible: the title gives up room first.
+    # The markers stay visible: the title gives up room first, down to 4 cells; then
+    # the markers are cut too (a 300-character tag pushed every column off the screen).
+    tail = fit(tail, max(0, title_room - 4), glyphs)
     title = fit(title, max(4, title_room - cell_len(tail)), glyphs)
     text = Text(lead + indent, no_wrap=True)
     text.append(title)

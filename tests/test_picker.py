@@ -1090,3 +1090,38 @@ def test_a_change_committed_during_the_pickers_first_refresh_is_shown(
 
     monkeypatch.setattr(Index, "refresh", refresh_with_a_rename_meanwhile)
     assert _live_sees_a_change(Source(db, [tree.root]))
+
+
+# A row keeps its columns whatever its markers hold: a 300-character tag or agent name
+# pushed the activity, branch, size and message columns off an 80-column screen.
+LONG_MARKERS = [
+    {"tag": "t" * 300},
+    {"agent_name": "a" * 300},
+    {"tag": "review-" * 20, "agent_name": "reviewer-" * 10},
+    {"tag": "数据库" * 60},
+]
+
+
+@pytest.mark.parametrize("fields", LONG_MARKERS, ids=["tag", "agent", "both", "wide"])
+@pytest.mark.parametrize("width", [80, 120])
+def test_long_markers_are_cut_to_the_title_column(fields: dict[str, str], width: int) -> None:
+    import time
+
+    from rich.cells import cell_len
+
+    from sessiondex.picker.rows import Columns, header_text, row_text
+
+    obj = {
+        "session_id": "4045e6f8-0000-4000-8000-000000000001",
+        "title": "Auth refactor",
+        "last_activity": "2026-11-01T10:00:00.000Z",
+        "git_branch": "main",
+        "file_size": 2048,
+        "cwd": "/home/dev/shop",
+        "message_count": 4,
+        **fields,
+    }
+    columns = Columns.for_width(width, show_project=True)
+    row = row_text(obj, columns, time.time()).plain
+    assert cell_len(row) == cell_len(header_text(columns).plain)
+    assert row.rstrip().endswith("shop")  # the last column still where it belongs
