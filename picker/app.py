@@ -116,7 +116,8 @@ class PickerScreen(Screen[None]):
         self.clock = clock
         self.glyphs = glyphs
         self.scope = options.scope
-        self.base_scope = options.scope if options.scope != "all" else "worktree"
+        # Where Ctrl+A goes back to (started in all projects: this worktree).
+        self.before_all = options.scope if options.scope != "all" else "worktree"
         self.current_branch = options.current_branch
         self.query_text = options.query
         self.search_limit = PAGE
@@ -515,9 +516,17 @@ class PickerScreen(Screen[None]):
         self.app.exit(None)
 
     def action_toggle_scope(self, scope: str) -> None:
-        self.scope = scope if self.scope != scope else self.base_scope
-        if self.scope == scope == self.base_scope:
-            self.scope = "worktree"
+        """Ctrl+W: every worktree of this repository ↔ this worktree (from all projects,
+        every worktree); Ctrl+A: all projects ↔ back where it was. Started in ``repo``,
+        Ctrl+W used to leave it for good: it went back to the start scope, which was
+        where it was."""
+        if scope == "all":
+            if self.scope == "all":
+                self.scope = self.before_all
+            else:
+                self.before_all, self.scope = self.scope, "all"
+        else:
+            self.scope = "worktree" if self.scope == "repo" else "repo"
         self._reload_keeping()
 
     def action_toggle_branch(self) -> None:

@@ -1125,3 +1125,31 @@ def test_long_markers_are_cut_to_the_title_column(fields: dict[str, str], width:
     row = row_text(obj, columns, time.time()).plain
     assert cell_len(row) == cell_len(header_text(columns).plain)
     assert row.rstrip().endswith("shop")  # the last column still where it belongs
+
+
+# Ctrl+W: every worktree ↔ this worktree; Ctrl+A: all projects ↔ back, from any start
+# (helper 119: started in repo, as `scope = "repo"` in the config makes it, Ctrl+W
+# left it for good).
+SCOPE_KEYS = [
+    ("worktree", ["ctrl+w", "ctrl+w", "ctrl+w"], ["repo", "worktree", "repo"]),
+    ("repo", ["ctrl+w", "ctrl+w", "ctrl+w"], ["worktree", "repo", "worktree"]),
+    ("repo", ["ctrl+w", "ctrl+a", "ctrl+a"], ["worktree", "all", "worktree"]),
+    ("worktree", ["ctrl+w", "ctrl+a", "ctrl+a"], ["repo", "all", "repo"]),
+    ("all", ["ctrl+a", "ctrl+a", "ctrl+w"], ["worktree", "all", "repo"]),
+]
+
+
+@pytest.mark.parametrize(("start", "keys", "scopes"), SCOPE_KEYS)
+def test_scope_keys_from_every_start(
+    world: PickerWorld, start: str, keys: list[str], scopes: list[str]
+) -> None:
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        seen = []
+        for key in keys:
+            await press(app, pilot, key)
+            seen.append(app.picker.scope)
+        return seen
+
+    options = PickerOptions(cwd=str(world.shop), scope=start)
+    _, seen = drive(world, run, options=options)
+    assert seen == scopes
