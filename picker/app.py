@@ -630,19 +630,20 @@ class PickerScreen(Screen[None]):
             self._say_archived(obj)
             return
         path = obj["file_path"]
+        shown = clean(obj.get("custom_title"))
 
         def done(name: str | None) -> None:
-            if name is not None and name.strip():
+            if name is not None and name == shown and obj.get("custom_title"):
+                # Enter on the name as offered: it is the display form (whitespace folded,
+                # controls made visible), and written back it would replace the name.
+                self.notify("nothing changed", markup=False)
+            elif name is not None and name.strip():
                 self.mutate(lambda index: index.rename(path, name.strip()), path, "renamed")
 
         # Only a name the session has is offered to edit: a title made from a prompt
         # (cut, ending in "…") would become its name on Enter. It shows as the hint.
         self.app.push_screen(
-            TextPrompt(
-                "Rename session",
-                clean(obj.get("custom_title")),
-                placeholder=clean(obj.get("title")),
-            ),
+            TextPrompt("Rename session", shown, placeholder=clean(obj.get("title"))),
             done,
         )
 
@@ -654,19 +655,20 @@ class PickerScreen(Screen[None]):
             self._say_archived(obj)
             return
         path = obj["file_path"]
+        shown = clean(obj.get("tag"))
 
         def done(tag: str | None) -> None:
             if tag is None:
                 return
-            if tag.strip():
+            if tag == shown and obj.get("tag"):
+                self.notify("nothing changed", markup=False)  # as offered: see rename
+            elif tag.strip():
                 self.mutate(lambda index: index.tag(path, tag.strip()), path, "tagged")
             elif obj.get("tag"):
                 self.mutate(lambda index: index.untag(path), path, "tag cleared")
 
         self.app.push_screen(
-            TextPrompt(
-                "Tag session", clean(obj.get("tag")), "Enter to save (empty clears), Esc to cancel"
-            ),
+            TextPrompt("Tag session", shown, "Enter to save (empty clears), Esc to cancel"),
             done,
         )
 

@@ -1153,3 +1153,33 @@ def test_scope_keys_from_every_start(
     options = PickerOptions(cwd=str(world.shop), scope=start)
     _, seen = drive(world, run, options=options)
     assert seen == scopes
+
+
+def test_enter_on_a_name_or_tag_as_offered_writes_nothing(tmp_path: Path) -> None:
+    """The prompts offer the name and tag as rows show them (whitespace folded, control
+    and bidi characters made visible): Enter on them unchanged wrote that display form
+    back as the name, and moved the mtime, Claude Code's retention clock (helper 119)."""
+    world = PickerWorld(tmp_path)
+    world.add(
+        "odd",
+        world.shop,
+        "the newest session",
+        title="Fix  the\tparser \x1b[31mred\x1b[0m \u202eevil",
+        tag="two  spaces",
+        mtime=NOW,
+    )
+    path = world.paths["odd"]
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+r", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        await press(app, pilot, "ctrl+t", "enter")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        return app.picker.session_list.rows[0].session_id
+
+    _, first = drive(world, run, refresh_first=True)
+    assert first == world.ids["odd"]
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
