@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
 from sessiondex.indexer.lock import AlreadyWatching, WatcherLock, watcher_alive
-from sessiondex.indexer.meta import get_meta, immediate, write_turn
+from sessiondex.indexer.meta import database_path, get_meta, immediate, write_turn
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -42,11 +41,6 @@ BULK_LOCK = "bulk"
 # refresh or the watcher, and the larger one a rebuild uses (see restore_fts).
 FTS5_HASHSIZE = 1 << 20
 REBUILD_HASHSIZE = 16 << 20
-
-
-def database_path(db: Database) -> Path | None:
-    row = db.execute("PRAGMA database_list").fetchone()
-    return Path(row[2]) if row and row[2] else None
 
 
 class BulkFts:

@@ -43,6 +43,7 @@ from sessiondex.indexer.faults import (
 from sessiondex.indexer.lock import lock_path
 from sessiondex.indexer.meta import (
     KEPT_SETTINGS,
+    database_path,
     get_meta,
     immediate,
     seed_kept_settings,
@@ -540,8 +541,8 @@ def _check_nobody_holds_it(db: Database) -> None:
     replaced and follows (``watch`` reopens and rebuilds)."""
     if db.conn.in_transaction:
         return
-    path = db.execute("PRAGMA database_list").fetchone()[2]
-    if not path:
+    path = database_path(db)
+    if path is None:
         return  # in memory: nobody else can hold it
     # Asked on a connection of its own: a transaction begun on ``db`` itself would fix
     # the new file's page size and auto-vacuum before the template or migrations set them.

@@ -17,6 +17,7 @@ import sqlite3
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.lock import WriteTurn
@@ -45,6 +46,12 @@ class WritePolicy:
 
 
 _POLICIES: weakref.WeakKeyDictionary[Any, WritePolicy] = weakref.WeakKeyDictionary()
+
+
+def database_path(db: Database | sqlite3.Connection) -> Path | None:
+    """The file a connection has open as ``main``; None in memory."""
+    row = db.execute("PRAGMA database_list").fetchone()
+    return Path(row[2]) if row and row[2] else None
 
 
 def write_policy(db: Database) -> WritePolicy:
@@ -76,8 +83,7 @@ def set_write_policy(
 def _turn(db: Database, policy: WritePolicy) -> WriteTurn | None:
     if not policy.resolved:
         policy.resolved = True
-        row = db.execute("PRAGMA database_list").fetchone()
-        path = row[2] if row and row[2] else None
+        path = database_path(db)
         policy.turn = WriteTurn(path) if path else None  # in-memory: one connection
     return policy.turn
 
@@ -175,14 +181,9 @@ def set_meta(db: Database, key: str, value: str) -> None:
 KEPT_SETTINGS = ("archive_dirs", "archive_last_run", "include_tools")
 
 
-def settings_file(index_path: str) -> str:
+def settings_file(index_path: str | os.PathLike[str]) -> str:
     """The file beside the index at ``index_path`` that keeps :data:`KEPT_SETTINGS`."""
-    return f"{index_path}-settings.json"
-
-
-def _index_path(db: Database) -> str | None:
-    row = db.execute("PRAGMA database_list").fetchone()
-    return str(row[2]) if row and row[2] else None  # None: in memory
+    return f"{os.fspath(index_path)}-settings.json"
 
 
 def keep_setting(db: Database, key: str, value: str) -> None:
@@ -192,7 +193,7 @@ def keep_setting(db: Database, key: str, value: str) -> None:
     import orjson
 
     set_meta(db, key, value)
-    path = _index_path(db)
+    path = database_path(db)
     if path is None:
         return
     kept = read_kept_settings(path)
@@ -208,7 +209,7 @@ def keep_setting(db: Database, key: str, value: str) -> None:
             os.unlink(scratch)
 
 
-def read_kept_settings(index_path: str) -> dict[str, str]:
+def read_kept_settings(index_path: str | os.PathLike[str]) -> dict[str, str]:
     """What the file beside the index keeps (:func:`keep_setting`); ``{}`` when it is
     missing or is not what it wrote (the settings are then the index's alone)."""
     import orjson
@@ -226,7 +227,7 @@ def read_kept_settings(index_path: str) -> dict[str, str]:
 def seed_kept_settings(db: Database) -> None:
     """Give a new index the settings its predecessor at the same path kept (the one
     deleted or moved aside), where it has none of its own."""
-    path = _index_path(db)
+    path = database_path(db)
     kept = read_kept_settings(path) if path is not None else {}
     missing = {k: v for k, v in kept.items() if get_meta(db, k) is None}
     if missing:

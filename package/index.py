@@ -161,8 +161,10 @@ class Index:
             given = os.fspath(db) if db is not None else os.environ.get("SESSIONDEX_DB")
             check_index_path(self._path, self.roots, given=str(given) if given else None)
         else:
+            from sessiondex.indexer.meta import database_path
+
             self._given = _as_database(db)
-            self._path = _database_file(self._given)
+            self._path = database_path(self._given)
         self._writer: Database | None = None
         self._reader: Database | None = None
         self._refreshed = False
@@ -1252,11 +1254,6 @@ def _no_transaction(conn: sqlite3.Connection) -> None:
             " it to Index or asking it to write (its settings change only outside one,"
             " and a rollback of yours would undo a refresh it believes done)"
         )
-
-
-def _database_file(db: Database) -> Path | None:
-    row = db.execute("PRAGMA database_list").fetchone()
-    return Path(row[2]) if row and row[2] else None
 
 
 def _utf8(text: str) -> bool:
