@@ -220,7 +220,7 @@ config` shows each setting and where it came from.
     is_flag=True,
     help="Answer from the index as it is, without the quick incremental refresh.",
 )
-# package_name: the version is looked up only when --version is given (start-up time).
+# The package's constant, which the build takes too: no metadata lookup (start-up time).
 @click.version_option(version=__version__, prog_name="sessiondex")
 @click.pass_context
 def cli(

@@ -68,15 +68,13 @@ def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callab
     """The two options, with ``--json`` folded into ``fmt`` before the command runs: a
     command that looked at ``fmt`` alone printed a table for ``--json`` (restore did)."""
 
-    command = func
-
-    @functools.wraps(command)
+    @functools.wraps(func)
     def json_folded(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("as_json"):
             kwargs["fmt"] = "json"
-        return command(*args, **kwargs)
+        return func(*args, **kwargs)
 
-    func = click.option(
+    with_json = click.option(
         "--json", "as_json", is_flag=True, callback=_one_format, help="Short for --format json."
     )(json_folded)
     return click.option(
@@ -87,7 +85,7 @@ def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callab
         show_default=True,
         callback=_one_format,
         help="Output format.",
-    )(func)
+    )(with_json)
 
 
 def format_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -151,7 +151,6 @@ def _index(
     the caller gives is used as given."""
     import sqlite3
 
-    fallback = False
     notes: list[str] = []  # said once the answer's source is known
     with _open(db, config_dir, refresh, notes.append) as index:
         try:
@@ -161,23 +160,20 @@ def _index(
         except (OSError, sqlite3.Error):
             if db is not None:
                 raise
-            fallback = True
         else:
             stale = refresh and index.stale_because not in (None, "busy")
-            if not (db is None and stale):
+            if db is not None or not stale:
                 for text in notes:
                     _note(text)
                 yield reader, index.roots
                 return
-            fallback = True
-        roots = index.roots
-    if fallback:
-        _note(
-            f"note: the index at {index.db_path or 'its default place'} cannot be used here;"
-            " answering from the transcripts, read in memory for this call"
-        )
-        with _in_memory(roots) as answer:
-            yield answer
+        roots, where = index.roots, index.db_path
+    _note(
+        f"note: the index at {where or 'its default place'} cannot be used here;"
+        " answering from the transcripts, read in memory for this call"
+    )
+    with _in_memory(roots) as answer:
+        yield answer
 
 
 @contextmanager

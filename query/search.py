@@ -713,9 +713,9 @@ def check_raw_size(text: str) -> None:
     strings and bare words, its operators aside) as a query FTS5 cannot take."""
     import re
 
-    rest = re.sub(r'"(?:[^"]|"")*"', " ", text)
-    phrases = len(re.findall(r'"(?:[^"]|"")*"', text))
-    words = re.findall(r'[^\s()"*:^+{}-]+', rest)
+    quoted = re.compile(r'"(?:[^"]|"")*"')
+    phrases = len(quoted.findall(text))
+    words = re.findall(r'[^\s()"*:^+{}-]+', quoted.sub(" ", text))
     bare = [w for w in words if w not in ("AND", "OR", "NOT", "NEAR")]
     count = phrases + len(bare)
     if count > RAW_MAX_PHRASES:

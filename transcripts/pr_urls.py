@@ -19,9 +19,9 @@ A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is acc
 (``search``, ``from-pr``): :func:`parse_pr_ref` reads it as
 ``https://github.com/owner/repo/pull/123``, the URL it stands for on GitHub.
 
-Normalised form: ``https://`` + lower-cased host (credentials before it, as a
-``git push`` over HTTPS prints them, ``https://x-access-token:…@github.com/…``, dropped) (port kept unless it is the scheme's
-default, 443 or 80 over ``http``; ``www.`` dropped from
+Normalised form: ``https://`` + lower-cased host (credentials before it dropped, as a
+``git push`` over HTTPS prints them: ``https://x-access-token:…@github.com/…``; the port
+kept unless it is the scheme's default, 443, or 80 over ``http``; ``www.`` dropped from
 github.com, gitlab.com and bitbucket.org, which redirect it) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
 fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
