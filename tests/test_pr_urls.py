@@ -245,14 +245,20 @@ def test_non_prs_are_refused(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "host"),
     [
-        # Only the scheme's own default goes: these name other servers.
-        ("https://ghe.corp.example:80/Team/Repo.js/pull/7", "ghe.corp.example:80"),
+        # Only the web's defaults go, whatever the scheme pasted: the normal form drops
+        # the http/https difference, so a port cannot depend on it.
+        ("https://ghe.corp.example:80/Team/Repo.js/pull/7", "ghe.corp.example"),
+        ("http://ghe.corp.example:80/Team/Repo.js/pull/7", "ghe.corp.example"),
+        ("ghe.corp.example:80/Team/Repo.js/pull/7", "ghe.corp.example"),
+        ("http://ghe.corp.example:443/Team/Repo.js/pull/7", "ghe.corp.example"),
+        ("HTTPS://GHE.corp.example:443/Team/Repo.js/pull/7", "ghe.corp.example"),
+        # These name other servers.
         ("http://ghe.corp.example:8080/Team/Repo.js/pull/7", "ghe.corp.example:8080"),
         ("https://ghe.corp.example:4430/Team/Repo.js/pull/7", "ghe.corp.example:4430"),
-        ("http://ghe.corp.example:443/Team/Repo.js/pull/7", "ghe.corp.example"),
+        ("ghe.corp.example:8443/Team/Repo.js/pull/7", "ghe.corp.example:8443"),
     ],
 )
-def test_other_ports_are_kept(text: str, host: str) -> None:
+def test_ports_default_or_kept(text: str, host: str) -> None:
     pr = parse_pr_url(text)
     assert pr is not None and pr.host == host
     assert pr.url == f"https://{host}/Team/Repo.js/pull/7"
@@ -439,7 +445,7 @@ _label = st.from_regex(r"\A[a-zA-Z0-9]([a-zA-Z0-9-]{0,8}[a-zA-Z0-9])?\Z")
 _host = st.tuples(
     st.lists(_label, min_size=1, max_size=3),
     st.sampled_from(["com", "org", "example", "io"]),
-    st.none() | st.integers(min_value=1, max_value=65535),
+    st.none() | st.sampled_from([80, 443, 8080]) | st.integers(min_value=1, max_value=65535),
 ).map(lambda t: ".".join([*t[0], t[1]]) + ("" if t[2] is None else f":{t[2]}"))
 _seg = st.from_regex(r"\A[A-Za-z0-9_.][A-Za-z0-9_.-]{0,10}\Z").filter(
     lambda s: s not in (".", "..")
@@ -483,8 +489,10 @@ def test_generated_prs_normalise_idempotently(
     assert pr is not None, url
     rest = url[len("https://") :]
     host, _, path = rest.partition("/")
-    assert pr.url == f"https://{host.lower()}/{path}"
-    assert (pr.provider, pr.number, pr.host) == (provider, number, host.lower())
+    name, _, port = host.lower().partition(":")
+    expected_host = name if port in ("", "80", "443") else f"{name}:{port}"
+    assert pr.url == f"https://{expected_host}/{path}"
+    assert (pr.provider, pr.number, pr.host) == (provider, number, expected_host)
     assert parse_pr_url(pr.url) == pr
     # Every pasted variant of it lands on the same PR, and so does finding it in text.
     variant = scheme + (host.upper() if upper_host else host) + "/" + path + suffix

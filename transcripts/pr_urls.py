@@ -21,7 +21,7 @@ A user may also type GitHub's shorthand ``owner/repo#123`` wherever a URL is acc
 
 Normalised form: ``https://`` + lower-cased host (credentials before it dropped, as a
 ``git push`` over HTTPS prints them: ``https://x-access-token:…@github.com/…``; the port
-kept unless it is the scheme's default, 443, or 80 over ``http``; ``www.`` dropped from
+kept unless it is one of the web's defaults, 443 or 80; ``www.`` dropped from
 github.com, gitlab.com and bitbucket.org, which redirect it) + the canonical path
 above, with no trailing slash, sub-page (``/files``, ``/diffs``, patch sets…), query or
 fragment. Path case is kept, because forges treat owner/repo case inconsistently and the
@@ -184,16 +184,13 @@ class PullRequest:
         }
 
 
-def _without_default_port(host: str, scheme: str | None) -> str:
-    """``host:443`` (and ``host:80`` over ``http://`` or no scheme) is ``host``: the port
-    the scheme implies, written out. The normalised form is ``https://``, so 443 always
-    goes; 80 goes only where the URL was plain HTTP, where it is the default too (as the
-    ``http``/``https`` difference itself is dropped). Any other port names another server
-    and stays."""
+def _without_default_port(host: str) -> str:
+    """``host:443`` and ``host:80`` are ``host``: the web's default ports, written out.
+    The normalised form drops the ``http``/``https`` difference, so which default a
+    port is cannot depend on the scheme pasted (``http://h:80``, ``h:80`` and
+    ``https://h:80`` name one PR). Any other port names another server and stays."""
     name, colon, port = host.rpartition(":")
-    if not colon:
-        return host
-    if int(port) == 443 or (int(port) == 80 and (scheme is None or scheme.lower() == "http://")):
+    if colon and int(port) in (80, 443):
         return name
     return host
 
@@ -208,7 +205,7 @@ def _build(match: re.Match[str]) -> PullRequest | None:
     host = match["host"].lower()
     if match["scheme"] is None and "." not in host:
         return None
-    host = canonical_host(_without_default_port(host, match["scheme"]))
+    host = canonical_host(_without_default_port(host))
     if match["gl_n"] is not None:
         provider, repository, digits = "gitlab", match["gl_path"], match["gl_n"]
         path = f"{repository}/-/merge_requests/"
