@@ -10,6 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check answers, not speed (spec/performance.md keeps timings in bench/):
+# hypothesis's per-example deadline failed a test whose first example imported
+# claude-agent-sdk (~0.4 s) whenever no earlier test in that xdist worker had.
+settings.register_profile("sessiondex", deadline=None)
+settings.load_profile("sessiondex")
 
 # A run's temporary trees go to a RAM-backed directory when the machine has one: every
 # test builds transcript trees and indexes, and on a disk each index close is a
