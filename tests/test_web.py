@@ -526,15 +526,16 @@ def _asgi_request(
 ) -> list[dict[str, Any]]:
     """What the app sends for one request, given to it as uvicorn gives it (``path``
     as the target came: h11 does not parse an absolute form)."""
+    raw_path, _, query_string = target.partition(b"?")
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": http_version,
         "method": method,
         "scheme": "http",
-        "path": unquote(target.decode()),  # as uvicorn decodes it
-        "raw_path": target,
-        "query_string": b"",
+        "path": unquote(raw_path.decode()),  # as uvicorn decodes it
+        "raw_path": raw_path,
+        "query_string": query_string,
         "root_path": "",
         "headers": headers,
         "client": ("127.0.0.1", 50000),
@@ -850,6 +851,10 @@ def test_dot_segments_are_resolved_as_a_browser_would(
         ("GET", b"/session//x"),
         ("GET", b"/sessiondex/sessions/1/2/3"),
         ("POST", b"/sessiondex/sessions/-/insert"),
+        # A sort Datasette refuses is the request's fault; it answered 500.
+        ("GET", b"/sessiondex/sessions?_sort=nope"),
+        ("GET", b"/sessiondex/messages?_sort_desc=nope"),
+        ("GET", b"/sessiondex/sessions?_sort=id&_sort_desc=id"),
     ],
 )
 def test_an_unrouted_request_is_a_clean_error_with_the_headers(

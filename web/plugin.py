@@ -71,6 +71,7 @@ DATABASE_NAME = "sessiondex"
 
 F = TypeVar("F", bound=Callable[..., Any])
 hookimpl = cast(Callable[[F], F], _hookimpl)  # pluggy's marker, typed for mypy
+hookimpl_first = cast(Callable[[F], F], _hookimpl(tryfirst=True))
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -404,6 +405,27 @@ def render_cell(value: Any, column: str, database: str | None, datasette: Any) -
     if not isinstance(value, str) or not value:
         return None
     return Markup(f'<a href="/session/{esc(quote(value, safe=""))}">{esc(value)}</a>')
+
+
+# What Datasette's table page raises, with DatasetteError's default status (500), for a
+# ``?_sort=``/``?_sort_desc=`` it cannot take: a column that is not there, or both at once.
+_REFUSED_SORT = ("Cannot sort table by ", "Cannot use _sort and _sort_desc at the same time")
+
+
+@hookimpl_first
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> None:
+    """A sort the request asked for and Datasette refuses is the request's fault: 400,
+    not a server error. Only the status changes; Datasette's own handler, run after
+    this one, renders the page with the message it gave."""
+    from datasette.views.base import DatasetteError
+
+    if (
+        web_index(datasette) is not None
+        and isinstance(exception, DatasetteError)
+        and exception.status == 500
+        and str(exception).startswith(_REFUSED_SORT)
+    ):
+        exception.status = 400
 
 
 @hookimpl
