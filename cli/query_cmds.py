@@ -623,7 +623,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     environment = dict(os.environ)
     if config_dir:
         environment["CLAUDE_CONFIG_DIR"] = config_dir
-    else:  # in ~/.claude: an inherited CLAUDE_CONFIG_DIR would send claude elsewhere
+    else:  # in ~/.claude (or in no config dir): an inherited one would mislead claude
         environment.pop("CLAUDE_CONFIG_DIR", None)
     sys.stdout.flush()
     completed = subprocess.run(

@@ -23,7 +23,7 @@ from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.indexer.objects import with_config_dir
 from sessiondex.query.dialect import dialect_of
-from sessiondex.transcripts.config import claude_spelling, default_config_dir
+from sessiondex.transcripts.config import claude_spelling, plain_claude_dir
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import LOOP_COMMAND, PRINT_MODE_ENTRYPOINTS
 
@@ -214,7 +214,7 @@ def listing_objects(
         sql += " LIMIT ?"
         args.append(limit)
     stamp = dialect.change_stamp(db) if memo is not None else None
-    key = (stamp, str(default_config_dir()), sql, *args)
+    key = (stamp, _plain_root(), sql, *args)
     if memo is not None and stamp is not None and memo.answers(db, key):
         return fresh_copies(memo.objects)
     rows = db.execute(sql, args).fetchall()
@@ -262,9 +262,16 @@ def claude_config_dir(obj: dict[str, Any]) -> str | None:
     its config dir, unless that is the default ``~/.claude`` (for this user's ``HOME``,
     read now: the index may be shared by several users or outlive a change of HOME)."""
     root = obj.get("config_dir")
-    if not root or root == str(default_config_dir()):
+    if not root or root == _plain_root():
         return None
     return claude_spelling(root) or root
+
+
+def _plain_root() -> str | None:
+    """The config dir whose sessions' resume lines need no ``CLAUDE_CONFIG_DIR``, for
+    this reader's ``HOME`` and environment, read now (:func:`plain_claude_dir`)."""
+    plain = plain_claude_dir()
+    return None if plain is None else str(plain)
 
 
 def finish_resume_commands(
@@ -272,11 +279,12 @@ def finish_resume_commands(
 ) -> dict[str, str | None]:
     """Fill in, in place, what the stored ``resume_command`` cannot know: an archived
     session has none (its transcript is not where Claude Code looks; ``sessiondex
-    restore`` puts it back), and a session outside ``~/.claude`` needs
-    ``CLAUDE_CONFIG_DIR``. ``archived`` is truthy per object. Returns the spelling of
-    each config dir it used (:func:`claude_spelling`): what, besides ``HOME``, the
-    lines depend on."""
-    default = str(default_config_dir())
+    restore`` puts it back), and a session outside ``~/.claude`` (or in it, with
+    ``CLAUDE_CONFIG_DIR`` exported elsewhere) needs ``CLAUDE_CONFIG_DIR``. ``archived``
+    is truthy per object. Returns the spelling of each config dir it used
+    (:func:`claude_spelling`): what, besides ``HOME`` and that variable, the lines
+    depend on."""
+    default = _plain_root()
     # claude_spelling resolves links (a realpath): once per config dir, not per session
     # (1,800 sessions of one dir made it two thirds of a listing's time). Each object is
     # finished once: :func:`to_objects` gives every row an object of its own.

@@ -84,7 +84,54 @@ def test_resume_points_claude_at_the_sessions_config_dir(
     result = runner.invoke(cli, [*base, "resume", sid], env=inherited)
     assert result.exit_code == 0, result.output
     saw = out.read_text().splitlines()
-    assert saw == by_shell == [expected_dir or "unset", CWD, f"--resume {sid}"]
+    assert by_shell == [expected_dir or "unset", CWD, f"--resume {sid}"]
+    # With another dir inherited, ~/.claude is named rather than left unset.
+    assert saw == [expected_dir or (str(root) if inherited else "unset"), *by_shell[1:]]
+
+
+@pytest.mark.parametrize(
+    ("exported", "needs_prefix"),
+    [
+        (None, False),
+        ("{home}/.claude", False),  # claude would open ~/.claude anyway
+        ("{tmp}/work-claude", True),  # pasted as is, the line opened the other dir
+    ],
+)
+def test_a_resume_line_counts_the_exported_claude_config_dir(
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    exported: str | None,
+    needs_prefix: bool,
+) -> None:
+    """The line is pasted into the shell it was printed in: with ``CLAUDE_CONFIG_DIR``
+    exported there to another dir, a session of ``~/.claude`` needs it set back."""
+    root = home / ".claude"
+    tree, sid = _tree(root)
+    env_value = exported.format(home=home, tmp=tmp_path) if exported else None
+    if env_value:
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", env_value)
+    else:
+        monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    prefix = f"CLAUDE_CONFIG_DIR={shlex.quote(str(root))} " if needs_prefix else ""
+    line = f"cd {CWD} && {prefix}claude --resume {sid}"
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(cli, [*base, "list", "--json", "--cwd", CWD]).stdout)
+    assert listed[0]["resume_command"] == line
+    dry = runner.invoke(cli, [*base, "resume", sid, "--dry-run"])
+    assert dry.exit_code == 0 and dry.stdout.strip() == line
+    # Pasted into that shell, it opens the session's own dir.
+    out = tmp_path / "claude-saw.txt"
+    _fake_claude(tmp_path / "bin", out)
+    shell_env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", line], check=True, env=shell_env)
+    assert out.read_text().splitlines()[0] in (str(root), "unset")
+    # A long-lived reader's kept listing follows the variable too.
+    with Index(tmp_path / "i.db", [root]) as index:
+        assert index.list(scope="all")[0]["resume_command"] == line
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "elsewhere"))
+        assert "CLAUDE_CONFIG_DIR=" in index.list(scope="all")[0]["resume_command"]
 
 
 def test_the_default_is_decided_by_the_readers_home(tmp_path: Path) -> None:

@@ -119,6 +119,20 @@ def default_config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return _normalize(str(Path(env.get("HOME") or Path.home()) / ".claude"), nfc=True)
 
 
+def plain_claude_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The config dir a resume line may leave unsaid: ``~/.claude``, unless the
+    environment exports ``CLAUDE_CONFIG_DIR`` naming another dir. A resume line is pasted
+    into the shell it was printed in; with the variable set there, a bare ``claude``
+    opens that dir, and a session of ``~/.claude`` needs ``CLAUDE_CONFIG_DIR`` set back.
+    None: every config dir needs it named."""
+    env = os.environ if environ is None else environ
+    default = default_config_dir(env)
+    exported = env.get("CLAUDE_CONFIG_DIR")
+    if exported and _normalize(exported, expand_user=False, nfc=True) != default:
+        return None
+    return default
+
+
 def config_dirs(
     explicit: Iterable[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> list[Path]:
