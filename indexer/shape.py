@@ -38,7 +38,8 @@ from typing import Any
 # 28: a line neither JSON nor UTF-8 counts as malformed-json, not invalid-utf8 (reader.py)
 # 29: CJK ideographs beyond the BMP are one token each, as the BMP's (text.py)
 # 30: :80 and :443 are dropped from a PR URL whatever the scheme pasted (pr_urls.py)
-DERIVATION_VERSION = 30
+# 31: an empty <command-name> is no command fallback for first_prompt (records.py)
+DERIVATION_VERSION = 31
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

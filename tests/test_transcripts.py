@@ -116,6 +116,21 @@ TOOL_RESULT = [{"type": "tool_result", "tool_use_id": "t", "content": "out"}]
         ),
         ([_user("<command-name>/init</command-name>")], None, "/init"),
         ([_user("<command-name>/init</command-name>"), _user("then this")], "then this", "/init"),
+        # An empty name is no command: the first real one is still the fallback (the SDK
+        # tests `if not command_fallback`; helper 121).
+        (
+            [_user("<command-name></command-name>"), _user("<command-name>/review</command-name>")],
+            None,
+            "/review",
+        ),
+        (
+            [
+                _user("<command-name> </command-name>"),
+                _user("<command-name>/review</command-name>"),
+            ],
+            None,
+            "/review",
+        ),
         (
             [_user([{"type": "text", "text": "  "}, {"type": "text", "text": "block"}])],
             "block",

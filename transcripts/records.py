@@ -225,8 +225,8 @@ class FirstPromptState:
                 continue
             match = _command_re().search(text)
             if match:
-                if self.command_fallback is None:
-                    self.command_fallback = match.group(1).strip()
+                if not self.command_fallback:  # an empty name is none (the SDK's test)
+                    self.command_fallback = match.group(1).strip() or None
                 continue
             if text.startswith(_SKIP_PREFIXES) or _whole_ide_re().match(text):
                 continue
