@@ -100,7 +100,12 @@ def iso_ms(ms: int | None) -> str | None:
     if ms is None:
         return None
     seconds, millis = divmod(int(ms), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+    t = time.gmtime(seconds)
+    # Fields, not strftime: glibc's %Y gives "999" for the year 999, which is no ISO-8601.
+    return (
+        f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}"
+        f"T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{millis:03d}Z"
+    )
 
 
 def resume_command(target: str, cwd: str | None, config_dir: str | None = None) -> str | None:

@@ -39,7 +39,8 @@ from typing import Any
 # 29: CJK ideographs beyond the BMP are one token each, as the BMP's (text.py)
 # 30: :80 and :443 are dropped from a PR URL whatever the scheme pasted (pr_urls.py)
 # 31: an empty <command-name> is no command fallback for first_prompt (records.py)
-DERIVATION_VERSION = 31
+# 32: a year below 1000 is written with four digits in ISO times (objects.py iso_ms)
+DERIVATION_VERSION = 32
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -660,3 +660,30 @@ def test_a_table_of_a_huge_listing_looks_up_its_marks_in_batches(tmp_path: Path)
         assert picker_archived_paths(db, objects) == set()
     finally:
         db.close()
+
+
+# glibc's strftime("%Y") does not pad a year below 1000 to four digits: "999-05-01…"
+# and "1-01-01…" are no ISO-8601, and every reader of the JSON choked on them (helpers
+# 120, 121). The range ends are the years a stamp can parse to.
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "0001-01-01T00:00:00.000Z",
+        "0999-05-01T10:00:00.250Z",
+        "1969-12-31T23:59:59.999Z",
+        "9999-12-31T23:59:59.000Z",
+    ],
+)
+def test_times_are_iso_8601_in_every_year(tmp_path: Path, stamp: str) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/tmp/sessiondex-years")
+    s.user("what year is it", timestamp=stamp)
+    s.assistant("ok", timestamp=stamp)
+    s.write()
+    with Index(tmp_path / "i.db", [tree.root]) as index:
+        (obj,) = index.list(scope="all")
+    assert obj["created_at"] == obj["last_activity"] == stamp
+    runner = CliRunner()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    shown = runner.invoke(cli, [*base, "show", s.session_id, "--format", "text"])
+    assert shown.exit_code == 0 and f"{stamp[:10]} {stamp[11:19]}" in shown.stdout
