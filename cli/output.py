@@ -64,7 +64,13 @@ def _one_format(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
-def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callable[..., Any]:
+def _format_choice(
+    choices: tuple[str, ...],
+    func: Callable[..., Any],
+    *,
+    default: str | None = "table",
+    help: str = "Output format.",
+) -> Callable[..., Any]:
     """The two options, with ``--json`` folded into ``fmt`` before the command runs: a
     command that looked at ``fmt`` alone printed a table for ``--json`` (restore did)."""
 
@@ -81,10 +87,10 @@ def _format_choice(choices: tuple[str, ...], func: Callable[..., Any]) -> Callab
         "--format",
         "fmt",
         type=click.Choice(choices),
-        default="table",
-        show_default=True,
+        default=default,
+        show_default=default is not None,
         callback=_one_format,
-        help="Output format.",
+        help=help,
     )(with_json)
 
 
@@ -99,6 +105,14 @@ def report_formats(func: Callable[..., Any]) -> Callable[..., Any]:
     report about sessions (cleanup, archive): ``json`` is the whole report, ``jsonl`` and
     ``csv`` one row per session it names, for scripts and spreadsheets."""
     return _format_choice(FORMATS, func)
+
+
+def conversation_formats(
+    choices: tuple[str, ...], *, default: str | None, help: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--format`` with the formats a conversation is written in (``show``, ``export``)
+    and ``--json``: the shorthand is in every command that has a ``json`` format."""
+    return functools.partial(_format_choice, choices, default=default, help=help)
 
 
 def table_or_json(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ import click
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import clean_line
+from sessiondex.cli.output import clean_line, conversation_formats
 from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
 
 if TYPE_CHECKING:
@@ -117,12 +117,9 @@ def _warn_problems(conv: Conversation) -> None:
 
 @click.command()
 @click.argument("arg", shell_complete=complete_session)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "md", "json"]),
+@conversation_formats(
+    ("text", "md", "json"),
     default="text",
-    show_default=True,
     help="text for the terminal, md for Markdown, json for the SDK's SessionMessage objects.",
 )
 @click.option(
@@ -134,6 +131,7 @@ def _warn_problems(conv: Conversation) -> None:
 def show(
     arg: str,
     fmt: str,
+    as_json: bool,
     uuids: bool,
     tools: bool,
     subagents: bool,
@@ -245,13 +243,11 @@ def _chain(head: list[str], rest: Iterator[str]) -> Iterator[str]:
     help="File to write (refused if it exists, unless --force; never inside a config "
     "dir's projects/ or over the index); - for stdout.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["md", "html", "json"]),
+@conversation_formats(
+    ("md", "html", "json"),
     default=None,
-    help="Default: from FILE's extension (.md, .html, .json; none: md); another "
-    "extension is an error.",
+    help="Default: from FILE's extension (.md, .markdown, .txt or none: md; .html or"
+    " .htm: html; .json: json); another extension is an error.",
 )
 @click.option("--force", is_flag=True, help="Overwrite FILE if it exists.")
 @_conversation_options
@@ -259,6 +255,7 @@ def export(
     arg: str,
     output: str,
     fmt: str | None,
+    as_json: bool,
     force: bool,
     tools: bool,
     subagents: bool,

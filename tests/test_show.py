@@ -1009,3 +1009,22 @@ def test_a_copied_subagent_transcript_shows_that_subagent(tmp_path: Path, with_m
         assert resumed.exit_code == 1 and resumed.stdout == ""
         assert "Claude Code cannot resume it" in resumed.stderr
         assert "matched by path: it is a subagent's transcript" in said
+
+
+# `--json` is short for `--format json` in every command with a json format; show and
+# export had their own --format without it (helpers 120, 123).
+@pytest.mark.parametrize(
+    ("command", "other"),
+    [(("show",), "md"), (("export", "-o", "-"), "html")],
+)
+def test_json_shorthand_in_show_and_export(
+    tmp_path: Path, command: tuple[str, ...], other: str
+) -> None:
+    tree, s, _ = _session(tmp_path, "plain")
+    name, *rest = command
+    longhand = _run(tree, tmp_path, name, s.session_id, *rest, "--format", "json")
+    shorthand = _run(tree, tmp_path, name, s.session_id, *rest, "--json")
+    assert longhand.exit_code == shorthand.exit_code == 0
+    assert json.loads(shorthand.stdout) == json.loads(longhand.stdout) != []
+    both = _run(tree, tmp_path, name, s.session_id, *rest, "--json", "--format", other)
+    assert both.exit_code == 2 and "disagree" in both.output
