@@ -116,15 +116,15 @@ def not_found_id(session_id: str) -> NotFound:
 
 def _row_from_file(path: Path) -> dict[str, Any] | None:
     """A session row folded straight from a transcript outside the index (a path
-    argument naming a file anywhere), with the same rules as the indexer. Its session
-    ID is the one its records carry (a copy named ``backup.jsonl`` is still that
-    session, and ``claude --resume`` needs the ID), else the file's name. The row also
+    argument naming a file anywhere), with the same rules as the indexer. The row also
     carries what the index keeps in tables of its own (``_branches``, ``_links``,
     ``_mentions``) for :func:`to_object_external`.
 
-    Where it belongs: a file under ``<dir>/projects/<key>/`` is in that config dir and
-    project; anywhere else it is in none (``config_dir`` null, the project key its cwd's),
-    and Claude Code opens it by path (``claude --resume <path>``)."""
+    Where it belongs: a file named ``<session ID>.jsonl`` under ``<dir>/projects/<key>/``
+    is that session of that config dir and project, as Claude Code opens it; any other
+    file is in none (``config_dir`` null, the project key its cwd's, the ID its records
+    carry: a copy named ``backup.jsonl`` is still that session), and Claude Code opens
+    it by path (``claude --resume <path>``)."""
     state = SessionState()
     branches: set[str] = set()
     links: set[str] = set()
@@ -139,16 +139,19 @@ def _row_from_file(path: Path) -> dict[str, Any] | None:
                 inside = record["sessionId"]
         st = os.fstat(stream.fileno())
     state.finish()
-    stem = inside or path.name[: -len(".jsonl")]
-    if not is_session_id(stem):
+    name = path.name[: -len(".jsonl")]
+    # Claude Code opens a session of a config dir by its file's name, whatever ID the
+    # records carry (a copy saved under another UUID): only such a name is one there.
+    in_config_dir = path.parent.parent.name == "projects" and is_session_id(name)
+    session_id = name if in_config_dir else inside or name
+    if not is_session_id(session_id):
         return None  # notes.jsonl and the like: Claude Code ignores them, so do we
     row = state.columns()
-    in_config_dir = path.parent.parent.name == "projects"
     row.update(
         id=-1,
         root=str(path.parent.parent.parent) if in_config_dir else None,
         project_key=path.parent.name if in_config_dir else _key_of(row.get("cwd")),
-        session_id=stem,
+        session_id=session_id,
         file_path=str(path),
         mtime_ns=st.st_mtime_ns,
         file_size=st.st_size,

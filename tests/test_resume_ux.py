@@ -270,6 +270,38 @@ def test_a_loose_transcript_s_resume_line_is_quoted_once(tmp_path: Path) -> None
         assert shlex.split(line)[-3:] == ["claude", "--resume", str(path)]
 
 
+@pytest.mark.parametrize("copy_name", ["bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", "backup"])
+def test_a_copy_in_a_projects_layout_resumes_the_file_named(tmp_path: Path, copy_name: str) -> None:
+    """A transcript copied under another name inside a ``projects/<key>/`` that is not
+    indexed (a backup config dir) holds its original's ID in its records. Claude Code
+    opens a session by its file's name, so the line named the records' ID in that config
+    dir, where no such file is (helper 124): a UUID name is that session there; any other
+    name is opened by its path."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(tmp_path))
+    s.user("copied talk")
+    s.write()
+    backup = tmp_path / "backup"
+    copy = backup / "projects" / s.path.parent.name / f"{copy_name}.jsonl"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(s.path.read_bytes())
+    s.path.unlink()
+    db = str(tmp_path / "index.db")
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", db, "resolve", "--json", str(copy)]
+    )
+    assert result.exit_code == 0, result.output
+    (obj,) = json.loads(result.stdout)
+    words = shlex.split(obj["resume_command"])
+    if copy_name == "backup":
+        assert obj["config_dir"] is None and words[-3:] == ["claude", "--resume", str(copy)]
+    else:
+        assert obj["session_id"] == copy_name and obj["config_dir"] == str(backup)
+        assert words[-4:] == [f"CLAUDE_CONFIG_DIR={backup}", "claude", "--resume", copy_name]
+        projects = Path(obj["config_dir"]) / "projects" / obj["project_key"]
+        assert (projects / f"{obj['session_id']}.jsonl").samefile(copy)
+
+
 _SID = "3f2a9c1e-0000-4000-8000-000000000001"
 
 
