@@ -152,6 +152,22 @@ def _job(
         click.echo(f"The archive job runs daily at {hour:02d}:{minute:02d}: {' '.join(command)}")
 
 
+def _refuse_job_options_alone() -> None:
+    """The options that shape a job, given with no job to shape: a usage error, not an
+    archive run that ignored them (``archive --at 09:30`` archived now, silently)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    for name, flag in (
+        ("print_only", "--print"),
+        ("at", "--at"),
+        ("scheduler", "--scheduler"),
+        ("no_activate", "--no-activate"),
+    ):
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            raise click.UsageError(f"{flag} goes with --install-job or --uninstall-job")
+
+
 @click.command()
 @click.option(
     "--expiring-within",
@@ -277,8 +293,7 @@ def archive(
             cwd,
         )
         return
-    if print_only:
-        raise click.UsageError("--print goes with --install-job or --uninstall-job")
+    _refuse_job_options_alone()
     from sessiondex.transcripts.archive import ArchiveError
 
     state.fresh_db()

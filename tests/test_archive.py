@@ -510,6 +510,19 @@ def test_install_job_writes_exactly_its_files_and_uninstall_removes_them(tmp_pat
     assert _run(tree, db, *args, "--install-job", "--at", "25:00").exit_code == 2
 
 
+@pytest.mark.parametrize(
+    "options",
+    [("--print",), ("--at", "09:30"), ("--scheduler", "cron"), ("--no-activate",)],
+)
+def test_job_options_without_a_job_are_a_usage_error(tmp_path: Path, options: tuple) -> None:
+    """They shaped nothing: ``archive --at 09:30 --dry-run`` ran an archive and ignored
+    the time (helper 123)."""
+    tree = ConfigTree(tmp_path / "claude")
+    result = _run(tree, tmp_path / "index.db", "archive", "--dry-run", *options)
+    assert result.exit_code == 2
+    assert f"{options[0]} goes with --install-job or --uninstall-job" in result.output
+
+
 def test_activation_runs_the_scheduler_commands(tmp_path: Path) -> None:
     job = _job(tmp_path, schedule.SYSTEMD)
     ran: list[list[str]] = []
