@@ -293,7 +293,7 @@ def restore(
     from sessiondex.indexer.refresh import ingest_path
     from sessiondex.indexer.stats import RefreshStats
     from sessiondex.query.archives import archived_ids_with_prefix
-    from sessiondex.query.resolve import Ambiguous, NotFound, is_id_prefix
+    from sessiondex.query.resolve import MIN_PREFIX, Ambiguous, NotFound, is_id_prefix
     from sessiondex.transcripts.archive import RestoreRefused, restore_session_archive
     from sessiondex.transcripts.discover import iter_subagent_files
 
@@ -310,6 +310,12 @@ def restore(
             )
         row = newest_archive(db, ids[0]) if ids else None
     if row is None:
+        short = session_id.strip()
+        if short and len(short) < MIN_PREFIX and archived_ids_with_prefix(db, short):
+            raise NotFound(
+                f"{short} is too short for an ID: give at least {MIN_PREFIX} characters"
+                " (as `list --include-archived` shows)"
+            )
         raise NotFound(f"No archived session with ID: {session_id}")
     live = live_transcripts(db, row["session_id"], roots)
     if live:

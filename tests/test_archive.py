@@ -26,6 +26,7 @@ from sessiondex.actions.archive import ALREADY, ARCHIVED, default_archive_dir
 from sessiondex.cli.archive_cmd import watch_rescue
 from sessiondex.cli.main import cli
 from sessiondex.index import Index
+from sessiondex.query.resolve import NotFound
 from tests.builders import ConfigTree, run_cli_in_bind_mount
 
 NOW = 1_800_000_000.0
@@ -934,6 +935,12 @@ def test_restore_takes_the_short_id_list_shows(tmp_path: Path) -> None:
         assert [r.status for r in _archive(index, tmp_path).results] == [ARCHIVED]
         s.path.unlink()
         index.refresh()
+        # Shorter than list shows is too short, and says so rather than "not found"
+        # of a session that is archived (helper 123).
+        with pytest.raises(NotFound, match="too short for an ID: give at least 8"):
+            index.restore(s.session_id[:7])
+        with pytest.raises(NotFound, match="No archived session with ID: 0000000"):
+            index.restore("0000000")
         restored = index.restore(s.session_id[:8].upper())
     assert restored.session_id == s.session_id and s.path.is_file()
 
