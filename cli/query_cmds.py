@@ -153,7 +153,7 @@ def _marks(rows: list[dict[str, Any]], fmt: str) -> dict[str, Any]:
 
 def _no_sessions(db: Any, filters: Any) -> str:
     """What an empty ``list`` says: which wider scope to try, and ``--all-kinds`` when the
-    sessions in scope are all of the kinds it hides (-p/SDK, sidechain, /loop, hidden)."""
+    sessions in scope are all of the kinds it hides (:data:`HIDDEN_KINDS`)."""
     from dataclasses import replace
 
     from sessiondex.query.listing import list_sessions
@@ -161,13 +161,10 @@ def _no_sessions(db: Any, filters: Any) -> str:
     tries = {"worktree": ["--scope repo", "--scope all"], "repo": ["--scope all"]}.get(
         filters.scope, []
     )
+    said = "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
     if not filters.all_kinds and list_sessions(db, replace(filters, all_kinds=True, limit=1)):
-        tries.insert(
-            0,
-            "--all-kinds (-p/SDK, sidechain, /loop, team, daemon, superseded and"
-            " picker-archived sessions are hidden)",
-        )
-    return "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
+        said += f" Hidden kinds match it: try --all-kinds ({HIDDEN_KINDS})."  # as search says
+    return said
 
 
 def _warn_expiring(db: Any, rows: list[dict[str, Any]], cwd: str | None) -> None:

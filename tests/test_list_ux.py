@@ -272,8 +272,9 @@ def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
             False,
             ("sdk-py", "sdk-cli"),
             "all",
-            "No sessions in this scope (try --all-kinds (-p/SDK, sidechain, /loop, team,"
-            " daemon, superseded and picker-archived sessions are hidden)).\n",
+            "No sessions in this scope. Hidden kinds match it: try --all-kinds (-p/SDK,"
+            " sidechain, /loop, team, daemon, superseded, picker-archived and"
+            " __hidden-tagged sessions).\n",
         ),
     ],
 )
