@@ -24,6 +24,7 @@ def config(fmt: str, as_json: bool) -> None:
     Example:
         sessiondex config
         sessiondex --config-dir ~/old/.claude config --json
+        mkdir -p ~/.config/sessiondex
         printf 'scope = "repo"\\ncolor = "never"\\n' > ~/.config/sessiondex/config.toml
     """
     from sessiondex.cli.output import dumps, render_table

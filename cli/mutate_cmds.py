@@ -214,8 +214,8 @@ def delete(arg: str, yes: bool, cwd: str | None) -> None:
     """Delete a session's transcript and its subagent folder, for good.
 
     Asks first unless --yes; without a terminal to ask on, --yes is required.
-    (A softer alternative: `sessiondex tag ARG __hidden` hides it from list and
-    search; `sessiondex untag ARG` brings it back.)
+    (A softer alternative: `sessiondex tag ARG __hidden` hides it from list,
+    search, from-pr and pick; `sessiondex untag ARG` brings it back.)
 
     \b
     Example:

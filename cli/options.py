@@ -76,7 +76,7 @@ def _apply_scope_options(
         click.option(
             "--include-archived",
             is_flag=True,
-            help="Include sessions archived by cleanup --archive.",
+            help="Include sessions archived by sessiondex archive or cleanup --archive.",
         ),
         click.option(
             "--limit",

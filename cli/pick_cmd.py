@@ -83,15 +83,21 @@ def choose_session(
     type=click.Choice(["worktree", "repo", "all"]),
     default="worktree",
     show_default=True,
-    help="Where to start (Ctrl+W and Ctrl+A switch while open).",
+    help="Where to start (Ctrl+W and Ctrl+A switch while open). The default can be"
+    " set in config.toml (sessiondex config).",
 )
 @click.option("--query", "-q", default="", metavar="TEXT", help="Start with this search.")
 @click.option(
     "--all-kinds",
     is_flag=True,
-    help="Also show -p/SDK, /loop, sidechain, team, daemon and superseded sessions.",
+    help="Also show -p/SDK, /loop, sidechain, team, daemon, superseded, picker-archived"
+    " and __hidden-tagged sessions.",
 )
-@click.option("--include-archived", is_flag=True, help="Also show archived sessions.")
+@click.option(
+    "--include-archived",
+    is_flag=True,
+    help="Also show sessions archived by sessiondex archive or cleanup --archive.",
+)
 @click.option("--exec", "run", is_flag=True, help="Run the resume command instead of printing it.")
 @click.option("--print-id", is_flag=True, help="Print only the chosen session's ID.")
 @click.pass_context
