@@ -15,8 +15,8 @@ from sessiondex.transcripts.pr_urls import (
     PullRequest,
     find_pr_urls,
     is_link_text,
-    link_url_host,
     parse_pr_url,
+    unknown_forge_link,
 )
 from sessiondex.transcripts.records import (
     CHAIN_TYPES,
@@ -206,7 +206,9 @@ class SessionState:
 
 
 def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
-    """A ``pr-link`` record's PR, normalized; a URL we cannot parse is kept as given."""
+    """A ``pr-link`` record's PR, normalized; a forge's URL we cannot parse is kept,
+    normalized as far as we can (:func:`unknown_forge_link`), with the record's
+    positive ``prNumber``."""
     url = get_str(record, "prUrl")
     if url is None or not is_link_text(url):
         return None
@@ -214,13 +216,14 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     if parsed is not None:
         return parsed
     number = record.get("prNumber")
-    if not isinstance(number, int) or isinstance(number, bool):
+    if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**63:
         return None
-    host = link_url_host(url)
-    if host is None:
+    link = unknown_forge_link(url)
+    if link is None:
         return None
+    normalized, host = link
     return PullRequest(
-        url=url,
+        url=normalized,
         number=number,
         repository=get_str(record, "prRepository") or "",
         host=host,

@@ -40,7 +40,8 @@ from typing import Any
 # 30: :80 and :443 are dropped from a PR URL whatever the scheme pasted (pr_urls.py)
 # 31: an empty <command-name> is no command fallback for first_prompt (records.py)
 # 32: a year below 1000 is written with four digits in ISO times (objects.py iso_ms)
-DERIVATION_VERSION = 32
+# 33: an unknown forge's pr-link URL is normalized; its prNumber must be positive (derive.py)
+DERIVATION_VERSION = 33
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

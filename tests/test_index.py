@@ -1158,11 +1158,19 @@ def test_tool_output_is_searchable_only_with_tools(tmp_path: Path) -> None:
     ("url", "kept"),
     [
         ("https://github.com/o/r/pull/3", "https://github.com/o/r/pull/3"),
-        # a forge our parser does not know: kept as given (docs/pull-requests.md)
+        # a forge our parser does not know: kept (docs/pull-requests.md), normalized as
+        # far as its path allows: https, host case, credentials, default port, trailing
+        # slash, query and fragment (the spec's normalized form; helper 120)
         (
             "https://dev.azure.com/o/p/_git/r/pullrequest/3",
             "https://dev.azure.com/o/p/_git/r/pullrequest/3",
         ),
+        (
+            "HTTP://u:tok@Dev.Azure.COM:443/o/p/_git/r/pullrequest/3/?tab=x#frag",
+            "https://dev.azure.com/o/p/_git/r/pullrequest/3",
+        ),
+        ("https://forge.example:8443/o/r/pr/3", "https://forge.example:8443/o/r/pr/3"),
+        ("https://forge.example:99999/o/r/pr/3", None),  # no port at all
         # not a URL at all: no link (it used to be one, on host "not a url", provider github)
         ("not a url", None),
         ("ftp://example.com/pull/3", None),
@@ -1185,6 +1193,18 @@ def test_a_pr_link_record_needs_a_web_url(tmp_path: Path, url: str, kept: str | 
     record = {"type": "pr-link", "prNumber": 3, "prUrl": url, "prRepository": "o/r"}
     link = pr_link_from_record(record)
     assert (link.url if link else None) == kept
+    if link is not None:
+        assert link.url.startswith(f"https://{link.host}/")
+
+
+@pytest.mark.parametrize(("number", "kept"), [(3, True), (0, False), (-3, False), (2**63, False)])
+def test_an_unknown_forge_s_link_needs_a_pr_number(number: int, kept: bool) -> None:
+    """A PR number is positive and fits SQLite; ``-3`` was kept as the link's number."""
+    from sessiondex.indexer.derive import pr_link_from_record
+
+    url = "https://dev.azure.com/o/p/_git/r/pullrequest/3"
+    record = {"type": "pr-link", "prNumber": number, "prUrl": url}
+    assert (pr_link_from_record(record) is not None) == kept
 
 
 def test_a_deleted_config_dir_leaves_the_shared_index(tmp_path: Path) -> None:

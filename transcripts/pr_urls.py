@@ -124,12 +124,15 @@ def canonical_host(host: str) -> str:
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
 
 
-def link_url_host(url: str) -> str | None:
-    """The host of a ``pr-link`` record's ``prUrl`` that :func:`parse_pr_url` does not
-    know (a forge it cannot parse, kept as given rather than lost), when the text is a
-    web URL at all: ``http(s)``, a dotted host, and no whitespace, control or format
-    character (a newline, an escape, a bidi override) nor one a URL spells %-encoded.
-    None: no link (``urlsplit`` alone would drop a newline and accept the rest)."""
+def unknown_forge_link(url: str) -> tuple[str, str] | None:
+    """The normalised URL and host of a ``pr-link`` record's ``prUrl`` that
+    :func:`parse_pr_url` does not know (a forge it cannot parse, kept rather than lost),
+    when the text is a web URL at all: ``http(s)``, a dotted host, and no whitespace,
+    control or format character (a newline, an escape, a bidi override) nor one a URL
+    spells %-encoded. None: no link (``urlsplit`` alone would drop a newline and accept
+    the rest). Normalised as a known forge's URL is, as far as a path we cannot read
+    allows: ``https://``, the host in lower case without credentials or a default port,
+    the path without a trailing slash, no query, no fragment."""
     if not is_link_text(url) or any(ch in _NOT_IN_URLS for ch in url):
         return None
     from urllib.parse import urlsplit
@@ -137,11 +140,13 @@ def link_url_host(url: str) -> str | None:
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
+        port = parts.port
     except ValueError:
         return None
     if parts.scheme.lower() not in ("http", "https") or "." not in host:
         return None
-    return host
+    host = canonical_host(_without_default_port(host if port is None else f"{host}:{port}"))
+    return f"https://{host}{parts.path.rstrip('/')}", host
 
 
 def is_link_text(url: str) -> bool:
