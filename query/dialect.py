@@ -118,21 +118,28 @@ class SqliteDialect:
 
     def message_hits_sql(self, where: str, activity: str) -> str:
         """Each session's best message ``(session id, score, message id, activity)``
-        (SQLite gives a bare column the values of the row that holds the ``min()``)."""
+        (SQLite gives a bare column the values of the row that holds the ``min()``).
+
+        ``CROSS JOIN`` keeps FTS5 the outer loop. With a narrow ``where`` (the sessions
+        holding a search's rarest word: ``s.id IN (…)``) SQLite otherwise started from
+        the sessions and asked FTS5 for each of their messages by rowid, walking the
+        word's doclist once per message: a question in plain words took 2 s against one
+        6,000-message session, 0.01 s so."""
         return (
             f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {activity} AS activity"
-            " FROM messages_fts f JOIN messages m ON m.id = f.rowid"
-            " JOIN sessions s ON s.id = m.session_rowid"
+            " FROM messages_fts f CROSS JOIN messages m ON m.id = f.rowid"
+            " CROSS JOIN sessions s ON s.id = m.session_rowid"
             f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
     def message_holders_sql(self, where: str) -> str:
         """The sessions in scope with a message that matches, unranked (param: match,
-        then where's): FTS5 walks the doclist without a bm25 per row."""
+        then where's): FTS5 walks the doclist once, without a bm25 per row (``CROSS
+        JOIN``: see :meth:`message_hits_sql`)."""
         return (
-            "SELECT DISTINCT m.session_rowid FROM messages_fts f JOIN messages m"
-            " ON m.id = f.rowid JOIN sessions s ON s.id = m.session_rowid"
+            "SELECT DISTINCT m.session_rowid FROM messages_fts f CROSS JOIN messages m"
+            " ON m.id = f.rowid CROSS JOIN sessions s ON s.id = m.session_rowid"
             f" WHERE messages_fts MATCH ? AND {where}"
         )
 

@@ -116,3 +116,37 @@ def test_the_shortcut_is_taken(index: Any, monkeypatch: pytest.MonkeyPatch) -> N
     finally:
         index.conn.set_trace_callback(None)
     assert any("s.id IN (" in sql and "min(f.rank)" in sql for sql in asked)
+
+
+def test_fts5_drives_every_narrowed_join(tmp_path: Any) -> None:
+    """Narrowed to the sessions holding the rarest word (``s.id IN (…)``), SQLite chose
+    to start from those sessions and probe FTS5 for each of their messages by rowid
+    (``VIRTUAL TABLE INDEX 0:=M1``), walking a common word's doclist once per message: a
+    plain question took seconds against one long session (helper 127). FTS5 must be
+    the outer loop of every statement the search runs, as the plans say."""
+    tree = ConfigTree(tmp_path / "claude")
+    long = tree.session(cwd="/w/app")
+    long.user("the kubernetes deploy keeps failing")
+    for step in range(200):
+        long.user(f"step {step}: the test is still failing")
+        long.assistant(f"looked at step {step}; the fixture was stale")
+    long.write()
+    for _ in range(5):
+        short = tree.session(cwd="/w/app")
+        short.user("the test is failing again")
+        short.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    try:
+        outcome = run_search(db, "the test is still failing kubernetes", Filters(scope="all"))
+    finally:
+        db.conn.set_trace_callback(None)
+    assert [r["session_id"] for r in outcome.rows] == [long.session_id]
+    joins = [sql for sql in dict.fromkeys(asked) if "messages_fts f" in sql and "JOIN" in sql]
+    assert any("s.id IN (" in sql for sql in joins)  # the narrowed statements ran
+    for sql in joins:
+        plan = [row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        probes = [step for step in plan if "VIRTUAL TABLE INDEX 0:=" in step]
+        assert not probes, (sql, plan)
