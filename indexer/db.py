@@ -35,6 +35,8 @@ from sessiondex.indexer.faults import (
     BUSY,
     CANTOPEN,
     CORRUPT,
+    FULL,
+    IO,
     READONLY,
     classify,
     file_identity,
@@ -151,8 +153,10 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
             kind = classify(exc)
             if kind == CORRUPT:
                 raise
-            if kind in (CANTOPEN, READONLY) and not immutable:
-                continue  # no -shm can be made here: read the file as it stands
+            if kind in (CANTOPEN, READONLY, FULL, IO) and not immutable:
+                # No -shm can be made here (a read-only directory, a full disk: SQLite
+                # says IOERR_SHMSIZE): read the file as it stands.
+                continue
             return None
         if (
             applied != set(MIGRATION_NAMES)

@@ -589,6 +589,33 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
         db.close()
 
 
+def test_a_full_disk_with_no_room_for_the_shm_file_still_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index closed cleanly has no ``-shm``; on a full disk a reader cannot make one,
+    and SQLite says "disk I/O error" (IOERR_SHMSIZE). Every reading command failed so,
+    where a read-only directory answers from the file as it stands (helper 122)."""
+    world = World(tmp_path)
+    real_connect = sqlite3.connect
+
+    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        # Every open of the index but an immutable one needs the -shm it cannot make.
+        text = str(database)
+        if str(world.db) in text and "immutable=1" not in text:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    quiet = world.run("--no-refresh", "list", "--scope", "all", "--all-kinds", "--json")
+    no_traceback(quiet)
+    assert World.ids(quiet) == world.expected
+    found = world.run("search", WORD, "--scope", "all", "--json")
+    no_traceback(found)
+    assert World.ids(found) == {world.sid}
+    shown = world.run("--no-refresh", "show", world.sid)
+    assert shown.exit_code == 0 and "feeding" in shown.stdout
+
+
 STDOUT_COMMANDS = [
     # (arguments, whether the command changed something before printing)
     (["--help"], False),
