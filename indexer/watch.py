@@ -20,7 +20,8 @@ immediate one when inotify reports a queue overflow) catches whatever the stream
 The watcher outlives what goes wrong around it: a file whose ingest fails (unreadable,
 a record the derivation chokes on, the database busy or full for a while) is logged and
 tried again with a growing delay (capped at ``RETRY_MAX``, ``RETRY_LIMIT`` times) while
-every other file goes on; an index file that is deleted or replaced under it (checked on every wake-up: one
+every other file goes on, and a failure of the database itself (full, read-only, busy)
+also brings full passes until one succeeds, however long that takes; an index file that is deleted or replaced under it (checked on every wake-up: one
 ``stat``) or found damaged is reopened — moved aside first when damaged — and rebuilt
 from the transcripts, so readers never meet an empty index that a watcher claims to
 keep current.
@@ -666,15 +667,23 @@ class Watcher:
         except Exception as exc:
             if reason == "catch-up" or classify(exc) == CORRUPT:
                 raise
-            self._dirty = True
-            self._rescan_failures += 1
-            delay = _backoff(self._rescan_failures)
-            self._rescan_retry_at = time.monotonic() + delay
+            delay = self._full_pass_later()
             stats = RefreshStats(
                 errors=[(str(self.db_path), f"{exc}; full pass again in {delay:g}s")]
             )
         self._report(reason, [], stats, started)
         return stats
+
+    def _full_pass_later(self) -> float:
+        """Mark the index behind: a full pass follows, again and again with a growing
+        delay (capped) until one succeeds. For what fails whatever the file (the
+        database full, read-only, busy): no retry limit, the index must catch up once
+        it can be written. Returns the delay."""
+        self._dirty = True
+        self._rescan_failures += 1
+        delay = _backoff(self._rescan_failures)
+        self._rescan_retry_at = time.monotonic() + delay
+        return delay
 
     def _rescan(self, db: Any) -> Any:
         try:
@@ -707,6 +716,11 @@ class Watcher:
                 # One file's failure (or the database's, for a while) never stops the
                 # watcher: the file is tried again later, the others go on.
                 stats.errors.append((path, f"{type(exc).__name__}: {exc}"))
+                if classify(exc) is not None and not self._dirty:
+                    # The database's failure, not the file's (full, read-only, busy):
+                    # the file's retries may run out before it passes, so a full pass
+                    # follows until one succeeds, as after a failed rescan.
+                    self._full_pass_later()
             if len(stats.errors) > errors_before:  # failed, or unreadable: not indexed yet
                 then = self._schedule_retry(path)
                 stats.errors[errors_before:] = [

@@ -966,3 +966,41 @@ def test_a_second_watcher_through_a_symlink_to_the_index_is_refused(tmp_path: Pa
             WatcherLock(tmp_path / "link.db").acquire()
     finally:
         first.release()
+
+
+def test_a_full_disk_outlasting_the_retries_is_caught_up_once_writable(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
+    """A file's retries run out after RETRY_LIMIT (~2 minutes). When what failed was the
+    database (a full disk), not the file, nothing tried again once space came back:
+    readers skip their refresh while a watcher runs, so the session stayed unfound
+    until the periodic rescan, 5 minutes on (helper 122)."""
+    disk = {"full": False}
+    real_ingest, real_refresh = watch_module.ingest_path, watch_module.refresh
+
+    def full(*_args: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    def ingest(*args: Any) -> Any:
+        return full() if disk["full"] else real_ingest(*args)
+
+    def refresh(*args: Any, **kwargs: Any) -> Any:
+        return full() if disk["full"] else real_refresh(*args, **kwargs)
+
+    monkeypatch.setattr(watch_module, "ingest_path", ingest)
+    monkeypatch.setattr(watch_module, "refresh", refresh)
+    monkeypatch.setattr(watch_module, "RETRY_FIRST", 0.01)
+    monkeypatch.setattr(watch_module, "RETRY_MAX", 0.05)
+    monkeypatch.setattr(watch_module, "RETRY_LIMIT", 2)
+    logged: list[str] = []
+    tree = ConfigTree(tmp_path / "claude")
+    start_watcher([tree.root], log=logged.append)  # no periodic rescan (rescan=0)
+    disk["full"] = True
+    session(tree, "/work/a", "written on a full disk")
+    wait_for(lambda: any("left for its next change" in line for line in logged), "giving up")
+    disk["full"] = False  # space comes back; no event follows
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "full disk"), "the session once the disk has room")
+    finally:
+        db.close()
