@@ -52,7 +52,12 @@ from sessiondex.indexer.meta import (
     set_meta,
     write_turn,
 )
-from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
+from sessiondex.indexer.shape import (
+    DERIVATION_VERSION,
+    MIGRATION_NAMES,
+    MIGRATION_SET,
+    SCHEMA_OBJECTS,
+)
 from sessiondex.indexer.textstore import register
 from sessiondex.transcripts.config import default_config_dir
 
@@ -120,6 +125,26 @@ def _uri(target: Path, immutable: bool) -> str:
     return f"file:{uri_path}?mode=ro{'&immutable=1' if immutable else ''}"
 
 
+def check_schema_objects(conn: Any) -> None:
+    """Raise the error of a damaged file when a table or view the migrations made is
+    gone (:data:`~sessiondex.indexer.shape.SCHEMA_OBJECTS`): every query of it would
+    fail "no such table", where a damaged index is rebuilt. Only for an index whose
+    migrations are all recorded; one sqlite_master read."""
+    marks = ", ".join("?" for _ in SCHEMA_OBJECTS)
+    found = {
+        row[0]
+        for row in conn.execute(
+            f"SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name IN ({marks})",
+            sorted(SCHEMA_OBJECTS),
+        )
+    }
+    missing = sorted(SCHEMA_OBJECTS - found)
+    if missing:
+        raise sqlite3.DatabaseError(
+            f"database disk image is malformed: {', '.join(missing)} missing"
+        )
+
+
 def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
     """A read-only handle when the index exists and needs no migration, derivation
     rebuild or repair; else None (the caller opens it the normal way). Raises the
@@ -147,6 +172,8 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
                 )
             )
             lost_triggers = triggers_missing(conn)
+            if applied == set(MIGRATION_NAMES):
+                check_schema_objects(conn)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -481,7 +508,10 @@ def prepare(db: Database) -> Database:
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
     db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-    if migrations.pending(db) or get_meta(db, "derivation_version") != str(DERIVATION_VERSION):
+    pending = migrations.pending(db)
+    if not pending:
+        check_schema_objects(db.conn)
+    if pending or get_meta(db, "derivation_version") != str(DERIVATION_VERSION):
         # Several processes may open a new index at once (a watcher and a reader):
         # take the write lock first, then look again, so one of them migrates.
         with immediate(db):

@@ -92,6 +92,29 @@ MIGRATION_NAMES = (
     "m014_picker_archive",
     "m015_no_directory_in_metadata_search",
 )
+# Every table and view the migrations leave, FTS5's shadow tables included
+# (tests/test_reliability_faults.py checks the list against a new index). With the
+# migrations all recorded, one missing is damage (a table dropped by hand, a tool's
+# mistake): the index is rebuilt, as for a malformed file (indexer/db.py).
+SCHEMA_OBJECTS = frozenset(
+    {
+        "branches",
+        "files",
+        "messages",
+        "meta",
+        "pr_links",
+        "pr_mentions",
+        "sessions",
+        "text_dicts",
+        "message_text",
+        "session_search",
+        *(
+            f"{fts}{shadow}"
+            for fts in ("messages_fts", "session_search_fts")
+            for shadow in ("", "_config", "_data", "_docsize", "_idx")
+        ),
+    }
+)
 
 # File systems stamp mtimes with a coarse clock: a file rewritten within the same tick
 # as our read keeps its size and mtime. Like git's "racy clean" check, a file whose

@@ -144,6 +144,11 @@ def damage(db: Path, kind: str) -> None:
         size = _page_size(data)
         start = (page - 1) * size
         db.write_bytes(data[:start] + noise(size) + data[start + size :])
+    elif kind.startswith("dropped:"):  # a table dropped by hand: "no such table" forever
+        conn = sqlite3.connect(db)
+        conn.execute(f"DROP TABLE {kind.split(':', 1)[1]}")
+        conn.commit()
+        conn.close()
     elif kind == "undecodable-json":
         conn = sqlite3.connect(db)
         conn.execute("UPDATE sessions SET object_json = '{\"session_id\": ' || quote(id)")
@@ -176,9 +181,23 @@ DAMAGES = [
     "bad-page:messages_fts_data",
     "undecodable-json",
     "incomplete-object",
+    # search failed "no such table" and index said all was well; without meta or files
+    # every command failed, index too (helper 122)
+    "dropped:messages_fts",
+    "dropped:meta",
+    "dropped:files",
 ]
-# Damage every command meets: the file does not open, or every answer reads the page.
-DAMAGES_EVERYONE_MEETS = {"truncated", "random-bytes", "binary-file", "bad-page:sessions"}
+# Damage every command meets: the file does not open, every answer reads the page, or
+# the opening finds a table of the schema gone.
+DAMAGES_EVERYONE_MEETS = {
+    "truncated",
+    "random-bytes",
+    "binary-file",
+    "bad-page:sessions",
+    "dropped:messages_fts",
+    "dropped:meta",
+    "dropped:files",
+}
 # A bad page in the full-text index is met by the commands that read or write it (a
 # mutation checks the whole index before it writes); a listing never reads it.
 MEETS_A_BAD_FTS_PAGE = {"search", "rename", "index --rebuild"}
@@ -420,6 +439,25 @@ def test_a_damaged_index_is_moved_aside_and_rebuilt(
         assert index_snapshot(db) == expected
     finally:
         db.close()
+
+
+def test_the_schema_objects_are_what_the_migrations_make(tmp_path: Path) -> None:
+    """``shape.SCHEMA_OBJECTS``, which an opening checks, is the schema of a new index:
+    a migration that adds or drops a table must say so there."""
+    from sessiondex.indexer.shape import SCHEMA_OBJECTS
+
+    db = open_db(tmp_path / "new.db")
+    try:
+        made = {
+            row[0]
+            for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                " AND name NOT LIKE 'sqlite_%' AND name != '_sqlite_migrations'"
+            )
+        }
+    finally:
+        db.close()
+    assert made == SCHEMA_OBJECTS
 
 
 def test_index_rebuild_works_whatever_the_file_holds(tmp_path: Path) -> None:
