@@ -211,6 +211,7 @@ class Hit:
     match: str = ""  # the FTS query the snippet highlights
     terms: tuple[int, ...] = ()  # indexes of the query terms this session holds
     recent: bool = False  # from the newest matching messages, not ranked
+    apart: bool = False  # the terms are in different rows: ranked after every "together"
 
 
 def _weights_sql() -> str:
@@ -458,14 +459,23 @@ def _find(
     spread: dict[int, Hit] = {}
     for rowid in set().union(*per_term):
         held = tuple(i for i, hits in enumerate(per_term) if rowid in hits)
-        best = min((per_term[i][rowid] for i in held), key=lambda h: h.score)
+        # The row shown is the best message, before the metadata: the best-scored row was
+        # often a title or prompt holding a common word, boosted, and its snippet hid the
+        # word the search was for (a rarer word scores better within messages).
+        best = min(
+            (per_term[i][rowid] for i in held), key=lambda h: (h.source != "message", h.score)
+        )
         # Missing words count as 0: the mean over *all* words, so more words is better.
         score = sum(per_term[i][rowid].score for i in held) / len(terms)
         match = dialect.any_of([terms[i] for i in held])
-        spread[rowid] = Hit(rowid, score, best.source, best.fts_rowid, best.activity, match, held)
-    everywhere = {r: h for r, h in spread.items() if len(h.terms) == len(terms)}
-    for rowid, hit in everywhere.items():
-        if rowid not in full or hit.score < full[rowid].score:
+        spread[rowid] = Hit(
+            rowid, score, best.source, best.fts_rowid, best.activity, match, held, apart=True
+        )
+    # A session that holds every word in one row (a message, its metadata) keeps that
+    # hit, whose snippet shows them all; one that holds them only apart comes after
+    # every such session (_ranking), as the README says.
+    for rowid, hit in spread.items():
+        if len(hit.terms) == len(terms) and rowid not in full:
             full[rowid] = hit
     if full:
         return full, {}
@@ -676,7 +686,7 @@ def run_search(
     if terms:
         full, some = _fts(db, lambda: _find(db, terms, where, params, limit, typing), raw, text)
     if full:
-        ranked = _in_order(db, full.values(), lambda h: (h.score, -h.activity))
+        ranked = _in_order(db, full.values(), lambda h: (h.apart, h.score, -h.activity))
         page = ranked[: filters.limit]
         outcome = SearchOutcome(_rows_for(db, page, terms, markers), MATCH, words)
         outcome.newest_first = any(hit.recent for hit in page)

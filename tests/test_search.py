@@ -966,3 +966,37 @@ def test_a_title_outranks_a_passing_mention_of_the_project_s_own_name(tmp_path: 
     assert [r["session_id"] for r in rows][:2] == [titled.session_id, passing.session_id]
     assert rows[0]["matched_by"] == "title"
     assert len(rows) == 2  # a session is not a match for the directory it ran in
+
+
+@pytest.mark.parametrize("query", ["terraform ImagePullBackOff", "ImagePullBackOff terraform"])
+def test_words_together_in_one_message_beat_words_found_apart(tmp_path: Path, query: str) -> None:
+    """The README's promise. A session whose first prompt holds the common word (its
+    metadata hit boosted) and a message the other outranked both sessions that hold the
+    two in one message, and its snippet showed the prompt without the word searched
+    for (helper 127)."""
+    tree = ConfigTree(tmp_path / "claude")
+    long = tree.session(cwd="/w/app")
+    long.user("help me with the terraform modules")
+    for i in range(20):
+        long.user(f"terraform plan for module {i} shows drift")
+        long.assistant(f"I updated terraform state for module {i}.")
+    long.user("after terraform apply the pods fail with ImagePullBackOff")
+    long.write()
+    together = tree.session(cwd="/w/ops")
+    together.user("check the cluster")
+    together.user("terraform apply left the pods in ImagePullBackOff state")
+    together.write()
+    apart = tree.session(cwd="/w/ops")
+    apart.user("terraform cleanup")
+    apart.user("the pods are in ImagePullBackOff state again, check it")
+    apart.write()
+    for k in range(10):
+        other = tree.session(cwd="/w/app")
+        other.user(f"deploy the app to staging {k}")
+        other.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, query, Filters(scope="all"))
+    assert [r["session_id"] for r in rows][-1] == apart.session_id
+    assert {r["session_id"] for r in rows[:2]} == {long.session_id, together.session_id}
+    assert all("[ImagePullBackOff]" in r["snippet"] for r in rows), rows
