@@ -106,9 +106,28 @@ SNIPPET_TOKENS = 12
 SNIPPET_TOKENS_CJK = 32
 
 
+#: FTS5's snippet() takes at most this many tokens.
+SNIPPET_TOKENS_MAX = 64
+
+
 def snippet_tokens(match: str) -> int:
-    """How many tokens a snippet for the FTS query ``match`` holds."""
-    return SNIPPET_TOKENS_CJK if may_hold_cjk(match) else SNIPPET_TOKENS
+    """How many tokens a snippet for the FTS query ``match`` holds: room for its
+    longest phrase beyond the usual. FTS5 keeps the window at the text's start while a
+    phrase's first token is inside it and marks only the tokens within, so a pasted
+    path, identifier or flag (``src/config/loader.rs:14:5``: six tokens) near the
+    twelfth token was shown as ``[src]…``."""
+    import re
+
+    base = SNIPPET_TOKENS_CJK if may_hold_cjk(match) else SNIPPET_TOKENS
+    phrases = re.findall(r'"((?:[^"]|"")*)"', match)
+    longest = max((_token_count(phrase) for phrase in phrases), default=1)
+    return min(SNIPPET_TOKENS_MAX, base + max(0, longest - 1))
+
+
+def _token_count(phrase: str) -> int:
+    """About how many tokens FTS5 makes of ``phrase`` (letters and digits runs, each CJK
+    character one): enough to size a snippet's window."""
+    return len("".join(ch if ch.isalnum() else " " for ch in fts_text(phrase)).split())
 
 
 #: While a query is typed in the picker (``typing``), words found in more messages than

@@ -1000,3 +1000,44 @@ def test_words_together_in_one_message_beat_words_found_apart(tmp_path: Path, qu
     assert [r["session_id"] for r in rows][-1] == apart.session_id
     assert {r["session_id"] for r in rows[:2]} == {long.session_id, together.session_id}
     assert all("[ImagePullBackOff]" in r["snippet"] for r in rows), rows
+
+
+# FTS5 keeps a snippet's window at the text's start while a phrase's first token is in
+# it, and marks only the tokens within: a pasted path, identifier or flag past the
+# twelfth token was shown cut after its first part (helper 127).
+SNIPPET_PROMPTS = [
+    "the pre-commit hook is slow, can I just git commit --no-verify? also rm -rf node_modules",
+    "on windows I get Error: ENOENT: no such file or directory, open"
+    " 'C:\\Users\\marta\\projects\\webapp\\src\\app.ts'",
+    'Traceback (most recent call last):\n  File "/home/dev/api/src/auth/middleware.py",'
+    " line 42, in verify_token\n    payload = jwt.decode(token)",
+    "thread 'main' panicked at 'called `Option::unwrap()` on a `None` value',"
+    " src/config/loader.rs:14:5\nnote: run with RUST_BACKTRACE=1",
+]
+
+
+@pytest.fixture(scope="module")
+def pasted(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("pasted")
+    tree = ConfigTree(root / "claude")
+    s = tree.session(cwd="/w/api")
+    for prompt in SNIPPET_PROMPTS:
+        s.user(prompt)
+    s.write()
+    db = open_db(root / "i.db")
+    refresh(db, [tree.root])
+    return db
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "no-verify",
+        "C:\\Users\\marta\\projects\\webapp\\src\\app.ts",
+        "verify_token",
+        "src/config/loader.rs:14:5",
+    ],
+)
+def test_a_snippet_marks_the_whole_phrase_searched_for(pasted: Any, query: str) -> None:
+    (row,) = search(pasted, query, Filters(scope="all"))
+    assert f"[{query}]" in row["snippet"], row["snippet"]

@@ -220,7 +220,8 @@ def test_transcript_strings_are_escaped_everywhere(web: Web) -> None:
     ]
     for page in pages:
         assert "<script>window" not in page and "<img src=x" not in page
-        assert "javascript:" not in page.replace("javascript:window.__pwned=", "")  # as text only
+        # as text only (a snippet may cut it after the name)
+        assert "javascript:" not in page.replace("javascript:window.__pwned", "")
         assert not re.search(r'href="javascript', page)
         assert " onerror=" not in page.replace("onerror=&#34;", "").replace("onerror=&quot;", "")
     session = pages[1]
