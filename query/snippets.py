@@ -345,6 +345,15 @@ def _instances_at_most(stored: str, terms: list[tuple[str, bool]]) -> int:
     return literal + foldable * len(terms)
 
 
+def _token_occurrences(folded_text: str, term: str, prefix: bool) -> int:
+    """How often ``term`` is a token of ``folded_text`` (a token's start, for a prefix),
+    not a substring: ``3`` is in every timestamp of a log, and taken for the common word
+    it made ``worker`` the rare one of ``worker-3``. Letters and digits make tokens."""
+    edge = r"(?<![^\W_])"
+    pattern = edge + re.escape(term) + ("" if prefix else r"(?![^\W_])")
+    return sum(1 for _ in re.finditer(pattern, folded_text))
+
+
 def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> str:
     """A snippet as FTS5 makes one, for a row where its own would take too long: a
     window of ``tokens`` tokens around the first match of the rarest term (the one a
@@ -362,11 +371,16 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
         return folded in wanted or (bool(prefixes) and folded.startswith(prefixes))
 
     folded_text = fold(stored)
-    present = [(folded_text.count(term), term, prefix) for term, prefix in terms if term]
+    # The rarest; of several as rare, the first in the query (a phrase's first word).
+    present = [
+        (_token_occurrences(folded_text, term, prefix), at, term, prefix)
+        for at, (term, prefix) in enumerate(terms)
+        if term
+    ]
     present = [item for item in present if item[0]]
     if not present:
         return ""
-    _, rare, rare_prefix = min(present)
+    _, _, rare, rare_prefix = min(present)
 
     def anchors(folded: str) -> bool:
         return folded.startswith(rare) if rare_prefix else folded == rare
@@ -401,14 +415,17 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     for i, found in enumerate(window):
         gap = stored[at : found.start()]
         token = found.group()
-        # A matched CJK character right after another, one space apart: one marked run.
+        # Matched tokens one run of text holds (a phrase such as request_id=req-000123,
+        # joined by punctuation alone), or a matched CJK character right after another,
+        # one space apart: one marked run, as FTS5 marks a phrase.
         joined = (
             marked[i]
             and i > 0
             and marked[i - 1]
-            and gap == " "
-            and is_cjk(token[0])
-            and is_cjk(window[i - 1].group()[-1])
+            and (
+                (gap != "" and not any(ch.isspace() for ch in gap))
+                or (gap == " " and is_cjk(token[0]) and is_cjk(window[i - 1].group()[-1]))
+            )
         )
         if joined:
             out[-1] = out[-1][: -len(CLOSE)]  # reopen the run

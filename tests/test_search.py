@@ -471,8 +471,15 @@ def test_match_terms(match: str, terms: list[tuple[str, bool]]) -> None:
         # the index's one-character CJK tokens of a word are one marked run (helper 97),
         # and no ellipsis where only the index's padding comes before
         (" 日 本 語 の テ キ ス ト abc", [("テ", False), ("キ", False), ("ス", False), ("ト", False)],
-         "…の [テ キ ス ト] abc"),
+         "…語 の [テ キ ス ト] abc"),
         (" 犬 犬 犬", [("犬", False)], " [犬 犬 犬]"),
+        # the rarest as a token, not a substring: "3" is in every timestamp of a log,
+        # and "worker" was taken for the rarer, its first match shown (helper 127);
+        # a phrase joined by punctuation is one marked run, as FTS5 marks it
+        ("10:03:33 [worker-0] 10:03:34 [worker-3] x y z",
+         [("worker", False), ("3", False)], "…34 [[worker-3]] x y z"),
+        ("a request_id=req-000123 b", [("request", False), ("id", False), ("req", False),
+         ("000123", False)], "a [request_id=req-000123] b"),
     ],
 )  # fmt: skip
 def test_bounded_snippet(text: str, terms: list[tuple[str, bool]], snippet: str) -> None:
