@@ -133,8 +133,28 @@ def _cleaned_errors() -> Iterator[None]:
     except click.ClickException as exc:
         from sessiondex.cli.output import clean_line
 
+        if isinstance(exc, click.NoSuchOption):
+            exc.message += _dash_hint(exc)  # type: ignore[misc]  # Final only in the stubs
         exc.message = clean_line(exc.message)  # type: ignore[misc]  # Final only in the stubs
         raise
+
+
+def _dash_hint(exc: click.NoSuchOption) -> str:
+    """For a command that takes text (a query, a name, a tag): how to give text that
+    starts with a dash, which click reads as an option (``search --no-verify``)."""
+    ctx = exc.ctx
+    if ctx is None or exc.possibilities:  # a mistyped option: click's "Did you mean"
+        return ""
+    arguments = [p for p in ctx.command.params if isinstance(p, click.Argument)]
+    if not arguments:
+        return ""
+    # click names one letter of a cluster (-rf is "-r"): then the example is generic.
+    example = exc.option_name if exc.option_name.startswith("--") else "'-text'"
+    before = "".join(f" {p.human_readable_name}" for p in arguments[:-1])  # rename ARG
+    return (
+        f" To give text that starts with '-', put -- before it:"
+        f" sessiondex {ctx.info_name}{before} -- {example}"
+    )
 
 
 def _check_text(arg: str) -> None:

@@ -555,3 +555,25 @@ def test_a_config_dir_from_the_environment_that_is_not_utf8_is_one_usage_line(
     assert result.stderr.startswith(f"Error: Invalid value for {variable}: ")
     assert "\\xffdir' is not valid UTF-8" in result.stderr
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["search", "--no-verify"], "put -- before it: sessiondex search -- --no-verify"),
+        (["search", "-rf"], "put -- before it: sessiondex search -- '-text'"),
+        (["rename", "abc", "--draft"], "put -- before it: sessiondex rename ARG -- --draft"),
+        (["search", "--scop", "all", "x"], None),  # a mistyped option: click's own hint
+        (["list", "--no-verify"], None),  # no text to give
+    ],
+)
+def test_text_that_starts_with_a_dash_is_explained(
+    tmp_path: Path, args: list[str], hint: str | None
+) -> None:
+    """``search --no-verify`` (a flag looked for as typed) was a bare "No such option"
+    (helper 127): the usage line says how to give such text."""
+    base = ["--config-dir", str(tmp_path), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, *args])
+    assert result.exit_code == 2
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("Error:")]
+    assert (hint in line) if hint else "put -- before it" not in line, line
