@@ -98,7 +98,7 @@ FUZZY_CUTOFF = 70
 FUZZY_COLUMNS = (
     "s.id, s.session_id, s.forked_from_session, s.object_json, s.custom_title, s.ai_title,"
     " s.agent_name, s.summary, s.last_prompt, s.first_prompt, s.prompt_fallback, s.branches_text,"
-    " s.last_activity_ms, s.mtime_ns"
+    " s.tag, s.last_activity_ms, s.mtime_ns"
 )
 SNIPPET_TOKENS = 12
 #: For a query in CJK, Thai and the like, where each character is a token of its own,
@@ -1027,6 +1027,56 @@ def _symbol_elsewhere(db: Database, query: str, filters: Filters) -> dict[str, i
     }
 
 
+#: What a name (title, tag, branch…) adds to its typo score over a first prompt's: a
+#: tie-break, not a reason to prefer a worse match.
+FUZZY_NAME_BONUS = 1.0
+
+
+def _typo_scores(query: str, texts: list[str]) -> dict[int, float]:
+    """Index of each text close enough to ``query`` → its score (0-100), the better of
+    two. ``WRatio`` compares the whole query with the whole text; but it caps a short
+    query against any long text near 75, so a one-word typo (``strpie``) of a title's
+    word tied with unrelated prompts and recency chose. So each word of the query is
+    also compared with each word of the text (``ratio``: ``strpie``/``stripe`` 83,
+    against ``stories`` 46), the score the mean of each query word's best."""
+    from rapidfuzz import fuzz, process, utils  # only the typo fallback needs it (start-up)
+
+    scores: dict[int, float] = {
+        index: score
+        for _, score, index in process.extract(
+            query,
+            texts,
+            scorer=fuzz.WRatio,
+            processor=utils.default_process,  # case and punctuation aside, as FTS matching
+            score_cutoff=FUZZY_CUTOFF,
+            limit=None,
+        )
+    }
+    query_words = list(dict.fromkeys(utils.default_process(query).split()))
+    if not query_words:
+        return scores
+    holders: dict[str, list[int]] = {}
+    for index, text in enumerate(texts):
+        for word in set(utils.default_process(text).split()):
+            holders.setdefault(word, []).append(index)
+    words = list(holders)
+    totals: dict[int, float] = {}
+    for query_word in query_words:
+        best_here: dict[int, float] = {}
+        for _, score, at in process.extract(
+            query_word, words, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=None
+        ):
+            for index in holders[words[at]]:
+                best_here[index] = max(best_here.get(index, 0.0), score)
+        for index, score in best_here.items():
+            totals[index] = totals.get(index, 0.0) + score
+    for index, total in totals.items():
+        mean = total / len(query_words)
+        if mean >= FUZZY_CUTOFF and mean > scores.get(index, 0.0):
+            scores[index] = mean
+    return scores
+
+
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:
     """Typo tolerance when FTS finds nothing: rapidfuzz ranks titles, names (agent names
     too), branches and first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
@@ -1053,33 +1103,28 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
             columns=FUZZY_COLUMNS,
         )
         rows += [r for r in more if r["id"] not in seen]
-    choices: dict[int, list[str]] = {}
+    # (text, is a name): a name the user gave or saw (title, custom and AI titles, agent
+    # name, tag, branches) wins a tie against the first prompt.
+    flat: list[tuple[int, str, bool]] = []
     for row in rows:
-        texts = [
+        names = [
             display_title(row),
             row.get("custom_title"),
             row.get("ai_title"),
             row.get("agent_name"),
+            row.get("tag"),
             row.get("branches_text"),
-            (row.get("first_prompt") or "")[:200],
         ]
-        choices[row["id"]] = [t for t in texts if t]
-    flat = [(rowid, t) for rowid, texts in choices.items() for t in texts]
-    from rapidfuzz import fuzz, process, utils  # only the typo fallback needs it (start-up)
-
-    scored = process.extract(
-        query,
-        [t for _, t in flat],
-        scorer=fuzz.WRatio,
-        processor=utils.default_process,  # case and punctuation aside, as FTS matching
-        score_cutoff=FUZZY_CUTOFF,
-        limit=None,
-    )
+        flat.extend((row["id"], t, True) for t in names if t)
+        prompt = (row.get("first_prompt") or "")[:200]
+        if prompt:
+            flat.append((row["id"], prompt, False))
     best: dict[int, tuple[float, str]] = {}
-    for choice, score, index in scored:
-        rowid = flat[index][0]
+    for index, score in _typo_scores(query, [t for _, t, _ in flat]).items():
+        rowid, text, is_name = flat[index]
+        score += FUZZY_NAME_BONUS if is_name else 0.0
         if rowid not in best or score > best[rowid][0]:
-            best[rowid] = (score, choice)
+            best[rowid] = (score, text)
     by_id = {r["id"]: r for r in rows}
     ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], -activity_ms(by_id[kv[0]])))
     if filters.limit:

@@ -1214,7 +1214,7 @@ def stale(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     live, back = ConfigTree(base / "live"), ConfigTree(base / "backup")
     x1, x2, x3, x4 = (f"{c * 8}-{c * 4}-4{c * 3}-8{c * 3}-{c * 12}" for c in "1234")
     copies = [  # (tree, cwd, id, prompt, answer, title, mtime)
-        (back, "/w/p", x1, "hello staleword commonword",
+        (back, "/w/p", x1, "hello qxjstale commonword",
          "stale answer https://github.com/acme/shop/pull/7", "Old name", 1_790_000_000),
         (live, "/w/p", x1, "hello liveword commonword", "live answer", "New name", 1_790_001_000),
         (back, "/w/p", x2, "identical twinword commonword", "same", None, 1_790_000_100),
@@ -1263,7 +1263,7 @@ def test_a_page_is_the_top_of_the_ranking_of_newest_copies(stale: dict[str, Any]
         (["from-pr", "https://github.com/acme/shop/pull/7", "--scope", "all"], []),  # stale
         (["from-pr", "https://github.com/acme/shop/pull/8", "--scope", "all"], [3]),
         (["from-pr", "7", "--scope", "all"], []),
-        (["search", "staleword", "--scope", "all"], []),
+        (["search", "qxjstale", "--scope", "all"], []),
         (["search", "backupnew", "--scope", "all"], [3]),
         (["search", "livestale", "--scope", "all"], []),
     ],

@@ -499,3 +499,39 @@ def test_a_highlight_holds_whole_characters_and_only_the_match(
     outcome = run_search(world.db(), query, ALL)
     assert world.names(outcome.rows) == ["one"]
     assert outcome.rows[0]["snippet"] == snippet
+
+
+@pytest.mark.parametrize(
+    ("typo", "wanted"),
+    [
+        ("strpie", "Stripe webhook signature mismatch"),  # a word of the title
+        ("webhok", "Stripe webhook signature mismatch"),
+        ("hotfx", "a tagged one"),  # a tag (it was not among the candidates)
+    ],
+)
+def test_a_typo_of_a_word_finds_its_session_first(tmp_path: Path, typo: str, wanted: str) -> None:
+    """WRatio caps a short query against any longer text near 75: ``strpie`` scored the
+    user's own title as it scored an unrelated, newer prompt, and recency put that
+    first (helper 127). A query word is now compared with each word too."""
+    tree = ConfigTree(tmp_path / "claude")
+    titled = tree.session(cwd="/w/shop", start="2026-11-01T10:00:00.000Z")
+    titled.user("the signature check fails in prod")
+    titled.meta("custom-title", customTitle="Stripe webhook signature mismatch")
+    titled.write()
+    tagged = tree.session(cwd="/w/shop", start="2026-11-02T10:00:00.000Z")
+    tagged.user("a tagged one")
+    tagged.meta("tag", tag="hotfix")
+    tagged.write()
+    for n, prompt in enumerate(
+        ["fatal: refusing to merge unrelated histories", "restore the deleted migration"]
+    ):
+        newer = tree.session(cwd="/w/shop", start=f"2026-11-2{n}T10:00:00.000Z")
+        newer.user(prompt)
+        newer.write()
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+        + ["search", typo, "--scope", "all", "--json"],
+    )
+    rows = json.loads(result.stdout)
+    assert rows[0]["title"] == wanted and rows[0]["matched_by"] == "fuzzy", rows
