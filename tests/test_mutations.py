@@ -585,3 +585,27 @@ def test_a_failed_mutation_says_only_why(world: World, monkeypatch: pytest.Monke
     assert result.stderr.strip().splitlines() == [
         f"Error: cannot write {world.paths['alpha']}: Permission denied"
     ]
+
+
+@pytest.mark.parametrize(
+    ("records", "title"),
+    [
+        # The SDK's rule (reference §4.4 step 10: first_prompt(H), §2.5), which does not
+        # pass over a sidechain line, as our own first_prompt does not (helper 125).
+        (
+            [
+                {"type": "user", "isMeta": True, "message": {"content": "meta"}},
+                {"type": "user", "isSidechain": True, "message": {"content": "side prompt"}},
+                {"type": "user", "message": {"content": "real prompt"}},
+            ],
+            "side prompt",
+        ),
+        ([{"type": "user", "message": {"content": "real prompt"}}], "real prompt"),
+        ([{"type": "ai-title", "aiTitle": "Named"}, {"type": "user", "message": {"content": "p"}}], "Named"),
+        ([], "Forked session"),
+    ],
+)  # fmt: skip
+def test_a_fork_s_default_title_is_the_sdk_s(records: list[dict[str, Any]], title: str) -> None:
+    from sessiondex.transcripts.fork import default_base_title
+
+    assert default_base_title(records) == title

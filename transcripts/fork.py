@@ -78,7 +78,8 @@ def default_base_title(records: list[dict[str, Any]]) -> str:
     clears it), else the last AI title, else the first prompt, else "Forked session".
 
     The SDK's order (custom, AI, first prompt; never last-prompt or summary), read from
-    the whole file so a rename deep in a large transcript is not missed.
+    the whole file so a rename deep in a large transcript is not missed. The first
+    prompt is the one ``first_prompt`` is, a sidechain line's too, as the SDK's.
     """
     custom: str | None = None
     ai: str | None = None
@@ -93,7 +94,7 @@ def default_base_title(records: list[dict[str, Any]]) -> str:
             value = get_str(record, "aiTitle")
             if value is not None:
                 ai = value.strip() or None
-        elif kind == "user" and not prompt.done and record.get("isSidechain") is not True:
+        elif kind == "user" and not prompt.done:
             prompt.feed(record)
     first = prompt.result
     return custom or ai or (display_prompt(first) if first else None) or DEFAULT_BASE_TITLE
