@@ -34,6 +34,7 @@ import os
 import stat
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,16 +328,40 @@ class _Handler(FileSystemEventHandler):
             self._pending.add_file(self._configured_path(path))
 
 
+#: Overflows this close together (within OVERFLOW_WINDOW seconds) are a storm: with more
+#: directories watched than the kernel's queue holds, watchdog's own recovery (every
+#: watch removed and added again, each removal an event) overflows the queue again, for
+#: ever, a core busy and a rescan a second.
+OVERFLOW_STORM = 5
+OVERFLOW_WINDOW = 10.0
+
+
 class OverflowTrap(logging.Handler):
-    """watchdog reports an inotify queue overflow only as a log warning; turn it into an
-    immediate rescan rather than waiting for the periodic one."""
+    """watchdog reports an inotify queue overflow, and a directory it could not watch
+    (the watch limit reached), only as log warnings: turn an overflow into an immediate
+    rescan, and either of the two that says events can no longer be trusted (a
+    directory left unwatched, overflows in a storm) into :attr:`unreliable`, the reason
+    the watcher stops using native events (:meth:`Watcher._leave_native_events`)."""
 
     def __init__(self, on_overflow: Callable[[], None]) -> None:
         super().__init__(logging.WARNING)
         self._on_overflow = on_overflow
+        self._overflows: deque[float] = deque(maxlen=OVERFLOW_STORM)
+        self.unreliable: str | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "overflow" in record.getMessage().lower():
+        message = record.getMessage()
+        if message.lower().startswith("unable to watch"):  # ENOSPC/EMFILE: a dir unseen
+            self.unreliable = message
+            self._on_overflow()
+        elif "overflow" in message.lower():
+            now = time.monotonic()
+            self._overflows.append(now)
+            if (
+                len(self._overflows) == OVERFLOW_STORM
+                and now - self._overflows[0] < OVERFLOW_WINDOW
+            ):
+                self.unreliable = "the inotify event queue overflows again and again"
             self._on_overflow()
 
 
@@ -482,6 +507,29 @@ class Watcher:
         polling.start()
         return polling
 
+    def _leave_native_events(self, reason: str) -> None:
+        """Native events turned out unreliable while watching (:class:`OverflowTrap`):
+        poll from now on, saying why once, and rescan for what was missed. Polling is
+        what ``watch`` does when they are unavailable at start; staying on them, a
+        project dir made after the watch limit was reached was never indexed (readers
+        skip their refresh while a watcher runs), and an overflow storm kept a core
+        busy for good."""
+        self._trap.unreliable = None
+        with self._observer_lock:
+            observer = self._observer
+            if observer is None or observer_name(observer) == "polling":
+                return
+            self.log(
+                f"native file events are no longer reliable ({reason}); polling every "
+                f"{self.poll_interval:g}s instead"
+            )
+            self._watches.clear()
+            observer.stop()
+            self._observer = self._new_observer(poll=True)
+        if observer.is_alive():
+            observer.join(5.0)
+        self._pending.request_rescan()
+
     def _schedule_all(self, observer: BaseObserver) -> None:
         for root in self.roots:
             projects = os.path.join(str(root), "projects")
@@ -574,6 +622,8 @@ class Watcher:
                 if work:
                     db = self._apply(db, work)
                 if now - last_tick >= TICK:
+                    if self._trap.unreliable is not None:
+                        self._leave_native_events(self._trap.unreliable)
                     self._ensure_watches()
                     last_tick = now
         except BaseException as exc:  # surfaced by start()/the CLI, never swallowed

@@ -477,6 +477,51 @@ def test_falls_back_to_polling_when_native_events_fail(
         db.close()
 
 
+# What watchdog logs while it runs when native events can no longer be trusted: a
+# directory left unwatched (the watch limit reached after start: a project made then was
+# never indexed, and nothing said so), or an overflow storm (more dirs watched than the
+# queue holds: its recovery overflows the queue again, for ever, a core busy; helper 126).
+UNRELIABLE = {
+    "limit": [("watchdog.observers.inotify", "Unable to watch %r: %s",
+               ("/c/projects/-new", OSError(28, "inotify watch limit reached")))],
+    "storm": [("watchdog.observers.inotify", "Inotify queue overflowed; reconciling"
+               " recursive watches below %r", ("/c/projects",))] * 5,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("what", sorted(UNRELIABLE))
+def test_events_found_unreliable_while_watching_turn_to_polling(
+    tmp_path: Path, start_watcher, what: str
+) -> None:
+    tree = ConfigTree(tmp_path / "claude")
+    notes: list[str] = []
+    watcher, _ = start_watcher([tree.root], poll_interval=0.1, log=notes.append)
+    assert watcher.observer_kind != "polling"
+    for logger, message, args in UNRELIABLE[what]:
+        logging.getLogger(logger).warning(message, *args)
+    wait_for(lambda: watcher.observer_kind == "polling", "polling")
+    assert sum("no longer reliable" in n for n in notes) == 1, notes
+    s = session(tree, "/work/made-later", "quokka polled")  # a project dir made now
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "quokka"), "the polling observer")
+    finally:
+        db.close()
+    assert watcher.running and s.path.is_file()
+
+
+def test_an_overflow_now_and_then_stays_on_native_events(tmp_path: Path, start_watcher) -> None:
+    """A single overflow is a rescan, not a reason to poll."""
+    tree = ConfigTree(tmp_path / "claude")
+    watcher, batches = start_watcher([tree.root])
+    logging.getLogger("watchdog.observers.inotify_c").warning(
+        "Inotify queue overflowed; filesystem events were lost"
+    )
+    wait_for(lambda: any(r.reason == "rescan" for r in batches.since(0)), "a rescan")
+    time.sleep(1.2)  # past a tick, when the watcher would switch
+    assert watcher.observer_kind != "polling"
+
+
 def test_subagent_events_are_placed_in_their_session(tmp_path: Path) -> None:
     """An event names the subagent file itself: it must map to its session (not be
     mistaken for a vanished path and dropped), directly in subagents/ or deeper."""
