@@ -90,7 +90,11 @@ def _apply_one(
     archive_stats: RefreshStats,
 ) -> Outcome:
     from sessiondex.indexer.archive_ingest import ingest_archive
-    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
+    from sessiondex.transcripts.archive import (
+        ArchiveError,
+        holds_session_as_it_is,
+        write_session_archive,
+    )
     from sessiondex.transcripts.write import WriteRefused, delete_session_files
 
     path = Path(entry.file_path)
@@ -115,6 +119,8 @@ def _apply_one(
     before = _stat_key(os.lstat(path))
     archive: Path | None = None
     kept = None if archive_dir is None else archived_copy_exists(db, archive_dir, entry)
+    if kept is not None and not holds_session_as_it_is(Path(kept), tf):
+        kept = None  # the transcript as archived, its folder not: a new version
     if kept is not None:
         archive = Path(kept)  # this very version is there already (an archive run's)
         outcome.archive = kept
@@ -164,7 +170,10 @@ def _archive_copy(
     """A protected session: archive a copy (Claude Code's sweep ignores our tag), keep it.
     Skipped when the archive dir already holds this exact version."""
     from sessiondex.indexer.archive_ingest import ingest_archive
-    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
+    from sessiondex.transcripts.archive import (
+        ArchiveError,
+        write_session_archive,
+    )
 
     outcome = Outcome(entry.session_id, entry.file_path, FAILED)
     directory = Path(placed(archive_dir))

@@ -810,6 +810,43 @@ def test_cleanup_archive_reuses_the_archive_run_s_copy(tmp_path: Path) -> None:
     assert [r["file_path"] for r in found] == [str(next(arch.rglob("*.tar.gz")))]
 
 
+@pytest.mark.parametrize("change", ["a file added", "a file rewritten", "a file removed"])
+def test_cleanup_archive_writes_a_new_version_when_only_the_folder_changed(
+    tmp_path: Path, change: str
+) -> None:
+    """The archive run's copy was reused because the transcript was as archived; the
+    folder had gained a file since (Claude Code's picker writes ``<id>/archived.json``,
+    a rename ``custom-title.json``, without touching the transcript), and cleanup then
+    deleted the folder with it in no archive: "all archived first" (helper 129)."""
+    import tarfile
+
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "archived first", now - 40 * DAY)
+    _with_folder(s, now - 40 * DAY)
+    db, arch = tmp_path / "index.db", tmp_path / "arch"
+    assert _run(tree, db, "archive", "--to", str(arch)).exit_code == 0
+    folder = s.project_dir / s.session_id
+    changed = folder / ("custom-title.json" if change == "a file added" else "tool-results/r1.txt")
+    if change == "a file removed":
+        changed.unlink()
+    else:
+        changed.write_text('{"customTitle": "precious name"}')
+        os.utime(changed, (now - 20 * DAY, now - 20 * DAY))
+    applied = _run(tree, db, "cleanup", "--apply", "--archive", str(arch), "--json")
+    [outcome] = _json(applied)["results"]
+    assert not s.path.exists() and not folder.exists()
+    with tarfile.open(outcome["archive"]) as tar:
+        names = {m.name.split(f"{s.session_id}/", 1)[-1] for m in tar}
+        member = next((m for m in tar if m.name.endswith(changed.name)), None)
+        kept = None if member is None else tar.extractfile(member).read()  # type: ignore[union-attr]
+    if change == "a file removed":
+        assert "tool-results/r1.txt" not in names
+    else:
+        assert kept == b'{"customTitle": "precious name"}'
+    assert len(list(arch.rglob("*.tar.gz"))) == 2  # the first version stays
+
+
 @pytest.mark.parametrize("linked", ["projects", "project dir"])
 def test_restore_through_a_linked_projects_dir_but_never_a_linked_project_dir(
     tmp_path: Path, linked: str

@@ -247,6 +247,39 @@ def verify_archive(archive: Path, entries: list[_Entry]) -> None:
         raise ArchiveError(f"cannot read back {archive}: {exc}") from None
 
 
+def holds_session_as_it_is(archive: Path, tf: TranscriptFile) -> bool:
+    """Whether ``archive`` holds the session of ``tf`` as it is now on disk: the same
+    members (the transcript, its folder's files, folders and links), each regular file
+    of the same size and mtime, each link to the same target. Reading the headers only
+    (no bytes compared: the archive was verified when written). An archive of the same
+    transcript whose folder changed since (a file added by Claude Code's picker, a
+    subagent's output rewritten) is not the session as it is: deleting the session on
+    its strength would lose the change."""
+    try:
+        entries = {e.arcname: e for e in _entries(tf)}
+        seen: set[str] = set()
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:
+                entry = entries.get(member.name)
+                if entry is None or member.name in seen:
+                    return False
+                seen.add(member.name)
+                mode = entry.st.st_mode
+                if stat.S_ISREG(mode):
+                    if not member.isreg() or member.size != entry.st.st_size:
+                        return False
+                    if member_mtime_ns(member) != entry.st.st_mtime_ns:
+                        return False
+                elif stat.S_ISLNK(mode):
+                    if not member.issym() or member.linkname != os.readlink(entry.path):
+                        return False
+                elif not member.isdir():
+                    return False
+        return seen == set(entries)
+    except (OSError, EOFError, tarfile.TarError):
+        return False
+
+
 def _final_name(directory: Path, session_id: str) -> Path:
     """``<id>.tar.gz``, else ``<id>-2.tar.gz``…: an earlier archive of the same session
     (restored, continued and expired again) is never overwritten."""
