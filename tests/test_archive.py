@@ -279,6 +279,84 @@ def test_restore_refuses_a_leftover_folder_and_writes_nothing(tmp_path: Path) ->
     assert _tree_state(tree.root) == before
 
 
+@pytest.mark.parametrize("member", ["a file", "a folder"])
+def test_restore_writes_nothing_through_a_link_an_archive_holds(
+    tmp_path: Path, member: str
+) -> None:
+    """A doctored archive: a link member in the folder, then a member "under" it. It was
+    written through the link, outside the config dir (helper 129)."""
+    import io
+    import tarfile
+
+    from sessiondex.transcripts.archive import ArchiveError, restore_session_archive
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "doctored", NOW - 40 * DAY)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    prefix = f"projects/{s.project_dir.name}/{s.session_id}"
+    archive = tmp_path / "doctored.tar.gz"
+    with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        tar.add(s.path, arcname=prefix + ".jsonl")
+        folder = tarfile.TarInfo(prefix)
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        link = tarfile.TarInfo(prefix + "/a")
+        link.type, link.linkname = tarfile.SYMTYPE, str(outside)
+        tar.addfile(link)
+        under = tarfile.TarInfo(prefix + ("/a/evil.txt" if member == "a file" else "/a/sub"))
+        if member == "a file":
+            under.size = 6
+            tar.addfile(under, io.BytesIO(b"pwned\n"))
+        else:
+            under.type = tarfile.DIRTYPE
+            tar.addfile(under)
+    s.path.unlink()
+    before = _tree_state(tree.root)
+    with pytest.raises(ArchiveError, match="lies under a link"):
+        restore_session_archive(archive, tree.root)
+    assert list(outside.iterdir()) == [] and _tree_state(tree.root) == before
+
+
+def test_restore_writes_the_transcript_before_the_folder_and_clears_what_a_kill_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed while the transcript was written (the slow part), restore had renamed the
+    folder into place already: every retry said "<id> already exists", beside a partial
+    temporary transcript (helper 129). The folder now comes after the transcript's
+    check, and the temporary names a stopped restore leaves are cleared by the next."""
+    from sessiondex.transcripts import archive as archive_module
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "restored whole", NOW - 40 * DAY)
+    _with_folder(s, NOW - 40 * DAY)
+    folder = s.project_dir / s.session_id
+    with _index(tree, tmp_path) as index:
+        _archive(index, tmp_path)
+        shutil.rmtree(folder)
+        s.path.unlink()
+        index.refresh()
+        stale_tmp = s.project_dir / f".{s.session_id}.0badf00d.tmp"  # what a kill leaves
+        stale_tmp.write_bytes(b"half a transcr")
+        stale_dir = s.project_dir / f".{s.session_id}.k1ll3d"
+        (stale_dir / "subagents").mkdir(parents=True)
+        for path in (stale_tmp, stale_dir):
+            os.utime(path, (time.time() - 3600, time.time() - 3600))
+        real_same_bytes = archive_module._same_bytes
+        folder_while_checking: list[bool] = []
+
+        def same_bytes(*args: Any) -> bool:
+            folder_while_checking.append(folder.exists())
+            return real_same_bytes(*args)
+
+        monkeypatch.setattr(archive_module, "_same_bytes", same_bytes)
+        index.restore(s.session_id)
+    assert folder_while_checking == [False]
+    assert s.path.is_file() and (folder / "tool-results" / "r1.txt").is_file()
+    assert not stale_tmp.exists() and not stale_dir.exists()
+    assert sorted(p.name for p in s.project_dir.iterdir()) == sorted([s.path.name, s.session_id])
+
+
 @pytest.mark.parametrize("where", ["config", "projects", "index"])
 def test_archive_dir_is_never_in_a_config_dir_or_the_index(tmp_path: Path, where: str) -> None:
     tree = ConfigTree(tmp_path / "claude")

@@ -511,12 +511,23 @@ def _restore_plan(tar: tarfile.TarFile, archive: Path) -> tuple[str, str, list[t
         raise ArchiveError(f"{archive} holds no session transcript")
     _, key, sid, _ = layout
     prefix = f"projects/{key}/{sid}"
+    links = {m.name for m in members if m.issym()}
+    seen: set[str] = set()
     for member in members:
         parts = member.name.split("/")
-        if any(p in ("", ".", "..") for p in parts) or not (
-            member.name in (prefix, prefix + ".jsonl") or member.name.startswith(prefix + "/")
+        if (
+            any(p in ("", ".", "..") for p in parts)
+            or not (
+                member.name in (prefix, prefix + ".jsonl") or member.name.startswith(prefix + "/")
+            )
+            or member.name in seen
         ):
             raise ArchiveError(f"{archive}: unexpected member {member.name}")
+        seen.add(member.name)
+        # A member under a link member would be written through the link, wherever it
+        # points (an archive sessiondex writes never holds one: a link is not walked).
+        if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+            raise ArchiveError(f"{archive}: {member.name} lies under a link")
     return key, sid, members
 
 
@@ -559,16 +570,48 @@ def _extract_folder(
         os.utime(target, ns=(mtime_ns, mtime_ns))
 
 
+#: A restore's temporary file or folder this old was left by one that was stopped (a
+#: running one writes or renames its own within seconds).
+INTERRUPTED_SECONDS = 600
+
+
+def _remove_interrupted(project_dir: Path, session_id: str) -> None:
+    """Remove what a restore of ``session_id`` stopped midway left in ``project_dir``:
+    its ``.<id>.<hex>.tmp`` transcript and ``.<id>.<random>`` staging folder, once old
+    enough not to be a running restore's."""
+    cutoff = time.time() - INTERRUPTED_SECONDS
+    try:
+        names = os.listdir(project_dir)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(f".{session_id}."):
+            continue
+        path = project_dir / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_mtime >= cutoff:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        elif stat.S_ISREG(st.st_mode):
+            path.unlink(missing_ok=True)
+
+
 def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
     """Put the session in ``archive`` back into ``config_dir/projects/<key>/``: the
     transcript and its ``<id>/`` folder byte for byte, with their archived mtimes (so the
     restored session is exactly the archived version, and counts as archived).
 
     Never replaces anything: refused (:class:`RestoreRefused`) when ``<id>.jsonl`` or
-    ``<id>/`` exists, or the project dir is a symlink (``projects/`` may be one). The folder is extracted under a
-    temporary name and renamed; the transcript comes last, through a temporary file
-    compared with the archive and hard-linked into place (which fails rather than
-    replace a file that appeared meanwhile): readers see the session whole or not at all.
+    ``<id>/`` exists, or the project dir is a symlink (``projects/`` may be one). The
+    transcript is written first to a temporary file compared with the archive; the
+    folder is extracted under a temporary name and renamed; the transcript is then
+    hard-linked into place (which fails rather than replace a file that appeared
+    meanwhile): readers see the session whole or not at all, and a restore stopped
+    midway leaves temporary names the next one removes.
     """
     try:
         check_whole(archive)  # nothing is written from an archive that is not whole
@@ -590,8 +633,17 @@ def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
             main = next(m for m in members if m.name == prefix + ".jsonl")
             inside = [m for m in members if m.name == prefix or m.name.startswith(prefix + "/")]
             restored_folder: Path | None = None
+            _remove_interrupted(project_dir, sid)
             tmp = project_dir / f".{sid}.{os.urandom(4).hex()}.tmp"
             try:
+                # The transcript first, to a temporary file checked against the archive
+                # (the slow part); then the folder renamed into place and the transcript
+                # linked: a restore stopped midway leaves only temporary names, which
+                # the next one removes, never a folder without its transcript.
+                _extract_member(tar, main, tmp)
+                check = tar.extractfile(main)
+                if check is None or not _same_bytes(check, tmp, main.size):
+                    raise ArchiveError(f"{tmp} does not match {archive} after writing")
                 link = next((m for m in inside if m.name == prefix and m.issym()), None)
                 if link is not None:  # a symlinked folder was stored as the link itself
                     _extract_member(tar, link, folder)
@@ -607,10 +659,6 @@ def restore_session_archive(archive: Path, config_dir: Path) -> RestoredSession:
                         shutil.rmtree(staging, ignore_errors=True)
                         raise
                     restored_folder = folder
-                _extract_member(tar, main, tmp)
-                check = tar.extractfile(main)
-                if check is None or not _same_bytes(check, tmp, main.size):
-                    raise ArchiveError(f"{tmp} does not match {archive} after writing")
                 try:
                     os.link(tmp, transcript)
                 except FileExistsError:
