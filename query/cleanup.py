@@ -249,12 +249,16 @@ def plan_root(
     retention = read_retention(root, cwd, managed)
     effective = days if days is not None else retention.days
     cutoff = _cutoff(now, effective)
-    cc_cutoff = _cutoff(now, retention.days)
     try:
         last = os.lstat(Path(root) / ".last-cleanup").st_mtime
     except OSError:
         last = None
     next_sweep = last + SWEEP_INTERVAL if last is not None and last + SWEEP_INTERVAL > now else None
+    # What Claude Code's next sweep deletes is judged when it can run: a sweep held back
+    # by .last-cleanup a day deletes what is a day older by then ("would delete 0" of a
+    # session 29.5 days old, a sweep in 23 h and 30 days kept, was wrong).
+    sweep_at = next_sweep if next_sweep is not None else now
+    cc_cutoff = _cutoff(sweep_at, retention.days)
     plan = RootPlan(
         str(root),
         retention,
@@ -276,8 +280,13 @@ def plan_root(
             refresh_file(tf)
         row = _row(db, tf) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
         exempt = desktop_exemption(tf.path, row.get("entrypoint"), retention, mtime, now)
+        exempt_then = (
+            exempt
+            if sweep_at == now
+            else desktop_exemption(tf.path, row.get("entrypoint"), retention, mtime, sweep_at)
+        )
         entry = _entry(db, root, tf, row, keep)
-        entry.claude_code_deletes = theirs and exempt is None
+        entry.claude_code_deletes = theirs and exempt_then is None
         entry.exempt_reason = exempt
         if entry.claude_code_deletes:
             cc_deleted.add(entry.file_path)

@@ -333,6 +333,23 @@ def test_next_sweep_from_last_cleanup(world: dict[str, Any]) -> None:
     assert plan.roots[0].next_sweep is None  # at the next start
 
 
+def test_a_sweep_held_back_deletes_what_is_old_by_then(world: dict[str, Any]) -> None:
+    """With the sweep held back 23 hours by ``.last-cleanup``, the dry run said it
+    "would delete" only what is expired now; by the time it can run, a session kept
+    by a second now is a day older and goes too (helper 129)."""
+    tree, s = world["tree"], world["s"]
+    tree.write_file(".last-cleanup", b"x", mtime=NOW - 3600)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    (root,) = plan.roots
+    held_back = {e.session_id for e in root.expired if e.claude_code_deletes}
+    tree.write_file(".last-cleanup", b"x", mtime=NOW - 2 * DAY)
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    at_once = {e.session_id for e in plan.roots[0].expired if e.claude_code_deletes}
+    assert s["edge_out"].session_id not in at_once  # kept by a second, now
+    assert root.claude_code_sessions == plan.roots[0].claude_code_sessions + 1
+    assert held_back == at_once  # ``expired`` is ours: what --apply would delete now
+
+
 # --------------------------------------------------------------------------- apply (library)
 
 
