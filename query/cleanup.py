@@ -279,11 +279,9 @@ def plan_root(
         if refresh_file is not None:
             refresh_file(tf)
         row = _row(db, tf) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
-        exempt = desktop_exemption(tf.path, row.get("entrypoint"), retention, mtime, now)
+        exempt = desktop_exemption(tf.path, retention, mtime, now)
         exempt_then = (
-            exempt
-            if sweep_at == now
-            else desktop_exemption(tf.path, row.get("entrypoint"), retention, mtime, sweep_at)
+            exempt if sweep_at == now else desktop_exemption(tf.path, retention, mtime, sweep_at)
         )
         entry = _entry(db, root, tf, row, keep)
         entry.claude_code_deletes = theirs and exempt_then is None
@@ -496,7 +494,6 @@ def _deleted_by(
         )
         if desktop and desktop_exemption(
             Path(row["file_path"]),
-            row["entrypoint"],
             retention,
             mtime,
             now + horizon,

@@ -270,6 +270,33 @@ def test_managed_retention_lifts_the_desktop_exemption(
     assert world["s"]["desktop"].session_id in _ids(plan.roots[0].to_delete)
 
 
+def test_a_desktop_entrypoint_outside_both_windows_is_no_exemption(tmp_path: Path) -> None:
+    """Claude Code looks for the entrypoint in the first and the last 64 KiB only: a
+    file whose head holds none and whose only desktop one lies between the windows is
+    deleted by its sweep. We took the first entrypoint wherever it was, so cleanup did
+    not list it and the rescue did not archive it (helper 129)."""
+    import orjson
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo")
+    s.user("x" * 80_000, entrypoint=None)  # no entrypoint in the head window
+    s.user("from the desktop app", entrypoint="claude-desktop")
+    s.assistant("filler " * 12_000, entrypoint=None)  # pushes it out of the tail window
+    s.user("back in the terminal", entrypoint="cli")
+    s.write(mtime=NOW - 60 * DAY)
+    lines = [orjson.loads(line) for line in s.path.read_bytes().splitlines()]
+    assert [r.get("entrypoint") for r in lines if r.get("type") == "user"] == [
+        None,
+        "claude-desktop",
+        "cli",
+    ]
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    plan = act.fresh_plan(db, [tree.root], cwd="/work/repo", now=NOW, managed=None)
+    (entry,) = plan.roots[0].expired
+    assert entry.claude_code_deletes and entry.exempt_reason is None
+
+
 def test_desktop_ceiling(world: dict[str, Any]) -> None:
     world["tree"].write_settings({"desktopSessionCleanupPeriodDays": 32})
     plan = act.fresh_plan(

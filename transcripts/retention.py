@@ -257,7 +257,6 @@ def window_desktop(
 
 def desktop_exemption(
     path: Path,
-    entrypoint: str | None,
     retention: Retention,
     mtime: float,
     now: float,
@@ -268,13 +267,14 @@ def desktop_exemption(
 
     ``desktop``: the window test already answered (:func:`window_desktop`, from the
     index); None reads the file's head and tail windows (``cleanup``'s plan, which
-    looks at the files as they are now). Only the release marker is looked at then."""
+    looks at the files as they are now, and the rescue's), as Claude Code reads them:
+    ``entrypoint`` (the file's first, wherever it lies) is not asked, since a desktop
+    one between the windows exempts nothing from the sweep. Only the release marker
+    is looked at then."""
     if retention.source_kind == MANAGED:
         return None  # the exemption does not apply when policy manages retention
     if desktop is None:
-        desktop = entrypoint in DESKTOP_ENTRYPOINTS or any(
-            e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path)
-        )
+        desktop = any(e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path))
     if not desktop:
         return None
     if _released(path):
