@@ -32,7 +32,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import Resource, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from sessiondex.mcp_server.service import SessionService, Settings, UserError
+from sessiondex.mcp_server.service import MAX_OFFSET, SessionService, Settings, UserError
 from sessiondex.render.terminal import neutralize
 
 if TYPE_CHECKING:
@@ -93,6 +93,15 @@ SinceArg = Annotated[
         "such as 2026-11-01 (leave it out for any time).",
         min_length=1,
         max_length=40,
+    ),
+]
+OffsetArg = Annotated[
+    int,
+    Field(
+        description=f"Rows to skip, 0-{MAX_OFFSET}: the offset a previous answer's `more` or"
+        " `truncated` gave.",
+        ge=0,
+        le=MAX_OFFSET,
     ),
 ]
 RefArg = Annotated[
@@ -308,7 +317,8 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
         `message_uuid` it comes from (pass it to read_session as around_message to read
         that part), and resume_command (the shell line that reopens the session). Matched
         words are in [brackets]. When no word matches, close titles are offered. The
-        answer is capped at {cap} characters (rows beyond it are left out and counted)."""
+        answer is capped at {cap} characters (rows beyond it are left out and counted);
+        `more` or `truncated` then gives the offset that reaches the rest."""
     )
     async def search_sessions(
         query: Annotated[
@@ -325,16 +335,18 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
         branch: BranchArg = None,
         since: SinceArg = None,
         limit: Annotated[int, Field(description="Sessions to return, 1-50.", ge=1, le=50)] = 10,
+        offset: OffsetArg = 0,
     ) -> str:
         return await runner.tool(
-            lambda: service.search_sessions(query, scope, cwd, branch, since, limit)
+            lambda: service.search_sessions(query, scope, cwd, branch, since, limit, offset)
         )
 
     @tool(
         f"""Recent Claude Code sessions, newest activity first, like the /resume picker
         (default: every git worktree of the current repository). Returns JSON: per session
         its session_id, title, cwd, git_branch, last_activity, message_count, tag and
-        resume_command. Capped at {cap} characters."""
+        resume_command. Capped at {cap} characters; `more` or `truncated` gives the
+        offset of the next page."""
     )
     async def list_sessions(
         scope: ScopeArg = "repo",
@@ -342,8 +354,11 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
         branch: BranchArg = None,
         since: SinceArg = None,
         limit: Annotated[int, Field(description="Sessions to return, 1-50.", ge=1, le=50)] = 20,
+        offset: OffsetArg = 0,
     ) -> str:
-        return await runner.tool(lambda: service.list_sessions(scope, cwd, branch, since, limit))
+        return await runner.tool(
+            lambda: service.list_sessions(scope, cwd, branch, since, limit, offset)
+        )
 
     @tool(
         """Find one session from a reference, by the rules of `claude --resume`: a

@@ -61,6 +61,16 @@ RESOURCE_LIST_LIMIT = 50
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+#: How far ``offset`` may page a listing or a search: each call ranks every row before
+#: its page, so deep pages cost what a long page does.
+MAX_OFFSET = 500
+
+
+def _check_offset(offset: int) -> None:
+    if not 0 <= offset <= MAX_OFFSET:
+        raise UserError(f"offset must be 0 to {MAX_OFFSET}: narrow the question to go further")
+
+
 class UserError(Exception):
     """A bad argument or a question with no answer: one sentence for the caller."""
 
@@ -232,19 +242,24 @@ class SessionService:
             )
         return session
 
-    def _dump(self, answer: dict[str, Any], rows_key: str | None = None) -> str:
+    def _dump(self, answer: dict[str, Any], rows_key: str | None = None, offset: int = 0) -> str:
         """JSON text within ``max_chars``: rows are dropped from the end (and counted in
-        ``truncated``) until it fits; a single oversized field is cut as a last resort."""
+        ``truncated``, with the ``offset`` that reaches them) until it fits; ``count``
+        stays the number of rows given. A single oversized field is cut as a last
+        resort."""
         text = _json(answer)
         rows = answer.get(rows_key) if rows_key else None
         if isinstance(rows, list) and len(text) > self.settings.max_chars:
             total = len(rows)
             while rows and len(text) > self.settings.max_chars:
                 rows.pop()
+                if "count" in answer:
+                    answer["count"] = len(rows)
+                answer.pop("more", None)  # said by "truncated" now, with the offset
                 answer["truncated"] = (
                     f"{total - len(rows)} of {total} rows left out to stay within"
-                    f" {self.settings.max_chars} characters; ask for fewer (limit) or narrow"
-                    " the question"
+                    f" {self.settings.max_chars} characters; call again with"
+                    f" offset={offset + len(rows)} to see them"
                 )
                 text = _json(answer)
         if len(text) > self.settings.max_chars:
@@ -260,10 +275,12 @@ class SessionService:
         branch: str | None = None,
         since: str | None = None,
         limit: int = 10,
+        offset: int = 0,
     ) -> str:
         text = query.strip()
         if not text:
             raise UserError("query is empty: give words to look for, or a PR/MR URL")
+        _check_offset(offset)
         self._no_nul(query=query, branch=branch, since=since)
         self._not_blank(branch=branch, since=since, cwd=cwd)
 
@@ -277,9 +294,9 @@ class SessionService:
                 cwd=self._cwd(cwd),
                 branch=branch or None,
                 since=since or None,
-                limit=limit + 1,  # one more than shown: whether to say there are more
+                limit=offset + limit + 1,  # one more than shown: whether there are more
             )
-            hits = outcome.rows[:limit]
+            hits = outcome.rows[offset : offset + limit]
             snippets = index.message_snippets(
                 text, [h["file_path"] for h in hits], per_session=SNIPPETS_PER_SESSION
             )
@@ -293,6 +310,8 @@ class SessionService:
                 row["resume_command"] = hit.get("resume_command")
                 sessions.append(row)
             answer: dict[str, Any] = {"query": text, "scope": scope, "count": len(sessions)}
+            if offset:
+                answer["offset"] = offset
             # As the CLI heads them: suggestions, which a model must not take for matches.
             if sessions and outcome.kind == PARTIAL:
                 answer["match"] = "partial"
@@ -303,18 +322,19 @@ class SessionService:
             elif sessions and outcome.kind == FUZZY:
                 answer["match"] = "fuzzy"
                 answer["note"] = "no exact matches; these are the closest titles, not matches"
-            if len(outcome.rows) > limit:
+            if len(outcome.rows) > offset + limit:
                 answer["more"] = (
-                    "more sessions match; raise limit (up to 50) or narrow the query"
+                    f"more sessions match: call again with offset={offset + len(sessions)},"
+                    " or narrow the query"
                     if outcome.kind not in (PARTIAL, FUZZY)
-                    else "there are more suggestions; raise limit (up to 50) to see them"
+                    else f"there are more suggestions: call again with offset={offset + len(sessions)}"
                 )
             if not sessions:
                 answer["note"] = "no session matches; try other words" + (
                     "" if scope == "all" else " or scope='all'"
                 )
             answer["sessions"] = sessions
-            return self._dump(answer, "sessions")
+            return self._dump(answer, "sessions", offset)
 
         return self.answer("search_sessions", run)
 
@@ -325,9 +345,11 @@ class SessionService:
         branch: str | None = None,
         since: str | None = None,
         limit: int = 20,
+        offset: int = 0,
     ) -> str:
         self._no_nul(branch=branch, since=since)
         self._not_blank(branch=branch, since=since, cwd=cwd)
+        _check_offset(offset)
 
         def run() -> str:
             rows = self.index().list(
@@ -335,12 +357,17 @@ class SessionService:
                 cwd=self._cwd(cwd),
                 branch=branch or None,
                 since=since or None,
-                limit=limit,
+                limit=offset + limit + 1,  # one more than shown: whether there are more
             )
-            sessions = [{**summary(r), "resume_command": r.get("resume_command")} for r in rows]
+            page = rows[offset : offset + limit]
+            sessions = [{**summary(r), "resume_command": r.get("resume_command")} for r in page]
             answer: dict[str, Any] = {"scope": scope, "count": len(sessions)}
+            if offset:
+                answer["offset"] = offset
+            if len(rows) > offset + limit:
+                answer["more"] = f"more sessions: call again with offset={offset + len(sessions)}"
             answer["sessions"] = sessions
-            return self._dump(answer, "sessions")
+            return self._dump(answer, "sessions", offset)
 
         return self.answer("list_sessions", run)
 
@@ -591,13 +618,17 @@ class SessionService:
         )
         if end >= total:
             footer = "[end of subagent]" if subagent is not None else "[end of session]"
-        elif subagent is not None:
-            footer = (
-                f"[more: call read_session with ref={session['session_id']}"
-                f" around_message={(around_message or '').strip()} offset={end}]"
-            )
         else:
-            footer = f"[more: call read_session with ref={session['session_id']} offset={end}]"
+            # Every argument the page depends on: turns are numbered with or without the
+            # tool turns, so an offset read without include_tools skipped turns.
+            more = [f"ref={session['session_id']}"]
+            if subagent is not None:
+                more.append(f"around_message={(around_message or '').strip()}")
+            more.append(f"offset={end}")
+            more.append(f"limit={limit}")
+            if include_tools:
+                more.append("include_tools=true")
+            footer = f"[more: call read_session with {' '.join(more)}]"
         text = "\n".join(header) + "\n\n" + "\n".join(shown) + "\n" + footer + "\n"
         return text if len(text) <= self.settings.max_chars else cut(text, self.settings.max_chars)
 

@@ -56,7 +56,7 @@ READ_TOOLS = {
 WRITE_TOOLS = {"rename_session", "tag_session"}
 TIMEOUT = 90
 TURN_RE = re.compile(r"^\[(\d+)\] (.+?)(?: · uuid ([0-9a-f-]+))?$", re.M)
-NEXT_RE = re.compile(r"^\[more: call read_session with ref=(\S+) offset=(\d+)\]$", re.M)
+NEXT_RE = re.compile(r"^\[more: call read_session with ref=(\S+) offset=(\d+) limit=\d+\]$", re.M)
 
 
 @pytest.fixture()

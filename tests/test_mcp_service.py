@@ -42,7 +42,8 @@ from sessiondex.mcp_server.service import SessionService, Settings, UserError, c
 from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
-NEXT_RE = re.compile(r"offset=(\d+)\]$", re.M)
+NEXT_RE = re.compile(r"offset=(\d+) limit=\d+(?: include_tools=true)?\]$", re.M)
+MORE_RE = re.compile(r"^\[more: call read_session with (.+)\]$", re.M)
 UUID_RE = re.compile(r"· uuid ([0-9a-f-]+)$", re.M)
 
 
@@ -123,6 +124,50 @@ def test_read_session_pages_cover_every_turn_once_and_cut_long_messages(tmp_path
         assert len(long_turn) <= 3_000
         past_the_end = small.read_session(session.session_id, offset=500)
         assert "none at offset 500; the session has 60 turns" in past_the_end
+
+
+@pytest.mark.parametrize("include_tools", [True, False])
+def test_the_next_page_line_carries_every_argument_the_page_used(
+    tmp_path: Path, include_tools: bool
+) -> None:
+    """Turns are numbered with or without the tool turns: the next-page line said only
+    ``offset``, and a model that followed it as written, without include_tools, skipped
+    turns (24 steps of 1,000 at offset 1,000; helper 130)."""
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    for number in range(15):
+        session.user(f"step {number}")
+        turn = session.assistant(f"doing {number}", tool_uses=[("Bash", {"command": "make"})])
+        session.tool_result(turn.tool_use_ids[0], "ok")
+        session.assistant(f"done {number}")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        whole = answers.read_session(session.session_id, limit=200, include_tools=include_tools)
+        expected = UUID_RE.findall(whole)
+        seen: list[str] = []
+        arguments: dict[str, Any] = {"ref": session.session_id, "limit": 4}
+        if include_tools:
+            arguments["include_tools"] = True
+        for _ in range(60):
+            page = answers.read_session(**arguments)
+            seen += UUID_RE.findall(page)
+            more = MORE_RE.search(page)
+            if more is None:
+                break
+            # The line as a model reads it: nothing but what it says.
+            arguments = dict(pair.split("=", 1) for pair in more.group(1).split())
+            arguments = {
+                k: (
+                    int(v)
+                    if k in ("offset", "limit")
+                    else v == "true"
+                    if v in ("true", "false")
+                    else v
+                )
+                for k, v in arguments.items()
+            }
+        assert seen == expected and len(expected) > 20
 
 
 def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
@@ -682,8 +727,44 @@ def test_search_says_when_more_sessions_match_than_it_shows(tmp_path: Path) -> N
         answers = service(index, cwd=CWD)
         some = json.loads(answers.search_sessions("websocket", limit=3))
         every = json.loads(answers.search_sessions("websocket", limit=4))
-    assert some["count"] == 3 and "raise limit" in some["more"]
+        rest = json.loads(answers.search_sessions("websocket", limit=3, offset=3))
+        listed = [
+            json.loads(answers.list_sessions(scope="all", limit=3, offset=offset))
+            for offset in (0, 3)
+        ]
+    assert some["count"] == 3 and "call again with offset=3" in some["more"]
     assert every["count"] == 4 and "more" not in every
+    assert rest["count"] == 1 and rest["offset"] == 3 and "more" not in rest
+    ids = [r["session_id"] for r in every["sessions"]]
+    assert [r["session_id"] for r in some["sessions"] + rest["sessions"]] == ids
+    assert "offset=3" in listed[0]["more"] and "more" not in listed[1]
+    assert sum(len(page["sessions"]) for page in listed) == 4
+
+
+def test_rows_cut_to_fit_are_counted_out_and_reachable(tmp_path: Path) -> None:
+    """Rows dropped to stay under the cap were unreachable, and the answer said both
+    "count": 50 and "raise limit" beside "26 of 50 rows left out… ask for fewer"
+    (helper 130). ``count`` is the rows given; ``truncated`` names the offset of the
+    rest, and following it reaches every session once."""
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(12):
+        s = tree.session(cwd=CWD)
+        s.user(f"commonword report {n} " + "padding " * 60)
+        s.write(mtime=1_790_000_000 + n)
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        small = service(index, max_chars=3_000, cwd=CWD)
+        seen: list[str] = []
+        offset = 0
+        for _ in range(12):  # bounded: at least one row a page
+            page = json.loads(small.search_sessions("commonword", limit=12, offset=offset))
+            assert page["count"] == len(page["sessions"]) >= 1
+            assert not ("more" in page and "truncated" in page)
+            seen += [r["session_id"] for r in page["sessions"]]
+            said = page.get("truncated") or page.get("more")
+            if said is None:
+                break
+            offset = int(re.search(r"offset=(\d+)", said).group(1))  # type: ignore[union-attr]
+    assert len(seen) == len(set(seen)) == 12
 
 
 def _with_subagent(tree: ConfigTree, subagent_turns: list[str]) -> SessionWriter:
@@ -734,7 +815,7 @@ def test_a_subagent_pages_without_repeating_turns(tmp_path: Path) -> None:
         for _ in range(10):  # bounded: 24 turns, 6 a page
             page = answers.read_session(s.session_id, **call)
             seen += re.findall(r"^\[(\d+)\] ", page, flags=re.M)
-            more = re.search(r"around_message=(\S+) offset=(\d+)\]", page)
+            more = re.search(r"around_message=(\S+) offset=(\d+) limit=6\]", page)
             if more is None:
                 break
             call = {"around_message": more.group(1), "offset": int(more.group(2)), "limit": 6}
