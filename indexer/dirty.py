@@ -223,6 +223,9 @@ class DirtyBit:
         if not observer.is_alive():
             self._give_up("the file-system observer stopped")
             return False
+        if self._trap.unreliable is not None:  # a dir left unwatched, an overflow storm
+            self._give_up(f"file events are no longer reliable ({self._trap.unreliable})")
+            return False
         for _watch, emitter, _known in self._watches.values():
             if emitter is None or not emitter.is_alive():
                 return False  # its dir was deleted (its emitter stops): re-watched by take()
@@ -249,6 +252,9 @@ class DirtyBit:
             return None
         if not self._observer.is_alive():
             self._give_up("the file-system observer stopped")
+            return None
+        if self._trap.unreliable is not None:
+            self._give_up(f"file events are no longer reliable ({self._trap.unreliable})")
             return None
         try:
             if self._watch_all():

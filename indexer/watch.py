@@ -355,13 +355,16 @@ class OverflowTrap(logging.Handler):
             self.unreliable = message
             self._on_overflow()
         elif "overflow" in message.lower():
-            now = time.monotonic()
-            self._overflows.append(now)
-            if (
-                len(self._overflows) == OVERFLOW_STORM
-                and now - self._overflows[0] < OVERFLOW_WINDOW
-            ):
-                self.unreliable = "the inotify event queue overflows again and again"
+            # One overflow is logged once as events lost, then once per watched root as
+            # a reconciling: only the first counts towards a storm.
+            if "events were lost" in message:
+                now = time.monotonic()
+                self._overflows.append(now)
+                if (
+                    len(self._overflows) == OVERFLOW_STORM
+                    and now - self._overflows[0] < OVERFLOW_WINDOW
+                ):
+                    self.unreliable = "the inotify event queue overflows again and again"
             self._on_overflow()
 
 

@@ -522,6 +522,34 @@ def test_an_observer_that_cannot_start_or_dies_means_checking_every_time(
     assert not bit.watching and len(said) == 1 and "stopped" in said[0]
 
 
+def test_a_directory_left_unwatched_means_checking_every_time(tmp_path: Path) -> None:
+    """Past the inotify watch limit, watchdog only logs "Unable to watch …" for a new
+    directory: the bit said "clean" after appends there, and the MCP server answered
+    stale until its periodic rescan (helper 128)."""
+    import logging
+
+    tree = ConfigTree(tmp_path / "claude")
+    (tree.root / "projects").mkdir(parents=True, exist_ok=True)
+    said: list[str] = []
+    bit = DirtyBit([tree.root], log=said.append)
+    assert bit.start()
+    try:
+        bit.take()
+        assert bit.clean()
+        logging.getLogger("watchdog.observers.inotify").warning(
+            "Unable to watch %r: %s",
+            str(tree.root / "projects" / "-new"),
+            OSError(28, "inotify watch limit reached"),
+        )
+        bit.take()  # the mark the warning set, taken: clean() must still say no
+        for _ in range(3):
+            assert not bit.clean()
+            bit.take()
+        assert not bit.watching and len(said) == 1 and "no longer reliable" in said[0]
+    finally:
+        bit.stop()
+
+
 def test_renew_looks_only_at_what_the_bit_says_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
