@@ -218,7 +218,7 @@ def pr_link_from_record(record: dict[str, Any]) -> PullRequest | None:
     number = record.get("prNumber")
     if not isinstance(number, int) or isinstance(number, bool) or not 0 < number < 2**63:
         return None
-    link = unknown_forge_link(url)
+    link = unknown_forge_link(url, number)
     if link is None:
         return None
     normalized, host = link

@@ -41,7 +41,8 @@ from typing import Any
 # 31: an empty <command-name> is no command fallback for first_prompt (records.py)
 # 32: a year below 1000 is written with four digits in ISO times (objects.py iso_ms)
 # 33: an unknown forge's pr-link URL is normalized; its prNumber must be positive (derive.py)
-DERIVATION_VERSION = 33
+# 34: an unknown forge's query or fragment stays when it holds the PR number (pr_urls.py)
+DERIVATION_VERSION = 34
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -124,7 +124,7 @@ def canonical_host(host: str) -> str:
 _NOT_IN_URLS = frozenset('"<>\\^`{|}')
 
 
-def unknown_forge_link(url: str) -> tuple[str, str] | None:
+def unknown_forge_link(url: str, number: int) -> tuple[str, str] | None:
     """The normalised URL and host of a ``pr-link`` record's ``prUrl`` that
     :func:`parse_pr_url` does not know (a forge it cannot parse, kept rather than lost),
     when the text is a web URL at all: ``http(s)``, a dotted host, and no whitespace,
@@ -132,7 +132,8 @@ def unknown_forge_link(url: str) -> tuple[str, str] | None:
     spells %-encoded. None: no link (``urlsplit`` alone would drop a newline and accept
     the rest). Normalised as a known forge's URL is, as far as a path we cannot read
     allows: ``https://``, the host in lower case without credentials or a default port,
-    the path without a trailing slash, no query, no fragment."""
+    the path without a trailing slash, and no query or fragment when the PR's
+    ``number`` is a segment of the path (else they hold it, and stay)."""
     if not is_link_text(url) or any(ch in _NOT_IN_URLS for ch in url):
         return None
     from urllib.parse import urlsplit
@@ -146,7 +147,16 @@ def unknown_forge_link(url: str) -> tuple[str, str] | None:
     if parts.scheme.lower() not in ("http", "https") or "." not in host:
         return None
     host = canonical_host(_without_default_port(host if port is None else f"{host}:{port}"))
-    return f"https://{host}{parts.path.rstrip('/')}", host
+    path = parts.path.rstrip("/")
+    if str(number) not in path.split("/"):
+        # The PR's number is not a segment of the path, so the query or fragment holds
+        # it (a Gerrit of old: /#/c/12345/; Phabricator: /D?id=7): kept, or every PR of
+        # that forge would be one URL.
+        tail = (f"?{parts.query}" if parts.query else "") + (
+            f"#{parts.fragment.rstrip('/')}" if parts.fragment else ""
+        )
+        return f"https://{host}{path}{tail}", host
+    return f"https://{host}{path}", host
 
 
 def is_link_text(url: str) -> bool:
