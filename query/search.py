@@ -1108,7 +1108,6 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
     flat: list[tuple[int, str, bool]] = []
     for row in rows:
         names = [
-            display_title(row),
             row.get("custom_title"),
             row.get("ai_title"),
             row.get("agent_name"),
@@ -1116,9 +1115,11 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
             row.get("branches_text"),
         ]
         flat.extend((row["id"], t, True) for t in names if t)
-        prompt = (row.get("first_prompt") or "")[:200]
-        if prompt:
-            flat.append((row["id"], prompt, False))
+        # The title shown, when it is none of those names (a summary, a prompt), and the
+        # first prompt: texts, not names.
+        for text in (display_title(row), (row.get("first_prompt") or "")[:200]):
+            if text and text not in names:
+                flat.append((row["id"], text, False))
     best: dict[int, tuple[float, str]] = {}
     for index, score in _typo_scores(query, [t for _, t, _ in flat]).items():
         rowid, text, is_name = flat[index]

@@ -535,3 +535,21 @@ def test_a_typo_of_a_word_finds_its_session_first(tmp_path: Path, typo: str, wan
     )
     rows = json.loads(result.stdout)
     assert rows[0]["title"] == wanted and rows[0]["matched_by"] == "fuzzy", rows
+
+
+def test_a_typo_prefers_a_name_to_a_prompt_shown_as_the_title(tmp_path: Path) -> None:
+    """An untitled session shows its prompt as its title: that is no name, and it tied
+    with the renamed session of the same words, the newer winning (helper 128)."""
+    tree = ConfigTree(tmp_path / "claude")
+    named = tree.session(cwd="/w/shop", start="2026-11-01T10:00:00.000Z")
+    named.user("the signature check fails")
+    named.meta("custom-title", customTitle="Stripe webhook")
+    named.write()
+    untitled = tree.session(cwd="/w/shop", start="2026-11-20T10:00:00.000Z")
+    untitled.user("stripe webhook")
+    untitled.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    outcome = run_search(db, "strpie webhok", Filters(scope="all"))
+    assert outcome.kind == FUZZY
+    assert [r["session_id"] for r in outcome.rows][:1] == [named.session_id]
