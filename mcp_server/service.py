@@ -61,6 +61,24 @@ RESOURCE_LIST_LIMIT = 50
 _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+#: resolve's advice to a person at a shell, as a model calling a tool can follow it.
+_SHELL_ADVICE = (
+    (
+        "run the command from the directory of the one you mean",
+        "pass cwd= the directory of the one you mean",
+    ),
+    ("run the command from its directory", "pass its directory as cwd"),
+)
+
+
+def _for_a_model(message: str) -> str:
+    """A not-found message with its shell advice (a model cannot change directory)
+    turned into the tool argument that does the same."""
+    for said, instead in _SHELL_ADVICE:
+        message = message.replace(said, instead)
+    return message
+
+
 #: How far ``offset`` may page a listing or a search: each call ranks every row before
 #: its page, so deep pages cost what a long page does.
 MAX_OFFSET = 500
@@ -140,7 +158,8 @@ class SessionService:
                     f"Session {sid} is archived ({where}): it cannot be read here until"
                     f" `sessiondex restore {sid}` puts its transcript back."
                 ) from None
-            text = str(exc) if str(exc).endswith((".", "?")) else f"{exc}."
+            text = _for_a_model(str(exc))
+            text = text if text.endswith((".", "?")) else f"{text}."
             # resolve's message may already name them ("Did you mean: …?")
             named = all(t in text for t in exc.suggestions)
             hint = (

@@ -219,6 +219,9 @@ def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
         (lambda s: s.sessions_for_pr("99999999999999999999999999"), "not a PR number"),
         # the ref is quoted as given ("..": it used to come back as ".")
         (lambda s: s.read_session("v1..v2 release notes"), "'v1..v2 release notes'"),
+        # another project's ID prefix: the advice is the tool's argument, not a shell's
+        # "run the command from its directory", which a model cannot do (helper 130)
+        (lambda s: s.read_session("12a0e588"), "give its whole ID, or pass its directory as cwd"),
     ],
 )
 def test_bad_input_is_one_sentence(fixture_index: Index, call, says: str) -> None:  # type: ignore[no-untyped-def]

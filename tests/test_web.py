@@ -727,6 +727,7 @@ def test_search_page_says_when_more_sessions_match_and_links_to_them(web: Web) -
     page = web.get("/search?q=the&limit=2")
     assert page.count('class="result"') == 2
     assert "The best 2 sessions matching" in page
+    assert "The best 1 session matching" in web.get("/search?q=the&limit=1")  # not "sessions"
     [more] = re.findall(r'<a href="([^"]*)">Show more</a>', page)
     more = html.unescape(more)
     assert more == "/search?q=the&limit=10"  # the same search, more of it
