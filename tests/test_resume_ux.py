@@ -39,6 +39,15 @@ def _fake_claude(bin_dir: Path, out: Path) -> None:
     script.chmod(0o755)
 
 
+def _printed_lines(base: list[str], sid: str) -> tuple[str, str]:
+    """The resume line as ``list --json`` gives it and as ``resume --dry-run`` prints it."""
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(cli, [*base, "list", "--json", "--cwd", CWD]).stdout)
+    dry = runner.invoke(cli, [*base, "resume", sid, "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    return listed[0]["resume_command"], dry.stdout.strip()
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
@@ -65,11 +74,7 @@ def test_resume_points_claude_at_the_sessions_config_dir(
     prefix = f"CLAUDE_CONFIG_DIR={shlex.quote(str(root))} " if expected_dir else ""
     line = f"cd {CWD} && {prefix}claude --resume {sid}"
     runner = CliRunner()
-
-    listed = json.loads(runner.invoke(cli, [*base, "list", "--json", "--cwd", CWD]).stdout)
-    assert listed[0]["resume_command"] == line
-    dry = runner.invoke(cli, [*base, "resume", sid, "--dry-run"])
-    assert dry.exit_code == 0 and dry.stdout.strip() == line
+    assert _printed_lines(base, sid) == (line, line)
 
     # The line works in a shell, and resume itself sets the same environment; an
     # inherited CLAUDE_CONFIG_DIR that names another dir is not passed on.
@@ -116,11 +121,7 @@ def test_a_resume_line_counts_the_exported_claude_config_dir(
     prefix = f"CLAUDE_CONFIG_DIR={shlex.quote(str(root))} " if needs_prefix else ""
     line = f"cd {CWD} && {prefix}claude --resume {sid}"
     base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
-    runner = CliRunner()
-    listed = json.loads(runner.invoke(cli, [*base, "list", "--json", "--cwd", CWD]).stdout)
-    assert listed[0]["resume_command"] == line
-    dry = runner.invoke(cli, [*base, "resume", sid, "--dry-run"])
-    assert dry.exit_code == 0 and dry.stdout.strip() == line
+    assert _printed_lines(base, sid) == (line, line)
     # Pasted into that shell, it opens the session's own dir.
     out = tmp_path / "claude-saw.txt"
     _fake_claude(tmp_path / "bin", out)

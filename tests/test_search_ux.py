@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -501,6 +502,18 @@ def test_a_highlight_holds_whole_characters_and_only_the_match(
     assert outcome.rows[0]["snippet"] == snippet
 
 
+def _named(tree: ConfigTree, day: str, prompt: str, title: str | None, tag: str = "") -> Any:
+    """A session of /w/shop begun on that November day, with a title or a tag."""
+    s = tree.session(cwd="/w/shop", start=f"2026-11-{day}T10:00:00.000Z")
+    s.user(prompt)
+    if title:
+        s.meta("custom-title", customTitle=title)
+    if tag:
+        s.meta("tag", tag=tag)
+    s.write()
+    return s
+
+
 @pytest.mark.parametrize(
     ("typo", "wanted"),
     [
@@ -514,14 +527,8 @@ def test_a_typo_of_a_word_finds_its_session_first(tmp_path: Path, typo: str, wan
     user's own title as it scored an unrelated, newer prompt, and recency put that
     first (helper 127). A query word is now compared with each word too."""
     tree = ConfigTree(tmp_path / "claude")
-    titled = tree.session(cwd="/w/shop", start="2026-11-01T10:00:00.000Z")
-    titled.user("the signature check fails in prod")
-    titled.meta("custom-title", customTitle="Stripe webhook signature mismatch")
-    titled.write()
-    tagged = tree.session(cwd="/w/shop", start="2026-11-02T10:00:00.000Z")
-    tagged.user("a tagged one")
-    tagged.meta("tag", tag="hotfix")
-    tagged.write()
+    _named(tree, "01", "the signature check fails in prod", "Stripe webhook signature mismatch")
+    _named(tree, "02", "a tagged one", None, tag="hotfix")
     for n, prompt in enumerate(
         ["fatal: refusing to merge unrelated histories", "restore the deleted migration"]
     ):
@@ -541,13 +548,8 @@ def test_a_typo_prefers_a_name_to_a_prompt_shown_as_the_title(tmp_path: Path) ->
     """An untitled session shows its prompt as its title: that is no name, and it tied
     with the renamed session of the same words, the newer winning (helper 128)."""
     tree = ConfigTree(tmp_path / "claude")
-    named = tree.session(cwd="/w/shop", start="2026-11-01T10:00:00.000Z")
-    named.user("the signature check fails")
-    named.meta("custom-title", customTitle="Stripe webhook")
-    named.write()
-    untitled = tree.session(cwd="/w/shop", start="2026-11-20T10:00:00.000Z")
-    untitled.user("stripe webhook")
-    untitled.write()
+    named = _named(tree, "01", "the signature check fails", "Stripe webhook")
+    _named(tree, "20", "stripe webhook", None)
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
     outcome = run_search(db, "strpie webhok", Filters(scope="all"))
