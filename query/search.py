@@ -119,7 +119,8 @@ def snippet_tokens(match: str) -> int:
     import re
 
     base = SNIPPET_TOKENS_CJK if may_hold_cjk(match) else SNIPPET_TOKENS
-    phrases = re.findall(r'"((?:[^"]|"")*)"', match)
+    # FTS5's "phrase" and the team store's to_tsquery 'phrase' alike.
+    phrases = [a or b for a, b in re.findall(r'"((?:[^"]|"")*)"|\'((?:[^\']|\'\')*)\'', match)]
     longest = max((_token_count(phrase) for phrase in phrases), default=1)
     return min(SNIPPET_TOKENS_MAX, base + max(0, longest - 1))
 

@@ -1048,3 +1048,18 @@ def pasted(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_a_snippet_marks_the_whole_phrase_searched_for(pasted: Any, query: str) -> None:
     (row,) = search(pasted, query, Filters(scope="all"))
     assert f"[{query}]" in row["snippet"], row["snippet"]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_the_snippet_window_fits_the_phrase_in_either_dialect(dialect: str) -> None:
+    """The team store's terms are to_tsquery 'phrases': its window stayed at twelve
+    tokens where the local one grew to hold the phrase (helper 128)."""
+    from sessiondex.indexer.text import fts_text
+    from sessiondex.query.dialect import PostgresDialect, SqliteDialect
+    from sessiondex.query.search import SNIPPET_TOKENS, snippet_tokens
+
+    engine = SqliteDialect() if dialect == "sqlite" else PostgresDialect()
+    term = engine.term(fts_text("src/config/loader.rs:14:5").strip(), False)
+    assert snippet_tokens(engine.all_of([term])) == SNIPPET_TOKENS + 5
+    single = engine.term(fts_text("loader").strip(), False)
+    assert snippet_tokens(engine.all_of([single])) == SNIPPET_TOKENS
