@@ -108,6 +108,9 @@ def test_home_lists_recent_sessions_with_facets(web: Web) -> None:
         ("branch=fix/auth", {"auth", "fork"}),
         ("tag=auth", {"auth"}),
         (f"pr={quote(PR_URL, safe='')}", {"auth"}),
+        # any spelling /search takes (it showed 0 sessions; helper 130)
+        (f"pr={quote('acme/shop#12', safe='')}", {"auth"}),
+        (f"pr={quote(PR_URL + '/files#diff', safe='')}", {"auth"}),
         ("branch=feat/comments&project=-tmp-sessiondex-web-tests-blog", {"blog"}),
     ],
 )

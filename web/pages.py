@@ -185,8 +185,14 @@ def _matches(session: Mapping[str, Any], chosen: Mapping[str, str]) -> bool:
         return False
     if "tag" in chosen and (session.get("tag") or "") != chosen["tag"]:
         return False
-    return "pr" not in chosen or any(
-        p.get("url") == chosen["pr"] for p in session.get("pr_links") or []
+    if "pr" not in chosen:
+        return True
+    from sessiondex.transcripts.pr_urls import pr_identity
+
+    return any(
+        pr_identity(str(p.get("url")), p.get("provider")) == chosen["pr"]
+        or p.get("url") == chosen["pr"]
+        for p in session.get("pr_links") or []
     )
 
 
@@ -220,6 +226,14 @@ def home(index: Index, args: Mapping[str, str], now: float | None = None) -> dic
     project / branch / tag / PR / date, with a facet of counts for each."""
     now = time.time() if now is None else now
     chosen = {k: args[k] for k in HOME_FILTERS if args.get(k)}
+    if "pr" in chosen:
+        from sessiondex.transcripts.pr_urls import parse_pr_ref, pr_identity
+
+        # Any spelling of the PR, as /search takes it (owner/repo#N, a pasted URL with
+        # /files or a fragment): the facet's links give the normalized URL.
+        pr = parse_pr_ref(chosen["pr"])
+        if pr is not None:
+            chosen["pr"] = pr_identity(pr.url, pr.provider)
     error = None
     try:
         sessions = index.list(scope="all", since=chosen.get("since"), branch=chosen.get("branch"))
