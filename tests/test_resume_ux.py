@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from sessiondex import Index
 from sessiondex.cli.main import cli
 from tests.builders import ConfigTree
 
-CWD = "/tmp/sessiondex-resume-tests/app"
+CWD = "/tmp/sessiondex-resume-tests/app"  # no such dir: the home fixture makes one
 
 
 def _tree(root: Path) -> tuple[ConfigTree, str]:
@@ -53,7 +54,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    os.makedirs(CWD, exist_ok=True)
+    # A directory that exists, under tmp_path (it was made in /tmp and left there): the
+    # module's CWD, which every helper and test here reads when it runs.
+    workdir = tmp_path / "app"
+    workdir.mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "CWD", str(workdir))
     return home
 
 
