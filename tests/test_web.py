@@ -871,3 +871,26 @@ def test_an_unrouted_request_is_a_clean_error_with_the_headers(
     headers = {bytes(k).lower(): bytes(v) for k, v in start["headers"]}
     assert headers.get(b"content-security-policy"), target
     assert headers.get(b"x-content-type-options") == b"nosniff"
+
+
+def test_a_session_page_is_rendered_off_the_index_thread(
+    web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conversation of a session page (seconds for 12,000 messages) was read and
+    rendered on WebIndex's one thread, and every other page, Datasette's own too,
+    waited behind it (helper 130). Only the lookup runs there now."""
+    import threading
+
+    from sessiondex.web import pages
+
+    real = pages.render_conversation
+    threads: list[str] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pages, "render_conversation", recording)
+    page = web.get(f"/session/{web.tree.auth_id}")
+    assert "Auth refactor" in page and threads
+    assert not any(name.startswith("sessiondex-index") for name in threads), threads

@@ -462,7 +462,6 @@ def session(
         for s in everything
         if (s.get("forked_from") or {}).get("session_id") == found["session_id"]
     ]
-    rendered = render_conversation(conversation, hits)
     return {
         "session": found,
         "row": to_row(found, now, url_of(found)),
@@ -471,7 +470,28 @@ def session(
         "forks": forks,
         "q": query,
         "hits": len(hits),
-        "shown_hits": len(rendered.shown_hits),
-        "first_hit": rendered.shown_hits[0] if rendered.shown_hits else None,
-        "conversation_html": rendered.html,
+        # rendered by render_session, off the index's thread
+        "conversation": conversation,
+        "hit_uuids": hits,
     }
+
+
+def render_session(context: dict[str, Any]) -> dict[str, Any]:
+    """The session page's conversation as HTML, from what :func:`session` found: the
+    part of the page that reads the transcript (a session of 12,000 messages: seconds),
+    and needs no index, so the web view runs it off the index's one thread, where it
+    held every other page back. Raises :class:`PageNotFound` when the transcript went
+    meanwhile."""
+    out = dict(context)
+    conversation, hits = out.pop("conversation"), out.pop("hit_uuids")
+    try:
+        rendered = render_conversation(conversation, hits)
+    except OSError as exc:
+        raise PageNotFound(
+            f"The transcript of {out['session']['session_id']} cannot be read:"
+            f" {exc.strerror or exc}"
+        ) from None
+    out["shown_hits"] = len(rendered.shown_hits)
+    out["first_hit"] = rendered.shown_hits[0] if rendered.shown_hits else None
+    out["conversation_html"] = rendered.html
+    return out

@@ -10,6 +10,7 @@ that :func:`~sessiondex.web.app.build` made (one holding a :class:`WebIndex`).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
@@ -131,6 +132,9 @@ async def session(request: Any, datasette: Any) -> Response:
     args = _args(request)
     try:
         context = await _state(datasette).run(lambda index: pages.session(index, arg, args))
+        if "conversation" in context:  # read and rendered off the index's thread
+            loop = asyncio.get_running_loop()
+            context = await loop.run_in_executor(None, pages.render_session, context)
     except pages.PageNotFound as exc:
         return await _not_found(datasette, request, str(exc))
     template = "sessiondex_choose.html" if "choose" in context else "sessiondex_session.html"
