@@ -520,10 +520,10 @@ class SessionService:
             session = self._checked_session(found.session)
             text = index.show(session["session_id"], format="md", cwd=self.settings.cwd)
             if len(text) > self.settings.max_chars:
-                text = cut(
+                text = cut_markdown(
                     text,
                     self.settings.max_chars,
-                    marker=f"\n\n[… cut at {self.settings.max_chars} of {len(text)} characters;"
+                    marker=f"\n[… cut at {self.settings.max_chars} of {len(text)} characters;"
                     f" page through the session with the read_session tool"
                     f" (ref={session['session_id']}, offset=…)]",
                 )
@@ -756,6 +756,42 @@ def cut(text: str, limit: int, marker: str | None = None) -> str:
         note = f" [… cut: {len(text) - keep} more characters]"
         keep = max(0, limit - len(note))
     return text[:keep] + f" [… cut: {len(text) - keep} more characters]"
+
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _open_fence(markdown: str) -> str | None:
+    """The fence of a code block ``markdown`` leaves open at its end, if any."""
+    open_fence: str | None = None
+    for line in markdown.splitlines():
+        match = _FENCE_RE.match(line)
+        if match is None:
+            continue
+        run = match.group(1)
+        if open_fence is None:
+            open_fence = run
+        elif (
+            run[0] == open_fence[0] and len(run) >= len(open_fence) and not line.strip()[len(run) :]
+        ):
+            open_fence = None
+    return open_fence
+
+
+def cut_markdown(text: str, limit: int, marker: str) -> str:
+    """Markdown within ``limit`` characters: whole lines, a code block left open by the
+    cut closed, then ``marker``. Cut inside a fence, the marker was read as code."""
+    keep = max(0, limit - len(marker))
+    for _ in range(3):  # the closing fence takes room too
+        head = text[:keep]
+        if "\n" in head:
+            head = head[: head.rfind("\n") + 1]
+        fence = _open_fence(head)
+        closing = "" if fence is None else fence + "\n"
+        if len(head) + len(closing) + len(marker) <= limit:
+            return head + closing + marker
+        keep = max(0, len(head) - len(closing) - 1)
+    return cut(text, limit)
 
 
 def _clip(value: Any, limit: int) -> Any:

@@ -896,3 +896,22 @@ def test_text_answers_carry_no_terminal_escapes_from_the_transcript(tmp_path: Pa
         page = service(index, cwd=HOSTILE_CWD).read_session(session.session_id)
     assert "pwned" in page and "evil" in page  # shown, but inert
     assert ACTIVE.findall(page) == []
+
+
+def test_a_cut_session_resource_closes_the_code_block_it_cut(tmp_path: Path) -> None:
+    """Each user message is a fenced block in the Markdown: the resource was cut
+    inside one, so the "[… cut at …]" marker was read as code (helper 130)."""
+    from sessiondex.mcp_server.service import _open_fence
+
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    for number in range(40):
+        session.user(f"paste {number}:\n```\n" + "a log line\n" * 30 + "```\nwhat now?")
+        session.assistant(f"answer {number}")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        for cap in (3_000, 3_050, 4_321):
+            text = service(index, max_chars=cap, cwd=CWD).session_markdown(session.session_id)
+            body, _, marker = text.rpartition("\n[… cut at ")
+            assert len(text) <= cap and marker.startswith(f"{cap} of ")
+            assert _open_fence(body) is None, body[-200:]
