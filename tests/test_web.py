@@ -894,3 +894,25 @@ def test_a_session_page_is_rendered_off_the_index_thread(
     page = web.get(f"/session/{web.tree.auth_id}")
     assert "Auth refactor" in page and threads
     assert not any(name.startswith("sessiondex-index") for name in threads), threads
+
+
+def test_a_facet_s_hidden_values_are_a_link_away(tmp_path: Path) -> None:
+    """ "and 2 more" was plain text: a branch past the first twelve could be chosen only
+    by typing its URL (helper 130)."""
+    from sessiondex.web import pages
+
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(pages.FACET_SIZE + 2):
+        s = tree.session(cwd="/w/app", git_branch=f"feature/{n:02d}")
+        s.user(f"work on feature {n}")
+        s.write()
+    with Index(tmp_path / "i.db", [tree.root]) as index:
+        first = pages.home(index, {})
+        (branches,) = [f for f in first["facets"] if f.name == "branch"]
+        assert len(branches.values) == pages.FACET_SIZE and branches.more == 2
+        assert branches.more_url == "/?more=branch"
+        every = pages.home(index, {"more": "branch"})
+        (branches,) = [f for f in every["facets"] if f.name == "branch"]
+        assert len(branches.values) == pages.FACET_SIZE + 2 and branches.more == 0
+    template = (Path(pages.__file__).parent / "templates" / "sessiondex_home.html").read_text()
+    assert '<a href="{{ facet.more_url }}">and {{ facet.more }} more</a>' in template

@@ -168,6 +168,7 @@ class Facet:
     title: str
     values: list[FacetValue] = field(default_factory=list)
     more: int = 0  # values not shown
+    more_url: str = ""  # the same page with every value of this facet shown
 
 
 def _with(args: Mapping[str, str], **changes: str | None) -> str:
@@ -206,7 +207,8 @@ def _facet(
     facet = Facet(name, title)
     chosen = args.get(name)
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], labels.get(kv[0], (kv[0], ""))[0]))
-    for value, count in ranked[:FACET_SIZE]:
+    shown = ranked if args.get("more") == name else ranked[:FACET_SIZE]
+    for value, count in shown:
         label, hover = labels.get(value, (value, ""))
         facet.values.append(
             FacetValue(
@@ -217,7 +219,10 @@ def _facet(
                 selected=value == chosen,
             )
         )
-    facet.more = max(0, len(ranked) - FACET_SIZE)
+    facet.more = len(ranked) - len(shown)
+    if facet.more:
+        query = _with(args)
+        facet.more_url = query + ("&" if "?" in query else "?") + urlencode({"more": name})
     return facet
 
 
