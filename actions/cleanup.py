@@ -170,10 +170,7 @@ def _archive_copy(
     """A protected session: archive a copy (Claude Code's sweep ignores our tag), keep it.
     Skipped when the archive dir already holds this exact version."""
     from sessiondex.indexer.archive_ingest import ingest_archive
-    from sessiondex.transcripts.archive import (
-        ArchiveError,
-        write_session_archive,
-    )
+    from sessiondex.transcripts.archive import ArchiveError, write_session_archive
 
     outcome = Outcome(entry.session_id, entry.file_path, FAILED)
     directory = Path(placed(archive_dir))

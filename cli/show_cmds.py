@@ -144,8 +144,8 @@ def show(
     rewound branches are left out, parallel tool calls put back, compactions marked.
     On a terminal the text is coloured (unless NO_COLOR, or color = "never" in the
     config file) and long output goes through a pager as git log does ($PAGER, else
-    the config file's pager, else less with LESS=FRX when LESS is unset; a pager that cannot show colours gets
-    plain text). Lines that cannot be read are skipped and counted in a note. An archived
+    the config file's pager, else less with LESS=FRX when LESS is unset; a pager
+    that cannot show colours gets plain text). Lines that cannot be read are skipped and counted in a note. An archived
     session (cleanup --archive) is read from its archive with --include-archived.
     --uuids shows each message's short UUID (the JSON has the full ones): fork a
     session up to a message with `sessiondex fork ARG --up-to <short uuid>`.

@@ -192,6 +192,14 @@ class DirtyBit:
             except Exception as exc:  # stopping: say it, never raise
                 logger.warning("stopping the file-system observer failed: %r", exc)
 
+    def _events_unreliable(self) -> bool:
+        """Whether the trap found events untrustworthy (a dir left unwatched at the
+        watch limit, an overflow storm): then the bit gives up on them."""
+        if self._trap.unreliable is None:
+            return False
+        self._give_up(f"file events are no longer reliable ({self._trap.unreliable})")
+        return True
+
     def _give_up(self, why: str) -> None:
         self.stop()
         self.log(f"note: {why}; checking the transcripts before each answer instead")
@@ -223,8 +231,7 @@ class DirtyBit:
         if not observer.is_alive():
             self._give_up("the file-system observer stopped")
             return False
-        if self._trap.unreliable is not None:  # a dir left unwatched, an overflow storm
-            self._give_up(f"file events are no longer reliable ({self._trap.unreliable})")
+        if self._events_unreliable():
             return False
         for _watch, emitter, _known in self._watches.values():
             if emitter is None or not emitter.is_alive():
@@ -253,8 +260,7 @@ class DirtyBit:
         if not self._observer.is_alive():
             self._give_up("the file-system observer stopped")
             return None
-        if self._trap.unreliable is not None:
-            self._give_up(f"file events are no longer reliable ({self._trap.unreliable})")
+        if self._events_unreliable():
             return None
         try:
             if self._watch_all():

@@ -21,10 +21,12 @@ The watcher outlives what goes wrong around it: a file whose ingest fails (unrea
 a record the derivation chokes on, the database busy or full for a while) is logged and
 tried again with a growing delay (capped at ``RETRY_MAX``, ``RETRY_LIMIT`` times) while
 every other file goes on, and a failure of the database itself (full, read-only, busy)
-also brings full passes until one succeeds, however long that takes; an index file that is deleted or replaced under it (checked on every wake-up: one
-``stat``) or found damaged is reopened — moved aside first when damaged — and rebuilt
-from the transcripts, so readers never meet an empty index that a watcher claims to
-keep current.
+also brings full passes until one succeeds, however long that takes; an index file
+that is deleted or replaced under it (checked on every wake-up: one ``stat``) or found
+damaged is reopened — moved aside first when damaged — and rebuilt from the
+transcripts, so readers never meet an empty index that a watcher claims to keep
+current. Native events found unreliable while watching (a directory left unwatched at
+the watch limit, an overflow storm) give way to polling.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -116,8 +117,6 @@ def snippet_tokens(match: str) -> int:
     phrase's first token is inside it and marks only the tokens within, so a pasted
     path, identifier or flag (``src/config/loader.rs:14:5``: six tokens) near the
     twelfth token was shown as ``[src]…``."""
-    import re
-
     base = SNIPPET_TOKENS_CJK if may_hold_cjk(match) else SNIPPET_TOKENS
     # FTS5's "phrase" and the team store's to_tsquery 'phrase' alike.
     phrases = [a or b for a, b in re.findall(r'"((?:[^"]|"")*)"|\'((?:[^\']|\'\')*)\'', match)]
@@ -126,9 +125,15 @@ def snippet_tokens(match: str) -> int:
 
 
 def _token_count(phrase: str) -> int:
-    """About how many tokens FTS5 makes of ``phrase`` (letters and digits runs, each CJK
-    character one): enough to size a snippet's window."""
-    return len("".join(ch if ch.isalnum() else " " for ch in fts_text(phrase)).split())
+    """About how many tokens FTS5 makes of ``phrase`` (each CJK character one): enough
+    to size a snippet's window."""
+    return len(_alnum_runs(fts_text(phrase)))
+
+
+def _alnum_runs(spaced: str) -> list[str]:
+    """The runs of letters and digits of a text already through ``fts_text``: its
+    tokens, as near as the window sizing and a query's prefix rule need."""
+    return "".join(ch if ch.isalnum() else " " for ch in spaced).split()
 
 
 #: While a query is typed in the picker (``typing``), words found in more messages than
@@ -193,7 +198,7 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
             continue
         # The prefix applies to the word's last token as FTS5 splits it: "C++" is the
         # token "c", "foo.ba" ends in "ba"; a one- or two-letter prefix matches too much.
-        tokens = "".join(ch if ch.isalnum() else " " for ch in spaced).split()
+        tokens = _alnum_runs(spaced)
         prefix = (
             index == len(words) - 1
             and spaced == word
@@ -493,7 +498,7 @@ def _find(
         )
     # A session that holds every word in one row (a message, its metadata) keeps that
     # hit, whose snippet shows them all; one that holds them only apart comes after
-    # every such session (_ranking), as the README says.
+    # every such session (run_search), as the README says.
     for rowid, hit in spread.items():
         if len(hit.terms) == len(terms) and rowid not in full:
             full[rowid] = hit
@@ -741,8 +746,6 @@ RAW_MAX_PHRASES = 64
 def check_raw_size(text: str) -> None:
     """Refuse a ``--raw`` query of more than :data:`RAW_MAX_PHRASES` phrases (quoted
     strings and bare words, its operators aside) as a query FTS5 cannot take."""
-    import re
-
     quoted = re.compile(r'"(?:[^"]|"")*"')
     phrases = len(quoted.findall(text))
     words = re.findall(r'[^\s()"*:^+{}-]+', quoted.sub(" ", text))

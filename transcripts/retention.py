@@ -268,9 +268,9 @@ def desktop_exemption(
     ``desktop``: the window test already answered (:func:`window_desktop`, from the
     index); None reads the file's head and tail windows (``cleanup``'s plan, which
     looks at the files as they are now, and the rescue's), as Claude Code reads them:
-    ``entrypoint`` (the file's first, wherever it lies) is not asked, since a desktop
-    one between the windows exempts nothing from the sweep. Only the release marker
-    is looked at then."""
+    the file's first entrypoint, wherever it lies, is not asked, since a desktop one
+    between the windows exempts nothing from the sweep. Only the release marker is
+    looked at then."""
     if retention.source_kind == MANAGED:
         return None  # the exemption does not apply when policy manages retention
     if desktop is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from sessiondex.render.sizes import human_size
+from sessiondex.transcripts.pr_urls import parse_pr_ref, pr_identity
 from sessiondex.web.conversation import mark_snippet, render_conversation
 
 if TYPE_CHECKING:
@@ -188,8 +189,6 @@ def _matches(session: Mapping[str, Any], chosen: Mapping[str, str]) -> bool:
         return False
     if "pr" not in chosen:
         return True
-    from sessiondex.transcripts.pr_urls import pr_identity
-
     return any(
         pr_identity(str(p.get("url")), p.get("provider")) == chosen["pr"]
         or p.get("url") == chosen["pr"]
@@ -232,8 +231,6 @@ def home(index: Index, args: Mapping[str, str], now: float | None = None) -> dic
     now = time.time() if now is None else now
     chosen = {k: args[k] for k in HOME_FILTERS if args.get(k)}
     if "pr" in chosen:
-        from sessiondex.transcripts.pr_urls import parse_pr_ref, pr_identity
-
         # Any spelling of the PR, as /search takes it (owner/repo#N, a pasted URL with
         # /files or a fragment): the facet's links give the normalized URL.
         pr = parse_pr_ref(chosen["pr"])
