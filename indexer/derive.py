@@ -26,6 +26,7 @@ from sessiondex.transcripts.records import (
     get_str,
     timestamp_ms,
 )
+from sessiondex.transcripts.windows import in_head_window
 
 
 @dataclass
@@ -59,10 +60,13 @@ class SessionState:
     session_kind: str | None = None
     seen_parent_link: int = 0  # the first record with a parentUuid key was read
     continued_in: str | None = None
-    # The last string ``entrypoint`` and the byte offset of its line: with ``entrypoint``
-    # (the first) this answers Claude Code's head/tail window test for desktop sessions
-    # from the index (transcripts/retention.py window_desktop). Index-only columns: the
-    # team store does not keep them (see ``columns``).
+    # Claude Code's head/tail window test for desktop sessions, answered from the index
+    # (transcripts/retention.py window_desktop): ``head_entrypoint``, the first string
+    # ``entrypoint`` when its whole line lies in the first 64 KiB (what the head window
+    # yields; settled once the first is read, as appends never move it), and the last
+    # one with the byte offset of its line (the tail window moves as the file grows).
+    # Index-only columns: the team store does not keep them (see ``columns``).
+    head_entrypoint: str | None = None
     last_entrypoint: str | None = None
     last_entrypoint_offset: int | None = None
     # Collections written to their own tables; new items only, per pass.
@@ -80,7 +84,11 @@ class SessionState:
         self.new_pending_stamps.clear()
 
     # Columns of SQLite's ``sessions`` table only (not the team store's).
-    INDEX_ONLY: ClassVar[tuple[str, ...]] = ("last_entrypoint", "last_entrypoint_offset")
+    INDEX_ONLY: ClassVar[tuple[str, ...]] = (
+        "head_entrypoint",
+        "last_entrypoint",
+        "last_entrypoint_offset",
+    )
 
     @classmethod
     def from_row(cls, row: dict[str, Any] | None) -> SessionState:
@@ -117,9 +125,11 @@ class SessionState:
         known_branches: set[str],
         known_links: set[str],
         line_offset: int | None = None,
+        line_end: int | None = None,
     ) -> None:
-        """Fold one record of the main transcript into the state (``line_offset``: the
-        byte offset of its line, for ``last_entrypoint_offset``)."""
+        """Fold one record of the main transcript into the state (``line_offset`` and
+        ``line_end``: where its line starts and ends, its newline aside, for the
+        window test's ``last_entrypoint_offset`` and ``head_entrypoint``)."""
         kind = record.get("type")
         if not isinstance(kind, str):
             kind = None  # "type": [] or {} is no known type (and unhashable in a set test)
@@ -135,6 +145,8 @@ class SessionState:
         if isinstance(entrypoint, str):
             if self.entrypoint is None:
                 self.entrypoint = entrypoint
+                if line_end is not None and in_head_window(line_end):
+                    self.head_entrypoint = entrypoint
             self.last_entrypoint = entrypoint
             self.last_entrypoint_offset = line_offset
         branch = record.get("gitBranch")  # every record has one: no helper call here

@@ -207,10 +207,12 @@ def parse_tail(
             if problem == PROBLEM_MALFORMED and state is not None:
                 glued = glued_record(line)
                 if glued is not None:
-                    state.apply(glued, known_branches, known_links, line_offset)
+                    state.apply(
+                        glued, known_branches, known_links, line_offset, line_offset + len(line)
+                    )
             continue
         if state is not None:
-            state.apply(record, known_branches, known_links, line_offset)
+            state.apply(record, known_branches, known_links, line_offset, line_offset + len(line))
         kind = record.get("type")
         if kind != "user" and kind != "assistant":
             continue

@@ -398,3 +398,13 @@ def m015_no_directory_in_metadata_search(db: Database) -> None:
     searchable fields do not include the directory; ``--scope`` narrows by it. The view,
     the FTS table and its triggers are made again and indexed (``'rebuild'``)."""
     build_session_search(db)
+
+
+@migrations()
+def m016_head_entrypoint(db: Database) -> None:
+    """``sessions.head_entrypoint``: the first entrypoint when its line lies whole in the
+    first 64 KiB, the head window's answer to Claude Code's desktop test. ``entrypoint``
+    (the first wherever it lies) counted a desktop one past the head, which the sweep
+    never reads (transcripts/retention.py ``window_desktop``; DERIVATION_VERSION 35
+    fills it)."""
+    db.execute("ALTER TABLE sessions ADD COLUMN head_entrypoint TEXT")

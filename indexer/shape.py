@@ -42,7 +42,8 @@ from typing import Any
 # 32: a year below 1000 is written with four digits in ISO times (objects.py iso_ms)
 # 33: an unknown forge's pr-link URL is normalized; its prNumber must be positive (derive.py)
 # 34: an unknown forge's query or fragment stays when it holds the PR number (pr_urls.py)
-DERIVATION_VERSION = 34
+# 35: head_entrypoint, the first entrypoint only when its line is in the head window (m016)
+DERIVATION_VERSION = 35
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 
@@ -92,6 +93,7 @@ MIGRATION_NAMES = (
     "m013_files_ctime",
     "m014_picker_archive",
     "m015_no_directory_in_metadata_search",
+    "m016_head_entrypoint",
 )
 # Every table and view the migrations leave, FTS5's shadow tables included
 # (tests/test_reliability_faults.py checks the list against a new index). With the

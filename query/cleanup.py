@@ -446,7 +446,7 @@ def plan_cleanup(
 # The window test's columns (``window_desktop``) answer the desktop exemption: no
 # transcript is opened (only a desktop session's release marker is looked at).
 _COUNT_COLUMNS = (
-    "s.root, s.file_path, s.mtime_ns, s.file_size, s.entrypoint,"
+    "s.root, s.file_path, s.mtime_ns, s.file_size, s.head_entrypoint,"
     " s.last_entrypoint, s.last_entrypoint_offset"
 )
 
@@ -487,7 +487,7 @@ def _deleted_by(
         if mtime >= now + horizon - retention.days * DAY:
             continue
         desktop = window_desktop(
-            row["entrypoint"],
+            row["head_entrypoint"],
             row["last_entrypoint"],
             row["last_entrypoint_offset"],
             row["file_size"] or 0,

@@ -1027,25 +1027,34 @@ WINDOW_LAYOUTS = {
     "large, desktop last but out of the tail": [("cli", 10), (D, 0), (None, 10)],
     "large, desktop in the head then cli": [(D, 0), ("cli", 20)],
     "large, no entrypoint after the head": [("cli", 0), (None, 20)],
+    "large, desktop first but past the head": [(None, 10), (D, 1), ("cli", 10)],
 }
+
+
+def _index_says_desktop(db: Any, tree: ConfigTree, s: Any) -> bool:
+    """Whether ``list``'s warning (the index alone) keeps this long-expired session, as
+    a desktop one: it counts every expired session the sweep deletes."""
+    doomed = cl.expiring_soon(db, [str(s.path)], "/work/repo", [tree.root], now=NOW, managed=None)
+    return doomed == 0
+
+
+def _files_say_desktop(s: Any) -> bool:
+    """The file-reading path's answer (``cleanup``, the rescue): the windows, read."""
+    retention = rules.Retention(30, "default", rules.DEFAULT)
+    return rules.desktop_exemption(s.path, retention, NOW - 100 * DAY, NOW) is not None
 
 
 @pytest.mark.parametrize("name", list(WINDOW_LAYOUTS))
 def test_window_columns_answer_like_the_file_windows(tmp_path: Path, name: str) -> None:
-    """The index's columns give the answer reading the head/tail windows gives."""
+    """The index's columns give the answer reading the head/tail windows gives: a
+    first entrypoint past the head window exempts nothing there either (the warning
+    under ``list`` counted such a session kept, where the sweep deletes it)."""
     tree = ConfigTree(tmp_path / "claude")
     s = _windowed(tree, WINDOW_LAYOUTS[name], NOW - 100 * DAY)
     db = open_db(tmp_path / "index.db")
     refresh(db, [tree.root])
-    row = db.execute(
-        "SELECT entrypoint, last_entrypoint, last_entrypoint_offset, file_size"
-        " FROM sessions WHERE session_id = ?",
-        [s.session_id],
-    ).fetchone()
-    from_file = row[0] in rules.DESKTOP_ENTRYPOINTS or any(
-        e in rules.DESKTOP_ENTRYPOINTS for e in rules._window_entrypoints(s.path)
-    )
-    assert rules.window_desktop(*row) == from_file
+    from_file = _files_say_desktop(s)
+    assert _index_says_desktop(db, tree, s) == from_file
     expected = name.split(", ")[1] in (
         "desktop last",
         "desktop first",
@@ -1054,6 +1063,36 @@ def test_window_columns_answer_like_the_file_windows(tmp_path: Path, name: str) 
         "desktop in the head then cli",
     )
     assert from_file == expected
+
+
+@pytest.mark.parametrize(("past", "exempt"), [(0, True), (1, False)])
+def test_a_first_entrypoint_cut_by_the_head_window_is_not_read(
+    tmp_path: Path, past: int, exempt: bool
+) -> None:
+    """The first entrypoint's line must end inside the first 64 KiB: Claude Code cannot
+    parse a line cut by the window's edge. ``past``: bytes of the line beyond the
+    window (its newline aside). Incremental: the head is indexed before the rest."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo", entrypoint=None)
+    while len(s.to_bytes()) < rules.WINDOW - 6000:
+        s.user("pad " + "x" * 1000)
+    start = len(s.to_bytes())
+    s.entrypoint = D
+    s.user("")
+    short = len(s.to_bytes()) - start - 1  # the line without its newline, prompt empty
+    s.entries.pop()
+    s.user("y" * (rules.WINDOW - start - short + past))
+    assert start + len(s.to_bytes()) - start - 1 == rules.WINDOW + past
+    s.write(mtime=NOW - 100 * DAY)
+    db = open_db(tmp_path / "index.db")
+    refresh(db, [tree.root])
+    s.entrypoint = "cli"
+    for n in range(20):
+        s.user(f"later {n} " + "z" * PAD)
+    s.append(mtime=NOW - 100 * DAY)
+    refresh(db, [tree.root])
+    assert _files_say_desktop(s) is exempt
+    assert _index_says_desktop(db, tree, s) is exempt
 
 
 @pytest.mark.parametrize(

@@ -234,21 +234,22 @@ def _released(transcript: Path) -> bool:
 
 
 def window_desktop(
-    entrypoint: str | None,
+    head_entrypoint: str | None,
     last_entrypoint: str | None,
     last_offset: int | None,
     size: int,
 ) -> bool:
     """Claude Code's window test answered from the index's columns, without the file.
 
-    ``entrypoint`` is the file's first string entrypoint: when its line lies in the head
-    window it is the one the sweep reads there (and one found further on is counted too,
-    as before: the fold reads the whole file). ``last_entrypoint`` is the file's last,
+    ``head_entrypoint`` is the head window's answer, settled at ingest: the file's first
+    string entrypoint when its line lies whole in the first 64 KiB
+    (:func:`~sessiondex.transcripts.windows.in_head_window`), else None; a first one
+    further on is never read by the sweep. ``last_entrypoint`` is the file's last,
     at byte ``last_offset``: the tail window's answer exactly when that line starts
     inside the tail window ``[max(64 KiB, size - 64 KiB), size)`` (a line cut by the
     window's edge does not parse; no later line has one). ``size`` is the indexed size,
     the file's own once the refresh before every command has run."""
-    if entrypoint in DESKTOP_ENTRYPOINTS:
+    if head_entrypoint in DESKTOP_ENTRYPOINTS:
         return True
     if last_entrypoint not in DESKTOP_ENTRYPOINTS or last_offset is None:
         return False

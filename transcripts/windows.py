@@ -19,6 +19,13 @@ from sessiondex.transcripts.reader import glued_record
 WINDOW = 64 * 1024
 
 
+def in_head_window(line_end: int) -> bool:
+    """Whether a line ending at byte ``line_end`` (its newline aside) is read whole in
+    the head window: a line cut by the window's edge does not parse, so the head yields
+    nothing from it (the sweep's desktop test, folded at ingest: indexer/derive.py)."""
+    return line_end <= WINDOW
+
+
 def read_windows(path: str | Path, *, tail_overlaps_head: bool) -> tuple[bytes, bytes]:
     """``(head, tail)``: the first and the last :data:`WINDOW` bytes. The SDK's tail
     starts at ``size - WINDOW`` and may overlap the head (``tail_overlaps_head``); the
