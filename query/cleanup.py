@@ -250,9 +250,11 @@ def plan_root(
     effective = days if days is not None else retention.days
     cutoff = _cutoff(now, effective)
     try:
-        last = os.lstat(Path(root) / ".last-cleanup").st_mtime
+        # Followed, as Claude Code stats and rewrites it: a marker kept in dotfiles
+        # (stow, home-manager) is a link whose target's mtime holds the sweep back.
+        last = os.stat(Path(root) / ".last-cleanup").st_mtime
     except OSError:
-        last = None
+        last = None  # absent or dangling: Claude Code sweeps at its next start
     next_sweep = last + SWEEP_INTERVAL if last is not None and last + SWEEP_INTERVAL > now else None
     # What Claude Code's next sweep deletes is judged when it can run: a sweep held back
     # by .last-cleanup a day deletes what is a day older by then ("would delete 0" of a

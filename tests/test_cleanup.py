@@ -360,6 +360,37 @@ def test_next_sweep_from_last_cleanup(world: dict[str, Any]) -> None:
     assert plan.roots[0].next_sweep is None  # at the next start
 
 
+@pytest.mark.parametrize(
+    ("layout", "last"),
+    [
+        ("file", NOW - 3600),
+        ("link to a fresh file", NOW - 3600),  # stow / home-manager dotfiles
+        ("dangling link", None),  # Claude Code finds no marker: it sweeps at the start
+    ],
+)
+def test_last_cleanup_is_read_through_a_symlink(
+    world: dict[str, Any], tmp_path: Path, layout: str, last: float | None
+) -> None:
+    """Claude Code stats ``.last-cleanup`` and writes it through a symlink: the
+    target's mtime holds the sweep back, not the link's own (we read the link's with
+    lstat: a link made two days ago said the sweep could run now)."""
+    tree = world["tree"]
+    marker = tree.root / ".last-cleanup"
+    target = tmp_path / "dotfiles" / "last-cleanup"
+    if layout == "file":
+        tree.write_file(".last-cleanup", b"x", mtime=NOW - 3600)
+    else:
+        target.parent.mkdir()
+        marker.symlink_to(target)
+        os.utime(marker, (NOW - 2 * DAY, NOW - 2 * DAY), follow_symlinks=False)
+        if layout == "link to a fresh file":
+            target.write_bytes(b"2027-01-06T00:00:00Z")
+            os.utime(target, (NOW - 3600, NOW - 3600))
+    plan = act.fresh_plan(world["db"], [tree.root], cwd=world["cwd"], now=NOW, managed=None)
+    assert plan.roots[0].last_cleanup == last
+    assert plan.roots[0].next_sweep == (None if last is None else last + DAY)
+
+
 def test_a_sweep_held_back_deletes_what_is_old_by_then(world: dict[str, Any]) -> None:
     """With the sweep held back 23 hours by ``.last-cleanup``, the dry run said it
     "would delete" only what is expired now; by the time it can run, a session kept
