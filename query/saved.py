@@ -14,6 +14,7 @@ from typing import Any
 
 from sessiondex.indexer.textstore import PR_NUMBER_FUNCTION, PR_URL_FUNCTION
 from sessiondex.query.archives import sql_literals
+from sessiondex.query.prs import NotAPullRequest, pr_argument
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
     LISTING_ORDER,
@@ -26,6 +27,29 @@ from sessiondex.query.sessions import (
 _KEPT = "__kept_sessions__"
 _TITLE = "json_extract(s.object_json, '$.title')"
 _STAMP = f"strftime('%Y-%m-%d %H:%M', {ACTIVITY_SQL} / 1000, 'unixepoch')"
+
+
+# A Datasette magic parameter (``:_<prefix>_<suffix>``, registered by web/plugin.py):
+# NULL when ``:pr`` is empty or a PR ``from-pr`` reads, else the query fails with
+# ``from-pr``'s message (:func:`pr_problem`). SQL cannot fail with a message of its own
+# (an SQL function's exception reaches Datasette as "user-defined function raised
+# exception"), and an unreadable PR matched nothing: an empty table, as if no session
+# linked it. Datasette offers no "Edit SQL" for a query holding one (it cannot be run
+# without the plugin's request).
+PR_CHECK_PREFIX, PR_CHECK_SUFFIX = "sessiondex", "unreadable_pr"
+_PR_CHECK = f":_{PR_CHECK_PREFIX}_{PR_CHECK_SUFFIX} is null"
+
+
+def pr_problem(pr: str) -> str | None:
+    """Why ``sessions_for_pr`` cannot read ``pr`` (``from-pr``'s usage error, the same
+    parse), else None; an empty one is the form before anything is typed."""
+    if not pr.strip():
+        return None
+    try:
+        pr_argument(pr)
+    except NotAPullRequest as exc:
+        return str(exc)
+    return None
 
 
 def _pr_match(alias: str) -> str:
@@ -48,7 +72,7 @@ _PR_SQL = (
     " group_concat(distinct p.url) as url, '{how}' as how, " + _STAMP + " as last_activity,"
     f" row_number() over (order by {LISTING_ORDER}) as n"
     " from {table} p join sessions s on s.id = p.session_rowid"
-    f" where {_KEPT} and {_pr_match('p')}"
+    f" where {_KEPT} and {_PR_CHECK} and {_pr_match('p')}"
     "{not_linked} group by s.id"
 )
 # A session that links the PR is listed once, as linked (from-pr lists those that only

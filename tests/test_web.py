@@ -348,6 +348,32 @@ def test_datasette_tables_and_canned_queries_stay(web: Web) -> None:
     assert f'<a href="/session/{web.tree.auth_id}">' in web.get("/sessiondex/sessions")
 
 
+@pytest.mark.parametrize("pr", ["garbage", "acme/shop#x", "12abc"])
+def test_sessions_for_pr_says_when_it_cannot_read_the_pr(web: Web, pr: str) -> None:
+    """A PR the saved query cannot read answered an empty table, as if nothing linked
+    it; it now says so, in ``from-pr``'s words (the same parse), on the page and in
+    the JSON, as Datasette reports a query's error (400)."""
+    from sessiondex.query.prs import NotAPullRequest, pr_argument
+
+    with pytest.raises(NotAPullRequest) as refused:
+        pr_argument(pr)
+    message = str(refused.value)
+    page = web.request("/sessiondex/sessions_for_pr?pr=" + quote(pr))
+    assert page.status_code == 400
+    assert message in html.unescape(page.text)
+    answer = web.request("/sessiondex/sessions_for_pr.json?pr=" + quote(pr))
+    assert answer.status_code == 400
+    assert answer.json()["ok"] is False and answer.json()["error"] == message
+
+
+@pytest.mark.parametrize("pr", ["", "   "])
+def test_sessions_for_pr_without_a_pr_is_the_empty_form(web: Web, pr: str) -> None:
+    """The query's page before anything is typed: its form, no complaint."""
+    answer = web.request("/sessiondex/sessions_for_pr.json?_shape=array&pr=" + quote(pr))
+    assert answer.status_code == 200 and answer.json() == []
+    assert 'name="pr"' in web.get("/sessiondex/sessions_for_pr")
+
+
 def test_pages_follow_new_messages_with_a_throttled_refresh(fresh_web: Web) -> None:
     web = fresh_web
     t = web.tree

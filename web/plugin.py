@@ -14,6 +14,7 @@ import asyncio
 import base64
 import hashlib
 import re
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -399,6 +400,29 @@ async def _refuse(send: Send, status: int, body: bytes) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+@hookimpl
+def register_magic_parameters(datasette: Any) -> list[tuple[str, Callable[[str, Any], None]]]:
+    """``sessions_for_pr``'s check of its ``pr`` (``query.saved``): a PR it cannot read
+    fails the query with ``from-pr``'s message, which Datasette shows on the page and
+    in the JSON (``"error"``, status 400) as any query's error."""
+    if web_index(datasette) is None:
+        return []
+    from sessiondex.query.saved import PR_CHECK_PREFIX
+
+    return [(PR_CHECK_PREFIX, _check_pr)]
+
+
+def _check_pr(key: str, request: Any) -> None:
+    from sessiondex.query.saved import PR_CHECK_SUFFIX, pr_problem
+
+    if key != PR_CHECK_SUFFIX:
+        raise KeyError(key)  # Datasette's answer to an unknown magic parameter
+    problem = pr_problem((request.args.get("pr") or "").replace("\x00", ""))
+    if problem is not None:
+        # What Datasette reports as the query's error (sqlite3 raises it as it binds).
+        raise sqlite3.DatabaseError(problem)
 
 
 @hookimpl
