@@ -80,6 +80,12 @@ MessageHits = dict[str, list[str]]  # session file_path → uuids of matching me
 
 # Seconds a read waits for its turn to refresh before it answers from the index as it is.
 READ_WAIT = 3.0
+# What "not found" leaves open when the read's refresh could not be written (disk full,
+# read-only, busy): a name, prefix or session new since is not in the index yet.
+STALE_NOT_FOUND = (
+    "The index is not up to date, so a session or name new since its last update is"
+    " not in it; a full session ID is read from its transcript."
+)
 
 
 def prepare_connection(conn: sqlite3.Connection) -> None:
@@ -748,6 +754,10 @@ class Index:
                     archived = None
                 if archived is not None and archived.row.get("archived"):
                     exc.archived = archived.session
+            if self.stale_because is not None and not _full_session_id(arg):
+                # The index missed this read's refresh: say what that leaves out, next
+                # to the note that said so (a full ID was looked for on disk already).
+                exc.args = (f"{exc} {STALE_NOT_FOUND}",)
             raise
         if self.fresh_session(found.row):
             found = self._answer(ask)  # it changed: answer from its new rows
@@ -1254,6 +1264,12 @@ def _no_transaction(conn: sqlite3.Connection) -> None:
             " it to Index or asking it to write (its settings change only outside one,"
             " and a rollback of yours would undo a refresh it believes done)"
         )
+
+
+def _full_session_id(arg: Any) -> bool:
+    from sessiondex.transcripts.keys import is_session_id
+
+    return isinstance(arg, str) and is_session_id(arg.strip())
 
 
 def _utf8(text: str) -> bool:

@@ -43,6 +43,7 @@ from sessiondex.transcripts.discover import (
     archived_in_picker,
     describe_path,
     open_regular,
+    transcripts_named,
     unreadable_transcript,
 )
 from sessiondex.transcripts.fspath import absolute
@@ -283,12 +284,14 @@ def _by_id(
     rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *kept_params])
     if not rows:
         rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *kept_params])
+    if not rows and dialect_of(db).name == "sqlite":
+        rows = _unindexed_copies(roots, session_id)
     here = [r for r in rows if key_rank(r["project_key"], keys) is not None]
     # One project dir in two config dirs (a backup indexed beside the live one): the
     # newest copy.
     local = sorted(here, key=lambda row: _id_copy_order(row, keys))
     if local:
-        return Resolution(to_object(db, local[0]), local[0], MATCHED_ID)
+        return Resolution(_session_object(db, local[0]), local[0], MATCHED_ID)
     projects = {(r["root"], r["project_key"]) for r in rows}
     if not projects and (unreadable := unreadable_transcript(roots, session_id)):
         path, reason = unreadable
@@ -296,7 +299,7 @@ def _by_id(
     if len(projects) != 1:
         raise not_found_id(session_id)
     row = max(rows, key=lambda r: r["mtime_ns"])
-    session = to_object(db, row)
+    session = _session_object(db, row)
     return Resolution(
         session,
         row,
@@ -304,6 +307,28 @@ def _by_id(
         other_directory=True,
         notes=[_other_directory_note(session)],
     )
+
+
+def _unindexed_copies(roots: list[Path], session_id: str) -> list[dict[str, Any]]:
+    """Rows folded from the transcripts of this ID on disk, for when the index has none:
+    a refresh that could not write (a full disk, a read-only index) or has not run yet
+    (``--no-refresh``) leaves a new session out, and Claude Code opens a session by its
+    file. As for an indexed one, a file with no message is nothing to open; one that
+    cannot be read is left to :func:`unreadable_transcript`'s message."""
+    rows: list[dict[str, Any]] = []
+    for path in transcripts_named(roots, session_id):
+        try:
+            row = _row_from_file(Path(path))
+        except OSError:
+            continue
+        if row is not None and row.get("raw_message_count"):
+            rows.append(row)
+    return rows
+
+
+def _session_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
+    """The session object of an indexed row, or of one folded from its file (``id`` -1)."""
+    return to_object_external(row) if row.get("id") == -1 else to_object(db, row)
 
 
 def _scope_rows(

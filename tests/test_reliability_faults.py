@@ -627,6 +627,45 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
         db.close()
 
 
+def _bulky_new_session(world: World) -> Any:
+    """A session written after the index was built, too big for a full disk's slack."""
+    big = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
+    filler = random.Random(7)
+    for i in range(40):
+        # random hex: message text is stored compressed, so it must not shrink much
+        noise = " ".join(filler.randbytes(16).hex() for _ in range(300))
+        big.user(f"bulky wombatword {i} {noise}")
+    big.assistant("the wombat is fed")
+    big.write()
+    return big
+
+
+@pytest.mark.parametrize("command", ["show", "export"])
+def test_a_session_the_full_disk_kept_out_of_the_index_is_still_shown(
+    tmp_path: Path, disk: dict[str, bool], command: str
+) -> None:
+    """A new session the refresh could not write for a full disk: ``show <its ID>``
+    said "not found" after the note that the index could not be updated, though its
+    transcript is there. A full ID whose transcript exists is read from the file, as
+    Claude Code resolves it (a prefix or a name needs the index: it says so)."""
+    world = World(tmp_path)
+    big = _bulky_new_session(world)
+    disk["full"] = True
+    out = tmp_path / "out.md"
+    args = [command, big.session_id] + (["-o", str(out)] if command == "export" else [])
+    result = world.run(*args)
+    no_traceback(result)
+    assert "disk is full" in result.stderr  # the note: answered without the index
+    assert result.exit_code == 0, result.output
+    text = out.read_text() if command == "export" else result.stdout
+    assert "bulky wombatword 39" in text and "the wombat is fed" in text
+    # A prefix needs the index: "not found" says why it may not be there.
+    prefix = world.run("show", big.session_id[:8])
+    no_traceback(prefix)
+    assert prefix.exit_code == 1
+    assert "not up to date" in error_line(prefix) and "full session ID" in error_line(prefix)
+
+
 def test_a_full_disk_with_no_room_for_the_shm_file_still_answers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

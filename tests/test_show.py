@@ -1028,3 +1028,43 @@ def test_json_shorthand_in_show_and_export(
     assert json.loads(shorthand.stdout) == json.loads(longhand.stdout) != []
     both = _run(tree, tmp_path, name, s.session_id, *rest, "--json", "--format", other)
     assert both.exit_code == 2 and "disagree" in both.output
+
+
+@pytest.mark.parametrize(
+    ("arg", "shown"),
+    [
+        ("full", True),  # read from its transcript, as Claude Code opens it
+        ("upper", True),  # the ID as some tools print it
+        ("prefix", False),  # a prefix needs the index
+    ],
+)
+def test_a_session_not_indexed_yet_is_shown_by_its_full_id(
+    tmp_path: Path, arg: str, shown: bool
+) -> None:
+    """``--no-refresh`` before a new session's first refresh: the index has no row for
+    it, and a full ID said "No conversation found" though its transcript is there."""
+    tree = ConfigTree(tmp_path / "claude")
+    old = tree.session(cwd=CWD)
+    old.user("an older question")
+    old.assistant("an older answer")
+    old.write()
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    new = tree.session(cwd=CWD)
+    new.user("the newest question")
+    new.assistant("the newest answer")
+    new.write()
+    given = {
+        "full": new.session_id,
+        "upper": new.session_id.upper(),
+        "prefix": new.session_id[:8],
+    }[arg]
+    result = _run(tree, tmp_path, "--no-refresh", "show", given, "--cwd", CWD)
+    if shown:
+        assert result.exit_code == 0, result.output
+        assert "the newest question" in result.stdout and "the newest answer" in result.stdout
+        resolved = one_session(
+            _run(tree, tmp_path, "--no-refresh", "resolve", given, "--cwd", CWD, "--json").stdout
+        )
+        assert resolved["session_id"] == new.session_id
+    else:
+        assert result.exit_code == 1 and "No session matches" in result.stderr

@@ -244,19 +244,26 @@ def iter_project_keys(
             continue
 
 
-def unreadable_transcript(roots: list[Path], session_id: str) -> tuple[str, str] | None:
-    """``(path, reason)`` of a main transcript named ``<session_id>.jsonl`` that is on
-    disk but cannot be read, so it was never indexed; else None. What tells a user why
-    a session they can see in ``ls`` is "not found"."""
+def transcripts_named(roots: list[Path], session_id: str) -> Iterator[str]:
+    """Each main transcript ``<root>/projects/<key>/<session_id>.jsonl`` on disk (a
+    regular file), indexed or not: where Claude Code finds a session by its ID, one
+    ``lstat`` per project dir. For when the index has no row for the ID."""
     names = dict.fromkeys([session_id + ".jsonl", session_id.lower() + ".jsonl"])
     for root in roots:
         for key in iter_project_keys(root):
             for name in names:  # as typed, and as Claude Code names its files
                 path = os.path.join(str(root), "projects", key, name)
-                if _regular_file_stat(path) is None:
-                    continue
-                if not os.access(path, os.R_OK):
-                    return path, os.strerror(errno.EACCES)
+                if _regular_file_stat(path) is not None:
+                    yield path
+
+
+def unreadable_transcript(roots: list[Path], session_id: str) -> tuple[str, str] | None:
+    """``(path, reason)`` of a main transcript named ``<session_id>.jsonl`` that is on
+    disk but cannot be read, so it was never indexed; else None. What tells a user why
+    a session they can see in ``ls`` is "not found"."""
+    for path in transcripts_named(roots, session_id):
+        if not os.access(path, os.R_OK):
+            return path, os.strerror(errno.EACCES)
     return None
 
 
