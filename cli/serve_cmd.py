@@ -117,6 +117,7 @@ def serve(host: str, port: int, open_browser: bool) -> None:
         import uvicorn
 
         from sessiondex.web.app import build
+        from sessiondex.web.server import http_protocol
         from sessiondex.web.state import WebIndex
     except ImportError as exc:
         raise CliError(
@@ -150,7 +151,13 @@ def serve(host: str, port: int, open_browser: bool) -> None:
         url = _url(sock)
         datasette = build(web, index.db_path)
         server = _server(
-            uvicorn.Config(datasette.app(), log_level="warning", lifespan="on", access_log=False)
+            uvicorn.Config(
+                datasette.app(),
+                http=http_protocol(),  # uvicorn's own 400s carry the security headers too
+                log_level="warning",
+                lifespan="on",
+                access_log=False,
+            )
         )
         click.echo(f"Serving {url} (read-only; Ctrl-C to stop)")
         if open_browser:

@@ -286,12 +286,20 @@ RAW_REQUESTS = [
     (b"GET http://127.0.0.1/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 200),
     (b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 204),
     (b"GET x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", 400),
+    # malformed: uvicorn's parser answers these itself, before any ASGI app sees them
+    (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nno colon here\r\n\r\n", 400),
+    (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n", 400),
+    (b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n", 400),  # TLS to http
 ]
 
 
 def test_an_http_1_1_request_without_host_is_a_400(served: tuple[str, WebTree]) -> None:
     """uvicorn's h11 parser answers the 400 itself (its own line); with httptools
-    installed uvicorn uses that one, which passes the request on and the app answers."""
+    installed uvicorn uses that one, which passes the request on and the app answers.
+    Every answer carries the security headers, a 400 uvicorn's parser gives a request
+    it cannot read too (it lacked them: no ASGI app sees such a request)."""
+    from sessiondex.web.plugin import COMMON_HEADERS
+
     url, _ = served
     host, port = url.removeprefix("http://").rstrip("/").split(":")
     for request, status in RAW_REQUESTS:
@@ -302,6 +310,9 @@ def test_an_http_1_1_request_without_host_is_a_400(served: tuple[str, WebTree]) 
                 answer += chunk
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.split(b" ", 2)[1] == str(status).encode(), (request, head)
+        names = {line.split(b":", 1)[0].lower() for line in head.split(b"\r\n")[1:]}
+        for name in ("content-security-policy", *COMMON_HEADERS):
+            assert name.encode() in names, (request, head)
         if status == 400:
             assert b"content-type: text/plain" in head.lower(), head
             assert body.count(b"\n") <= 1 and body.strip(), body  # one line

@@ -377,6 +377,15 @@ _MISDIRECTED = (
 )
 
 
+def refusal_headers() -> list[tuple[bytes, bytes]]:
+    """The security headers of a line of plain text answered before Datasette sees the
+    request: ours (:func:`_refuse`) and uvicorn's own 400 (``web/server.py``)."""
+    return [
+        (b"content-security-policy", CSP.encode()),
+        *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
+    ]
+
+
 async def _refuse(send: Send, status: int, body: bytes) -> None:
     """Answer ``status`` with a line of plain text, before Datasette sees the request;
     204 (``OPTIONS *``) with what is allowed and no content (RFC 9110 §8.6: not even a
@@ -392,11 +401,7 @@ async def _refuse(send: Send, status: int, body: bytes) -> None:
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [
-                *described,
-                (b"content-security-policy", CSP.encode()),
-                *((k.encode(), v.encode()) for k, v in COMMON_HEADERS.items()),
-            ],
+            "headers": [*described, *refusal_headers()],
         }
     )
     await send({"type": "http.response.body", "body": body})
