@@ -264,7 +264,7 @@ async def append(
     )
     state = await _derive(conn, key, locked, fresh, include_tools)
     if key.is_main:
-        await _update_session(conn, locked, state, writer, size)
+        await _update_session(conn, locked, state, writer, size, added=bool(fresh))
     return Appended(sref, tref, locked.mtime_ms, len(fresh), len(entries) - len(fresh))
 
 
@@ -369,11 +369,22 @@ async def _insert_prs(
 
 
 async def _update_session(
-    conn: AsyncConnection[Any], locked: _Locked, folded: _Folded | None, writer: Writer, size: int
+    conn: AsyncConnection[Any],
+    locked: _Locked,
+    folded: _Folded | None,
+    writer: Writer,
+    size: int,
+    *,
+    added: bool,
 ) -> None:
     """One UPDATE of the session row: its folded fields and search vector (when new
     entries came), and who wrote it last, from where, its size and mtime (a pushed
-    file's own; for an SDK write the store's clock and the bytes stored)."""
+    file's own; for an SDK write the store's clock and the bytes stored).
+
+    A write that ``added`` nothing (another copy of the file, synced from a machine that
+    pushed more: every line already stored) takes the row only when no file holds it yet
+    (an SDK app mirrored it): else the older copy's size, mtime, path and pusher replaced
+    those of the copy whose lines the store holds, and ``--user`` lost who pushed them."""
     assignments = [
         "source = %s",
         "pushed_by_user = %s",
@@ -405,8 +416,9 @@ async def _update_session(
         vector, vector_params = session_vector(row)
         params += vector_params
         assignments.append(f"search = {vector}")
+    claim = "" if added else " AND file_path IS NULL"
     await conn.execute(
-        f"UPDATE sessions SET {', '.join(assignments)} WHERE id = %s",
+        f"UPDATE sessions SET {', '.join(assignments)} WHERE id = %s{claim}",
         [*params, locked.session_ref],
     )
 

@@ -21,7 +21,7 @@ from sessiondex.store.push import TOOL_OUTPUT_OMITTED
 from sessiondex.store.schema import MIGRATIONS
 from sessiondex.transcripts.discover import iter_transcripts
 from sessiondex.transcripts.reader import RecordReader
-from tests.builders import ConfigTree, SessionWriter, copy_fixtures
+from tests.builders import ConfigTree, SessionWriter, append_records, copy_fixtures
 from tests.pgserver import database_url, require_database, truncate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -858,6 +858,49 @@ def test_a_second_copy_of_a_transcript_adds_no_record_twice(tmp_path: Path, pg_d
     push(tmp_path / "m2", pg_dsn)
     assert query(pg_dsn, "SELECT count(*) FROM entries") == before
     assert query(pg_dsn, "SELECT custom_title FROM sessions") == [("New name",)]
+
+
+def test_a_copy_that_adds_nothing_leaves_the_session_to_the_copy_that_did(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob's synced copy of Ann's session, older than what Ann pushed, sent no entry
+    but took the session row: its size, mtime, path and pusher replaced Ann's, so the
+    store listed a stale size and date, resumed from Bob's dir, and `--user ann` lost
+    the session whose every line Ann had pushed. A copy that does add a line takes it."""
+    import shutil
+
+    def as_user(name: str) -> None:
+        for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+            monkeypatch.setenv(variable, name)
+
+    ann = ConfigTree(tmp_path / "ann")
+    s = build_session(ann, "/home/dev/shop", "Auth refactor")
+    s.write(mtime=1_790_000_000)
+    shutil.copytree(ann.root, tmp_path / "bob")  # synced before Ann went on
+    s.user("one more thing, on Ann's machine")
+    s.append(mtime=1_790_000_100)
+    columns = "file_size, mtime_ms, config_dir, file_path, pushed_by_user, message_count"
+    as_user("ann")
+    push(ann.root, pg_dsn)
+    anns = query(pg_dsn, f"SELECT {columns} FROM sessions")
+    assert anns == [
+        (s.path.stat().st_size, 1_790_000_100_000, str(ann.root), str(s.path), "ann", 10)
+    ]
+    as_user("bob")
+    assert push(tmp_path / "bob", pg_dsn)["entries"] == 0
+    assert query(pg_dsn, f"SELECT {columns} FROM sessions") == anns
+    listed = CliRunner().invoke(
+        cli, ["--db", database_url(pg_dsn), "list", "--scope", "all", "--user", "ann", "--json"]
+    )
+    assert [o["session_id"] for o in json.loads(listed.stdout)] == [s.session_id]
+
+    bob_path = tmp_path / "bob" / s.path.relative_to(ann.root)
+    own = {**s.records[-1], "uuid": "b0b00000-0000-4000-8000-000000000001"}
+    own["message"] = {"role": "user", "content": "Bob goes on from his copy"}
+    append_records(bob_path, [own], mtime=1_790_000_200)
+    push(tmp_path / "bob", pg_dsn)
+    [row] = query(pg_dsn, f"SELECT {columns} FROM sessions")
+    assert row[1:] == (1_790_000_200_000, str(tmp_path / "bob"), str(bob_path), "bob", 11)
 
 
 def test_a_version_4_store_learns_which_sessions_the_picker_hides(
