@@ -481,8 +481,10 @@ class PickerScreen(Screen[None]):
             self.action_choose()
 
     def action_choose(self) -> None:
-        if self.painted_generation < self.generation and not self.error:
-            # typed, then Enter at once: choose from the answer to what was typed
+        if self.session_list.generation < self.generation and not self.error:
+            # typed, then Enter at once: choose from the answer to what was typed. Its
+            # rows loaded is what counts, not drawn: on a screen too short to show a row
+            # nothing is ever drawn, and Enter waited for it for good.
             self.choose_when_loaded = True
             return
         self.choose_when_loaded = False

@@ -1183,3 +1183,51 @@ def test_enter_on_a_name_or_tag_as_offered_writes_nothing(tmp_path: Path) -> Non
     _, first = drive(world, run, refresh_first=True)
     assert first == world.ids["odd"]
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+@pytest.mark.parametrize(
+    ("typed", "chosen"), [("", "Implement coupon codes"), ("ledger", "Ledger reconciliation")]
+)
+def test_enter_chooses_on_a_screen_too_short_to_show_a_row(
+    world: PickerWorld, typed: str, chosen: str
+) -> None:
+    """Three lines high (a squeezed pane), the list has no line to draw: Enter waited
+    for the rows to be drawn, which never happened, and did nothing, over and over.
+    It chooses from the rows of what was typed once they are loaded, drawn or not."""
+    from sessiondex.picker import prefetch
+    from sessiondex.picker.source import Source
+
+    async def main() -> Any:
+        source = Source(world.db, [world.tree.root])
+        options = PickerOptions(cwd=str(world.shop), scope="all" if typed else "worktree")
+        app = PickerApp(
+            source,
+            options,
+            clock=lambda: NOW,
+            live_interval=None,
+            initial=prefetch(source, options),
+        )
+        try:
+            async with app.run_test(size=(80, 3)) as pilot:
+                for ch in typed:
+                    await pilot.press(ch)
+                for _ in range(250):  # until what was typed is answered (never drawn here)
+                    await pilot.pause(0.02)
+                    screen = app.picker
+                    if (
+                        screen.query_text == typed
+                        and screen.session_list.generation == screen.generation
+                        and screen.session_list.objects
+                    ):
+                        break
+                await pilot.press("enter")
+                for _ in range(100):
+                    if not app.is_running:
+                        break
+                    await pilot.pause(0.02)
+        finally:
+            source.close()
+        return app.return_value
+
+    result = asyncio.run(main())
+    assert result is not None and result["title"] == chosen
