@@ -156,6 +156,22 @@ class SqliteDialect:
             ") WHERE n <= ? ORDER BY file_path, n"
         )
 
+    def spelled_rows_sql(self, ids: str) -> str:
+        """``(session id, message id, text as stored)`` of the best ``?`` messages of
+        each session among ``ids`` that match a term (params: the term, the count), best
+        first: the rows the literal tier reads (query/search.py ``_literal_tier``).
+        ``CROSS JOIN`` keeps FTS5 the outer loop (:meth:`message_hits_sql`); the text
+        is decompressed for the rows kept only, after the window has picked them."""
+        return (
+            "SELECT r.session_rowid, r.id, t.text FROM ("
+            " SELECT m.session_rowid AS session_rowid, f.rowid AS id,"
+            "  row_number() OVER (PARTITION BY m.session_rowid ORDER BY f.rank, f.rowid) AS n"
+            " FROM messages_fts f CROSS JOIN messages m ON m.id = f.rowid"
+            f" WHERE messages_fts MATCH ? AND m.session_rowid IN ({ids})"
+            ") r CROSS JOIN message_text t ON t.id = r.id WHERE r.n <= ?"
+            " ORDER BY r.session_rowid, r.n"
+        )
+
     def title_sql(self, ids: str) -> str:
         """Session ids among ``ids`` whose titles and names hold a term (param: the
         :meth:`title_match` of it). ``+rowid``: a plain ``rowid IN`` is handed to FTS5
@@ -345,6 +361,16 @@ class PostgresDialect(SqliteDialect):
             " JOIN sessions s ON s.id = m.session_rowid"
             f" WHERE m.tsv @@ q AND s.file_path IN ({marks}) AND m.uuid IS NOT NULL"
             ") ranked WHERE n <= ? ORDER BY file_path, n"
+        )
+
+    def spelled_rows_sql(self, ids: str) -> str:
+        return (
+            "SELECT session_rowid, id, text FROM ("
+            " SELECT m.session_rowid, m.id, m.text, row_number() OVER ("
+            "  PARTITION BY m.session_rowid ORDER BY ts_rank(m.tsv, q) DESC, m.id) AS n"
+            f" FROM to_tsquery('{TS_CONFIG}', ?) q, messages m"
+            f" WHERE m.tsv @@ q AND m.session_rowid IN ({ids})"
+            ") ranked WHERE n <= ? ORDER BY session_rowid, n"
         )
 
     def title_sql(self, ids: str) -> str:

@@ -37,8 +37,11 @@ A metadata hit's score is then doubled (``METADATA_BOOST``) before it competes w
 session's best message hit, since a title hit means more than one line of a long
 conversation. A session whose words are spread over several rows (no one message or
 metadata row holds them all) scores the *mean* of each word's best score: the words are
-there, but apart, which says less than finding them together. Ties go to recency. A
-fork stands where its score puts it (docs/resolution.md#order-of-a-listing).
+there, but apart, which says less than finding them together. Within each of the two,
+the sessions that wrote the query's words joined by punctuation as typed
+(``user_profile``, which FTS5 reads as the phrase "user profile") come first
+(:func:`_literal_tier`). Ties go to recency. A fork stands where its score puts it
+(docs/resolution.md#order-of-a-listing).
 
 Each hit carries ``matched_by``: ``title`` when the session's titles and names hold the
 words it matched, ``text`` otherwise, ``pr-link``/``pr-mention`` for a PR lookup and
@@ -56,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
 from sessiondex.indexer.text import LONG_TOKEN_PREFIX, fts_text, may_hold_cjk, word_text
-from sessiondex.indexer.unicode61 import fold
+from sessiondex.indexer.unicode61 import fold, token_spans
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
 from sessiondex.query.prs import sessions_for_pr
@@ -68,7 +71,12 @@ from sessiondex.query.sessions import (
     select_rows,
     to_objects,
 )
-from sessiondex.query.snippets import display_snippet, one_line
+from sessiondex.query.snippets import (
+    display_snippet,
+    holds_spelling,
+    joined_by_punctuation,
+    one_line,
+)
 from sessiondex.transcripts.pr_urls import parse_pr_ref
 from sessiondex.transcripts.reader import without_lone_surrogates
 
@@ -175,22 +183,31 @@ class SearchOutcome:
         return self.kind == MATCH and bool(self.rows)
 
 
-def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str], list[str]]:
-    """User text → FTS5 terms, one per word, and the words they came from.
+@dataclass(frozen=True)
+class QueryWord:
+    """One word of a query as the search reads it (:func:`query_words`)."""
 
-    Every word becomes a quoted string (so ``-``, ``*``, ``:``, ``NEAR``, parentheses and
-    stray quotes are plain text); the last word is also matched as a prefix once it has
-    three characters; words with nothing FTS indexes (punctuation alone) are dropped, and
-    so is a word the query already holds as the index compares words (``Error error``):
-    FTS5 walks a phrase's matches once for each time it is written, and a pasted log
-    repeating a few words 3,000 times took 8 s on a handful of sessions."""
+    typed: str  # as typed (a quote inside it a space: it separates, as in the text)
+    spaced: str  # as the index stores text (indexer/text.py fts_text), trimmed
+    prefix: bool  # also matched as a prefix: the last word, from three letters
+    #: Its tokens from the first to the last as stored, when punctuation alone joins
+    #: them (``user_profile``, ``auth/middleware``, ``no-verify``): the spelling a text
+    #: that wrote it holds (:func:`_literal_tier`); None for any other word.
+    literal: str | None
+
+
+def query_words(query: str) -> list[QueryWord]:
+    """User text → its words, each once: those with nothing FTS indexes (punctuation
+    alone) are dropped, and so is a word the query already holds as the index compares
+    words (``Error error``): FTS5 walks a phrase's matches once for each time it is
+    written, and a pasted log repeating a few words 3,000 times took 8 s on a handful
+    of sessions."""
     # NUL ends a string inside SQLite's FTS5 parser. A quote inside a word separates as
     # the tokenizer takes it (f"hello is the phrase f hello; deleted, it glued the two
-    # into fhello, which no text holds); the quotes FTS5 needs are re-added below.
+    # into fhello, which no text holds); the quotes FTS5 needs are added by the dialect.
     words = [w.replace('"', " ").replace("\x00", "") for w in query.split()]
     words = [w for w in words if w]
-    terms: list[str] = []
-    kept: list[str] = []
+    out: list[QueryWord] = []
     seen: set[tuple[str, bool]] = set()
     for index, word in enumerate(words):
         spaced = fts_text(word).strip()
@@ -208,17 +225,44 @@ def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str],
         if (key := (" ".join(fold(spaced).split()), prefix)) in seen:
             continue
         seen.add(key)
-        term = dialect.term(spaced, prefix)
-        if prefix and len(tokens[-1]) > LONG_TOKEN_PREFIX:
+        out.append(QueryWord(word, spaced, prefix, _spelling(word)))
+    return out
+
+
+def _spelling(word: str) -> str | None:
+    """:attr:`QueryWord.literal` of ``word``: its tokens as the tokenizer cuts the word
+    as typed (a CJK run is one), when there are several and punctuation alone joins each
+    to the next, from the first to the last (a pasted word's quotes and commas, a flag's
+    dashes, are no part of it), as stored (CJK spaced one token per character)."""
+    if word.isalnum():  # one token (or a CJK run, one): the plain word's path, no scan
+        return None
+    spans = [found.span() for found in token_spans(word)]
+    if len(spans) < 2:
+        return None
+    if not all(joined_by_punctuation(word[a[1] : b[0]]) for a, b in zip(spans, spans[1:])):
+        return None
+    return fts_text(word[spans[0][0] : spans[-1][1]]).strip()
+
+
+def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str], list[str]]:
+    """User text → full-text terms, one per word of :func:`query_words`, and the words
+    they came from. Every word becomes a quoted string (so ``-``, ``*``, ``:``,
+    ``NEAR``, parentheses and stray quotes are plain text); the last word is also
+    matched as a prefix once it has three characters."""
+    words = query_words(query)
+    terms: list[str] = []
+    for word in words:
+        term = dialect.term(word.spaced, word.prefix)
+        last = _alnum_runs(word.spaced)[-1]
+        if word.prefix and len(last) > LONG_TOKEN_PREFIX:
             # The index keeps a token longer than LONG_TOKEN_MAX as its first
             # LONG_TOKEN_PREFIX characters (indexer/text.py): typed further than that
             # (40 characters of a SHA-512, of a base64 blob), the prefix is a prefix of
             # no stored token. Such a word also matches the cut form, whole.
-            cut = spaced[: spaced.rindex(tokens[-1]) + LONG_TOKEN_PREFIX]
+            cut = word.spaced[: word.spaced.rindex(last) + LONG_TOKEN_PREFIX]
             term = "(" + dialect.any_of([term, dialect.term(cut, False)]) + ")"
         terms.append(term)
-        kept.append(word)
-    return terms, kept
+    return terms, [word.typed for word in words]
 
 
 def quote_query(query: str) -> str:
@@ -237,6 +281,7 @@ class Hit:
     terms: tuple[int, ...] = ()  # indexes of the query terms this session holds
     recent: bool = False  # from the newest matching messages, not ranked
     apart: bool = False  # the terms are in different rows: ranked after every "together"
+    literal: int = 0  # how many of the query's spellings its rows write (_literal_tier)
 
 
 def _weights_sql() -> str:
@@ -605,6 +650,66 @@ def _either(*sources: Callable[[], list[Hit]]) -> list[Hit]:
     return hits
 
 
+#: The best sessions (in the order of bm25, together before apart) whose matched rows
+#: are read for the query's spellings (:func:`_literal_tier`); a session ranked below
+#: them stays where bm25 puts it.
+LITERAL_CANDIDATES = 200
+#: Of each of those sessions, its best messages read per spelling (and its metadata).
+LITERAL_ROWS = 5
+#: Spellings of a query looked for: its first three words joined by punctuation.
+LITERAL_WORDS = 3
+
+
+def _literal_tier(
+    db: Database, hits: list[Hit], spelled: list[tuple[str, QueryWord]], terms: list[str]
+) -> None:
+    """Set each hit's :attr:`Hit.literal`: how many of the query's words joined by
+    punctuation (``spelled``: term and word) its session writes as typed
+    (:func:`~sessiondex.query.snippets.holds_spelling`) in its metadata or in one of its
+    :data:`LITERAL_ROWS` best messages for that word. unicode61 drops punctuation, so
+    ``user_profile`` is the phrase "user profile" and prose saying so ranked alike or
+    better; a developer searching an identifier, a path or a flag means it as written.
+
+    Only rows FTS already matched are read, of the :data:`LITERAL_CANDIDATES` best
+    sessions (``hits``, in rank order): at most their metadata and 5 messages each per
+    word, decompressed in the statement that picks them. A hit whose own row does not
+    write a spelling takes a row that does, so its snippet shows why it ranks first."""
+    if not hits:
+        return
+    dialect = dialect_of(db)
+    ids = ", ".join(str(hit.session_rowid) for hit in hits)
+    columns = ", ".join(f"s.{column}" for column in SESSION_FTS_COLUMNS)
+    metadata = select_rows(db, f"s.id IN ({ids})", columns=f"s.id, {columns}")
+    found: dict[int, list[tuple[str, int]]] = {}  # session -> rows writing a spelling
+    counts: Counter[int] = Counter()
+    for term, word in spelled[:LITERAL_WORDS]:
+        assert word.literal is not None
+        holding: set[int] = set()
+        for row in metadata:
+            texts = (row[column] for column in SESSION_FTS_COLUMNS)
+            if any(
+                isinstance(text, str) and holds_spelling(fts_text(text), word.literal, word.prefix)
+                for text in texts
+            ):
+                holding.add(row["id"])
+                found.setdefault(row["id"], []).append(("meta", row["id"]))
+        for session, message, text in db.execute(
+            dialect.spelled_rows_sql(ids), [term, LITERAL_ROWS]
+        ).fetchall():
+            if isinstance(text, str) and holds_spelling(text, word.literal, word.prefix):
+                holding.add(session)
+                found.setdefault(session, []).append(("message", message))
+        counts.update(holding)
+    every = dialect.any_of(terms)
+    for hit in hits:
+        hit.literal = counts[hit.session_rowid]
+        rows = found.get(hit.session_rowid, [])
+        if rows and (hit.source, hit.fts_rowid) not in rows:
+            # The snippet from a row that writes it: any word of the query marked there.
+            hit.source, hit.fts_rowid = rows[0]
+            hit.match = every
+
+
 def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, set[int]]:
     """Session rowid → indexes of the terms its titles and names hold."""
     if not hits:
@@ -698,20 +803,31 @@ def run_search(
     dialect = dialect_of(db)
     if typing and not raw and dialect.name == "sqlite" and _too_short(text):
         return title_prefix_search(db, text, filters, markers)
+    spelled: list[tuple[str, QueryWord]] = []
     if raw:
         check_raw_size(text)
         terms, words = [dialect.raw_query(db, text)], [text]
     else:
         terms, words = query_terms(text, dialect)
+        if any(not ch.isalnum() and not ch.isspace() for ch in text):  # punctuation
+            spelled = [(t, w) for t, w in zip(terms, query_words(text)) if w.literal]
     where, params = filters.where(db)
     # -1: no limit.
     limit = filters.limit or -1
+    # With spellings to prefer, the candidates are more than the page: a session that
+    # writes one may be ranked below it by bm25.
+    pool = max(limit, LITERAL_CANDIDATES) if spelled and limit >= 0 else limit
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}
     if terms:
-        full, some = _fts(db, lambda: _find(db, terms, where, params, limit, typing), raw, text)
+        full, some = _fts(db, lambda: _find(db, terms, where, params, pool, typing), raw, text)
     if full:
         ranked = _in_order(db, full.values(), lambda h: (h.apart, h.score, -h.activity))
+        if spelled:
+            # Within together and within apart: the sessions that write the spellings
+            # first (docs/search.md#written-as-typed).
+            _literal_tier(db, ranked[:LITERAL_CANDIDATES], spelled, terms)
+            ranked = _in_order(db, ranked, lambda h: (h.apart, -h.literal, h.score, -h.activity))
         page = ranked[: filters.limit]
         outcome = SearchOutcome(_rows_for(db, page, terms, markers), MATCH, words)
         outcome.newest_first = any(hit.recent for hit in page)

@@ -25,7 +25,13 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
 from sessiondex.indexer.text import SNIPPET_CLOSE, SNIPPET_OPEN, is_cjk, may_hold_cjk
-from sessiondex.indexer.unicode61 import fold, folded_token_class, token_spans
+from sessiondex.indexer.unicode61 import (
+    ORIGINAL_TOKEN_CHAR,
+    fold,
+    folded_token_class,
+    separators_as_spaces,
+    token_spans,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -354,6 +360,47 @@ def _token_occurrences(folded_text: str, term: str, prefix: bool) -> int:
     return sum(1 for _ in re.finditer(pattern, folded_text))
 
 
+def joined_by_punctuation(gap: str) -> bool:
+    """Whether two tokens with ``gap`` between them are one phrase as written: joined by
+    punctuation alone (``request_id=req-000123``, ``src/config/loader.rs``), not spaced
+    apart. A snippet marks such a run as one; a query word that is one is preferred
+    where a text writes it so (query/search.py ``query_words``)."""
+    return gap != "" and not any(ch.isspace() for ch in gap)
+
+
+@cache
+def _original_token_char() -> re.Pattern[str]:
+    return re.compile(ORIGINAL_TOKEN_CHAR)
+
+
+@lru_cache(maxsize=64)
+def _spelling_pattern(spelling: str) -> re.Pattern[str]:
+    return re.compile(re.escape(spelling), re.IGNORECASE)
+
+
+def holds_spelling(text: str, spelling: str, prefix: bool) -> bool:
+    """Whether ``text`` (as stored) writes ``spelling`` (a query word joined by
+    punctuation, as stored) as typed, in any case, starting where a token starts and,
+    unless ``prefix`` (the query's last word), ending where one ends: ``user_profile``
+    is in ``user_profile.save()``, not in ``old_user_profile``, nor in the prose "user
+    profile", which the index takes for the same two words. The tokens' edges are the
+    tokenizer's (:func:`~sessiondex.indexer.unicode61.separators_as_spaces`)."""
+    pattern = _spelling_pattern(spelling)
+    found = pattern.search(text)
+    if found is None:  # prose: one scan, no copy of the text
+        return False
+    edges = separators_as_spaces(text)  # the same length: a span of it is one of text
+    token_char = _original_token_char()
+    while found is not None:
+        start, end = found.span()
+        if (start == 0 or not token_char.match(edges, start - 1)) and (
+            prefix or end == len(edges) or not token_char.match(edges, end)
+        ):
+            return True
+        found = pattern.search(text, start + 1)
+    return False
+
+
 def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> str:
     """A snippet as FTS5 makes one, for a row where its own would take too long: a
     window of ``tokens`` tokens around the first match of the rarest term (the one a
@@ -423,7 +470,7 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
             and i > 0
             and marked[i - 1]
             and (
-                (gap != "" and not any(ch.isspace() for ch in gap))
+                joined_by_punctuation(gap)
                 or (gap == " " and is_cjk(token[0]) and is_cjk(window[i - 1].group()[-1]))
             )
         )

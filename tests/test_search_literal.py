@@ -1,0 +1,222 @@
+"""search: a word joined by punctuation (an identifier, a path, a flag) that a session
+wrote as typed ranks before sessions that hold its words only as prose
+(docs/search.md#written-as-typed), on the local index and on the team store."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex import Index
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.refresh import refresh
+from sessiondex.query import search as search_module
+from sessiondex.query.filters import Filters
+from sessiondex.query.search import query_words, search
+from tests.builders import ConfigTree
+from tests.pgserver import database_url, require_database, truncate
+
+ALL = Filters(scope="all")
+
+# (query, a message that writes it as typed, messages that hold its words as prose). The
+# literal one is long (bm25 favours short rows) and its session the oldest, so that
+# bm25 and recency alone put it last.
+CASES: list[tuple[str, str, list[str]]] = [
+    (
+        "user_profile",
+        "the crash is in user_profile.save() when the email field is empty; the"
+        " serializer passes None through and the migration from last week made the column"
+        " NOT NULL, so every signup without an email address fails with an IntegrityError",
+        ["the user profile page is slow", "make the user profile avatar round"],
+    ),
+    (
+        "auth/middleware",
+        'Traceback (most recent call last):\n  File "/srv/api/src/auth/middleware.py",'
+        " line 42, in verify_token\n    payload = jwt.decode(token, key, algorithms=['HS256'])"
+        "\njwt.exceptions.ExpiredSignatureError: Signature has expired",
+        ["the auth middleware rejects the token", "move auth middleware before cors"],
+    ),
+    (
+        "--no-verify",
+        "the pre-commit hook runs the whole test suite and takes four minutes, so for this"
+        " fixup can I just run git commit --no-verify and push, then fix the hook later?",
+        ["no, verify the signature first", "no verify step is needed here"],
+    ),
+    (
+        "loader.rs",
+        "thread 'main' panicked at 'called `Option::unwrap()` on a `None` value',"
+        " src/config/loader.rs:14:5\nnote: run with `RUST_BACKTRACE=1` environment variable"
+        " to display a backtrace",
+        ["is it the python loader or the rust loader? rs files only", "the loader: rs first"],
+    ),
+]
+
+
+def _id(root: Path, n: int) -> str:
+    # Unique across trees: the team store test pushes several into one store.
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{root}#{n}"))
+
+
+def _tree(root: Path, literal: str, prose: list[str]) -> tuple[ConfigTree, str, list[str]]:
+    """A tree of a session writing ``literal`` and, newer, one per ``prose`` text, each
+    text in a message of its own between a neutral first and last prompt (so that it is
+    a message hit, not a prompt's); plus unrelated sessions."""
+    tree = ConfigTree(root)
+    made: list[str] = []
+    for day, text in enumerate([literal, *prose], start=1):
+        s = tree.session(
+            cwd="/w/app", start=f"2026-11-{day:02d}T10:00:00.000Z", session_id=_id(root, day)
+        )
+        s.user("a question about the app")
+        s.assistant("sure, go ahead")
+        s.user(text)
+        s.assistant("let me look")
+        s.user("thanks")
+        s.write()
+        made.append(s.session_id)
+    for k in range(5):
+        other = tree.session(
+            cwd="/w/other", start="2026-10-01T10:00:00.000Z", session_id=_id(root, 100 + k)
+        )
+        other.user(f"deploy the app to staging {k}")
+        other.write()
+    return tree, made[0], made[1:]
+
+
+@pytest.mark.parametrize(("query", "literal", "prose"), CASES, ids=[c[0] for c in CASES])
+def test_the_spelling_as_typed_ranks_first(
+    tmp_path: Path, query: str, literal: str, prose: list[str]
+) -> None:
+    tree, wrote, said = _tree(tmp_path / "claude", literal, prose)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, query, ALL)
+    assert [r["session_id"] for r in rows][0] == wrote, rows
+    assert {r["session_id"] for r in rows[1:]} == set(said)
+    spelled = query.strip("-")
+    assert f"[{spelled}]" in rows[0]["snippet"], rows[0]["snippet"]
+
+
+def test_a_flag_is_given_after_the_double_dash(tmp_path: Path) -> None:
+    """The CLI's rule for text that starts with a dash (README): after ``--``."""
+    query, literal, prose = CASES[2]
+    tree, wrote, said = _tree(tmp_path / "claude", literal, prose)
+    args = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), "search"]
+    result = CliRunner().invoke(cli, [*args, "--scope", "all", "--json", "--", query])
+    assert result.exit_code == 0, result.output
+    order = [r["session_id"] for r in json.loads(result.stdout)]
+    assert order[0] == wrote and set(order[1:]) == set(said)
+
+
+def test_the_page_limit_does_not_hide_the_spelling(tmp_path: Path) -> None:
+    """The literal session is ranked last by bm25; a page of one still shows it."""
+    query, literal, prose = CASES[0]
+    tree, wrote, _ = _tree(tmp_path / "claude", literal, prose)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    assert [r["session_id"] for r in search(db, query, Filters(scope="all", limit=1))] == [wrote]
+
+
+def test_a_spelling_beats_a_title_of_prose_and_together_still_beats_apart(
+    tmp_path: Path,
+) -> None:
+    """The tier is within the matches: every word is still required, and sessions
+    holding them in one row still come before those holding them apart, the spelling
+    first within each. A title holding the words as prose (weighed most, and boosted)
+    ranked before a message that wrote the identifier."""
+    tree = ConfigTree(tmp_path / "claude")
+    wrote = tree.session(cwd="/w/app", start="2026-11-01T10:00:00.000Z")
+    wrote.user("a question")
+    wrote.user("the user_profile migration fails on sqlite with a locked database error")
+    wrote.assistant("let me look")
+    wrote.user("thanks")
+    wrote.write()
+    titled = tree.session(cwd="/w/app", start="2026-11-02T10:00:00.000Z")
+    titled.user("a question")
+    titled.meta("custom-title", customTitle="User profile migration")
+    titled.write()
+    apart = tree.session(cwd="/w/app", start="2026-11-03T10:00:00.000Z")
+    apart.user("a question")
+    apart.user("look at user_profile")
+    apart.assistant("ok")
+    apart.user("now write the migration")
+    apart.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, "user_profile migration", ALL)
+    order = [r["session_id"] for r in rows]
+    assert order == [wrote.session_id, titled.session_id, apart.session_id], rows
+
+
+def test_a_query_without_punctuation_is_ranked_as_before_and_reads_no_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query, literal, prose = CASES[0]
+    tree, wrote, said = _tree(tmp_path / "claude", literal, prose)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    read: list[Any] = []
+    original = search_module._literal_tier
+    monkeypatch.setattr(
+        search_module, "_literal_tier", lambda *a, **k: read.append(a) or original(*a, **k)
+    )
+    rows = search(db, "user profile", ALL)
+    assert read == []
+    assert [r["session_id"] for r in rows][-1] == wrote  # bm25: the long message last
+    scores = [r["score"] for r in rows]
+    assert scores == sorted(scores)
+    search(db, "user_profile", ALL)
+    assert len(read) == 1
+
+
+@pytest.mark.parametrize(
+    ("word", "spelling"),
+    [
+        ("user_profile", "user_profile"),
+        ("--no-verify", "no-verify"),  # a flag's dashes are not part of its name
+        ("(src/config/loader.rs:14:5),", "src/config/loader.rs:14:5"),  # pasted
+        ("auth/middleware", "auth/middleware"),
+        ("設定.json", "設 定 .json"),  # as stored: CJK one token per character
+        ("it's", "it's"),
+        ("profile", None),  # one token: no spelling to prefer
+        ("--verbose", None),
+        ("C++", None),
+        ("東京", None),
+        ('f"hello', None),  # a quote separates, as in the text
+    ],
+)
+def test_which_words_have_a_spelling(word: str, spelling: str | None) -> None:
+    assert [w.literal for w in query_words(word)] == [spelling]
+
+
+@pytest.fixture
+def store() -> str:
+    dsn = require_database("literal spelling")
+    truncate(dsn)
+    return database_url(dsn)
+
+
+def test_the_team_store_ranks_the_spelling_first_too(tmp_path: Path, store: str) -> None:
+    """Parity: the session that wrote the spelling first on both backends."""
+    trees = []
+    for i, (query, literal, prose) in enumerate(CASES):
+        tree, wrote, said = _tree(tmp_path / f"claude{i}", literal, prose)
+        pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+        assert pushed.exit_code == 0, pushed.output
+        trees.append((query, tree, wrote))
+    for i, (query, tree, wrote) in enumerate(trees):
+        with Index(tmp_path / f"i{i}.db", [tree.root]) as local:
+            here = [r["session_id"] for r in local.search(query, scope="all")]
+        with Index(store, [tree.root], refresh=False) as team:
+            there = [r["session_id"] for r in team.search(query, scope="all")]
+        # The store holds every case's tree: this case's sessions, the one that wrote
+        # the spelling first (the others in bm25's order here, ts_rank's there).
+        there = [sid for sid in there if sid in here]
+        assert here[0] == there[0] == wrote, query
+        assert set(there) == set(here)
