@@ -681,13 +681,15 @@ def _turns(
     Display merges several transcript entries into one turn (one assistant response
     written as one line per block; parallel tool results), and a search hit names the
     entry, so each entry on the chain maps to the turn at or before it."""
-    from sessiondex.render.conversation import Message
+    from sessiondex.render.conversation import Message, Turns
 
     turns: list[Turn] = []
-    item_turn: dict[str, int] = {}  # first uuid of a display item → its turn
+    numbered = Turns(include_tools)  # what a turn is: the web's session page pages so too
     # One item at a time (the renderer streams the transcript), each body cut at once:
     # memory follows the number of turns, not the transcript's size.
     for item in items:
+        if numbered.add(item) is None:
+            continue
         if not isinstance(item, Message):
             turns.append(Turn(len(turns), "compaction", None, _stamp(item.timestamp), item.text))
             continue
@@ -702,23 +704,10 @@ def _turns(
             elif include_tools and block.kind == "tool_result":
                 label = "tool error" if block.is_error else "tool result"
                 parts.append(f"[{label}] {_clip(block.text, TOOL_TEXT_CHARS)}")
-        if not parts or (item.role == "tool" and not include_tools):
-            if turns:
-                item_turn[item.uuid] = turns[-1].index
-            continue
         body = cut(_clean("\n".join(parts)), message_chars)
         role = "summary of earlier conversation" if item.is_compact_summary else item.role
         turns.append(Turn(len(turns), role, item.uuid, _stamp(item.timestamp), body))
-        item_turn[item.uuid] = turns[-1].index
-    where: dict[str, int] = {}
-    current = 0
-    for entry in chain:
-        uuid = entry.get("uuid")
-        if not isinstance(uuid, str):
-            continue
-        current = item_turn.get(uuid, current)
-        where[uuid] = current
-    return turns, where
+    return turns, numbered.where(chain)
 
 
 # ------------------------------------------------------------------ shaping

@@ -619,6 +619,50 @@ def _shows(item: Item, tools: bool, subagents: bool) -> bool:
     return isinstance(item, Marker) or _visible(item, tools, subagents)
 
 
+class Turns:
+    """Numbers a thread's display items as *turns*, the unit a reader pages by, while
+    they stream past.
+
+    A turn is an item that shows something: a compact marker, or a message with text
+    (with ``tools``, a tool call or result too). MCP's ``read_session`` pages by these
+    turns (``offset``/``limit``), the web's session page shows a fixed number of them
+    per page, so "turn 400" is the same message in both. Display merges several chain
+    entries into one item (a response written one entry per block; parallel tool
+    results), and an item that shows nothing (thinking alone) joins the turn before it;
+    a search hit or a fork point names an *entry*, so :meth:`where` maps every entry on
+    the chain to the turn that shows it."""
+
+    def __init__(self, tools: bool) -> None:
+        self.tools = tools
+        self.count = 0
+        self._first: dict[str, int] = {}  # first uuid of a display item → its turn
+
+    def add(self, item: Item) -> int | None:
+        """``item``'s turn number, or None when it shows nothing (its entries then
+        belong to the turn before it)."""
+        turn = None
+        if _shows(item, self.tools, False):
+            turn = self.count
+            self.count += 1
+        if isinstance(item, Message) and self.count:
+            self._first[item.uuid] = self.count - 1
+        return turn
+
+    def where(self, chain: Iterable[Entry]) -> dict[str, int]:
+        """Every entry UUID of ``chain`` (the thread's, in order) → the turn showing it:
+        the turn of the item it starts, else of the item before it (turn 0 for an
+        entry before the first turn)."""
+        out: dict[str, int] = {}
+        current = 0
+        for entry in chain:
+            uuid = entry.get("uuid")
+            if not isinstance(uuid, str):
+                continue
+            current = self._first.get(uuid, current)
+            out[uuid] = current
+        return out
+
+
 EMPTY_NOTE = "(no messages on the conversation chain)"
 
 

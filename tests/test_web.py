@@ -22,10 +22,10 @@ pytest.importorskip("datasette", reason="the web extra is not installed")
 
 from sessiondex import Index  # noqa: E402
 from sessiondex.web.app import build  # noqa: E402
-from sessiondex.web.conversation import aliases, mark_snippet  # noqa: E402
+from sessiondex.web.conversation import PAGE_TURNS, mark_snippet, thread_turns  # noqa: E402
 from sessiondex.web.state import WebIndex  # noqa: E402
 from tests.builders import ConfigTree  # noqa: E402
-from tests.web_tree import BLOG, PR_URL, SCRIPT, SHOP, WebTree, build_web_tree  # noqa: E402
+from tests.web_tree import BLOG, PR_URL, SCRIPT, SHOP, build_web_tree  # noqa: E402
 
 
 class FakeClock:
@@ -38,7 +38,7 @@ class FakeClock:
 
 @dataclass
 class Web:
-    tree: WebTree
+    tree: Any  # a WebTree; a LongTree for the paging tests
     state: WebIndex
     clock: FakeClock
     datasette: Any
@@ -56,11 +56,9 @@ class Web:
 
 
 @contextmanager
-def _serving(root: Path) -> Iterator[Web]:
-    db = root / "index.db"
-    tree = build_web_tree(root, db)
+def _served(db: Path, root: Path, tree: Any) -> Iterator[Web]:
     clock = FakeClock()
-    state = WebIndex(Index(db, [tree.tree.root]), clock=clock)
+    state = WebIndex(Index(db, [root]), clock=clock)
     state.start()
     loop = asyncio.new_event_loop()
     try:
@@ -68,6 +66,14 @@ def _serving(root: Path) -> Iterator[Web]:
     finally:
         loop.close()
         state.close()
+
+
+@contextmanager
+def _serving(root: Path) -> Iterator[Web]:
+    db = root / "index.db"
+    tree = build_web_tree(root, db)
+    with _served(db, tree.tree.root, tree) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -138,9 +144,11 @@ def test_search_is_the_cli_search_with_marked_snippets(web: Web) -> None:
     assert _session_links(page) == expected and web.tree.auth_id in expected
     assert "<mark>heartbeat</mark>" in page
     # Each result links to its best message, which the session page anchors.
-    link = re.search(rf'href="(/session/{web.tree.auth_id}\?q=heartbeat#msg-([0-9a-f-]+))"', page)
+    link = re.search(
+        rf'href="(/session/{web.tree.auth_id}\?q=heartbeat&amp;at=([0-9a-f-]+)#msg-\2)"', page
+    )
     assert link is not None
-    assert f'id="msg-{link.group(2)}"' in web.get(link.group(1).split("#")[0])
+    assert f'id="msg-{link.group(2)}"' in web.get(html.unescape(link.group(1)).split("#")[0])
 
 
 @pytest.mark.parametrize(
@@ -194,7 +202,11 @@ def test_session_page_shows_conversation_and_metadata(web: Web) -> None:
     )
     assert "Auth refactor: plan B" in page  # its fork
     fork = web.get(f"/session/{t.fork_id}")
-    assert "Forked from" in fork and f'href="/session/{t.auth_id}#msg-' in fork
+    assert "Forked from" in fork and re.search(
+        rf'href="/session/{t.auth_id}\?at=([0-9a-f-]+)#msg-\1"', fork
+    )
+    # A session of one page shows it as before: no page links.
+    assert 'class="pager"' not in page and "page 1 of" not in page
 
 
 def test_session_page_marks_search_hits(web: Web) -> None:
@@ -424,6 +436,241 @@ def test_no_refresh_while_a_watcher_keeps_the_index_live(
     assert web.state.refreshes == before
 
 
+# ----------------------------------------------------------------- long sessions
+LONG_PAIRS = 1500  # prompts and answers: 3,000-odd turns, 16 pages
+
+
+@dataclass
+class LongTree:
+    root: Path
+    session_id: str
+    turns: list[str]  # the uuid each turn is shown under, in order
+    near: str  # the entry of a strong hit on page 3 (joined to its response)
+    far: str  # the entry of a weaker hit on page 13
+    sub_call: str  # the turn whose call started a subagent, and the subagent's hit
+    sub_hit: str
+    fork_id: str
+    fork_point: str  # the parent's message the fork's origin link names (page 9)
+    short_id: str
+
+    def page_of(self, uuid: str) -> int:
+        return self.turns.index(uuid) // PAGE_TURNS + 1
+
+    @property
+    def pages(self) -> int:
+        return -(-len(self.turns) // PAGE_TURNS)
+
+
+def _build_long_tree(root: Path) -> LongTree:
+    tree = ConfigTree(root / "claude")
+    long = tree.session(cwd=SHOP, git_branch="main")
+    turns: list[str] = []
+    near = far = sub_call = sub_hit = ""
+    for i in range(LONG_PAIRS):
+        if i == 700:
+            task = long.assistant(
+                "Asking a subagent",
+                tool_uses=[("Task", {"description": "look", "prompt": "find the quokka"})],
+            )
+            sub = long.subagent(agent_id="ag9", tool_use_id=task.tool_use_ids[0])
+            sub.user("find the quokka")
+            sub.assistant("no quokka here")
+            sub_hit = sub.records[-1]["uuid"]
+            sub_call = task.uuids[0]
+            turns.append(sub_call)
+            turns.append(long.tool_result(task.tool_use_ids[0], "none found"))
+        turns.append(long.user(f"question {i} about the build"))
+        if i == 230:
+            # thinking, then text: one message shown under the thinking entry's uuid
+            answer = long.assistant("zanzibar zanzibar zanzibar", thinking="let me see")
+            near = answer.uuids[1]
+        elif i == 1250:
+            answer = long.assistant(f"answer {i}: the zanzibar build is slow, as said before")
+            far = answer.uuids[0]
+        else:
+            answer = long.assistant(f"answer {i}: done")
+        turns.append(answer.uuids[0])
+    long.meta("custom-title", customTitle="The long one")
+    long.write()
+    fork_point = turns[8 * PAGE_TURNS + 17]  # on page 9
+    # A fork of the session after a compaction: its first entry names a message deep
+    # in the parent (sessiondex's own forks copy from the first message, page 1).
+    fork = tree.session(cwd=SHOP, git_branch="main")
+    origin = {"sessionId": long.session_id, "messageUuid": fork_point}
+    fork.user("carry on from here", forkedFrom=origin)
+    fork.assistant("carrying on", forkedFrom=origin)
+    fork.write()
+    short = tree.session(cwd=BLOG, git_branch="main")
+    short.user("a short one")
+    short.assistant("indeed")
+    short.write()
+    return LongTree(
+        tree.root,
+        long.session_id,
+        turns,
+        near,
+        far,
+        sub_call,
+        sub_hit,
+        fork.session_id,
+        fork_point,
+        short.session_id,
+    )
+
+
+@pytest.fixture(scope="module")
+def long_web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
+    root = tmp_path_factory.mktemp("long")
+    tree = _build_long_tree(root)
+    with _served(root / "index.db", root / "claude", tree) as served:
+        yield served
+
+
+def _main_articles(page: str, tree: LongTree) -> list[str]:
+    """The uuids of the session's own messages on a page (not its subagent's)."""
+    found = re.findall(r'<article class="msg [^"]*" id="msg-([0-9a-f-]+)"', page)
+    return [u for u in found if u != tree.sub_hit and u in set(tree.turns)]
+
+
+def _pager_links(page: str) -> dict[str, str]:
+    nav = page[page.index('<nav class="pager"') :]
+    nav = nav[: nav.index("</nav>")]
+    return {
+        rel: html.unescape(href) for href, rel in re.findall(r'href="([^"]+)" rel="(\w+)"', nav)
+    }
+
+
+@pytest.mark.parametrize("page", [1, 2, 9, 16])
+def test_a_long_session_is_shown_a_page_at_a_time(long_web: Web, page: int) -> None:
+    """A session of 12,000 messages was one page of 20 MB (14 s in Chromium)."""
+    t: LongTree = long_web.tree
+    assert t.pages == 16
+    body = long_web.get(f"/session/{t.session_id}" + (f"?page={page}" if page > 1 else ""))
+    start = (page - 1) * PAGE_TURNS
+    assert _main_articles(body, t) == t.turns[start : start + PAGE_TURNS]
+    total = len(t.turns)
+    end = min(start + PAGE_TURNS, total)
+    assert f"page {page} of 16" in body and f"(turns {start + 1}–{end} of {total})" in body
+    links = _pager_links(body)
+    url = f"/session/{t.session_id}?page="
+    expected = {}
+    if page > 1:
+        expected |= {"first": url + "1", "prev": url + str(page - 1)}
+    if page < 16:
+        expected |= {"next": url + str(page + 1), "last": url + "16"}
+    assert links == expected
+    assert body.count('<nav class="pager"') == 2  # above and below the conversation
+
+
+def test_pages_are_the_turns_read_session_counts(long_web: Web) -> None:
+    """One notion of a turn: page 3 starts at read_session's turn 400 (with tools)."""
+    from sessiondex.mcp_server.service import SessionService, Settings
+
+    t: LongTree = long_web.tree
+    service = SessionService(lambda: Index(long_web.db, [t.root]), Settings(cwd=SHOP))
+    try:
+        text = service.read_session(
+            t.session_id, offset=2 * PAGE_TURNS, limit=3, include_tools=True
+        )
+    finally:
+        service.close()
+    first = re.search(r"^\[400\] \w+ · [^·]+ · uuid ([0-9a-f-]+)$", text, re.M)
+    assert first is not None
+    body = long_web.get(f"/session/{t.session_id}?page=3")
+    assert _main_articles(body, t)[0] == first.group(1) == t.turns[2 * PAGE_TURNS]
+
+
+def test_a_search_result_opens_the_page_of_its_hit(long_web: Web) -> None:
+    t: LongTree = long_web.tree
+    results = long_web.get("/search?q=zanzibar")
+    link = re.search(rf'href="(/session/{t.session_id}\?[^"#]*)#msg-([0-9a-f-]+)"', results)
+    assert link is not None and link.group(2) == t.near  # the best hit, on page 3
+    body = long_web.get(html.unescape(link.group(1)))
+    assert t.page_of(t.turns[t.turns.index(_main_articles(body, t)[0])]) == 3
+    assert f'<span class="alias" id="msg-{t.near}"></span>' in body
+    assert "page 3 of 16" in body
+
+
+def test_hits_on_other_pages_are_counted_and_a_link_away(long_web: Web) -> None:
+    t: LongTree = long_web.tree
+    base = f"/session/{t.session_id}?q=zanzibar"
+    # No page asked: the page of the first hit, which says where the others are.
+    first = long_web.get(base)
+    assert "page 3 of 16" in first and "2 messages matching" in first
+    assert "1 on this page" in first and "previous match" not in first
+    nxt = re.search(r'<a href="([^"]+)">next match ›</a> \(page (\d+)\)', first)
+    assert nxt is not None and int(nxt.group(2)) == t.page_of(t.far) == 13
+    assert nxt.group(1).endswith(f"at={t.far}#msg-{t.far}")
+    second = long_web.get(html.unescape(nxt.group(1)).split("#")[0])
+    assert "page 13 of 16" in second and f'id="msg-{t.far}"' in second
+    assert re.search(rf'<article class="msg assistant hit" id="msg-{t.far}"', second)
+    back = re.search(r'<a href="([^"]+)">‹ previous match</a> \(page 3\)', second)
+    assert back is not None and back.group(1).endswith(f"#msg-{t.near}")
+    assert "next match" not in second
+    # Page links keep the search, and say which page (the first hit's is not page 1).
+    assert _pager_links(second)["first"] == base + "&page=1"
+    page1 = long_web.get(base + "&page=1")
+    assert "page 1 of 16" in page1 and "0 on this page" in page1 and "next match" in page1
+    # "clear" drops the search, not the page.
+    assert f'<a href="/session/{t.session_id}?page=13">clear</a>' in second
+
+
+def test_a_hit_in_a_subagent_opens_the_page_of_its_call(long_web: Web) -> None:
+    t: LongTree = long_web.tree
+    body = long_web.get(f"/session/{t.session_id}?q=quokka")
+    assert f"page {t.page_of(t.sub_call)} of 16" in body and t.page_of(t.sub_call) == 8
+    assert '<details class="subagent" open>' in body and f'id="msg-{t.sub_hit}"' in body
+
+
+def test_a_fork_s_origin_link_opens_the_page_of_the_fork_point(long_web: Web) -> None:
+    t: LongTree = long_web.tree
+    fork = long_web.get(f"/session/{t.fork_id}")
+    link = re.search(rf'href="(/session/{t.session_id}\?at={t.fork_point})#msg-', fork)
+    assert link is not None
+    parent = long_web.get(link.group(1))
+    assert "page 9 of 16" in parent and f'id="msg-{t.fork_point}"' in parent
+    assert t.page_of(t.fork_point) == 9
+
+
+def test_a_message_not_on_the_conversation_opens_the_first_page(long_web: Web) -> None:
+    t: LongTree = long_web.tree
+    body = long_web.get(f"/session/{t.session_id}?at=00000000-0000-4000-8000-000000000000")
+    assert "page 1 of 16" in body and "is not on the live conversation" in body
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("0", "takes a page number from 1, not '0'"),
+        ("-2", "takes a page number from 1"),
+        ("abc", "takes a page number from 1, not 'abc'"),
+        ("1.5", "takes a page number from 1"),
+        ("\uff12", "takes a page number from 1"),  # a fullwidth 2: int() would take it
+        ("17", "has 16 pages of conversation: there is no page 17."),
+        ("99999999999999999999", "takes a page number from 1"),
+    ],
+)
+def test_a_bad_page_is_a_400_that_says_why(long_web: Web, value: str, says: str) -> None:
+    t: LongTree = long_web.tree
+    response = long_web.request(f"/session/{t.session_id}?page={quote(value)}")
+    assert response.status_code == 400
+    assert says in html.unescape(response.text)
+    assert response.headers["content-security-policy"]
+    # and a way on: the last page for a page past it, else the first
+    if value == "17":
+        assert f'href="/session/{t.session_id}?page=16">its last page</a>' in response.text
+    else:
+        assert f'href="/session/{t.session_id}">its first page</a>' in response.text
+
+
+@pytest.mark.parametrize("query", ["", "?page=", "?page=1"])
+def test_a_short_session_is_one_page_without_page_links(long_web: Web, query: str) -> None:
+    body = long_web.get(f"/session/{long_web.tree.short_id}{query}")
+    assert "a short one" in body and 'class="pager"' not in body
+    response = long_web.request(f"/session/{long_web.tree.short_id}?page=2")
+    assert response.status_code == 400 and "has 1 page of conversation" in response.text
+
+
 # ----------------------------------------------------------------- pieces
 def test_mark_snippet_escapes_and_balances() -> None:
     start, end = "\x02", "\x03"
@@ -440,9 +687,10 @@ def test_aliases_follow_the_message_they_join(tmp_path: Path) -> None:
     with Index(db, [tree.tree.root]) as index:
         session = index.resolve(tree.auth_id).session
     conv = build_conversation(session)
-    extra = aliases(conv.items, conv.chain)
-    assert any(tree.merged_uuid in uuids for uuids in extra.values())
-    assert tree.heartbeat_uuid not in {u for uuids in extra.values() for u in uuids}
+    shown = thread_turns(conv.iter_items(), conv.chain)
+    extra = [shown.anchors(n) for n in range(len(shown.turns))]
+    assert any(tree.merged_uuid in uuids for uuids in extra)
+    assert tree.heartbeat_uuid not in {u for uuids in extra for u in uuids}
 
 
 # ----------------------------------------------------------------- the command
@@ -909,14 +1157,14 @@ def test_a_session_page_is_rendered_off_the_index_thread(
 
     from sessiondex.web import pages
 
-    real = pages.render_conversation
+    real = pages.layout
     threads: list[str] = []
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pages, "render_conversation", recording)
+    monkeypatch.setattr(pages, "layout", recording)
     page = web.get(f"/session/{web.tree.auth_id}")
     assert "Auth refactor" in page and threads
     assert not any(name.startswith("sessiondex-index") for name in threads), threads

@@ -138,7 +138,7 @@ def test_browse_search_and_read_a_session_in_chromium(
             page.go_back()
             page.wait_for_url("**/search?q=heartbeat")
             page.locator("li.result h2 a", has_text="Auth refactor").first.click()
-            page.wait_for_url(f"**/session/{tree.auth_id}?q=heartbeat#msg-*")
+            page.wait_for_url(f"**/session/{tree.auth_id}?q=heartbeat&at=*#msg-*")
             target = page.locator("article.msg:target")
             # The best-ranked message (bm25: here the subagent's shorter one, inside its
             # folded transcript, which the page opens for a hit).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -31,6 +31,7 @@ from sessiondex.render.conversation import (
     Marker,
     Message,
     Subagent,
+    Turns,
     json_dumps,
     problem_note,
 )
@@ -140,6 +141,15 @@ def pre(text: str, lang: str = "") -> str:
 
 
 # ----------------------------------------------------------------- the walk
+# Turns per page of the session page. A turn is the unit MCP's read_session pages by
+# (with include_tools: tool traffic is on the page, folded), so page N holds turns
+# (N-1)*200 to N*200-1. A count, not a byte budget, so a page's bounds do not move when
+# a message's size would: a link to page 7 stays a link to the same turns while the
+# session grows. 200 turns are ~200 KB of HTML for an ordinary session (the 12,000-
+# message one was 20 MB, 14 s in Chromium, on one page); long text is clipped anyway.
+PAGE_TURNS = 200
+
+
 @dataclass
 class _Walk:
     hits: set[str]
@@ -154,15 +164,6 @@ def _stamp(timestamp: str | None) -> str:
     if "." in text and text.endswith("Z"):
         text = text[: text.index(".")] + "Z"
     return text
-
-
-def _shown(message: Message) -> bool:
-    """The page shows text, tool traffic (folded) and subagents; a message with none
-    (only thinking, say) is left out."""
-    return any(
-        (b.kind == "text" and b.text.strip()) or b.kind in ("tool_use", "tool_result")
-        for b in message.blocks
-    )
 
 
 def _role(message: Message) -> str:
@@ -185,48 +186,58 @@ def _brief(input_json: str) -> str:
     return text[:117] + "…" if len(text) > 120 else text
 
 
-def aliases(items: list[Item], entries: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
-    """Shown message uuid → the uuids of the other chain entries shown as part of it.
+@dataclass
+class ThreadTurns:
+    """A thread (the main conversation or a subagent's) as the page shows it: its turns
+    (:class:`~sessiondex.render.conversation.Turns`, tool traffic included), and for
+    each the UUIDs of the chain entries it shows, in chain order. A search hit or a
+    fork point names an entry, so every one of them gets an anchor in its turn."""
 
-    One assistant response is written as several entries (a line per content block)
-    and shown as one message under the first entry's uuid; consecutive tool results are
-    shown as one too. A search hit names the entry, so each shown message carries an
-    anchor for every entry folded into it (each follows the message it joins)."""
-    shown = {i.uuid for i in items if isinstance(i, Message) and _shown(i)}
-    out: dict[str, list[str]] = {}
-    current: str | None = None
-    for entry in entries:
-        uuid = entry.get("uuid")
-        if not isinstance(uuid, str):
+    turns: list[Item]
+    entries: list[list[str]]
+
+    def anchors(self, turn: int) -> list[str]:
+        """The entries of ``turn`` other than the one it is shown under."""
+        item = self.turns[turn]
+        own = item.uuid if isinstance(item, Message) else None
+        return [u for u in self.entries[turn] if u != own]
+
+
+def thread_turns(items: Iterable[Item], chain: Iterable[dict[str, Any]]) -> ThreadTurns:
+    numbered = Turns(tools=True)
+    turns = [item for item in items if numbered.add(item) is not None]
+    entries: list[list[str]] = [[] for _ in turns]
+    if turns:
+        for uuid, turn in numbered.where(chain).items():
+            entries[turn].append(uuid)
+    return ThreadTurns(turns, entries)
+
+
+def subagent_entries(sub: Subagent) -> Iterator[str]:
+    """The UUID of every entry on ``sub``'s chain and on those of the subagents it
+    started, at any depth: where a search hit inside it can be. From the chains' stubs,
+    so no transcript is read for it."""
+    pending, seen = [sub], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
             continue
-        if uuid in shown:
-            current = uuid
-        elif current is not None:
-            out.setdefault(current, []).append(uuid)
-    return out
+        seen.add(id(current))
+        for stub in current.thread.chain:
+            if isinstance(stub.get("uuid"), str):
+                yield stub["uuid"]
+        for children in current.thread.links.values():
+            pending.extend(children)
 
 
-def _contains_hit(sub: Subagent, hits: set[str]) -> bool:
-    return any(isinstance(e.get("uuid"), str) and e["uuid"] in hits for e in sub.entries) or any(
-        _contains_hit(child, hits)
-        for item in sub.items
-        if isinstance(item, Message)
-        for block in item.blocks
-        for child in block.subagents
-    )
-
-
-def _items(walk: _Walk, items: list[Item], entries: Iterable[dict[str, Any]]) -> None:
-    extra = aliases(items, entries)
-    for item in items:
-        if isinstance(item, Marker):
-            walk.out.append(
-                f'<p class="marker">{esc(item.text)} ({esc(_stamp(item.timestamp))})</p>'
-            )
-            continue
-        if not _shown(item):
-            continue
-        _message(walk, item, extra.get(item.uuid, []))
+def _turn(walk: _Walk, item: Item, anchors: list[str]) -> None:
+    if isinstance(item, Marker):
+        spans = "".join(f'<span class="alias" id="msg-{esc(a)}"></span>' for a in anchors)
+        walk.out.append(
+            f'<p class="marker">{spans}{esc(item.text)} ({esc(_stamp(item.timestamp))})</p>'
+        )
+    else:
+        _message(walk, item, anchors)
 
 
 def _message(walk: _Walk, item: Message, alias: list[str]) -> None:
@@ -281,8 +292,9 @@ def _block(walk: _Walk, block: Block) -> None:
 
 def _subagent(walk: _Walk, sub: Subagent) -> None:
     kind = f" ({sub.agent_type})" if sub.agent_type else ""
-    count = sum(1 for i in sub.items if isinstance(i, Message) and _shown(i))
-    is_open = " open" if _contains_hit(sub, walk.hits) else ""
+    shown = thread_turns(sub.iter_items(), sub.thread.chain)
+    count = sum(1 for i in shown.turns if isinstance(i, Message))
+    is_open = " open" if any(u in walk.hits for u in subagent_entries(sub)) else ""
     walk.out.append(
         f'<details class="subagent"{is_open}><summary>Subagent {esc(sub.agent_id)}{esc(kind)}'
         f' <span class="brief">{count} messages</span></summary>'
@@ -290,8 +302,61 @@ def _subagent(walk: _Walk, sub: Subagent) -> None:
     note = problem_note(sub.problems)
     if note:
         walk.out.append(f'<p class="note">{esc(note)}</p>')
-    _items(walk, sub.items, sub.entries)
+    for n, item in enumerate(shown.turns):
+        _turn(walk, item, shown.anchors(n))
     walk.out.append("</details>")
+
+
+@dataclass
+class Layout:
+    """A conversation cut into pages of ``page_turns`` turns of its live chain; the
+    subagents not linked to a call on the chain close the last page."""
+
+    conv: Conversation
+    main: ThreadTurns
+    page_turns: int
+    # Every entry a page shows (the chain's, its subagents') → (page, position in the
+    # conversation): where a search hit or a fork point is, without rendering a page.
+    located: dict[str, tuple[int, int]]
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-len(self.main.turns) // self.page_turns))
+
+    def page_of(self, uuid: str) -> int | None:
+        place = self.located.get(uuid)
+        return place[0] if place else None
+
+    def in_order(self, uuids: Iterable[str]) -> list[tuple[str, int]]:
+        """``(uuid, page)`` of those of ``uuids`` a page shows, in conversation order."""
+        found = [(self.located[u], u) for u in set(uuids) if u in self.located]
+        return [(u, place[0]) for place, u in sorted(found)]
+
+    def turn_range(self, page: int) -> range:
+        start = (page - 1) * self.page_turns
+        return range(start, min(start + self.page_turns, len(self.main.turns)))
+
+
+def layout(conv: Conversation, page_turns: int = PAGE_TURNS) -> Layout:
+    """Reads the live chain (every turn's content: the page to show may depend on
+    where a hit is) and places each entry on its page."""
+    main = thread_turns(conv.iter_items(), conv.chain)
+    out = Layout(conv, main, page_turns, {})
+
+    def place(uuids: Iterable[str], page: int) -> None:
+        for uuid in uuids:
+            out.located.setdefault(uuid, (page, len(out.located)))
+
+    for n, item in enumerate(main.turns):
+        page = n // page_turns + 1
+        place(main.entries[n], page)
+        if isinstance(item, Message):
+            for block in item.blocks:
+                for sub in block.subagents:
+                    place(subagent_entries(sub), page)
+    for sub in conv.unlinked:
+        place(subagent_entries(sub), out.pages)
+    return out
 
 
 @dataclass
@@ -300,21 +365,24 @@ class Rendered:
     shown_hits: list[str]  # anchors of the messages shown as hits, in page order
 
 
-def render_conversation(conv: Conversation, hits: Iterable[str] = ()) -> Rendered:
-    """The messages of the live chain as HTML; messages whose uuid is in ``hits`` (a
-    search's matches) carry the ``hit`` class. A hit off the live chain (rewound, or
-    before a compaction) is not shown, so ``shown_hits`` may be fewer."""
+def render_page(lay: Layout, page: int, hits: Iterable[str] = ()) -> Rendered:
+    """Page ``page`` (from 1) of the live chain as HTML; messages whose uuid is in
+    ``hits`` (a search's matches) carry the ``hit`` class. A hit off the live chain
+    (rewound, or before a compaction) is on no page."""
     walk = _Walk(set(hits))
-    note = problem_note(conv.problems)
+    conv = lay.conv
+    note = problem_note(conv.problems)  # about the whole transcript: on every page
     if note:
         walk.out.append(f'<p class="note">{esc(note)}</p>')
-    _items(walk, conv.items, conv.chain)
-    if not any(isinstance(i, Marker) or _shown(i) for i in conv.items):
-        walk.out.append('<p class="marker">(no messages on the conversation chain)</p>')
-    if conv.unlinked:
-        walk.out.append("<h2>Subagents not linked to a call on this chain</h2>")
-        for sub in conv.unlinked:
-            _subagent(walk, sub)
+    for n in lay.turn_range(page):
+        _turn(walk, lay.main.turns[n], lay.main.anchors(n))
+    if page == lay.pages:
+        if not lay.main.turns:
+            walk.out.append('<p class="marker">(no messages on the conversation chain)</p>')
+        if conv.unlinked:
+            walk.out.append("<h2>Subagents not linked to a call on this chain</h2>")
+            for sub in conv.unlinked:
+                _subagent(walk, sub)
     return Rendered("\n".join(walk.out), walk.shown_hits)
 
 

@@ -9,6 +9,7 @@ the sessions, titles and order the CLI's ``list --scope all`` shows.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -18,7 +19,7 @@ from urllib.parse import quote, urlencode
 
 from sessiondex.render.sizes import human_size
 from sessiondex.transcripts.pr_urls import parse_pr_ref, pr_identity
-from sessiondex.web.conversation import mark_snippet, render_conversation
+from sessiondex.web.conversation import layout, mark_snippet, render_page
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -35,6 +36,16 @@ DATE_BUCKETS = (("1d", "last 24 hours", 1), ("7d", "last 7 days", 7), ("30d", "l
 
 class PageNotFound(Exception):
     """The page's subject does not exist: a 404 with this message."""
+
+
+class BadRequest(Exception):
+    """A parameter the page cannot take: a 400 with this message (as Datasette's own
+    pages answer a ``?_sort=`` they cannot take), and a link to where the asker may
+    have meant to go."""
+
+    def __init__(self, message: str, link: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.link = link  # (url, label)
 
 
 # ----------------------------------------------------------------- shared bits
@@ -140,10 +151,17 @@ def to_row(session: Mapping[str, Any], now: float, url: str) -> Row:
     )
 
 
-def _urls(sessions: Iterable[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
-    """A session's page URL, with its project pinned when its ID is not unique here."""
+def _urls(sessions: Iterable[Mapping[str, Any]]) -> Callable[..., str]:
+    """A session's page URL (with ``params``), its project pinned when its ID is not
+    unique here."""
     counts = Counter(s["session_id"] for s in sessions)
-    return lambda s: session_url(s, project=counts[s["session_id"]] > 1)
+    return lambda s, **params: session_url(s, project=counts[s["session_id"]] > 1, **params)
+
+
+def _with_params(url: str, **params: str | None) -> str:
+    """``url`` with ``params`` added (those that are None left out)."""
+    query = urlencode({k: v for k, v in params.items() if v is not None})
+    return url + (("&" if "?" in url else "?") + query if query else "")
 
 
 def _limit(args: Mapping[str, str], default: int) -> int:
@@ -366,9 +384,12 @@ def search(index: Index, args: Mapping[str, str], now: float | None = None) -> d
     rows = []
     for session in found:
         best = hits.get(session["file_path"], [])
-        url = url_of(session)
-        url += ("&" if "?" in url else "?") + urlencode(
-            {"q": query, **({"raw": "1"} if raw else {})}
+        # at= opens the page of a long session that holds the message, #msg- scrolls to it
+        url = _with_params(
+            url_of(session),
+            q=query,
+            raw="1" if raw else None,
+            at=best[0] if best else None,
         )
         if best:
             url += "#msg-" + best[0]
@@ -415,11 +436,25 @@ def _find(
     return None, candidates, everything
 
 
+def _page_arg(args: Mapping[str, str], first_page: str) -> int | None:
+    """``?page=``: a page number from 1; the range is checked once the pages are known."""
+    value = args.get("page") or ""
+    if not value:
+        return None
+    # Not int(): it takes " 2", "2_0" and non-ASCII digits too.
+    if not re.fullmatch(r"[0-9]{1,9}", value) or int(value) < 1:
+        raise BadRequest(
+            f"?page= takes a page number from 1, not {value!r}.", (first_page, "its first page")
+        )
+    return int(value)
+
+
 def session(
     index: Index, arg: str, args: Mapping[str, str], now: float | None = None
 ) -> dict[str, Any]:
-    """A session's metadata and its conversation (read from the transcript), with the
-    messages matching ``q`` marked; raises :class:`PageNotFound`."""
+    """A session's metadata and the conversation to read (see :func:`render_session`),
+    with the messages matching ``q`` to mark; raises :class:`PageNotFound` or
+    :class:`BadRequest`."""
     now = time.time() if now is None else now
     found, candidates, everything = _find(index, arg, args.get("project") or None)
     if found is None:
@@ -429,6 +464,8 @@ def session(
             "choose": [to_row(s, now, session_url(s, project=True)) for s in candidates],
             "session_id": arg,
         }
+    url_of = _urls(everything)
+    page = _page_arg(args, url_of(found))
     from sessiondex import NotFound
 
     try:
@@ -449,15 +486,21 @@ def session(
             )
         except ValueError:
             hits = []
-    url_of = _urls(everything)
     origin = None
     forked = found.get("forked_from") or None
     if forked:
         parent = next((s for s in everything if s["session_id"] == forked.get("session_id")), None)
+        # at= opens the page of the parent that holds the fork point.
+        point = forked.get("message_uuid") or None
+        at = {"at": point} if point else {}
         origin = {
             "title": parent["title"] if parent else forked.get("session_id"),
-            "url": (url_of(parent) if parent else session_url({"session_id": forked["session_id"]}))
-            + (f"#msg-{forked['message_uuid']}" if forked.get("message_uuid") else ""),
+            "url": (
+                url_of(parent, **at)
+                if parent
+                else session_url({"session_id": forked["session_id"]}, **at)
+            )
+            + (f"#msg-{point}" if point else ""),
         }
     forks = [
         to_row(s, now, url_of(s))
@@ -471,29 +514,80 @@ def session(
         "origin": origin,
         "forks": forks,
         "q": query,
+        "raw": raw,
         "hits": len(hits),
         # rendered by render_session, off the index's thread
         "conversation": conversation,
         "hit_uuids": hits,
+        "page": page,
+        "at": (args.get("at") or "").strip() or None,
     }
 
 
 def render_session(context: dict[str, Any]) -> dict[str, Any]:
-    """The session page's conversation as HTML, from what :func:`session` found: the
-    part of the page that reads the transcript (a session of 12,000 messages: seconds),
-    and needs no index, so the web view runs it off the index's one thread, where it
-    held every other page back. Raises :class:`PageNotFound` when the transcript went
-    meanwhile."""
+    """The session page's conversation as HTML, from what :func:`session` found: one
+    page of it (``?page=``; else the page holding the message ``?at=`` names, as a
+    search result or a fork's origin link does; else, with ``?q=``, the page of the
+    first hit; else the first), with the links to the other pages and hits.
+
+    This part reads the transcript (a session of 12,000 messages: seconds) and needs no
+    index, so the web view runs it off the index's one thread, where it held every
+    other page back. Raises :class:`PageNotFound` when the transcript went meanwhile,
+    :class:`BadRequest` for a page past the last."""
     out = dict(context)
     conversation, hits = out.pop("conversation"), out.pop("hit_uuids")
+    session_id = out["session"]["session_id"]
     try:
-        rendered = render_conversation(conversation, hits)
+        lay = layout(conversation)
+        hit_pages = lay.in_order(hits)
+        at, page = out["at"], out["page"]
+        if page is not None and page > lay.pages:
+            raise BadRequest(
+                f"Session {session_id} has {lay.pages} page{'' if lay.pages == 1 else 's'}"
+                f" of conversation: there is no page {page}.",
+                (_with_params(out["row"].url, page=str(lay.pages)), "its last page"),
+            )
+        at_page = lay.page_of(at) if at else None
+        out["at_missing"] = bool(at) and page is None and at_page is None
+        if page is None:
+            page = at_page or (hit_pages[0][1] if hit_pages else 1)
+        rendered = render_page(lay, page, hits)
     except OSError as exc:
         raise PageNotFound(
-            f"The transcript of {out['session']['session_id']} cannot be read:"
-            f" {exc.strerror or exc}"
+            f"The transcript of {session_id} cannot be read: {exc.strerror or exc}"
         ) from None
-    out["shown_hits"] = len(rendered.shown_hits)
+    base = out["row"].url
+    search = {"q": out["q"] or None, "raw": "1" if out["q"] and out["raw"] else None}
+
+    def to_page(number: int) -> str:
+        # page= always, even page 1: with q= and no page=, the first hit's page is shown
+        return _with_params(base, **search, page=str(number))
+
+    def to_hit(uuid: str) -> str:
+        return _with_params(base, **search, at=uuid) + "#msg-" + uuid
+
+    turns = lay.turn_range(page)
+    out["pager"] = (
+        {
+            "page": page,
+            "pages": lay.pages,
+            "first": to_page(1) if page > 1 else None,
+            "previous": to_page(page - 1) if page > 1 else None,
+            "next": to_page(page + 1) if page < lay.pages else None,
+            "last": to_page(lay.pages) if page < lay.pages else None,
+            "turns": f"{turns.start + 1}–{turns.stop}" if turns else "",
+            "total": len(lay.main.turns),
+        }
+        if lay.pages > 1
+        else None
+    )
+    before = [(u, p) for u, p in hit_pages if p < page]
+    after = [(u, p) for u, p in hit_pages if p > page]
+    out["shown_hits"] = len(hit_pages)
+    out["page_hits"] = len(rendered.shown_hits)
     out["first_hit"] = rendered.shown_hits[0] if rendered.shown_hits else None
+    out["previous_hit"] = {"url": to_hit(before[-1][0]), "page": before[-1][1]} if before else None
+    out["next_hit"] = {"url": to_hit(after[0][0]), "page": after[0][1]} if after else None
+    out["clear_url"] = _with_params(base, page=str(page) if page > 1 else None)
     out["conversation_html"] = rendered.html
     return out

@@ -138,6 +138,9 @@ async def session(request: Any, datasette: Any) -> Response:
             context = await loop.run_in_executor(None, pages.render_session, context)
     except pages.PageNotFound as exc:
         return await _not_found(datasette, request, str(exc))
+    except pages.BadRequest as exc:
+        context = {"heading": "Bad request", "message": str(exc), "link": exc.link}
+        return await _page(datasette, request, "sessiondex_404.html", context, 400)
     template = "sessiondex_choose.html" if "choose" in context else "sessiondex_session.html"
     return await _page(datasette, request, template, context)
 
