@@ -382,9 +382,10 @@ def holds_spelling(text: str, spelling: str, prefix: bool) -> bool:
     """Whether ``text`` (as stored) writes ``spelling`` (a query word joined by
     punctuation, as stored) as typed, in any case, starting where a token starts and,
     unless ``prefix`` (the query's last word), ending where one ends: ``user_profile``
-    is in ``user_profile.save()``, not in ``old_user_profile``, nor in the prose "user
+    is in ``user_profile.save()``, not in ``superuser_profile``, nor in the prose "user
     profile", which the index takes for the same two words. The tokens' edges are the
-    tokenizer's (:func:`~sessiondex.indexer.unicode61.separators_as_spaces`)."""
+    tokenizer's (:func:`~sessiondex.indexer.unicode61.separators_as_spaces`): an
+    underscore is one, so ``old_user_profile`` writes it, as FTS5 finds it there too."""
     pattern = _spelling_pattern(spelling)
     found = pattern.search(text)
     if found is None:  # prose: one scan, no copy of the text

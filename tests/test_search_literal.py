@@ -220,3 +220,25 @@ def test_the_team_store_ranks_the_spelling_first_too(tmp_path: Path, store: str)
         there = [sid for sid in there if sid in here]
         assert here[0] == there[0] == wrote, query
         assert set(there) == set(here)
+
+
+@pytest.mark.parametrize(
+    ("text", "spelling", "prefix", "held"),
+    [
+        ("the bug is in User_Profile.save()", "user_profile", False, True),  # any case
+        ("the user profile page", "user_profile", False, False),  # prose
+        ("superuser_profile = None", "user_profile", False, False),  # starts mid-token
+        ("old_user_profile = None", "user_profile", False, True),  # "_" is a token edge
+        ("user_profiles table", "user_profile", False, False),  # ends mid-token
+        ("user_profiles table", "user_profile", True, True),  # the last word: a prefix
+        ("git commit --no-verify", "no-verify", True, True),
+        ("src/config/loader.rs:14:5", "loader.rs", False, True),
+        ("the loader.rsx file", "loader.rs", False, False),
+        ("見て設定.jsonを開く", "設 定 .json", False, True),  # stored: CJK spaced
+    ],
+)
+def test_a_text_writes_a_spelling(text: str, spelling: str, prefix: bool, held: bool) -> None:
+    from sessiondex.indexer.text import fts_text
+    from sessiondex.query.snippets import holds_spelling
+
+    assert holds_spelling(fts_text(text), spelling, prefix) is held
