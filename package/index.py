@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
     from sessiondex.query.resolve import Resolution
-    from sessiondex.query.search import SearchOutcome
+    from sessiondex.query.search import Ranking, SearchOutcome
     from sessiondex.query.sessions import ListingMemo
     from sessiondex.query.teamdb import TeamDatabase
     from sessiondex.render.conversation import Conversation
@@ -701,6 +701,45 @@ class Index:
                 typing=typing,
             )
         )
+
+    def search_ranking(
+        self,
+        query: str,
+        *,
+        raw: bool = False,
+        markers: tuple[str, str] | None = None,
+        elsewhere: bool = False,
+        typing: bool = False,
+        **filters: Any,
+    ) -> Ranking:
+        """:meth:`search_outcome` in two steps, for a front end that pages through one
+        query's results (the picker): the sessions in order (``ranking.sessions``:
+        ``(file_path, session_id)`` each) and what they are, without their objects;
+        :meth:`search_page` reads the objects of a slice. The ranking is most of a
+        search's cost and is paid once; each page then costs what its rows cost. The
+        order is :meth:`search`'s: one function ranks for both."""
+        from sessiondex.query.search import DEFAULT_MARKERS, rank_search
+
+        return self._answer(
+            lambda db: rank_search(
+                db,
+                query,
+                self._filters(filters),
+                raw=raw,
+                markers=markers or DEFAULT_MARKERS,
+                elsewhere=elsewhere,
+                typing=typing,
+                sessions=True,
+            )
+        )
+
+    def search_page(self, ranking: Ranking, start: int = 0, stop: int | None = None) -> Sessions:
+        """The session objects of ``ranking.sessions[start:stop]`` (:meth:`search_ranking`),
+        as :meth:`search` gives them (``score``, ``snippet``, ``matched_by``); a session
+        removed since the ranking is left out."""
+        from sessiondex.query.search import ranked_rows
+
+        return self._answer(lambda db: ranked_rows(db, ranking, start, stop))
 
     def from_pr(self, pr: str | None, **filters: Any) -> Sessions:
         """Sessions linked to a PR number or URL (every linked one with None). The

@@ -29,10 +29,12 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from sessiondex.picker.model import (
+    EVERY,
     PAGE,
     Listing,
     Loaded,
     PickerOptions,
+    SearchRows,
     filters_for,
     position,
     with_agent_names,
@@ -126,6 +128,7 @@ class PickerScreen(Screen[None]):
         # recent search answers, for backspacing; emptied whenever the index changes
         self.search_cache: OrderedDict[Any, Loaded] = OrderedDict()
         self.search_newest_first = False
+        self.search_rows: SearchRows | None = None  # the rows' search, for their objects
         self.listing: Listing | None = None
         self.generation = 0
         self.painted_generation = 0  # the last load whose rows reached the screen
@@ -270,6 +273,7 @@ class PickerScreen(Screen[None]):
         self.listing = loaded.listing
         self.search_complete = loaded.complete
         self.search_newest_first = loaded.newest_first
+        self.search_rows = loaded.search
         self.session_list.replace_objects(loaded.objects)
         self.session_list.generation = loaded.generation
         self.session_list.show_project = self.scope != "worktree"
@@ -288,11 +292,16 @@ class PickerScreen(Screen[None]):
             self.painted_at = time.perf_counter()  # for bench/picker.py
 
     def fetch_objects(self, paths: list[str]) -> None:
-        self._fetch(paths, self.generation)
+        self._fetch(paths, self.generation, self.search_rows)
 
     @work(group="objects")
-    async def _fetch(self, paths: list[str], generation: int) -> None:
+    async def _fetch(self, paths: list[str], generation: int, search: SearchRows | None) -> None:
+        """The objects of rows come into view: a search's from its ranking (with the
+        snippets the preview shows), without ranking again; else the listing's."""
+
         def job(index: Index) -> list[dict[str, Any]]:
+            if search is not None:
+                return search.objects(index, paths)
             return with_agent_names(index, index.sessions_at(paths))
 
         try:
@@ -461,11 +470,14 @@ class PickerScreen(Screen[None]):
         self._maybe_more()
 
     def _maybe_more(self) -> None:
-        """Near the end of a full search page: ask for the next page."""
+        """Near the end of a full first page of search results: ask for the rest of the
+        ranking, once. A page-down past it reads the objects of the rows it shows, from
+        that ranking (``fetch_objects``): asking for one more page each time ran the
+        whole search again per page."""
         rows = self.session_list.rows
         if self.query_text.strip() and not self.search_complete:
             if self.session_list.cursor >= len(rows) - self.session_list.page():
-                self.search_limit += PAGE * 2
+                self.search_limit = EVERY
                 self.search_complete = True  # one request at a time
                 current = self.session_list.current
                 self.start_load(current.path if current else None, live=True)

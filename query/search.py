@@ -183,6 +183,43 @@ class SearchOutcome:
         return self.kind == MATCH and bool(self.rows)
 
 
+@dataclass
+class Ranking:
+    """A search's sessions in order and what they are, before their objects are read
+    (:func:`rank_search`); :func:`ranked_rows` reads the objects of a slice of them.
+
+    Why two steps: most of a search of a common word is the ranking (FTS5 scores every
+    match before the first row), while a session's object and snippet cost per session
+    read. A front end that pages through one query's results (the picker) ranks once and
+    reads a page at a time; asking :func:`run_search` again with a larger limit paid
+    for the whole search per page (0.15 s a page-down at 1,500 results). ``run_search``
+    is the two steps in one call, so every front end answers in one order."""
+
+    kind: str
+    words: list[str] = field(default_factory=list)
+    markers: tuple[str, str] = DEFAULT_MARKERS
+    hits: list[Hit] = field(default_factory=list)  # the sessions, objects not yet read
+    terms: list[str] = field(default_factory=list)  # the FTS terms (matched_by, snippets)
+    newest_first: bool = False  # as SearchOutcome.newest_first
+    elsewhere: dict[str, int] = field(default_factory=dict)
+    #: What :func:`title_prefix_search` filtered by: its rows say ``matched_by`` by it.
+    prefix: str | None = None
+    #: An answer read whole, objects and all (a PR lookup, a query of symbols, the typo
+    #: fallback): none of them ranks full text, so there is nothing to read later.
+    rows: list[dict[str, Any]] | None = None
+    limit: int | None = None  # the sessions asked for (None: every one)
+    #: (file_path, session_id) of each session, in order (``rank_search(sessions=True)``)
+    sessions: list[tuple[str, str]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows) if self.rows is not None else len(self.hits)
+
+    @property
+    def complete(self) -> bool:
+        """Every session the query finds is here: fewer than the limit were found."""
+        return self.limit is None or len(self) < self.limit
+
+
 @dataclass(frozen=True)
 class QueryWord:
     """One word of a query as the search reads it (:func:`query_words`)."""
@@ -788,14 +825,72 @@ def run_search(
     elsewhere: bool = False,
     typing: bool = False,
 ) -> SearchOutcome:
-    """Search, saying what was found (:class:`SearchOutcome`). With ``elsewhere``, a
-    search that matches nothing in its scope also counts the matches of wider scopes.
-    ``typing``: the query is being typed (the picker), see :func:`title_prefix_search`.
-    Copies of one session are one row, its newest copy in scope
+    """Search, saying what was found (:class:`SearchOutcome`): :func:`rank_search`, then
+    every ranked session's object (:func:`ranked_rows`)."""
+    ranking = rank_search(
+        db, query, filters, raw=raw, markers=markers, elsewhere=elsewhere, typing=typing
+    )
+    return SearchOutcome(
+        ranked_rows(db, ranking),
+        ranking.kind,
+        ranking.words,
+        ranking.elsewhere,
+        ranking.newest_first,
+    )
+
+
+def rank_search(
+    db: Database,
+    query: str,
+    filters: Filters,
+    *,
+    raw: bool = False,
+    markers: tuple[str, str] = DEFAULT_MARKERS,
+    elsewhere: bool = False,
+    typing: bool = False,
+    sessions: bool = False,
+) -> Ranking:
+    """The sessions ``query`` finds, in order, up to ``filters.limit``, and what they are
+    (:class:`Ranking`), without their objects. With ``elsewhere``, a search that matches
+    nothing in its scope also counts the matches of wider scopes. ``typing``: the query
+    is being typed (the picker), see :func:`title_prefix_search`. ``sessions``: each
+    session's ``(file_path, session_id)`` too, for a front end that shows rows before
+    their objects. Copies of one session are one row, its newest copy in scope
     (:func:`~sessiondex.query.filters.newest_copy_sql`)."""
+    ranking = _rank(db, query, filters, raw, markers, elsewhere, typing)
+    if sessions:
+        _add_paths(db, ranking)
+    return ranking
+
+
+def ranked_rows(
+    db: Database, ranking: Ranking, start: int = 0, stop: int | None = None
+) -> list[dict[str, Any]]:
+    """The session objects of ``ranking``'s sessions ``[start:stop]``, in its order, with
+    ``score``, ``snippet`` and ``matched_by`` (a session removed since it was ranked is
+    left out)."""
+    if ranking.rows is not None:
+        return [dict(row) for row in ranking.rows[start:stop]]  # each page the caller's own
+    hits = ranking.hits[start:stop]
+    if ranking.prefix is not None:
+        return _prefix_rows(db, hits, ranking.prefix, ranking.markers)
+    return _rows_for(db, hits, ranking.terms, ranking.markers)
+
+
+def _rank(
+    db: Database,
+    query: str,
+    filters: Filters,
+    raw: bool,
+    markers: tuple[str, str],
+    elsewhere: bool,
+    typing: bool,
+) -> Ranking:
+    """:func:`rank_search`'s ranking, before the sessions' paths are added."""
     text = without_lone_surrogates(query).strip()  # from JSON (MCP, a program): no crash
+    limit = filters.limit
     if not text:
-        return SearchOutcome([], NONE)
+        return Ranking(NONE, markers=markers, limit=limit)
     if not raw:
         pr = parse_pr_ref(text)
         if pr is not None:
@@ -812,11 +907,9 @@ def run_search(
         if any(not ch.isalnum() and not ch.isspace() for ch in text):  # punctuation
             spelled = [(t, w) for t, w in zip(terms, query_words(text)) if w.literal]
     where, params = filters.where(db)
-    # -1: no limit.
-    limit = filters.limit or -1
     # With spellings to prefer, the candidates are more than the page: a session that
-    # writes one may be ranked below it by bm25.
-    pool = max(limit, LITERAL_CANDIDATES) if spelled and limit >= 0 else limit
+    # writes one may be ranked below it by bm25. -1: no limit.
+    pool = max(limit, LITERAL_CANDIDATES) if spelled and limit else limit or -1
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}
     if terms:
@@ -828,28 +921,41 @@ def run_search(
             # first (docs/search.md#written-as-typed).
             _literal_tier(db, ranked[:LITERAL_CANDIDATES], spelled, terms)
             ranked = _in_order(db, ranked, lambda h: (h.apart, -h.literal, h.score, -h.activity))
-        page = ranked[: filters.limit]
-        outcome = SearchOutcome(_rows_for(db, page, terms, markers), MATCH, words)
-        outcome.newest_first = any(hit.recent for hit in page)
-        return outcome
+        page = ranked[:limit]
+        newest_first = any(hit.recent for hit in page)
+        return Ranking(MATCH, words, markers, page, terms, newest_first, limit=limit)
     if some:
         ranked = _in_order(db, some.values(), lambda h: (-len(h.terms), h.score, -h.activity))
-        outcome = SearchOutcome(
-            _rows_for(db, ranked[: filters.limit], terms, markers), PARTIAL, words
-        )
+        ranking = Ranking(PARTIAL, words, markers, ranked[:limit], terms, limit=limit)
     elif raw:
-        outcome = SearchOutcome([], NONE, words)
+        ranking = Ranking(NONE, words, markers, limit=limit)
     else:
         rows = [] if terms else symbol_search(db, text, filters, markers)
         if rows:
-            return SearchOutcome(rows, MATCH, [text])
+            return Ranking(MATCH, [text], markers, rows=rows, limit=limit)
         rows = fuzzy_search(db, text, filters)
-        outcome = SearchOutcome(rows, FUZZY if rows else NONE, words)
+        ranking = Ranking(FUZZY if rows else NONE, words, markers, rows=rows, limit=limit)
     if elsewhere and terms:
-        outcome.elsewhere = _elsewhere(db, terms, filters)
+        ranking.elsewhere = _elsewhere(db, terms, filters)
     elif elsewhere and not raw:  # a query of symbols: where they are as typed
-        outcome.elsewhere = _symbol_elsewhere(db, text, filters)
-    return outcome
+        ranking.elsewhere = _symbol_elsewhere(db, text, filters)
+    return ranking
+
+
+def _add_paths(db: Database, ranking: Ranking) -> None:
+    """Fill ``ranking.sessions``; a hit whose session was removed since it was ranked is
+    dropped, so the two stay in step (a slice of one is the same slice of the other)."""
+    if ranking.rows is not None:
+        ranking.sessions = [(row["file_path"], row["session_id"]) for row in ranking.rows]
+        return
+    rowids = [hit.session_rowid for hit in ranking.hits]
+    found: dict[int, tuple[str, str]] = {}
+    for at in range(0, len(rowids), MAX_BATCH):  # MAX_BATCH: one IN list
+        ids = ", ".join(str(int(rowid)) for rowid in rowids[at : at + MAX_BATCH])
+        sql = f"SELECT id, file_path, session_id FROM sessions WHERE id IN ({ids})"
+        found.update((row[0], (row[1], row[2])) for row in db.execute(sql))
+    ranking.hits = [hit for hit in ranking.hits if hit.session_rowid in found]
+    ranking.sessions = [found[hit.session_rowid] for hit in ranking.hits]
 
 
 #: Phrases a ``--raw`` query may hold. FTS5 ranks a row by walking the instances of
@@ -903,7 +1009,7 @@ def _too_short(text: str) -> bool:
 
 def title_prefix_search(
     db: Database, word: str, filters: Filters, markers: tuple[str, str] = DEFAULT_MARKERS
-) -> SearchOutcome:
+) -> Ranking:
     """While a query is typed, one or two letters filter the sessions whose title as
     shown, names, tag or branches (:data:`TYPED_PREFIX_COLUMNS`) hold a word starting
     with them, newest first: what Claude Code's own filter reads. The title shown of a
@@ -915,9 +1021,10 @@ def title_prefix_search(
     search would look for a word "t", find next to nothing, and fall back to the typo
     matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
     Claude Code's own /resume picker filters titles as you type; this is that filter,
-    by word prefix, over the small ``session_search`` table. ``matched_by`` is
-    ``title`` when the title shown or a name holds the word, else ``text`` (a tag or a
-    branch); ``score`` None (the order is recency)."""
+    by word prefix, over the small ``session_search`` table. Their objects
+    (:func:`_prefix_rows`): ``matched_by`` is ``title`` when the title shown or a name
+    holds the word, else ``text`` (a tag or a branch); ``score`` None (the order is
+    recency)."""
     dialect = dialect_of(db)
     match = dialect.title_match(dialect.term(word, True), TYPED_PREFIX_COLUMNS)
     named = {
@@ -927,7 +1034,7 @@ def title_prefix_search(
         )
     }
     if not named:
-        return SearchOutcome([], NONE, [word])
+        return Ranking(NONE, [word], markers, limit=filters.limit)
     where, params = filters.where(db)
     limit = filters.limit or -1
     if len(named) <= WALK_ABOVE:
@@ -951,19 +1058,27 @@ def title_prefix_search(
             cursor.close()
     if limit >= 0:
         newest = newest[:limit]
-    if not newest:
-        return SearchOutcome([], NONE, [word])
+    hits = [Hit(rowid, 0.0, "meta", rowid, 0, match) for rowid in newest]
+    kind = MATCH if hits else NONE
+    return Ranking(kind, [word], markers, hits, prefix=word, limit=filters.limit)
+
+
+def _prefix_rows(
+    db: Database, hits: list[Hit], word: str, markers: tuple[str, str]
+) -> list[dict[str, Any]]:
+    """The session objects of :func:`title_prefix_search`'s ``hits``, in order."""
+    if not hits:
+        return []
     rows = {
         r["id"]: r
         for r in select_rows(
             db,
-            f"s.id IN ({', '.join(map(str, newest))})",
+            f"s.id IN ({', '.join(str(h.session_rowid) for h in hits)})",
             columns=f"{LISTING_COLUMNS}, s.custom_title, s.ai_title, s.agent_name",
         )
     }
-    ordered = [rows[rowid] for rowid in newest if rowid in rows]
-    hits = [Hit(r["id"], 0.0, "meta", r["id"], 0, match) for r in ordered]
-    snippets = _snippets(db, hits, markers)
+    ordered = [rows[h.session_rowid] for h in hits if h.session_rowid in rows]
+    snippets = _snippets(db, [h for h in hits if h.session_rowid in rows], markers)
     out = to_objects(db, ordered)
     typed = word_text(word).strip()
     for obj, row in zip(out, ordered):
@@ -973,7 +1088,7 @@ def title_prefix_search(
         names = " ".join(str(v or "") for v in shown)
         held = any(w.startswith(typed) for w in word_text(names).split())
         obj["matched_by"] = "title" if held else "text"  # else a tag or a branch
-    return SearchOutcome(out, MATCH, [word])
+    return out
 
 
 def search(
@@ -1000,7 +1115,7 @@ def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, in
     return counts
 
 
-def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
+def _pr_search(db: Database, pr: Any, filters: Filters) -> Ranking:
     """``search <URL or owner/repo#N>``: linked sessions, then mentioning ones."""
     linked, mentioned = sessions_for_pr(db, pr, filters)
     rows = linked + mentioned
@@ -1009,7 +1124,7 @@ def _pr_search(db: Database, pr: Any, filters: Filters) -> SearchOutcome:
         how = "linked" if obj["matched_by"] == "pr-link" else "mentioned"
         obj["snippet"] = f"{how}: {pr.url}"
     rows = rows[: filters.limit] if filters.limit else rows
-    return SearchOutcome(rows, MATCH if rows else NONE, [pr.url])
+    return Ranking(MATCH if rows else NONE, [pr.url], rows=rows, limit=filters.limit)
 
 
 #: Where a query of symbols alone is looked for as typed (:func:`symbol_search`), in the

@@ -1231,3 +1231,75 @@ def test_enter_chooses_on_a_screen_too_short_to_show_a_row(
 
     result = asyncio.run(main())
     assert result is not None and result["title"] == chosen
+
+
+@pytest.mark.parametrize(
+    ("typed", "ranker"),
+    [
+        ("deploy", "_find"),  # the full-text ranking of a query of 3+ letters
+        ("ta", "title_prefix_search"),  # one or two letters: the title filter's order
+    ],
+)
+def test_paging_down_a_search_ranks_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, typed: str, ranker: str
+) -> None:
+    """Past the first page of a search's results, a page-down ran the whole search again
+    with a limit 100 rows larger (0.15 s a page at 1,500 results): the ranking and every
+    row's object and snippet, each time. The ranking past the first page is read once;
+    a page-down then reads only the objects of the rows it brings into view, search
+    objects (with their snippets, for the preview), in the order ``search`` gives."""
+    import sessiondex.query.search as search_module
+    from sessiondex.picker.model import MARKERS
+
+    tree = ConfigTree(tmp_path / "claude")
+    cwd = tmp_path / "big"
+    cwd.mkdir()
+    count = 200
+    for n in range(count):
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(NOW - 3600 - n * 60))
+        session = tree.session(str(cwd), start=stamp)
+        # some say it twice: scores differ, not only recency
+        session.user(f"deploy step {n}" + (" then deploy again" if n % 7 == 0 else ""))
+        session.meta("custom-title", customTitle=f"Task {n:03d}")
+        session.write(mtime=NOW - 3600 - n * 60)
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as index:
+        index.refresh()
+        found = index.search(typed, cwd=str(cwd), typing=True)
+    expected = [o["session_id"] for o in found]
+    assert len(expected) == count
+
+    rankings: list[str] = []
+    rank = getattr(search_module, ranker)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rankings.append(ranker)
+        return rank(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, ranker, counted)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, *typed)
+        before = len(rankings)
+        for _ in range(12):
+            await press(app, pilot, "pagedown")
+        await pilot.pause(0.1)
+        await settle(app, pilot)
+        screen = app.picker
+        rows = screen.session_list.rows
+        objects = screen.session_list.objects
+        return (
+            len(rankings) - before,
+            [r.session_id for r in rows],
+            screen.session_list.cursor,
+            [objects.get(r.path) for r in rows[-20:]],
+        )
+
+    world = PickerWorld.__new__(PickerWorld)  # an empty world around this tree
+    world.tree, world.db, world.shop = tree, db, cwd
+    _, (ranked, shown, cursor, last) = drive(world, run, size=(80, 24))
+    assert ranked == 1  # the rest of the ranking, once; no page re-ran it
+    assert shown == expected
+    assert cursor == count - 1
+    # the rows on screen have their objects, as the search gives them (marked snippets)
+    assert all(obj is not None and MARKERS[0] in obj["snippet"] for obj in last)
