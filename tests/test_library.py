@@ -207,13 +207,28 @@ def test_installed_beside_unrelated_cli_and_query_packages(tmp_path: Path) -> No
     assert out.stdout.strip() == "cli"
 
 
+# Modules a reading command with nothing to refresh must not import: each costs every
+# start several ms (sqlite-utils with its plugin loading most of all), and the front
+# ends' extras are not even installed by a plain `pip install sessiondex`.
+_NOT_AT_STARTUP = (
+    "logging",
+    "tempfile",
+    "subprocess",
+    "shutil",  # bz2 and lzma with it, for the terminal's width (output.terminal_columns)
+    "watchdog",
+    "datasette",
+    "textual",
+    "mcp",
+    "psycopg",
+    "rapidfuzz",
+)
 _LOADED = (
     "import sys, runpy; sys.argv = ['sessiondex', *sys.argv[1:]]\n"
     "try:\n"
     "    runpy.run_module('sessiondex.cli.main', run_name='__main__')\n"
     "finally:\n"
     "    print('SQLITE_UTILS', 'sqlite_utils' in sys.modules, file=sys.stderr)\n"
-    "    print('STARTUP', sorted(m for m in ('logging', 'tempfile', 'subprocess')"
+    f"    print('STARTUP', sorted(m for m in {_NOT_AT_STARTUP!r}"
     " if m in sys.modules), file=sys.stderr)\n"
 )
 
@@ -233,7 +248,12 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
         return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120)
 
     assert run("index").returncode == 0
-    for args in (["list", "--scope", "all"], ["search", "zebrafish", "--scope", "all"], ["stats"]):
+    for args in (
+        ["list", "--scope", "all"],
+        ["search", "zebrafish", "--scope", "all"],
+        ["search", "zebrafish", "--scope", "all", "--json"],
+        ["stats"],
+    ):
         done = run(*args)
         assert done.returncode == 0, done.stderr
         assert "SQLITE_UTILS False" in done.stderr, args

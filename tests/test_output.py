@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+import struct
+import sys
+import termios
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
-from sessiondex.cli.output import display_width, relative_time, render_table
+from sessiondex.cli.output import display_width, relative_time, render_table, terminal_columns
 
 
 @pytest.mark.parametrize(
@@ -46,6 +54,48 @@ def test_long_titles_are_cut_to_the_terminal(monkeypatch) -> None:
     lines = render_table([["x" * 100, "now"]], ["title", "when"]).splitlines()
     assert all(display_width(line) <= 40 for line in lines)
     assert "…" in lines[1]
+
+
+@pytest.fixture
+def stdout_kinds() -> Iterator[dict[str, Any]]:
+    """Standard outputs as the process may have them: terminals of two widths (one that
+    reports 0 columns, as a serial console may), a pipe, none at all."""
+    opened: list[IO[Any]] = []
+
+    def terminal(columns: int) -> IO[Any]:
+        leader, follower = os.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        os.close(leader)
+        stream = os.fdopen(follower, "w")
+        opened.append(stream)
+        return stream
+
+    reader, writer = os.pipe()
+    os.close(reader)
+    pipe = os.fdopen(writer, "w")
+    opened.append(pipe)
+    yield {"terminal 93": terminal(93), "terminal 0": terminal(0), "pipe": pipe, "none": None}
+    for stream in opened:
+        stream.close()
+
+
+@pytest.mark.parametrize("columns_env", [None, "", "0", "-5", "abc", "77"])
+@pytest.mark.parametrize("stdout", ["terminal 93", "terminal 0", "pipe", "none"])
+def test_terminal_columns_are_shutils(
+    monkeypatch: pytest.MonkeyPatch,
+    stdout_kinds: dict[str, Any],
+    columns_env: str | None,
+    stdout: str,
+) -> None:
+    """The table's width without importing shutil (its bz2 and lzma are start-up time)
+    is the width shutil.get_terminal_size gives, whatever $COLUMNS and stdout are."""
+    if columns_env is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns_env)
+    monkeypatch.setattr(sys, "__stdout__", stdout_kinds[stdout])
+    assert terminal_columns() == shutil.get_terminal_size((120, 24)).columns
+    assert terminal_columns(80) == shutil.get_terminal_size((80, 24)).columns
 
 
 @pytest.mark.parametrize(
