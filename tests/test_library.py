@@ -14,6 +14,11 @@ from typing import Any
 import pytest
 import sqlite_utils
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 import sessiondex
 from sessiondex import Index, NotFound
 from sessiondex.indexer.db import open_db
@@ -222,10 +227,12 @@ _NOT_AT_STARTUP = (
     "psycopg",
     "rapidfuzz",
 )
+# As the console script runs it (pyproject.toml [project.scripts]).
 _LOADED = (
-    "import sys, runpy; sys.argv = ['sessiondex', *sys.argv[1:]]\n"
+    "import sys; sys.argv = ['sessiondex', *sys.argv[1:]]\n"
+    "from sessiondex.cli.entry import run\n"
     "try:\n"
-    "    runpy.run_module('sessiondex.cli.main', run_name='__main__')\n"
+    "    run()\n"
     "finally:\n"
     "    print('SQLITE_UTILS', 'sqlite_utils' in sys.modules, file=sys.stderr)\n"
     f"    print('STARTUP', sorted(m for m in {_NOT_AT_STARTUP!r}"
@@ -270,6 +277,59 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
     second.path.unlink()  # a vanished transcript is forgotten before the answer too
     done = run("search", "zebrafish", "--scope", "all", "--json")
     assert first.session_id in done.stdout and second.session_id not in done.stdout
+
+
+# Where the collector stands at the first import of click, and at the command's first
+# sqlite3.connect (an audit hook sees both); then whether start-up's objects were frozen.
+_COLLECTOR = (
+    "import gc, sys\n"
+    "def seen(event, args):\n"
+    "    if (event == 'import' and args[0] == 'click') or event == 'sqlite3.connect':\n"
+    "        print('GC', event, gc.isenabled(), file=sys.stderr)\n"
+    "sys.addaudithook(seen)\n"
+    "if sys.argv[1] == 'off':\n"
+    "    gc.disable()\n"
+    "sys.argv = ['sessiondex', *sys.argv[2:]]\n"
+    "from sessiondex.cli.entry import run\n"
+    "try:\n"
+    "    run()\n"
+    "finally:\n"
+    "    print('FROZEN', gc.get_freeze_count() > 0, file=sys.stderr)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("collector", "expected"),
+    [
+        ("on", ["GC import False", "GC sqlite3.connect True", "FROZEN True"]),
+        # a program that runs the entry with the collector off keeps it off
+        ("off", ["GC import False", "GC sqlite3.connect False", "FROZEN False"]),
+    ],
+)
+def test_the_console_script_pauses_the_collector_only_while_it_starts(
+    tree: ConfigTree, tmp_path: Path, collector: str, expected: list[str]
+) -> None:
+    """Start-up (click and the command group) is imported with the cyclic collector off,
+    ~10 ms of every command; the command itself runs with it on, as before (a cold
+    build, ``watch`` and ``serve`` make garbage), the start-up's objects frozen."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["sessiondex"] == "sessiondex.cli.entry:run"
+    argv = ["--config-dir", str(tree.root), "--db", str(tmp_path / "index.db")]
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTOR, collector, *argv, "list", "--scope", "all"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Auth refactor" in done.stdout
+    seen = [
+        line.replace("import click", "import")
+        for line in done.stderr.splitlines()
+        if line.startswith(("GC ", "FROZEN "))
+    ]
+    connects = {line for line in seen if "sqlite3.connect" in line}
+    assert (seen[0], connects, seen[-1]) == (expected[0], {expected[1]}, expected[2])
 
 
 # The extras a plain `pip install sessiondex` does not bring (pyproject.toml).
