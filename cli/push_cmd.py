@@ -25,6 +25,17 @@ def _summary_line(stats: dict[str, Any], dry_run: bool) -> str:
         + (f" ({redactions})" if redactions else "")
         + f", {stats['tool_outputs_omitted']} tool outputs left out"
         + (f", {stats['bad_lines']} bad lines" if stats["bad_lines"] else "")
+        + (
+            f", {stats['deleted_in_store']} files left out as deleted from the store"
+            " (push --resend-deleted ID sends a session again)"
+            if stats["deleted_in_store"]
+            else ""
+        )
+        + (
+            f", {stats['resent_deleted']} files of deleted sessions {verb} again"
+            if stats["resent_deleted"]
+            else ""
+        )
         + f", {stats['seconds']:.2f}s"
     )
     return line
@@ -70,6 +81,13 @@ def _project_keys(projects: tuple[str, ...], roots: list[Path]) -> set[str] | No
     is_flag=True,
     help="Also send tool outputs (left out by default: most of the bytes, most of the secrets).",
 )
+@click.option(
+    "--resend-deleted",
+    "resend_deleted",
+    multiple=True,
+    metavar="ID",
+    help="Send session ID again though it was deleted from the store (repeatable).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be sent; send nothing.")
 @click.option(
     "--show-redactions",
@@ -82,6 +100,7 @@ def push(
     projects: tuple[str, ...],
     since: str | None,
     with_tools: bool,
+    resend_deleted: tuple[str, ...],
     dry_run: bool,
     show_redactions: bool,
     as_json: bool,
@@ -93,12 +112,14 @@ def push(
     once. Secrets (cloud keys, tokens, JWTs, private keys, password assignments,
     random-looking values in env lines) are replaced by [REDACTED:kind] before they
     leave; tool outputs stay home unless --with-tools. Everyone with the DSN sees
-    everything pushed.
+    everything pushed. A session deleted from the store (PostgresSessionStore.delete)
+    is left out, and counted, unless --resend-deleted names it.
 
     \b
     Example:
         sessiondex push --to postgresql://db.internal/team --dry-run --show-redactions
         sessiondex push --to postgresql://db.internal/team --project ~/code/shop --since 30d
+        sessiondex push --to postgresql://db.internal/team --resend-deleted 3f2a9c1e-7b4d-4c1a-9e2f-0a1b2c3d4e5f
     """
     from sessiondex.store import MissingDriver, require_driver
     from sessiondex.store.dsn import error_line, hide_password, is_postgres_dsn
@@ -130,6 +151,7 @@ def push(
         since_ms=since_ms,
         with_tools=with_tools,
         dry_run=dry_run,
+        resend_deleted=frozenset(resend_deleted),
         show_redactions=show_redactions,
         memo_path=default_memo_path(),
     )

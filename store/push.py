@@ -15,6 +15,9 @@ lock on the file's ``push_files`` row: a killed push resumes where it stopped, a
 pushes of the same files at once (two terminals, two machines sharing a home) send
 every line exactly once — the second waits for the first's chunk, then starts after it.
 
+A session deleted from the store is not sent again (``tombstones.py``): its files are
+left out, and counted, unless ``resend_deleted`` names it.
+
 Nothing leaves unredacted (``redact.py``), and tool outputs (``tool_result`` contents,
 ``toolUseResult``, tool progress output) are left out unless ``with_tools``: they are
 most of the bytes and most of the secrets. Tool calls and the conversation stay.
@@ -42,6 +45,7 @@ from sessiondex.store.prefix_memo import PrefixMemo
 from sessiondex.store.redact import Finding, candidate_rules, redact_text, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
+from sessiondex.store.tombstones import covers, deleted_keys, still_deleted
 from sessiondex.store.write import (
     Entry,
     Key,
@@ -86,6 +90,8 @@ class PushOptions:
     # Where this machine keeps what it learnt of each file's bytes (prefix_memo.py);
     # None: keep nothing, read every file a skip depends on.
     memo_path: Path | None = None
+    # Session IDs deleted from the store to send again all the same (tombstones.py).
+    resend_deleted: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -95,6 +101,8 @@ class PushStats:
     grown: int = 0
     rewritten: int = 0
     unchanged: int = 0
+    deleted_in_store: int = 0  # files left out: their session was deleted from the store
+    resent_deleted: int = 0  # files of such sessions sent again (--resend-deleted)
     sessions: set[tuple[str, str]] = field(default_factory=set)
     entries: int = 0  # entries stored (or, in a dry run, that would be sent)
     duplicates: int = 0  # entries the store already held (same uuid)
@@ -112,6 +120,8 @@ class PushStats:
             "grown": self.grown,
             "rewritten": self.rewritten,
             "unchanged": self.unchanged,
+            "deleted_in_store": self.deleted_in_store,
+            "resent_deleted": self.resent_deleted,
             "sessions": len(self.sessions),
             "entries": self.entries,
             "duplicates": self.duplicates,
@@ -323,12 +333,16 @@ class Pusher:
         self._known: dict[tuple[str, str], _FileState] = {}
         # path -> (offset, fingerprint) this run stored after its last chunk of the file
         self._sent: dict[str, tuple[int, str | None]] = {}
+        # The store's tombstones when the run began; each chunk checks again.
+        self._deleted: set[tuple[str, str, str]] = set()
 
     async def load_known(self) -> None:
         """What this host has pushed, in one query: a file that has not changed since
-        is then skipped without a transaction of its own (most files, most runs)."""
+        is then skipped without a transaction of its own (most files, most runs). And
+        what was deleted from the store: left out without being read."""
         if self.conn is None:
             return
+        self._deleted = await deleted_keys(self.conn)
         cur = await self.conn.execute(
             "SELECT config_dir, path, consumed, fingerprint, meta_digest, transcript_ref,"
             " with_tools FROM push_files WHERE host = %s",
@@ -404,8 +418,15 @@ class Pusher:
         """Send what ``tf`` has that the store has not: chunk by chunk, each chunk one
         transaction with its offset."""
         key = Key(tf.project_key, tf.session_id, subpath_of(tf))
+        session = (key.project_key, key.session_id)
+        counted = session in self.stats.sessions
         status = "unchanged"
-        if self._unchanged(tf):
+        if covers(self._deleted, key):
+            if not self._resend(key):
+                status = "deleted_in_store"
+            else:
+                self.stats.resent_deleted += 1
+        if status == "deleted_in_store" or self._unchanged(tf):
             pass
         elif self.options.dry_run:
             status = await self._dry_file(tf, key)
@@ -416,8 +437,10 @@ class Pusher:
                     status, done = await self._chunk(tf, key, status)
                 if done:
                     break
-            if tf.kind != MAIN:
+            if tf.kind != MAIN and status != "deleted_in_store":
                 await self._push_meta(tf, key)
+        if status == "deleted_in_store" and not counted:
+            self.stats.sessions.discard(session)  # deleted after a chunk of it was sent
         setattr(self.stats, status, getattr(self.stats, status) + 1)
 
     async def _dry_file(self, tf: TranscriptFile, key: Key) -> str:
@@ -463,8 +486,11 @@ class Pusher:
 
     async def _chunk(self, tf: TranscriptFile, key: Key, status: str) -> tuple[str, bool]:
         """One transaction: lock the file's row, check for a rewrite, send the next
-        chunk of lines, move the offset. ``(status, done)``."""
+        chunk of lines, move the offset. ``(status, done)``. A session deleted from the
+        store since the run began is left alone from here on (``deleted_in_store``)."""
         assert self.conn is not None
+        if await still_deleted(self.conn, key, resend=self._resend(key)):
+            return "deleted_in_store", True
         state = await self._state(tf, lock=True)
         try:
             stream = open_regular(tf.path)
@@ -540,6 +566,9 @@ class Pusher:
                 self.memo.learn(tf, self.checked_ns, stored)  # stat is tf's (_same_stat)
             return status, end >= size
 
+    def _resend(self, key: Key) -> bool:
+        return key.session_id in self.options.resend_deleted
+
     async def _session_ref(self, transcript_ref: int) -> int:
         assert self.conn is not None
         cur = await self.conn.execute(
@@ -614,6 +643,8 @@ class Pusher:
         for finding in findings:
             self.stats.redactions[finding.kind] += 1
         async with self.conn.transaction():
+            if await still_deleted(self.conn, key, resend=self._resend(key)):
+                return
             state = await self._state(tf, lock=True)
             if state.meta_digest == digest:
                 return

@@ -210,6 +210,22 @@ ALTER TABLE sessions ADD COLUMN IF NOT EXISTS continued_in text;
 """
 
 
+# What was deleted from the store (store/tombstones.py): the delete took the push_files
+# rows with the session, and the next push sent the transcript again, whole. Keyed as
+# the SDK's SessionKey: subpath '' is the whole session.
+M008_DELETED_SESSIONS = """
+CREATE TABLE IF NOT EXISTS deleted_sessions (
+    project_key text NOT NULL,
+    session_id text NOT NULL,
+    subpath text NOT NULL DEFAULT '',
+    deleted_by_user text,
+    deleted_by_host text,
+    deleted_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (project_key, session_id, subpath)
+);
+"""
+
+
 # Every stored line of every main transcript, in order. Read as text and picked in
 # Python: PostgreSQL's json operators raise on a value anywhere in the entry holding
 # \u0000 (a NUL in a prompt), which a json column stores without complaint.
@@ -338,6 +354,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # The directory is no searchable field (the local index dropped it from its
     # metadata table, m015): made again without it, so both find the same sessions.
     Migration(7, "no directory in the session vector", "", _rewrite_vectors),
+    Migration(8, "deleted sessions", M008_DELETED_SESSIONS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

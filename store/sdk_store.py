@@ -21,6 +21,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.store.schema import migrate
+from sessiondex.store.tombstones import delete_key
 from sessiondex.store.write import Entry, Key, Writer, append, dumps_entry
 
 if TYPE_CHECKING:
@@ -104,7 +105,10 @@ class PostgresSessionStore:
     # ------------------------------------------------------------------ protocol
     async def append(self, key: Any, entries: list[Any]) -> None:
         """Persist ``entries`` after the key's earlier ones; a uuid already stored for
-        the key is skipped (a retried batch). ``append(key, [])`` changes nothing."""
+        the key is skipped (a retried batch). ``append(key, [])`` changes nothing.
+
+        A deleted key starts afresh, and its tombstone stays: push still leaves the
+        local transcript (the deleted lines) out (:mod:`.tombstones`)."""
         if not entries:
             return
         prepared = [Entry.from_value(e) for e in entries]
@@ -157,21 +161,12 @@ class PostgresSessionStore:
             return [row[0] for row in await cur.fetchall()]
 
     async def delete(self, key: Any) -> None:
-        """Delete a key; the main key takes the whole session (subkeys, derived rows)."""
+        """Delete a key; the main key takes the whole session (subkeys, derived rows).
+        The delete is remembered (:mod:`.tombstones`): ``push`` does not send it again."""
         k = Key.from_sdk(key)
         pool = await self._pool()
-        async with pool.connection() as conn:
-            if k.is_main:
-                await conn.execute(
-                    "DELETE FROM sessions WHERE project_key = %s AND session_id = %s",
-                    [k.project_key, k.session_id],
-                )
-            else:
-                await conn.execute(
-                    "DELETE FROM transcripts t USING sessions s WHERE t.session_ref = s.id"
-                    " AND s.project_key = %s AND s.session_id = %s AND t.subpath = %s",
-                    [k.project_key, k.session_id, k.subpath],
-                )
+        async with pool.connection() as conn, conn.transaction():
+            await delete_key(conn, k, self._writer.user, self._writer.host)
 
     async def list_subkeys(self, key: Any) -> list[str]:
         """Subpaths stored under a session (subagent transcripts), sorted."""

@@ -101,3 +101,6 @@ def truncate(dsn: str) -> None:
             # foreign keys cascade from sessions to everything but push_files.
             conn.execute("DELETE FROM push_files")
             conn.execute("DELETE FROM sessions")
+            tombstones = conn.execute("SELECT to_regclass('deleted_sessions') IS NOT NULL")
+            if tombstones.fetchone() == (True,):  # store migration 8
+                conn.execute("DELETE FROM deleted_sessions")

@@ -1238,3 +1238,183 @@ def test_an_edit_beside_a_line_too_long_to_send_is_sent_again(
     texts = " ".join(str(t) for (t,) in query(pg_dsn, "SELECT text FROM messages"))
     assert secret.decode() not in texts and "question 5" in texts
     assert push(tree.root, pg_dsn)["unchanged"] == 1  # and not sent again and again
+
+
+# ----------------------------------------------------------------------------- deleted
+def sdk_delete(dsn: str, project_key: str, session_id: str, subpath: str | None = None) -> None:
+    """``PostgresSessionStore.delete``: how README tells a user to remove a session."""
+    from sessiondex.store.sdk_store import PostgresSessionStore
+
+    key = {"project_key": project_key, "session_id": session_id}
+    if subpath is not None:
+        key["subpath"] = subpath
+
+    async def run() -> None:
+        async with PostgresSessionStore(dsn) as store:
+            await store.delete(key)
+
+    asyncio.run(run())
+
+
+def stored_keys(dsn: str) -> list[tuple[str, str]]:
+    return query(
+        dsn,
+        "SELECT s.session_id, t.subpath FROM sessions s"
+        " JOIN transcripts t ON t.session_ref = s.id ORDER BY 1, 2",
+    )
+
+
+@pytest.mark.parametrize(
+    ("subpath", "left_out", "kept"),
+    [
+        # the session: its subagent is left out too, and does not bring its row back
+        (None, 2, []),
+        # one subagent transcript: the session stays, that transcript is not sent again
+        ("subagents/agent-a1b2", 1, [""]),
+    ],
+)
+def test_a_session_deleted_from_the_store_is_not_pushed_again(
+    main: SessionWriter,
+    tree: ConfigTree,
+    pg_dsn: str,
+    subpath: str | None,
+    left_out: int,
+    kept: list[str],
+) -> None:
+    """Deleted through the SDK store (a secret in its prose), a session came back whole
+    on the next push from any machine that had the transcript: the delete cascaded to
+    the push_files rows that said what was sent. A tombstone now keeps it out, and the
+    summary counts what was left out."""
+    push(tree.root, pg_dsn)
+    pk, sid = main.project_dir.name, main.session_id
+    sdk_delete(pg_dsn, pk, sid, subpath)
+    [(tomb_sub, user, host, recent)] = query(
+        pg_dsn,
+        "SELECT subpath, deleted_by_user, deleted_by_host, deleted_at > now() - interval '1 hour'"
+        " FROM deleted_sessions WHERE project_key = %s AND session_id = %s",
+        [pk, sid],
+    )
+    import getpass
+    import socket
+
+    assert (tomb_sub, user, host, recent) == (
+        subpath or "",
+        getpass.getuser(),
+        socket.gethostname(),
+        True,
+    )
+    other = [k for k in stored_keys(pg_dsn) if k[0] != sid]
+    main.user("one more line, written after the delete")
+    main.append()
+    results = [push(tree.root, pg_dsn), push(tree.root, pg_dsn, "--dry-run")]
+    for result in results:
+        assert result["deleted_in_store"] == left_out
+        assert result["files_seen"] == sum(
+            result[k] for k in ("new", "grown", "rewritten", "unchanged", "deleted_in_store")
+        )
+        assert stored_keys(pg_dsn) == sorted(other + [(sid, s) for s in kept])
+    # the line appended since goes with the session's main transcript, if that stays
+    assert [r["entries"] for r in results] == [0 if subpath is None else 1, 0]
+    text = _summary_text(tree.root, pg_dsn)
+    assert f"{left_out} files left out as deleted from the store" in text
+
+
+def _summary_text(root: Path, dsn: str, *args: str) -> str:
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "push", "--to", database_url(dsn), *args]
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_resend_deleted_sends_that_session_again_whole(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    push(tree.root, pg_dsn)
+    before = stored_keys(pg_dsn)
+    entries = query(pg_dsn, "SELECT count(*) FROM entries")
+    pk, sid = main.project_dir.name, main.session_id
+    sdk_delete(pg_dsn, pk, sid)
+    dry = push(tree.root, pg_dsn, "--dry-run", "--resend-deleted", sid)
+    assert (dry["deleted_in_store"], dry["resent_deleted"], dry["new"]) == (0, 2, 2)
+    assert query(pg_dsn, "SELECT count(*) FROM deleted_sessions") == [(1,)]  # a dry run
+    other = "00000000-0000-4000-8000-000000000000"  # an ID never deleted changes nothing
+    result = push(tree.root, pg_dsn, "--resend-deleted", sid, "--resend-deleted", other)
+    assert (result["deleted_in_store"], result["resent_deleted"], result["new"]) == (0, 2, 2)
+    assert stored_keys(pg_dsn) == before
+    assert query(pg_dsn, "SELECT count(*) FROM entries") == entries
+    assert query(pg_dsn, "SELECT count(*) FROM deleted_sessions") == [(0,)]
+    again = push(tree.root, pg_dsn)
+    assert (again["unchanged"], again["deleted_in_store"], again["entries"]) == (3, 0, 0)
+    assert_each_entry_once(pg_dsn, tree.root)
+
+
+def test_an_sdk_app_writing_to_a_deleted_session_keeps_it_out_of_push(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    """The SDK's own rule: an append after a delete starts the key afresh, and the store
+    holds what the app wrote. Push still leaves the local file out: sent, it would
+    bring back every line the delete removed."""
+    from sessiondex.store.sdk_store import PostgresSessionStore
+
+    push(tree.root, pg_dsn)
+    key = {"project_key": main.project_dir.name, "session_id": main.session_id}
+    sdk_delete(pg_dsn, key["project_key"], key["session_id"])
+    written = {"type": "user", "uuid": "after-delete", "message": {"content": "still here"}}
+
+    async def append_and_load() -> Any:
+        async with PostgresSessionStore(pg_dsn) as store:
+            await store.append(key, [written])
+            return await store.load(key)
+
+    assert asyncio.run(append_and_load()) == [written]
+    result = push(tree.root, pg_dsn)
+    assert result["deleted_in_store"] == 2
+    assert query(
+        pg_dsn,
+        "SELECT e.entry::text FROM entries e JOIN transcripts t ON t.id = e.transcript_ref"
+        " JOIN sessions s ON s.id = t.session_ref WHERE s.session_id = %s",
+        [key["session_id"]],
+    ) == [(json.dumps(written, separators=(",", ":")),)]
+
+
+@pytest.mark.parametrize("at_chunk", [1, 2])
+def test_a_delete_while_a_push_sends_the_session_wins(
+    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch, at_chunk: int
+) -> None:
+    """A delete that lands while a push runs: after the push read what was deleted
+    (1), or between two chunks of the file (2). The push's next chunk re-created the
+    session and, its push_files row gone, sent the file from its first byte."""
+    from sessiondex.store import push as push_module
+
+    monkeypatch.setattr(push_module, "CHUNK_BYTES", 4096)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/home/dev/shop", git_branch="main")
+    for n in range(40):
+        s.user(f"question {n} " + "padding text " * 20)
+    s.write(mtime=1_790_000_000)
+    keep = build_session(tree, "/home/dev/blog", "RSS feed")
+    keep.write(mtime=1_790_000_100)
+    calls = 0
+    real_chunk = push_module.Pusher._chunk
+
+    async def delete_then_chunk(self: Any, tf: Any, key: Any, status: str) -> Any:
+        nonlocal calls
+        if tf.session_id == s.session_id:
+            calls += 1
+            if calls == at_chunk:
+                from sessiondex.store.sdk_store import PostgresSessionStore
+
+                async with PostgresSessionStore(pg_dsn) as store:
+                    await store.delete(
+                        {"project_key": s.project_dir.name, "session_id": s.session_id}
+                    )
+        return await real_chunk(self, tf, key, status)
+
+    monkeypatch.setattr(push_module.Pusher, "_chunk", delete_then_chunk)
+    result = push(tree.root, pg_dsn)
+    assert calls == at_chunk  # the file was not read further
+    assert result["deleted_in_store"] == 1 and result["sessions"] == 1
+    assert [k[0] for k in stored_keys(pg_dsn)] == [keep.session_id]
+    assert push(tree.root, pg_dsn)["deleted_in_store"] == 1
+    assert [k[0] for k in stored_keys(pg_dsn)] == [keep.session_id]

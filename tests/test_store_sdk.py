@@ -472,3 +472,41 @@ def test_a_session_whose_id_claude_cannot_resume_is_not_called_archived(
     by_id = cli_run("resolve", sid, "--cwd", "/home/dev/shop", "--json")
     assert by_id.exit_code == 0, by_id.output
     assert json.loads(by_id.stdout)[0]["session_id"] == sid
+
+
+def test_a_delete_leaves_a_tombstone_and_a_later_append_starts_afresh(pg_dsn: str) -> None:
+    """Every delete (the SDK's own ``delete_session_via_store`` too, and a subkey's)
+    records who deleted what, so ``push`` does not bring it back. An append after the
+    delete is the app's new write: stored from scratch, as the SDK's own stores do; the
+    tombstone stays (it keeps the local file, with the deleted lines, out of push)."""
+    sdk = pytest.importorskip("claude_agent_sdk")
+    truncate(pg_dsn)
+    sid = KEY["session_id"]
+    sub = {**KEY, "subpath": "subagents/agent-x"}
+    later = {"type": "user", "uuid": "u-after", "message": {"content": "after the delete"}}
+
+    async def body(store: PostgresSessionStore) -> Any:
+        await store.append(KEY, _transcript(sid, "/home/dev/shop"))
+        await store.append(sub, [{"type": "user", "uuid": "u-sub"}])
+        await store.delete(sub)
+        subkeys = await store.list_subkeys(KEY)
+        await sdk.delete_session_via_store(store, sid, directory="/home/dev/shop")
+        await store.delete(KEY)  # again: no error, the tombstone says the latest
+        gone = await store.load(KEY), await store.list_sessions(KEY["project_key"])
+        await store.append(KEY, [later])
+        return subkeys, gone, await store.load(KEY), await store.load(sub)
+
+    subkeys, gone, loaded, loaded_sub = run(pg_dsn, body)
+    assert subkeys == [] and gone == (None, [])
+    assert loaded == [later] and loaded_sub is None
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(
+            "SELECT project_key, session_id, subpath, deleted_by_host IS NOT NULL"
+            " FROM deleted_sessions ORDER BY subpath"
+        ).fetchall()
+    assert rows == [
+        (KEY["project_key"], sid, "", True),
+        (KEY["project_key"], sid, "subagents/agent-x", True),
+    ]
