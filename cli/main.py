@@ -196,6 +196,8 @@ Environment:
   XDG_DATA_HOME           archive's default dir is $XDG_DATA_HOME/sessiondex/
                           archive (else ~/.local/share/...)
   NO_COLOR                no colour (search highlights, show)
+  COLUMNS                 the width tables are cut to (default: the
+                          terminal's)
   PAGER                   the pager for long show output (default less;
                           "cat" or empty: none)
   LESS                    less's options; FRX when unset, as git sets it
