@@ -270,15 +270,24 @@ def _printable(path: Path | str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-# A URL: a scheme, then "://" (a path never holds "//" once written as a Path, so this
-# is read in the text as given), or the team store's scheme with one slash (a typo).
-_URL_LIKE = re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+://)")
-_STORE_TYPO = re.compile(r"\s*((?:postgres|postgresql)(?:\+[A-Za-z0-9]+)?:/)", re.IGNORECASE)
-# libpq's key=value connection string ("host=db user=ann password=…"), which psql takes.
-_CONNINFO = re.compile(
-    r"\s*((?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=)",
-    re.IGNORECASE,
-)
+@functools.cache
+def _not_a_path() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The spellings of the team store that ``--db`` may be given by mistake. Compiled
+    on first use: only a value holding ``:/`` or ``=``, as each of them does, is
+    matched against them (compiling them was start-up time of every command)."""
+    return (
+        # A URL: a scheme, then "://" (a path never holds "//" once written as a Path,
+        # so this is read in the text as given) ...
+        re.compile(r"\s*([A-Za-z][A-Za-z0-9+.-]+://)"),
+        # ... or the team store's scheme with one slash (a typo).
+        re.compile(r"\s*((?:postgres|postgresql)(?:\+[A-Za-z0-9]+)?:/)", re.IGNORECASE),
+        # libpq's key=value connection string ("host=db user=ann password=…"), which
+        # psql takes.
+        re.compile(
+            r"\s*((?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=)",
+            re.IGNORECASE,
+        ),
+    )
 
 
 def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None = None) -> None:
@@ -298,22 +307,24 @@ def check_index_path(target: Path, roots: Sequence[Path] = (), given: str | None
     file that was the index (its lock files stay beside it) still is, whatever it holds
     now, so a damaged index stays recoverable."""
     text = str(target) if given is None else given
-    url = _URL_LIKE.match(text) or _STORE_TYPO.match(text)
-    if url:
-        # "postgresql+psycopg://u:pw@h/db", " postgresql://…", "postgresql:/…": meant for
-        # the team store, they would be a local index named after the password. The
-        # value is not repeated: it may hold one.
-        raise NotAnIndex(
-            f"the index path looks like a URL ({url.group(1)!r}…), not a file path; the"
-            " team store takes postgresql://user@host/db"
-        )
-    conninfo = _CONNINFO.match(text)
-    if conninfo:  # the same, in psql's other spelling
-        raise NotAnIndex(
-            f"the index path looks like a PostgreSQL connection string"
-            f" ({conninfo.group(1).strip()!r}…), not a file path; the team store takes"
-            " postgresql://user@host/db"
-        )
+    if ":/" in text or "=" in text:
+        url_like, store_typo, conninfo_like = _not_a_path()
+        url = url_like.match(text) or store_typo.match(text)
+        if url:
+            # "postgresql+psycopg://u:pw@h/db", " postgresql://…", "postgresql:/…": meant
+            # for the team store, they would be a local index named after the password.
+            # The value is not repeated: it may hold one.
+            raise NotAnIndex(
+                f"the index path looks like a URL ({url.group(1)!r}…), not a file path; the"
+                " team store takes postgresql://user@host/db"
+            )
+        conninfo = conninfo_like.match(text)
+        if conninfo:  # the same, in psql's other spelling
+            raise NotAnIndex(
+                f"the index path looks like a PostgreSQL connection string"
+                f" ({conninfo.group(1).strip()!r}…), not a file path; the team store"
+                " takes postgresql://user@host/db"
+            )
     where = os.path.realpath(target)
     if not _is_utf8(where):
         # SQLite takes the bytes, then hands the name back as text that Python cannot

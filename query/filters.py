@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cache
 from os import PathLike
 from typing import Any
 
@@ -16,13 +17,18 @@ from sessiondex.query.scopes import git_current_branch, resolve_cwd, strangers_s
 from sessiondex.query.scopes import keys_sql as keys_sql  # re-exported
 from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 
-_RELATIVE_RE = re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+@cache
+def _relative_re() -> re.Pattern[str]:
+    # Compiled on first use (--since, --until): not in every command's start-up.
+    return re.compile(r"\s*(\d+)\s*([smhdw])\s*\Z", re.IGNORECASE)
 
 
 def parse_duration(text: str) -> int | None:
     """``7d``, ``12h``, ``2w``, ``30m``, ``45s`` → seconds; None for anything else."""
-    match = _RELATIVE_RE.match(text)
+    match = _relative_re().match(text)
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()] if match else None
 
 

@@ -237,6 +237,13 @@ _LOADED = (
     "    print('SQLITE_UTILS', 'sqlite_utils' in sys.modules, file=sys.stderr)\n"
     f"    print('STARTUP', sorted(m for m in {_NOT_AT_STARTUP!r}"
     " if m in sys.modules), file=sys.stderr)\n"
+    "    from sessiondex.indexer import db\n"
+    "    from sessiondex.query import filters\n"
+    "    from sessiondex.transcripts import reader, tags\n"
+    "    lazy = (db._not_a_path, filters._relative_re, reader._json_grammar_tokens,"
+    " tags._strip_re)\n"
+    "    print('PATTERNS', [f.__name__ for f in lazy if f.cache_info().currsize],"
+    " file=sys.stderr)\n"
 )
 
 
@@ -265,6 +272,8 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
         assert done.returncode == 0, done.stderr
         assert "SQLITE_UTILS False" in done.stderr, args
         assert "STARTUP []" in done.stderr, (args, done.stderr[-300:])
+        # compiled on first use, and none of them is used here (~1 ms of start-up)
+        assert "PATTERNS []" in done.stderr, (args, done.stderr[-300:])
     assert first.session_id in run("search", "zebrafish", "--scope", "all", "--json").stdout
     second = tree.session(cwd="/work/app")
     second.user("a new zebrafish question")

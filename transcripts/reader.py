@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
+from functools import cache
 from typing import Any, BinaryIO
 
 import orjson
@@ -136,20 +137,25 @@ def _loads_as_json_does(text: str) -> Any:
 #: How deep a record's values are kept when a line nests deeper than orjson reads (1,024
 #: levels; Claude Code's JSON.parse reads more): a record, not a bad line.
 MAX_DEPTH = 200
+
+
 # One JSON token as json.loads reads one (NaN and Infinity too), whitespace, or any other
 # character (``bad``): what :func:`json_depth` and :func:`_capped` walk (through
 # :func:`_json_tokens`). A string's opening quote only: its body is read by ``json``'s own
 # scanner. A regex over the body kept backtracking state for every character (a
 # ``(?:a|b)*`` group): ~150 bytes of memory per byte of a long string, 2 GB for one 16 MB
-# tool result cut short by a crash.
-_JSON_GRAMMAR_TOKENS = re.compile(
-    r"[ \t\n\r]+"
-    r'|(?P<s>")'
-    r"|(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity)"
-    r"|(?P<p>[\[\]{}:,])"
-    r"|(?P<bad>.)",
-    re.S,
-)
+# tool result cut short by a crash. Compiled on first use (a line that needs the walk):
+# not in every command's start-up.
+@cache
+def _json_grammar_tokens() -> re.Pattern[str]:
+    return re.compile(
+        r"[ \t\n\r]+"
+        r'|(?P<s>")'
+        r"|(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null|NaN|-?Infinity)"
+        r"|(?P<p>[\[\]{}:,])"
+        r"|(?P<bad>.)",
+        re.S,
+    )
 
 
 def _json_tokens(text: str) -> Iterator[tuple[str, str, int]]:
@@ -161,7 +167,7 @@ def _json_tokens(text: str) -> Iterator[tuple[str, str, int]]:
     # json.decoder's C scanner (typeshed leaves it out; it has been there since 2.6)
     from json.decoder import scanstring  # type: ignore[attr-defined]
 
-    match = _JSON_GRAMMAR_TOKENS.match
+    match = _json_grammar_tokens().match
     pos, size = 0, len(text)
     while pos < size:
         token = match(text, pos)
