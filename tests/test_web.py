@@ -671,6 +671,27 @@ def test_a_short_session_is_one_page_without_page_links(long_web: Web, query: st
     assert response.status_code == 400 and "has 1 page of conversation" in response.text
 
 
+def test_on_this_page_counts_hits_as_the_hits_line_does(tmp_path: Path) -> None:
+    """The hits line counts hits by entry (the index's message rows), and so did "N on
+    this page" not: a response written one line per text block is one message, so two
+    hits in it were "3 messages matching · 1 on this page" with all three on the page."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=SHOP, git_branch="main")
+    for i in range(PAGE_TURNS // 2 + 10):  # two turns a pair: two pages
+        s.user(f"question {i}")
+        if i == PAGE_TURNS // 2 + 5:  # page 2: one response, two text lines
+            first = s.assistant("the wombat is here")
+            s.assistant("and the wombat is there")
+            s.records[-1]["message"]["id"] = first.message_id
+        else:
+            s.assistant("a wombat answer" if i == PAGE_TURNS // 2 + 7 else f"answer {i}")
+    s.write()
+    with _served(tmp_path / "index.db", tree.root, tree) as web:
+        body = html.unescape(web.get(f"/session/{s.session_id}?q=wombat"))
+    assert "page 2 of 2" in body and "3 messages matching" in body
+    assert "3 on this page" in body
+
+
 # ----------------------------------------------------------------- pieces
 def test_mark_snippet_escapes_and_balances() -> None:
     start, end = "\x02", "\x03"

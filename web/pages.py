@@ -583,8 +583,10 @@ def render_session(context: dict[str, Any]) -> dict[str, Any]:
     )
     before = [(u, p) for u, p in hit_pages if p < page]
     after = [(u, p) for u, p in hit_pages if p > page]
+    # Hits are counted by entry, as the index counts them (``hits``): a response written
+    # one line per block is one message on the page, holding as many hits as lines.
     out["shown_hits"] = len(hit_pages)
-    out["page_hits"] = len(rendered.shown_hits)
+    out["page_hits"] = sum(1 for _, on in hit_pages if on == page)
     out["first_hit"] = rendered.shown_hits[0] if rendered.shown_hits else None
     out["previous_hit"] = {"url": to_hit(before[-1][0]), "page": before[-1][1]} if before else None
     out["next_hit"] = {"url": to_hit(after[0][0]), "page": after[0][1]} if after else None
