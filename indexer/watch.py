@@ -26,11 +26,13 @@ that is deleted or replaced under it (checked on every wake-up: one ``stat``) or
 damaged is reopened — moved aside first when damaged — and rebuilt from the
 transcripts, so readers never meet an empty index that a watcher claims to keep
 current. Native events found unreliable while watching (a directory left unwatched at
-the watch limit, an overflow storm) give way to polling.
+the watch limit, an overflow storm), or unavailable at start for a limit, give way to
+polling, and are tried again after a wait that doubles each time they fail again.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -112,6 +114,15 @@ RETRY_LIMIT = 8
 # A file whose last line had no newline yet is looked at again this long after the
 # racy window (shape.RACY_WINDOW_NS) has passed, so that it counts as quiet then.
 QUIET_MARGIN = 0.25
+
+# Native events given up for a reason that may pass (the inotify watch or instance limit
+# reached, an overflow storm) are tried again after NATIVE_RETRY_FIRST seconds, then
+# after twice as long each time they fail again, at most NATIVE_RETRY_MAX apart: a few
+# switches a day at worst, never a flapping.
+NATIVE_RETRY_FIRST = 600.0
+NATIVE_RETRY_MAX = 4 * 3600.0
+_LIMITS = frozenset({errno.ENOSPC, errno.EMFILE})
+INOTIFY_WATCH_LIMIT = "/proc/sys/fs/inotify/max_user_watches"
 
 # Event kinds that can change what a transcript holds. "opened"/"closed_no_write" never
 # do; "closed" always follows a "modified" that is already queued.
@@ -425,6 +436,10 @@ class Watcher:
         # at again once the quiet period has passed (see _check_when_quiet).
         self._quiet_checks: dict[str, float] = {}
         self._db_identity: tuple[int, int] | None = None
+        # Native events left (or unavailable at start) for a reason that may pass: how
+        # many times so far, and when to try them again (None: not to).
+        self._native_failures = 0
+        self._native_again_at: float | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -491,34 +506,45 @@ class Watcher:
         """The native observer (inotify, FSEvents…), or polling when asked or when the
         native one cannot start (inotify instance or watch limits, unsupported FS)."""
         if not poll:
-            from watchdog.observers import Observer
-
-            native = Observer()
             try:
-                self._schedule_all(native)
-                native.start()
-                return native
+                return self._observe(_native_observer())
             except OSError as exc:
+                # At the watch or instance limit they may fit later (another program
+                # gone, the limit raised); an unsupported file system stays one.
+                again = self._native_later() if exc.errno in _LIMITS else ""
                 self.log(
                     f"native file events unavailable ({exc}); polling every "
-                    f"{self.poll_interval:g}s instead"
+                    f"{self.poll_interval:g}s instead{again}"
                 )
-                self._watches.clear()
-                native.stop()
         from watchdog.observers.polling import PollingObserver
 
-        polling = PollingObserver(timeout=self.poll_interval)
-        self._schedule_all(polling)
-        polling.start()
-        return polling
+        return self._observe(PollingObserver(timeout=self.poll_interval))
+
+    def _observe(self, observer: BaseObserver) -> BaseObserver:
+        """``observer`` started, watching every ``projects/`` dir (:attr:`_watches`
+        then names its watches). On OSError it is stopped and :attr:`_watches` left as
+        it was: a failed try at native events leaves the polling one watching."""
+        watches: dict[str, tuple[ObservedWatch, int]] = {}
+        try:
+            for root in self.roots:
+                projects = os.path.join(str(root), "projects")
+                inode = _dir_inode(projects)
+                if inode is not None:
+                    watches[projects] = (self._schedule(observer, projects), inode)
+            observer.start()
+        except OSError:
+            observer.stop()  # joins the inotify reader it may have started
+            raise
+        self._watches = watches
+        return observer
 
     def _leave_native_events(self, reason: str) -> None:
         """Native events turned out unreliable while watching (:class:`OverflowTrap`):
-        poll from now on, saying why once, and rescan for what was missed. Polling is
+        poll for now, saying why once, and rescan for what was missed. Polling is
         what ``watch`` does when they are unavailable at start; staying on them, a
         project dir made after the watch limit was reached was never indexed (readers
         skip their refresh while a watcher runs), and an overflow storm kept a core
-        busy for good."""
+        busy for good. They are tried again later (:meth:`_return_to_native_events`)."""
         self._trap.unreliable = None
         with self._observer_lock:
             observer = self._observer
@@ -526,7 +552,7 @@ class Watcher:
                 return
             self.log(
                 f"native file events are no longer reliable ({reason}); polling every "
-                f"{self.poll_interval:g}s instead"
+                f"{self.poll_interval:g}s instead{self._native_later()}"
             )
             self._watches.clear()
             observer.stop()
@@ -535,12 +561,53 @@ class Watcher:
             observer.join(5.0)
         self._pending.request_rescan()
 
-    def _schedule_all(self, observer: BaseObserver) -> None:
-        for root in self.roots:
-            projects = os.path.join(str(root), "projects")
-            inode = _dir_inode(projects)
-            if inode is not None:
-                self._watches[projects] = (self._schedule(observer, projects), inode)
+    def _native_later(self) -> str:
+        """Try native events again after a wait that doubles each time they fail (left
+        again, or still unavailable), so a storm that comes back, or a limit still
+        reached, keeps ``watch`` polling longer instead of switching to and fro.
+        Returns the end of the log line that says so."""
+        self._native_failures += 1
+        delay = _backoff(self._native_failures, NATIVE_RETRY_FIRST, NATIVE_RETRY_MAX)
+        self._native_again_at = time.monotonic() + delay
+        return f"; trying native events again in {delay:g}s"
+
+    def _return_to_native_events(self) -> None:
+        """Polling since native events failed (the watch limit reached, an overflow
+        storm): try them again, as polling stats every transcript once a poll interval
+        (a second) and holds each change back by up to that long.
+
+        All or nothing: watching every directory again either succeeds (a directory
+        that cannot be watched fails the start: watchdog raises before its first
+        event) or leaves the polling observer as it was. Never tried while the
+        directories to watch outnumber the kernel's per-user limit: a try would take
+        every watch left for a moment, and another program asking for one then would
+        be refused. The native observer starts before the polling one stops, and a
+        rescan follows, so no change falls between the two."""
+        self._native_again_at = None
+        needed, limit = _watches_needed(self.roots), _inotify_watch_limit()
+        if limit is not None and needed > limit:
+            self.log(
+                f"native file events need {needed} watches, more than "
+                f"fs.inotify.max_user_watches ({limit}); polling on{self._native_later()}"
+            )
+            return
+        with self._observer_lock:
+            polling = self._observer
+            if polling is None or observer_name(polling) != "polling":
+                return
+            try:
+                self._observer = self._observe(_native_observer())
+            except OSError as exc:
+                self.log(
+                    f"native file events still unavailable ({exc}); polling on"
+                    f"{self._native_later()}"
+                )
+                return
+            polling.stop()
+        if polling.is_alive():
+            polling.join(5.0)
+        self.log(f"native file events work again ({self.observer_kind}); polling stopped")
+        self._pending.request_rescan()
 
     def _schedule(self, observer: BaseObserver, projects: str) -> ObservedWatch:
         """Watch ``projects`` where it is: a linked one at its target, its events' paths
@@ -629,6 +696,8 @@ class Watcher:
                 if now - last_tick >= TICK:
                     if self._trap.unreliable is not None:
                         self._leave_native_events(self._trap.unreliable)
+                    elif self._native_again_at is not None and now >= self._native_again_at:
+                        self._return_to_native_events()
                     self._ensure_watches()
                     last_tick = now
         except BaseException as exc:  # surfaced by start()/the CLI, never swallowed
@@ -684,7 +753,7 @@ class Watcher:
         if attempts > RETRY_LIMIT:
             self._retry.pop(path, None)
             return "left for its next change or the next rescan"
-        delay = _backoff(attempts)
+        delay = _backoff(attempts, RETRY_FIRST, RETRY_MAX)
         self._retry[path] = (attempts, time.monotonic() + delay)
         return f"trying again in {delay:g}s"
 
@@ -736,7 +805,7 @@ class Watcher:
         it can be written. Returns the delay."""
         self._dirty = True
         self._rescan_failures += 1
-        delay = _backoff(self._rescan_failures)
+        delay = _backoff(self._rescan_failures, RETRY_FIRST, RETRY_MAX)
         self._rescan_retry_at = time.monotonic() + delay
         return delay
 
@@ -806,9 +875,35 @@ class Watcher:
             self.on_batch(BatchReport(reason, paths, stats, stats.seconds))
 
 
-def _backoff(attempts: int) -> float:
-    """Seconds before try number ``attempts + 1``: RETRY_FIRST, doubling, at most RETRY_MAX."""
-    return min(RETRY_FIRST * 2.0 ** min(attempts - 1, 16), RETRY_MAX)
+def _backoff(attempts: int, first: float, most: float) -> float:
+    """Seconds before try number ``attempts + 1``: ``first``, doubling, at most ``most``."""
+    return min(first * 2.0 ** min(attempts - 1, 16), most)
+
+
+def _native_observer() -> BaseObserver:
+    from watchdog.observers import Observer
+
+    return Observer()
+
+
+def _watches_needed(roots: list[Path]) -> int:
+    """How many inotify watches native events take: one per directory under each
+    ``projects/`` (watchdog watches every one of them)."""
+    count = 0
+    for root in roots:
+        projects = os.path.join(str(root), "projects")
+        if _dir_inode(projects) is not None:
+            count += sum(1 for _ in walk(projects, onerror=lambda _exc: None))
+    return count
+
+
+def _inotify_watch_limit() -> int | None:
+    """The kernel's limit on one user's inotify watches; None where there is none to
+    read (not Linux)."""
+    try:
+        return int(Path(INOTIFY_WATCH_LIMIT).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _dir_inode(path: str) -> int | None:

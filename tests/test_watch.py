@@ -9,6 +9,7 @@ fail with the state they last saw.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -526,6 +527,125 @@ def test_an_overflow_now_and_then_stays_on_native_events(tmp_path: Path, start_w
     wait_for(lambda: any(r.reason == "rescan" for r in batches.since(0)), "a rescan")
     time.sleep(1.2)  # past a tick, when the watcher would switch
     assert watcher.observer_kind != "polling"
+
+
+def _delays(notes: list[str]) -> list[float]:
+    """The waits the watcher announced before each next try at native events."""
+    return [float(m) for n in notes for m in re.findall(r"native events again in ([\d.]+)s", n)]
+
+
+@pytest.fixture
+def soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Native events tried again within a fraction of a second (10 min in use)."""
+    monkeypatch.setattr(watch_module, "NATIVE_RETRY_FIRST", 0.3)
+    monkeypatch.setattr(watch_module, "NATIVE_RETRY_MAX", 60.0)
+
+
+@pytest.mark.parametrize("what", sorted(UNRELIABLE))
+def test_native_events_come_back_and_leaving_them_again_waits_longer(
+    tmp_path: Path, start_watcher, soon: None, what: str
+) -> None:
+    """Polling never went back: after one storm (or one directory past the watch
+    limit) ``watch`` stat'ed every transcript each second, with up to a second's delay
+    per change, until restarted. Native events are tried again after a wait that
+    doubles each time they have to be left again, so a recurring storm cannot flap."""
+    tree = ConfigTree(tmp_path / "claude")
+    notes: list[str] = []
+    watcher, _ = start_watcher([tree.root], poll_interval=0.1, log=notes.append)
+    native = watcher.observer_kind
+    assert native != "polling"
+    db = open_db(tmp_path / "index.db")
+    try:
+        for round_no in range(2):
+            for logger, message, args in UNRELIABLE[what]:
+                logging.getLogger(logger).warning(message, *args)
+            wait_for(lambda: watcher.observer_kind == "polling", f"polling, round {round_no}")
+            wait_for(lambda: watcher.observer_kind == native, f"native again, round {round_no}")
+            word = f"kiwano{round_no}"
+            s = session(tree, f"/work/round-{round_no}", f"{word} after the return")
+            wait_for(lambda s=s, word=word: found(db, word) == [s.session_id], "its session")
+    finally:
+        db.close()
+    assert _delays(notes) == [0.3, 0.6], notes
+    assert sum("work again" in n for n in notes) == 2, notes
+
+
+@pytest.mark.parametrize(
+    ("error", "retried"),
+    [
+        (OSError(errno.ENOSPC, "inotify watch limit reached"), True),
+        (OSError(errno.EMFILE, "inotify instance limit reached"), True),
+        (OSError(errno.ENOTSUP, "Operation not supported"), False),  # e.g. a network FS
+    ],
+    ids=["watch-limit", "instance-limit", "unsupported"],
+)
+def test_native_events_unavailable_at_start_are_tried_again_only_for_a_limit(
+    tmp_path: Path, start_watcher, monkeypatch, soon: None, error: OSError, retried: bool
+) -> None:
+    """A try that fails leaves polling in place and waits longer; none leaves a thread
+    behind (the fixture checks); once the limit has room, events are native again."""
+    import watchdog.observers
+
+    failing = {"left": 2}  # the start and the first try again
+
+    class Limited(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
+        def start(self) -> None:
+            if failing["left"] > 0:
+                failing["left"] -= 1
+                raise error
+            super().start()
+
+    monkeypatch.setattr(watchdog.observers, "Observer", Limited)
+    tree = ConfigTree(tmp_path / "claude")
+    notes: list[str] = []
+    watcher, _ = start_watcher([tree.root], poll_interval=0.1, log=notes.append)
+    assert watcher.observer_kind == "polling"
+    if not retried:
+        assert _delays(notes) == [] and watcher._native_again_at is None, notes
+        return
+    wait_for(lambda: watcher.observer_kind != "polling", "native events once there is room")
+    assert _delays(notes) == [0.3, 0.6], notes
+    assert sum("still unavailable" in n for n in notes) == 1, notes
+    s = session(tree, "/work/later", "salak on native events")
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "salak") == [s.session_id], "the session")
+    finally:
+        db.close()
+
+
+def test_native_events_are_not_tried_while_the_tree_outgrows_the_watch_limit(
+    tmp_path: Path, start_watcher, monkeypatch, soon: None
+) -> None:
+    """A try would take every watch the user has left for a moment (another program
+    asking for one then is refused): with more directories than the kernel's per-user
+    limit it cannot succeed, so it is not made until the limit is raised."""
+    import watchdog.observers
+
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(3):
+        session(tree, f"/work/p{n}", f"session {n}")  # projects/ and 3 project dirs
+    limit = {"watches": 2}
+    monkeypatch.setattr(watch_module, "_inotify_watch_limit", lambda: limit["watches"])
+    notes: list[str] = []
+    watcher, _ = start_watcher([tree.root], poll_interval=0.1, log=notes.append)
+    for logger, message, args in UNRELIABLE["limit"]:
+        logging.getLogger(logger).warning(message, *args)
+    wait_for(lambda: watcher.observer_kind == "polling", "polling")
+    made: list[object] = []
+
+    class Counted(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            made.append(self)
+            super().__init__()
+
+    monkeypatch.setattr(watchdog.observers, "Observer", Counted)
+    wait_for(lambda: len(_delays(notes)) == 3, "two checks of the limit")
+    assert made == [] and watcher.observer_kind == "polling"
+    assert "need 4 watches, more than fs.inotify.max_user_watches (2)" in notes[-1], notes
+    limit["watches"] = 100_000  # raised with sysctl
+    wait_for(lambda: watcher.observer_kind != "polling", "native events once it fits")
+    assert len(made) == 1
 
 
 def test_subagent_events_are_placed_in_their_session(tmp_path: Path) -> None:
