@@ -51,7 +51,11 @@ shared (measured on 2 busy cores, load ~3, 200 appends, a thread spinning on
 :meth:`DirtyBit.clean`: p50 0, p95 2.5 ms, max 11 ms; over stdio, a call sent the moment
 the append returned had it 97 times in 100), and up to half a second for a file moved
 *out of* ``projects/`` (watchdog holds an unpaired "moved from" that long, waiting for
-its "moved to"). Appends, which is how Claude Code writes a transcript, are not delayed.
+its "moved to"), and for any change made under the same ``projects/`` meanwhile: that
+dir's events queue behind the held one (a transcript trashed, then another moved into a
+new project dir: ~450 ms; alone, each is seen within milliseconds). Letting later
+events pass a held one is a change to watchdog's queue, not to this module. Appends,
+which is how Claude Code writes a transcript, are not delayed but in that case.
 Closing the window would need a look at the kernel's queue on every call (watchdog's
 private inotify descriptor) and still miss events its threads have read but not handed
 on. In use, the lines a question looks for (earlier turns, other sessions) were
