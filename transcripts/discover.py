@@ -200,11 +200,16 @@ def _scan_subagents(
     session_id: str,
     skipped: Counter[str] | None,
     unlisted: dict[str, str] | None = None,
+    *,
+    folder_is_dir: bool = False,
 ) -> list[tuple[str, str, os.stat_result]]:
-    """(path, agent id, lstat) of :func:`iter_subagent_files`, sorted."""
+    """(path, agent id, lstat) of :func:`iter_subagent_files`, sorted. ``folder_is_dir``:
+    the caller has just seen ``<id>/`` as a directory entry that is no link."""
     base = os.path.join(str(root), "projects", key, session_id, "subagents")
     # scandir follows a link given as its argument: refuse a linked <id>/ or subagents/
-    if os.path.islink(os.path.dirname(base)) or os.path.islink(base):
+    # (<id>/ not looked at again when its directory entry said: one lstat per session
+    # with a folder, ~5% of the check before every reading command)
+    if (not folder_is_dir and os.path.islink(os.path.dirname(base))) or os.path.islink(base):
         if skipped is not None:
             skipped[SKIPPED_SYMLINK] += 1
         return []
@@ -300,7 +305,8 @@ def _scan_project(
         has_folder = sid in folders or sid in linked
         yield entry.path, sid, MAIN_WITH_FOLDER if has_folder else MAIN, None, st
         if subagents and sid in folders:
-            for path, agent, st in _scan_subagents(root, key, sid, skipped, unlisted):
+            found = _scan_subagents(root, key, sid, skipped, unlisted, folder_is_dir=True)
+            for path, agent, st in found:
                 yield path, sid, SUBAGENT, agent, st
 
 
