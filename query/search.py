@@ -62,7 +62,6 @@ from sessiondex.indexer.text import LONG_TOKEN_PREFIX, fts_text, may_hold_cjk, w
 from sessiondex.indexer.unicode61 import fold, token_spans
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
-from sessiondex.query.prs import sessions_for_pr
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
     LISTING_COLUMNS,
@@ -1117,6 +1116,10 @@ def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, in
 
 def _pr_search(db: Database, pr: Any, filters: Filters) -> Ranking:
     """``search <URL or owner/repo#N>``: linked sessions, then mentioning ones."""
+    # Imported here: a search for words (nearly all of them) never needs the PR
+    # module and the git remote parsing it brings (start-up time).
+    from sessiondex.query.prs import sessions_for_pr
+
     linked, mentioned = sessions_for_pr(db, pr, filters)
     rows = linked + mentioned
     for obj in rows:

@@ -226,6 +226,7 @@ _NOT_AT_STARTUP = (
     "mcp",
     "psycopg",
     "rapidfuzz",
+    "sessiondex.query.prs",  # a search for a PR's URL only
 )
 # As the console script runs it (pyproject.toml [project.scripts]).
 _LOADED = (
