@@ -615,9 +615,8 @@ class Watcher:
         ``projects/`` used not to be watched at all (its inode was read without
         following the link), so nothing was indexed until the periodic rescan."""
         real = os.path.realpath(projects)
-        if real == projects:
-            return observer.schedule(self._handler, projects, recursive=True)
-        return observer.schedule(_Handler(self._pending, real, projects), real, recursive=True)
+        handler = self._handler if real == projects else _Handler(self._pending, real, projects)
+        return observer.schedule(handler, real, recursive=True, event_filter=EVENT_FILTER)
 
     def _ensure_watches(self, replaced: Collection[str] = ()) -> None:
         """Watch a projects/ dir that appeared since start, and re-watch one that was

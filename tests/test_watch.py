@@ -1175,3 +1175,35 @@ def test_a_full_disk_outlasting_the_retries_is_caught_up_once_writable(
         wait_for(lambda: found(db, "full disk"), "the session once the disk has room")
     finally:
         db.close()
+
+
+def test_reading_a_transcript_wakes_no_watcher(
+    tmp_path: Path, start_watcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher asks the kernel only for the events that can change a transcript:
+    every file its own ingest or rescan read came back as "opened" and "closed" events
+    (and so did every read by Claude Code, the picker or a reading command), each woke
+    the observer's thread only to be dropped."""
+    seen: list[str] = []
+    classify = watch_module._Handler.on_any_event
+
+    def recording(self: Any, event: Any) -> None:
+        seen.append(event.event_type)
+        classify(self, event)
+
+    monkeypatch.setattr(watch_module._Handler, "on_any_event", recording)
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/a", "quince before start")
+    watcher, _ = start_watcher([tree.root])
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "quince"), "the catch-up")
+        for _ in range(3):
+            s.path.read_bytes()
+        s.user("rowan appended")
+        s.append()
+        wait_for(lambda: found(db, "rowan"), "an append")
+    finally:
+        db.close()
+    assert "modified" in seen  # the append came through the handler
+    assert not {"opened", "closed", "closed_no_write"} & set(seen), seen
