@@ -4,7 +4,7 @@ It imports the command group with Python's cyclic garbage collector paused. Impo
 click and the group makes tens of thousands of objects (functions, classes, dicts) that
 live as long as the process, and the collector, run every 700 allocations, walks them
 again and again, all of them now and then, and once more while the interpreter shuts
-down: ~10 ms of the ~66 ms CPU of ``sessiondex search WORD`` (the bench's corpus),
+down: ~6 ms of the ~65 ms CPU of ``sessiondex search WORD`` (the bench's corpus),
 where Python's own start-up is ~9 ms. They are then frozen (``gc.freeze``: never walked
 again) and the collector switched back on, so every command runs with it, as before;
 only what start-up built is left out of its walks, and none of that is garbage.

@@ -320,7 +320,7 @@ def test_the_console_script_pauses_the_collector_only_while_it_starts(
     tree: ConfigTree, tmp_path: Path, collector: str, expected: list[str]
 ) -> None:
     """Start-up (click and the command group) is imported with the cyclic collector off,
-    ~10 ms of every command; the command itself runs with it on, as before (a cold
+    ~6 ms of every command; the command itself runs with it on, as before (a cold
     build, ``watch`` and ``serve`` make garbage), the start-up's objects frozen."""
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["sessiondex"] == "sessiondex.cli.entry:run"
