@@ -186,10 +186,19 @@ class SqliteDialect:
         return "{" + " ".join(title_columns) + "} : (" + term + ")"
 
     def snippets(
-        self, db: Any, source: str, match: str, rowids: Sequence[int], tokens: int
+        self,
+        db: Any,
+        source: str,
+        match: str,
+        rowids: Sequence[int],
+        tokens: int,
+        column: int = -1,
     ) -> dict[int, str]:
         """Row id → the matched words in context, marked with ``OPEN``/``CLOSE``, stored
-        form, for every row of ``rowids`` (one source, one match) in one query.
+        form, for every row of ``rowids`` (one source, one match) in one query. For
+        ``meta``, ``column`` (an index of :data:`META_COLUMNS`) is the column to cut it
+        from; -1, FTS5's choice: the column whose window holds most matches, which is
+        not the one that wrote a spelling (query/search.py ``_literal_tier``).
 
         One query, and ``+rowid`` rather than ``rowid IN``/``rowid =``: FTS5 answers a
         rowid constraint by running the match once per value, and for a prefix term
@@ -218,10 +227,13 @@ class SqliteDialect:
 
         if not rowids:
             return {}
+        fts_column = column
         if source == "meta":  # a first prompt may hold a whole pasted log too
             table, columns = "session_search_fts", list(META_COLUMNS)
+            if column >= 0:
+                columns = [META_COLUMNS[column]]
         else:
-            table, columns = "messages_fts", ["text"]
+            table, columns, fts_column = "messages_fts", ["text"], -1
         # In bytes, at least the characters: length() of a text counts its characters
         # only up to a NUL, and a log pasted with one near its start (a binary file
         # read) measured a few characters and went to snippet() unchecked.
@@ -237,7 +249,8 @@ class SqliteDialect:
         ids = ", ".join(str(int(rowid)) for rowid in rowids)
         sql = (
             f"SELECT rowid, {heavy}, CASE {heavy} WHEN 0 THEN"
-            f" snippet({table}, -1, ?, ?, ?, {tokens}) {heavy_text} END FROM {table}"
+            f" snippet({table}, {int(fts_column)}, ?, ?, ?, {tokens}) {heavy_text} END"
+            f" FROM {table}"
             f" WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})"
         )
         params = [match, match, OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)]
@@ -383,14 +396,22 @@ class PostgresDialect(SqliteDialect):
         return term  # weight A holds exactly the titles and names (store/write.py)
 
     def snippets(
-        self, db: Any, source: str, match: str, rowids: Sequence[int], tokens: int
+        self,
+        db: Any,
+        source: str,
+        match: str,
+        rowids: Sequence[int],
+        tokens: int,
+        column: int = -1,
     ) -> dict[int, str]:
         """As SQLite's, one row at a time (``ts_headline`` per row; GIN has no doclist
         to merge)."""
-        found = {rowid: self.snippet(db, source, match, rowid, tokens) for rowid in rowids}
+        found = {rowid: self.snippet(db, source, match, rowid, tokens, column) for rowid in rowids}
         return {rowid: text for rowid, text in found.items() if text}
 
-    def snippet(self, db: Any, source: str, match: str, rowid: int, tokens: int) -> str:
+    def snippet(
+        self, db: Any, source: str, match: str, rowid: int, tokens: int, column: int = -1
+    ) -> str:
         from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
 
         options = (
@@ -398,11 +419,13 @@ class PostgresDialect(SqliteDialect):
             f' ShortWord=0, MaxFragments=1, FragmentDelimiter="{ELLIPSIS}"'
         )
         if source == "meta":
+            wanted = META_COLUMNS if column < 0 else (META_COLUMNS[column],)
             row = db.execute(
-                f"SELECT {', '.join(META_COLUMNS)} FROM sessions s WHERE s.id = ?", [rowid]
+                f"SELECT {', '.join(wanted)} FROM sessions s WHERE s.id = ?", [rowid]
             ).fetchone()
             # As the search vector was built (CJK split), one column at a time: like
-            # FTS5's snippet(), the first column (by weight) that holds a match.
+            # FTS5's snippet(), the first column (by weight) that holds a match, unless
+            # the caller names the column.
             texts = [fts_text(v) if isinstance(v, str) else "" for v in (row or ())]
         else:
             row = db.execute("SELECT m.text FROM messages m WHERE m.id = ?", [rowid]).fetchone()

@@ -318,6 +318,9 @@ class Hit:
     recent: bool = False  # from the newest matching messages, not ranked
     apart: bool = False  # the terms are in different rows: ranked after every "together"
     literal: int = 0  # how many of the query's spellings its rows write (_literal_tier)
+    #: For a "meta" hit, the metadata column (its index in SESSION_FTS_COLUMNS) the
+    #: snippet comes from; -1: the best-scoring one, FTS5's snippet() choice.
+    column: int = -1
 
 
 def _weights_sql() -> str:
@@ -716,33 +719,45 @@ def _literal_tier(
     ids = ", ".join(str(hit.session_rowid) for hit in hits)
     columns = ", ".join(f"s.{column}" for column in SESSION_FTS_COLUMNS)
     metadata = select_rows(db, f"s.id IN ({ids})", columns=f"s.id, {columns}")
-    found: dict[int, list[tuple[str, int]]] = {}  # session -> rows writing a spelling
+    # session -> texts writing a spelling: (source, row id, metadata column or -1)
+    found: dict[int, list[tuple[str, int, int]]] = {}
     counts: Counter[int] = Counter()
     for term, word in spelled[:LITERAL_WORDS]:
         assert word.literal is not None
         holding: set[int] = set()
         for row in metadata:
-            texts = (row[column] for column in SESSION_FTS_COLUMNS)
-            if any(
-                isinstance(text, str) and holds_spelling(fts_text(text), word.literal, word.prefix)
-                for text in texts
-            ):
+            written = next(
+                (
+                    index
+                    for index, column in enumerate(SESSION_FTS_COLUMNS)
+                    if isinstance(text := row[column], str)
+                    and holds_spelling(fts_text(text), word.literal, word.prefix)
+                ),
+                None,
+            )
+            if written is not None:
                 holding.add(row["id"])
-                found.setdefault(row["id"], []).append(("meta", row["id"]))
+                found.setdefault(row["id"], []).append(("meta", row["id"], written))
         for session, message, text in db.execute(
             dialect.spelled_rows_sql(ids), [term, LITERAL_ROWS]
         ).fetchall():
             if isinstance(text, str) and holds_spelling(text, word.literal, word.prefix):
                 holding.add(session)
-                found.setdefault(session, []).append(("message", message))
+                found.setdefault(session, []).append(("message", message, -1))
         counts.update(holding)
     every = dialect.any_of(terms)
     for hit in hits:
         hit.literal = counts[hit.session_rowid]
         rows = found.get(hit.session_rowid, [])
-        if rows and (hit.source, hit.fts_rowid) not in rows:
-            # The snippet from a row that writes it: any word of the query marked there.
-            hit.source, hit.fts_rowid = rows[0]
+        if not rows:
+            continue
+        # The snippet from a text that writes it: the hit's own row when it is one, in
+        # the column that writes it (snippet() with no column takes the best-scoring
+        # one: a prompt's prose "user profile" over the branch fix/user_profile), with
+        # any word of the query marked there.
+        own = [row for row in rows if row[:2] == (hit.source, hit.fts_rowid)]
+        hit.source, hit.fts_rowid, hit.column = (own or rows)[0]
+        if not own or hit.column >= 0:
             hit.match = every
 
 
@@ -766,16 +781,16 @@ def _title_terms(db: Database, hits: list[Hit], terms: list[str]) -> dict[int, s
 
 
 def _snippets(db: Database, hits: list[Hit], markers: tuple[str, str]) -> dict[int, str]:
-    """Session rowid → its hit's snippet: one query per source and match (a page has
-    one or two; several only when the words are spread over rows)."""
-    groups: dict[tuple[str, str], list[Hit]] = {}
+    """Session rowid → its hit's snippet: one query per source, match and metadata
+    column (a page has one or two; several only when the words are spread over rows)."""
+    groups: dict[tuple[str, str, int], list[Hit]] = {}
     for hit in hits:
-        groups.setdefault((hit.source, hit.match), []).append(hit)
+        groups.setdefault((hit.source, hit.match, hit.column), []).append(hit)
     dialect = dialect_of(db)
     out: dict[int, str] = {}
-    for (source, match), group in groups.items():
+    for (source, match, column), group in groups.items():
         rowids = [h.fts_rowid for h in group]
-        stored = dialect.snippets(db, source, match, rowids, snippet_tokens(match))
+        stored = dialect.snippets(db, source, match, rowids, snippet_tokens(match), column)
         for hit in group:
             out[hit.session_rowid] = display_snippet(stored.get(hit.fts_rowid, ""), markers)
     return out

@@ -242,3 +242,54 @@ def test_a_text_writes_a_spelling(text: str, spelling: str, prefix: bool, held: 
     from sessiondex.query.snippets import holds_spelling
 
     assert holds_spelling(fts_text(text), spelling, prefix) is held
+
+
+def _branch_tree(root: Path) -> tuple[ConfigTree, str, str]:
+    """Session A on branch ``fix/user_profile`` whose first prompt says "user profile"
+    twice as prose (so FTS5 takes the prompt for the metadata row's best column);
+    session B, newer, saying "user profile" in a message of its own."""
+    tree = ConfigTree(root)
+    a = tree.session(
+        cwd="/w/app",
+        start="2026-11-01T10:00:00.000Z",
+        git_branch="fix/user_profile",
+        session_id=_id(root, 1),
+    )
+    a.user("the user profile is broken: saving a user profile with an avatar returns a 500")
+    a.assistant("let me look")
+    a.write()
+    b = tree.session(cwd="/w/app", start="2026-11-02T10:00:00.000Z", session_id=_id(root, 2))
+    b.user("a question about the app")
+    b.assistant("sure")
+    b.user("the user profile page is slow")
+    b.write()
+    for k in range(5):
+        other = tree.session(
+            cwd="/w/other", start="2026-10-01T10:00:00.000Z", session_id=_id(root, 100 + k)
+        )
+        other.user(f"deploy the app to staging {k}")
+        other.write()
+    return tree, a.session_id, b.session_id
+
+
+def test_a_metadata_column_that_writes_the_spelling_is_the_snippet(tmp_path: Path) -> None:
+    """FTS5's snippet(..., -1, ...) takes the metadata row's best-scoring column: the
+    prompt's prose "user profile", not the branch that wrote ``user_profile`` and put
+    the session first (docs/search.md#written-as-typed)."""
+    tree, a, b = _branch_tree(tmp_path / "claude")
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    rows = search(db, "user_profile", ALL)
+    assert [r["session_id"] for r in rows] == [a, b], rows
+    assert rows[0]["snippet"] == "fix/[user_profile]", rows[0]["snippet"]
+
+
+def test_the_team_store_takes_the_snippet_from_the_column_too(tmp_path: Path, store: str) -> None:
+    tree, a, b = _branch_tree(tmp_path / "claude")
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    with Index(store, [tree.root], refresh=False) as team:
+        rows = team.search("user_profile", scope="all")
+    assert [r["session_id"] for r in rows] == [a, b], rows
+    assert "user_profile" in rows[0]["snippet"], rows[0]["snippet"]
+    assert "broken" not in rows[0]["snippet"], rows[0]["snippet"]
