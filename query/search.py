@@ -209,6 +209,9 @@ class Ranking:
     limit: int | None = None  # the sessions asked for (None: every one)
     #: (file_path, session_id) of each session, in order (``rank_search(sessions=True)``)
     sessions: list[tuple[str, str]] | None = None
+    #: The filters' SQL over ``sessions s`` and its parameters (``Filters.where``) the
+    #: hits were ranked under, applied again to each page's rows (:func:`ranked_rows`).
+    where: tuple[str, list[Any]] = field(default_factory=lambda: ("1 = 1", []))
 
     def __len__(self) -> int:
         return len(self.rows) if self.rows is not None else len(self.hits)
@@ -797,10 +800,14 @@ def _snippets(db: Database, hits: list[Hit], markers: tuple[str, str]) -> dict[i
 
 
 def _rows_for(
-    db: Database, ranked: list[Hit], terms: list[str], markers: tuple[str, str]
+    db: Database,
+    ranked: list[Hit],
+    terms: list[str],
+    markers: tuple[str, str],
+    where: tuple[str, list[Any]],
 ) -> list[dict[str, Any]]:
     """Session objects for ranked hits, in rank order, with ``score``,
-    ``snippet`` and ``matched_by``."""
+    ``snippet`` and ``matched_by``; those ``where`` (the ranking's filters) still keeps."""
     if not ranked:
         return []
     by_rowid = {h.session_rowid: h for h in ranked}
@@ -808,7 +815,8 @@ def _rows_for(
         r["id"]: r
         for r in select_rows(
             db,
-            f"s.id IN ({', '.join(str(rowid) for rowid in by_rowid)})",
+            f"s.id IN ({', '.join(str(rowid) for rowid in by_rowid)}) AND {where[0]}",
+            where[1],
             columns=LISTING_COLUMNS,
         )
     }
@@ -881,14 +889,17 @@ def ranked_rows(
     db: Database, ranking: Ranking, start: int = 0, stop: int | None = None
 ) -> list[dict[str, Any]]:
     """The session objects of ``ranking``'s sessions ``[start:stop]``, in its order, with
-    ``score``, ``snippet`` and ``matched_by`` (a session removed since it was ranked is
-    left out)."""
+    ``score``, ``snippet`` and ``matched_by``. A session removed since it was ranked is
+    left out, and so is one the ranking's filters no longer keep (hidden, emptied,
+    archived, in Claude Code's picker or by sessiondex): the picker reads pages of one
+    ranking for as long as the query stands, and the rows are read by row id, so the
+    filters are applied to those ids again (a few lookups per row of the page)."""
     if ranking.rows is not None:
         return [dict(row) for row in ranking.rows[start:stop]]  # each page the caller's own
     hits = ranking.hits[start:stop]
     if ranking.prefix is not None:
-        return _prefix_rows(db, hits, ranking.prefix, ranking.markers)
-    return _rows_for(db, hits, ranking.terms, ranking.markers)
+        return _prefix_rows(db, hits, ranking.prefix, ranking.markers, ranking.where)
+    return _rows_for(db, hits, ranking.terms, ranking.markers, ranking.where)
 
 
 def _rank(
@@ -937,10 +948,14 @@ def _rank(
             ranked = _in_order(db, ranked, lambda h: (h.apart, -h.literal, h.score, -h.activity))
         page = ranked[:limit]
         newest_first = any(hit.recent for hit in page)
-        return Ranking(MATCH, words, markers, page, terms, newest_first, limit=limit)
+        return Ranking(
+            MATCH, words, markers, page, terms, newest_first, limit=limit, where=(where, params)
+        )
     if some:
         ranked = _in_order(db, some.values(), lambda h: (-len(h.terms), h.score, -h.activity))
-        ranking = Ranking(PARTIAL, words, markers, ranked[:limit], terms, limit=limit)
+        ranking = Ranking(
+            PARTIAL, words, markers, ranked[:limit], terms, limit=limit, where=(where, params)
+        )
     elif raw:
         ranking = Ranking(NONE, words, markers, limit=limit)
     else:
@@ -1074,20 +1089,28 @@ def title_prefix_search(
         newest = newest[:limit]
     hits = [Hit(rowid, 0.0, "meta", rowid, 0, match) for rowid in newest]
     kind = MATCH if hits else NONE
-    return Ranking(kind, [word], markers, hits, prefix=word, limit=filters.limit)
+    return Ranking(
+        kind, [word], markers, hits, prefix=word, limit=filters.limit, where=(where, params)
+    )
 
 
 def _prefix_rows(
-    db: Database, hits: list[Hit], word: str, markers: tuple[str, str]
+    db: Database,
+    hits: list[Hit],
+    word: str,
+    markers: tuple[str, str],
+    where: tuple[str, list[Any]],
 ) -> list[dict[str, Any]]:
-    """The session objects of :func:`title_prefix_search`'s ``hits``, in order."""
+    """The session objects of :func:`title_prefix_search`'s ``hits``, in order; those
+    ``where`` (the ranking's filters) still keeps."""
     if not hits:
         return []
     rows = {
         r["id"]: r
         for r in select_rows(
             db,
-            f"s.id IN ({', '.join(str(h.session_rowid) for h in hits)})",
+            f"s.id IN ({', '.join(str(h.session_rowid) for h in hits)}) AND {where[0]}",
+            where[1],
             columns=f"{LISTING_COLUMNS}, s.custom_title, s.ai_title, s.agent_name",
         )
     }
