@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sessiondex.cli.app import CliError, app
+from sessiondex.cli.app import EXIT_AMBIGUOUS, CliError, app
+from sessiondex.cli.errors import warn
 from sessiondex.cli.output import clean_line, emit_object, human_size
 from sessiondex.cli.progress import progress_bar
 
@@ -86,7 +88,8 @@ def _project_keys(projects: tuple[str, ...], roots: list[Path]) -> set[str] | No
     "resend_deleted",
     multiple=True,
     metavar="ID",
-    help="Send session ID again though it was deleted from the store (repeatable).",
+    help="Send session ID (or an ID prefix) again though it was deleted from the store"
+    " (repeatable).",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be sent; send nothing.")
 @click.option(
@@ -113,7 +116,9 @@ def push(
     random-looking values in env lines) are replaced by [REDACTED:kind] before they
     leave; tool outputs stay home unless --with-tools. Everyone with the DSN sees
     everything pushed. A session deleted from the store (PostgresSessionStore.delete)
-    is left out, and counted, unless --resend-deleted names it.
+    is left out, and counted, unless --resend-deleted names it (an ID in any case or
+    a prefix of 8 or more, as for show; one that names no deleted session is a
+    warning).
 
     \b
     Example:
@@ -135,6 +140,7 @@ def push(
     from sessiondex.store.prefix_memo import default_memo_path
     from sessiondex.store.push import PushOptions, run_push
     from sessiondex.store.schema import SchemaTooNew
+    from sessiondex.store.tombstones import AmbiguousResend
 
     state = app()
     since_ms = None
@@ -159,8 +165,13 @@ def push(
     try:
         with progress_bar("Pushing") as progress:
             stats = run_push(dsn, options, progress)
+    except AmbiguousResend as exc:
+        click.echo(f"Error: {clean_line(str(exc))}", err=True)
+        sys.exit(EXIT_AMBIGUOUS)
     except (psycopg.Error, SchemaTooNew, ValueError) as exc:  # ValueError: a malformed DSN
         raise CliError(f"team store {hide_password(dsn)}: {error_line(exc, dsn)}") from None
+    for typed in stats.resend_not_deleted:
+        warn(f"--resend-deleted {typed}: no session deleted from the store has this ID")
     for path, offset, finding in stats.findings:
         click.echo(
             f"{clean_line(path)} byte {offset}: {finding.kind} {finding.preview}", err=as_json

@@ -45,7 +45,7 @@ from sessiondex.store.prefix_memo import PrefixMemo
 from sessiondex.store.redact import Finding, candidate_rules, redact_text, redact_value
 from sessiondex.store.schema import migrate
 from sessiondex.store.sdk_store import local_identity
-from sessiondex.store.tombstones import covers, deleted_keys, still_deleted
+from sessiondex.store.tombstones import covers, deleted_keys, resend_sessions, still_deleted
 from sessiondex.store.write import (
     Entry,
     Key,
@@ -90,7 +90,8 @@ class PushOptions:
     # Where this machine keeps what it learnt of each file's bytes (prefix_memo.py);
     # None: keep nothing, read every file a skip depends on.
     memo_path: Path | None = None
-    # Session IDs deleted from the store to send again all the same (tombstones.py).
+    # Session IDs (or prefixes, any case) deleted from the store to send again all the
+    # same (tombstones.py resend_sessions).
     resend_deleted: frozenset[str] = frozenset()
 
 
@@ -103,6 +104,8 @@ class PushStats:
     unchanged: int = 0
     deleted_in_store: int = 0  # files left out: their session was deleted from the store
     resent_deleted: int = 0  # files of such sessions sent again (--resend-deleted)
+    # --resend-deleted values that name no session deleted from the store, as typed
+    resend_not_deleted: list[str] = field(default_factory=list)
     sessions: set[tuple[str, str]] = field(default_factory=set)
     entries: int = 0  # entries stored (or, in a dry run, that would be sent)
     duplicates: int = 0  # entries the store already held (same uuid)
@@ -122,6 +125,7 @@ class PushStats:
             "unchanged": self.unchanged,
             "deleted_in_store": self.deleted_in_store,
             "resent_deleted": self.resent_deleted,
+            "resend_not_deleted": list(self.resend_not_deleted),
             "sessions": len(self.sessions),
             "entries": self.entries,
             "duplicates": self.duplicates,
@@ -335,14 +339,21 @@ class Pusher:
         self._sent: dict[str, tuple[int, str | None]] = {}
         # The store's tombstones when the run began; each chunk checks again.
         self._deleted: set[tuple[str, str, str]] = set()
+        # The deleted sessions --resend-deleted names (lower case), from those tombstones.
+        self._resending: frozenset[str] = frozenset()
 
     async def load_known(self) -> None:
         """What this host has pushed, in one query: a file that has not changed since
         is then skipped without a transaction of its own (most files, most runs). And
-        what was deleted from the store: left out without being read."""
+        what was deleted from the store: left out without being read, unless
+        ``--resend-deleted`` names it (an ambiguous prefix raises before any file)."""
+        if self.conn is not None:
+            self._deleted = await deleted_keys(self.conn)
+        self._resending, self.stats.resend_not_deleted = resend_sessions(
+            self._deleted, sorted(self.options.resend_deleted)
+        )
         if self.conn is None:
             return
-        self._deleted = await deleted_keys(self.conn)
         cur = await self.conn.execute(
             "SELECT config_dir, path, consumed, fingerprint, meta_digest, transcript_ref,"
             " with_tools FROM push_files WHERE host = %s",
@@ -567,7 +578,7 @@ class Pusher:
             return status, end >= size
 
     def _resend(self, key: Key) -> bool:
-        return key.session_id in self.options.resend_deleted
+        return key.session_id.lower() in self._resending
 
     async def _session_ref(self, transcript_ref: int) -> int:
         assert self.conn is not None

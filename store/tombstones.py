@@ -8,7 +8,8 @@ and sent it again, whole: a user who deleted a session for a secret in its prose
 back, silently. So each delete leaves a row in ``deleted_sessions`` (schema migration
 8): the SDK's key (a main key, subpath '', stands for the whole session, its subagents
 too), who deleted it, when. ``push`` leaves such transcripts out and counts them;
-``push --resend-deleted ID`` is the deliberate way back, and lifts the tombstone.
+``push --resend-deleted ID`` is the deliberate way back, and lifts the tombstone; its
+ID is read as the CLI reads IDs (:func:`resend_sessions`).
 
 An SDK app that appends to the key afterwards is stored as it asks (the protocol's
 rule: the key starts afresh with the new entries), and the tombstone stays: the app's
@@ -23,6 +24,7 @@ waits on a push's ``push_files`` row while the push waits on the session row it 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.store.write import MAIN_SUBPATH, Key
@@ -70,6 +72,48 @@ async def delete_key(
         " deleted_by_host = EXCLUDED.deleted_by_host, deleted_at = now()",
         [key.project_key, key.session_id, key.subpath, user, host],
     )
+
+
+class AmbiguousResend(Exception):
+    """A ``--resend-deleted`` prefix that starts the IDs of several deleted sessions."""
+
+    def __init__(self, typed: str, candidates: list[str]) -> None:
+        super().__init__(
+            f"--resend-deleted {typed}: {len(candidates)} deleted sessions start with it"
+            f" ({', '.join(candidates)}); give more of the ID"
+        )
+        self.candidates = candidates
+
+
+def resend_sessions(
+    deleted: set[tuple[str, str, str]], typed: Iterable[str]
+) -> tuple[frozenset[str], list[str]]:
+    """The deleted sessions (IDs in lower case) that the ``--resend-deleted`` values
+    ``typed`` name, and the values that name none. A session ID names its session in
+    any case, and a prefix of one (query/resolve.py ``is_id_prefix``: 8 or more hex
+    digits) names the deleted session whose ID it alone starts, as ``show`` or
+    ``resume`` read them; a prefix of several raises :class:`AmbiguousResend` (the
+    push has sent nothing yet). ``deleted``: :func:`deleted_keys`."""
+    from sessiondex.query.resolve import is_id_prefix
+
+    sessions = {session_id.lower() for _, session_id, _ in deleted}
+    named: set[str] = set()
+    unknown: list[str] = []
+    for value in typed:
+        wanted = value.lower()
+        if wanted in sessions:
+            named.add(wanted)
+            continue
+        starting = (
+            sorted(s for s in sessions if s.startswith(wanted)) if is_id_prefix(value) else []
+        )
+        if len(starting) > 1:
+            raise AmbiguousResend(value, starting)
+        if starting:
+            named.add(starting[0])
+        else:
+            unknown.append(value)
+    return frozenset(named), unknown
 
 
 def covers(deleted: set[tuple[str, str, str]], key: Key) -> bool:

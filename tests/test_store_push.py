@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -1338,8 +1339,7 @@ def test_resend_deleted_sends_that_session_again_whole(
     dry = push(tree.root, pg_dsn, "--dry-run", "--resend-deleted", sid)
     assert (dry["deleted_in_store"], dry["resent_deleted"], dry["new"]) == (0, 2, 2)
     assert query(pg_dsn, "SELECT count(*) FROM deleted_sessions") == [(1,)]  # a dry run
-    other = "00000000-0000-4000-8000-000000000000"  # an ID never deleted changes nothing
-    result = push(tree.root, pg_dsn, "--resend-deleted", sid, "--resend-deleted", other)
+    result = push(tree.root, pg_dsn, "--resend-deleted", sid)
     assert (result["deleted_in_store"], result["resent_deleted"], result["new"]) == (0, 2, 2)
     assert stored_keys(pg_dsn) == before
     assert query(pg_dsn, "SELECT count(*) FROM entries") == entries
@@ -1347,6 +1347,70 @@ def test_resend_deleted_sends_that_session_again_whole(
     again = push(tree.root, pg_dsn)
     assert (again["unchanged"], again["deleted_in_store"], again["entries"]) == (3, 0, 0)
     assert_each_entry_once(pg_dsn, tree.root)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        str.upper,  # an ID names its session in any case, as everywhere in the CLI
+        lambda sid: sid[:8],  # so does a prefix of 8 or more that names one alone
+        lambda sid: sid[:13].upper(),
+    ],
+    ids=["upper", "prefix", "upper-prefix"],
+)
+def test_resend_deleted_takes_an_id_as_the_cli_takes_ids(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str, typed: Callable[[str], str]
+) -> None:
+    """An ID typed in upper case (or a prefix) silently resent nothing."""
+    push(tree.root, pg_dsn)
+    pk, sid = main.project_dir.name, main.session_id
+    sdk_delete(pg_dsn, pk, sid)
+    result = push(tree.root, pg_dsn, "--resend-deleted", typed(sid))
+    assert (result["deleted_in_store"], result["resent_deleted"], result["new"]) == (0, 2, 2)
+    assert query(pg_dsn, "SELECT count(*) FROM deleted_sessions") == [(0,)]
+
+
+def test_resend_deleted_of_a_session_not_deleted_says_so(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    """An ID that names no deleted session (a typo, or one already sent again) was
+    ignored without a word: a warning on stderr, and the push goes on."""
+    push(tree.root, pg_dsn)
+    pk, sid = main.project_dir.name, main.session_id
+    sdk_delete(pg_dsn, pk, sid)
+    other = "00000000-0000-4000-8000-000000000000"
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "push", "--to", database_url(pg_dsn), "--json"]
+        + ["--resend-deleted", other],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"warning: --resend-deleted {other}: no session deleted from the store has this ID"
+    ]
+    summary = json.loads(result.stdout)
+    assert (summary["deleted_in_store"], summary["resent_deleted"]) == (2, 0)
+    assert summary["resend_not_deleted"] == [other]
+    assert query(pg_dsn, "SELECT count(*) FROM deleted_sessions") == [(1,)]
+
+
+def test_resend_deleted_of_a_prefix_of_several_deleted_sessions_is_ambiguous(
+    main: SessionWriter, tree: ConfigTree, pg_dsn: str
+) -> None:
+    push(tree.root, pg_dsn)
+    pk, sid = main.project_dir.name, main.session_id
+    twin = sid[:9] + "0000-4000-8000-000000000000"  # deleted too, never pushed
+    sdk_delete(pg_dsn, pk, sid)
+    sdk_delete(pg_dsn, pk, twin)
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "push", "--to", database_url(pg_dsn)]
+        + ["--resend-deleted", sid[:8]],
+    )
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"Error: --resend-deleted {sid[:8]}: 2 deleted sessions")
+    assert sid in result.stderr and twin in result.stderr
+    assert query(pg_dsn, "SELECT count(*) FROM deleted_sessions") == [(2,)]  # nothing sent
 
 
 def test_an_sdk_app_writing_to_a_deleted_session_keeps_it_out_of_push(
