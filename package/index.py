@@ -543,9 +543,11 @@ class Index:
         rows = self._answer(lambda db: main_file_rows(db, session_id, roots))
         known = {row[0]: row for row in rows}
         paths = set(known)
-        # A copy not indexed yet is looked for in every project dir: a stat each, too
-        # many for --no-refresh on a history of 20,000 project dirs, which then checks
-        # only the copies the index knows (a new copy waits for the next refresh).
+        # A copy not indexed yet is looked for in every project dir, a stat each, before
+        # every read by ID. --no-refresh, which promises no pass over the files, checks
+        # only the copies the index knows: a new copy of a session it has waits for the
+        # next refresh. A session it has no row for at all is still read from disk: on
+        # that miss alone resolve walks the project dirs itself (query/resolve.py _by_id).
         for root in self.roots if self.auto_refresh else ():
             try:
                 entries = list(os.scandir(root / "projects"))

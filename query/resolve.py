@@ -284,8 +284,10 @@ def _by_id(
     rows = select_rows(db, f"s.session_id = ?{scope}", [session_id, *kept_params])
     if not rows:
         rows = select_rows(db, f"lower(s.session_id) = lower(?){scope}", [session_id, *kept_params])
+    named: list[str] | None = None  # the transcripts of the ID on disk, once looked for
     if not rows and dialect_of(db).name == "sqlite":
-        rows = _unindexed_copies(roots, session_id)
+        named = list(transcripts_named(roots, session_id))
+        rows = _unindexed_copies(named)
     here = [r for r in rows if key_rank(r["project_key"], keys) is not None]
     # One project dir in two config dirs (a backup indexed beside the live one): the
     # newest copy.
@@ -293,7 +295,7 @@ def _by_id(
     if local:
         return Resolution(_session_object(db, local[0]), local[0], MATCHED_ID)
     projects = {(r["root"], r["project_key"]) for r in rows}
-    if not projects and (unreadable := unreadable_transcript(roots, session_id)):
+    if not projects and (unreadable := unreadable_transcript(roots, session_id, named)):
         path, reason = unreadable
         raise NotFound(f"cannot read {path} ({reason}); session {session_id} is not indexed")
     if len(projects) != 1:
@@ -309,14 +311,15 @@ def _by_id(
     )
 
 
-def _unindexed_copies(roots: list[Path], session_id: str) -> list[dict[str, Any]]:
-    """Rows folded from the transcripts of this ID on disk, for when the index has none:
-    a refresh that could not write (a full disk, a read-only index) or has not run yet
-    (``--no-refresh``) leaves a new session out, and Claude Code opens a session by its
-    file. As for an indexed one, a file with no message is nothing to open; one that
+def _unindexed_copies(named: list[str]) -> list[dict[str, Any]]:
+    """Rows folded from the transcripts of an ID on disk (``named``: as
+    :func:`~sessiondex.transcripts.discover.transcripts_named` finds them, the scan the
+    unreadable check reuses), for when the index has none: a refresh that could not
+    write (a full disk, a read-only index) or has not run yet (``--no-refresh``) leaves
+    a new session out, and Claude Code opens a session by its file. As for an indexed one, a file with no message is nothing to open; one that
     cannot be read is left to :func:`unreadable_transcript`'s message."""
     rows: list[dict[str, Any]] = []
-    for path in transcripts_named(roots, session_id):
+    for path in named:
         try:
             row = _row_from_file(Path(path))
         except OSError:

@@ -1068,3 +1068,34 @@ def test_a_session_not_indexed_yet_is_shown_by_its_full_id(
         assert resolved["session_id"] == new.session_id
     else:
         assert result.exit_code == 1 and "No session matches" in result.stderr
+
+
+def test_a_full_id_not_found_looks_in_each_project_dir_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full ID the index has no row for walked every project dir twice: once for the
+    transcripts to read, once more (the same paths) for one it cannot read."""
+    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.refresh import refresh
+    from sessiondex.query.resolve import NotFound, resolve
+    from sessiondex.transcripts import discover
+
+    tree = ConfigTree(tmp_path / "claude")
+    for cwd in ("/w/a", "/w/b", "/w/c"):
+        s = tree.session(cwd=cwd)
+        s.user("a question")
+        s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    walks: list[Path] = []
+    listed = discover.iter_project_keys
+
+    def counted(root: Path, *args: Any, **kwargs: Any) -> Any:
+        walks.append(root)
+        return listed(root, *args, **kwargs)
+
+    monkeypatch.setattr(discover, "iter_project_keys", counted)
+    missing = "00000000-0000-4000-8000-000000000000"
+    with pytest.raises(NotFound, match="No conversation found with session ID"):
+        resolve(db, missing, cwd="/w/a", roots=[tree.root])
+    assert walks == [tree.root]

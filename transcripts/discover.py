@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
@@ -262,11 +262,15 @@ def transcripts_named(roots: list[Path], session_id: str) -> Iterator[str]:
                     yield path
 
 
-def unreadable_transcript(roots: list[Path], session_id: str) -> tuple[str, str] | None:
+def unreadable_transcript(
+    roots: list[Path], session_id: str, named: Iterable[str] | None = None
+) -> tuple[str, str] | None:
     """``(path, reason)`` of a main transcript named ``<session_id>.jsonl`` that is on
     disk but cannot be read, so it was never indexed; else None. What tells a user why
-    a session they can see in ``ls`` is "not found"."""
-    for path in transcripts_named(roots, session_id):
+    a session they can see in ``ls`` is "not found". ``named``: what
+    :func:`transcripts_named` gave the caller already, so the project dirs, one
+    ``lstat`` each, are not walked a second time."""
+    for path in transcripts_named(roots, session_id) if named is None else named:
         if not os.access(path, os.R_OK):
             return path, os.strerror(errno.EACCES)
     return None
