@@ -1018,15 +1018,17 @@ class Index:
 
     # ------------------------------------------------------------------ web view
     def message_hits(
-        self, query: str, file_paths: Iterable[str], *, raw: bool = False
+        self, query: str, file_paths: Iterable[str], *, raw: bool = False, every: bool = False
     ) -> MessageHits:
         """For each session (by ``file_path``), the uuids of its messages matching
         ``query`` as :meth:`search` reads it, best first: the web view links a result to
-        its best message and marks the hits on the session page."""
+        its best message. At most :data:`~sessiondex.query.hits.MAX_HITS_PER_SESSION` a
+        session; with ``every``, all of them (the session page counts and places each)."""
         from sessiondex.query.hits import message_hits
 
         paths = list(file_paths)
-        return self._answer(lambda db: message_hits(db, query, paths, raw=raw))
+        limit: dict[str, Any] = {"per_session": None} if every else {}
+        return self._answer(lambda db: message_hits(db, query, paths, raw=raw, **limit))
 
     # ------------------------------------------------------------------ long-lived front ends
     def watch_transcripts(self) -> bool:

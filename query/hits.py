@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.dialect import dialect_of
+from sessiondex.query.filters import MAX_LIMIT
 from sessiondex.query.search import (
     DEFAULT_MARKERS,
     SearchSyntaxError,
@@ -30,7 +31,10 @@ from sessiondex.transcripts.reader import without_lone_surrogates
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-#: A page marks at most this many hits per session; the best come first.
+#: The hits of each session :func:`message_hits` answers by default, the best first:
+#: the search page links each result to its best one. The session page asks for every
+#: hit (``per_session=None``): it counts them, marks those on its page and links to the
+#: others, and a common word's best 200 in a long session were all on its first pages.
 MAX_HITS_PER_SESSION = 200
 #: A snippet answer names at most this many sessions and hits per session.
 MAX_SNIPPET_SESSIONS = 200
@@ -82,15 +86,17 @@ def message_hits(
     file_paths: Iterable[str],
     *,
     raw: bool = False,
-    per_session: int = MAX_HITS_PER_SESSION,
+    per_session: int | None = MAX_HITS_PER_SESSION,
 ) -> dict[str, list[str]]:
     """For each session transcript path in ``file_paths``, the uuids of its messages
-    (subagents' included) that match ``query``, best first. A PR URL, an empty query or
-    a ``raw`` query FTS5 cannot parse or ``search`` refuses has no message hits."""
+    (subagents' included) that match ``query``, best first: at most ``per_session`` of
+    them, or every one with None. A PR URL, an empty query or a ``raw`` query FTS5
+    cannot parse or ``search`` refuses has no message hits."""
     out: dict[str, list[str]] = {}
     match = _match(db, query, raw)
+    count = MAX_LIMIT if per_session is None else per_session
     for _, path, uuid, _ in _ranked_hits(
-        db, match, sorted(set(file_paths)), raw=raw, per_session=per_session
+        db, match, sorted(set(file_paths)), raw=raw, per_session=count
     ):
         out.setdefault(path, []).append(uuid)
     return out

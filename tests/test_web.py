@@ -671,6 +671,24 @@ def test_a_short_session_is_one_page_without_page_links(long_web: Web, query: st
     assert response.status_code == 400 and "has 1 page of conversation" in response.text
 
 
+def test_every_hit_of_a_common_word_is_counted_marked_and_linked(long_web: Web) -> None:
+    """The session page asked the index for the search page's 200 best hits a session:
+    "question" is in each of the 1,500 prompts, all as good, so the best 200 were the
+    first 200, on pages 1 and 2. Page 9 said "200 messages matching · 0 on this page",
+    marked none of its prompts and linked no next match."""
+    t: LongTree = long_web.tree
+    body = long_web.get(f"/session/{t.session_id}?q=question&page=9")
+    prompts = body.count('<article class="msg user')
+    assert prompts > 50
+    assert body.count('<article class="msg user hit"') == prompts
+    assert f"{LONG_PAIRS} messages matching" in body and f"{prompts} on this page" in body
+    assert "(page 8)" in body and "(page 10)" in body  # previous and next match
+    # No ?page=: the first hit's page; the last page has hits too.
+    assert "page 1 of 16" in long_web.get(f"/session/{t.session_id}?q=question")
+    last = long_web.get(f"/session/{t.session_id}?q=question&page=16")
+    assert '<article class="msg user hit"' in last and "next match" not in last
+
+
 def test_on_this_page_counts_hits_as_the_hits_line_does(tmp_path: Path) -> None:
     """The hits line counts hits by entry (the index's message rows), and so did "N on
     this page" not: a response written one line per text block is one message, so two

@@ -481,7 +481,8 @@ def session(
     hits: list[str] = []
     if query:
         try:
-            hits = index.message_hits(query, [str(found["file_path"])], raw=raw).get(
+            # Every hit: the page counts them all and links to those on other pages.
+            hits = index.message_hits(query, [str(found["file_path"])], raw=raw, every=True).get(
                 str(found["file_path"]), []
             )
         except ValueError:
