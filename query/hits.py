@@ -19,10 +19,13 @@ from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import MAX_LIMIT
 from sessiondex.query.search import (
     DEFAULT_MARKERS,
+    LITERAL_WORDS,
     SearchSyntaxError,
     check_raw_size,
     query_terms,
     snippet_tokens,
+    spelled_messages,
+    spelled_terms,
 )
 from sessiondex.query.snippets import display_snippet
 from sessiondex.transcripts.pr_urls import parse_pr_ref
@@ -63,9 +66,10 @@ def _match(db: Database, query: str, raw: bool) -> str:
 
 
 def _ranked_hits(
-    db: Database, match: str, paths: list[str], *, raw: bool, per_session: int
+    db: Database, query: str, match: str, paths: list[str], *, raw: bool, per_session: int
 ) -> list[RankedHit]:
-    """The best ``per_session`` message hits of each session, best first per session."""
+    """The best ``per_session`` message hits of each session, best first per session:
+    those that write a spelling of ``query`` first (:func:`_spelled_first`)."""
     if not paths or not match:
         return []
     dialect = dialect_of(db)
@@ -77,7 +81,53 @@ def _ranked_hits(
         if raw:  # search() already told the user what is wrong with the query
             return []
         raise
-    return [(rowid, path, uuid, kind) for rowid, path, uuid, kind in rows]
+    hits = [(rowid, path, uuid, kind) for rowid, path, uuid, kind in rows]
+    return hits if raw else _spelled_first(db, query, hits, per_session)
+
+
+def _spelled_first(
+    db: Database, query: str, hits: list[RankedHit], per_session: int
+) -> list[RankedHit]:
+    """``hits`` with each session's messages that write a spelling of the query
+    (``user_profile`` as typed: query/search.py ``spelled_messages``, the texts the
+    search's literal tier reads) first, in the order that tier finds them, then the
+    others as ranked, at most ``per_session``.
+
+    A session ranked first because a message wrote ``user_profile`` shows that text as
+    its snippet; by bm25 alone its best message was the short prose "the user profile
+    page is slow", which the web's result link opened and MCP quoted first. Only a
+    query with a spelling pays: the literal tier's reading of these sessions."""
+    text = without_lone_surrogates(query).strip()
+    spelled = spelled_terms(text, query_terms(text, dialect_of(db))[0])
+    if not spelled or not hits:
+        return hits
+    paths = list(dict.fromkeys(path for _, path, _, _ in hits))
+    marks = ", ".join("?" for _ in paths)
+    sessions: dict[int, str] = dict(
+        db.execute(f"SELECT id, file_path FROM sessions WHERE file_path IN ({marks})", paths)
+    )
+    ids = ", ".join(str(int(rowid)) for rowid in sessions)
+    written: dict[str, list[int]] = {}  # path -> message ids writing a spelling, in order
+    for term, word in spelled[:LITERAL_WORDS]:
+        for session, message in spelled_messages(db, ids, term, word):
+            found = written.setdefault(sessions[session], [])
+            if message not in found:
+                found.append(message)
+    known = {hit[0]: hit for hit in hits}
+    # A message that writes it may be ranked past per_session: read its uuid and type.
+    absent = {m: path for path, ms in written.items() for m in ms if m not in known}
+    if absent:
+        listed = ", ".join(str(int(m)) for m in absent)
+        sql = f"SELECT id, uuid, type FROM messages WHERE id IN ({listed}) AND uuid IS NOT NULL"
+        for rowid, uuid, kind in db.execute(sql):
+            known[rowid] = (rowid, absent[rowid], uuid, kind)
+    out: list[RankedHit] = []
+    for path in paths:
+        first = [known[m] for m in written.get(path, []) if m in known]
+        shown = {hit[0] for hit in first}
+        rest = [hit for hit in hits if hit[1] == path and hit[0] not in shown]
+        out.extend((first + rest)[:per_session])
+    return out
 
 
 def message_hits(
@@ -96,7 +146,7 @@ def message_hits(
     match = _match(db, query, raw)
     count = MAX_LIMIT if per_session is None else per_session
     for _, path, uuid, _ in _ranked_hits(
-        db, match, sorted(set(file_paths)), raw=raw, per_session=count
+        db, query, match, sorted(set(file_paths)), raw=raw, per_session=count
     ):
         out.setdefault(path, []).append(uuid)
     return out
@@ -110,7 +160,8 @@ def message_snippets(
     per_session: int = 3,
     markers: tuple[str, str] = DEFAULT_MARKERS,
 ) -> dict[str, list[dict[str, Any]]]:
-    """``file_path`` → up to ``per_session`` hits, best first (bm25), each
+    """``file_path`` → up to ``per_session`` hits, best first (bm25; those that write
+    a spelling of the query before the others, as :func:`_spelled_first` says), each
     ``{"message_uuid", "role", "snippet"}``; sessions without a message hit are absent.
 
     Sessions are named by transcript path because a session ID can exist in two config
@@ -119,7 +170,7 @@ def message_snippets(
     paths = list(dict.fromkeys(file_paths))[:MAX_SNIPPET_SESSIONS]
     per_session = max(1, min(per_session, MAX_SNIPPETS_PER_SESSION))
     match = _match(db, query, False)
-    hits = _ranked_hits(db, match, paths, raw=False, per_session=per_session)
+    hits = _ranked_hits(db, query, match, paths, raw=False, per_session=per_session)
     if not hits:
         return {}
     rowids = [hit[0] for hit in hits]

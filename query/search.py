@@ -702,6 +702,28 @@ LITERAL_ROWS = 5
 LITERAL_WORDS = 3
 
 
+def spelled_terms(text: str, terms: list[str]) -> list[tuple[str, QueryWord]]:
+    """The terms of ``text`` (:func:`query_terms`) whose word has a spelling
+    (:attr:`QueryWord.literal`), with the word: what :func:`_literal_tier` looks for,
+    and the message hits of a result (query/hits.py) too. None without punctuation."""
+    if all(ch.isalnum() or ch.isspace() for ch in text):
+        return []
+    return [(term, word) for term, word in zip(terms, query_words(text)) if word.literal]
+
+
+def spelled_messages(db: Database, ids: str, term: str, word: QueryWord) -> list[tuple[int, int]]:
+    """``(session rowid, message id)`` of the messages that write ``word``'s spelling
+    among each session's :data:`LITERAL_ROWS` best for ``term`` (sessions: ``ids``, an
+    SQL list), best first: the only message texts the literal tier reads."""
+    assert word.literal is not None
+    rows = db.execute(dialect_of(db).spelled_rows_sql(ids), [term, LITERAL_ROWS]).fetchall()
+    return [
+        (session, message)
+        for session, message, text in rows
+        if isinstance(text, str) and holds_spelling(text, word.literal, word.prefix)
+    ]
+
+
 def _literal_tier(
     db: Database, hits: list[Hit], spelled: list[tuple[str, QueryWord]], terms: list[str]
 ) -> None:
@@ -741,12 +763,9 @@ def _literal_tier(
             if written is not None:
                 holding.add(row["id"])
                 found.setdefault(row["id"], []).append(("meta", row["id"], written))
-        for session, message, text in db.execute(
-            dialect.spelled_rows_sql(ids), [term, LITERAL_ROWS]
-        ).fetchall():
-            if isinstance(text, str) and holds_spelling(text, word.literal, word.prefix):
-                holding.add(session)
-                found.setdefault(session, []).append(("message", message, -1))
+        for session, message in spelled_messages(db, ids, term, word):
+            holding.add(session)
+            found.setdefault(session, []).append(("message", message, -1))
         counts.update(holding)
     every = dialect.any_of(terms)
     for hit in hits:
@@ -929,8 +948,7 @@ def _rank(
         terms, words = [dialect.raw_query(db, text)], [text]
     else:
         terms, words = query_terms(text, dialect)
-        if any(not ch.isalnum() and not ch.isspace() for ch in text):  # punctuation
-            spelled = [(t, w) for t, w in zip(terms, query_words(text)) if w.literal]
+        spelled = spelled_terms(text, terms)
     where, params = filters.where(db)
     # With spellings to prefer, the candidates are more than the page: a session that
     # writes one may be ranked below it by bm25. -1: no limit.

@@ -293,3 +293,51 @@ def test_the_team_store_takes_the_snippet_from_the_column_too(tmp_path: Path, st
     assert [r["session_id"] for r in rows] == [a, b], rows
     assert "user_profile" in rows[0]["snippet"], rows[0]["snippet"]
     assert "broken" not in rows[0]["snippet"], rows[0]["snippet"]
+
+
+def _one_session(root: Path, literal: str, prose: list[str]) -> tuple[ConfigTree, str, Path]:
+    """One session saying the words as prose (short messages, first) and then, in a long
+    message, writing them as typed; returns the tree, that message's uuid, the path."""
+    tree = ConfigTree(root)
+    s = tree.session(cwd="/w/app", session_id=_id(root, 1))
+    s.user("a question about the app")
+    for text in prose:
+        s.user(text)
+        s.assistant("let me look")
+    wrote = s.user(literal)
+    s.assistant("thanks")
+    return tree, wrote, s.write()
+
+
+def _message_answers(index: Index, query: str, path: str) -> tuple[list[str], list[Any]]:
+    """What the front ends read of a session's messages for ``query``: the web's hits
+    (a search result links to the first) and MCP's best snippet."""
+    hits = index.message_hits(query, [path]).get(path, [])
+    return hits, index.message_snippets(query, [path], per_session=1).get(path, [])
+
+
+@pytest.mark.parametrize(("query", "literal", "prose"), CASES, ids=[c[0] for c in CASES])
+def test_a_result_opens_on_the_message_that_writes_the_spelling(
+    tmp_path: Path, query: str, literal: str, prose: list[str]
+) -> None:
+    """The session ranks first, its snippet shows the spelling, and yet the web's result
+    link (?at=, #msg-) opened its best message by bm25 alone, the short prose "the user
+    profile page is slow", and MCP's first snippet of it was that prose too."""
+    tree, wrote, path = _one_session(tmp_path / "claude", literal, prose)
+    with Index(tmp_path / "i.db", [tree.root]) as index:
+        assert f"[{query.strip('-')}]" in index.search(query, scope="all")[0]["snippet"]
+        hits, snippets = _message_answers(index, query, str(path))
+    assert hits[0] == wrote and len(hits) == len(set(hits)) == len(prose) + 1
+    assert [s["message_uuid"] for s in snippets] == [wrote]
+    assert f"[{query.strip('-')}]" in snippets[0]["snippet"]
+
+
+def test_the_team_store_opens_on_the_spelling_too(tmp_path: Path, store: str) -> None:
+    query, literal, prose = CASES[0]
+    tree, wrote, path = _one_session(tmp_path / "claude", literal, prose)
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    with Index(store, [tree.root], refresh=False) as team:
+        (there,) = [r["file_path"] for r in team.search(query, scope="all")]
+        hits, snippets = _message_answers(team, query, there)
+    assert hits[0] == wrote and [s["message_uuid"] for s in snippets] == [wrote]
