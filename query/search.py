@@ -545,7 +545,8 @@ def _find(
 
     Rows holding every term are found with the page limit (each source's best N contain
     the best N overall). With several terms a session may hold them in different rows;
-    that needs each term's full session set, so those queries run without a limit."""
+    that needs each term's full session set, so those queries run without a limit, when
+    the sessions holding every term in one row do not fill the page."""
     dialect = dialect_of(db)
     together = dialect.all_of(terms)
     full = _best(
@@ -558,7 +559,10 @@ def _find(
     )
     for hit in full.values():
         hit.terms = tuple(range(len(terms)))
-    if len(terms) < 2:
+    if len(terms) < 2 or 0 <= limit <= len(full):
+        # A session holding the words only apart ranks after every one of ``full``
+        # (run_search): with the page filled by those, none can be on it, and ranking
+        # each word's every match for them was most of a plain question's time.
         return full, {}
     if typing and limit >= 0 and dialect.name == "sqlite":
         # Words spread over several rows need each word's every session, ranked: for a

@@ -150,3 +150,46 @@ def test_fts5_drives_every_narrowed_join(tmp_path: Any) -> None:
         plan = [row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + sql)]
         probes = [step for step in plan if "VIRTUAL TABLE INDEX 0:=" in step]
         assert not probes, (sql, plan)
+
+
+def _page(db: Any, query: str, limit: int | None) -> tuple[str, list[tuple[str, float, str]]]:
+    outcome = run_search(db, query, Filters(scope="all", limit=limit))
+    rows = [(r["session_id"], round(r["score"], 9), r["matched_by"]) for r in outcome.rows]
+    return outcome.kind, rows
+
+
+@pytest.mark.parametrize("query", ["the retry", "handler config", "the retry upl", "config test"])
+def test_a_page_filled_by_rows_holding_every_word_ranks_no_word_alone(
+    index: Any, query: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions holding the words only apart come after every session that holds them in
+    one row, so once those fill the page no apart session can be on it: ranking each
+    word's every match for them was most of a plain question's time (``database
+    connection``, 0.64 s at 20,000 sessions, for a page it could not change)."""
+    kind, everything = _page(index, query, None)
+    assert kind == "match" and len(everything) > 3
+    calls: list[str] = []
+    each_term_best = search_module._each_term_best
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(query)
+        return each_term_best(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "_each_term_best", counted)
+    assert _page(index, query, 3) == (kind, everything[:3])
+    assert calls == []
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    words=st.lists(st.sampled_from(VOCABULARY + ["absentword"]), min_size=2, max_size=4),
+    limit=st.sampled_from([1, 3, 10]),
+)
+def test_a_page_is_the_start_of_the_whole_answer(index: Any, words: list[str], limit: int) -> None:
+    """Whatever tier fills it, a page of ``limit`` sessions is the first ``limit`` of the
+    answer without a limit, scores included."""
+    query = " ".join(words)
+    kind, everything = _page(index, query, None)
+    assert _page(index, query, limit) == (kind, everything[:limit])
