@@ -4,7 +4,7 @@
 order, ranking merge, fork placement, session objects). What differs between the local
 SQLite index and the PostgreSQL team store is *data access*: how a full-text query is
 spelled and run (FTS5 ``MATCH``/``bm25``/``snippet`` against ``tsvector`` ``@@``,
-``ts_rank`` and ``ts_headline``), how a case-insensitive comparison is written, and
+``ts_rank`` and a snippet cut in Python), how a case-insensitive comparison is written, and
 what a repository is (local worktree paths against the ``origin`` remote, since paths
 differ per machine). Each of those is a method here, and every query function asks
 :func:`dialect_of` for the handle it was given. Everything else — including the
@@ -404,20 +404,22 @@ class PostgresDialect(SqliteDialect):
         tokens: int,
         column: int = -1,
     ) -> dict[int, str]:
-        """As SQLite's, one row at a time (``ts_headline`` per row; GIN has no doclist
-        to merge)."""
+        """As SQLite's, one row at a time (GIN has no doclist to merge)."""
         found = {rowid: self.snippet(db, source, match, rowid, tokens, column) for rowid in rowids}
         return {rowid: text for rowid, text in found.items() if text}
 
     def snippet(
         self, db: Any, source: str, match: str, rowid: int, tokens: int, column: int = -1
     ) -> str:
-        from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
+        """The row's snippet, cut in Python as FTS5 cuts one (query/snippets.py
+        ``bounded_snippet``), not by ``ts_headline``: that reads the text with
+        PostgreSQL's parser, which keeps a path, a dotted name, a URL, an e-mail address
+        or a version whole (``src/auth/middleware.py`` is one token to it), so the words
+        the store's vectors hold (indexer/text.py ``word_text``, FTS5's) were never
+        marked in them: a search for ``auth/middleware`` showed the text's first words
+        with nothing marked."""
+        from sessiondex.query.snippets import bounded_snippet, tsquery_terms
 
-        options = (
-            f"StartSel={OPEN}, StopSel={CLOSE}, MaxWords={tokens}, MinWords={tokens // 2},"
-            f' ShortWord=0, MaxFragments=1, FragmentDelimiter="{ELLIPSIS}"'
-        )
         if source == "meta":
             wanted = META_COLUMNS if column < 0 else (META_COLUMNS[column],)
             row = db.execute(
@@ -430,15 +432,10 @@ class PostgresDialect(SqliteDialect):
         else:
             row = db.execute("SELECT m.text FROM messages m WHERE m.id = ?", [rowid]).fetchone()
             texts = [str(row[0])] if row and row[0] else []
-        if not any(texts):
-            return ""
-        found = db.execute(
-            f"SELECT ts_headline('{TS_CONFIG}', t.x, to_tsquery('{TS_CONFIG}', ?), ?)"
-            " FROM unnest(?::text[]) WITH ORDINALITY t(x, n) WHERE t.x != '' ORDER BY t.n",
-            [match, options, texts],
-        ).fetchall()
-        marked = [str(r[0]) for r in found if r[0] and OPEN in r[0]]
-        return marked[0] if marked else (str(found[0][0]) if found else "")
+        terms = tsquery_terms(match)
+        # the first text that holds a match (a metadata row: by weight, as FTS5's)
+        found = (bounded_snippet(text, terms, tokens) for text in texts if text)
+        return next((text for text in found if text), "")
 
     def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
         """``pg_trgm`` word similarity (``<%``) against the names and the branches, each

@@ -204,7 +204,6 @@ def match_terms(match: str) -> list[tuple[str, bool]]:
     """The terms of an FTS5 match expression as ``(folded term, is a prefix)``: the
     quoted strings ours are made of, else the bare words of a ``--raw`` query (its
     operators aside). Phrases count word by word: this only finds where matches are."""
-    terms: list[tuple[str, bool]] = []
     quoted = re.findall(r'"((?:[^"]|"")*)"(\*?)', match)
     rest = re.sub(r'"(?:[^"]|"")*"\*?', " ", match)
     words = [(text.replace('""', '"'), star == "*") for text, star in quoted]
@@ -212,6 +211,26 @@ def match_terms(match: str) -> list[tuple[str, bool]]:
         if word.rstrip("*") in ("AND", "OR", "NOT", "NEAR"):
             continue
         words.append((word.rstrip("*"), word.endswith("*")))
+    return _phrase_terms(words)
+
+
+def tsquery_terms(match: str) -> list[tuple[str, bool]]:
+    """:func:`match_terms` of the team store's ``to_tsquery`` text (``'a phrase'``,
+    ``:*`` a prefix; a term negated with ``!`` left out), cut into tokens as FTS5 cuts
+    them: the store's vectors hold those words (indexer/text.py ``word_text``)."""
+    quoted = re.findall(r"(!?)\s*'((?:[^']|'')*)'(:\*)?", match)
+    words = [
+        (text.replace("''", "'").replace("\\\\", "\\"), star == ":*")
+        for negated, text, star in quoted
+        if not negated
+    ]
+    return _phrase_terms(words)
+
+
+def _phrase_terms(words: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """``(text, is a prefix)`` words → ``(folded token, is a prefix)``, a word's prefix
+    being its last token's."""
+    terms: list[tuple[str, bool]] = []
     for text, prefix in words:
         tokens = [fold(found.group()) for found in token_spans(text)]
         tokens = [token for token in tokens if token]  # accents alone: no token

@@ -341,3 +341,58 @@ def test_the_team_store_opens_on_the_spelling_too(tmp_path: Path, store: str) ->
         (there,) = [r["file_path"] for r in team.search(query, scope="all")]
         hits, snippets = _message_answers(team, query, there)
     assert hits[0] == wrote and [s["message_uuid"] for s in snippets] == [wrote]
+
+
+# More words developers search as typed: a dotted name, an address, a version, a URL.
+# PostgreSQL's own parser reads each as one token (a host, an e-mail, a file, a URL).
+TYPED: list[tuple[str, str, list[str]]] = [
+    (
+        "os.path.join",
+        "the fix: path = os.path.join(base_dir, name) instead of string concatenation in"
+        " the loader module, which broke on windows",
+        ["the os path join docs", "os: path join helper"],
+    ),
+    (
+        "bob@example.com",
+        "the invite to bob@example.com bounced with 550 mailbox unavailable; the SMTP relay"
+        " rejects the domain since the DNS change last week",
+        ["bob at example com", "example com bob"],
+    ),
+    (
+        "v1.2.3",
+        "pin the client to v1.2.3 because v1.3.0 changed the retry semantics and the"
+        " integration tests started failing on the timeout path",
+        ["v1 2 3 later", "v1 and 2 and 3"],
+    ),
+    (
+        "https://example.com/api/v2",
+        "the webhook posts to https://example.com/api/v2/events and gets a 404 since the"
+        " api gateway was moved; the old path still works",
+        ["example com api v2", "https example com api v2"],
+    ),
+]
+
+
+def test_the_team_store_marks_the_spelling_in_the_snippet(tmp_path: Path, store: str) -> None:
+    """The team store ranked the session that wrote the word first and showed a snippet
+    with nothing marked ("Traceback (most recent call last): File" for auth/middleware):
+    ts_headline reads the text with PostgreSQL's parser, which keeps a path, a dotted
+    name, an address or a version whole, while the store's vectors hold the words as
+    FTS5 splits them (indexer/text.py word_text). Its snippets mark what it matched,
+    as the local index's do."""
+    trees = []
+    for i, (query, literal, prose) in enumerate(CASES + TYPED):
+        tree, wrote, _ = _tree(tmp_path / f"claude{i}", literal, prose)
+        pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+        assert pushed.exit_code == 0, pushed.output
+        trees.append((query, tree, wrote))
+    for i, (query, tree, wrote) in enumerate(trees):
+        spelled = f"[{query.strip('-')}]"
+        with Index(tmp_path / f"i{i}.db", [tree.root]) as local:
+            here = local.search(query, scope="all")[0]
+        with Index(store, [tree.root], refresh=False) as team:
+            there = next(r for r in team.search(query, scope="all") if r["session_id"] == wrote)
+            (hit,) = team.message_snippets(query, [there["file_path"]], per_session=1).values()
+        assert here["session_id"] == wrote and spelled in here["snippet"], query
+        assert spelled in there["snippet"], (query, there["snippet"])
+        assert spelled in hit[0]["snippet"], (query, hit)
