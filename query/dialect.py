@@ -321,8 +321,17 @@ class PostgresDialect(SqliteDialect):
         # A quoted to_tsquery phrase of the words the store indexed (word_text: as FTS5
         # splits them, diacritics folded), in order, as an FTS5 "phrase".
         words = word_text(spaced)
-        quoted = "'" + words.replace("\\", "\\\\").replace("'", "''") + "'"
-        return quoted + (":*" if prefix and spaced.isalnum() else "")
+        if not prefix or not words.split():
+            return self._quoted(words)
+        # FTS5's "user profile"* is a prefix of its last token alone; to_tsquery puts a
+        # phrase's :* on every word ('user pro':* is 'user':* <-> 'pro':*), so the
+        # words go apart, the last one a prefix: user_pro finds user_profile, as locally.
+        *before, last = words.split()
+        return " <-> ".join([*map(self._quoted, before), self._quoted(last) + ":*"])
+
+    @staticmethod
+    def _quoted(words: str) -> str:
+        return "'" + words.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def all_of(self, terms: Sequence[str]) -> str:
         return " & ".join(f"({t})" for t in terms)

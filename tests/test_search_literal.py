@@ -396,3 +396,36 @@ def test_the_team_store_marks_the_spelling_in_the_snippet(tmp_path: Path, store:
         assert here["session_id"] == wrote and spelled in here["snippet"], query
         assert spelled in there["snippet"], (query, there["snippet"])
         assert spelled in hit[0]["snippet"], (query, hit)
+
+
+@pytest.mark.parametrize(
+    ("typed", "marked"),
+    [
+        ("user_pro", "[user_profile]"),  # an identifier typed so far
+        ("auth.log", "[auth.login]"),
+        ("src/config/load", "[src/config/loader]"),
+        ("--no-ver", "--[no-verify]"),
+    ],
+)
+def test_the_last_word_typed_so_far_is_a_prefix_on_the_team_store_too(
+    tmp_path: Path, store: str, typed: str, marked: str
+) -> None:
+    """The last word of a query is a prefix from three letters: locally for a word
+    joined by punctuation too, but the team store made a prefix of a one-word term
+    only, so ``user_pro`` found no session there ("no exact matches", the typo
+    fallback's titles) while the local index found user_profile."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app", session_id=_id(tmp_path, 1))
+    s.user("the crash is in user_profile.save() from auth.login_handler")
+    s.assistant("see src/config/loader.rs, then git commit --no-verify")
+    s.write()
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    with Index(tmp_path / "i.db", [tree.root]) as local:
+        here = local.search_outcome(typed, scope="all")
+    with Index(store, [tree.root], refresh=False) as team:
+        there = team.search_outcome(typed, scope="all")
+    for outcome in (here, there):
+        assert outcome.kind == "match", (typed, outcome.kind)
+        assert [r["session_id"] for r in outcome.rows] == [s.session_id]
+        assert marked in outcome.rows[0]["snippet"], outcome.rows[0]["snippet"]
