@@ -106,6 +106,8 @@ def _spelled_first(
     sessions: dict[int, str] = dict(
         db.execute(f"SELECT id, file_path FROM sessions WHERE file_path IN ({marks})", paths)
     )
+    if not sessions:  # removed since the hits were read (PostgreSQL takes no "IN ()")
+        return hits
     ids = ", ".join(str(int(rowid)) for rowid in sessions)
     written: dict[str, list[int]] = {}  # path -> message ids writing a spelling, in order
     for term, word in spelled[:LITERAL_WORDS]:
