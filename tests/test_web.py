@@ -1186,6 +1186,53 @@ def test_an_unrouted_request_is_a_clean_error_with_the_headers(
     assert headers.get(b"x-content-type-options") == b"nosniff"
 
 
+@pytest.mark.parametrize("where", ["index refresh", "app"])
+def test_a_request_that_fails_before_its_answer_is_a_500_with_the_headers(
+    fresh_web: Web, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A request that raised before any answer began (the refresh before it, or the app
+    itself) got uvicorn's own bare 500: none of the headers every other answer carries.
+    It is our 500 now, with them, and the error still reaches the server's log."""
+    from sessiondex.web import plugin
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("disk gone")
+
+    if where == "index refresh":
+        monkeypatch.setattr(fresh_web.state, "fresh", broken)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    app = fresh_web.datasette.app()
+    if where == "app":
+        app = plugin.asgi_wrapper(fresh_web.datasette)(broken)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/",
+        "raw_path": b"/",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8001")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8001),
+    }
+    with pytest.raises(RuntimeError, match="disk gone"):
+        fresh_web.loop.run_until_complete(app(scope, receive, send))
+    assert sent and sent[0]["status"] == 500
+    headers = {bytes(k).lower(): bytes(v) for k, v in sent[0]["headers"]}
+    assert headers.get(b"x-content-type-options") == b"nosniff"
+    assert headers.get(b"content-security-policy")
+
+
 def test_a_session_page_is_rendered_off_the_index_thread(
     web: Web, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -235,12 +235,12 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
             if isinstance(target, tuple):  # OPTIONS *, its host judged as any request's
                 await _refuse(send, *target)
                 return
-            path = str(scope.get("path", ""))
-            if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
-                await state.fresh()
+            started = False
 
             async def send_with_headers(message: dict[str, Any]) -> None:
+                nonlocal started
                 if message.get("type") == "http.response.start":
+                    started = True
                     names = {bytes(k).lower() for k, _ in message.get("headers", [])}
                     extra = [
                         (k.encode(), v.encode())
@@ -250,7 +250,18 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
                     message = {**message, "headers": [*message.get("headers", []), *extra]}
                 await send(message)
 
-            await app(scope, receive, send_with_headers)
+            path = str(scope.get("path", ""))
+            try:
+                if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
+                    await state.fresh()
+                await app(scope, receive, send_with_headers)
+            except Exception:
+                # uvicorn answers an error raised before the answer began with its own
+                # bare 500, without the headers every other answer carries. Ours has
+                # them; raised on, the error still reaches the server's log.
+                if not started:
+                    await _refuse(send, 500, _INTERNAL_ERROR)
+                raise
 
         return wrapped
 
@@ -374,6 +385,7 @@ def _names_loopback(scope: Scope) -> bool:
 
 # RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
 _NO_HOST = b"400 Bad Request: an HTTP/1.1 request must have a Host header.\n"
+_INTERNAL_ERROR = b"500 Internal Server Error: see the server's log.\n"
 _MISDIRECTED = (
     b"421 Misdirected Request: this sessiondex serves http://127.0.0.1 and "
     b"http://localhost only (a page may not reach it through another name).\n"
