@@ -37,10 +37,19 @@ The rules that keep "clean" true only when it is:
 * Events are hints, not truth (as in ``watch``): the bit also sets itself every
   ``rescan`` seconds and when watchdog reports an inotify queue overflow.
 * An observer that cannot start (inotify instance or watch limits, an unsupported file
-  system, no native events on this platform) or whose thread dies is given up with one
-  log line; :meth:`clean` then always says no, and the caller checks before every answer
-  as it did before. No polling observer: it would ``stat`` every transcript every second
-  on a thread of its own, more than the per-answer check costs.
+  system, no native events on this platform), whose thread dies, or whose events prove
+  unreliable (a directory left unwatched at the watch limit, an overflow storm) is given
+  up with one log line; :meth:`clean` then says no, and the caller checks before every
+  answer as it did before. No polling observer: it would ``stat`` every transcript every
+  second on a thread of its own, more than the per-answer check costs.
+* Given up for a reason that may pass (a limit, a storm), events are tried again by a
+  :meth:`take` after the wait ``watch`` uses to leave polling
+  (:class:`sessiondex.indexer.watch.NativeRetry`: 10 minutes, doubling to 4 hours, no try
+  while the tree outgrows ``fs.inotify.max_user_watches``): a server lives as long as
+  its Claude Code session, and checking every transcript before each answer for all of
+  it costs more than the answers. A try is all or nothing, and the take that makes it
+  asks for the whole check, which runs after the new observer started: a change made
+  while nothing watched is found by that check, one made after it is an event.
 
 The window: an event reaches the bit through watchdog's threads (the inotify reader,
 the emitter, the dispatcher) after the writing system call has returned. A question
@@ -78,7 +87,9 @@ from watchdog.observers.api import BaseObserver, EventEmitter, ObservedWatch
 from sessiondex.indexer.watch import (
     DEFAULT_RESCAN,
     EVENT_FILTER,
+    NativeRetry,
     OverflowTrap,
+    may_pass,
     observer_name,
     relevant_paths,
     room_for_deep_trees,
@@ -156,6 +167,8 @@ class DirtyBit:
         self._seen: list[Identity | None] = []  # each projects dir's identity at take()
         self._due = 0.0  # monotonic time when the bit sets itself (the periodic rescan)
         self._trap = OverflowTrap(self.mark)
+        # Events given up for a reason that may pass: when take() tries them again.
+        self._native = NativeRetry()
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -163,27 +176,51 @@ class DirtyBit:
         """True while the observer runs (False before start, after stop or giving up)."""
         return self._observer is not None
 
+    @property
+    def retrying(self) -> bool:
+        """True while events are given up but a :meth:`take` will try them again."""
+        return self._observer is None and self._native.again_at is not None
+
     def start(self) -> bool:
         """Start observing; False (said once through ``log``) when that is not possible,
-        and the caller checks before every answer. The bit is set either way."""
-        from watchdog.observers import Observer
-
+        and the caller checks before every answer (trying events again later when the
+        reason may pass: :attr:`retrying`). The bit is set either way."""
         room_for_deep_trees()
-        observer: BaseObserver = Observer()
-        self._observer = observer
         try:
-            if observer_name(observer) == "polling":
-                raise OSError("no native file-system events on this platform")
-            self._watch_all()
-            observer.start()
+            self._observe()
         except Exception as exc:  # OSError for limits; a broken FS may raise anything
-            self._give_up(f"cannot watch the transcripts for changes ({exc})")
+            again = self._native.later() if may_pass(exc) else ""
+            self._give_up(f"cannot watch the transcripts for changes ({exc})", again)
             return False
-        logging.getLogger("watchdog.observers").addHandler(self._trap)
         return True
 
+    def _observe(self) -> None:
+        """A new observer on every ``projects/`` dir, started, or an exception (the
+        caller gives it up: :meth:`stop` stops what was started). Every watch is new, so
+        the next :meth:`take` asks for the whole check."""
+        from watchdog.observers import Observer
+
+        observer: BaseObserver = Observer()
+        self._observer = observer
+        self._watches.clear()
+        self._seen = []
+        self._trap.unreliable = None  # a new observer's events are judged anew
+        if observer_name(observer) == "polling":
+            raise OSError("no native file-system events on this platform")
+        # Before the first watch: a directory it cannot watch is then heard of too.
+        logging.getLogger("watchdog.observers").addHandler(self._trap)
+        self._watch_all()
+        observer.start()
+
     def stop(self) -> None:
-        """Stop the observer and join its threads; the bit stays set for good."""
+        """Stop the observer and join its threads; the bit stays set for good (no try
+        at events again either)."""
+        self._native.again_at = None
+        self._halt()
+
+    def _halt(self) -> None:
+        """Stop the observer and join its threads: the bit stays set until a try at
+        events again succeeds, if one is planned."""
         observer, self._observer = self._observer, None
         self._dirty = True
         self._watches.clear()
@@ -198,15 +235,36 @@ class DirtyBit:
 
     def _events_unreliable(self) -> bool:
         """Whether the trap found events untrustworthy (a dir left unwatched at the
-        watch limit, an overflow storm): then the bit gives up on them."""
+        watch limit, an overflow storm): then the bit gives up on them for now."""
         if self._trap.unreliable is None:
             return False
-        self._give_up(f"file events are no longer reliable ({self._trap.unreliable})")
+        why = f"file events are no longer reliable ({self._trap.unreliable})"
+        self._give_up(why, self._native.later())
         return True
 
-    def _give_up(self, why: str) -> None:
-        self.stop()
-        self.log(f"note: {why}; checking the transcripts before each answer instead")
+    def _give_up(self, why: str, again: str = "") -> None:
+        self._halt()
+        self.log(f"note: {why}; checking the transcripts before each answer instead{again}")
+
+    def _try_events_again(self) -> None:
+        """Given up for a reason that may pass and the wait is over: watch again, all or
+        nothing (watchdog raises on the first directory it cannot watch, and the
+        observer is then stopped), unless the tree outgrows the watch limit. The caller
+        (:meth:`take`) asks for the whole check either way."""
+        if not self._native.due():
+            return
+        too_big = self._native.too_big(self.roots)
+        if too_big is not None:
+            self.log(f"note: {too_big}; checking on{self._native.later()}")
+            return
+        try:
+            self._observe()
+        except Exception as exc:
+            self._halt()
+            again = self._native.later() if may_pass(exc) else ""
+            self.log(f"note: file events still unavailable ({exc}); checking on{again}")
+            return
+        self.log("note: file events work again; checking the transcripts only after a change")
 
     # ------------------------------------------------------------------ the bit
     def mark(self) -> None:
@@ -260,6 +318,8 @@ class DirtyBit:
         whole = whole or now >= self._due or len(written) > MAX_WRITTEN
         self._due = now + self.rescan_interval
         if self._observer is None:
+            # Before the caller's check: what changed while nothing watched is in it.
+            self._try_events_again()
             return None
         if not self._observer.is_alive():
             self._give_up("the file-system observer stopped")

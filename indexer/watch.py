@@ -146,6 +146,56 @@ EVENT_FILTER: list[type[FileSystemEvent]] = [
 ]
 
 
+class NativeRetry:
+    """When to try native events again after they were given up for a reason that may
+    pass (:func:`may_pass`: the inotify watch or instance limit, an overflow storm),
+    and whether the tree fits the watch limit for a try: the one rule for ``watch``
+    (back from polling) and the MCP server's dirty bit (back from checking every
+    transcript before each answer). The wait doubles each time they fail again (left
+    again, or still unavailable), from ``NATIVE_RETRY_FIRST`` to ``NATIVE_RETRY_MAX``:
+    a storm that keeps coming back keeps its user off them longer, never flapping."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.again_at: float | None = None  # monotonic; None: no try planned
+
+    def later(self) -> str:
+        """Plan the next try after one more failure; returns the end of the log line
+        that says when."""
+        self.failures += 1
+        delay = _backoff(self.failures, NATIVE_RETRY_FIRST, NATIVE_RETRY_MAX)
+        self.again_at = time.monotonic() + delay
+        return f"; trying native events again in {delay:g}s"
+
+    def due(self) -> bool:
+        """A planned try is due now: it is taken (a failed try plans the next one with
+        :meth:`later`)."""
+        if self.again_at is None or time.monotonic() < self.again_at:
+            return False
+        self.again_at = None
+        return True
+
+    def too_big(self, roots: list[Path]) -> str | None:
+        """Why a try is not made now (the start of a log line), or None. A try would
+        take every watch left to the user for a moment while the directories to watch
+        outnumber the kernel's per-user limit, and another program asking for one then
+        would be refused; it cannot succeed anyway."""
+        needed, limit = _watches_needed(roots), _inotify_watch_limit()
+        if limit is not None and needed > limit:
+            return (
+                f"native file events need {needed} watches, more than "
+                f"fs.inotify.max_user_watches ({limit})"
+            )
+        return None
+
+
+def may_pass(exc: BaseException) -> bool:
+    """Whether native events that failed to start with ``exc`` may work later: the
+    watch or instance limit (another program gone, the limit raised), not a file system
+    without them."""
+    return isinstance(exc, OSError) and exc.errno in _LIMITS
+
+
 class WatchError(RuntimeError):
     """The watcher could not start or its worker stopped on an unexpected error."""
 
@@ -436,10 +486,9 @@ class Watcher:
         # at again once the quiet period has passed (see _check_when_quiet).
         self._quiet_checks: dict[str, float] = {}
         self._db_identity: tuple[int, int] | None = None
-        # Native events left (or unavailable at start) for a reason that may pass: how
-        # many times so far, and when to try them again (None: not to).
-        self._native_failures = 0
-        self._native_again_at: float | None = None
+        # Native events left (or unavailable at start) for a reason that may pass: when
+        # to try them again.
+        self._native = NativeRetry()
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -511,7 +560,7 @@ class Watcher:
             except OSError as exc:
                 # At the watch or instance limit they may fit later (another program
                 # gone, the limit raised); an unsupported file system stays one.
-                again = self._native_later() if exc.errno in _LIMITS else ""
+                again = self._native.later() if may_pass(exc) else ""
                 self.log(
                     f"native file events unavailable ({exc}); polling every "
                     f"{self.poll_interval:g}s instead{again}"
@@ -552,7 +601,7 @@ class Watcher:
                 return
             self.log(
                 f"native file events are no longer reliable ({reason}); polling every "
-                f"{self.poll_interval:g}s instead{self._native_later()}"
+                f"{self.poll_interval:g}s instead{self._native.later()}"
             )
             self._watches.clear()
             observer.stop()
@@ -560,16 +609,6 @@ class Watcher:
         if observer.is_alive():
             observer.join(5.0)
         self._pending.request_rescan()
-
-    def _native_later(self) -> str:
-        """Try native events again after a wait that doubles each time they fail (left
-        again, or still unavailable), so a storm that comes back, or a limit still
-        reached, keeps ``watch`` polling longer instead of switching to and fro.
-        Returns the end of the log line that says so."""
-        self._native_failures += 1
-        delay = _backoff(self._native_failures, NATIVE_RETRY_FIRST, NATIVE_RETRY_MAX)
-        self._native_again_at = time.monotonic() + delay
-        return f"; trying native events again in {delay:g}s"
 
     def _return_to_native_events(self) -> None:
         """Polling since native events failed (the watch limit reached, an overflow
@@ -581,15 +620,11 @@ class Watcher:
         event) or leaves the polling observer as it was. Never tried while the
         directories to watch outnumber the kernel's per-user limit: a try would take
         every watch left for a moment, and another program asking for one then would
-        be refused. The native observer starts before the polling one stops, and a
-        rescan follows, so no change falls between the two."""
-        self._native_again_at = None
-        needed, limit = _watches_needed(self.roots), _inotify_watch_limit()
-        if limit is not None and needed > limit:
-            self.log(
-                f"native file events need {needed} watches, more than "
-                f"fs.inotify.max_user_watches ({limit}); polling on{self._native_later()}"
-            )
+        be refused (:meth:`NativeRetry.too_big`). The native observer starts before the
+        polling one stops, and a rescan follows, so no change falls between the two."""
+        too_big = self._native.too_big(self.roots)
+        if too_big is not None:
+            self.log(f"{too_big}; polling on{self._native.later()}")
             return
         with self._observer_lock:
             polling = self._observer
@@ -600,7 +635,7 @@ class Watcher:
             except OSError as exc:
                 self.log(
                     f"native file events still unavailable ({exc}); polling on"
-                    f"{self._native_later()}"
+                    f"{self._native.later()}"
                 )
                 return
             polling.stop()
@@ -695,7 +730,7 @@ class Watcher:
                 if now - last_tick >= TICK:
                     if self._trap.unreliable is not None:
                         self._leave_native_events(self._trap.unreliable)
-                    elif self._native_again_at is not None and now >= self._native_again_at:
+                    elif self._native.due():
                         self._return_to_native_events()
                     self._ensure_watches()
                     last_tick = now

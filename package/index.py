@@ -1037,18 +1037,20 @@ class Index:
         (:class:`sessiondex.indexer.dirty.DirtyBit`), until :meth:`close`.
 
         False when there is nothing to watch for (``refresh=False``, the team store) or
-        the observer cannot start (said once): :meth:`renew` then checks every time."""
+        the observer cannot start (said once): :meth:`renew` then checks every time,
+        until a later try at events succeeds when the reason may pass (the inotify
+        watch or instance limit: :attr:`DirtyBit.retrying`)."""
         if self._changes is not None:
-            return True
+            return self._changes.watching
         if self._team_dsn is not None or not self.auto_refresh:
             return False
         from sessiondex.indexer.dirty import DirtyBit
 
         changes = DirtyBit(self.roots, log=self.say)
-        if not changes.start():
-            return False
-        self._changes = changes
-        return True
+        started = changes.start()
+        if started or changes.retrying:
+            self._changes = changes  # renew() takes it, and so tries events again
+        return started
 
     def close_if_replaced(self) -> bool:
         """Whether the index file was deleted or replaced (another inode: a watcher or

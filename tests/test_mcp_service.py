@@ -4,7 +4,9 @@ answer skip the freshness check (``indexer/dirty.py``)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import re
 import shutil
@@ -35,11 +37,13 @@ from watchdog.observers.api import BaseObserver
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
 
+import sessiondex.indexer.watch as watch_module  # noqa: E402
 from sessiondex import Index  # noqa: E402
 from sessiondex.indexer.dirty import MAX_WRITTEN, DirtyBit, _Handler  # noqa: E402
 from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
 from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
 from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
+from tests.test_watch import UNRELIABLE  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
 NEXT_RE = re.compile(r"offset=(\d+) limit=\d+(?: include_tools=true)?\]$", re.M)
@@ -549,6 +553,157 @@ def test_a_directory_left_unwatched_means_checking_every_time(tmp_path: Path) ->
             assert not bit.clean()
             bit.take()
         assert not bit.watching and len(said) == 1 and "no longer reliable" in said[0]
+    finally:
+        bit.stop()
+
+
+def _waits(said: list[str]) -> list[float]:
+    """The waits the bit announced before each next try at file events."""
+    return [float(m) for n in said for m in re.findall(r"native events again in ([\d.]+)s", n)]
+
+
+@pytest.fixture
+def soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """File events tried again within a fraction of a second (10 min in use)."""
+    monkeypatch.setattr(watch_module, "NATIVE_RETRY_FIRST", 0.3)
+    monkeypatch.setattr(watch_module, "NATIVE_RETRY_MAX", 60.0)
+
+
+def _back_to_events(bit: DirtyBit) -> list[str] | None:
+    """take() until one brings the observer back; every take before it asks for the
+    whole check and leaves clean() saying no. Returns what the returning take said."""
+    taken: list[list[str] | None] = []
+
+    def returned() -> bool:
+        result = bit.take()
+        if bit.watching:
+            taken.append(result)
+            return True
+        assert result is None and not bit.clean()
+        return False
+
+    assert eventually(returned)
+    return taken[0]
+
+
+@pytest.mark.parametrize("what", sorted(UNRELIABLE))
+def test_events_given_up_as_unreliable_come_back_and_leaving_again_waits_longer(
+    watched: tuple[ConfigTree, SessionWriter, DirtyBit], soon: None, what: str
+) -> None:
+    """Once events proved unreliable (a directory past the watch limit, an overflow
+    storm) the bit gave up on them for the server's life, and every answer checked
+    every transcript (~20 ms at 2,000 sessions). They are tried again as ``watch``
+    tries them; the take that brings them back asks for the whole check, so an append
+    made while nothing watched is not missed, and appends after it are events again."""
+    tree, session, bit = watched
+    said: list[str] = []
+    bit.log = said.append
+    for round_no in range(2):
+        bit.take()
+        assert bit.clean()
+        for name, message, args in UNRELIABLE[what]:
+            logging.getLogger(name).warning(message, *args)
+        assert not bit.clean()
+        assert bit.take() is None and not bit.watching and bit.retrying  # given up
+        session.user(f"written while nothing watched {round_no}")
+        session.append()
+        assert _back_to_events(bit) is None  # the gap: the whole check
+        assert bit.clean()  # nothing since the take
+        _append(tree, session)
+        assert eventually(lambda: not bit.clean())
+        assert bit.take() == [str(session.path)]
+    assert _waits(said) == [0.3, 0.6], said
+    assert sum("work again" in n for n in said) == 2, said
+    bit.stop()  # the end: no try after it
+    assert not bit.retrying and bit.take() is None and not bit.watching
+
+
+@pytest.mark.parametrize(
+    ("error", "retried"),
+    [
+        (OSError(errno.ENOSPC, "inotify watch limit reached"), True),
+        (OSError(errno.EMFILE, "inotify instance limit reached"), True),
+        (OSError(errno.ENOTSUP, "Operation not supported"), False),  # e.g. a network FS
+    ],
+    ids=["watch-limit", "instance-limit", "unsupported"],
+)
+def test_events_unavailable_at_start_are_tried_again_only_for_a_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, soon: None, error: OSError, retried: bool
+) -> None:
+    """A try that fails changes nothing but the wait (doubled); the server keeps the
+    bit while a try is planned, so its answers get cheap once the limit has room."""
+    real_start = BaseObserver.start
+    failing = {"left": 2}  # the start and the first try again
+
+    def limited(self: BaseObserver) -> None:
+        if failing["left"] > 0:
+            failing["left"] -= 1
+            raise error
+        real_start(self)
+
+    monkeypatch.setattr(BaseObserver, "start", limited)
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    said: list[str] = []
+
+    def hits(answers: SessionService, word: str) -> int:
+        return int(json.loads(answers.search_sessions(word))["count"])
+
+    with Index(tmp_path / "index.db", [tree.root], notice=said.append) as index:
+        assert not index.watch_transcripts()
+        bit = index._changes
+        if not retried:
+            assert bit is None and _waits(said) == [], said
+            return
+        assert bit is not None and bit.retrying
+        answers = service(index, cwd=CWD)
+        # each answer's renew() takes the bit, and so makes the tries
+        assert eventually(lambda: hits(answers, "first") == 1 and bit.watching)
+        assert _waits(said) == [0.3, 0.6], said
+        assert sum("still unavailable" in n for n in said) == 1, said
+        assert index.watch_transcripts()
+        session.user("salak on file events")
+        session.append()
+        assert eventually(lambda: hits(answers, "salak") == 1)
+
+
+def test_events_are_not_tried_while_the_tree_outgrows_the_watch_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, soon: None
+) -> None:
+    """A try would take every watch the user has left for a moment: with more
+    directories than the kernel's per-user limit it is not made until that is raised."""
+    import watchdog.observers
+
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(3):
+        other = tree.session(cwd=f"/tmp/sessiondex-mcp-tests/p{n}")
+        other.user(f"session {n}")
+        other.write()  # projects/ and 3 project dirs: 4 watches
+    limit = {"watches": 2}
+    monkeypatch.setattr(watch_module, "_inotify_watch_limit", lambda: limit["watches"])
+    said: list[str] = []
+    bit = DirtyBit([tree.root], log=said.append)
+    assert bit.start()
+    try:
+        for name, message, args in UNRELIABLE["limit"]:
+            logging.getLogger(name).warning(message, *args)
+        assert bit.take() is None and not bit.watching
+        made: list[object] = []
+
+        class Counted(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                made.append(self)
+                super().__init__()
+
+        monkeypatch.setattr(watchdog.observers, "Observer", Counted)
+        assert eventually(lambda: bit.take() is None and len(_waits(said)) == 3)
+        assert made == [] and not bit.watching
+        assert "need 4 watches, more than fs.inotify.max_user_watches (2)" in said[-1], said
+        limit["watches"] = 100_000  # raised with sysctl
+        assert _back_to_events(bit) is None
+        assert len(made) == 1 and bit.clean()
     finally:
         bit.stop()
 

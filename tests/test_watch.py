@@ -601,7 +601,7 @@ def test_native_events_unavailable_at_start_are_tried_again_only_for_a_limit(
     watcher, _ = start_watcher([tree.root], poll_interval=0.1, log=notes.append)
     assert watcher.observer_kind == "polling"
     if not retried:
-        assert _delays(notes) == [] and watcher._native_again_at is None, notes
+        assert _delays(notes) == [] and watcher._native.again_at is None, notes
         return
     wait_for(lambda: watcher.observer_kind != "polling", "native events once there is room")
     assert _delays(notes) == [0.3, 0.6], notes
