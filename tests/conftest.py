@@ -123,3 +123,14 @@ def _isolated_environment(tmp_path_factory, monkeypatch) -> None:
     monkeypatch.setattr(write, "REWRITE_SETTLE_SECONDS", 0.02)
     for name in ("CLAUDE_CONFIG_DIR", "SESSIONDEX_DB", "CLAUDE_CODE_PROJECT_DIR_NAME"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def soon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Native file events tried again within a fraction of a second, not 10 minutes:
+    for the watcher's and the MCP dirty bit's return from polling or giving up
+    (indexer/watch.py ``NativeRetry``)."""
+    import sessiondex.indexer.watch as watch_module
+
+    monkeypatch.setattr(watch_module, "NATIVE_RETRY_FIRST", 0.3)
+    monkeypatch.setattr(watch_module, "NATIVE_RETRY_MAX", 60.0)

@@ -4,7 +4,6 @@ answer skip the freshness check (``indexer/dirty.py``)."""
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import os
@@ -43,7 +42,8 @@ from sessiondex.indexer.dirty import MAX_WRITTEN, DirtyBit, _Handler  # noqa: E4
 from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
 from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
 from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
-from tests.test_watch import UNRELIABLE  # noqa: E402
+from tests.test_watch import START_ERRORS, UNRELIABLE  # noqa: E402
+from tests.test_watch import _delays as _waits  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
 NEXT_RE = re.compile(r"offset=(\d+) limit=\d+(?: include_tools=true)?\]$", re.M)
@@ -557,18 +557,6 @@ def test_a_directory_left_unwatched_means_checking_every_time(tmp_path: Path) ->
         bit.stop()
 
 
-def _waits(said: list[str]) -> list[float]:
-    """The waits the bit announced before each next try at file events."""
-    return [float(m) for n in said for m in re.findall(r"native events again in ([\d.]+)s", n)]
-
-
-@pytest.fixture
-def soon(monkeypatch: pytest.MonkeyPatch) -> None:
-    """File events tried again within a fraction of a second (10 min in use)."""
-    monkeypatch.setattr(watch_module, "NATIVE_RETRY_FIRST", 0.3)
-    monkeypatch.setattr(watch_module, "NATIVE_RETRY_MAX", 60.0)
-
-
 def _back_to_events(bit: DirtyBit) -> list[str] | None:
     """take() until one brings the observer back; every take before it asks for the
     whole check and leaves clean() saying no. Returns what the returning take said."""
@@ -618,15 +606,7 @@ def test_events_given_up_as_unreliable_come_back_and_leaving_again_waits_longer(
     assert not bit.retrying and bit.take() is None and not bit.watching
 
 
-@pytest.mark.parametrize(
-    ("error", "retried"),
-    [
-        (OSError(errno.ENOSPC, "inotify watch limit reached"), True),
-        (OSError(errno.EMFILE, "inotify instance limit reached"), True),
-        (OSError(errno.ENOTSUP, "Operation not supported"), False),  # e.g. a network FS
-    ],
-    ids=["watch-limit", "instance-limit", "unsupported"],
-)
+@START_ERRORS
 def test_events_unavailable_at_start_are_tried_again_only_for_a_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, soon: None, error: OSError, retried: bool
 ) -> None:

@@ -534,13 +534,6 @@ def _delays(notes: list[str]) -> list[float]:
     return [float(m) for n in notes for m in re.findall(r"native events again in ([\d.]+)s", n)]
 
 
-@pytest.fixture
-def soon(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Native events tried again within a fraction of a second (10 min in use)."""
-    monkeypatch.setattr(watch_module, "NATIVE_RETRY_FIRST", 0.3)
-    monkeypatch.setattr(watch_module, "NATIVE_RETRY_MAX", 60.0)
-
-
 @pytest.mark.parametrize("what", sorted(UNRELIABLE))
 def test_native_events_come_back_and_leaving_them_again_waits_longer(
     tmp_path: Path, start_watcher, soon: None, what: str
@@ -570,7 +563,9 @@ def test_native_events_come_back_and_leaving_them_again_waits_longer(
     assert sum("work again" in n for n in notes) == 2, notes
 
 
-@pytest.mark.parametrize(
+# Errors an observer's start can fail with: a limit may pass, an unsupported file system
+# does not (shared with the MCP dirty bit's tests).
+START_ERRORS = pytest.mark.parametrize(
     ("error", "retried"),
     [
         (OSError(errno.ENOSPC, "inotify watch limit reached"), True),
@@ -579,6 +574,9 @@ def test_native_events_come_back_and_leaving_them_again_waits_longer(
     ],
     ids=["watch-limit", "instance-limit", "unsupported"],
 )
+
+
+@START_ERRORS
 def test_native_events_unavailable_at_start_are_tried_again_only_for_a_limit(
     tmp_path: Path, start_watcher, monkeypatch, soon: None, error: OSError, retried: bool
 ) -> None:
