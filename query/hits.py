@@ -22,6 +22,7 @@ from sessiondex.query.search import (
     LITERAL_WORDS,
     SearchSyntaxError,
     check_raw_size,
+    has_short_tail,
     query_terms,
     snippet_tokens,
     spelled_messages,
@@ -47,7 +48,7 @@ MAX_SNIPPETS_PER_SESSION = 10
 RankedHit = tuple[int, str, str, str]
 
 
-def _match(db: Database, query: str, raw: bool) -> str:
+def _match(db: Database, query: str, raw: bool, short_tail: bool = False) -> str:
     """The full-text match of ``query``'s words, any of them, in the backend's syntax
     (FTS5 locally, ``to_tsquery`` on the team store); empty for a PR URL or no words."""
     text = without_lone_surrogates(query).strip()  # a library caller's text: no crash
@@ -62,11 +63,33 @@ def _match(db: Database, query: str, raw: bool) -> str:
         return dialect.raw_query(db, text)
     # Any of the words: a session may hold them in different messages (search finds it
     # so), and each such message is a hit; one that holds more of them ranks higher.
-    return dialect.any_of(query_terms(text, dialect)[0])
+    return dialect.any_of(query_terms(text, dialect, short_tail)[0])
+
+
+def _hits(
+    db: Database, query: str, paths: list[str], *, raw: bool, per_session: int
+) -> tuple[str, list[RankedHit]]:
+    """The match and :func:`_ranked_hits` of ``query``: with an identifier typed so far
+    whose phrase no message holds (``user_p``), those of the words the search took
+    instead (query/search.py ``has_short_tail``), so the sessions it found have hits."""
+    match = _match(db, query, raw)
+    hits = _ranked_hits(db, query, match, paths, raw=raw, per_session=per_session)
+    if hits or raw or not has_short_tail(without_lone_surrogates(query).strip()):
+        return match, hits
+    match = _match(db, query, raw, short_tail=True)
+    short = _ranked_hits(db, query, match, paths, raw=raw, per_session=per_session, short_tail=True)
+    return match, short
 
 
 def _ranked_hits(
-    db: Database, query: str, match: str, paths: list[str], *, raw: bool, per_session: int
+    db: Database,
+    query: str,
+    match: str,
+    paths: list[str],
+    *,
+    raw: bool,
+    per_session: int,
+    short_tail: bool = False,
 ) -> list[RankedHit]:
     """The best ``per_session`` message hits of each session, best first per session:
     those that write a spelling of ``query`` first (:func:`_spelled_first`)."""
@@ -82,11 +105,11 @@ def _ranked_hits(
             return []
         raise
     hits = [(rowid, path, uuid, kind) for rowid, path, uuid, kind in rows]
-    return hits if raw else _spelled_first(db, query, hits, per_session)
+    return hits if raw else _spelled_first(db, query, hits, per_session, short_tail)
 
 
 def _spelled_first(
-    db: Database, query: str, hits: list[RankedHit], per_session: int
+    db: Database, query: str, hits: list[RankedHit], per_session: int, short_tail: bool = False
 ) -> list[RankedHit]:
     """``hits`` with each session's messages that write a spelling of the query
     (``user_profile`` as typed: query/search.py ``spelled_messages``, the texts the
@@ -98,7 +121,8 @@ def _spelled_first(
     page is slow", which the web's result link opened and MCP quoted first. Only a
     query with a spelling pays: the literal tier's reading of these sessions."""
     text = without_lone_surrogates(query).strip()
-    spelled = spelled_terms(text, query_terms(text, dialect_of(db))[0])
+    terms = query_terms(text, dialect_of(db), short_tail)[0]
+    spelled = spelled_terms(text, terms, short_tail)
     if not spelled or not hits:
         return hits
     paths = list(dict.fromkeys(path for _, path, _, _ in hits))
@@ -145,11 +169,9 @@ def message_hits(
     them, or every one with None. A PR URL, an empty query or a ``raw`` query FTS5
     cannot parse or ``search`` refuses has no message hits."""
     out: dict[str, list[str]] = {}
-    match = _match(db, query, raw)
     count = MAX_LIMIT if per_session is None else per_session
-    for _, path, uuid, _ in _ranked_hits(
-        db, query, match, sorted(set(file_paths)), raw=raw, per_session=count
-    ):
+    _, hits = _hits(db, query, sorted(set(file_paths)), raw=raw, per_session=count)
+    for _, path, uuid, _ in hits:
         out.setdefault(path, []).append(uuid)
     return out
 
@@ -171,8 +193,7 @@ def message_snippets(
     the chosen rows alone, with the original spacing, as ``search`` shows them."""
     paths = list(dict.fromkeys(file_paths))[:MAX_SNIPPET_SESSIONS]
     per_session = max(1, min(per_session, MAX_SNIPPETS_PER_SESSION))
-    match = _match(db, query, False)
-    hits = _ranked_hits(db, query, match, paths, raw=False, per_session=per_session)
+    match, hits = _hits(db, query, paths, raw=False, per_session=per_session)
     if not hits:
         return {}
     rowids = [hit[0] for hit in hits]

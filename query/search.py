@@ -233,9 +233,12 @@ class QueryWord:
     #: them (``user_profile``, ``auth/middleware``, ``no-verify``): the spelling a text
     #: that wrote it holds (:func:`_literal_tier`); None for any other word.
     literal: str | None
+    #: The spelling is matched as a prefix (:func:`holds_spelling`): the last word's,
+    #: also when its last token is too short to be a prefix to FTS5 (``user_p``).
+    literal_prefix: bool = False
 
 
-def query_words(query: str) -> list[QueryWord]:
+def query_words(query: str, short_tail: bool = False) -> list[QueryWord]:
     """User text → its words, each once: those with nothing FTS indexes (punctuation
     alone) are dropped, and so is a word the query already holds as the index compares
     words (``Error error``): FTS5 walks a phrase's matches once for each time it is
@@ -255,17 +258,41 @@ def query_words(query: str) -> list[QueryWord]:
         # The prefix applies to the word's last token as FTS5 splits it: "C++" is the
         # token "c", "foo.ba" ends in "ba"; a one- or two-letter prefix matches too much.
         tokens = _alnum_runs(spaced)
-        prefix = (
-            index == len(words) - 1
-            and spaced == word
-            and bool(tokens)
-            and len(tokens[-1]) >= MIN_PREFIX_CHARS
-        )
+        last = index == len(words) - 1 and spaced == word and bool(tokens)
+        prefix = last and len(tokens[-1]) >= MIN_PREFIX_CHARS
+        literal = _spelling(word)
+        literal_prefix = prefix
+        if short_tail and last and _short_tail(tokens, literal):
+            # An identifier being typed (user_p, src/config/lo), whose phrase found
+            # nothing (_rank): its last token is too short to be a prefix, so the tokens
+            # before it are searched, and the sessions that wrote the spelling so far
+            # rank first (_literal_tier).
+            spaced = spaced[: spaced.rindex(tokens[-1])]
+            literal_prefix = True
         if (key := (" ".join(fold(spaced).split()), prefix)) in seen:
             continue
         seen.add(key)
-        out.append(QueryWord(word, spaced, prefix, _spelling(word)))
+        out.append(QueryWord(word, spaced, prefix, literal, literal_prefix))
     return out
+
+
+def _short_tail(tokens: list[str], literal: str | None) -> bool:
+    """Whether the last word, joined by punctuation (``literal``), ends in a token too
+    short to be a prefix, after tokens that still say something without it (one of them
+    at least :data:`MIN_PREFIX_CHARS` long: ``a_b`` would search ``a``)."""
+    return (
+        literal is not None
+        and len(tokens[-1]) < MIN_PREFIX_CHARS
+        and any(len(token) >= MIN_PREFIX_CHARS for token in tokens[:-1])
+    )
+
+
+def has_short_tail(query: str) -> bool:
+    """Whether ``query``'s last word is an identifier typed so far whose last token is
+    too short to be a prefix (``user_p``): when its phrase finds nothing, the search and
+    its message hits are tried again with that token left to the spelling."""
+    words = query_words(query)
+    return bool(words) and words[-1] != query_words(query, short_tail=True)[-1]
 
 
 def _spelling(word: str) -> str | None:
@@ -283,12 +310,15 @@ def _spelling(word: str) -> str | None:
     return fts_text(word[spans[0][0] : spans[-1][1]]).strip()
 
 
-def query_terms(query: str, dialect: SqliteDialect = SQLITE) -> tuple[list[str], list[str]]:
+def query_terms(
+    query: str, dialect: SqliteDialect = SQLITE, short_tail: bool = False
+) -> tuple[list[str], list[str]]:
     """User text → full-text terms, one per word of :func:`query_words`, and the words
     they came from. Every word becomes a quoted string (so ``-``, ``*``, ``:``,
     ``NEAR``, parentheses and stray quotes are plain text); the last word is also
-    matched as a prefix once it has three characters."""
-    words = query_words(query)
+    matched as a prefix once it has three characters (``short_tail``: see
+    :func:`has_short_tail`)."""
+    words = query_words(query, short_tail)
     terms: list[str] = []
     for word in words:
         term = dialect.term(word.spaced, word.prefix)
@@ -706,13 +736,16 @@ LITERAL_ROWS = 5
 LITERAL_WORDS = 3
 
 
-def spelled_terms(text: str, terms: list[str]) -> list[tuple[str, QueryWord]]:
+def spelled_terms(
+    text: str, terms: list[str], short_tail: bool = False
+) -> list[tuple[str, QueryWord]]:
     """The terms of ``text`` (:func:`query_terms`) whose word has a spelling
     (:attr:`QueryWord.literal`), with the word: what :func:`_literal_tier` looks for,
     and the message hits of a result (query/hits.py) too. None without punctuation."""
     if all(ch.isalnum() or ch.isspace() for ch in text):
         return []
-    return [(term, word) for term, word in zip(terms, query_words(text)) if word.literal]
+    words = query_words(text, short_tail)
+    return [(term, word) for term, word in zip(terms, words) if word.literal]
 
 
 def spelled_messages(db: Database, ids: str, term: str, word: QueryWord) -> list[tuple[int, int]]:
@@ -724,7 +757,7 @@ def spelled_messages(db: Database, ids: str, term: str, word: QueryWord) -> list
     return [
         (session, message)
         for session, message, text in rows
-        if isinstance(text, str) and holds_spelling(text, word.literal, word.prefix)
+        if isinstance(text, str) and holds_spelling(text, word.literal, word.literal_prefix)
     ]
 
 
@@ -760,7 +793,7 @@ def _literal_tier(
                     index
                     for index, column in enumerate(SESSION_FTS_COLUMNS)
                     if isinstance(text := row[column], str)
-                    and holds_spelling(fts_text(text), word.literal, word.prefix)
+                    and holds_spelling(fts_text(text), word.literal, word.literal_prefix)
                 ),
                 None,
             )
@@ -961,6 +994,11 @@ def _rank(
     some: dict[int, Hit] = {}
     if terms:
         full, some = _fts(db, lambda: _find(db, terms, where, params, pool, typing), raw, text)
+    if not full and not some and not raw and has_short_tail(text):
+        terms, words = query_terms(text, dialect, short_tail=True)
+        spelled = spelled_terms(text, terms, short_tail=True)
+        pool = max(limit, LITERAL_CANDIDATES) if limit else -1
+        full, some = _find(db, terms, where, params, pool, typing)
     if full:
         ranked = _in_order(db, full.values(), lambda h: (h.apart, h.score, -h.activity))
         if spelled:

@@ -429,3 +429,66 @@ def test_the_last_word_typed_so_far_is_a_prefix_on_the_team_store_too(
         assert outcome.kind == "match", (typed, outcome.kind)
         assert [r["session_id"] for r in outcome.rows] == [s.session_id]
         assert marked in outcome.rows[0]["snippet"], outcome.rows[0]["snippet"]
+
+
+@pytest.mark.parametrize("typed", ["user_p", "user_pr", "user_profile.s", "src/config/lo"])
+@pytest.mark.parametrize("backend", ["local", "team"])
+def test_an_identifier_typed_so_far_keeps_its_session_first(
+    tmp_path: Path, request: pytest.FixtureRequest, typed: str, backend: str
+) -> None:
+    """Typed one key at a time, an identifier whose last token is under three letters
+    was the exact phrase of its tokens (``user p``): no text holds it, so the picker's
+    rows vanished for a keystroke or two, replaced by the typo fallback's titles or by
+    nothing. The tokens before the short one are searched, and the session that wrote
+    the identifier so far ranks first, ahead of prose that merely says "user"."""
+    tree = ConfigTree(tmp_path / "claude")
+    wrote = tree.session(
+        cwd="/w/app", start="2026-11-01T10:00:00.000Z", session_id=_id(tmp_path, 1)
+    )
+    wrote.user("a question about the app")
+    wrote.assistant(
+        "the crash is in user_profile.save() when the email field is empty; see"
+        " src/config/loader.rs for where the serializer is configured, line 14"
+    )
+    wrote.user("thanks")
+    wrote.write()
+    for n, text in enumerate(["the user asked for a dark mode", "every user sees the banner"]):
+        prose = tree.session(
+            cwd="/w/app", start=f"2026-11-0{n + 2}T10:00:00.000Z", session_id=_id(tmp_path, n + 2)
+        )
+        prose.user(f"{text}; also the src folder and the config")
+        prose.write()
+    if backend == "team":
+        store = request.getfixturevalue("store")
+        pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+        assert pushed.exit_code == 0, pushed.output
+        index = Index(store, [tree.root], refresh=False)
+    else:
+        index = Index(tmp_path / "i.db", [tree.root])
+    with index:
+        outcome = index.search_outcome(typed, scope="all", typing=True)
+        # the message hits (the web page's marks, MCP's best hits) take the same words
+        hits = index.message_hits(typed, [str(wrote.path)]).get(str(wrote.path), [])
+    assert outcome.kind == "match", (typed, outcome.kind)
+    assert outcome.rows[0]["session_id"] == wrote.session_id, outcome.rows
+    assert hits[:1] == [wrote.entries[1]["uuid"]], hits
+
+
+@pytest.mark.parametrize(
+    ("typed", "spaced", "literal_prefix"),
+    [
+        ("user_p", "user_", True),  # the short last token is left to the spelling
+        ("loader.rs", "loader.", True),  # asked only when the phrase found nothing
+        ("user_pro", "user_pro", True),  # a prefix already: no short tail
+        ("a_b", "a_b", False),  # nothing left worth searching without it
+        ("--no-v", "--no-v", False),
+        ("user_p deploy", "user_p", False),  # not the last word: searched whole
+    ],
+)
+def test_which_typed_identifiers_leave_their_short_tail_to_the_spelling(
+    typed: str, spaced: str, literal_prefix: bool
+) -> None:
+    """The words tried when the phrase of the query's words found nothing (_rank)."""
+    first = query_words(typed, short_tail=True)[0]
+    assert (first.spaced, first.literal_prefix) == (spaced, literal_prefix)
+    assert query_words(typed)[0].spaced == typed.split()[0]  # the first try: as typed
