@@ -226,7 +226,7 @@ def _empty_message(message: str) -> str | None:
 
 
 @click.command()
-@click.argument("query")
+@click.argument("query", nargs=-1, required=True)
 @scope_options(default_limit=50)
 @click.option(
     "--raw",
@@ -235,13 +235,14 @@ def _empty_message(message: str) -> str | None:
     ' websearch_to_tsquery ("a phrase", or, -word).',
 )
 @format_options
-def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
+def search(query: tuple[str, ...], raw: bool, fmt: str, as_json: bool, **options: Any) -> None:
     """Full-text search over titles, names, tags, branches, PR links, prompts and
     message text; or, given a PR/MR URL or owner/repo#123, the sessions linked to that
     PR, then those that only mention it.
 
-    Every word must appear in the session, though not necessarily in one message; the
-    last word also matches as a prefix. Words are matched as typed (quotes, -, *, :
+    QUERY may be several words, quoted or not (search auth refactor is search "auth
+    refactor"). Every word must appear in the session, though not necessarily in one
+    message; the last word also matches as a prefix. Words are matched as typed (quotes, -, *, :
     are plain text) unless --raw. Each JSON row says how it matched: matched_by is
     title, text, pr-link, pr-mention or fuzzy.
 
@@ -266,6 +267,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     from sessiondex.query.search import FUZZY, PARTIAL, SearchSyntaxError
     from sessiondex.query.sessions import SESSION_FIELDS
 
+    text = " ".join(query)  # the words of an unquoted query, as one quoted would be
     filters = build_filters(**options)
     index = app().reading_index()
     table = fmt == "table"
@@ -276,7 +278,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
     try:
         outcome = run_filters(
             lambda: index.search_outcome(
-                query, raw=raw, markers=markers, elsewhere=table, filters=filters
+                text, raw=raw, markers=markers, elsewhere=table, filters=filters
             )
         )
     except SearchSyntaxError as exc:
@@ -314,7 +316,7 @@ def search(query: str, raw: bool, fmt: str, as_json: bool, **options: Any) -> No
         from dataclasses import replace
 
         wider = replace(filters, all_kinds=True)
-        hidden = run_filters(lambda: index.search_outcome(query, raw=raw, filters=wider))
+        hidden = run_filters(lambda: index.search_outcome(text, raw=raw, filters=wider))
         if hidden.matched:
             click.echo(f"Hidden kinds match it: try --all-kinds ({HIDDEN_KINDS}).", err=True)
     if not outcome.matched:

@@ -555,3 +555,30 @@ def test_a_typo_prefers_a_name_to_a_prompt_shown_as_the_title(tmp_path: Path) ->
     outcome = run_search(db, "strpie webhok", Filters(scope="all"))
     assert outcome.kind == FUZZY
     assert [r["session_id"] for r in outcome.rows][:1] == [named.session_id]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["auth", "refactor"],  # typed without quotes, as into any search box
+        ["auth refactor"],
+        ["auth", "refactor", "--json"],  # options after the words still options
+        ["--json", "auth", "refactor"],
+    ],
+)
+def test_the_query_may_be_several_words_unquoted(world: World, args: list[str]) -> None:
+    """``sessiondex search auth refactor`` was a usage error ("Got unexpected extra
+    argument (refactor)"): the query had to be one quoted argument. The words are
+    joined with a space, the same search as the quoted query."""
+    world.add("both", texts=("the auth refactor is done",))
+    world.add("one", texts=("auth only here",))
+    quoted = world.cli("search", "auth refactor", "--scope", "all", "--json")
+    result = world.cli("search", *args, "--scope", "all", *([] if "--json" in args else ["--json"]))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads(quoted.stdout)
+    assert world.names(json.loads(result.stdout)) == ["both"]
+
+
+def test_a_search_without_words_is_a_usage_error(world: World) -> None:
+    result = world.cli("search", "--scope", "all")
+    assert result.exit_code == 2 and "Missing argument 'QUERY" in result.stderr
