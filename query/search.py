@@ -987,18 +987,21 @@ def _rank(
         terms, words = query_terms(text, dialect)
         spelled = spelled_terms(text, terms)
     where, params = filters.where(db)
-    # With spellings to prefer, the candidates are more than the page: a session that
-    # writes one may be ranked below it by bm25. -1: no limit.
-    pool = max(limit, LITERAL_CANDIDATES) if spelled and limit else limit or -1
+
+    def find() -> tuple[dict[int, Hit], dict[int, Hit]]:
+        # With spellings to prefer, the candidates are more than the page: a session
+        # that writes one may be ranked below it by bm25. -1: no limit.
+        pool = max(limit, LITERAL_CANDIDATES) if spelled and limit else limit or -1
+        return _find(db, terms, where, params, pool, typing)
+
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}
     if terms:
-        full, some = _fts(db, lambda: _find(db, terms, where, params, pool, typing), raw, text)
+        full, some = _fts(db, find, raw, text)
     if not full and not some and not raw and has_short_tail(text):
         terms, words = query_terms(text, dialect, short_tail=True)
         spelled = spelled_terms(text, terms, short_tail=True)
-        pool = max(limit, LITERAL_CANDIDATES) if limit else -1
-        full, some = _find(db, terms, where, params, pool, typing)
+        full, some = find()
     if full:
         ranked = _in_order(db, full.values(), lambda h: (h.apart, h.score, -h.activity))
         if spelled:
