@@ -206,6 +206,9 @@ def match_terms(match: str) -> list[tuple[str, bool]]:
     operators aside). Phrases count word by word: this only finds where matches are."""
     quoted = re.findall(r'"((?:[^"]|"")*)"(\*?)', match)
     rest = re.sub(r'"(?:[^"]|"")*"\*?', " ", match)
+    # A column filter (``{custom_title tag} :``, ``summary:``) names columns, not words:
+    # taken for words, they were marked in snippets (``title`` in a prompt) and counted.
+    rest = re.sub(r"(?:\{[^}]*\}|[^\s()\"*:^+{}-]+)\s*:", " ", rest)
     words = [(text.replace('""', '"'), star == "*") for text, star in quoted]
     for word in re.findall(r"[^\s()\"*:^+-]+\*?", rest):
         if word.rstrip("*") in ("AND", "OR", "NOT", "NEAR"):

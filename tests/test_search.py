@@ -450,6 +450,11 @@ def test_short_queries_keep_their_search_semantics_without_typing(typing_db) -> 
         ("auth NEAR(token refresh, 5) OR ses*", [("auth", False), ("token", False),
                                                   ("refresh", False), ("5", False),
                                                   ("ses", True)]),
+        # column filters name columns, not words: the typed-letters filter's, a --raw one's
+        ('{custom_title ai_title shown_title} : ("s"*)', [("s", True)]),
+        ("custom_title : deploy OR - {tag branches_text} : fix*", [("deploy", False),
+                                                                    ("fix", True)]),
+        ('title:"a b" NOT summary:c', [("a", False), ("b", False), ("c", False)]),
     ],
 )  # fmt: skip
 def test_match_terms(match: str, terms: list[tuple[str, bool]]) -> None:
@@ -768,6 +773,28 @@ def test_a_row_with_thousands_of_matches_is_not_given_to_fts5_snippet(
     heavy_text = log if where == "a message" else f"here is the log\n{log}"
     assert (len(heavy_text), True) in judged
     assert all(longest > 2000 for longest, _ in judged), judged
+
+
+def test_typed_letters_mark_words_that_start_with_them_not_the_column_names(
+    tmp_path: Path,
+) -> None:
+    """The typed-letters filter is an FTS5 query over named columns (``{custom_title ...
+    shown_title} : "s"*``); a prompt long and full enough of such words has its snippet
+    cut in Python, which took the column names for words too: it marked ``title`` and
+    ``tag`` in the prompt and opened the window on them, not on a word typed."""
+    from sessiondex.query.search import run_search
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a")
+    s.user("the title and tag of it: " + "see some stars shine " * 200)
+    s.assistant("ok")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    (row,) = run_search(db, "s", Filters(scope="all", limit=50), typing=True).rows
+    assert "[see] [some] [stars] [shine]" in row["snippet"]
+    assert "[title]" not in row["snippet"] and "[tag]" not in row["snippet"]
+    db.close()
 
 
 @pytest.mark.parametrize("where", ["a message", "the first prompt"])
