@@ -373,13 +373,19 @@ def _instances_at_most(stored: str, terms: list[tuple[str, bool]]) -> int:
     return literal + foldable * len(terms)
 
 
-def _token_occurrences(folded_text: str, term: str, prefix: bool) -> int:
+def _token_occurrences(folded_text: str, term: str, prefix: bool, at_most: int) -> int:
     """How often ``term`` is a token of ``folded_text`` (a token's start, for a prefix),
-    not a substring: ``3`` is in every timestamp of a log, and taken for the common word
-    it made ``worker`` the rare one of ``worker-3``. Letters and digits make tokens."""
+    not a substring, counted up to ``at_most``: ``3`` is in every timestamp of a log, and
+    taken for the common word it made ``worker`` the rare one of ``worker-3``. Letters
+    and digits make tokens."""
     edge = r"(?<![^\W_])"
     pattern = edge + re.escape(term) + ("" if prefix else r"(?![^\W_])")
-    return sum(1 for _ in re.finditer(pattern, folded_text))
+    count = 0
+    for _ in re.finditer(pattern, folded_text):
+        count += 1
+        if count >= at_most:
+            break
+    return count
 
 
 def joined_by_punctuation(gap: str) -> bool:
@@ -441,9 +447,18 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
         return folded in wanted or (bool(prefixes) and folded.startswith(prefixes))
 
     folded_text = fold(stored)
-    # The rarest; of several as rare, the first in the query (a phrase's first word).
+    # The rarest; of several as rare, the first in the query (a phrase's first word). A
+    # query of one word has no rarer one: whether it is there is all that is asked (its
+    # every instance counted was most of a heavy row's snippet for a letter typed: ``s``
+    # in each long prompt of a page).
+    one_word = len({(term, prefix) for term, prefix in terms if term}) == 1
     present = [
-        (_token_occurrences(folded_text, term, prefix), at, term, prefix)
+        (
+            _token_occurrences(folded_text, term, prefix, 1 if one_word else len(folded_text)),
+            at,
+            term,
+            prefix,
+        )
         for at, (term, prefix) in enumerate(terms)
         if term
     ]
