@@ -81,6 +81,31 @@ def test_a_common_word_typed_lists_the_newest_sessions_after_title_hits(
     db.close()
 
 
+def test_a_common_word_typed_reads_the_messages_index_once(tmp_path: Path, monkeypatch) -> None:
+    """Whether a typed word is too common to rank and which messages are its newest are
+    one statement: FTS5 merges a prefix's every doclist before the first row (190 ms for
+    ``str*`` at 20,000 text-heavy sessions), which a count of its own paid again."""
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", 3)
+    tree, said, titled = common_word_tree(tmp_path / "claude")
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    try:
+        for typed in ("wom", "wombat"):  # a prefix, then the whole word
+            asked.clear()
+            outcome = run_search(db, typed, Filters(scope="all", limit=50), typing=True)
+            assert outcome.newest_first
+            assert [r["session_id"] for r in outcome.rows] == [titled, *said[::-1]]
+            finding = [
+                sql for sql in asked if "messages_fts MATCH" in sql and "snippet(" not in sql
+            ]
+            assert len(finding) == 1, finding
+    finally:
+        db.conn.set_trace_callback(None)
+    db.close()
+
+
 def test_the_newest_answer_marks_each_sessions_newest_matching_message(
     tmp_path: Path, monkeypatch
 ) -> None:
