@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.corpus import PROFILES
 from bench.runner import DEFAULT_CORPUS, cache_dir, ensure_bytecode, ensure_corpus, read_manifest
 
 WORDS = ["kubectl", "stripe", "zephyrquartz", "timeout", "thornwhistle", "database"]
@@ -218,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-scale", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/out/picker.json"))
     parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=PROFILES[0],
+        help="which generated corpus to type into (default tool-heavy)",
+    )
+    parser.add_argument(
         "--db-dir",
         type=Path,
         default=None,
@@ -227,20 +234,24 @@ def main(argv: list[str] | None = None) -> int:
     ensure_bytecode()
     db_dir = args.db_dir or cache_dir()
 
-    corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.scale)
-    db = db_dir / f"picker-x{args.scale}.db"
+    params = {**DEFAULT_CORPUS, "profile": args.profile}
+    # The tool-heavy index keeps its old name, so a kept one is reused as before.
+    suffix = "" if args.profile == PROFILES[0] else f"-{args.profile}"
+    corpus = ensure_corpus(params, scale=args.scale)
+    db = db_dir / f"picker-x{args.scale}{suffix}.db"
     build_index(corpus, db)
     manifest = read_manifest(corpus)
     urls = sorted({link["url"] for m in manifest for link in m.get("pr_links", [])})[:10]
     results = asyncio.run(keystrokes(corpus, db, urls))
 
-    start_corpus = ensure_corpus(DEFAULT_CORPUS, scale=args.startup_scale)
-    start_db = db_dir / f"picker-x{args.startup_scale}.db"
+    start_corpus = ensure_corpus(params, scale=args.startup_scale)
+    start_db = db_dir / f"picker-x{args.startup_scale}{suffix}.db"
     build_index(start_corpus, start_db)
     boot, bare = startup(start_corpus, start_db)
     floor = library_search(corpus, db)
 
     report: dict[str, Any] = {
+        "profile": args.profile,
         "sessions": len(manifest),
         "keystroke_word_ms": {
             "p50": statistics.median(results["word"]),
