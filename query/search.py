@@ -15,7 +15,9 @@ and names by prefix instead (:func:`title_prefix_search`); from three letters it
 full search, except that words found in more than :data:`TYPING_RANK_LIMIT` messages
 list the sessions of the newest such messages, newest first, after the ranked title and
 metadata hits (:func:`_newest_message_hits`): ranking that many matches takes longer
-than a keystroke, and a word that common says little about which session is wanted. For
+than a keystroke, and a word that common says little about which session is wanted.
+When the metadata of more than that many sessions holds the word and its hits fill the
+page, the messages are not read at all: their sessions would come after the page. For
 the same reason a typed query with such a word only finds sessions where one message or
 metadata row holds every word (not words spread over several rows).
 
@@ -423,13 +425,12 @@ def _message_hits(
     return _ranked_page(db, ranked, match, owners, params, limit, "message")
 
 
-def _matches_more_than(db: Database, match: str, count: int) -> bool:
-    """Whether more than ``count`` messages match: FTS5 walks the doclists by rowid
-    without ranking (~1-10 ms for 5,000 at 20,000 sessions, against ~2 µs per match to
-    rank them all)."""
+def _matches_more_than(db: Database, match: str, count: int, table: str = "messages_fts") -> bool:
+    """Whether more than ``count`` rows of ``table`` (messages, or the sessions'
+    metadata) match: FTS5 walks the doclists by rowid without ranking (~1-10 ms for
+    5,000 at 20,000 sessions, against ~2 µs per match to rank them all)."""
     row = db.execute(
-        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
-        " LIMIT 1 OFFSET ?",
+        f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
         [match, count],
     ).fetchone()
     return row is not None
@@ -582,30 +583,49 @@ def _find(
     params: list[Any],
     limit: int,
     typing: bool = False,
+    page: int | None = None,
 ) -> tuple[dict[int, Hit], dict[int, Hit]]:
     """Sessions holding every term (best hit each) and, when there are none, the
     sessions holding some of them (best first, most terms first).
 
-    Rows holding every term are found with the page limit (each source's best N contain
+    Rows holding every term are found with the limit (each source's best N contain
     the best N overall). With several terms a session may hold them in different rows;
     that needs each term's full session set, so those queries run without a limit, when
-    the sessions holding every term in one row do not fill the page."""
+    the sessions holding every term in one row do not fill the page: ``page``, the
+    sessions shown (None: ``limit``), which a query with a spelling asks fewer of than
+    the candidates it ranks (:data:`LITERAL_CANDIDATES`)."""
     dialect = dialect_of(db)
     together = dialect.all_of(terms)
-    full = _best(
-        _either(
-            lambda: _metadata_hits(db, together, where, params, limit),
-            lambda: _message_hits(
-                db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None
-            ),
+    named: list[Hit] = []
+
+    def metadata() -> list[Hit]:
+        named.extend(_metadata_hits(db, together, where, params, limit))
+        return named
+
+    def messages() -> list[Hit]:
+        if (
+            typing
+            and 0 <= limit <= len(named)
+            and dialect.name == "sqlite"
+            and _matches_more_than(db, together, TYPING_RANK_LIMIT, "session_search_fts")
+        ):
+            # Typed, a word the metadata of that many sessions holds is in more messages
+            # still (a prompt is a message): their sessions would come after every
+            # metadata hit, and those fill the page. Finding them cost FTS5 the merge of
+            # the word's every doclist: 190 ms for "str" at 20,000 text-heavy sessions.
+            return []
+        return _message_hits(
+            db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None
         )
-    )
+
+    full = _best(_either(metadata, messages))
     for hit in full.values():
         hit.terms = tuple(range(len(terms)))
-    if len(terms) < 2 or 0 <= limit <= len(full):
+    if len(terms) < 2 or 0 <= (limit if page is None else page) <= len(full):
         # A session holding the words only apart ranks after every one of ``full``
-        # (run_search): with the page filled by those, none can be on it, and ranking
-        # each word's every match for them was most of a plain question's time.
+        # (run_search), spelling or not: with the page filled by those, none can be on
+        # it, and ranking each word's every match for them was most of a plain
+        # question's time.
         return full, {}
     if typing and limit >= 0 and dialect.name == "sqlite":
         # Words spread over several rows need each word's every session, ranked: for a
@@ -1005,7 +1025,7 @@ def _rank(
         # With spellings to prefer, the candidates are more than the page: a session
         # that writes one may be ranked below it by bm25. -1: no limit.
         pool = max(limit, LITERAL_CANDIDATES) if spelled and limit else limit or -1
-        return _find(db, terms, where, params, pool, typing)
+        return _find(db, terms, where, params, pool, typing, limit or -1)
 
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}

@@ -106,6 +106,51 @@ def test_a_common_word_typed_reads_the_messages_index_once(tmp_path: Path, monke
     db.close()
 
 
+def test_a_typed_word_whose_metadata_hits_fill_the_page_does_not_read_messages(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A typed word in the titles or prompts of more than TYPING_RANK_LIMIT sessions is
+    in more messages still; their sessions would come after every metadata hit, which
+    fill the page: the page is those, without the messages' doclists merged (190 ms for
+    "str" at 20,000 text-heavy sessions). A larger page, which the metadata hits do not
+    fill, still lists the newest sessions that only said it after them."""
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", 2)
+    tree = ConfigTree(tmp_path / "claude")
+    named = []
+    for day in range(4):
+        s = tree.session(cwd=f"/w/n{day}")
+        s.user(f"wombat census, part {day}")
+        s.assistant("wombat " * (day + 1))
+        s.write(mtime=BASE + day * DAY)
+        named.append(s.session_id)
+    said = []
+    for day in range(3):
+        s = tree.session(cwd=f"/w/s{day}")
+        s.user("what lives here?")
+        s.assistant("a wombat")
+        s.write(mtime=BASE + (10 + day) * DAY)
+        said.append(s.session_id)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    try:
+        for typed in ("wom", "wombat"):
+            asked.clear()
+            page = run_search(db, typed, Filters(scope="all", limit=3), typing=True)
+            finding = [
+                sql for sql in asked if "messages_fts MATCH" in sql and "snippet(" not in sql
+            ]
+            assert finding == []
+            whole = run_search(db, typed, Filters(scope="all", limit=50), typing=True)
+            ids = [r["session_id"] for r in whole.rows]
+            assert [r["session_id"] for r in page.rows] == ids[:3]
+            assert set(ids[:4]) == set(named) and set(ids[4:]) == set(said)
+    finally:
+        db.conn.set_trace_callback(None)
+    db.close()
+
+
 def test_the_newest_answer_marks_each_sessions_newest_matching_message(
     tmp_path: Path, monkeypatch
 ) -> None:
