@@ -180,6 +180,49 @@ def test_a_page_filled_by_rows_holding_every_word_ranks_no_word_alone(
     assert calls == []
 
 
+@pytest.mark.parametrize("limit", [3, 5])
+def test_a_spelling_does_not_rank_words_alone_for_a_page_already_filled(
+    tmp_path: Any, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query with a spelling (``cache_key``) asks for LITERAL_CANDIDATES sessions, not
+    the page, so that one writing it below the page can rise. The sessions holding the
+    words only apart still come after every one holding them in one row, spelling or
+    not: once those fill the page, ranking each word alone cannot change it. Asked of
+    the pool instead, it ran whenever fewer than 200 sessions held every word together:
+    `fix the cache_key handler` 200 ms against 70 ms for `fix the cache key handler` on
+    the text-heavy bench's 2,000 sessions, most of it ranking `the` alone."""
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(5):  # every word in one message, some writing the identifier
+        s = tree.session(cwd="/w/app", start=f"2026-11-{n + 1:02d}T10:00:00.000Z")
+        spelled = "cache_key" if n % 2 else "cache key"
+        s.user(f"fix the {spelled} handler, it drops entries {n}")
+        s.assistant("looking at it")
+        s.write()
+    for n in range(3):  # the words only apart
+        s = tree.session(cwd="/w/app", start=f"2026-11-{n + 10:02d}T10:00:00.000Z")
+        s.user("fix the flaky handler")
+        s.assistant("the cache_key is built from the path")
+        s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    query = "fix the cache_key handler"
+    kind, everything = _page(db, query, None)
+    assert kind == "match" and len(everything) == 8  # the apart ones are found
+    calls: list[str] = []
+    each_term_best = search_module._each_term_best
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(query)
+        return each_term_best(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "_each_term_best", counted)
+    assert _page(db, query, limit) == (kind, everything[:limit])
+    assert calls == []
+    # Not filled by them, the page still takes the apart sessions.
+    assert _page(db, query, 6) == (kind, everything[:6])
+    assert calls == [query]
+
+
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
