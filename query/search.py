@@ -402,6 +402,7 @@ def _message_hits(
     params: list[Any],
     limit: int,
     newest_first_above: int | None = None,
+    kept: KeptRanks | None = None,
 ) -> list[Hit]:
     """Each session's best message, best sessions first (``limit`` < 0: every session).
 
@@ -409,7 +410,7 @@ def _message_hits(
     FTS5 ranks the matches itself (``ORDER BY rank``, no join per match) and
     :func:`_ranked_page` maps only the messages it reads to their sessions. With
     ``newest_first_above``, a match of more messages than that is not ranked at all
-    (:func:`_newest_message_hits`)."""
+    (:func:`_newest_message_hits`). ``kept``: see :func:`_keep_ranks`."""
     if limit < 0 or dialect_of(db).name != "sqlite":
         # Every session, or PostgreSQL (its GIN lookup and ts_rank already run per page).
         return _all_message_hits(db, match, where, params, limit)
@@ -422,7 +423,7 @@ def _message_hits(
         if newest is not None:
             return newest
     ranked = "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank"
-    return _ranked_page(db, ranked, match, owners, params, limit, "message")
+    return _ranked_page(db, ranked, match, owners, params, limit, "message", kept)
 
 
 def _matches_more_than(db: Database, match: str, count: int, table: str = "messages_fts") -> bool:
@@ -507,6 +508,7 @@ def _ranked_page(
     params: list[Any],
     limit: int,
     source: str,
+    kept: KeptRanks | None = None,
 ) -> list[Hit]:
     """The best ``limit`` sessions from FTS rows in rank order (``ranked_sql``: rowid,
     score), each session scored by its best row; ``owners_sql`` maps rowids (``{ids}``)
@@ -519,24 +521,66 @@ def _ranked_page(
     session's score is better than the last row read, so no tie is left unread). FTS5
     ranks every match once, before the first row, so reading further costs only the
     lookups (asking again with a larger ``LIMIT`` ranked them all again: two or three
-    times for a common prefix)."""
+    times for a common prefix). ``kept``: see :func:`_keep_ranks`."""
     cursor = db.execute(ranked_sql, [match])
     try:
         best: dict[int, Hit] = {}
+        read: list[tuple[int, float]] = []
         batch = min(max(2 * limit, FIRST_CUT), MAX_BATCH)  # MAX_BATCH: one IN list
         while True:
             ranked = cursor.fetchmany(batch)
             if ranked:
                 _add_sessions(db, ranked, owners_sql, params, best, source, match)
+            if kept is not None:
+                read += ranked
             # Ties broken as the whole ranking breaks them (_in_order: by session ID), so
             # a page is the top of the ranking a larger page gives.
             page = _in_order(db, best.values(), lambda h: (h.score, -h.activity))[:limit]
-            if len(ranked) < batch or (len(page) == limit and page[-1].score < ranked[-1][1]):
+            ended = len(ranked) < batch
+            if ended or (len(page) == limit and page[-1].score < ranked[-1][1]):
+                if kept is not None:
+                    _keep_ranks(cursor, match, read, ended, kept)
                 return page  # every match read, or the page is certain
             # Enough rows for the page at the sessions-per-row rate seen, twice over.
             batch = min(max(2 * batch, batch * 2 * limit // max(len(best), 1)), MAX_BATCH)
     finally:
         cursor.close()
+
+
+#: The matching messages of a one-word query with a spelling read on from its ranking
+#: for the literal tier (:func:`_keep_ranks`); a word in more is matched again there.
+LITERAL_KEPT = 5000
+#: A match's every message ``(rowid, rank)``, in rank order, read from its ranking.
+KeptRanks = dict[str, list[tuple[int, float]]]
+
+
+def _keep_ranks(
+    cursor: sqlite3.Cursor,
+    match: str,
+    read: list[tuple[int, float]],
+    ended: bool,
+    kept: KeptRanks,
+) -> None:
+    """Read ``cursor`` (ranked, past ``read``) to its end into ``kept[match]``, when the
+    match has at most :data:`LITERAL_KEPT` messages.
+
+    Why: the literal tier reads each candidate session's :data:`LITERAL_ROWS` best
+    messages for a word (:func:`spelled_messages`), and for a query of that one word
+    this ranking has already ranked every one of them: FTS5 scores every match before
+    its first row, and reading the rest costs ~2 µs a row. Matched and ranked a second
+    time, as the literal tier's own statement does, ``user_pro`` (``pro*`` merges the
+    doclists of every word it starts) paid 0.2 s of its 0.55 s at 20,000 text-heavy
+    sessions. Past the cap what was read on is given up and the word matched again, a
+    loss bounded at ~10 ms for a word whose search takes 0.35 s and more (``the.user``,
+    in 15,834 messages there)."""
+    if len(read) > LITERAL_KEPT:
+        return
+    if not ended:
+        more = cursor.fetchmany(LITERAL_KEPT + 1 - len(read))  # one past the cap: too many
+        if len(read) + len(more) > LITERAL_KEPT:
+            return
+        read = read + more
+    kept[match] = read
 
 
 def _all_message_hits(
@@ -584,6 +628,7 @@ def _find(
     limit: int,
     typing: bool = False,
     page: int | None = None,
+    kept: KeptRanks | None = None,
 ) -> tuple[dict[int, Hit], dict[int, Hit]]:
     """Sessions holding every term (best hit each) and, when there are none, the
     sessions holding some of them (best first, most terms first).
@@ -593,7 +638,8 @@ def _find(
     that needs each term's full session set, so those queries run without a limit, when
     the sessions holding every term in one row do not fill the page: ``page``, the
     sessions shown (None: ``limit``), which a query with a spelling asks fewer of than
-    the candidates it ranks (:data:`LITERAL_CANDIDATES`)."""
+    the candidates it ranks (:data:`LITERAL_CANDIDATES`). ``kept``: see
+    :func:`_keep_ranks`."""
     dialect = dialect_of(db)
     together = dialect.all_of(terms)
     named: list[Hit] = []
@@ -615,7 +661,7 @@ def _find(
             # the word's every doclist: 190 ms for "str" at 20,000 text-heavy sessions.
             return []
         return _message_hits(
-            db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None
+            db, together, where, params, limit, TYPING_RANK_LIMIT if typing else None, kept
         )
 
     full = _best(_either(metadata, messages))
@@ -781,12 +827,23 @@ def spelled_terms(
     return [(term, word) for term, word in zip(terms, words) if word.literal]
 
 
-def spelled_messages(db: Database, ids: str, term: str, word: QueryWord) -> list[tuple[int, int]]:
+def spelled_messages(
+    db: Database,
+    ids: str,
+    term: str,
+    word: QueryWord,
+    ranked: list[tuple[int, float]] | None = None,
+) -> list[tuple[int, int]]:
     """``(session rowid, message id)`` of the messages that write ``word``'s spelling
     among each session's :data:`LITERAL_ROWS` best for ``term`` (sessions: ``ids``, an
-    SQL list), best first: the only message texts the literal tier reads."""
+    SQL list), best first: the only message texts the literal tier reads. ``ranked``:
+    every message matching ``term`` with its rank, from the query's ranking
+    (:func:`_keep_ranks`), when it has them: the best are picked from those."""
     assert word.literal is not None
-    rows = db.execute(dialect_of(db).spelled_rows_sql(ids), [term, LITERAL_ROWS]).fetchall()
+    if ranked is None:
+        rows = db.execute(dialect_of(db).spelled_rows_sql(ids), [term, LITERAL_ROWS]).fetchall()
+    else:
+        rows = _best_ranked_rows(db, ids, ranked)
     return [
         (session, message)
         for session, message, text in rows
@@ -794,8 +851,42 @@ def spelled_messages(db: Database, ids: str, term: str, word: QueryWord) -> list
     ]
 
 
+def _best_ranked_rows(
+    db: Database, ids: str, ranked: list[tuple[int, float]]
+) -> list[tuple[int, int, Any]]:
+    """What the dialect's ``spelled_rows_sql`` answers, ``(session, message, text)`` of
+    each session's :data:`LITERAL_ROWS` best messages among ``ids``, best first (by
+    rank, then message id, as it orders them), from a match's every ``(rowid, rank)``
+    instead of matching again. ``+session_rowid``: by the sessions' index, SQLite
+    walked every message of the candidates (35 ms at 20,000 sessions, against 1)."""
+    rank = dict(ranked)
+    owned: dict[int, list[int]] = {}
+    for message, session in db.execute(
+        f"SELECT id, session_rowid FROM messages WHERE id IN ({', '.join(map(str, rank))})"
+        f" AND +session_rowid IN ({ids})"
+    ):
+        owned.setdefault(session, []).append(message)
+    best = {
+        session: sorted(messages, key=lambda m: (rank[m], m))[:LITERAL_ROWS]
+        for session, messages in owned.items()
+    }
+    if not best:
+        return []
+    chosen = ", ".join(str(m) for messages in best.values() for m in messages)
+    texts = dict(db.execute(f"SELECT id, text FROM message_text WHERE id IN ({chosen})").fetchall())
+    return [
+        (session, message, texts.get(message))
+        for session in sorted(best)
+        for message in best[session]
+    ]
+
+
 def _literal_tier(
-    db: Database, hits: list[Hit], spelled: list[tuple[str, QueryWord]], terms: list[str]
+    db: Database,
+    hits: list[Hit],
+    spelled: list[tuple[str, QueryWord]],
+    terms: list[str],
+    kept: KeptRanks | None = None,
 ) -> None:
     """Set each hit's :attr:`Hit.literal`: how many of the query's words joined by
     punctuation (``spelled``: term and word) its session writes as typed
@@ -807,7 +898,9 @@ def _literal_tier(
     Only rows FTS already matched are read, of the :data:`LITERAL_CANDIDATES` best
     sessions (``hits``, in rank order): at most their metadata and 5 messages each per
     word, decompressed in the statement that picks them. A hit whose own row does not
-    write a spelling takes a row that does, so its snippet shows why it ranks first."""
+    write a spelling takes a row that does, so its snippet shows why it ranks first.
+    ``kept``: a match's every message and rank from the ranking (:func:`_keep_ranks`),
+    read instead of matching a word again."""
     if not hits:
         return
     dialect = dialect_of(db)
@@ -833,7 +926,8 @@ def _literal_tier(
             if written is not None:
                 holding.add(row["id"])
                 found.setdefault(row["id"], []).append(("meta", row["id"], written))
-        for session, message in spelled_messages(db, ids, term, word):
+        ranked = (kept or {}).get(term)
+        for session, message in spelled_messages(db, ids, term, word, ranked):
             holding.add(session)
             found.setdefault(session, []).append(("message", message, -1))
         counts.update(holding)
@@ -1021,11 +1115,17 @@ def _rank(
         spelled = spelled_terms(text, terms)
     where, params = filters.where(db)
 
+    kept: KeptRanks = {}
+
     def find() -> tuple[dict[int, Hit], dict[int, Hit]]:
         # With spellings to prefer, the candidates are more than the page: a session
         # that writes one may be ranked below it by bm25. -1: no limit.
         pool = max(limit, LITERAL_CANDIDATES) if spelled and limit else limit or -1
-        return _find(db, terms, where, params, pool, typing, limit or -1)
+        # A query of one word with a spelling: its ranking keeps every match for the
+        # literal tier, which reads the best of them (_keep_ranks).
+        kept.clear()
+        keep = kept if spelled and len(terms) == 1 else None
+        return _find(db, terms, where, params, pool, typing, limit or -1, keep)
 
     full: dict[int, Hit] = {}
     some: dict[int, Hit] = {}
@@ -1040,7 +1140,7 @@ def _rank(
         if spelled:
             # Within together and within apart: the sessions that write the spellings
             # first (docs/search.md#written-as-typed).
-            _literal_tier(db, ranked[:LITERAL_CANDIDATES], spelled, terms)
+            _literal_tier(db, ranked[:LITERAL_CANDIDATES], spelled, terms, kept)
             ranked = _in_order(db, ranked, lambda h: (h.apart, -h.literal, h.score, -h.activity))
         page = ranked[:limit]
         newest_first = any(hit.recent for hit in page)
