@@ -773,7 +773,7 @@ def _held_by_every_one(
     ranked: dict[int, dict[int, Hit]] = {}
     for i in [*order[1:], rarest]:
         ids = ", ".join(str(rowid) for rowid in sorted(everyone))
-        hits = _message_hits(db, terms[i], f"{where} AND s.id IN ({ids})", params, -1)
+        hits = _message_hits(db, terms[i], f"{where} AND {_within_sql(ids)}", params, -1)
         ranked[i] = _best(
             [hit for hit in metas[i].values() if hit.session_rowid in everyone] + hits
         )
@@ -784,6 +784,21 @@ def _held_by_every_one(
         {rowid: hit for rowid, hit in ranked[i].items() if rowid in everyone}
         for i in range(len(terms))
     ]
+
+
+def _within_sql(ids: str) -> str:
+    """The narrowed ranking's filter (:func:`_held_by_every_one`): the sessions ``ids``
+    (an SQL list), and first the matches that are messages of theirs, by rowid (``f``:
+    the FTS table of the dialect's ``message_hits_sql``). FTS5 walks a common word's
+    every match; tested on the sessions alone, each one paid a row lookup in
+    ``messages`` and one in ``sessions`` before most were dropped. Against the list of
+    their messages (``+``: a filter SQLite builds once, not a constraint handed to FTS5
+    one rowid at a time, which reads the word's doclist for each: 7.8 s for ``the``),
+    ``the`` ranked in 101 sessions of the text-heavy bench's 2,000 took 23 ms, not 33,
+    ``fix`` 9, not 22."""
+    return (
+        f"s.id IN ({ids}) AND +f.rowid IN (SELECT id FROM messages WHERE session_rowid IN ({ids}))"
+    )
 
 
 def _either(*sources: Callable[[], list[Hit]]) -> list[Hit]:

@@ -118,6 +118,27 @@ def test_the_shortcut_is_taken(index: Any, monkeypatch: pytest.MonkeyPatch) -> N
     assert any("s.id IN (" in sql and "min(f.rank)" in sql for sql in asked)
 
 
+def test_the_narrowed_matches_are_dropped_before_their_lookups(index: Any) -> None:
+    """FTS5 walks a common word's every match even when it is ranked in a few sessions;
+    each match of another session must be dropped by its rowid, against the list of
+    those sessions' messages, before the lookups in ``messages`` and ``sessions`` that
+    tested it by its session (``the`` in 101 of the text-heavy bench's 2,000 sessions:
+    33 → 23 ms; ``fix``: 22 → 9). Read from the plans: the list is searched, by the
+    messages' session index, before ``m`` is."""
+    asked: list[str] = []
+    index.conn.set_trace_callback(asked.append)
+    try:
+        run_search(index, "zephyr retry", Filters(scope="all", limit=50))
+    finally:
+        index.conn.set_trace_callback(None)
+    narrowed = [sql for sql in dict.fromkeys(asked) if "s.id IN (" in sql and "min(f.rank)" in sql]
+    assert narrowed
+    for sql in narrowed:
+        plan = [row[3] for row in index.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        listed = next(i for i, step in enumerate(plan) if "messages_session" in step)
+        assert listed < plan.index("SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"), plan
+
+
 def test_fts5_drives_every_narrowed_join(tmp_path: Any) -> None:
     """Narrowed to the sessions holding the rarest word (``s.id IN (…)``), SQLite chose
     to start from those sessions and probe FTS5 for each of their messages by rowid
