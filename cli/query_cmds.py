@@ -37,6 +37,7 @@ def _why_not_resumable(obj: dict[str, Any]) -> str:
 
 
 if TYPE_CHECKING:
+    from sessiondex.index import Index
     from sessiondex.query.resolve import Resolution
 
 
@@ -58,16 +59,35 @@ def resolve_or_exit(
     """Resolve ARG for any command; not found → exit 1, ambiguous → candidates, exit 3.
     With ``if_archived``, an ARG that only an archived session matches is exit 1 with
     ``if_archived(session)`` as the message (what to do instead), not "not found"."""
-    from sessiondex.query.resolve import Ambiguous, NotFound
-
     state = app()
     if for_write:
         state.check_writable()
     state.reading_db()
-    try:  # through the Index: it checks the session's own file first (read your writes)
-        return state.index.resolve(
+    # through the Index: it checks the session's own file first (read your writes)
+    return resolved_or_exit(
+        state.index,
+        lambda index: index.resolve(
             arg, cwd=cwd, for_write=for_write, include_archived=include_archived
-        )
+        ),
+        fmt,
+        if_archived=if_archived,
+    )
+
+
+def resolved_or_exit(
+    index: Index,
+    ask: Callable[[Index], Resolution],
+    fmt: str = "table",
+    *,
+    if_archived: Callable[[dict[str, Any]], str] | None = None,
+) -> Resolution:
+    """``ask(index)``'s resolution, its failures said as every command says them (not
+    found: exit 1; ambiguous: the candidates, exit 3), whichever index answers: ``store
+    delete`` asks the team store its DSN names, not the ``--db`` one."""
+    from sessiondex.query.resolve import Ambiguous, NotFound
+
+    try:
+        return ask(index)
     except NotFound as exc:
         if if_archived is not None and exc.archived is not None:
             raise CliError(clean_line(if_archived(exc.archived))) from None
@@ -87,7 +107,7 @@ def resolve_or_exit(
             exc.candidates,
             fmt,
             project=True,
-            **_marks(exc.candidates, fmt),
+            **_marks(exc.candidates, fmt, index),
         )
         sys.exit(EXIT_AMBIGUOUS)
 
@@ -136,14 +156,14 @@ def list_cmd(fmt: str, as_json: bool, **options: Any) -> None:
     _warn_expiring(db, rows, filters.cwd)
 
 
-def _marks(rows: list[dict[str, Any]], fmt: str) -> dict[str, Any]:
+def _marks(rows: list[dict[str, Any]], fmt: str, index: Index | None = None) -> dict[str, Any]:
     """What a table shows of its rows beyond their objects (emit's keywords): the ID
     width (``Index.id_width``: IDs typed back name one session among all the index
     holds), agent names (``@name``) and the picker-archive mark. The JSON object keeps
     the contract's keys: other formats get none of them."""
     if fmt != "table" or not rows:
         return {}
-    index = app().index
+    index = index or app().index
     return {
         "widen": index.id_width,
         "agents": index.agent_names(rows),
