@@ -390,6 +390,30 @@ def _check(version: int | None) -> None:
         )
 
 
+class SchemaTooOld(RuntimeError):
+    """The database holds no team store, or one not migrated to what a command reads.
+    Only commands that must not migrate say so (``store deleted``, ``store delete``'s
+    lookup); the others migrate on connect."""
+
+
+async def check_readable(conn: AsyncConnection, needed: int) -> None:
+    """Raise :class:`SchemaTooOld` unless the store is at migration ``needed`` or later,
+    and :class:`SchemaTooNew` if a newer sessiondex migrated it (its tables may differ
+    from what is read here)."""
+    version = await current_version(conn)
+    if version is None:
+        raise SchemaTooOld(
+            "no sessiondex team store in this database: `sessiondex store init DSN`"
+            " (or `sessiondex push --to DSN`) creates it"
+        )
+    _check(version)
+    if version < needed:
+        raise SchemaTooOld(
+            f"the team store's schema is at version {version}, older than this command"
+            f" reads ({needed}): run `sessiondex store init DSN` to upgrade it"
+        )
+
+
 async def migrate(conn: AsyncConnection) -> list[Migration]:
     """Apply the migrations this database lacks; return those applied.
 

@@ -27,10 +27,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.indexer.objects import iso_ms
 from sessiondex.store.write import MAIN_SUBPATH, Key
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
+
+#: The migration that made ``deleted_sessions`` (store/schema.py).
+TOMBSTONES_VERSION = 8
+
+#: The keys of each tombstone :func:`list_tombstones` returns, in order (``store
+#: deleted --format json|jsonl|csv``).
+TOMBSTONE_FIELDS = (
+    "session_id",
+    "project_key",
+    "subpath",
+    "deleted_at",
+    "deleted_by_user",
+    "deleted_by_host",
+)
 
 # The class of pg_advisory_xact_lock(int, int) keys taken per session: the two-key
 # space does not overlap the one-key space of the migration lock (schema.py).
@@ -156,3 +171,24 @@ async def still_deleted(conn: AsyncConnection[Any], key: Key, *, resend: bool) -
     )
     row = await cur.fetchone()
     return bool(row and row[0])
+
+
+async def list_tombstones(conn: AsyncConnection[Any]) -> list[dict[str, Any]]:
+    """Every tombstone, newest first (``store deleted``): the SDK key it stands for
+    (``subpath`` '' for the whole session), ``deleted_at`` as ISO-8601 UTC, and who
+    deleted it when the deleting process knew (null otherwise). Reads only: a store
+    without tombstones yet raises :class:`~sessiondex.store.schema.SchemaTooOld` (a
+    listing is no reason to migrate someone's database)."""
+    from sessiondex.store.schema import check_readable
+
+    await check_readable(conn, TOMBSTONES_VERSION)
+    cur = await conn.execute(
+        "SELECT session_id, project_key, subpath,"
+        " (extract(epoch FROM deleted_at) * 1000)::bigint, deleted_by_user, deleted_by_host"
+        " FROM deleted_sessions"
+        " ORDER BY deleted_at DESC, project_key, session_id, subpath"
+    )
+    return [
+        dict(zip(TOMBSTONE_FIELDS, (sid, key, sub, iso_ms(ms), user, host)))
+        for sid, key, sub, ms, user, host in await cur.fetchall()
+    ]

@@ -1,0 +1,259 @@
+"""``sessiondex store delete DSN ARG`` and ``store deleted DSN`` against a real PostgreSQL.
+
+Deleting a session from the team store, and seeing what was deleted, took SQL (or an
+Agent SDK script). ``store delete`` reads ARG as ``--db DSN`` reads it and deletes
+through ``PostgresSessionStore.delete`` (the tombstone that keeps push from sending it
+again); ``store deleted`` lists the tombstones.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree, SessionWriter
+from tests.pgserver import database_url, require_database, truncate
+from tests.test_store_push import build_session, push, query, sdk_delete, stored_keys
+
+SHOP = "/home/dev/shop"
+# Two sessions of one project whose IDs share their first 8 hex digits.
+TWINS = ("5eed5eed-0000-4000-8000-000000000001", "5eed5eed-0000-4000-8000-000000000002")
+
+
+@pytest.fixture
+def pg_dsn() -> str:
+    dsn = require_database()
+    truncate(dsn)
+    return dsn
+
+
+@pytest.fixture
+def main(tmp_path: Path) -> SessionWriter:
+    """A session with a subagent in the shop, one in the blog, both pushed; and the
+    twins, in the shop too."""
+    tree = ConfigTree(tmp_path / "claude")
+    main = build_session(tree, SHOP, "Auth refactor")
+    agent = main.subagent(agent_id="a1b2", tool_use_id="toolu_x")
+    agent.user("explore the auth module")
+    agent.assistant("Found it in auth/session.py")
+    main.write(mtime=1_790_000_000)
+    build_session(tree, "/home/dev/blog", "RSS feed").write(mtime=1_790_000_100)
+    for n, sid in enumerate(TWINS):
+        twin = tree.session(cwd=SHOP, session_id=sid)
+        twin.user(f"twin {n}")
+        twin.assistant("ok")
+        twin.write(mtime=1_790_000_200 + n)
+    return main
+
+
+def store(*args: str, answer: str | None = None) -> Result:
+    return CliRunner().invoke(cli, ["store", *args], input=answer)
+
+
+def tombstones(dsn: str) -> list[tuple[Any, ...]]:
+    return query(
+        dsn,
+        "SELECT project_key, session_id, subpath, deleted_by_user, deleted_by_host"
+        " FROM deleted_sessions ORDER BY 1, 2, 3",
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "cwd"),
+    [
+        (lambda sid: sid, None),  # a whole ID, from anywhere
+        (str.upper, None),  # in any case
+        (lambda sid: sid[:8], SHOP),  # 8 hex digits, among the repository's sessions
+        (lambda sid: "Auth refactor", SHOP),  # its name, as show takes it
+    ],
+    ids=["id", "upper", "prefix", "name"],
+)
+def test_store_delete_takes_arg_as_the_team_store_reads_it(
+    main: SessionWriter, pg_dsn: str, typed: Any, cwd: str | None
+) -> None:
+    push(main.tree.root, pg_dsn)
+    url, sid, pk = database_url(pg_dsn), main.session_id, main.project_dir.name
+    before = stored_keys(pg_dsn)
+    result = store("delete", url, typed(sid), "--yes", *(["--cwd", cwd] if cwd else []))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        f"Deleted session {sid} (project {pk}) from the team store; push will not send it"
+        f" again (push --resend-deleted {sid} would)"
+    ]
+    # the session and its subagent go; the other sessions stay
+    assert stored_keys(pg_dsn) == [k for k in before if k[0] != sid]
+    # through PostgresSessionStore.delete: the tombstone says who
+    assert tombstones(pg_dsn) == [(pk, sid, "", getpass.getuser(), socket.gethostname())]
+    assert push(main.tree.root, pg_dsn)["deleted_in_store"] == 2
+
+
+def test_store_delete_of_an_ambiguous_prefix_lists_the_candidates(
+    main: SessionWriter, pg_dsn: str
+) -> None:
+    push(main.tree.root, pg_dsn)
+    before = stored_keys(pg_dsn)
+    result = store("delete", database_url(pg_dsn), "5EED5EED", "--yes", "--cwd", SHOP)
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith("Error: 2 sessions start with '5eed5eed'")
+    assert all(sid in result.stdout for sid in TWINS)
+    assert (stored_keys(pg_dsn), tombstones(pg_dsn)) == (before, [])
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        (
+            "00000000-0000-4000-8000-000000000000",
+            "No conversation found with session ID: 00000000-0000-4000-8000-000000000000",
+        ),
+        # a prefix of another repository's session: its whole ID is a paste away
+        ("5eed5eed", "Error: No session of this repository starts with '5eed5eed'"),
+        ("no such session", "Error: No session matches 'no such session'."),
+    ],
+)
+def test_store_delete_of_no_session_deletes_nothing(
+    main: SessionWriter, pg_dsn: str, arg: str, message: str
+) -> None:
+    push(main.tree.root, pg_dsn)
+    before = stored_keys(pg_dsn)
+    result = store("delete", database_url(pg_dsn), arg, "--yes", "--cwd", "/home/dev/blog")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[0].startswith(message)
+    assert (stored_keys(pg_dsn), tombstones(pg_dsn)) == (before, [])
+
+
+@pytest.mark.parametrize(
+    ("terminal", "answer", "code", "said", "deleted"),
+    [
+        (False, None, 1, "Error: refusing to delete without confirmation: pass --yes", False),
+        (True, "n\n", 1, "Error: aborted: nothing deleted", False),
+        (True, "y\n", 0, "Deleted session", True),
+    ],
+    ids=["no-terminal", "no", "yes"],
+)
+def test_store_delete_asks_first(
+    main: SessionWriter,
+    pg_dsn: str,
+    monkeypatch: pytest.MonkeyPatch,
+    terminal: bool,
+    answer: str | None,
+    code: int,
+    said: str,
+    deleted: bool,
+) -> None:
+    """As the local ``delete``: a question on a terminal, --yes without one."""
+    from sessiondex.cli import mutate_cmds
+
+    monkeypatch.setattr(mutate_cmds, "_stdin_is_terminal", lambda: terminal)
+    push(main.tree.root, pg_dsn)
+    result = store("delete", database_url(pg_dsn), main.session_id, answer=answer)
+    assert result.exit_code == code, result.output
+    assert said in result.output
+    if terminal:
+        assert f"Delete session 'Auth refactor' ({main.session_id}" in result.stderr
+    assert (main.session_id in {k[0] for k in stored_keys(pg_dsn)}) is not deleted
+    assert len(tombstones(pg_dsn)) == int(deleted)
+
+
+def test_store_deleted_lists_the_tombstones_newest_first(
+    main: SessionWriter, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the table whole, whatever runs the test
+    url, pk = database_url(pg_dsn), main.project_dir.name
+    empty = {fmt: store("deleted", url, "--format", fmt) for fmt in ("table", "json", "csv")}
+    assert [r.exit_code for r in empty.values()] == [0, 0, 0]
+    assert empty["table"].stdout == ""
+    assert empty["table"].stderr == "No session has been deleted from the team store.\n"
+    assert json.loads(empty["json"].stdout) == []
+    assert empty["csv"].stdout.splitlines() == [
+        "session_id,project_key,subpath,deleted_at,deleted_by_user,deleted_by_host"
+    ]
+
+    push(main.tree.root, pg_dsn)
+    sdk_delete(pg_dsn, pk, main.session_id, "subagents/agent-a1b2")  # a subagent alone
+    assert store("delete", url, TWINS[0], "--yes").exit_code == 0
+    query(pg_dsn, "UPDATE deleted_sessions SET deleted_at = deleted_at - interval '1 day'"
+          " WHERE subpath <> ''")  # fmt: skip
+    # a tombstone written without a user or host (an SQL delete, a process without them)
+    query(
+        pg_dsn,
+        "INSERT INTO deleted_sessions (project_key, session_id, deleted_at)"
+        " VALUES ('-old', 'old-id', '2026-01-02T03:04:05.678Z')",
+    )
+    result = store("deleted", url, "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    me = (getpass.getuser(), socket.gethostname())
+    assert [
+        (
+            r["session_id"],
+            r["project_key"],
+            r["subpath"],
+            r["deleted_by_user"],
+            r["deleted_by_host"],
+        )
+        for r in rows
+    ] == [
+        (TWINS[0], pk, "", *me),
+        (main.session_id, pk, "subagents/agent-a1b2", *me),
+        ("old-id", "-old", "", None, None),
+    ]
+    assert rows[2]["deleted_at"] == "2026-01-02T03:04:05.678Z"
+    lines = [
+        json.loads(line) for line in store("deleted", url, "--format", "jsonl").stdout.splitlines()
+    ]
+    assert lines == rows
+    table = store("deleted", url).stdout.splitlines()
+    assert table[0].split() == ["deleted", "session", "project", "by"]
+    assert table[1].split()[2:] == [TWINS[0], pk, "@".join(me)]
+    assert table[2].split()[2:] == [main.session_id, "subagents/agent-a1b2", pk, "@".join(me)]
+    assert table[3].split() == ["2026-01-02", "03:04Z", "old-id", "-old"]
+
+
+def test_store_commands_fail_in_one_line(pg_dsn: str, tmp_path: Path) -> None:
+    """A bad DSN, a server down (its password hidden), a database without a store, a
+    store too old for tombstones (read, not migrated: `store init` is said)."""
+    down = "postgresql://u:hunter2@127.0.0.1:1/none?connect_timeout=2"
+    empty = database_url(require_database("store cli: no store"))
+    url = database_url(pg_dsn)
+    push(build_tree(tmp_path), pg_dsn)
+    query(
+        pg_dsn, "DROP TABLE deleted_sessions; DELETE FROM sessiondex_migrations WHERE version >= 8"
+    )
+    try:
+        cases = [
+            (["delete", "sessions.db", "3f2a9c1e", "--yes"], 2, "postgresql://"),
+            (["deleted", "sessions.db"], 2, "postgresql://"),
+            (["delete", down, "3f2a9c1e", "--yes"], 1, "Error: team store postgresql://u:***@"),
+            (["deleted", down], 1, "Error: team store postgresql://u:***@"),
+            (["deleted", empty], 1, "no sessiondex team store in this database"),
+            (
+                ["delete", empty, "3f2a9c1e", "--yes"],
+                1,
+                "no sessiondex team store in this database",
+            ),
+            (["deleted", url], 1, "run `sessiondex store init DSN`"),
+            (["delete", url, "3f2a9c1e", "--yes"], 1, "`sessiondex store init DSN`"),
+        ]
+        for args, code, message in cases:
+            result = store(*args)
+            assert result.exit_code == code, (args, result.output)
+            assert message in result.stderr, (args, result.output)
+            assert len(result.stderr.splitlines()) == 1 if code == 1 else True, result.stderr
+            assert "Traceback" not in result.output and "hunter2" not in result.output
+        assert query(pg_dsn, "SELECT max(version) FROM sessiondex_migrations") == [(7,)]
+    finally:
+        assert store("init", url).exit_code == 0
+
+
+def build_tree(tmp_path: Path) -> Path:
+    tree = ConfigTree(tmp_path / "claude")
+    build_session(tree, SHOP, "Auth refactor").write()
+    return tree.root
