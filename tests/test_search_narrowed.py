@@ -139,6 +139,32 @@ def test_the_narrowed_matches_are_dropped_before_their_lookups(index: Any) -> No
         assert listed < plan.index("SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"), plan
 
 
+@pytest.mark.parametrize("query", ["zephyr retry", "quartz the config"])
+def test_the_metadata_of_a_common_word_is_ranked_in_the_narrowed_sessions_only(
+    index: Any, query: str
+) -> None:
+    """Narrowed, only the sessions holding the rarest word can be answered, so the
+    other words' metadata is ranked in those alone, as their messages are: every
+    session's for ``the`` was 76 ms of a 0.97 s search at 20,000 sessions (``fix the
+    api_client``, 18 of them narrowed to), 2 ms so. The rarest word's own metadata is
+    still asked whole: its sessions are the ones narrowed to."""
+    asked: list[str] = []
+    index.conn.set_trace_callback(asked.append)
+    try:
+        run_search(index, query, Filters(scope="all", limit=50))
+    finally:
+        index.conn.set_trace_callback(None)
+    named = [sql for sql in asked if "session_search_fts MATCH" in sql and "bm25" in sql]
+    rarest, *others = query.split()
+    for word in others:
+        ranked = [sql for sql in named if f'MATCH \'"{word}"' in sql]
+        assert ranked and all("+f.rowid IN (" in sql for sql in ranked), ranked
+        for sql in ranked:
+            plan = [row[3] for row in index.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+            assert not [step for step in plan if "VIRTUAL TABLE INDEX 0:=" in step], plan
+    assert [sql for sql in named if f'MATCH \'"{rarest}"' in sql]
+
+
 def test_fts5_drives_every_narrowed_join(tmp_path: Any) -> None:
     """Narrowed to the sessions holding the rarest word (``s.id IN (…)``), SQLite chose
     to start from those sessions and probe FTS5 for each of their messages by rowid
