@@ -61,6 +61,7 @@ from sessiondex.transcripts.discover import (
     iter_transcripts,
     open_regular,
     read_regular,
+    subagent_meta_path,
 )
 from sessiondex.transcripts.pr_urls import PullRequest, find_pr_urls
 from sessiondex.transcripts.reader import RecordReader, classify
@@ -294,7 +295,7 @@ def _same_stat(st: os.stat_result, tf: TranscriptFile) -> bool:
 
 
 def _meta_path(tf: TranscriptFile) -> Path:
-    return tf.path.with_name(tf.path.name[: -len(".jsonl")] + ".meta.json")
+    return subagent_meta_path(tf.path)
 
 
 def _meta_digest(tf: TranscriptFile) -> str | None:

@@ -384,13 +384,17 @@ def iter_transcripts(
         yield from iter_project(root, key, subagents=subagents, skipped=skipped)
 
 
+def subagent_meta_path(path: Path) -> Path:
+    """The ``agent-<id>.meta.json`` beside the subagent transcript ``agent-<id>.jsonl``."""
+    return path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
+
+
 def read_subagent_meta(path: Path) -> dict[str, Any]:
     """The ``agent-<id>.meta.json`` beside a subagent transcript (``toolUseId``,
     ``parentAgentId``, ``agentType``, …); ``{}`` when missing, unreadable or not an
     object, as the SDK treats it."""
-    meta = path.with_name(path.name[: -len(".jsonl")] + ".meta.json")
     try:
-        value = orjson.loads(read_regular(meta))
+        value = orjson.loads(read_regular(subagent_meta_path(path)))
     except (OSError, orjson.JSONDecodeError):
         return {}
     return value if isinstance(value, dict) else {}
