@@ -47,7 +47,12 @@ from sessiondex.transcripts.chain import (
     subagent_chain,
     visible_messages,
 )
-from sessiondex.transcripts.discover import iter_subagent_files, read_subagent_meta
+from sessiondex.transcripts.discover import (
+    TranscriptFile,
+    iter_subagent_files,
+    read_subagent_meta,
+    subagent_meta_path,
+)
 from sessiondex.transcripts.fork import SHORT_UUID, fork_candidates, short_handles
 from sessiondex.transcripts.reader import (
     PROBLEM_BEING_WRITTEN,
@@ -111,6 +116,9 @@ class Marker:
 
     timestamp: str | None
     text: str
+    # The boundary entry's UUID: where the marker is on the chain (the web's session
+    # page reads a page from there), never shown.
+    uuid: str = ""
 
 
 Item = Message | Marker
@@ -160,7 +168,9 @@ class Thread:
             if stub.get("type") == "system" and stub.get("subtype") == "compact_boundary":
                 if previous is not None:
                     yield previous
-                previous = Marker(_clean_opt(_str(stub.get("timestamp")), clean), COMPACTED)
+                previous = Marker(
+                    _clean_opt(_str(stub.get("timestamp")), clean), COMPACTED, clean(stub["uuid"])
+                )
                 continue
             if id(stub) not in shown:
                 continue
@@ -494,6 +504,50 @@ def _link(
             _link(sub.thread, by_call, linked, depth + 1)
 
 
+def _subagent_files(session: dict[str, Any]) -> list[TranscriptFile]:
+    """The subagent transcripts :func:`build_conversation` reads with ``session``'s."""
+    # A transcript read by path from no config dir (a backup) has no subagent folder
+    # where Claude Code keeps one.
+    if not (session.get("config_dir") and session.get("project_key")):
+        return []
+    root, key = Path(session["config_dir"]), session["project_key"]
+    return list(iter_subagent_files(root, key, session["session_id"]))
+
+
+def conversation_key(session: dict[str, Any]) -> tuple[object, ...] | None:
+    """What :func:`build_conversation` of ``session`` would read, as it is now: each
+    file's path, inode, size and mtime (the transcript's, its subagents' and their
+    ``.meta.json``). Equal keys and a conversation that :func:`reads_the_same` give
+    the same conversation, so a caller may keep one built earlier (an append, a
+    rewrite or a new subagent changes the key). Costs a few ``stat`` calls and a
+    listing of the subagent folder, no reading; None when the transcript cannot be
+    looked at (reading it will say why)."""
+
+    def identity(path: Path) -> tuple[object, ...]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return (str(path),)
+        return (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    main = identity(Path(session["file_path"]))
+    if len(main) == 1:
+        return None
+    parts: list[tuple[object, ...]] = [main]
+    for tf in _subagent_files(session):
+        parts.append(identity(tf.path))
+        parts.append(identity(subagent_meta_path(tf.path)))
+    return tuple(parts)
+
+
+def reads_the_same(conv: Conversation) -> bool:
+    """Whether ``conv``'s files, read again unchanged, give the same conversation: not
+    when one ends in a line still being written, which is counted as never finished
+    once the file has been quiet a while (``transcripts.chain.quiet_since_written``)."""
+    threads = [conv.problems, *(sub.problems for sub in conv.subagents)]
+    return not any(problems[PROBLEM_BEING_WRITTEN] for problems in threads)
+
+
 def build_conversation(session: dict[str, Any]) -> Conversation:
     """The conversation of a resolved session (its contract object); raises OSError when
     the transcript cannot be read. Reads the transcript once (pass 1: stubs only)."""
@@ -501,18 +555,7 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     scan = scan_chain(path)
     chain = main_chain(scan.stubs)
     main = Thread(scan, chain, visible_messages(chain))
-    # A transcript read by path from no config dir (a backup) has no subagent folder
-    # where Claude Code keeps one.
-    subagents = (
-        [
-            _load_subagent(tf.path, tf.agent_id or "")
-            for tf in iter_subagent_files(
-                Path(session["config_dir"]), session["project_key"], session["session_id"]
-            )
-        ]
-        if session.get("config_dir") and session.get("project_key")
-        else []
-    )
+    subagents = [_load_subagent(tf.path, tf.agent_id or "") for tf in _subagent_files(session)]
     by_call: dict[str, list[Subagent]] = {}
     for sub in subagents:
         if sub.tool_use_id:

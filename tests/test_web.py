@@ -1243,14 +1243,18 @@ def test_a_session_page_is_rendered_off_the_index_thread(
 
     from sessiondex.web import pages
 
-    real = pages.layout
     threads: list[str] = []
 
-    def recording(*args: Any, **kwargs: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return real(*args, **kwargs)
+    def recording(real: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(pages, "layout", recording)
+        return call
+
+    # A page shown before is not laid out again (the module's server): it is still read.
+    for name in ("layout", "render_page"):
+        monkeypatch.setattr(pages, name, recording(getattr(pages, name)))
     page = web.get(f"/session/{web.tree.auth_id}")
     assert "Auth refactor" in page and threads
     assert not any(name.startswith("sessiondex-index") for name in threads), threads

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -31,6 +33,7 @@ from sessiondex.render.conversation import (
     Marker,
     Message,
     Subagent,
+    Thread,
     Turns,
     json_dumps,
     problem_note,
@@ -310,18 +313,33 @@ def _subagent(walk: _Walk, sub: Subagent) -> None:
 @dataclass
 class Layout:
     """A conversation cut into pages of ``page_turns`` turns of its live chain; the
-    subagents not linked to a call on the chain close the last page."""
+    subagents not linked to a call on the chain close the last page.
+
+    It holds where each turn is on the chain, not the turns: :meth:`page` reads a page
+    back from its own lines when it is shown. So a layout kept between requests
+    (:data:`LAYOUTS`) costs the chain's stubs, not the conversation's text, and showing
+    page 40 of a long session reads page 40, not the session."""
 
     conv: Conversation
-    main: ThreadTurns
     page_turns: int
+    # The chain index of the entry each turn's item starts at: a page is the chain from
+    # its first turn's start to the next page's.
+    starts: list[int]
+    # Per turn, the UUIDs of the chain entries it shows (as ThreadTurns.entries).
+    entries: list[list[str]]
+    # Tool-use id → the turn whose call shows the subagents it started.
+    calls: dict[str, int]
     # Every entry a page shows (the chain's, its subagents') → (page, position in the
-    # conversation): where a search hit or a fork point is, without rendering a page.
+    # conversation): where a search hit or a fork point is, without reading a page.
     located: dict[str, tuple[int, int]]
 
     @property
+    def turns(self) -> int:
+        return len(self.starts)
+
+    @property
     def pages(self) -> int:
-        return max(1, -(-len(self.main.turns) // self.page_turns))
+        return max(1, -(-self.turns // self.page_turns))
 
     def page_of(self, uuid: str) -> int | None:
         place = self.located.get(uuid)
@@ -334,29 +352,129 @@ class Layout:
 
     def turn_range(self, page: int) -> range:
         start = (page - 1) * self.page_turns
-        return range(start, min(start + self.page_turns, len(self.main.turns)))
+        return range(start, min(start + self.page_turns, self.turns))
+
+    def page(self, page: int) -> ThreadTurns:
+        """The turns of page ``page``, read from the transcript: only the lines of the
+        chain entries from its first turn to the next page's first.
+
+        A turn starts a display item, and what makes an item (merging a response's
+        lines, a run of tool results) looks back no further than the item being built,
+        so the page's piece of the chain yields the same turns as the whole chain
+        does. A subagent goes with the one call the whole walk showed it at; the
+        anchors are the whole walk's (an entry that joins the turn before it may sit
+        on the page before)."""
+        span = self.turn_range(page)
+        if not span:
+            return ThreadTurns([], [])
+        main, chain = self.conv.main, self.conv.chain
+        end = self.starts[span.stop] if span.stop < self.turns else len(chain)
+        piece = chain[self.starts[span.start] : end]
+        shown = {id(stub) for stub in main.shown}
+        thread = Thread(main.scan, piece, [stub for stub in piece if id(stub) in shown])
+        thread.links = {
+            call: subs for call, subs in main.links.items() if self.calls.get(call, -1) in span
+        }
+        numbered = Turns(tools=True)
+        turns = [item for item in thread.iter_items() if numbered.add(item) is not None]
+        return ThreadTurns(turns, self.entries[span.start : span.stop])
 
 
 def layout(conv: Conversation, page_turns: int = PAGE_TURNS) -> Layout:
-    """Reads the live chain (every turn's content: the page to show may depend on
-    where a hit is) and places each entry on its page."""
-    main = thread_turns(conv.iter_items(), conv.chain)
-    out = Layout(conv, main, page_turns, {})
+    """Reads the live chain once (every entry's content: whether an item shows
+    anything decides the turns) and places each entry on its page. One item at a time:
+    only the layout is kept, not the items."""
+    chain = conv.chain
+    position = {stub["uuid"]: n for n, stub in enumerate(chain)}
+    numbered = Turns(tools=True)
+    starts: list[int] = []
+    calls: dict[str, int] = {}
+    started: dict[int, list[Subagent]] = {}  # turn → the subagents its calls started
+    for item in conv.iter_items():
+        turn = numbered.add(item)
+        if turn is None:
+            continue
+        starts.append(position[item.uuid])
+        for block in item.blocks if isinstance(item, Message) else ():
+            if block.subagents and block.tool_id is not None:
+                calls[block.tool_id] = turn
+                started.setdefault(turn, []).extend(block.subagents)
+    entries: list[list[str]] = [[] for _ in starts]
+    if starts:
+        for uuid, turn in numbered.where(chain).items():
+            entries[turn].append(uuid)
+    out = Layout(conv, page_turns, starts, entries, calls, {})
 
     def place(uuids: Iterable[str], page: int) -> None:
         for uuid in uuids:
             out.located.setdefault(uuid, (page, len(out.located)))
 
-    for n, item in enumerate(main.turns):
+    for n, shown in enumerate(entries):
         page = n // page_turns + 1
-        place(main.entries[n], page)
-        if isinstance(item, Message):
-            for block in item.blocks:
-                for sub in block.subagents:
-                    place(subagent_entries(sub), page)
+        place(shown, page)
+        for sub in started.get(n, ()):
+            place(subagent_entries(sub), page)
     for sub in conv.unlinked:
         place(subagent_entries(sub), out.pages)
     return out
+
+
+#: The layouts the server keeps (those of the sessions shown last): at most this many
+#: sessions, and at most this many transcript entries together, the last one shown
+#: always. A layout is its transcripts' stubs, ~1.4 KB an entry: 21 MB for a session of
+#: 15,000 messages, so the entry budget is ~100 MB.
+LAYOUTS_KEPT = 8
+LAYOUTS_ENTRIES = 75_000
+
+
+def _entries_held(lay: Layout) -> int:
+    threads = [lay.conv.main, *(sub.thread for sub in lay.conv.subagents)]
+    return sum(len(t.scan.stubs) if t.scan is not None else len(t.chain) for t in threads)
+
+
+class Layouts:
+    """The layouts of the sessions shown last, one a transcript, each with the
+    :func:`~sessiondex.render.conversation.conversation_key` it was read under (the
+    path, inode, size and mtime of every file the conversation is read from): the next
+    page of a session reads that page, not the whole transcript again. An append, a
+    rewrite or a new subagent changes the key, so the page after it is laid out afresh
+    (and replaces the old layout). Shared by the server's threads."""
+
+    def __init__(self, size: int = LAYOUTS_KEPT, entries: int = LAYOUTS_ENTRIES) -> None:
+        self.size = size
+        self.entries = entries
+        # transcript path → (key, layout, entries it holds)
+        self._kept: OrderedDict[str, tuple[Hashable, Layout, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, key: Hashable | None) -> Layout | None:
+        """The layout of the transcript at ``path`` if it was read under ``key``."""
+        with self._lock:
+            found = self._kept.get(path)
+            if key is None or found is None or found[0] != key:
+                return None
+            self._kept.move_to_end(path)
+            return found[1]
+
+    def keep(self, path: str, key: Hashable | None, lay: Layout) -> None:
+        """Keep ``lay``, read under ``key``, for ``path`` (None: it cannot be looked up
+        again, nothing is kept), dropping those used longest ago past the bounds."""
+        if key is None:
+            return
+        with self._lock:
+            self._kept[path] = (key, lay, _entries_held(lay))
+            self._kept.move_to_end(path)
+            while len(self._kept) > 1 and (
+                len(self._kept) > self.size
+                or sum(held for _, _, held in self._kept.values()) > self.entries
+            ):
+                self._kept.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+LAYOUTS = Layouts()
 
 
 @dataclass
@@ -374,10 +492,11 @@ def render_page(lay: Layout, page: int, hits: Iterable[str] = ()) -> Rendered:
     note = problem_note(conv.problems)  # about the whole transcript: on every page
     if note:
         walk.out.append(f'<p class="note">{esc(note)}</p>')
-    for n in lay.turn_range(page):
-        _turn(walk, lay.main.turns[n], lay.main.anchors(n))
+    shown = lay.page(page)
+    for n, item in enumerate(shown.turns):
+        _turn(walk, item, shown.anchors(n))
     if page == lay.pages:
-        if not lay.main.turns:
+        if not lay.turns:
             walk.out.append('<p class="marker">(no messages on the conversation chain)</p>')
         if conv.unlinked:
             walk.out.append("<h2>Subagents not linked to a call on this chain</h2>")
