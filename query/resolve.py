@@ -294,13 +294,15 @@ def _by_id(
     local = sorted(here, key=lambda row: _id_copy_order(row, keys))
     if local:
         return Resolution(_session_object(db, local[0]), local[0], MATCHED_ID)
-    projects = {(r["root"], r["project_key"]) for r in rows}
+    # One project dir in two config dirs (a backup beside the live one) is one project
+    # holding copies of the session, not the duplicate Claude Code refuses.
+    projects = {r["project_key"] for r in rows}
     if not projects and (unreadable := unreadable_transcript(roots, session_id, named)):
         path, reason = unreadable
         raise NotFound(f"cannot read {path} ({reason}); session {session_id} is not indexed")
     if len(projects) != 1:
         raise not_found_id(session_id)
-    row = max(rows, key=lambda r: r["mtime_ns"])
+    row = min(rows, key=lambda r: _id_copy_order(r, keys))
     session = _session_object(db, row)
     return Resolution(
         session,
@@ -357,11 +359,14 @@ def _row_mtime(row: dict[str, Any]) -> int:
     return int(row.get("mtime_ns") or 0)
 
 
-def _id_copy_order(row: dict[str, Any], keys: list[str]) -> tuple[int, int]:
+def _id_copy_order(row: dict[str, Any], keys: list[str]) -> tuple[int, int, int]:
     """Where a copy stands when a whole ID is resolved: its project dir's rank (the
-    cwd's own, then the worktrees in git's order; others after), then newest first."""
+    cwd's own, then the worktrees in git's order; others after), then newest first,
+    then the higher row id: the tie-break of
+    :func:`~sessiondex.query.filters.newest_copy_sql`, so copies with one mtime (a
+    backup made with ``cp -a``) resolve by ID to the copy ``list`` and a name show."""
     rank = key_rank(row["project_key"], keys)
-    return (len(keys) if rank is None else rank, -_row_mtime(row))
+    return (len(keys) if rank is None else rank, -_row_mtime(row), -int(row.get("id") or 0))
 
 
 def _id_order_copies(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
@@ -530,7 +535,7 @@ def _by_prefix(
                 f"{missing}; {len(ids)} sessions of other projects do ({ids[0]}, …): give a"
                 " whole ID, or run the command from the directory of the one you mean"
             )
-        projects = {(r["root"], r["project_key"]) for r in elsewhere}
+        projects = {r["project_key"] for r in elsewhere}  # as for a whole ID
         if len(projects) > 1:  # its whole ID is not found either: Claude Code's rule
             raise NotFound(
                 f"{missing}; session {ids[0]} does, in {len(projects)} other projects: run"

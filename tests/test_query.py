@@ -1337,3 +1337,38 @@ def test_a_newer_copy_without_messages_hides_nothing(tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, [*args, *command, "--json"])
         assert result.exit_code == 0, (command, result.output)
         assert [r["file_path"] for r in json.loads(result.stdout)] == [str(real.path)]
+
+
+def test_copies_with_one_mtime_are_named_alike_every_way(tmp_path: Path) -> None:
+    """Helper 206: a backup made with ``cp -a`` (or rsync -a) keeps each transcript's
+    mtime to the nanosecond, so a session's two copies tie. ``list``, ``search`` and a
+    name took the copy with the higher row id, a whole ID and a prefix the lower one:
+    ``resolve NAME`` printed one config dir's ``resume_command`` while ``rename ID``
+    appended to the other file. From another directory the whole ID was "No
+    conversation found": the two config dirs' copies counted as two projects, the
+    duplicate Claude Code refuses, though they are one project dir's copies, which
+    count once. A tie is broken the same way everywhere."""
+    import shutil
+
+    live = tmp_path / "claude"
+    s = ConfigTree(live).session(cwd="/w/twins")
+    s.user("keep the twins apart")
+    s.meta("custom-title", customTitle="Tied twin")
+    s.write(mtime=1_800_000_000)
+    backup = tmp_path / "backup"
+    shutil.copytree(live, backup)  # copy2: the same mtime
+    base = ["--config-dir", str(live), "--config-dir", str(backup)]
+    base += ["--db", str(tmp_path / "index.db")]
+    named: dict[str, str] = {}
+    for how, command in {
+        "list": ["list", "--cwd", "/w/twins"],
+        "search": ["search", "twins", "--cwd", "/w/twins"],
+        "name": ["resolve", "tied TWIN", "--cwd", "/w/twins"],
+        "id-prefix": ["resolve", s.session_id[:8], "--cwd", "/w/twins"],
+        "id": ["resolve", s.session_id, "--cwd", "/w/twins"],
+        "id-other-project": ["resolve", s.session_id, "--cwd", str(tmp_path)],
+    }.items():
+        result = CliRunner().invoke(cli, [*base, *command, "--json"])
+        assert result.exit_code == 0, (how, result.output)
+        named[how] = one_session(result.stdout)["file_path"]
+    assert len(set(named.values())) == 1, named
