@@ -173,14 +173,21 @@ def _marks(rows: list[dict[str, Any]], fmt: str, index: Index | None = None) -> 
 
 def _no_sessions(db: Any, filters: Any) -> str:
     """What an empty ``list`` says: which wider scope to try, and ``--all-kinds`` when the
-    sessions in scope are all of the kinds it hides (:data:`HIDDEN_KINDS`)."""
+    sessions in scope are all of the kinds it hides (:data:`HIDDEN_KINDS`). A wider
+    scope is named only when the same filters find a session there: "try --scope all"
+    after a ``--since`` nothing passes would send the user to another empty answer."""
     from dataclasses import replace
 
     from sessiondex.query.listing import list_sessions
 
-    tries = {"worktree": ["--scope repo", "--scope all"], "repo": ["--scope all"]}.get(
-        filters.scope, []
-    )
+    wider = {"worktree": ["repo", "all"], "repo": ["all"]}.get(filters.scope, [])
+    for i, scope in enumerate(wider):
+        if list_sessions(db, replace(filters, scope=scope, limit=1)):
+            # every scope after it holds that session too
+            tries = [f"--scope {s}" for s in wider[i:]]
+            break
+    else:
+        tries = []
     said = "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
     if not filters.all_kinds and list_sessions(db, replace(filters, all_kinds=True, limit=1)):
         said += f" Hidden kinds match it: try --all-kinds ({HIDDEN_KINDS})."  # as search says

@@ -4,6 +4,7 @@ the project column, and column widths on a narrow terminal (issue 16 items 5-8).
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -265,8 +266,12 @@ def test_narrow_terminal_cuts_long_branches_and_paths_before_the_title(
 @pytest.mark.parametrize(
     ("elsewhere", "kinds", "scope", "says"),
     [
-        (True, (), "worktree", "No sessions in this scope (try --scope repo or --scope all).\n"),
+        # /w/app is no git repository: its repo scope is its worktree, nothing more
+        (True, (), "worktree", "No sessions in this scope (try --scope all).\n"),
         (True, (), "repo", "No sessions in this scope (try --scope all).\n"),
+        # Helper 206: nothing in any scope (an empty history, or every session filtered
+        # out by --since/--branch) said "try --scope repo or --scope all", a dead end
+        (False, (), "worktree", "No sessions in this scope.\n"),
         # every session there is is of a kind list hides: say so, not "--scope all" again
         (
             False,
@@ -688,3 +693,36 @@ def test_times_are_iso_8601_in_every_year(tmp_path: Path, stamp: str) -> None:
     base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
     shown = runner.invoke(cli, [*base, "show", s.session_id, "--format", "text"])
     assert shown.exit_code == 0 and f"{stamp[:10]} {stamp[11:19]}" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("filters", "says"),
+    [
+        ([], "No sessions in this scope (try --scope repo or --scope all).\n"),
+        (["--since", "1d"], "No sessions in this scope (try --scope all).\n"),
+        (["--branch", "main"], "No sessions in this scope.\n"),
+    ],
+    ids=["repo-has-some", "only-all-has-a-recent-one", "none-anywhere"],
+)
+def test_an_empty_list_suggests_a_wider_scope_only_when_it_holds_a_match(
+    tmp_path: Path, filters: list[str], says: str
+) -> None:
+    """Helper 206: ``list --since 1d`` in a quiet worktree said "try --scope repo or
+    --scope all" though neither held a session that recent: a wider scope is suggested
+    only when the same filters find a session there."""
+    from tests.builders import git_repo_with_worktree
+
+    repo, worktree = git_repo_with_worktree(tmp_path)
+    tree = ConfigTree(tmp_path / "claude")
+    for cwd, age_days in ((repo, 10), ("/w/elsewhere", 0)):
+        when = datetime.now(timezone.utc) - timedelta(days=age_days, minutes=5)
+        start = when.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        s = tree.session(cwd=str(cwd), git_branch="feature", start=start)
+        s.user("a session")
+        s.write(mtime=when.timestamp())
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+        + ["list", "--scope", "worktree", "--cwd", str(worktree), *filters],
+    )
+    assert result.exit_code == 0 and result.stderr == says
