@@ -33,12 +33,17 @@ def complete_session(ctx: click.Context, param: Any, incomplete: str) -> list[Co
 
 
 def one_line(text: str | None) -> str | None:
-    """Control characters as spaces: click's completion protocols are line- and
-    tab-separated, and a name with a newline (``rename`` takes one) would add a fake
-    candidate or shift the others."""
+    """The text as a table cell shows it (:func:`~sessiondex.render.terminal.neutralize`,
+    one line): click's completion protocols are line- and tab-separated, so a newline
+    or a tab is a space (a name with a newline, which ``rename`` takes, would add a fake
+    candidate or shift the others), and an escape or a bidi override is made visible
+    (``^[``, ``<U+202E>``) rather than sent to the terminal, where an override reorders
+    the command line the user reads. A name so shown resolves as typed."""
     if text is None:
         return None
-    return "".join(" " if ch < " " or ch == "\x7f" else ch for ch in text)
+    from sessiondex.render.terminal import neutralize
+
+    return neutralize(text, single_line=True)
 
 
 def for_shell(value: str, shell: str) -> str:

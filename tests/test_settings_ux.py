@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
 from sessiondex.cli.pager import choose_pager
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, append_records, one_session
 
 T0 = 1_790_000_000
 
@@ -241,17 +242,30 @@ HOSTILE_NAME = "ünïcødé $(touch PWNED) `id`"
         # the protocols are line- and tab-based: no control character gets through
         ("zsh_complete", "two\nlines\tand a tab", "two lines and a tab"),
         ("bash_complete", "two\nlines", "'two lines'"),
+        # Helper 206: an escape or a bidi override reached the terminal as it was (the
+        # override reorders the command line shown); they are made visible as tables
+        # show them, a name that resolves as typed
+        ("bash_complete", "deploy\x1b[31m fix", "'deploy^[[31m fix'"),
+        ("zsh_complete", "evil \u202etxt.exe", "evil <U+202E>txt.exe"),
+        ("fish_complete", "bell\x07 ring", "bell^G ring"),
     ],
 )
 def test_a_completed_name_is_one_argument_and_never_runs(
     world: World, monkeypatch: pytest.MonkeyPatch, shell: str, name: str, value: str
 ) -> None:
-    result = world.run("rename", world.ids["Blog feed"], name, "--cwd", "/w/blog")
-    assert result.exit_code == 0, result.output
+    # the record Claude Code's /rename (or any tool) writes: rename itself would clean
+    # the control characters this checks
+    sid = world.ids["Blog feed"]
+    path = one_session(world.run("resolve", sid, "--cwd", "/w/blog", "--json").stdout)
+    record = {"type": "custom-title", "customTitle": name, "sessionId": sid}
+    append_records(Path(path["file_path"]), [record])
     monkeypatch.setenv("_SESSIONDEX_COMPLETE", shell)
     prefix = name.split()[0].split("\n")[0][:3]
-    values = [v for v, _ in _complete(world, ["show", "--cwd", "/w/blog"], prefix)]
-    assert value in values
+    world.run("index")  # completion reads the index as it is
+    completed = _complete(world, ["show", "--cwd", "/w/blog"], prefix)
+    assert value in [v for v, _ in completed]
+    for text in [t for pair in completed for t in pair if t]:
+        assert not re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), text
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
