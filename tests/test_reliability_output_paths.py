@@ -34,7 +34,9 @@ class World:
         s.assistant("exported answer")
         s.write(mtime=OLD)
         self.session = s
-        t = self.tree2.session(CWD)
+        # A session of its own: two trees built alike would give it the first one's ID,
+        # a copy of it whose tie on mtime decides which one an export reads.
+        t = self.tree2.session(CWD, session_id="5e1f0a2c-7b3d-4e8f-9a61-2c4d6e8f0a1b")
         t.user("second config dir")
         t.assistant("ok")
         t.write(mtime=OLD)
