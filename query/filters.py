@@ -160,12 +160,36 @@ class Filters:
                 clauses.append(NOT_HIDDEN_TAG_SQL)
         where = " AND ".join(clauses)
         # (the team store's ``sessions`` view has the same columns: one rule for both)
-        return f"{where} AND {newest_copy_sql(' AND '.join(places))}", params + place_params
+        newest = newest_copy_sql(" AND ".join(places), None if dialect.team else self.roots)
+        return f"{where} AND {newest}", params + place_params
 
 
-def newest_copy_sql(where: str) -> str:
+def root_rank(root: str | None, roots: Sequence[str | PathLike[str]] | None) -> int:
+    """Where a copy's config dir stands among ``roots``, as the user gave them: a tie
+    between copies with one mtime (a backup made with ``cp -a`` beside the live config
+    dir, given after it) goes to the first config dir's. Anything else (an archive, the
+    team store, no roots) comes after every one of them."""
+    values = [str(r) for r in roots or ()]
+    return values.index(root) if root in values else len(values)
+
+
+def _root_rank_sql(column: str, roots: Sequence[str | PathLike[str]] | None) -> str:
+    """:func:`root_rank` in SQL over ``column``, the config dirs written as literals
+    (``newest_copy_sql`` rewrites its ``where`` around them, outside quotes only)."""
+    values = [str(r) for r in roots or ()]
+    if not values:
+        return "0"
+    cases = " ".join(
+        f"WHEN '{value.replace(chr(39), chr(39) * 2)}' THEN {rank}"
+        for rank, value in enumerate(values)
+    )
+    return f"(CASE {column} {cases} ELSE {len(values)} END)"
+
+
+def newest_copy_sql(where: str, roots: Sequence[str | PathLike[str]] | None = None) -> str:
     """The row answers only if no other row of its session in ``where`` (the scope, the
-    config dirs, archives) is newer (transcript mtime, then row id): copies of one
+    config dirs, archives) is newer (transcript mtime, then the config dir given first
+    of ``roots``, :func:`root_rank`, then row id): copies of one
     session (two config dirs indexed together, a live one and its backup; two project
     dirs) are one session, its newest copy in scope, as Claude Code's picker counts a
     session ID once. In SQL, before any ranking or paging, so a page holds its
@@ -179,8 +203,14 @@ def newest_copy_sql(where: str) -> str:
     for i in range(0, len(parts), 2):  # outside '…' literals only
         parts[i] = re.sub(r"\bs\.", "newer.", parts[i])
     other = "'".join(parts)
+    rank, newer_rank = _root_rank_sql("s.root", roots), _root_rank_sql("newer.root", roots)
+    tie = (
+        "newer.id > s.id"
+        if rank == "0"
+        else f"({newer_rank} < {rank} OR ({newer_rank} = {rank} AND newer.id > s.id))"
+    )
     return (
         "NOT EXISTS (SELECT 1 FROM sessions newer WHERE newer.session_id = s.session_id"
         " AND newer.id != s.id AND newer.raw_message_count > 0 AND (newer.mtime_ns >"
-        f" s.mtime_ns OR (newer.mtime_ns = s.mtime_ns AND newer.id > s.id)) AND {other})"
+        f" s.mtime_ns OR (newer.mtime_ns = s.mtime_ns AND {tie})) AND {other})"
     )

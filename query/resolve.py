@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.objects import pr_row
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import kept_sql, keys_sql, newest_copy_sql, roots_sql
+from sessiondex.query.filters import kept_sql, keys_sql, newest_copy_sql, root_rank, roots_sql
 from sessiondex.query.scopes import (
     is_stranger,
     key_rank,
@@ -291,7 +291,7 @@ def _by_id(
     here = [r for r in rows if key_rank(r["project_key"], keys) is not None]
     # One project dir in two config dirs (a backup indexed beside the live one): the
     # newest copy.
-    local = sorted(here, key=lambda row: _id_copy_order(row, keys))
+    local = sorted(here, key=lambda row: _id_copy_order(row, keys, roots))
     if local:
         return Resolution(_session_object(db, local[0]), local[0], MATCHED_ID)
     # One project dir in two config dirs (a backup beside the live one) is one project
@@ -302,7 +302,7 @@ def _by_id(
         raise NotFound(f"cannot read {path} ({reason}); session {session_id} is not indexed")
     if len(projects) != 1:
         raise not_found_id(session_id)
-    row = min(rows, key=lambda r: _id_copy_order(r, keys))
+    row = min(rows, key=lambda r: _id_copy_order(r, keys, roots))
     session = _session_object(db, row)
     return Resolution(
         session,
@@ -349,7 +349,7 @@ def _scope_rows(
     where, params = f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params]
     if newest:
         where, params = (
-            f"{where} AND s.raw_message_count > 0 AND {newest_copy_sql(where)}",
+            f"{where} AND s.raw_message_count > 0 AND {newest_copy_sql(where, roots)}",
             params + params,
         )
     return select_rows(db, where, params)
@@ -359,22 +359,31 @@ def _row_mtime(row: dict[str, Any]) -> int:
     return int(row.get("mtime_ns") or 0)
 
 
-def _id_copy_order(row: dict[str, Any], keys: list[str]) -> tuple[int, int, int]:
+def _id_copy_order(
+    row: dict[str, Any], keys: list[str], roots: list[Path]
+) -> tuple[int, int, int, int]:
     """Where a copy stands when a whole ID is resolved: its project dir's rank (the
     cwd's own, then the worktrees in git's order; others after), then newest first,
-    then the higher row id: the tie-break of
+    then the config dir given first, then the higher row id: the tie-break of
     :func:`~sessiondex.query.filters.newest_copy_sql`, so copies with one mtime (a
     backup made with ``cp -a``) resolve by ID to the copy ``list`` and a name show."""
     rank = key_rank(row["project_key"], keys)
-    return (len(keys) if rank is None else rank, -_row_mtime(row), -int(row.get("id") or 0))
+    return (
+        len(keys) if rank is None else rank,
+        -_row_mtime(row),
+        root_rank(row.get("root"), roots),
+        -int(row.get("id") or 0),
+    )
 
 
-def _id_order_copies(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+def _id_order_copies(
+    rows: list[dict[str, Any]], keys: list[str], roots: list[Path]
+) -> list[dict[str, Any]]:
     """``rows`` with one row per session ID, the copy a whole ID resolves to (order kept)."""
     best: dict[str, dict[str, Any]] = {}
     for row in rows:
         kept = best.get(row["session_id"])
-        if kept is None or _id_copy_order(row, keys) < _id_copy_order(kept, keys):
+        if kept is None or _id_copy_order(row, keys, roots) < _id_copy_order(kept, keys, roots):
             best[row["session_id"]] = row
     return [row for row in rows if best[row["session_id"]] is row]
 
@@ -518,6 +527,7 @@ def _by_prefix(
             if r["session_id"].lower().startswith(prefix) and r["raw_message_count"]
         ],
         keys,
+        roots,
     )
     if not local:
         kept, kept_params = kept_sql(db, include_archived, roots)

@@ -1339,7 +1339,10 @@ def test_a_newer_copy_without_messages_hides_nothing(tmp_path: Path) -> None:
         assert [r["file_path"] for r in json.loads(result.stdout)] == [str(real.path)]
 
 
-def test_copies_with_one_mtime_are_named_alike_every_way(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backup_first", [False, True])
+def test_copies_with_one_mtime_are_named_alike_every_way(
+    tmp_path: Path, backup_first: bool
+) -> None:
     """Helper 206: a backup made with ``cp -a`` (or rsync -a) keeps each transcript's
     mtime to the nanosecond, so a session's two copies tie. ``list``, ``search`` and a
     name took the copy with the higher row id, a whole ID and a prefix the lower one:
@@ -1347,7 +1350,9 @@ def test_copies_with_one_mtime_are_named_alike_every_way(tmp_path: Path) -> None
     appended to the other file. From another directory the whole ID was "No
     conversation found": the two config dirs' copies counted as two projects, the
     duplicate Claude Code refuses, though they are one project dir's copies, which
-    count once. A tie is broken the same way everywhere."""
+    count once. A tie is broken the same way everywhere: for the config dir given first,
+    the live one beside a backup (breaking it by row id named the backup's copy, indexed
+    last, and its ``resume_command`` resumed the session in the backup)."""
     import shutil
 
     live = tmp_path / "claude"
@@ -1357,8 +1362,10 @@ def test_copies_with_one_mtime_are_named_alike_every_way(tmp_path: Path) -> None
     s.write(mtime=1_800_000_000)
     backup = tmp_path / "backup"
     shutil.copytree(live, backup)  # copy2: the same mtime
-    base = ["--config-dir", str(live), "--config-dir", str(backup)]
+    first, second = (backup, live) if backup_first else (live, backup)
+    base = ["--config-dir", str(first), "--config-dir", str(second)]
     base += ["--db", str(tmp_path / "index.db")]
+    assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0
     named: dict[str, str] = {}
     for how, command in {
         "list": ["list", "--cwd", "/w/twins"],
@@ -1371,4 +1378,4 @@ def test_copies_with_one_mtime_are_named_alike_every_way(tmp_path: Path) -> None
         result = CliRunner().invoke(cli, [*base, *command, "--json"])
         assert result.exit_code == 0, (how, result.output)
         named[how] = one_session(result.stdout)["file_path"]
-    assert len(set(named.values())) == 1, named
+    assert set(named.values()) == {str(first / s.path.relative_to(live))}, named
