@@ -43,7 +43,9 @@ from typing import Any
 # 33: an unknown forge's pr-link URL is normalized; its prNumber must be positive (derive.py)
 # 34: an unknown forge's query or fragment stays when it holds the PR number (pr_urls.py)
 # 35: head_entrypoint, the first entrypoint only when its line is in the head window (m016)
-DERIVATION_VERSION = 35
+# 36: a record glued onto a bad line gives only its type's own fields (reader.GLUED_FIELDS):
+# no entrypoint, branch or timestamp of a line Claude Code's window test skips
+DERIVATION_VERSION = 36
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

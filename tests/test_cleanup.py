@@ -1126,6 +1126,62 @@ def test_a_first_entrypoint_cut_by_the_head_window_is_not_read(
     assert _index_says_desktop(db, tree, s) is exempt
 
 
+def _glue(s: Any, first: str | None, glued: str, *, prompt: str = "glued") -> None:
+    """A glued line: a user record with entrypoint ``first``, and, with no newline
+    between, a title record carrying entrypoint ``glued`` (another writer's append that
+    completed this line). Claude Code parses neither half; the title alone is still
+    found by the tail's string search (reader.glued_record)."""
+    s.entrypoint = first
+    s.user(prompt)
+    user = s.entries.pop()
+    title = s.meta("custom-title", customTitle="Glued", entrypoint=glued)
+    s.entries.pop()
+    s.raw(orjson.dumps(user) + orjson.dumps(title) + b"\n")
+
+
+# Each step: (entrypoint, padding records) as in WINDOW_LAYOUTS, or ("glue", first, glued).
+GLUED_LAYOUTS: dict[str, tuple[list[tuple[Any, ...]], bool]] = {
+    "glued in the head, desktop glued on": ([("glue", "cli", D), ("cli", 0)], False),
+    "glued in the head, desktop glued on, large": ([("glue", "cli", D), ("cli", 20)], False),
+    "glued in the head, desktop first, cli glued on": (
+        [("glue", D, "cli"), (D, 0), ("cli", 20)],
+        True,
+    ),
+    "glued last, after the head window": ([("cli", 20), ("glue", "cli", D)], False),
+    "glued last, desktop first, cli glued on": ([("cli", 20), (D, 0), ("glue", D, "cli")], True),
+    "glued across the head window's edge": ([(None, 6), ("glue", D, D), ("cli", 20)], False),
+}
+
+
+@pytest.mark.parametrize("name", list(GLUED_LAYOUTS))
+def test_a_glued_line_gives_the_window_test_no_entrypoint(tmp_path: Path, name: str) -> None:
+    """Two records on one line (no newline between) are one bad line: the windows as
+    Claude Code's sweep reads them take no entrypoint from it, and neither may the
+    index's window columns (the second record's once exempted what the sweep deletes,
+    and hid a desktop entrypoint on the next line from the head's answer)."""
+    layout, expected = GLUED_LAYOUTS[name]
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo", entrypoint="cli")
+    for i, step in enumerate(layout):
+        if step[0] == "glue":
+            _glue(s, step[1], step[2], prompt=f"glued {i} " + "g" * (PAD if i else 0))
+            continue
+        entrypoint, pads = step
+        s.entrypoint = entrypoint
+        s.user(f"part {i}")
+        for n in range(pads):
+            s.user(f"pad {i}.{n} " + "x" * PAD)
+    data = s.to_bytes()
+    s.write(mtime=NOW - 100 * DAY)
+    if "edge" in name:  # the glued line starts in the head and ends past it
+        start = data.index(b"glued 1 ")
+        assert start < rules.WINDOW < data.index(b"\n", start)
+    db = open_db(tmp_path / "index.db")
+    refresh(db, [tree.root])
+    assert _files_say_desktop(s) is expected
+    assert _index_says_desktop(db, tree, s) is expected
+
+
 @pytest.mark.parametrize(
     "args",
     [

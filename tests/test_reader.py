@@ -164,6 +164,14 @@ def test_glued_record(line: bytes, glued: str | None) -> None:
     assert (found or {}).get("type") == glued
 
 
+def test_a_glued_record_keeps_only_its_type_s_own_fields() -> None:
+    """What else the glued record carries is the bad line's, which no reader parses
+    (the desktop exemption's window test must not take its entrypoint)."""
+    extra = b',"entrypoint":"claude-desktop","gitBranch":"b","timestamp":"2026-01-01T00:00:00Z"}'
+    line = b'{"type":"user","uuid":"u"}' + TITLE[:-1] + extra
+    assert glued_record(line) == {"type": "custom-title", "customTitle": "T", "sessionId": SID}
+
+
 def _depth(value: object) -> int:
     depth = 0
     while isinstance(value, list):

@@ -306,16 +306,27 @@ def without_lone_surrogates(value: Any) -> Any:
 #: without adding one (upstream bug), gluing its record onto that line; Claude Code's
 #: picker and the SDK's listing still show the title, since they find these fields by
 #: a string search of the file's tail. A glued ``tag`` they do not see (they take only
-#: lines that start with it), nor any message, so neither do we.
-GLUED_TYPES = frozenset({"custom-title", "ai-title", "last-prompt", "summary", "pr-link"})
+#: lines that start with it), nor any message, so neither do we. Only each type's own
+#: fields are kept: everything else on a glued line (an ``entrypoint``, a ``gitBranch``,
+#: a ``timestamp``) is a bad line's, which the sweep's window test and every line-parsing
+#: reader skip; taken from the glued record, the index's window columns answered the
+#: desktop exemption otherwise than ``cleanup`` reading the file.
+GLUED_FIELDS: dict[str, tuple[str, ...]] = {
+    "custom-title": ("customTitle",),
+    "ai-title": ("aiTitle",),
+    "last-prompt": ("lastPrompt",),
+    "summary": ("summary",),
+    "pr-link": ("prNumber", "prUrl", "prRepository"),
+}
+GLUED_TYPES = frozenset(GLUED_FIELDS)
 
 
 def glued_record(line: bytes) -> dict[str, Any] | None:
     """The metadata record glued onto the end of a bad ``line``, or None: a JSON object
     from the last ``{"type":"`` to the line's end, of a :data:`GLUED_TYPES` type, with
-    a ``sessionId`` (as both writers write it). Inside a JSON string the quotes of that
-    opening would be escaped, so it can only begin a record (or a nested object, which
-    does not reach the line's end alone)."""
+    a ``sessionId`` (as both writers write it), cut to its type's :data:`GLUED_FIELDS`.
+    Inside a JSON string the quotes of that opening would be escaped, so it can only
+    begin a record (or a nested object, which does not reach the line's end alone)."""
     start = line.rfind(b'{"type":"')
     if start <= 0:
         return None
@@ -323,13 +334,15 @@ def glued_record(line: bytes) -> dict[str, Any] | None:
         value = orjson.loads(line[start:])
     except orjson.JSONDecodeError:
         return None
-    if (
-        isinstance(value, dict)
-        and value.get("type") in GLUED_TYPES
-        and isinstance(value.get("sessionId"), str)
-    ):
-        return value
-    return None
+    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+        return None
+    kind = value.get("type")
+    fields = GLUED_FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        return None
+    kept: dict[str, Any] = {"type": kind, "sessionId": value["sessionId"]}
+    kept.update((key, value[key]) for key in fields if key in value)
+    return kept
 
 
 def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
