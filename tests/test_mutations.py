@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from sessiondex.transcripts.fork import build_fork
+from sessiondex.transcripts.fork import ForkError, NothingToFork, build_fork, fork_transcript
 from tests.builders import ConfigTree, one_session
 
 CWD = "/home/dev/proj"  # does not exist: no git repository, no worktrees
@@ -435,6 +435,37 @@ def test_fork_never_overwrites_what_holds_the_new_path(
     assert result.stderr == f"Error: {path} already exists; not overwriting it\n"
     assert world.snapshot() == before
     assert not (world.base / "nowhere.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("now_holds", "fresh", "error"),
+    [
+        # Claude Code rewrites a transcript in place (truncate, then write): a fork
+        # reading in between sees an empty file, or a first line not yet complete.
+        (b"", True, "session is being written, try again"),
+        (b'{"parentUuid":null,"isSidechain":false,"type":"user","mess', True, "being written"),
+        (b"", False, "has no messages to fork"),  # at rest: the session really has none
+    ],
+    ids=["truncated-mid-rewrite", "first-line-being-written", "empty-at-rest"],
+)
+def test_a_fork_of_a_file_being_rewritten_says_try_again(
+    world: World, now_holds: bytes, fresh: bool, error: str
+) -> None:
+    """Seen beside a writer that rewrites the transcript in place (1 fork in 34): "has
+    no messages to fork" for a session with hundreds, where trying again a moment later
+    works. The file changed between the command's check of it and the fork's read, so
+    this calls the fork itself. Only a file at rest has no messages; one written to
+    within the quiet period is being written (as for an append), and nothing is made."""
+    path = world.paths["alpha"]
+    path.write_bytes(now_holds)
+    if not fresh:
+        os.utime(path, (MTIME, MTIME))
+    before = world.snapshot()
+    with pytest.raises(ForkError) as caught:
+        fork_transcript(path, [world.tree.root])
+    assert error in str(caught.value)
+    assert isinstance(caught.value, NothingToFork) is (not fresh)  # SDK: ValueError
+    assert world.snapshot() == before
 
 
 def test_a_fork_appears_whole_or_not_at_all(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,7 +40,12 @@ import orjson
 from sessiondex.transcripts.chain import load_entries
 from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, get_str, is_chain_entry
-from sessiondex.transcripts.write import TAIL_QUIET_SECONDS, WriteRefused, owned_transcript
+from sessiondex.transcripts.write import (
+    BEING_WRITTEN,
+    TAIL_QUIET_SECONDS,
+    WriteRefused,
+    owned_transcript,
+)
 
 FORK_SUFFIX = " (fork)"
 DEFAULT_BASE_TITLE = "Forked session"
@@ -339,6 +344,11 @@ def fork_transcript(
         raise ForkError(f"{owned.path} no longer exists") from None
     except OSError as exc:
         raise ForkError(f"cannot read {owned.path}: {exc.strerror}") from None
+    if not quiet and not fork_candidates(records):
+        # Claude Code rewrites a transcript in place (truncate, then write) and creates
+        # it at its first line: a file just written with no whole message yet is being
+        # written, not a session with none (which a moment later it no longer is).
+        raise ForkError(f"{BEING_WRITTEN} ({owned.path} holds no whole message yet)")
     new_id = str(uuid.uuid4())
     fork = build_fork(records, source_id=owned.session_id, new_id=new_id, up_to=up_to, title=title)
     target = owned.path.parent / f"{new_id}.jsonl"
