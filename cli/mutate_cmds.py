@@ -29,6 +29,17 @@ def _stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
+def confirm_delete(question: str, yes: bool) -> None:
+    """Ask ``question`` on the terminal unless ``yes``; refuse without a terminal to ask
+    on (a script must say --yes), and stop with nothing deleted on a no."""
+    if yes:
+        return
+    if not _stdin_is_terminal():
+        raise CliError("refusing to delete without confirmation: pass --yes")
+    if not click.confirm(clean_line(question), default=False, err=True):
+        raise CliError("aborted: nothing deleted")
+
+
 def _target(arg: str, cwd: str | None, fmt: str) -> Resolution:
     from sessiondex.cli.query_cmds import resolve_or_exit
 
@@ -226,15 +237,11 @@ def delete(arg: str, yes: bool, cwd: str | None) -> None:
 
     found = _target(arg, cwd, "table")
     session = found.session
-    if not yes:
-        if not _stdin_is_terminal():
-            raise CliError("refusing to delete without confirmation: pass --yes")
-        question = (
-            f"Delete session {session['title']!r} ({session['session_id']}), "
-            f"{session['file_path']} and its subagents?"
-        )
-        if not click.confirm(clean_line(question), default=False, err=True):
-            raise CliError("aborted: nothing deleted")
+    confirm_delete(
+        f"Delete session {session['title']!r} ({session['session_id']}), "
+        f"{session['file_path']} and its subagents?",
+        yes,
+    )
     result = _run(lambda: do_delete(app().db(), found, roots=app().roots))
     for path in result.removed:
         click.echo(clean_line(f"Deleted {path}"))

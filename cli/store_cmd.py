@@ -134,7 +134,7 @@ def delete_cmd(dsn: str, arg: str, yes: bool, cwd: str | None) -> None:
         sessiondex store delete postgresql://db.internal/team 3F2A9C1E-0B7D-4C55-9E11-2A4B6C8D0E1F --yes
     """
     _checked_dsn(dsn)
-    from sessiondex.cli.mutate_cmds import _stdin_is_terminal
+    from sessiondex.cli.mutate_cmds import confirm_delete
     from sessiondex.cli.query_cmds import resolved_or_exit
     from sessiondex.index import Index
     from sessiondex.store.dsn import hide_password
@@ -153,15 +153,11 @@ def delete_cmd(dsn: str, arg: str, yes: bool, cwd: str | None) -> None:
     session = found.session
     session_id, project_key = str(session["session_id"]), str(session["project_key"])
     where = hide_password(dsn)
-    if not yes:
-        if not _stdin_is_terminal():
-            raise CliError("refusing to delete without confirmation: pass --yes")
-        question = (
-            f"Delete session {session['title']!r} ({session_id}, project {project_key})"
-            f" and its subagents from the team store {where}?"
-        )
-        if not click.confirm(clean_line(question), default=False, err=True):
-            raise CliError("aborted: nothing deleted")
+    confirm_delete(
+        f"Delete session {session['title']!r} ({session_id}, project {project_key})"
+        f" and its subagents from the team store {where}?",
+        yes,
+    )
 
     async def delete() -> None:
         from sessiondex.store.sdk_store import PostgresSessionStore

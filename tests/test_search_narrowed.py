@@ -205,6 +205,19 @@ def _page(db: Any, query: str, limit: int | None) -> tuple[str, list[tuple[str, 
     return outcome.kind, rows
 
 
+def _count_each_term_best(monkeypatch: pytest.MonkeyPatch, query: str) -> list[str]:
+    """The calls that rank each word alone (``_each_term_best``), one ``query`` each."""
+    calls: list[str] = []
+    each_term_best = search_module._each_term_best
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(query)
+        return each_term_best(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "_each_term_best", counted)
+    return calls
+
+
 @pytest.mark.parametrize("query", ["the retry", "handler config", "the retry upl", "config test"])
 def test_a_page_filled_by_rows_holding_every_word_ranks_no_word_alone(
     index: Any, query: str, monkeypatch: pytest.MonkeyPatch
@@ -215,14 +228,7 @@ def test_a_page_filled_by_rows_holding_every_word_ranks_no_word_alone(
     connection``, 0.64 s at 20,000 sessions, for a page it could not change)."""
     kind, everything = _page(index, query, None)
     assert kind == "match" and len(everything) > 3
-    calls: list[str] = []
-    each_term_best = search_module._each_term_best
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(query)
-        return each_term_best(*args, **kwargs)
-
-    monkeypatch.setattr(search_module, "_each_term_best", counted)
+    calls = _count_each_term_best(monkeypatch, query)
     assert _page(index, query, 3) == (kind, everything[:3])
     assert calls == []
 
@@ -255,14 +261,7 @@ def test_a_spelling_does_not_rank_words_alone_for_a_page_already_filled(
     query = "fix the cache_key handler"
     kind, everything = _page(db, query, None)
     assert kind == "match" and len(everything) == 8  # the apart ones are found
-    calls: list[str] = []
-    each_term_best = search_module._each_term_best
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(query)
-        return each_term_best(*args, **kwargs)
-
-    monkeypatch.setattr(search_module, "_each_term_best", counted)
+    calls = _count_each_term_best(monkeypatch, query)
     assert _page(db, query, limit) == (kind, everything[:limit])
     assert calls == []
     # Not filled by them, the page still takes the apart sessions.
