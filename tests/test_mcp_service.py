@@ -42,7 +42,7 @@ from sessiondex.indexer.dirty import MAX_WRITTEN, DirtyBit, _Handler  # noqa: E4
 from sessiondex.mcp_server.server import parse_loopback  # noqa: E402
 from sessiondex.mcp_server.service import SessionService, Settings, UserError, cut  # noqa: E402
 from tests.builders import ConfigTree, SessionWriter, copy_fixtures  # noqa: E402
-from tests.test_watch import START_ERRORS, UNRELIABLE  # noqa: E402
+from tests.test_watch import START_ERRORS, UNRELIABLE, count_observers  # noqa: E402
 from tests.test_watch import _delays as _waits  # noqa: E402
 
 CWD = "/tmp/sessiondex-mcp-tests/repo"
@@ -654,8 +654,6 @@ def test_events_are_not_tried_while_the_tree_outgrows_the_watch_limit(
 ) -> None:
     """A try would take every watch the user has left for a moment: with more
     directories than the kernel's per-user limit it is not made until that is raised."""
-    import watchdog.observers
-
     tree = ConfigTree(tmp_path / "claude")
     for n in range(3):
         other = tree.session(cwd=f"/tmp/sessiondex-mcp-tests/p{n}")
@@ -670,14 +668,7 @@ def test_events_are_not_tried_while_the_tree_outgrows_the_watch_limit(
         for name, message, args in UNRELIABLE["limit"]:
             logging.getLogger(name).warning(message, *args)
         assert bit.take() is None and not bit.watching
-        made: list[object] = []
-
-        class Counted(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
-            def __init__(self) -> None:
-                made.append(self)
-                super().__init__()
-
-        monkeypatch.setattr(watchdog.observers, "Observer", Counted)
+        made = count_observers(monkeypatch)
         assert eventually(lambda: bit.take() is None and len(_waits(said)) == 3)
         assert made == [] and not bit.watching
         assert "need 4 watches, more than fs.inotify.max_user_watches (2)" in said[-1], said

@@ -106,15 +106,21 @@ def test_the_scope_narrows_before_the_sessions_do(
         _both_ways(index, query, monkeypatch, scope="worktree", cwd="/w/project-1", limit=50)
 
 
-def test_the_shortcut_is_taken(index: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Not a test that compares a path with itself: the narrowed ranking is what runs
-    for a query with a rare word (the common word is ranked in few sessions)."""
+def _statements(index: Any, query: str) -> list[str]:
+    """The SQL a search for ``query`` (every project, a page of 50) runs."""
     asked: list[str] = []
     index.conn.set_trace_callback(asked.append)
     try:
-        run_search(index, "zephyr retry", Filters(scope="all", limit=50))
+        run_search(index, query, Filters(scope="all", limit=50))
     finally:
         index.conn.set_trace_callback(None)
+    return asked
+
+
+def test_the_shortcut_is_taken(index: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a test that compares a path with itself: the narrowed ranking is what runs
+    for a query with a rare word (the common word is ranked in few sessions)."""
+    asked = _statements(index, "zephyr retry")
     assert any("s.id IN (" in sql and "min(f.rank)" in sql for sql in asked)
 
 
@@ -125,12 +131,7 @@ def test_the_narrowed_matches_are_dropped_before_their_lookups(index: Any) -> No
     tested it by its session (``the`` in 101 of the text-heavy bench's 2,000 sessions:
     33 → 23 ms; ``fix``: 22 → 9). Read from the plans: the list is searched, by the
     messages' session index, before ``m`` is."""
-    asked: list[str] = []
-    index.conn.set_trace_callback(asked.append)
-    try:
-        run_search(index, "zephyr retry", Filters(scope="all", limit=50))
-    finally:
-        index.conn.set_trace_callback(None)
+    asked = _statements(index, "zephyr retry")
     narrowed = [sql for sql in dict.fromkeys(asked) if "s.id IN (" in sql and "min(f.rank)" in sql]
     assert narrowed
     for sql in narrowed:

@@ -482,6 +482,22 @@ def test_falls_back_to_polling_when_native_events_fail(
 # directory left unwatched (the watch limit reached after start: a project made then was
 # never indexed, and nothing said so), or an overflow storm (more dirs watched than the
 # queue holds: its recovery overflows the queue again, for ever, a core busy; helper 126).
+def count_observers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The native observers made from now on (watchdog's ``Observer``, counted): a try
+    to go back to native events makes one."""
+    import watchdog.observers
+
+    made: list[object] = []
+
+    class Counted(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            made.append(self)
+            super().__init__()
+
+    monkeypatch.setattr(watchdog.observers, "Observer", Counted)
+    return made
+
+
 UNRELIABLE = {
     "limit": [("watchdog.observers.inotify", "Unable to watch %r: %s",
                ("/c/projects/-new", OSError(28, "inotify watch limit reached")))],
@@ -618,8 +634,6 @@ def test_native_events_are_not_tried_while_the_tree_outgrows_the_watch_limit(
     """A try would take every watch the user has left for a moment (another program
     asking for one then is refused): with more directories than the kernel's per-user
     limit it cannot succeed, so it is not made until the limit is raised."""
-    import watchdog.observers
-
     tree = ConfigTree(tmp_path / "claude")
     for n in range(3):
         session(tree, f"/work/p{n}", f"session {n}")  # projects/ and 3 project dirs
@@ -630,14 +644,7 @@ def test_native_events_are_not_tried_while_the_tree_outgrows_the_watch_limit(
     for logger, message, args in UNRELIABLE["limit"]:
         logging.getLogger(logger).warning(message, *args)
     wait_for(lambda: watcher.observer_kind == "polling", "polling")
-    made: list[object] = []
-
-    class Counted(watchdog.observers.Observer):  # type: ignore[misc, valid-type]
-        def __init__(self) -> None:
-            made.append(self)
-            super().__init__()
-
-    monkeypatch.setattr(watchdog.observers, "Observer", Counted)
+    made = count_observers(monkeypatch)
     wait_for(lambda: len(_delays(notes)) == 3, "two checks of the limit")
     assert made == [] and watcher.observer_kind == "polling"
     assert "need 4 watches, more than fs.inotify.max_user_watches (2)" in notes[-1], notes
