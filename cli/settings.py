@@ -133,9 +133,9 @@ def _checked(table: dict[str, Any], path: Path) -> dict[str, Any]:
 
 
 def _is_dsn(value: str) -> bool:
-    from sessiondex.query.teamdb import is_dsn
+    from sessiondex.store.dsn import is_postgres_dsn
 
-    return bool(is_dsn(value))
+    return is_postgres_dsn(value)
 
 
 def _absolute(value: str, key: str, path: Path) -> str:

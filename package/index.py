@@ -152,11 +152,11 @@ class Index:
         self._team_dsn: str | None = None
         self._team: TeamDatabase | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        from sessiondex.query.teamdb import is_dsn
+        from sessiondex.store.dsn import is_postgres_dsn
 
-        if db is None and is_dsn(os.environ.get("SESSIONDEX_DB")):
+        if db is None and is_postgres_dsn(os.environ.get("SESSIONDEX_DB")):
             db = os.environ["SESSIONDEX_DB"]
-        if is_dsn(db):
+        if is_postgres_dsn(db):
             assert isinstance(db, str)
             self._team_dsn = db
         elif db is None or isinstance(db, (str, os.PathLike)):

@@ -96,14 +96,6 @@ class NotATeamStore(RuntimeError):
 READ_SCHEMA_VERSION = 8
 
 
-def is_dsn(value: object) -> bool:
-    """True for a ``postgresql://`` (or ``postgres://``) URL, in any case: ``--db`` names
-    the store (:func:`sessiondex.store.dsn.is_postgres_dsn`, the one rule)."""
-    from sessiondex.store.dsn import is_postgres_dsn
-
-    return is_postgres_dsn(value)
-
-
 @lru_cache(maxsize=256)
 def _to_pg(sql: str) -> str:
     """``?`` placeholders → psycopg's ``%s`` (a literal ``%`` doubled first)."""

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from urllib.parse import urlsplit, urlunsplit
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
-# ``password=`` and ``sslpassword=`` (the client key's), in a key=value string or a query.
-_KEYWORD_PASSWORD = re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
-
-
 # Seconds to wait for the server to answer a connection, unless the DSN says otherwise:
 # an unreachable or silent server fails in seconds, not at the OS's TCP timeout (minutes)
 # or never (a listener that accepts and never replies).
 CONNECT_TIMEOUT = 10
-_USERINFO_PASSWORD = re.compile(r"(//[^:/@\s]*:)[^@\s]*(@)")
+
+
+# The patterns are compiled on first use (a password to hide), not at import: every
+# command asks :func:`is_postgres_dsn` of its ``--db``.
+@cache
+def _keyword_password() -> re.Pattern[str]:
+    """``password=`` and ``sslpassword=`` (the client key's), in a key=value string or a
+    query."""
+    return re.compile(r"(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+@cache
+def _userinfo_password() -> re.Pattern[str]:
+    """The password of a URL's ``user:password@``."""
+    return re.compile(r"(//[^:/@\s]*:)[^@\s]*(@)")
 
 
 def is_postgres_dsn(value: object) -> bool:
@@ -56,16 +67,16 @@ def _masked_by_shape(dsn: str) -> str:
             parts = urlsplit(dsn)
             password = parts.password
         except ValueError:  # "Invalid IPv6 URL" and the like
-            return _KEYWORD_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***\2", dsn))
+            return _keyword_password().sub(r"\1***", _userinfo_password().sub(r"\1***\2", dsn))
         if not parts.netloc:  # postgresql:///db?host=…: urlunsplit would drop the //
-            return _KEYWORD_PASSWORD.sub(r"\1***", dsn.replace("&", " &")).replace(" &", "&")
+            return _keyword_password().sub(r"\1***", dsn.replace("&", " &")).replace(" &", "&")
         if password is not None:
             host = parts.netloc.rsplit("@", 1)[1]
             user = parts.username or ""
             parts = parts._replace(netloc=f"{user}:***@{host}")
-        query = _KEYWORD_PASSWORD.sub(r"\1***", parts.query)
+        query = _keyword_password().sub(r"\1***", parts.query)
         return urlunsplit(parts._replace(query=query))
-    return _KEYWORD_PASSWORD.sub(r"\1***", dsn)
+    return _keyword_password().sub(r"\1***", dsn)
 
 
 def error_line(exc: BaseException, dsn: str) -> str:
@@ -94,7 +105,7 @@ def _passwords(dsn: str) -> list[str]:
         if ":" in userinfo:
             written = userinfo.split(":", 1)[1]
             found.update({written, unquote(written), *written.split("@")})
-    for keyword in _KEYWORD_PASSWORD.finditer(dsn):
+    for keyword in _keyword_password().finditer(dsn):
         value = keyword.group(2).split("&")[0].strip("'")
         found.update({value, unquote(value)})
     found.update(_libpq_passwords(dsn))

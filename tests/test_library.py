@@ -227,6 +227,7 @@ _NOT_AT_STARTUP = (
     "psycopg",
     "rapidfuzz",
     "sessiondex.query.prs",  # a search for a PR's URL only
+    "sessiondex.query.teamdb",  # --db names the team store (store.dsn's rule says so)
 )
 # As the console script runs it (pyproject.toml [project.scripts]).
 _LOADED = (
@@ -240,9 +241,10 @@ _LOADED = (
     " if m in sys.modules), file=sys.stderr)\n"
     "    from sessiondex.indexer import db\n"
     "    from sessiondex.query import filters\n"
+    "    from sessiondex.store import dsn\n"
     "    from sessiondex.transcripts import reader, tags\n"
     "    lazy = (db._not_a_path, filters._relative_re, reader._json_grammar_tokens,"
-    " tags._strip_re)\n"
+    " tags._strip_re, dsn._keyword_password, dsn._userinfo_password)\n"
     "    print('PATTERNS', [f.__name__ for f in lazy if f.cache_info().currsize],"
     " file=sys.stderr)\n"
 )
