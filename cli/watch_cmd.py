@@ -105,7 +105,7 @@ def watch(
     def log(message: str) -> None:
         click.echo(clean_line(f"watch: {message}"), err=True)
 
-    lock = WatcherLock(state.database_path)
+    lock = WatcherLock(state.database_path, roots=state.roots)
     try:
         lock.acquire()
     except AlreadyWatching as exc:

@@ -9,9 +9,10 @@ blocks anyone: "is a watcher live?" is "is the lock held?", not "does the file e
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from sessiondex.indexer.faults import IndexBusy
@@ -26,10 +27,21 @@ def lock_path(db_path: str | os.PathLike[str], kind: str = "watch") -> Path:
 
 class WatcherLock:
     """Hold a lock: ``with WatcherLock(db): ...``; raises ``AlreadyWatching`` when another
-    process holds it."""
+    process holds it.
 
-    def __init__(self, db_path: str | os.PathLike[str], kind: str = "watch") -> None:
+    The file holds the holder's pid, then, for ``watch``, the config dirs it keeps
+    current (``roots``, one JSON string a line, links resolved): a reader of other
+    config dirs must refresh them itself (:func:`watcher_covers`). A lock taken without
+    ``roots`` (an older watcher) counts as covering every config dir, as before."""
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str],
+        kind: str = "watch",
+        roots: Iterable[str | os.PathLike[str]] | None = None,
+    ) -> None:
         self.path = lock_path(db_path, kind)
+        self._roots = None if roots is None else [os.path.realpath(r) for r in roots]
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -41,7 +53,8 @@ class WatcherLock:
             os.close(fd)
             raise AlreadyWatching(watcher_pid(self.path)) from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        text = f"{os.getpid()}\n" + "".join(json.dumps(r) + "\n" for r in self._roots or ())
+        os.write(fd, text.encode())
         self._fd = fd
 
     def release(self) -> None:
@@ -67,14 +80,37 @@ class AlreadyWatching(RuntimeError):
 
 def watcher_pid(path: Path) -> int | None:
     try:
-        return int(path.read_text().strip() or 0) or None
+        return int(path.read_text().split("\n", 1)[0].strip() or 0) or None
     except (OSError, ValueError):
         return None
+
+
+def _watched_roots(path: Path) -> set[str] | None:
+    """The config dirs the holder of the ``watch`` lock at ``path`` keeps current; None
+    when it did not say (a lock taken without them, or a file being written)."""
+    try:
+        lines = path.read_text().split("\n")[1:]
+        roots = {json.loads(line) for line in lines if line}
+    except (OSError, ValueError):
+        return None
+    return {r for r in roots if isinstance(r, str)} or None
 
 
 def watcher_alive(db_path: str | os.PathLike[str], kind: str = "watch") -> bool:
     """True while a live process holds this database's ``kind`` lock."""
     return _held(db_path, kind)
+
+
+def watcher_covers(
+    db_path: str | os.PathLike[str], roots: Iterable[str | os.PathLike[str]]
+) -> bool:
+    """True while a live ``watch`` keeps this database current for every one of
+    ``roots``: a watcher of ``~/.claude`` does not index ``~/old-laptop/.claude``, so a
+    reader of that one refreshes it itself (it answered "No matches." for its sessions)."""
+    if not _held(db_path, "watch"):
+        return False
+    watched = _watched_roots(lock_path(db_path, "watch"))
+    return watched is None or all(os.path.realpath(r) in watched for r in roots)
 
 
 def wait_for_release(

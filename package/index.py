@@ -211,10 +211,11 @@ class Index:
         return self._team_dsn
 
     def watcher_alive(self) -> bool:
-        """True while a ``sessiondex watch`` keeps this database current."""
-        from sessiondex.indexer.lock import watcher_alive
+        """True while a ``sessiondex watch`` keeps this database current for every
+        config dir of this index (one watching other dirs leaves ours to our refresh)."""
+        from sessiondex.indexer.lock import watcher_covers
 
-        return self._path is not None and watcher_alive(self._path)
+        return self._path is not None and watcher_covers(self._path, self.roots)
 
     def say(self, text: str) -> None:
         """One line for the person using this (a note, never an error): kept in

@@ -9,7 +9,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.lock import watcher_alive
+from sessiondex.indexer.lock import watcher_alive, watcher_covers
 from sessiondex.indexer.meta import get_meta
 from sessiondex.query.archives import archived_sql
 from sessiondex.query.filters import roots_sql
@@ -82,5 +82,15 @@ def index_stats(
         "last_refresh": (
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(last))) if last else None
         ),
-        "watcher": "running" if watcher_alive(db_path) else "not running",
+        "watcher": _watcher_state(db_path, roots),
     }
+
+
+def _watcher_state(db_path: Path, roots: Sequence[str | PathLike[str]] | None) -> str:
+    """``running`` only when the live ``watch`` keeps these config dirs current: one of
+    other dirs leaves them to each command's own refresh, and says so."""
+    if not watcher_alive(db_path):
+        return "not running"
+    if roots is None or watcher_covers(db_path, roots):
+        return "running"
+    return "running for other config dirs (commands here refresh themselves)"

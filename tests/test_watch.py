@@ -882,6 +882,44 @@ def test_watch_exits_1_when_its_worker_dies(tmp_path: Path, monkeypatch) -> None
     assert not watcher_alive(db_path)
 
 
+def test_a_watch_of_one_config_dir_leaves_another_dirs_refresh_to_the_reader(
+    tmp_path: Path,
+) -> None:
+    """New user, helper 305: with `watch` running on `~/.claude`, `sessiondex
+    --config-dir ~/old-laptop/.claude search …` on the same (default) index skipped its
+    refresh, since "a watcher is live", and answered "No matches." for the old laptop's
+    sessions, which no one indexed. A watcher keeps only the config dirs it watches
+    current: a reader with another one refreshes itself."""
+    from sessiondex import Index
+
+    here = ConfigTree(tmp_path / "claude")
+    session(here, "/work/repo", "alpha on this machine")
+    laptop = ConfigTree(tmp_path / "old laptop")
+    db_path = tmp_path / "index.db"
+    watcher = WatchProcess(here.root, db_path, "--no-archive")
+    try:
+        watcher.wait_for_line("watching")
+        session(laptop, "/work/old", "aardvark on the old laptop")
+        result = CliRunner().invoke(
+            cli,
+            ["--config-dir", str(laptop.root), "--db", str(db_path)]
+            + ["search", "aardvark", "--scope", "all", "--json"],
+        )
+        assert result.exit_code == 0, result.output
+        assert [s["title"] for s in json.loads(result.output)] == ["aardvark on the old laptop"]
+        session(laptop, "/work/old", "badger later on the old laptop")
+        with Index(db_path, [here.root, laptop.root]) as index:
+            titles = {s["title"] for s in index.list(scope="all")}
+        assert "badger later on the old laptop" in titles
+        with Index(db_path, here.root) as index:
+            assert index.watcher_alive() and index.stats()["watcher"] == "running"
+        with Index(db_path, laptop.root) as index:
+            assert not index.watcher_alive()
+            assert index.stats()["watcher"].startswith("running for other config dirs")
+    finally:
+        assert watcher.finish(signal.SIGTERM) == 0
+
+
 def test_second_watch_exits_1_with_a_clear_message(tmp_path: Path) -> None:
     db_path = tmp_path / "index.db"
     (tmp_path / "claude" / "projects").mkdir(parents=True)
