@@ -50,12 +50,11 @@ def _project_keys(projects: tuple[str, ...], roots: list[Path]) -> set[str] | No
     not push nothing quietly."""
     if not projects:
         return None
-    from sessiondex.transcripts.keys import project_keys_for_directory
+    from sessiondex.transcripts.keys import project_keys_named
 
     keys: set[str] = set()
     for value in projects:
-        candidates = [value] if "/" not in value else []
-        candidates += project_keys_for_directory(value)
+        candidates = project_keys_named(value)
         found = [k for k in candidates if any((r / "projects" / k).is_dir() for r in roots)]
         if not found:
             raise CliError(f"--project {value!r}: no sessions started there")

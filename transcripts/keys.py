@@ -125,3 +125,12 @@ def project_keys_for_directory(
     if key not in keys:
         keys.append(key)
     return keys
+
+
+def project_keys_named(value: str) -> list[str]:
+    """The project keys a ``--project`` value may name: a directory (the sessions started
+    there, named as Claude Code names their folder; it need not exist any more) or,
+    without a ``/``, a project folder's own name too (``push``, ``store delete``)."""
+    return ([value] if "/" not in value else []) + [
+        k for k in project_keys_for_directory(value) if k != value
+    ]
