@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -39,6 +39,9 @@ def _why_not_resumable(obj: dict[str, Any]) -> str:
 if TYPE_CHECKING:
     from sessiondex.index import Index
     from sessiondex.query.resolve import Resolution
+
+#: What a resolution asked of an index answers (:func:`resolved_or_exit`).
+R = TypeVar("R")
 
 
 def echo_notes(notes: list[str]) -> None:
@@ -76,14 +79,15 @@ def resolve_or_exit(
 
 def resolved_or_exit(
     index: Index,
-    ask: Callable[[Index], Resolution],
+    ask: Callable[[Index], R],
     fmt: str = "table",
     *,
     if_archived: Callable[[dict[str, Any]], str] | None = None,
-) -> Resolution:
+) -> R:
     """``ask(index)``'s resolution, its failures said as every command says them (not
     found: exit 1; ambiguous: the candidates, exit 3), whichever index answers: ``store
-    delete`` asks the team store its DSN names, not the ``--db`` one."""
+    delete`` asks the team store its DSN names, not the ``--db`` one (and answers the
+    sessions a whole ID names: every stored copy)."""
     from sessiondex.query.resolve import Ambiguous, NotFound
 
     try:

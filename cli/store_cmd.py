@@ -116,63 +116,180 @@ def init(dsn: str) -> None:
 @click.argument("dsn")
 @click.argument("arg")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    metavar="KEY",
+    help="With a whole session ID that several projects hold: delete the copy of project"
+    " KEY (its folder name, as the error names it, or the directory it was started in,"
+    " as the candidates show it). Repeatable.",
+)
+@click.option(
+    "--all-copies",
+    is_flag=True,
+    help="With a whole session ID that several projects hold: delete every copy.",
+)
 @cwd_option
-def delete_cmd(dsn: str, arg: str, yes: bool, cwd: str | None) -> None:
+def delete_cmd(
+    dsn: str, arg: str, yes: bool, projects: tuple[str, ...], all_copies: bool, cwd: str | None
+) -> None:
     """Delete session ARG from the team store in DSN, for good.
 
-    ARG is read as `sessiondex --db DSN show ARG` reads it: a session ID in any case,
-    8 or more of its first hex digits, or its name (prefixes and names among the
-    sessions of the current repository, or --cwd's). The session goes with its
+    A whole session ID names every copy the store holds: one without a message too,
+    and copies in several projects (a transcript copied to another directory), which
+    are listed: say which with --project, or --all-copies. A name or 8 or more of the
+    ID's first hex digits are read as `sessiondex --db DSN show ARG` reads them, among
+    the sessions of the current repository (or --cwd's). The session goes with its
     subagents and everything derived from it, and leaves a tombstone: no push sends it
-    again (`push --resend-deleted ID` does, on purpose). The same delete as the Agent
-    SDK's PostgresSessionStore.delete. Asks first unless --yes; without a terminal to
-    ask on, --yes is required. Transcripts on anyone's machine are not touched.
+    again (`push --resend-deleted ID` does, on purpose). A session deleted already is
+    said so, with when. The same delete as the Agent SDK's
+    PostgresSessionStore.delete. Asks first unless --yes; without a terminal to ask on,
+    --yes is required. Transcripts on anyone's machine are not touched.
 
     \b
     Example:
         sessiondex store delete postgresql://db.internal/team 3f2a9c1e
         sessiondex store delete postgresql://db.internal/team 3F2A9C1E-0B7D-4C55-9E11-2A4B6C8D0E1F --yes
+        sessiondex store delete postgresql://db.internal/team 3f2a9c1e-0b7d-4c55-9e11-2a4b6c8d0e1f --project ~/src/shop
     """
     _checked_dsn(dsn)
+    if projects and all_copies:
+        raise click.UsageError("--all-copies and --project: give one of them")
     from sessiondex.cli.mutate_cmds import confirm_delete
     from sessiondex.cli.query_cmds import resolved_or_exit
     from sessiondex.index import Index
     from sessiondex.store.dsn import hide_password
 
     with _store_errors(dsn), Index(dsn, refresh=False) as index:
-        # The reading commands' resolution over the store (read-only: a store too old
-        # to read is said so, not migrated, before anything is asked or deleted).
-        found = resolved_or_exit(index, lambda i: i.resolve(arg, cwd=cwd))
-    if found.row.get("id") is None or int(found.row["id"]) < 0:  # read from a local file
-        raise CliError(
-            clean_line(
-                f"{arg} is a transcript on this machine, not a session of the team"
-                " store: give the session's ID"
-            )
+        # Read-only: a store too old to read is said so, not migrated, before anything
+        # is asked or deleted.
+        whole_id, sessions = resolved_or_exit(index, lambda i: _named(i, dsn, arg, cwd))
+    if not whole_id and (projects or all_copies):
+        raise click.UsageError(
+            f"--project and --all-copies choose among the copies of a whole session ID;"
+            f" {arg!r} names one session"
         )
-    session = found.session
-    session_id, project_key = str(session["session_id"]), str(session["project_key"])
+    if whole_id:
+        sessions = _chosen_copies(sessions, projects, all_copies)
+    first = sessions[0]
+    session_id = str(first["session_id"])
+    keys = [str(s["project_key"]) for s in sessions]
     where = hide_password(dsn)
-    confirm_delete(
-        f"Delete session {session['title']!r} ({session_id}, project {project_key})"
-        f" and its subagents from the team store {where}?",
-        yes,
+    which = (
+        f"{first['title']!r} ({session_id}, project {keys[0]})"
+        if len(keys) == 1
+        else f"{session_id} from {len(keys)} projects ({', '.join(keys)})"
     )
+    confirm_delete(f"Delete session {which} and its subagents from the team store {where}?", yes)
 
-    async def delete() -> None:
+    async def delete(project_key: str, session_id: str) -> None:
         from sessiondex.store.sdk_store import PostgresSessionStore
 
         async with PostgresSessionStore(dsn, max_size=1) as team:
             await team.delete({"project_key": project_key, "session_id": session_id})
 
-    with _store_errors(dsn):
-        _run(delete())
+    for session in sessions:
+        session_id, project_key = str(session["session_id"]), str(session["project_key"])
+        with _store_errors(dsn):
+            _run(delete(project_key, session_id))
+        click.echo(
+            clean_line(
+                f"Deleted session {session_id} (project {project_key}) from the team store;"
+                f" push will not send it again (push --resend-deleted {session_id} would)"
+            )
+        )
+
+
+def _named(index: Any, dsn: str, arg: str, cwd: str | None) -> tuple[bool, list[dict[str, Any]]]:
+    """What ARG names in the store: ``(True, copies)`` for a whole session ID (every
+    stored copy: ``Index.copies``), ``(False, [session])`` for a name or prefix, read as
+    the reading commands read it. ``NotFound`` for none: for a session deleted already,
+    one that says so (:func:`_deleted_already`)."""
+    from sessiondex.query.resolve import NotFound, not_found_id
+    from sessiondex.transcripts.keys import is_session_id
+
+    if is_session_id(arg):
+        copies = index.copies(arg)
+        if copies:
+            return True, copies
+        raise _deleted_already(dsn, arg) or not_found_id(arg)
+    try:
+        found = index.resolve(arg, cwd=cwd)
+    except NotFound as exc:
+        # An ID an SDK app gave (not a UUID) that no single copy with messages holds.
+        copies = index.copies(arg)
+        if copies:
+            return True, copies
+        raise _deleted_already(dsn, arg) or exc from None
+    if found.row.get("id") is None or int(found.row["id"]) < 0:  # read from a local file
+        raise NotFound(
+            f"{arg} is a transcript on this machine, not a session of the team"
+            " store: give the session's ID"
+        )
+    return False, [found.session]
+
+
+def _deleted_already(dsn: str, arg: str) -> Exception | None:
+    """A ``NotFound`` that says the session ARG names was deleted from the store: when,
+    from which project, by whom (as far as its tombstones know), and where the
+    tombstones are listed; None if ARG names no deleted session."""
+    from sessiondex.query.resolve import NotFound
+    from sessiondex.store.tombstones import deleted_session
+
+    tombstones = _on_connection(dsn, lambda conn: deleted_session(conn, arg))
+    if not tombstones:
+        return None
+    each = "; ".join(
+        f"project {t['project_key']}"
+        + (f", on {_minute(t['deleted_at'])}" if len(tombstones) > 1 else "")
+        + (f", by {by}" if (by := _by(t)) else "")
+        for t in tombstones
+    )
+    when = "" if len(tombstones) > 1 else f" on {_minute(tombstones[0]['deleted_at'])}"
+    return NotFound(
+        f"session {tombstones[0]['session_id']} was deleted from the team store{when}"
+        f" ({each}); `sessiondex store deleted DSN` lists what was deleted"
+    )
+
+
+def _chosen_copies(
+    copies: list[dict[str, Any]], projects: tuple[str, ...], all_copies: bool
+) -> list[dict[str, Any]]:
+    """The copies of a whole ID to delete: the only one, every one with --all-copies, or
+    those of the --project values (each must name one). Several and no choice: the
+    candidates, exit 3."""
+    from sessiondex.transcripts.keys import project_keys_named
+
+    session_id = copies[0]["session_id"]
+    held = sorted({str(c["project_key"]) for c in copies})
+    if projects:
+        chosen: list[dict[str, Any]] = []
+        for value in projects:
+            keys = project_keys_named(value)
+            these = [c for c in copies if c["project_key"] in keys]
+            if not these:
+                raise CliError(
+                    f"--project {value}: session {session_id} is in the team store in"
+                    f" project{'s' if len(held) > 1 else ''} {', '.join(held)} only"
+                )
+            chosen += [c for c in these if c not in chosen]
+        return chosen
+    if len(copies) == 1 or all_copies:
+        return copies
+    from sessiondex.cli.app import EXIT_AMBIGUOUS
+    from sessiondex.cli.output import emit
+
     click.echo(
         clean_line(
-            f"Deleted session {session_id} (project {project_key}) from the team store;"
-            f" push will not send it again (push --resend-deleted {session_id} would)"
-        )
+            f"Error: session {session_id} is in {len(held)} projects of the team store"
+            f" ({', '.join(held)}): say which with --project KEY (or DIR), or --all-copies"
+            " (candidates below, newest first)"
+        ),
+        err=True,
     )
+    emit(copies, "table", project=True)
+    raise SystemExit(EXIT_AMBIGUOUS)
 
 
 @store.command("deleted")
@@ -216,9 +333,15 @@ def deleted_cmd(dsn: str, fmt: str, as_json: bool) -> None:
 def _tombstone_cells(row: dict[str, Any]) -> list[str]:
     """A tombstone as table cells: the time to the minute (UTC), the session ID with the
     subagent transcript it stands for if only that, ``user@host``."""
-    at = str(row["deleted_at"] or "")
-    when = f"{at[:10]} {at[11:16]}Z" if at else ""
     session = str(row["session_id"]) + (f" {row['subpath']}" if row["subpath"] else "")
-    user, host = row["deleted_by_user"], row["deleted_by_host"]
-    by = "@".join(part for part in (user, host) if part)
-    return [when, session, str(row["project_key"]), by]
+    return [_minute(row["deleted_at"]), session, str(row["project_key"]), _by(row)]
+
+
+def _minute(at: str | None) -> str:
+    """An ISO-8601 UTC time to the minute, as people read it: ``2026-11-30 09:15Z``."""
+    return f"{at[:10]} {at[11:16]}Z" if at else ""
+
+
+def _by(row: dict[str, Any]) -> str:
+    """Who deleted, ``user@host``, as far as the tombstone knows (may be empty)."""
+    return "@".join(part for part in (row["deleted_by_user"], row["deleted_by_host"]) if part)

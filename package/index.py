@@ -1184,6 +1184,15 @@ class Index:
 
         return self._answer(lambda db: picker_archived_paths(db, sessions))
 
+    def copies(self, session_id: str) -> Sessions:
+        """Every session object this index holds with ID ``session_id`` (in any case,
+        an exact match first), newest first, with ``matched_by`` ``id``: a copy with no
+        message, and copies in several projects, too, where :meth:`resolve` answers one
+        session to open or none. ``store delete`` chooses among them."""
+        from sessiondex.query.resolve import id_copies
+
+        return self._answer(lambda db: id_copies(db, session_id, self.roots))
+
     def sessions_at(self, file_paths: Sequence[str]) -> Sessions:
         """The session objects of these transcripts, in the order given (gone ones left out)."""
         from sessiondex.query.listing import sessions_by_path

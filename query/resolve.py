@@ -331,6 +331,20 @@ def _unindexed_copies(named: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def id_copies(db: Database, session_id: str, roots: list[Path]) -> list[dict[str, Any]]:
+    """Every row the index holds of ``session_id`` (in any case, an exact match first,
+    as :func:`resolve` reads an ID), as session objects, newest first: the copies a
+    whole ID names where it is not read to open one session (``store delete``). Unlike
+    :func:`resolve`, a copy without a message counts, and copies in several projects
+    (the duplicate Claude Code refuses) are all answered."""
+    kept, kept_params = kept_sql(db, False, roots)
+    for same in ("s.session_id = ?", "lower(s.session_id) = lower(?)"):
+        rows = select_rows(db, f"{same} AND {kept}", [session_id, *kept_params])
+        if rows:
+            break
+    return _matched(to_objects(db, rows), MATCHED_ID)
+
+
 def _session_object(db: Database, row: dict[str, Any]) -> dict[str, Any]:
     """The session object of an indexed row, or of one folded from its file (``id`` -1)."""
     return to_object_external(row) if row.get("id") == -1 else to_object(db, row)

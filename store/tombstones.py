@@ -109,26 +109,30 @@ def resend_sessions(
     digits) names the deleted session whose ID it alone starts, as ``show`` or
     ``resume`` read them; a prefix of several raises :class:`AmbiguousResend` (the
     push has sent nothing yet). ``deleted``: :func:`deleted_keys`."""
-    from sessiondex.query.resolve import is_id_prefix
-
     sessions = {session_id.lower() for _, session_id, _ in deleted}
     named: set[str] = set()
     unknown: list[str] = []
     for value in typed:
-        wanted = value.lower()
-        if wanted in sessions:
-            named.add(wanted)
-            continue
-        starting = (
-            sorted(s for s in sessions if s.startswith(wanted)) if is_id_prefix(value) else []
-        )
-        if len(starting) > 1:
-            raise AmbiguousResend(value, starting)
-        if starting:
-            named.add(starting[0])
+        found = ids_named(sessions, value)
+        if len(found) > 1:
+            raise AmbiguousResend(value, found)
+        if found:
+            named.add(found[0])
         else:
             unknown.append(value)
     return frozenset(named), unknown
+
+
+def ids_named(sessions: set[str], typed: str) -> list[str]:
+    """Which of the deleted sessions ``sessions`` (IDs in lower case) ``typed`` names, as
+    ``show`` reads an ID: the session ID in any case, or else every ID that a prefix of
+    8 or more hex digits (query/resolve.py ``is_id_prefix``) starts, sorted."""
+    from sessiondex.query.resolve import is_id_prefix
+
+    wanted = typed.lower()
+    if wanted in sessions:
+        return [wanted]
+    return sorted(s for s in sessions if s.startswith(wanted)) if is_id_prefix(typed) else []
 
 
 def covers(deleted: set[tuple[str, str, str]], key: Key) -> bool:
@@ -171,6 +175,19 @@ async def still_deleted(conn: AsyncConnection[Any], key: Key, *, resend: bool) -
     )
     row = await cur.fetchone()
     return bool(row and row[0])
+
+
+async def deleted_session(conn: AsyncConnection[Any], typed: str) -> list[dict[str, Any]]:
+    """The tombstones of the whole session ``typed`` names among the deleted ones (an ID,
+    or a prefix that starts one deleted session's ID alone: :func:`ids_named`), newest
+    first, one per project it was deleted from; none when it names no deleted session,
+    or several. ``store delete`` says with them that what it was asked for is deleted
+    already. Reads only, as :func:`list_tombstones`."""
+    whole = [row for row in await list_tombstones(conn) if row["subpath"] == MAIN_SUBPATH]
+    found = ids_named({str(row["session_id"]).lower() for row in whole}, typed)
+    if len(found) != 1:
+        return []
+    return [row for row in whole if str(row["session_id"]).lower() == found[0]]
 
 
 async def list_tombstones(conn: AsyncConnection[Any]) -> list[dict[str, Any]]:

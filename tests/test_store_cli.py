@@ -257,3 +257,183 @@ def build_tree(tmp_path: Path) -> Path:
     tree = ConfigTree(tmp_path / "claude")
     build_session(tree, SHOP, "Auth refactor").write()
     return tree.root
+
+
+# A session copied into a second project (the same ID in the shop and the blog), and a
+# session whose transcript holds a title and nothing else (metadata-only).
+COPIED = "c0b1ed00-0000-4000-8000-000000000003"
+BARE = "ba2eba2e-0000-4000-8000-000000000004"
+BLOG = "/home/dev/blog"
+
+
+@pytest.fixture
+def odd(main: SessionWriter) -> dict[str, str]:
+    """What the reading rules never resolve by ID (semantics §3): ``COPIED``, held by two
+    projects, and ``BARE``, a session without a message; their project keys."""
+    tree = main.tree
+    for n, cwd in enumerate((SHOP, BLOG)):
+        copy = tree.session(cwd=cwd, session_id=COPIED)
+        copy.user("set up the feed cache")
+        copy.assistant(f"done ({cwd})")
+        copy.meta("custom-title", customTitle=f"Feed cache {n}")
+        copy.write(mtime=1_790_000_300 + n)
+    bare = tree.session(cwd=SHOP, session_id=BARE)
+    bare.meta("custom-title", customTitle="Only a title")
+    bare.write(mtime=1_790_000_400)
+    return {"shop": tree.project_dir(SHOP).name, "blog": tree.project_dir(BLOG).name}
+
+
+def test_store_delete_of_a_deleted_session_says_so(main: SessionWriter, pg_dsn: str) -> None:
+    """A session deleted already is not 'not found': when, where and by whom, and where
+    the tombstones are listed; exit 1 (not found), nothing deleted again."""
+    push(main.tree.root, pg_dsn)
+    url, sid, pk = database_url(pg_dsn), main.session_id, main.project_dir.name
+    assert store("delete", url, sid, "--yes").exit_code == 0
+    query(pg_dsn, "UPDATE deleted_sessions SET deleted_at = '2026-11-30T09:15:42Z'")
+    before = (stored_keys(pg_dsn), tombstones(pg_dsn))
+    me = f"{getpass.getuser()}@{socket.gethostname()}"
+    said = (
+        f"Error: session {sid} was deleted from the team store on 2026-11-30 09:15Z"
+        f" (project {pk}, by {me}); `sessiondex store deleted DSN` lists what was deleted"
+    )
+    for typed, cwd in ((sid, None), (sid.upper(), None), (sid[:8], SHOP), (sid[:13], SHOP)):
+        result = store("delete", url, typed, "--yes", *(["--cwd", cwd] if cwd else []))
+        assert result.exit_code == 1, (typed, result.output)
+        assert result.stderr.splitlines() == [said], typed
+        assert result.stdout == ""
+    assert (stored_keys(pg_dsn), tombstones(pg_dsn)) == before
+    # a tombstone written without a user or host says no one
+    query(pg_dsn, "UPDATE deleted_sessions SET deleted_by_user = NULL, deleted_by_host = NULL")
+    result = store("delete", url, sid, "--yes")
+    assert result.stderr == said.replace(f", by {me}", "") + "\n"
+    # a subagent's tombstone alone is no deleted session: the session is deleted
+    sdk_delete(pg_dsn, pk, TWINS[0], "subagents/agent-none")
+    result = store("delete", url, TWINS[0], "--yes")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("arg", "options", "code", "deleted"),
+    [
+        # a whole ID names a session without a message too
+        (BARE, [], 0, [("shop", BARE)]),
+        (BARE.upper(), [], 0, [("shop", BARE)]),
+        # a whole ID held by two projects: which one, or both, said
+        (COPIED, [], 3, []),
+        (COPIED, ["--project", "blog"], 0, [("blog", COPIED)]),
+        (COPIED, ["--project", BLOG], 0, [("blog", COPIED)]),
+        (
+            COPIED,
+            ["--project", "shop", "--project", "blog"],
+            0,
+            [("shop", COPIED), ("blog", COPIED)],
+        ),
+        (COPIED, ["--all-copies"], 0, [("blog", COPIED), ("shop", COPIED)]),  # newest first
+        (COPIED, ["--project", "/home/dev/nowhere"], 1, []),
+        # names and prefixes keep the reading rules: a session without a message is
+        # never named; a prefix names the copy of this repository
+        ("Only a title", [], 1, []),
+        (COPIED[:8], [], 0, [("shop", COPIED)]),
+    ],
+    ids=[
+        "bare",
+        "bare-upper",
+        "copied",
+        "copied-project-key",
+        "copied-project-dir",
+        "copied-both-projects",
+        "copied-all",
+        "copied-no-such-project",
+        "bare-by-name",
+        "copied-prefix",
+    ],
+)
+def test_store_delete_names_every_stored_copy_of_a_whole_id(
+    main: SessionWriter,
+    odd: dict[str, str],
+    pg_dsn: str,
+    arg: str,
+    options: list[str],
+    code: int,
+    deleted: list[tuple[str, str]],
+) -> None:
+    push(main.tree.root, pg_dsn)
+    url = database_url(pg_dsn)
+    options = [odd.get(o, o) for o in options]
+    before = query(pg_dsn, "SELECT project_key, session_id FROM sessions ORDER BY 1, 2")
+    result = store("delete", url, arg, "--yes", "--cwd", SHOP, *options)
+    assert result.exit_code == code, result.output
+    gone = [(odd[p], sid) for p, sid in deleted]
+    after = query(pg_dsn, "SELECT project_key, session_id FROM sessions ORDER BY 1, 2")
+    assert after == [k for k in before if k not in gone]
+    assert [t[:3] for t in tombstones(pg_dsn)] == sorted((pk, sid, "") for pk, sid in gone)
+    if code == 0:
+        assert result.stdout.splitlines() == [
+            f"Deleted session {sid} (project {pk}) from the team store; push will not send it"
+            f" again (push --resend-deleted {sid} would)"
+            for pk, sid in gone
+        ]
+    if code == 3:  # the copies, each with its project; the options that choose
+        assert result.stderr.splitlines() == [
+            f"Error: session {COPIED} is in 2 projects of the team store"
+            f" ({odd['blog']}, {odd['shop']}): say which with --project KEY (or DIR),"
+            " or --all-copies (candidates below, newest first)"
+        ]
+        assert "Feed cache 1" in result.stdout and "Feed cache 0" in result.stdout
+        # the project column shows the directory, which --project takes too
+        assert SHOP in result.stdout and BLOG in result.stdout
+    if arg == COPIED and code == 1:
+        assert result.stderr.splitlines() == [
+            f"Error: --project /home/dev/nowhere: session {COPIED} is in the team store in"
+            f" projects {odd['blog']}, {odd['shop']} only"
+        ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["Auth refactor", "--project", "x"], "--project and --all-copies choose among"),
+        (["Auth refactor", "--all-copies"], "--project and --all-copies choose among"),
+        ([COPIED, "--all-copies", "--project", "x"], "--all-copies and --project"),
+    ],
+)
+def test_store_delete_copy_options_are_for_a_whole_id(
+    main: SessionWriter, odd: dict[str, str], pg_dsn: str, args: list[str], message: str
+) -> None:
+    push(main.tree.root, pg_dsn)
+    before = stored_keys(pg_dsn)
+    result = store("delete", database_url(pg_dsn), *args, "--yes", "--cwd", SHOP)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert (stored_keys(pg_dsn), tombstones(pg_dsn)) == (before, [])
+
+
+def test_store_delete_names_the_copies_of_an_sdk_apps_own_id(pg_dsn: str) -> None:
+    """An Agent SDK app may key a session by an ID of its own (not a UUID), in two
+    projects: that ID, typed in any case, names both copies as a UUID does; deleted,
+    it says so, from both projects."""
+    import asyncio
+
+    from sessiondex.store.sdk_store import PostgresSessionStore
+
+    job, keys = "Nightly-Feed-Job", ("-srv-feeds-a", "-srv-feeds-b")
+
+    async def append() -> None:
+        async with PostgresSessionStore(pg_dsn) as team:
+            for n, key in enumerate(keys):
+                prompt = {"role": "user", "content": f"refresh the feeds ({n})"}
+                entry = {"type": "user", "uuid": f"u{n}", "sessionId": job, "message": prompt}
+                await team.append({"project_key": key, "session_id": job}, [entry])
+
+    asyncio.run(append())
+    url = database_url(pg_dsn)
+    listed = store("delete", url, job.lower(), "--yes")
+    assert listed.exit_code == 3, listed.output
+    assert listed.stderr.startswith(f"Error: session {job} is in 2 projects of the team store")
+    assert tombstones(pg_dsn) == []
+    assert store("delete", url, job, "--yes", "--all-copies").exit_code == 0
+    assert [t[:3] for t in tombstones(pg_dsn)] == [(key, job, "") for key in keys]
+    again = store("delete", url, job, "--yes")
+    assert again.exit_code == 1, again.output
+    assert again.stderr.startswith(f"Error: session {job} was deleted from the team store (")
+    assert all(f"project {key}, on " in again.stderr for key in keys)
