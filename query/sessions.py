@@ -23,8 +23,8 @@ from sessiondex.indexer.objects import iso_ms as iso_ms
 from sessiondex.indexer.objects import resume_command as resume_command
 from sessiondex.indexer.objects import with_config_dir
 from sessiondex.query.dialect import dialect_of
+from sessiondex.transcripts import ARCHIVE_SUFFIX
 from sessiondex.transcripts.config import claude_spelling, plain_claude_dir
-from sessiondex.transcripts.discover import ARCHIVE_SUFFIX
 from sessiondex.transcripts.records import LOOP_COMMAND, PRINT_MODE_ENTRYPOINTS
 
 if TYPE_CHECKING:

@@ -20,11 +20,9 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
+from sessiondex.transcripts import ARCHIVE_SUFFIX as ARCHIVE_SUFFIX  # re-exported
 from sessiondex.transcripts.fspath import absolute
 from sessiondex.transcripts.keys import is_session_id
-
-# What a session archive is named: ``<session id>.tar.gz`` (transcripts/archive.py).
-ARCHIVE_SUFFIX = ".tar.gz"
 
 MAIN = "main"
 SUBAGENT = "subagent"
