@@ -228,6 +228,7 @@ _NOT_AT_STARTUP = (
     "rapidfuzz",
     "sessiondex.query.prs",  # a search for a PR's URL only
     "sessiondex.query.teamdb",  # --db names the team store (store.dsn's rule says so)
+    "signal",  # Ctrl-C is noted through _signal, the module signal wraps (cli/app.py)
 )
 # ... and, in the bench's `--no-refresh search --json`, what only the freshness check
 # needs (a table's ID width and list's expiry warning still import discover).
