@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from os import PathLike
 from typing import TYPE_CHECKING
 
-from sessiondex.query.filters import keys_sql, roots_sql
+from sessiondex.query.filters import keys_sql, roots_sql, scope_sql
 from sessiondex.query.scopes import present_keys, resolve_cwd, worktree_keys
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
@@ -42,23 +42,29 @@ def complete_sessions(
     ``incomplete``: session IDs (the repository's first, then every project's, newest
     first) and names of the repository's sessions, each described by its title; only
     sessions of the config dirs ``roots`` (what ``resolve`` would accept)."""
-    where, params = keys_sql(present_keys(db, worktree_keys(resolve_cwd(cwd))))
+    here = resolve_cwd(cwd)
+    where, params = keys_sql(present_keys(db, worktree_keys(here)))
+    # The names resolve takes: its scope, less a session of another directory with
+    # the same project key (scope_sql).
+    scoped = scope_sql(db, here, "repo")
+    assert scoped is not None
+    named, named_params = scoped
     rooted, root_params = roots_sql(db, roots)
     listed = f"{VISIBLE_SQL} AND {NOT_HIDDEN_TAG_SQL} AND s.archived = 0 AND {rooted}"
     title = "coalesce(json_extract(s.object_json, '$.title'), '') AS title"
-    here = f"CASE WHEN {where} THEN 0 ELSE 1 END"
+    local = f"CASE WHEN {where} THEN 0 ELSE 1 END"
     ids = select_rows(
         db,
         f"{listed} AND lower(s.session_id) LIKE ? ESCAPE '\\'",
         [*root_params, _like(incomplete.lower()), *params],  # WHERE's, then ORDER BY's
-        order=f"{here}, {ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
+        order=f"{local}, {ACTIVITY_SQL} DESC, s.mtime_ns DESC, s.session_id",
         limit=MAX_CANDIDATES,
         columns=f"s.session_id, {title}",
     )
     names = select_rows(
         db,
-        f"{where} AND {listed} AND lower(coalesce(s.custom_title, s.ai_title)) LIKE ? ESCAPE '\\'",
-        [*params, *root_params, _like(incomplete.lower())],
+        f"{named} AND {listed} AND lower(coalesce(s.custom_title, s.ai_title)) LIKE ? ESCAPE '\\'",
+        [*named_params, *root_params, _like(incomplete.lower())],
         limit=MAX_CANDIDATES,
         columns="coalesce(s.custom_title, s.ai_title) AS name, s.session_id",
     )

@@ -85,6 +85,22 @@ def kept_sql(
     return f"{archived_sql(include_archived, roots)} AND {rooted}", params
 
 
+def scope_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
+    """The sessions of ``scope`` for ``cwd`` (None: every session): its project dirs (on
+    the team store, its origin remote: ``scope_clause``), less the sessions recorded in
+    another directory of the same project key (``/a/b-c`` beside ``/a/b/c``,
+    :func:`~sessiondex.query.scopes.strangers_sql`), which are that directory's, not
+    this one's. Listings, search and from-pr list these; a name and an ID prefix
+    resolve among them, and completion offers their names (docs/resolution.md)."""
+    dialect = dialect_of(db)
+    scoped = dialect.scope_clause(db, cwd, scope)
+    strangers = None if dialect.team or db is None else strangers_sql(db, cwd, scope)
+    parts = [p for p in (scoped, strangers) if p is not None]
+    if not parts:
+        return None
+    return " AND ".join(sql for sql, _ in parts), [v for _, params in parts for v in params]
+
+
 @dataclass
 class Filters:
     """What narrows a listing. ``cwd`` None means the process cwd."""
@@ -121,14 +137,10 @@ class Filters:
         # hiding tag), or hiding the newest copy would let a stale one answer.
         places: list[str] = []
         place_params: list[Any] = []
-        scoped = dialect.scope_clause(db, cwd, self.scope)
+        scoped = scope_sql(db, cwd, self.scope)
         if scoped is not None:
             places.append(scoped[0])
             place_params.extend(scoped[1])
-        strangers = None if dialect.team or db is None else strangers_sql(db, cwd, self.scope)
-        if strangers is not None:
-            places.append(strangers[0])
-            place_params.extend(strangers[1])
         kept, kept_params = kept_sql(db, self.include_archived, self.roots)
         places.append(kept)
         place_params.extend(kept_params)

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.objects import pr_row
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.filters import kept_sql, keys_sql, newest_copy_sql, root_rank, roots_sql
+from sessiondex.query.filters import (
+    kept_sql,
+    keys_sql,
+    newest_copy_sql,
+    root_rank,
+    roots_sql,
+    scope_sql,
+)
 from sessiondex.query.scopes import (
     is_stranger,
     key_rank,
@@ -354,10 +361,12 @@ def _scope_rows(
     db: Database, here: str, include_archived: bool, roots: list[Path], *, newest: bool = False
 ) -> list[dict[str, Any]]:
     """The rows a name or ID prefix resolves among: the cwd's repository (its worktrees'
-    project dirs locally, its origin remote on the team store) in ``roots``. With
+    project dirs locally, its origin remote on the team store) in ``roots``, as its
+    listing holds them (:func:`~sessiondex.query.filters.scope_sql`: a session recorded
+    in another directory of the same project key is that directory's). With
     ``newest``, only sessions with messages, each as its newest copy there
     (:func:`~sessiondex.query.filters.newest_copy_sql`): what names are compared with."""
-    scoped = dialect_of(db).scope_clause(db, here, "repo")
+    scoped = scope_sql(db, here, "repo")
     assert scoped is not None
     kept, kept_params = kept_sql(db, include_archived, roots)
     where, params = f"{scoped[0]} AND {kept}", [*scoped[1], *kept_params]
@@ -565,8 +574,13 @@ def _by_prefix(
                 f"{missing}; session {ids[0]} does, in {len(projects)} other projects: run"
                 " the command from the directory of the one you mean"
             )
+        # In a project dir of this repository, it is a session recorded in another
+        # directory of the same project key (``/a/b-c`` beside ``/a/b/c``): its whole
+        # ID is found here, by project dir, as Claude Code looks an ID up.
+        twin = bool(projects & set(keys))
+        whose = "another directory with this project dir" if twin else "another project"
         raise NotFound(
-            f"{missing}; session {ids[0]} of another project does: give its whole ID, or"
+            f"{missing}; session {ids[0]} of {whose} does: give its whole ID, or"
             " run the command from its directory"
         )
     unique = {r["session_id"].lower() for r in local}

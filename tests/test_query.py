@@ -462,6 +462,156 @@ def _cli_json(tmp_path: Path, root: Path, *args: str) -> Any:
     return json.loads(result.stdout)
 
 
+class SlugTwins:
+    """``<base>/a/b-c`` and ``<base>/a/b/c`` share one project dir (project keys are
+    lossy). In it: a session recorded in each twin, a name and an 8-character ID prefix
+    that both twins' sessions have, and a session that recorded no cwd at all."""
+
+    def __init__(self, base: Path) -> None:
+        self.dirs = {"b-c": base / "a" / "b-c", "b/c": base / "a" / "b" / "c"}
+        for d in self.dirs.values():
+            d.mkdir(parents=True)
+        self.tree = ConfigTree(base / "claude")
+        self.db = base / "index.db"
+        key = self.tree.project_dir(str(self.dirs["b-c"])).name
+        self.ids: dict[str, str] = {}
+        for n, (name, where, title) in enumerate(
+            [
+                ("here", "b-c", "Plan here"),
+                ("there", "b/c", "Plan there"),
+                ("same_here", "b-c", "Shared plan"),
+                ("same_there", "b/c", "Shared plan"),
+            ]
+        ):
+            sid = f"{'7a7a7a7a' if n < 2 else '5a5a5a5a'}-{n}{n}{n}{n}-4000-8000-00000000000{n}"
+            s = self.tree.session(cwd=str(self.dirs[where]), session_id=sid, project_key=key)
+            s.user(f"work on {name}")
+            s.assistant(f"done with {name}")
+            s.meta("custom-title", customTitle=title)
+            s.write(mtime=1_800_000_000 + n)
+            self.ids[name] = sid
+        nowhere = self.tree.session(
+            cwd=str(self.dirs["b-c"]), session_id="0c0c0c0c-0000-4000-8000-0000000000cc"
+        )
+        sid = nowhere.session_id
+        nowhere.raw(
+            b'{"type":"user","message":{"role":"user","content":"no cwd recorded"},'
+            b'"uuid":"u1","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"'
+            + sid.encode()
+            + b'"}\n{"type":"custom-title","customTitle":"Nobody\'s plan","sessionId":"'
+            + sid.encode()
+            + b'"}\n'
+        )
+        nowhere.write(mtime=1_800_000_100)
+        self.ids["nowhere"] = sid
+
+    def run(self, *args: str) -> Any:
+        base = ["--config-dir", str(self.tree.root), "--db", str(self.db)]
+        return CliRunner().invoke(cli, [*base, *args])
+
+
+@pytest.fixture(scope="module")
+def slug_twins(tmp_path_factory: pytest.TempPathFactory) -> SlugTwins:
+    return SlugTwins(tmp_path_factory.mktemp("twins"))
+
+
+@pytest.mark.parametrize(
+    ("arg", "cwd", "expected", "matched_by"),
+    [
+        # A name: only the sessions of this directory (and its worktrees), as the picker
+        # lists them; the twin's session is another directory's (helper 306).
+        ("Plan here", "b-c", "here", "name"),
+        ("Plan here", "b/c", None, None),
+        ("Plan there", "b/c", "there", "name"),
+        ("Plan there", "b-c", None, None),
+        ("Shared plan", "b-c", "same_here", "name"),  # was ambiguous with the twin's
+        ("Shared plan", "b/c", "same_there", "name"),
+        ("nobody's plan", "b-c", "nowhere", "name"),  # no cwd recorded: either twin's
+        ("nobody's plan", "b/c", "nowhere", "name"),
+        # An ID prefix: the same sessions.
+        ("7a7a7a7a-0", "b-c", "here", "id-prefix"),
+        ("7a7a7a7a-1", "b-c", None, None),
+        ("7a7a7a7a-1", "b/c", "there", "id-prefix"),
+        ("5a5a5a5a", "b-c", "same_here", "id-prefix"),  # was ambiguous with the twin's
+        ("5a5a5a5a", "b/c", "same_there", "id-prefix"),
+        ("0c0c0c0c", "b-c", "nowhere", "id-prefix"),
+        ("0c0c0c0c", "b/c", "nowhere", "id-prefix"),
+        # A whole ID: Claude Code's rule, the transcript in the cwd's project dir.
+        ("7a7a7a7a-1111-4000-8000-000000000001", "b-c", "there", "id"),
+        ("7a7a7a7a-0000-4000-8000-000000000000", "b/c", "here", "id"),
+        ("0c0c0c0c-0000-4000-8000-0000000000cc", "b/c", "nowhere", "id"),
+    ],
+)
+def test_resolve_leaves_the_slug_twins_session_out_of_names_and_prefixes(
+    slug_twins: SlugTwins, arg: str, cwd: str, expected: str | None, matched_by: str | None
+) -> None:
+    """``resolve "Plan there"`` in ``/a/b-c`` answered the session of ``/a/b/c`` (and
+    ``rename`` wrote to it): a name and an ID prefix match among the sessions of the
+    cwd's repository and worktrees, and a session recorded in another directory of the
+    same project key is none of them, as ``list`` and ``continue`` already had it."""
+    result = slug_twins.run("resolve", arg, "--cwd", str(slug_twins.dirs[cwd]), "--json")
+    if expected is None:
+        assert result.exit_code == 1, result.output
+        assert json.loads(result.stdout) == []
+        return
+    assert result.exit_code == 0, result.output
+    found = one_session(result.stdout)
+    assert (found["session_id"], found["matched_by"]) == (slug_twins.ids[expected], matched_by)
+
+
+def test_a_prefix_of_the_slug_twins_session_says_its_whole_id_works(
+    slug_twins: SlugTwins,
+) -> None:
+    """The twin's session is named in the error, as another project's is, and the whole
+    ID given there resolves from here (Claude Code looks a whole ID up by project dir)."""
+    here = str(slug_twins.dirs["b-c"])
+    result = slug_twins.run("resolve", "7a7a7a7a-1", "--cwd", here)
+    there = slug_twins.ids["there"]
+    assert result.exit_code == 1
+    assert f"session {there} of another directory with this project dir does" in result.stderr
+    assert slug_twins.run("resolve", there, "--cwd", here).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("cwd", "offered"),
+    [
+        ("b-c", ["Nobody's plan", "Plan here", "Shared plan"]),
+        ("b/c", ["Nobody's plan", "Plan there", "Shared plan"]),
+    ],
+)
+def test_completion_offers_the_names_that_resolve_from_here(
+    slug_twins: SlugTwins, cwd: str, offered: list[str]
+) -> None:
+    """Completion offers what ``resolve`` accepts: a Tab in ``/a/b-c`` offered the
+    twin's ``Plan there``, which names nothing there."""
+    from sessiondex.indexer.db import open_if_current
+    from sessiondex.query.complete import complete_sessions
+    from sessiondex.transcripts.keys import is_session_id
+
+    assert slug_twins.run("index").exit_code == 0
+    db = open_if_current(slug_twins.db)
+    assert db is not None
+    try:
+        found = complete_sessions(db, "", str(slug_twins.dirs[cwd]), [slug_twins.tree.root])
+    finally:
+        db.close()
+    assert sorted(value for value, _ in found if not is_session_id(value)) == offered
+    for name in offered:
+        resolved = slug_twins.run("resolve", name, "--cwd", str(slug_twins.dirs[cwd]))
+        assert resolved.exit_code == 0, resolved.output
+
+
+def test_rename_by_name_does_not_write_to_the_slug_twins_session(tmp_path: Path) -> None:
+    """The write that the name rule protects: ``rename "Plan there" …`` from ``/a/b-c``
+    appended a custom-title to the session of ``/a/b/c``."""
+    twins = SlugTwins(tmp_path)
+    theirs = next(twins.tree.projects_dir.glob(f"*/{twins.ids['there']}.jsonl"))
+    before = theirs.read_bytes()
+    result = twins.run("rename", "Plan there", "Hijacked", "--cwd", str(twins.dirs["b-c"]))
+    assert result.exit_code == 1, result.output
+    assert theirs.read_bytes() == before
+
+
 def test_continue_skips_a_session_of_another_directory_with_the_same_key(
     tmp_path: Path,
 ) -> None:
