@@ -842,8 +842,8 @@ class Index:
         """How many characters of these session IDs a list shows so that each, typed
         back (``resolve``, ``show``, ``tag`` …), names its session alone: 8, or more
         where another session of these config dirs, shown or not (a hidden kind, an
-        archived copy), begins alike (:func:`~sessiondex.query.resolve.prefix_width`)."""
-        from sessiondex.query.resolve import prefix_width
+        archived copy), begins alike (:func:`~sessiondex.query.idprefix.prefix_width`)."""
+        from sessiondex.query.idprefix import prefix_width
 
         ids = list(session_ids)
         return self._answer(lambda db: prefix_width(db, ids, self.roots))

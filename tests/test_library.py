@@ -229,6 +229,8 @@ _NOT_AT_STARTUP = (
     "sessiondex.query.prs",  # a search for a PR's URL only
     "sessiondex.query.teamdb",  # --db names the team store (store.dsn's rule says so)
     "signal",  # Ctrl-C is noted through _signal, the module signal wraps (cli/app.py)
+    "sessiondex.query.resolve",  # a table's ID width is query.idprefix's
+    "sessiondex.indexer.derive",  # ... and reading a transcript is resolve's
 )
 # ... and, in the bench's `--no-refresh search --json`, what only the freshness check
 # needs (a table's ID width and list's expiry warning still import discover).

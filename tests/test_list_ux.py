@@ -606,7 +606,7 @@ def test_an_id_width_for_a_huge_listing_binds_no_parameter_per_id(tmp_path: Path
 
     from sessiondex.indexer.db import open_db
     from sessiondex.indexer.refresh import refresh
-    from sessiondex.query.resolve import prefix_width
+    from sessiondex.query.idprefix import prefix_width
 
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/w/a", session_id="0badcafe-0000-4000-8000-000000000000")
