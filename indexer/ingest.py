@@ -282,7 +282,13 @@ def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
     )
 
 
-def _classify(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:
+def classify_change(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:
+    """How the file open as ``stream`` (``tf``: its stat now) changed since it was read
+    as ``stored`` says (its ``files`` row: size, mtime_ns, ctime_ns, inode, device,
+    consumed, fingerprint, checked_ns): NEW, UNCHANGED, GROWN (only appended to: the
+    bytes ``[0, consumed)`` are as they were, so reading on from there is enough) or
+    REWRITTEN. The one rule for "append or rewrite"; the web's session page uses it too
+    (``render.conversation.grown_conversation``)."""
     if stored is None:
         return NEW
     if (stored["inode"], stored["device"]) != (tf.inode, tf.device):
@@ -451,7 +457,7 @@ def _ingest_locked(
             _unread(stats, path, exc)
             return UNCHANGED, False
         tf = tf.restat(st)
-        state_kind = NEW if force and stored is None else _classify(stored, tf, stream)
+        state_kind = NEW if force and stored is None else classify_change(stored, tf, stream)
         if force and stored is not None:
             state_kind = REWRITTEN
         if state_kind == UNCHANGED:

@@ -24,6 +24,7 @@ import html
 import json
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ from sessiondex.transcripts.chain import (
 from sessiondex.transcripts.discover import (
     TranscriptFile,
     iter_subagent_files,
+    open_regular,
     read_subagent_meta,
     subagent_meta_path,
 )
@@ -468,8 +470,12 @@ def _load_subagent(path: Path, agent_id: str) -> Subagent:
         scan: ChainScan | None = scan_chain(path)
     except OSError:
         scan = None
-    chain = subagent_chain(scan.stubs) if scan is not None else []
     meta = read_subagent_meta(path)
+    return _subagent(path, agent_id, scan, meta)
+
+
+def _subagent(path: Path, agent_id: str, scan: ChainScan | None, meta: dict[str, Any]) -> Subagent:
+    chain = subagent_chain(scan.stubs) if scan is not None else []
     return Subagent(
         agent_id=agent_id,
         agent_type=_str(meta.get("agentType")),
@@ -514,7 +520,7 @@ def _subagent_files(session: dict[str, Any]) -> list[TranscriptFile]:
     return list(iter_subagent_files(root, key, session["session_id"]))
 
 
-def conversation_key(session: dict[str, Any]) -> tuple[object, ...] | None:
+def conversation_key(session: dict[str, Any]) -> tuple[tuple[object, ...], ...] | None:
     """What :func:`build_conversation` of ``session`` would read, as it is now: each
     file's path, inode, size and mtime (the transcript's, its subagents' and their
     ``.meta.json``). Equal keys and a conversation that :func:`reads_the_same` give
@@ -553,9 +559,17 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
     the transcript cannot be read. Reads the transcript once (pass 1: stubs only)."""
     path = Path(session["file_path"])
     scan = scan_chain(path)
+    subagents = [_load_subagent(tf.path, tf.agent_id or "") for tf in _subagent_files(session)]
+    return _assembled(session, path, scan, subagents)
+
+
+def _assembled(
+    session: dict[str, Any], path: Path, scan: ChainScan, subagents: list[Subagent]
+) -> Conversation:
+    """The conversation of the main transcript's ``scan`` and its ``subagents``: the
+    live chain, and each subagent linked to its call."""
     chain = main_chain(scan.stubs)
     main = Thread(scan, chain, visible_messages(chain))
-    subagents = [_load_subagent(tf.path, tf.agent_id or "") for tf in _subagent_files(session)]
     by_call: dict[str, list[Subagent]] = {}
     for sub in subagents:
         if sub.tool_use_id:
@@ -570,6 +584,118 @@ def build_conversation(session: dict[str, Any]) -> Conversation:
         subagents=subagents,
         unlinked=[s for s in subagents if id(s) not in linked],
     )
+
+
+#: What :func:`grown_conversation` knows of a file read earlier: its ``files`` row as
+#: the indexer would have written it (``indexer.ingest.classify_change``).
+FileSeen = dict[str, Any]
+
+
+def files_seen(conv: Conversation) -> dict[Path, FileSeen] | None:
+    """What :func:`grown_conversation` needs to read ``conv``'s files on later, taken
+    right after they were read: per file, its identity, the bytes read (up to a last
+    ``\\n``) and their fingerprint (``indexer.parse.fingerprint``, its CRC the one taken
+    while scanning). None when one of them cannot be read on (a scan that ended in a
+    partial line, or that could not be read)."""
+    from sessiondex.indexer.parse import fingerprint
+
+    out: dict[Path, FileSeen] = {}
+    for thread in (conv.main, *(sub.thread for sub in conv.subagents)):
+        scan = thread.scan
+        if scan is None or not scan.whole:
+            return None
+        try:
+            with open_regular(scan.path) as stream:
+                st = os.fstat(stream.fileno())
+                if (st.st_dev, st.st_ino) != (scan.stat.st_dev, scan.stat.st_ino):
+                    return None
+                mark = fingerprint(stream, scan.end, known=(scan.end, scan.crc))
+        except OSError:
+            return None
+        out[scan.path] = {
+            "size": scan.end,  # what was read: a size since then is an append
+            "mtime_ns": scan.stat.st_mtime_ns,
+            "ctime_ns": scan.stat.st_ctime_ns,
+            "inode": scan.stat.st_ino,
+            "device": scan.stat.st_dev,
+            "consumed": scan.end,
+            "fingerprint": mark,
+            "checked_ns": time.time_ns(),
+        }
+    return out
+
+
+def grown_conversation(
+    conv: Conversation,
+    seen: dict[Path, FileSeen],
+    key: tuple[tuple[object, ...], ...] | None,
+    now: tuple[tuple[object, ...], ...] | None,
+) -> Conversation | None:
+    """``conv`` (read under :func:`conversation_key` ``key``, its files as ``seen``) as
+    a fresh :func:`build_conversation` would give it now (under ``now``),
+    reading only what was appended since: None unless every file only grew or is
+    unchanged (the indexer's rule: ``indexer.ingest.classify_change``), the subagent
+    files are the same ones, and their ``.meta.json`` are untouched. A rewrite, a new or
+    lost subagent, a changed meta file, or a scan that ended in a partial line: None,
+    read it afresh."""
+    from sessiondex.indexer.ingest import classify_change
+    from sessiondex.indexer.stats import GROWN, UNCHANGED
+
+    if key is None or now is None or len(key) != len(now) or conv.subagent is not None:
+        return None
+    if conv.archive is not None:
+        return None
+    files = _subagent_files(conv.session)
+    if [tf.path for tf in files] != [sub.path for sub in conv.subagents]:
+        return None
+    # The key: the transcript's identity, then each subagent's and its .meta.json's.
+    if any(key[n][0] != now[n][0] for n in range(len(key))) or any(
+        key[n] != now[n] for n in range(2, len(key), 2)
+    ):
+        return None
+
+    def read_on(scan: ChainScan | None) -> ChainScan | None:
+        row = seen.get(scan.path) if scan is not None else None
+        if scan is None or row is None:
+            return None
+        try:
+            with open_regular(scan.path) as stream:
+                st = os.fstat(stream.fileno())
+                tf = TranscriptFile(
+                    scan.path,
+                    Path(),
+                    "",
+                    "",
+                    "",
+                    size=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
+                    inode=st.st_ino,
+                    device=st.st_dev,
+                    ctime_ns=st.st_ctime_ns,
+                )
+                change = classify_change(row, tf, stream)
+            if change == UNCHANGED and st.st_size == scan.end:
+                return scan
+            return scan.grown() if change in (GROWN, UNCHANGED) else None
+        except OSError:
+            return None
+
+    main = read_on(conv.main.scan)
+    if main is None:
+        return None
+    subagents: list[Subagent] = []
+    for sub in conv.subagents:
+        scan = read_on(sub.thread.scan)
+        if scan is None:
+            return None
+        meta = {
+            "agentType": sub.agent_type,
+            "toolUseId": sub.tool_use_id,
+            "parentAgentId": sub.parent_agent_id,
+        }
+        # A new Subagent even for an unchanged file: linking writes to its thread.
+        subagents.append(_subagent(sub.path, sub.agent_id, scan, meta))
+    return _assembled(conv.session, conv.path, main, subagents)
 
 
 @contextmanager
@@ -675,10 +801,13 @@ class Turns:
     a search hit or a fork point names an *entry*, so :meth:`where` maps every entry on
     the chain to the turn that shows it."""
 
-    def __init__(self, tools: bool) -> None:
+    def __init__(self, tools: bool, count: int = 0, first: dict[str, int] | None = None) -> None:
+        """``count`` and ``first``: go on numbering where a walk that stopped at the
+        start of turn ``count`` was (``first``: its :attr:`first`)."""
         self.tools = tools
-        self.count = 0
-        self._first: dict[str, int] = {}  # first uuid of a display item → its turn
+        self.count = count
+        # the first uuid of each display item → its turn
+        self.first: dict[str, int] = {} if first is None else first
 
     def add(self, item: Item) -> int | None:
         """``item``'s turn number, or None when it shows nothing (its entries then
@@ -688,7 +817,7 @@ class Turns:
             turn = self.count
             self.count += 1
         if isinstance(item, Message) and self.count:
-            self._first[item.uuid] = self.count - 1
+            self.first[item.uuid] = self.count - 1
         return turn
 
     def where(self, chain: Iterable[Entry]) -> dict[str, int]:
@@ -701,7 +830,7 @@ class Turns:
             uuid = entry.get("uuid")
             if not isinstance(uuid, str):
                 continue
-            current = self._first.get(uuid, current)
+            current = self.first.get(uuid, current)
             out[uuid] = current
         return out
 

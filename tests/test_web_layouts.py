@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,15 +18,19 @@ import pytest
 
 pytest.importorskip("datasette", reason="the web extra is not installed")
 
-from sessiondex.render.conversation import build_conversation  # noqa: E402
+from sessiondex.render.conversation import (  # noqa: E402
+    build_conversation,
+    conversation_key,
+)
 from sessiondex.transcripts.chain import ChainScan  # noqa: E402
 from sessiondex.web.conversation import (  # noqa: E402
     PAGE_TURNS,
     Layouts,
     layout,
+    render_page,
     thread_turns,
 )
-from tests.builders import ConfigTree, SessionWriter  # noqa: E402
+from tests.builders import ConfigTree, SessionWriter, append_bytes, dumps  # noqa: E402
 from tests.test_web import Web, _served  # noqa: E402
 from tests.web_tree import SHOP  # noqa: E402
 
@@ -159,18 +164,20 @@ def _drop_the_subagent(served: Served) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "query", "shows", "gone"),
+    ("change", "query", "shows", "gone", "scans"),
     [
-        (_append, "?page=3", "a late question about the freshword", None),
-        (_rewrite_in_place, "?page=1", "question 3 about omega", "question 3 about alpha"),
+        # an append is read on from where the last read stopped (see below)
+        (_append, "?page=3", "a late question about the freshword", None, 1),
+        (_rewrite_in_place, "?page=1", "question 3 about omega", "question 3 about alpha", 2),
         (
             _replace_keeping_size_and_mtime,
             "?page=1",
             "question 3 about omega",
             "question 3 about alpha",
+            2,
         ),
-        (_grow_the_subagent, "?page=2", "and look again for the freshword", None),
-        (_drop_the_subagent, "?page=2", None, "no wombat yet"),
+        (_grow_the_subagent, "?page=2", "and look again for the freshword", None, 1),
+        (_drop_the_subagent, "?page=2", None, "no wombat yet", 2),
     ],
 )
 def test_a_change_between_two_requests_is_shown(
@@ -180,6 +187,7 @@ def test_a_change_between_two_requests_is_shown(
     query: str,
     shows: str | None,
     gone: str | None,
+    scans: int,
 ) -> None:
     before = served.page(query)
     served.page("?page=2")  # kept: the next request reads no transcript whole
@@ -187,7 +195,7 @@ def test_a_change_between_two_requests_is_shown(
     change(served)
     served.web.clock.now += 1.5  # past the refresh throttle: the index follows too
     after = served.page(query)
-    assert reads.scans[served.session.path.name] == 2  # laid out again
+    assert reads.scans[served.session.path.name] == scans  # 2: read and laid out afresh
     if shows is not None:
         assert shows in after and shows not in before
     if gone is not None:
@@ -314,3 +322,195 @@ def test_a_transcript_with_a_line_being_written_is_read_again(served: Served, re
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 60 * 10**9))
     assert "was never finished" in served.page("?page=3")
+
+
+# ----------------------------------------------------------------- a session that grows
+def _session_of(s: SessionWriter, root: Path) -> dict[str, Any]:
+    return {
+        "file_path": str(s.path),
+        "config_dir": str(root),
+        "project_key": s.path.parent.name,
+        "session_id": s.session_id,
+    }
+
+
+def _new_turns(served: Served) -> None:
+    s = served.session
+    s.user("a late question about the freshword")
+    call = s.assistant("a late call", tool_uses=[("Bash", {"command": "ls"})])
+    s.tool_result(call.tool_use_ids[0], "a.txt")
+    s.assistant("a late answer")
+    s.append()
+
+
+def _more_of_the_last_response(served: Served) -> None:
+    """The last response's next block: it joins the last turn (one message id)."""
+    s = served.session
+    last = s.records[-1]
+    s.assistant("and the rest of that answer with the freshword")
+    s.records[-1]["message"]["id"] = last["message"]["id"]
+    s.records[-1]["requestId"] = last["requestId"]
+    s.append()
+
+
+def _the_half_line_completed(served: Served) -> None:
+    """The line still being written when the page was shown, finished: that page
+    was not kept (it reads differently later), the one before it grew by a line."""
+    s = served.session
+    s.user("a late question about the freshword")
+    line = dumps(s.records[-1])
+    append_bytes(s.path, line[:25])
+    assert "still being written" in served.page("?page=3")
+    append_bytes(s.path, line[25:])
+    s._flushed = len(s.entries)
+
+
+def _a_stopped_line_completed(served: Served) -> None:
+    """A last line that stopped mid-way long ago (kept: it reads the same until the
+    file changes), then completed: where reading would go on is inside that line."""
+    s = served.session
+    s.user("a late question about the freshword")
+    line = dumps(s.records[-1])
+    append_bytes(s.path, line[:25], mtime=time.time() - 600)
+    assert "was never finished" in served.page("?page=3")
+    append_bytes(s.path, line[25:])
+    s._flushed = len(s.entries)
+
+
+def _a_whole_record_then_its_newline(served: Served) -> None:
+    """A last record without its ``\\n`` is read (the SDK reads it): the bytes after
+    it continue that line, so nothing read before ends where reading would go on."""
+    s = served.session
+    s.user("a late question about the freshword")
+    append_bytes(s.path, dumps(s.records[-1]).rstrip(b"\n"))
+    s._flushed = len(s.entries)
+    assert "a late question about the freshword" in served.page("?page=3")
+    append_bytes(s.path, b"\n")
+    s.assistant("a late answer")
+    s.append()
+
+
+def _a_new_leaf_on_an_older_branch(served: Served) -> None:
+    s = served.session
+    s.user("a question asked again after a rewind", parentUuid=served.prompts[-5])
+    s.append()
+
+
+def _a_compaction(served: Served) -> None:
+    s = served.session
+    s.system("compact_boundary")
+    s.user("summary of all that came before", isCompactSummary=True)
+    s.user("a question after the compaction")
+    s.append()
+
+
+def _the_subagent_grows(served: Served) -> None:
+    served.sub.assistant("and there is the wombat after all")
+    served.sub.append()
+
+
+def _a_late_result_of_an_older_call(served: Served) -> None:
+    """A parallel call's result written after the turns that followed it (read on
+    and shown): it is put back into its call's turn, so the chain changed before the
+    last turn."""
+    s = served.session
+    calls = s.assistant(
+        "two calls", tool_uses=[("Bash", {"command": "ls"}), ("Bash", {"command": "pwd"})]
+    )
+    s.tool_result(calls.tool_use_ids[1], "/shop")
+    s.user("the next question")
+    answer = s.assistant("the next answer")
+    s.append()
+    served.web.clock.now += 1.5
+    assert "the next answer" in served.page("?page=3")
+    s.tool_result(calls.tool_use_ids[0], "a late a.txt", parentUuid=calls.uuids[1])
+    s.user("and one more question", parentUuid=answer.uuid)
+    s.append()
+
+
+GROWS = [
+    # change, read on from the last read (else laid out afresh), what the pages show
+    (_new_turns, True, "a late answer"),
+    (_more_of_the_last_response, True, "the rest of that answer"),
+    (_the_subagent_grows, True, "the wombat after all"),
+    (_the_half_line_completed, True, "a late question about the freshword"),
+    (_a_stopped_line_completed, False, "a late question about the freshword"),
+    (_a_whole_record_then_its_newline, False, "a late answer"),
+    (_a_new_leaf_on_an_older_branch, False, "asked again after a rewind"),
+    (_a_compaction, False, "a question after the compaction"),
+    (_a_late_result_of_an_older_call, False, "a late a.txt"),
+    (_rewrite_in_place, False, "question 3 about omega"),
+]
+
+
+@pytest.mark.parametrize(("change", "read_on", "shows"), GROWS)
+def test_a_grown_session_pages_as_one_read_afresh(
+    served: Served,
+    reads: Reads,
+    change: Callable[[Served], None],
+    read_on: bool,
+    shows: str,
+) -> None:
+    """After an append (a session being watched), the page reads only the new lines
+    and lays out again only from the last turn: a full read of a 15,000-message
+    transcript cost ~0.5 s of CPU after every turn. Whatever the change, every page
+    and the page count are those of the transcript read afresh; a change that is no
+    append to the live chain (a rewrite, a branch, a compaction, a line completed) is
+    read afresh."""
+    name = served.session.path.name
+    for page in (1, 2, 3):
+        served.page(f"?page={page}")
+    assert reads.scans[name] == 1
+    change(served)
+    served.web.clock.now += 1.5
+    reads.reset()
+    served.page("?page=1")
+    assert (reads.scans[name] == 0) is read_on
+    if read_on:  # page 1's 200 lines, the last turn's and the new ones; not all 500 again
+        assert reads.lines[name] < PAGE_TURNS + 20
+    fresh = layout(build_conversation(_session_of(served.session, served.web.tree.root)))
+    beyond = served.web.request(f"/session/{served.session.session_id}?page={fresh.pages + 1}")
+    assert beyond.status_code == 400 and f"has {fresh.pages} page" in beyond.text
+    found = "".join(
+        served.web.get(f"/session/{served.session.session_id}?page={page}")
+        for page in range(1, fresh.pages + 1)
+    )
+    for page in range(1, fresh.pages + 1):
+        assert render_page(fresh, page).html in found
+    assert shows in html.unescape(found)
+    reads.reset()
+    served.page("?page=1")
+    assert reads.scans[name] == 0  # kept again, under its new key
+
+
+@pytest.mark.parametrize("per_page", [1, 2, 3, PAGE_TURNS])
+def test_a_layout_read_on_is_the_layout_read_afresh(tmp_path: Path, per_page: int) -> None:
+    """Layouts.grow after each of several appends (compaction markers, merged
+    responses, nested and unlinked subagents, a subagent that grows): the same pages,
+    turns, anchors and places of every entry as a layout of the files read afresh."""
+    s = _page_tree(tmp_path)
+    root = tmp_path / "claude"
+    session = _session_of(s, root)
+    kept = Layouts()
+    kept.keep("s", conversation_key(session), layout(build_conversation(session), per_page))
+    sub = next(w for w in s.subagents if w.agent_id == "ag3")
+    grown = 0
+    for i in range(6):
+        if i % 3 == 1:
+            sub.user(f"third follow-up {i}")
+            sub.append()
+        call = s.assistant(f"answer {i}", tool_uses=[("Bash", {"command": f"ls {i}"})])
+        s.tool_result(call.tool_use_ids[0], f"out {i}")
+        s.assistant(thinking="thinking alone")  # joins the turn before it
+        s.user(f"late question {i}")
+        s.append()
+        lay = kept.grow("s", conversation_key(session))
+        assert lay is not None
+        grown += 1
+        fresh = layout(build_conversation(session), per_page)
+        assert lay.pages == fresh.pages and lay.turns == fresh.turns
+        assert (lay.starts, lay.entries, lay.calls) == (fresh.starts, fresh.entries, fresh.calls)
+        assert lay.located == fresh.located and lay.first == fresh.first
+        for page in range(1, fresh.pages + 1):
+            assert render_page(lay, page).html == render_page(fresh, page).html
+    assert grown == 6

@@ -16,8 +16,9 @@ from __future__ import annotations
 import errno
 import os
 import time
+import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -139,16 +140,20 @@ def _stub(entry: Entry) -> Entry:
     return stub
 
 
-def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
-    """``(offset, line, ended)`` for every line split on ``b"\\n"``, the last one even
-    without its ``\\n`` (``ended`` False, as :func:`load_entries` reads it); one line in
-    memory at a time."""
-    offset = 0
+def _iter_lines(
+    stream: BinaryIO, offset: int = 0, seen: Callable[[bytes], None] | None = None
+) -> Iterator[tuple[int, bytes, bool]]:
+    """``(offset, line, ended)`` for every line split on ``b"\\n"`` from the stream's
+    position (``offset`` in the file), the last one even without its ``\\n`` (``ended``
+    False, as :func:`load_entries` reads it); one line in memory at a time. ``seen`` is
+    handed every chunk read, in order."""
     pending: list[bytes] = []
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
             break
+        if seen is not None:
+            seen(chunk)
         start = 0
         while True:
             nl = chunk.find(b"\n", start)
@@ -177,6 +182,12 @@ class ChainScan:
     ``main_chain(scan.stubs)`` / ``subagent_chain(scan.stubs)`` give the chain as stubs;
     :meth:`read` turns stubs back into the full entries. Memory is proportional to the
     number of chain entries, not to the bytes of the file.
+
+    What was read is kept to tell an append from a rewrite later (the indexer's rule,
+    ``indexer.ingest.classify_change``): ``end``, the bytes up to the last ``\\n``;
+    ``whole``, whether nothing followed it; ``crc``, the CRC-32 of those bytes (the
+    ``known`` part of ``indexer.parse.fingerprint``); ``stat``, the file's after reading.
+    :meth:`grown` reads on from ``end``.
     """
 
     def __init__(self, path: Path) -> None:
@@ -184,19 +195,61 @@ class ChainScan:
         self.stubs: list[Entry] = []
         self.problems: Counter[str] = Counter()
         self._where: dict[int, tuple[int, int]] = {}
+        self.end = 0
+        self.crc = 0
+        self.whole = True
         with open_regular(self.path) as stream:
             st = os.fstat(stream.fileno())
             self._identity = (st.st_dev, st.st_ino)
-            quiet = quiet_since_written(st)
-            for offset, raw, ended in _iter_lines(stream):
-                if not raw.strip():
-                    continue
-                entry = _parse_line(raw, self.problems, complete=ended, quiet=quiet)
-                if entry is None or not is_chain_entry(entry):
-                    continue
-                stub = _stub(entry)
-                self.stubs.append(stub)
-                self._where[id(stub)] = (offset, len(raw))
+            self._scan(stream, st)
+
+    def _scan(self, stream: BinaryIO, st: os.stat_result) -> None:
+        """Read the lines from ``self.end`` (where ``stream`` is) to the end of the file."""
+        quiet = quiet_since_written(st)
+        read = [self.end, self.crc]  # the offset and the CRC of [0, offset) read so far
+
+        def seen(chunk: bytes) -> None:
+            read[0] += len(chunk)
+            read[1] = zlib.crc32(chunk, read[1])
+
+        for offset, raw, ended in _iter_lines(stream, self.end, seen):
+            if ended:
+                self.end = offset + len(raw) + 1
+            if not raw.strip():
+                continue
+            entry = _parse_line(raw, self.problems, complete=ended, quiet=quiet)
+            if entry is None or not is_chain_entry(entry):
+                continue
+            stub = _stub(entry)
+            self.stubs.append(stub)
+            self._where[id(stub)] = (offset, len(raw))
+        self.whole = read[0] == self.end
+        self.crc = read[1] if self.whole else 0
+        self.stat = os.fstat(stream.fileno())
+
+    def grown(self) -> ChainScan:
+        """This scan with the lines written after ``end`` read too, as a new scan (this
+        one is left as it is: a page may be reading from it). For a file the caller
+        knows to have only grown since (``indexer.ingest.classify_change`` says GROWN or
+        UNCHANGED), and a scan that is ``whole``: the same stubs then, and the new
+        lines' after them, are what a scan of the file now gives. Raises ``OSError``
+        (``ESTALE`` for a file replaced meanwhile)."""
+        if not self.whole:
+            raise ValueError("a scan ending in a partial line cannot be read on")
+        out = ChainScan.__new__(ChainScan)
+        out.path = self.path
+        out.stubs = list(self.stubs)
+        out.problems = Counter(self.problems)
+        out._where = dict(self._where)
+        out._identity = self._identity
+        out.end, out.crc, out.whole = self.end, self.crc, True
+        with open_regular(self.path) as stream:
+            st = os.fstat(stream.fileno())
+            if (st.st_dev, st.st_ino) != self._identity:
+                raise OSError(errno.ESTALE, f"{self.path} was replaced")
+            stream.seek(self.end)
+            out._scan(stream, st)
+        return out
 
     def read(self, stubs: Iterable[Entry]) -> Iterator[Entry]:
         """The full entry of each stub (stubs of this scan), read back from its line.

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import html
 import json
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -29,14 +31,18 @@ from markdown_it.utils import EnvType, OptionsDict
 from sessiondex.render.conversation import (
     Block,
     Conversation,
+    FileSeen,
     Item,
     Marker,
     Message,
     Subagent,
     Thread,
     Turns,
+    files_seen,
+    grown_conversation,
     json_dumps,
     problem_note,
+    reads_the_same,
 )
 from sessiondex.render.sizes import human_size
 from sessiondex.render.terminal import neutralize
@@ -332,6 +338,9 @@ class Layout:
     # Every entry a page shows (the chain's, its subagents') → (page, position in the
     # conversation): where a search hit or a fork point is, without reading a page.
     located: dict[str, tuple[int, int]]
+    # The first entry of each display item → its turn (Turns.first): what the walk
+    # knew, to go on from a turn when the transcript grows (relayout).
+    first: dict[str, int] = field(default_factory=dict)
 
     @property
     def turns(self) -> int:
@@ -384,39 +393,97 @@ def layout(conv: Conversation, page_turns: int = PAGE_TURNS) -> Layout:
     """Reads the live chain once (every entry's content: whether an item shows
     anything decides the turns) and places each entry on its page. One item at a time:
     only the layout is kept, not the items."""
-    chain = conv.chain
-    position = {stub["uuid"]: n for n, stub in enumerate(chain)}
-    numbered = Turns(tools=True)
-    starts: list[int] = []
-    calls: dict[str, int] = {}
+    return _layout(conv, page_turns, 0, [], {}, {})
+
+
+def _layout(
+    conv: Conversation,
+    page_turns: int,
+    turn: int,
+    starts: list[int],
+    calls: dict[str, int],
+    first: dict[str, int],
+) -> Layout:
+    """:func:`layout`, the walk begun at turn ``turn``: ``starts``, ``calls`` and
+    ``first`` hold those of the turns before it (a layout of a chain that was the same
+    up to there: :func:`relayout`), and are added to."""
+    chain, main = conv.chain, conv.main
+    begin = starts[turn] if turn else 0
+    del starts[turn:]
+    thread = main
+    if begin:  # as Layout.page reads a page: a turn starts an item
+        piece = chain[begin:]
+        shown = {id(stub) for stub in main.shown}
+        thread = Thread(main.scan, piece, [stub for stub in piece if id(stub) in shown])
+        thread.links = {call: subs for call, subs in main.links.items() if call not in calls}
+    position = {stub["uuid"]: n for n, stub in enumerate(thread.chain, begin)}
+    numbered = Turns(tools=True, count=turn, first=first)
     started: dict[int, list[Subagent]] = {}  # turn → the subagents its calls started
-    for item in conv.iter_items():
-        turn = numbered.add(item)
-        if turn is None:
+    for call, early in calls.items():
+        started.setdefault(early, []).extend(main.links[call])
+    for item in thread.iter_items():
+        at = numbered.add(item)
+        if at is None:
             continue
         starts.append(position[item.uuid])
         for block in item.blocks if isinstance(item, Message) else ():
             if block.subagents and block.tool_id is not None:
-                calls[block.tool_id] = turn
-                started.setdefault(turn, []).extend(block.subagents)
+                calls[block.tool_id] = at
+                started.setdefault(at, []).extend(block.subagents)
     entries: list[list[str]] = [[] for _ in starts]
     if starts:
-        for uuid, turn in numbered.where(chain).items():
-            entries[turn].append(uuid)
-    out = Layout(conv, page_turns, starts, entries, calls, {})
+        for uuid, at in numbered.where(chain).items():
+            entries[at].append(uuid)
+    out = Layout(conv, page_turns, starts, entries, calls, {}, numbered.first)
 
     def place(uuids: Iterable[str], page: int) -> None:
         for uuid in uuids:
             out.located.setdefault(uuid, (page, len(out.located)))
 
-    for n, shown in enumerate(entries):
+    for n, shown_entries in enumerate(entries):
         page = n // page_turns + 1
-        place(shown, page)
+        place(shown_entries, page)
         for sub in started.get(n, ()):
             place(subagent_entries(sub), page)
     for sub in conv.unlinked:
         place(subagent_entries(sub), out.pages)
     return out
+
+
+def _links(conv: Conversation) -> dict[tuple[Path, str], list[Path]]:
+    """Which subagent transcripts each call of ``conv`` (the main thread's, and its
+    subagents') shows."""
+    threads = [(conv.path, conv.main), *((sub.path, sub.thread) for sub in conv.subagents)]
+    return {
+        (owner, call): [sub.path for sub in subs]
+        for owner, thread in threads
+        for call, subs in thread.links.items()
+    }
+
+
+def relayout(old: Layout, conv: Conversation) -> Layout | None:
+    """The layout of ``conv``, a conversation ``old``'s grew into (its transcripts
+    appended to: ``render.conversation.grown_conversation``), walking only from
+    ``old``'s last turn on; None when that cannot give what :func:`layout` would.
+
+    What an item holds is decided by the entries up to the next item's start, so the
+    turns before the last one stand as long as the chain up to the last turn's first
+    entry is the same (the same stubs, in the same places) and every call shows the
+    same subagents: an append that continues the conversation. A new leaf on another
+    branch, a rewind, a compaction or a late parallel result moves the chain there,
+    and a subagent linked elsewhere changes the calls: None."""
+    last = old.turns - 1
+    if last < 1 or old.page_turns <= 0:
+        return None
+    begin = old.starts[last]
+    before, now = old.conv.chain, conv.chain
+    if len(now) <= begin or not all(map(operator.is_, before[: begin + 1], now[: begin + 1])):
+        return None
+    if _links(old.conv) != _links(conv):
+        return None
+    first = {uuid: turn for uuid, turn in old.first.items() if turn < last}
+    calls = {call: turn for call, turn in old.calls.items() if turn < last}
+    return _layout(conv, old.page_turns, last, list(old.starts), calls, first)
 
 
 #: The layouts the server keeps (those of the sessions shown last): at most this many
@@ -436,15 +503,19 @@ class Layouts:
     """The layouts of the sessions shown last, one a transcript, each with the
     :func:`~sessiondex.render.conversation.conversation_key` it was read under (the
     path, inode, size and mtime of every file the conversation is read from): the next
-    page of a session reads that page, not the whole transcript again. An append, a
-    rewrite or a new subagent changes the key, so the page after it is laid out afresh
-    (and replaces the old layout). Shared by the server's threads."""
+    page of a session reads that page, not the whole transcript again. A rewrite or a
+    new subagent changes the key, so the page after it is laid out afresh (and replaces
+    the old layout); an append to the transcript or a subagent's (a session being
+    watched live) is read on from where the last read stopped (:meth:`grow`). Shared
+    by the server's threads."""
 
     def __init__(self, size: int = LAYOUTS_KEPT, entries: int = LAYOUTS_ENTRIES) -> None:
         self.size = size
         self.entries = entries
-        # transcript path → (key, layout, entries it holds)
-        self._kept: OrderedDict[str, tuple[Hashable, Layout, int]] = OrderedDict()
+        # transcript path → (key, layout, entries it holds, its files as read)
+        self._kept: OrderedDict[str, tuple[Hashable, Layout, int, dict[Path, FileSeen] | None]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
     def get(self, path: str, key: Hashable | None) -> Layout | None:
@@ -456,17 +527,38 @@ class Layouts:
             self._kept.move_to_end(path)
             return found[1]
 
+    def grow(self, path: str, key: tuple[tuple[object, ...], ...] | None) -> Layout | None:
+        """The layout of the transcript at ``path``, now under ``key``, from the one
+        kept for it when its files were only appended to since: the new lines read,
+        and the turns laid out again from the last one the kept layout had
+        (:func:`relayout`); kept in its place. None when it cannot be had so (no
+        layout kept, a rewrite, a branch, a compaction…): lay it out afresh."""
+        with self._lock:
+            found = self._kept.get(path)
+        if key is None or found is None:
+            return None
+        old_key, old, _, seen = found
+        if seen is None or not isinstance(old_key, tuple):
+            return None
+        conv = grown_conversation(old.conv, seen, old_key, key)
+        lay = relayout(old, conv) if conv is not None else None
+        if lay is None:
+            return None
+        self.keep(path, key if reads_the_same(lay.conv) else None, lay)
+        return lay
+
     def keep(self, path: str, key: Hashable | None, lay: Layout) -> None:
         """Keep ``lay``, read under ``key``, for ``path`` (None: it cannot be looked up
         again, nothing is kept), dropping those used longest ago past the bounds."""
         if key is None:
             return
+        seen = files_seen(lay.conv)
         with self._lock:
-            self._kept[path] = (key, lay, _entries_held(lay))
+            self._kept[path] = (key, lay, _entries_held(lay), seen)
             self._kept.move_to_end(path)
             while len(self._kept) > 1 and (
                 len(self._kept) > self.size
-                or sum(held for _, _, held in self._kept.values()) > self.entries
+                or sum(found[2] for found in self._kept.values()) > self.entries
             ):
                 self._kept.popitem(last=False)
 

@@ -473,6 +473,8 @@ def session(
     # A session shown before and unchanged since is not read again (see Layouts).
     key = conversation_key(found)
     kept = LAYOUTS.get(str(found["file_path"]), key)
+    if kept is None:  # appended to since (a session being watched): read on from there
+        kept = LAYOUTS.grow(str(found["file_path"]), key)
     conversation = kept.conv if kept is not None else None
     if conversation is None:
         try:
