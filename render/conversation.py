@@ -1149,10 +1149,50 @@ def _opening_fence(line: str) -> tuple[str, int, int] | None:
 _LIST_ITEM = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?: |$)")
 
 
+# Schemes a link or image of the assistant's Markdown keeps: the web's and mail. Any
+# other (javascript:, vbscript:, data:…) would be live in pandoc's and Python-Markdown's
+# HTML, which check no URL (markdown-it drops them; the web view renders with it).
+_KEPT_SCHEME = re.compile(r"(?:https?|mailto|ftp)\Z", re.IGNORECASE)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# Where a destination's scheme has ended for sure (":" included in the head).
+_DESTINATION_HEAD_END = re.compile(r"[:()<>\[\]\"'\s/?]")
+
+
+def _runs_script(line: str, start: int) -> bool:
+    """Whether the link destination that begins at ``line[start]`` (after ``](``, or a
+    reference definition's ``]:``) may name a scheme not kept, read as a renderer and a
+    browser read it: ``<…>`` unwrapped, character references and backslash escapes
+    decoded, ASCII spaces and controls dropped (a browser drops a tab written inside
+    ``javascript:``). Only its head is read, up to a character no scheme or reference
+    holds, so a line of many links costs once. A destination on the next line is not
+    seen here: it counts as one."""
+    while start < len(line) and line[start] in " \t":
+        start += 1
+    if start == len(line):
+        return True
+    if line[start] == "<":
+        start += 1
+    end = _DESTINATION_HEAD_END.search(line, start)
+    head = line[start : len(line) if end is None else end.end()]
+    head = re.sub(r"[\x00-\x20\\]", "", html.unescape(head))
+    scheme = _SCHEME.match(head)
+    return scheme is not None and not _KEPT_SCHEME.match(scheme.group(1))
+
+
+def _escapes_before(line: str, i: int) -> int:
+    """How many backslashes stand right before ``line[i]``."""
+    j = i
+    while j > 0 and line[j - 1] == "\\":
+        j -= 1
+    return i - j
+
+
 def _inert_line(line: str) -> str:
     """``line`` with every ``<`` that could open raw HTML (a tag, comment, declaration
-    or processing instruction) and every ``{`` that could open attributes, outside
-    inline code, backslash-escaped (CommonMark shows ``\\{`` as ``{``)."""
+    or processing instruction), every ``{`` that could open attributes, and every ``]``
+    that would end a link or reference definition whose destination runs script
+    (:func:`_runs_script`), outside inline code, backslash-escaped (CommonMark shows
+    ``\\{`` as ``{``; ``[x\\](javascript:…)`` is text)."""
     out: list[str] = []
     i = 0
     while i < len(line):
@@ -1177,6 +1217,13 @@ def _inert_line(line: str) -> str:
             out.append("\\<")
         elif c == "{":
             out.append("\\{")
+        elif (
+            c == "]"
+            and line[i + 1 : i + 2] in ("(", ":")
+            and _escapes_before(line, i) % 2 == 0  # this "]" is not escaped
+            and _runs_script(line, i + 2)
+        ):
+            out.append("\\]")
         else:
             out.append(c)
         i += 1

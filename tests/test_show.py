@@ -667,6 +667,64 @@ def test_a_markdown_export_holds_no_attribute_syntax_a_renderer_would_make_live(
         assert "PROMPT-2 must be visible" in html
 
 
+# A link or image whose destination runs script is live in pandoc's and Python-Markdown's
+# HTML, which sanitize no URL (markdown-it drops them; the web view uses it). Found by
+# the new-user pass of helper 305: `[here](javascript:alert(1))` came out as written.
+SCRIPT_LINKS = (
+    "click [here](javascript:alert(1)) or ![x](javascript:alert(2))\n\n"
+    "[a](jav&#x61;script:alert(3)) [b](<javascript:alert(4)>) [c]( JavaScript:alert(5) 't')"
+    " [h](\njavascript:alert(9)) [i](java&#9;script:alert(10)) [j\\](javascript:alert(11))\n\n"
+    "[d](vbscript:msgbox(6)) [e](data:text/html;base64,PHNjcmlwdD4=)\n\n"
+    "by reference: [f][ref] and [g]\n\n"
+    "[ref]: javascript:alert(7)\n"
+    "[g]:\n  javascript:alert(8)\n\n"
+    "kept: [docs](https://example.com/a_(b)) [local](#top) [mail](mailto:a@b.c)"
+    " [rel](docs/x.md) `[code](javascript:x)`"
+)
+
+
+def _destinations(markdown: str) -> list[str]:
+    """Every link's and image's destination as a renderer that checks none sees it."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark")
+    md.validateLink = lambda url: True  # as pandoc and Python-Markdown: no sanitizing
+    out = []
+    for block in md.parse(markdown):
+        for token in block.children or []:
+            if token.type in ("link_open", "image"):
+                out.append(str(token.attrs.get("href") or token.attrs.get("src")))
+    return out
+
+
+def test_a_markdown_export_holds_no_link_that_runs_script(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    from urllib.parse import unquote
+
+    markdown = _markdown_of(tmp_path, SCRIPT_LINKS, then="PROMPT-2 must be visible")
+    found = _destinations(markdown)
+    live = [
+        url
+        for url in found
+        if re.match(r"(javascript|vbscript|data):", re.sub(r"[\x00-\x20]", "", unquote(url)), re.I)
+    ]
+    assert live == [], markdown
+    assert set(found) >= {"https://example.com/a_(b)", "#top", "mailto:a@b.c", "docs/x.md"}
+    for shown in ("alert(1)", "alert(7)", "alert(8)", "msgbox(6)", "PROMPT-2 must be visible"):
+        assert shown in markdown  # kept as text
+    if shutil.which("pandoc"):
+        html = subprocess.run(
+            ["pandoc", "-f", "markdown", "-t", "html"],
+            input=markdown,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert re.findall(r"(?:href|src)=\"\s*(?:javascript|vbscript|data):", html, re.I) == []
+        assert 'href="https://example.com/a_(b)"' in html
+
+
 # Indented code in the assistant's Markdown is code: shown as written, no backslash.
 INDENTED_CODE = [
     (
