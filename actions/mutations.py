@@ -9,7 +9,9 @@ sees the change even with ``--no-refresh`` or a watcher that has not caught up y
 
 The records appended are byte-for-byte the ones ``claude_agent_sdk.rename_session`` and
 ``tag_session`` append (except that non-ASCII stays raw UTF-8, as the CLI writes it),
-so Claude Code and the SDK read our changes and we read theirs.
+so Claude Code and the SDK read our changes and we read theirs. A rename and a fork also
+write the name to ``<id>/custom-title.json``, as Claude Code does (its picker reads that
+file when the record is not within a transcript's last 64 KiB).
 """
 
 from __future__ import annotations
@@ -24,11 +26,17 @@ from sessiondex.indexer.refresh import ingest_path
 from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
 from sessiondex.query.sessions import select_rows, to_object
+from sessiondex.transcripts.discover import title_in_sidecar
 from sessiondex.transcripts.fork import NothingToFork, fork_transcript
 from sessiondex.transcripts.reader import without_lone_surrogates
 from sessiondex.transcripts.tags import clean_name, clean_tag, sanitize_tag
 from sessiondex.transcripts.windows import sdk_title_and_tag
-from sessiondex.transcripts.write import WriteRefused, append_record, delete_session_files
+from sessiondex.transcripts.write import (
+    WriteRefused,
+    append_record,
+    delete_session_files,
+    write_title_sidecar,
+)
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -47,7 +55,8 @@ class CannotFork(MutationError):
 class MutationResult:
     """What a mutation did. ``session`` is the session object after the change (None
     after a delete); ``removed`` lists deleted paths; ``written`` is False when the
-    session already was as asked (nothing appended, the mtime untouched)."""
+    session already was as asked (nothing appended, the mtime untouched); ``warnings``
+    says what of a change that went through was not done (the title sidecar)."""
 
     action: str
     session_id: str
@@ -56,6 +65,7 @@ class MutationResult:
     removed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     written: bool = True
+    warnings: list[str] = field(default_factory=list)
 
 
 Target = Resolution | str
@@ -109,6 +119,20 @@ def _append(
         session=_object_for(db, path),
         notes=list(found.notes),
     )
+
+
+def _mirror_title(result: MutationResult, title: str, roots: list[Path]) -> MutationResult:
+    """Write the name just recorded to the session's ``<id>/custom-title.json``, as
+    Claude Code does; one it cannot write is a warning, not a failure: the record
+    landed, and it is what sessiondex, the SDK and the picker's tail read."""
+    try:
+        write_title_sidecar(Path(result.file_path), title, roots)
+    except WriteRefused as exc:
+        result.warnings.append(
+            f"{exc}; the name is recorded in the transcript, but Claude Code's picker"
+            " may show the sidecar's name once that record is over 64 KiB from the end"
+        )
+    return result
 
 
 def _text(value: object, what: str) -> str:
@@ -219,7 +243,11 @@ def rename(
             found,
             roots,
             "rename",
-            lambda s: s.get("custom_title") == title and _shown(s)[0] == title,
+            lambda s: (
+                s.get("custom_title") == title
+                and _shown(s)[0] == title
+                and title_in_sidecar(s["file_path"]) in (None, title)
+            ),
         )
         if same is not None:
             return same
@@ -228,7 +256,7 @@ def rename(
         "customTitle": title,
         "sessionId": found.session["session_id"],
     }
-    return _append(db, found, record, roots, "rename")
+    return _mirror_title(_append(db, found, record, roots, "rename"), title, roots)
 
 
 def tag(
@@ -298,12 +326,16 @@ def fork(
         _sync(db, path, roots)
         raise MutationError(str(exc)) from None
     _sync(db, str(result.path), roots)
-    return MutationResult(
-        "fork",
-        result.session_id,
-        str(result.path),
-        session=_object_for(db, str(result.path)),
-        notes=list(found.notes),
+    return _mirror_title(
+        MutationResult(
+            "fork",
+            result.session_id,
+            str(result.path),
+            session=_object_for(db, str(result.path)),
+            notes=list(found.notes),
+        ),
+        result.title,
+        roots,
     )
 
 

@@ -49,14 +49,19 @@ def _target(arg: str, cwd: str | None, fmt: str) -> Resolution:
 def _run(action: Callable[[], MutationResult], notes: Sequence[str] = ()) -> MutationResult:
     """Call a mutation; its expected failures become one ``Error:`` line, exit 1. The
     resolution's ``notes`` (the session is another directory's, and how to resume it)
-    follow a mutation that went through, never one that failed."""
+    follow a mutation that went through, never one that failed, and so do its
+    ``warnings`` (what of it was not done: the title sidecar), each one
+    ``warning:`` line; the exit status stays 0."""
     from sessiondex.actions.mutations import MutationError
+    from sessiondex.cli.errors import warn
     from sessiondex.cli.query_cmds import echo_notes
 
     try:
         result = action()
     except MutationError as exc:
         raise CliError(clean_line(str(exc))) from None
+    for text in result.warnings:
+        warn(text)
     echo_notes(list(notes))
     return result
 

@@ -554,7 +554,7 @@ class SessionService:
                 "session_id": result.session_id,
                 "title": session.get("title"),
                 "tag": session.get("tag"),
-                "notes": result.notes,
+                "notes": result.notes + result.warnings,
             }
         )
 

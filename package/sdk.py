@@ -551,7 +551,9 @@ def rename_session(
     with _open(db, config_dir, refresh) as index:
         found = _target(index, session_id, directory, appending=True)
         with _sdk_errors(session_id, found):
-            rename(index.writer(), found, title, roots=index.roots)
+            result = rename(index.writer(), found, title, roots=index.roots)
+    for text in result.warnings:  # the record landed: the SDK's call succeeded
+        _note(text)
 
 
 def tag_session(
@@ -637,6 +639,8 @@ def fork_session(
                 up_to=up_to_message_id or None,
                 title=title if title and title.strip() else None,
             )
+    for text in result.warnings:
+        _note(text)
     return ForkSessionResult(session_id=result.session_id)
 
 

@@ -698,6 +698,8 @@ class PickerScreen(Screen[None]):
             self.notify(clean(str(exc)), severity="error", markup=False)
             return
         self.notify(done if getattr(result, "written", True) else "nothing changed", markup=False)
+        for text in getattr(result, "warnings", ()):  # done, but the title sidecar is not
+            self.notify(clean(text), severity="warning", markup=False)
         self.start_load(path, live=True)
 
 

@@ -369,9 +369,10 @@ def test_fork_copies_the_main_thread_with_new_ids(world: World) -> None:
         "timestamp": title["timestamp"],
     }
     assert len(title["timestamp"]) == len("2026-11-01T10:00:00.000Z")
-    # No tag, no subagents copied; the index knows the fork already.
+    # No tag, no subagents copied (the fork's folder holds only its title sidecar);
+    # the index knows the fork already.
     assert not any(r.get("type") == "tag" for r in records)
-    assert not (source_path.parent / new_id).exists()
+    assert [p.name for p in (source_path.parent / new_id).iterdir()] == ["custom-title.json"]
     obj = world.resolve(new_id)
     assert obj["forked_from"] == {
         "session_id": world.ids["source"],
@@ -483,7 +484,8 @@ def test_a_fork_appears_whole_or_not_at_all(world: World, monkeypatch: pytest.Mo
     real_write = os.write
 
     def watched_write(fd: int, data: Any) -> int:
-        seen_while_writing.append(target.exists())
+        if not bytes(data).startswith(b'{"customTitle"'):  # the title sidecar comes after
+            seen_while_writing.append(target.exists())
         return real_write(fd, data)
 
     monkeypatch.setattr(fork_module.os, "write", watched_write)
@@ -640,3 +642,204 @@ def test_a_fork_s_default_title_is_the_sdk_s(records: list[dict[str, Any]], titl
     from sessiondex.transcripts.fork import default_base_title
 
     assert default_base_title(records) == title
+
+
+# ----------------------------------------------------------------- the title sidecar
+# Claude Code mirrors a session's name into <id>/custom-title.json, and its picker and
+# `--resume NAME` read a name tail record > that sidecar > head record
+# (reference/cli-sessions.md §6.4). A sidecar left saying the old name brings the old
+# name back once the record is more than 64 KiB from the end.
+SIDECAR = "custom-title.json"
+STALE = b'{"customTitle":"Old","by":"user","at":"2026-11-01T10:00:00.000Z"}'
+
+
+def _sidecar(world: World, name: str) -> Path:
+    return world.paths[name].with_suffix("") / SIDECAR
+
+
+def _stale_sidecar(world: World, name: str, how: str) -> Path | None:
+    """Put the ``<id>/`` folder of session ``name`` in state ``how``; returns the file
+    outside the projects dir a link points at, if any."""
+    sidecar = _sidecar(world, name)
+    if how == "no folder":
+        assert not sidecar.parent.exists()
+        return None
+    sidecar.parent.mkdir(exist_ok=True)
+    if how == "a stale sidecar":
+        sidecar.write_bytes(STALE)
+        return None
+    if how == "a folder without one":
+        return None
+    outside = world.base / "elsewhere" / "title.json"
+    outside.write_bytes(STALE)
+    if how == "a link to a file outside":
+        sidecar.symlink_to(outside)
+    elif how == "a dangling link":
+        sidecar.symlink_to(world.base / "elsewhere" / "nowhere.json")
+    else:
+        raise AssertionError(how)
+    return outside
+
+
+@pytest.mark.parametrize(
+    ("session", "how"),
+    [
+        ("alpha", "a stale sidecar"),
+        ("alpha", "no folder"),
+        ("alpha", "a link to a file outside"),
+        ("alpha", "a dangling link"),
+        ("source", "a folder without one"),  # its subagents' folder
+        ("source", "a stale sidecar"),
+    ],
+)
+def test_rename_writes_the_sidecar_claude_code_reads(world: World, session: str, how: str) -> None:
+    sidecar = _sidecar(world, session)
+    outside = _stale_sidecar(world, session, how)
+    result = world.run("rename", world.ids[session], "New ☕", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert last_line(world.paths[session])["customTitle"] == "New ☕"  # the record first
+    # a regular file of its own (a link is replaced, never written through), JSON with
+    # only what Claude Code's sidecar is documented to hold that we know: the name
+    assert not sidecar.is_symlink() and sidecar.is_file()
+    assert json.loads(sidecar.read_bytes()) == {"customTitle": "New ☕"}
+    assert "New ☕".encode() in sidecar.read_bytes()  # raw UTF-8, as the transcript
+    assert stat.S_IMODE(sidecar.stat().st_mode) == 0o600
+    if outside is not None:
+        assert outside.read_bytes() == STALE
+    assert not (world.base / "elsewhere" / "nowhere.json").exists()
+    leftovers = [p.name for p in sidecar.parent.iterdir() if p.name.startswith(".")]
+    assert leftovers == []  # no temporary file left behind
+    assert world.resolve("new ☕")["session_id"] == world.ids[session]
+
+
+def test_renaming_to_the_name_the_sidecar_contradicts_writes_again(world: World) -> None:
+    """``rename`` writes nothing when the session already has the name; a sidecar
+    saying another name is Claude Code's picker showing that name, not "already
+    named"."""
+    _stale_sidecar(world, "alpha", "a stale sidecar")
+    result = world.run("rename", world.ids["alpha"], "Alpha", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert "nothing written" not in result.output
+    assert json.loads(_sidecar(world, "alpha").read_bytes()) == {"customTitle": "Alpha"}
+    # and with the sidecar right, the same name again is a no-op
+    before = world.snapshot()
+    again = world.run("rename", world.ids["alpha"], "Alpha", "--cwd", CWD)
+    assert again.exit_code == 0 and "nothing written" in again.output
+    assert world.snapshot() == before
+
+
+def test_the_sidecar_is_replaced_whole(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written aside in the same folder and renamed over the old one: a reader (Claude
+    Code's picker) sees the old sidecar or the new, never a half-written one."""
+    sidecar = _sidecar(world, "alpha")
+    _stale_sidecar(world, "alpha", "a stale sidecar")
+    seen: list[bytes] = []
+    real_write = os.write
+
+    def watched_write(fd: int, data: Any) -> int:
+        seen.append(sidecar.read_bytes())
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", watched_write)
+    result = world.run("rename", world.ids["alpha"], "New", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert seen and set(seen) == {STALE}  # every write happened beside the old sidecar
+    assert json.loads(sidecar.read_bytes()) == {"customTitle": "New"}
+
+
+@pytest.mark.parametrize(
+    "how", ["a file where the folder goes", "a link to a folder outside", "a directory sidecar"]
+)
+def test_a_sidecar_that_cannot_be_written_leaves_the_rename_done_and_says_so(
+    world: World, how: str
+) -> None:
+    """The record is the source of truth (sessiondex, the SDK and the picker's tail read
+    it): the rename is done, exit 0, and one warning line says the sidecar is not
+    updated. Nothing is written outside the projects dir."""
+    folder = world.paths["alpha"].with_suffix("")
+    outside = world.base / "elsewhere" / "folder"
+    if how == "a file where the folder goes":
+        folder.write_bytes(b"not a folder")
+    elif how == "a link to a folder outside":
+        outside.mkdir()
+        folder.symlink_to(outside)
+    else:
+        (folder / SIDECAR).mkdir(parents=True)
+    result = world.run("rename", world.ids["alpha"], "New", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert last_line(world.paths["alpha"])["customTitle"] == "New"
+    [line] = result.stderr.splitlines()
+    assert line.startswith("warning: ") and SIDECAR in line and str(folder) in line
+    assert world.resolve("new")["session_id"] == world.ids["alpha"]
+    if how == "a link to a folder outside":
+        assert list(outside.iterdir()) == []
+    if how == "a file where the folder goes":
+        assert folder.read_bytes() == b"not a folder"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_read_only_session_folder_leaves_the_rename_done_and_says_so(world: World) -> None:
+    folder = world.paths["source"].with_suffix("")  # it holds the subagents
+    folder.chmod(0o555)
+    try:
+        result = world.run("rename", world.ids["source"], "New", "--cwd", CWD)
+    finally:
+        folder.chmod(0o755)
+    assert result.exit_code == 0, result.output
+    assert last_line(world.paths["source"])["customTitle"] == "New"
+    [line] = result.stderr.splitlines()
+    assert line.startswith("warning: ") and "Permission denied" in line
+    assert not (folder / SIDECAR).exists()
+
+
+@pytest.mark.parametrize("title", [None, "Plan C"])
+def test_a_fork_gets_the_sidecar_of_its_own_title(world: World, title: str | None) -> None:
+    """Claude Code's fork writes the sidecar of the new session too."""
+    _stale_sidecar(world, "source", "a stale sidecar")  # the source's is not copied
+    result = world.run(
+        "fork", world.ids["source"], *(["--title", title] if title else []), "--cwd", CWD
+    )
+    assert result.exit_code == 0, result.output
+    new_id = result.stdout.strip()
+    folder = world.paths["source"].parent / new_id
+    name = title or "Source work (fork)"
+    assert _records(folder.with_suffix(".jsonl"))[-1]["customTitle"] == name
+    assert sorted(p.name for p in folder.iterdir()) == [SIDECAR]  # no subagents copied
+    assert json.loads((folder / SIDECAR).read_bytes()) == {"customTitle": name}
+    assert _sidecar(world, "source").read_bytes() == STALE
+
+
+def test_the_sdk_writers_write_the_sidecar_too(world: World) -> None:
+    from sessiondex.sdk import fork_session, rename_session
+
+    _stale_sidecar(world, "alpha", "a stale sidecar")
+    opts = {"db": world.db, "config_dir": world.tree.root}
+    rename_session(world.ids["alpha"], "  From the SDK ", **opts)
+    assert json.loads(_sidecar(world, "alpha").read_bytes()) == {"customTitle": "From the SDK"}
+    forked = fork_session(world.ids["alpha"], title="SDK fork", **opts)
+    folder = world.paths["alpha"].parent / forked.session_id
+    assert json.loads((folder / SIDECAR).read_bytes()) == {"customTitle": "SDK fork"}
+
+
+def test_list_after_a_rename_shows_the_name_and_reads_nothing_again(world: World) -> None:
+    """The sidecar is no transcript: writing it (and making ``<id>/``) changes no
+    transcript's stat, so the refresh after a rename reads no byte again and finds
+    nothing new, grown or rewritten (the just-appended transcript is only looked at,
+    as after a tag, until its mtime is out of the racy window); the index never opens
+    the sidecar or anything in the new folder (the record says the same)."""
+    from sessiondex import Index
+    from tests.helpers_index import files_opened
+
+    result = world.run("rename", world.ids["alpha"], "New", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    sidecar = _sidecar(world, "alpha")
+    assert sidecar.is_file()
+    with Index(world.db, [world.tree.root]) as index, files_opened() as opened:
+        stats = index.refresh()
+        listed = {s["session_id"]: s["title"] for s in index.list(scope="all")}
+    assert (stats.new, stats.grown, stats.rewritten, stats.removed) == (0, 0, 0, 0)
+    assert (stats.bytes_read, stats.picker_archives) == (0, 0)
+    assert listed[world.ids["alpha"]] == "New"
+    assert not [p for p in opened if p.startswith(str(sidecar.parent) + os.sep)]
+    assert {p for p in opened if p.endswith(".jsonl")} <= {str(world.paths["alpha"])}

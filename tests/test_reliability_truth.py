@@ -5,7 +5,8 @@ Every reading command of ``cli.main.COMMANDS`` runs over a copy of ``fixtures/cl
 and afterwards each file under the config dir has the same bytes and the same mtime.
 The mutations then change exactly what they target and nothing else: one appended line
 (rename, tag, untag), one new file (fork), the session's files removed (delete), nothing
-at all (cleanup --apply when nothing is expired).
+at all (cleanup --apply when nothing is expired); and rename and fork the session's
+``<id>/custom-title.json``, Claude Code's mirror of its name.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tests.builders import copy_fixtures
 SHOP = "/home/dev/shop"
 AUTH_ID = "4045e6f8-686a-5d64-9f2b-e0830c6ab007"  # "Auth refactor", tag "auth", PR #12
 AUTH_PATH = f"projects/-home-dev-shop/{AUTH_ID}.jsonl"
+AUTH_SIDECAR = f"projects/-home-dev-shop/{AUTH_ID}/custom-title.json"
 WITH_SUBAGENTS = "8c136a88-d56e-5503-90fb-65c938b104f6"  # has an <id>/subagents/ folder
 
 Snapshot = dict[str, tuple[bytes, int]]
@@ -321,7 +323,11 @@ def test_appending_mutation_changes_only_its_target_by_one_line(
     assert result.exit_code == 0, (result.output, result.exception)
     after = snapshot(fx.config)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    assert changed == [AUTH_PATH]
+    if command == "rename":  # and Claude Code's mirror of the name, in a new <id>/
+        assert changed == [AUTH_PATH, AUTH_SIDECAR.rsplit("/", 1)[0] + "/", AUTH_SIDECAR]
+        assert after[AUTH_SIDECAR][0] == b'{"customTitle":"A new name"}'
+    else:
+        assert changed == [AUTH_PATH]
     extra = _appended_one_line(before[AUTH_PATH][0], after[AUTH_PATH][0])
     assert marker in extra
 
@@ -336,7 +342,8 @@ def test_fork_adds_one_file_and_changes_nothing(tmp_path: Path) -> None:
     after = snapshot(fx.config)
     assert {k: v for k, v in after.items() if k in before} == before
     added = sorted(set(after) - set(before))
-    assert added == [f"projects/-home-dev-shop/{new_id}.jsonl"]
+    fork = f"projects/-home-dev-shop/{new_id}"
+    assert added == [f"{fork}.jsonl", f"{fork}/", f"{fork}/custom-title.json"]
     assert after[added[0]][0].count(b"\n") >= 2
 
 

@@ -32,6 +32,10 @@ MAIN_WITH_FOLDER = "main+folder"
 PICKER_ARCHIVE_NAME = "archived.json"
 # Claude Code writes ~50 bytes; more than this is not its sidecar.
 MAX_PICKER_ARCHIVE_BYTES = 1 << 20
+# Claude Code's mirror of the session's name: <id>/custom-title.json, {"customTitle": …}
+# (optional "by"/"at"). Its picker reads the name from the tail record, else from this,
+# else from the head record (docs/session-fields.md); clearing the name deletes it.
+TITLE_SIDECAR_NAME = "custom-title.json"
 
 
 @dataclass(frozen=True)
@@ -423,10 +427,34 @@ def read_regular(path: str | os.PathLike[str]) -> bytes:
         return stream.read()
 
 
-def _picker_archive_path(transcript: str | os.PathLike[str]) -> str:
+def session_sidecar_path(transcript: str | os.PathLike[str], name: str) -> str:
+    """The path of the sidecar ``name`` in a main transcript's ``<id>/`` folder."""
     text = os.fspath(transcript)
     folder = text[: -len(".jsonl")] if text.endswith(".jsonl") else text
-    return os.path.join(folder, PICKER_ARCHIVE_NAME)
+    return os.path.join(folder, name)
+
+
+def _picker_archive_path(transcript: str | os.PathLike[str]) -> str:
+    return session_sidecar_path(transcript, PICKER_ARCHIVE_NAME)
+
+
+def _read_sidecar(transcript: str | os.PathLike[str], name: str) -> dict[str, Any] | None:
+    """A session sidecar's JSON object as Claude Code reads it (through links; never
+    blocking on a FIFO), or None when it is missing, unreadable, no regular file or no
+    JSON object."""
+    try:
+        fd = os.open(session_sidecar_path(transcript, name), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        value = orjson.loads(os.read(fd, MAX_PICKER_ARCHIVE_BYTES))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    finally:
+        os.close(fd)
+    return value if isinstance(value, dict) else None
 
 
 def archived_in_picker(transcript: str | os.PathLike[str]) -> bool:
@@ -434,19 +462,18 @@ def archived_in_picker(transcript: str | os.PathLike[str]) -> bool:
     ``archived.json`` saying ``{"archived": true}``. The picker hides such a session
     and ``claude --continue`` passes it over. Missing, unreadable or anything else:
     not archived. (Not sessiondex's own archive, a copy kept from the sweep.)"""
-    try:  # through links, as Claude Code reads it; never blocking on a FIFO
-        fd = os.open(_picker_archive_path(transcript), os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        value = orjson.loads(os.read(fd, MAX_PICKER_ARCHIVE_BYTES))
-    except (OSError, orjson.JSONDecodeError):
-        return False
-    finally:
-        os.close(fd)
-    return isinstance(value, dict) and value.get("archived") is True
+    value = _read_sidecar(transcript, PICKER_ARCHIVE_NAME)
+    return value is not None and value.get("archived") is True
+
+
+def title_in_sidecar(transcript: str | os.PathLike[str]) -> str | None:
+    """The name ``<id>/custom-title.json`` holds (Claude Code's mirror of the session's
+    name, which its picker shows when the last 64 KiB hold no ``custom-title`` record),
+    or None when there is none to read. The index does not read it: the transcript's
+    records say the same, and say it first; mutations read it to keep it in step."""
+    value = _read_sidecar(transcript, TITLE_SIDECAR_NAME)
+    title = None if value is None else value.get("customTitle")
+    return title if isinstance(title, str) else None
 
 
 def picker_archive_stamp(transcript: str | os.PathLike[str]) -> str | None:

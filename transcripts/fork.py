@@ -70,6 +70,7 @@ class ForkResult:
     session_id: str
     path: Path
     entries: int  # chain entries copied (progress entries are not)
+    title: str  # the fork's custom-title
 
 
 def now_iso_ms() -> str:
@@ -353,4 +354,6 @@ def fork_transcript(
     fork = build_fork(records, source_id=owned.session_id, new_id=new_id, up_to=up_to, title=title)
     target = owned.path.parent / f"{new_id}.jsonl"
     _write_new(target, b"".join(orjson.dumps(r) + b"\n" for r in fork))
-    return ForkResult(new_id, target, sum(1 for r in fork if is_chain_entry(r)))
+    return ForkResult(
+        new_id, target, sum(1 for r in fork if is_chain_entry(r)), fork[-1]["customTitle"]
+    )

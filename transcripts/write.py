@@ -48,14 +48,19 @@ and our ``write``, with a ``write`` that is not the whole line, still has that l
 broken (ours is appended again); one silent for the whole quiet period that resumes a
 line in that instant has it split. Claude Code and the SDK write each line with one
 ``write``, which ``O_APPEND`` never interleaves with ours.
+
+Besides transcripts, one side file is written: ``<id>/custom-title.json``, Claude Code's
+mirror of the session's name (:func:`write_title_sidecar`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +68,12 @@ from typing import Any
 
 import orjson
 
-from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path
+from sessiondex.transcripts.discover import (
+    MAIN,
+    TITLE_SIDECAR_NAME,
+    TranscriptFile,
+    describe_path,
+)
 from sessiondex.transcripts.tree import walk
 
 
@@ -256,6 +266,61 @@ def _still_there(fd: int, path: Path, landed_at: int, data: bytes) -> bool:
         return stat.S_ISREG(os.fstat(copy).st_mode) and os.pread(copy, len(data), landed_at) == data
     finally:
         os.close(copy)
+
+
+def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
+    """Write ``{"customTitle": title}`` to ``<id>/custom-title.json`` beside the main
+    transcript ``path`` (inside a configured ``projects/`` dir), as Claude Code does on
+    every rename and fork; returns the sidecar's path. Claude Code's picker reads a name
+    from the last 64 KiB's ``custom-title`` record, else from this file, else from the
+    first 64 KiB's record (docs/session-fields.md): a sidecar left saying an old
+    name brings that name back once the record is further from the end.
+
+    Only the name is written: the sidecar's optional ``by`` and ``at`` are documented as
+    optional and not what they hold, and one kept from an earlier rename would describe
+    that rename. The ``<id>/`` folder is made (mode 0700) when there is none. The file
+    is written under a hidden name in that folder (``O_EXCL``, mode 0600) and renamed
+    over the old one, so a reader sees the old sidecar or the new, never half of one; a
+    sidecar that is a link is replaced, not followed, and a folder that is a link is
+    refused: nothing is written outside the projects dir. :class:`WriteRefused` (one
+    line) when it cannot be written; the transcript is not touched either way."""
+    tf = owned_transcript(path, roots)
+    folder = tf.path.with_suffix("")
+    sidecar = folder / TITLE_SIDECAR_NAME
+    data = orjson.dumps({"customTitle": title})
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise WriteRefused(f"cannot make {folder}: {exc.strerror}") from None
+    if folder.is_symlink():
+        raise WriteRefused(f"{folder} is a link; not writing {TITLE_SIDECAR_NAME} through it")
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        folder_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow)
+    except OSError as exc:
+        raise WriteRefused(f"cannot write {sidecar}: {exc.strerror}") from None
+    temporary = f".{TITLE_SIDECAR_NAME}.{uuid.uuid4().hex}.tmp"
+    try:
+        fd = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=folder_fd
+        )
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(0, f"short write ({written} of {len(data)} bytes)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, TITLE_SIDECAR_NAME, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder_fd)
+        raise WriteRefused(f"cannot write {sidecar}: {exc.strerror}") from None
+    finally:
+        os.close(folder_fd)
+    return sidecar
 
 
 CAP_FOWNER = 3  # linux/capability.h
