@@ -1231,3 +1231,48 @@ def test_a_long_lived_index_archives_into_the_file_that_is_the_index_now(
         assert [r.status for r in run.results] == ["archived"]
     stats = _json(_run(tree, db, "stats", "--json"))["cleanup"]["archive"]
     assert (stats["protected"], stats["at_risk"]) == (1, 0) and stats["last_run"]
+
+
+def test_a_rename_reaches_the_next_archive_with_its_title_sidecar(tmp_path: Path) -> None:
+    """``rename`` appends the record and rewrites ``<id>/custom-title.json`` (Claude
+    Code's mirror of the name). The transcript changed, so once the session expires
+    again the archive writes a new version, holding the record and the new sidecar;
+    the older version keeps the old sidecar, and restore brings back the new name in
+    both places."""
+    import tarfile
+
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    s = _session(tree, "quince renamed before the sweep", now - 40 * DAY)
+    folder = s.project_dir / s.session_id
+    sidecar = folder / "custom-title.json"
+    folder.mkdir()
+    sidecar.write_bytes(b'{"customTitle":"Old"}')
+
+    def member(archive: str, name: str) -> bytes:
+        with tarfile.open(archive) as tar:
+            found = next(m for m in tar if m.name.endswith(name))
+            return tar.extractfile(found).read()  # type: ignore[union-attr]
+
+    with _index(tree, tmp_path) as index:
+        first = _archive(index, tmp_path, now=now)
+        assert [r.status for r in first.results] == [ARCHIVED]
+        index.rename(s.session_id, "Quince plan")
+        # the append restarted the retention clock: nothing expires now
+        assert _archive(index, tmp_path, now=time.time()).results == []
+        later = _archive(index, tmp_path, now=time.time() + 40 * DAY)
+        assert [r.status for r in later.results] == [ARCHIVED]
+        newer = later.results[0].archive
+        assert newer is not None and newer.endswith(f"{s.session_id}-2.tar.gz")
+        assert member(newer, "custom-title.json") == b'{"customTitle":"Quince plan"}'
+        assert b'"customTitle":"Quince plan"' in member(newer, f"{s.session_id}.jsonl")
+        assert member(str(first.results[0].archive), "custom-title.json") == (
+            b'{"customTitle":"Old"}'
+        )
+        # Claude Code's sweep, then restore: the newest version comes back
+        s.path.unlink()
+        shutil.rmtree(folder)
+        index.refresh()
+        index.restore(s.session_id)
+        assert [o["title"] for o in index.list(scope="all")] == ["Quince plan"]
+    assert json.loads(sidecar.read_bytes()) == {"customTitle": "Quince plan"}

@@ -1250,3 +1250,53 @@ def test_reading_a_transcript_wakes_no_watcher(
         db.close()
     assert "modified" in seen  # the append came through the handler
     assert not {"opened", "closed", "closed_no_write"} & set(seen), seen
+
+
+@pytest.mark.parametrize("folder", ["none yet", "holds subagents"])
+def test_a_rename_and_its_title_sidecar_are_not_read_again(
+    tmp_path: Path, start_watcher, folder: str
+) -> None:
+    """``rename`` appends the record, brings the index up to date itself, then writes
+    ``<id>/custom-title.json`` (aside, renamed over; making ``<id>/`` when missing).
+    The watcher reads none of it again: the sidecar is no transcript, and the new
+    folder names the transcript the rename already ingested."""
+    from sessiondex import Index
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = session(tree, "/w/app", "kiwi renamed while watched")
+    if folder == "holds subagents":
+        turn = s.assistant("delegating", tool_uses=[("Task", {"prompt": "sub"})])
+        s.subagent(agent_id="k1", tool_use_id=turn.tool_use_ids[0]).user("kiwi subagent task")
+        s.write()
+    _, batches = start_watcher([tree.root])
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "kiwi"), "the session")
+        start = len(batches)
+        with Index(tmp_path / "index.db", [tree.root]) as index:
+            index.rename(s.session_id, "Kiwi plan")
+        sidecar = s.project_dir / s.session_id / "custom-title.json"
+        assert json.loads(sidecar.read_bytes()) == {"customTitle": "Kiwi plan"}
+        # a later change elsewhere: once it is in, the rename's events were handled
+        marker = session(tree, "/w/app", "lychee written after the rename")
+        wait_for(
+            lambda: any(str(marker.path) in b.paths for b in batches.since(start)),
+            "the batch of the session written after",
+        )
+        applied = batches.since(start)
+        assert not [
+            p for b in applied for p in b.paths if p.startswith(str(sidecar.parent) + os.sep)
+        ]
+        for batch in applied:
+            stats = batch.stats
+            assert (stats.rewritten, stats.removed, stats.picker_archives) == (0, 0, 0), batch
+        # the marker is new; the appended record is read once, by the rename (or by the
+        # watcher, when its event is handled before the rename's own ingest), never again
+        assert sum(b.stats.new for b in applied) == 1
+        assert sum(b.stats.grown for b in applied) <= 1
+        row = db.execute(
+            "SELECT custom_title FROM sessions WHERE session_id = ?", [s.session_id]
+        ).fetchone()
+        assert row[0] == "Kiwi plan" and marker.path.exists()
+    finally:
+        db.close()
