@@ -205,7 +205,7 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]], cwd: str | None) -> None
     if getattr(getattr(db, "dialect", None), "team", False):
         return
     try:
-        from sessiondex.query.cleanup import expiring_soon
+        from sessiondex.query.expiry import expiring_soon
         from sessiondex.transcripts.fspath import CwdGone
     except ImportError:
         return

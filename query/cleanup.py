@@ -1,5 +1,6 @@
-"""Claude Code's retention sweep, predicted from the index: the dry run of ``cleanup``,
-the warning under ``list`` and the counts of ``stats``.
+"""Claude Code's retention sweep, predicted from the index: the dry run of ``cleanup``
+and the counts of ``stats`` (the warning under ``list``, and which sessions the sweep
+deletes soon, are :mod:`query.expiry`).
 
 The rules themselves (which period, which sessions are exempt) are
 :mod:`sessiondex.transcripts.retention`; carrying a plan out is
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.archives import archived_only, archived_paths, archived_version, last_run
+from sessiondex.query.expiry import COUNT_COLUMNS, SOON_DAYS, deleted_by
+from sessiondex.query.expiry import expiring_soon as expiring_soon  # re-exported
 from sessiondex.query.sessions import activity_ms, display_title, iso_ms
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
 from sessiondex.transcripts.retention import (
@@ -30,14 +33,12 @@ from sessiondex.transcripts.retention import (
     desktop_exemption,
     folder_stats,
     read_retention,
-    window_desktop,
 )
 from sessiondex.transcripts.tags import sanitize_tag
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-SOON_DAYS = 3
 DEFAULT_KEEP_TAG = "keep"
 
 
@@ -444,87 +445,6 @@ def plan_cleanup(
 # --------------------------------------------------------------------------- list / stats
 
 
-# What the retention counts read of a live session.
-# The window test's columns (``window_desktop``) answer the desktop exemption: no
-# transcript is opened (only a desktop session's release marker is looked at).
-_COUNT_COLUMNS = (
-    "s.root, s.file_path, s.mtime_ns, s.file_size, s.head_entrypoint,"
-    " s.last_entrypoint, s.last_entrypoint_offset"
-)
-
-
-def _rows_for_paths(db: Database, paths: list[str]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for start in range(0, len(paths), 500):
-        chunk = paths[start : start + 500]
-        cursor = db.execute(
-            f"SELECT {_COUNT_COLUMNS} FROM sessions s"
-            f" WHERE s.archived = 0 AND s.file_path IN ({', '.join('?' for _ in chunk)})",
-            chunk,
-        )
-        names = [d[0] for d in cursor.description]
-        rows.extend(dict(zip(names, r)) for r in cursor.fetchall())
-    return rows
-
-
-def _deleted_by(
-    rows: list[dict[str, Any]],
-    cwd: str | None,
-    now: float,
-    horizon: float,
-    managed: Path | None,
-    retentions: dict[str, Retention],
-) -> list[dict[str, Any]]:
-    """The ``rows`` Claude Code's sweep deletes by ``now + horizon`` (each config dir's
-    retention read once into ``retentions``)."""
-    doomed: list[dict[str, Any]] = []
-    for row in rows:
-        root = row["root"]
-        if root not in retentions:
-            retentions[root] = read_retention(Path(root), cwd, managed)
-        retention = retentions[root]
-        if retention.days is None:
-            continue
-        mtime = row["mtime_ns"] / 1e9
-        if mtime >= now + horizon - retention.days * DAY:
-            continue
-        desktop = window_desktop(
-            row["head_entrypoint"],
-            row["last_entrypoint"],
-            row["last_entrypoint_offset"],
-            row["file_size"] or 0,
-        )
-        if desktop and desktop_exemption(
-            Path(row["file_path"]),
-            retention,
-            mtime,
-            now + horizon,
-            desktop=desktop,
-        ):
-            continue
-        doomed.append(row)
-    return doomed
-
-
-def expiring_soon(
-    db: Database,
-    file_paths: list[str],
-    cwd: str | None,
-    roots: list[Path],
-    *,
-    now: float | None = None,
-    managed: Path | None = UNSET,
-) -> int:
-    """How many of these sessions Claude Code's sweep deletes within 3 days (already
-    expired ones included) with no archived copy of their current version, for the
-    warning under ``list``: an archived session loses nothing to the sweep."""
-    del roots  # each row records its own config dir
-    current = time.time() if now is None else now
-    rows = _rows_for_paths(db, list(file_paths))
-    doomed = [r["file_path"] for r in _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, {})]
-    return len(doomed) - len(archived_paths(db, doomed))
-
-
 def cleanup_summary(
     db: Database,
     roots: list[Path],
@@ -540,15 +460,15 @@ def cleanup_summary(
     current = time.time() if now is None else now
     texts = [str(r) for r in roots]
     cursor = db.execute(
-        f"SELECT {_COUNT_COLUMNS} FROM sessions s"
+        f"SELECT {COUNT_COLUMNS} FROM sessions s"
         f" WHERE s.archived = 0 AND s.root IN ({', '.join('?' for _ in texts) or 'NULL'})",
         texts,
     )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, r)) for r in cursor.fetchall()]
     retentions: dict[str, Retention] = {}
-    expired = _deleted_by(rows, cwd, current, 0, managed, retentions)
-    soon = _deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, retentions)
+    expired = deleted_by(rows, cwd, current, 0, managed, retentions)
+    soon = deleted_by(rows, cwd, current, SOON_DAYS * DAY, managed, retentions)
     for root in texts:
         retentions.setdefault(root, read_retention(Path(root), cwd, managed))
     protected = len(archived_paths(db, [row["file_path"] for row in soon]))

@@ -235,6 +235,9 @@ _NOT_AT_STARTUP = (
 # ... and, in the bench's `--no-refresh search --json`, what only the freshness check
 # needs (a table's ID width and list's expiry warning still import discover).
 _NOT_WITHOUT_REFRESH = ("sessiondex.transcripts.discover",)
+# ... and in list and search: the cleanup plan (stats counts with it; list's expiry
+# warning is query.expiry's).
+_NOT_IN_A_LISTING = ("sessiondex.query.cleanup",)
 # As the console script runs it (pyproject.toml [project.scripts]).
 _LOADED = (
     "import sys; sys.argv = ['sessiondex', *sys.argv[1:]]\n"
@@ -246,6 +249,8 @@ _LOADED = (
     f"    print('STARTUP', sorted(m for m in {_NOT_AT_STARTUP!r}"
     " if m in sys.modules), file=sys.stderr)\n"
     f"    print('NO_REFRESH', sorted(m for m in {_NOT_WITHOUT_REFRESH!r}"
+    " if m in sys.modules), file=sys.stderr)\n"
+    f"    print('LISTING', sorted(m for m in {_NOT_IN_A_LISTING!r}"
     " if m in sys.modules), file=sys.stderr)\n"
     "    from sessiondex.indexer import db\n"
     "    from sessiondex.query import filters\n"
@@ -286,6 +291,8 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
         assert "STARTUP []" in done.stderr, (args, done.stderr[-300:])
         if args[0] == "--no-refresh":
             assert "NO_REFRESH []" in done.stderr, (args, done.stderr[-300:])
+        if "stats" not in args:
+            assert "LISTING []" in done.stderr, (args, done.stderr[-300:])
         # compiled on first use, and none of them is used here (~1 ms of start-up)
         assert "PATTERNS []" in done.stderr, (args, done.stderr[-300:])
     assert first.session_id in run("search", "zebrafish", "--scope", "all", "--json").stdout

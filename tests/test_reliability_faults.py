@@ -873,7 +873,7 @@ def test_damage_met_after_the_answer_is_printed_does_not_print_it_twice(
 ) -> None:
     """``list --json`` printed its rows, then met a bad page (its expiring-sessions
     check), rebuilt the index and ran again: two JSON documents on stdout."""
-    import sessiondex.query.cleanup as cleanup_module
+    import sessiondex.query.expiry as expiry_module
 
     world = World(tmp_path)
     calls = []
@@ -882,7 +882,7 @@ def test_damage_met_after_the_answer_is_printed_does_not_print_it_twice(
         calls.append(1)
         raise sqlite3.DatabaseError("database disk image is malformed")
 
-    monkeypatch.setattr(cleanup_module, "expiring_soon", damaged)
+    monkeypatch.setattr(expiry_module, "expiring_soon", damaged)
     result = world.run("list", "--scope", "all", "--all-kinds", "--json")
     no_traceback(result)
     assert calls == [1]  # not run a second time
