@@ -788,6 +788,10 @@ class Index:
                 if not self._catch_up_behind_watcher():
                     raise
                 found = self._answer(ask)
+            if self.fresh_session(found.row):
+                # It changed: answer from its new rows. Gone (Claude Code's sweep), it
+                # is not found, and an archived copy is named as it is below.
+                found = self._answer(ask)
         except NotFound as exc:
             if not include_archived:
                 try:
@@ -801,8 +805,6 @@ class Index:
                 # to the note that said so (a full ID was looked for on disk already).
                 exc.args = (f"{exc} {STALE_NOT_FOUND}",)
             raise
-        if self.fresh_session(found.row):
-            found = self._answer(ask)  # it changed: answer from its new rows
         return found
 
     def continue_session(

@@ -173,3 +173,38 @@ def test_the_library_and_the_mcp_server_say_a_session_is_archived(world: Archive
             message = str(said.value)
             assert "is archived (" in message and str(world.archive_dir) in message
             assert f"`sessiondex restore {world.first.session_id}`" in message
+
+
+@pytest.mark.parametrize("how", ["id-prefix", "name", "id"])
+def test_a_transcript_the_sweep_just_deleted_is_said_archived_the_first_time_too(
+    tmp_path: Path, how: str
+) -> None:
+    """New user, helper 305: archived by `archive`, then deleted by Claude Code's sweep;
+    the first `--no-refresh show 6b0d549b` after that said "No session matches", the next
+    one "is archived: add --include-archived". The lookup found the live row, saw its
+    transcript gone and asked again, outside the step that looks in the archives."""
+    from sessiondex import Index
+    from sessiondex.query.resolve import NotFound
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("plan the okapi migration")
+    s.assistant("sure")
+    s.meta("custom-title", customTitle="Okapi migration")
+    s.write(mtime=time.time() - 60 * 86400)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    archived = CliRunner().invoke(cli, [*base, "archive", "--to", str(tmp_path / "archive")])
+    assert archived.exit_code == 0, archived.output
+    s.path.unlink()  # the sweep
+    arg = {"id-prefix": s.session_id[:8], "name": "Okapi migration", "id": s.session_id}[how]
+    said = CliRunner().invoke(cli, [*base, "--no-refresh", "show", arg, "--cwd", CWD])
+    assert said.exit_code == 1
+    assert "add --include-archived to read it" in said.stderr, said.stderr
+    s.write(mtime=time.time() - 60 * 86400)
+    Index(tmp_path / "i.db", tree.root).refresh()
+    s.path.unlink()
+    with Index(tmp_path / "i.db", tree.root, refresh=False) as index:
+        with pytest.raises(NotFound) as raised:
+            index.resolve(arg, cwd=CWD)
+    assert raised.value.archived is not None
+    assert raised.value.archived["session_id"] == s.session_id
