@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -43,7 +43,17 @@ def confirm_delete(question: str, yes: bool) -> None:
 def _target(arg: str, cwd: str | None, fmt: str) -> Resolution:
     from sessiondex.cli.query_cmds import resolve_or_exit
 
-    return resolve_or_exit(arg, cwd, fmt, for_write=True)
+    return resolve_or_exit(arg, cwd, fmt, for_write=True, if_archived=_archived_refusal)
+
+
+def _archived_refusal(session: dict[str, Any]) -> str:
+    """What a write says of a session only its archive holds (Claude Code's sweep
+    deleted the transcript): not "No session matches", which `list --include-archived`
+    and `show` contradict, but where it is and how to get it back."""
+    return (
+        f"session {session['session_id']} is archived in {session['file_path']}; "
+        f"run `sessiondex restore {session['session_id']}` first to change it"
+    )
 
 
 def _run(action: Callable[[], MutationResult], notes: Sequence[str] = ()) -> MutationResult:

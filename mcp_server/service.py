@@ -155,7 +155,7 @@ class SessionService:
             if exc.archived is not None:
                 sid, where = exc.archived.get("session_id"), exc.archived.get("file_path")
                 raise UserError(
-                    f"Session {sid} is archived ({where}): it cannot be read here until"
+                    f"Session {sid} is archived ({where}): it cannot be read or changed here until"
                     f" `sessiondex restore {sid}` puts its transcript back."
                 ) from None
             text = _for_a_model(str(exc))

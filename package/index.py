@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from sessiondex.indexer.dirty import DirtyBit
     from sessiondex.indexer.stats import ProgressCallback, RefreshStats
     from sessiondex.query.filters import Filters
-    from sessiondex.query.resolve import Resolution
+    from sessiondex.query.resolve import NotFound, Resolution
     from sessiondex.query.search import Ranking, SearchOutcome
     from sessiondex.query.sessions import ListingMemo
     from sessiondex.query.teamdb import TeamDatabase
@@ -771,7 +771,7 @@ class Index:
         a configured ``projects/`` dir counts for a path (mutations). Without
         ``include_archived``, a ``NotFound`` for what only an archived session matches
         names that session in its ``archived``."""
-        from sessiondex.query.resolve import Ambiguous, NotFound, resolve
+        from sessiondex.query.resolve import NotFound, resolve
 
         def asker(archives: bool) -> Callable[[Database], Resolution]:
             return lambda db: resolve(
@@ -794,18 +794,28 @@ class Index:
                 found = self._answer(ask)
         except NotFound as exc:
             if not include_archived:
-                try:
-                    archived = self._answer(asker(True))
-                except (NotFound, Ambiguous):
-                    archived = None
-                if archived is not None and archived.row.get("archived"):
-                    exc.archived = archived.session
+                self._name_archived(exc, arg, cwd)
             if self.stale_because is not None and not _full_session_id(arg):
                 # The index missed this read's refresh: say what that leaves out, next
                 # to the note that said so (a full ID was looked for on disk already).
                 exc.args = (f"{exc} {STALE_NOT_FOUND}",)
             raise
         return found
+
+    def _name_archived(self, exc: NotFound, arg: str, cwd: str | None) -> None:
+        """Name in ``exc.archived`` the archived session ``arg`` matches, if only an
+        archive holds it (Claude Code's sweep deleted the transcript): a read or a write
+        then says where it is and how to get it back, not "not found"."""
+        from sessiondex.query.resolve import Ambiguous, NotFound, resolve
+
+        try:
+            archived = self._answer(
+                lambda db: resolve(db, arg, cwd=cwd, roots=self.roots, include_archived=True)
+            )
+        except (NotFound, Ambiguous):
+            return
+        if archived.row.get("archived"):
+            exc.archived = archived.session
 
     def continue_session(
         self, *, cwd: str | None = None, print_mode: bool = False
@@ -933,7 +943,9 @@ class Index:
 
         title = user_name(name)
         return self._mutate(
-            lambda db: rename(db, arg, title, cwd=cwd, roots=self.roots, if_changed=True)
+            lambda db: rename(db, arg, title, cwd=cwd, roots=self.roots, if_changed=True),
+            arg,
+            cwd,
         )
 
     def tag(self, arg: str, tag: str, *, cwd: str | None = None) -> MutationResult:
@@ -944,14 +956,18 @@ class Index:
 
         clean = user_tag(tag)
         return self._mutate(
-            lambda db: tag_session(db, arg, clean, cwd=cwd, roots=self.roots, if_changed=True)
+            lambda db: tag_session(db, arg, clean, cwd=cwd, roots=self.roots, if_changed=True),
+            arg,
+            cwd,
         )
 
     def untag(self, arg: str, *, cwd: str | None = None) -> MutationResult:
         """Append the ``tag`` record that clears the tag (nothing when there is none)."""
         from sessiondex.actions.mutations import untag
 
-        return self._mutate(lambda db: untag(db, arg, cwd=cwd, roots=self.roots, if_changed=True))
+        return self._mutate(
+            lambda db: untag(db, arg, cwd=cwd, roots=self.roots, if_changed=True), arg, cwd
+        )
 
     def fork(
         self,
@@ -968,14 +984,16 @@ class Index:
         if title is not None:
             title = user_name(title, "the fork's title")
         return self._mutate(
-            lambda db: fork(db, arg, cwd=cwd, roots=self.roots, up_to=up_to, title=title)
+            lambda db: fork(db, arg, cwd=cwd, roots=self.roots, up_to=up_to, title=title),
+            arg,
+            cwd,
         )
 
     def delete(self, arg: str, *, cwd: str | None = None) -> MutationResult:
         """Remove a session's transcript and its ``<id>/`` folder."""
         from sessiondex.actions.mutations import delete
 
-        return self._mutate(lambda db: delete(db, arg, cwd=cwd, roots=self.roots))
+        return self._mutate(lambda db: delete(db, arg, cwd=cwd, roots=self.roots), arg, cwd)
 
     @contextmanager
     def _no_interrupts(self) -> Iterator[None]:
@@ -990,9 +1008,19 @@ class Index:
             with self._interrupt_lock:
                 self._writing = False
 
-    def _mutate(self, action: Callable[[Database], MutationResult]) -> MutationResult:
+    def _mutate(
+        self, action: Callable[[Database], MutationResult], arg: str, cwd: str | None
+    ) -> MutationResult:
+        """Run the write ``action`` on session ``arg``; a ``NotFound`` names the archived
+        session ``arg`` matches, as :meth:`resolve`'s does."""
+        from sessiondex.query.resolve import NotFound
+
         with self._no_interrupts():
-            return self._mutate_now(action)
+            try:
+                return self._mutate_now(action)
+            except NotFound as exc:
+                self._name_archived(exc, arg, cwd)
+                raise
 
     def _mutate_now(self, action: Callable[[Database], MutationResult]) -> MutationResult:
         # Writes resolve against the writable handle: the session must be found as the

@@ -208,3 +208,68 @@ def test_a_transcript_the_sweep_just_deleted_is_said_archived_the_first_time_too
             index.resolve(arg, cwd=CWD)
     assert raised.value.archived is not None
     assert raised.value.archived["session_id"] == s.session_id
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["rename", "{arg}", "new name"], ["tag", "{arg}", "keep"], ["untag", "{arg}"]]
+    + [["fork", "{arg}"], ["delete", "{arg}", "--yes"]],
+    ids=["rename", "tag", "untag", "fork", "delete"],
+)
+@pytest.mark.parametrize("by", ["id", "prefix", "name"])
+def test_a_write_to_an_archived_session_says_it_is_archived(
+    world: Archived, command: list[str], by: str
+) -> None:
+    """New user, helper 305: `tag 907a70c3 keep` after the sweep said "No session
+    matches '907a70c3'" while `list --include-archived` showed 907a70c3 and `show` said
+    it is archived. A write names the archive and `restore`, and writes nothing."""
+    arg = {
+        "id": world.first.session_id,
+        "prefix": world.first.session_id[:8],
+        "name": "Zebra migration",
+    }[by]
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in world.archive_dir.rglob("*"))
+    result = world.run(*[part.replace("{arg}", arg) for part in command])
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert f"session {world.first.session_id} is archived in {world.archive_dir}" in result.stderr
+    assert f"`sessiondex restore {world.first.session_id}`" in result.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in world.archive_dir.rglob("*")) == before
+
+
+def test_the_librarys_and_the_mcp_servers_writes_name_an_archived_session(
+    world: Archived,
+) -> None:
+    """The same for ``Index.rename``/``tag``/``untag``/``fork``/``delete`` and the MCP
+    write tools: their "not found" names the archived session and ``restore``."""
+    from sessiondex.index import Index
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
+    from sessiondex.query.resolve import NotFound
+
+    sid = world.first.session_id
+    with Index(world.db, [world.tree.root]) as index:
+        writes = [
+            lambda: index.rename(sid[:8], "x", cwd=CWD),
+            lambda: index.tag("Zebra migration", "x", cwd=CWD),
+            lambda: index.untag(sid, cwd=CWD),
+            lambda: index.fork(sid, cwd=CWD),
+            lambda: index.delete(sid, cwd=CWD),
+        ]
+        for write in writes:
+            with pytest.raises(NotFound) as raised:
+                write()
+            assert raised.value.archived is not None
+            assert raised.value.archived["session_id"] == sid
+        served = SessionService(
+            lambda: index, Settings(cwd=CWD, max_chars=20_000, allow_writes=True)
+        )
+        for call in (
+            lambda: served.rename_session(sid, "x"),
+            lambda: served.tag_session(sid, "x"),
+        ):
+            with pytest.raises(UserError) as said:
+                call()
+            assert "is archived (" in str(said.value) and f"`sessiondex restore {sid}`" in str(
+                said.value
+            )
