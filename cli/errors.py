@@ -68,8 +68,14 @@ def not_empty(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if param.name and ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
         return value
     values = value if isinstance(value, tuple) else (value,)
+    if isinstance(param, click.Argument) and param.nargs == -1:
+        # The words of one query: blank only as a whole (``search capybara ""`` searches).
+        values = (" ".join(v for v in values if isinstance(v, str)),)
     if any(isinstance(v, str) and not v.strip() for v in values):
-        name = max(param.opts, key=len) if param.opts else str(param.name)
+        if isinstance(param, click.Argument):
+            name = param.human_readable_name  # as click names it: 'ARG', 'QUERY'
+        else:
+            name = max(param.opts, key=len) if param.opts else str(param.name)
         raise InvalidValue(f"'{name}'", "it is empty (is a variable unset?)")
     return value
 
@@ -84,10 +90,15 @@ CHECKED_BY_THEIR_COMMAND = frozenset({("cli", "db_path")})
 #: The name every command gives its session argument (an ID, a name or a path).
 SESSION_ARGUMENT = "arg"
 
+#: The arguments that name what to look for, refused empty like a session argument:
+#: ``search``'s words, ``restore``'s archived ID. (A tag may be ``""``: it clears; an
+#: empty name is ``rename``'s own error.)
+LOOKUP_ARGUMENTS = frozenset({SESSION_ARGUMENT, "query", "session_id"})
+
 
 def refuse_empty_values(command: click.Command) -> click.Command:
     """Give every option of ``command`` (and of its subcommands) that takes free text,
-    and every session argument, the :func:`not_empty` check, before its own callback:
+    and every session or lookup argument, the :func:`not_empty` check, before its own callback:
     one rule for every option, present and future (a choice or a number is checked by
     click itself). ``show ""`` (an unset variable) was 'not found', exit 1."""
     if getattr(command, "_empty_values_refused", False):
@@ -101,7 +112,7 @@ def refuse_empty_values(command: click.Command) -> click.Command:
             and not param.is_flag
             and not param.count
             and isinstance(param.type, (click.types.StringParamType, click.Path))
-        ) or (isinstance(param, click.Argument) and param.name == SESSION_ARGUMENT):
+        ) or (isinstance(param, click.Argument) and param.name in LOOKUP_ARGUMENTS):
             param.callback = _then(not_empty, param.callback)
     if isinstance(command, click.Group):
         for sub in command.commands.values():

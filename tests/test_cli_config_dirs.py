@@ -356,6 +356,37 @@ def test_an_empty_session_argument_is_a_usage_error(tmp_path: Path, command: str
 
 
 @pytest.mark.parametrize(
+    ("args", "argument"),
+    [
+        (["search", ""], "QUERY"),
+        (["search", " ", "\t"], "QUERY"),
+        (["restore", ""], "ID"),
+        (["restore", "  "], "ID"),
+    ],
+)
+def test_an_empty_query_or_archived_id_is_a_usage_error(
+    tmp_path: Path, args: list[str], argument: str
+) -> None:
+    """``search "$Q"`` with Q unset answered "No matches." and ``restore "$ID"`` "No
+    archived session with ID: ", both exit 1, as if something had been looked for;
+    an empty session argument was already a usage error (exit 2), and so are these."""
+    tree = _tree(tmp_path / "claude")
+    result = _run(tmp_path, ["--config-dir", str(tree.root), *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"Error: Invalid value for '{argument}': it is empty (is a variable unset?)\n"
+    ), result.stderr
+
+
+def test_a_query_with_one_empty_word_still_searches(tmp_path: Path) -> None:
+    """Only a query that is blank as a whole is refused: ``search capybara ""`` searches."""
+    tree = _tree(tmp_path / "claude")
+    result = _run(tmp_path, ["--config-dir", str(tree.root), "search", "capybara", ""])
+    assert result.exit_code in (0, 1), result.output
+    assert "is empty" not in result.stderr
+
+
+@pytest.mark.parametrize(
     ("args", "option"),
     [
         (["--config-dir", "", "list"], "--config-dir"),
