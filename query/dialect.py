@@ -303,6 +303,10 @@ class SqliteDialect:
                 columns = [META_COLUMNS[column]]
             elif (within := filtered_columns(match)) is not None:
                 fts_column = _instance_column(table, within, OPEN)
+                # Nor can another column be too heavy for snippet(): it walks no
+                # instance there. (A long prompt full of words starting with a letter
+                # typed was counted, then cut here in place of the title matched.)
+                columns = [name for name in META_COLUMNS if name in within]
         else:
             table, columns, fts_column = "messages_fts", ["text"], "-1"
         # In bytes, at least the characters: length() of a text counts its characters
@@ -316,6 +320,9 @@ class SqliteDialect:
             f"(CASE WHEN {longest} > {may_be_heavy_above(match)}"
             f" THEN {HEAVY_FUNCTION}(?, {', '.join(columns)}) ELSE 0 END)"
         )
+        checked = [match, match]
+        if not columns:  # the title shown alone (display_prompt: 200 characters)
+            heavy, checked = "0", []
         heavy_text = " ".join(f"WHEN {i} THEN {column}" for i, column in enumerate(columns, 1))
         ids = ", ".join(str(int(rowid)) for rowid in rowids)
         sql = (
@@ -324,7 +331,7 @@ class SqliteDialect:
             f" FROM {table}"
             f" WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({ids})"
         )
-        params = [match, match, OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)]
+        params = [*checked, OPEN, CLOSE, ELLIPSIS, match, min(rowids), max(rowids)]
         try:
             rows = db.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:

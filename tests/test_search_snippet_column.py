@@ -7,6 +7,7 @@ instance of such a match, are not tokenized for it (query/dialect.py
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +199,44 @@ def test_a_match_over_every_column_leaves_the_choice_to_fts5(world: Any) -> None
 )
 def test_filtered_columns(match: str, columns: tuple[str, ...] | None) -> None:
     assert filtered_columns(match) == columns
+
+
+def test_a_long_prompt_the_filter_does_not_read_is_no_snippet_of_the_letters(
+    tmp_path: Path,
+) -> None:
+    """A prompt with hundreds of words starting with the letter typed was taken for a
+    row too heavy for FTS5's snippet() (query/snippets.py ``MAX_INSTANCES``), though
+    the filter reads only the titles, names, tag and branch, where FTS5 finds the few
+    it marks: the row's snippet was cut in Python from the prompt, words the filter
+    did not match marked, not from the title it matched (and the check read every
+    long prompt of the page, for each letter typed)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/a")
+    s.user("see some stars shine " * 200)
+    s.assistant("ok")
+    s.meta("ai-title", aiTitle="Stripe webhooks")
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    asked: list[str] = []
+    db.conn.set_trace_callback(asked.append)
+    try:
+        (row,) = run_search(db, "s", Filters(scope="all", limit=50), typing=True).rows
+    finally:
+        db.conn.set_trace_callback(None)
+    assert row["snippet"] == "[Stripe] webhooks"
+    (statement,) = [sql for sql in asked if f"snippet({TABLE}" in sql]
+    assert "first_prompt" not in statement and "summary" not in statement
+    db.close()
+
+
+@pytest.mark.parametrize("columns", [("shown_title",), ("tag", "shown_title"), ("first_prompt",)])
+def test_any_filter_of_the_columns_cuts_fts5s_snippet(world: Any, columns: tuple[str, ...]) -> None:
+    """A filter of the title shown alone leaves no text to check for heaviness; a
+    filter of a long column checks and cuts that one."""
+    db, rowids = world
+    match = SQLITE.title_match(SQLITE.term("s", True), columns)
+    found = [r for (r,) in db.execute(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH ?", [match])]
+    assert found
+    fts5 = {rowid: _fts5_snippet(db, match, rowid, -1) for rowid in found}
+    assert SQLITE.snippets(db, "meta", match, found, 12) == fts5
