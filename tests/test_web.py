@@ -1280,3 +1280,18 @@ def test_a_facet_s_hidden_values_are_a_link_away(tmp_path: Path) -> None:
         assert len(branches.values) == pages.FACET_SIZE + 2 and branches.more == 0
     template = (Path(pages.__file__).parent / "templates" / "sessiondex_home.html").read_text()
     assert '<a href="{{ facet.more_url }}">and {{ facet.more }} more</a>' in template
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [
+        ("short", None),
+        ("x" * 50_000, "… cut: 1 line, 48.8 KB in all (sessiondex show --tools has it)"),
+        ("y\n" * 3_000, "… cut: 3000 lines, 5.9 KB in all (sessiondex show --tools has it)"),
+    ],
+)
+def test_a_long_text_cut_says_how_many_lines(text: str, note: str | None) -> None:
+    """A prompt pasted as one long line said "1 lines"."""
+    from sessiondex.web.conversation import clip
+
+    assert clip(text)[1] == note

@@ -137,7 +137,8 @@ def clip(text: str) -> tuple[str, str | None]:
         return text, None
     head = "\n".join(lines[:CLIP_MAX_LINES])[:CLIP_MAX_CHARS]
     size = human_size(len(text.encode("utf-8", "surrogatepass")))
-    return head, f"… cut: {len(lines)} lines, {size} in all (sessiondex show --tools has it)"
+    count = f"{len(lines)} line{'' if len(lines) == 1 else 's'}"
+    return head, f"… cut: {count}, {size} in all (sessiondex show --tools has it)"
 
 
 def pre(text: str, lang: str = "") -> str:
