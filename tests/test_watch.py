@@ -44,6 +44,17 @@ from tests.helpers_index import check_fts_integrity, index_snapshot, rebuilt_sna
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
 DEADLINE = 20.0  # seconds; only ever reached when something is broken
+# The in-process watcher's idle tick (1 s in use): what it does on a tick (leave or go
+# back to native events, watch a projects/ dir that appeared) is the same ten times a
+# second, and a test waiting for it waits a tenth as long.
+TICK = 0.1
+
+
+@pytest.fixture(autouse=True)
+def quick_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watch_module, "TICK", TICK)
+
+
 EVERYWHERE = Filters(scope="all", all_kinds=True, include_archived=True)
 
 
@@ -541,7 +552,7 @@ def test_an_overflow_now_and_then_stays_on_native_events(tmp_path: Path, start_w
     for logger, message, args in UNRELIABLE["storm"][: 3 * 4]:
         logging.getLogger(logger).warning(message, *args)
     wait_for(lambda: any(r.reason == "rescan" for r in batches.since(0)), "a rescan")
-    time.sleep(1.2)  # past a tick, when the watcher would switch
+    time.sleep(3 * TICK)  # past a few ticks, when the watcher would switch
     assert watcher.observer_kind != "polling"
 
 
