@@ -27,6 +27,18 @@ from tests.picker_world import HOSTILE, NOW, PR_URL, PickerWorld, drive, settle,
 pytest.importorskip("textual")
 
 
+@pytest.fixture(autouse=True)
+def quick_idle_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's pilot guesses the app is idle by sleeping 20 ms slices until one used
+    almost no CPU, twice a key and once a pause: most of this file's time. The tests
+    wait for the picker's own state instead (``settle``: no worker running, the latest
+    load painted), so the guess is polled in 5 ms slices, with the same CPU share."""
+    import textual._wait
+
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", 0.005)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", 0.005 / 20)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> PickerWorld:
     # Under a fixed-looking home so the project column reads ~/… in screenshots.
