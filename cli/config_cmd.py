@@ -3,6 +3,7 @@ shell completion script)."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
@@ -57,7 +58,8 @@ def config(fmt: str, as_json: bool) -> None:
     rows = []
     for key in KEYS:
         value = shown(key)
-        text = ", ".join(value) if isinstance(value, list) else str(value)
+        # Several dirs as a shell takes them back: a comma or a space is part of a path.
+        text = " ".join(map(shlex.quote, value)) if isinstance(value, list) else str(value)
         rows.append([key, text, settings.source(key)])
     click.echo(render_table(rows, ("setting", "value", "from"), flexible=1))
     state = "" if settings.file_exists else " (none)"

@@ -460,3 +460,21 @@ def test_a_connection_string_in_the_wrong_place_shows_no_password(clean_file: Wo
     result = clean_file.run("list")
     assert result.exit_code == 2
     assert "Sup3rSecret" not in result.output and "password=***" in result.output
+
+
+def test_config_shows_several_config_dirs_so_they_can_be_told_apart(
+    clean_file: World, tmp_path: Path
+) -> None:
+    """The table joined the dirs with ", ": `/tmp/a,b` and `/tmp/c` read as three dirs
+    (a comma is part of a path, as Claude Code reads CLAUDE_CONFIG_DIR). Each dir is
+    shell-quoted when it needs it, one space between: what a shell would take back."""
+    import shlex
+
+    dirs = [tmp_path / "old laptop, 2025", tmp_path / "plain"]
+    for d in dirs:
+        (d / "projects").mkdir(parents=True)
+    options = [w for d in dirs for w in ("--config-dir", str(d))]
+    table = clean_file.run(*options, "config", base=False, env={"COLUMNS": "1000"}).stdout
+    row = next(line for line in table.splitlines() if line.startswith("config_dirs"))
+    shown = row.removeprefix("config_dirs").rsplit("--config-dir", 1)[0].strip()
+    assert shlex.split(shown) == [str(d) for d in dirs]
