@@ -794,7 +794,7 @@ class Index:
                 found = self._answer(ask)
         except NotFound as exc:
             if not include_archived:
-                self._name_archived(exc, arg, cwd)
+                self._name_archived(exc, arg, cwd, for_write)
             if self.stale_because is not None and not _full_session_id(arg):
                 # The index missed this read's refresh: say what that leaves out, next
                 # to the note that said so (a full ID was looked for on disk already).
@@ -802,16 +802,21 @@ class Index:
             raise
         return found
 
-    def _name_archived(self, exc: NotFound, arg: str, cwd: str | None) -> None:
+    def _name_archived(self, exc: NotFound, arg: str, cwd: str | None, for_write: bool) -> None:
         """Name in ``exc.archived`` the archived session ``arg`` matches, if only an
         archive holds it (Claude Code's sweep deleted the transcript): a read or a write
-        then says where it is and how to get it back, not "not found"."""
+        then says where it is and how to get it back, not "not found". Asked for a write
+        (``for_write``), it reads ``arg`` as the write did: a transcript path outside the
+        configured ``projects/`` dirs is not opened to see whether it is archived."""
         from sessiondex.query.resolve import Ambiguous, NotFound, resolve
 
-        try:
-            archived = self._answer(
-                lambda db: resolve(db, arg, cwd=cwd, roots=self.roots, include_archived=True)
+        def ask(db: Database) -> Resolution:
+            return resolve(
+                db, arg, cwd=cwd, roots=self.roots, for_write=for_write, include_archived=True
             )
+
+        try:
+            archived = self._answer(ask)
         except (NotFound, Ambiguous):
             return
         if archived.row.get("archived"):
@@ -1019,7 +1024,7 @@ class Index:
             try:
                 return self._mutate_now(action)
             except NotFound as exc:
-                self._name_archived(exc, arg, cwd)
+                self._name_archived(exc, arg, cwd, for_write=True)
                 raise
 
     def _mutate_now(self, action: Callable[[Database], MutationResult]) -> MutationResult:
