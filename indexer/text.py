@@ -31,7 +31,7 @@ _CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U000323af"
 )
-# The same ranges as code points, for is_cjk.
+# The same ranges as code points, in order, for is_cjk.
 _CJK_RANGES = tuple((ord(_CJK[i]), ord(_CJK[i + 2])) for i in range(0, len(_CJK), 3))
 
 
@@ -39,7 +39,10 @@ def is_cjk(char: str) -> bool:
     """Whether one character is in ``_CJK``: what a short text (a snippet) tests per
     character instead of compiling the pattern over the class (2-4 ms, once a process)."""
     code = ord(char)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+    for low, high in _CJK_RANGES:  # in order: the first range not below it decides
+        if code <= high:
+            return code >= low
+    return False
 
 
 @cache
@@ -81,6 +84,41 @@ def cjk_runs() -> re.Pattern[str]:
     return re.compile(f"[{_CJK}]+")
 
 
+#: How many characters of CJK-bearing text a process spaces by walking them one by one
+#: before it compiles :func:`cjk_runs` (1-2 ms) and lets the pattern do it: a search
+#: spaces a few titles and first prompts (~1000 characters), an index run megabytes.
+_WALK_BUDGET = 4096
+_walked = 0
+
+
+def _space_cjk(text: str) -> str:
+    """``text`` with a space around each character of a run of ``_CJK`` characters and
+    between them (``cjk_runs().sub(_space_run, text)``)."""
+    global _walked
+    # (the walk and the pattern give the same text: two threads racing here is harmless)
+    if _walked + len(text) > _WALK_BUDGET or cjk_runs.cache_info().currsize:
+        runs = cjk_runs()
+        return runs.sub(_space_run, text) if runs.search(text) is not None else text
+    _walked += len(text)
+    pieces: list[str] = []
+    done = 0
+    start = -1  # where the current run began, or -1
+    for i, char in enumerate(text):
+        cjk = char >= "\u0e00" and is_cjk(char)
+        if cjk and start < 0:
+            start = i
+        elif not cjk and start >= 0:
+            pieces += (text[done:start], " ", " ".join(text[start:i]), " ")
+            done, start = i, -1
+    if start >= 0:
+        pieces += (text[done:start], " ", " ".join(text[start:]), " ")
+        done = len(text)
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 LONG_TOKEN_MAX = 64
 LONG_TOKEN_PREFIX = 32
 
@@ -108,9 +146,7 @@ def fts_text(text: str) -> str:
     if SNIPPET_OPEN in text or SNIPPET_CLOSE in text:
         text = text.replace(SNIPPET_OPEN, "\ufffd").replace(SNIPPET_CLOSE, "\ufffd")
     if may_hold_cjk(text):
-        runs = cjk_runs()
-        if runs.search(text) is not None:
-            text = runs.sub(_space_run, text)
+        text = _space_cjk(text)
     if len(text) > LONG_TOKEN_MAX and _may_hold_long_token(text):
         text = _cut_long_tokens(text)
     return text

@@ -255,9 +255,10 @@ _LOADED = (
     "    from sessiondex.indexer import db\n"
     "    from sessiondex.query import filters\n"
     "    from sessiondex.store import dsn\n"
+    "    from sessiondex.indexer import text\n"
     "    from sessiondex.transcripts import reader, tags\n"
     "    lazy = (db._not_a_path, filters._relative_re, reader._json_grammar_tokens,"
-    " tags._strip_re, dsn._keyword_password, dsn._userinfo_password)\n"
+    " tags._strip_re, dsn._keyword_password, dsn._userinfo_password, text.cjk_runs)\n"
     "    print('PATTERNS', [f.__name__ for f in lazy if f.cache_info().currsize],"
     " file=sys.stderr)\n"
 )
@@ -269,7 +270,9 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
     each several ms of every start); a changed transcript is still refreshed first."""
     tree = ConfigTree(tmp_path / "claude")
     first = tree.session(cwd="/work/app")
-    first.user("the zebrafish parser")
+    # CJK in the session's metadata: a hit's title and first prompt are spaced as
+    # indexed without compiling the CJK class (indexer/text.py _space_cjk)
+    first.user("the zebrafish parser 修复测试")
     first.write(mtime=1_700_000_000)
     base = [sys.executable, "-c", _LOADED, "--config-dir", str(tree.root)]
     base += ["--db", str(tmp_path / "index.db")]

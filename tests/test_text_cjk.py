@@ -161,3 +161,76 @@ def test_snippet_inversion_walk_matches_the_pattern(text: str, cut: int, length:
     # Snippets are cuts of the stored form with markers around matches: any slice.
     stored = fts_text(text)[cut : cut + length]
     assert original_text(stored) == _reference_original_text(stored)
+
+
+SPACING = {
+    "ascii": ("fix the flaky test", "fix the flaky test"),
+    "chinese run": ("修复测试", " 修 复 测 试 "),
+    "chinese in latin": ("fix 修复 now", "fix  修 复  now"),
+    "run at both ends": ("東京x大阪", " 東 京 x 大 阪 "),
+    "thai": ("แก้ไข", " แ ก ้ ไ ข "),
+    "hangul with space": ("테스트 수정", " 테 스 트   수 정 "),
+    "half-width katakana": ("ﾃｽﾄ!", " ﾃ ｽ ﾄ !"),
+    "emoji between ideographs": ("日🚀本", " 日 🚀 本 "),
+    "ideograph beyond the BMP": (
+        "a\U00020000\U000323afb\U000323b0",
+        "a \U00020000 \U000323af b\U000323b0",
+    ),
+    "lone surrogate next to a run": ("\ud800日\udfff", "\ud800 日 \udfff"),
+    "combining mark after an ideograph": ("日\u0301本", " 日 \u0301 本 "),
+    "range edges": (
+        "\u0dff\u0e00\u0eff\u0f00\u109f\u10a0",
+        "\u0dff \u0e00 \u0eff \u0f00 \u109f \u10a0",
+    ),
+    "full-width latin and ideographic space": ("ｆｏｏ\u3000bar", "ｆｏｏ\u3000bar"),
+    "hangul end and surrogate start": ("\ud7af\ud7b0\ud800", " \ud7af \ud7b0\ud800"),
+}
+
+
+@pytest.mark.parametrize(("text", "spaced"), SPACING.values(), ids=list(SPACING))
+def test_cjk_spacing_walked_and_by_the_pattern(text: str, spaced: str) -> None:
+    """A process's first texts are spaced by walking their characters (no 1-2 ms compile
+    of the class); the walk and the pattern give the same text."""
+    from sessiondex.indexer import text as module
+
+    assert cjk_runs().sub(module._space_run, text) == spaced
+    walked = module._walked
+    cached = module.cjk_runs.cache_info().currsize
+    module.cjk_runs.cache_clear()
+    try:
+        module._walked = 0
+        assert module._space_cjk(text) == spaced  # walked
+        assert not module.cjk_runs.cache_info().currsize
+        module._walked = module._WALK_BUDGET
+        assert module._space_cjk(text) == spaced  # by the pattern
+    finally:
+        module._walked = walked
+        if not cached:
+            module.cjk_runs.cache_clear()
+
+
+_NEAR_EDGES = sorted({ord(c) + d for pair in _CJK.split("-") for c in pair for d in (-1, 0, 1)})
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.characters(codec="utf-8"),
+            st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),  # lone surrogates
+            st.sampled_from([chr(c) for c in _NEAR_EDGES] + [" ", "a", "\u0301", "🚀"]),
+        ),
+        max_size=80,
+    )
+)
+def test_cjk_walk_matches_the_pattern(text: str) -> None:
+    from sessiondex.indexer import text as module
+
+    walked = module._walked
+    try:
+        module.cjk_runs.cache_clear()
+        module._walked = 0
+        by_walking = module._space_cjk(text)  # before the class is compiled
+        assert by_walking == cjk_runs().sub(module._space_run, text)
+    finally:
+        module._walked = walked
