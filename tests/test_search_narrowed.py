@@ -315,3 +315,56 @@ def test_the_rarer_words_narrow_together_below_the_cap(
     assert any("s.id IN (" in sql and "min(f.rank)" in sql for sql in asked)
     _both_ways(index, query, monkeypatch, scope="all", limit=50)
     _both_ways(index, query, monkeypatch, scope="all", limit=2)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "absentword zephyr quartz the",  # three of four at most: few sessions
+        "absentword the retry",  # common words: most sessions hold both
+        "absentword fjord lumen marrow",
+        "absentword otherabsent zephyr retry",  # two words no session holds
+        "absentword notes feature",  # a title's and a branch's word
+        "absentword zep",  # the last word as a prefix
+    ],
+)
+@pytest.mark.parametrize("limit", [1, 2, 3, 7, 50, None])
+@pytest.mark.parametrize("cwd", [None, "/w/project-2"])
+def test_a_partial_page_ranks_its_sessions_alike(
+    index: Any, query: str, limit: int | None, cwd: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No session holds every word: only the sessions holding the most words, enough to
+    fill the page, are ranked (``_partial_page``), and the answer is the one ranking
+    every match gives, ties at the page's last count of words included."""
+    scope = {"scope": "all"} if cwd is None else {"scope": "worktree", "cwd": cwd}
+    _both_ways(index, query, monkeypatch, limit=limit, **scope)
+
+
+def test_a_partial_page_ranks_no_word_everywhere(index: Any) -> None:
+    """A partial answer's page of 50 (of 40 sessions) or of 1 ranks each word in its
+    sessions only: no ranked statement without the sessions' list, as ranking every match
+    of every word was (``what is the best way to handle errors``: 4.5 s at 20,000
+    text-heavy sessions)."""
+    for query in ("absentword the retry", "absentword zephyr quartz the"):
+        for limit in (1, 50):
+            asked: list[str] = []
+            index.conn.set_trace_callback(asked.append)
+            try:
+                outcome = run_search(index, query, Filters(scope="all", limit=limit))
+            finally:
+                index.conn.set_trace_callback(None)
+            assert outcome.kind == "partial"
+            # Each held word's ranking; the word no session holds (alone, and with the
+            # others together) is ranked before, an empty match.
+            ranked = [
+                sql
+                for sql in asked
+                if ("min(f.rank)" in sql or "bm25(" in sql)
+                and 'MATCH \'"absentword"' not in sql
+                and not sql.startswith("--")  # FTS5's own, within a statement
+            ]
+            assert ranked, query
+            assert all("s.id IN (" in sql or "f.rowid IN (" in sql for sql in ranked), (
+                query,
+                limit,
+            )
