@@ -256,10 +256,13 @@ _LOADED = (
     "    from sessiondex.query import filters\n"
     "    from sessiondex.store import dsn\n"
     "    from sessiondex.indexer import text\n"
-    "    from sessiondex.transcripts import reader, tags\n"
+    "    from sessiondex.transcripts import keys, reader, tags\n"
     "    lazy = (db._not_a_path, filters._relative_re, reader._json_grammar_tokens,"
     " tags._strip_re, dsn._keyword_password, dsn._userinfo_password, text.cjk_runs)\n"
     "    print('PATTERNS', [f.__name__ for f in lazy if f.cache_info().currsize],"
+    " file=sys.stderr)\n"
+    "    lazy = (keys._uuid_re, keys._project_dir_name_re)\n"
+    "    print('KEY_PATTERNS', [f.__name__ for f in lazy if f.cache_info().currsize],"
     " file=sys.stderr)\n"
 )
 
@@ -294,6 +297,8 @@ def test_a_reading_command_with_nothing_changed_skips_the_writer(tmp_path: Path)
         assert "STARTUP []" in done.stderr, (args, done.stderr[-300:])
         if args[0] == "--no-refresh":
             assert "NO_REFRESH []" in done.stderr, (args, done.stderr[-300:])
+            # the session-ID and project-dir patterns are discover's (~0.2 ms)
+            assert "KEY_PATTERNS []" in done.stderr, (args, done.stderr[-300:])
         if "stats" not in args:
             assert "LISTING []" in done.stderr, (args, done.stderr[-300:])
         # compiled on first use, and none of them is used here (~1 ms of start-up)
