@@ -14,6 +14,7 @@ import pytest
 
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
 from sessiondex.query.dialect import SQLITE, _instance_column, filtered_columns
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import TYPED_PREFIX_COLUMNS, run_search
@@ -21,18 +22,8 @@ from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
 from tests.builders import ConfigTree
 
 TABLE = "session_search_fts"
-FTS_COLUMNS = (
-    "custom_title",
-    "ai_title",
-    "agent_name",
-    "tag",
-    "branches_text",
-    "pr_text",
-    "summary",
-    "first_prompt",
-    "last_prompt",
-    "shown_title",
-)
+# The table's columns, in its order: the one way snippet() and highlight() number them.
+FTS_COLUMNS = (*SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN)
 # Long prompts full of words starting with the letter typed, which the filter does not
 # read: FTS5's snippet() with no column tokenized them all the same.
 PROSE = "we said so, since the sales sync stalled. " * 30
