@@ -132,3 +132,15 @@ def files_opened() -> Iterator[list[str]]:
         yield opened
     finally:
         _OPENED.remove(opened)
+
+
+@contextlib.contextmanager
+def statements(conn: Any) -> Iterator[list[str]]:
+    """The SQL ``conn`` (a ``sqlite3`` connection) runs meanwhile, as it runs it: what
+    tests that count statements or read their plans look at."""
+    asked: list[str] = []
+    conn.set_trace_callback(asked.append)
+    try:
+        yield asked
+    finally:
+        conn.set_trace_callback(None)

@@ -15,6 +15,7 @@ from sessiondex.cli.main import cli
 from sessiondex.query.scopes import git_worktrees
 from sessiondex.render.terminal import neutralize
 from tests.builders import ConfigTree, git, one_session
+from tests.helpers_index import statements
 
 ID_PREFIX_A = "abcdef12-0000-4000-8000-000000000001"
 ID_PREFIX_B = "abcdef12-1111-4000-8000-000000000002"
@@ -1563,12 +1564,8 @@ def test_each_copy_is_compared_with_its_session_s_rows_only(tmp_path: Path, comm
         ),
         "search": lambda: run_search(db, "wombat", Filters(cwd="/w/app", roots=roots)),
     }[command]
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         run()
-    finally:
-        db.conn.set_trace_callback(None)
     compared = [sql for sql in dict.fromkeys(asked) if "FROM sessions newer" in sql]
     assert compared
     for sql in compared:

@@ -19,6 +19,7 @@ from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import quote_query, search
 from tests.builders import ConfigTree, copy_fixtures
+from tests.helpers_index import statements
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NAMES = json.loads((FIXTURES / "scenarios.json").read_text())["names"]
@@ -888,14 +889,12 @@ def test_a_raw_query_of_many_terms_is_refused_not_ranked_for_minutes(tmp_path: P
     from sessiondex.query.hits import message_hits
     from sessiondex.query.search import SearchSyntaxError
 
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    with pytest.raises(SearchSyntaxError, match="drop --raw"):
-        search(db, " ".join(["a"] * 400), ALL, raw=True)
-    # The web view's conversation page asks for hits without a search first.
     path = str(next(tree.root.rglob("*.jsonl")))
-    assert message_hits(db, " ".join(["a"] * 400), [path], raw=True) == {}
-    db.conn.set_trace_callback(None)
+    with statements(db.conn) as asked:
+        with pytest.raises(SearchSyntaxError, match="drop --raw"):
+            search(db, " ".join(["a"] * 400), ALL, raw=True)
+        # The web view's conversation page asks for hits without a search first.
+        assert message_hits(db, " ".join(["a"] * 400), [path], raw=True) == {}
     assert [sql for sql in asked if "MATCH" in sql] == []  # refused before FTS5 is asked
     assert message_hits(db, "a a", [path], raw=True)  # an ordinary raw query has hits
     assert search(db, " ".join(["a"] * 400), ALL)  # typed: the word once

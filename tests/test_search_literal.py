@@ -22,6 +22,7 @@ from sessiondex.query import search as search_module
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import query_words, search
 from tests.builders import ConfigTree
+from tests.helpers_index import statements
 from tests.pgserver import database_url, require_database, truncate
 
 ALL = Filters(scope="all")
@@ -209,12 +210,8 @@ def _searched(db: Any, query: str, filters: Filters) -> tuple[list[tuple[Any, ..
     """The answer's rows, and the most statements that matched one FTS query against the
     messages while ranking (a word typed so far is matched as typed first,
     ``src/config/lo``, then as ``src/config/``)."""
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         ranking = search_module.rank_search(db, query, filters)
-    finally:
-        db.conn.set_trace_callback(None)
     matched = Counter(
         found[1] for sql in asked if (found := re.search(r"messages_fts MATCH ('[^']*')", sql))
     )

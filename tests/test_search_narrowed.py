@@ -22,6 +22,7 @@ from sessiondex.query import search as search_module
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import run_search
 from tests.builders import ConfigTree
+from tests.helpers_index import statements
 
 COMMON = ["the", "retry", "upload", "handler", "config", "test"]
 RARE = ["zephyr", "quartz", "marrow", "fjord", "lumen"]
@@ -108,12 +109,8 @@ def test_the_scope_narrows_before_the_sessions_do(
 
 def _statements(index: Any, query: str) -> list[str]:
     """The SQL a search for ``query`` (every project, a page of 50) runs."""
-    asked: list[str] = []
-    index.conn.set_trace_callback(asked.append)
-    try:
+    with statements(index.conn) as asked:
         run_search(index, query, Filters(scope="all", limit=50))
-    finally:
-        index.conn.set_trace_callback(None)
     return asked
 
 
@@ -149,12 +146,7 @@ def test_the_metadata_of_a_common_word_is_ranked_in_the_narrowed_sessions_only(
     session's for ``the`` was 76 ms of a 0.97 s search at 20,000 sessions (``fix the
     api_client``, 18 of them narrowed to), 2 ms so. The rarest word's own metadata is
     still asked whole: its sessions are the ones narrowed to."""
-    asked: list[str] = []
-    index.conn.set_trace_callback(asked.append)
-    try:
-        run_search(index, query, Filters(scope="all", limit=50))
-    finally:
-        index.conn.set_trace_callback(None)
+    asked = _statements(index, query)
     named = [sql for sql in asked if "session_search_fts MATCH" in sql and "bm25" in sql]
     rarest, *others = query.split()
     for word in others:
@@ -185,12 +177,8 @@ def test_fts5_drives_every_narrowed_join(tmp_path: Any) -> None:
         short.write()
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         outcome = run_search(db, "the test is still failing kubernetes", Filters(scope="all"))
-    finally:
-        db.conn.set_trace_callback(None)
     assert [r["session_id"] for r in outcome.rows] == [long.session_id]
     joins = [sql for sql in dict.fromkeys(asked) if "messages_fts f" in sql and "JOIN" in sql]
     assert any("s.id IN (" in sql for sql in joins)  # the narrowed statements ran
@@ -306,12 +294,8 @@ def test_the_rarer_words_narrow_together_below_the_cap(
     together = set.intersection(*(holders(word) for word in rare))
     assert 0 < len(together) < fewest - 1  # the premise: together they narrow further
     monkeypatch.setattr(search_module, "RANK_WITHIN", fewest - 1)
-    asked: list[str] = []
-    index.conn.set_trace_callback(asked.append)
-    try:
+    with statements(index.conn) as asked:
         run_search(index, query, Filters(scope="all", limit=50))
-    finally:
-        index.conn.set_trace_callback(None)
     assert any("s.id IN (" in sql and "min(f.rank)" in sql for sql in asked)
     _both_ways(index, query, monkeypatch, scope="all", limit=50)
     _both_ways(index, query, monkeypatch, scope="all", limit=2)
@@ -347,12 +331,8 @@ def test_a_partial_page_ranks_no_word_everywhere(index: Any) -> None:
     text-heavy sessions)."""
     for query in ("absentword the retry", "absentword zephyr quartz the"):
         for limit in (1, 50):
-            asked: list[str] = []
-            index.conn.set_trace_callback(asked.append)
-            try:
+            with statements(index.conn) as asked:
                 outcome = run_search(index, query, Filters(scope="all", limit=limit))
-            finally:
-                index.conn.set_trace_callback(None)
             assert outcome.kind == "partial"
             # Each held word's ranking; the word no session holds (alone, and with the
             # others together) is ranked before, an empty match.

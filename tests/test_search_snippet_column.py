@@ -20,6 +20,7 @@ from sessiondex.query.filters import Filters
 from sessiondex.query.search import TYPED_PREFIX_COLUMNS, run_search
 from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
 from tests.builders import ConfigTree
+from tests.helpers_index import statements
 
 TABLE = "session_search_fts"
 # The table's columns, in its order: the one way snippet() and highlight() number them.
@@ -143,12 +144,8 @@ def test_a_page_of_typed_letters_asks_no_long_column(world: Any) -> None:
     of the filter's columns only (titles, names, tag, branch), snippet() of the column
     that answers; each row's snippet is FTS5's with no column."""
     db, rowids = world
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         rows = run_search(db, "s", Filters(scope="all", limit=50), typing=True).rows
-    finally:
-        db.conn.set_trace_callback(None)
     assert len(rows) == len(CASES)
     (statement,) = [sql for sql in asked if f"snippet({TABLE}" in sql]
     highlighted = {int(i) for i in re.findall(rf"highlight\({TABLE}, (\d+)", statement)}
@@ -162,12 +159,8 @@ def test_a_page_of_typed_letters_asks_no_long_column(world: Any) -> None:
 def test_a_match_over_every_column_leaves_the_choice_to_fts5(world: Any) -> None:
     """A query's words may be in any column (the full search): snippet() chooses."""
     db, _ = world
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         run_search(db, "stripe", Filters(scope="all", limit=50))
-    finally:
-        db.conn.set_trace_callback(None)
     (statement,) = [sql for sql in asked if f"snippet({TABLE}" in sql]
     assert f"snippet({TABLE}, -1," in statement and "highlight(" not in statement
 
@@ -209,12 +202,8 @@ def test_a_long_prompt_the_filter_does_not_read_is_no_snippet_of_the_letters(
     s.write()
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         (row,) = run_search(db, "s", Filters(scope="all", limit=50), typing=True).rows
-    finally:
-        db.conn.set_trace_callback(None)
     assert row["snippet"] == "[Stripe] webhooks"
     (statement,) = [sql for sql in asked if f"snippet({TABLE}" in sql]
     assert "first_prompt" not in statement and "summary" not in statement

@@ -15,6 +15,7 @@ from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import run_search, search
 from tests.builders import ConfigTree
+from tests.helpers_index import statements
 
 ALL = Filters(scope="all")
 DAY = 86_400.0
@@ -89,9 +90,7 @@ def test_a_common_word_typed_reads_the_messages_index_once(tmp_path: Path, monke
     tree, said, titled = common_word_tree(tmp_path / "claude")
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         for typed in ("wom", "wombat"):  # a prefix, then the whole word
             asked.clear()
             outcome = run_search(db, typed, Filters(scope="all", limit=50), typing=True)
@@ -101,8 +100,6 @@ def test_a_common_word_typed_reads_the_messages_index_once(tmp_path: Path, monke
                 sql for sql in asked if "messages_fts MATCH" in sql and "snippet(" not in sql
             ]
             assert len(finding) == 1, finding
-    finally:
-        db.conn.set_trace_callback(None)
     db.close()
 
 
@@ -132,9 +129,7 @@ def test_a_typed_word_whose_metadata_hits_fill_the_page_does_not_read_messages(
         said.append(s.session_id)
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
-    asked: list[str] = []
-    db.conn.set_trace_callback(asked.append)
-    try:
+    with statements(db.conn) as asked:
         for typed in ("wom", "wombat"):
             asked.clear()
             page = run_search(db, typed, Filters(scope="all", limit=3), typing=True)
@@ -146,8 +141,6 @@ def test_a_typed_word_whose_metadata_hits_fill_the_page_does_not_read_messages(
             ids = [r["session_id"] for r in whole.rows]
             assert [r["session_id"] for r in page.rows] == ids[:3]
             assert set(ids[:4]) == set(named) and set(ids[4:]) == set(said)
-    finally:
-        db.conn.set_trace_callback(None)
     db.close()
 
 
