@@ -73,6 +73,7 @@ from sessiondex.query.sessions import (
     to_objects,
 )
 from sessiondex.query.snippets import (
+    ELLIPSIS,
     display_snippet,
     holds_spelling,
     joined_by_punctuation,
@@ -1548,6 +1549,60 @@ def _whole_end(text: str, start: int, word: str) -> int:
     return -1 if end < len(text) and text[end] == _JOINER else end
 
 
+def _grapheme_boundary(text: str, at: int) -> bool:
+    """Whether cutting ``text`` at ``at`` leaves every emoji whole: not before a joiner
+    or what dresses the character before it, not after a joiner, not between the two
+    regional indicators of a flag."""
+    if at <= 0 or at >= len(text):
+        return True
+    here, before = text[at], text[at - 1]
+    if here == _JOINER or before == _JOINER or _dresses(here):
+        return False
+    if ord(here) in _REGIONAL and ord(before) in _REGIONAL:
+        run = 0
+        while at - run > 0 and ord(text[at - run - 1]) in _REGIONAL:
+            run += 1
+        return run % 2 == 0
+    return True
+
+
+#: A symbol query's snippet (:func:`_symbol_window`): at most this many characters of
+#: the text before the match and after it. Its words are counted as FTS5 counts a
+#: snippet's tokens (:data:`SNIPPET_TOKENS`, a quarter of them before the match); the
+#: characters bound a "word" with no space in it (a run of emoji, a pasted blob).
+SYMBOL_SNIPPET_BEFORE = 30
+SYMBOL_SNIPPET_AFTER = 60
+
+
+def _symbol_window(text: str, at: int, end: int) -> str:
+    """The part of ``text`` a symbol query's snippet shows for the match at
+    ``at``..``end``: a few words before it and more after, within
+    :data:`SYMBOL_SNIPPET_BEFORE`/:data:`SYMBOL_SNIPPET_AFTER` characters, cut where a
+    word or at least an emoji ends, with :data:`ELLIPSIS` where the text goes on. Why:
+    the whole column was the snippet, so a first prompt pasting a log after its emoji
+    printed every line of it under the row."""
+    lead = SNIPPET_TOKENS // 4
+    start = max(0, at - SYMBOL_SNIPPET_BEFORE)
+    starts = [m.start() for m in re.finditer(r"\S+", text[start:at])]
+    if start > 0 and starts[:1] == [0] and not text[start - 1].isspace() and len(starts) > 1:
+        starts = starts[1:]  # the window's first word is the end of a longer one
+    if starts:
+        start += starts[-lead] if len(starts) >= lead else starts[0]
+    while start < at and not _grapheme_boundary(text, start):
+        start += 1
+    stop = min(len(text), end + SYMBOL_SNIPPET_AFTER)
+    ends = [m.end() for m in re.finditer(r"\S+", text[end:stop])]
+    if stop < len(text) and ends[-1:] == [stop - end] and not text[stop].isspace():
+        ends = ends[:-1] or ends  # the window's last word goes on past it
+    wanted = SNIPPET_TOKENS - lead - 1
+    stop = end + (ends[:wanted][-1] if ends else 0)
+    while stop > end and not _grapheme_boundary(text, stop):
+        stop -= 1
+    head = ELLIPSIS if text[:start].strip() else ""
+    tail = ELLIPSIS if text[stop:].strip() else ""
+    return f"{head}{text[start:stop]}{tail}"
+
+
 def _whole_in(text: str, word: str) -> tuple[int, int] | None:
     """The first whole-grapheme occurrence of ``word`` in ``text`` (start, end)."""
     at = text.find(word)
@@ -1577,6 +1632,9 @@ def symbol_search(
     for obj, row in zip(out, rows):
         column = columns[row["id"]]
         shown = str(row[column])
+        first = _whole_in(shown, words[0])  # the column was chosen for holding it
+        if first is not None:
+            shown = _symbol_window(shown, *first)
         for word in words:
             span = _whole_in(shown, word)
             if span is not None:

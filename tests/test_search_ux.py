@@ -418,6 +418,42 @@ def test_a_symbol_query_that_no_session_holds_whole_is_no_match(emoji_world, que
     assert run_search(db, query, ALL).kind != MATCH
 
 
+def test_a_symbol_hit_in_a_long_text_has_a_snippet_not_the_whole_text(tmp_path: Path) -> None:
+    """The snippet of a symbol query's hit was the whole column it was found in: a
+    first prompt that pastes a 10 KB log after `deploy 🚀 now` printed all of it under
+    the row, as did a long summary. A snippet is a window around the match, as FTS5
+    makes one for words: a few words before it, some after, `…` where the text goes on,
+    never cutting an emoji (a run of families with no space in it) in two."""
+    tree = ConfigTree(tmp_path / "claude")
+    family = "👨‍👩‍👧‍👦"
+    texts = {
+        "paste": "deploy 🚀 now\n" + "log line with words here\n" * 400,
+        "late": "context words " * 300 + "then 🚀 at the end",
+        "run": family * 200 + " 🚀 " + family * 200,
+    }
+    for name, text in texts.items():
+        s = tree.session(cwd="/w/app")
+        s.user(text)
+        s.meta("custom-title", customTitle=name)
+        s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    outcome = run_search(db, "🚀", ALL)
+    assert outcome.kind == MATCH
+    snippets = {r["custom_title"]: r["snippet"] for r in outcome.rows}
+    assert set(snippets) == set(texts)
+    for name, snippet in snippets.items():
+        assert "[🚀]" in snippet, (name, snippet)
+        assert len(snippet) <= 160, (name, len(snippet))
+    assert snippets["paste"].startswith("deploy [🚀] now log line")
+    assert snippets["paste"].endswith("…")
+    assert snippets["late"].startswith("…") and snippets["late"].endswith("then [🚀] at the end")
+    run = snippets["run"].strip("…")
+    # whole families on each side: the text left and right of the match splits into them
+    left, right = run.split(" [🚀] ")
+    assert left and right and not left.replace(family, "") and not right.replace(family, "")
+
+
 def test_a_long_symbol_query_and_other_scopes(emoji_world) -> None:
     """A thousand words were a SQL error ("Expression tree is too large"); a symbol
     query that matches nothing here says what other scopes hold, as a word query does."""
