@@ -328,10 +328,11 @@ def refresh(
         train_from_index(db)
     refresh_archives(db, stats, include_tools=tools)  # dirs written by cleanup --archive
     # the sessions of the config dirs refreshed (one index may hold others': the
-    # default index is shared), as ``stats`` counts them, archived copies aside
+    # default index is shared), as ``stats`` counts them, archived copies aside, and
+    # a session copied into two of them (a live dir and its backup) once
     marks = ", ".join("?" for _ in roots)
     stats.sessions = db.execute(
-        f"SELECT count(*) FROM sessions WHERE archived = 0 AND root IN ({marks})",
+        f"SELECT count(DISTINCT session_id) FROM sessions WHERE archived = 0 AND root IN ({marks})",
         [str(r) for r in roots],
     ).fetchone()[0]
     with immediate(db):

@@ -60,8 +60,10 @@ def index_stats(
     return {
         "database": str(db_path),
         "config_dirs": held if roots is None else [str(r) for r in roots],
-        "sessions": of_sessions("count(*)"),
-        "visible_sessions": of_sessions("count(*)", VISIBLE_SQL),
+        # copies of one session (a live config dir and its backup, two project dirs)
+        # are one session, as list shows it and Claude Code's picker counts an ID once
+        "sessions": of_sessions("count(DISTINCT s.session_id)"),
+        "visible_sessions": of_sessions("count(DISTINCT s.session_id)", VISIBLE_SQL),
         # a project is a directory: its key, whichever config dir or archive holds it
         "projects": of_sessions("count(DISTINCT s.project_key)"),
         "files": of_files("count(*)"),

@@ -258,13 +258,14 @@ def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
-    # index's summary counts the same sessions (it counted every row of the file)
-    assert (index(a, b)["sessions"], index(b)["sessions"], index(a)["sessions"]) == (4, 1, 3)
+    # index's summary counts the same sessions (it counted every row of the file); /w/p0's
+    # session has one ID in both dirs (each tree's first): one session, as list shows it
+    assert (index(a, b)["sessions"], index(b)["sessions"], index(a)["sessions"]) == (3, 1, 3)
     both = stats(a, b)
     only_b = stats(b)
     assert both["config_dirs"] == [str(a.root), str(b.root)]
     assert only_b["config_dirs"] == [str(b.root)]
-    assert (both["sessions"], only_b["sessions"]) == (4, 1)
+    assert (both["sessions"], only_b["sessions"]) == (3, 1)
     # a project is a directory: /w/p0 in both config dirs is one
     assert (both["projects"], only_b["projects"]) == (3, 1)
     assert (both["files"], only_b["files"]) == (4, 1)
@@ -279,6 +280,32 @@ def test_stats_counts_the_config_dirs_in_use(tmp_path: Path) -> None:
     assert {k: library[k] for k in ("config_dirs", "sessions", "files", "pr_links")} == {
         k: only_b[k] for k in ("config_dirs", "sessions", "files", "pr_links")
     }
+
+
+def test_stats_and_index_count_a_session_in_two_config_dirs_once(tmp_path: Path) -> None:
+    """A live config dir indexed with its backup (`SESSIONDEX_CONFIG_DIRS=~/.claude:
+    ~/backup/.claude`, as the README suggests) holds each session twice; `list` shows
+    it once, as Claude Code's picker counts a session ID once, but `stats` said
+    "sessions: 4" and `index` "4 sessions" for 2 sessions, while counting their project
+    once. Files (and the messages indexed from them) are what is on disk: both."""
+    live = ConfigTree(tmp_path / "live")
+    for n in range(2):
+        s = live.session(cwd=f"/w/p{n}")
+        s.user(f"question {n}")
+        s.assistant("answer")
+        s.write(mtime=1_800_000_000 + n)
+    import shutil
+
+    shutil.copytree(live.root, tmp_path / "backup", copy_function=shutil.copy2)
+    dirs = ["--config-dir", str(live.root), "--config-dir", str(tmp_path / "backup")]
+    summary = _run(tmp_path, [*dirs, "index", "--json"])
+    assert summary.exit_code == 0, summary.output
+    assert json.loads(summary.stdout)["sessions"] == 2
+    listed = _run(tmp_path, [*dirs, "list", "--scope", "all", "--json"])
+    assert len(json.loads(listed.stdout)) == 2
+    stats = json.loads(_run(tmp_path, [*dirs, "stats", "--json"]).stdout)
+    assert (stats["sessions"], stats["visible_sessions"], stats["projects"]) == (2, 2, 2)
+    assert (stats["files"], stats["messages_indexed"]) == (4, 8)
 
 
 def _text_options() -> list[tuple[list[str], str]]:
