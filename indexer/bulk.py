@@ -35,6 +35,7 @@ BULK_TRIGGER_KEY = "bulk_insert_trigger"
 TRIGGERS = {
     **{f"messages_{kind}": "messages_fts" for kind in ("ai", "ad", "au")},
     **{f"session_search_{kind}": "session_search_fts" for kind in ("ai", "ad", "au")},
+    **{f"session_title_{kind}": "session_title_fts" for kind in ("ai", "ad", "au")},
 }
 BULK_LOCK = "bulk"
 # FTS5's pending-terms budget: its default, kept for the small transactions of a

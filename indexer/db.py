@@ -54,6 +54,7 @@ from sessiondex.indexer.meta import (
 )
 from sessiondex.indexer.shape import (
     DERIVATION_VERSION,
+    FTS_TABLES,
     MIGRATION_NAMES,
     MIGRATION_SET,
     SCHEMA_OBJECTS,
@@ -90,7 +91,6 @@ DATA_TABLES = (
     "files",
     "text_dicts",  # last: deleting messages decodes their bodies (the FTS delete trigger)
 )
-FTS_TABLES = ("messages_fts", "session_search_fts")
 
 
 def default_db_path(environ: dict[str, str] | None = None) -> Path:

@@ -21,6 +21,8 @@ from sessiondex.indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exp
     SESSION_FTS_COLUMNS,
     SHOWN_TITLE_COLUMN,
     SHOWN_TITLE_SOURCES,
+    TITLE_FTS_COLUMNS,
+    TITLE_FTS_PREFIX,
 )
 from sessiondex.indexer.textstore import FTS_FUNCTION, SHOWN_TITLE_FUNCTION
 from sessiondex.indexer.textstore import FUNCTION as TEXT_FUNCTION
@@ -301,6 +303,19 @@ def m010_sessions_by_project_and_cwd(db: Database) -> None:
     db.execute("CREATE INDEX sessions_project_cwd ON sessions(project_key, cwd)")
 
 
+def _view_values(prefix: str, columns: Sequence[str]) -> list[str]:
+    """The SQL of the ``session_search`` view's ``columns`` computed from a ``sessions``
+    row (``new``/``old`` in a trigger, none in the view): what the FTS tables index."""
+    dot = f"{prefix}." if prefix else ""
+    sources = ", ".join(f"{dot}{c}" for c in SHOWN_TITLE_SOURCES)
+    return [
+        f"{SHOWN_TITLE_FUNCTION}({sources})"
+        if c == SHOWN_TITLE_COLUMN
+        else f"{FTS_FUNCTION}({dot}{c})"
+        for c in columns
+    ]
+
+
 def build_session_search(db: Database, *, shown_title: bool = True) -> None:
     """The ``session_search`` view of ``sessions``, its FTS5 index (the searchable
     columns through ``fts_text``, then the computed ``shown_title``: indexer/shape.py)
@@ -314,13 +329,11 @@ def build_session_search(db: Database, *, shown_title: bool = True) -> None:
     if kind is not None:  # a table before m008, a view after it
         db.execute(f"DROP {kind[0].upper()} session_search")
 
-    def values(prefix: str) -> list[str]:
-        dot = f"{prefix}." if prefix else ""
-        sources = ", ".join(f"{dot}{c}" for c in SHOWN_TITLE_SOURCES)
-        computed = [f"{SHOWN_TITLE_FUNCTION}({sources})"] if shown_title else []
-        return [f"{FTS_FUNCTION}({dot}{c})" for c in SESSION_FTS_COLUMNS] + computed
-
     indexed = (*SESSION_FTS_COLUMNS, *([SHOWN_TITLE_COLUMN] if shown_title else []))
+
+    def values(prefix: str) -> list[str]:
+        return _view_values(prefix, indexed)
+
     names = ", ".join(indexed)
     columns = ", ".join(f"{v} AS {c}" for v, c in zip(values(""), indexed))
     db.execute(f"CREATE VIEW session_search AS SELECT id, {columns} FROM sessions")
@@ -408,3 +421,48 @@ def m016_head_entrypoint(db: Database) -> None:
     never reads (transcripts/retention.py ``window_desktop``; DERIVATION_VERSION 35
     fills it)."""
     db.execute("ALTER TABLE sessions ADD COLUMN head_entrypoint TEXT")
+
+
+def build_title_search(db: Database) -> None:
+    """``session_title_fts``: the columns one or two typed letters filter
+    (:data:`~sessiondex.indexer.shape.TITLE_FTS_COLUMNS`), read from the
+    ``session_search`` view and indexed with a prefix index of one and two characters,
+    and its three triggers, from scratch, then indexed (``'rebuild'``). Why a table of
+    its own: shape.py says, beside the columns. Its update trigger fires only when a
+    column the title shown is made from, or another of its columns, changed."""
+    for trigger in ("session_title_ai", "session_title_ad", "session_title_au"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    db.execute("DROP TABLE IF EXISTS session_title_fts")
+    names = ", ".join(TITLE_FTS_COLUMNS)
+    db.execute(
+        f"CREATE VIRTUAL TABLE session_title_fts USING fts5({names},"
+        " content='session_search', content_rowid='id',"
+        f" prefix='{TITLE_FTS_PREFIX}', tokenize='{FTS_TOKENIZER}')"
+    )
+    insert = (
+        f"INSERT INTO session_title_fts(rowid, {names})"
+        f" VALUES (new.id, {', '.join(_view_values('new', TITLE_FTS_COLUMNS))})"
+    )
+    delete = (
+        f"INSERT INTO session_title_fts(session_title_fts, rowid, {names})"
+        f" VALUES ('delete', old.id, {', '.join(_view_values('old', TITLE_FTS_COLUMNS))})"
+    )
+    stored = [c for c in TITLE_FTS_COLUMNS if c != SHOWN_TITLE_COLUMN]
+    watched = tuple(dict.fromkeys((*stored, *SHOWN_TITLE_SOURCES)))
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in watched)
+    db.execute(f"CREATE TRIGGER session_title_ai AFTER INSERT ON sessions BEGIN {insert}; END")
+    db.execute(f"CREATE TRIGGER session_title_ad AFTER DELETE ON sessions BEGIN {delete}; END")
+    db.execute(
+        f"CREATE TRIGGER session_title_au AFTER UPDATE OF {', '.join(watched)} ON sessions"
+        f" WHEN {changed} BEGIN {delete}; {insert}; END"
+    )
+    db.execute("INSERT INTO session_title_fts(session_title_fts) VALUES ('rebuild')")
+
+
+@migrations()
+def m017_title_prefix_index(db: Database) -> None:
+    """``session_title_fts``: the typed letters' filter columns again, with a prefix
+    index of one and two characters (:func:`build_title_search`; shape.py
+    ``TITLE_FTS_COLUMNS`` says why). Made and indexed from the rows there are
+    (``'rebuild'``, a few thousand short rows)."""
+    build_title_search(db)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN, TITLE_FTS_COLUMNS
 from sessiondex.indexer.text import cjk_runs, fts_text, may_hold_cjk, word_text
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ TS_CONFIG = "simple"
 META_COLUMNS = SESSION_FTS_COLUMNS
 #: ``session_search_fts``'s columns by their FTS5 index: :data:`META_COLUMNS`, then the
 #: computed ``shown_title`` (indexer/schema.py ``build_session_search``).
-_FTS_META_INDEX = {name: i for i, name in enumerate((*META_COLUMNS, SHOWN_TITLE_COLUMN))}
+_FTS_META_COLUMNS = (*META_COLUMNS, SHOWN_TITLE_COLUMN)
+_FTS_META_INDEX = {name: i for i, name in enumerate(_FTS_META_COLUMNS)}
 
 
 def filtered_columns(match: str) -> tuple[str, ...] | None:
@@ -85,7 +86,9 @@ def filtered_columns(match: str) -> tuple[str, ...] | None:
     return None
 
 
-def _instance_column(table: str, within: Sequence[str], mark: str) -> str:
+def _instance_column(
+    table: str, within: Sequence[str], mark: str, order: Sequence[str] = _FTS_META_COLUMNS
+) -> str:
     """SQL for the column FTS5's ``snippet()`` takes when asked for none (-1), on a row
     whose every instance is in one of ``within`` (:func:`filtered_columns`), without
     its reading the others.
@@ -105,9 +108,10 @@ def _instance_column(table: str, within: Sequence[str], mark: str) -> str:
     for the 50 snippets of a letter typed at 20,000 text-heavy sessions, of 7-25 ms
     for the statement without the heavy-row check; FTS5's merge of the prefix's
     doclists and reading each row through the ``session_search`` view, which either
-    way reads every column, are the rest.)"""
+    way reads every column, are the rest.) ``order``: ``table``'s columns, in its
+    order (``session_search_fts``'s by default; ``session_title_fts`` has fewer)."""
     assert "'" not in mark
-    indexes = sorted(_FTS_META_INDEX[name] for name in set(within))
+    indexes = sorted(order.index(name) for name in set(within))
     held = " + ".join(
         f"(coalesce(instr(highlight({table}, {i}, '{mark}', ''), '{mark}'), 0) > 0) * {1 << i}"
         for i in indexes
@@ -268,6 +272,9 @@ class SqliteDialect:
         not the one that wrote a spelling (query/search.py ``_literal_tier``). FTS5
         is asked for the column it would choose where the match is one column filter
         (the letters typed: :func:`_instance_column`), not to read every column.
+        ``title``: a ``meta`` row of the letters typed, cut from ``session_title_fts``
+        (the same texts as ``session_search_fts``'s columns of that name, so the same
+        snippet; indexer/shape.py ``TITLE_FTS_COLUMNS``), column -1 only.
 
         One query, and ``+rowid`` rather than ``rowid IN``/``rowid =``: FTS5 answers a
         rowid constraint by running the match once per value, and for a prefix term
@@ -297,12 +304,16 @@ class SqliteDialect:
         if not rowids:
             return {}
         fts_column = str(int(column))
-        if source == "meta":  # a first prompt may hold a whole pasted log too
+        if source in ("meta", "title"):  # a first prompt may hold a whole pasted log too
             table, columns = "session_search_fts", list(META_COLUMNS)
+            order: Sequence[str] = _FTS_META_COLUMNS
+            if source == "title":  # the letters typed (query/search.py title_prefix_search)
+                table, order = "session_title_fts", TITLE_FTS_COLUMNS
+                columns = [name for name in META_COLUMNS if name in order]
             if column >= 0:
                 columns = [META_COLUMNS[column]]
             elif (within := filtered_columns(match)) is not None:
-                fts_column = _instance_column(table, within, OPEN)
+                fts_column = _instance_column(table, within, OPEN, order)
                 # Nor can another column be too heavy for snippet(): it walks no
                 # instance there. (A long prompt full of words starting with a letter
                 # typed was counted, then cut here in place of the title matched.)
@@ -507,7 +518,7 @@ class PostgresDialect(SqliteDialect):
         with nothing marked."""
         from sessiondex.query.snippets import bounded_snippet, tsquery_terms
 
-        if source == "meta":
+        if source in ("meta", "title"):
             wanted = META_COLUMNS if column < 0 else (META_COLUMNS[column],)
             row = db.execute(
                 f"SELECT {', '.join(wanted)} FROM sessions s WHERE s.id = ?", [rowid]

@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, TITLE_FTS_COLUMNS
 from sessiondex.indexer.text import LONG_TOKEN_PREFIX, fts_text, may_hold_cjk, word_text
 from sessiondex.indexer.unicode61 import fold, token_spans
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
@@ -100,7 +100,7 @@ COLUMN_WEIGHTS = {
 TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
 #: What one or two typed letters filter (:func:`title_prefix_search`): the names, the
 #: title shown of a session without one, the tag and the branches.
-TYPED_PREFIX_COLUMNS = (*TITLE_COLUMNS, SHOWN_TITLE_COLUMN, "tag", "branches_text")
+TYPED_PREFIX_COLUMNS = TITLE_FTS_COLUMNS  # indexed alone, by session_title_fts
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
 FUZZY_CUTOFF = 70
@@ -346,7 +346,7 @@ def quote_query(query: str) -> str:
 class Hit:
     session_rowid: int
     score: float
-    source: str  # "meta" or "message"
+    source: str  # "meta" or "message"; "title": the letters typed (title_prefix_search)
     fts_rowid: int
     activity: int  # last activity (ms), the tie-break
     match: str = ""  # the FTS query the snippet highlights
@@ -1372,23 +1372,28 @@ def title_prefix_search(
     shown, names, tag or branches (:data:`TYPED_PREFIX_COLUMNS`) hold a word starting
     with them, newest first: what Claude Code's own filter reads. The title shown of a
     session without a custom or AI title (its summary or a prompt) is an FTS5 column of
-    its own, ``shown_title`` (indexer/shape.py), so this is one prefix query.
+    its own, ``shown_title`` (indexer/shape.py), so this is one prefix query, over
+    ``session_title_fts``: those columns alone, with a prefix index of one and two
+    characters (indexer/shape.py ``TITLE_FTS_COLUMNS``).
 
     Why not the full search: one or two letters are no word yet (``search`` matches a
     last word as a prefix only from :data:`MIN_PREFIX_CHARS` characters), so the full
     search would look for a word "t", find next to nothing, and fall back to the typo
     matcher over thousands of titles (~250 ms at 20,000 sessions) to offer noise.
     Claude Code's own /resume picker filters titles as you type; this is that filter,
-    by word prefix, over the small ``session_search`` table. Their objects
+    by word prefix. Their objects
     (:func:`_prefix_rows`): ``matched_by`` is ``title`` when the title shown or a name
     holds the word, else ``text`` (a tag or a branch); ``score`` None (the order is
     recency)."""
     dialect = dialect_of(db)
     match = dialect.title_match(dialect.term(word, True), TYPED_PREFIX_COLUMNS)
+    # session_title_fts, not session_search_fts: the same columns' words, with a prefix
+    # index (indexer/shape.py TITLE_FTS_COLUMNS), so neither this statement nor the
+    # snippets' merges the doclist of every word starting with the letters.
     named = {
         r[0]
         for r in db.execute(
-            "SELECT rowid FROM session_search_fts WHERE session_search_fts MATCH ?", [match]
+            "SELECT rowid FROM session_title_fts WHERE session_title_fts MATCH ?", [match]
         )
     }
     if not named:
@@ -1416,7 +1421,7 @@ def title_prefix_search(
             cursor.close()
     if limit >= 0:
         newest = newest[:limit]
-    hits = [Hit(rowid, 0.0, "meta", rowid, 0, match) for rowid in newest]
+    hits = [Hit(rowid, 0.0, "title", rowid, 0, match) for rowid in newest]
     kind = MATCH if hits else NONE
     return Ranking(
         kind, [word], markers, hits, prefix=word, limit=filters.limit, where=(where, params)

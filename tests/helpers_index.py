@@ -19,6 +19,7 @@ from sqlite_utils import Database
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.schema import SESSION_FTS_COLUMNS
+from sessiondex.indexer.shape import FTS_TABLES
 
 
 def _rows(db: Database, sql: str) -> list[tuple[Any, ...]]:
@@ -91,11 +92,10 @@ def index_snapshot(db: Database) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def check_fts_integrity(db: Database) -> None:
-    """FTS5's own consistency check against its content tables (raises if out of sync)."""
-    db.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
-    db.execute(
-        "INSERT INTO session_search_fts(session_search_fts, rank) VALUES ('integrity-check', 1)"
-    )
+    """FTS5's own consistency check of every FTS table against its content (raises if
+    out of sync)."""
+    for fts in FTS_TABLES:
+        db.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
 
 
 def rebuilt_snapshot(roots: list[Path], db_path: Path) -> dict[str, list[tuple[Any, ...]]]:

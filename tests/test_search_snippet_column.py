@@ -14,15 +14,18 @@ import pytest
 
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
-from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN
+from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN, TITLE_FTS_COLUMNS
 from sessiondex.query.dialect import SQLITE, _instance_column, filtered_columns
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import TYPED_PREFIX_COLUMNS, run_search
-from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN
+from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN, display_snippet
 from tests.builders import ConfigTree
 from tests.helpers_index import statements
 
 TABLE = "session_search_fts"
+# The letters typed are filtered, and their snippets cut, over this one: the filter's
+# columns alone, with a prefix index (indexer/shape.py TITLE_FTS_COLUMNS).
+TITLES = "session_title_fts"
 # The table's columns, in its order: the one way snippet() and highlight() number them.
 FTS_COLUMNS = (*SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN)
 # Long prompts full of words starting with the letter typed, which the filter does not
@@ -147,13 +150,21 @@ def test_a_page_of_typed_letters_asks_no_long_column(world: Any) -> None:
     with statements(db.conn) as asked:
         rows = run_search(db, "s", Filters(scope="all", limit=50), typing=True).rows
     assert len(rows) == len(CASES)
-    (statement,) = [sql for sql in asked if f"snippet({TABLE}" in sql]
-    highlighted = {int(i) for i in re.findall(rf"highlight\({TABLE}, (\d+)", statement)}
-    assert highlighted == {FTS_COLUMNS.index(c) for c in TYPED_PREFIX_COLUMNS}
-    assert f"snippet({TABLE}, (CASE " in statement
+    # From session_title_fts (those columns alone, with a prefix index), whose column
+    # numbers are its own.
+    (statement,) = [sql for sql in asked if f"snippet({TITLES}" in sql]
+    highlighted = {int(i) for i in re.findall(rf"highlight\({TITLES}, (\d+)", statement)}
+    assert highlighted == {TITLE_FTS_COLUMNS.index(c) for c in TYPED_PREFIX_COLUMNS}
+    assert f"snippet({TITLES}, (CASE " in statement
+    assert not [sql for sql in asked if TABLE in sql]
     match = SQLITE.title_match(SQLITE.term("s", True), TYPED_PREFIX_COLUMNS)
     fts5 = {rowid: _fts5_snippet(db, match, rowid, -1) for rowid in rowids.values()}
     assert SQLITE.snippets(db, "meta", match, list(rowids.values()), 12) == fts5
+    # the same snippets as session_search_fts's, whose columns hold the same texts
+    assert SQLITE.snippets(db, "title", match, list(rowids.values()), 12) == fts5
+    assert {row["snippet"] for row in rows} == {
+        display_snippet(t, ("[", "]")) for t in fts5.values()
+    }
 
 
 def test_a_match_over_every_column_leaves_the_choice_to_fts5(world: Any) -> None:
@@ -205,7 +216,7 @@ def test_a_long_prompt_the_filter_does_not_read_is_no_snippet_of_the_letters(
     with statements(db.conn) as asked:
         (row,) = run_search(db, "s", Filters(scope="all", limit=50), typing=True).rows
     assert row["snippet"] == "[Stripe] webhooks"
-    (statement,) = [sql for sql in asked if f"snippet({TABLE}" in sql]
+    (statement,) = [sql for sql in asked if f"snippet({TITLES}" in sql]
     assert "first_prompt" not in statement and "summary" not in statement
     db.close()
 
