@@ -86,6 +86,26 @@ def is_corrupt(exc: BaseException) -> bool:
     return classify(exc) == CORRUPT
 
 
+# How sqlite3 reports an exception raised in one of our SQL functions (the text decoder,
+# the snippet counters), a KeyboardInterrupt from Ctrl-C among them, and SQLite's own
+# "interrupted": the statement failed, the file did not.
+_CALLBACK_FAILURES = ("user-defined function raised exception", "user-defined aggregate's")
+_SQLITE_INTERRUPT = 9
+
+
+def failed_in_a_callback(exc: BaseException) -> bool:
+    """Whether ``exc`` is a SQL function of ours failing (or the statement interrupted),
+    not the index: nothing to repair, and no reason to move the file aside (a rebuild
+    took it for a database it cannot clear, so Ctrl-C there discarded the index)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) == _SQLITE_INTERRUPT:
+        return True
+    text = str(exc).lower()
+    return any(needle in text for needle in _CALLBACK_FAILURES)
+
+
 _PLAIN = {
     BUSY: "another sessiondex process is writing to it; try again",
     READONLY: "it is read-only",

@@ -473,7 +473,7 @@ class Index:
         progress: ProgressCallback | None = None,
         include_tools: bool | None = None,
     ) -> RefreshStats:
-        from sessiondex.indexer.faults import CORRUPT, classify
+        from sessiondex.indexer.faults import CORRUPT, classify, failed_in_a_callback
         from sessiondex.indexer.refresh import refresh
 
         for attempt in (1, 2):
@@ -492,6 +492,7 @@ class Index:
                     rebuild
                     and kind is None
                     and not isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError))
+                    and not failed_in_a_callback(exc)  # Ctrl-C in a SQL function: stop
                 )
                 if attempt == 2 or not unusable or not self.recover(exc):
                     raise

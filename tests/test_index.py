@@ -1561,6 +1561,49 @@ def test_ctrl_c_inside_a_sql_function_is_aborted_not_a_failure(
     assert again.exit_code == 0, again.output
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_ctrl_c_during_a_rebuild_stops_it_and_keeps_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during `index --rebuild` (a user tired of waiting) landed in a SQL text
+    function too; a rebuild took any failure it could not name as an index it cannot
+    clear, so it said "the index … was damaged (user-defined function raised
+    exception)", moved the file aside (a whole copy left as `.corrupt-…`) and built
+    again, ignoring the Ctrl-C. It is "Aborted!", exit 1, the file left where it is."""
+    import os
+    import signal
+
+    from click.testing import CliRunner
+
+    import sessiondex.indexer.textstore as textstore
+    from sessiondex.cli.main import cli
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("the test runner handles SIGINT itself")
+    root = copy_fixtures(tmp_path)
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0
+    fts_value = textstore._fts_value
+    sent: list[bool] = []
+
+    def interrupted(value: Any) -> Any:
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # delivered inside this SQL callback
+        return fts_value(value)
+
+    monkeypatch.setattr(textstore, "_fts_value", interrupted)
+    result = CliRunner().invoke(cli, [*base, "index", "--rebuild"])
+    assert sent
+    assert result.exit_code == 1, result.output
+    assert "Aborted!" in result.output and "damaged" not in result.output
+    assert not list(tmp_path.glob("i.db.corrupt*"))
+    monkeypatch.setattr(textstore, "_fts_value", fts_value)
+    again = CliRunner().invoke(cli, [*base, "index", "--rebuild"])
+    assert again.exit_code == 0, again.output
+    assert not list(tmp_path.glob("i.db.corrupt*"))
+
+
 @pytest.mark.parametrize("slice_bytes", [300, 4096])
 @pytest.mark.parametrize("cold", [False, True], ids=["one by one", "cold build"])
 def test_a_file_read_in_slices_gives_the_rows_of_one_read(
