@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sessiondex.actions.paths import placed
+from sessiondex.transcripts.fspath import xdg_dir
 
 SYSTEMD, LAUNCHD, CRON = "systemd", "launchd", "cron"
 SCHEDULERS = (SYSTEMD, LAUNCHD, CRON)
@@ -138,8 +139,7 @@ def _systemd_word(word: str) -> str:
 
 
 def _systemd_dir(environ: dict[str, str], home: Path) -> Path:
-    config = environ.get("XDG_CONFIG_HOME") or str(home / ".config")
-    return Path(config) / "systemd" / "user"
+    return xdg_dir("XDG_CONFIG_HOME", ".config", environ, home) / "systemd" / "user"
 
 
 def _systemd_job(

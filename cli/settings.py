@@ -30,6 +30,7 @@ import click
 
 from sessiondex.indexer.db import default_db_path
 from sessiondex.transcripts.config import find_config_dirs
+from sessiondex.transcripts.fspath import xdg_dir
 
 SCOPES = ("worktree", "repo", "all")
 COLORS = ("auto", "always", "never")
@@ -78,10 +79,7 @@ def config_file_path(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("SESSIONDEX_CONFIG"):
         return Path(os.path.expanduser(env["SESSIONDEX_CONFIG"]))
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(
-        env.get("HOME") or os.path.expanduser("~"), ".config"
-    )
-    return Path(base) / "sessiondex" / "config.toml"
+    return xdg_dir("XDG_CONFIG_HOME", ".config", env) / "sessiondex" / "config.toml"
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

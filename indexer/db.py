@@ -61,6 +61,7 @@ from sessiondex.indexer.shape import (
 )
 from sessiondex.indexer.textstore import register
 from sessiondex.transcripts.config import default_config_dir
+from sessiondex.transcripts.fspath import xdg_dir
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -98,8 +99,7 @@ def default_db_path(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("SESSIONDEX_DB"):
         return Path(env["SESSIONDEX_DB"]).expanduser()
-    cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "sessiondex" / "index.db"
+    return xdg_dir("XDG_CACHE_HOME", ".cache", env) / "sessiondex" / "index.db"
 
 
 class ReadOnlyIndex:

@@ -109,3 +109,38 @@ def test_a_symlink_to_another_directory_is_its_own_config_dir(tmp_path: Path) ->
     (tmp_path / "to-b").symlink_to("b")
     given = [str(tmp_path / "a"), str(tmp_path / "to-b")]
     assert config_dirs(given, {}) == [Path(p) for p in given]
+
+
+@pytest.mark.parametrize("value", ["relcache", "./x", "~/.cache", ""])
+def test_a_relative_xdg_dir_is_ignored_as_the_xdg_spec_says(tmp_path: Path, value: str) -> None:
+    """The XDG Base Directory spec: "all paths set in these environment variables must
+    be absolute"; a relative one is invalid and ignored. `XDG_CACHE_HOME=relcache` put
+    the index at `./relcache/sessiondex/index.db`, under whichever directory the command
+    ran in (a new, empty index in each), and so the config file, the archive dir and the
+    daily job's systemd unit. Each falls back to its place under the home directory."""
+    from sessiondex.actions.schedule import _systemd_dir
+    from sessiondex.cli.settings import config_file_path
+    from sessiondex.indexer.db import default_db_path
+    from sessiondex.transcripts.archive import default_archive_dir
+
+    home = tmp_path / "home"
+    env = {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": value,
+        "XDG_CONFIG_HOME": value,
+        "XDG_DATA_HOME": value,
+    }
+    old_home = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)  # what expanduser reads
+    try:
+        assert default_db_path(env) == home / ".cache" / "sessiondex" / "index.db"
+        assert config_file_path(env) == home / ".config" / "sessiondex" / "config.toml"
+        assert default_archive_dir(env) == home / ".local" / "share" / "sessiondex" / "archive"
+        assert _systemd_dir(env, home) == home / ".config" / "systemd" / "user"
+    finally:
+        if old_home is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = old_home
+    absolute = {k: str(tmp_path / "x") for k in env if k.startswith("XDG_")}
+    assert default_db_path(absolute) == tmp_path / "x" / "sessiondex" / "index.db"

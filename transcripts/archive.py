@@ -43,6 +43,7 @@ from typing import IO
 
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX as ARCHIVE_SUFFIX
 from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile, open_regular
+from sessiondex.transcripts.fspath import xdg_dir
 from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.tree import walk
 
@@ -67,8 +68,7 @@ def default_archive_dir(environ: dict[str, str] | None = None) -> Path:
     a Claude config dir. Always indexed when it exists (indexer.archive_ingest), so a new
     or rebuilt index finds what was archived there."""
     env = os.environ if environ is None else environ
-    data = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "sessiondex" / "archive"
+    return xdg_dir("XDG_DATA_HOME", os.path.join(".local", "share"), env) / "sessiondex" / "archive"
 
 
 class ArchiveError(Exception):

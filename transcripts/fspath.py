@@ -11,6 +11,8 @@ kept as the user wrote it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
 
 
 class CwdGone(FileNotFoundError):
@@ -76,3 +78,25 @@ def absolute(path: str | os.PathLike[str]) -> str:
         return os.path.join(os.path.realpath(directory, strict=True), name)
     except OSError:
         return joined
+
+
+def xdg_dir(
+    variable: str,
+    fallback: str,
+    environ: Mapping[str, str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> Path:
+    """``$variable`` (``XDG_CACHE_HOME``, ``XDG_CONFIG_HOME``, ``XDG_DATA_HOME``) when it
+    is an absolute path, else ``<home>/<fallback>`` (``~/.cache`` …). The XDG Base
+    Directory spec says a relative value is invalid and is to be ignored: taken as
+    given, ``XDG_CACHE_HOME=relcache`` (or ``"~/.cache"``, quoted in a shell's start-up
+    file so that no shell expanded it) put the index under whichever directory a
+    command ran in, a new empty one in each, and so the config file, the archive dir
+    and the daily job's unit. ``home``: ``$HOME`` of ``environ``, else the user's."""
+    env = os.environ if environ is None else environ
+    value = env.get(variable)
+    if value and os.path.isabs(value):
+        return Path(value)
+    if home is None:
+        home = env.get("HOME") or os.path.expanduser("~")
+    return Path(home) / fallback
