@@ -376,7 +376,8 @@ def _default_dir_problem(directory: Path) -> tuple[str, str] | None:
     problem = text_problem(str(directory))
     if problem is None:
         return None
-    return ("XDG_DATA_HOME" if os.environ.get("XDG_DATA_HOME") else "HOME"), problem
+    data = os.environ.get("XDG_DATA_HOME") or ""
+    return ("XDG_DATA_HOME" if os.path.isabs(data) else "HOME"), problem  # fspath.xdg_dir
 
 
 def watch_rescue(
