@@ -1637,7 +1637,9 @@ def _symbol_window(text: str, at: int, end: int) -> str:
         stop -= 1
     head = ELLIPSIS if text[:start].strip() else ""
     tail = ELLIPSIS if text[stop:].strip() else ""
-    return f"{head}{text[start:stop]}{tail}"
+    body = text[start:stop]
+    body = body.lstrip() if head else body  # no run of blanks after an ellipsis
+    return f"{head}{body.rstrip() if tail else body}{tail}"
 
 
 def _whole_in(text: str, word: str) -> tuple[int, int] | None:

@@ -430,6 +430,7 @@ def test_a_symbol_hit_in_a_long_text_has_a_snippet_not_the_whole_text(tmp_path: 
         "paste": "deploy 🚀 now\n" + "log line with words here\n" * 400,
         "late": "context words " * 300 + "then 🚀 at the end",
         "run": family * 200 + " 🚀 " + family * 200,
+        "blanks": "head" + " " * 100 + "🚀",  # no run of blanks after the ellipsis
     }
     for name, text in texts.items():
         s = tree.session(cwd="/w/app")
@@ -448,6 +449,7 @@ def test_a_symbol_hit_in_a_long_text_has_a_snippet_not_the_whole_text(tmp_path: 
     assert snippets["paste"].startswith("deploy [🚀] now log line")
     assert snippets["paste"].endswith("…")
     assert snippets["late"].startswith("…") and snippets["late"].endswith("then [🚀] at the end")
+    assert snippets["blanks"] == "…[🚀]"
     run = snippets["run"].strip("…")
     # whole families on each side: the text left and right of the match splits into them
     left, right = run.split(" [🚀] ")
