@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import sessiondex
 from sessiondex.cli.main import cli
+from sessiondex.indexer.shape import FTS_TABLES
 from sessiondex.transcripts.discover import MAIN, SUBAGENT, describe_path, iter_transcripts
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, is_real_user_message
 from tests.builders import copy_fixtures
@@ -191,7 +192,7 @@ def test_fixture_index_opens_in_sqlite_utils_with_fts(tmp_path: Path) -> None:
     summary = json.loads(result.stdout)
     assert summary["sessions"] == 23 and summary["bad_lines"] == 1
     db = sqlite_utils.Database(db_path)
-    assert set(db.table_names(fts5=True)) == {"messages_fts", "session_search_fts"}
+    assert set(db.table_names(fts5=True)) == set(FTS_TABLES)
     # Message text is stored compressed, and the searchable session metadata is a view
     # of ``sessions``: a connection of one's own reads them (message_text,
     # session_search, snippet()) once sessiondex.prepare_connection gave it the functions.
