@@ -31,7 +31,7 @@ from sessiondex.query.archives import (
     live_transcripts,
     newest_archive,
 )
-from sessiondex.query.cleanup import PlanEntry
+from sessiondex.query.cleanup import SESSION, PlanEntry
 from sessiondex.query.sessions import iso_ms
 from sessiondex.transcripts.archive import default_archive_dir as default_archive_dir
 from sessiondex.transcripts.discover import MAIN, describe_path
@@ -137,6 +137,36 @@ def _archive_one(
     return _result(entry, ARCHIVED, archive=str(archive))
 
 
+def _archive_file(
+    entry: PlanEntry, roots: list[Path], directory: Path, dry_run: bool
+) -> ArchiveResult:
+    """A project-level ``*.jsonl`` that is no session (a legacy ``agent-<id>.jsonl``),
+    which the sweep deletes as it does transcripts: a verified copy under
+    ``<DIR>/<key>/not-sessions/`` (:func:`~sessiondex.transcripts.archive.write_file_archive`),
+    once per version. Not indexed: it was no session live either."""
+    from sessiondex.transcripts.archive import (
+        ArchiveError,
+        file_archive_holding,
+        write_file_archive,
+    )
+    from sessiondex.transcripts.discover import describe_project_jsonl
+
+    jf = describe_project_jsonl(Path(entry.file_path), roots)
+    if jf is None:
+        return _result(entry, SKIPPED, message="gone, or not a regular file in projects/")
+    if (jf.size, jf.mtime_ns) != (entry.transcript_size, entry.mtime_ns):
+        return _result(entry, SKIPPED, message="written since the plan; no longer expiring")
+    held = file_archive_holding(directory, jf)
+    if held is not None:
+        return _result(entry, ALREADY, archive=str(held))
+    if dry_run:
+        return _result(entry, PLANNED)
+    try:
+        return _result(entry, ARCHIVED, archive=str(write_file_archive(jf, directory)))
+    except ArchiveError as exc:
+        return _result(entry, FAILED, message=str(exc))
+
+
 def archive_expiring(
     db: Database,
     roots: list[Path],
@@ -227,6 +257,15 @@ def _archive_run(
         if should_stop is not None and should_stop():
             run.stopped = True
             break
+        if entry.kind != SESSION:
+            try:
+                result = _archive_file(entry, roots, directory, dry_run)
+            except OSError as exc:  # a vanished file, a permission: this file only
+                result = _result(entry, FAILED, message=str(exc.strerror or exc))
+            run.results.append(result)
+            if on_result is not None:
+                on_result(result)
+            continue
         # Archived as it is now in *this* dir: a copy in another archive dir does not
         # count, or `--to DIR2` would never write the copy the user asked DIR2 for.
         here = entry.archive and archived_version(

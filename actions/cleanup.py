@@ -3,8 +3,9 @@
 The plan (what Claude Code's sweep and our ``--days`` would delete) is
 :mod:`sessiondex.query.cleanup`; this module acts on it with the safety rules of
 ``docs/retention.md``: never a transcript written in the last minutes, never through a
-symlink, never anything but ``<uuid>.jsonl`` and ``<uuid>/``, and the index follows
-each deletion.
+symlink, never anything but ``<uuid>.jsonl`` and ``<uuid>/`` (and the project-level
+``*.jsonl`` files that are no sessions, which Claude Code's sweep deletes too), and the
+index follows each deletion.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.actions.paths import placed, write_target_problem
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file, remove_path
 from sessiondex.indexer.stats import RefreshStats
-from sessiondex.query.cleanup import CleanupPlan, PlanEntry, archived_copy_exists, plan_cleanup
+from sessiondex.query.cleanup import (
+    SESSION,
+    CleanupPlan,
+    PlanEntry,
+    archived_copy_exists,
+    plan_cleanup,
+)
 from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path
 from sessiondex.transcripts.retention import folder_stats
 
@@ -55,6 +62,7 @@ class Outcome:
     message: str = ""
     removed: list[str] = field(default_factory=list)
     archive: str | None = None
+    kind: str = SESSION  # the plan entry's: a session, or a *.jsonl that is none
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -160,6 +168,60 @@ def _apply_one(
     return outcome
 
 
+def _apply_file(
+    entry: PlanEntry, roots: list[Path], archive_dir: Path | None, clock: Callable[[], float]
+) -> Outcome:
+    """A project-level ``*.jsonl`` that is no session: the session's guards (in place,
+    regular, unchanged since the plan, not written in the last 10 minutes), a verified
+    copy first with ``archive_dir`` (reused when one of this version is there), then
+    the file alone is removed. Nothing of it is indexed."""
+    from sessiondex.transcripts.archive import (
+        ArchiveError,
+        file_archive_holding,
+        write_file_archive,
+    )
+    from sessiondex.transcripts.discover import describe_project_jsonl
+    from sessiondex.transcripts.write import WriteRefused, delete_project_jsonl
+
+    path = Path(entry.file_path)
+    outcome = Outcome(entry.session_id, entry.file_path, FAILED, kind=entry.kind)
+    if not os.path.lexists(path):
+        outcome.status, outcome.message = SKIPPED, "already gone"
+        return outcome
+    jf = describe_project_jsonl(path, roots)
+    if jf is None:
+        outcome.message = "not a regular file inside projects/ (a symlink?); left alone"
+        return outcome
+    if jf.mtime_ns != entry.mtime_ns:
+        outcome.status, outcome.message = SKIPPED, "modified since the plan was made; kept"
+        return outcome
+    if clock() - jf.mtime_ns / 1e9 < LIVE_SECONDS:
+        outcome.status = SKIPPED
+        outcome.message = "written in the last 10 minutes (may be live); kept"
+        return outcome
+    if archive_dir is not None:
+        before = _stat_key(os.lstat(path))
+        try:
+            archive = file_archive_holding(archive_dir, jf) or write_file_archive(jf, archive_dir)
+            changed = _stat_key(os.lstat(path)) != before
+        except ArchiveError as exc:
+            outcome.message = f"not archived, kept: {exc}"
+            return outcome
+        except OSError:
+            changed = True
+        if changed:
+            outcome.message = "changed while archiving; kept"
+            return outcome
+        outcome.archive = str(archive)
+    try:
+        outcome.removed = [str(delete_project_jsonl(path, roots))]
+    except WriteRefused as exc:
+        outcome.message = str(exc)
+        return outcome
+    outcome.status = DELETED
+    return outcome
+
+
 def _archive_copy(
     db: Database,
     entry: PlanEntry,
@@ -237,7 +299,9 @@ def _apply(
         if entry.protected and archive_dir is None:
             continue
         try:
-            if entry.protected:
+            if entry.kind != SESSION:  # no tag is read from it: never protected
+                outcome = _apply_file(entry, roots, archive_dir, clock)
+            elif entry.protected:
                 outcome = _archive_copy(db, entry, roots, Path(archive_dir or "."), stats)
             else:
                 outcome = _apply_one(db, entry, roots, archive_dir, clock, stats)

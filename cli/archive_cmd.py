@@ -83,8 +83,8 @@ def _render_run(run: ArchiveRun, window: str) -> str:
             lines.append(f"{result.status} {result.file_path}: {result.message}")
     if run.dry_run:
         lines.append(
-            f"Dry run: {run.count(PLANNED)} session(s) would be archived, "
-            f"{run.count(ALREADY)} already are."
+            # Not "session(s)": old *.jsonl files that are no sessions are archived too.
+            f"Dry run: {run.count(PLANNED)} would be archived, {run.count(ALREADY)} already are."
         )
     else:
         lines.append(

@@ -73,20 +73,63 @@ def _entry_rows(entries: list[dict[str, Any]]) -> list[list[str]]:
 
 def _table(entries: list[dict[str, Any]]) -> str:
     from sessiondex.cli.output import PROJECT_SHRINK, render_table
+    from sessiondex.query.cleanup import SESSION
 
-    text = render_table(
-        _entry_rows(entries),
-        ("title", "project", "last activity", "modified", "size", "id"),
-        shrink={1: PROJECT_SHRINK},
-        from_left=(1,),
+    sessions = [e for e in entries if e.get("kind", SESSION) == SESSION]
+    files = [e for e in entries if e.get("kind", SESSION) != SESSION]
+    parts = []
+    if sessions:
+        parts.append(
+            render_table(
+                _entry_rows(sessions),
+                ("title", "project", "last activity", "modified", "size", "id"),
+                shrink={1: PROJECT_SHRINK},
+                from_left=(1,),
+            )
+        )
+    if files:
+        parts.append(_file_table(files))
+    return "\n".join("  " + line for line in "\n".join(parts).split("\n"))
+
+
+def _file_table(entries: list[dict[str, Any]]) -> str:
+    """The files that are no sessions: named by their file name (there is no ID to
+    resume), with what they are."""
+    from sessiondex.cli.output import PROJECT_SHRINK, human_size, relative_time, render_table
+
+    rows = [
+        [
+            Path(e["file_path"]).name,
+            e["kind"],
+            e["project_key"],
+            relative_time(e["mtime"]),
+            human_size(e["size"]),
+        ]
+        for e in entries
+    ]
+    return render_table(
+        rows,
+        ("file (not a session)", "kind", "project dir", "modified", "size"),
+        shrink={2: PROJECT_SHRINK},
+        from_left=(2,),
     )
-    return "\n".join("  " + line for line in text.split("\n"))
+
+
+def _files_line(count: int, size: int) -> str:
+    from sessiondex.cli.output import human_size
+
+    return (
+        f"{count} file(s), {human_size(size)}, not sessions (legacy subagent transcripts "
+        "agent-*.jsonl, other .jsonl): Claude Code's sweep deletes every old *.jsonl of a "
+        "project dir"
+    )
 
 
 def _render_root(
     plan: dict[str, Any], applying: bool, archive: str | None, keep_tag: str
 ) -> list[str]:
     from sessiondex.cli.output import human_size
+    from sessiondex.query.cleanup import SESSION
 
     cc = plan["claude_code"]
     out = [f"Config dir {plan['config_dir']}"]
@@ -97,10 +140,16 @@ def _render_root(
             if cc["next_sweep"]
             else "the next time it starts"
         )
+        also = ""
+        if cc["would_delete_files"]:
+            also = (
+                f", and {cc['would_delete_files']} other .jsonl file(s), "
+                f"{human_size(cc['would_delete_file_bytes'])}"
+            )
         out.append(
             f"  Claude Code: cleanupPeriodDays = {cc['days']} ({where}); its sweep can "
             f"run {when} and would delete {cc['would_delete_sessions']} session(s), "
-            f"{human_size(cc['would_delete_bytes'])}."
+            f"{human_size(cc['would_delete_bytes'])}{also}."
         )
     else:
         for problem in cc["problems"]:
@@ -123,11 +172,16 @@ def _render_root(
             "modified before it are expired)."
         )
     verb = "Deleting" if applying else "Expired (cleanup --apply deletes these)"
-    if plan["expired"]:
+    sessions = [e for e in plan["expired"] if e.get("kind", SESSION) == SESSION]
+    files = [e for e in plan["expired"] if e.get("kind", SESSION) != SESSION]
+    if sessions:
         out.append(f"  {verb}: {totals['sessions']} session(s), {human_size(totals['bytes'])}")
-        out.append(_table(plan["expired"]))
+        out.append(_table(sessions))
     else:
         out.append("  No expired session.")
+    if files:
+        out.append(f"  {verb}, too: {_files_line(totals['files'], totals['file_bytes'])}.")
+        out.append(_table(files))
     if plan["protected"]:
         theirs = sum(1 for entry in plan["protected"] if entry.get("claude_code_deletes"))
         if theirs == len(plan["protected"]):
@@ -212,10 +266,12 @@ def cleanup(
     Claude Code deletes transcripts whose file mtime is older than cleanupPeriodDays
     (settings: managed, <cwd>/.claude/settings.local.json, <cwd>/.claude/settings.json,
     <config>/settings.json; default 30) when it starts, at most once a day. The dry
-    run lists those sessions with titles and sizes. --apply deletes the expired
-    transcripts and their <id>/ folders (never one written in the last 10 minutes,
-    never through a symlink, never a session tagged --keep-tag); --archive DIR keeps a
-    verified compressed copy of each, found later with --include-archived.
+    run lists those sessions with titles and sizes, and apart the old *.jsonl files
+    that are no sessions (legacy agent-*.jsonl), which the sweep deletes too. --apply
+    deletes the expired transcripts and their <id>/ folders (never one written in the
+    last 10 minutes, never through a symlink, never a session tagged --keep-tag);
+    --archive DIR keeps a verified compressed copy of each, found later with
+    --include-archived.
     --format json prints the whole plan; jsonl and csv one row per session in it
     (plan: expired, protected or exempt; with --apply, what was done to it).
 
@@ -359,13 +415,18 @@ def _summary(outcomes: list[Outcome], freed: int) -> str:
     copy is archived with its original kept)."""
     from sessiondex.actions.cleanup import ARCHIVED, DELETED, FAILED, SKIPPED
     from sessiondex.cli.output import human_size
+    from sessiondex.query.cleanup import SESSION
 
     def count(status: str) -> int:
         return sum(1 for o in outcomes if o.status == status)
 
     deleted = count(DELETED)
     first = sum(1 for o in outcomes if o.status == DELETED and o.archive)
-    line = f"{deleted} session(s) deleted ({human_size(freed)})"
+    files = sum(1 for o in outcomes if o.status == DELETED and o.kind != SESSION)
+    line = f"{deleted - files} session(s)"
+    if files:
+        line += f" and {files} other file(s) (not sessions)"
+    line += f" deleted ({human_size(freed)})"
     if first:
         line += f", {'all' if first == deleted else first} archived first"
     if count(ARCHIVED):

@@ -23,7 +23,16 @@ from sessiondex.query.archives import archived_only, archived_paths, archived_ve
 from sessiondex.query.expiry import COUNT_COLUMNS, SOON_DAYS, deleted_by
 from sessiondex.query.expiry import expiring_soon as expiring_soon  # re-exported
 from sessiondex.query.sessions import activity_ms, display_title, iso_ms
-from sessiondex.transcripts.discover import MAIN, TranscriptFile, describe_path, iter_transcripts
+from sessiondex.transcripts.discover import (
+    LEGACY_SUBAGENT,
+    MAIN,
+    OTHER_JSONL,
+    ProjectJsonl,
+    TranscriptFile,
+    describe_path,
+    iter_project_jsonl,
+    iter_transcripts,
+)
 from sessiondex.transcripts.retention import (
     DAY,
     MANAGED,
@@ -40,6 +49,16 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 DEFAULT_KEEP_TAG = "keep"
+
+# A plan entry's ``kind``: a session, or a project-level ``*.jsonl`` that is none
+# (:func:`~sessiondex.transcripts.discover.project_jsonl_kind`'s kinds), which the sweep
+# deletes all the same.
+SESSION = "session"
+#: What the dry run calls each kind of file that is no session.
+FILE_LABELS = {
+    LEGACY_SUBAGENT: "legacy subagent transcript (agent-*.jsonl), not a session",
+    OTHER_JSONL: ".jsonl file that is not a session",
+}
 
 
 # --------------------------------------------------------------------------- plan
@@ -79,6 +98,9 @@ class PlanEntry:
     mtime_ns: int
     transcript_size: int
     size: int  # transcript + <id>/ folder
+    # SESSION, or the kind of a project-level *.jsonl that is none (then session_id is
+    # its file name's stem, and title says what it is: no session to resume).
+    kind: str = SESSION
     protected: bool = False
     claude_code_deletes: bool = False
     exempt_reason: str | None = None
@@ -115,6 +137,18 @@ class RootPlan:
     losing_subagents: list[PlanEntry] = field(default_factory=list)
     claude_code_sessions: int = 0
     claude_code_bytes: int = 0
+    # Project-level *.jsonl files that are no sessions, which the sweep deletes too.
+    claude_code_files: int = 0
+    claude_code_file_bytes: int = 0
+
+    def count_deletion(self, entry: PlanEntry) -> None:
+        """Count ``entry`` among what Claude Code's sweep deletes."""
+        if entry.kind == SESSION:
+            self.claude_code_sessions += 1
+            self.claude_code_bytes += entry.size
+        else:
+            self.claude_code_files += 1
+            self.claude_code_file_bytes += entry.size
 
     @property
     def to_delete(self) -> list[PlanEntry]:
@@ -133,6 +167,8 @@ class RootPlan:
                 "next_sweep": _iso(self.next_sweep),
                 "would_delete_sessions": self.claude_code_sessions,
                 "would_delete_bytes": self.claude_code_bytes,
+                "would_delete_files": self.claude_code_files,
+                "would_delete_file_bytes": self.claude_code_file_bytes,
                 "would_delete_subagent_transcripts": sum(
                     e.old_subagents for e in self.losing_subagents
                 ),
@@ -154,9 +190,14 @@ class RootPlan:
 def _totals(
     delete: list[PlanEntry], protected: list[PlanEntry], exempt: list[PlanEntry]
 ) -> dict[str, int]:
+    """Sessions and files that are none counted apart (a file is no session)."""
+    sessions = [e for e in delete if e.kind == SESSION]
+    files = [e for e in delete if e.kind != SESSION]
     return {
-        "sessions": len(delete),
-        "bytes": sum(e.size for e in delete),
+        "sessions": len(sessions),
+        "bytes": sum(e.size for e in sessions),
+        "files": len(files),
+        "file_bytes": sum(e.size for e in files),
         "protected": len(protected),
         "protected_bytes": sum(e.size for e in protected),
         "exempt": len(exempt),
@@ -291,8 +332,28 @@ def plan_root(
         entry.exempt_reason = exempt
         if entry.claude_code_deletes:
             cc_deleted.add(entry.file_path)
-            plan.claude_code_sessions += 1
-            plan.claude_code_bytes += entry.size
+            plan.count_deletion(entry)
+        if ours:
+            (plan.exempt if exempt else plan.expired).append(entry)
+    # The sweep deletes every old *.jsonl of a project dir, sessions or not (a legacy
+    # top-level subagent transcript, any other name): the same cutoffs and desktop rule
+    # (the entrypoint in the file's head or tail window), no keep tag (no tag record
+    # is read from a file that is no session).
+    for jf in iter_project_jsonl(root):
+        mtime = jf.mtime_ns / 1e9
+        ours = cutoff is not None and mtime < cutoff
+        theirs = cc_cutoff is not None and mtime < cc_cutoff
+        if not (ours or theirs):
+            continue
+        exempt = desktop_exemption(jf.path, retention, mtime, now)
+        exempt_then = (
+            exempt if sweep_at == now else desktop_exemption(jf.path, retention, mtime, sweep_at)
+        )
+        entry = file_entry(jf)
+        entry.claude_code_deletes = theirs and exempt_then is None
+        entry.exempt_reason = exempt
+        if entry.claude_code_deletes:
+            plan.count_deletion(entry)
         if ours:
             (plan.exempt if exempt else plan.expired).append(entry)
     if cc_cutoff is not None and abs(cc_cutoff) < 9e9:  # beyond, no int64 ns (and no file)
@@ -322,6 +383,28 @@ def _entry(
         size=tf.size + folder_bytes,
         protected=_same_tag(row.get("tag"), keep),
         archive=archived_version(db, tf.session_id, tf.project_key, tf.size, tf.mtime_ns),
+    )
+
+
+def file_entry(jf: ProjectJsonl) -> PlanEntry:
+    """The plan's entry for a project-level ``*.jsonl`` that is no session: its name
+    stands for the ID, its kind for the title; it has no cwd, tag or activity (it is
+    not indexed, and not read beyond the desktop windows)."""
+    return PlanEntry(
+        session_id=jf.path.name[: -len(".jsonl")],
+        config_dir=str(jf.root),
+        project_key=jf.project_key,
+        file_path=str(jf.path),
+        cwd=None,
+        title=FILE_LABELS.get(jf.kind, FILE_LABELS[OTHER_JSONL]),
+        tag=None,
+        entrypoint=None,
+        last_activity=None,
+        mtime=_iso(jf.mtime_ns / 1e9),
+        mtime_ns=jf.mtime_ns,
+        transcript_size=jf.size,
+        size=jf.size,
+        kind=jf.kind,
     )
 
 
@@ -393,8 +476,8 @@ def _merged(plans: list[RootPlan]) -> RootPlan:
             if entry.file_path not in listed:
                 listed.add(entry.file_path)
                 head.expired.append(entry)
-                head.claude_code_sessions += 1 if entry.claude_code_deletes else 0
-                head.claude_code_bytes += entry.size if entry.claude_code_deletes else 0
+                if entry.claude_code_deletes:
+                    head.count_deletion(entry)
     head.exempt = [e for e in head.exempt if e.file_path not in listed]
     losing = {e.file_path for e in head.losing_subagents}
     for plan in plans[1:]:

@@ -724,7 +724,8 @@ def live(tmp_path: Path) -> dict[str, Any]:
         "desktop": _session(tree, "desktop ibis chat", now - 50 * DAY, entrypoint="claude-desktop"),
     }
     project = s["old"].project_dir
-    # Things that are not sessions, old as they are: never ours to delete.
+    # Things that are not sessions, old as they are. The two *.jsonl ones Claude Code's
+    # sweep deletes as transcripts (tests/test_cleanup_legacy.py), the side files stay.
     for name in (
         "agent-deadbeef.jsonl",
         "notes.jsonl",
@@ -744,9 +745,13 @@ def test_cli_dry_run_json_and_table(live: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     plan = _stdout_json(result)
     (root,) = plan["config_dirs"]
-    assert {e["session_id"] for e in root["expired"]} == {
+    assert {e["session_id"] for e in root["expired"] if e["kind"] == "session"} == {
         s["old"].session_id,
         s["older"].session_id,
+    }
+    assert {e["session_id"] for e in root["expired"] if e["kind"] != "session"} == {
+        "agent-deadbeef",
+        "notes",
     }
     assert {e["session_id"] for e in root["protected"]} == {s["keep"].session_id}
     assert {e["session_id"] for e in root["exempt"]} == {s["desktop"].session_id}
@@ -809,6 +814,9 @@ def test_cli_apply_removes_exactly_the_expired(live: dict[str, Any]) -> None:
     result = _run(["cleanup", "--apply", "--cwd", str(live["tmp"])], tree.root, live["db"])
     assert result.exit_code == 0, result.output
     expected = dict(before)
+    project = os.path.relpath(s["old"].project_dir, tree.root)
+    for name in ("agent-deadbeef.jsonl", "notes.jsonl"):  # old *.jsonl: the sweep's too
+        del expected[os.path.join(project, name)]
     for key in ("old", "older"):
         rel = os.path.relpath(s[key].path, tree.root)
         assert f"deleted {s[key].path}" in result.output

@@ -42,7 +42,13 @@ from pathlib import Path
 from typing import IO
 
 from sessiondex.transcripts.discover import ARCHIVE_SUFFIX as ARCHIVE_SUFFIX
-from sessiondex.transcripts.discover import MAIN, SUBAGENT, TranscriptFile, open_regular
+from sessiondex.transcripts.discover import (
+    MAIN,
+    SUBAGENT,
+    ProjectJsonl,
+    TranscriptFile,
+    open_regular,
+)
 from sessiondex.transcripts.fspath import xdg_dir
 from sessiondex.transcripts.keys import is_session_id
 from sessiondex.transcripts.tree import walk
@@ -56,6 +62,9 @@ _TEMP_NAME = re.compile(
     r"\.([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})"
     r"\.[a-z0-9_]{8}\.tmp"
 )
+# The temporary names of copies of files that are no sessions (write_file_archive):
+# "." + the file's name (a *.jsonl, no "/") + "." + 8 random characters + ".tmp".
+_FILE_TEMP_NAME = re.compile(r"\.[^/]+\.jsonl\.[a-z0-9_]{8}\.tmp")
 # A temporary file untouched this long is a leftover; a younger one may belong to a run
 # that is archiving right now (writing keeps its mtime fresh; verifying a large archive
 # takes seconds to minutes).
@@ -355,11 +364,77 @@ def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         entries = _entries(tf)
-        handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below
-            dir=directory, prefix=f".{tf.session_id}.", suffix=".tmp", delete=False
-        )
     except OSError as exc:
         raise ArchiveError(f"cannot archive {tf.path} into {directory}: {exc}") from None
+    return _write_archive(entries, directory, tf.session_id, tf.path)
+
+
+# Where the copies of project-level *.jsonl files that are no sessions go, inside the
+# project's archive folder: one level below the session archives, which the archive
+# index reads (``indexer/archive_ingest.py`` ``iter_archives``), so a copy is never taken
+# for a damaged session archive. Not indexed, not searchable, not for ``restore``: a
+# file that is no session was never indexed live either.
+FILE_COPIES_DIR = "not-sessions"
+
+
+def _file_copy_member(jf: ProjectJsonl) -> str:
+    return f"projects/{jf.project_key}/{jf.path.name}"
+
+
+def write_file_archive(jf: ProjectJsonl, archive_dir: Path) -> Path:
+    """Archive a project-level ``*.jsonl`` that is no session (a legacy
+    ``agent-<id>.jsonl``): ``<DIR>/<key>/not-sessions/<name>.tar.gz``, one member laid
+    out as in a config dir (``tar -xzf X -C ~/.claude`` puts it back, mtime and all);
+    verified as a session archive is, versions ``<name>-2.tar.gz``… beside. Raises
+    :class:`ArchiveError`."""
+    directory = Path(archive_dir) / jf.project_key / FILE_COPIES_DIR
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        entries = [_Entry(_file_copy_member(jf), jf.path, os.lstat(jf.path))]
+    except OSError as exc:
+        raise ArchiveError(f"cannot archive {jf.path} into {directory}: {exc}") from None
+    if not stat.S_ISREG(entries[0].st.st_mode):
+        raise ArchiveError(f"{jf.path} is not a regular file")
+    return _write_archive(entries, directory, jf.path.name, jf.path)
+
+
+def file_archive_holding(archive_dir: Path, jf: ProjectJsonl) -> Path | None:
+    """The copy in ``archive_dir`` of ``jf`` as it is now (the same member, size and
+    mtime in its header), else None: the rescue archives a file once, not every day."""
+    directory = Path(archive_dir) / jf.project_key / FILE_COPIES_DIR
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return None
+    version = re.compile(re.escape(jf.path.name) + r"(-[0-9]+)?" + re.escape(ARCHIVE_SUFFIX))
+    for name in names:
+        if not version.fullmatch(name):
+            continue
+        try:
+            with tarfile.open(directory / name, "r:gz") as tar:
+                members = tar.getmembers()
+        except (OSError, EOFError, tarfile.TarError):
+            continue
+        if (
+            len(members) == 1
+            and members[0].name == _file_copy_member(jf)
+            and members[0].isreg()
+            and members[0].size == jf.size
+            and member_mtime_ns(members[0]) == jf.mtime_ns
+        ):
+            return directory / name
+    return None
+
+
+def _write_archive(entries: list[_Entry], directory: Path, stem: str, source: Path) -> Path:
+    """``entries`` into ``directory/<stem>.tar.gz`` (the next free version's name):
+    written to a temporary file, read back whole, then linked to its final name."""
+    try:
+        handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below
+            dir=directory, prefix=f".{stem}.", suffix=".tmp", delete=False
+        )
+    except OSError as exc:
+        raise ArchiveError(f"cannot archive {source} into {directory}: {exc}") from None
     tmp = Path(handle.name)
     try:
         try:
@@ -372,9 +447,9 @@ def write_session_archive(tf: TranscriptFile, archive_dir: Path) -> Path:
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
-            raise ArchiveError(f"cannot write an archive of {tf.path}: {exc}") from None
+            raise ArchiveError(f"cannot write an archive of {source}: {exc}") from None
         verify_archive(tmp, entries)
-        final = _final_name(directory, tf.session_id)
+        final = _final_name(directory, stem)
         try:
             os.link(tmp, final)  # fails rather than replace a file that appeared meanwhile
         except FileExistsError:
@@ -397,7 +472,8 @@ def remove_stale_temps(
     project folders; returns what was removed.
 
     Only regular files named exactly like ours (``.<session id>.<8 chars>.tmp``), one
-    level down, not modified for ``min_age`` seconds (default
+    level down (``.<name>.jsonl.<8 chars>.tmp`` in its ``not-sessions/`` folder: a
+    copy of a file that is no session), not modified for ``min_age`` seconds (default
     :data:`STALE_TEMP_SECONDS`): a concurrent run's live temporary file is younger.
     Links are never followed; errors (a vanished file, a permission) are skipped.
     """
@@ -408,13 +484,17 @@ def remove_stale_temps(
         folders = [e for e in os.scandir(archive_dir) if e.is_dir(follow_symlinks=False)]
     except OSError:
         return removed
-    for folder in folders:
+    places = [(f.path, _TEMP_NAME) for f in folders]
+    places += [(os.path.join(f.path, FILE_COPIES_DIR), _FILE_TEMP_NAME) for f in folders]
+    for folder, pattern in places:
         try:
-            entries = list(os.scandir(folder.path))
+            if os.path.islink(folder):
+                continue
+            entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
-            if not _TEMP_NAME.fullmatch(entry.name):
+            if not pattern.fullmatch(entry.name):
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)

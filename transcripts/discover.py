@@ -516,12 +516,10 @@ def _configured_spelling(text: str, roots: list[Path]) -> str:
     return text
 
 
-def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
-    """Place an arbitrary path inside a configured ``projects/`` dir, else None.
-
-    The path must be a regular file (not a link) whose location matches the layout; used
-    by the watcher and by mutations, which must never act outside ``projects/``.
-    """
+def _placed(path: Path, roots: list[Path]) -> tuple[str, Path, list[str], os.stat_result] | None:
+    """``(path as configured, config dir, parts below projects/, lstat)`` of a regular
+    file (not a link) inside a configured ``projects/`` dir reached through no symlink,
+    else None: the one rule for what may be acted on there."""
     text = _configured_spelling(absolute(path), roots)
     if not _utf8_name(text):
         return None
@@ -541,6 +539,19 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
             check = os.path.join(check, part)
             if os.path.islink(check):
                 return None
+        return text, root, parts, st
+    return None
+
+
+def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
+    """Place an arbitrary path inside a configured ``projects/`` dir, else None.
+
+    The path must be a regular file (not a link) whose location matches the layout; used
+    by the watcher and by mutations, which must never act outside ``projects/``.
+    """
+    placed = _placed(path, roots)
+    if placed is not None:
+        text, root, parts, st = placed
         if len(parts) == 2 and parts[1].endswith(".jsonl") and is_session_id(parts[1][:-6]):
             return _make(text, root, parts[0], parts[1][:-6], MAIN, None, st)
         if (
@@ -559,5 +570,61 @@ def describe_path(path: Path, roots: list[Path]) -> TranscriptFile | None:
                 parts[-1][len("agent-") : -len(".jsonl")],
                 st,
             )
-        return None
     return None
+
+
+# --------------------------------------------------------------------------- not sessions
+
+# The ``*.jsonl`` files at project level that are no sessions, which Claude Code's sweep
+# deletes as it deletes transcripts (every old ``projects/<dir>/*.jsonl``): the top-level
+# ``agent-<id>.jsonl`` sidechain transcripts older builds wrote, and any other name.
+LEGACY_SUBAGENT = "legacy-subagent"
+OTHER_JSONL = "other-jsonl"
+
+
+@dataclass(frozen=True)
+class ProjectJsonl:
+    """A ``projects/<key>/<name>.jsonl`` regular file whose stem is no session ID."""
+
+    path: Path
+    root: Path  # the config dir
+    project_key: str
+    kind: str  # LEGACY_SUBAGENT or OTHER_JSONL
+    size: int
+    mtime_ns: int
+
+
+def project_jsonl_kind(name: str) -> str | None:
+    """What a project-level entry named ``name`` is when it is a ``*.jsonl`` that is no
+    session, else None (a session, or no ``.jsonl``: ``*.orphaned-*``, side files)."""
+    if not name.endswith(".jsonl") or is_session_id(name[: -len(".jsonl")]):
+        return None
+    return LEGACY_SUBAGENT if name.startswith("agent-") else OTHER_JSONL
+
+
+def iter_project_jsonl(root: Path) -> Iterator[ProjectJsonl]:
+    """Every project-level ``*.jsonl`` of ``root`` that is no session, project by
+    project, sorted: regular files only (a link or a directory named so is never
+    followed). Discovery ignores them; only the retention plan looks at them."""
+    for key in iter_project_keys(root):
+        for entry in _entries(os.path.join(str(root), "projects", key), None):
+            kind = project_jsonl_kind(entry.name)
+            if kind is None or not _utf8_name(entry.name):
+                continue
+            st = _regular_file_stat(entry.path)
+            if st is not None:
+                yield ProjectJsonl(Path(entry.path), root, key, kind, st.st_size, st.st_mtime_ns)
+
+
+def describe_project_jsonl(path: Path, roots: list[Path]) -> ProjectJsonl | None:
+    """:func:`describe_path` for a project-level ``*.jsonl`` that is no session: the
+    file as it is now, inside a configured ``projects/`` dir through no symlink, else
+    None."""
+    placed = _placed(path, roots)
+    if placed is None:
+        return None
+    text, root, parts, st = placed
+    kind = project_jsonl_kind(parts[-1])
+    if len(parts) != 2 or kind is None:
+        return None
+    return ProjectJsonl(Path(text), root, parts[0], kind, st.st_size, st.st_mtime_ns)

@@ -73,6 +73,7 @@ from sessiondex.transcripts.discover import (
     TITLE_SIDECAR_NAME,
     TranscriptFile,
     describe_path,
+    describe_project_jsonl,
 )
 from sessiondex.transcripts.tree import walk
 
@@ -449,3 +450,20 @@ def delete_session_files(path: Path, roots: list[Path]) -> list[Path]:
     except OSError as exc:
         raise WriteRefused(f"cannot delete {tf.path}: {exc.strerror}") from None
     return [tf.path, *([folder] if removed_folder else [])]
+
+
+def delete_project_jsonl(path: Path, roots: list[Path]) -> Path:
+    """Remove a project-level ``*.jsonl`` that is no session (a legacy
+    ``agent-<id>.jsonl``), as Claude Code's sweep does; returns it. Only a regular file
+    named so, directly in a configured ``projects/<key>/`` reached through no symlink,
+    is ever removed (a link is refused, not unlinked: it is no file of Claude Code's)."""
+    jf = describe_project_jsonl(path, roots)
+    if jf is None:
+        raise WriteRefused(f"{path} is not a .jsonl file inside a configured projects/ dir")
+    try:
+        os.unlink(jf.path)
+    except FileNotFoundError:
+        raise WriteRefused(f"{jf.path} no longer exists") from None
+    except OSError as exc:
+        raise WriteRefused(f"cannot delete {jf.path}: {exc.strerror}") from None
+    return jf.path

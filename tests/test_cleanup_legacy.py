@@ -1,0 +1,240 @@
+"""cleanup and archive: every ``*.jsonl`` Claude Code's sweep deletes, not only sessions.
+
+The sweep deletes every old ``projects/<dir>/*.jsonl`` (``reference/cli-sessions.md``
+§5.3), including the top-level ``agent-<id>.jsonl`` sidechain transcripts older builds
+wrote, which are no sessions (§1: not listed, not resumable). The dry run lists them
+apart, ``--apply`` deletes them under the sessions' guards, and the rescue keeps a copy.
+CLI tests run on the real clock with every mtime days away from any boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree, dumps
+
+DAY = 86400
+PARENT = "5b8e2f0a-3c1d-4e6f-9a7b-2d4c6e8f0a1b"
+
+
+def _sidechain(project: Path, name: str, mtime: float, *, entrypoint: str = "cli") -> Path:
+    """A legacy top-level sidechain transcript, as Claude Code before subagents/ wrote it."""
+    records = [
+        {
+            "parentUuid": None,
+            "isSidechain": True,
+            "userType": "external",
+            "cwd": "/work/repo",
+            "sessionId": PARENT,
+            "version": "1.0.30",
+            "agentId": name[len("agent-") : -len(".jsonl")],
+            "entrypoint": entrypoint,
+            "type": "user",
+            "message": {"role": "user", "content": "look for the flaky pangolin test"},
+            "uuid": "0f6c2a1e-8d3b-4c5a-9e7f-1a2b3c4d5e6f",
+            "timestamp": "2025-06-01T10:00:00.000Z",
+        },
+        {
+            "parentUuid": "0f6c2a1e-8d3b-4c5a-9e7f-1a2b3c4d5e6f",
+            "isSidechain": True,
+            "userType": "external",
+            "cwd": "/work/repo",
+            "sessionId": PARENT,
+            "version": "1.0.30",
+            "agentId": name[len("agent-") : -len(".jsonl")],
+            "entrypoint": entrypoint,
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "found it"}]},
+            "uuid": "1a7d3b2f-9e4c-4d6b-8f0a-2b3c4d5e6f70",
+            "timestamp": "2025-06-01T10:00:05.000Z",
+        },
+    ]
+    path = project / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(dumps(r) + b"\n" for r in records))
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> dict[str, Any]:
+    now = time.time()
+    tree = ConfigTree(tmp_path / "claude")
+    old = tree.session(cwd="/work/repo")
+    old.user("zebra migration plan")
+    old.assistant("sure")
+    old.write(mtime=now - 45 * DAY)
+    young = tree.session(cwd="/work/repo")
+    young.user("fresh lemur work")
+    young.assistant("ok")
+    young.write(mtime=now - 2 * DAY)
+    project = old.project_dir
+    files = {
+        "legacy": _sidechain(project, "agent-1a2b3c4d.jsonl", now - 40 * DAY),
+        "desktop": _sidechain(
+            project, "agent-9f8e7d6c.jsonl", now - 40 * DAY, entrypoint="claude-desktop"
+        ),
+        "notes": project / "notes.jsonl",
+        "fresh": _sidechain(project, "agent-00ff00ff.jsonl", now - 3 * DAY),
+    }
+    files["notes"].write_bytes(b'{"note":"scratch"}\n')
+    os.utime(files["notes"], (now - 50 * DAY,) * 2)
+    tree.write_file(".last-cleanup", b"x", mtime=now - 2 * DAY)
+    return {"tree": tree, "old": old, "young": young, "files": files, "tmp": tmp_path}
+
+
+def _run(world: dict[str, Any], *args: str) -> Any:
+    tree = world["tree"]
+    return CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(world["tmp"] / "index.db"), *args],
+        env={"SESSIONDEX_MANAGED_SETTINGS": str(tree.root / "no-managed.json"), "COLUMNS": "200"},
+    )
+
+
+def test_dry_run_lists_old_non_session_jsonl_apart(world: dict[str, Any]) -> None:
+    files = world["files"]
+    result = _run(world, "cleanup", "--json", "--cwd", str(world["tmp"]))
+    assert result.exit_code == 0, result.output
+    (root,) = json.loads(result.stdout)["config_dirs"]
+    by_path = {e["file_path"]: e for e in root["expired"]}
+    assert set(by_path) == {str(world["old"].path), str(files["legacy"]), str(files["notes"])}
+    assert by_path[str(world["old"].path)]["kind"] == "session"
+    legacy = by_path[str(files["legacy"])]
+    assert legacy["kind"] == "legacy-subagent" and legacy["claude_code_deletes"]
+    assert legacy["size"] == files["legacy"].stat().st_size
+    assert by_path[str(files["notes"])]["kind"] == "other-jsonl"
+    # The desktop exemption is read from the file's head and tail, as for a session.
+    assert [e["file_path"] for e in root["exempt"]] == [str(files["desktop"])]
+    cc = root["claude_code"]
+    assert cc["would_delete_sessions"] == 1
+    assert cc["would_delete_files"] == 2
+    assert cc["would_delete_file_bytes"] == (
+        files["legacy"].stat().st_size + files["notes"].stat().st_size
+    )
+    assert root["totals"]["sessions"] == 1 and root["totals"]["files"] == 2
+
+    text = _run(world, "cleanup", "--cwd", str(world["tmp"]))
+    assert text.exit_code == 0, text.output
+    assert "agent-1a2b3c4d.jsonl" in text.output and "notes.jsonl" in text.output
+    assert "legacy-subagent" in text.output and "other-jsonl" in text.output
+    assert "not sessions (legacy subagent transcripts" in text.output
+    assert "agent-00ff00ff" not in text.output  # young: kept
+
+
+def test_apply_deletes_them_under_the_same_guards(world: dict[str, Any]) -> None:
+    files = world["files"]
+    link = files["legacy"].with_name("agent-linked00.jsonl")
+    outside = world["tmp"] / "outside.jsonl"
+    outside.write_bytes(b"{}\n")
+    old = time.time() - 60 * DAY
+    os.utime(outside, (old, old))
+    link.symlink_to(outside)
+    result = _run(world, "cleanup", "--apply", "--cwd", str(world["tmp"]))
+    assert result.exit_code == 0, result.output
+    assert not files["legacy"].exists() and not files["notes"].exists()
+    assert f"deleted {files['legacy']}" in result.output
+    assert files["desktop"].exists() and files["fresh"].exists()
+    assert not world["old"].path.exists() and world["young"].path.exists()
+    assert link.is_symlink() and outside.exists()  # never through a symlink
+    assert "2 other file(s)" in result.output
+
+
+def test_apply_keeps_a_file_written_in_the_last_minutes(world: dict[str, Any]) -> None:
+    from sessiondex.actions import cleanup as act
+    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.refresh import refresh
+
+    tree, files = world["tree"], world["files"]
+    db = open_db(world["tmp"] / "lib.db")
+    refresh(db, [tree.root])
+    plan = act.fresh_plan(db, [tree.root], cwd=str(world["tmp"]), managed=None)
+    entry = next(e for e in plan.to_delete if e.file_path == str(files["legacy"]))
+    outcomes = act.apply_plan(db, plan, [tree.root], clock=lambda: entry.mtime_ns / 1e9 + 60)
+    mine = next(o for o in outcomes if o.file_path == str(files["legacy"]))
+    assert mine.status == act.SKIPPED and files["legacy"].exists()
+
+
+def test_apply_archive_keeps_a_restorable_copy(world: dict[str, Any]) -> None:
+    files = world["files"]
+    legacy_bytes = files["legacy"].read_bytes()
+    legacy_mtime = files["legacy"].stat().st_mtime_ns
+    archive = world["tmp"] / "arch"
+    result = _run(
+        world, "cleanup", "--apply", "--archive", str(archive), "--cwd", str(world["tmp"])
+    )
+    assert result.exit_code == 0, result.output
+    assert not files["legacy"].exists()
+    (kept,) = archive.rglob("agent-1a2b3c4d.jsonl*.tar.gz")
+    # Laid out as in a config dir: `tar -xzf X -C ~/.claude` puts it back, mtime too.
+    back = world["tmp"] / "back"
+    with tarfile.open(kept, "r:gz") as tar:
+        (member,) = tar.getmembers()
+        assert member.name == f"projects/{world['old'].project_dir.name}/agent-1a2b3c4d.jsonl"
+        tar.extractall(back, filter="data")
+    restored = back / member.name
+    assert restored.read_bytes() == legacy_bytes
+    assert abs(restored.stat().st_mtime_ns - legacy_mtime) < 1000
+    # The archived sessions stay searchable and restorable; the file copy is no session.
+    found = _run(world, "search", "zebra", "--scope", "all", "--include-archived", "--json")
+    assert found.exit_code == 0, found.output
+    back_again = _run(world, "restore", world["old"].session_id)
+    assert back_again.exit_code == 0, back_again.output
+    assert world["old"].path.exists()
+
+
+def test_archive_job_keeps_a_copy_once(world: dict[str, Any]) -> None:
+    files = world["files"]
+    before = {p: p.read_bytes() for p in files.values()}
+    archive = world["tmp"] / "arch"
+    args = ("archive", "--to", str(archive), "--cwd", str(world["tmp"]), "--json")
+    first = _run(world, *args)
+    assert first.exit_code == 0, first.output
+    results = {r["file_path"]: r for r in json.loads(first.stdout)["results"]}
+    assert results[str(files["legacy"])]["status"] == "archived"
+    assert results[str(files["notes"])]["status"] == "archived"
+    assert str(files["desktop"]) not in results and str(files["fresh"]) not in results
+    assert {p: p.read_bytes() for p in files.values()} == before  # nothing changed
+    second = _run(world, *args)
+    assert second.exit_code == 0, second.output
+    again = {r["file_path"]: r for r in json.loads(second.stdout)["results"]}
+    assert again[str(files["legacy"])]["status"] == "already-archived"
+    assert len(list(archive.rglob("agent-1a2b3c4d.jsonl*.tar.gz"))) == 1
+    # The archive dir's refresh does not take the copy for a damaged session archive.
+    stats = _run(world, "stats", "--json")
+    assert stats.exit_code == 0, stats.output
+    assert "holds no session transcript" not in stats.output
+
+
+def test_a_release_marker_ends_the_desktop_exemption(world: dict[str, Any]) -> None:
+    """``<stem>.desktop-released.json`` beside the file releases it, as for a session."""
+    desktop = world["files"]["desktop"]
+    desktop.with_name("agent-9f8e7d6c.desktop-released.json").write_bytes(b"{}")
+    result = _run(world, "cleanup", "--json", "--cwd", str(world["tmp"]))
+    (root,) = json.loads(result.stdout)["config_dirs"]
+    assert str(desktop) in {e["file_path"] for e in root["expired"]}
+    assert root["exempt"] == []
+
+
+def test_a_killed_copy_leaves_a_temp_the_next_run_removes(world: dict[str, Any]) -> None:
+    from sessiondex.transcripts.archive import FILE_COPIES_DIR, remove_stale_temps
+
+    archive = world["tmp"] / "arch"
+    folder = archive / world["old"].project_dir.name / FILE_COPIES_DIR
+    folder.mkdir(parents=True)
+    left = folder / ".agent-1a2b3c4d.jsonl.k3x9_q2z.tmp"
+    mine = folder / "agent-1a2b3c4d.jsonl.tar.gz"
+    for path in (left, mine):
+        path.write_bytes(b"x")
+        os.utime(path, (time.time() - 3600,) * 2)
+    assert remove_stale_temps(archive) == [left]
+    assert mine.exists()
