@@ -44,6 +44,7 @@ from sessiondex.query.sessions import (
     to_object,
     to_objects,
 )
+from sessiondex.query.typos import typo_scores
 from sessiondex.transcripts.config import unreachable_reason
 from sessiondex.transcripts.discover import (
     ARCHIVE_SUFFIX,
@@ -494,20 +495,12 @@ def resolve(
             return _by_id(db, arg.strip(), keys, include_archived, roots)
         except NotFound:
             pass
-    titles = {display_title(r): r for r in resumable if name_of(r)}
-    from rapidfuzz import fuzz, process, utils  # only for suggestions (start-up time)
-
-    suggestions = [
-        t
-        for t, _, _ in process.extract(
-            arg,
-            list(titles),
-            scorer=fuzz.WRatio,
-            processor=utils.default_process,  # case and punctuation aside
-            limit=MAX_SUGGESTIONS,
-            score_cutoff=50,
-        )
-    ]
+    # The closest names, by search's typo rule: each word typed a word of the title or
+    # a typo of one (WRatio >= 50 suggested "Debug logging" for "bug", any title for
+    # "looping"). The best first; ties in the listing's order (``resumable``'s).
+    titles = list(dict.fromkeys(display_title(r) for r in resumable if name_of(r)))
+    close = typo_scores(arg, titles)
+    suggestions = [titles[i] for i in sorted(close, key=lambda i: (-close[i], i))][:MAX_SUGGESTIONS]
     hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else ""
     raise NotFound(f"No session matches {arg!r}.{hint}", suggestions)
 

@@ -79,6 +79,7 @@ from sessiondex.query.snippets import (
     joined_by_punctuation,
     one_line,
 )
+from sessiondex.query.typos import typo_scores
 from sessiondex.transcripts.pr_urls import parse_pr_ref
 from sessiondex.transcripts.reader import without_lone_surrogates
 
@@ -103,7 +104,6 @@ TITLE_COLUMNS = ("custom_title", "ai_title", "agent_name")
 TYPED_PREFIX_COLUMNS = TITLE_FTS_COLUMNS  # indexed alone, by session_title_fts
 METADATA_BOOST = 2.0
 FUZZY_CANDIDATES = 5000
-FUZZY_CUTOFF = 70
 # What the typo fallback reads of its candidates (texts, recency, forks, the stored
 # object): not whole rows, thousands of which would cost more than the matching.
 FUZZY_COLUMNS = (
@@ -1733,56 +1733,13 @@ def _symbol_elsewhere(db: Database, query: str, filters: Filters) -> dict[str, i
 FUZZY_NAME_BONUS = 1.0
 
 
-def _typo_scores(query: str, texts: list[str]) -> dict[int, float]:
-    """Index of each text close enough to ``query`` → its score (0-100), the better of
-    two. ``WRatio`` compares the whole query with the whole text; but it caps a short
-    query against any long text near 75, so a one-word typo (``strpie``) of a title's
-    word tied with unrelated prompts and recency chose. So each word of the query is
-    also compared with each word of the text (``ratio``: ``strpie``/``stripe`` 83,
-    against ``stories`` 46), the score the mean of each query word's best."""
-    from rapidfuzz import fuzz, process, utils  # only the typo fallback needs it (start-up)
-
-    scores: dict[int, float] = {
-        index: score
-        for _, score, index in process.extract(
-            query,
-            texts,
-            scorer=fuzz.WRatio,
-            processor=utils.default_process,  # case and punctuation aside, as FTS matching
-            score_cutoff=FUZZY_CUTOFF,
-            limit=None,
-        )
-    }
-    query_words = list(dict.fromkeys(utils.default_process(query).split()))
-    if not query_words:
-        return scores
-    holders: dict[str, list[int]] = {}
-    for index, text in enumerate(texts):
-        for word in set(utils.default_process(text).split()):
-            holders.setdefault(word, []).append(index)
-    words = list(holders)
-    totals: dict[int, float] = {}
-    for query_word in query_words:
-        best_here: dict[int, float] = {}
-        for _, score, at in process.extract(
-            query_word, words, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=None
-        ):
-            for index in holders[words[at]]:
-                best_here[index] = max(best_here.get(index, 0.0), score)
-        for index, score in best_here.items():
-            totals[index] = totals.get(index, 0.0) + score
-    for index, total in totals.items():
-        mean = total / len(query_words)
-        if mean >= FUZZY_CUTOFF and mean > scores.get(index, 0.0):
-            scores[index] = mean
-    return scores
-
-
 def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, Any]]:
-    """Typo tolerance when FTS finds nothing: rapidfuzz ranks titles, names (agent names
-    too), branches and first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope (never the
-    whole corpus in Python) and, on the team store, of those whose names or branches
-    ``pg_trgm`` finds close to the query (its GIN indexes), however old."""
+    """Typo tolerance when FTS finds nothing: the titles, names (agent names too),
+    branches and first prompts of the most recent ``FUZZY_CANDIDATES`` sessions in scope
+    (never the whole corpus in Python) and, on the team store, of those whose names or
+    branches ``pg_trgm`` finds close to the query (its GIN indexes), however old, in
+    which every word of the query is a word or a typo of one
+    (:func:`~sessiondex.query.typos.typo_scores`), the closest first."""
     where, params = filters.where(db)
     rows = select_rows(
         db,
@@ -1822,7 +1779,7 @@ def fuzzy_search(db: Database, query: str, filters: Filters) -> list[dict[str, A
             if text and text not in names:
                 flat.append((row["id"], text, False))
     best: dict[int, tuple[float, str]] = {}
-    for index, score in _typo_scores(query, [t for _, t, _ in flat]).items():
+    for index, score in typo_scores(query, [t for _, t, _ in flat]).items():
         rowid, text, is_name = flat[index]
         score += FUZZY_NAME_BONUS if is_name else 0.0
         if rowid not in best or score > best[rowid][0]:
