@@ -187,21 +187,30 @@ class SqliteDialect:
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
-    def message_hits_sql(self, where: str, activity: str) -> str:
+    def message_hits_sql(self, where: str, activity: str, rows: str = "1") -> str:
         """Each session's best message ``(session id, score, message id, activity)``
         (SQLite gives a bare column the values of the row that holds the ``min()``).
+        ``where`` is on the session (``s``), ``rows`` on each match (``f``, its FTS row).
 
         ``CROSS JOIN`` keeps FTS5 the outer loop. With a narrow ``where`` (the sessions
         holding a search's rarest word: ``s.id IN (…)``) SQLite otherwise started from
         the sessions and asked FTS5 for each of their messages by rowid, walking the
         word's doclist once per message: a question in plain words took 2 s against one
-        6,000-message session, 0.01 s so."""
+        6,000-message session, 0.01 s so.
+
+        ``where`` is evaluated once per session, as the list the matches are checked
+        against (SQLite builds it once: the subquery names no outer column), and the
+        sessions are looked up once each, after the grouping: tested on every match,
+        the scope's correlated ``NOT EXISTS`` and a ``sessions`` lookup ran for each of
+        ``retry``'s 126,000 messages at 20,000 sessions."""
         return (
-            f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {activity} AS activity"
+            f"SELECT g.session_rowid, g.score, g.rowid, {activity} AS activity FROM ("
+            " SELECT m.session_rowid, min(f.rank) AS score, f.rowid"
             " FROM messages_fts f CROSS JOIN messages m ON m.id = f.rowid"
-            " CROSS JOIN sessions s ON s.id = m.session_rowid"
-            f" WHERE messages_fts MATCH ? AND {where} GROUP BY m.session_rowid"
-            " ORDER BY score, activity DESC LIMIT ?"
+            f" WHERE messages_fts MATCH ? AND {rows}"
+            f" AND +m.session_rowid IN (SELECT s.id FROM sessions s WHERE {where})"
+            " GROUP BY m.session_rowid) g CROSS JOIN sessions s ON s.id = g.session_rowid"
+            " ORDER BY g.score, activity DESC LIMIT ?"
         )
 
     def message_holders_sql(self, where: str) -> str:
@@ -445,7 +454,8 @@ class PostgresDialect(SqliteDialect):
             " ORDER BY score, activity DESC LIMIT ?"
         )
 
-    def message_hits_sql(self, where: str, activity: str) -> str:
+    def message_hits_sql(self, where: str, activity: str, rows: str = "1") -> str:
+        assert rows == "1", "PostgreSQL's ranking is never narrowed by message rows"
         # The matching messages first, by the GIN index (MATERIALIZED): the planner
         # underestimates the scope filter and would otherwise walk every session's
         # messages (48 ms → a few ms for a rare word at the 2k bench corpus).

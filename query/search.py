@@ -410,6 +410,7 @@ def _message_hits(
     limit: int,
     newest_first_above: int | None = None,
     kept: KeptRanks | None = None,
+    rows: str = "1",
 ) -> list[Hit]:
     """Each session's best message, best sessions first (``limit`` < 0: every session).
 
@@ -417,10 +418,12 @@ def _message_hits(
     FTS5 ranks the matches itself (``ORDER BY rank``, no join per match) and
     :func:`_ranked_page` maps only the messages it reads to their sessions. With
     ``newest_first_above``, a match of more messages than that is not ranked at all
-    (:func:`_newest_message_hits`). ``kept``: see :func:`_keep_ranks`."""
+    (:func:`_newest_message_hits`). ``kept``: see :func:`_keep_ranks`. ``rows``: a
+    filter on the matching messages, every session's only (:func:`_within_sql`)."""
     if limit < 0 or dialect_of(db).name != "sqlite":
         # Every session, or PostgreSQL (its GIN lookup and ts_rank already run per page).
-        return _all_message_hits(db, match, where, params, limit)
+        return _all_message_hits(db, match, where, params, limit, rows)
+    assert rows == "1", "a page's ranking is not narrowed by message rows"
     owners = (
         f"SELECT m.id, m.session_rowid, {ACTIVITY_SQL} FROM messages m"
         f" JOIN sessions s ON s.id = m.session_rowid WHERE m.id IN ({{ids}}) AND {where}"
@@ -615,15 +618,15 @@ def _keep_ranks(
 
 
 def _all_message_hits(
-    db: Database, match: str, where: str, params: list[Any], limit: int
+    db: Database, match: str, where: str, params: list[Any], limit: int, rows: str = "1"
 ) -> list[Hit]:
     """Every matching session's best message, best sessions first, grouped in SQL (the
-    dialect's query: FTS5 or tsvector), up to ``limit`` sessions (< 0: all)."""
+    dialect's query: FTS5 or tsvector), up to ``limit`` sessions (< 0: all). ``where``
+    filters the sessions, ``rows`` the matching messages (:func:`_within_sql`)."""
     dialect = dialect_of(db)
-    rows = db.execute(
-        dialect.message_hits_sql(where, ACTIVITY_SQL), [match, *params, dialect.limit(limit)]
-    ).fetchall()
-    return [Hit(r[0], r[1], "message", r[2], r[3], match) for r in rows]
+    sql = dialect.message_hits_sql(where, ACTIVITY_SQL, rows)
+    found = db.execute(sql, [match, *params, dialect.limit(limit)]).fetchall()
+    return [Hit(r[0], r[1], "message", r[2], r[3], match) for r in found]
 
 
 def _best(hits: list[Hit]) -> dict[int, Hit]:
@@ -851,7 +854,7 @@ def _partial_page(
         if not chosen & held[term]:
             ranked[term] = {}
             continue
-        hits = _message_hits(db, term, f"{where} AND {_within_sql(ids)}", params, -1)
+        hits = _within(db, term, where, params, ids)
         named = _metadata_hits(db, term, f"{where} AND +f.rowid IN ({ids})", params, -1)
         ranked[term] = _best([hit for hit in named if hit.session_rowid in chosen] + hits)
     return [ranked[term] for term in terms]
@@ -899,7 +902,7 @@ def _held_by_every_one(
     ranked: dict[int, dict[int, Hit]] = {}
     for i in [*order[1:], rarest]:
         ids = ", ".join(str(rowid) for rowid in sorted(everyone))
-        hits = _message_hits(db, terms[i], f"{where} AND {_within_sql(ids)}", params, -1)
+        hits = _within(db, terms[i], where, params, ids)
         # The rarest's metadata is already read whole; another word's is ranked in the
         # sessions narrowed to (``f``: the sessions' FTS table in the dialect's
         # metadata_hits_sql, whose rowid is the session's; ``+``: as in _within_sql):
@@ -936,6 +939,23 @@ def _holders_within(
     return held
 
 
+def _within(db: Database, term: str, where: str, params: list[Any], ids: str) -> list[Hit]:
+    """``term``'s best message in each of the sessions ``ids`` (an SQL list): the
+    narrowed ranking (:func:`_within_sql`), its message filter applied to each match
+    and its session filter once per session (the dialect's ``message_hits_sql``)."""
+    sessions, rows = _within_parts(ids)
+    return _message_hits(db, term, f"{where} AND {sessions}", params, -1, rows=rows)
+
+
+def _within_parts(ids: str) -> tuple[str, str]:
+    """:func:`_within_sql` as its filter on the sessions (``s``) and on the matches
+    (``f``)."""
+    return (
+        f"s.id IN ({ids})",
+        f"+f.rowid IN (SELECT id FROM messages WHERE session_rowid IN ({ids}))",
+    )
+
+
 def _within_sql(ids: str) -> str:
     """The narrowed ranking's filter (:func:`_held_by_every_one`): the sessions ``ids``
     (an SQL list), and first the matches that are messages of theirs, by rowid (``f``:
@@ -946,9 +966,7 @@ def _within_sql(ids: str) -> str:
     one rowid at a time, which reads the word's doclist for each: 7.8 s for ``the``),
     ``the`` ranked in 101 sessions of the text-heavy bench's 2,000 took 23 ms, not 33,
     ``fix`` 9, not 22."""
-    return (
-        f"s.id IN ({ids}) AND +f.rowid IN (SELECT id FROM messages WHERE session_rowid IN ({ids}))"
-    )
+    return " AND ".join(_within_parts(ids))
 
 
 def _either(*sources: Callable[[], list[Hit]]) -> list[Hit]:

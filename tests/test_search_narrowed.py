@@ -348,3 +348,57 @@ def test_a_partial_page_ranks_no_word_everywhere(index: Any) -> None:
                 query,
                 limit,
             )
+
+
+def _per_match(self: Any, where: str, activity: str, rows: str = "1") -> str:
+    """The ranking statement as it was before the scope was checked once per session:
+    ``where`` tested on each match, the reference the new statement must agree with."""
+    return (
+        f"SELECT m.session_rowid, min(f.rank) AS score, f.rowid, {activity} AS activity"
+        " FROM messages_fts f CROSS JOIN messages m ON m.id = f.rowid"
+        " CROSS JOIN sessions s ON s.id = m.session_rowid"
+        f" WHERE messages_fts MATCH ? AND {where} AND {rows} GROUP BY m.session_rowid"
+        " ORDER BY score, activity DESC LIMIT ?"
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["the retry", "zephyr retry", "marrow upload handler config", "absentword the", "retry"],
+)
+@pytest.mark.parametrize("scope", [{"scope": "all"}, {"scope": "worktree", "cwd": "/w/project-2"}])
+@pytest.mark.parametrize("limit", [None, 5])
+def test_the_scope_checked_once_per_session_answers_as_checked_per_match(
+    index: Any, monkeypatch: pytest.MonkeyPatch, query: str, scope: dict[str, Any], limit: Any
+) -> None:
+    """Each word ranked in every session (the words apart, a partial answer, no limit)
+    checks the scope once per session, after each session's best message is found, not
+    on each match: ``retry upload handler`` at 20,000 text-heavy sessions tested the
+    scope's correlated subqueries on each of 126,000 matches. A session's best message
+    is the same either way (the scope depends on the session alone), so is the answer."""
+    from sessiondex.query.dialect import SqliteDialect
+
+    answers = []
+    for statement in (SqliteDialect.message_hits_sql, _per_match):
+        monkeypatch.setattr(SqliteDialect, "message_hits_sql", statement)
+        outcome = run_search(index, query, Filters(limit=limit, **scope))
+        rows = [(r["session_id"], round(r["score"], 9), r["snippet"]) for r in outcome.rows]
+        answers.append((outcome.kind, rows))
+    assert answers[0] == answers[1]
+    assert answers[0][1]  # each query answers something in each scope
+
+
+def test_the_scope_of_a_ranking_is_listed_once(index: Any) -> None:
+    """The scope is a list SQLite builds once (a subquery naming no outer column), not
+    a correlated subquery asked again for each match, as the plans say."""
+    asked = _statements(index, "the retry zephyr")
+    ranked = [sql for sql in dict.fromkeys(asked) if "min(f.rank)" in sql]
+    assert ranked
+    for sql in ranked:
+        plan = {row[0]: (row[1], row[3]) for row in index.conn.execute("EXPLAIN QUERY PLAN " + sql)}
+        correlated = [step for step, (_, detail) in plan.items() if "CORRELATED" in detail]
+        assert correlated, plan  # the scope's own (a fork's newer copy, ...)
+        for step in correlated:
+            while step in plan and not plan[step][1].startswith("LIST SUBQUERY"):
+                step = plan[step][0]
+            assert step in plan, plan  # asked within the list, once per session
