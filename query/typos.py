@@ -11,6 +11,7 @@ matched ``bug`` inside "Debug logging" (any short query against a longer text)."
 
 from __future__ import annotations
 
+from sessiondex.indexer.text import is_cjk, may_hold_cjk
 from sessiondex.indexer.unicode61 import fold
 
 
@@ -24,8 +25,16 @@ def allowed_edits(length: int) -> int:
 
 def typo_words(text: str) -> list[str]:
     """The words of ``text`` as the full-text index compares them (case and diacritics
-    folded, punctuation a separator), so ``Strpie-Webhok!`` is ``strpie webhok``."""
-    return fold(text).split()
+    folded, punctuation a separator), so ``Strpie-Webhok!`` is ``strpie webhok``. A
+    text holding CJK is only lower-cased and cut at punctuation (rapidfuzz's
+    ``default_process``): the index keeps those characters as they are, and folding
+    5,000 sessions' CJK prompts character by character took 0.7 s, this 0.07 s (2 cores
+    at load 3)."""
+    if text.isascii() or not may_hold_cjk(text):
+        return fold(text).split()
+    from rapidfuzz import utils  # only the typo fallback needs it (start-up)
+
+    return utils.default_process(text).split()
 
 
 def typo_scores(query: str, texts: list[str]) -> dict[int, float]:
@@ -33,9 +42,6 @@ def typo_scores(query: str, texts: list[str]) -> dict[int, float]:
     its score, 0-100: the mean over the query's words of the best one's similarity
     (100 for the word itself). A text holding only some of the words is no match, as a
     session holding only some is none for the full-text search."""
-    from rapidfuzz import process  # only the typo fallback needs it (start-up)
-    from rapidfuzz.distance import OSA
-
     query_words = list(dict.fromkeys(typo_words(query)))
     if not query_words:
         return {}
@@ -48,16 +54,7 @@ def typo_scores(query: str, texts: list[str]) -> dict[int, float]:
     counts: dict[int, int] = {}
     for query_word in query_words:
         best_here: dict[int, float] = {}
-        for word, edits, _ in process.extract(
-            query_word,
-            words,
-            scorer=OSA.distance,
-            score_cutoff=allowed_edits(len(query_word)),
-            limit=None,
-        ):
-            if edits > allowed_edits(min(len(query_word), len(word))):
-                continue
-            similarity = 100.0 * (1.0 - edits / max(len(query_word), len(word)))
+        for word, similarity in _close_words(query_word, words):
             for index in holders[word]:
                 best_here[index] = max(best_here.get(index, 0.0), similarity)
         for index, score in best_here.items():
@@ -68,3 +65,34 @@ def typo_scores(query: str, texts: list[str]) -> dict[int, float]:
         for index, total in totals.items()
         if counts[index] == len(query_words)
     }
+
+
+def _close_words(query_word: str, words: list[str]) -> list[tuple[str, float]]:
+    """The words of ``words`` that ``query_word`` is or is a typo of, each with its
+    similarity (0-100). A word holding CJK is compared with every stretch of a word of
+    its length (``fuzz.partial_ratio``), since those scripts run words together and the
+    full-text index matches their characters anywhere: ``データベス`` is a typo in
+    "データベース接続エラー", one word to the tokenizer's spaces."""
+    from rapidfuzz import fuzz, process  # only the typo fallback needs it (start-up)
+    from rapidfuzz.distance import OSA
+
+    length = len(query_word)
+    edits = allowed_edits(length)
+    if may_hold_cjk(query_word) and any(is_cjk(c) for c in query_word):
+        # One changed or swapped character is two edits of partial_ratio's (a deletion
+        # and an insertion) over twice the length: 100 * (1 - edits / length).
+        cutoff = 100.0 * (1.0 - edits / length) - 1e-9
+        return [
+            (word, score)
+            for word, score, _ in process.extract(
+                query_word, words, scorer=fuzz.partial_ratio, score_cutoff=cutoff, limit=None
+            )
+            if len(word) >= length - edits  # not a shorter word inside the query
+        ]
+    return [
+        (word, 100.0 * (1.0 - found / max(length, len(word))))
+        for word, found, _ in process.extract(
+            query_word, words, scorer=OSA.distance, score_cutoff=edits, limit=None
+        )
+        if found <= allowed_edits(min(length, len(word)))
+    ]

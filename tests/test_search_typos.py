@@ -35,6 +35,9 @@ SESSIONS: dict[str, tuple[str | None, str, str, str | None, str | None]] = {
     "debug": ("Debug logging for the worker", "verbose", "main", None, None),
     "stats": ("Usage statistics dashboard", "charts", "main", None, None),
     "transform": ("Transform pipeline", "etl", "main", None, None),
+    "zh": ("数据库连接问题", "慢", "main", None, None),
+    "ja": ("データベース接続エラー", "遅い", "main", None, None),
+    "ru": ("Исправить авторизацию", "вход", "main", None, None),
 }
 
 
@@ -83,6 +86,10 @@ def typo_index(tmp_path_factory: pytest.TempPathFactory) -> tuple[Database, dict
         ("Strpie-Webhok!", "stripe"),  # case and punctuation aside, as FTS matching
         ("dashbaord", "stats"),
         ("pipelien", "transform"),
+        ("авторизацыю", "ru"),  # a wrong letter, Cyrillic
+        # CJK runs words together: a typo of any stretch of the text
+        ("数据库链接", "zh"),  # a wrong character
+        ("データベス", "ja"),  # a character missing
     ],
 )
 def test_a_typo_finds_its_session_alone(
@@ -106,6 +113,8 @@ def test_a_typo_finds_its_session_alone(
         "pageant",  # "pagination"
         "strpie xylophone",  # one word of two
         "sumary relaese zebra",
+        "数据分析",  # two characters of four in common
+        "连结",  # two characters: no edit allowed
     ],
 )
 def test_an_unrelated_word_finds_no_session(
