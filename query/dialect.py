@@ -198,18 +198,18 @@ class SqliteDialect:
         word's doclist once per message: a question in plain words took 2 s against one
         6,000-message session, 0.01 s so.
 
-        ``where`` is evaluated once per session, as the list the matches are checked
-        against (SQLite builds it once: the subquery names no outer column), and the
-        sessions are looked up once each, after the grouping: tested on every match,
-        the scope's correlated ``NOT EXISTS`` and a ``sessions`` lookup ran for each of
-        ``retry``'s 126,000 messages at 20,000 sessions."""
+        ``where`` is evaluated once for each session that holds a match, after the
+        grouping (the scope depends on the session alone, so its best message is the
+        same): tested on every match, the scope's correlated ``NOT EXISTS`` and a
+        ``sessions`` lookup ran for each of ``retry``'s 126,000 messages at 20,000
+        sessions; built first as the list of every session in scope, it cost a rare
+        word's search 2.3 ms at 2,000 sessions for its 15 matches."""
         return (
             f"SELECT g.session_rowid, g.score, g.rowid, {activity} AS activity FROM ("
             " SELECT m.session_rowid, min(f.rank) AS score, f.rowid"
             " FROM messages_fts f CROSS JOIN messages m ON m.id = f.rowid"
-            f" WHERE messages_fts MATCH ? AND {rows}"
-            f" AND +m.session_rowid IN (SELECT s.id FROM sessions s WHERE {where})"
-            " GROUP BY m.session_rowid) g CROSS JOIN sessions s ON s.id = g.session_rowid"
+            f" WHERE messages_fts MATCH ? AND {rows} GROUP BY m.session_rowid) g"
+            f" CROSS JOIN sessions s ON s.id = g.session_rowid WHERE {where}"
             " ORDER BY g.score, activity DESC LIMIT ?"
         )
 
