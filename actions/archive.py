@@ -262,21 +262,16 @@ def _archive_run(
                 result = _archive_file(entry, roots, directory, dry_run)
             except OSError as exc:  # a vanished file, a permission: this file only
                 result = _result(entry, FAILED, message=str(exc.strerror or exc))
-            run.results.append(result)
-            if on_result is not None:
-                on_result(result)
-            continue
         # Archived as it is now in *this* dir: a copy in another archive dir does not
         # count, or `--to DIR2` would never write the copy the user asked DIR2 for.
-        here = entry.archive and archived_version(
+        elif here := entry.archive and archived_version(
             db,
             entry.session_id,
             entry.project_key,
             entry.transcript_size,
             entry.mtime_ns,
             archive_dir=str(directory),
-        )
-        if here:
+        ):
             result = _result(entry, ALREADY, archive=here)
         elif dry_run:
             result = _result(entry, PLANNED)

@@ -443,13 +443,18 @@ def delete_session_files(path: Path, roots: list[Path]) -> list[Path]:
                 f"cannot delete all of {folder} ({exc}); {tf.path} is kept"
             ) from None
         removed_folder = True
-    try:
-        os.unlink(tf.path)
-    except FileNotFoundError:
-        raise WriteRefused(f"{tf.path} no longer exists") from None
-    except OSError as exc:
-        raise WriteRefused(f"cannot delete {tf.path}: {exc.strerror}") from None
+    _unlink(tf.path)
     return [tf.path, *([folder] if removed_folder else [])]
+
+
+def _unlink(path: Path) -> None:
+    """Remove ``path``; :class:`WriteRefused` (one line) when it is gone or cannot be."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        raise WriteRefused(f"{path} no longer exists") from None
+    except OSError as exc:
+        raise WriteRefused(f"cannot delete {path}: {exc.strerror}") from None
 
 
 def delete_project_jsonl(path: Path, roots: list[Path]) -> Path:
@@ -460,10 +465,5 @@ def delete_project_jsonl(path: Path, roots: list[Path]) -> Path:
     jf = describe_project_jsonl(path, roots)
     if jf is None:
         raise WriteRefused(f"{path} is not a .jsonl file inside a configured projects/ dir")
-    try:
-        os.unlink(jf.path)
-    except FileNotFoundError:
-        raise WriteRefused(f"{jf.path} no longer exists") from None
-    except OSError as exc:
-        raise WriteRefused(f"cannot delete {jf.path}: {exc.strerror}") from None
+    _unlink(jf.path)
     return jf.path
