@@ -342,12 +342,14 @@ def _guarded(
     saved: tuple[list[str], list[str]],
     watched: WatchedStdout,
 ) -> Any:
-    from sessiondex.indexer.db import NotAnIndex
+    from sessiondex.indexer.db import IndexFromNewer, NotAnIndex
     from sessiondex.transcripts.fspath import CwdGone, real_cwd
 
     try:
         return invoke(ctx)
     except NotAnIndex as exc:  # a file appeared at the path after the first look
+        raise CliError(str(exc)) from None
+    except IndexFromNewer as exc:  # left alone: another, newer sessiondex owns it
         raise CliError(str(exc)) from None
     except CwdGone as exc:
         raise CliError(str(exc)) from None

@@ -652,11 +652,28 @@ def clear_index(db: Database) -> None:
         )
 
 
+class IndexFromNewer(RuntimeError):
+    """The index was derived by a newer sessiondex's rules: left as it is (one line)."""
+
+
 def _check_derivation_version(db: Database) -> bool:
-    """Clear an index derived by other rules; True when it held rows to clear."""
+    """Clear an index derived by older rules; True when it held rows to clear.
+
+    An index derived by *newer* rules is left alone (:class:`IndexFromNewer`): an old
+    process still running after an upgrade (a ``watch`` service, an MCP server, an old
+    virtualenv) would clear it, the new one clear it back, and each rebuild it in turn
+    every time either opened it."""
     stored = get_meta(db, "derivation_version")
     if stored == str(DERIVATION_VERSION):
         return False
+    if stored is not None and stored.isdigit() and int(stored) > DERIVATION_VERSION:
+        files = [row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"]
+        where = files[0] if files else "file"
+        raise IndexFromNewer(
+            f"the index {where} was built by a newer sessiondex (rules {stored}; this one"
+            f" has {DERIVATION_VERSION}): upgrade this copy, or stop the newer one's"
+            f" processes and delete {where} to rebuild it with this one"
+        )
     with immediate(db):
         if stored is not None:
             clear_index(db)

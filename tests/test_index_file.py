@@ -170,3 +170,44 @@ def test_an_older_file_another_connection_has_open_keeps_its_pages(
     assert db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
     _answers_as_rebuilt(db, root, tmp_path)
     db.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["list", "--scope", "all"], ["search", "anything"], ["stats"], ["index"]],
+)
+def test_an_index_derived_by_a_newer_sessiondex_is_left_alone(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """An older sessiondex (a ``watch`` service left running through an upgrade, an old
+    virtualenv) meeting an index a newer one derived does not clear it: both would
+    otherwise clear and rebuild it in turns, every time either opened it. It stops with
+    one line instead, and the newer one's index keeps every row."""
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+
+    root = copy_fixtures(tmp_path)
+    path = tmp_path / "index.db"
+    db = open_db(path)
+    refresh(db, [root])
+    set_meta(db, "derivation_version", str(DERIVATION_VERSION + 1))
+    db.conn.commit()
+    sessions = db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    db.close()
+    assert sessions
+
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(path), *command])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    message = result.stderr.strip().splitlines()
+    assert len(message) == 1 and "newer sessiondex" in message[0], result.stderr
+    check = sqlite3.connect(path)
+    try:
+        assert check.execute("SELECT count(*) FROM sessions").fetchone()[0] == sessions
+        assert check.execute("SELECT value FROM meta WHERE key = 'derivation_version'").fetchone()[
+            0
+        ] == str(DERIVATION_VERSION + 1)
+    finally:
+        check.close()
+    assert not list(tmp_path.glob("index.db.corrupt-*"))
