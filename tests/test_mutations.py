@@ -713,6 +713,34 @@ def test_rename_writes_the_sidecar_claude_code_reads(world: World, session: str,
     assert world.resolve("new ☕")["session_id"] == world.ids[session]
 
 
+def test_a_rename_sweeps_the_sidecar_temporaries_a_killed_rename_left(world: World) -> None:
+    """A process killed between writing its temporary sidecar and renaming it leaves
+    ``.custom-title.json.<hex>.tmp`` behind; the next rename of that session removes
+    such files once they are an hour old (a live rename's is milliseconds old), and
+    nothing else: not a young one, not another file, not a link, not a directory."""
+    folder = _sidecar(world, "alpha").parent
+    folder.mkdir(exist_ok=True)
+    day_ago = time.time() - 86400
+    stale = folder / f".custom-title.json.{'a' * 32}.tmp"
+    young = folder / f".custom-title.json.{'b' * 32}.tmp"
+    other = folder / ".notes.tmp"
+    linked = folder / f".custom-title.json.{'c' * 32}.tmp"
+    kept_dir = folder / f".custom-title.json.{'d' * 32}.tmp"
+    target = world.base / "elsewhere.json"
+    for path in (stale, young, other, target):
+        path.write_bytes(b'{"customTitle": "half')
+    linked.symlink_to(target)
+    kept_dir.mkdir()
+    for path in (stale, other, target, kept_dir):
+        os.utime(path, (day_ago, day_ago))
+    os.utime(linked, (day_ago, day_ago), follow_symlinks=False)
+    result = world.run("rename", world.ids["alpha"], "Swept", "--cwd", CWD)
+    assert result.exit_code == 0, result.output
+    assert not stale.exists()
+    assert young.exists() and other.exists() and kept_dir.is_dir()
+    assert linked.is_symlink() and target.exists()
+
+
 def test_renaming_to_the_name_the_sidecar_contradicts_writes_again(world: World) -> None:
     """``rename`` writes nothing when the session already has the name; a sidecar
     saying another name is Claude Code's picker showing that name, not "already

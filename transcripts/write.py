@@ -315,6 +315,7 @@ def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
         finally:
             os.close(fd)
         os.replace(temporary, TITLE_SIDECAR_NAME, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        _sweep_stale_temporaries(folder_fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=folder_fd)
@@ -322,6 +323,28 @@ def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
     finally:
         os.close(folder_fd)
     return sidecar
+
+
+# A temporary sidecar older than this was left by a process killed between writing and
+# renaming it: a live rename holds its file for milliseconds.
+STALE_TEMPORARY_SECONDS = 3600
+
+
+def _sweep_stale_temporaries(folder_fd: int) -> None:
+    """Remove the temporary sidecars (``.custom-title.json.<hex>.tmp``, regular files
+    only, never through a link) in the session folder ``folder_fd`` that are older than
+    :data:`STALE_TEMPORARY_SECONDS`: nothing else ever would, since Claude Code's sweep
+    removes the folder only with its transcript. Best effort: a file that cannot be
+    removed stays for the next rename."""
+    prefix, cutoff = f".{TITLE_SIDECAR_NAME}.", time.time() - STALE_TEMPORARY_SECONDS
+    with contextlib.suppress(OSError), os.scandir(folder_fd) as entries:
+        for entry in entries:
+            if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+                continue
+            with contextlib.suppress(OSError):
+                found = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(found.st_mode) and found.st_mtime < cutoff:
+                    os.unlink(entry.name, dir_fd=folder_fd)
 
 
 CAP_FOWNER = 3  # linux/capability.h
