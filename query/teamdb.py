@@ -113,6 +113,7 @@ class TeamDatabase:
         # command imports this module to tell a DSN from a path.
         self.dialect = PostgresDialect()
         from sessiondex.store.dsn import connection_string
+        from sessiondex.store.messages import no_team_store, schema_too_new, schema_too_old
 
         self.dsn = dsn  # as given (the error messages never print it)
         self.conn = psycopg.connect(connection_string(dsn), autocommit=True)
@@ -122,22 +123,13 @@ class TeamDatabase:
                 " AND to_regclass('sessions') IS NOT NULL"
             ).fetchone()
             if not row or not row[0]:
-                raise NotATeamStore(
-                    "no sessiondex team store in this database: `sessiondex push --to DSN`"
-                    " (or `sessiondex store init DSN`) creates it"
-                )
+                raise NotATeamStore(no_team_store())
             row = self.conn.execute("SELECT max(version) FROM sessiondex_migrations").fetchone()
             if row is None or row[0] is None or row[0] < READ_SCHEMA_VERSION:
-                raise NotATeamStore(
-                    f"the team store's schema is at version {row[0] if row else None}, older"
-                    f" than this sessiondex reads ({READ_SCHEMA_VERSION}): `sessiondex store"
-                    " init DSN` (or a push) upgrades it"
-                )
+                version = row[0] if row else None
+                raise NotATeamStore(schema_too_old(version, READ_SCHEMA_VERSION))
             if row[0] > READ_SCHEMA_VERSION:  # its tables may differ from what is read here
-                raise NotATeamStore(
-                    f"the team store's schema is at version {row[0]}, newer than this"
-                    f" sessiondex knows ({READ_SCHEMA_VERSION}): upgrade sessiondex"
-                )
+                raise NotATeamStore(schema_too_new(row[0], READ_SCHEMA_VERSION))
             row = self.conn.execute(
                 "SELECT quote_ident(n.nspname) FROM pg_class c"
                 " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'sessions'::regclass"

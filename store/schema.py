@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.store.messages import no_team_store, schema_too_new, schema_too_old
 from sessiondex.store.vectors import TS_CONFIG as TS_CONFIG  # re-exported
 
 if TYPE_CHECKING:
@@ -384,10 +385,7 @@ async def current_version(conn: AsyncConnection) -> int | None:
 
 def _check(version: int | None) -> None:
     if version is not None and version > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"the team store's schema is at version {version}, newer than this "
-            f"sessiondex knows ({SCHEMA_VERSION}): upgrade sessiondex"
-        )
+        raise SchemaTooNew(schema_too_new(version, SCHEMA_VERSION))
 
 
 class SchemaTooOld(RuntimeError):
@@ -402,16 +400,10 @@ async def check_readable(conn: AsyncConnection, needed: int) -> None:
     from what is read here)."""
     version = await current_version(conn)
     if version is None:
-        raise SchemaTooOld(
-            "no sessiondex team store in this database: `sessiondex store init DSN`"
-            " (or `sessiondex push --to DSN`) creates it"
-        )
+        raise SchemaTooOld(no_team_store())
     _check(version)
     if version < needed:
-        raise SchemaTooOld(
-            f"the team store's schema is at version {version}, older than this command"
-            f" reads ({needed}): run `sessiondex store init DSN` to upgrade it"
-        )
+        raise SchemaTooOld(schema_too_old(version, needed, reader="command"))
 
 
 async def migrate(conn: AsyncConnection) -> list[Migration]:

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from sessiondex.cli.main import cli
+from sessiondex.store.messages import no_team_store
 from tests.builders import ConfigTree, SessionWriter
 from tests.pgserver import database_url, require_database, truncate
 from tests.test_store_push import build_session, push, query, sdk_delete, stored_keys
@@ -239,7 +240,7 @@ def test_store_commands_fail_in_one_line(pg_dsn: str, tmp_path: Path) -> None:
                 1,
                 "no sessiondex team store in this database",
             ),
-            (["deleted", url], 1, "run `sessiondex store init DSN`"),
+            (["deleted", url], 1, "`sessiondex store init DSN` (or a push) upgrades it"),
             (["delete", url, "3f2a9c1e", "--yes"], 1, "`sessiondex store init DSN`"),
         ]
         for args, code, message in cases:
@@ -249,6 +250,13 @@ def test_store_commands_fail_in_one_line(pg_dsn: str, tmp_path: Path) -> None:
             assert len(result.stderr.splitlines()) == 1 if code == 1 else True, result.stderr
             assert "Traceback" not in result.output and "hunter2" not in result.output
         assert query(pg_dsn, "SELECT max(version) FROM sessiondex_migrations") == [(7,)]
+        # Reading through --db says the same as the store's own commands: one wording
+        # (store/messages.py), each with the command that creates or upgrades the store.
+        for args in (["store", "deleted", empty], ["--db", empty, "search", "x"]):
+            result = CliRunner().invoke(cli, args)
+            assert result.exit_code == 1, (args, result.output)
+            line = result.stderr.strip()
+            assert "\n" not in line and line.endswith(f": {no_team_store()}"), (args, line)
     finally:
         assert store("init", url).exit_code == 0
 
