@@ -12,9 +12,11 @@ history.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -314,45 +316,43 @@ def plan_root(
     )
     keep = sanitize_tag(keep_tag)
     cc_deleted: set[str] = set()  # transcripts the sweep deletes whole
-    for tf in iter_transcripts(root, subagents=False):
-        mtime = tf.mtime_ns / 1e9
+
+    def session_entry(tf: TranscriptFile) -> PlanEntry:
+        if refresh_file is not None:
+            refresh_file(tf)
+        row = _row(db, tf) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
+        return _entry(db, root, tf, row, keep)
+
+    # The sweep deletes every old *.jsonl of a project dir, sessions or not (a legacy
+    # top-level subagent transcript, any other name): the same cutoffs and desktop rule
+    # (the entrypoint in the file's head or tail window), no keep tag (no tag record
+    # is read from a file that is no session). Each entry is made only for a file old
+    # enough to be in the plan.
+    candidates: Iterator[tuple[Path, int, Callable[[], PlanEntry]]] = itertools.chain(
+        (
+            (tf.path, tf.mtime_ns, functools.partial(session_entry, tf))
+            for tf in iter_transcripts(root, subagents=False)
+        ),
+        (
+            (jf.path, jf.mtime_ns, functools.partial(file_entry, jf))
+            for jf in iter_project_jsonl(root)
+        ),
+    )
+    for path, mtime_ns, make_entry in candidates:
+        mtime = mtime_ns / 1e9
         ours = cutoff is not None and mtime < cutoff
         theirs = cc_cutoff is not None and mtime < cc_cutoff
         if not (ours or theirs):
             continue
-        if refresh_file is not None:
-            refresh_file(tf)
-        row = _row(db, tf) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
-        exempt = desktop_exemption(tf.path, retention, mtime, now)
+        exempt = desktop_exemption(path, retention, mtime, now)
         exempt_then = (
-            exempt if sweep_at == now else desktop_exemption(tf.path, retention, mtime, sweep_at)
+            exempt if sweep_at == now else desktop_exemption(path, retention, mtime, sweep_at)
         )
-        entry = _entry(db, root, tf, row, keep)
+        entry = make_entry()
         entry.claude_code_deletes = theirs and exempt_then is None
         entry.exempt_reason = exempt
         if entry.claude_code_deletes:
             cc_deleted.add(entry.file_path)
-            plan.count_deletion(entry)
-        if ours:
-            (plan.exempt if exempt else plan.expired).append(entry)
-    # The sweep deletes every old *.jsonl of a project dir, sessions or not (a legacy
-    # top-level subagent transcript, any other name): the same cutoffs and desktop rule
-    # (the entrypoint in the file's head or tail window), no keep tag (no tag record
-    # is read from a file that is no session).
-    for jf in iter_project_jsonl(root):
-        mtime = jf.mtime_ns / 1e9
-        ours = cutoff is not None and mtime < cutoff
-        theirs = cc_cutoff is not None and mtime < cc_cutoff
-        if not (ours or theirs):
-            continue
-        exempt = desktop_exemption(jf.path, retention, mtime, now)
-        exempt_then = (
-            exempt if sweep_at == now else desktop_exemption(jf.path, retention, mtime, sweep_at)
-        )
-        entry = file_entry(jf)
-        entry.claude_code_deletes = theirs and exempt_then is None
-        entry.exempt_reason = exempt
-        if entry.claude_code_deletes:
             plan.count_deletion(entry)
         if ours:
             (plan.exempt if exempt else plan.expired).append(entry)
