@@ -369,15 +369,15 @@ def restore(session_id: str, fmt: str, as_json: bool) -> None:
 def _default_dir_problem(directory: Path) -> tuple[str, str] | None:
     """(the variable it came from, what is wrong) when the default archive dir is no
     text this process can name files with (``cli.errors.text_problem``), else None."""
-    import os
 
     from sessiondex.cli.errors import text_problem
 
     problem = text_problem(str(directory))
     if problem is None:
         return None
-    data = os.environ.get("XDG_DATA_HOME") or ""
-    return ("XDG_DATA_HOME" if os.path.isabs(data) else "HOME"), problem  # fspath.xdg_dir
+    from sessiondex.transcripts.fspath import xdg_value
+
+    return ("XDG_DATA_HOME" if xdg_value("XDG_DATA_HOME") else "HOME"), problem
 
 
 def watch_rescue(

@@ -140,7 +140,8 @@ def test_the_library_keeps_working_with_a_missing_dir(tmp_path: Path) -> None:
 # of it, os.getenv(...), click's envvar=...
 _READS_ENV = re.compile(
     r"""(?:environ|env)(?:\.get\(|\.setdefault\(|\[)"([A-Z_][A-Z0-9_]*)"|"""
-    r'getenv\("([A-Z_][A-Z0-9_]*)"|envvar="([A-Z_][A-Z0-9_]*)"'
+    r'getenv\("([A-Z_][A-Z0-9_]*)"|envvar="([A-Z_][A-Z0-9_]*)"|'
+    r'xdg_(?:dir|value)\("([A-Z_][A-Z0-9_]*)"'  # transcripts/fspath.py
 )
 _PACKAGE = Path(__file__).resolve().parent.parent
 

@@ -94,9 +94,16 @@ def xdg_dir(
     command ran in, a new empty one in each, and so the config file, the archive dir
     and the daily job's unit. ``home``: ``$HOME`` of ``environ``, else the user's."""
     env = os.environ if environ is None else environ
-    value = env.get(variable)
-    if value and os.path.isabs(value):
+    value = xdg_value(variable, env)
+    if value is not None:
         return Path(value)
     if home is None:
         home = env.get("HOME") or os.path.expanduser("~")
     return Path(home) / fallback
+
+
+def xdg_value(variable: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """``$variable`` when :func:`xdg_dir` takes it (an absolute path), else None: a
+    message can then say where a directory came from."""
+    value = (os.environ if environ is None else environ).get(variable)
+    return value if value and os.path.isabs(value) else None
