@@ -26,6 +26,7 @@ temporary files: a run killed mid-archive leaves its ``.<id>.<random>.tmp`` behi
 from __future__ import annotations
 
 import fcntl
+import functools
 import gzip
 import os
 import re
@@ -51,7 +52,7 @@ from sessiondex.transcripts.discover import (
 )
 from sessiondex.transcripts.fspath import xdg_dir
 from sessiondex.transcripts.keys import is_session_id
-from sessiondex.transcripts.tree import walk
+from sessiondex.transcripts.tree import remove_stale, walk
 
 CHUNK = 1 << 20
 # Decompressed transcripts up to this size stay in memory while indexed; larger spill.
@@ -487,23 +488,14 @@ def remove_stale_temps(
     places = [(f.path, _TEMP_NAME) for f in folders]
     places += [(os.path.join(f.path, FILE_COPIES_DIR), _FILE_TEMP_NAME) for f in folders]
     for folder, pattern in places:
-        try:
-            if os.path.islink(folder):
-                continue
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if not pattern.fullmatch(entry.name):
-                continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(st.st_mode) and moment - st.st_mtime >= age:
-                    os.unlink(entry.path)
-                    removed.append(Path(entry.path))
-            except OSError:
-                continue
+        if not os.path.islink(folder):
+            ours = functools.partial(_named_like, pattern)
+            removed += map(Path, remove_stale(folder, ours, moment - age))
     return removed
+
+
+def _named_like(pattern: re.Pattern[str], name: str) -> bool:
+    return pattern.fullmatch(name) is not None
 
 
 def member_mtime_ns(member: tarfile.TarInfo) -> int:

@@ -1,4 +1,4 @@
-"""Walking a directory tree without recursion.
+"""Walking a directory tree without recursion, and sweeping a folder's leftovers.
 
 ``os.walk`` on Python 3.10 and 3.11 recurses once per level: a session folder nested
 about a thousand directories deep (a runaway tool, a hostile archive) raised
@@ -9,9 +9,10 @@ about a thousand directories deep (a runaway tool, a hostile archive) raised
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 
-__all__ = ["walk"]
+__all__ = ["remove_stale", "walk"]
 
 
 def walk(
@@ -52,3 +53,31 @@ def walk(
             continue
         yield current, dirs, files
         stack.extend(os.path.join(current, d) for d in reversed(dirs) if d in enterable)
+
+
+def remove_stale(folder: str | int, ours: Callable[[str], bool], cutoff: float) -> list[str]:
+    """Remove the regular files of ``folder`` (a path, or an open directory's fd) whose
+    name ``ours`` accepts and that were last modified at ``cutoff`` or before; returns
+    their paths (their names for an fd). For temporary files a killed process left
+    (an archive's, a title sidecar's): a link is never followed or removed, and what
+    cannot be listed or removed (vanished, a permission) is skipped."""
+    removed: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            listed = list(entries)
+    except OSError:
+        return removed
+    for entry in listed:
+        if not ours(entry.name):
+            continue
+        try:
+            found = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(found.st_mode) and found.st_mtime <= cutoff:
+                if isinstance(folder, int):
+                    os.unlink(entry.name, dir_fd=folder)
+                else:
+                    os.unlink(entry.path)
+                removed.append(entry.path)
+        except OSError:
+            continue
+    return removed

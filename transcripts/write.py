@@ -75,7 +75,7 @@ from sessiondex.transcripts.discover import (
     describe_path,
     describe_project_jsonl,
 )
-from sessiondex.transcripts.tree import walk
+from sessiondex.transcripts.tree import remove_stale, walk
 
 
 class WriteRefused(Exception):
@@ -336,15 +336,12 @@ def _sweep_stale_temporaries(folder_fd: int) -> None:
     :data:`STALE_TEMPORARY_SECONDS`: nothing else ever would, since Claude Code's sweep
     removes the folder only with its transcript. Best effort: a file that cannot be
     removed stays for the next rename."""
-    prefix, cutoff = f".{TITLE_SIDECAR_NAME}.", time.time() - STALE_TEMPORARY_SECONDS
-    with contextlib.suppress(OSError), os.scandir(folder_fd) as entries:
-        for entry in entries:
-            if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
-                continue
-            with contextlib.suppress(OSError):
-                found = entry.stat(follow_symlinks=False)
-                if stat.S_ISREG(found.st_mode) and found.st_mtime < cutoff:
-                    os.unlink(entry.name, dir_fd=folder_fd)
+    prefix = f".{TITLE_SIDECAR_NAME}."
+    remove_stale(
+        folder_fd,
+        lambda name: name.startswith(prefix) and name.endswith(".tmp"),
+        time.time() - STALE_TEMPORARY_SECONDS,
+    )
 
 
 CAP_FOWNER = 3  # linux/capability.h
