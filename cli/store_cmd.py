@@ -52,10 +52,11 @@ def _checked_dsn(dsn: str) -> None:
 
 
 @contextmanager
-def _store_errors(dsn: str) -> Iterator[None]:
+def _store_errors(dsn: str, after: str = "") -> Iterator[None]:
     """The store's failures as one ``Error:`` line without the DSN's password: a server
     down or refusing, a malformed DSN (``ValueError``), a schema too old or too new, a
-    database that holds no team store."""
+    database that holds no team store. ``after`` ends the line (what the failure left
+    undone)."""
     import psycopg
 
     from sessiondex.query.teamdb import NotATeamStore
@@ -65,7 +66,7 @@ def _store_errors(dsn: str) -> Iterator[None]:
     try:
         yield
     except (psycopg.Error, SchemaTooNew, SchemaTooOld, NotATeamStore, ValueError) as exc:
-        raise CliError(f"team store {hide_password(dsn)}: {error_line(exc, dsn)}") from None
+        raise CliError(f"team store {hide_password(dsn)}: {error_line(exc, dsn)}{after}") from None
 
 
 def _on_connection(dsn: str, work: Any) -> Any:
@@ -128,7 +129,8 @@ def init(dsn: str) -> None:
 @click.option(
     "--all-copies",
     is_flag=True,
-    help="With a whole session ID that several projects hold: delete every copy.",
+    help="With a whole session ID that several projects hold: delete every copy, in one"
+    " transaction (all or none).",
 )
 @cwd_option
 def delete_cmd(
@@ -183,16 +185,20 @@ def delete_cmd(
     )
     confirm_delete(f"Delete session {which} and its subagents from the team store {where}?", yes)
 
-    async def delete(project_key: str, session_id: str) -> None:
+    async def delete() -> None:
         from sessiondex.store.sdk_store import PostgresSessionStore
 
         async with PostgresSessionStore(dsn, max_size=1) as team:
-            await team.delete({"project_key": project_key, "session_id": session_id})
+            await team.delete_all(
+                {"project_key": str(s["project_key"]), "session_id": str(s["session_id"])}
+                for s in sessions
+            )
 
+    # One transaction for every chosen copy: a failure half way deletes none of them.
+    with _store_errors(dsn, after="; no copy was deleted" if len(sessions) > 1 else ""):
+        _run(delete())
     for session in sessions:
         session_id, project_key = str(session["session_id"]), str(session["project_key"])
-        with _store_errors(dsn):
-            _run(delete(project_key, session_id))
         click.echo(
             clean_line(
                 f"Deleted session {session_id} (project {project_key}) from the team store;"

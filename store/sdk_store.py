@@ -18,6 +18,7 @@ import asyncio
 import getpass
 import socket
 import weakref
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.store.schema import migrate
@@ -163,10 +164,27 @@ class PostgresSessionStore:
     async def delete(self, key: Any) -> None:
         """Delete a key; the main key takes the whole session (subkeys, derived rows).
         The delete is remembered (:mod:`.tombstones`): ``push`` does not send it again."""
-        k = Key.from_sdk(key)
+        await self.delete_all([key])
+
+    async def delete_all(self, keys: Iterable[Any]) -> None:
+        """Delete several keys as :meth:`delete` does, in one transaction: all of them
+        or, when the store refuses one (a lock timeout, a dropped connection, a
+        trigger), none. ``store delete --all-copies`` deletes a session's copies in
+        several projects this way; one transaction per copy left some deleted and some
+        not after a failure half way.
+
+        The sessions' locks are taken in one order (sorted keys), so two of these, or
+        one and a push (one session per transaction), cannot wait on each other."""
+        chosen = sorted(
+            {Key.from_sdk(key) for key in keys},
+            key=lambda k: (k.project_key, k.session_id, k.subpath),
+        )
+        if not chosen:
+            return
         pool = await self._pool()
         async with pool.connection() as conn, conn.transaction():
-            await delete_key(conn, k, self._writer.user, self._writer.host)
+            for k in chosen:
+                await delete_key(conn, k, self._writer.user, self._writer.host)
 
     async def list_subkeys(self, key: Any) -> list[str]:
         """Subpaths stored under a session (subagent transcripts), sorted."""

@@ -445,3 +445,41 @@ def test_store_delete_names_the_copies_of_an_sdk_apps_own_id(pg_dsn: str) -> Non
     assert again.exit_code == 1, again.output
     assert again.stderr.startswith(f"Error: session {job} was deleted from the team store (")
     assert all(f"project {key}, on " in again.stderr for key in keys)
+
+
+def test_store_delete_all_copies_is_all_or_nothing(
+    main: SessionWriter, odd: dict[str, str], pg_dsn: str
+) -> None:
+    """``--all-copies`` deletes the copies in one transaction: when the store refuses one
+    copy (here a trigger on the shop's row; a lock timeout or a dropped connection does
+    the same), the copies before it are not gone either, and no tombstone is left.
+    Before, each copy went in a transaction of its own: the blog's copy (the newest,
+    deleted first) was gone for good and the shop's was still there."""
+    push(main.tree.root, pg_dsn)
+    url = database_url(pg_dsn)
+    before = (stored_keys(pg_dsn), tombstones(pg_dsn))
+    query(
+        pg_dsn,
+        "CREATE FUNCTION refuse_shop_copy() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN IF OLD.project_key = %s THEN RAISE EXCEPTION 'refusing the shop copy';"
+        " END IF; RETURN OLD; END $$".replace("%s", f"'{odd['shop']}'"),
+    )
+    query(
+        pg_dsn,
+        "CREATE TRIGGER refuse_shop_copy BEFORE DELETE ON sessions"
+        " FOR EACH ROW EXECUTE FUNCTION refuse_shop_copy()",
+    )
+    try:
+        result = store("delete", url, COPIED, "--yes", "--all-copies")
+    finally:
+        query(pg_dsn, "DROP TRIGGER refuse_shop_copy ON sessions")
+        query(pg_dsn, "DROP FUNCTION refuse_shop_copy()")
+    assert (stored_keys(pg_dsn), tombstones(pg_dsn)) == before
+    assert result.exit_code == 1, result.output
+    assert "refusing the shop copy" in result.stderr
+    assert "no copy was deleted" in result.stderr
+    assert result.stdout == ""
+    # and once the store takes them, both go, each said
+    result = store("delete", url, COPIED, "--yes", "--all-copies")
+    assert result.exit_code == 0, result.output
+    assert [t[:2] for t in tombstones(pg_dsn)] == sorted((odd[p], COPIED) for p in ("shop", "blog"))
