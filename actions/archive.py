@@ -65,6 +65,13 @@ class ArchiveResult:
     status: str  # archived / already-archived / would-archive / skipped / failed
     archive: str | None = None
     message: str = ""
+    # The plan entry's kind: a session, or a project-level *.jsonl that is none (a
+    # legacy agent-*.jsonl, another .jsonl): what a count of results calls them.
+    kind: str = SESSION
+
+    @property
+    def is_session(self) -> bool:
+        return self.kind == SESSION
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -84,6 +91,12 @@ class ArchiveRun:
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
+
+    def count_apart(self, status: str) -> tuple[int, int]:
+        """``(sessions, other files)`` with ``status``: the files that are no sessions
+        are counted apart wherever a count names what it counts."""
+        sessions = sum(1 for r in self.results if r.status == status and r.is_session)
+        return sessions, self.count(status) - sessions
 
     def as_dict(self) -> dict[str, Any]:
         statuses = (ARCHIVED, ALREADY, PLANNED, SKIPPED, FAILED)
@@ -109,6 +122,7 @@ def _result(entry: PlanEntry, status: str, **extra: Any) -> ArchiveResult:
         entry.mtime,
         entry.size,
         status,
+        kind=entry.kind,
         **extra,
     )
 

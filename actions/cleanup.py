@@ -306,7 +306,8 @@ def _apply(
             else:
                 outcome = _apply_one(db, entry, roots, archive_dir, clock, stats)
         except OSError as exc:  # a vanished folder, a permission: this session only
-            outcome = Outcome(entry.session_id, entry.file_path, FAILED, f"{exc.strerror or exc}")
+            message = f"{exc.strerror or exc}"
+            outcome = Outcome(entry.session_id, entry.file_path, FAILED, message, kind=entry.kind)
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)

@@ -14,7 +14,7 @@ import click
 
 from sessiondex.cli.app import EXIT_AMBIGUOUS, CliError, app
 from sessiondex.cli.options import UnsafeOutputPath, cwd_option
-from sessiondex.cli.output import report_formats, table_or_json
+from sessiondex.cli.output import report_formats, sessions_and_files, table_or_json
 
 if TYPE_CHECKING:
     from sessiondex.actions.archive import ArchiveResult, ArchiveRun, Daily
@@ -310,7 +310,8 @@ def archive(
     else:
         click.echo(clean(_render_run(run, window)))
     if run.count(FAILED):
-        raise CliError(f"{run.count(FAILED)} session(s) could not be archived (see above)")
+        failed = sessions_and_files(*run.count_apart(FAILED))
+        raise CliError(f"{failed} could not be archived (see above)")
 
 
 @click.command()
@@ -415,8 +416,8 @@ def watch_rescue(
             return
         if run.count(ARCHIVED):
             log(
-                f"archived {run.count(ARCHIVED)} session(s) Claude Code's sweep deletes "
-                f"within 3 days into {run.archive_dir}"
+                f"archived {sessions_and_files(*run.count_apart(ARCHIVED))} Claude Code's"
+                f" sweep deletes within 3 days into {run.archive_dir}"
             )
         for result in run.results:
             if result.status == FAILED:

@@ -9,7 +9,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import report_formats
+from sessiondex.cli.output import report_formats, sessions_and_files
 
 if TYPE_CHECKING:
     from sessiondex.actions.cleanup import Outcome
@@ -42,9 +42,11 @@ def describe_summary(summary: dict[str, Any]) -> str:
 
 def describe_archive(archive: dict[str, Any]) -> str:
     """What the archive covers of the next days' deletions (``cleanup_summary``'s
-    ``archive``), for ``stats`` and ``cleanup``."""
+    ``archive``), for ``stats`` and ``cleanup``. The counts are of sessions (the index
+    has no row for an old ``*.jsonl`` that is none), and say so: unnamed, they read as
+    if those files, which the sweep deletes too, were counted."""
     text = (
-        f"archive: {archive['protected']} protected, {archive['at_risk']} at risk "
+        f"archive: {archive['protected']} session(s) protected, {archive['at_risk']} at risk "
         f"(deleted within {archive['window_days']} days, not archived"
     )
     text += "; `sessiondex archive` copies them)" if archive["at_risk"] else ")"
@@ -371,7 +373,11 @@ def cleanup(
     else:
         click.echo(_summary(outcomes, freed))
     if failed:
-        raise CliError(f"{len(failed)} session(s) could not be cleaned up (see above)")
+        from sessiondex.query.cleanup import SESSION
+
+        files = sum(1 for o in failed if o.kind != SESSION)
+        said = sessions_and_files(len(failed) - files, files)
+        raise CliError(f"{said} could not be cleaned up (see above)")
 
 
 #: The lists of a config dir's plan that name sessions, each a row's ``plan``.
@@ -423,10 +429,7 @@ def _summary(outcomes: list[Outcome], freed: int) -> str:
     deleted = count(DELETED)
     first = sum(1 for o in outcomes if o.status == DELETED and o.archive)
     files = sum(1 for o in outcomes if o.status == DELETED and o.kind != SESSION)
-    line = f"{deleted - files} session(s)"
-    if files:
-        line += f" and {files} other file(s) (not sessions)"
-    line += f" deleted ({human_size(freed)})"
+    line = f"{sessions_and_files(deleted - files, files)} deleted ({human_size(freed)})"
     if first:
         line += f", {'all' if first == deleted else first} archived first"
     if count(ARCHIVED):

@@ -198,6 +198,18 @@ PROJECT_SHRINK = (20, 7)
 TITLE_FLOOR, TITLE_MIN = 24, 10
 
 
+def sessions_and_files(sessions: int, files: int) -> str:
+    """``3 session(s) and 2 other file(s) (not sessions)``: a count of what cleanup or
+    archive did, with the project-level ``*.jsonl`` files that are no sessions (legacy
+    ``agent-*.jsonl``, other ``.jsonl``; Claude Code's sweep deletes them too) said
+    apart, as the dry run lists them. Counting them as sessions claimed sessions that
+    do not exist. No files: the sessions alone; no sessions but files: the files alone."""
+    said = f"{files} other file(s) (not sessions)"
+    if not files:
+        return f"{sessions} session(s)"
+    return f"{sessions} session(s) and {said}" if sessions else said
+
+
 def is_archived(obj: dict[str, Any]) -> bool:
     """An archived session (:func:`sessiondex.query.sessions.is_archived`)."""
     from sessiondex.query.sessions import is_archived as archived

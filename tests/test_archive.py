@@ -226,7 +226,7 @@ def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
     assert (stats["protected"], stats["at_risk"]) == (1, 0) and stats["last_run"]
     # the archived copy of a live session is that session, counted once
     assert {k: whole[k] for k in counts} == live_counts
-    assert "Archive: 1 protected, 0 at risk" in _run(tree, db, "cleanup").output
+    assert "Archive: 1 session(s) protected, 0 at risk" in _run(tree, db, "cleanup").output
     # listed once (live) even with --include-archived; resolve is not ambiguous
     both = _json(
         _run(tree, db, "search", "zebra", "--scope", "all", "--include-archived", "--json")
@@ -656,7 +656,7 @@ def test_a_damaged_archive_protects_nothing_and_restores_nothing(tmp_path: Path,
     os.utime(archive, (now, now))
 
     cleanup = _run(tree, db, "cleanup")
-    assert "0 protected, 1 at risk" in cleanup.output, cleanup.output
+    assert "0 session(s) protected, 1 at risk" in cleanup.output, cleanup.output
     # Claude Code's sweep deletes the transcript: the damaged archive is all there is
     original = old.path.read_bytes()
     old.path.unlink()

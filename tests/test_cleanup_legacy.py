@@ -238,3 +238,102 @@ def test_a_killed_copy_leaves_a_temp_the_next_run_removes(world: dict[str, Any])
         os.utime(path, (time.time() - 3600,) * 2)
     assert remove_stale_temps(archive) == [left]
     assert mine.exists()
+
+
+# ------------------------------------------------------- what the counts say they count
+
+
+def test_watch_rescue_log_counts_sessions_and_other_files_apart(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daily rescue's log line said "archived 3 session(s)" for one session and two
+    files that are no sessions (the legacy ``agent-*.jsonl`` and ``notes.jsonl``)."""
+    from sessiondex.cli.archive_cmd import watch_rescue
+    from sessiondex.index import Index
+    from sessiondex.transcripts.archive import default_archive_dir
+
+    tree = world["tree"]
+    monkeypatch.setenv("SESSIONDEX_MANAGED_SETTINGS", str(tree.root / "no-managed.json"))
+    monkeypatch.chdir(world["tmp"])
+    logged: list[str] = []
+    with Index(world["tmp"] / "index.db", [tree.root]) as index:
+        assert watch_rescue(index, logged.append).poll()
+    assert logged == [
+        "archived 1 session(s) and 2 other file(s) (not sessions) Claude Code's sweep"
+        f" deletes within 3 days into {default_archive_dir()}"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sessions", "files", "said"),
+    [
+        (0, 0, "0 session(s)"),
+        (3, 0, "3 session(s)"),
+        (1, 2, "1 session(s) and 2 other file(s) (not sessions)"),
+        (0, 2, "2 other file(s) (not sessions)"),
+    ],
+)
+def test_sessions_and_files_wording(sessions: int, files: int, said: str) -> None:
+    from sessiondex.cli.output import sessions_and_files
+
+    assert sessions_and_files(sessions, files) == said
+
+
+def test_archive_failures_count_sessions_and_other_files_apart(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two files that are no sessions failing to archive made "2 session(s) could not be
+    archived"."""
+    from sessiondex.transcripts import archive
+    from sessiondex.transcripts.archive import ArchiveError
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ArchiveError("disk full")
+
+    monkeypatch.setattr(archive, "write_file_archive", refused)
+    result = _run(world, "archive", "--to", str(world["tmp"] / "arch"), "--cwd", str(world["tmp"]))
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "Error: 2 other file(s) (not sessions) could not be archived (see above)"
+    )
+
+
+@pytest.mark.parametrize(
+    "error", [PermissionError(13, "Permission denied"), "refused"], ids=["oserror", "refused"]
+)
+def test_cleanup_failures_count_sessions_and_other_files_apart(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, error: Any
+) -> None:
+    """Two files that are no sessions failing to be deleted made "2 session(s) could not
+    be cleaned up"; one failing with an OSError was also counted as a session."""
+    from sessiondex.transcripts import write
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise error if isinstance(error, OSError) else write.WriteRefused(error)
+
+    monkeypatch.setattr(write, "delete_project_jsonl", refused)
+    result = _run(world, "cleanup", "--apply", "--cwd", str(world["tmp"]))
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "Error: 2 other file(s) (not sessions) could not be cleaned up (see above)"
+    )
+    assert world["files"]["legacy"].exists() and not world["old"].path.exists()
+
+
+def test_stats_and_cleanup_say_their_archive_counts_are_sessions(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive's ``protected`` / ``at risk`` counts cover sessions only (the index
+    holds no row for a file that is no session): "archive: 0 protected, 1 at risk" read
+    as if the two old files the sweep also deletes were counted. The ``cleanup:`` line
+    of ``stats`` and the ``list`` warning name sessions already."""
+    monkeypatch.chdir(world["tmp"])  # stats reads the settings of the process's cwd
+    stats = _run(world, "stats")
+    assert stats.exit_code == 0, stats.output
+    (line,) = [x for x in stats.output.splitlines() if x.startswith("cleanup:")]
+    assert line.startswith("cleanup: 1 session(s) (")
+    assert "; archive: 0 session(s) protected, 1 at risk (" in line
+    dry = _run(world, "cleanup", "--cwd", str(world["tmp"]))
+    assert "Archive: 0 session(s) protected, 1 at risk (" in dry.output
+    listed = _run(world, "list", "--scope", "all", "--cwd", str(world["tmp"]))
+    assert "warning: 1 listed session(s) will be deleted" in listed.stderr
