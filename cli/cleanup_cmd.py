@@ -117,14 +117,30 @@ def _file_table(entries: list[dict[str, Any]]) -> str:
     )
 
 
-def _files_line(count: int, size: int) -> str:
+def _files_line(plan: dict[str, Any]) -> str:
+    """The heading of the files that are no sessions, and whose cleanup takes them.
+
+    With ``--days N`` the plan is our own cleanup: it takes what Claude Code's sweep
+    would take at N days (every old ``*.jsonl`` of a project dir), also when Claude Code
+    skips its sweep (an invalid cleanupPeriodDays); files sessiondex otherwise ignores
+    are then deleted by ``--apply`` alone, which the line says rather than credit the
+    sweep with it."""
     from sessiondex.cli.output import human_size
 
-    return (
-        f"{count} file(s), {human_size(size)}, not sessions (legacy subagent transcripts "
-        "agent-*.jsonl, other .jsonl): Claude Code's sweep deletes every old *.jsonl of a "
-        "project dir"
+    totals = plan["totals"]
+    line = (
+        f"{totals['files']} file(s), {human_size(totals['file_bytes'])}, not sessions"
+        " (legacy subagent transcripts agent-*.jsonl, other .jsonl): "
     )
+    if plan["days_source"] != "--days":
+        return line + "Claude Code's sweep deletes every old *.jsonl of a project dir"
+    line += (
+        f"--days {plan['days']} covers them as Claude Code's sweep would at that period"
+        " (it deletes every old *.jsonl of a project dir)"
+    )
+    if not plan["claude_code"]["sweep_enabled"]:
+        line += "; Claude Code's sweep is off here, so only cleanup --apply deletes them"
+    return line
 
 
 def _render_root(
@@ -182,7 +198,7 @@ def _render_root(
     else:
         out.append("  No expired session.")
     if files:
-        out.append(f"  {verb}, too: {_files_line(totals['files'], totals['file_bytes'])}.")
+        out.append(f"  {verb}, too: {_files_line(plan)}.")
         out.append(_table(files))
     if plan["protected"]:
         theirs = sum(1 for entry in plan["protected"] if entry.get("claude_code_deletes"))
@@ -226,7 +242,9 @@ def _render_root(
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="Plan with N days instead of cleanupPeriodDays from the settings.",
+    help="Plan our own cleanup with N days instead of cleanupPeriodDays from the settings:"
+    " what Claude Code's sweep would delete at N days (old sessions and the other old"
+    " *.jsonl of a project dir), also when Claude Code's own sweep is off.",
 )
 @click.option(
     "--apply",

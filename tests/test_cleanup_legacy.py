@@ -337,3 +337,47 @@ def test_stats_and_cleanup_say_their_archive_counts_are_sessions(
     assert "Archive: 0 session(s) protected, 1 at risk (" in dry.output
     listed = _run(world, "list", "--scope", "all", "--cwd", str(world["tmp"]))
     assert "warning: 1 listed session(s) will be deleted" in listed.stderr
+
+
+@pytest.mark.parametrize(
+    ("settings", "days", "said"),
+    [
+        # Claude Code's own period: its sweep deletes them, and says so
+        ({}, None, "Claude Code's sweep deletes every old *.jsonl of a project dir."),
+        # --days with the sweep on: ours, at the sweep's reach
+        (
+            {},
+            "30",
+            "--days 30 covers them as Claude Code's sweep would at that period (it deletes"
+            " every old *.jsonl of a project dir).",
+        ),
+        # --days with the sweep off (an invalid value): nothing but --apply deletes them
+        (
+            {"cleanupPeriodDays": 0},
+            "30",
+            "--days 30 covers them as Claude Code's sweep would at that period (it deletes"
+            " every old *.jsonl of a project dir); Claude Code's sweep is off here, so only"
+            " cleanup --apply deletes them.",
+        ),
+    ],
+    ids=["settings", "days", "days-sweep-off"],
+)
+def test_days_says_whose_cleanup_takes_the_other_files(
+    world: dict[str, Any], settings: dict[str, Any], days: str | None, said: str
+) -> None:
+    """``cleanup --days N`` is our own cleanup: it takes the old ``*.jsonl`` files that
+    are no sessions as Claude Code's sweep would at N days, also when Claude Code skips
+    its sweep (an invalid cleanupPeriodDays). The dry run said "Claude Code's sweep
+    deletes every old *.jsonl" even then: a surprise, since nothing but ``--apply``
+    would delete them. The JSON says per entry whether Claude Code's sweep deletes it."""
+    world["tree"].write_settings(settings)
+    args = ("cleanup", "--cwd", str(world["tmp"]), *(("--days", days) if days else ()))
+    text = _run(world, *args)
+    assert text.exit_code == 0, text.output
+    (line,) = [x for x in text.output.splitlines() if ", too: 2 file(s)" in x]
+    assert line.endswith(said), line
+    assert "notes.jsonl" in text.output and "agent-1a2b3c4d.jsonl" in text.output
+    (root,) = json.loads(_run(world, *args, "--json").stdout)["config_dirs"]
+    files = [e for e in root["expired"] if e["kind"] != "session"]
+    assert len(files) == 2
+    assert all(e["claude_code_deletes"] == ("cleanupPeriodDays" not in settings) for e in files)
