@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.filters import MAX_LIMIT
+from sessiondex.render.terminal import typed_line
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -39,6 +40,11 @@ class PickerOptions:
     all_kinds: bool = False
     include_archived: bool = False
     current_branch: bool = False
+
+    def __post_init__(self) -> None:
+        # The query as the query box holds it (widgets.PlainInput): the first search
+        # runs before the box exists, and must look for what the box then shows.
+        self.query = typed_line(self.query)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from textual.widgets import Input, Static
 
 from sessiondex.picker.model import Row
 from sessiondex.picker.rows import UNICODE, Columns, Glyphs, row_text
+from sessiondex.render.terminal import typed_line
 
 
 class Picker(Protocol):
@@ -251,7 +252,22 @@ def _drawn(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in SEARCH_ONLY}
 
 
-class QueryBox(Input):
+class PlainInput(Input):
+    """A one-line box holding visible text only (``render.terminal.typed_line``): a
+    control character given to it (``pick --query``, a paste) is a space, a bidi
+    control is dropped. Textual draws an input's text as it is, so an escape sequence
+    in it reached the terminal raw."""
+
+    def validate_value(self, value: str) -> str:
+        # Every way a value is set (the constructor, ``value =``); replace() cleans first
+        # so the cursor lands after the text actually inserted.
+        return typed_line(value)
+
+    def replace(self, text: str, start: int, end: int) -> None:
+        super().replace(typed_line(text), start, end)
+
+
+class QueryBox(PlainInput):
     """The query: always shown, focused at start. Space, ``?``, ← and → are text here,
     except where they cannot be: Space or ``?`` in an empty box, → at the end and ← at
     the start of the text act as they do on the list."""
@@ -315,7 +331,7 @@ class TextPrompt(ModalScreen[str | None]):
             yield Static(Text(self.prompt_title, style="bold"))
             # By id: Textual's own "Input:focus" border outranks a type selector, and a
             # one-row input with a border has no row left for its text.
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt")
+            yield PlainInput(value=self.value, placeholder=self.placeholder, id="prompt")
             yield Static(Text(self.hint or "Enter to save, Esc to cancel", style="dim"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -89,6 +89,26 @@ def neutralize(text: str, *, single_line: bool = False) -> str:
     return text.replace("\r\n", "\n").translate(_LINES)
 
 
+# A one-line box a person types into: controls and line breaks are spaces, bidi controls
+# are gone (see :func:`typed_line`), a byte that was not UTF-8 is U+FFFD.
+_TYPED: dict[int, str | None] = {c: " " for c in (*range(0x20), 0x7F, *_C1, 0x2028, 0x2029)}
+_TYPED.update(dict.fromkeys(_BIDI))
+_TYPED.update(dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd"))
+
+
+def typed_line(text: str) -> str:
+    """Text given to a one-line input box (the picker's query, its rename and tag
+    prompts) as the box holds it: every control character and line break a space, the
+    bidi controls removed. A box draws its text as it is, so made visible there
+    (:func:`neutralize`) the ``^[`` and ``<U+202E>`` would become words searched for or
+    saved; as spaces they separate words, as the search reads them anyway. Text a
+    person gives (``pick --query "$(…)"``, a paste) is not a transcript's, but reaches
+    the same terminal."""
+    if not _unsafe().search(text):
+        return text
+    return text.replace("\r\n", " ").translate(_TYPED)
+
+
 def neutralize_escapes(text: str) -> str:
     """``text`` for files people read (Markdown, HTML): as :func:`neutralize` keeps
     lines, every control but newline and tab made visible (a CRLF is a line end). They

@@ -399,6 +399,46 @@ def test_rename_to_nothing_visible_or_to_the_same_name_writes_nothing(tmp_path: 
     assert any("empty" in note for note in notes) and notes[-1] == "nothing changed"
 
 
+# Text a person gives a box: an escape sequence (an OSC that retitles the terminal), a
+# bell, a tab and a bidi override, as `pick --query "$(…)"` or a paste can bring them.
+TYPED_HOSTILE = "q\x1b]0;pwned\x07\tx \u202eevil\u202c"
+TYPED_SHOWN = "q ]0;pwned  x evil"
+
+
+@pytest.mark.parametrize("way", ["--query", "paste in the query box", "paste in the prompt"])
+def test_a_box_shows_typed_text_without_its_control_characters(
+    world: PickerWorld, way: str
+) -> None:
+    """The query box and the rename/tag prompts drew what they were given as it was: an
+    escape sequence in ``pick --query`` (or pasted) reached the terminal raw, where it
+    can retitle the window, move the cursor or reorder the line (a bidi override). A
+    box now holds one line of visible text: a control character is a space, a bidi
+    control is dropped, so what it shows is what is searched for or saved."""
+    from textual import events
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        box = app.picker.query_one("#query")
+        if way == "paste in the query box":
+            box.post_message(events.Paste(TYPED_HOSTILE))
+        elif way == "paste in the prompt":
+            await press(app, pilot, "ctrl+r")
+            box = app.screen.query_one("#prompt")
+            box.value = ""
+            box.post_message(events.Paste(TYPED_HOSTILE))
+        await pilot.pause(0.05)
+        await settle(app, pilot)
+        shown = screen_text(app)
+        return box.value, app.picker.query_text, shown
+
+    options = PickerOptions(cwd=str(world.shop), query=TYPED_HOSTILE if way == "--query" else "")
+    _, (value, query, shown) = drive(world, run, options=options)
+    assert value == TYPED_SHOWN
+    if way != "paste in the prompt":
+        assert query == TYPED_SHOWN  # what is searched for is what the box shows
+    assert TYPED_SHOWN in shown
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", shown)
+
+
 def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     """Rows drawn for one load are reused by the next only when they show the same:
     a rename or a tag redraws the row; a search that keeps a session keeps its row."""
