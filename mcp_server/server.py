@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import Resource, ToolAnnotations
+from mcp.types import Resource, Tool, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from sessiondex.mcp_server.service import MAX_OFFSET, SessionService, Settings, UserError
@@ -129,10 +129,20 @@ class SessiondexServer(MCPServer[Any]):
         the README promises for bad input), not pydantic's multi-line report with a
         link to its documentation. A name that is none of the tools is named as the CLI
         names text it was given (made visible, cut short: the SDK echoed a name of any
-        length whole), with the tools there are."""
-        tools = [tool.name for tool in await self.list_tools()]
-        if name not in tools:
-            raise ToolError(f"no tool {_quoted(name)}; the tools are {', '.join(tools)}")
+        length whole), with the tools there are; so is an argument the tool does not
+        have, with the arguments it has."""
+        schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        if name not in schemas:
+            raise ToolError(f"no tool {_quoted(name)}; the tools are {', '.join(schemas)}")
+        known = list(schemas[name].get("properties", {}))
+        unknown = [key for key in arguments or {} if key not in known]
+        if unknown:
+            # Pydantic drops what no parameter takes: `limt=5` answered 10 rows.
+            raise ToolError(
+                f"bad arguments for {name}: no argument {_quoted(unknown[0])}"
+                + (f" (nor {len(unknown) - 1} more)" if len(unknown) > 1 else "")
+                + f"; the arguments are {', '.join(known)}"
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -163,6 +173,17 @@ class SessiondexServer(MCPServer[Any]):
                 write_stream,
                 lowlevel.create_initialization_options(),
             )
+
+    async def list_tools(self) -> list[Tool]:
+        """The SDK's tools, each schema closed (``additionalProperties: false``): an
+        argument no parameter takes is an error (:meth:`call_tool`), and a client that
+        checks arguments against the schema first finds that out there."""
+        return [
+            tool.model_copy(
+                update={"input_schema": {**tool.input_schema, "additionalProperties": False}}
+            )
+            for tool in await super().list_tools()
+        ]
 
     async def list_resources(self) -> list[Resource]:
         try:

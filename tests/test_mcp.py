@@ -833,3 +833,42 @@ def test_an_unknown_tool_is_quoted_short_and_visible_with_the_tools_there_are(
     message = str(raised.value)
     assert message.startswith(f"no tool {quoted}; the tools are ")
     assert "search_sessions" in message and "read_session" in message
+
+
+# (tool, arguments with one the tool does not have, the name the error quotes)
+UNKNOWN_ARGUMENTS = {
+    "a misspelt limit": ("search_sessions", {"query": "auth", "limt": 5}, "'limt'"),
+    "a paging word the tool does not use": ("read_session", {"ref": AUTH, "page": 2}, "'page'"),
+    "a filter list_sessions does not have": ("list_sessions", {"project": "/x"}, "'project'"),
+    "a name with an escape": ("resolve_session", {"ref": AUTH, "\x1b[2Jx": 1}, "'^[[2Jx'"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNKNOWN_ARGUMENTS))
+def test_an_argument_the_tool_does_not_have_is_an_error_naming_the_ones_it_has(
+    case: str,
+) -> None:
+    """An argument no tool parameter takes was dropped without a word: ``limt=5``
+    answered 10 sessions, ``read_session(page=2)`` the first page, as if asked. It is
+    now bad input like a wrong type (one sentence, the arguments there are), and the
+    schemas say so (``additionalProperties: false``) for a client that checks first."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sessiondex.mcp_server.server import build_server
+    from sessiondex.mcp_server.service import Settings
+
+    tool, arguments, quoted = UNKNOWN_ARGUMENTS[case]
+    server = build_server(_no_index, Settings(cwd="/w"))
+    try:
+        with pytest.raises(ToolError) as raised:
+            asyncio.run(server.call_tool(tool, arguments))
+        schemas = {t.name: t.input_schema for t in asyncio.run(server.list_tools())}
+    finally:
+        server.runner.shutdown()
+    message = str(raised.value)
+    assert message.startswith(f"bad arguments for {tool}: no argument {quoted}; ")
+    assert "\n" not in message and "\x1b" not in message
+    assert all(name in message for name in schemas[tool]["properties"])
+    assert all(schema["additionalProperties"] is False for schema in schemas.values())
