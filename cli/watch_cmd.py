@@ -94,6 +94,7 @@ def watch(
         sessiondex --config-dir ~/.claude watch --debounce 50 --rescan 600
     """
     from sessiondex.cli.archive_cmd import watch_rescue
+    from sessiondex.indexer.db import IndexFromNewer
     from sessiondex.indexer.lock import AlreadyWatching, WatcherLock
     from sessiondex.indexer.watch import Watcher, WatchError
 
@@ -148,6 +149,8 @@ def watch(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         lock.release()
+    if isinstance(watcher.failure, IndexFromNewer):  # an upgrade while it ran: restart it
+        raise CliError(f"stopped watching: {watcher.failure}")
     if watcher.failure is not None:
         raise CliError(f"watch stopped: {watcher.failure}")
     if verbose:

@@ -46,11 +46,17 @@ from sessiondex.indexer.lock import lock_path
 from sessiondex.indexer.meta import (
     KEPT_SETTINGS,
     database_path,
+    from_newer,
     get_meta,
     immediate,
+    newer_reason,
+    refuse_newer,
     seed_kept_settings,
     set_meta,
     write_turn,
+)
+from sessiondex.indexer.meta import (
+    IndexFromNewer as IndexFromNewer,  # where the front ends have it from
 )
 from sessiondex.indexer.shape import (
     DERIVATION_VERSION,
@@ -172,6 +178,7 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
                 )
             )
             lost_triggers = triggers_missing(conn)
+            newer = newer_reason(conn)
             if applied == set(MIGRATION_NAMES):
                 check_schema_objects(conn)
         except sqlite3.Error as exc:
@@ -185,6 +192,12 @@ def _open_current_readonly(target: Path) -> ReadOnlyIndex | None:
                 # says IOERR_SHMSIZE): read the file as it stands.
                 continue
             return None
+        if newer is not None:
+            # Left as it is, read or written: neither a writable open nor this one's
+            # queries of rows and tables a newer copy made (one line, exit 1).
+            error = from_newer(conn, newer)
+            conn.close()
+            raise error
         if (
             applied != set(MIGRATION_NAMES)
             or meta.get("derivation_version") != str(DERIVATION_VERSION)
@@ -467,7 +480,7 @@ def open_if_current(path: str | os.PathLike[str]) -> Database | None:
     try:
         check_index_path(Path(path))
         return _open_current_readonly(Path(path))  # type: ignore[return-value]
-    except (sqlite3.Error, NotAnIndex):
+    except (sqlite3.Error, NotAnIndex, IndexFromNewer):
         return None
 
 
@@ -519,6 +532,9 @@ def prepare(db: Database) -> Database:
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = OFF")
     db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+    # Before anything is migrated, cleared or repaired: a newer copy's index is left
+    # as it is (IndexFromNewer; also asked at every write transaction, meta.immediate).
+    refuse_newer(db)
     pending = migrations.pending(db)
     if not pending:
         check_schema_objects(db.conn)
@@ -652,10 +668,6 @@ def clear_index(db: Database) -> None:
         )
 
 
-class IndexFromNewer(RuntimeError):
-    """The index was derived by a newer sessiondex's rules: left as it is (one line)."""
-
-
 def _check_derivation_version(db: Database) -> bool:
     """Clear an index derived by older rules; True when it held rows to clear.
 
@@ -666,14 +678,7 @@ def _check_derivation_version(db: Database) -> bool:
     stored = get_meta(db, "derivation_version")
     if stored == str(DERIVATION_VERSION):
         return False
-    if stored is not None and stored.isdigit() and int(stored) > DERIVATION_VERSION:
-        files = [row[2] for row in db.execute("PRAGMA database_list") if row[1] == "main"]
-        where = files[0] if files else "file"
-        raise IndexFromNewer(
-            f"the index {where} was built by a newer sessiondex (rules {stored}; this one"
-            f" has {DERIVATION_VERSION}): upgrade this copy, or stop the newer one's"
-            f" processes and delete {where} to rebuild it with this one"
-        )
+    refuse_newer(db)
     with immediate(db):
         if stored is not None:
             clear_index(db)

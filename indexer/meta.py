@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.lock import WriteTurn
+from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_NAMES, MIGRATION_SET
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -134,6 +135,9 @@ def immediate(db: Database) -> Iterator[Database]:
     with write_turn(db):
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Under the write lock: a newer sessiondex cannot re-derive or migrate the
+            # index between this look and the commit (one small SELECT per transaction).
+            refuse_newer(db)
             yield db
         except BaseException:
             conn.rollback()
@@ -144,6 +148,59 @@ def immediate(db: Database) -> Iterator[Database]:
             except BaseException:
                 conn.rollback()
                 raise
+
+
+class IndexFromNewer(RuntimeError):
+    """The index was made by a newer sessiondex: left as it is (one line)."""
+
+
+# What only a newer sessiondex writes, in one read: the derivation version, and one
+# applied migration this code does not know (names are identifiers: quoted inline).
+_NEWER_SQL = (
+    "SELECT (SELECT value FROM meta WHERE key = 'derivation_version'),"
+    " (SELECT name FROM _sqlite_migrations WHERE migration_set = ? AND name NOT IN ("
+    + ", ".join(f"'{name}'" for name in MIGRATION_NAMES)
+    + ") LIMIT 1)"
+)
+
+
+def newer_reason(db: Database | sqlite3.Connection | Any) -> str | None:
+    """Why the index was made by a newer sessiondex than this one, or None: a
+    derivation version above :data:`DERIVATION_VERSION`, or an applied migration this
+    code does not know (a newer copy's table change, which this code's writes would
+    not follow). The one rule; one small SELECT, so a long-lived process can ask before
+    every pass. An index without the tables yet (new) is not newer."""
+    try:
+        stored, unknown = db.execute(_NEWER_SQL, [MIGRATION_SET]).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return None
+    if unknown is not None:
+        return f"migration {unknown}, which this one does not know"
+    if stored is not None and str(stored).isdigit() and int(stored) > DERIVATION_VERSION:
+        return f"rules {stored}; this one has {DERIVATION_VERSION}"
+    return None
+
+
+def from_newer(db: Database | sqlite3.Connection | Any, why: str) -> IndexFromNewer:
+    """The one line for an index :func:`newer_reason` says a newer sessiondex made."""
+    path = database_path(db)
+    where = str(path) if path is not None else "file"
+    return IndexFromNewer(
+        f"the index {where} was built by a newer sessiondex ({why}): upgrade this copy,"
+        f" or stop the newer one's processes and delete {where} to rebuild it with this one"
+    )
+
+
+def refuse_newer(db: Database | sqlite3.Connection | Any) -> None:
+    """Raise :class:`IndexFromNewer` when a newer sessiondex made the index. An older
+    process still running after an upgrade (a ``watch`` service, an MCP server, an old
+    virtualenv) would otherwise clear what the newer one derived, or write rows by its
+    old rules into it; every write transaction (:func:`immediate`) and every open asks."""
+    why = newer_reason(db)
+    if why is not None:
+        raise from_newer(db, why)
 
 
 def check_writable(db: Database) -> None:

@@ -20,7 +20,7 @@ from sqlite_utils import Database
 from sessiondex.indexer import textstore
 from sessiondex.indexer.archive_ingest import refresh_archives
 from sessiondex.indexer.bulk import BulkFts
-from sessiondex.indexer.db import clear_index, release_space
+from sessiondex.indexer.db import IndexFromNewer, clear_index, release_space
 from sessiondex.indexer.faults import classify
 from sessiondex.indexer.ingest import (
     apply_tail,
@@ -181,7 +181,10 @@ class CommitGroup:
 def file_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is one file's own failure (a record the derivation chokes on, a
     constraint), as opposed to the database's (busy, full, read-only, damaged), which
-    stops the whole run: going on would only fail again on every file."""
+    stops the whole run: going on would only fail again on every file. So does an index
+    a newer sessiondex took meanwhile (:class:`IndexFromNewer`)."""
+    if isinstance(exc, IndexFromNewer):
+        return False
     if isinstance(exc, sqlite3.IntegrityError):
         return True
     if isinstance(exc, sqlite3.Error):

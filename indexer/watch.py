@@ -59,9 +59,10 @@ from watchdog.events import (
 )
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from sessiondex.indexer.db import open_db, recover_damaged
+from sessiondex.indexer.db import IndexFromNewer, open_db, recover_damaged
 from sessiondex.indexer.faults import CORRUPT, classify, file_identity
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file
+from sessiondex.indexer.meta import refuse_newer
 from sessiondex.indexer.refresh import ingest_path, refresh
 from sessiondex.indexer.shape import RACY_WINDOW_NS, settled_at
 from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
@@ -707,6 +708,11 @@ class Watcher:
                 work = self._pending.take(self.debounce, self.max_latency, self._next_wake())
                 if work is None:
                     break
+                # A newer sessiondex may have re-derived or migrated the index since the
+                # last pass (an upgrade while this kept running): stop before writing by
+                # these rules into it (IndexFromNewer, the CLI's one line). One small
+                # SELECT a wake-up; every write transaction asks again (meta.immediate).
+                refuse_newer(db)
                 now = time.monotonic()
                 if self._db_identity != file_identity(self.db_path):
                     self.log(
@@ -822,6 +828,8 @@ class Watcher:
             stats = refresh(db, self.roots)
             self._dirty = False
             self._rescan_failures = 0
+        except IndexFromNewer:
+            raise  # not to retry: the watcher stops (see _run)
         except Exception as exc:
             if reason == "catch-up" or classify(exc) == CORRUPT:
                 raise
@@ -867,6 +875,9 @@ class Watcher:
                 result = ingest_path(db, path, self.roots, stats)
                 if result in (NEW, REWRITTEN):
                     self._ingest_subagents(db, path, stats)
+            except IndexFromNewer:
+                self._report("events", sorted(paths), stats, started)
+                raise  # no file's fault: the watcher stops (see _run)
             except Exception as exc:
                 if classify(exc) == CORRUPT:
                     self._report("events", sorted(paths), stats, started)

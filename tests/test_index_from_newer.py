@@ -1,0 +1,191 @@
+"""An index a newer sessiondex made, met by an older one: left as it is, everywhere.
+
+"Newer" is either of the two things only a newer copy writes: a derivation version
+above this code's (``meta.derivation_version``), or a migration this code does not
+know (a row of ``_sqlite_migrations``). An older process meeting either at open, or
+later while it runs (a ``watch``, an MCP server, the web view, the picker left open
+through an upgrade), stops with one line and writes nothing: the two would otherwise
+clear and rebuild the index in turns, or the old one write rows by its old rules
+into tables the newer schema changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from sessiondex.indexer.db import open_db
+from sessiondex.indexer.lock import watcher_alive
+from sessiondex.indexer.refresh import refresh
+from sessiondex.indexer.shape import DERIVATION_VERSION, MIGRATION_SET
+from tests.builders import ConfigTree, copy_fixtures
+
+DEADLINE = 20.0
+
+
+def _newer_rules(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'derivation_version'",
+        [str(DERIVATION_VERSION + 1)],
+    )
+
+
+def _newer_migration(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO _sqlite_migrations (migration_set, name, applied_at)"
+        " VALUES (?, 'm999_from_a_newer_sessiondex', '2030-01-01 00:00:00')",
+        [MIGRATION_SET],
+    )
+
+
+NEWER: dict[str, Callable[[sqlite3.Connection], None]] = {
+    "derivation": _newer_rules,
+    "migration": _newer_migration,
+}
+
+
+def _make_newer(path: Path, how: str) -> None:
+    """What a newer sessiondex leaves in the file, written from a connection of its own."""
+    conn = sqlite3.connect(path, timeout=DEADLINE)
+    try:
+        with conn:
+            NEWER[how](conn)
+    finally:
+        conn.close()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _built(tmp_path: Path) -> tuple[Path, Path]:
+    root = copy_fixtures(tmp_path)
+    path = tmp_path / "index.db"
+    db = open_db(path)
+    refresh(db, [root])
+    db.close()  # the last connection: the WAL is folded into the file and removed
+    return root, path
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "newer sessiondex" in lines[0], stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("how", sorted(NEWER))
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list", "--scope", "all"],
+        ["--no-refresh", "list", "--scope", "all"],
+        ["search", "anything"],
+        ["index"],
+        ["index", "--rebuild"],
+    ],
+    ids=["list", "list-no-refresh", "search", "index", "rebuild"],
+)
+def test_an_older_command_leaves_a_newer_index_byte_for_byte(
+    tmp_path: Path, how: str, command: list[str]
+) -> None:
+    """A migration this code does not know counts as "from newer" as a higher
+    derivation version does: before, such an index failed the read-only open's check
+    every time, was opened for writing, and the refresh wrote rows by the old rules
+    into tables the newer migration may have changed (exit 0)."""
+    root, path = _built(tmp_path)
+    _make_newer(path, how)
+    before = _digest(path)
+
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(path), *command])
+
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    _one_line(result.stderr)
+    assert _digest(path) == before
+    assert not list(tmp_path.glob("index.db.corrupt-*"))
+
+
+# --------------------------------------------------------------------- a running watch
+@pytest.mark.parametrize("how", sorted(NEWER))
+def test_a_running_watch_stops_when_a_newer_sessiondex_takes_the_index(
+    tmp_path: Path, how: str
+) -> None:
+    """A ``watch`` started before the upgrade checked the index only when it opened
+    it, and went on ingesting appends by its own rules into the index the newer copy
+    had re-derived. It now looks before each pass, stops with one line and exit 1, and
+    the append waits for the newer copy."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo")
+    s.user("alpha start")
+    s.write()
+    path = tmp_path / "index.db"
+    done = threading.Event()
+    counts: dict[str, int] = {}
+
+    def upgrade_under_it() -> None:
+        end = time.monotonic() + DEADLINE
+        while not done.is_set() and not watcher_alive(path):
+            if time.monotonic() > end:
+                return
+            time.sleep(0.02)
+        time.sleep(0.3)  # the catch-up is committed before the lock is looked at
+        _make_newer(path, how)
+        conn = sqlite3.connect(path)
+        try:
+            counts["before"] = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        finally:
+            conn.close()
+        s.user("zulu appended after the upgrade")
+        s.append()
+        # A watch that does not stop is stopped as Ctrl-C would (exit 0: the test fails).
+        while watcher_alive(path) and time.monotonic() < end:
+            time.sleep(0.05)
+        if watcher_alive(path):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    upgrader = threading.Thread(target=upgrade_under_it)
+    upgrader.start()
+    try:
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--config-dir",
+                str(tree.root),
+                "--db",
+                str(path),
+                "watch",
+                "--debounce",
+                "10",
+                "--no-archive",
+            ],
+        )
+    finally:
+        done.set()
+        upgrader.join(DEADLINE)
+    assert "before" in counts, result.output
+    assert result.exit_code == 1, result.output
+    line = _one_line(result.stderr)
+    assert line.startswith("Error: stopped watching: "), line
+    assert not watcher_alive(path)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == counts["before"]
+        if how == "derivation":
+            stored = conn.execute(
+                "SELECT value FROM meta WHERE key = 'derivation_version'"
+            ).fetchone()[0]
+            assert stored == str(DERIVATION_VERSION + 1)
+    finally:
+        conn.close()
