@@ -469,6 +469,13 @@ class SessionService:
         include_tools: bool = False,
         cwd: str | None = None,
     ) -> str:
+        if around_message and not around_message.strip():
+            # Else looked up as a UUID: "message  is not on the live branch of …".
+            raise UserError(
+                "around_message is empty: leave it out to read from offset, or give a"
+                " message_uuid from search_sessions"
+            )
+
         def run() -> str:
             self._check_ref(ref)
             conversation = self.index().conversation(ref, cwd=self._cwd(cwd))

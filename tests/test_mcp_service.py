@@ -226,6 +226,11 @@ def test_around_message_finds_a_merged_assistant_line(tmp_path: Path) -> None:
         # another project's ID prefix: the advice is the tool's argument, not a shell's
         # "run the command from its directory", which a model cannot do (helper 130)
         (lambda s: s.read_session("12a0e588"), "give its whole ID, or pass its directory as cwd"),
+        # blank: "message  is not on the live branch of session …", a UUID of nothing
+        (
+            lambda s: s.read_session("4045e6f8", around_message=" \t"),
+            "around_message is empty: leave it out",
+        ),
     ],
 )
 def test_bad_input_is_one_sentence(fixture_index: Index, call, says: str) -> None:  # type: ignore[no-untyped-def]
