@@ -191,13 +191,17 @@ class SessiondexServer(MCPServer[Any]):
         except UserError as exc:
             log.warning("resources/list: %s", exc)
             rows = []
+        # A client shows these to a person (Claude Code's @ menu): transcript text in
+        # them made visible, as in an error (:func:`shown`); a tool's JSON keeps it exact.
         return [
             Resource(
                 uri=f"session://{row['session_id']}",
                 name=str(row["session_id"]),
-                title=row.get("title"),
-                description=f"{row.get('cwd') or '?'} · {row.get('git_branch') or '-'}"
-                f" · last activity {row.get('last_activity') or '?'}",
+                title=_visible(row.get("title")),
+                description=_visible(
+                    f"{row.get('cwd') or '?'} · {row.get('git_branch') or '-'}"
+                    f" · last activity {row.get('last_activity') or '?'}"
+                ),
                 mime_type="text/markdown",
             )
             for row in rows
@@ -213,6 +217,12 @@ def _quoted(name: str) -> str:
     most :data:`NAME_SHOWN_MAX` characters."""
     text = neutralize(name, single_line=True)
     return repr(text if len(text) <= NAME_SHOWN_MAX else text[: NAME_SHOWN_MAX - 1] + "…")
+
+
+def _visible(text: str | None) -> str | None:
+    """Transcript text a client shows a person, on one line with its control and bidi
+    characters made visible (render/terminal.py)."""
+    return None if text is None else neutralize(text, single_line=True)
 
 
 def shown(error: UserError, limit: int) -> str:

@@ -872,3 +872,32 @@ def test_an_argument_the_tool_does_not_have_is_an_error_naming_the_ones_it_has(
     assert "\n" not in message and "\x1b" not in message
     assert all(name in message for name in schemas[tool]["properties"])
     assert all(schema["additionalProperties"] is False for schema in schemas.values())
+
+
+def test_the_resource_list_shows_transcript_text_as_the_cli_does(tmp_path: Path) -> None:
+    """The resource list is what a client shows a person (Claude Code's @ menu), but it
+    carried a session's title, directory and branch raw: an OSC that retitles the
+    terminal, an ESC sequence that clears it, a bidi override. They are made visible
+    there, as in an error; the session is still named and reached by its ID."""
+    import asyncio
+
+    from sessiondex.mcp_server.server import build_server
+    from sessiondex.mcp_server.service import Settings
+
+    tree = ConfigTree(tmp_path / "claude")
+    hostile = tree.session(cwd="/w/shop\x1b[2J", git_branch="fix\u202eevil")
+    hostile.user("hello")
+    hostile.assistant("hi")
+    hostile.meta("custom-title", customTitle="title\x1b]0;pwned\x07 \u202eevil")
+    hostile.write()
+    db = tmp_path / "index.db"
+    server = build_server(lambda: Index(db, [tree.root]), Settings(cwd="/w"))
+    try:
+        resources = asyncio.run(server.list_resources())
+    finally:
+        server.runner.shutdown()
+    (resource,) = [r for r in resources if str(r.uri) == f"session://{hostile.session_id}"]
+    assert resource.name == hostile.session_id
+    assert resource.title == "title^[]0;pwned^G <U+202E>evil"
+    assert resource.description is not None
+    assert resource.description.startswith("/w/shop^[[2J · fix<U+202E>evil · last activity ")
