@@ -58,6 +58,17 @@ def _last_value(window: bytes, kind: str, key: str) -> str | None:
     return None
 
 
+def last_in_tail(path: str | Path, kind: str, key: str) -> str | None:
+    """The ``key`` of the last whole ``kind`` record in the last :data:`WINDOW` bytes
+    of ``path`` (the tail Claude Code's picker reads first), or None; OSError when it
+    cannot be read. The title sidecar's writer reads its name here
+    (:func:`~sessiondex.transcripts.write.write_title_sidecar`)."""
+    with open_regular(path) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        stream.seek(max(0, size - WINDOW))
+        return _last_value(stream.read(WINDOW), kind, key)
+
+
 def sdk_title_and_tag(path: str | Path) -> tuple[str | None, str | None]:
     """The custom title and tag the SDK's listing and Claude Code's picker show for the
     transcript at ``path``: the title from the tail, else the head; the tag from the

@@ -56,6 +56,7 @@ mirror of the session's name (:func:`write_title_sidecar`).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import stat
@@ -76,6 +77,7 @@ from sessiondex.transcripts.discover import (
     describe_project_jsonl,
 )
 from sessiondex.transcripts.tree import remove_stale, walk
+from sessiondex.transcripts.windows import last_in_tail
 
 
 class WriteRefused(Exception):
@@ -270,12 +272,20 @@ def _still_there(fd: int, path: Path, landed_at: int, data: bytes) -> bool:
 
 
 def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
-    """Write ``{"customTitle": title}`` to ``<id>/custom-title.json`` beside the main
-    transcript ``path`` (inside a configured ``projects/`` dir), as Claude Code does on
-    every rename and fork; returns the sidecar's path. Claude Code's picker reads a name
+    """Write the session's name to ``<id>/custom-title.json`` beside the main transcript
+    ``path`` (inside a configured ``projects/`` dir), as Claude Code does on every
+    rename and fork; returns the sidecar's path. Claude Code's picker reads a name
     from the last 64 KiB's ``custom-title`` record, else from this file, else from the
     first 64 KiB's record (docs/session-fields.md): a sidecar left saying an old
     name brings that name back once the record is further from the end.
+
+    The name written is the transcript's last ``custom-title`` record in its last
+    64 KiB (``title`` when there is none there), read under an exclusive ``flock`` on
+    the ``<id>/`` folder that every sidecar write of ours takes: two renames at once
+    append in one order and could write their sidecars in the other, leaving the
+    loser's name beside the winner's record. Now whichever writes last reads after
+    both appends. A last record that clears the name (``""``) writes nothing, as
+    Claude Code deletes the sidecar then.
 
     Only the name is written: the sidecar's optional ``by`` and ``at`` are documented as
     optional and not what they hold, and one kept from an earlier rename would describe
@@ -288,7 +298,6 @@ def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
     tf = owned_transcript(path, roots)
     folder = tf.path.with_suffix("")
     sidecar = folder / TITLE_SIDECAR_NAME
-    data = orjson.dumps({"customTitle": title})
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
@@ -304,6 +313,11 @@ def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
         raise WriteRefused(f"cannot write {sidecar}: {exc.strerror}") from None
     temporary = f".{TITLE_SIDECAR_NAME}.{uuid.uuid4().hex}.tmp"
     try:
+        fcntl.flock(folder_fd, fcntl.LOCK_EX)  # released when folder_fd is closed
+        name = _last_name(tf.path, title)
+        if name is None:
+            return sidecar
+        data = orjson.dumps({"customTitle": name})
         fd = os.open(
             temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600, dir_fd=folder_fd
         )
@@ -323,6 +337,20 @@ def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
     finally:
         os.close(folder_fd)
     return sidecar
+
+
+def _last_name(transcript: Path, title: str) -> str | None:
+    """The name the transcript's last 64 KiB record last (what Claude Code's picker
+    reads first), stripped; ``title`` when they hold no ``custom-title`` record or
+    cannot be read (the record just appended is there unless more than 64 KiB followed
+    it); None when that last record clears the name."""
+    try:
+        last = last_in_tail(transcript, "custom-title", "customTitle")
+    except OSError:
+        return title
+    if last is None:
+        return title
+    return last.strip() or None
 
 
 # A temporary sidecar older than this was left by a process killed between writing and
