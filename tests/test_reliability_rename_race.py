@@ -156,3 +156,29 @@ def test_the_sidecar_ends_with_the_files_last_name_whatever_the_order_of_writes(
     assert indexed_title(db, sid) == "right"
     sidecar = json.loads((s.path.with_suffix("") / "custom-title.json").read_bytes())
     assert sidecar == {"customTitle": "right"}
+
+
+def test_a_folder_that_cannot_be_locked_still_gets_its_sidecar(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some file systems refuse ``flock`` (an NFS mount without a lock daemon: ENOLCK).
+    The lock only orders two of our renames; without it the sidecar is written as
+    before, with no warning, rather than refused on every rename."""
+    import errno
+
+    from sessiondex import Index
+    from sessiondex.transcripts import write
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(write, "flock", no_locks)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/nfs")
+    s.user("a session on a share")
+    s.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        result = index.rename(s.session_id, "On the share")
+    assert result.warnings == []
+    sidecar = json.loads((s.path.with_suffix("") / "custom-title.json").read_bytes())
+    assert sidecar == {"customTitle": "On the share"}

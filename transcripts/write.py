@@ -56,7 +56,6 @@ mirror of the session's name (:func:`write_title_sidecar`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import stat
@@ -64,6 +63,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from fcntl import LOCK_EX, flock
 from pathlib import Path
 from typing import Any
 
@@ -313,7 +313,10 @@ def write_title_sidecar(path: Path, title: str, roots: list[Path]) -> Path:
         raise WriteRefused(f"cannot write {sidecar}: {exc.strerror}") from None
     temporary = f".{TITLE_SIDECAR_NAME}.{uuid.uuid4().hex}.tmp"
     try:
-        fcntl.flock(folder_fd, fcntl.LOCK_EX)  # released when folder_fd is closed
+        # Released when folder_fd is closed. A file system without locks (ENOLCK on
+        # some NFS mounts) writes as before: the lock only orders two of our renames.
+        with contextlib.suppress(OSError):
+            flock(folder_fd, LOCK_EX)
         name = _last_name(tf.path, title)
         if name is None:
             return sidecar
