@@ -14,6 +14,7 @@ generation number; only the latest is applied).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -508,6 +509,16 @@ class PickerScreen(Screen[None]):
             return  # its object is on the way; Enter again
         if obj.get("resume_command") is None and is_archived(obj):
             self._say_archived(obj)
+            return
+        path = obj.get("file_path")
+        if path and not os.path.exists(path):
+            # Deleted since it was listed, before the live check drops its row: its
+            # resume command would only get "No conversation found" from claude.
+            self.notify(
+                "its transcript was deleted since it was listed: nothing to resume",
+                severity="warning",
+                markup=False,
+            )
             return
         self.app.exit(obj)
 

@@ -439,6 +439,28 @@ def test_a_box_shows_typed_text_without_its_control_characters(
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", shown)
 
 
+def test_enter_on_a_session_deleted_since_it_was_listed_says_so(tmp_path: Path) -> None:
+    """A transcript deleted while its row was on screen (cleanup, another terminal,
+    Claude Code's own sweep; before the next live check) was still chosen: ``pick``
+    exited 0 with a resume command ``claude`` answers "No conversation found" to. Enter
+    now says the transcript is gone and stays; the next choice works."""
+    world = PickerWorld(tmp_path)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        notes: list[str] = []
+        app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
+        first = app.picker.session_list.rows[0]
+        Path(first.path).unlink()
+        await press(app, pilot, "enter")
+        stayed = app.is_running
+        await press(app, pilot, "down", "enter")
+        return first.session_id, stayed, notes
+
+    chosen, (deleted, stayed, notes) = drive(world, run)
+    assert stayed and any("deleted" in note for note in notes), notes
+    assert chosen is not None and chosen["session_id"] != deleted
+
+
 def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     """Rows drawn for one load are reused by the next only when they show the same:
     a rename or a tag redraws the row; a search that keeps a session keeps its row."""
