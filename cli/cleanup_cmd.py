@@ -221,9 +221,10 @@ def _render_root(
                 "and leaves the originals)."
             )
     if plan["exempt"]:
+        others = sum(1 for e in plan["exempt"] if e.get("kind", SESSION) != SESSION)
+        exempt = sessions_and_files(len(plan["exempt"]) - others, others, of="desktop ")
         out.append(
-            f"  Exempt: {totals['exempt']} desktop session(s) past the cutoff; Claude "
-            "Code's sweep keeps them (not counted)."
+            f"  Exempt: {exempt} past the cutoff; Claude Code's sweep keeps them (not counted)."
         )
         out.append(_table(plan["exempt"]))
     if plan["losing_subagents"]:

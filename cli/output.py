@@ -198,16 +198,17 @@ PROJECT_SHRINK = (20, 7)
 TITLE_FLOOR, TITLE_MIN = 24, 10
 
 
-def sessions_and_files(sessions: int, files: int) -> str:
+def sessions_and_files(sessions: int, files: int, of: str = "") -> str:
     """``3 session(s) and 2 other file(s) (not sessions)``: a count of what cleanup or
     archive did, with the project-level ``*.jsonl`` files that are no sessions (legacy
     ``agent-*.jsonl``, other ``.jsonl``; Claude Code's sweep deletes them too) said
     apart, as the dry run lists them. Counting them as sessions claimed sessions that
-    do not exist. No files: the sessions alone; no sessions but files: the files alone."""
-    said = f"{files} other file(s) (not sessions)"
+    do not exist. No files: the sessions alone; no sessions but files: the files alone.
+    ``of`` qualifies both (``"desktop "``: ``1 desktop session(s)``)."""
+    said = f"{files} other {of}file(s) (not sessions)"
     if not files:
-        return f"{sessions} session(s)"
-    return f"{sessions} session(s) and {said}" if sessions else said
+        return f"{sessions} {of}session(s)"
+    return f"{sessions} {of}session(s) and {said}" if sessions else said
 
 
 def is_archived(obj: dict[str, Any]) -> bool:

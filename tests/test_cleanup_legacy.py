@@ -381,3 +381,14 @@ def test_days_says_whose_cleanup_takes_the_other_files(
     files = [e for e in root["expired"] if e["kind"] != "session"]
     assert len(files) == 2
     assert all(e["claude_code_deletes"] == ("cleanupPeriodDays" not in settings) for e in files)
+
+
+def test_the_exempt_line_counts_a_desktop_file_as_no_session(world: dict[str, Any]) -> None:
+    """A legacy ``agent-*.jsonl`` of Claude Code Desktop is exempt as a desktop session
+    is; the dry run said "Exempt: 1 desktop session(s)" for it."""
+    text = _run(world, "cleanup", "--cwd", str(world["tmp"]))
+    assert text.exit_code == 0, text.output
+    assert (
+        "  Exempt: 1 other desktop file(s) (not sessions) past the cutoff; Claude Code's"
+        " sweep keeps them (not counted)." in text.output.splitlines()
+    )
