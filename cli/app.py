@@ -151,10 +151,13 @@ class App:
         return CliError(f"cannot open the index at {path}: {detail}")
 
     def _open(self, opener: Callable[[], Database]) -> Database:
+        from sessiondex.indexer.db import IndexFromNewer
         from sessiondex.indexer.faults import is_corrupt
 
         try:
             return opener()
+        except IndexFromNewer:
+            raise  # opened, and left alone: its own line names the file (_guarded)
         except Exception as exc:  # sqlite3 errors, permissions: one clear line
             if self.index.team_dsn is not None:  # the DSN may hold a password: not echoed
                 from sessiondex.index import TeamStoreReadOnly

@@ -189,3 +189,64 @@ def test_a_running_watch_stops_when_a_newer_sessiondex_takes_the_index(
             assert stored == str(DERIVATION_VERSION + 1)
     finally:
         conn.close()
+
+
+# --------------------------------------------------------------------- every command
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+# Every command that opens the index, by ``{sid}`` (a session of the fixtures), ``{cwd}``
+# (its directory) and ``{out}`` (a scratch dir).
+EVERY_COMMAND = [
+    ["stats"],
+    ["from-pr", "1"],
+    ["resolve", "{sid}"],
+    ["continue", "--cwd", "{cwd}"],
+    ["resume", "--dry-run", "{sid}"],
+    ["show", "{sid}"],
+    ["export", "{sid}", "-o", "{out}/out.md"],
+    ["rename", "{sid}", "a new name"],
+    ["tag", "{sid}", "t1"],
+    ["untag", "{sid}"],
+    ["fork", "{sid}"],
+    ["delete", "{sid}", "--yes"],
+    ["cleanup"],
+    ["archive", "--to", "{out}/archive"],
+    ["restore", "{sid}"],
+]
+
+
+@pytest.mark.parametrize("command", EVERY_COMMAND, ids=[c[0] for c in EVERY_COMMAND])
+def test_every_command_says_the_one_line_and_touches_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The commands that open the index for writing (stats, the mutations, cleanup,
+    archive…) said "cannot open the index at X: the index X was built by a newer
+    sessiondex …": the file named twice, as if it could not be opened. Now the one line
+    every reading command says; neither the index nor a transcript changes."""
+    root, path = _built(tmp_path)
+    conn = sqlite3.connect(path)
+    try:
+        sid, cwd = conn.execute(
+            "SELECT session_id, cwd FROM sessions WHERE archived = 0 ORDER BY id LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    _make_newer(path, "derivation")
+    before, transcripts = _digest(path), _tree_digest(root)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [a.format(sid=sid, cwd=cwd, out=out) for a in command]
+
+    result = CliRunner().invoke(cli, ["--config-dir", str(root), "--db", str(path), *args])
+
+    assert result.exit_code == 1, result.output
+    line = _one_line(result.stderr)
+    assert line.startswith(f"Error: the index {path} was built by a newer sessiondex"), line
+    assert _digest(path) == before
+    assert _tree_digest(root) == transcripts
