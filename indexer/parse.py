@@ -22,7 +22,7 @@ from sessiondex.transcripts.reader import (
     PROBLEM_TOO_LONG,
     RecordReader,
     classify,
-    glued_record,
+    glued_records,
 )
 from sessiondex.transcripts.records import timestamp_ms
 
@@ -205,8 +205,7 @@ def parse_tail(
             reader.problems[problem] += 1
         if record is None:
             if problem == PROBLEM_MALFORMED and state is not None:
-                glued = glued_record(line)
-                if glued is not None:
+                for glued in glued_records(line):
                     state.apply(
                         glued, known_branches, known_links, line_offset, line_offset + len(line)
                     )

@@ -45,7 +45,9 @@ from typing import Any
 # 35: head_entrypoint, the first entrypoint only when its line is in the head window (m016)
 # 36: a record glued onto a bad line gives only its type's own fields (reader.GLUED_FIELDS):
 # no entrypoint, branch or timestamp of a line Claude Code's window test skips
-DERIVATION_VERSION = 36
+# 37: the whole metadata record a bad line starts with, before a record glued onto it
+# (reader.glued_records), and a tag glued onto a line that starts with a tag
+DERIVATION_VERSION = 37
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

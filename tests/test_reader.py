@@ -18,6 +18,7 @@ from sessiondex.transcripts.reader import (
     PROBLEM_TOO_LONG,
     RecordReader,
     glued_record,
+    glued_records,
 )
 
 
@@ -170,6 +171,64 @@ def test_a_glued_record_keeps_only_its_type_s_own_fields() -> None:
     extra = b',"entrypoint":"claude-desktop","gitBranch":"b","timestamp":"2026-01-01T00:00:00Z"}'
     line = b'{"type":"user","uuid":"u"}' + TITLE[:-1] + extra
     assert glued_record(line) == {"type": "custom-title", "customTitle": "T", "sessionId": SID}
+
+
+def _meta(kind: str, **fields: object) -> bytes:
+    return orjson.dumps({"type": kind, **fields, "sessionId": SID})
+
+
+@pytest.mark.parametrize(
+    ("line", "records"),
+    [
+        # a whole metadata record lost its newline, and a record was glued onto it
+        (TITLE + _meta("tag", tag="x"), [("custom-title", "customTitle", "T")]),
+        (
+            _meta("tag", tag="kept") + TITLE,
+            [("tag", "tag", "kept"), ("custom-title", "customTitle", "T")],
+        ),
+        (
+            _meta("last-prompt", lastPrompt="p") + TITLE,
+            [("last-prompt", "lastPrompt", "p"), ("custom-title", "customTitle", "T")],
+        ),
+        (
+            _meta("ai-title", aiTitle="A") + b'{"type":"user","message":{"role":"us',
+            [("ai-title", "aiTitle", "A")],
+        ),
+        # a tag glued onto a line that starts with a tag: the SDK reads the line's last
+        (
+            _meta("tag", tag="old") + _meta("tag", tag="new"),
+            [("tag", "tag", "old"), ("tag", "tag", "new")],
+        ),
+        (b'{"type":"tag","ta' + _meta("tag", tag="new"), [("tag", "tag", "new")]),
+        # not a metadata record at the start: its fields are a bad line's
+        (b'{"type":"user","uuid":"u","gitBranch":"b"}' + _meta("tag", tag="x"), []),
+        (b'{"type":"permission-mode","mode":"x"}' + TITLE, [("custom-title", "customTitle", "T")]),
+        # a fragment of one: nothing
+        (b'{"type":"custom-title","customTitle":"cut' + _meta("tag", tag="x"), []),
+        # invalid UTF-8 or nesting too deep for the decoder: nothing, no exception
+        (
+            b'{"type":"custom-title","customTitle":"\xff"}' + TITLE,
+            [("custom-title", "customTitle", "T")],
+        ),
+        (
+            b'{"type":"tag","tag":' + b"[" * 100_000 + b"]" * 100_000 + b"}" + TITLE,
+            [("custom-title", "customTitle", "T")],
+        ),
+        # a line with a NUL is a nul-byte line, not a malformed one: nothing
+        (TITLE + b"\x00" + _meta("tag", tag="x"), []),
+        # a lone surrogate escape in the head reads as U+FFFD, as every reader reads it
+        (
+            b'{"type":"custom-title","customTitle":"a\\ud83d"}x',
+            [("custom-title", "customTitle", "a\ufffd")],
+        ),
+    ],
+)
+def test_glued_records(line: bytes, records: list[tuple[str, str, str]]) -> None:
+    """What a bad line gives: the whole metadata record it starts with (its newline was
+    lost before another writer glued a record onto it), then the glued record."""
+    found = glued_records(line)
+    assert [r["type"] for r in found] == [kind for kind, _, _ in records]
+    assert [r[key] for r, (_, key, _) in zip(found, records)] == [v for _, _, v in records]
 
 
 def _depth(value: object) -> int:

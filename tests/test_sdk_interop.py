@@ -465,6 +465,65 @@ def test_a_title_the_sdk_glued_onto_a_bad_line_is_read_as_the_sdk_reads_it(
     assert again.exit_code == 0 and s.path.read_bytes() == before  # nothing to change
 
 
+# The last record of a session is a metadata record more often than not (Claude Code
+# re-appends its block at exit); a file that lost its final newline (a script that
+# rewrote it with "\n".join, an editor) then gets the SDK's record glued onto it.
+GLUED_ONTO_WHOLE: dict[str, tuple[tuple[str, dict[str, Any]], str, str | None]] = {
+    "a name, then a tag": (("custom-title", {"customTitle": "Kept name"}), "tag_session", "new"),
+    "an AI title, then a tag": (("ai-title", {"aiTitle": "Kept AI title"}), "tag_session", "new"),
+    "a last prompt, then a tag": (
+        ("last-prompt", {"lastPrompt": "kept prompt"}),
+        "tag_session",
+        "new",
+    ),
+    "a legacy summary, then a tag": (
+        ("summary", {"summary": "Kept summary"}),
+        "tag_session",
+        "new",
+    ),
+    "a tag, then a name": (("tag", {"tag": "kept"}), "rename_session", "Glued name"),
+    "a tag, then a tag": (("tag", {"tag": "old"}), "tag_session", "new"),
+    "a tag, then a clear": (("tag", {"tag": "old"}), "tag_session", None),
+}
+
+
+@pytest.mark.parametrize("case", list(GLUED_ONTO_WHOLE))
+def test_a_whole_record_the_sdk_glued_onto_is_read_as_the_sdk_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The SDK's append onto a last line that is a whole record without its newline
+    leaves one line holding two records. The SDK's listing and Claude Code's picker
+    still see the first one's name, prompt or tag (they scan the tail's text for
+    them, and a tag on a line that starts with one); the index lost it, and listed
+    the session under its first prompt, or without its tag."""
+    (kind, fields), call, value = GLUED_ONTO_WHOLE[case]
+    tree = ConfigTree(tmp_path / "claude")
+    sid = "1a1a1a1a-0000-4000-8000-000000000004"
+    s = tree.session("/home/dev/glued-whole", session_id=sid)
+    s.user("the first prompt")
+    s.assistant("an answer")
+    s.meta(kind, **fields)
+    s.write(mtime=T0)
+    s.path.write_bytes(s.path.read_bytes().rstrip(b"\n"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root))
+    getattr(sdk, call)(sid, value)
+    assert s.path.read_bytes().count(b"\n") == len(s.records)  # its last line holds two
+    theirs = dataclasses.asdict(sdk.get_session_info(sid))
+    mine = dataclasses.asdict(ours(tree.root, "get_session_info", sid))
+    assert mine == theirs
+    obj = our_session(tree.root, sid)
+    assert obj is not None
+    assert (obj["title"], obj["tag"]) == (theirs["summary"], theirs["tag"])
+    if theirs["tag"]:  # the SDK and the picker see it: tagging it again changes nothing
+        again = run_cli(tree.root, "tag", sid, theirs["tag"])
+        assert again.exit_code == 0 and "nothing written" in again.output, again.output
+    # A fork is named after the same title, by both writers.
+    their_fork = sdk.get_session_info(sdk.fork_session(sid).session_id)
+    forked = run_cli(tree.root, "fork", sid)
+    assert forked.exit_code == 0, forked.output
+    assert sdk.get_session_info(forked.stdout.strip()).custom_title == their_fork.custom_title
+
+
 # ----------------------------------------------------------------- the SDK's writes → us
 def test_our_index_sees_the_sdks_rename_tag_fork_and_delete(fixture_root: Path) -> None:
     sid = "d36aa0a1-11d8-5c2a-be7f-9879597e52d9"  # blog-aititle

@@ -26,6 +26,7 @@ from sessiondex.transcripts.discover import open_regular
 from sessiondex.transcripts.reader import (
     PROBLEM_BEING_WRITTEN,
     PROBLEM_NEVER_FINISHED,
+    glued_records,
     parse_line,
     split_lines,
 )
@@ -66,7 +67,9 @@ def quiet_since_written(st: os.stat_result) -> bool:
     return time.time() - st.st_mtime >= TAIL_QUIET_SECONDS
 
 
-def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry], Counter[str]]:
+def load_entries(
+    path: Path, *, complete_only: bool = False, glued: bool = False
+) -> tuple[list[Entry], Counter[str]]:
     """Every JSON object of the file in file order, and the skipped or repaired lines by
     kind (``transcripts.reader``'s definitions, so ``show`` and ``index`` agree).
 
@@ -75,8 +78,10 @@ def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry
     record. A last line without ``\\n`` is read too, as the SDK reads it, if it already
     is a whole record (else it is ``being-written``, not bad), unless ``complete_only``
     (a writer may still be writing it: a copy must not take half a record, nor a whole
-    one whose line has not ended yet). Raises only ``OSError`` for the file itself, never
-    for its content.
+    one whose line has not ended yet). With ``glued``, a bad line gives the metadata
+    records the index reads of it (``reader.glued_records``: a title the SDK glued onto
+    a line without its newline), in their place, as the session's title is read.
+    Raises only ``OSError`` for the file itself, never for its content.
     """
     with open_regular(path) as stream:
         quiet = quiet_since_written(os.fstat(stream.fileno()))
@@ -90,6 +95,8 @@ def load_entries(path: Path, *, complete_only: bool = False) -> tuple[list[Entry
         entry = _parse_line(raw, problems)
         if entry is not None:
             entries.append(entry)
+        elif glued and raw.strip():
+            entries.extend(glued_records(raw))
     last = _parse_line(tail, problems, complete=False, quiet=quiet)
     if last is not None:
         entries.append(last)

@@ -338,9 +338,11 @@ def fork_transcript(
         # Complete lines only while Claude Code may be writing the last one; a file
         # quiet for as long as an append waits (transcripts/write.py) ended in a write
         # that died before its newline, and its last whole record is part of the
-        # conversation (the SDK and our index read it).
+        # conversation (the SDK and our index read it). A name on a bad line (the SDK
+        # glued it on, or glued its record onto it) names the fork as it names the
+        # session (reader.glued_records).
         quiet = time.time() - os.stat(owned.path).st_mtime >= TAIL_QUIET_SECONDS
-        records, _problems = load_entries(owned.path, complete_only=not quiet)
+        records, _problems = load_entries(owned.path, complete_only=not quiet, glued=True)
     except FileNotFoundError:
         raise ForkError(f"{owned.path} no longer exists") from None
     except OSError as exc:

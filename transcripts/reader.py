@@ -319,6 +319,37 @@ GLUED_FIELDS: dict[str, tuple[str, ...]] = {
     "pr-link": ("prNumber", "prUrl", "prRepository"),
 }
 GLUED_TYPES = frozenset(GLUED_FIELDS)
+#: What the SDK takes a tag from: a line that starts exactly so (its tail scan), and
+#: then the last ``"tag"`` value on that line, a record glued onto it included.
+TAG_LINE_START = b'{"type":"tag"'
+#: What is read of the whole record a bad line starts with, when another writer glued
+#: its record onto it (the line had lost its newline): the fields of
+#: :data:`GLUED_FIELDS`, which the picker's and the SDK's string search still find
+#: there, and a tag, since the line starts with it (:data:`TAG_LINE_START`).
+HEAD_FIELDS: dict[str, tuple[str, ...]] = {**GLUED_FIELDS, "tag": ("tag",)}
+_GLUED_START = b'{"type":"'
+
+
+def _kept(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    kept: dict[str, Any] = {"type": value["type"]}
+    if "sessionId" in value:
+        kept["sessionId"] = value["sessionId"]
+    kept.update((key, value[key]) for key in fields if key in value)
+    return kept
+
+
+def _glued_at(line: bytes, start: int, kinds: dict[str, tuple[str, ...]]) -> dict[str, Any] | None:
+    """The record from ``start`` to the end of ``line``, if it is one of a type in
+    ``kinds`` with a ``sessionId`` (as both writers write it), cut to its fields."""
+    try:
+        value = orjson.loads(line[start:])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+        return None
+    kind = value.get("type")
+    fields = kinds.get(kind) if isinstance(kind, str) else None
+    return None if fields is None else _kept(value, fields)
 
 
 def glued_record(line: bytes) -> dict[str, Any] | None:
@@ -327,22 +358,56 @@ def glued_record(line: bytes) -> dict[str, Any] | None:
     a ``sessionId`` (as both writers write it), cut to its type's :data:`GLUED_FIELDS`.
     Inside a JSON string the quotes of that opening would be escaped, so it can only
     begin a record (or a nested object, which does not reach the line's end alone)."""
-    start = line.rfind(b'{"type":"')
+    start = line.rfind(_GLUED_START)
     if start <= 0:
         return None
-    try:
-        value = orjson.loads(line[start:])
-    except orjson.JSONDecodeError:
+    return _glued_at(line, start, GLUED_FIELDS)
+
+
+def _head_record(line: bytes) -> dict[str, Any] | None:
+    """The whole metadata record (:data:`HEAD_FIELDS`) a bad ``line`` starts with,
+    followed by more bytes, cut to its type's fields; None when the line starts with
+    anything else. Both writers put ``type`` first, so only a line that starts with
+    such a type is decoded (with the standard library's ``raw_decode``, which says
+    where the first value ends; orjson reads whole documents only)."""
+    if not line.startswith(_GLUED_START):
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
-        return None
-    kind = value.get("type")
-    fields = GLUED_FIELDS.get(kind) if isinstance(kind, str) else None
+    kind_end = line.find(b'"', len(_GLUED_START))
+    kind = line[len(_GLUED_START) : kind_end].decode("ascii", "replace")
+    fields = HEAD_FIELDS.get(kind)
     if fields is None:
         return None
-    kept: dict[str, Any] = {"type": kind, "sessionId": value["sessionId"]}
-    kept.update((key, value[key]) for key in fields if key in value)
+    import json  # here only: a rare path (a bad line that starts with metadata)
+
+    try:
+        value, end = json.JSONDecoder().raw_decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(value, dict) or value.get("type") != kind or not line[end:].strip():
+        return None
+    kept: dict[str, Any] = without_lone_surrogates(_kept(value, fields))
     return kept
+
+
+def glued_records(line: bytes) -> list[dict[str, Any]]:
+    """What other readers take from a bad ``line`` onto which a writer glued its record,
+    in line order: the whole metadata record the line starts with (:func:`_head_record`:
+    the line had lost its newline, and Claude Code's last record is most often one of
+    its metadata block), then the record glued on (:func:`glued_record`; a tag too
+    when the line starts with a tag, as the SDK reads a tag line)."""
+    records: list[dict[str, Any]] = []
+    if b"\x00" in line:  # a nul-byte line, which no reader takes anything from
+        return records
+    head = _head_record(line)
+    if head is not None:
+        records.append(head)
+    start = line.rfind(_GLUED_START)
+    if start > 0:
+        kinds = HEAD_FIELDS if line.startswith(TAG_LINE_START) else GLUED_FIELDS
+        glued = _glued_at(line, start, kinds)
+        if glued is not None:
+            records.append(glued)
+    return records
 
 
 def classify(line: bytes) -> tuple[dict[str, Any] | None, str | None]:

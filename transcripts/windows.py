@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from sessiondex.transcripts.discover import open_regular
-from sessiondex.transcripts.reader import glued_record
+from sessiondex.transcripts.reader import glued_records
 
 WINDOW = 64 * 1024
 
@@ -48,13 +48,14 @@ def _last_value(window: bytes, kind: str, key: str) -> str | None:
         if needle not in line:
             continue
         try:
-            record = orjson.loads(line)
+            records = [orjson.loads(line)]
         except orjson.JSONDecodeError:  # cut by the window's edge, or a record glued on
-            record = glued_record(line)
-        if isinstance(record, dict) and record.get("type") == kind:
-            value = record.get(key)
-            if isinstance(value, str):
-                return value
+            records = glued_records(line)
+        for record in reversed(records):
+            if isinstance(record, dict) and record.get("type") == kind:
+                value = record.get(key)
+                if isinstance(value, str):
+                    return value
     return None
 
 
