@@ -56,6 +56,10 @@ def choose_session(
         state.fresh_db()  # the picker opens the index read-only; it must exist
     elif not db_path.exists():
         raise CliError(f"no index at {db_path}; run `sessiondex index` first")
+    else:
+        # A newer sessiondex's index: the one line (IndexFromNewer, exit 1) here, not a
+        # status line inside a picker that can show nothing from it.
+        index.check_rules()
     encoding = getattr(sys.__stderr__, "encoding", None)
     glyphs = glyphs_for(encoding)
     if sys.__stderr__ is not None and hasattr(sys.__stderr__, "reconfigure"):

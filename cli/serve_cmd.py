@@ -124,6 +124,8 @@ def serve(host: str, port: int, open_browser: bool) -> None:
             f"the web view needs the web extra ({exc.name} is missing): "
             "pip install 'sessiondex[web]'"
         ) from None
+    from sessiondex.indexer.db import IndexFromNewer
+
     state = app()
     _ = state.database_path  # Datasette browses a SQLite index: not the team store
     state.warn_missing_roots()
@@ -141,6 +143,8 @@ def serve(host: str, port: int, open_browser: bool) -> None:
     try:
         try:
             web.start()
+        except IndexFromNewer as exc:  # its own line names the file
+            raise CliError(str(exc)) from None
         except Exception as exc:
             raise CliError(f"cannot open the index at {index.db_path}: {exc}") from None
         if index.db_path is None or not index.db_path.is_file():

@@ -193,12 +193,21 @@ def from_newer(db: Database | sqlite3.Connection | Any, why: str) -> IndexFromNe
     )
 
 
-def refuse_newer(db: Database | sqlite3.Connection | Any) -> None:
+def refuse_newer(db: Database | sqlite3.Connection | Any, *, between_passes: bool = False) -> None:
     """Raise :class:`IndexFromNewer` when a newer sessiondex made the index. An older
     process still running after an upgrade (a ``watch`` service, an MCP server, an old
     virtualenv) would otherwise clear what the newer one derived, or write rows by its
-    old rules into it; every write transaction (:func:`immediate`) and every open asks."""
-    why = newer_reason(db)
+    old rules into it; every write transaction (:func:`immediate`) and every open asks.
+
+    ``between_passes``: a long-lived process's look before its next pass or answer; a
+    database error while looking (damage, a file truncated under the handle) is then
+    not raised here but left to that pass or answer, which recovers from it."""
+    try:
+        why = newer_reason(db)
+    except sqlite3.Error:
+        if not between_passes:
+            raise
+        return
     if why is not None:
         raise from_newer(db, why)
 

@@ -712,7 +712,7 @@ class Watcher:
                 # last pass (an upgrade while this kept running): stop before writing by
                 # these rules into it (IndexFromNewer, the CLI's one line). One small
                 # SELECT a wake-up; every write transaction asks again (meta.immediate).
-                refuse_newer(db)
+                refuse_newer(db, between_passes=True)
                 now = time.monotonic()
                 if self._db_identity != file_identity(self.db_path):
                     self.log(

@@ -140,12 +140,17 @@ class SessionService:
         it afresh (a repaired or replaced index is then picked up, and a failure in the
         middle of a refresh is not left in a half-open handle)."""
         from sessiondex.actions.mutations import MutationError
+        from sessiondex.indexer.db import IndexFromNewer
         from sessiondex.query.resolve import Ambiguous, NotFound
 
         try:
             return call()
         except UserError:
             raise
+        except IndexFromNewer as exc:  # an upgrade while the server ran: restart it
+            log.warning("%s: %s", name, exc)
+            self.close()  # the next call looks again, on a new Index
+            raise UserError(str(exc)) from None
         except Ambiguous as exc:
             raise UserError(
                 f"{exc}; say which one by ID: "

@@ -1112,6 +1112,28 @@ class Index:
         self._refreshed = False
         return True
 
+    def check_rules(self) -> None:
+        """Raise :class:`~sessiondex.indexer.db.IndexFromNewer` when a newer sessiondex
+        made the index, or has re-derived or migrated it since this object opened it
+        (an upgrade while a front end kept running): its answers would be this code's
+        reading of rows and tables it does not know, and its writes are refused anyway.
+        One small SELECT on the open handle; with none open, the read-only open's own
+        look (``open_current_readonly``). Nothing for the team store. A database error
+        while looking (damage, a file truncated under the handle) is not raised here:
+        the answer that follows meets it and recovers (:meth:`_answer`)."""
+        from sessiondex.indexer.db import open_current_readonly
+        from sessiondex.indexer.meta import refuse_newer
+
+        if self._team_dsn is not None:
+            return
+        handle = self._reader or self._writer or self._given
+        if handle is not None:
+            refuse_newer(handle, between_passes=True)
+        elif self._path is not None and self._path.is_file():
+            probe = open_current_readonly(self._path)  # raises it; None: prepare() will
+            if probe is not None:
+                probe.close()
+
     def renew(self) -> None:
         """Apply the refresh rule again now, keeping the open handles.
 
@@ -1126,9 +1148,11 @@ class Index:
         writes to known transcripts (the session calling a front end appends to its own
         transcript between two calls), just those files are ingested, as ``watch``
         ingests them. Otherwise the whole check and refresh run. The bit is cleared
-        *before* any of it, so a change made meanwhile sets it again."""
+        *before* any of it, so a change made meanwhile sets it again. A newer sessiondex
+        that took the index meanwhile is :meth:`check_rules`' error, every time."""
         if self.close_if_replaced():
             self.say(f"note: the index at {self._path} was deleted or replaced; reading it anew")
+        self.check_rules()
         changes = self._changes
         if changes is not None:
             # A running watch keeps the index current but for its last debounce (up to

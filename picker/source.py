@@ -198,6 +198,9 @@ class Freshness:
             while not self._stop.is_set():
                 changed = watching = False
                 try:
+                    # An upgrade while the picker stays open: a newer sessiondex's index
+                    # is said (once, as any failure here), with a watch running too.
+                    index.check_rules()
                     watching = index.watcher_alive()
                     if self.refresh and not watching:
                         # A refresh writes its bookkeeping even when no file changed:

@@ -12,6 +12,7 @@ into tables the newer schema changed.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -250,3 +251,151 @@ def test_every_command_says_the_one_line_and_touches_nothing(
     assert line.startswith(f"Error: the index {path} was built by a newer sessiondex"), line
     assert _digest(path) == before
     assert _tree_digest(root) == transcripts
+
+
+# --------------------------------------------------------------------- the front ends
+def _messages(path: Path) -> int:
+    conn = sqlite3.connect(path, timeout=DEADLINE)
+    try:
+        return int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _append_prompt(root: Path, text: str) -> None:
+    """One more user record at the end of a fixture transcript (a session goes on)."""
+    transcript = sorted((root / "projects").glob("*/*.jsonl"))[0]
+    record = {
+        "type": "user",
+        "uuid": "0b0b0b0b-0000-4000-8000-00000000abcd",
+        "parentUuid": None,
+        "sessionId": transcript.stem,
+        "timestamp": "2030-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": text},
+    }
+    with open(transcript, "a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+
+
+@pytest.mark.parametrize("how", sorted(NEWER))
+def test_the_mcp_server_answers_a_tool_error_and_writes_nothing(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An MCP server started before the upgrade ingested the session's next append by
+    its old rules into the newer index, then (with the write refused) answered
+    "internal error in list_sessions: IndexFromNewer: …" with a traceback in its log.
+    Now: the one line as the tool's error, no traceback, nothing written."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from sessiondex import Index
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
+
+    root, path = _built(tmp_path)
+    service = SessionService(lambda: Index(path, [root]), Settings(cwd=str(tmp_path)))
+    try:
+        assert json.loads(service.list_sessions(scope="all"))["count"] > 0
+        _make_newer(path, how)
+        before = _messages(path)
+        _append_prompt(root, "yankee appended after the upgrade")
+        for _ in range(2):  # the first call, and the next one on a reopened Index
+            with pytest.raises(UserError) as raised:
+                service.list_sessions(scope="all")
+            text = str(raised.value)
+            assert text.startswith("the index ") and "newer sessiondex" in text, text
+            assert "internal error" not in text and "\n" not in text
+        assert _messages(path) == before
+    finally:
+        service.close()
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
+
+
+@pytest.mark.parametrize("how", sorted(NEWER))
+def test_the_web_view_answers_an_error_page_and_writes_nothing(tmp_path: Path, how: str) -> None:
+    """``serve`` running through the upgrade refreshed by its old rules on the next
+    request; now every page answers 503 with the one line, and nothing is written."""
+    pytest.importorskip("datasette", reason="the web extra is not installed")
+    import asyncio
+
+    from sessiondex import Index
+    from sessiondex.web.app import build
+    from sessiondex.web.state import WebIndex
+
+    root, path = _built(tmp_path)
+    now = [1000.0]
+    state = WebIndex(Index(path, [root]), clock=lambda: now[0])
+    state.start()
+    loop = asyncio.new_event_loop()
+    try:
+        datasette = build(state, path)
+        assert loop.run_until_complete(datasette.client.get("/")).status_code == 200
+        _make_newer(path, how)
+        before = _messages(path)
+        _append_prompt(root, "yankee appended after the upgrade")
+        for page in ("/", "/search?q=yankee"):
+            now[0] += 5  # past the refresh throttle
+            response = loop.run_until_complete(datasette.client.get(page))
+            assert response.status_code == 503, (page, response.text[:300])
+            assert "newer sessiondex" in response.text and "Traceback" not in response.text
+        assert _messages(path) == before
+    finally:
+        loop.close()
+        state.close()
+
+
+@pytest.mark.parametrize("how", sorted(NEWER))
+def test_serve_and_pick_refuse_to_start_on_a_newer_index(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` said "cannot open the index at X: the index X was built …" (the path
+    twice); ``pick`` opened the picker on it, which showed "IndexFromNewer: …" in its
+    status line. Both now stop with the one line, exit 1, before anything starts."""
+    pytest.importorskip("datasette", reason="the web extra is not installed")
+    import sessiondex.cli.pick_cmd as pick_cmd
+    import sessiondex.picker as picker
+
+    root, path = _built(tmp_path)
+    _make_newer(path, how)
+    before = _digest(path)
+    opened: list[object] = []
+    monkeypatch.setattr(pick_cmd, "has_terminal", lambda: True)
+    monkeypatch.setattr(picker, "run_picker", lambda *a, **k: opened.append(a))
+    base = ["--config-dir", str(root), "--db", str(path)]
+    for command in (["serve", "--port", "0"], ["pick"]):
+        result = CliRunner().invoke(cli, [*base, *command])
+        assert result.exit_code == 1, (command, result.output)
+        line = _one_line(result.stderr)
+        assert line.startswith("Error: the index "), line
+    assert opened == []
+    assert _digest(path) == before
+
+
+@pytest.mark.parametrize("watching", [False, True], ids=["refreshing", "watch-running"])
+def test_an_open_picker_says_so_once_and_writes_nothing(tmp_path: Path, watching: bool) -> None:
+    """The picker's live thread, left open through the upgrade: refreshing by itself, or
+    only looking at the file while a ``watch`` keeps it (it then never asked, and went
+    on showing the newer index read by this code). One warning, nothing written."""
+    from sessiondex.indexer.lock import WatcherLock
+    from sessiondex.picker.source import Freshness, Source
+
+    root, path = _built(tmp_path)
+    _make_newer(path, "derivation")
+    before = _messages(path)
+    _append_prompt(root, "yankee appended after the upgrade")
+    said: list[str] = []
+    source = Source(path, [root])
+    freshness = Freshness(source, 0.05, lambda: None, said.append)
+    lock = WatcherLock(path)
+    if watching:
+        lock.acquire()
+    try:
+        freshness.start()
+        end = time.monotonic() + DEADLINE
+        while not said and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(0.3)  # a few more rounds: said once
+    finally:
+        freshness.stop()
+        source.close()
+        if watching:
+            lock.release()
+    assert len(said) == 1 and "newer sessiondex" in said[0], said
+    assert _messages(path) == before

@@ -25,6 +25,7 @@ from datasette.utils.asgi import Response, asgi_static
 from jinja2 import Environment, StrictUndefined, TemplateError
 from markupsafe import Markup
 
+from sessiondex.indexer.db import IndexFromNewer
 from sessiondex.render.terminal import neutralize
 from sessiondex.web import pages
 from sessiondex.web.conversation import esc, pygments_css
@@ -253,7 +254,11 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
             path = str(scope.get("path", ""))
             try:
                 if not path.startswith(("/-/static", "/-/sessiondex/", "/favicon")):  # assets
-                    await state.fresh()
+                    try:
+                        await state.fresh()
+                    except IndexFromNewer as exc:  # an upgrade while serving: restart it
+                        await _refuse(send, 503, f"{exc}\n".encode())
+                        return
                 await app(scope, receive, send_with_headers)
             except Exception:
                 # uvicorn answers an error raised before the answer began with its own

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
+from sessiondex.indexer.db import IndexFromNewer
+
 if TYPE_CHECKING:
     from sessiondex.index import Index
 
@@ -77,6 +79,9 @@ class WebIndex:
         and was opened again (rebuilt from the transcripts), as ``watch`` does: the
         pages answered from the deleted file, and Datasette's tables failed."""
         replaced = index.close_if_replaced()
+        # Every request, not throttled (one small SELECT): a newer sessiondex that took
+        # the index is the request's error page (IndexFromNewer, web/plugin.py).
+        index.check_rules()
         if replaced:
             print(
                 f"sessiondex serve: the index at {index.db_path} was deleted or replaced; "
@@ -92,6 +97,8 @@ class WebIndex:
             if replaced or not index.watcher_alive():
                 index.refresh()
                 self.refreshes += 1
+        except IndexFromNewer:
+            raise  # not answered from: the error page
         except Exception as exc:  # a busy or damaged index: answer from what is there
             print(f"sessiondex serve: refresh failed: {exc}", file=sys.stderr)
         if replaced:
