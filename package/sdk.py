@@ -147,9 +147,13 @@ def _index(
     default index cannot be opened (a read-only ``HOME``, a cache path that is a file)
     or brought up to date (a read-only index), the answer comes from an index built in
     memory for the call, as slow as the SDK's own scan, rather than an error or a stale
-    answer. Another process writing the index (busy) is waited for as ever; a ``db``
-    the caller gives is used as given."""
+    answer; so does a default index a newer sessiondex made (an old virtualenv's
+    program after an upgrade), which this code neither reads nor writes. Another
+    process writing the index (busy) is waited for as ever; a ``db`` the caller gives
+    is used as given."""
     import sqlite3
+
+    from sessiondex.indexer.db import IndexFromNewer
 
     notes: list[str] = []  # said once the answer's source is known
     with _open(db, config_dir, refresh, notes.append) as index:
@@ -157,7 +161,7 @@ def _index(
             if session_id is not None:
                 index.sync_session(session_id)
             reader = index.reader()
-        except (OSError, sqlite3.Error):
+        except (OSError, sqlite3.Error, IndexFromNewer):  # a newer copy's: left as it is
             if db is not None:
                 raise
         else:
@@ -476,15 +480,18 @@ def _not_found(session_id: str, directory: str | None, roots: list[Path], append
 
 def _writable(index: Index) -> None:
     """Check the index takes writes before a transcript is touched: one that cannot (read
-    only, busy past the wait, a full disk) is the ``OSError`` the SDK's own failed
+    only, busy past the wait, a full disk, made by a newer sessiondex) is the ``OSError`` the SDK's own failed
     appends raise, not a ``sqlite3`` error a program moving from the SDK never expects;
     a damaged one is rebuilt, as for every other write."""
     import sqlite3
 
+    from sessiondex.indexer.db import IndexFromNewer
     from sessiondex.indexer.faults import describe, is_corrupt
 
     try:
         index.writable()
+    except IndexFromNewer as exc:  # a newer sessiondex's index: refused, as read-only
+        raise OSError(str(exc)) from None
     except sqlite3.DatabaseError as exc:
         if not (is_corrupt(exc) and index.recover(exc)):
             raise OSError(describe(exc, index.db_path)) from None

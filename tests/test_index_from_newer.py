@@ -399,3 +399,67 @@ def test_an_open_picker_says_so_once_and_writes_nothing(tmp_path: Path, watching
             lock.release()
     assert len(said) == 1 and "newer sessiondex" in said[0], said
     assert _messages(path) == before
+
+
+# --------------------------------------------------------------------- the SDK's functions
+@pytest.mark.parametrize("how", sorted(NEWER))
+def test_the_sdk_drop_ins_answer_from_the_transcripts_beside_a_newer_default_index(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's session functions never fail for want of a usable index (their
+    contract: the SDK reads the files). A program of an old virtualenv on a default
+    index a newer sessiondex made got IndexFromNewer raised at it; it now gets the
+    answer read from the transcripts in memory, with one note, and the index stays as
+    the newer copy left it."""
+    import sessiondex.sdk as sdk_api
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo")
+    s.user("a question")
+    s.assistant("an answer")
+    s.write()
+    monkeypatch.delenv("SESSIONDEX_DB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert len(sdk_api.list_sessions(config_dir=tree.root)) == 1  # builds the default index
+    path = tmp_path / "cache" / "sessiondex" / "index.db"
+    _make_newer(path, how)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = _digest(path)
+    s.user("a second question")
+    s.append()
+
+    assert [i.session_id for i in sdk_api.list_sessions(config_dir=tree.root)] == [s.session_id]
+    info = sdk_api.get_session_info(s.session_id, config_dir=tree.root)
+    assert info is not None and info.session_id == s.session_id
+    assert len(sdk_api.get_session_messages(s.session_id, config_dir=tree.root)) == 3
+    assert _digest(path) == before
+
+
+def test_an_sdk_drop_in_write_is_refused_as_an_oserror_before_the_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's writers raise ``OSError`` for a write refused (as for a read-only index,
+    ``sdk._writable``); IndexFromNewer, a RuntimeError no program moving from the SDK
+    expects, escaped instead. Nothing is appended, and the index is left as it is."""
+    import sessiondex.sdk as sdk_api
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo")
+    s.user("a question")
+    s.write()
+    monkeypatch.delenv("SESSIONDEX_DB", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert len(sdk_api.list_sessions(config_dir=tree.root)) == 1
+    path = tmp_path / "cache" / "sessiondex" / "index.db"
+    _make_newer(path, "derivation")
+    transcript = s.path.read_bytes()
+    for write in (
+        lambda: sdk_api.rename_session(s.session_id, "new title", config_dir=tree.root),
+        lambda: sdk_api.tag_session(s.session_id, "t1", config_dir=tree.root),
+    ):
+        with pytest.raises(OSError, match="newer sessiondex"):
+            write()
+    assert s.path.read_bytes() == transcript
+    assert _messages(path) == 1
