@@ -192,6 +192,22 @@ def test_a_running_watch_stops_when_a_newer_sessiondex_takes_the_index(
         conn.close()
 
 
+@pytest.mark.parametrize("how", sorted(NEWER))
+def test_a_watch_started_on_a_newer_index_does_not_start(tmp_path: Path, how: str) -> None:
+    """The start's own line, for either kind of "newer", and the file untouched."""
+    root, path = _built(tmp_path)
+    _make_newer(path, how)
+    before = _digest(path)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(root), "--db", str(path), "watch", "--no-archive"]
+    )
+    assert result.exit_code == 1, result.output
+    line = _one_line(result.stderr)
+    assert line.startswith("Error: cannot start watching: the index "), line
+    assert not watcher_alive(path)
+    assert _digest(path) == before
+
+
 # --------------------------------------------------------------------- every command
 def _tree_digest(root: Path) -> str:
     digest = hashlib.sha256()
