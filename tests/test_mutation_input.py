@@ -23,6 +23,9 @@ INVISIBLE = [
     "\u3164",  # Hangul filler: a letter that draws nothing
     "\u2800",  # braille blank
     "\x07\x1b",  # control characters only
+    "\ufe0f",  # a variation selector alone: a mark that only picks another's glyph
+    " \u034f\U000e0100 ",  # the combining grapheme joiner, a supplementary selector
+    "\u180b\u17b4",  # a Mongolian variation selector, a Khmer inherent vowel
 ]
 
 

@@ -76,11 +76,22 @@ def sanitize_tag(tag: str) -> str:
 # Characters that draw nothing although Unicode does not call them whitespace (Hangul
 # fillers, the braille blank): a name made of them looks empty in the picker.
 _BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+# The default-ignorable marks (Mn, so neither the SDK's sanitizing nor a format-character
+# test removes them): the combining grapheme joiner, the Khmer inherent vowels, the
+# Mongolian and the standard variation selectors. Each only changes how the character
+# before it is drawn; with nothing else, a name of them showed as empty.
+_IGNORABLE_MARKS = re.compile(
+    "[\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
+)
 
 
 def _shows_nothing(text: str) -> bool:
     return all(
-        ch.isspace() or ch in _BLANKS or unicodedata.category(ch) in ("Cc", "Cf") for ch in text
+        ch.isspace()
+        or ch in _BLANKS
+        or _IGNORABLE_MARKS.match(ch)
+        or unicodedata.category(ch) in ("Cc", "Cf")
+        for ch in text
     )
 
 
