@@ -438,6 +438,13 @@ def test_fork_never_overwrites_what_holds_the_new_path(
     assert not (world.base / "nowhere.jsonl").exists()
 
 
+SIDECHAIN_ONLY = (
+    b'{"parentUuid":null,"isSidechain":true,"type":"user","message":{"role":"user",'
+    b'"content":"a subagent\'s task"},"uuid":"5c5c5c5c-0000-4000-8000-0000000000a1"}\n'
+    b'{"type":"tag","tag":"t","sessionId":"x"}\n'
+)
+
+
 @pytest.mark.parametrize(
     ("now_holds", "fresh", "error"),
     [
@@ -446,8 +453,21 @@ def test_fork_never_overwrites_what_holds_the_new_path(
         (b"", True, "session is being written, try again"),
         (b'{"parentUuid":null,"isSidechain":false,"type":"user","mess', True, "being written"),
         (b"", False, "has no messages to fork"),  # at rest: the session really has none
+        # whole messages, all a subagent's: none to fork however long one waits, and a
+        # file just tagged or renamed said "being written, try again" for 2 s
+        (SIDECHAIN_ONLY, True, "has no messages to fork"),
+        (SIDECHAIN_ONLY, False, "has no messages to fork"),
+        # unless a line is still being written: it may be the first message to fork
+        (SIDECHAIN_ONLY + b'{"parentUuid":null,"type":"us', True, "being written"),
     ],
-    ids=["truncated-mid-rewrite", "first-line-being-written", "empty-at-rest"],
+    ids=[
+        "truncated-mid-rewrite",
+        "first-line-being-written",
+        "empty-at-rest",
+        "sidechain-only-just-written",
+        "sidechain-only-at-rest",
+        "sidechain-only-and-a-line-being-written",
+    ],
 )
 def test_a_fork_of_a_file_being_rewritten_says_try_again(
     world: World, now_holds: bytes, fresh: bool, error: str
@@ -456,7 +476,9 @@ def test_a_fork_of_a_file_being_rewritten_says_try_again(
     no messages to fork" for a session with hundreds, where trying again a moment later
     works. The file changed between the command's check of it and the fork's read, so
     this calls the fork itself. Only a file at rest has no messages; one written to
-    within the quiet period is being written (as for an append), and nothing is made."""
+    within the quiet period is being written (as for an append), and nothing is made,
+    unless its lines are all whole and hold messages, every one a subagent's: those
+    it never has to fork."""
     path = world.paths["alpha"]
     path.write_bytes(now_holds)
     if not fresh:
@@ -465,7 +487,7 @@ def test_a_fork_of_a_file_being_rewritten_says_try_again(
     with pytest.raises(ForkError) as caught:
         fork_transcript(path, [world.tree.root])
     assert error in str(caught.value)
-    assert isinstance(caught.value, NothingToFork) is (not fresh)  # SDK: ValueError
+    assert isinstance(caught.value, NothingToFork) is ("no messages" in error)  # SDK: ValueError
     assert world.snapshot() == before
 
 

@@ -44,6 +44,7 @@ from sessiondex.transcripts.write import (
     BEING_WRITTEN,
     TAIL_QUIET_SECONDS,
     WriteRefused,
+    last_line_unfinished,
     owned_transcript,
 )
 
@@ -327,6 +328,21 @@ def _sweep_parts(folder: Path) -> None:
                 os.unlink(entry.path)
 
 
+def _may_still_get_one(path: Path, records: list[dict[str, Any]]) -> bool:
+    """Whether a file written to moments ago, with no message to fork among its whole
+    lines, may be a session being written rather than one with none: it holds no chain
+    entry at all (emptied by a rewrite in place, or created at its first line), or its
+    last line is not finished yet. One whose whole messages are all a subagent's
+    (sidechain) has none to fork however long one waits: a file just tagged or renamed
+    said "being written, try again" for the quiet period, then "no messages"."""
+    if not any(is_chain_entry(r) for r in records):
+        return True
+    try:
+        return last_line_unfinished(path)
+    except OSError:
+        return True  # gone or replaced while we looked: trying again will say which
+
+
 def fork_transcript(
     source: Path, roots: list[Path], *, up_to: str | None = None, title: str | None = None
 ) -> ForkResult:
@@ -347,7 +363,7 @@ def fork_transcript(
         raise ForkError(f"{owned.path} no longer exists") from None
     except OSError as exc:
         raise ForkError(f"cannot read {owned.path}: {exc.strerror}") from None
-    if not quiet and not fork_candidates(records):
+    if not quiet and not fork_candidates(records) and _may_still_get_one(owned.path, records):
         # Claude Code rewrites a transcript in place (truncate, then write) and creates
         # it at its first line: a file just written with no whole message yet is being
         # written, not a session with none (which a moment later it no longer is).

@@ -120,6 +120,16 @@ def _tail(fd: int) -> tuple[int, bool]:
     return size, size == 0 or os.pread(fd, 1, size - 1) == b"\n"
 
 
+def last_line_unfinished(path: Path) -> bool:
+    """Whether the file at ``path`` ends in bytes without their ``\\n`` (:func:`_tail`):
+    a line a writer may still be in. OSError when it cannot be read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    try:
+        return not _tail(fd)[1]
+    finally:
+        os.close(fd)
+
+
 def _settled_prefix(
     fd: int, path: Path, quiet: float, max_wait: float, poll: float, pause: float
 ) -> tuple[bytes, int]:
