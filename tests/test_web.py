@@ -1173,6 +1173,22 @@ def test_dot_segments_are_resolved_as_a_browser_would(
         ("GET", b"/sessiondex/sessions?_sort=nope"),
         ("GET", b"/sessiondex/messages?_sort_desc=nope"),
         ("GET", b"/sessiondex/sessions?_sort=id&_sort_desc=id"),
+        # Parameters Datasette's pages read without checking them (helper h503): a
+        # _through that is not JSON or not {table, column, value}, a facet given as a
+        # JSON object, a time limit or _next that is no number, a NUL in _where, an
+        # integer SQLite cannot hold, _shape=array on the database page. Each was 500.
+        ("GET", b"/sessiondex/sessions?_through="),
+        ("GET", b"/sessiondex/sessions?_through=%7B%7D"),
+        ("GET", b"/sessiondex/sessions?_facet=%7B%7D"),
+        ("GET", b"/sessiondex/messages_fts?_facet_date=%7B%7D"),
+        ("GET", b"/sessiondex/sessions?_facet_array=%7B%7D"),
+        ("GET", b"/sessiondex/sessions?_where=%00"),
+        ("GET", b"/sessiondex/sessions?_timelimit=x"),
+        ("GET", b"/sessiondex/sessions_for_pr.json?pr=12&_timelimit=x"),
+        ("GET", b"/sessiondex/sessions?id__gt=99999999999999999999999"),
+        ("GET", b"/sessiondex/message_text?_next=%7B%7D"),
+        ("GET", b"/sessiondex/message_text?_next=99999999999999999999999"),
+        ("GET", b"/sessiondex.json?_shape=array"),
     ],
 )
 def test_an_unrouted_request_is_a_clean_error_with_the_headers(
@@ -1184,6 +1200,21 @@ def test_an_unrouted_request_is_a_clean_error_with_the_headers(
     headers = {bytes(k).lower(): bytes(v) for k, v in start["headers"]}
     assert headers.get(b"content-security-policy"), target
     assert headers.get(b"x-content-type-options") == b"nosniff"
+
+
+def test_a_failure_of_our_own_page_stays_a_500_whatever_its_parameters(
+    fresh_web: Web, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only Datasette's own pages, which read some parameters unchecked, answer a
+    ValueError for a request with parameters as a bad request: ours check theirs, so
+    the same error there is a bug, and stays a server error."""
+    from sessiondex.web import pages
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(pages, "search", broken)
+    assert fresh_web.request("/search?q=heartbeat").status_code == 500
 
 
 @pytest.mark.parametrize("where", ["index refresh", "app"])

@@ -465,20 +465,70 @@ def render_cell(value: Any, column: str, database: str | None, datasette: Any) -
 _REFUSED_SORT = ("Cannot sort table by ", "Cannot use _sort and _sort_desc at the same time")
 
 
+# What Datasette's pages raise reading a request parameter they take as given: a
+# ``_through`` or ``_facet`` that is not the JSON they expect (ValueError, KeyError), a
+# ``_timelimit``/``_next`` that is no number, ``_shape=array`` where there are no rows
+# (KeyError), a NUL in ``_where`` (sqlite3.ProgrammingError), an integer SQLite cannot
+# hold in a filter (OverflowError) or as a view's ``_next`` offset (IntegrityError,
+# "datatype mismatch": the index is read-only here, no write can violate a constraint).
+_READING_A_VALUE = (
+    ValueError,
+    LookupError,
+    TypeError,
+    OverflowError,
+    sqlite3.ProgrammingError,
+    sqlite3.IntegrityError,
+)
+
+
+def _datasette_page(path: str) -> bool:
+    """A page of Datasette's own over the index (its tables, rows, queries, SQL), not
+    one of ours: ours check their arguments, so an error there is a bug."""
+    return path == f"/{DATABASE_NAME}" or path.startswith(
+        (f"/{DATABASE_NAME}/", f"/{DATABASE_NAME}.")
+    )
+
+
 @hookimpl_first
-def handle_exception(datasette: Any, request: Any, exception: Exception) -> None:
-    """A sort the request asked for and Datasette refuses is the request's fault: 400,
-    not a server error. Only the status changes; Datasette's own handler, run after
-    this one, renders the page with the message it gave."""
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """A request whose parameters Datasette refuses or cannot read is the request's
+    fault: 400, not a server error.
+
+    A sort it refuses keeps its message, only the status changes (Datasette's own
+    handler, run after this one, renders it). A parameter its pages read without a
+    check fails with a plain Python error (``?_through=`` ends in a JSONDecodeError):
+    on one of Datasette's pages over the index, for a request that has parameters, that
+    is answered as Datasette answers a bad request, saying which parameters it had.
+    Datasette's own handler still runs after this one and prints the traceback to the
+    server's log, so a bug of Datasette's answered so is not hidden there."""
+    from datasette.handle_exception import handle_exception as datasette_answer
+    from datasette.utils.asgi import BadRequest
     from datasette.views.base import DatasetteError
 
+    if web_index(datasette) is None:
+        return None
     if (
-        web_index(datasette) is not None
-        and isinstance(exception, DatasetteError)
+        isinstance(exception, DatasetteError)
         and exception.status == 500
         and str(exception).startswith(_REFUSED_SORT)
     ):
         exception.status = 400
+        return None
+    if (
+        isinstance(exception, _READING_A_VALUE)
+        and request.query_string
+        and _datasette_page(request.path)
+    ):
+        names = ", ".join(neutralize(name, single_line=True)[:40] for name in request.args)
+        problem = f"{type(exception).__name__}: {neutralize(str(exception), single_line=True)}"
+        return datasette_answer(
+            datasette,
+            request,
+            BadRequest(
+                f"This page cannot read the request's parameters ({names}): {problem[:300]}"
+            ),
+        )
+    return None
 
 
 @hookimpl
