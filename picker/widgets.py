@@ -309,10 +309,14 @@ class TextPrompt(ModalScreen[str | None]):
         width: 70%; min-width: 40; max-width: 90; height: auto;
         border: round $accent; padding: 0 1; background: $surface;
     }
+    TextPrompt.-narrow > Vertical { width: 100%; min-width: 0; }
     TextPrompt #prompt, TextPrompt #prompt:focus {
         border: none; height: 1; padding: 0; margin: 1 0 0 0;
     }
     """
+    # Narrower than the prompt's 40 columns, it takes the terminal's width: at least 40,
+    # its right side (and the end of what is typed) was off the screen.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (40, "-wide")]
     # Ctrl+C too: it leaves the picker everywhere else, and did nothing in the prompt.
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", priority=True),

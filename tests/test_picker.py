@@ -461,6 +461,30 @@ def test_enter_on_a_session_deleted_since_it_was_listed_says_so(tmp_path: Path) 
     assert chosen is not None and chosen["session_id"] != deleted
 
 
+@pytest.mark.parametrize("width", [20, 30, 39])
+def test_a_prompt_on_a_narrow_terminal_fits_it_and_shows_what_is_typed(
+    world: PickerWorld, width: int
+) -> None:
+    """The rename and tag prompts were at least 40 columns wide: on a narrower terminal
+    their right side was off the screen, and so was the end of a name as it was typed
+    (the box scrolled inside its 36 columns, of which the screen showed a few). A
+    prompt now takes the terminal's width when 40 columns do not fit."""
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        await press(app, pilot, "ctrl+r")
+        box = app.screen.query_one("#prompt")
+        await press(app, pilot, *"renamedxyz")
+        region = app.screen.query_one("TextPrompt > Vertical").region
+        shown = screen_text(app)
+        await press(app, pilot, "escape")
+        return box.value, region.right, shown
+
+    _, (value, right, shown) = drive(world, run, size=(width, 12))
+    assert value == "renamedxyz"
+    assert right <= width
+    assert "renamedxyz" in shown
+
+
 def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     """Rows drawn for one load are reused by the next only when they show the same:
     a rename or a tag redraws the row; a search that keeps a session keeps its row."""
