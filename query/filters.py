@@ -127,6 +127,11 @@ class Filters:
         ):
             raise ValueError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
 
+    def narrows(self) -> bool:
+        """Whether these filters may keep a small share of the sessions (a scope narrower
+        than ``all``, a branch, a date), so that a search ranks in them alone first."""
+        return self.scope != "all" or bool(self.branch or self.current_branch or self.since)
+
     def where(self, db: Any = None) -> tuple[str, list[Any]]:
         """SQL over ``sessions s`` for these filters, in ``db``'s dialect (the scopes
         differ: paths locally, the origin remote on the team store)."""

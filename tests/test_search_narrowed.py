@@ -411,38 +411,84 @@ def test_the_scope_of_a_ranking_is_checked_after_grouping(index: Any) -> None:
         assert not any(detail.startswith("SCAN s") for _, detail in plan.values()), plan
 
 
+NARROW_FILTERS = [
+    {"scope": "worktree", "cwd": "/w/project-3"},
+    {"scope": "repo", "cwd": "/w/project-1"},
+    {"scope": "all", "branch": "feature/zephyr"},
+]
+
+
+def _rows(index: Any, query: str, filters: Filters) -> tuple[str, list[Any]]:
+    outcome = run_search(index, query, filters)
+    return outcome.kind, [(r["session_id"], r["score"], r["snippet"]) for r in outcome.rows]
+
+
 @pytest.mark.parametrize("rank_within", [1000, 3])  # 3: the scope too wide to rank alone
+@pytest.mark.parametrize("rarity_cap", [5000, 1])  # 1: every word common, none to narrow by
+@pytest.mark.parametrize("narrowing", NARROW_FILTERS)
 def test_a_narrow_scope_ranked_alone_answers_as_the_whole_ranking(
-    index: Any, monkeypatch: pytest.MonkeyPatch, rank_within: int
+    index: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    rank_within: int,
+    rarity_cap: int,
+    narrowing: dict[str, str],
 ) -> None:
-    """A page read from every match's ranking in a narrow scope maps mostly other
-    projects' rows to their sessions (``the`` in a 64-session worktree at 20,000
-    text-heavy sessions: 4.7 s). Once ``NARROW_AFTER`` rows have not filled the page,
-    the scope's sessions are ranked alone (``_scope_page``): the same page, scores and
-    snippets, whether it answers or the scope is too wide for it (None)."""
+    """A narrow scope (a worktree, a repository, a branch) is ranked in its own sessions
+    before the ranking of every match (``the`` in a 7-session project at 2,000 text-heavy
+    sessions: 155 ms ranked everywhere, 36 ms so), and a ranking of every match that has
+    read ``NARROW_AFTER`` rows without filling its page switches to it: each gives the
+    page, scores and snippets the whole ranking gives, whether it answers or the scope is
+    too wide for it (None). Words all common, held apart, are ranked in the scope's
+    sessions too (``_ranked_within``)."""
     monkeypatch.setattr(search_module, "RANK_WITHIN", rank_within)
+    monkeypatch.setattr(search_module, "RARITY_CAP", rarity_cap)
     monkeypatch.setattr(search_module, "FIRST_CUT", 1)  # small batches: a few rows each
     answered: list[bool] = []
-    scope_page = search_module._scope_page
+    scope_page, ranked_within = search_module._scope_page, search_module._ranked_within
+    within: list[str] = []
 
     def spy(*args: Any) -> Any:
         page = scope_page(*args)
         answered.append(page is not None)
         return page
 
+    def spy_within(*args: Any) -> Any:
+        within.append(args[1])
+        return ranked_within(*args)
+
     monkeypatch.setattr(search_module, "_scope_page", spy)
-    for query in ("the", "retry", "the retry", "upload handler", "zephyr"):
-        for limit in (1, 3, 8):
-            filters = Filters(scope="worktree", cwd="/w/project-3", limit=limit)
-            answers = []
-            for after in (10**9, 1):  # never, then after the first batch
-                monkeypatch.setattr(search_module, "NARROW_AFTER", after)
-                outcome = run_search(index, query, filters)
-                rows = [(r["session_id"], r["score"], r["snippet"]) for r in outcome.rows]
-                answers.append((outcome.kind, rows))
-            assert answers[0] == answers[1], (query, limit)
-            assert answers[0][1]
+    monkeypatch.setattr(search_module, "_ranked_within", spy_within)
+    narrows = Filters.narrows
+    for query in ("the", "retry", "the retry", "upload handler config", "zephyr", "the zephyr"):
+        for limit in (1, 3, 8, 50):
+            filters = Filters(limit=limit, **narrowing)
+            monkeypatch.setattr(Filters, "narrows", lambda self: False)
+            monkeypatch.setattr(search_module, "NARROW_AFTER", 10**9)
+            whole = _rows(index, query, filters)  # the whole ranking, never narrowed
+            monkeypatch.setattr(search_module, "NARROW_AFTER", 1)
+            switched = _rows(index, query, filters)  # narrowed after the first batch
+            monkeypatch.setattr(Filters, "narrows", narrows)
+            first = _rows(index, query, filters)  # narrowed before ranking
+            assert whole == switched == first, (query, limit, narrowing)
+            assert whole[1], (query, limit, narrowing)
     assert answered and all(answered) == (rank_within == 1000), answered
+    # Words held apart, every one too common to narrow by: ranked in the scope's sessions.
+    assert bool(within) == (rank_within == 1000 and rarity_cap == 1), within
+
+
+@pytest.mark.parametrize("narrowing", NARROW_FILTERS)
+@pytest.mark.parametrize("query", ["the", "the retry", "upload handler config"])
+def test_a_common_word_in_a_narrow_scope_is_never_ranked_everywhere(
+    index: Any, narrowing: dict[str, str], query: str
+) -> None:
+    """What the shortcut is for: no statement ranks every match of a word (``MATCH ?
+    ORDER BY rank`` with no filter on the sessions) when the scope's sessions are few."""
+    with statements(index.conn) as asked:
+        outcome = run_search(index, query, Filters(limit=3, **narrowing))
+    assert outcome.rows
+    everywhere = [sql for sql in asked if "ORDER BY rank" in sql and "s.id IN (" not in sql]
+    assert not everywhere, everywhere
+    assert any("s.id IN (" in sql for sql in asked)
 
 
 def _ancestors(plan: dict[int, tuple[int, str]], step: int) -> list[str]:
