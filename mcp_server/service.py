@@ -174,8 +174,16 @@ class SessionService:
             )
             raise UserError(text + hint) from None
         except sqlite3.Error as exc:
+            from sessiondex.indexer.faults import CANTOPEN, FULL, IO, READONLY, classify, describe
+
             log.warning("%s: the index failed: %r", name, exc)
+            path = self._index.db_path if self._index is not None else None
             self.close()
+            if classify(exc) in (READONLY, FULL, CANTOPEN, IO):
+                # The CLI's line (which index, what is wrong): trying again would not
+                # help, nor would `sessiondex index`. A busy or damaged one passes (the
+                # next call waits, or rebuilds it).
+                raise UserError(describe(exc, path)) from None
             raise UserError(
                 f"the index could not answer ({type(exc).__name__}: {exc}); try again, or run"
                 " `sessiondex index` in a terminal"

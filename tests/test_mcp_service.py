@@ -1046,3 +1046,41 @@ def test_a_cut_session_resource_closes_the_code_block_it_cut(tmp_path: Path) -> 
             body, _, marker = text.rpartition("\n[… cut at ")
             assert len(text) <= cap and marker.startswith(f"{cap} of ")
             assert _open_fence(body) is None, body[-200:]
+
+
+@pytest.mark.parametrize("what", ["file", "directory"])
+def test_a_write_to_a_read_only_index_says_so_as_the_cli_does(tmp_path: Path, what: str) -> None:
+    """rename_session and tag_session on a read-only index (its file, or its folder)
+    answered "the index could not answer (OperationalError: unable to open database
+    file); try again, or run `sessiondex index` in a terminal": neither helps. The CLI
+    names the index and says it is read-only (indexer/faults.py describe); so does the
+    tool now. Nothing is written to the transcript, as with the CLI."""
+    from tests.test_reliability_faults import read_only
+
+    tree = ConfigTree(tmp_path / "claude")
+    writer = tree.session(cwd="/w/shop")
+    writer.user("hello there")
+    writer.assistant("hi")
+    writer.write()
+    base = tmp_path / "cache"
+    base.mkdir()
+    db = base / "index.db"
+    with Index(db, [tree.root]) as index:
+        index.refresh()
+    before = writer.path.read_bytes()
+    svc = SessionService(lambda: Index(db, [tree.root]), Settings(cwd="/w/shop"))
+    try:
+        with read_only(db if what == "file" else base):
+            assert json.loads(svc.list_sessions(scope="all"))["count"] == 1  # reads answer
+            for call in (
+                lambda: svc.rename_session(writer.session_id, "never written"),
+                lambda: svc.tag_session(writer.session_id, "never"),
+            ):
+                with pytest.raises(UserError) as raised:
+                    call()
+                message = str(raised.value)
+                assert str(db) in message and "read-only" in message, message
+                assert "try again" not in message
+    finally:
+        svc.close()
+    assert writer.path.read_bytes() == before
