@@ -214,6 +214,11 @@ def _meta(kind: str, **fields: object) -> bytes:
             b'{"type":"tag","tag":' + b"[" * 100_000 + b"]" * 100_000 + b"}" + TITLE,
             [("custom-title", "customTitle", "T")],
         ),
+        # non-ASCII in the head: the decoder counts characters, not bytes
+        (
+            _meta("custom-title", customTitle="Блог ☕") + _meta("tag", tag="x"),
+            [("custom-title", "customTitle", "Блог ☕")],
+        ),
         # a line with a NUL is a nul-byte line, not a malformed one: nothing
         (TITLE + b"\x00" + _meta("tag", tag="x"), []),
         # a lone surrogate escape in the head reads as U+FFFD, as every reader reads it

@@ -380,10 +380,11 @@ def _head_record(line: bytes) -> dict[str, Any] | None:
     import json  # here only: a rare path (a bad line that starts with metadata)
 
     try:
-        value, end = json.JSONDecoder().raw_decode(line.decode("utf-8"))
+        text = line.decode("utf-8")
+        value, end = json.JSONDecoder().raw_decode(text)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    if not isinstance(value, dict) or value.get("type") != kind or not line[end:].strip():
+    if not isinstance(value, dict) or value.get("type") != kind or not text[end:].strip():
         return None
     kept: dict[str, Any] = without_lone_surrogates(_kept(value, fields))
     return kept
