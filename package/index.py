@@ -206,6 +206,14 @@ class Index:
         return self._path
 
     @property
+    def read_immutable(self) -> bool:
+        """Whether answers come from the file read as an immutable one (``immutable=1``):
+        it sits where no ``-shm`` can be made (a read-only folder), so a ``mode=ro``
+        open fails there. Another reader of the same file (``serve``'s Datasette) must
+        then open it so too. False before the first answer, and for the team store."""
+        return bool(getattr(self._reader, "immutable", False))
+
+    @property
     def team_dsn(self) -> str | None:
         """The team store's DSN when this index answers from PostgreSQL."""
         return self._team_dsn

@@ -962,6 +962,27 @@ def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web
     assert len(rows) >= len(before)
 
 
+def test_an_index_in_a_read_only_folder_is_served_by_datasette_too(tmp_path: Path) -> None:
+    """In a folder serve cannot write (chattr +i, a read-only mount), the index is read
+    as an immutable file (no -shm can be made there, so ``mode=ro`` cannot open it):
+    sessiondex's pages answered, but Datasette, which opened it ``mode=ro``, failed
+    every table, query and SQL page with 500 ("unable to open database file"). It now
+    opens it as the Index does."""
+    from tests.test_reliability_faults import read_only
+
+    base = tmp_path / "cache"
+    base.mkdir()
+    db = base / "index.db"
+    tree = build_web_tree(tmp_path, db)
+    with read_only(base):
+        with _served(db, tree.tree.root, tree) as web:
+            assert tree.auth_id in _session_links(web.get("/"))
+            rows = json.loads(web.get("/sessiondex/sessions.json?_shape=array&_size=max"))
+            assert tree.auth_id in {row["session_id"] for row in rows}
+            web.get("/sessiondex/sessions_on_branch?branch=fix/auth")
+            web.get("/sessiondex?sql=select+count(*)+from+sessions")
+
+
 def test_saved_queries_answer_for_the_served_config_dirs_only(tmp_path: Path) -> None:
     """The index file may hold another config dir's rows; the saved queries showed them
     (a PR's sessions, a branch's, the busiest projects) while every page did not."""

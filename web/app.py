@@ -2,7 +2,9 @@
 
 The index is attached read-only: Datasette's connections open it ``mode=ro``, which
 SQLite enforces (a write fails), and which — unlike ``immutable=1`` — reads the WAL, so
-a refresh by the Index (or by ``sessiondex watch``) shows on the next request. Datasette
+a refresh by the Index (or by ``sessiondex watch``) shows on the next request (in a
+folder that cannot be written, where no ``-shm`` can be made and ``mode=ro`` cannot open
+the file, it is attached ``immutable=1``, as the Index reads it there). Datasette
 only writes to a database when a plugin or a canned query with ``write: true`` asks;
 there is neither here, and our own pages answer GET only.
 """
@@ -93,8 +95,11 @@ def build(state: WebIndex, db_path: Path) -> Any:
     def attach() -> None:
         if DATABASE_NAME in datasette.databases:
             datasette.remove_database(DATABASE_NAME)
+        # mode=ro, so each refresh shows; where the Index reads the file as immutable
+        # (a read-only folder: mode=ro cannot open it there), immutable=1 as well.
         datasette.add_database(
-            Database(datasette, path=str(db_path), is_mutable=True), DATABASE_NAME
+            Database(datasette, path=str(db_path), is_mutable=not state.read_immutable),
+            DATABASE_NAME,
         )
 
     attach()

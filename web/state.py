@@ -50,6 +50,8 @@ class WebIndex:
         self._last: float | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-index")
         self.refreshes = 0  # how many refreshes ran (tests check the throttle)
+        # The Index reads the file as immutable (a read-only folder): Datasette must too.
+        self.read_immutable = False
 
     # ------------------------------------------------------------------ calling it
     def call(self, fn: Callable[[Index], T]) -> T:
@@ -70,6 +72,7 @@ class WebIndex:
         def first(index: Index) -> None:
             index.ensure_fresh()
             index.reader()
+            self.read_immutable = index.read_immutable
 
         self.call(first)
         self._last = self._clock()
@@ -103,6 +106,7 @@ class WebIndex:
             print(f"sessiondex serve: refresh failed: {exc}", file=sys.stderr)
         if replaced:
             index.reader()
+            self.read_immutable = index.read_immutable
         return replaced
 
     async def fresh(self) -> None:
