@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -706,7 +707,12 @@ class PickerScreen(Screen[None]):
         try:
             result = await asyncio.wrap_future(self.source.submit(action))
         except Exception as exc:  # noqa: BLE001 - NotFound, a refused name, a vanished file
-            self.notify(clean(str(exc)), severity="error", markup=False)
+            message = str(exc)
+            if isinstance(exc, sqlite3.Error):  # the CLI's line: which index, what is wrong
+                from sessiondex.indexer.faults import describe
+
+                message = describe(exc, self.source.db_path)
+            self.notify(clean(message), severity="error", markup=False)
             return
         self.notify(done if getattr(result, "written", True) else "nothing changed", markup=False)
         for text in getattr(result, "warnings", ()):  # done, but the title sidecar is not

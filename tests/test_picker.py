@@ -485,6 +485,41 @@ def test_a_prompt_on_a_narrow_terminal_fits_it_and_shows_what_is_typed(
     assert "renamedxyz" in shown
 
 
+def test_a_rename_on_a_read_only_index_says_which_index_and_why(tmp_path: Path) -> None:
+    """Ctrl+R and Ctrl+T on an index in a folder that cannot be written notified
+    SQLite's bare "unable to open database file"; the CLI's line names the index and
+    says it cannot be written (indexer/faults.py describe), and so does the picker."""
+    import shutil
+
+    from tests.test_reliability_faults import read_only
+
+    world = PickerWorld(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    shutil.move(str(world.db), cache / "index.db")
+    world.db = cache / "index.db"
+    before = world.paths["coupons"].read_bytes()
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        notes: list[str] = []
+        app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
+        for key, text in (("ctrl+r", "newname"), ("ctrl+t", "tg")):
+            await press(app, pilot, key)
+            await press(app, pilot, *text, "enter")
+            for _ in range(100):
+                if len(notes) == (1 if key == "ctrl+r" else 2):
+                    break
+                await pilot.pause(0.02)
+        return notes
+
+    with read_only(cache):
+        _, notes = drive(world, run)
+    assert len(notes) == 2, notes
+    for note in notes:
+        assert f"cannot write the index at {world.db}" in note, note
+    assert world.paths["coupons"].read_bytes() == before
+
+
 def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     """Rows drawn for one load are reused by the next only when they show the same:
     a rename or a tag redraws the row; a search that keeps a session keeps its row."""
