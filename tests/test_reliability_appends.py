@@ -366,3 +366,76 @@ def test_a_copy_renamed_over_that_holds_the_record_counts_as_written(
     assert settled == [write.REWRITE_SETTLE_SECONDS]
     tags = [r for r in map(orjson.loads, s.path.read_bytes().splitlines()) if r["type"] == "tag"]
     assert [t["tag"] for t in tags] == ["live", "once"]
+
+
+@pytest.mark.parametrize(
+    ("tail", "written"),
+    [
+        (b"", 1),  # the file ends its last line: a part of our record, then a full disk
+        (b"", 0),  # not a byte fits
+        (b'{"type":"user","message":{"role":"us', 1),  # a crashed write: "\n" and a part
+        (b'{"type":"user","message":{"role":"us', 40),
+    ],
+    ids=["a-part", "nothing", "after-a-fragment-one-byte", "after-a-fragment-a-part"],
+)
+@pytest.mark.parametrize(("template", "expected"), MUTATIONS, ids=["rename", "tag", "untag"])
+def test_a_record_cut_by_a_full_disk_is_taken_back(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tail: bytes,
+    written: int,
+    template: list[str],
+    expected: dict[str, Any],
+) -> None:
+    """A full disk cuts a ``write``: it returns the bytes that fit (seen on a full
+    tmpfs: 601 of 3,092 bytes of a rename). The refusal said "short write" and left
+    that part of our record at the end of the transcript, a line without its newline
+    onto which Claude Code's next record (or the SDK's) is glued, and lost. What we
+    wrote is cut off again, so the file is as it was before the command."""
+    monkeypatch.setattr(write, "TAIL_QUIET_SECONDS", 0.2)
+    tree, s = _session(tmp_path)
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    append_bytes(s.path, tail, mtime=time.time() - 10)  # a write that died long ago
+    before = s.path.read_bytes()
+    real_write = os.write
+
+    def full_disk(fd: int, data: Any) -> int:
+        if os.fstat(fd).st_ino != os.stat(s.path).st_ino:
+            return real_write(fd, data)
+        if written == 0:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, bytes(data)[:written])
+
+    monkeypatch.setattr(os, "write", full_disk)
+    result = _run(tree, tmp_path, *_args(template, s.session_id))
+    monkeypatch.setattr(os, "write", real_write)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+    assert ("No space left" if written == 0 else "nothing of the record was kept") in result.stderr
+    assert s.path.read_bytes() == before
+
+
+def test_a_cut_record_another_writer_appended_after_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes another writer appended after the cut part of our record end a line of
+    theirs (glued onto ours): cutting them off would break it too. Left, and said."""
+    tree, s = _session(tmp_path)
+    assert _run(tree, tmp_path, "index").exit_code == 0
+    before = s.path.read_bytes()
+    theirs = _writer_record(s)
+    real_write = os.write
+
+    def full_disk_then_another_writer(fd: int, data: Any) -> int:
+        if os.fstat(fd).st_ino != os.stat(s.path).st_ino:
+            return real_write(fd, data)
+        done = real_write(fd, bytes(data)[:10])
+        append_bytes(s.path, theirs)
+        return done
+
+    monkeypatch.setattr(os, "write", full_disk_then_another_writer)
+    result = _run(tree, tmp_path, "tag", s.session_id, "review", "--cwd", CWD)
+    monkeypatch.setattr(os, "write", real_write)
+    assert result.exit_code == 1, result.output
+    assert "another writer appended after them" in result.stderr
+    assert s.path.read_bytes() == before + b'{"type":"t' + theirs

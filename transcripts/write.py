@@ -239,7 +239,7 @@ def _append_once(path: Path, line: bytes, timing: _Timing) -> bool:
         data = prefix + line
         written = os.write(fd, data)
         if written != len(data):
-            raise WriteRefused(f"short write to {path} ({written} of {len(data)} bytes)")
+            raise WriteRefused(_taken_back(fd, path, written, len(data)))
         # O_APPEND put the bytes at the end as it was then: the offset now ends them
         landed_at = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
         if _glued(fd, decided_at, landed_at):
@@ -251,6 +251,29 @@ def _append_once(path: Path, line: bytes, timing: _Timing) -> bool:
         raise WriteRefused(f"cannot write {path}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _taken_back(fd: int, path: Path, written: int, wanted: int) -> str:
+    """Cut off the ``written`` bytes of a ``write`` that could not write all
+    ``wanted`` (a full disk writes what fits, then fails), and say so in one line. Left
+    there, that part of our record is a line without its newline, onto which Claude
+    Code's next record (or the SDK's) is glued, both lost. Taken back only while they
+    still end the file: bytes another writer appended since belong to a line of theirs
+    that a cut would break, and they are left as they are (said so)."""
+    end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of what we wrote
+    try:
+        if os.fstat(fd).st_size == end:
+            os.ftruncate(fd, end - written)
+            return (
+                f"short write to {path} ({written} of {wanted} bytes: a full disk?);"
+                " nothing of the record was kept"
+            )
+    except OSError:
+        pass
+    return (
+        f"short write to {path} ({written} of {wanted} bytes: a full disk?); another"
+        " writer appended after them, so they are left in the file"
+    )
 
 
 def _glued(fd: int, decided_at: int, landed_at: int) -> bool:
