@@ -334,7 +334,9 @@ def query_terms(
             cut = word.spaced[: word.spaced.rindex(last) + LONG_TOKEN_PREFIX]
             term = "(" + dialect.any_of([term, dialect.term(cut, False)]) + ")"
         terms.append(term)
-    return terms, [word.typed for word in words]
+    # Named to a person ("No session has all of: …"): a phrase's quotes, spaces in
+    # ``typed``, are not shown at a word's ends.
+    return terms, [" ".join(word.typed.split()) for word in words]
 
 
 def quote_query(query: str) -> str:

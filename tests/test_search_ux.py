@@ -113,6 +113,26 @@ def test_no_session_with_every_word_offers_partial_matches(world: World) -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ('"websocket login" oauth', ["websocket", "login", "oauth"]),
+        ('websocket "login oauth"', ["websocket", "login", "oauth"]),
+        ('websocket lo"gin oauth', ["websocket", "lo gin", "oauth"]),
+    ],
+)
+def test_the_words_a_partial_match_names_are_shown_without_their_quotes(
+    world: World, query: str, words: list[str]
+) -> None:
+    """A quoted phrase's quotes became spaces in the words the outcome names: "No
+    session has all of:  websocket, login , oauth" (the CLI, the web page, the MCP
+    note). Each word is shown as the search reads it, its quotes no spaces at its ends."""
+    world.add("two-of-three", texts=("websocket login lo gin", "nothing else"))
+    outcome = run_search(world.db(), query, ALL)
+    assert outcome.kind == PARTIAL
+    assert outcome.words == words
+
+
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
 def test_partial_matches_stay_out_of_machine_formats(world: World, fmt: str) -> None:
     """A partial match's row says ``matched_by: text`` like a real match: a script that
