@@ -8,10 +8,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
+#: What a NUL of derived text is stored as. PostgreSQL text cannot hold NUL (SQLite's
+#: can); entries keep theirs, escaped inside the JSON. U+FFFD, not nothing: FTS5 reads
+#: a NUL as a separator, as it reads U+FFFD, so the words either side stay two words
+#: in the store's vectors and snippets (``title\0waffle`` was ``titlewaffle`` there,
+#: found by neither word), a text of NULs alone is not empty, and ``dae\0mon`` is not
+#: ``daemon``; the same stand-in as for a byte that is no UTF-8.
+NUL_STANDIN = "\ufffd"
+
+
+def no_nul(value: Any) -> Any:
+    """``value`` as a PostgreSQL text column can hold it (:data:`NUL_STANDIN`)."""
+    return value.replace("\x00", NUL_STANDIN) if isinstance(value, str) else value
+
 
 def _copy_field(value: Any) -> str:
-    """One field of COPY's text format. PostgreSQL text cannot hold NUL (SQLite's can):
-    it is dropped from derived text; entries keep theirs, escaped inside the JSON."""
+    """One field of COPY's text format, a NUL as :func:`no_nul` stores it."""
     if value is None:
         return "\\N"
     if not isinstance(value, str):
@@ -21,7 +33,7 @@ def _copy_field(value: Any) -> str:
         .replace("\n", "\\n")
         .replace("\r", "\\r")
         .replace("\t", "\\t")
-        .replace("\x00", "")
+        .replace("\x00", NUL_STANDIN)
     )
 
 

@@ -254,7 +254,7 @@ async def _fold_hidden_kinds(conn: AsyncConnection[Any]) -> None:
     took its kind from its new lines (the first record with a parentUuid had been folded
     already, but the store did not know it)."""
     from sessiondex.indexer.derive import SessionState
-    from sessiondex.store.write import no_nul
+    from sessiondex.store.bulk_copy import no_nul
     from sessiondex.transcripts.reader import parse_line
 
     states: dict[int, SessionState] = {}

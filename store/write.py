@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from sessiondex.indexer.derive import SessionState, message_texts
 from sessiondex.indexer.ingest import derived_texts
 from sessiondex.indexer.text import fts_text
-from sessiondex.store.bulk_copy import copy_rows
+from sessiondex.store.bulk_copy import copy_rows, no_nul
 from sessiondex.store.vectors import insert_messages, session_vector
 from sessiondex.transcripts.pr_urls import PullRequest
 from sessiondex.transcripts.reader import without_lone_surrogates
@@ -145,10 +145,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list):
         return [_finite(v) for v in value]
     return value
-
-
-def no_nul(value: Any) -> Any:
-    return value.replace("\x00", "") if isinstance(value, str) else value
 
 
 _NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"

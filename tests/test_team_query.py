@@ -640,3 +640,37 @@ def test_a_store_migrated_by_a_newer_sessiondex_is_refused_for_reading(
     assert result.exit_code == 1, result.output
     [line] = result.output.splitlines()
     assert "newer than this sessiondex knows" in line and "upgrade sessiondex" in line, line
+
+
+@pytest.mark.parametrize(
+    ("field", "query"),
+    [
+        ("title", "waffle"),
+        ("tag", "quince"),
+        ("branch", "zephyr"),
+        ("prompt", "marmot"),
+    ],
+)
+def test_a_nul_between_two_words_parts_them_in_both_backends(
+    tmp_path: Path, store: str, field: str, query: str
+) -> None:
+    """PostgreSQL text holds no NUL, so the store drops it from a session's columns;
+    locally FTS5 reads it as a separator. The words it parts are the session's words on
+    both backends (before, the store's vector was made after the NUL was dropped, and
+    ``title\\0waffle`` was the one word ``titlewaffle`` there)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/app", git_branch="feat\x00zephyr" if field == "branch" else "main")
+    s.user("plain prompt" if field != "prompt" else "hello\x00marmot")
+    s.assistant("on it")
+    s.meta("custom-title", customTitle="title\x00waffle" if field == "title" else "plain")
+    if field == "tag":
+        s.meta("tag", tag="tag\x00quince")
+    s.write()
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    local = str(tmp_path / "index.db")
+    found = []
+    for db in (local, store):
+        result = run(tree.root, db, "search", query, "--scope", "all", "--json")
+        found.append([row["session_id"] for row in json.loads(result.stdout or "[]")])
+    assert found == [[s.session_id], [s.session_id]]
