@@ -591,7 +591,12 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         sessiondex resume
         sessiondex --config-dir ~/old-laptop/.claude resume 3f2a9c1e
     """
-    from sessiondex.query.resolve import NO_MAIN_TRANSCRIPT, without_main_transcript
+    from sessiondex.query.resolve import (
+        NO_MAIN_TRANSCRIPT,
+        NO_MESSAGES,
+        without_main_transcript,
+        without_messages,
+    )
     from sessiondex.query.sessions import claude_config_dir, resume_command
     from sessiondex.transcripts.config import unreachable_reason
     from sessiondex.transcripts.fspath import real_cwd  # not $PWD: claude must start there
@@ -609,6 +614,8 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     session = found.session
     if without_main_transcript(found):
         raise CliError(clean_line(f"{arg}: {NO_MAIN_TRANSCRIPT}"))
+    if without_messages(found):
+        raise CliError(clean_line(f"{arg}: {NO_MESSAGES}"))
     unreachable = unreachable_reason(session.get("config_dir"))
     if unreachable:  # before any note that it is resuming
         raise CliError(unreachable)

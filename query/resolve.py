@@ -228,6 +228,22 @@ def without_main_transcript(found: Resolution) -> bool:
     )
 
 
+#: Why a transcript with no user or assistant record cannot be resumed (named by its
+#: path: a whole ID, a name and a prefix never pick such a file).
+NO_MESSAGES = (
+    "it holds no user or assistant message (empty, or metadata only): Claude Code finds"
+    " no conversation to resume in it (show reads it)"
+)
+
+
+def without_messages(found: Resolution) -> bool:
+    """Whether ``found`` is a transcript with no user or assistant record (an empty
+    file, a title or tag alone), which only a path names. ``claude --resume <id>``
+    looks for such a record and answers "No conversation found" without one, so
+    there is nothing to resume; reading it (``show``, ``resolve``) is harmless."""
+    return not found.row.get("raw_message_count")
+
+
 def _loose_subagent(path: Path) -> tuple[bool, Path | None]:
     """Whether a transcript outside the configured dirs is laid out as a subagent's
     (``<dir>/<id>/subagents/…/agent-<x>.jsonl``), and its session's main transcript

@@ -511,3 +511,59 @@ def test_a_relative_path_option_from_a_deleted_directory_is_one_line(
     assert result.stderr == (
         "Error: the current directory no longer exists: give absolute paths, or cd to another\n"
     )
+
+
+# What a transcript without one user or assistant record holds: Claude Code finds no
+# conversation in it (``--resume <id>`` looks for such a line), so there is nothing to
+# resume, though show and resolve still read the file.
+_MESSAGELESS: dict[str, list[dict[str, object] | bytes]] = {
+    "an empty file": [],
+    "a custom-title alone": [{"type": "custom-title", "customTitle": "only a name"}],
+    "a summary alone": [{"type": "summary", "summary": "old summary", "leafUuid": "x"}],
+    "a tag and a pr-link": [
+        {"type": "tag", "tag": "t"},
+        {"type": "pr-link", "prNumber": 7, "prUrl": "https://github.com/o/r/pull/7"},
+    ],
+    "unreadable lines only": [b"{not json\n", b"[1, 2]\n"],
+}
+
+
+@pytest.mark.parametrize("where", ["in the config dir", "a loose copy"])
+@pytest.mark.parametrize("content", list(_MESSAGELESS))
+def test_a_transcript_without_messages_is_not_resumed(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, where: str
+) -> None:
+    """``resume PATH`` (and ``pick --exec``, which resumes the chosen file's path) of a
+    transcript with no message ran ``claude --resume <id>``, which answers "No
+    conversation found": a whole ID, a name and a prefix already skip such a file.
+    Now it is one ``Error:`` line, exit 1, and claude is not started."""
+    from tests.builders import write_jsonl
+
+    tree = ConfigTree(tmp_path / "claude")
+    sid = "3f2a9c1e-0000-4000-8000-0000000000aa"
+    records = [{**r, "sessionId": sid} if isinstance(r, dict) else r for r in _MESSAGELESS[content]]
+    path = write_jsonl(tree.project_dir(CWD) / f"{sid}.jsonl", records, mtime=1_790_000_000)
+    if where == "a loose copy":
+        loose = tmp_path / "loose" / "copy.jsonl"
+        loose.parent.mkdir()
+        loose.write_bytes(path.read_bytes())
+        path = loose
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    out = tmp_path / "claude-ran"
+    _fake_claude(tmp_path / "bin", out)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    # A loose file is a session only when a record names one (its name is no ID).
+    session = where == "in the config dir" or any(isinstance(r, dict) for r in records)
+    said = "no user or assistant message" if session else "No session matches"
+    for dry in (["--dry-run"], []):
+        result = CliRunner().invoke(cli, [*base, "resume", str(path), *dry])
+        assert result.exit_code == 1, (dry, result.output)
+        assert result.stdout == ""
+        assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+        assert said in result.stderr, result.stderr
+    assert not out.exists()  # claude was never started
+    # reading it still works: resolve names the file
+    shown = CliRunner().invoke(cli, [*base, "resolve", "--json", str(path)])
+    assert shown.exit_code == (0 if session else 1), shown.output
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
