@@ -11,6 +11,7 @@ do we there.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,13 +51,19 @@ def check_config_dirs(explicit: Sequence[str], *, notes: bool = True) -> None:
         return
     for root in found.dirs:
         try:
-            (root / "projects").stat()
+            mode = (root / "projects").stat().st_mode
         except FileNotFoundError:
             warn(f"{root} has no projects/ folder; nothing to index there")
+            continue
         except OSError as exc:  # a dir that cannot be entered: Path.is_dir() raises
             warn(
                 f"cannot look into {root} ({exc.strerror}); its transcripts are not read until it can be"
             )
+            continue
+        if not stat.S_ISDIR(mode):
+            # A file (or FIFO) there reads as no history (no_history), whose empty
+            # answers then say nothing, counting on this line: it must be said too.
+            warn(f"{root}/projects is not a folder; nothing to index there")
 
 
 def _has_projects(root: Path) -> bool:

@@ -78,6 +78,9 @@ class Entry:
     extra_mentions: list[PullRequest] = field(default_factory=list)
     # Byte offset of the line in its transcript (``push``; an SDK append has none).
     offset: int | None = None
+    # The value as an SDK app handed it over (``record`` may differ: lone surrogates made
+    # U+FFFD); None for a pushed line, whose ``record`` is the line as read.
+    given: Any = None
 
     @property
     def uuid(self) -> str | None:
@@ -91,7 +94,7 @@ class Entry:
         a transcript line is read (PostgreSQL takes no lone surrogate in a text column:
         the whole batch failed, the good entries beside it too)."""
         record = without_lone_surrogates(value) if isinstance(value, dict) else {}
-        return cls(dumps_entry(value), record)
+        return cls(dumps_entry(value), record, given=value)
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,10 @@ async def append(
     new_summary = None
     if key.is_main and fold_summary is not None and fresh:
         sdk_key = {"project_key": key.project_key, "session_id": key.session_id}
-        new_summary = fold_summary(locked.sdk_summary, sdk_key, [e.record for e in fresh])
+        # The entries as given, as the SDK's own stores fold them: a lone surrogate in a
+        # title is the app's to see again, not U+FFFD (the summary is JSON, which keeps it).
+        given = [e.given if isinstance(e.given, dict) else e.record for e in fresh]
+        new_summary = fold_summary(locked.sdk_summary, sdk_key, given)
         new_summary["mtime"] = locked.mtime_ms
     await conn.execute(
         "UPDATE transcripts SET entry_count = entry_count + %s, byte_count = byte_count + %s,"

@@ -636,3 +636,38 @@ def test_text_that_starts_with_a_dash_is_explained(
     assert result.exit_code == 2
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("Error:")]
     assert (hint in line) if hint else "put -- before it" not in line, line
+
+
+@pytest.mark.parametrize(
+    "projects", ["missing", "a regular file", "a FIFO", "a dangling symlink", "a link to a file"]
+)
+@pytest.mark.parametrize("command", [["list", "--scope", "all"], ["index"], ["stats"]])
+def test_a_projects_entry_that_is_no_folder_is_said(
+    tmp_path: Path, projects: str, command: list[str]
+) -> None:
+    """A config dir whose ``projects`` is there but is no folder (a file, a FIFO, a link
+    to a file) got no line at all: the warning looked only for a missing one, and the
+    empty answer's own line is left out when no config dir has history (that warning
+    is meant to be out already), so ``list`` printed nothing and exited 0."""
+    root = tmp_path / "claude"
+    root.mkdir()
+    entry = root / "projects"
+    if projects == "a regular file":
+        entry.write_text("not a folder\n")
+    elif projects == "a FIFO":
+        os.mkfifo(entry)
+    elif projects == "a dangling symlink":
+        entry.symlink_to(tmp_path / "nowhere")
+    elif projects == "a link to a file":
+        (tmp_path / "file").write_text("x\n")
+        entry.symlink_to(tmp_path / "file")
+    result = _run(tmp_path, ["--config-dir", str(root), *command])
+    assert result.exit_code == 0, result.output
+    said = (
+        "has no projects/ folder"
+        if projects in ("missing", "a dangling symlink")
+        else ("projects is not a folder")
+    )
+    lines = [line for line in result.stderr.splitlines() if str(root) in line]
+    assert len(lines) == 1 and said in lines[0], result.stderr
+    assert "nothing to index there" in lines[0]

@@ -404,6 +404,40 @@ def test_a_lone_surrogate_in_an_appended_entry_loses_nothing(pg_dsn: str) -> Non
     assert loaded[1]["lastPrompt"] == "deploy \ud83d"  # stored exactly
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"type": "custom-title", "customTitle": "half \ud83d"},
+        {"type": "tag", "tag": "\udfff lone"},
+        {"type": "last-prompt", "lastPrompt": "deploy \ud83d"},
+        {"type": "custom-title", "customTitle": "nul \x00 kept"},
+    ],
+)
+def test_the_summary_is_the_sdks_own_fold_of_the_entries_as_given(
+    pg_dsn: str, entry: dict[str, Any]
+) -> None:
+    """``list_session_summaries`` gives what the SDK's own store folds from the same
+    appends: before, the fold read the copy made for the derived rows, whose lone
+    surrogates are U+FFFD, so ``list_sessions_from_store`` showed a title the app never
+    wrote."""
+    from claude_agent_sdk import InMemorySessionStore
+
+    truncate(pg_dsn)
+    sid = "5e000000-0000-4000-8000-000000000002"
+    key = {"project_key": "-home-u-sdk", "session_id": sid}
+    batch = [*_transcript(sid, "/home/u/sdk")[:1], {**entry, "sessionId": sid}]
+
+    async def summaries(store: Any) -> list[dict[str, Any]]:
+        await store.append(key, batch)
+        found = await store.list_session_summaries("-home-u-sdk")
+        return [{k: v for k, v in s.items() if k != "mtime"} for s in found]
+
+    async def in_memory() -> list[dict[str, Any]]:
+        return await summaries(InMemorySessionStore())
+
+    assert run(pg_dsn, summaries) == asyncio.run(in_memory())
+
+
 def test_the_sdk_store_takes_a_url_with_any_case_scheme(pg_dsn: str) -> None:
     """As ``push`` and ``--db`` do: libpq took only the lower-case spelling, and the
     pool logged its error with the whole DSN, password too, until it timed out."""
