@@ -79,6 +79,31 @@ def _for_a_model(message: str) -> str:
     return message
 
 
+#: A string in a JSON answer is at most ``max_chars // FIELD_SHARE`` characters (cut with
+#: the marker), and never cut below FIELD_FLOOR; a list of strings (PR links, notes) at
+#: most LIST_ITEMS long: a row with one huge field still fits beside others.
+FIELD_SHARE = 8
+FIELD_FLOOR = 40
+LIST_ITEMS = 20
+
+
+def _bounded(value: Any, chars: int, items: int) -> Any:
+    """``value`` (an answer, a row, a field) with every string longer than ``chars`` cut
+    (:func:`cut`) and every list of strings longer than ``items`` shortened, its last
+    item saying how many were left out. Lists of rows are the caller's to shorten."""
+    if isinstance(value, str):
+        return cut(value, chars)
+    if isinstance(value, dict):
+        return {key: _bounded(item, chars, items) for key, item in value.items()}
+    if isinstance(value, list):
+        if len(value) > items and all(isinstance(item, str) for item in value):
+            return [_bounded(item, chars, items) for item in value[:items]] + [
+                f"[… {len(value) - items} more]"
+            ]
+        return [_bounded(item, chars, items) for item in value]
+    return value
+
+
 #: How far ``offset`` may page a listing or a search: each call ranks every row before
 #: its page, so deep pages cost what a long page does.
 MAX_OFFSET = 500
@@ -275,27 +300,36 @@ class SessionService:
         return session
 
     def _dump(self, answer: dict[str, Any], rows_key: str | None = None, offset: int = 0) -> str:
-        """JSON text within ``max_chars``: rows are dropped from the end (and counted in
-        ``truncated``, with the ``offset`` that reaches them) until it fits; ``count``
-        stays the number of rows given. A single oversized field is cut as a last
-        resort."""
-        text = _json(answer)
+        """JSON text within ``max_chars``. Each string is at most a share of the cap and
+        each list of strings at most :data:`LIST_ITEMS` long (:func:`_bounded`: a
+        transcript's branch, directory or PR links may be of any length, and one such
+        field made a row larger than the cap); then rows are dropped from the end (and
+        counted in ``truncated``, with the ``offset`` that reaches them) until it fits,
+        but never the first: a row still too big has its fields cut shorter. ``count``
+        stays the number of rows given. Cutting the whole text is the last resort."""
+        limit = self.settings.max_chars
+        chars, items = max(FIELD_FLOOR, limit // FIELD_SHARE), LIST_ITEMS
+        text = _json(_bounded(answer, chars, items))
         rows = answer.get(rows_key) if rows_key else None
-        if isinstance(rows, list) and len(text) > self.settings.max_chars:
+        if isinstance(rows, list) and len(text) > limit:
             total = len(rows)
-            while rows and len(text) > self.settings.max_chars:
+            while len(rows) > 1 and len(text) > limit:
                 rows.pop()
                 if "count" in answer:
                     answer["count"] = len(rows)
                 answer.pop("more", None)  # said by "truncated" now, with the offset
                 answer["truncated"] = (
                     f"{total - len(rows)} of {total} rows left out to stay within"
-                    f" {self.settings.max_chars} characters; call again with"
+                    f" {limit} characters; call again with"
                     f" offset={offset + len(rows)} to see them"
                 )
-                text = _json(answer)
-        if len(text) > self.settings.max_chars:
-            text = cut(text, self.settings.max_chars)
+                text = _json(_bounded(answer, chars, items))
+        while len(text) > limit and chars > FIELD_FLOOR:
+            # One row left (or none to drop), still too big: its fields shorter.
+            chars, items = max(FIELD_FLOOR, chars // 2), max(1, items // 2)
+            text = _json(_bounded(answer, chars, items))
+        if len(text) > limit:
+            text = cut(text, limit)
         return text
 
     # ------------------------------------------------------------------ tools
@@ -625,14 +659,18 @@ class SessionService:
         total = len(turns)
         thread = "subagent" if subagent is not None else "session"
         # Every field is transcript text (a cwd or branch may hold a terminal escape).
+        # Each at most a share of the cap, as a JSON answer's fields (_bounded): a header
+        # longer than the page left no room for a turn, and the cut took the last line.
+        chars = max(FIELD_FLOOR, self.settings.max_chars // FIELD_SHARE)
+
+        def field(key: str, absent: str) -> str:
+            return cut(_clean(str(session.get(key) or absent)), chars)
+
         header = [
-            f"session {session['session_id']} · {_clean(session.get('title') or '')}",
-            _clean(
-                f"project: {session.get('cwd') or '?'} · branch:"
-                f" {session.get('git_branch') or '-'}"
-                f" · last activity: {session.get('last_activity') or '?'}"
-            ),
-            _clean(f"resume: {session.get('resume_command') or '-'}"),
+            f"session {session['session_id']} · {field('title', '')}",
+            f"project: {field('cwd', '?')} · branch: {field('git_branch', '-')}"
+            f" · last activity: {field('last_activity', '?')}",
+            f"resume: {field('resume_command', '-')}",
         ]
         if offset >= total:
             header.append(f"turns: none at offset {offset}; the {thread} has {total} turns")

@@ -1084,3 +1084,78 @@ def test_a_write_to_a_read_only_index_says_so_as_the_cli_does(tmp_path: Path, wh
     finally:
         svc.close()
     assert writer.path.read_bytes() == before
+
+
+def _huge_fields_tree(tmp_path: Path) -> tuple[ConfigTree, SessionWriter, SessionWriter]:
+    """A session whose branch is 30,000 characters and directory 3,000 (a transcript
+    may record anything), and an ordinary one after it in list order."""
+    tree = ConfigTree(tmp_path / "claude")
+    huge = tree.session(cwd="/tmp/" + "d" * 3000, git_branch="b" * 30_000)
+    huge.user("hugefield session")
+    huge.assistant("the answer")
+    huge.pr_link(number=7, url="https://github.com/acme/shop/pull/7", repository="acme/shop")
+    huge.write()
+    plain = tree.session(cwd="/tmp/plain", git_branch="main", start="2026-10-01T00:00:00.000Z")
+    plain.user("hugefield plain")
+    plain.assistant("fine")
+    plain.write()
+    return tree, huge, plain
+
+
+@pytest.mark.parametrize("max_chars", [2_000, 20_000])
+@pytest.mark.parametrize("tool", ["list_sessions", "search_sessions"])
+def test_a_row_with_a_huge_field_is_shown_cut_and_paging_reaches_every_row(
+    tmp_path: Path, tool: str, max_chars: int
+) -> None:
+    """One session's 30,000-character branch made its row larger than the cap: every
+    row was left out ("2 of 2 rows left out … call again with offset=0", the same call
+    again, for ever) and the ordinary session with it. A field longer than a sixteenth
+    of the cap is now cut with the cut marker, so each page shows rows and the offsets
+    it gives reach every session."""
+    tree, huge, plain = _huge_fields_tree(tmp_path)
+    svc = SessionService(
+        lambda: Index(tmp_path / "i.db", [tree.root]), Settings("/tmp/plain", max_chars=max_chars)
+    )
+    seen: list[str] = []
+    offset = 0
+    try:
+        for _ in range(5):
+            if tool == "list_sessions":
+                text = svc.list_sessions(scope="all", offset=offset)
+            else:
+                text = svc.search_sessions("hugefield", offset=offset)
+            assert len(text) <= max_chars
+            page = json.loads(text)
+            assert page["sessions"], page  # never a page of nothing that points to itself
+            seen += [row["session_id"] for row in page["sessions"]]
+            follow = re.search(r"offset=(\d+)", page.get("truncated") or page.get("more") or "")
+            if follow is None:
+                break
+            offset = int(follow.group(1))
+    finally:
+        svc.close()
+    assert sorted(seen) == sorted([huge.session_id, plain.session_id])
+
+
+@pytest.mark.parametrize("max_chars", [2_000, 20_000])
+def test_resolve_and_read_of_a_session_with_a_huge_field_stay_whole(
+    tmp_path: Path, max_chars: int
+) -> None:
+    """resolve_session answered JSON cut in the middle (not JSON), and read_session a
+    header so long that the cut took the turns and the last line with it."""
+    tree, huge, _ = _huge_fields_tree(tmp_path)
+    svc = SessionService(
+        lambda: Index(tmp_path / "i.db", [tree.root]), Settings("/tmp/plain", max_chars=max_chars)
+    )
+    try:
+        resolved = svc.resolve_session(huge.session_id)
+        page = svc.read_session(huge.session_id)
+        listed = json.loads(svc.sessions_for_pr("https://github.com/acme/shop/pull/7"))
+    finally:
+        svc.close()
+    assert len(resolved) <= max_chars and len(page) <= max_chars
+    session = json.loads(resolved)["session"]
+    assert session["session_id"] == huge.session_id
+    assert session["git_branch"].startswith("bbb") and "[… cut:" in session["git_branch"]
+    assert "[0] user" in page and "the answer" in page and page.endswith("[end of session]\n")
+    assert [row["session_id"] for row in listed["sessions"]] == [huge.session_id]
