@@ -710,6 +710,11 @@ class SessionService:
         return text if len(text) <= self.settings.max_chars else cut(text, self.settings.max_chars)
 
 
+#: A turn's time or uuid as shown (both are ~25-36 characters when Claude Code wrote them;
+#: around_message takes at most 100).
+HEAD_FIELD_CHARS = 100
+
+
 @dataclass
 class Turn:
     """One shown turn of ``read_session``: a message (with its UUID) or a compaction."""
@@ -721,11 +726,15 @@ class Turn:
     body: str
 
     def text(self) -> str:
+        # The uuid and time are the transcript's strings: cleaned and cut as the rest
+        # of the page (a 20,000-character uuid made one turn longer than the page, and
+        # the cut took the line saying where the next page starts). A uuid longer than
+        # around_message takes could not be passed back anyway.
         head = f"[{self.index}] {self.role}"
         if self.timestamp:
-            head += f" · {self.timestamp}"
+            head += f" · {cut(_clean(self.timestamp), HEAD_FIELD_CHARS)}"
         if self.uuid:
-            head += f" · uuid {self.uuid}"
+            head += f" · uuid {cut(_clean(self.uuid), HEAD_FIELD_CHARS)}"
         return f"{head}\n{self.body}\n"
 
 

@@ -1159,3 +1159,40 @@ def test_resolve_and_read_of_a_session_with_a_huge_field_stay_whole(
     assert session["git_branch"].startswith("bbb") and "[… cut:" in session["git_branch"]
     assert "[0] user" in page and "the answer" in page and page.endswith("[end of session]\n")
     assert [row["session_id"] for row in listed["sessions"]] == [huge.session_id]
+
+
+def test_every_read_session_page_ends_with_its_next_step_whatever_a_turn_records(
+    tmp_path: Path,
+) -> None:
+    """A turn's head showed the entry's uuid and timestamp as the transcript recorded
+    them: a 20,000-character uuid made a page of that turn alone longer than the cap,
+    and the cut took the line that says where the next page starts (the reader was
+    stuck there); an escape sequence in them reached the text raw. They are cleaned
+    and cut as every other transcript string of the page."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/tmp/x", git_branch="main")
+    s.user("first prompt")
+    s.assistant("reply", uuid="u" * 20_000 + "\x1b]0;t\x07")
+    s.user("third", timestamp="2026-11-01T10:00:05.000Z" + "Z" * 20_000)
+    s.assistant("fourth")
+    s.write()
+    svc = SessionService(
+        lambda: Index(tmp_path / "i.db", [tree.root]), Settings("/tmp/x", max_chars=2000)
+    )
+    bodies: list[str] = []
+    offset = 0
+    try:
+        for _ in range(10):
+            page = svc.read_session(s.session_id, offset=offset, limit=40)
+            assert len(page) <= 2000 and "\x1b" not in page and "\x07" not in page
+            last = page.rstrip("\n").splitlines()[-1]
+            assert last == "[end of session]" or last.startswith("[more: "), last
+            bodies += [
+                b for b in ("first prompt", "reply", "third", "fourth") if f"\n{b}\n" in page
+            ]
+            if last == "[end of session]":
+                break
+            offset = int(re.search(r"offset=(\d+)", last).group(1))  # type: ignore[union-attr]
+    finally:
+        svc.close()
+    assert bodies == ["first prompt", "reply", "third", "fourth"]
