@@ -134,9 +134,46 @@ def _cleaned_errors() -> Iterator[None]:
         from sessiondex.cli.output import clean_line
 
         if isinstance(exc, click.NoSuchOption):
-            exc.message += _dash_hint(exc)  # type: ignore[misc]  # Final only in the stubs
+            placed = _global_option_hint(exc)
+            if placed:  # not "Did you mean '--cwd'?" for ``list --db x.db``
+                exc.possibilities = None  # type: ignore[misc]  # Final only in the stubs
+            exc.message += placed or _dash_hint(exc)  # type: ignore[misc]  # Final only in the stubs
         exc.message = clean_line(exc.message)  # type: ignore[misc]  # Final only in the stubs
         raise
+
+
+def _global_option_hint(exc: click.NoSuchOption) -> str:
+    """For an option of the ``sessiondex`` group given after a command (``list --db
+    x.db``, ``search cookie --no-refresh``: the order most CLIs accept): where it goes.
+    Click's own line guessed a command option ("Did you mean '--cwd'?") and the dash hint
+    a search for the option's text, both wrong for what was meant. Empty for any other
+    option."""
+    ctx = exc.ctx
+    if ctx is None or ctx.parent is None:
+        return ""
+    name = exc.option_name.split("=", 1)[0]
+    root = ctx.find_root()
+    option = next(
+        (
+            p
+            for p in root.command.params
+            if isinstance(p, click.Option) and name in (*p.opts, *p.secondary_opts)
+        ),
+        None,
+    )
+    if option is None:
+        return ""
+    names = []
+    here: click.Context | None = ctx
+    while here is not None and here.parent is not None:
+        names.append(here.info_name or "")
+        here = here.parent
+    value = "" if option.is_flag else " …"
+    command = " ".join(reversed(names))
+    return (
+        f" '{name}' is a global option: give it before the command:"
+        f" sessiondex {name}{value} {command} …"
+    )
 
 
 def _dash_hint(exc: click.NoSuchOption) -> str:

@@ -639,6 +639,32 @@ def test_text_that_starts_with_a_dash_is_explained(
 
 
 @pytest.mark.parametrize(
+    ("args", "option", "example"),
+    [
+        (["list", "--db", "x.db"], "--db", "sessiondex --db … list"),
+        (["list", "--db=x.db"], "--db", "sessiondex --db … list"),
+        (["search", "cookie", "--no-refresh"], "--no-refresh", "sessiondex --no-refresh search"),
+        (["show", "abc", "--config-dir", "d"], "--config-dir", "sessiondex --config-dir … show"),
+        (["store", "deleted", "x", "--db", "y"], "--db", "sessiondex --db … store deleted"),
+    ],
+)
+def test_a_global_option_after_the_command_says_where_it_goes(
+    tmp_path: Path, args: list[str], option: str, example: str
+) -> None:
+    """Helper h508: ``list --db x.db`` (the order a new user types) said "No such option
+    '--db'. Did you mean '--cwd'?", and ``search cookie --no-refresh`` advised
+    ``search -- --no-refresh``, a search for that text: the line names the global option
+    and shows it before the command."""
+    base = ["--config-dir", str(tmp_path), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, *args])
+    assert result.exit_code == 2
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("Error:")]
+    assert f"'{option}' is a global option" in line, line
+    assert example in line, line
+    assert "Did you mean" not in line and "put -- before it" not in line, line
+
+
+@pytest.mark.parametrize(
     "projects", ["missing", "a regular file", "a FIFO", "a dangling symlink", "a link to a file"]
 )
 @pytest.mark.parametrize("command", [["list", "--scope", "all"], ["index"], ["stats"]])
