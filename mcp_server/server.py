@@ -25,14 +25,14 @@ import logging
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, overload
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import Resource, Tool, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from sessiondex.mcp_server.service import MAX_OFFSET, SessionService, Settings, UserError
+from sessiondex.mcp_server.service import MAX_OFFSET, SessionService, Settings, UserError, cut
 from sessiondex.render.terminal import neutralize
 
 if TYPE_CHECKING:
@@ -198,10 +198,9 @@ class SessiondexServer(MCPServer[Any]):
                 uri=f"session://{row['session_id']}",
                 name=str(row["session_id"]),
                 title=_visible(row.get("title")),
-                description=_visible(
-                    f"{row.get('cwd') or '?'} · {row.get('git_branch') or '-'}"
-                    f" · last activity {row.get('last_activity') or '?'}"
-                ),
+                description=f"{_visible(row.get('cwd') or '?')}"
+                f" · {_visible(row.get('git_branch') or '-')}"
+                f" · last activity {_visible(row.get('last_activity') or '?')}",
                 mime_type="text/markdown",
             )
             for row in rows
@@ -219,10 +218,21 @@ def _quoted(name: str) -> str:
     return repr(text if len(text) <= NAME_SHOWN_MAX else text[: NAME_SHOWN_MAX - 1] + "…")
 
 
+# A field of a resource's title or description is at most this long (a menu line; a
+# transcript's branch or directory may be of any length).
+RESOURCE_FIELD_CHARS = 300
+
+
+@overload
+def _visible(text: str) -> str: ...
+@overload
+def _visible(text: str | None) -> str | None: ...
 def _visible(text: str | None) -> str | None:
     """Transcript text a client shows a person, on one line with its control and bidi
-    characters made visible (render/terminal.py)."""
-    return None if text is None else neutralize(text, single_line=True)
+    characters made visible (render/terminal.py), and cut at RESOURCE_FIELD_CHARS."""
+    if text is None:
+        return None
+    return cut(neutralize(text, single_line=True), RESOURCE_FIELD_CHARS)
 
 
 def shown(error: UserError, limit: int) -> str:

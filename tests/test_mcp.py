@@ -901,3 +901,28 @@ def test_the_resource_list_shows_transcript_text_as_the_cli_does(tmp_path: Path)
     assert resource.title == "title^[]0;pwned^G <U+202E>evil"
     assert resource.description is not None
     assert resource.description.startswith("/w/shop^[[2J · fix<U+202E>evil · last activity ")
+
+
+def test_the_resource_list_is_bounded_whatever_a_transcript_records(tmp_path: Path) -> None:
+    """A session whose branch was 30,000 characters gave a resource description of
+    30,000 characters (the list offers 50 sessions: megabytes for a menu line each).
+    A description's directory and branch are cut as a tool's answer cuts them."""
+    import asyncio
+
+    from sessiondex.mcp_server.server import build_server
+    from sessiondex.mcp_server.service import Settings
+
+    tree = ConfigTree(tmp_path / "claude")
+    huge = tree.session(cwd="/w/" + "d" * 5000, git_branch="b" * 30_000)
+    huge.user("hello")
+    huge.assistant("hi")
+    huge.meta("custom-title", customTitle="t" * 10_000)
+    huge.write()
+    server = build_server(lambda: Index(tmp_path / "index.db", [tree.root]), Settings(cwd="/w"))
+    try:
+        (resource,) = asyncio.run(server.list_resources())
+    finally:
+        server.runner.shutdown()
+    assert resource.description is not None and resource.title is not None
+    assert len(resource.description) <= 1000 and len(resource.title) <= 300
+    assert "[… cut:" in resource.description and "last activity" in resource.description
