@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from sessiondex.index import Index, prepare_connection
+    from sessiondex.indexer.db import NotAnIndex
     from sessiondex.query.resolve import Ambiguous, NotFound, Resolution
     from sessiondex.sdk import (
         ForkSessionResult,
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Index": "sessiondex.index",
     "prepare_connection": "sessiondex.index",
+    # ``Index(db=…)`` given a path that is no index (a directory, a transcript, another
+    # program's database): a ValueError a caller may want to tell apart.
+    "NotAnIndex": "sessiondex.indexer.db",
     "NotFound": "sessiondex.query.resolve",
     "Ambiguous": "sessiondex.query.resolve",
     "Resolution": "sessiondex.query.resolve",
@@ -62,6 +66,7 @@ __all__ = [
     "Ambiguous",
     "ForkSessionResult",
     "Index",
+    "NotAnIndex",
     "NotFound",
     "Resolution",
     "SDKSessionInfo",

@@ -4,6 +4,7 @@ path or an open connection)."""
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import subprocess
 import sys
@@ -595,6 +596,24 @@ def test_a_directory_as_db_is_a_clear_error(tree: ConfigTree, tmp_path: Path) ->
     with pytest.raises(NotAnIndex, match="is a directory"):
         Index(tmp_path, [tree.root], notice=notes.append).list()
     assert notes == []
+
+
+@pytest.mark.parametrize("name", ["NotFound", "Ambiguous", "NotAnIndex", "Resolution"])
+def test_the_exceptions_the_readme_names_are_importable_from_the_package(name: str) -> None:
+    """Helper h508: the README says ``Index(db=<a directory>)`` raises ``NotAnIndex``,
+    but ``from sessiondex import NotAnIndex`` failed; it lived in
+    ``sessiondex.indexer.db`` only, so a caller could catch it only by an internal
+    path."""
+    assert name in sessiondex.__all__
+    module = importlib.import_module("sessiondex")
+    assert getattr(module, name).__name__ == name
+
+
+def test_a_directory_as_db_raises_the_exported_not_an_index(
+    tree: ConfigTree, tmp_path: Path
+) -> None:
+    with pytest.raises(sessiondex.NotAnIndex, match="is a directory"):
+        Index(tmp_path, [tree.root]).list()
 
 
 def test_a_connection_inside_a_transaction_is_refused_plainly(
