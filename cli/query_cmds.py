@@ -597,7 +597,7 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         without_main_transcript,
         without_messages,
     )
-    from sessiondex.query.sessions import claude_config_dir, resume_command
+    from sessiondex.query.sessions import absolute_cwd, claude_config_dir, resume_command
     from sessiondex.transcripts.config import unreachable_reason
     from sessiondex.transcripts.fspath import real_cwd  # not $PWD: claude must start there
 
@@ -619,8 +619,10 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
     unreachable = unreachable_reason(session.get("config_dir"))
     if unreachable:  # before any note that it is resuming
         raise CliError(unreachable)
-    workdir = session.get("cwd")
-    if not workdir or not os.path.isdir(workdir):
+    recorded = session.get("cwd")
+    # Only an absolute directory: a relative one ("." too) would be this process's.
+    workdir = absolute_cwd(recorded)
+    if not workdir or not os.path.isabs(workdir) or not os.path.isdir(workdir):
         # --cwd, unless it is gone too: claude must start in a directory that exists
         fallback = os.path.abspath(cwd) if cwd and os.path.isdir(cwd) else real_cwd()
         if fallback is None:  # the process's own was deleted as well
@@ -633,6 +635,14 @@ def resume(arg: str | None, cwd: str | None, dry_run: bool) -> None:
         if workdir:
             click.echo(
                 clean_line(f"note: {workdir} no longer exists; resuming from {fallback}"),
+                err=True,
+            )
+        elif recorded:
+            click.echo(
+                clean_line(
+                    f"note: the recorded directory {recorded!r} is no absolute path;"
+                    f" resuming from {fallback}"
+                ),
                 err=True,
             )
         workdir = fallback

@@ -9,6 +9,7 @@ defined here (:func:`display_title`) and nowhere else.
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 import time
 from collections.abc import Iterable, Sequence
@@ -124,7 +125,24 @@ def resume_command(target: str, cwd: str | None, config_dir: str | None = None) 
     line = f"claude --resume {shell_quote(target)}"
     if config_dir:
         line = _assignment(config_dir) + line
-    return f"cd {shell_quote(cwd)} && {line}" if cwd else line
+    where = absolute_cwd(cwd)
+    return f"cd {shell_quote(where)} && {line}" if where else line
+
+
+def absolute_cwd(cwd: object) -> str | None:
+    """``cwd`` when it is an absolute directory, the only kind Claude Code records
+    (``process.cwd()``; a Windows one too: ``C:\\…``, ``\\\\server\\…``); else None,
+    as for an unknown cwd. It is transcript data, and quoting cannot stop ``cd`` from
+    reading ``-`` as "back to $OLDPWD", ``-P`` or ``--`` as options, or a relative path
+    from wherever the line is pasted: a damaged or hostile record must not choose where
+    ``claude`` starts."""
+    if isinstance(cwd, str) and (cwd.startswith("/") or _WINDOWS_ABSOLUTE.match(cwd)):
+        return cwd
+    return None
+
+
+# A Windows absolute path: a drive and a separator, or a UNC share.
+_WINDOWS_ABSOLUTE = re.compile(r"[A-Za-z]:[\\/]|\\\\")
 
 
 def with_config_dir(command: str, target: str, cwd: str | None, config_dir: str) -> str | None:

@@ -47,7 +47,8 @@ from typing import Any
 # no entrypoint, branch or timestamp of a line Claude Code's window test skips
 # 37: the whole metadata record a bad line starts with, before a record glued onto it
 # (reader.glued_records), and a tag glued onto a line that starts with a tag
-DERIVATION_VERSION = 37
+# 38: a recorded cwd that is no absolute path gets no cd in resume_command (objects.absolute_cwd)
+DERIVATION_VERSION = 38
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

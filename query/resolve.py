@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.derive import SessionState, message_texts
-from sessiondex.indexer.objects import pr_row
+from sessiondex.indexer.objects import absolute_cwd, pr_row
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import (
     kept_sql,
@@ -286,7 +286,7 @@ def _other_directory_note(session: dict[str, Any]) -> str:
         return (
             "This session is from a different directory; its ID is not one claude --resume takes."
         )
-    if not session.get("cwd"):
+    if not absolute_cwd(session.get("cwd")):  # the line has no cd
         how += f" (from the directory of project {session['project_key']})"
     return f"This session is from a different directory. To resume, run: {how}"
 

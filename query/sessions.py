@@ -15,6 +15,7 @@ import orjson
 
 # Re-exported for query/ and cli/ (the ``X as X`` form marks them public for mypy).
 from sessiondex.indexer.objects import SESSION_FIELDS as SESSION_FIELDS
+from sessiondex.indexer.objects import absolute_cwd as absolute_cwd
 from sessiondex.indexer.objects import activity_ms as activity_ms
 from sessiondex.indexer.objects import build_object as build_object
 from sessiondex.indexer.objects import build_objects as build_objects

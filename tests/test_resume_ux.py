@@ -567,3 +567,66 @@ def test_a_transcript_without_messages_is_not_resumed(
     shown = CliRunner().invoke(cli, [*base, "resolve", "--json", str(path)])
     assert shown.exit_code == (0 if session else 1), shown.output
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+# A recorded cwd that is no absolute directory (Claude Code records process.cwd(), always
+# absolute: these come from a damaged or hostile transcript) → whether the line may cd.
+RECORDED_CWDS = [
+    pytest.param("-", False, id="dash: cd - goes to $OLDPWD"),
+    pytest.param("-P", False, id="an option of cd"),
+    pytest.param("--", False, id="end of options: cd -- goes home"),
+    pytest.param("-L/tmp", False, id="an option glued to a path"),
+    pytest.param("relative/dir", False, id="relative"),
+    pytest.param(".", False, id="dot"),
+    pytest.param("..", False, id="dot dot"),
+    pytest.param("~", False, id="tilde, quoted so never home"),
+    pytest.param("{tmp}/real dir", True, id="absolute"),
+    pytest.param("C:\\Users\\dev\\app", True, id="a Windows drive path"),
+]
+
+
+@pytest.mark.parametrize(("recorded", "usable"), RECORDED_CWDS)
+def test_a_resume_line_never_cds_to_a_cwd_that_is_no_absolute_directory(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded: str, usable: bool
+) -> None:
+    """The recorded cwd is transcript data. Quoting keeps it one word, but ``cd`` still
+    reads ``-`` as "back to $OLDPWD", ``-P``/``--`` as options (home), and a relative
+    path from wherever the line is pasted: ``resume_command`` and the other-directory
+    note said ``cd - && claude --resume …``, and ``resume`` ran claude in ``.``
+    (``os.path.isdir('.')``). Such a line now has no ``cd``, as for an unknown cwd, and
+    ``resume`` starts claude in --cwd or the current directory, saying why."""
+    from tests.builders import write_jsonl
+
+    recorded = recorded.format(tmp=tmp_path)
+    if usable and recorded.startswith("/"):
+        Path(recorded).mkdir(parents=True)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD, project_key="-some-key")
+    s.user("where was I")
+    s.assistant("ok")
+    records = [{**r, "cwd": recorded} if "cwd" in r else r for r in s.records]
+    write_jsonl(s.path, records, mtime=1_790_000_000)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    listed = CliRunner().invoke(cli, [*base, "list", "--scope", "all", "--json"])
+    assert listed.exit_code == 0, listed.output
+    (obj,) = json.loads(listed.stdout)
+    assert obj["cwd"] == recorded  # JSON keeps the exact string
+    words = shlex.split(obj["resume_command"])
+    assert words[-2:] == ["--resume", s.session_id]
+    if usable:
+        assert words[:3] == ["cd", recorded, "&&"]
+    else:
+        assert "cd" not in words, obj["resume_command"]
+    # From another directory, the note that it lives elsewhere carries the same line.
+    resolved = CliRunner().invoke(cli, [*base, "resolve", s.session_id, "--cwd", str(here)])
+    assert resolved.exit_code == 0, resolved.output
+    assert obj["resume_command"] in resolved.stderr
+    if recorded.startswith("/"):
+        return  # resume runs there: the other tests of this file
+    dry = CliRunner().invoke(cli, [*base, "resume", s.session_id, "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.startswith(f"cd {shlex.quote(str(here))} && "), dry.stdout
+    assert f"resuming from {here}" in dry.stderr
