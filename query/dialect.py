@@ -520,13 +520,13 @@ class PostgresDialect(SqliteDialect):
         self, db: Any, source: str, match: str, rowid: int, tokens: int, column: int = -1
     ) -> str:
         """The row's snippet, cut in Python as FTS5 cuts one (query/snippets.py
-        ``bounded_snippet``), not by ``ts_headline``: that reads the text with
+        ``fts5_snippet``: its window, its marks), not by ``ts_headline``: that reads the text with
         PostgreSQL's parser, which keeps a path, a dotted name, a URL, an e-mail address
         or a version whole (``src/auth/middleware.py`` is one token to it), so the words
         the store's vectors hold (indexer/text.py ``word_text``, FTS5's) were never
         marked in them: a search for ``auth/middleware`` showed the text's first words
         with nothing marked."""
-        from sessiondex.query.snippets import bounded_snippet, tsquery_terms
+        from sessiondex.query.snippets import fts5_snippet, tsquery_phrases
 
         if source in ("meta", "title"):
             wanted = META_COLUMNS if column < 0 else (META_COLUMNS[column],)
@@ -540,9 +540,9 @@ class PostgresDialect(SqliteDialect):
         else:
             row = db.execute("SELECT m.text FROM messages m WHERE m.id = ?", [rowid]).fetchone()
             texts = [str(row[0])] if row and row[0] else []
-        terms = tsquery_terms(match)
+        phrases = tsquery_phrases(match)
         # the first text that holds a match (a metadata row: by weight, as FTS5's)
-        found = (bounded_snippet(text, terms, tokens) for text in texts if text)
+        found = (fts5_snippet(text, phrases, tokens) for text in texts if text)
         return next((text for text in found if text), "")
 
     def similar_names(self, query: str) -> tuple[str, list[Any]] | None:

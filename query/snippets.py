@@ -217,17 +217,23 @@ def match_terms(match: str) -> list[tuple[str, bool]]:
     return _phrase_terms(words)
 
 
-def tsquery_terms(match: str) -> list[tuple[str, bool]]:
-    """:func:`match_terms` of the team store's ``to_tsquery`` text (``'a phrase'``,
-    ``:*`` a prefix; a term negated with ``!`` left out), cut into tokens as FTS5 cuts
-    them: the store's vectors hold those words (indexer/text.py ``word_text``)."""
-    quoted = re.findall(r"(!?)\s*'((?:[^']|'')*)'(:\*)?", match)
-    words = [
-        (text.replace("''", "'").replace("\\\\", "\\"), star == ":*")
-        for negated, text, star in quoted
-        if not negated
-    ]
-    return _phrase_terms(words)
+Phrase = tuple[tuple[str, ...], bool]
+
+
+def tsquery_phrases(match: str) -> list[Phrase]:
+    """The phrases of the team store's ``to_tsquery`` text, each as ``(its folded
+    tokens, whether its last is a prefix)``, as FTS5 reads the quoted strings of the
+    local query: what :func:`fts5_snippet` looks for (``'auth/middleware'`` is one
+    phrase of two tokens, found where they follow each other)."""
+    phrases: list[Phrase] = []
+    for negated, text, star in re.findall(r"(!?)\s*'((?:[^']|'')*)'(:\*)?", match):
+        if negated:
+            continue
+        written = text.replace("''", "'").replace("\\\\", "\\")
+        tokens = tuple(token for found in token_spans(written) if (token := fold(found.group())))
+        if tokens:
+            phrases.append((tokens, star == ":*"))
+    return phrases
 
 
 def _phrase_terms(words: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -494,8 +500,22 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
     window = window or fallback
     if not window:
         return ""
+    head = stored[: window[0].start()]
+    return _render(stored, window, matches, ELLIPSIS if head.strip() else head, None)
+
+
+def _render(
+    stored: str,
+    window: list[re.Match[str]],
+    matches: Callable[[str], bool],
+    head: str,
+    tail: str | None,
+) -> str:
+    """``window``'s tokens of ``stored`` with the text between them, each match marked:
+    ``head`` before them, and after them ``tail``, or (None) :data:`ELLIPSIS` where text
+    goes on."""
     marked = [matches(fold(found.group())) for found in window]
-    out = [ELLIPSIS] if stored[: window[0].start()].strip() else [stored[: window[0].start()]]
+    out = [head]
     at = window[0].start()
     for i, found in enumerate(window):
         gap = stored[at : found.start()]
@@ -519,6 +539,126 @@ def bounded_snippet(stored: str, terms: list[tuple[str, bool]], tokens: int) -> 
             out.append(gap)
             out.append(f"{OPEN}{token}{CLOSE}" if marked[i] else token)
         at = found.end()
-    if stored[at:].strip():
+    if tail is not None:
+        out.append(tail)
+    elif stored[at:].strip():
         out.append(ELLIPSIS)
+    return "".join(out)
+
+
+# A text longer than this (characters) is cut by :func:`bounded_snippet`, whose one pass
+# stops at its window, rather than tokenized whole for :func:`fts5_snippet`.
+FTS5_WINDOW_CHARS = 100_000
+
+
+def fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> str:
+    """A snippet of ``stored`` (the text as indexed) cut as FTS5's ``snippet()`` cuts
+    one, for the team store, which has no FTS5 (``fts5_aux.c``): the window of
+    ``tokens`` tokens that scores best (1,000 for each phrase first met in it, 1 for
+    each further instance), tried at each instance, centred on the instances it holds
+    and kept inside the text, or at the start of the instance's sentence (a token after
+    ``.`` or ``:`` and a blank) when that scores better (+100, +120 at the text's
+    start); ``…`` where the text goes on past the window, else the rest of the text as
+    it is; each run of overlapping instances marked once. A text too long, or with too
+    many instances (:data:`MAX_INSTANCES`: the scoring grows with their square), is cut
+    by :func:`bounded_snippet`, as the local index cuts a row too heavy for FTS5."""
+    from bisect import bisect_left, bisect_right
+
+    terms = [
+        (token, prefix and i == len(words) - 1)
+        for words, prefix in phrases
+        for i, token in enumerate(words)
+    ]
+    if not terms:
+        return ""
+    if len(stored) > FTS5_WINDOW_CHARS:
+        return bounded_snippet(stored, terms, tokens)
+    spans = list(token_spans(stored))
+    # One fold of all the tokens rather than one per token (a token folds to no blank).
+    folded = fold(" ".join(span.group() for span in spans)).split(" ") if spans else []
+    if len(folded) != len(spans):  # pragma: no cover - a fold that made a blank
+        return bounded_snippet(stored, terms, tokens)
+    firsts_of = {words[0] for words, prefix in phrases if not (prefix and len(words) == 1)}
+    prefix_firsts = tuple(words[0] for words, prefix in phrases if prefix and len(words) == 1)
+    candidates = [
+        i
+        for i, token in enumerate(folded)
+        if token in firsts_of or (prefix_firsts and token.startswith(prefix_firsts))
+    ]
+    found: list[tuple[int, int]] = []  # (token position, phrase), in FTS5's order
+    for position in candidates:
+        for index, (words, prefix) in enumerate(phrases):
+            end = position + len(words)
+            if end > len(folded):
+                continue
+            if all(folded[position + j] == word for j, word in enumerate(words[:-1])) and (
+                folded[end - 1].startswith(words[-1]) if prefix else folded[end - 1] == words[-1]
+            ):
+                found.append((position, index))
+        if len(found) > MAX_INSTANCES:
+            return bounded_snippet(stored, terms, tokens)
+    if not found:
+        return ""
+    size = len(spans)
+    offsets = [span.start() for span in spans]
+    firsts = [0]  # the first token of each sentence: after "." or ":" and a blank
+    for gap in re.finditer(r"[.:][ \t\n\r]+", stored):
+        at = bisect_left(offsets, gap.end())
+        if at < size and offsets[at] == gap.end() and at > firsts[-1]:
+            firsts.append(at)
+    positions = [position for position, _ in found]
+
+    def score(start: int) -> tuple[int, int]:
+        """The window from ``start``: its score, and where FTS5 moves it to."""
+        inside = found[bisect_left(positions, start) : bisect_left(positions, start + tokens)]
+        if not inside:
+            return 0, 0
+        seen: set[int] = set()
+        total = 0
+        for _, index in inside:
+            total += 1 if index in seen else 1000
+            seen.add(index)
+        first, last = inside[0][0], inside[-1][0] + len(phrases[inside[-1][1]][0])
+        room = tokens - (last - first)  # below 0 when a phrase runs past the window:
+        moved = first - (room // 2 if room >= 0 else -(-room // 2))  # C's division
+        if moved + tokens > size:
+            moved = size - tokens
+        return total, max(moved, 0)
+
+    best, start = 0, 0
+    for position in positions:
+        total, moved = score(position)
+        if total > best:
+            best, start = total, moved
+        if size > tokens:
+            sentence = firsts[bisect_right(firsts, position) - 1]
+            if sentence < position:
+                total = score(sentence)[0] + (120 if sentence == 0 else 100)
+                if total > best:
+                    best, start = total, sentence
+    stop = min(start + tokens, size)  # after the window's last token
+    # Runs of overlapping instances (FTS5's coalesced instances), from the window on.
+    runs: list[list[int]] = []
+    for position, index in found:
+        last = position + len(phrases[index][0]) - 1
+        if runs and position <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], last)
+        else:
+            runs.append([position, last])
+    opens = {first: last for first, last in runs if start <= first < stop}
+    out = [ELLIPSIS if start > 0 else stored[: offsets[start]]]
+    at = offsets[start]
+    open_until = -1
+    for position in range(start, stop):
+        span = spans[position]
+        if position in opens and open_until < 0:
+            out.append(stored[at : span.start()] + OPEN)
+            at = span.start()
+            open_until = opens[position]
+        if open_until >= 0 and (position == open_until or position == stop - 1):
+            out.append(stored[at : span.end()] + CLOSE)
+            at = span.end()
+            open_until = -1
+    out.append(stored[at : spans[stop - 1].end()])
+    out.append(stored[spans[stop - 1].end() :] if stop == size else ELLIPSIS)
     return "".join(out)

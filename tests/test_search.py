@@ -495,6 +495,51 @@ def test_bounded_snippet(text: str, terms: list[tuple[str, bool]], snippet: str)
     assert got.replace(OPEN, "[").replace(CLOSE, "]") == snippet
 
 
+_WORDS = ["alpha", "beta", "gamma", "café", "日本", "x"]
+_GAPS = [" ", "  ", ". ", ": ", ", ", " - ", "\n", ".\n", "/", ":\t", " . "]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_GAPS)), max_size=60),
+    edges=st.tuples(st.sampled_from(["", " "]), st.sampled_from(["", " 🔐", "."])),
+    phrases=st.lists(
+        st.tuples(st.lists(st.sampled_from(_WORDS[:4]), min_size=1, max_size=2), st.booleans()),
+        min_size=1,
+        max_size=3,
+    ),
+    tokens=st.sampled_from([4, 8, 12, 20]),
+)
+def test_the_team_stores_snippet_is_fts5s(
+    words: list[tuple[str, str]],
+    edges: tuple[str, str],
+    phrases: list[tuple[list[str], bool]],
+    tokens: int,
+) -> None:
+    """The team store cuts its snippets in Python (query/dialect.py): the same text as
+    FTS5's ``snippet()`` gives, window and marks, for any text and phrases (prefixes,
+    phrases of two words, sentences, CJK, diacritics). Before, a window from three
+    tokens before the match: a short prompt lost its first words."""
+    from sessiondex.indexer.shape import FTS_TOKENIZER
+    from sessiondex.indexer.text import fts_text
+    from sessiondex.indexer.unicode61 import fold
+    from sessiondex.query.snippets import CLOSE, ELLIPSIS, OPEN, fts5_snippet
+
+    text = fts_text(edges[0] + "".join(w + g for w, g in words) + edges[1])
+    match = " OR ".join(f'"{" ".join(ws)}"' + ("*" if prefix else "") for ws, prefix in phrases)
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+    db.execute("INSERT INTO t (rowid, x) VALUES (1, ?)", [text])
+    row = db.execute(
+        "SELECT snippet(t, 0, ?, ?, ?, ?) FROM t WHERE t MATCH ?",
+        [OPEN, CLOSE, ELLIPSIS, tokens, match],
+    ).fetchone()
+    ours = [
+        (tuple(fold(fts_text(w)).split()), prefix) for ws, prefix in phrases for w in [" ".join(ws)]
+    ]
+    assert fts5_snippet(text, ours, tokens) == (row[0] if row else "")
+
+
 @pytest.mark.parametrize(
     ("text", "terms", "many"),
     [

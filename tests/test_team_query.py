@@ -674,3 +674,43 @@ def test_a_nul_between_two_words_parts_them_in_both_backends(
         result = run(tree.root, db, "search", query, "--scope", "all", "--json")
         found.append([row["session_id"] for row in json.loads(result.stdout or "[]")])
     assert found == [[s.session_id], [s.session_id]]
+
+
+# (first prompt, a word only it holds): where FTS5's snippet() puts its window.
+SNIPPET_CASES = [
+    ("after the big line afterword", "afterword"),  # short: the whole text
+    ("исправить ошибку авторизации в модуле loginpanel 🔐", "loginpanel"),  # and its tail
+    (" ".join(["filler"] * 40) + " tailword", "tailword"),  # at the end: a full window
+    (" ".join(["filler"] * 40) + " midword " + " ".join(["filler"] * 40), "midword"),
+    # a sentence's start is preferred when the match is in its window
+    (
+        "one two three four five six seven. Then the sentword is here and more words follow"
+        " after it for a while longer still",
+        "sentword",
+    ),
+    ("lead " * 8 + "pairone x pairtwo " + "tail " * 20, "pairone pairtwo"),
+]
+
+
+def test_snippets_are_cut_where_fts5_cuts_them(tmp_path: Path, store: str) -> None:
+    """The store's snippets were a window from three tokens before the match: a short
+    prompt lost its first words ("…the big line [afterword]"), a match at the end of a
+    long one showed three words before it where FTS5 shows a full window, and a tail
+    after the last word became "…". Now the window is FTS5's (centred on the matches,
+    kept inside the text, a sentence's start preferred)."""
+    tree = ConfigTree(tmp_path / "claude")
+    for n, (text, _) in enumerate(SNIPPET_CASES):
+        s = tree.session(cwd="/srv/app", session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, text)))
+        s.user(text)
+        s.assistant(f"reply {n}")
+        s.write()
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    local = str(tmp_path / "index.db")
+    for _, query in SNIPPET_CASES:
+        got = []
+        for db in (local, store):
+            result = run(tree.root, db, "search", query, "--scope", "all", "--json")
+            [row] = json.loads(result.stdout)
+            got.append(row["snippet"])
+        assert got[1] == got[0], query
