@@ -33,8 +33,14 @@ def choose_session(
     """Open the picker; the chosen session object. Exits 2 without a terminal (one
     line, with what to use instead) and 1 when left without choosing."""
     if not has_terminal():
+        # ``resume`` with no ARG opens the picker too: name the command the user ran.
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None and ctx.info_name == "resume":
+            line = "resume needs ARG without a terminal (an ID, a name or a path)"
+        else:
+            line = "pick needs a terminal"
         click.echo(
-            "Error: pick needs a terminal; use `sessiondex list` or `sessiondex search QUERY`",
+            f"Error: {line}; use `sessiondex list` or `sessiondex search QUERY` to find it",
             err=True,
         )
         sys.exit(EXIT_USAGE)

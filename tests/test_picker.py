@@ -762,6 +762,18 @@ def test_pick_without_a_terminal_refuses_in_one_line(world: PickerWorld) -> None
     assert len(lines) == 1 and "sessiondex list" in lines[0] and "terminal" in lines[0]
 
 
+def test_resume_without_arg_nor_terminal_says_to_give_arg(world: PickerWorld) -> None:
+    """Helper h508: ``sessiondex resume`` in a script said "pick needs a terminal", a
+    command the user never ran: the line says resume needs ARG there."""
+    base = ["--db", str(world.db), "--config-dir", str(world.tree.root)]
+    result = CliRunner().invoke(cli, [*base, "resume"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("Error: resume needs ARG without a terminal"), line
+    assert "sessiondex list" in line and "pick needs" not in line, line
+
+
 @pytest.mark.parametrize("flags, field", [([], "resume_command"), (["--print-id"], "session_id")])
 def test_pick_prints_the_choice_of_another_project(
     world: PickerWorld, monkeypatch: pytest.MonkeyPatch, flags: list[str], field: str
