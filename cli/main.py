@@ -168,6 +168,8 @@ def _global_option_hint(exc: click.NoSuchOption) -> str:
     while here is not None and here.parent is not None:
         names.append(here.info_name or "")
         here = here.parent
+    if option.is_eager:  # --version answers alone, before any command
+        return f" '{name}' is a global option: sessiondex {name}"
     value = "" if option.is_flag else " …"
     command = " ".join(reversed(names))
     return (

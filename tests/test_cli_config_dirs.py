@@ -646,6 +646,7 @@ def test_text_that_starts_with_a_dash_is_explained(
         (["search", "cookie", "--no-refresh"], "--no-refresh", "sessiondex --no-refresh search"),
         (["show", "abc", "--config-dir", "d"], "--config-dir", "sessiondex --config-dir … show"),
         (["store", "deleted", "x", "--db", "y"], "--db", "sessiondex --db … store deleted"),
+        (["list", "--version"], "--version", "a global option: sessiondex --version"),
     ],
 )
 def test_a_global_option_after_the_command_says_where_it_goes(
@@ -660,7 +661,7 @@ def test_a_global_option_after_the_command_says_where_it_goes(
     assert result.exit_code == 2
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("Error:")]
     assert f"'{option}' is a global option" in line, line
-    assert example in line, line
+    assert example in line and "--version list" not in line, line
     assert "Did you mean" not in line and "put -- before it" not in line, line
 
 
