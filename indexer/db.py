@@ -44,6 +44,7 @@ from sessiondex.indexer.faults import (
 )
 from sessiondex.indexer.lock import lock_path
 from sessiondex.indexer.meta import (
+    EMPTIED_FOR_RULES,
     KEPT_SETTINGS,
     database_path,
     from_newer,
@@ -682,6 +683,7 @@ def _check_derivation_version(db: Database) -> bool:
     with immediate(db):
         if stored is not None:
             clear_index(db)
+            set_meta(db, EMPTIED_FOR_RULES, str(stored))
         set_meta(db, "derivation_version", str(DERIVATION_VERSION))
     return stored is not None
 

@@ -240,6 +240,11 @@ def set_meta(db: Database, key: str, value: str) -> None:
     db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [key, value])
 
 
+#: ``meta`` key holding the derivation version of the rows an upgrade emptied the index
+#: of (indexer/db.py ``_check_derivation_version``), until a refresh fills it again: a
+#: read that does not refresh says so instead of "has never been built".
+EMPTIED_FOR_RULES = "emptied_for_rules"
+
 #: ``meta`` keys that are the user's choices, not derived from the transcripts: where
 #: ``cleanup --archive`` and ``archive --to`` put sessions, when ``archive`` last ran,
 #: and ``index --tools``. The index is disposable (deleted, or moved aside when

@@ -327,6 +327,7 @@ class Index:
         end, so a search finds nothing yet) or no build at all."""
         from sessiondex.indexer.bulk import BULK_LOCK
         from sessiondex.indexer.lock import lock_path, watcher_alive, watcher_pid
+        from sessiondex.indexer.meta import EMPTIED_FOR_RULES, get_meta
 
         ever_filled = _ever_filled(handle)
         if self._path is not None and watcher_alive(self._path, BULK_LOCK):
@@ -344,6 +345,13 @@ class Index:
                 f"note: another sessiondex process is building the index at {self._path};"
                 " until it ends, answers come from what it has filled so far (drop"
                 " --no-refresh to wait for it)"
+            )
+        elif not ever_filled and (rules := get_meta(handle, EMPTIED_FOR_RULES)) is not None:
+            # Built, but by an older sessiondex: its rows were cleared for these rules.
+            self.say(
+                f"note: the index at {self._path} was emptied to be rebuilt by this"
+                f" sessiondex's rules (an older sessiondex built it, by rules {rules});"
+                " run `sessiondex index` (or drop --no-refresh)"
             )
         elif not ever_filled:
             self.say(

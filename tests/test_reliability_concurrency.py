@@ -744,6 +744,51 @@ def test_a_read_that_does_not_refresh_says_another_build_is_under_way(tmp_path: 
     assert len(small) == 1 and "another sessiondex process is building" in small[0], small
 
 
+@pytest.mark.parametrize("read", ["list", "search", "resolve", "stats"])
+def test_a_read_that_does_not_refresh_says_an_upgrade_emptied_the_index(
+    tmp_path: Path, read: str
+) -> None:
+    """The first ``--no-refresh`` read after an upgrade that changed the derivation rules
+    empties the index for the rebuild (indexer/db.py ``_check_derivation_version``), and
+    answered from the empty file "the index … has never been built": it had, by the
+    older sessiondex. Now the note says that an upgrade emptied it, in that read and in
+    the ones after it, until a refresh fills it again."""
+    from click.testing import CliRunner
+
+    from sessiondex.cli.main import cli
+    from sessiondex.indexer.meta import set_meta
+    from sessiondex.indexer.shape import DERIVATION_VERSION
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/upgraded")
+    s.user("the quetzalword before the upgrade")
+    s.write()
+    db_path = tmp_path / "index.db"
+    base = ["--config-dir", str(tree.root), "--db", str(db_path)]
+    assert CliRunner().invoke(cli, [*base, "index"]).exit_code == 0
+    db = open_db(db_path)
+    set_meta(db, "derivation_version", str(DERIVATION_VERSION - 1))
+    db.conn.commit()
+    db.close()
+    args = {
+        "list": ["list", "--scope", "all"],
+        "search": ["search", "--scope", "all", "quetzalword"],
+        "resolve": ["resolve", "quetzal name"],
+        "stats": ["stats"],
+    }[read]
+    for _ in range(2):  # the read that emptied it, and the next
+        result = CliRunner().invoke(cli, [*base, "--no-refresh", *args])
+        assert "Traceback" not in result.output
+        notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+        assert len(notes) == 1, result.stderr
+        assert "never been built" not in notes[0], notes
+        assert "older sessiondex" in notes[0] and "sessiondex index" in notes[0], notes
+    refreshed = CliRunner().invoke(cli, [*base, "list", "--scope", "all", "--json"])
+    assert refreshed.exit_code == 0 and len(json.loads(refreshed.stdout)) == 1
+    again = CliRunner().invoke(cli, [*base, "--no-refresh", "list", "--scope", "all"])
+    assert "note:" not in again.stderr, again.stderr
+
+
 # ------------------------------------------- 4. the index file deleted under a watcher
 def cli_run(root: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
