@@ -126,13 +126,14 @@ def watch(
         poll=poll,
         on_batch=(lambda report: log(_batch_line(report))) if verbose else None,
         log=log,
+        should_stop=stop.is_set,  # a signal during the catch-up ends it at the next file
     )
     try:
         try:
             watcher.start()
         except WatchError as exc:
             raise CliError(f"cannot start watching: {exc}") from None
-        if verbose:
+        if verbose and not stop.is_set():
             roots = ", ".join(str(r) for r in state.roots)
             log(
                 f"watching {roots} with {watcher.observer_kind} events; index "

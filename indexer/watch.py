@@ -201,6 +201,12 @@ class WatchError(RuntimeError):
     """The watcher could not start or its worker stopped on an unexpected error."""
 
 
+class _Stopping(Exception):
+    """A full pass given up between two files because the watcher is stopping: the files
+    it committed stay (each with its offset), and the next start catches up on the rest.
+    A cold catch-up of a multi-GB history takes minutes; Ctrl-C must not wait for it."""
+
+
 @dataclass
 class BatchReport:
     """One applied batch (or catch-up / rescan), for ``-v`` logging and tests."""
@@ -271,6 +277,10 @@ class _Pending:
         with self._cond:
             self._stopping = True
             self._cond.notify()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def __len__(self) -> int:
         with self._cond:
@@ -457,6 +467,7 @@ class Watcher:
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         on_batch: Callable[[BatchReport], None] | None = None,
         log: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.roots = list(roots)
@@ -467,6 +478,9 @@ class Watcher:
         self.poll_interval = poll_interval
         self.on_batch = on_batch
         self.log = log or logger.warning
+        # Asked between two files of a full pass, with stop(): the CLI's signal handler
+        # sets it while start() still waits for the catch-up (stop() comes after that).
+        self.should_stop = should_stop
         self.failure: BaseException | None = None
         self.catch_up: RefreshStats | None = None
         self._pending = _Pending()
@@ -505,7 +519,8 @@ class Watcher:
         return len(self._pending)
 
     def start(self, timeout: float | None = None) -> RefreshStats:
-        """Start observing, then catch up; returns the catch-up stats once committed.
+        """Start observing, then catch up; returns the catch-up stats once committed
+        (empty stats, the worker ended, when ``should_stop`` cut the catch-up short).
 
         The observer starts *before* the catch-up refresh so that a change made while it
         runs is queued rather than missed (applying it twice is harmless).
@@ -740,6 +755,9 @@ class Watcher:
                         self._return_to_native_events()
                     self._ensure_watches()
                     last_tick = now
+        except _Stopping:  # stopped during a full pass: the next start does the rest
+            if self.catch_up is None:
+                self.catch_up = RefreshStats()
         except BaseException as exc:  # surfaced by start()/the CLI, never swallowed
             self.failure = exc
         finally:
@@ -825,10 +843,10 @@ class Watcher:
         retried with a growing delay."""
         started = time.perf_counter()
         try:
-            stats = refresh(db, self.roots)
+            stats = refresh(db, self.roots, progress=self._stop_between_files)
             self._dirty = False
             self._rescan_failures = 0
-        except IndexFromNewer:
+        except (IndexFromNewer, _Stopping):
             raise  # not to retry: the watcher stops (see _run)
         except Exception as exc:
             if reason == "catch-up" or classify(exc) == CORRUPT:
@@ -839,6 +857,12 @@ class Watcher:
             )
         self._report(reason, [], stats, started)
         return stats
+
+    def _stop_between_files(self, _done: int, _total: int) -> None:
+        """``refresh``'s progress callback: give a full pass up once the watcher is
+        stopping (the pass rolls back only its open group; every file before it stays)."""
+        if self._pending.stopping or (self.should_stop is not None and self.should_stop()):
+            raise _Stopping
 
     def _full_pass_later(self) -> float:
         """Mark the index behind: a full pass follows, again and again with a growing

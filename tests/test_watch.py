@@ -1311,3 +1311,45 @@ def test_a_rename_and_its_title_sidecar_are_not_read_again(
         assert row[0] == "Kiwi plan" and marker.path.exists()
     finally:
         db.close()
+
+
+def test_ctrl_c_during_the_catch_up_stops_it_at_the_next_file(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C or SIGTERM while the catch-up runs (minutes, for a cold multi-GB history)
+    only set a flag the main thread read once the whole catch-up had finished: `watch`
+    went on reading every transcript first (found by probing a real watch). The
+    catch-up now stops after the file it is on; what it committed stays consistent, and
+    the next start or `index` does the rest."""
+    import sessiondex.indexer.refresh as refresh_module
+
+    tree = ConfigTree(tmp_path / "claude")
+    total = 40
+    for i in range(total):
+        session(tree, f"/work/repo{i % 3}", f"catch up {i}")
+    db_path = tmp_path / "index.db"
+    real = refresh_module.ingest_file
+    ingested: list[str] = []
+
+    def slow(db: Any, tf: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(ingested) == 3:  # the user presses Ctrl-C while the catch-up runs
+            os.kill(os.getpid(), signal.SIGINT)
+        ingested.append(str(tf.path))
+        time.sleep(0.05)  # a bigger file: the main thread's handler runs meanwhile
+        return real(db, tf, *args, **kwargs)
+
+    monkeypatch.setattr(refresh_module, "ingest_file", slow)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tree.root), "--db", str(db_path), "watch", "--no-archive"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert len(ingested) < total // 2, f"the catch-up read {len(ingested)} of {total} files"
+    assert not watcher_alive(db_path)
+    monkeypatch.setattr(refresh_module, "ingest_file", real)
+    db = open_db(db_path)
+    try:
+        check_fts_integrity(db)
+        assert db.execute("SELECT count(*) FROM files").fetchone()[0] < total
+        refresh_module.refresh(db, [tree.root])  # the next start or `index`: the rest
+        assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    finally:
+        db.close()
