@@ -913,9 +913,17 @@ def test_a_long_list_is_paged_from_the_index(tmp_path: Path) -> None:
     assert "?" not in shown[-20:]  # the rows on screen have their objects now
 
 
-@pytest.mark.parametrize(("rank_limit", "said"), [(5000, False), (0, True)])
+@pytest.mark.parametrize(
+    ("rank_limit", "scope", "said"),
+    [
+        (5000, "all", False),
+        (0, "all", True),
+        # a scope of few sessions is ranked in them at every keystroke (docs/search.md)
+        (0, "worktree", False),
+    ],
+)
 def test_the_status_line_says_when_a_common_word_is_answered_newest_first(
-    world: PickerWorld, monkeypatch, rank_limit: int, said: bool
+    world: PickerWorld, monkeypatch, rank_limit: int, scope: str, said: bool
 ) -> None:
     """A typed word found in more messages than can be ranked in a keystroke is answered
     newest first (docs/search.md); the status line says so, since the order changes."""
@@ -927,7 +935,8 @@ def test_the_status_line_says_when_a_common_word_is_answered_newest_first(
         await press(app, pilot, *"heartbeat")
         return titles(app), screen_text(app)
 
-    _, (shown, text) = drive(world, run)
+    options = PickerOptions(cwd=str(world.shop), scope=scope)
+    _, (shown, text) = drive(world, run, options=options)
     assert "Auth refactor" in shown
     status = text.splitlines()[0]
     assert ("newest first" in status) is said, status

@@ -481,13 +481,23 @@ def test_a_narrow_scope_ranked_alone_answers_as_the_whole_ranking(
 def test_a_common_word_in_a_narrow_scope_is_never_ranked_everywhere(
     index: Any, narrowing: dict[str, str], query: str
 ) -> None:
-    """What the shortcut is for: no statement ranks every match of a word (``MATCH ?
-    ORDER BY rank`` with no filter on the sessions) when the scope's sessions are few."""
-    with statements(index.conn) as asked:
-        outcome = run_search(index, query, Filters(limit=3, **narrowing))
-    assert outcome.rows
-    everywhere = [sql for sql in asked if "ORDER BY rank" in sql and "s.id IN (" not in sql]
-    assert not everywhere, everywhere
+    """What the shortcut is for: no statement ranks every match of a word in the
+    messages (``MATCH ? ORDER BY rank``) or the sessions' metadata (``ORDER BY score``),
+    or reads its newest matches (``ORDER BY rowid DESC``), with no filter on the
+    sessions, when the scope's sessions are few; typed or not. (Counting the sessions
+    whose metadata holds a typed word, up to 5,000, is a walk of rowids: allowed.)"""
+    for typing in (False, True):
+        with statements(index.conn) as asked:
+            outcome = run_search(index, query, Filters(limit=3, **narrowing), typing=typing)
+        assert outcome.rows
+        everywhere = [
+            sql
+            for sql in asked
+            if ("ORDER BY rank" in sql and "s.id IN (" not in sql)
+            or ("ORDER BY score" in sql and "f.rowid IN (" not in sql)
+            or ("ORDER BY rowid DESC" in sql and "LIMIT 1 OFFSET" not in sql)
+        ]
+        assert not everywhere, (typing, everywhere)
     assert any("s.id IN (" in sql for sql in asked)
 
 

@@ -83,6 +83,49 @@ def test_a_common_word_typed_lists_the_newest_sessions_after_title_hits(
     db.close()
 
 
+@pytest.mark.parametrize("typed", ["wom", "wombat"])  # a prefix, then the whole word
+@pytest.mark.parametrize(
+    "narrowing",
+    [{"scope": "worktree", "cwd": "/w/p9"}, {"scope": "all", "branch": "feature/zoo"}],
+)
+def test_a_common_word_typed_in_a_narrow_scope_is_ranked_in_its_sessions(
+    tmp_path: Path, monkeypatch, typed: str, narrowing: dict[str, str]
+) -> None:
+    """In a scope of a few sessions (the picker's default: one worktree) the typed word is
+    ranked in those sessions, as Enter ranks it, not answered from the newest matches of
+    every project: those were mostly other projects' (``error`` in a 70-session
+    worktree at 20,000 sessions: 199,000 rows mapped to their sessions, 2.6 s a
+    keystroke)."""
+    monkeypatch.setattr(search_module, "TYPING_RANK_LIMIT", 3)
+    tree = ConfigTree(tmp_path / "claude")
+    mine = []
+    for day, reply in enumerate(["wombat " * 6, "a wombat", "one wombat, then nothing"]):
+        s = tree.session(cwd="/w/p9", git_branch="feature/zoo")
+        s.user("what did we find?")
+        s.assistant(reply)
+        s.write(mtime=BASE + day * DAY)  # the best-ranked reply is the oldest
+        mine.append(s.session_id)
+    for n in range(8):  # newer, elsewhere, on another branch
+        s = tree.session(cwd=f"/w/other{n}", git_branch="main")
+        s.user("and here?")
+        s.assistant(f"a wombat again, {n}")
+        s.write(mtime=BASE + (10 + n) * DAY)
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    page = Filters(limit=50, **narrowing)
+    ranked = [(r["session_id"], r["score"]) for r in search(db, "wombat", page)]
+    assert [sid for sid, _ in ranked] == mine  # bm25: the reply that says it most first
+    with statements(db.conn) as asked:
+        outcome = run_search(db, typed, page, typing=True)
+    assert not outcome.newest_first
+    if typed == "wombat":
+        assert [(r["session_id"], r["score"]) for r in outcome.rows] == ranked
+    assert {r["session_id"] for r in outcome.rows} == set(mine)
+    everywhere = [sql for sql in asked if "ORDER BY rowid DESC" in sql]
+    assert not everywhere, everywhere
+    db.close()
+
+
 def test_a_common_word_typed_reads_the_messages_index_once(tmp_path: Path, monkeypatch) -> None:
     """Whether a typed word is too common to rank and which messages are its newest are
     one statement: FTS5 merges a prefix's every doclist before the first row (190 ms for
