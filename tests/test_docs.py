@@ -21,6 +21,27 @@ def test_command_help_has_an_example(name: str) -> None:
     assert f"sessiondex {name}" in result.output
 
 
+def _subcommands() -> list[list[str]]:
+    """``[group, sub]`` for every command of a group (``store init`` …)."""
+    import click
+
+    found = []
+    for name in sorted(COMMANDS):
+        command = cli.get_command(click.Context(cli), name)
+        if isinstance(command, click.Group):
+            found += [[name, sub] for sub in sorted(command.commands)]
+    return found
+
+
+@pytest.mark.parametrize("words", _subcommands(), ids=" ".join)
+def test_subcommand_help_has_an_example(words: list[str]) -> None:
+    """The top-level commands' help was checked, a group's commands' was not."""
+    result = CliRunner().invoke(cli, [*words, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output
+    assert f"sessiondex {' '.join(words)}" in result.output
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_command_is_in_the_readme(name: str) -> None:
     assert f"sessiondex {name}" in README

@@ -1,0 +1,114 @@
+"""The README's sample runs still say what the commands print.
+
+A new user copies the README's ``$ sessiondex …`` lines and compares. Each example
+below is run on a copy of the fixtures (as the README says it was made: ``HOME=/home/dev``)
+and the README's output lines must appear, in order, in what the command prints now.
+Relative dates and timings change with the day of the run, so they are compared as a
+placeholder; column padding is compared as one space (a wider date moves columns);
+a README line that is only ``…`` marks rows cut for the page.
+
+Left out on purpose: examples whose answer depends on the day the fixtures are read
+(``cleanup --apply`` deletes what expired by then), on a config file or config dir the
+README only describes (``config``, ``--config-dir /tmp/old-laptop/claude``), or on a
+directory that exists only on the machine that made them (``resume --dry-run``'s ``cd``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import copy_fixtures
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+#: The sample runs checked, spelled as in the README.
+EXAMPLES = [
+    "sessiondex index",
+    "sessiondex list --scope all",
+    "sessiondex --config-dir /nope list",
+    'sessiondex search "cookie login" --scope all',
+    'sessiondex search "cookie websocket" --scope all',
+    'sessiondex search "atuh refactr" --scope all',
+    "sessiondex search coupon --cwd /home/dev/shop",
+    "sessiondex search acme/shop#12",
+    "sessiondex from-pr 12 --cwd /home/dev/shop",
+    "sessiondex from-pr 15 --cwd /home/dev/shop-wt/feature-x",
+    'sessiondex tag fe260cbd "#review" --cwd /home/dev/shop-wt/feature-x',
+    "sessiondex untag 8c136a88 --cwd /home/dev/shop",
+    "sessiondex show 25fc1c07 --uuids --cwd /home/dev/shop",
+    "sessiondex export 4045e6f8 -o auth.pdf --cwd /home/dev/shop",
+]
+
+_VARYING = re.compile(
+    r"\b\d+[smhd] ago\b"  # relative dates
+    r"|\b\d{4}-\d\d-\d\d\b"  # dates old enough to be shown as such
+    r"|\b\d+\.\d+s\b"  # timings
+)
+
+
+def _sample_runs() -> dict[str, list[str]]:
+    """Each ``$ sessiondex …`` line of the README's code → the lines printed under it: to
+    the next ``$`` line or the end of its fenced block (an indented block: its first
+    blank line)."""
+    runs: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    fenced = False
+    for raw in README.splitlines():
+        line = raw.strip()
+        if line.startswith("```"):
+            fenced, current = not fenced, None
+        elif line.startswith("$ "):
+            current = runs.setdefault(line[2:], []) if line.startswith("$ sessiondex ") else None
+        elif not line:
+            current = current if fenced else None
+        elif current is not None:
+            current.append(raw)
+    return runs
+
+
+def _normal(line: str) -> str:
+    return " ".join(_VARYING.sub("<date>", line).split())
+
+
+def _in_order(wanted: list[str], got: list[str]) -> list[str]:
+    """The wanted lines not found, in order, in ``got`` (a "…" line skips any)."""
+    rest = iter(got)
+    missing = []
+    for line in wanted:
+        if line.strip() == "…":
+            continue
+        if not any(line == other for other in rest):
+            missing.append(line)
+            rest = iter(got)
+    return missing
+
+
+def test_every_checked_example_is_still_in_the_readme() -> None:
+    runs = _sample_runs()
+    assert [e for e in EXAMPLES if e not in runs] == []
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_a_readme_example_prints_what_the_readme_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, example: str
+) -> None:
+    config = copy_fixtures(tmp_path)  # tag and untag must write nothing, but a copy
+    env = {"HOME": "/home/dev", "COLUMNS": None}  # no terminal: the default width
+    args = shlex.split(example)[1:]
+    prefix = ["--db", str(tmp_path / "index.db")]
+    if "--config-dir" not in args:
+        prefix += ["--config-dir", str(config)]
+        if args != ["index"]:  # the index the README's first run made
+            assert CliRunner().invoke(cli, [*prefix, "index"], env=env).exit_code == 0
+    monkeypatch.chdir(tmp_path)  # export's auth.pdf, were it written, lands here
+    result = CliRunner().invoke(cli, [*prefix, *args], env=env)
+    wanted = [_normal(x) for x in _sample_runs()[example]]
+    got = [_normal(x) for x in result.output.splitlines()]
+    assert wanted, example
+    assert _in_order(wanted, got) == [], result.output
