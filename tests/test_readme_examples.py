@@ -15,6 +15,7 @@ directory that exists only on the machine that made them (``resume --dry-run``'s
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sessiondex import Index
 from sessiondex.cli.main import cli
 from tests.builders import copy_fixtures
 
@@ -112,3 +114,39 @@ def test_a_readme_example_prints_what_the_readme_shows(
     got = [_normal(x) for x in result.output.splitlines()]
     assert wanted, example
     assert _in_order(wanted, got) == [], result.output
+
+
+def _mcp_exchange() -> list[tuple[str, dict[str, object], str]]:
+    """The README's MCP exchange: (tool, arguments, the answer as shown)."""
+    start = README.index("An exchange on the fixture tree")
+    opening = README.index("```\n", start) + 4
+    block = README[opening : README.index("\n```", opening)]
+    calls = []
+    for part in block.split("→ ")[1:]:
+        head, _, answer = part.partition("\n")
+        tool, _, arguments = head.partition(" ")
+        calls.append((tool, json.loads(arguments), answer.strip()))
+    return calls
+
+
+def test_the_readme_mcp_exchange_is_what_the_tools_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its ``more`` line said "raise limit (up to 50)" after the tool had come to say
+    "call again with offset=N" (helper h508)."""
+    from sessiondex.mcp_server.service import SessionService, Settings, UserError
+
+    config = copy_fixtures(tmp_path)
+    monkeypatch.setenv("HOME", "/home/dev")
+    service = SessionService(
+        lambda: Index(tmp_path / "index.db", [config]), Settings(cwd="/home/dev/shop")
+    )
+    exchange = _mcp_exchange()
+    assert [tool for tool, _, _ in exchange] == ["search_sessions", "read_session", "read_session"]
+    for tool, arguments, shown in exchange:
+        shown = shown.replace("/tmp/fx/claude", str(config))
+        try:
+            answer = getattr(service, tool)(**arguments)
+        except UserError as error:
+            answer = f"isError: Error executing tool {tool}: {error}"
+        assert answer.strip() == shown, tool
