@@ -520,30 +520,28 @@ class PostgresDialect(SqliteDialect):
         self, db: Any, source: str, match: str, rowid: int, tokens: int, column: int = -1
     ) -> str:
         """The row's snippet, cut in Python as FTS5 cuts one (query/snippets.py
-        ``fts5_snippet``: its window, its marks), not by ``ts_headline``: that reads the text with
-        PostgreSQL's parser, which keeps a path, a dotted name, a URL, an e-mail address
+        ``best_fts5_snippet``: its column, window and marks), not by ``ts_headline``:
+        that reads the text with PostgreSQL's parser, which keeps a path, a dotted name, a URL, an e-mail address
         or a version whole (``src/auth/middleware.py`` is one token to it), so the words
         the store's vectors hold (indexer/text.py ``word_text``, FTS5's) were never
         marked in them: a search for ``auth/middleware`` showed the text's first words
         with nothing marked."""
-        from sessiondex.query.snippets import fts5_snippet, tsquery_phrases
+        from sessiondex.query.snippets import best_fts5_snippet, tsquery_phrases
 
         if source in ("meta", "title"):
             wanted = META_COLUMNS if column < 0 else (META_COLUMNS[column],)
             row = db.execute(
                 f"SELECT {', '.join(wanted)} FROM sessions s WHERE s.id = ?", [rowid]
             ).fetchone()
-            # As the search vector was built (CJK split), one column at a time: like
-            # FTS5's snippet(), the first column (by weight) that holds a match, unless
+            # As the search vector was built (CJK split), one column at a time, unless
             # the caller names the column.
             texts = [fts_text(v) if isinstance(v, str) else "" for v in (row or ())]
         else:
             row = db.execute("SELECT m.text FROM messages m WHERE m.id = ?", [rowid]).fetchone()
             texts = [str(row[0])] if row and row[0] else []
-        phrases = tsquery_phrases(match)
-        # the first text that holds a match (a metadata row: by weight, as FTS5's)
-        found = (fts5_snippet(text, phrases, tokens) for text in texts if text)
-        return next((text for text in found if text), "")
+        # A metadata row: the column FTS5's snippet() takes (the best window, the first
+        # of those as good, in its table's order); before, the first with a match.
+        return best_fts5_snippet(texts, tsquery_phrases(match), tokens)
 
     def similar_names(self, query: str) -> tuple[str, list[Any]] | None:
         """``pg_trgm`` word similarity (``<%``) against the names and the branches, each

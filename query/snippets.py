@@ -19,6 +19,7 @@ markers sit between tokens and are carried through by position.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from functools import cache, lru_cache
@@ -552,7 +553,25 @@ FTS5_WINDOW_CHARS = 100_000
 
 
 def fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> str:
-    """A snippet of ``stored`` (the text as indexed) cut as FTS5's ``snippet()`` cuts
+    """:func:`scored_fts5_snippet`'s snippet."""
+    return scored_fts5_snippet(stored, phrases, tokens)[1]
+
+
+def best_fts5_snippet(texts: list[str], phrases: list[Phrase], tokens: int) -> str:
+    """The snippet FTS5's ``snippet()`` takes from a row of several columns (``texts``,
+    in the table's order): that of the column whose window scores best, the first of
+    those as good; the first text too heavy for FTS5, if one is, as the local index
+    takes it (query/dialect.py ``SqliteDialect.snippets``)."""
+    best, chosen = 0.0, ""
+    for text in texts:
+        score, cut = scored_fts5_snippet(text, phrases, tokens) if text else (0.0, "")
+        if cut and score > best:
+            best, chosen = score, cut
+    return chosen
+
+
+def scored_fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> tuple[float, str]:
+    """``(score, snippet)``: a snippet of ``stored`` (the text as indexed) cut as FTS5's ``snippet()`` cuts
     one, for the team store, which has no FTS5 (``fts5_aux.c``): the window of
     ``tokens`` tokens that scores best (1,000 for each phrase first met in it, 1 for
     each further instance), tried at each instance, centred on the instances it holds
@@ -561,7 +580,8 @@ def fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> str:
     start); ``…`` where the text goes on past the window, else the rest of the text as
     it is; each run of overlapping instances marked once. A text too long, or with too
     many instances (:data:`MAX_INSTANCES`: the scoring grows with their square), is cut
-    by :func:`bounded_snippet`, as the local index cuts a row too heavy for FTS5."""
+    by :func:`bounded_snippet`, as the local index cuts a row too heavy for FTS5, and
+    scores infinity (such a column is the one the local index cuts); no match: 0, ''."""
     from bisect import bisect_left, bisect_right
 
     terms = [
@@ -570,14 +590,14 @@ def fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> str:
         for i, token in enumerate(words)
     ]
     if not terms:
-        return ""
+        return 0.0, ""
     if len(stored) > FTS5_WINDOW_CHARS:
-        return bounded_snippet(stored, terms, tokens)
+        return _heavy(stored, terms, tokens)
     spans = list(token_spans(stored))
     # One fold of all the tokens rather than one per token (a token folds to no blank).
     folded = fold(" ".join(span.group() for span in spans)).split(" ") if spans else []
     if len(folded) != len(spans):  # pragma: no cover - a fold that made a blank
-        return bounded_snippet(stored, terms, tokens)
+        return _heavy(stored, terms, tokens)
     firsts_of = {words[0] for words, prefix in phrases if not (prefix and len(words) == 1)}
     prefix_firsts = tuple(words[0] for words, prefix in phrases if prefix and len(words) == 1)
     candidates = [
@@ -596,9 +616,9 @@ def fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> str:
             ):
                 found.append((position, index))
         if len(found) > MAX_INSTANCES:
-            return bounded_snippet(stored, terms, tokens)
+            return _heavy(stored, terms, tokens)
     if not found:
-        return ""
+        return 0.0, ""
     size = len(spans)
     offsets = [span.start() for span in spans]
     firsts = [0]  # the first token of each sentence: after "." or ":" and a blank
@@ -661,4 +681,9 @@ def fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> str:
             open_until = -1
     out.append(stored[at : spans[stop - 1].end()])
     out.append(stored[spans[stop - 1].end() :] if stop == size else ELLIPSIS)
-    return "".join(out)
+    return float(best), "".join(out)
+
+
+def _heavy(stored: str, terms: list[tuple[str, bool]], tokens: int) -> tuple[float, str]:
+    cut = bounded_snippet(stored, terms, tokens)
+    return (math.inf if cut else 0.0), cut

@@ -714,3 +714,35 @@ def test_snippets_are_cut_where_fts5_cuts_them(tmp_path: Path, store: str) -> No
             [row] = json.loads(result.stdout)
             got.append(row["snippet"])
         assert got[1] == got[0], query
+
+
+@pytest.mark.parametrize(
+    ("title", "prompt", "query"),
+    [
+        ("Zcookie jar", "zlogin fails when the zcookie expired", "zlogin zcookie"),
+        ("Zalpha notes", "zalpha and zbeta together", "zalpha zbeta"),
+        ("Deploy qwerty", "nothing here", "qwerty"),  # one column holds it: that one
+        ("Ztie one", "ztie two", "ztie"),  # as good in both: the first column, the title
+    ],
+)
+def test_a_sessions_snippet_is_from_the_column_fts5_picks(
+    tmp_path: Path, store: str, title: str, prompt: str, query: str
+) -> None:
+    """FTS5 cuts a session's snippet from the column whose best window scores highest
+    (the first of those as good); the store took the first column with a match, so a
+    title holding one word of two beat the prompt holding both."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/app")
+    s.user(prompt)
+    s.assistant("on it")
+    s.meta("custom-title", customTitle=title)
+    s.write()
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    local = str(tmp_path / "index.db")
+    got = []
+    for db in (local, store):
+        result = run(tree.root, db, "search", query, "--scope", "all", "--json")
+        [row] = json.loads(result.stdout)
+        got.append(row["snippet"])
+    assert got[1] == got[0]
