@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.query.dialect import dialect_of
 from sessiondex.query.filters import Filters
-from sessiondex.query.scopes import git_remote_repository, resolve_cwd
+from sessiondex.query.scopes import git_remote_repositories, resolve_cwd
 from sessiondex.query.sessions import select_rows, to_objects
 from sessiondex.transcripts.pr_urls import PullRequest, parse_pr_ref
 from sessiondex.transcripts.pr_urls import parse_pr_number as parse_pr_number  # re-exported
@@ -112,7 +112,7 @@ def _number_rows(
     where, params = filters.where(db)
     out: list[list[dict[str, Any]]] = []
     seen: set[int] = set()
-    remote = git_remote_repository(resolve_cwd(filters.cwd)) if number is not None else None
+    remotes = git_remote_repositories(resolve_cwd(filters.cwd)) if number is not None else ()
     for table in tables:
         link = f"SELECT 1 FROM {table} p WHERE p.session_rowid = s.id"
         link_params: list[Any] = []
@@ -120,10 +120,11 @@ def _number_rows(
             link += " AND p.number = ?"
             link_params.append(number)
         # Claude Code compares the number alone, so PR #12 of another repository
-        # matches too; when the cwd's origin names a repository we keep only its PRs
-        # (transcripts.remotes.same_repository: ports, Gerrit review hosts, Bitbucket
+        # matches too; when the cwd's remotes name repositories we keep only their PRs
+        # (every remote: a fork's clone opens its PRs upstream;
+        # transcripts.remotes.same_repository: ports, Gerrit review hosts, Bitbucket
         # Server paths and SSH aliases as one repository).
-        if remote is not None:
+        if remotes:
             owners = sorted(
                 {
                     rowid
@@ -132,7 +133,7 @@ def _number_rows(
                         " WHERE p.number = ?",
                         [number],
                     )
-                    if same_repository(remote, host, repository, provider)
+                    if any(same_repository(r, host, repository, provider) for r in remotes)
                 }
             )
             link += f" AND p.session_rowid IN ({', '.join('?' for _ in owners) or 'NULL'})"

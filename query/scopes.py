@@ -78,9 +78,19 @@ def git_current_branch(cwd: str) -> str | None:
 
 
 @_briefly
-def git_remote_repository(cwd: str) -> tuple[str, str] | None:
-    """``(host, owner/repo)`` of the ``origin`` remote, if it names one."""
-    return parse_remote(_git(cwd, "remote", "get-url", "origin") or "")
+def git_remote_repositories(cwd: str) -> tuple[tuple[str, str], ...]:
+    """``(host, owner/repo)`` of every remote of the repository at ``cwd`` that names
+    one (fetch and push URLs, ``insteadOf`` applied, as ``git remote -v`` lists them;
+    empty outside a repository). Not ``origin`` alone: in the clone of a fork, the PRs
+    it opens are the upstream remote's (``gh pr create`` targets it)."""
+    found: list[tuple[str, str]] = []
+    for line in (_git(cwd, "remote", "-v") or "").splitlines():
+        _, tab, rest = line.partition("\t")
+        url = rest.rsplit(" (", 1)[0] if tab else ""
+        parsed = parse_remote(url)
+        if parsed is not None and parsed not in found:
+            found.append(parsed)
+    return tuple(found)
 
 
 @_briefly

@@ -278,6 +278,57 @@ def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(
     assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))
 
 
+# A clone of a fork: the PRs opened from it live in the repository it was forked from
+# (``gh pr create`` targets the upstream remote), so each remote names "this repository".
+FORK_REMOTES = {"origin": "git@github.com:me/shop.git", "upstream": "https://github.com/acme/shop"}
+
+
+@pytest.mark.parametrize(
+    ("remotes", "link", "found"),
+    [
+        pytest.param(FORK_REMOTES, "https://github.com/acme/shop/pull/4", True, id="upstream PR"),
+        pytest.param(FORK_REMOTES, "https://github.com/me/shop/pull/4", True, id="fork's own PR"),
+        pytest.param(FORK_REMOTES, "https://github.com/else/where/pull/4", False, id="another"),
+        pytest.param(
+            {"upstream": "https://github.com/acme/shop.git"},
+            "https://github.com/acme/shop/pull/4",
+            True,
+            id="no origin, one remote",
+        ),
+        pytest.param(
+            {"upstream": "https://github.com/acme/shop.git"},
+            "https://github.com/else/where/pull/4",
+            False,
+            id="no origin, another repository",
+        ),
+        pytest.param(
+            {"origin": "https://github.com/me/shop", "github": "git@github.com:acme/shop"},
+            "https://github.com/acme/shop/pull/4",
+            True,
+            id="a remote named github",
+        ),
+    ],
+)
+def test_a_number_matches_the_prs_of_every_remote_of_the_repository(
+    tmp_path: Path, remotes: dict[str, str], link: str, found: bool
+) -> None:
+    """Only ``origin`` was asked: in the clone of a fork (origin ``me/shop``, upstream
+    ``acme/shop``), ``from-pr 4`` said "No session is linked to PR #4" for the session
+    that opened ``acme/shop#4`` right there, while ``from-pr`` without a number listed
+    it. A PR of any remote of the repository is one of its PRs; a PR of a repository no
+    remote names is still left out, and a repository without an origin still filters."""
+    repo, _ = git_repo_with_worktree(tmp_path)
+    for name, url in remotes.items():
+        git("remote", "add", name, url, cwd=repo)
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(repo))
+    s.user("open the PR")
+    s.pr_link(number=4, url=link, repository="ignored/by/parsing")
+    s.write()
+    result = _run(tmp_path, tree.root, "from-pr", "4", "--cwd", str(repo), "--json")
+    assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))
+
+
 @pytest.fixture(scope="module")
 def pr_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """The world below, built and indexed once: its tests only read."""
