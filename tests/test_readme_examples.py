@@ -150,3 +150,33 @@ def test_the_readme_mcp_exchange_is_what_the_tools_answer(
         except UserError as error:
             answer = f"isError: Error executing tool {tool}: {error}"
         assert answer.strip() == shown, tool
+
+
+def test_the_readme_config_example_is_what_config_prints(tmp_path: Path) -> None:
+    """The Configuration section's file, shown by ``sessiondex config``: its sample run
+    listed several config dirs comma-separated after ``config`` had come to print them
+    shell-quoted, one space apart (helper h508)."""
+    start = README.index("```toml\n") + len("```toml\n")
+    (tmp_path / "xdg" / "sessiondex").mkdir(parents=True)
+    (tmp_path / "xdg" / "sessiondex" / "config.toml").write_text(
+        README[start : README.index("```", start)], encoding="utf-8"
+    )
+    example = next(e for e in _sample_runs() if e.split("#")[0].split()[-1:] == ["config"])
+    shown = "\n".join(_sample_runs()[example])
+    shown = shown.replace("/tmp/uxcfg/xdg", str(tmp_path / "xdg"))
+    shown = shown.replace("/tmp/uxfx/i.db", str(tmp_path / "i.db"))
+    args = shlex.split(example.split("#")[0])[1:]
+    args[args.index("--db") + 1] = str(tmp_path / "i.db")
+    env = {
+        "HOME": "/home/dev",
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "COLUMNS": "400",  # the long temporary paths uncut; padding is compared as one space
+        "CLAUDE_CONFIG_DIR": None,
+        "SESSIONDEX_CONFIG_DIRS": None,
+        "SESSIONDEX_CONFIG": None,
+        "SESSIONDEX_DB": None,
+        "PAGER": None,
+    }
+    result = CliRunner().invoke(cli, args, env=env)
+    got = [_normal(line) for line in result.stdout.splitlines()]
+    assert got == [_normal(line) for line in shown.splitlines()], result.output
