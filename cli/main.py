@@ -172,10 +172,19 @@ def _global_option_hint(exc: click.NoSuchOption) -> str:
         return f" '{name}' is a global option: sessiondex {name}"
     value = "" if option.is_flag else " …"
     command = " ".join(reversed(names))
-    return (
+    hint = (
         f" '{name}' is a global option: give it before the command:"
         f" sessiondex {name}{value} {command} …"
     )
+    # ``push --db DSN``, ``store init --db DSN``: meant the team store, which these name
+    # otherwise (the global --db is the local index there).
+    dsn = next((p for p in ctx.command.params if p.name == "dsn"), None)
+    if name == "--db" and isinstance(dsn, click.Option):
+        flag = dsn.opts[0]
+        hint += f"; the team store to copy into is {flag} DSN: sessiondex {command} {flag} DSN"
+    elif name == "--db" and dsn is not None:
+        hint += f"; the team store is the DSN argument: sessiondex {command} DSN …"
+    return hint
 
 
 def _dash_hint(exc: click.NoSuchOption) -> str:

@@ -647,6 +647,16 @@ def test_text_that_starts_with_a_dash_is_explained(
         (["show", "abc", "--config-dir", "d"], "--config-dir", "sessiondex --config-dir … show"),
         (["store", "deleted", "x", "--db", "y"], "--db", "sessiondex --db … store deleted"),
         (["list", "--version"], "--version", "a global option: sessiondex --version"),
+        (
+            ["push", "--db", "postgresql://h/t"],
+            "--db",
+            "copy into is --to DSN: sessiondex push --to",
+        ),
+        (
+            ["store", "init", "--db", "postgresql://h/t"],
+            "--db",
+            "DSN argument: sessiondex store init DSN",
+        ),
     ],
 )
 def test_a_global_option_after_the_command_says_where_it_goes(
