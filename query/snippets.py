@@ -320,11 +320,16 @@ def may_be_heavy_above(match: str) -> int:
     prefix of a word also written), so :data:`SCAN_CHARS` shrinks by the most terms one
     token can be: ``a`` written 8 times made 1,999 characters of ``a a ...`` 8,000
     instances, 0.8 s each for FTS5."""
-    terms = [(term, prefix) for term, prefix in _terms_of(match) if term]
+    return _heavy_above(_terms_of(match), match.isascii())
+
+
+def _heavy_above(terms: list[tuple[str, bool]], ascii: bool) -> int:
+    """:func:`may_be_heavy_above` of a match of ``terms``, ASCII or not."""
+    terms = [(term, prefix) for term, prefix in terms if term]
     if not terms:
         return SCAN_CHARS
     scan = SCAN_CHARS // _most_terms_of_one_token(terms)
-    if not match.isascii():
+    if not ascii:
         return scan
     shortest = min(len(term) for term, _ in terms)
     return max(scan, MAX_INSTANCES * (shortest + 1) // len(terms))
@@ -578,10 +583,10 @@ def scored_fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> tupl
     and kept inside the text, or at the start of the instance's sentence (a token after
     ``.`` or ``:`` and a blank) when that scores better (+100, +120 at the text's
     start); ``…`` where the text goes on past the window, else the rest of the text as
-    it is; each run of overlapping instances marked once. A text too long, or with too
-    many instances (:data:`MAX_INSTANCES`: the scoring grows with their square), is cut
-    by :func:`bounded_snippet`, as the local index cuts a row too heavy for FTS5, and
-    scores infinity (such a column is the one the local index cuts); no match: 0, ''."""
+    it is; each run of overlapping instances marked once. A text the local index finds
+    too heavy for FTS5 (:data:`MAX_INSTANCES`), or over :data:`FTS5_WINDOW_CHARS`, is
+    cut by :func:`bounded_snippet`, as the local index cuts it, and scores infinity
+    (such a column is the one the local index cuts); no match: 0, ''."""
     from bisect import bisect_left, bisect_right
 
     terms = [
@@ -591,7 +596,9 @@ def scored_fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> tupl
     ]
     if not terms:
         return 0.0, ""
-    if len(stored) > FTS5_WINDOW_CHARS:
+    # The local index's rule for a row too heavy for FTS5 (SqliteDialect.snippets).
+    above = _heavy_above(terms, all(term.isascii() for term, _ in terms))
+    if len(stored) > FTS5_WINDOW_CHARS or (len(stored) > above and too_many_matches(stored, terms)):
         return _heavy(stored, terms, tokens)
     spans = list(token_spans(stored))
     # One fold of all the tokens rather than one per token (a token folds to no blank).
@@ -615,8 +622,6 @@ def scored_fts5_snippet(stored: str, phrases: list[Phrase], tokens: int) -> tupl
                 folded[end - 1].startswith(words[-1]) if prefix else folded[end - 1] == words[-1]
             ):
                 found.append((position, index))
-        if len(found) > MAX_INSTANCES:
-            return _heavy(stored, terms, tokens)
     if not found:
         return 0.0, ""
     size = len(spans)
