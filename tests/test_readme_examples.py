@@ -180,3 +180,22 @@ def test_the_readme_config_example_is_what_config_prints(tmp_path: Path) -> None
     result = CliRunner().invoke(cli, args, env=env)
     got = [_normal(line) for line in result.stdout.splitlines()]
     assert got == [_normal(line) for line in shown.splitlines()], result.output
+
+
+def test_the_readme_completion_example_is_what_zsh_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Shell completion section's Tab, through click's zsh protocol on the fixtures."""
+    from click.shell_completion import ZshComplete
+
+    line = next(x for x in README.splitlines() if x.startswith("$ COMP_WORDS="))
+    words = shlex.split(line.split("COMP_WORDS=", 1)[1])[0].split()
+    shown = README.split(line + "\n", 1)[1].split("\n```", 1)[0].splitlines()
+    config = copy_fixtures(tmp_path)
+    options = ["--config-dir", str(config), "--db", str(tmp_path / "index.db")]
+    env = {"HOME": "/home/dev"}
+    assert CliRunner().invoke(cli, [*options, "index"], env=env).exit_code == 0
+    monkeypatch.setenv("HOME", "/home/dev")
+    complete = ZshComplete(cli, {}, "sessiondex", "_SESSIONDEX_COMPLETE")
+    found = complete.get_completions([*options, *words[1:-1]], words[-1])
+    assert "\n".join(complete.format_completion(c) for c in found).splitlines() == shown
