@@ -689,9 +689,9 @@ SNIPPET_CASES = [
         "sentword",
     ),
     ("lead " * 8 + "pairone x pairtwo " + "tail " * 20, "pairone pairtwo"),
-    # 350 matches in 1,050 characters: FTS5's locally (too short to be looked at)
+    # 340 matches in 1,070 characters: FTS5's locally (too short to be looked at)
     ("lead " * 10 + "zq " * 340, "zq"),
-    # 1,000 in 3,000: too heavy for FTS5, cut by bounded_snippet on both
+    # 1,000 in 3,050: too heavy for FTS5, cut by bounded_snippet on both
     ("lead " * 10 + "zv " * 1000, "zv"),
 ]
 
