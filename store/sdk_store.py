@@ -123,7 +123,7 @@ class PostgresSessionStore:
         pool = await self._pool()
         async with pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT e.entry FROM sessions s"
+                "SELECT e.id, e.entry FROM sessions s"
                 " JOIN transcripts t ON t.session_ref = s.id AND t.subpath = %s"
                 " LEFT JOIN entries e ON e.transcript_ref = t.id"
                 " WHERE s.project_key = %s AND s.session_id = %s ORDER BY e.id",
@@ -132,7 +132,9 @@ class PostgresSessionStore:
             rows = await cur.fetchall()
         if not rows:
             return None
-        return [row[0] for row in rows if row[0] is not None]
+        # A transcript without entries is one row of NULLs; an entry that is JSON null
+        # has an id (it was dropped with them, where the SDK's stores give it back).
+        return [entry for entry_id, entry in rows if entry_id is not None]
 
     async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""

@@ -438,6 +438,20 @@ def test_the_summary_is_the_sdks_own_fold_of_the_entries_as_given(
     assert run(pg_dsn, summaries) == asyncio.run(in_memory())
 
 
+def test_an_entry_of_json_null_is_loaded_back(pg_dsn: str) -> None:
+    """Entries are stored exactly, whatever an app appends: a JSON ``null`` among them
+    was dropped by ``load`` (taken for the no-entry row of a transcript without any),
+    where the SDK's own stores give it back."""
+    truncate(pg_dsn)
+    appended: list[Any] = [{"type": "x", "uuid": "n-1"}, None, {"type": "x", "uuid": "n-2"}]
+
+    async def body(store: PostgresSessionStore) -> Any:
+        await store.append(KEY, appended)
+        return await store.load(KEY)
+
+    assert run(pg_dsn, body) == appended
+
+
 def test_the_sdk_store_takes_a_url_with_any_case_scheme(pg_dsn: str) -> None:
     """As ``push`` and ``--db`` do: libpq took only the lower-case spelling, and the
     pool logged its error with the whole DSN, password too, until it timed out."""
