@@ -518,7 +518,47 @@ def resolve(
     close = typo_scores(arg, titles)
     suggestions = [titles[i] for i in sorted(close, key=lambda i: (-close[i], i))][:MAX_SUGGESTIONS]
     hint = f" Did you mean: {'; '.join(suggestions)}?" if suggestions else ""
-    raise NotFound(f"No session matches {arg!r}.{hint}", suggestions)
+    elsewhere = _named_elsewhere(
+        db, arg, {r["session_id"] for r in resumable}, include_archived, roots
+    )
+    raise NotFound(f"No session matches {arg!r}.{hint}{elsewhere}", suggestions)
+
+
+def _named_elsewhere(
+    db: Database, arg: str, here: set[str], include_archived: bool, roots: list[Path]
+) -> str:
+    """What to add to "No session matches" when sessions outside the repository are
+    named ``arg`` (compared as :func:`resolve` compares names, with each session's
+    newest copy): the one's ID and directory, or how many, since a name resolves only
+    in the repository scope (docs/resolution.md) and its whole ID from anywhere. As an ID prefix
+    found elsewhere says; "" when none is."""
+    kept, kept_params = kept_sql(db, include_archived, roots)
+    where = f"{kept} AND s.raw_message_count > 0"
+    rows = select_rows(
+        db,
+        f"{where} AND (s.custom_title IS NOT NULL OR s.ai_title IS NOT NULL)"
+        f" AND {newest_copy_sql(where, roots)}",
+        [*kept_params, *kept_params],
+    )
+    wanted, key = arg.strip().lower(), name_key(arg)
+    named: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        name = name_of(row)
+        if not name or row["session_id"] in here:
+            continue
+        if name.strip().lower() == wanted or (key and name_key(name) == key):
+            named.setdefault(row["session_id"], row)
+    if not named:
+        return ""
+    if len(named) > 1:
+        first = next(iter(named))
+        return f" {len(named)} sessions of other projects are named so ({first}, …)."
+    (row,) = named.values()
+    where_it_is = row.get("cwd") or f"project {row['project_key']}"
+    return (
+        f" But session {row['session_id']} of another project, in {where_it_is}, is named"
+        " so: give its ID, or run the command from its directory."
+    )
 
 
 def _by_prefix(

@@ -1572,3 +1572,65 @@ def test_each_copy_is_compared_with_its_session_s_rows_only(tmp_path: Path, comm
         plan = [row[3] for row in db.conn.execute("EXPLAIN QUERY PLAN " + sql)]
         newer = [step for step in plan if " newer " in f"{step} "]
         assert newer == ["SEARCH newer USING INDEX sessions_sid (session_id=?)"], plan
+
+
+@pytest.mark.parametrize(
+    ("arg", "says"),
+    [
+        pytest.param(
+            "Deploy checklist",
+            "session {one} of another project, in /w/ops, is named so: give its ID, or run"
+            " the command from its directory",
+            id="one elsewhere",
+        ),
+        pytest.param("  deploy CHECKLIST ", "session {one} of another project", id="as typed"),
+        pytest.param(
+            "Shared name", "2 sessions of other projects are named so ({two}, …)", id="several"
+        ),
+        pytest.param("Stale name", None, id="only an older copy had it"),
+        pytest.param("no such name anywhere", None, id="nowhere"),
+    ],
+)
+def test_a_name_found_only_in_another_project_says_where(
+    tmp_path: Path, arg: str, says: str | None
+) -> None:
+    """A name is looked for in the cwd's repository only (spec §3), and a session
+    named so in another project got "No session matches", as a name nobody had; an ID
+    prefix found elsewhere already named the session and what works instead. Now a
+    name does too; one a stale copy alone still carries names nothing there either."""
+    one = "0d0d0d0d-0000-4000-8000-000000000001"
+    two = "0d0d0d0d-0000-4000-8000-000000000002"
+    tree = ConfigTree(tmp_path / "claude")
+    for sid, cwd, name in (
+        (one, "/w/ops", "Deploy checklist"),
+        (two, "/w/x", "Shared name"),
+        ("0d0d0d0d-0000-4000-8000-000000000003", "/w/y", "shared name"),
+    ):
+        s = tree.session(cwd=cwd, session_id=sid)
+        s.user("hello")
+        s.meta("custom-title", customTitle=name)
+        s.write(mtime=1_790_000_000)
+    # One session in two config dirs: the newest copy no longer carries the old name.
+    backup = ConfigTree(tmp_path / "backup")
+    for root, name, mtime in (
+        (backup, "Stale name", 1_780_000_000),
+        (tree, "Fresh", 1_790_000_100),
+    ):
+        s = root.session(cwd="/w/z", session_id="0d0d0d0d-0000-4000-8000-000000000004")
+        s.user("hello")
+        s.meta("custom-title", customTitle=name)
+        s.write(mtime=mtime)
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--config-dir", str(backup.root),
+         "--db", str(tmp_path / "q.db"), "resolve", arg, "--cwd", "/w/here"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(f"Error: No session matches {arg!r}.")
+    assert len(result.stderr.splitlines()) == 1
+    if says is None:
+        assert "another project" not in result.stderr and "other projects" not in result.stderr
+    else:
+        assert says.format(one=one, two=two) in result.stderr, result.stderr
+        if "{one}" in says:  # the advice works: the whole ID resolves from here
+            assert _cli_json(tmp_path, tree.root, "resolve", one, "--cwd", "/w/here")
