@@ -726,3 +726,34 @@ def test_an_empty_list_suggests_a_wider_scope_only_when_it_holds_a_match(
         + ["list", "--scope", "worktree", "--cwd", str(worktree), *filters],
     )
     assert result.exit_code == 0 and result.stderr == says
+
+
+def test_an_id_width_reads_the_sessions_once_in_table_order(tmp_path: Path) -> None:
+    """The IDs and the names an ID prefix is compared with come from one pass over
+    ``sessions``, in table order: ``SELECT DISTINCT session_id`` was read through the
+    session ID index, a lookup of a wide row for each, and the names in a second pass
+    (0.2 s of a 20,000-session table's ~0.4 s)."""
+    from sessiondex.indexer.db import open_db
+    from sessiondex.indexer.refresh import refresh
+    from sessiondex.query.idprefix import prefix_width
+    from tests.helpers_index import statements
+
+    tree = ConfigTree(tmp_path / "claude")
+    for n, title in enumerate(["deadbee0", "a longer name", None]):
+        s = tree.session(cwd="/w/a", session_id=f"deadbee{n}-0000-4000-8000-000000000000")
+        s.user(f"session {n}")
+        if title:
+            s.meta("custom-title", customTitle=title)
+        s.write(mtime=T0 + n)
+    db = open_db(tmp_path / "i.db")
+    try:
+        refresh(db, [tree.root])
+        with statements(db.conn) as asked:
+            # a name that reads as the 8-character prefix of the IDs: one more character
+            assert prefix_width(db, ["deadbee0-0000-4000-8000-000000000000"], [tree.root]) == 9
+        reads = [sql for sql in asked if "FROM sessions" in sql]
+        assert len(reads) == 1, reads
+        plan = db.conn.execute("EXPLAIN QUERY PLAN " + reads[0]).fetchall()
+        assert not any("USING INDEX" in row[3] and "COVERING" not in row[3] for row in plan), plan
+    finally:
+        db.close()
