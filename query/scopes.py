@@ -73,8 +73,11 @@ def git_worktrees(cwd: str) -> tuple[str, ...]:
 
 @_briefly
 def git_current_branch(cwd: str) -> str | None:
-    branch = (_git(cwd, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
-    return branch if branch and branch != "HEAD" else None
+    """The branch HEAD names (None when detached, or outside a repository). Read as
+    ``git symbolic-ref``, not ``rev-parse --abbrev-ref HEAD``, which fails before the
+    first commit (``git init``, then ``claude``) though HEAD already names the branch."""
+    branch = (_git(cwd, "symbolic-ref", "--short", "-q", "HEAD") or "").strip()
+    return branch or None
 
 
 @_briefly

@@ -1634,3 +1634,45 @@ def test_a_name_found_only_in_another_project_says_where(
         assert says.format(one=one, two=two) in result.stderr, result.stderr
         if "{one}" in says:  # the advice works: the whole ID resolves from here
             assert _cli_json(tmp_path, tree.root, "resolve", one, "--cwd", "/w/here")
+
+
+@pytest.mark.parametrize(
+    ("state", "found"),
+    [
+        pytest.param("unborn", True, id="a new repository before its first commit"),
+        pytest.param("committed", True, id="after a commit"),
+        pytest.param("detached", False, id="a detached HEAD"),
+    ],
+)
+def test_current_branch_is_read_before_the_first_commit(
+    tmp_path: Path, state: str, found: bool
+) -> None:
+    """``--current-branch`` asked ``git rev-parse --abbrev-ref HEAD``, which fails in a
+    repository with no commit yet (``git init``, then ``claude``): "is not on a git
+    branch", though HEAD names ``trunk`` and the sessions there recorded it. A detached
+    HEAD still names no branch."""
+    from sessiondex.query.scopes import git_current_branch
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "trunk", cwd=repo)
+    if state != "unborn":
+        git("-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--allow-empty",
+            "-m", "x", cwd=repo)  # fmt: skip
+    if state == "detached":
+        git("checkout", "-q", "--detach", cwd=repo)
+    git_current_branch.cache_clear()
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(repo), git_branch="trunk")
+    s.user("first steps")
+    s.write()
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "q.db"), "list",
+         "--current-branch", "--cwd", str(repo), "--json"],
+    )  # fmt: skip
+    if found:
+        assert result.exit_code == 0, result.output
+        assert [r["session_id"] for r in json.loads(result.stdout)] == [s.session_id]
+    else:
+        assert result.exit_code == 1 and "is not on a git branch" in result.stderr
