@@ -1337,9 +1337,14 @@ def test_ctrl_c_during_the_catch_up_stops_it_at_the_next_file(tmp_path: Path, mo
         return real(db, tf, *args, **kwargs)
 
     monkeypatch.setattr(refresh_module, "ingest_file", slow)
-    result = CliRunner().invoke(
-        cli, ["--config-dir", str(tree.root), "--db", str(db_path), "watch", "--no-archive"]
-    )
+    # Should `watch` not take SIGINT over, the signal must fail this test, not the run.
+    previous = signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tree.root), "--db", str(db_path), "watch", "--no-archive"]
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
     assert len(ingested) < total // 2, f"the catch-up read {len(ingested)} of {total} files"
