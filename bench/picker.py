@@ -4,7 +4,9 @@
   an index of the generated corpus, in the "all projects" scope; a word is typed one key
   at a time and each key is timed from the press until the rows of *its* query are on
   screen (the load's generation painted). A PR URL is pasted in one insert and timed
-  the same way. p50/p95 over every keystroke.
+  the same way. p50/p95 over every keystroke. The words again in the picker's default
+  scope, one worktree: the project holding the median number of sessions
+  (:func:`median_project`), where a word's matches are mostly other projects'.
 - **startup → first paint**: a new Python process that imports the picker, opens the
   index and paints the first rows (headless), timed from spawn to its "painted" line.
 
@@ -95,13 +97,26 @@ def build_index(corpus: Path, db: Path) -> None:
         index.refresh()
 
 
-async def keystrokes(corpus: Path, db: Path, pr_urls: list[str]) -> dict[str, list[float]]:
+def median_project(manifest: list[dict[str, Any]]) -> tuple[str, int]:
+    """The directory whose project holds the median number of sessions (ties: the first
+    by name), and that number: a typical worktree for the picker's default scope."""
+    counts: dict[str, int] = {}
+    for session in manifest:
+        if session.get("kind") == "normal" and session.get("cwd"):
+            counts[session["cwd"]] = counts.get(session["cwd"], 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (item[1], item[0]))
+    return ranked[len(ranked) // 2]
+
+
+async def keystrokes(
+    corpus: Path, db: Path, pr_urls: list[str], cwd: str = "/", scope: str = "all"
+) -> dict[str, list[float]]:
     from sessiondex.picker.app import PickerApp
     from sessiondex.picker.model import PickerOptions
     from sessiondex.picker.source import Source
 
     source = Source(db, [corpus])
-    app = PickerApp(source, PickerOptions(cwd="/", scope="all"), live_interval=None)
+    app = PickerApp(source, PickerOptions(cwd=cwd, scope=scope), live_interval=None)
     out: dict[str, list[float]] = {"word": [], "burst": [], "pr": [], "counts": []}
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -161,7 +176,7 @@ async def keystrokes(corpus: Path, db: Path, pr_urls: list[str]) -> dict[str, li
     return out
 
 
-def library_search(corpus: Path, db: Path) -> list[float]:
+def library_search(corpus: Path, db: Path, cwd: str = "/", scope: str = "all") -> list[float]:
     """The floor under a keystroke: ``Index.search`` alone for every prefix typed, as
     the picker asks it (``typing``)."""
     import inspect
@@ -176,7 +191,7 @@ def library_search(corpus: Path, db: Path) -> list[float]:
             for word in WORDS:
                 for end in range(1, len(word) + 1):
                     t0 = time.perf_counter()
-                    index.search(word[:end], cwd="/", scope="all", limit=50, **typing)
+                    index.search(word[:end], cwd=cwd, scope=scope, limit=50, **typing)
                     if round_:
                         samples.append((time.perf_counter() - t0) * 1000)
     return samples
@@ -243,12 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     manifest = read_manifest(corpus)
     urls = sorted({link["url"] for m in manifest for link in m.get("pr_links", [])})[:10]
     results = asyncio.run(keystrokes(corpus, db, urls))
+    project, project_sessions = median_project(manifest)
+    in_project = asyncio.run(keystrokes(corpus, db, [], cwd=project, scope="worktree"))
 
     start_corpus = ensure_corpus(params, scale=args.startup_scale)
     start_db = db_dir / f"picker-x{args.startup_scale}{suffix}.db"
     build_index(start_corpus, start_db)
     boot, bare = startup(start_corpus, start_db)
     floor = library_search(corpus, db)
+    project_floor = library_search(corpus, db, cwd=project, scope="worktree")
 
     report: dict[str, Any] = {
         "profile": args.profile,
@@ -263,6 +281,19 @@ def main(argv: list[str] | None = None) -> int:
             "p50": statistics.median(floor),
             "p95": percentile(floor, 0.95),
             "n": len(floor),
+        },
+        "keystroke_word_one_project_ms": {
+            "cwd": project,
+            "sessions": project_sessions,
+            "p50": statistics.median(in_project["word"]),
+            "p95": percentile(in_project["word"], 0.95),
+            "max": max(in_project["word"]),
+            "n": len(in_project["word"]),
+        },
+        "index_search_alone_one_project_ms": {
+            "p50": statistics.median(project_floor),
+            "p95": percentile(project_floor, 0.95),
+            "n": len(project_floor),
         },
         "word_typed_last_key_ms": {
             "p50": statistics.median(results["burst"]),

@@ -149,3 +149,26 @@ def test_the_build_peak_rss_is_the_childs_own_not_the_benchs(tmp_path: Path) -> 
     assert result["peak_rss_bytes"] < 300 << 20, result
     assert result["peak_rss_bytes"] == result["vmhwm_kib"] * 1024
     del ballast
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ({"/a": 1}, ("/a", 1)),
+        ({"/a": 5, "/b": 1, "/c": 9}, ("/a", 5)),  # the middle of 1, 5, 9
+        ({"/a": 2, "/b": 2, "/c": 7, "/d": 3}, ("/d", 3)),  # 2, 2, 3, 7: the upper middle
+        ({"/b": 4, "/a": 4, "/c": 4}, ("/b", 4)),  # ties ordered by name
+    ],
+)
+def test_the_picker_types_in_the_project_with_the_median_session_count(
+    counts: dict[str, int], expected: tuple[str, int]
+) -> None:
+    """The picker's default scope is one worktree: the bench types its words again in the
+    project holding the median number of sessions (not the biggest, where a word's
+    matches are mostly its own), counting normal sessions only."""
+    from bench.picker import median_project
+
+    manifest = [{"cwd": cwd, "kind": "normal"} for cwd, n in counts.items() for _ in range(n)] + [
+        {"cwd": "/sidechains", "kind": "sidechain"}
+    ] * 50
+    assert median_project(manifest) == expected
