@@ -6,6 +6,10 @@ argument raises :class:`~query.resolve.Ambiguous` before anything is written), w
 through ``transcripts.write`` / ``transcripts.fork`` (the only code that changes
 transcripts), then brings the index up to date for that one file, so the next query
 sees the change even with ``--no-refresh`` or a watcher that has not caught up yet.
+When the index cannot take it (a full disk, a read-only or failing index file) after
+the transcript was written, the mutation still finishes (the title sidecar) and raises
+:class:`IndexNotUpdated`, which says what was done: the index is derived and catches up
+on its next refresh, so the change must not be reported as failed, nor tried again.
 
 The records appended are byte-for-byte the ones ``claude_agent_sdk.rename_session`` and
 ``tag_session`` append (except that non-ASCII stays raw UTF-8, as the CLI writes it),
@@ -17,11 +21,15 @@ file when the record is not within a transcript's last 64 KiB).
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.indexer.faults import BUSY, CANTOPEN, FULL, IO, READONLY, classify, describe
 from sessiondex.indexer.ingest import remove_path
+from sessiondex.indexer.meta import database_path
 from sessiondex.indexer.refresh import ingest_path
 from sessiondex.indexer.stats import RefreshStats
 from sessiondex.query.resolve import NotFound, Resolution, resolve
@@ -66,6 +74,31 @@ class MutationResult:
     notes: list[str] = field(default_factory=list)
     written: bool = True
     warnings: list[str] = field(default_factory=list)
+    #: Why the index could not take the change that was written (None: it did);
+    #: ``session`` is then None, the index's row being the one from before.
+    index_error: str | None = None
+
+
+class IndexNotUpdated(MutationError):
+    """The change is written (the transcript, and the title sidecar where one is kept),
+    but the index could not follow it: a full disk, a read-only or failing index file.
+    The message says what was done first; ``result`` is the mutation's result (its
+    ``warnings`` still to be shown). The index catches up on its next refresh, so the
+    caller must not write again: a retry would append the record a second time."""
+
+    def __init__(self, result: MutationResult, done: str) -> None:
+        super().__init__(
+            f"{done}; the index could not be updated: {result.index_error};"
+            " it will catch up on the next refresh"
+        )
+        self.result = result
+
+
+# Failures of the index file that leave it as it was before the write (SQLite rolled
+# the transaction back): the change waits in the transcript for the next refresh. A
+# damaged index is not among them (it is rebuilt: see Index._mutate_now and the CLI's
+# guarded_invoke), nor a bug.
+_INDEX_BEHIND = frozenset({BUSY, CANTOPEN, FULL, IO, READONLY})
 
 
 Target = Resolution | str
@@ -85,6 +118,27 @@ def _target(db: Database, target: Target, cwd: str | None, roots: list[Path]) ->
 def _sync(db: Database, path: str, roots: list[Path]) -> None:
     """Make the index agree with ``path`` now (ingest it, or forget it if it is gone)."""
     ingest_path(db, path, roots, RefreshStats())
+
+
+def _index_behind(db: Database, follow: Callable[[], object]) -> str | None:
+    """Run ``follow`` (the index's update after the transcript changed): None when the
+    index took the change, else why not, in :func:`~sessiondex.indexer.faults.describe`'s
+    words (the transcript is written: the failure must not hide that)."""
+    try:
+        follow()
+    except sqlite3.Error as exc:
+        if classify(exc) not in _INDEX_BEHIND:
+            raise
+        return describe(exc, database_path(db))
+    return None
+
+
+def _settled(result: MutationResult, done: str) -> MutationResult:
+    """``result``, or :class:`IndexNotUpdated` saying ``done`` when the index did not
+    follow the write (called last, once everything else of the mutation is done)."""
+    if result.index_error is not None:
+        raise IndexNotUpdated(result, done)
+    return result
 
 
 def _write_guard(db: Database, path: str, roots: list[Path]) -> None:
@@ -111,13 +165,14 @@ def _append(
     except WriteRefused as exc:
         _sync(db, path, roots)  # e.g. the file vanished: the index must not keep it
         raise MutationError(str(exc)) from None
-    _sync(db, path, roots)
+    behind = _index_behind(db, lambda: _sync(db, path, roots))
     return MutationResult(
         action,
         found.session["session_id"],
         path,
-        session=_object_for(db, path),
+        session=_object_for(db, path) if behind is None else None,
         notes=list(found.notes),
+        index_error=behind,
     )
 
 
@@ -256,7 +311,8 @@ def rename(
         "customTitle": title,
         "sessionId": found.session["session_id"],
     }
-    return _mirror_title(_append(db, found, record, roots, "rename"), title, roots)
+    result = _mirror_title(_append(db, found, record, roots, "rename"), title, roots)
+    return _settled(result, f"renamed {result.session_id} to {title!r}")
 
 
 def tag(
@@ -280,7 +336,8 @@ def tag(
         if same is not None:
             return same
     record = {"type": "tag", "tag": clean, "sessionId": found.session["session_id"]}
-    return _append(db, found, record, roots, "tag")
+    result = _append(db, found, record, roots, "tag")
+    return _settled(result, f"tagged {result.session_id} #{clean}")
 
 
 def untag(
@@ -299,7 +356,8 @@ def untag(
         if same is not None:
             return same
     record = {"type": "tag", "tag": "", "sessionId": found.session["session_id"]}
-    return _append(db, found, record, roots, "untag")
+    result = _append(db, found, record, roots, "untag")
+    return _settled(result, f"cleared the tag of {result.session_id}")
 
 
 def fork(
@@ -325,18 +383,20 @@ def fork(
     except WriteRefused as exc:
         _sync(db, path, roots)
         raise MutationError(str(exc)) from None
-    _sync(db, str(result.path), roots)
-    return _mirror_title(
+    behind = _index_behind(db, lambda: _sync(db, str(result.path), roots))
+    forked = _mirror_title(
         MutationResult(
             "fork",
             result.session_id,
             str(result.path),
-            session=_object_for(db, str(result.path)),
+            session=_object_for(db, str(result.path)) if behind is None else None,
             notes=list(found.notes),
+            index_error=behind,
         ),
         result.title,
         roots,
     )
+    return _settled(forked, f"forked {found.session['session_id']} into {result.session_id}")
 
 
 def delete(
@@ -351,18 +411,21 @@ def delete(
     except WriteRefused as exc:
         _sync(db, path, roots)
         raise MutationError(str(exc)) from None
-    remove_path(db, path)
-    return MutationResult(
+    behind = _index_behind(db, lambda: remove_path(db, path))
+    deleted = MutationResult(
         "delete",
         found.session["session_id"],
         path,
         removed=[str(p) for p in removed],
         notes=list(found.notes),
+        index_error=behind,
     )
+    return _settled(deleted, f"deleted {deleted.session_id}")
 
 
 __all__ = [
     "CannotFork",
+    "IndexNotUpdated",
     "MutationError",
     "MutationResult",
     "NotFound",

@@ -61,13 +61,22 @@ def _run(action: Callable[[], MutationResult], notes: Sequence[str] = ()) -> Mut
     resolution's ``notes`` (the session is another directory's, and how to resume it)
     follow a mutation that went through, never one that failed, and so do its
     ``warnings`` (what of it was not done: the title sidecar), each one
-    ``warning:`` line; the exit status stays 0."""
-    from sessiondex.actions.mutations import MutationError
+    ``warning:`` line; the exit status stays 0.
+
+    A change written that the index could not follow (a full disk) is exit 1 too, its
+    one line saying what was done and that the index catches up: the command's promise
+    (the next ``--no-refresh`` read shows the change) is not kept, and a script must
+    stop there; the words "renamed …" tell a person not to run it again."""
+    from sessiondex.actions.mutations import IndexNotUpdated, MutationError
     from sessiondex.cli.errors import warn
     from sessiondex.cli.query_cmds import echo_notes
 
     try:
         result = action()
+    except IndexNotUpdated as exc:
+        for text in exc.result.warnings:
+            warn(text)
+        raise CliError(clean_line(str(exc))) from None
     except MutationError as exc:
         raise CliError(clean_line(str(exc))) from None
     for text in result.warnings:

@@ -958,6 +958,9 @@ class Index:
     # invisible and bidi characters removed, nothing visible left refused, and a change
     # that changes nothing writes nothing (the file's mtime is Claude Code's retention
     # clock). The SDK-style functions (sessiondex.sdk) keep the SDK's own rules.
+    # A change written that the index could not follow (a full disk) raises
+    # actions.mutations.IndexNotUpdated (a MutationError): its message says what was
+    # done, its ``result`` is the mutation's; the next refresh reads the change in.
     def rename(self, arg: str, name: str, *, cwd: str | None = None) -> MutationResult:
         """Append the ``custom-title`` record Claude Code reads (nothing when the session
         already has that name; raises ``MutationError`` for a name with nothing visible)."""

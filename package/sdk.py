@@ -57,6 +57,7 @@ from sessiondex.transcripts.records import display_prompt
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+    from sessiondex.actions.mutations import MutationResult
     from sessiondex.index import DbArg, Index
     from sessiondex.query.resolve import Resolution
 
@@ -534,6 +535,25 @@ def _sdk_errors(session_id: str, found: Resolution) -> Iterator[None]:
         raise OSError(str(exc)) from None
 
 
+def _landed(write: Callable[[], MutationResult]) -> MutationResult:
+    """Run a mutation whose change the SDK would have made: its warnings (the title
+    sidecar) and an index that could not follow it (a full disk) are logged, not
+    raised. The SDK's own writers have no index: the record on disk is their success,
+    and the index catches up on its next refresh."""
+    from sessiondex.actions.mutations import IndexNotUpdated
+
+    try:
+        result = write()
+    except IndexNotUpdated as exc:
+        result = exc.result
+        notes = [*result.warnings, str(exc)]
+    else:
+        notes = list(result.warnings)
+    for text in notes:
+        _note(text)
+    return result
+
+
 def rename_session(
     session_id: str,
     title: str,
@@ -558,9 +578,7 @@ def rename_session(
     with _open(db, config_dir, refresh) as index:
         found = _target(index, session_id, directory, appending=True)
         with _sdk_errors(session_id, found):
-            result = rename(index.writer(), found, title, roots=index.roots)
-    for text in result.warnings:  # the record landed: the SDK's call succeeded
-        _note(text)
+            _landed(lambda: rename(index.writer(), found, title, roots=index.roots))
 
 
 def tag_session(
@@ -590,9 +608,9 @@ def tag_session(
         found = _target(index, session_id, directory, appending=True)
         with _sdk_errors(session_id, found):
             if tag is None:
-                untag(index.writer(), found, roots=index.roots)
+                _landed(lambda: untag(index.writer(), found, roots=index.roots))
             else:
-                tag_action(index.writer(), found, tag, roots=index.roots)
+                _landed(lambda: tag_action(index.writer(), found, tag, roots=index.roots))
 
 
 def delete_session(
@@ -611,7 +629,7 @@ def delete_session(
     with _open(db, config_dir, refresh) as index:
         found = _target(index, session_id, directory, appending=False)
         with _sdk_errors(session_id, found):
-            delete(index.writer(), found, roots=index.roots)
+            _landed(lambda: delete(index.writer(), found, roots=index.roots))
 
 
 def fork_session(
@@ -639,15 +657,15 @@ def fork_session(
     with _open(db, config_dir, refresh) as index:
         found = _target(index, session_id, directory, appending=False)
         with _sdk_errors(session_id, found):
-            result = fork(
-                index.writer(),
-                found,
-                roots=index.roots,
-                up_to=up_to_message_id or None,
-                title=title if title and title.strip() else None,
+            result = _landed(
+                lambda: fork(
+                    index.writer(),
+                    found,
+                    roots=index.roots,
+                    up_to=up_to_message_id or None,
+                    title=title if title and title.strip() else None,
+                )
             )
-    for text in result.warnings:
-        _note(text)
     return ForkSessionResult(session_id=result.session_id)
 
 

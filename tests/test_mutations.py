@@ -893,3 +893,102 @@ def test_list_after_a_rename_shows_the_name_and_reads_nothing_again(world: World
     assert listed[world.ids["alpha"]] == "New"
     assert not [p for p in opened if p.startswith(str(sidecar.parent) + os.sep)]
     assert {p for p in opened if p.endswith(".jsonl")} <= {str(world.paths["alpha"])}
+
+
+# ------------------------------------------- the write landed, the index did not follow
+class IndexFullAfterTheWrite:
+    """The index takes nothing once the transcript was written (a full disk for the
+    index alone): every ``ingest_path``/``remove_path`` of the mutation after the write
+    fails as SQLite fails on a full disk; the checks before the write still pass."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import sqlite3
+
+        from sessiondex.actions import mutations
+
+        self.written = False
+
+        def after(real: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                done = real(*args, **kwargs)
+                self.written = True
+                return done
+
+            return call
+
+        def full(real: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                if self.written:
+                    raise sqlite3.OperationalError("database or disk is full")
+                return real(*args, **kwargs)
+
+            return call
+
+        for name in ("append_record", "fork_transcript", "delete_session_files"):
+            monkeypatch.setattr(mutations, name, after(getattr(mutations, name)))
+        for name in ("ingest_path", "remove_path"):
+            monkeypatch.setattr(mutations, name, full(getattr(mutations, name)))
+
+
+# (command, session, what the error line says was done: {sid} and {new} filled in)
+WRITES_THE_INDEX_MISSED = [
+    (["rename", "{sid}", "Gamma"], "alpha", "renamed {sid} to 'Gamma'"),
+    (["tag", "{sid}", "#later"], "alpha", "tagged {sid} #later"),
+    (["untag", "{sid}"], "source", "cleared the tag of {sid}"),
+    (["fork", "{sid}"], "source", "forked {sid} into {new}"),
+    (["delete", "{sid}", "--yes"], "alpha", "deleted {sid}"),
+]
+
+
+@pytest.mark.parametrize(("command", "session", "done"), WRITES_THE_INDEX_MISSED)
+def test_a_write_the_index_cannot_follow_says_it_was_done(
+    world: World, monkeypatch: pytest.MonkeyPatch, command: list[str], session: str, done: str
+) -> None:
+    """A full disk under the index (helper h510's probe): the record was appended, then
+    the command exited 1 with "cannot write the index … the disk is full" alone, as if
+    nothing had happened, and a rename left the title sidecar saying the old name. Now
+    the one error line says what was done and that the index catches up, the sidecar
+    is written, and the next refresh shows the change."""
+    sid = world.ids[session]
+    before = set(world.paths[session].parent.glob("*.jsonl"))
+    IndexFullAfterTheWrite(monkeypatch)
+    result = world.run(*[a.format(sid=sid) for a in command], "--cwd", CWD)
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    [line] = result.stderr.strip().splitlines()
+    new = [p.stem for p in set(world.paths[session].parent.glob("*.jsonl")) - before]
+    expected = done.format(sid=sid, new=new[0] if new else "")
+    assert line.startswith(f"Error: {expected}; the index could not be updated: "), line
+    assert str(world.db) in line and "the disk is full" in line
+    assert line.endswith("it will catch up on the next refresh"), line
+    monkeypatch.undo()
+    listed = world.run("list", "--scope", "all", "--all-kinds", "--json")
+    sessions = {s["session_id"]: s for s in json.loads(listed.stdout)}
+    if command[0] == "rename":
+        assert sessions[sid]["custom_title"] == "Gamma"
+        assert json.loads(_sidecar(world, "alpha").read_bytes()) == {"customTitle": "Gamma"}
+    elif command[0] == "tag":
+        assert sessions[sid]["tag"] == "later"
+    elif command[0] == "untag":
+        assert sessions[sid]["tag"] is None
+    elif command[0] == "fork":
+        [fork_id] = new
+        assert sessions[fork_id]["custom_title"] == "Source work (fork)"
+        sidecar = world.paths[session].parent / fork_id / SIDECAR
+        assert json.loads(sidecar.read_bytes()) == {"customTitle": "Source work (fork)"}
+    else:
+        assert sid not in sessions and not world.paths[session].exists()
+
+
+def test_an_sdk_write_the_index_cannot_follow_succeeds_as_the_sdk_s_would(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK's own writers have no index: the record that landed is their success.
+    ``rename_session`` raised OSError for the index's full disk with the record written."""
+    from sessiondex.sdk import rename_session
+
+    IndexFullAfterTheWrite(monkeypatch)
+    rename_session(world.ids["alpha"], "From the SDK", db=world.db, config_dir=world.tree.root)
+    assert last_line(world.paths["alpha"])["customTitle"] == "From the SDK"
+    assert json.loads(_sidecar(world, "alpha").read_bytes()) == {"customTitle": "From the SDK"}
+    assert "the index could not be updated" in caplog.text  # logged, as its warnings

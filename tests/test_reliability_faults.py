@@ -580,9 +580,15 @@ def disk(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     return state
 
 
+@pytest.mark.parametrize("mutation", ["rename", "tag"])
 def test_disk_full_is_one_line_and_the_index_catches_up(
-    tmp_path: Path, disk: dict[str, bool]
+    tmp_path: Path, disk: dict[str, bool], mutation: str
 ) -> None:
+    """``index`` and a mutation on a full disk: one line each, the index intact, and
+    caught up once there is room. The mutation's record lands (the disk is full for the
+    index only): its line says so, not just "cannot write the index", and a rename's
+    title sidecar is written (helper h510: it said only the index's failure, and the
+    sidecar kept the old name)."""
     world = World(tmp_path)
     # (a new ConfigTree would number its sessions from 1 again: an ID of our own)
     big = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
@@ -597,13 +603,20 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
     # full disk may allow too, and this test is about the write that does not fit.
     page_size = sqlite3.connect(world.db).execute("PRAGMA page_size").fetchone()[0]
     name = "Renamed on a full disk " + filler.randbytes(page_size).hex()
+    if mutation == "rename":
+        change, done = ["rename", world.sid, name], f"renamed {world.sid} to {name!r}; "
+    else:
+        change, done = ["tag", world.sid, name], f"tagged {world.sid} #{name}; "
     disk["full"] = True
-    for args in (["index"], ["rename", world.sid, name]):
+    for args in (["index"], change):
         result = world.run(*args)
         no_traceback(result)
         assert result.exit_code == 1, result.output
         line = error_line(result)
         assert str(world.db) in line and "disk is full" in line
+        if args is change:
+            assert line.startswith(f"Error: {done}the index could not be updated: "), line
+            assert line.endswith("it will catch up on the next refresh"), line
         db = open_db(world.db)
         try:
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -619,7 +632,12 @@ def test_disk_full_is_one_line_and_the_index_catches_up(
     found = world.run("--no-refresh", "search", "wombatword", "--scope", "all", "--json")
     assert World.ids(found) == {big.session_id}
     resolved = one_session(world.run("--no-refresh", "resolve", world.sid, "--json").stdout)
-    assert resolved["custom_title"] == name  # the transcript had it (the title is cut)
+    sidecar = world.session.path.with_suffix("") / "custom-title.json"
+    if mutation == "rename":
+        assert resolved["custom_title"] == name  # the transcript had it (the title is cut)
+        assert json.loads(sidecar.read_bytes()) == {"customTitle": name}
+    else:
+        assert resolved["tag"] == name
     db = open_db(world.db)
     try:
         assert index_snapshot(db) == rebuilt_snapshot([world.root], tmp_path / "rebuilt.db")
