@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -162,7 +163,13 @@ class Filters:
         if self.current_branch:
             branch = git_current_branch(cwd)
             if branch is None:
-                raise ValueError(f"--current-branch: {cwd} is not on a git branch")
+                # git is asked in the directory: one that is gone has no branch to read,
+                # and "not on a git branch" sent the user to look at git, not the path
+                if os.path.isdir(cwd):
+                    why = "is not on a git branch"
+                else:
+                    why = "is not a directory" if os.path.lexists(cwd) else "does not exist"
+                raise ValueError(f"--current-branch: {cwd} {why}")
         if branch:
             clauses.append(
                 "EXISTS (SELECT 1 FROM branches b WHERE b.session_rowid = s.id AND b.branch = ?)"

@@ -1,0 +1,52 @@
+"""Hints and errors that named the wrong thing: an option the user did not give, the
+wider of two options, a branch where the directory is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sessiondex.cli.main import cli
+from tests.builders import ConfigTree
+
+PR = "https://github.com/acme/app/pull/5"
+
+
+def _tree(base: Path, kind: str) -> ConfigTree:
+    """One session in /w/app that every default listing leaves out: tagged __hidden
+    (the soft delete) or a ``claude -p``/SDK one (a hidden kind)."""
+    tree = ConfigTree(base / "claude")
+    s = tree.session(cwd="/w/app", entrypoint="sdk-cli" if kind == "sdk" else "cli")
+    s.user(f"the numbatword pipeline, see {PR}")
+    s.assistant("on it")
+    s.pr_link(number=5, url=PR, repository="acme/app")
+    if kind == "tagged":
+        s.meta("tag", tag="__hidden")
+    s.write()
+    return tree
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda p: p / "gone", "does not exist"),
+        (lambda p: p / "gone" / "deeper", "does not exist"),
+    ],
+    ids=["missing", "missing-parent"],
+)
+def test_current_branch_in_a_missing_directory_says_it_is_missing(
+    tmp_path: Path, make: object, says: str
+) -> None:
+    """``list --current-branch --cwd /missing`` said "/missing is not on a git branch",
+    as if git had been asked there."""
+    tree = _tree(tmp_path, "plain")
+    missing = make(tmp_path)  # type: ignore[operator]
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), "list"]
+        + ["--current-branch", "--cwd", str(missing)],
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stderr == f"Error: --current-branch: {missing} {says}\n"
