@@ -193,9 +193,25 @@ def _no_sessions(db: Any, filters: Any) -> str:
     else:
         tries = []
     said = "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
-    if not filters.all_kinds and list_sessions(db, replace(filters, all_kinds=True, limit=1)):
-        said += f" Hidden kinds match it: try --all-kinds ({HIDDEN_KINDS})."  # as search says
-    return said
+    hint = hidden_hint(filters, lambda wider: list_sessions(db, replace(wider, limit=1)))
+    return f"{said} {hint}" if hint else said
+
+
+def hidden_hint(filters: Any, answers: Callable[[Any], Any], what: str = "match it") -> str | None:
+    """What an empty ``list``, ``search`` or ``from-pr`` says when sessions it hides would
+    answer: the narrower option that shows them. ``--include-hidden`` when sessions
+    tagged ``__hidden`` do (the tag's own message names it; ``--all-kinds`` shows them
+    too, with every hidden kind besides), else ``--all-kinds`` when a hidden kind does.
+    ``answers(filters)``: whether the command finds anything with these filters."""
+    from dataclasses import replace
+
+    if filters.all_kinds:
+        return None
+    if not filters.include_hidden and answers(replace(filters, include_hidden=True)):
+        return f"Sessions tagged __hidden {what}: try --include-hidden."
+    if answers(replace(filters, all_kinds=True)):
+        return f"Hidden kinds {what}: try --all-kinds ({HIDDEN_KINDS})."
+    return None
 
 
 def _warn_expiring(db: Any, rows: list[dict[str, Any]], cwd: str | None) -> None:
@@ -343,13 +359,15 @@ def search(query: tuple[str, ...], raw: bool, fmt: str, as_json: bool, **options
     hint = _elsewhere_hint(outcome.elsewhere, ("match", "matches"))
     if hint:
         click.echo(hint, err=True)
-    if not outcome.matched and not filters.all_kinds:
-        from dataclasses import replace
-
-        wider = replace(filters, all_kinds=True)
-        hidden = run_filters(lambda: index.search_outcome(text, raw=raw, filters=wider))
-        if hidden.matched:
-            click.echo(f"Hidden kinds match it: try --all-kinds ({HIDDEN_KINDS}).", err=True)
+    if not outcome.matched:
+        hidden = hidden_hint(
+            filters,
+            lambda wider: (
+                run_filters(lambda: index.search_outcome(text, raw=raw, filters=wider)).matched
+            ),
+        )
+        if hidden:
+            click.echo(hidden, err=True)
     if not outcome.matched:
         # Nothing matched: exit 1, as grep. click's Exit, not SystemExit, so a caller
         # of cli.main(standalone_mode=False) gets the code back (not an exception).
@@ -400,8 +418,6 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
         sessiondex from-pr acme/shop#42
         sessiondex from-pr https://gitlab.com/acme/api/-/merge_requests/7
     """
-    from dataclasses import replace
-
     from sessiondex.cli.errors import InvalidValue
     from sessiondex.query.prs import NotAPullRequest, find_pr, pr_argument, pr_label
     from sessiondex.query.sessions import SESSION_FIELDS
@@ -455,10 +471,13 @@ def from_pr(pr: str | None, fmt: str, as_json: bool, **options: Any) -> None:
                 if what
                 else "No session in this scope has a PR link."
             )
-            if not filters.all_kinds and run_filters(
-                lambda: find_pr(db, pr, replace(filters, all_kinds=True)).rows
-            ):
-                message += f" Hidden kinds are linked to it: try --all-kinds ({HIDDEN_KINDS})."
+            hidden = hidden_hint(
+                filters,
+                lambda wider: run_filters(lambda: find_pr(db, pr, wider).rows),
+                what="are linked to it",
+            )
+            if hidden:
+                message += f" {hidden}"
             if _empty_message(message):
                 click.echo(clean_line(message), err=True)
             hint = _elsewhere_hint(answer.elsewhere, ("session", "sessions"))

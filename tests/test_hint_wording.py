@@ -29,6 +29,37 @@ def _tree(base: Path, kind: str) -> ConfigTree:
 
 
 @pytest.mark.parametrize(
+    "command",
+    [["list"], ["search", "numbatword"], ["from-pr", PR]],
+    ids=["list", "search", "from-pr"],
+)
+@pytest.mark.parametrize(
+    ("kind", "hint", "not_said"),
+    [
+        # The tag's own message says --include-hidden; --all-kinds shows it too, and
+        # more: the hint named the wider option.
+        ("tagged", "tagged __hidden", "--all-kinds"),
+        ("sdk", "try --all-kinds (-p/SDK", "--include-hidden"),
+    ],
+)
+def test_the_hidden_hint_names_the_option_that_shows_what_matched(
+    tmp_path: Path, command: list[str], kind: str, hint: str, not_said: str
+) -> None:
+    tree = _tree(tmp_path, kind)
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(cli, [*base, *command, "--cwd", "/w/app"])
+    assert result.exit_code == (0 if command == ["list"] else 1), result.output
+    assert hint in result.stderr and not_said not in result.stderr, result.stderr
+    if kind == "tagged":
+        assert "try --include-hidden." in result.stderr, result.stderr
+        # and the option named does show it
+        shown = CliRunner().invoke(
+            cli, [*base, *command, "--cwd", "/w/app", "--include-hidden", "--json"]
+        )
+        assert shown.exit_code == 0 and '"__hidden"' in shown.stdout, shown.output
+
+
+@pytest.mark.parametrize(
     ("make", "says"),
     [
         (lambda p: p / "gone", "does not exist"),
