@@ -86,15 +86,11 @@ class App:
             try:
                 self._index = self._new_index()
             except NotAnIndex as exc:  # the --db path names a transcript, a note…
-                from sessiondex.cli.errors import InvalidValue
-                from sessiondex.cli.settings import DEFAULT, current
+                from sessiondex.cli.settings import current, db_path_error
 
                 settings = current()
                 source = settings.source("db") if settings is not None else "--db"
-                if source == DEFAULT:  # from XDG_CACHE_HOME or HOME
-                    source = "--db"
-                where = f"'{source}'" if source.startswith("--") else source
-                raise InvalidValue(where, str(exc)) from None
+                raise db_path_error(str(self.db_path), source, str(exc)) from None
         return self._index
 
     def _new_index(self) -> Index:

@@ -245,22 +245,52 @@ def apply_settings(
     return dirs, str(settings["db"])
 
 
+class DefaultIndexPathError(click.ClickException):
+    """The default index path cannot be used: ``Error: <message>`` naming the path and
+    what to do, exit 1. Not "Invalid value for '--db'": no option was given, and the
+    user's own input is not what is wrong."""
+
+    def show(self, file: Any = None) -> None:
+        from sessiondex.cli.output import clean_line
+
+        click.echo(f"Error: {clean_line(self.format_message())}", err=True)
+
+
+def db_path_error(path: str, source: str, message: str) -> click.ClickException:
+    """The one error for an index path that cannot be the index (``message`` says why):
+    a usage error naming where the value came from (``--db``, ``SESSIONDEX_DB``, the
+    config file), or, for the default path (from ``XDG_CACHE_HOME`` or ``~/.cache``),
+    an error that says so and how to get past it: what is in the way may be moved
+    (a file that was never the index is left alone, as it may be someone's), and
+    ``--db``/``SESSIONDEX_DB`` choose another path."""
+    from sessiondex.cli.errors import InvalidValue
+
+    if source != DEFAULT:
+        return InvalidValue(f"'{source}'" if source.startswith("--") else source, message)
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    origin = "$XDG_CACHE_HOME" if os.path.isabs(xdg) else "~/.cache"
+    move = "move it away for a new index to be built there, or " if os.path.lexists(path) else ""
+    return DefaultIndexPathError(
+        f"{message.rstrip('.')}. It is the default index path (under {origin}):"
+        f" {move}choose another with --db PATH or SESSIONDEX_DB"
+    )
+
+
 def _check_db(path: str, source: str) -> None:
     """The index must be a file path: an empty one or a directory is a usage error
     (exit 2) before anything tries to open it (which said two contradictory lines)."""
-    from sessiondex.cli.errors import InvalidValue, text_problem
+    from sessiondex.cli.errors import text_problem
 
-    if source == DEFAULT:  # from XDG_CACHE_HOME or HOME: --db is what changes it
-        source = "--db"
-    where = f"'{source}'" if source.startswith("--") else source
     if not path.strip():
-        raise InvalidValue(where, "the index path is empty")
+        raise db_path_error(path, source, "the index path is empty")
     problem = None if _is_dsn(path) else text_problem(path)
     if problem is not None:  # from the config file or the environment
-        raise InvalidValue(where, problem)
+        raise db_path_error(path, source, problem)
     if os.path.isdir(path):
-        raise InvalidValue(
-            where, f"{path!r} is a directory: give the index file's path (e.g. {path}/index.db)"
+        raise db_path_error(
+            path,
+            source,
+            f"{path!r} is a directory: give the index file's path (e.g. {path}/index.db)",
         )
 
 

@@ -81,3 +81,33 @@ def test_current_branch_in_a_missing_directory_says_it_is_missing(
     )
     assert result.exit_code == 1, result.output
     assert result.stderr == f"Error: --current-branch: {missing} {says}\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b"garbage, not a database\n", "not a SQLite database"),
+        (b'{"type":"user"}\n', "not a SQLite database"),
+    ],
+    ids=["garbage", "a-transcript-line"],
+)
+def test_a_file_at_the_default_index_path_is_not_blamed_on_db(
+    tmp_path: Path, content: bytes, what: str
+) -> None:
+    """No --db and no SESSIONDEX_DB: a file that was never the index at the default
+    path is left alone (it may be someone's), but the error said "Invalid value for
+    '--db'" about an option nobody gave. It names the file, where the path came from
+    and what to do."""
+    tree = _tree(tmp_path, "plain")
+    cache = tmp_path / "cache"
+    target = cache / "sessiondex" / "index.db"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(content)
+    env = {"XDG_CACHE_HOME": str(cache), "SESSIONDEX_DB": None}
+    result = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "list"], env=env)
+    assert result.exit_code == 1, result.output
+    [line] = result.stderr.splitlines()
+    assert "Invalid value" not in line and "'--db'" not in line, line
+    assert line.startswith(f"Error: {target} is not a sessiondex index ({what})"), line
+    assert "default index path" in line and "move it away" in line, line
+    assert target.read_bytes() == content  # left as it is

@@ -356,11 +356,13 @@ def test_a_sqlite_file_that_may_be_the_index_is_taken(tmp_path: Path, what: str)
 
 
 @pytest.mark.parametrize("cache", ["claude/projects", "caf\udce9"])
-def test_a_default_index_path_that_cannot_be_is_named_as_the_db_option(
+def test_a_default_index_path_that_cannot_be_says_it_is_the_default(
     tmp_path: Path, cache: str
 ) -> None:
     """With neither --db nor SESSIONDEX_DB, the path comes from XDG_CACHE_HOME: the
-    error names the option that would change it, not the word "default"."""
+    error says it is the default path and names the options that would change it, not
+    the word "default" as if it were an option, nor "Invalid value for '--db'" (an
+    option nobody gave: exit 1, not a usage error)."""
     root = tmp_path / "claude"
     session = ConfigTree(root).session(cwd="/w/app")
     session.user("hello")
@@ -368,8 +370,13 @@ def test_a_default_index_path_that_cannot_be_is_named_as_the_db_option(
     env = {"XDG_CACHE_HOME": str(tmp_path / cache), "SESSIONDEX_DB": None}
     result = CliRunner().invoke(cli, ["--config-dir", str(root), "list"], env=env)
     no_traceback(result)
-    assert result.exit_code == 2
-    assert result.stderr.startswith("Error: Invalid value for '--db': "), result.stderr
+    assert result.exit_code == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: ") and "Invalid value" not in line, line
+    assert line.endswith(
+        "It is the default index path (under $XDG_CACHE_HOME): choose another with"
+        " --db PATH or SESSIONDEX_DB"
+    ), line
     assert not (tmp_path / cache / "sessiondex").exists()
 
 
