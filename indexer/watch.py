@@ -112,6 +112,11 @@ SUFFIX = ".jsonl"
 RETRY_FIRST = 0.5
 RETRY_MAX = 30.0
 RETRY_LIMIT = 8
+# A stop commits what was queued when it came (the last batch), for this long at most:
+# then a batch still being applied (thousands of sessions moved in at once, ~2 ms a file)
+# ends after the file it is on, and the next start reads the rest. The CLI waits 30 s for
+# the worker; past that it released the lock while the worker went on writing.
+STOP_GRACE = 2.0
 # A file whose last line had no newline yet is looked at again this long after the
 # racy window (shape.RACY_WINDOW_NS) has passed, so that it counts as quiet then.
 QUIET_MARGIN = 0.25
@@ -202,9 +207,10 @@ class WatchError(RuntimeError):
 
 
 class _Stopping(Exception):
-    """A full pass given up between two files because the watcher is stopping: the files
-    it committed stay (each with its offset), and the next start catches up on the rest.
-    A cold catch-up of a multi-GB history takes minutes; Ctrl-C must not wait for it."""
+    """A full pass, or a batch past ``STOP_GRACE``, given up between two files because the
+    watcher is stopping: the files it committed stay (each with its offset), and the next
+    start catches up on the rest. A cold catch-up of a multi-GB history takes minutes;
+    Ctrl-C must not wait for it."""
 
 
 @dataclass
@@ -248,6 +254,7 @@ class _Pending:
         self._scans: dict[str, list[float]] = {}
         self._rescan = False
         self._stopping = False
+        self._stopped_at = 0.0  # monotonic
 
     def _add(self, queue: dict[str, list[float]], path: str) -> None:
         with self._cond:
@@ -275,12 +282,18 @@ class _Pending:
 
     def stop(self) -> None:
         with self._cond:
+            if not self._stopping:
+                self._stopped_at = time.monotonic()
             self._stopping = True
             self._cond.notify()
 
     @property
     def stopping(self) -> bool:
         return self._stopping
+
+    def stopped_for(self) -> float:
+        """Seconds since :meth:`stop` (0 before it)."""
+        return time.monotonic() - self._stopped_at if self._stopping else 0.0
 
     def __len__(self) -> int:
         with self._cond:
@@ -894,6 +907,9 @@ class Watcher:
         for directory in _outermost([*work.dirs, *work.scans]):
             paths.update(dict.fromkeys(_paths_under(db, directory, stats.errors)))
         for path in sorted(paths):
+            if self._pending.stopped_for() > STOP_GRACE:  # the next start does the rest
+                self._report("events", sorted(paths), stats, started)
+                raise _Stopping
             errors_before = len(stats.errors)
             try:
                 result = ingest_path(db, path, self.roots, stats)

@@ -33,6 +33,7 @@ import sessiondex.indexer.watch as watch_module
 from sessiondex.cli.main import cli
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.lock import WatcherLock, lock_path, watcher_alive
+from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.watch import BatchReport, Watcher
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import search
@@ -435,6 +436,48 @@ def test_stop_commits_the_pending_batch(tmp_path: Path, start_watcher) -> None:
     db = open_db(tmp_path / "index.db")
     try:
         assert found(db, "saguaro") == [s.session_id]
+    finally:
+        db.close()
+
+
+def test_a_stop_during_a_big_batch_ends_it_soon_after(
+    tmp_path: Path, start_watcher, monkeypatch
+) -> None:
+    """A stop while a big batch is applied (a backup of thousands of sessions moved into
+    projects/: 8,000 took 15 s when probed) waited for the whole batch, past the 30 s
+    the CLI waits for the worker on a bigger one: `watch: stopped` was printed and the
+    lock released while the worker went on writing. A stop still commits what was
+    queued when it came, for ``STOP_GRACE`` at most; then the batch ends after the file
+    it is on and the next start reads the rest."""
+    monkeypatch.setattr(watch_module, "STOP_GRACE", 0.2)
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/work/repo", "hello")
+    watcher, _batches = start_watcher([tree.root], debounce=0.05)
+    real = watch_module.ingest_path
+    ingested: list[str] = []
+
+    def slow(db: Any, path: str, *args: Any) -> Any:
+        ingested.append(path)
+        time.sleep(0.05)
+        return real(db, path, *args)
+
+    monkeypatch.setattr(watch_module, "ingest_path", slow)
+    moved = ConfigTree(tmp_path / "backup")
+    total = 80
+    for i in range(total):
+        session(moved, "/work/restored", f"restored {i}")
+    (folder,) = (moved.root / "projects").iterdir()
+    folder.rename(tree.root / "projects" / folder.name)
+    wait_for(lambda: len(ingested) >= 3, "the batch to start")
+    watcher.stop()
+    assert not watcher.running
+    assert len(ingested) < total // 2, f"the stop waited for {len(ingested)} of {total} files"
+    monkeypatch.setattr(watch_module, "ingest_path", real)
+    db = open_db(tmp_path / "index.db")
+    try:
+        check_fts_integrity(db)
+        refresh(db, [tree.root])  # the next start: the rest
+        assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
     finally:
         db.close()
 
