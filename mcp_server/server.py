@@ -33,6 +33,7 @@ from mcp.types import Resource, Tool, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from sessiondex.mcp_server.service import MAX_OFFSET, SessionService, Settings, UserError, cut
+from sessiondex.query.limits import MAX_QUERY_CHARS
 from sessiondex.render.terminal import neutralize
 
 if TYPE_CHECKING:
@@ -368,7 +369,7 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
                 description="Words to look for (matched as typed; the last word also as a "
                 "prefix), or a pull/merge request URL.",
                 min_length=1,
-                max_length=1000,
+                max_length=MAX_QUERY_CHARS,  # the web view's q takes as much
             ),
         ],
         scope: ScopeArg = "all",

@@ -926,3 +926,25 @@ def test_the_resource_list_is_bounded_whatever_a_transcript_records(tmp_path: Pa
     assert resource.description is not None and resource.title is not None
     assert len(resource.description) <= 1000 and len(resource.title) <= 300
     assert "[… cut:" in resource.description and "last activity" in resource.description
+
+
+def test_search_takes_the_query_length_the_web_view_takes() -> None:
+    """One limit for the servers' searches (sessiondex.query.limits): the tool's schema
+    says it, and one character more is bad input, answered without a search."""
+    import asyncio
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sessiondex.mcp_server.server import build_server
+    from sessiondex.mcp_server.service import Settings
+    from sessiondex.query.limits import MAX_QUERY_CHARS
+
+    server = build_server(_no_index, Settings(cwd="/w"))
+    try:
+        schemas = {t.name: t.input_schema for t in asyncio.run(server.list_tools())}
+        with pytest.raises(ToolError) as raised:
+            asyncio.run(server.call_tool("search_sessions", {"query": "x" * (MAX_QUERY_CHARS + 1)}))
+    finally:
+        server.runner.shutdown()
+    assert schemas["search_sessions"]["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+    assert f"{MAX_QUERY_CHARS}" in str(raised.value)

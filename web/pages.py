@@ -349,12 +349,25 @@ def _epoch(iso: str | None) -> float:
 
 
 # ----------------------------------------------------------------- search
+def _query_arg(args: Mapping[str, str], back: tuple[str, str]) -> str:
+    """``?q=``, stripped; one over the servers' length limit is a :class:`BadRequest`
+    (linking to ``back``), raised before any search runs: a long one held the index's
+    one thread for seconds (:mod:`sessiondex.query.limits`)."""
+    from sessiondex.query.limits import too_long
+
+    query = (args.get("q") or "").strip()
+    problem = too_long(query)
+    if problem is not None:
+        raise BadRequest(problem, back)
+    return query
+
+
 def search(index: Index, args: Mapping[str, str], now: float | None = None) -> dict[str, Any]:
     """Ranked results of ``Index.search`` (the CLI's search: same query handling and
     order), each linked to its best message; a PR URL or ``owner/repo#N`` lists the
-    sessions linked to that PR."""
+    sessions linked to that PR. A ``q`` over the length limit: :class:`BadRequest`."""
     now = time.time() if now is None else now
-    query = (args.get("q") or "").strip()
+    query = _query_arg(args, ("/search", "a new search"))
     raw = args.get("raw") in ("1", "on", "true")
     limit = _limit(args, SEARCH_LIMIT)
     out: dict[str, Any] = {"q": query, "raw": raw, "rows": [], "mode": "empty", "error": None}
@@ -468,6 +481,7 @@ def session(
         }
     url_of = _urls(everything)
     page = _page_arg(args, url_of(found))
+    query = _query_arg(args, (url_of(found), "the session without the search"))
     from sessiondex import NotFound
 
     # A session shown before and unchanged since is not read again (see Layouts).
@@ -488,7 +502,6 @@ def session(
         copy = conversation.archive is not None or conversation.path != Path(found["file_path"])
         if copy or not reads_the_same(conversation):
             key = None  # read from a copy (an archive, the team store's), or being written
-    query = (args.get("q") or "").strip()
     raw = args.get("raw") in ("1", "on", "true")
     hits: list[str] = []
     if query:

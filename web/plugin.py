@@ -116,6 +116,12 @@ async def _not_found(datasette: Any, request: Any, message: str) -> Response:
     return await _page(datasette, request, "sessiondex_404.html", {"message": message}, 404)
 
 
+async def _bad_request(datasette: Any, request: Any, exc: pages.BadRequest) -> Response:
+    """A 400 page saying what of the request cannot be taken, and a way on."""
+    context = {"heading": "Bad request", "message": str(exc), "link": exc.link}
+    return await _page(datasette, request, "sessiondex_404.html", context, 400)
+
+
 # ----------------------------------------------------------------- pages
 async def home(request: Any, datasette: Any) -> Response:
     args = _args(request)
@@ -125,7 +131,10 @@ async def home(request: Any, datasette: Any) -> Response:
 
 async def search(request: Any, datasette: Any) -> Response:
     args = _args(request)
-    context = await _state(datasette).run(lambda index: pages.search(index, args))
+    try:
+        context = await _state(datasette).run(lambda index: pages.search(index, args))
+    except pages.BadRequest as exc:  # a q over the length limit
+        return await _bad_request(datasette, request, exc)
     return await _page(datasette, request, "sessiondex_search.html", context)
 
 
@@ -140,8 +149,7 @@ async def session(request: Any, datasette: Any) -> Response:
     except pages.PageNotFound as exc:
         return await _not_found(datasette, request, str(exc))
     except pages.BadRequest as exc:
-        context = {"heading": "Bad request", "message": str(exc), "link": exc.link}
-        return await _page(datasette, request, "sessiondex_404.html", context, 400)
+        return await _bad_request(datasette, request, exc)
     template = "sessiondex_choose.html" if "choose" in context else "sessiondex_session.html"
     return await _page(datasette, request, template, context)
 
