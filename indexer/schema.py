@@ -17,6 +17,7 @@ from sqlite_utils import Database, Migrations
 from sessiondex.indexer.shape import (  # noqa: F401 - DERIVATION_VERSION re-exported
     DERIVATION_VERSION,
     FTS_TOKENIZER,
+    ID_LIKE_NAME_SQL,
     MIGRATION_SET,
     SESSION_FTS_COLUMNS,
     SHOWN_TITLE_COLUMN,
@@ -466,3 +467,18 @@ def m017_title_prefix_index(db: Database) -> None:
     ``TITLE_FTS_COLUMNS`` says why). Made and indexed from the rows there are
     (``'rebuild'``, a few thousand short rows)."""
     build_title_search(db)
+
+
+@migrations()
+def m018_session_id_width_indexes(db: Database) -> None:
+    """What a table's ID column is sized by (``query/idprefix.prefix_width``) read from
+    two indexes, not the sessions' wide rows: every resumable session's ID (a covering
+    index of the columns its filter reads), and the few sessions whose name is one
+    word of ``MIN_ID_PREFIX`` characters or more (``shape.ID_LIKE_NAME_SQL``), which
+    could read as an ID prefix (a partial index whose condition the query repeats).
+    Scanning the table for them read every row's stored object: 60-200 ms of each
+    ``list``/``search``/``resolve`` table at 20,000 sessions."""
+    db.execute(
+        "CREATE INDEX sessions_id_width ON sessions(session_id, raw_message_count, archived, root)"
+    )
+    db.execute(f"CREATE INDEX sessions_id_like_names ON sessions(id) WHERE {ID_LIKE_NAME_SQL}")

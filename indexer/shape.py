@@ -121,6 +121,17 @@ MIGRATION_NAMES = (
     "m015_no_directory_in_metadata_search",
     "m016_head_entrypoint",
     "m017_title_prefix_index",
+    "m018_session_id_width_indexes",
+)
+#: The fewest characters of a session ID that resolve as a prefix of one, and that a
+#: table shows (query/idprefix.py).
+MIN_ID_PREFIX = 8
+#: A session's name that may read as an ID prefix: one word of MIN_ID_PREFIX characters
+#: or more. The condition of a partial index (m018), which SQLite uses for a query
+#: only when its WHERE repeats this condition.
+ID_LIKE_NAME_SQL = (
+    f"length(coalesce(custom_title, ai_title)) >= {MIN_ID_PREFIX}"
+    " AND trim(coalesce(custom_title, ai_title)) NOT LIKE '% %'"
 )
 # Every table and view the migrations leave, FTS5's shadow tables included
 # (tests/test_reliability_faults.py checks the list against a new index). With the

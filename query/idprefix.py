@@ -15,13 +15,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessiondex.indexer.shape import ID_LIKE_NAME_SQL, MIN_ID_PREFIX
 from sessiondex.query.filters import roots_sql
 from sessiondex.transcripts.tags import clean_name
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-MIN_PREFIX = 8
+MIN_PREFIX = MIN_ID_PREFIX
 _PREFIX_RE = re.compile(r"[0-9a-fA-F][0-9a-fA-F-]{7,35}\Z")
 
 
@@ -60,10 +61,10 @@ def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | N
 
     The IDs of the index are read once, sorted, and each listed ID's neighbours found by
     bisection: no parameter per listed ID (a team store of 70,000 sessions listed whole
-    passed PostgreSQL's 65,535), and no sort in SQL. One pass over ``sessions`` reads
-    the IDs and the names together, in table order: ``DISTINCT`` made SQLite read the
-    rows in the order of the session ID index, a lookup of a wide row for each (165 ms
-    of a table's 0.4 s at 20,000 sessions; the names' own pass another 35 ms)."""
+    passed PostgreSQL's 65,535), and no sort in SQL. Both reads are of indexes
+    (m018), not of the sessions' wide rows: the table read for them, each row with its
+    stored object, was 60-200 ms of every table at 20,000 sessions (and ``DISTINCT``
+    had SQLite read it in session ID order, a lookup of a wide row each: 165 ms)."""
     listed = sorted({sid.lower() for sid in session_ids if sid})
     width = MIN_PREFIX
     for a, b in zip(listed, listed[1:]):
@@ -71,16 +72,15 @@ def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | N
     if not listed:
         return width
     where, params = roots_sql(db, roots)
-    # Names that can read as an ID prefix once cleaned as resolve compares them (format
-    # characters dropped: any stored length): one word, at least MIN_PREFIX long.
-    name = "coalesce(s.custom_title, s.ai_title)"
-    rows = db.execute(
-        f"SELECT s.session_id, CASE WHEN length({name}) >= {MIN_PREFIX}"
-        f" AND trim({name}) NOT LIKE '% %' THEN {name} END"
-        f" FROM sessions s WHERE s.raw_message_count > 0 AND {where}",
-        params,
-    ).fetchall()
-    known = sorted({str(sid).lower() for sid, _ in rows})
+    resumable = f"s.raw_message_count > 0 AND {where}"
+    known = sorted(
+        {
+            str(sid).lower()
+            for (sid,) in db.execute(
+                f"SELECT session_id FROM sessions s WHERE {resumable}", params
+            ).fetchall()
+        }
+    )
     for sid in listed:
         before, after = bisect.bisect_left(known, sid), bisect.bisect_right(known, sid)
         for other in (
@@ -89,10 +89,15 @@ def prefix_width(db: Database, session_ids: Iterable[str], roots: list[Path] | N
         ):
             if other:
                 width = _wider(width, sid, other)
+    # Names that can read as an ID prefix once cleaned as resolve compares them (format
+    # characters dropped: any stored length): one word, at least MIN_PREFIX long.
     names = {
         key
-        for _, text in rows
-        if text is not None
+        for (text,) in db.execute(
+            "SELECT coalesce(custom_title, ai_title) FROM sessions s"
+            f" WHERE {ID_LIKE_NAME_SQL} AND {resumable}",
+            params,
+        ).fetchall()
         for key in (str(text).strip().lower(), name_key(str(text)))
         if is_id_prefix(key)
     }
