@@ -97,6 +97,19 @@ def build_index(corpus: Path, db: Path) -> None:
         index.refresh()
 
 
+def summary(samples: list[float], peak: bool = False) -> dict[str, Any]:
+    """p50 and p95 of ``samples`` (None when there are none), their count, and with
+    ``peak`` the slowest."""
+    out: dict[str, Any] = {
+        "p50": statistics.median(samples) if samples else None,
+        "p95": percentile(samples, 0.95) if samples else None,
+    }
+    if peak:
+        out["max"] = max(samples) if samples else None
+    out["n"] = len(samples)
+    return out
+
+
 def median_project(manifest: list[dict[str, Any]]) -> tuple[str, int]:
     """The directory whose project holds the median number of sessions (ties: the first
     by name), and that number: a typical worktree for the picker's default scope."""
@@ -271,40 +284,16 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "profile": args.profile,
         "sessions": len(manifest),
-        "keystroke_word_ms": {
-            "p50": statistics.median(results["word"]),
-            "p95": percentile(results["word"], 0.95),
-            "max": max(results["word"]),
-            "n": len(results["word"]),
-        },
-        "index_search_alone_ms": {
-            "p50": statistics.median(floor),
-            "p95": percentile(floor, 0.95),
-            "n": len(floor),
-        },
+        "keystroke_word_ms": summary(results["word"], peak=True),
+        "index_search_alone_ms": summary(floor),
         "keystroke_word_one_project_ms": {
             "cwd": project,
             "sessions": project_sessions,
-            "p50": statistics.median(in_project["word"]),
-            "p95": percentile(in_project["word"], 0.95),
-            "max": max(in_project["word"]),
-            "n": len(in_project["word"]),
+            **summary(in_project["word"], peak=True),
         },
-        "index_search_alone_one_project_ms": {
-            "p50": statistics.median(project_floor),
-            "p95": percentile(project_floor, 0.95),
-            "n": len(project_floor),
-        },
-        "word_typed_last_key_ms": {
-            "p50": statistics.median(results["burst"]),
-            "p95": percentile(results["burst"], 0.95),
-            "n": len(results["burst"]),
-        },
-        "pr_url_ms": {
-            "p50": statistics.median(results["pr"]) if results["pr"] else None,
-            "p95": percentile(results["pr"], 0.95) if results["pr"] else None,
-            "n": len(results["pr"]),
-        },
+        "index_search_alone_one_project_ms": summary(project_floor),
+        "word_typed_last_key_ms": summary(results["burst"]),
+        "pr_url_ms": summary(results["pr"]),
         "startup_sessions": len(read_manifest(start_corpus)),
         "startup_first_paint_ms": {
             "p50": statistics.median(boot),
