@@ -114,9 +114,13 @@ def watch(
     except OSError as exc:
         raise CliError(f"cannot take the watch lock {lock.path}: {exc.strerror or exc}") from None
     stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    signals = [signal.SIGINT, signal.SIGTERM]
+    # A closed terminal hangs watch up: stop as for SIGTERM (the last batch committed),
+    # not die mid-batch; unless it was started to ignore that (nohup), which stays so.
+    hangup = getattr(signal, "SIGHUP", None)  # none on Windows
+    if hangup is not None and signal.getsignal(hangup) == signal.SIG_DFL:
+        signals.append(hangup)
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in signals}
     watcher = Watcher(
         state.database_path,
         state.roots,

@@ -730,7 +730,10 @@ def test_subagent_events_are_placed_in_their_session(tmp_path: Path) -> None:
 class WatchProcess:
     """``sessiondex watch -v`` as a subprocess, its stderr read on a thread."""
 
-    def __init__(self, root: Path, db_path: Path, *extra: str) -> None:
+    def __init__(
+        self, root: Path, db_path: Path, *extra: str, hangup: Any = signal.SIG_DFL
+    ) -> None:
+        """``hangup``: how the process starts out taking SIGHUP (SIG_IGN: under ``nohup``)."""
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -750,6 +753,7 @@ class WatchProcess:
             stderr=subprocess.PIPE,
             text=True,
             cwd=Path(__file__).resolve().parent.parent,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, hangup),
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
@@ -776,7 +780,9 @@ class WatchProcess:
         raise AssertionError(f"no {text!r} line; stderr so far: {''.join(self.stderr)}")
 
     def finish(self, sig: int) -> int:
-        self.proc.send_signal(sig)
+        """Send ``sig`` (0: none, the process is ending already) and wait for the exit."""
+        if sig:
+            self.proc.send_signal(sig)
         try:
             code = self.proc.wait(DEADLINE)
         finally:
@@ -839,6 +845,28 @@ def test_watch_command_keeps_index_live_and_stops_cleanly(tmp_path: Path, sig: i
         assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
     finally:
         db.close()
+
+
+def test_a_hang_up_stops_watch_as_sigterm_does_unless_nohup_ignores_it(tmp_path: Path) -> None:
+    """A closed terminal sends SIGHUP: `watch` died of it at once (exit -1, the batch
+    queued then left to the next start, no `stopped` line). It now stops as for
+    SIGTERM; started under `nohup` (SIGHUP ignored) it keeps ignoring it."""
+    tree = ConfigTree(tmp_path / "claude")
+    session(tree, "/work/repo", "hello")
+    for hangup, expected in [(signal.SIG_DFL, "stops"), (signal.SIG_IGN, "ignores")]:
+        db_path = tmp_path / f"{expected}.db"
+        watcher = WatchProcess(tree.root, db_path, "--no-archive", hangup=hangup)
+        try:
+            watcher.wait_for_line("watching")
+            watcher.proc.send_signal(signal.SIGHUP)
+            if expected == "ignores":
+                with pytest.raises(subprocess.TimeoutExpired):
+                    watcher.proc.wait(1.0)
+        finally:
+            code = watcher.finish(signal.SIGTERM if expected == "ignores" else 0)
+        assert code == 0, (expected, "".join(watcher.stderr))
+        assert watcher.stderr[-1].strip() == "watch: stopped"
+        assert not watcher_alive(db_path)
 
 
 def test_stale_lock_from_a_killed_watcher_does_not_block(tmp_path: Path) -> None:
