@@ -33,6 +33,7 @@ from sessiondex.query.archives import (
 )
 from sessiondex.query.cleanup import SESSION, PlanEntry
 from sessiondex.query.sessions import iso_ms
+from sessiondex.render.counts import sessions_and_files
 from sessiondex.transcripts.archive import default_archive_dir as default_archive_dir
 from sessiondex.transcripts.discover import MAIN, describe_path
 from sessiondex.transcripts.retention import DAY, UNSET, read_retention
@@ -222,7 +223,8 @@ def archive_expiring(
             db, roots, directory, window, cwd, current, False, managed, on_result, should_stop
         )
     if run.stopped:
-        raise ArchiveStopped(f"stopped after {len(run.results)} session(s)")
+        done = sum(1 for r in run.results if r.is_session)
+        raise ArchiveStopped(f"stopped after {sessions_and_files(done, len(run.results) - done)}")
     stamp = iso_ms(int(current * 1000))
     if stamp is not None:
         with db.atomic():

@@ -14,7 +14,7 @@ import click
 
 from sessiondex.cli.app import EXIT_AMBIGUOUS, CliError, app
 from sessiondex.cli.options import UnsafeOutputPath, cwd_option
-from sessiondex.cli.output import report_formats, sessions_and_files, table_or_json
+from sessiondex.cli.output import counted, report_formats, sessions_and_files, table_or_json
 
 if TYPE_CHECKING:
     from sessiondex.actions.archive import ArchiveResult, ArchiveRun, Daily
@@ -52,7 +52,7 @@ def _retention_line(item: dict[str, Any]) -> str:
         source = "default" if item["source"] == "default" else item["source"]
         return (
             f"Config dir {item['config_dir']}: Claude Code deletes sessions not modified "
-            f"for {item['days']} days (cleanupPeriodDays, {source})."
+            f"for {counted(item['days'], 'day')} (cleanupPeriodDays, {source})."
         )
     problem = item["problems"][0]
     return (

@@ -9,7 +9,7 @@ import click
 
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import report_formats, sessions_and_files
+from sessiondex.cli.output import counted, report_formats, sessions_and_files
 
 if TYPE_CHECKING:
     from sessiondex.actions.cleanup import Outcome
@@ -23,7 +23,7 @@ def describe_summary(summary: dict[str, Any]) -> str:
     days = sorted({d["days"] for d in summary["config_dirs"] if d["sweep_enabled"]})
     if days:
         parts.append(
-            f"{summary['expired_sessions']} session(s) "
+            f"{counted(summary['expired_sessions'], 'session')} "
             f"({human_size(summary['expired_bytes'])}) past cleanupPeriodDays "
             f"({'/'.join(str(d) for d in days)}), "
             f"{summary['expiring_within_3_days']} more within 3 days"
@@ -46,8 +46,9 @@ def describe_archive(archive: dict[str, Any]) -> str:
     has no row for an old ``*.jsonl`` that is none), and say so: unnamed, they read as
     if those files, which the sweep deletes too, were counted."""
     text = (
-        f"archive: {archive['protected']} session(s) protected, {archive['at_risk']} at risk "
-        f"(deleted within {archive['window_days']} days, not archived"
+        f"archive: {counted(archive['protected'], 'session')} protected,"
+        f" {archive['at_risk']} at risk (deleted within {counted(archive['window_days'], 'day')},"
+        " not archived"
     )
     text += "; `sessiondex archive` copies them)" if archive["at_risk"] else ")"
     if archive["archived_only"]:
@@ -129,7 +130,7 @@ def _files_line(plan: dict[str, Any]) -> str:
 
     totals = plan["totals"]
     line = (
-        f"{totals['files']} file(s), {human_size(totals['file_bytes'])}, not sessions"
+        f"{counted(totals['files'], 'file')}, {human_size(totals['file_bytes'])}, not sessions"
         " (legacy subagent transcripts agent-*.jsonl, other .jsonl): "
     )
     if plan["days_source"] != "--days":
@@ -161,12 +162,12 @@ def _render_root(
         also = ""
         if cc["would_delete_files"]:
             also = (
-                f", and {cc['would_delete_files']} other .jsonl file(s), "
+                f", and {counted(cc['would_delete_files'], 'other .jsonl file')}, "
                 f"{human_size(cc['would_delete_file_bytes'])}"
             )
         out.append(
             f"  Claude Code: cleanupPeriodDays = {cc['days']} ({where}); its sweep can "
-            f"run {when} and would delete {cc['would_delete_sessions']} session(s), "
+            f"run {when} and would delete {counted(cc['would_delete_sessions'], 'session')}, "
             f"{human_size(cc['would_delete_bytes'])}{also}."
         )
     else:
@@ -193,7 +194,9 @@ def _render_root(
     sessions = [e for e in plan["expired"] if e.get("kind", SESSION) == SESSION]
     files = [e for e in plan["expired"] if e.get("kind", SESSION) != SESSION]
     if sessions:
-        out.append(f"  {verb}: {totals['sessions']} session(s), {human_size(totals['bytes'])}")
+        out.append(
+            f"  {verb}: {counted(totals['sessions'], 'session')}, {human_size(totals['bytes'])}"
+        )
         out.append(_table(sessions))
     else:
         out.append("  No expired session.")
@@ -211,7 +214,7 @@ def _render_root(
         else:
             sweep = "and Claude Code's sweep does not delete them either"
         out.append(
-            f"  Protected by tag {keep_tag!r} ({totals['protected']} session(s), "
+            f"  Protected by tag {keep_tag!r} ({counted(totals['protected'], 'session')}, "
             f"{human_size(totals['protected_bytes'])}): cleanup --apply keeps them, {sweep}."
         )
         out.append(_table(plan["protected"]))
@@ -229,8 +232,9 @@ def _render_root(
         out.append(_table(plan["exempt"]))
     if plan["losing_subagents"]:
         out.append(
-            f"  Claude Code's sweep also deletes {cc['would_delete_subagent_transcripts']} "
-            f"old subagent transcript(s), {human_size(cc['would_delete_subagent_bytes'])}, "
+            "  Claude Code's sweep also deletes "
+            f"{counted(cc['would_delete_subagent_transcripts'], 'old subagent transcript')}, "
+            f"{human_size(cc['would_delete_subagent_bytes'])}, "
             "inside these sessions it keeps (sessiondex archive keeps a copy):"
         )
         out.append(_table(plan["losing_subagents"]))
@@ -452,5 +456,5 @@ def _summary(outcomes: list[Outcome], freed: int) -> str:
     if first:
         line += f", {'all' if first == deleted else first} archived first"
     if count(ARCHIVED):
-        line += f"; {count(ARCHIVED)} protected session(s) archived, originals kept"
+        line += f"; {counted(count(ARCHIVED), 'protected session')} archived, originals kept"
     return f"{line}; {count(SKIPPED)} skipped; {count(FAILED)} failed."

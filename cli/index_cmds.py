@@ -8,7 +8,7 @@ import click
 
 from sessiondex.cli.app import app
 from sessiondex.cli.errors import warn
-from sessiondex.cli.output import emit_object, human_size, table_or_json
+from sessiondex.cli.output import counted, emit_object, human_size, table_or_json
 from sessiondex.cli.progress import progress_bar
 
 
@@ -19,10 +19,11 @@ def _summary_line(stats: dict[str, Any]) -> str:
     bad = ", ".join(f"{k} {v}" for k, v in kinds if not k.startswith("skipped-"))
     skipped = ", ".join(f"{k[len('skipped-') :]} {v}" for k, v in kinds if k.startswith("skipped-"))
     line = (
-        f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
-        f"{stats['rewritten']} rewritten, {stats['removed']} removed; "
-        f"{stats['sessions']} sessions, {stats['messages']} messages indexed, "
-        f"{human_size(stats['bytes_read'])} read, {stats['bad_lines']} bad lines"
+        f"{counted(stats['files_seen'], 'file')} seen: {stats['new']} new, "
+        f"{stats['grown']} grown, {stats['rewritten']} rewritten, {stats['removed']} removed; "
+        f"{counted(stats['sessions'], 'session')}, {counted(stats['messages'], 'message')}"
+        f" indexed, {human_size(stats['bytes_read'])} read, "
+        f"{counted(stats['bad_lines'], 'bad line')}"
         f"{' (' + bad + ')' if bad else ''}{'; skipped ' + skipped if skipped else ''},"
         f" {stats['seconds']:.2f}s"
     )

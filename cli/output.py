@@ -25,6 +25,8 @@ import click
 import orjson
 
 from sessiondex.cli.streams import narrow_encoding
+from sessiondex.render.counts import counted as counted  # re-exported for the commands
+from sessiondex.render.counts import sessions_and_files as sessions_and_files
 from sessiondex.render.sizes import human_size as human_size  # re-exported for the commands
 from sessiondex.render.terminal import json_ascii, json_escape_controls, neutralize
 
@@ -196,19 +198,6 @@ PROJECT_COLUMN = "project"
 BRANCH_SHRINK = (16, 6)
 PROJECT_SHRINK = (20, 7)
 TITLE_FLOOR, TITLE_MIN = 24, 10
-
-
-def sessions_and_files(sessions: int, files: int, of: str = "") -> str:
-    """``3 session(s) and 2 other file(s) (not sessions)``: a count of what cleanup or
-    archive did, with the project-level ``*.jsonl`` files that are no sessions (legacy
-    ``agent-*.jsonl``, other ``.jsonl``; Claude Code's sweep deletes them too) said
-    apart, as the dry run lists them. Counting them as sessions claimed sessions that
-    do not exist. No files: the sessions alone; no sessions but files: the files alone.
-    ``of`` qualifies both (``"desktop "``: ``1 desktop session(s)``)."""
-    said = f"{files} other {of}file(s) (not sessions)"
-    if not files:
-        return f"{sessions} {of}session(s)"
-    return f"{sessions} {of}session(s) and {said}" if sessions else said
 
 
 def is_archived(obj: dict[str, Any]) -> bool:

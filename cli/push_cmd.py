@@ -10,7 +10,7 @@ import click
 
 from sessiondex.cli.app import EXIT_AMBIGUOUS, CliError, app
 from sessiondex.cli.errors import warn
-from sessiondex.cli.output import clean_line, emit_object, human_size
+from sessiondex.cli.output import clean_line, counted, emit_object, human_size
 from sessiondex.cli.progress import progress_bar
 
 
@@ -18,23 +18,24 @@ def _summary_line(stats: dict[str, Any], dry_run: bool) -> str:
     redactions = ", ".join(f"{k} {v}" for k, v in sorted(stats["redactions"].items()))
     verb = "would send" if dry_run else "sent"
     line = (
-        f"{stats['files_seen']} files seen: {stats['new']} new, {stats['grown']} grown, "
-        f"{stats['rewritten']} rewritten, {stats['unchanged']} unchanged; "
-        f"{stats['sessions']} sessions, {stats['entries']} entries {verb}"
+        f"{counted(stats['files_seen'], 'file')} seen: {stats['new']} new, "
+        f"{stats['grown']} grown, {stats['rewritten']} rewritten, "
+        f"{stats['unchanged']} unchanged; {counted(stats['sessions'], 'session')}, "
+        f"{counted(stats['entries'], 'entry', 'entries')} {verb}"
         + (f" ({stats['duplicates']} already in the store)" if stats["duplicates"] else "")
         + f", {human_size(stats['bytes_read'])} read, "
-        f"{sum(stats['redactions'].values())} secrets redacted"
+        f"{counted(sum(stats['redactions'].values()), 'secret')} redacted"
         + (f" ({redactions})" if redactions else "")
-        + f", {stats['tool_outputs_omitted']} tool outputs left out"
-        + (f", {stats['bad_lines']} bad lines" if stats["bad_lines"] else "")
+        + f", {counted(stats['tool_outputs_omitted'], 'tool output')} left out"
+        + (f", {counted(stats['bad_lines'], 'bad line')}" if stats["bad_lines"] else "")
         + (
-            f", {stats['deleted_in_store']} files left out as deleted from the store"
+            f", {counted(stats['deleted_in_store'], 'file')} left out as deleted from the store"
             " (push --resend-deleted ID sends a session again)"
             if stats["deleted_in_store"]
             else ""
         )
         + (
-            f", {stats['resent_deleted']} files of deleted sessions {verb} again"
+            f", {counted(stats['resent_deleted'], 'file')} of deleted sessions {verb} again"
             if stats["resent_deleted"]
             else ""
         )

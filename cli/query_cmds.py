@@ -16,6 +16,7 @@ from sessiondex.cli.output import (
     HIGHLIGHT,
     clean,
     clean_line,
+    counted,
     emit,
     format_options,
     is_archived,
@@ -231,7 +232,7 @@ def _warn_expiring(db: Any, rows: list[dict[str, Any]], cwd: str | None) -> None
         return
     if count:
         click.echo(
-            f"warning: {count} listed session(s) will be deleted by Claude Code's "
+            f"warning: {counted(count, 'listed session')} will be deleted by Claude Code's "
             "cleanup within 3 days; see `sessiondex cleanup`",
             err=True,
         )

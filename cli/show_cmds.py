@@ -15,7 +15,7 @@ import click
 from sessiondex.cli.app import CliError, app
 from sessiondex.cli.completion import complete_session
 from sessiondex.cli.options import cwd_option
-from sessiondex.cli.output import clean_line, conversation_formats
+from sessiondex.cli.output import clean_line, conversation_formats, counted
 from sessiondex.cli.query_cmds import echo_notes, resolve_or_exit
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ def export(
                 click.echo(chunk, nl=False)
             return
         _write_atomic(output, chunks, force=force)
-    count = f"{conv.message_count} message{'' if conv.message_count == 1 else 's'}"
+    count = counted(conv.message_count, "message")
     if subagents and conv.subagents:
         count += f" and {sum(len(sub.thread.shown) for sub in conv.subagents)} of subagents"
     click.echo(clean_line(f"wrote {output} ({count}, {fmt})"), err=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sessiondex.cli.app import CliError, app
-from sessiondex.cli.output import clean_line, human_size
+from sessiondex.cli.output import clean_line, counted, human_size
 
 if TYPE_CHECKING:
     from sessiondex.indexer.watch import BatchReport
@@ -24,12 +24,14 @@ _WAIT = 0.5
 def _batch_line(report: BatchReport) -> str:
     stats = report.stats
     what = (
-        f"{len(report.paths)} paths" if report.reason == "events" else f"{stats.files_seen} files"
+        counted(len(report.paths), "path")
+        if report.reason == "events"
+        else counted(stats.files_seen, "file")
     )
     line = (
         f"{time.strftime('%H:%M:%S')} {report.reason}: {what}; {stats.new} new, "
         f"{stats.grown} grown, {stats.rewritten} rewritten, {stats.removed} removed; "
-        f"{stats.messages} messages, {human_size(stats.bytes_read)} read, "
+        f"{counted(stats.messages, 'message')}, {human_size(stats.bytes_read)} read, "
         f"{report.seconds * 1000:.0f} ms"
     )
     if stats.errors:

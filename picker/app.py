@@ -55,6 +55,7 @@ from sessiondex.picker.rows import (
 from sessiondex.picker.source import Freshness, Interrupted, Source
 from sessiondex.picker.widgets import HelpScreen, QueryBox, SessionList, TextPrompt
 from sessiondex.query.sessions import is_archived
+from sessiondex.render.counts import counted
 
 if TYPE_CHECKING:
     from sessiondex.index import Index
@@ -340,7 +341,7 @@ class PickerScreen(Screen[None]):
             if self.search_newest_first:  # a word too common to rank as it is typed
                 parts.append("newest first")
         else:
-            parts.append(f"{len(rows)} session{'s' if len(rows) != 1 else ''}")
+            parts.append(counted(len(rows), "session"))
         if not rows and not self.is_loading and self.scope != "all":
             parts.append("^A: all projects")  # as search says where else it matches
         if rows:

@@ -45,6 +45,7 @@ from sessiondex.query.sessions import (
     to_objects,
 )
 from sessiondex.query.typos import typo_scores
+from sessiondex.render.counts import counted
 from sessiondex.transcripts.config import unreachable_reason
 from sessiondex.transcripts.discover import (
     ARCHIVE_SUFFIX,
@@ -668,8 +669,8 @@ def continue_session(
             return to_object(db, row)
     if archived:
         raise NotFound(
-            f"No conversation found to continue in {here}: its {archived} session(s) are"
-            " archived in Claude Code's picker (ctrl+s there shows them; `sessiondex list"
-            " --all-kinds` lists them)"
+            f"No conversation found to continue in {here}: its {counted(archived, 'session')}"
+            f" {'is' if archived == 1 else 'are'} archived in Claude Code's picker (ctrl+s"
+            " there shows them; `sessiondex list --all-kinds` lists them)"
         )
     raise NotFound(f"No conversation found to continue in {here}")

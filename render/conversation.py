@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from sessiondex.render.counts import counted
 from sessiondex.render.sizes import human_size
 from sessiondex.render.terminal import (
     json_escape_controls,
@@ -736,7 +737,7 @@ def problem_note(problems: Counter[str]) -> str | None:
     parts = []
     if problems.get(PROBLEM_INVALID_UTF8):
         parts.append(
-            f"{problems[PROBLEM_INVALID_UTF8]} line(s) with invalid UTF-8 "
+            f"{counted(problems[PROBLEM_INVALID_UTF8], 'line')} with invalid UTF-8 "
             "(bad bytes replaced with U+FFFD)"
         )
     other = {
@@ -746,7 +747,7 @@ def problem_note(problems: Counter[str]) -> str | None:
     }
     if other:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(other.items()))
-        parts.append(f"{sum(other.values())} unreadable line(s) skipped ({kinds})")
+        parts.append(f"{counted(sum(other.values()), 'unreadable line')} skipped ({kinds})")
     if problems.get(PROBLEM_BEING_WRITTEN):
         parts.append("the last line is still being written (not shown)")
     if problems.get(PROBLEM_NEVER_FINISHED):
@@ -763,7 +764,7 @@ def fold(text: str) -> tuple[str, str | None]:
     if len(head) > FOLD_CHARS:
         head = head[:FOLD_CHARS]
     size = len(text.encode("utf-8", "surrogatepass"))
-    return head, f"… folded: {len(lines)} lines, {human_size(size)}"
+    return head, f"… folded: {counted(len(lines), 'line')}, {human_size(size)}"
 
 
 def _stamp(timestamp: str | None) -> str:

@@ -201,7 +201,7 @@ def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
     _with_folder(old, now - 29 * DAY)
     young = _session(tree, "lemur refactor", now - 10 * DAY)
     db = tmp_path / "index.db"
-    assert "1 listed session(s) will be deleted" in _run(tree, db, "list", "--scope", "all").stderr
+    assert "1 listed session will be deleted" in _run(tree, db, "list", "--scope", "all").stderr
     before = _tree_state(tree.root)
     original = {p: v for p, v in before.items() if old.session_id in p}
     counts = ("sessions", "visible_sessions", "projects", "files", "messages_indexed")
@@ -226,7 +226,7 @@ def test_cli_rescue_sweep_restore_round_trip(tmp_path: Path) -> None:
     assert (stats["protected"], stats["at_risk"]) == (1, 0) and stats["last_run"]
     # the archived copy of a live session is that session, counted once
     assert {k: whole[k] for k in counts} == live_counts
-    assert "Archive: 1 session(s) protected, 0 at risk" in _run(tree, db, "cleanup").output
+    assert "Archive: 1 session protected, 0 at risk" in _run(tree, db, "cleanup").output
     # listed once (live) even with --include-archived; resolve is not ambiguous
     both = _json(
         _run(tree, db, "search", "zebra", "--scope", "all", "--include-archived", "--json")
@@ -443,7 +443,7 @@ def test_watch_rescues_at_start_and_after_a_day(tmp_path: Path) -> None:
         clock[0] += DAY
         assert daily.poll()
         assert archived() == sorted([f"{soon.session_id}.tar.gz", f"{later.session_id}.tar.gz"])
-    assert len(logged) == 2 and all("archived 1 session(s)" in line for line in logged)
+    assert len(logged) == 2 and all("archived 1 session " in line for line in logged)
 
 
 def test_watch_rescue_checks_the_default_archive_dir_as_archive_does(
@@ -476,7 +476,7 @@ def test_watch_command_archives_at_start(tmp_path: Path) -> None:
     s = _session(tree, "expires tomorrow", time.time() - 29 * DAY)
     process = WatchProcess(tree.root, tmp_path / "index.db")
     try:
-        process.wait_for_line("archived 1 session(s)")
+        process.wait_for_line("archived 1 session ")
     finally:
         assert process.finish(signal.SIGTERM) == 0
     assert (default_archive_dir() / s.project_dir.name / f"{s.session_id}.tar.gz").is_file()
@@ -656,7 +656,7 @@ def test_a_damaged_archive_protects_nothing_and_restores_nothing(tmp_path: Path,
     os.utime(archive, (now, now))
 
     cleanup = _run(tree, db, "cleanup")
-    assert "0 session(s) protected, 1 at risk" in cleanup.output, cleanup.output
+    assert "0 sessions protected, 1 at risk" in cleanup.output, cleanup.output
     # Claude Code's sweep deletes the transcript: the damaged archive is all there is
     original = old.path.read_bytes()
     old.path.unlink()

@@ -59,7 +59,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Archived:
 def test_cleanup_counts_what_it_archived(world: Archived) -> None:
     assert world.cleanup.exit_code == 0, world.cleanup.output
     last = world.cleanup.stdout.strip().splitlines()[-1]
-    assert last.startswith("2 session(s) deleted (")
+    assert last.startswith("2 sessions deleted (")
     assert "all archived first; 0 skipped; 0 failed." in last
     assert "skipped or archived" not in world.cleanup.stdout
 

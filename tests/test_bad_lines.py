@@ -89,12 +89,12 @@ def test_the_issue_case_two_bad_lines_and_an_unfinished_one(tmp_path: Path) -> N
     shown = CliRunner().invoke(cli, [*base, "show", sid, "--cwd", CWD])
     assert shown.exit_code == 0, shown.output
     assert (
-        "note: 2 unreadable line(s) skipped (malformed-json 2); "
+        "note: 2 unreadable lines skipped (malformed-json 2); "
         "the last line is still being written (not shown)"
     ) in shown.output
     as_json = CliRunner().invoke(cli, [*base, "show", sid, "--cwd", CWD, "--format", "json"])
     assert as_json.stderr == (
-        "note: 2 unreadable line(s) skipped (malformed-json 2); "
+        "note: 2 unreadable lines skipped (malformed-json 2); "
         "the last line is still being written (not shown)\n"
     )
 

@@ -958,7 +958,7 @@ def test_cli_stats_has_a_cleanup_line(live: dict[str, Any]) -> None:
     tree = live["tree"]
     result = _run(["stats"], tree.root, live["db"])
     assert result.exit_code == 0, result.output
-    assert "cleanup: 3 session(s)" in result.output
+    assert "cleanup: 3 sessions" in result.output
     data = _stdout_json(_run(["stats", "--json"], tree.root, live["db"]))
     assert data["cleanup"]["expired_sessions"] == 3
 
@@ -967,7 +967,7 @@ def test_cli_list_warns_about_expiring_sessions(live: dict[str, Any]) -> None:
     tree = live["tree"]
     result = _run(["list", "--scope", "all"], tree.root, live["db"])
     assert result.exit_code == 0, result.output
-    assert "3 listed session(s) will be deleted" in result.stderr
+    assert "3 listed sessions will be deleted" in result.stderr
 
 
 def test_archive_module_is_byte_identical(tmp_path: Path) -> None:
@@ -1235,7 +1235,7 @@ def test_reading_commands_open_no_transcript(tmp_path: Path, args: list[str], st
     assert transcripts == []
     if args[0] == "list" and state == "all expired":
         # the warning counts what the sweep deletes: not the desktop ones, not released
-        assert "warning: 3 listed session(s)" in result.stderr
+        assert "warning: 3 listed sessions" in result.stderr
 
 
 @pytest.mark.parametrize("days", ["99999999999999", "99999999", "2932897"])
@@ -1329,6 +1329,6 @@ def test_the_list_warning_reads_the_settings_of_the_cwd_given(
     monkeypatch.chdir(elsewhere)
     warned = _run(["list", "--scope", "all", "--cwd", str(project)], tree.root, db)
     assert warned.exit_code == 0, warned.output
-    assert "1 listed session(s) will be deleted" in warned.stderr
+    assert "1 listed session will be deleted" in warned.stderr
     quiet = _run(["list", "--scope", "all"], tree.root, db)  # from elsewhere: 30 days
     assert "will be deleted" not in quiet.stderr

@@ -146,7 +146,7 @@ def test_apply_deletes_them_under_the_same_guards(world: dict[str, Any]) -> None
     assert files["desktop"].exists() and files["fresh"].exists()
     assert not world["old"].path.exists() and world["young"].path.exists()
     assert link.is_symlink() and outside.exists()  # never through a symlink
-    assert "2 other file(s)" in result.output
+    assert "2 other files" in result.output
 
 
 def test_apply_keeps_a_file_written_in_the_last_minutes(world: dict[str, Any]) -> None:
@@ -259,7 +259,7 @@ def test_watch_rescue_log_counts_sessions_and_other_files_apart(
     with Index(world["tmp"] / "index.db", [tree.root]) as index:
         assert watch_rescue(index, logged.append).poll()
     assert logged == [
-        "archived 1 session(s) and 2 other file(s) (not sessions) Claude Code's sweep"
+        "archived 1 session and 2 other files (not sessions) Claude Code's sweep"
         f" deletes within 3 days into {default_archive_dir()}"
     ]
 
@@ -267,10 +267,12 @@ def test_watch_rescue_log_counts_sessions_and_other_files_apart(
 @pytest.mark.parametrize(
     ("sessions", "files", "said"),
     [
-        (0, 0, "0 session(s)"),
-        (3, 0, "3 session(s)"),
-        (1, 2, "1 session(s) and 2 other file(s) (not sessions)"),
-        (0, 2, "2 other file(s) (not sessions)"),
+        (0, 0, "0 sessions"),
+        (3, 0, "3 sessions"),
+        (1, 0, "1 session"),
+        (1, 2, "1 session and 2 other files (not sessions)"),
+        (0, 2, "2 other files (not sessions)"),
+        (0, 1, "1 other file (not sessions)"),
     ],
 )
 def test_sessions_and_files_wording(sessions: int, files: int, said: str) -> None:
@@ -294,7 +296,7 @@ def test_archive_failures_count_sessions_and_other_files_apart(
     result = _run(world, "archive", "--to", str(world["tmp"] / "arch"), "--cwd", str(world["tmp"]))
     assert result.exit_code == 1, result.output
     assert result.stderr.splitlines()[-1] == (
-        "Error: 2 other file(s) (not sessions) could not be archived (see above)"
+        "Error: 2 other files (not sessions) could not be archived (see above)"
     )
 
 
@@ -315,7 +317,7 @@ def test_cleanup_failures_count_sessions_and_other_files_apart(
     result = _run(world, "cleanup", "--apply", "--cwd", str(world["tmp"]))
     assert result.exit_code == 1, result.output
     assert result.stderr.splitlines()[-1] == (
-        "Error: 2 other file(s) (not sessions) could not be cleaned up (see above)"
+        "Error: 2 other files (not sessions) could not be cleaned up (see above)"
     )
     assert world["files"]["legacy"].exists() and not world["old"].path.exists()
 
@@ -331,12 +333,12 @@ def test_stats_and_cleanup_say_their_archive_counts_are_sessions(
     stats = _run(world, "stats")
     assert stats.exit_code == 0, stats.output
     (line,) = [x for x in stats.output.splitlines() if x.startswith("cleanup:")]
-    assert line.startswith("cleanup: 1 session(s) (")
-    assert "; archive: 0 session(s) protected, 1 at risk (" in line
+    assert line.startswith("cleanup: 1 session (")
+    assert "; archive: 0 sessions protected, 1 at risk (" in line
     dry = _run(world, "cleanup", "--cwd", str(world["tmp"]))
-    assert "Archive: 0 session(s) protected, 1 at risk (" in dry.output
+    assert "Archive: 0 sessions protected, 1 at risk (" in dry.output
     listed = _run(world, "list", "--scope", "all", "--cwd", str(world["tmp"]))
-    assert "warning: 1 listed session(s) will be deleted" in listed.stderr
+    assert "warning: 1 listed session will be deleted" in listed.stderr
 
 
 @pytest.mark.parametrize(
@@ -374,7 +376,7 @@ def test_days_says_whose_cleanup_takes_the_other_files(
     args = ("cleanup", "--cwd", str(world["tmp"]), *(("--days", days) if days else ()))
     text = _run(world, *args)
     assert text.exit_code == 0, text.output
-    (line,) = [x for x in text.output.splitlines() if ", too: 2 file(s)" in x]
+    (line,) = [x for x in text.output.splitlines() if ", too: 2 files" in x]
     assert line.endswith(said), line
     assert "notes.jsonl" in text.output and "agent-1a2b3c4d.jsonl" in text.output
     (root,) = json.loads(_run(world, *args, "--json").stdout)["config_dirs"]
@@ -389,6 +391,6 @@ def test_the_exempt_line_counts_a_desktop_file_as_no_session(world: dict[str, An
     text = _run(world, "cleanup", "--cwd", str(world["tmp"]))
     assert text.exit_code == 0, text.output
     assert (
-        "  Exempt: 1 other desktop file(s) (not sessions) past the cutoff; Claude Code's"
+        "  Exempt: 1 other desktop file (not sessions) past the cutoff; Claude Code's"
         " sweep keeps them (not counted)." in text.output.splitlines()
     )

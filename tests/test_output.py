@@ -154,7 +154,7 @@ def test_the_index_summary_keeps_skipped_entries_apart_from_bad_lines() -> None:
         "problems": {"nul-byte": 1, "skipped-not-a-file": 1, "skipped-symlink": 2},
     }
     assert _summary_line(stats).endswith(
-        "1 bad lines (nul-byte 1); skipped not-a-file 1, symlink 2, 0.50s"
+        "1 bad line (nul-byte 1); skipped not-a-file 1, symlink 2, 0.50s"
     )
 
 

@@ -697,7 +697,7 @@ def test_continue_passes_over_a_session_claude_codes_picker_archived(
         )  # fmt: skip
         assert result.exit_code == 1
         assert result.stderr.startswith(
-            "Error: No conversation found to continue in /w/app: its 2 session(s) are"
+            "Error: No conversation found to continue in /w/app: its 2 sessions are"
             " archived in Claude Code's picker"
         )
 

@@ -1317,7 +1317,8 @@ def test_a_session_deleted_from_the_store_is_not_pushed_again(
     # the line appended since goes with the session's main transcript, if that stays
     assert [r["entries"] for r in results] == [0 if subpath is None else 1, 0]
     text = _summary_text(tree.root, pg_dsn)
-    assert f"{left_out} files left out as deleted from the store" in text
+    files = "file" if left_out == 1 else "files"
+    assert f"{left_out} {files} left out as deleted from the store" in text
 
 
 def _summary_text(root: Path, dsn: str, *args: str) -> str:

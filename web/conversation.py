@@ -44,6 +44,7 @@ from sessiondex.render.conversation import (
     problem_note,
     reads_the_same,
 )
+from sessiondex.render.counts import counted
 from sessiondex.render.sizes import human_size
 from sessiondex.render.terminal import neutralize
 
@@ -137,8 +138,10 @@ def clip(text: str) -> tuple[str, str | None]:
         return text, None
     head = "\n".join(lines[:CLIP_MAX_LINES])[:CLIP_MAX_CHARS]
     size = human_size(len(text.encode("utf-8", "surrogatepass")))
-    count = f"{len(lines)} line{'' if len(lines) == 1 else 's'}"
-    return head, f"… cut: {count}, {size} in all (sessiondex show --tools has it)"
+    return (
+        head,
+        f"… cut: {counted(len(lines), 'line')}, {size} in all (sessiondex show --tools has it)",
+    )
 
 
 def pre(text: str, lang: str = "") -> str:
@@ -295,7 +298,7 @@ def _block(walk: _Walk, block: Block) -> None:
         lines = len(block.text.splitlines())
         out.append(
             f'<details class="tool {kind}"><summary>Tool {kind}'
-            f' <span class="brief">{lines} lines, {esc(size)}</span></summary>'
+            f' <span class="brief">{counted(lines, "line")}, {esc(size)}</span></summary>'
             f"{pre(block.text)}</details>"
         )
 
@@ -307,7 +310,7 @@ def _subagent(walk: _Walk, sub: Subagent) -> None:
     is_open = " open" if any(u in walk.hits for u in subagent_entries(sub)) else ""
     walk.out.append(
         f'<details class="subagent"{is_open}><summary>Subagent {esc(sub.agent_id)}{esc(kind)}'
-        f' <span class="brief">{count} messages</span></summary>'
+        f' <span class="brief">{counted(count, "message")}</span></summary>'
     )
     note = problem_note(sub.problems)
     if note:
