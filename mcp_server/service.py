@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sessiondex.render.counts import counted
+
 if TYPE_CHECKING:
     from sessiondex.index import Index
     from sessiondex.render.conversation import Conversation, Entry, Item, Subagent
@@ -673,7 +675,9 @@ class SessionService:
             f"resume: {field('resume_command', '-')}",
         ]
         if offset >= total:
-            header.append(f"turns: none at offset {offset}; the {thread} has {total} turns")
+            header.append(
+                f"turns: none at offset {offset}; the {thread} has {counted(total, 'turn')}"
+            )
             return "\n".join(header) + "\n"
         budget = self.settings.max_chars - sum(len(h) + 1 for h in header) - 200
         shown: list[str] = []

@@ -1196,3 +1196,14 @@ def test_every_read_session_page_ends_with_its_next_step_whatever_a_turn_records
     finally:
         svc.close()
     assert bodies == ["first prompt", "reply", "third", "fourth"]
+
+
+def test_reading_past_the_end_of_a_one_turn_session_says_1_turn(tmp_path: Path) -> None:
+    """read_session past the end said "the session has 1 turns"."""
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("only question")
+    session.write()
+    with Index(tmp_path / "index.db", [tree.root]) as index:
+        page = service(index, cwd=CWD).read_session(session.session_id, offset=5)
+    assert "none at offset 5; the session has 1 turn\n" in page, page
