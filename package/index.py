@@ -489,7 +489,13 @@ class Index:
         progress: ProgressCallback | None = None,
         include_tools: bool | None = None,
     ) -> RefreshStats:
-        from sessiondex.indexer.faults import CORRUPT, classify, failed_in_a_callback
+        from sessiondex.indexer.faults import (
+            CANTOPEN,
+            CORRUPT,
+            READONLY,
+            classify,
+            failed_in_a_callback,
+        )
         from sessiondex.indexer.refresh import refresh
 
         for attempt in (1, 2):
@@ -504,6 +510,8 @@ class Index:
                 break
             except sqlite3.DatabaseError as exc:
                 kind = classify(exc)
+                if kind in (READONLY, CANTOPEN):
+                    self._drop_writer()
                 unusable = kind == CORRUPT or (
                     rebuild
                     and kind is None
@@ -620,6 +628,20 @@ class Index:
         changes, self._changes = self._changes, None
         if changes is not None:
             changes.stop()
+
+    def _drop_writer(self) -> None:
+        """Close the write handle, so the next write opens the file again. SQLite opens
+        a file it may not write read-only, and the handle stays so: a long-lived Index
+        (``serve``, ``mcp``, the picker) failed every refresh after the file or its
+        folder was writable again, until restarted."""
+        writer, self._writer = self._writer, None
+        if writer is None or writer is self._given:
+            self._writer = writer
+            return
+        self._checked = False
+        if self._reader is writer:
+            self._reader = None  # opened again on the next read
+        writer.close()
 
     def _close_handles(self) -> None:
         self._checked = False

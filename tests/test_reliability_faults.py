@@ -1042,3 +1042,23 @@ def test_an_index_emptied_under_an_open_connection_is_rebuilt_not_waited_on(
     assert [row["session_id"] for row in json.loads(done.stdout)] == [session.session_id]
     notes = [line for line in done.stderr.splitlines() if "was damaged" in line]
     assert len(notes) == 1, done.stderr
+
+
+def test_a_long_lived_index_writes_again_once_its_file_is_writable(tmp_path: Path) -> None:
+    """SQLite opens a file it may not write read-only and keeps the handle so: an Index
+    that first met its file read-only (``serve``, ``mcp``, the picker) failed every
+    refresh after the file was writable again, until restarted (helper h510)."""
+    from sessiondex import Index
+
+    world = World(tmp_path)
+    grown = ConfigTree(world.root).session(cwd=CWD, session_id=str(uuid.uuid4()))
+    grown.user("a lateword arrives")
+    grown.write()
+    with Index(world.db, [world.root]) as index:
+        with read_only(world.db):
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                index.refresh()
+        index.refresh()
+        assert [s["session_id"] for s in index.search("lateword", scope="all")] == [
+            grown.session_id
+        ]
