@@ -130,6 +130,15 @@ def describe(exc: BaseException, path: str | os.PathLike[str] | None) -> str:
     return f"cannot write the index{where}: {_PLAIN[kind]} ({detail})"
 
 
+def plain_reason(exc: BaseException) -> str:
+    """Why the index cannot be written, in the words of :func:`describe` without the
+    path ("it is read-only (attempt to write a readonly database)"), for a note that
+    names the index itself; SQLite's words alone for a failure of no known kind."""
+    kind = classify(exc)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return detail if kind is None else f"{_PLAIN[kind]} ({detail})"
+
+
 def _what_is_read_only(path: str) -> str:
     """When the index file itself is writable, what is not: its -wal or -shm (made read
     only with it and left so), or its folder (SQLite makes those files there)."""

@@ -422,7 +422,7 @@ class Index:
         """Refresh before answering, waiting at most ``READ_WAIT`` for the write turn;
         when that cannot be done (busy, read-only, disk full) say so once and return
         False: the caller answers from the index as it is."""
-        from sessiondex.indexer.faults import BUSY, FULL, classify
+        from sessiondex.indexer.faults import BUSY, FULL, classify, plain_reason
         from sessiondex.indexer.meta import write_policy
 
         self._unwritable = False
@@ -448,8 +448,8 @@ class Index:
                 why = "another sessiondex process is writing to it"
             elif kind == FULL:
                 why = "the disk is full"
-            else:
-                why = f"it cannot be written ({str(exc).strip() or kind})"
+            else:  # read-only (the file, its folder, a side file), cannot open, I/O
+                why = plain_reason(exc)
             self.say(
                 f"note: the index at {self._path} was not brought up to date ({why}); "
                 "answering from it as it is"

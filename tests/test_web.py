@@ -983,6 +983,101 @@ def test_an_index_in_a_read_only_folder_is_served_by_datasette_too(tmp_path: Pat
             web.get("/sessiondex?sql=select+count(*)+from+sessions")
 
 
+def _serve_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("sessiondex serve:")]
+
+
+def test_a_read_only_index_is_said_once_and_served_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Helper h510's probe: ``serve`` on a read-only index printed "refresh failed" on
+    every request a second apart, for as long as it ran. The start's note says it once
+    (read-only, answering as it is) and requests add nothing; once the index can be
+    written again, one line says so and the pages follow new messages again."""
+    from contextlib import ExitStack
+
+    from tests.test_reliability_faults import read_only
+
+    base = tmp_path / "cache"
+    base.mkdir()
+    db = base / "index.db"
+    tree = build_web_tree(tmp_path, db)
+    capsys.readouterr()
+    with ExitStack() as unwritable, ExitStack() as serving:
+        unwritable.enter_context(read_only(db))
+        web = serving.enter_context(_served(db, tree.tree.root, tree))
+        for _ in range(5):
+            web.clock.now += 1.5
+            assert tree.auth_id in _session_links(web.get("/"))
+        err = capsys.readouterr().err
+        assert _serve_lines(err) == [], err
+        # the Index's note (on stderr in `serve`: the CLI passes it there)
+        [note] = web.state.index.notes
+        assert str(db) in note and "it is read-only" in note, note
+        assert "answering from it as it is" in note, note
+        unwritable.close()
+        with tree.auth_path.open("ab") as fh:
+            record = {
+                "type": "user",
+                "message": {"role": "user", "content": "a lateword arrives"},
+                "uuid": "11111111-2222-4333-8444-555555555556",
+                "timestamp": "2026-11-29T10:00:00.000Z",
+                "sessionId": tree.auth_id,
+            }
+            fh.write(json.dumps(record).encode() + b"\n")
+        web.clock.now += 1.5
+        page = web.get("/search?q=lateword")
+        [line] = _serve_lines(capsys.readouterr().err)
+        assert str(db) in line and "up to date again" in line, line
+        assert "<mark>lateword</mark>" in page
+
+
+# (what each refresh does: raise this, or None for a refresh that works; the lines said)
+REFRESH_FAULTS = [
+    (["readonly", "readonly", "readonly"], ["read-only"]),
+    (["readonly", "full", "full", "readonly"], ["read-only", "disk is full", "read-only"]),
+    (["busy", None, None, "busy"], ["busy", "up to date again", "busy"]),
+    (["bug", "bug", "other bug"], ["refresh failed: bug", "refresh failed: other bug"]),
+    ([None, None], []),
+]
+
+
+@pytest.mark.parametrize(("refreshes", "said"), REFRESH_FAULTS)
+def test_a_refresh_failure_is_said_when_its_cause_changes(
+    fresh_web: Web,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    refreshes: list[str | None],
+    said: list[str],
+) -> None:
+    import sqlite3
+
+    from sessiondex.indexer.faults import IndexBusy
+
+    errors = {
+        "readonly": sqlite3.OperationalError("attempt to write a readonly database"),
+        "full": sqlite3.OperationalError("database or disk is full"),
+        "busy": IndexBusy("database is locked"),
+    }
+    index = fresh_web.state.index
+    real = index.refresh
+    capsys.readouterr()
+    for what in refreshes:
+
+        def refresh(what: str | None = what, **options: Any) -> Any:
+            if what is None:
+                return real(**options)
+            raise errors.get(what) or RuntimeError(what)
+
+        monkeypatch.setattr(index, "refresh", refresh)
+        fresh_web.clock.now += 1.5
+        fresh_web.get("/")
+    lines = _serve_lines(capsys.readouterr().err)
+    assert len(lines) == len(said), lines
+    for line, words in zip(lines, said, strict=True):
+        assert words in line, (words, line)
+
+
 def test_saved_queries_answer_for_the_served_config_dirs_only(tmp_path: Path) -> None:
     """The index file may hold another config dir's rows; the saved queries showed them
     (a PR's sessions, a branch's, the busiest projects) while every page did not."""

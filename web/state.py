@@ -7,6 +7,10 @@ also where the refresh happens: before a request is answered the index is brough
 date — at most once a second, and not at all while a ``sessiondex watch`` keeps it live
 or when ``--no-refresh`` was given. Datasette's own read-only connections then see the
 new rows (WAL), so its table views follow too.
+
+A refresh that fails (a read-only index, a full disk, a busy one) is answered from the
+index as it is, and said on stderr once: again only when the cause changes, or after
+a refresh worked (which is said too). It was said on every request a second apart.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class WebIndex:
         self._last: float | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessiondex-index")
         self.refreshes = 0  # how many refreshes ran (tests check the throttle)
+        # Why the last refresh failed (see _cause), once it was said; None after one worked.
+        self._failing: str | None = None
         # The Index reads the file as immutable (a read-only folder): Datasette must too.
         self.read_immutable = False
 
@@ -73,6 +79,8 @@ class WebIndex:
             index.ensure_fresh()
             index.reader()
             self.read_immutable = index.read_immutable
+            # The Index said why it answers as it is (its note): not said again.
+            self._failing = index.stale_because
 
         self.call(first)
         self._last = self._clock()
@@ -100,14 +108,41 @@ class WebIndex:
             if replaced or not index.watcher_alive():
                 index.refresh()
                 self.refreshes += 1
+                self._recovered(index)
         except IndexFromNewer:
             raise  # not answered from: the error page
         except Exception as exc:  # a busy or damaged index: answer from what is there
-            print(f"sessiondex serve: refresh failed: {exc}", file=sys.stderr)
+            self._failed(index, exc)
         if replaced:
             index.reader()
             self.read_immutable = index.read_immutable
         return replaced
+
+    def _failed(self, index: Index, exc: Exception) -> None:
+        """Say why the refresh failed, unless that was said last."""
+        from sessiondex.indexer.faults import classify, describe
+
+        kind = classify(exc)
+        cause = kind or f"{type(exc).__name__}: {exc}"
+        if cause == self._failing:
+            return
+        self._failing = cause
+        why = f"refresh failed: {exc}" if kind is None else describe(exc, index.db_path)
+        print(
+            f"sessiondex serve: {why}; answering from the index as it is (said again when"
+            " that changes)",
+            file=sys.stderr,
+        )
+
+    def _recovered(self, index: Index) -> None:
+        """After failures were said, say that a refresh worked again."""
+        if self._failing is None:
+            return
+        self._failing = None
+        print(
+            f"sessiondex serve: the index at {index.db_path} is brought up to date again",
+            file=sys.stderr,
+        )
 
     async def fresh(self) -> None:
         """Bring the index up to date for a request (throttled; see the module)."""
