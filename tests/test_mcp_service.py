@@ -1207,3 +1207,29 @@ def test_reading_past_the_end_of_a_one_turn_session_says_1_turn(tmp_path: Path) 
     with Index(tmp_path / "index.db", [tree.root]) as index:
         page = service(index, cwd=CWD).read_session(session.session_id, offset=5)
     assert "none at offset 5; the session has 1 turn\n" in page, page
+
+
+def test_a_rename_the_index_cannot_follow_is_answered_as_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record landed, the index's disk is full: the tool's error says the rename
+    was done (a model that reads only "cannot write the index" renames again)."""
+    from tests.test_mutations import IndexFullAfterTheWrite
+
+    tree = ConfigTree(tmp_path / "claude")
+    writer = tree.session(cwd="/w/shop")
+    writer.user("hello there")
+    writer.write()
+    db = tmp_path / "index.db"
+    svc = SessionService(lambda: Index(db, [tree.root]), Settings(cwd="/w/shop"))
+    try:
+        svc.list_sessions(scope="all")  # indexed before the disk fills
+        IndexFullAfterTheWrite(monkeypatch)
+        with pytest.raises(UserError) as raised:
+            svc.rename_session(writer.session_id, "Done anyway")
+    finally:
+        svc.close()
+    message = str(raised.value)
+    assert message.startswith(f"renamed {writer.session_id} to 'Done anyway'; "), message
+    assert "the disk is full" in message and "catch up on the next refresh" in message
+    assert json.loads(writer.path.read_bytes().splitlines()[-1])["customTitle"] == "Done anyway"
