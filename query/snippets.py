@@ -225,15 +225,28 @@ def tsquery_phrases(match: str) -> list[Phrase]:
     """The phrases of the team store's ``to_tsquery`` text, each as ``(its folded
     tokens, whether its last is a prefix)``, as FTS5 reads the quoted strings of the
     local query: what :func:`fts5_snippet` looks for (``'auth/middleware'`` is one
-    phrase of two tokens, found where they follow each other)."""
+    phrase of two tokens, found where they follow each other). Quoted strings joined by
+    ``<->`` are one phrase too: the dialect writes a phrase whose last word is a prefix
+    so (``'user' <-> 'profile':*``, query/dialect.py ``term``), which FTS5 marks as one
+    run, ``[user_profile]``, not ``[user]_[profile]``."""
     phrases: list[Phrase] = []
-    for negated, text, star in re.findall(r"(!?)\s*'((?:[^']|'')*)'(:\*)?", match):
-        if negated:
-            continue
+    joined: list[str] = []
+    last_end, last_star = -1, False
+    for found in re.finditer(r"(!?)\s*'((?:[^']|'')*)'(:\*)?", match):
+        negated, text, star = found.groups()
         written = text.replace("''", "'").replace("\\\\", "\\")
-        tokens = tuple(token for found in token_spans(written) if (token := fold(found.group())))
-        if tokens:
-            phrases.append((tokens, star == ":*"))
+        tokens = [token for span in token_spans(written) if (token := fold(span.group()))]
+        follows = bool(joined) and re.fullmatch(r"\s*<->\s*", match[last_end : found.start()])
+        if joined and not follows:
+            phrases.append((tuple(joined), last_star))
+            joined = []
+        if negated:
+            last_end = found.end()
+            continue
+        joined.extend(tokens)
+        last_end, last_star = found.end(), star == ":*"
+    if joined:
+        phrases.append((tuple(joined), last_star))
     return phrases
 
 

@@ -1134,3 +1134,28 @@ def test_the_snippet_window_fits_the_phrase_in_either_dialect(dialect: str) -> N
     assert snippet_tokens(engine.all_of([term])) == SNIPPET_TOKENS + 5
     single = engine.term(fts_text("loader").strip(), False)
     assert snippet_tokens(engine.all_of([single])) == SNIPPET_TOKENS
+
+
+@pytest.mark.parametrize(
+    ("match", "phrases"),
+    [
+        ("('user profile')", [(("user", "profile"), False)]),
+        # a phrase whose last word is a prefix is written word by word (dialect.term)
+        ("('user' <-> 'profile':*)", [(("user", "profile"), True)]),
+        ("'x' <-> 'y' <-> 'z':* & 'w'", [(("x", "y", "z"), True), (("w",), False)]),
+        ("'a' & 'b'", [(("a",), False), (("b",), False)]),
+        ("('a' | 'b':*)", [(("a",), False), (("b",), True)]),
+        ("!'neg' & 'pos'", [(("pos",), False)]),
+        ("('auth/middleware')", [(("auth", "middleware"), False)]),
+        ("'it''s'", [(("it", "s"), False)]),
+    ],
+)
+def test_the_team_store_query_s_phrases_are_read_as_fts5_reads_them(
+    match: str, phrases: list[tuple[tuple[str, ...], bool]]
+) -> None:
+    """The store's snippet marks what FTS5 would mark: a phrase is one run, so its
+    words joined by ``<->`` are one phrase (``[user_profile]``, not
+    ``[user]_[profile]``: test_search_literal's team store cases)."""
+    from sessiondex.query.snippets import tsquery_phrases
+
+    assert tsquery_phrases(match) == phrases
