@@ -219,8 +219,10 @@ class Decoder:
         catch, or a dictionary gone missing) reads as the empty string rather than
         failing the query: the index is disposable and ``index --rebuild`` restores it,
         while an error here would stop every search and snippet that meets the row."""
-        if body is None or isinstance(body, str):
+        if body is None:
             return body
+        if isinstance(body, str):
+            return without_nul(body)
         if not isinstance(body, (bytes, bytearray, memoryview)):
             return str(body)  # a number: never written by us, shown as SQLite would
         data = bytes(body)
@@ -232,9 +234,9 @@ class Decoder:
                 text = reading.decompress(frame)
                 if not reading.eof:  # a frame cut short: damage, as below
                     return ""
-                return str(text.decode("utf-8"))
+                return without_nul(text.decode("utf-8"))
             if marker == _DEFLATE_MARK:
-                return zlib.decompress(data[1:], _WBITS).decode("utf-8")
+                return without_nul(zlib.decompress(data[1:], _WBITS).decode("utf-8"))
         except (zlib.error, UnicodeDecodeError, LookupError, sqlite3.Error, _zstd().ZstdError):
             return ""
         return ""
@@ -331,5 +333,17 @@ def _shown_title_value(*sources: Any) -> str | None:
 
 def _fts_value(value: Any) -> str | None:
     """``fts_text`` of a session column (NULL, and anything not text, index as nothing:
-    what the table ``session_search`` held before m008)."""
-    return fts_text(value) if isinstance(value, str) else None
+    what the table ``session_search`` held before m008), NUL as :func:`without_nul`."""
+    return without_nul(fts_text(value)) if isinstance(value, str) else None
+
+
+def without_nul(text: str) -> str:
+    """``text`` with each NUL as U+FFFD, as FTS5 is to read it.
+
+    Why: FTS5's ``snippet()`` and ``highlight()`` copy the text between matches as C
+    strings, so everything after a NUL up to the next match or the end was dropped
+    (``answer with zebraword\0 and a tail`` gave ``answer with zebraword[tail]``; a
+    title ``Title\0 rest`` gave ``Title[rest]``). Both characters separate words for
+    the tokenizer, so the words indexed, and those an index made before this removes,
+    are the same; the team store stores NUL as U+FFFD for the same reason."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
