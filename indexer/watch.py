@@ -71,6 +71,7 @@ from sessiondex.transcripts.discover import (
     PICKER_ARCHIVE_NAME,
     describe_path,
     iter_subagent_files,
+    storable,
     why_unseen,
 )
 from sessiondex.transcripts.keys import is_session_id
@@ -372,6 +373,9 @@ def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:
     paths = [os.fsdecode(event.src_path)]
     if event.event_type == "moved":  # forget the source, index the destination
         paths.append(os.fsdecode(event.dest_path))
+    # A name that is not UTF-8 (a Latin-1 folder unzipped here) is never indexed:
+    # ``index`` skips it, and queued it stopped the watcher (``storable``).
+    paths = [p for p in paths if storable(p)]
     if event.is_directory:
         # a session's <id>/ folder moved or deleted (to the trash, say) takes its
         # archived.json along: its main transcript is what changes in the index
@@ -1025,6 +1029,8 @@ def _paths_under(db: Any, directory: str, errors: list[tuple[str, str]]) -> list
         if reason is not None:
             errors.append((str(exc.filename or directory), f"cannot list it ({reason})"))
 
+    if not storable(directory):
+        return []  # nothing below it can be in the index, or be indexed
     prefix = directory.rstrip(os.sep) + os.sep
     found = [
         row[0]
@@ -1034,5 +1040,9 @@ def _paths_under(db: Any, directory: str, errors: list[tuple[str, str]]) -> list
     ]
     for current, dirs, files in walk(directory, onerror=unlisted):
         dirs.sort()
-        found.extend(os.path.join(current, f) for f in sorted(files) if f.endswith(SUFFIX))
+        found.extend(
+            path
+            for f in sorted(files)
+            if f.endswith(SUFFIX) and storable(path := os.path.join(current, f))
+        )
     return found

@@ -482,6 +482,36 @@ def test_a_stop_during_a_big_batch_ends_it_soon_after(
         db.close()
 
 
+def test_names_that_are_not_utf8_are_skipped_as_index_skips_them(
+    tmp_path: Path, start_watcher
+) -> None:
+    """`index` counts a transcript-like name that is not UTF-8 as skipped (SQLite text
+    is UTF-8: such a path can never be in the index). `watch` bound it to a query: a
+    folder so named (an unzip of an archive, a sync tool) stopped the watcher ("watch
+    stopped: 'utf-8' codec can't encode character"), and a file so named was logged and
+    tried again and again. Both are passed over; the watcher goes on."""
+    tree = ConfigTree(tmp_path / "claude")
+    seed = session(tree, "/work/repo", "hello")
+    watcher, batches = start_watcher([tree.root])
+    projects = os.fsencode(tree.root / "projects")
+    try:
+        os.mkdir(projects + b"/-work-caf\xe9")  # a Latin-1 folder name
+    except OSError:
+        pytest.skip("this file system takes UTF-8 names only")
+    data = seed.path.read_bytes()
+    (Path(os.fsdecode(projects + b"/-work-caf\xe9")) / seed.path.name).write_bytes(data)
+    Path(os.fsdecode(os.fsencode(seed.path.parent) + b"/caf\xe9.jsonl")).write_bytes(data)
+    later = session(tree, "/work/other", "quetzal after the foreign names")
+    db = open_db(tmp_path / "index.db")
+    try:
+        wait_for(lambda: found(db, "quetzal") == [later.session_id], "the next session", 5.0)
+        assert watcher.running, watcher.failure
+        assert [e for b in batches.since(0) for e in b.stats.errors] == []
+        assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+    finally:
+        db.close()
+
+
 def test_periodic_rescan_catches_dropped_events(tmp_path: Path, start_watcher, monkeypatch) -> None:
     monkeypatch.setattr(watch_module._Handler, "on_any_event", lambda self, event: None)
     tree = ConfigTree(tmp_path / "claude")

@@ -86,6 +86,13 @@ def _utf8_name(name: str) -> bool:
     return True
 
 
+def storable(path: str) -> bool:
+    """Whether ``path`` can be a row of the index at all: valid UTF-8, as SQLite text
+    is. Discovery skips (and counts) the rest; the watcher passes over them, as binding
+    one to a query raised and stopped it."""
+    return _utf8_name(path)
+
+
 SKIPPED_SYMLINK = "skipped-symlink"
 SKIPPED_NOT_A_FILE = "skipped-not-a-file"
 SKIPPED_NON_UTF8_NAME = "skipped-non-utf8-name"
