@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessiondex.actions.paths import placed, write_target_problem
 from sessiondex.indexer.ingest import include_tools_setting, ingest_file, remove_path
-from sessiondex.indexer.stats import RefreshStats
+from sessiondex.indexer.stats import UNCHANGED, RefreshStats
 from sessiondex.query.cleanup import (
     SESSION,
     CleanupPlan,
@@ -43,8 +43,11 @@ def fresh_plan(db: Database, roots: Iterable[Path], **options: Any) -> CleanupPl
     a moment ago must protect the session."""
     tools = include_tools_setting(db)
 
-    def refresh_file(tf: TranscriptFile) -> None:
-        ingest_file(db, tf, RefreshStats(), include_tools=tools)
+    def refresh_file(tf: TranscriptFile, stored: dict[str, Any] | None) -> bool:
+        # ``stored``: the plan read the rows of all expired sessions at once, so an
+        # unchanged file costs a stat and no query.
+        found = ingest_file(db, tf, RefreshStats(), include_tools=tools, stat_row=stored)
+        return found != UNCHANGED
 
     return plan_cleanup(db, roots, refresh_file=refresh_file, **options)
 

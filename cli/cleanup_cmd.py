@@ -336,7 +336,9 @@ def cleanup(
     # A dry run changes no transcript: it may run again after a repair, and an output
     # that fails does not claim a change was made.
     state.writes_started = do_apply
-    plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag)
+    # The dry run answers the desktop window test from the index where it is current;
+    # --apply reads each expired file's windows, as it acts on them.
+    plan = fresh_plan(db, roots, cwd=cwd, days=days, keep_tag=keep_tag, index_windows=not do_apply)
     result = plan.as_dict()
     result["archive"] = cleanup_summary(db, roots, cwd, now=plan.now)["archive"]
     if fmt == "table":

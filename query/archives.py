@@ -66,6 +66,17 @@ def same_version_sql(live: str) -> str:
 
 
 _ARCHIVED_COPY_SQL = f"EXISTS (SELECT 1 FROM sessions a WHERE {same_version_sql('s')})"
+# Of several archives holding one version, the one shown (``archived = 1``), else the
+# latest ingested.
+_PREFERRED_COPY = " ORDER BY a.archived, a.id DESC LIMIT 1"
+
+
+def archived_copy_sql(live: str) -> str:
+    """A scalar subquery: the archive (in any archive dir) holding the version of the
+    transcript described by the row aliased ``live``, else NULL; what
+    :func:`archived_version` answers for one transcript, for many rows in one statement
+    (``cleanup``'s plan)."""
+    return f"(SELECT a.file_path FROM sessions a WHERE {same_version_sql(live)}{_PREFERRED_COPY})"
 
 
 def archived_paths(db: Database, file_paths: list[str]) -> set[str]:
@@ -106,7 +117,7 @@ def archived_version(
     if archive_dir is not None:
         sql += " AND a.root = ?"
         params.append(archive_dir)
-    row = db.execute(sql + " ORDER BY a.archived, a.id DESC LIMIT 1", params).fetchone()
+    row = db.execute(sql + _PREFERRED_COPY, params).fetchone()
     return None if row is None else str(row[0])
 
 

@@ -12,16 +12,21 @@ history.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.query.archives import archived_only, archived_paths, archived_version, last_run
+from sessiondex.indexer.shape import stat_settled
+from sessiondex.query.archives import (
+    archived_copy_sql,
+    archived_only,
+    archived_paths,
+    archived_version,
+    last_run,
+)
 from sessiondex.query.expiry import COUNT_COLUMNS, SOON_DAYS, deleted_by
 from sessiondex.query.expiry import expiring_soon as expiring_soon  # re-exported
 from sessiondex.query.sessions import activity_ms, display_title, iso_ms
@@ -42,8 +47,10 @@ from sessiondex.transcripts.retention import (
     UNSET,
     Retention,
     desktop_exemption,
+    files_say_desktop,
     folder_stats,
     read_retention,
+    window_desktop,
 )
 from sessiondex.transcripts.tags import sanitize_tag
 
@@ -230,10 +237,82 @@ class CleanupPlan:
         }
 
 
-def _row(db: Database, tf: TranscriptFile) -> dict[str, Any] | None:
-    cursor = db.execute("SELECT * FROM sessions WHERE file_path = ?", [str(tf.path)])
-    row = cursor.fetchone()
-    return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+#: A callback bringing one transcript's rows up to date (``stored``: its ``files`` row,
+#: None when not indexed); True when it wrote them, so they are read again.
+RefreshFile = Callable[[TranscriptFile, "dict[str, Any] | None"], bool]
+
+# Paths per statement: SQLite's default limit of host parameters is far above it.
+_CHUNK = 500
+# The session row's column the plan adds: the archive holding its version (else NULL).
+_ARCHIVE_COPY = "archive_copy"
+
+
+@dataclass
+class _Indexed:
+    """What the index holds of the transcripts a plan names, read in a few statements
+    (per session, three queries cost 1.4 s of a 20,000-session dry run): their
+    ``files`` rows, and their ``sessions`` rows with the archive of their version."""
+
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sessions: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def load(self, db: Database, paths: list[str]) -> _Indexed:
+        for start in range(0, len(paths), _CHUNK):
+            chunk = paths[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for row in _dicts(db, f"SELECT * FROM files WHERE path IN ({marks})", chunk):
+                self.files[row["path"]] = row
+            sql = (
+                f"SELECT s.*, {archived_copy_sql('s')} AS {_ARCHIVE_COPY}"
+                f" FROM sessions s WHERE s.file_path IN ({marks})"
+            )
+            for row in _dicts(db, sql, chunk):
+                self.sessions.setdefault(row["file_path"], row)
+        return self
+
+    def reload(self, db: Database, path: str) -> None:
+        """Forget one transcript's rows and read them again (the refresh wrote them)."""
+        self.files.pop(path, None)
+        self.sessions.pop(path, None)
+        self.load(db, [path])
+
+    def window_test(self, tf: TranscriptFile) -> bool | None:
+        """Claude Code's desktop window test from the index (:func:`window_desktop`) when
+        it holds this transcript as it is now, else None (the file must be read): its
+        ``files`` row has the file's stat and is not racily so (the refresh's own skip
+        rule), every byte was folded (a whole last record without its newline waits
+        for the file to be quiet) and no line was repaired or skipped (a glued or
+        invalid line, where the fold and the sweep's reading may part)."""
+        stored = self.files.get(str(tf.path))
+        row = self.sessions.get(str(tf.path))
+        if stored is None or row is None or stored["kind"] != MAIN:
+            return None
+        current = stat_settled(
+            (
+                stored["size"],
+                stored["mtime_ns"],
+                stored["inode"],
+                stored["device"],
+                stored["checked_ns"],
+                stored.get("ctime_ns"),
+            ),
+            tf.size,
+            tf.mtime_ns,
+            tf.inode,
+            tf.device,
+            tf.ctime_ns,
+        )
+        if not current or stored["consumed"] != tf.size or stored["bad_lines"]:
+            return None
+        return window_desktop(
+            row["head_entrypoint"], row["last_entrypoint"], row["last_entrypoint_offset"], tf.size
+        )
+
+
+def _dicts(db: Database, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cursor = db.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r)) for r in cursor.fetchall()]
 
 
 def archived_copy_exists(db: Database, archive_dir: Path, entry: PlanEntry) -> str | None:
@@ -262,8 +341,9 @@ def plan_root(
     days: int | None = None,
     keep_tag: str = DEFAULT_KEEP_TAG,
     managed: Path | None = UNSET,
-    refresh_file: Callable[[TranscriptFile], object] | None = None,
+    refresh_file: RefreshFile | None = None,
     strictest: bool = False,
+    index_windows: bool = False,
 ) -> RootPlan:
     """What Claude Code's next sweep deletes in ``root``, and what we would.
 
@@ -271,7 +351,10 @@ def plan_root(
     (the writer's job, not this read-only module's): a ``keep`` tag must be read from
     the file as it is now, not as last indexed. ``strictest``: plan for every sweep a
     directory of the history would run (:func:`sweep_cwds`), the soonest heading the
-    answer, instead of the one started in ``cwd``."""
+    answer, instead of the one started in ``cwd``. ``index_windows``: answer the desktop
+    window test from the index where it holds the file as it is (``cleanup``'s dry
+    run, which then opens no transcript of a current index), else by reading each
+    expired file's windows (``--apply``, the rescue: what they act on is read)."""
     if strictest:
         # Every sweep a ``claude`` started in one of the history's directories would
         # run, the soonest first: its plan heads the answer, the others add what only
@@ -286,6 +369,7 @@ def plan_root(
                 keep_tag=keep_tag,
                 managed=managed,
                 refresh_file=refresh_file,
+                index_windows=index_windows,
             )
             for where in sweep_cwds(db, root, cwd, managed)
         ]
@@ -317,38 +401,24 @@ def plan_root(
     keep = sanitize_tag(keep_tag)
     cc_deleted: set[str] = set()  # transcripts the sweep deletes whole
 
-    def session_entry(tf: TranscriptFile) -> PlanEntry:
-        if refresh_file is not None:
-            refresh_file(tf)
-        row = _row(db, tf) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
-        return _entry(db, root, tf, row, keep)
-
-    # The sweep deletes every old *.jsonl of a project dir, sessions or not (a legacy
-    # top-level subagent transcript, any other name): the same cutoffs and desktop rule
-    # (the entrypoint in the file's head or tail window), no keep tag (no tag record
-    # is read from a file that is no session). Each entry is made only for a file old
-    # enough to be in the plan.
-    candidates: Iterator[tuple[Path, int, Callable[[], PlanEntry]]] = itertools.chain(
-        (
-            (tf.path, tf.mtime_ns, functools.partial(session_entry, tf))
-            for tf in iter_transcripts(root, subagents=False)
-        ),
-        (
-            (jf.path, jf.mtime_ns, functools.partial(file_entry, jf))
-            for jf in iter_project_jsonl(root)
-        ),
-    )
-    for path, mtime_ns, make_entry in candidates:
+    def old_enough(mtime_ns: int) -> tuple[bool, bool]:
+        """Whether our plan, and Claude Code's sweep, take a file this old."""
         mtime = mtime_ns / 1e9
-        ours = cutoff is not None and mtime < cutoff
-        theirs = cc_cutoff is not None and mtime < cc_cutoff
-        if not (ours or theirs):
-            continue
-        exempt = desktop_exemption(path, retention, mtime, now)
-        exempt_then = (
-            exempt if sweep_at == now else desktop_exemption(path, retention, mtime, sweep_at)
+        return (
+            cutoff is not None and mtime < cutoff,
+            cc_cutoff is not None and mtime < cc_cutoff,
         )
-        entry = make_entry()
+
+    def place(entry: PlanEntry, ours: bool, theirs: bool, desktop: bool | None) -> None:
+        path, mtime = Path(entry.file_path), entry.mtime_ns / 1e9
+        if desktop is None and retention.exempts_desktop:
+            desktop = files_say_desktop(path)  # read once for both moments
+        exempt = desktop_exemption(path, retention, mtime, now, desktop=desktop)
+        exempt_then = (
+            exempt
+            if sweep_at == now
+            else desktop_exemption(path, retention, mtime, sweep_at, desktop=desktop)
+        )
         entry.claude_code_deletes = theirs and exempt_then is None
         entry.exempt_reason = exempt
         if entry.claude_code_deletes:
@@ -356,6 +426,29 @@ def plan_root(
             plan.count_deletion(entry)
         if ours:
             (plan.exempt if exempt else plan.expired).append(entry)
+
+    # Only the files old enough to be in the plan get an entry; their rows are read in
+    # a few statements, not three per session.
+    old = [(tf, *old_enough(tf.mtime_ns)) for tf in iter_transcripts(root, subagents=False)]
+    old = [(tf, ours, theirs) for tf, ours, theirs in old if ours or theirs]
+    indexed = _Indexed().load(db, [str(tf.path) for tf, _, _ in old])
+    for tf, ours, theirs in old:
+        path = str(tf.path)
+        if refresh_file is not None and refresh_file(tf, indexed.files.get(path)):
+            indexed.reload(db, path)
+        row = indexed.sessions.get(path) or {"session_id": tf.session_id, "mtime_ns": tf.mtime_ns}
+        # The window test from the index where it holds the file as it is (the dry
+        # run); otherwise, and for --apply and the rescue, the file's windows are read.
+        desktop = indexed.window_test(tf) if index_windows else None
+        place(_entry(db, root, tf, row, keep), ours, theirs, desktop)
+    # The sweep deletes every old *.jsonl of a project dir, sessions or not (a legacy
+    # top-level subagent transcript, any other name): the same cutoffs and desktop rule
+    # (the entrypoint in the file's head or tail window: never indexed, always read),
+    # no keep tag (no tag record is read from a file that is no session).
+    for jf in iter_project_jsonl(root):
+        ours, theirs = old_enough(jf.mtime_ns)
+        if ours or theirs:
+            place(file_entry(jf), ours, theirs, None)
     if cc_cutoff is not None and abs(cc_cutoff) < 9e9:  # beyond, no int64 ns (and no file)
         plan.losing_subagents = _losing_subagents(db, root, int(cc_cutoff * 1e9), keep, cc_deleted)
     for entries in (plan.expired, plan.exempt):
@@ -367,6 +460,14 @@ def _entry(
     db: Database, root: Path, tf: TranscriptFile, row: dict[str, Any], keep: str
 ) -> PlanEntry:
     folder_bytes, _ = folder_stats(tf.path.with_suffix(""))
+    key = (tf.session_id, tf.project_key, tf.size, tf.mtime_ns)
+    if _ARCHIVE_COPY in row and (
+        (row.get("session_id"), row.get("project_key"), row.get("file_size"), row.get("mtime_ns"))
+        == key
+    ):
+        archive = row[_ARCHIVE_COPY]  # read with the row, of this very version
+    else:
+        archive = archived_version(db, *key)
     return PlanEntry(
         session_id=tf.session_id,
         config_dir=str(root),
@@ -382,7 +483,7 @@ def _entry(
         transcript_size=tf.size,
         size=tf.size + folder_bytes,
         protected=_same_tag(row.get("tag"), keep),
-        archive=archived_version(db, tf.session_id, tf.project_key, tf.size, tf.mtime_ns),
+        archive=archive,
     )
 
 
@@ -422,11 +523,11 @@ def _losing_subagents(
         [str(root), cutoff_ns],
     ).fetchall()
     entries: list[PlanEntry] = []
-    for file_path, count, size in rows:
-        if file_path in deleted:
-            continue
+    kept = [(str(path), count, size) for path, count, size in rows if path not in deleted]
+    indexed = _Indexed().load(db, [path for path, _, _ in kept])
+    for file_path, count, size in kept:
         tf = describe_path(Path(file_path), [root])
-        row = _row(db, tf) if tf is not None and tf.kind == MAIN else None
+        row = indexed.sessions.get(file_path) if tf is not None and tf.kind == MAIN else None
         if tf is None or row is None:
             continue
         entry = _entry(db, root, tf, row, keep)
@@ -498,12 +599,15 @@ def plan_cleanup(
     keep_tag: str = DEFAULT_KEEP_TAG,
     now: float | None = None,
     managed: Path | None = UNSET,
-    refresh_file: Callable[[TranscriptFile], object] | None = None,
+    refresh_file: RefreshFile | None = None,
     strictest: bool = False,
+    index_windows: bool = False,
 ) -> CleanupPlan:
     """The dry run: one :class:`RootPlan` per config dir. ``days`` overrides
     ``cleanupPeriodDays`` for our plan (Claude Code's own prediction keeps its value);
-    ``strictest`` plans each for every sweep its directories would run (:func:`sweep_cwds`)."""
+    ``strictest`` plans each for every sweep its directories would run (:func:`sweep_cwds`);
+    ``index_windows``: the desktop window test from the index where it is current
+    (:func:`plan_root`)."""
     current = time.time() if now is None else now
     return CleanupPlan(
         current,
@@ -519,6 +623,7 @@ def plan_cleanup(
                 managed=managed,
                 refresh_file=refresh_file,
                 strictest=strictest,
+                index_windows=index_windows,
             )
             for root in roots
         ],

@@ -78,6 +78,12 @@ class Retention:
     def sweep_enabled(self) -> bool:
         return self.days is not None
 
+    @property
+    def exempts_desktop(self) -> bool:
+        """Whether desktop sessions can be exempt at all: not when policy (managed
+        settings) sets the retention."""
+        return self.source_kind != MANAGED
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "days": self.days,
@@ -202,6 +208,12 @@ def _entrypoint_of(line: bytes) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def files_say_desktop(path: Path) -> bool:
+    """Claude Code's window test, answered by reading the file's head and tail windows
+    as it reads them (a file that cannot be read is no desktop session)."""
+    return any(e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path))
+
+
 def _window_entrypoints(path: Path) -> list[str]:
     """The first entrypoint in the file's head window and the last in its tail window."""
     found: list[str] = []
@@ -272,10 +284,10 @@ def desktop_exemption(
     the file's first entrypoint, wherever it lies, is not asked, since a desktop one
     between the windows exempts nothing from the sweep. Only the release marker is
     looked at then."""
-    if retention.source_kind == MANAGED:
+    if not retention.exempts_desktop:
         return None  # the exemption does not apply when policy manages retention
     if desktop is None:
-        desktop = any(e in DESKTOP_ENTRYPOINTS for e in _window_entrypoints(path))
+        desktop = files_say_desktop(path)
     if not desktop:
         return None
     if _released(path):
