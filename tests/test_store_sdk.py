@@ -420,7 +420,7 @@ def test_the_summary_is_the_sdks_own_fold_of_the_entries_as_given(
     appends: before, the fold read the copy made for the derived rows, whose lone
     surrogates are U+FFFD, so ``list_sessions_from_store`` showed a title the app never
     wrote."""
-    from claude_agent_sdk import InMemorySessionStore
+    InMemorySessionStore = pytest.importorskip("claude_agent_sdk").InMemorySessionStore
 
     truncate(pg_dsn)
     sid = "5e000000-0000-4000-8000-000000000002"
