@@ -38,6 +38,21 @@ def test_display_width(text: str, width: int) -> None:
     assert display_width(text) == width
 
 
+def test_display_width_counts_every_character_as_it_did_one_by_one() -> None:
+    """The count by ``len`` for characters below U+0300 and a lookup for the others
+    gives each character's own width, for every code point of planes 0 to 3 (in runs of
+    256 after ASCII, where a wrong width would shift a whole run)."""
+    from sessiondex.cli.output import _char_width
+
+    one_by_one = _char_width.__wrapped__
+    for start in range(0, 0x40000, 256):
+        run = "".join(
+            chr(c) for c in range(start, start + 256) if not 0xD800 <= c < 0xE000
+        )  # no lone surrogates
+        text = "ab " + run
+        assert display_width(text) == 3 + sum(one_by_one(ch) for ch in run), hex(start)
+
+
 def test_table_columns_line_up_with_wide_characters(monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "60")
     rows = [["認証のバグを修正", "2d ago"], ["plain title", "3h ago"], ["🚀 launch", "1m ago"]]
