@@ -332,7 +332,7 @@ def cleanup(
         )
         if problem:
             raise UnsafeOutputPath(problem)
-    db = state.fresh_db()
+    db = state.fresh_db(checked=do_apply)
     # A dry run changes no transcript: it may run again after a repair, and an output
     # that fails does not claim a change was made.
     state.writes_started = do_apply
