@@ -950,9 +950,7 @@ def _partial_page(
         if not chosen & held[term]:
             ranked[term] = {}
             continue
-        hits = _within(db, term, where, params, ids)
-        named = _metadata_hits(db, term, f"{where} AND +f.rowid IN ({ids})", params, -1)
-        ranked[term] = _best([hit for hit in named if hit.session_rowid in chosen] + hits)
+        ranked[term] = _ranked_within(db, term, where, params, ids)
     return [ranked[term] for term in terms]
 
 
@@ -998,18 +996,15 @@ def _held_by_every_one(
     ranked: dict[int, dict[int, Hit]] = {}
     for i in [*order[1:], rarest]:
         ids = ", ".join(str(rowid) for rowid in sorted(everyone))
-        hits = _within(db, terms[i], where, params, ids)
-        # The rarest's metadata is already read whole; another word's is ranked in the
-        # sessions narrowed to (``f``: the sessions' FTS table in the dialect's
-        # metadata_hits_sql, whose rowid is the session's; ``+``: as in _within_sql):
-        # every session's for "the" was 76 ms of "fix the api_client" at 20,000
-        # sessions, 2 ms so.
-        named = (
-            meta(i)
-            if i == rarest
-            else _best(_metadata_hits(db, terms[i], f"{where} AND +f.rowid IN ({ids})", params, -1))
-        )
-        ranked[i] = _best([hit for hit in named.values() if hit.session_rowid in everyone] + hits)
+        if i == rarest:  # its metadata is already read whole (meta)
+            hits = _within(db, terms[i], where, params, ids)
+            named = [hit for hit in meta(i).values() if hit.session_rowid in everyone]
+            ranked[i] = _best(named + hits)
+        else:
+            # Another word's metadata is ranked in the sessions narrowed to: every
+            # session's for "the" was 76 ms of "fix the api_client" at 20,000 sessions,
+            # 2 ms so.
+            ranked[i] = _ranked_within(db, terms[i], where, params, ids)
         everyone &= set(ranked[i])
         if not everyone:
             return []

@@ -473,8 +473,10 @@ def test_a_narrow_scope_ranked_alone_answers_as_the_whole_ranking(
             assert whole == switched == first, (query, limit, narrowing)
             assert whole[1], (query, limit, narrowing)
     assert answered and all(answered) == (rank_within == 1000), answered
-    # Words held apart, every one too common to narrow by: ranked in the scope's sessions.
-    assert bool(within) == (rank_within == 1000 and rarity_cap == 1), within
+    # Words held apart, every one too common to narrow by: ranked in the scope's sessions
+    # (as the narrowed rankings rank theirs, so with a rare word it is asked too).
+    if rank_within == 1000 and rarity_cap == 1:
+        assert within
 
 
 @pytest.mark.parametrize("narrowing", NARROW_FILTERS)
