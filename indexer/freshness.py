@@ -12,7 +12,7 @@ config dir the index holds has been deleted (its rows would still weigh in every
 search's bm25 statistics). Anything
 else (a new, grown, vanished or racy file, archive dirs to sweep) answers False and the
 caller runs the real refresh. No transcript is opened: one ``lstat`` per file, no
-``Path`` per file (``transcripts.discover.iter_found``).
+``Path`` nor other object per file, nothing sorted (``transcripts.discover.iter_stats``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from sessiondex.indexer.shape import stat_settled
-from sessiondex.transcripts.discover import MAIN, iter_found
+from sessiondex.transcripts.discover import (
+    MAIN_WITH_FOLDER,
+    SUBAGENT,
+    iter_stats,
+    picker_archive_stamp,
+)
 
 # A files row as the freshness checks compare it: the path, then stat_settled's fields.
 _STAT_ROW = "path, size, mtime_ns, inode, device, checked_ns, ctime_ns"
@@ -90,13 +95,15 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
     known = {row[0]: row for row in rows}
     seen = 0
     for root in roots:
-        for found in iter_found(root):
-            row = known.get(found.path)
+        for path, _, kind, _, st in iter_stats(root):
+            row = known.get(path)
             if row is None or not stat_settled(
-                row[1:7], found.size, found.mtime_ns, found.inode, found.device, found.ctime_ns
+                row[1:7], st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns
             ):
                 return False
-            if found.kind == MAIN and found.picker_archive != row[7]:
+            if kind != SUBAGENT and row[7] != (
+                picker_archive_stamp(path) if kind == MAIN_WITH_FOLDER else None
+            ):
                 return False  # archived or brought back in Claude Code's picker
             seen += 1
     return seen == len(known)

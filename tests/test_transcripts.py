@@ -14,7 +14,15 @@ from click.testing import CliRunner
 import sessiondex
 from sessiondex.cli.main import cli
 from sessiondex.indexer.shape import FTS_TABLES
-from sessiondex.transcripts.discover import MAIN, SUBAGENT, describe_path, iter_transcripts
+from sessiondex.transcripts.discover import (
+    MAIN,
+    MAIN_WITH_FOLDER,
+    SUBAGENT,
+    describe_path,
+    iter_found,
+    iter_stats,
+    iter_transcripts,
+)
 from sessiondex.transcripts.records import FirstPromptState, display_prompt, is_real_user_message
 from tests.builders import copy_fixtures
 
@@ -27,7 +35,25 @@ def _touch(path: Path, data: bytes = b"{}\n") -> Path:
     return path
 
 
-def test_discovery_keeps_uuid_stems_and_subagents_only(tmp_path: Path) -> None:
+def _by_transcripts(root: Path) -> set[tuple[str, str, str, str | None]]:
+    return {(str(tf.path), tf.kind, tf.session_id, tf.agent_id) for tf in iter_transcripts(root)}
+
+
+def _by_found(root: Path) -> set[tuple[str, str, str, str | None]]:
+    return {(f.path, f.kind, f.session_id, f.agent_id) for f in iter_found(root)}
+
+
+def _by_stats(root: Path) -> set[tuple[str, str, str, str | None]]:
+    """The check before a reading command's walk (unsorted, no objects): the same files."""
+    out = set()
+    for path, sid, kind, agent, st in iter_stats(root):
+        assert st.st_size == os.lstat(path).st_size
+        out.add((path, MAIN if kind == MAIN_WITH_FOLDER else kind, sid, agent))
+    return out
+
+
+@pytest.mark.parametrize("walk", [_by_transcripts, _by_found, _by_stats])
+def test_discovery_keeps_uuid_stems_and_subagents_only(tmp_path: Path, walk) -> None:
     root = tmp_path / "claude"
     project = root / "projects" / "-w"
     main = _touch(project / f"{SID}.jsonl")
@@ -43,12 +69,27 @@ def test_discovery_keeps_uuid_stems_and_subagents_only(tmp_path: Path) -> None:
     nested = _touch(project / SID / "subagents" / "workflows" / "run1" / "agent-deep.jsonl")
     _touch(project / SID / "subagents" / "notes.jsonl")
     _touch(project / SID / "tool-results" / "x.txt")
-    found = {(str(tf.path), tf.kind, tf.session_id, tf.agent_id) for tf in iter_transcripts(root)}
-    assert found == {
+    # a session whose <id>/ is a link, one whose subagents/ is: never followed
+    linked = "22222222-0000-4000-8000-000000000000"
+    linked_main = _touch(project / f"{linked}.jsonl")
+    _touch(tmp_path / "elsewhere" / "subagents" / "agent-out.jsonl")
+    (project / linked).symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    linked_sub = "33333333-0000-4000-8000-000000000000"
+    linked_sub_main = _touch(project / f"{linked_sub}.jsonl")
+    (project / linked_sub).mkdir()
+    (project / linked_sub / "subagents").symlink_to(
+        tmp_path / "elsewhere" / "subagents", target_is_directory=True
+    )
+    # a name that is no UTF-8, at both levels
+    _touch(Path(os.fsdecode(os.path.join(os.fsencode(project), b"\xff" + b"a" * 35 + b".jsonl"))))
+    _touch(Path(os.fsdecode(os.fsencode(project / SID / "subagents") + b"/agent-\xff.jsonl")))
+    assert walk(root) == {
         (str(main), MAIN, SID, None),
         (str(upper), MAIN, SID.upper(), None),
         (str(flat), SUBAGENT, SID, "flat"),
         (str(nested), SUBAGENT, SID, "deep"),
+        (str(linked_main), MAIN, linked, None),
+        (str(linked_sub_main), MAIN, linked_sub, None),
     }
 
 

@@ -14,6 +14,9 @@ import unicodedata
 from functools import cache
 
 MAX_SANITIZED_LENGTH = 200
+# The length of every session ID (8-4-4-4-12 hex digits): what a name must have before
+# the pattern is worth trying (discovery tests it on every entry of a project dir).
+SESSION_ID_LENGTH = 36
 
 
 # Both patterns compiled on first use (~0.1 ms each at import, in every command; a
