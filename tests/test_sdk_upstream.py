@@ -234,6 +234,13 @@ def test_sdk_session_tests_pass_against_sessiondex(tmp_path: Path) -> None:
     work = tmp_path / "sdk"
     (work / "tests").mkdir(parents=True)
     (work / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    # As for every test of ours (conftest.py): no writer of the SDK's tests rewrites a
+    # transcript, so an append to a file written a moment ago need not wait the 0.25 s a
+    # rewrite by Claude Code may take to land (~5 s of the run, a dozen mutation tests).
+    (work / "tests" / "conftest.py").write_text(
+        "from sessiondex.transcripts import write\n\nwrite.REWRITE_SETTLE_SECONDS = 0.02\n",
+        encoding="utf-8",
+    )
     deselect: list[str] = []
     for name in FILES:
         original = (source_dir / name).read_text(encoding="utf-8")
