@@ -7,9 +7,12 @@ and the figures are the bench's business, not a unit test's.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -19,24 +22,31 @@ from bench import runner  # noqa: E402
 from bench.corpus import generate  # noqa: E402
 
 
+class QuickRun(NamedTuple):
+    status: int
+    result: dict
+    table: str
+    printed: str  # all ``main`` wrote to standard output: the table, then the JSON's path
+    out: Path
+
+
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str]:
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
+    """One ``python -m bench --quick`` through ``main``, the command line's path, shared
+    by every test that only reads its results (a quick run is ~2 s of CPU and children:
+    the tests of the table, of the JSON and of ``main`` itself used to run one each)."""
     base = tmp_path_factory.mktemp("bench")
     corpus = generate(base / "corpus", sessions=40, projects=4, size_mb=3, seed=1).parent
     out = base / "out" / "results.json"
-    lines: list[str] = []
-    opts = runner.parse_args(
-        ["--corpus", str(corpus), "--out", str(out), "--quick", "--workdir", str(base)]
-    )
-    bench = runner.Bench(opts, log=lines.append)
-    status = bench.run()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(bench.as_json()))
-    return status, json.loads(out.read_text()), bench.table()
+    argv = ["--corpus", str(corpus), "--out", str(out), "--quick", "--workdir", str(base)]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        status = runner.main(argv)
+    table = printed.getvalue().split("\nwritten: ", 1)[0]
+    return QuickRun(status, json.loads(out.read_text()), table, printed.getvalue(), out)
 
 
-def test_every_row_is_reported_in_order(quick_run: tuple[int, dict, str]) -> None:
-    _status, result, table = quick_run
+def test_every_row_is_reported_in_order(quick_run: QuickRun) -> None:
+    result, table = quick_run.result, quick_run.table
     assert [r["figure"] for r in result["rows"]] == list(runner.ROW_NAMES)
     for name in runner.ROW_NAMES:
         assert f"| {name} |" in table
@@ -57,20 +67,20 @@ def test_every_row_is_reported_in_order(quick_run: tuple[int, dict, str]) -> Non
         runner.SIZE,
     ],
 )
-def test_measured_rows_have_a_figure(quick_run: tuple[int, dict, str], name: str) -> None:
+def test_measured_rows_have_a_figure(quick_run: QuickRun, name: str) -> None:
     row = next(r for r in quick_run[1]["rows"] if r["figure"] == name)
     assert row["ours"] not in ("error", "not measured"), row["note"]
 
 
-def test_scale_rows_say_how_to_run_them(quick_run: tuple[int, dict, str]) -> None:
+def test_scale_rows_say_how_to_run_them(quick_run: QuickRun) -> None:
     for name in (runner.GROW_LIST, runner.GROW_SEARCH, runner.GROW_RSS):
         row = next(r for r in quick_run[1]["rows"] if r["figure"] == name)
         assert row["ours"] == "not run (use --scale-check)"
         assert row["met"] is None
 
 
-def test_answers_match_the_manifest(quick_run: tuple[int, dict, str]) -> None:
-    status, result, table = quick_run
+def test_answers_match_the_manifest(quick_run: QuickRun) -> None:
+    status, result, table = quick_run.status, quick_run.result, quick_run.table
     failed = [c for c in result["checks"] if not c["passed"]]
     assert not failed, failed
     assert status == 0
@@ -86,7 +96,7 @@ def test_answers_match_the_manifest(quick_run: tuple[int, dict, str]) -> None:
     assert "PASS  search 'thornwhistle'" in table and "FAIL" not in table
 
 
-def test_the_index_of_the_run_is_sized_against_the_corpus(quick_run: tuple[int, dict, str]) -> None:
+def test_the_index_of_the_run_is_sized_against_the_corpus(quick_run: QuickRun) -> None:
     row = next(r for r in quick_run[1]["rows"] if r["figure"] == runner.SIZE)
     assert row["data"]["corpus_bytes"] == quick_run[1]["corpus"]["bytes"] > 0
     assert row["ratio"] == pytest.approx(row["data"]["index_bytes"] / row["data"]["corpus_bytes"])
@@ -109,17 +119,11 @@ def test_a_wrong_index_fails_a_check(tmp_path: Path) -> None:
     db.close()
 
 
-def test_main_writes_json_and_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_writes_json_and_the_table(quick_run: QuickRun) -> None:
     """The command line path: ``main`` prints the table and writes ``--out``."""
-    corpus = generate(tmp_path / "c", sessions=12, projects=2, size_mb=1, seed=3).parent
-    out = tmp_path / "o" / "r.json"
-    status = runner.main(
-        ["--corpus", str(corpus), "--out", str(out), "--quick", "--workdir", str(tmp_path)]
-    )
-    assert status == 0
-    printed = capsys.readouterr().out
-    assert printed.startswith("| figure |") and str(out) in printed
-    assert len(json.loads(out.read_text())["rows"]) == len(runner.ROW_NAMES)
+    assert quick_run.status == 0
+    assert quick_run.printed.startswith("| figure |") and str(quick_run.out) in quick_run.printed
+    assert len(json.loads(quick_run.out.read_text())["rows"]) == len(runner.ROW_NAMES)
 
 
 def test_missing_rg_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
