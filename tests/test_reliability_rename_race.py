@@ -23,9 +23,14 @@ import pytest
 
 from tests.builders import ConfigTree
 
-ROUNDS = 20
+ROUNDS = 12
 SECONDS = 6.0
-CLI = [sys.executable, "-c", "from sessiondex.cli.main import main; main()"]
+CLI = [
+    sys.executable,
+    "-c",
+    "from sessiondex.transcripts import write; write.REWRITE_SETTLE_SECONDS = 0.02\n"
+    "from sessiondex.cli.main import main; main()",
+]
 
 
 def last_custom_title(path: Path) -> str | None:
