@@ -90,6 +90,15 @@ def test_session_id_validation(text: object, valid: bool) -> None:
             validate_session_id(text)
 
 
+def test_a_session_id_digit_is_an_ascii_hex_digit_of_either_case() -> None:
+    """The pattern spells both cases out (no IGNORECASE, which made discovery's test of
+    every name twice as slow): no other character may pass for a digit, nor either case
+    be refused. Every character of the Basic Multilingual Plane, in one digit's place."""
+    hexdigits = set("0123456789abcdefABCDEF")
+    accepted = {chr(c) for c in range(0x10000) if is_session_id(chr(c) + UUID[1:])}
+    assert accepted == hexdigits
+
+
 @pytest.mark.parametrize(
     ("env", "expected"),
     [

@@ -25,8 +25,11 @@ SESSION_ID_LENGTH = 36
 def _uuid_re() -> re.Pattern[str]:
     # JavaScript-style: ``\Z`` rather than ``$`` so a trailing newline is *not* accepted
     # (the SDK's ``$`` lets ``"<uuid>\n"`` through; docs/project-keys.md#session-ids).
+    # Either case spelled out: the same strings as ``[0-9a-f]`` with IGNORECASE (no other
+    # character folds to a hex digit), matched in half the time; discovery tries it on
+    # every name of a project dir, 20,000 times in the check before a reading command.
     return re.compile(
-        r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.IGNORECASE
+        r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
     )
 
 
