@@ -4,7 +4,7 @@ opens the index for writing nor imports sqlite-utils (its import, with its plugi
 loading, is most of a query process's start-up).
 
 "Nothing changed" uses the rule the refresh itself uses to skip a file
-(``indexer/ingest.py`` ``_stat_unchanged``): every transcript under the config dirs has a
+(``indexer/shape.py`` ``stat_unchanged``): every transcript under the config dirs has a
 ``files`` row with the same size, mtime, inode and device, stat'ed long enough after
 its last write (not "racily" clean), each main one's ``archived.json`` (Claude Code's
 picker archive) is as last read, no row names a file that is gone, and no other

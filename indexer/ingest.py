@@ -38,7 +38,7 @@ from sessiondex.indexer.parse import (
     parse_tail,
     same_prefix,
 )
-from sessiondex.indexer.shape import settled_at, stat_settled
+from sessiondex.indexer.shape import settled_at, stat_unchanged
 from sessiondex.indexer.stats import GROWN, NEW, REWRITTEN, UNCHANGED, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, packer
 from sessiondex.transcripts.discover import (
@@ -263,25 +263,6 @@ def _unread(stats: RefreshStats, path: str, exc: OSError) -> None:
         stats.errors.append((path, exc.strerror or str(exc)))
 
 
-def _stat_unchanged(stored: dict[str, Any], tf: TranscriptFile) -> bool:
-    """Same size, mtime and inode as when indexed, and not "racily" so (``stat_settled``)."""
-    return stat_settled(
-        (
-            stored["size"],
-            stored["mtime_ns"],
-            stored["inode"],
-            stored["device"],
-            stored["checked_ns"],
-            stored.get("ctime_ns"),
-        ),
-        tf.size,
-        tf.mtime_ns,
-        tf.inode,
-        tf.device,
-        tf.ctime_ns,
-    )
-
-
 def classify_change(stored: dict[str, Any] | None, tf: TranscriptFile, stream: Any) -> str:
     """How the file open as ``stream`` (``tf``: its stat now) changed since it was read
     as ``stored`` says (its ``files`` row: size, mtime_ns, ctime_ns, inode, device,
@@ -354,7 +335,7 @@ def ingest_file(
     stats.files_seen += 1
     path = str(tf.path)
     hint = stored_file(db, path) if stat_row is _UNKNOWN else stat_row
-    if hint is not None and not force and _stat_unchanged(hint, tf):
+    if hint is not None and not force and stat_unchanged(hint, tf):
         stats.unchanged += 1
         return UNCHANGED
     with immediate(db):
@@ -434,7 +415,7 @@ def _ingest_locked(
     past the :data:`SLICE_BYTES` read (``count``: whether to count what was found)."""
     path = str(tf.path)
     stored = stored_file(db, path)
-    if stored is not None and not force and _stat_unchanged(stored, tf):
+    if stored is not None and not force and stat_unchanged(stored, tf):
         if count:
             stats.unchanged += 1
         return UNCHANGED, False

@@ -196,6 +196,28 @@ def stat_settled(
     )
 
 
+def stat_unchanged(stored: Any, now: Any) -> bool:
+    """:func:`stat_settled` of a ``files`` row (a mapping of its columns) against a
+    file's stat now (``now``: a ``TranscriptFile`` or anything with its ``size``,
+    ``mtime_ns``, ``inode``, ``device`` and ``ctime_ns``): the refresh's skip and the
+    cleanup plan's "the index holds this file as it is" (query/cleanup.py)."""
+    return stat_settled(
+        (
+            stored["size"],
+            stored["mtime_ns"],
+            stored["inode"],
+            stored["device"],
+            stored["checked_ns"],
+            stored.get("ctime_ns"),
+        ),
+        now.size,
+        now.mtime_ns,
+        now.inode,
+        now.device,
+        now.ctime_ns,
+    )
+
+
 def settled_at(mtime_ns: int, checked_ns: int) -> bool:
     """Whether a file last written at ``mtime_ns`` had been quiet long enough when looked
     at (``checked_ns``) for what was seen to be final: its stat (not racily clean), and a

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessiondex.indexer.shape import stat_settled
+from sessiondex.indexer.shape import stat_unchanged
 from sessiondex.query.archives import (
     archived_copy_sql,
     archived_only,
@@ -287,22 +287,7 @@ class _Indexed:
         row = self.sessions.get(str(tf.path))
         if stored is None or row is None or stored["kind"] != MAIN:
             return None
-        current = stat_settled(
-            (
-                stored["size"],
-                stored["mtime_ns"],
-                stored["inode"],
-                stored["device"],
-                stored["checked_ns"],
-                stored.get("ctime_ns"),
-            ),
-            tf.size,
-            tf.mtime_ns,
-            tf.inode,
-            tf.device,
-            tf.ctime_ns,
-        )
-        if not current or stored["consumed"] != tf.size or stored["bad_lines"]:
+        if not stat_unchanged(stored, tf) or stored["consumed"] != tf.size or stored["bad_lines"]:
             return None
         return window_desktop(
             row["head_entrypoint"], row["last_entrypoint"], row["last_entrypoint_offset"], tf.size
