@@ -219,6 +219,20 @@ def test_json_rows_say_link_or_mention(tmp_path: Path, ref: str) -> None:
     ] == [(linked.session_id, [url], []), (mention.session_id, [], [url])]
 
 
+def _pr_4_found(tmp_path: Path, repo: Path, link: str) -> bool:
+    """Whether ``from-pr 4`` in ``repo`` finds the one session linked to ``link`` (exit 0
+    and it), or finds nothing (exit 1)."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=str(repo))
+    s.user("open the PR")
+    s.pr_link(number=4, url=link, repository="ignored/by/parsing")
+    s.write()
+    result = _run(tmp_path, tree.root, "from-pr", "4", "--cwd", str(repo), "--json")
+    outcome = (result.exit_code, len(json.loads(result.stdout)))
+    assert outcome in ((0, 1), (1, 0)), outcome
+    return outcome == (0, 1)
+
+
 @pytest.mark.parametrize(
     ("origin", "link", "found"),
     [
@@ -269,13 +283,7 @@ def test_a_number_matches_the_prs_of_the_origin_whatever_its_url_form(
 ) -> None:
     repo, _ = git_repo_with_worktree(tmp_path)
     git("remote", "add", "origin", origin, cwd=repo)
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=str(repo))
-    s.user("open the PR")
-    s.pr_link(number=4, url=link, repository="ignored/by/parsing")
-    s.write()
-    result = _run(tmp_path, tree.root, "from-pr", "4", "--cwd", str(repo), "--json")
-    assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))
+    assert _pr_4_found(tmp_path, repo, link) == found
 
 
 # A clone of a fork: the PRs opened from it live in the repository it was forked from
@@ -320,13 +328,7 @@ def test_a_number_matches_the_prs_of_every_remote_of_the_repository(
     repo, _ = git_repo_with_worktree(tmp_path)
     for name, url in remotes.items():
         git("remote", "add", name, url, cwd=repo)
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd=str(repo))
-    s.user("open the PR")
-    s.pr_link(number=4, url=link, repository="ignored/by/parsing")
-    s.write()
-    result = _run(tmp_path, tree.root, "from-pr", "4", "--cwd", str(repo), "--json")
-    assert (result.exit_code, len(json.loads(result.stdout))) == ((0, 1) if found else (1, 0))
+    assert _pr_4_found(tmp_path, repo, link) == found
 
 
 @pytest.fixture(scope="module")

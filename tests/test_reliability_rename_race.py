@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, SessionWriter
 
 ROUNDS = 12
 SECONDS = 6.0
@@ -58,15 +58,22 @@ def indexed_title(db: Path, session_id: str) -> Any:
     return rows[0][0]
 
 
-def test_two_renames_at_once_leave_the_index_with_the_files_last_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _race_session(tmp_path: Path) -> tuple[ConfigTree, SessionWriter, Path]:
+    """One session two renames race over: its tree, the session, and where its index
+    goes."""
     tree = ConfigTree(tmp_path / "claude")
     s = tree.session(cwd="/srv/race")
     s.user("two people rename me at once")
     s.assistant("fine")
     s.write()
-    sid, db = s.session_id, tmp_path / "index.db"
+    return tree, s, tmp_path / "index.db"
+
+
+def test_two_renames_at_once_leave_the_index_with_the_files_last_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree, s, db = _race_session(tmp_path)
+    sid = s.session_id
     base = [*CLI, "--config-dir", str(tree.root), "--db", str(db)]
     first = subprocess.run([*base, "index"], capture_output=True, text=True, timeout=60)
     assert first.returncode == 0, first.stderr
@@ -121,12 +128,8 @@ def test_the_sidecar_ends_with_the_files_last_name_whatever_the_order_of_writes(
     from sessiondex import Index
     from sessiondex.actions import mutations
 
-    tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd="/srv/race")
-    s.user("two people rename me at once")
-    s.assistant("fine")
-    s.write()
-    sid, db = s.session_id, tmp_path / "index.db"
+    tree, s, db = _race_session(tmp_path)
+    sid = s.session_id
     with Index(db, [tree.root]) as index:
         index.refresh()
     real = mutations.write_title_sidecar
