@@ -139,6 +139,20 @@ SNIPPET_OPEN = "\ufdd0"
 SNIPPET_CLOSE = "\ufdd1"
 
 
+#: What a NUL of derived text reads as, where it cannot stay a NUL: FTS5's snippet()
+#: and highlight() copy text as C strings, and PostgreSQL text holds no NUL. U+FFFD,
+#: not nothing: the tokenizers read it as a separator, as they read a NUL, so the words
+#: either side stay two words (``title\0waffle`` joined would be found by neither), a
+#: text of NULs alone is not empty, and ``dae\0mon`` is not ``daemon``; the same
+#: stand-in as for a byte that is no UTF-8.
+NUL_STANDIN = "\ufffd"
+
+
+def without_nul(text: str) -> str:
+    """``text`` with each NUL as :data:`NUL_STANDIN`."""
+    return text.replace("\x00", NUL_STANDIN) if "\x00" in text else text
+
+
 def fts_text(text: str) -> str:
     """Text as stored for FTS: CJK characters become separate tokens, tokens longer than
     ``LONG_TOKEN_MAX`` keep their first ``LONG_TOKEN_PREFIX`` characters, and the

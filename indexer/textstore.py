@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 from sessiondex.indexer.objects import untitled_title
 from sessiondex.indexer.shape import SHOWN_TITLE_SOURCES
-from sessiondex.indexer.text import fts_text
+from sessiondex.indexer.text import fts_text, without_nul
 
 #: The SQL function that turns a stored body back into its text.
 FUNCTION = "sessiondex_text"
@@ -333,17 +333,9 @@ def _shown_title_value(*sources: Any) -> str | None:
 
 def _fts_value(value: Any) -> str | None:
     """``fts_text`` of a session column (NULL, and anything not text, index as nothing:
-    what the table ``session_search`` held before m008), NUL as :func:`without_nul`."""
+    what the table ``session_search`` held before m008), NUL as :func:`without_nul`:
+    FTS5's snippet() copies the text between matches as C strings, so everything after
+    a NUL up to the next match was dropped (messages too: :class:`Decoder`). The words
+    indexed stay the same (a NUL and U+FFFD both separate them), so an index made
+    before reads, and removes, the same tokens."""
     return without_nul(fts_text(value)) if isinstance(value, str) else None
-
-
-def without_nul(text: str) -> str:
-    """``text`` with each NUL as U+FFFD, as FTS5 is to read it.
-
-    Why: FTS5's ``snippet()`` and ``highlight()`` copy the text between matches as C
-    strings, so everything after a NUL up to the next match or the end was dropped
-    (``answer with zebraword\0 and a tail`` gave ``answer with zebraword[tail]``; a
-    title ``Title\0 rest`` gave ``Title[rest]``). Both characters separate words for
-    the tokenizer, so the words indexed, and those an index made before this removes,
-    are the same; the team store stores NUL as U+FFFD for the same reason."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text

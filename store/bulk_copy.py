@@ -5,21 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from sessiondex.indexer.text import NUL_STANDIN, without_nul
+
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-#: What a NUL of derived text is stored as. PostgreSQL text cannot hold NUL (SQLite's
-#: can); entries keep theirs, escaped inside the JSON. U+FFFD, not nothing: FTS5 reads
-#: a NUL as a separator, as it reads U+FFFD, so the words either side stay two words
-#: in the store's vectors and snippets (``title\0waffle`` was ``titlewaffle`` there,
-#: found by neither word), a text of NULs alone is not empty, and ``dae\0mon`` is not
-#: ``daemon``; the same stand-in as for a byte that is no UTF-8.
-NUL_STANDIN = "\ufffd"
-
 
 def no_nul(value: Any) -> Any:
-    """``value`` as a PostgreSQL text column can hold it (:data:`NUL_STANDIN`)."""
-    return value.replace("\x00", NUL_STANDIN) if isinstance(value, str) else value
+    """``value`` as a PostgreSQL text column can hold it: a NUL of derived text as
+    :data:`~sessiondex.indexer.text.NUL_STANDIN` (entries keep theirs, escaped inside
+    the JSON)."""
+    return without_nul(value) if isinstance(value, str) else value
 
 
 def _copy_field(value: Any) -> str:

@@ -1,5 +1,5 @@
 """A NUL in a message or a name (a pasted binary, a tool's raw output) is read by FTS5
-as U+FFFD (``indexer/textstore.without_nul``): its ``snippet()`` copies the text between
+as U+FFFD (``indexer/text.without_nul``): its ``snippet()`` copies the text between
 matches as C strings, so everything after a NUL up to the next match was dropped."""
 
 from __future__ import annotations
