@@ -48,7 +48,8 @@ from typing import Any
 # 37: the whole metadata record a bad line starts with, before a record glued onto it
 # (reader.glued_records), and a tag glued onto a line that starts with a tag
 # 38: a recorded cwd that is no absolute path gets no cd in resume_command (objects.absolute_cwd)
-DERIVATION_VERSION = 38
+# 39: an invisible character inside a word (soft hyphen, zero width space) is dropped (text.py)
+DERIVATION_VERSION = 39
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -19,7 +19,12 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from sessiondex.indexer.unicode61 import ORIGINAL_TOKEN_CHAR, fold, separators_as_spaces
+from sessiondex.indexer.unicode61 import (
+    ORIGINAL_TOKEN_CHAR,
+    fold,
+    is_original_token_char,
+    separators_as_spaces,
+)
 
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer; then
 # hiragana, katakana, CJK ideographs (and extension A), Hangul syllables, compatibility
@@ -153,14 +158,86 @@ def without_nul(text: str) -> str:
     return text.replace("\x00", NUL_STANDIN) if "\x00" in text else text
 
 
+# Characters a reader does not see: Unicode's Default_Ignorable_Code_Point (DerivedCore
+# Properties), which a renderer shows as nothing. Typed by nobody, they reach a text
+# copied from a web page or a PDF (a soft hyphen at each possible line break, a zero
+# width space where a long word may wrap), and unicode61 cuts a word at most of them:
+# "data\u200bbase" was the two words "data" and "base". In order: soft hyphen, combining
+# grapheme joiner, Arabic letter mark, the Mongolian variation selectors and vowel
+# separator, zero width space, non-joiner and joiner, the left-to-right and
+# right-to-left marks, the bidi embeddings and overrides, word joiner, invisible
+# operators, bidi isolates and the deprecated format characters, variation selectors,
+# zero width no-break space (a byte order mark), shorthand format controls, musical
+# symbol format controls, tags and the variation selectors supplement. Left out of the
+# property's list: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), letters of a
+# jamo sequence to the tokenizer, and the Khmer inherent vowels (U+17B4, U+17B5),
+# since Khmer is one token per character anyway (_CJK); and U+FFF0-U+FFF8, unassigned.
+_INVISIBLE_BMP = (
+    "\u00ad\u034f\u061c\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff"
+)
+_INVISIBLE = _INVISIBLE_BMP + "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+
+
+@cache
+def _invisible_runs() -> re.Pattern[str]:
+    return re.compile(f"[{_INVISIBLE}]+")
+
+
+@cache
+def _may_be_invisible() -> re.Pattern[str]:
+    # _INVISIBLE's characters in the BMP, then one range over those beyond it: what
+    # rules them out in a text without one (the usual case), twice as fast as the exact
+    # class, whose several ranges beyond the BMP Python's regex tries one by one.
+    return re.compile(f"[{_INVISIBLE_BMP}\U0001bca0-\U000e0fff]")
+
+
+def without_invisible(text: str) -> str:
+    """``text`` without the invisible characters (:data:`_INVISIBLE`) that stand inside a
+    word: the index and a query (every path that reads words: ``fts_text``, the typo
+    fallback, a ``--raw`` query) take ``connec\\u00adtion`` for ``connection``, as a
+    reader does. A run of them is dropped when a token character (as unicode61 cuts
+    tokens) stands on both sides of it, or when the tokenizer keeps one of them inside
+    a token (the bidi isolates, U+2066-U+2069: ``\\u2066word\\u2069`` is no ``word``).
+    Elsewhere (between emoji, beside a space, punctuation or CJK, which ``fts_text``
+    spaces first) dropping one changes no word, and it stays: a snippet shows the
+    family emoji's joiners, a heart's presentation selector and Thai's word breaks as
+    written. Dropped inside a word, a joiner or a selector that changed how letters are
+    drawn (Persian's non-joiner, an ideographic variation) shows as plain letters."""
+    if text.isascii() or _may_be_invisible().search(text) is None:
+        return text
+    runs = list(_invisible_runs().finditer(text))
+    if not runs:
+        return text
+    edges = separators_as_spaces(text)  # the same length: unicode61's separators spaces
+    pieces: list[str] = []
+    done = 0
+    for run in runs:
+        start, end = run.span()
+        inside = (
+            start > 0
+            and end < len(text)
+            and is_original_token_char(edges[start - 1])
+            and is_original_token_char(edges[end])
+        )
+        if inside or edges[start:end].strip():  # or a token character of the run's own
+            pieces.append(text[done:start])
+            done = end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
 def fts_text(text: str) -> str:
-    """Text as stored for FTS: CJK characters become separate tokens, tokens longer than
+    """Text as stored for FTS: CJK characters become separate tokens, invisible
+    characters inside a word go (:func:`without_invisible`), tokens longer than
     ``LONG_TOKEN_MAX`` keep their first ``LONG_TOKEN_PREFIX`` characters, and the
     snippet markers (:data:`SNIPPET_OPEN`, :data:`SNIPPET_CLOSE`) become U+FFFD."""
     if SNIPPET_OPEN in text or SNIPPET_CLOSE in text:
         text = text.replace(SNIPPET_OPEN, "\ufffd").replace(SNIPPET_CLOSE, "\ufffd")
     if may_hold_cjk(text):
         text = _space_cjk(text)
+    text = without_invisible(text)
     if len(text) > LONG_TOKEN_MAX and _may_hold_long_token(text):
         text = _cut_long_tokens(text)
     return text

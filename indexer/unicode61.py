@@ -71,6 +71,12 @@ def fold(text: str) -> str:
 ORIGINAL_TOKEN_CHAR = r"[^\x00-/:-@\[-`{-\x7f]"
 
 
+def is_original_token_char(char: str) -> bool:
+    """Whether one character of :func:`separators_as_spaces`' output is a token
+    character (:data:`ORIGINAL_TOKEN_CHAR`), without a pattern."""
+    return char.isalnum() if char.isascii() else True
+
+
 @cache
 def _original_tokens() -> re.Pattern[str]:
     return re.compile(ORIGINAL_TOKEN_CHAR + "+")

@@ -18,7 +18,13 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, SHOWN_TITLE_COLUMN, TITLE_FTS_COLUMNS
-from sessiondex.indexer.text import cjk_runs, fts_text, may_hold_cjk, word_text
+from sessiondex.indexer.text import (
+    cjk_runs,
+    fts_text,
+    may_hold_cjk,
+    without_invisible,
+    word_text,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -29,9 +35,11 @@ def raw_cjk(text: str) -> str:
     character (:func:`~sessiondex.indexer.text.fts_text`). Typed as is, ``東京`` was one
     token and found nothing. Inside a quoted phrase a run becomes its characters; outside
     one, a phrase of them (``"東 京"``), so operators, column filters and ``NEAR`` around
-    it keep their meaning. Both FTS5 and ``websearch_to_tsquery`` quote with ``"``."""
+    it keep their meaning. Both FTS5 and ``websearch_to_tsquery`` quote with ``"``.
+    An invisible character inside a word goes, as from the text it is looked for in
+    (:func:`~sessiondex.indexer.text.without_invisible`)."""
     if not may_hold_cjk(text):
-        return text
+        return without_invisible(text)
     runs = cjk_runs()
     parts = text.split('"')  # FTS5 escapes a quote inside a phrase as "": an empty part
     for index, part in enumerate(parts):
@@ -39,7 +47,7 @@ def raw_cjk(text: str) -> str:
             parts[index] = runs.sub(lambda m: " " + " ".join(m.group(0)) + " ", part)
         else:
             parts[index] = runs.sub(lambda m: ' "' + " ".join(m.group(0)) + '" ', part)
-    return '"'.join(parts)
+    return without_invisible('"'.join(parts))
 
 
 # Must equal store/schema.py TS_CONFIG (store/ and query/ may not import each other;

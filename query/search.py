@@ -60,7 +60,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sessiondex.indexer.shape import SESSION_FTS_COLUMNS, TITLE_FTS_COLUMNS
-from sessiondex.indexer.text import LONG_TOKEN_PREFIX, fts_text, may_hold_cjk, word_text
+from sessiondex.indexer.text import (
+    LONG_TOKEN_PREFIX,
+    fts_text,
+    may_hold_cjk,
+    without_invisible,
+    word_text,
+)
 from sessiondex.indexer.unicode61 import fold, token_spans
 from sessiondex.query.dialect import SQLITE, SqliteDialect, dialect_of
 from sessiondex.query.filters import Filters
@@ -250,7 +256,9 @@ def query_words(query: str, short_tail: bool = False) -> list[QueryWord]:
     # NUL ends a string inside SQLite's FTS5 parser. A quote inside a word separates as
     # the tokenizer takes it (f"hello is the phrase f hello; deleted, it glued the two
     # into fhello, which no text holds); the quotes FTS5 needs are added by the dialect.
-    words = [w.replace('"', " ").replace("\x00", "") for w in query.split()]
+    # An invisible character inside a word is no part of it (indexer/text.py
+    # without_invisible): the last word typed so is still a prefix.
+    words = [without_invisible(w.replace('"', " ").replace("\x00", "")) for w in query.split()]
     words = [w for w in words if w]
     out: list[QueryWord] = []
     seen: set[tuple[str, bool]] = set()
