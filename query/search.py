@@ -453,7 +453,7 @@ def _message_hits(
     def in_scope() -> list[Hit] | None:
         return _scope_page(db, match, where, params, limit)
 
-    if scope is not None and kept is None:
+    if scope is not None:
         # Before the whole ranking, not after NARROW_AFTER of its rows: FTS5 ranks every
         # match before the first row, so a common word cost a scope of a few sessions
         # what it costs every session, and more (``the`` in a 7-session project, 2,000
@@ -461,7 +461,19 @@ def _message_hits(
         # the newest matches of every project, mapped to their sessions until the scope's
         # page filled, were most of them another project's (``error`` in a 70-session
         # worktree at 20,000 sessions: 199,000 rows read, 2.6 s a keystroke).
-        return _page_within(db, match, where, params, limit, scope)
+        if kept is None:
+            return _page_within(db, match, where, params, limit, scope)
+        if not scope:
+            return []
+        # A word whose ranking is kept for the literal tier (a spelled word alone,
+        # ``user_profile``): the ranking of the scope's messages alone, read as the
+        # whole ranking is read, and kept so. It ranked every project's matches (and,
+        # typed, read their newest) while the other query shapes ranked the scope's.
+        scoped = (
+            "SELECT f.rowid, f.rank FROM messages_fts f WHERE messages_fts MATCH ?"
+            f" AND {_within_parts(scope)[1]} ORDER BY f.rank"
+        )
+        return _ranked_page(db, scoped, match, owners, params, limit, "message", kept)
     if newest_first_above is not None:
         newest = _newest_message_hits(db, match, owners, params, limit, newest_first_above)
         if newest is not None:
@@ -869,10 +881,13 @@ def _each_term_best(
     are what each word is ranked in (``the test`` in a 6-session project: 130 ms ranked
     everywhere)."""
     metas: dict[int, dict[int, Hit]] = {}
+    # In a narrow scope, a term's metadata is ranked in its sessions alone, as its
+    # messages are: each match of another project was looked up and filtered.
+    named_where = where if scope is None else f"{where} AND +f.rowid IN ({scope or 'NULL'})"
 
     def meta(i: int) -> dict[int, Hit]:
         if i not in metas:
-            metas[i] = _best(_metadata_hits(db, terms[i], where, params, -1))
+            metas[i] = _best(_metadata_hits(db, terms[i], named_where, params, -1))
         return metas[i]
 
     narrowed = (

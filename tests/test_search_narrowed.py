@@ -549,3 +549,63 @@ def test_the_wider_scopes_count_the_sessions_a_search_there_finds(
     assert counted == _counted_by_finding(index, query, filters), query
     ranked = [sql for sql in asked if "rank" in sql or "bm25(" in sql]
     assert not ranked, ranked
+
+
+@pytest.fixture(scope="module")
+def spelled_index(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A worktree of a few sessions writing ``user_profile`` (or the prose "user
+    profile"), among many more sessions of other projects writing it too."""
+    tree = ConfigTree(tmp_path_factory.mktemp("spelled") / "claude")
+    for n in range(6):
+        s = tree.session(cwd="/w/app", start=f"2026-11-{n + 1:02d}T10:00:00.000Z")
+        spelled = "user_profile" if n % 2 else "user profile"
+        s.user(f"the {spelled} page breaks on save {n}")
+        s.assistant(f"the {spelled} form posts twice" if n % 3 else "looking at it")
+        s.write()
+    for n in range(40):
+        s = tree.session(cwd=f"/w/other-{n % 5}", start=f"2026-10-{n % 28 + 1:02d}T10:00:00.000Z")
+        for k in range(3):
+            s.user(f"user_profile user_profile cleanup {k}")
+            s.assistant("user profile user_profile done")
+        s.write()
+    db = open_db(tmp_path_factory.mktemp("spelled-db") / "i.db")
+    refresh(db, [tree.root])
+    return db
+
+
+@pytest.mark.parametrize("query", ["user_profile", "user_pro", "user_p", "the user_profile"])
+@pytest.mark.parametrize("typing", [False, True])
+@pytest.mark.parametrize("limit", [1, 3, 50])
+def test_a_spelled_word_in_a_narrow_scope_ranks_in_it_alone(
+    spelled_index: Any, monkeypatch: pytest.MonkeyPatch, query: str, typing: bool, limit: int
+) -> None:
+    """A query of one word with a spelling keeps its ranking for the literal tier
+    (``_keep_ranks``): in a narrow scope it ranked every match of every project, past
+    the switch to the scope's own sessions (``NARROW_AFTER``), which the other query
+    shapes take first. Ranked in the scope alone, the answer is the whole ranking's,
+    sessions that write the spelling first, and no statement ranks the word everywhere."""
+    monkeypatch.setattr(search_module, "FIRST_CUT", 1)  # small batches: a few rows each
+    filters = Filters(scope="worktree", cwd="/w/app", limit=limit)
+    narrows = Filters.narrows
+    monkeypatch.setattr(Filters, "narrows", lambda self: False)
+    monkeypatch.setattr(search_module, "NARROW_AFTER", 10**9)
+    whole = run_search(spelled_index, query, filters, typing=typing)
+    monkeypatch.setattr(Filters, "narrows", narrows)
+    monkeypatch.setattr(search_module, "NARROW_AFTER", 1)
+    with statements(spelled_index.conn) as asked:
+        narrowed = run_search(spelled_index, query, filters, typing=typing)
+
+    def rows(outcome: Any) -> list[Any]:
+        return [(r["session_id"], r["score"], r["snippet"]) for r in outcome.rows]
+
+    assert narrowed.kind == whole.kind == "match"
+    assert rows(narrowed) == rows(whole)
+    assert len(narrowed.rows) == min(limit, 6)  # every session of the worktree holds it
+    everywhere = [
+        sql
+        for sql in asked
+        if ("ORDER BY rank" in sql and "s.id IN (" not in sql)
+        or ("ORDER BY score" in sql and "f.rowid IN (" not in sql)
+        or ("ORDER BY rowid DESC" in sql and "LIMIT 1 OFFSET" not in sql)
+    ]
+    assert not everywhere, everywhere
