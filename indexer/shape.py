@@ -49,7 +49,8 @@ from typing import Any
 # (reader.glued_records), and a tag glued onto a line that starts with a tag
 # 38: a recorded cwd that is no absolute path gets no cd in resume_command (objects.absolute_cwd)
 # 39: an invisible character inside a word (soft hyphen, zero width space) is dropped (text.py)
-DERIVATION_VERSION = 39
+# 40: only those in the BMP (text.py _INVISIBLE): a tag or a supplement selector stays
+DERIVATION_VERSION = 40
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

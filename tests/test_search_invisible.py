@@ -35,7 +35,6 @@ HEART = "\u2764\ufe0f"  # a heart, emoji presentation
         ("re\ufe0fset", "reset"),  # a variation selector inside a word
         ("na\u200dive", "naive"),  # ZWJ between letters
         ("de\u034fbug", "debug"),  # combining grapheme joiner
-        ("ab\U000e0001cd", "abcd"),  # a tag character
         ("\u2066isolated\u2069 word", "isolated word"),  # isolates: tokens to unicode61
         ("é\u200bclair", "éclair"),
         ("12\u200b345", "12345"),
