@@ -676,6 +676,41 @@ def test_a_nul_between_two_words_parts_them_in_both_backends(
     assert found == [[s.session_id], [s.session_id]]
 
 
+@pytest.mark.parametrize(
+    ("field", "query"),
+    [
+        ("title", "database"),
+        ("prompt", "connection"),
+        ("reply", "database"),
+        ("reply", "data\u00adbase"),  # the query's own soft hyphen
+        ("reply", "--raw data\u200bbase"),
+    ],
+)
+def test_an_invisible_character_inside_a_word_is_no_part_of_it_in_both_backends(
+    tmp_path: Path, store: str, field: str, query: str
+) -> None:
+    """A soft hyphen or zero width space inside a word (indexer/text.py
+    ``without_invisible``) is dropped from the store's words and text as from the
+    index's: both find the session and mark the same word."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/app")
+    s.user("fix the connec\u00adtion pool" if field == "prompt" else "plain prompt")
+    s.assistant("the data\u200bbase is down" if field == "reply" else "on it")
+    s.meta("custom-title", customTitle="data\u200bbase notes" if field == "title" else "plain")
+    s.write()
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    local = str(tmp_path / "index.db")
+    words = query.split(" ")
+    found = []
+    for db in (local, store):
+        result = run(tree.root, db, "search", *words, "--scope", "all", "--json")
+        found.append([(r["session_id"], r["snippet"]) for r in json.loads(result.stdout or "[]")])
+    assert found[0] == found[1]
+    assert [sid for sid, _ in found[0]] == [s.session_id]
+    assert "[database]" in found[0][0][1] or "[connection]" in found[0][0][1]
+
+
 # (first prompt, a word only it holds): where FTS5's snippet() puts its window.
 SNIPPET_CASES = [
     ("after the big line afterword", "afterword"),  # short: the whole text
