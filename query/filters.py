@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -14,7 +13,12 @@ from typing import Any
 
 from sessiondex.query.archives import archived_sql
 from sessiondex.query.dialect import dialect_of
-from sessiondex.query.scopes import git_current_branch, resolve_cwd, strangers_sql
+from sessiondex.query.scopes import (
+    git_current_branch,
+    no_branch_reason,
+    resolve_cwd,
+    strangers_sql,
+)
 from sessiondex.query.scopes import keys_sql as keys_sql  # re-exported
 from sessiondex.query.sessions import ACTIVITY_SQL, NOT_HIDDEN_TAG_SQL, VISIBLE_SQL
 
@@ -163,13 +167,7 @@ class Filters:
         if self.current_branch:
             branch = git_current_branch(cwd)
             if branch is None:
-                # git is asked in the directory: one that is gone has no branch to read,
-                # and "not on a git branch" sent the user to look at git, not the path
-                if os.path.isdir(cwd):
-                    why = "is not on a git branch"
-                else:
-                    why = "is not a directory" if os.path.lexists(cwd) else "does not exist"
-                raise ValueError(f"--current-branch: {cwd} {why}")
+                raise ValueError(f"--current-branch: {no_branch_reason(cwd)}")
         if branch:
             clauses.append(
                 "EXISTS (SELECT 1 FROM branches b WHERE b.session_rowid = s.id AND b.branch = ?)"

@@ -80,6 +80,24 @@ def git_current_branch(cwd: str) -> str | None:
     return branch or None
 
 
+def no_branch_reason(cwd: str) -> str:
+    """Why :func:`git_current_branch` found no branch at ``cwd``, as the end of one line
+    (``--current-branch: <reason>``): the directory is missing, git is not installed, the
+    directory is in no repository, or HEAD is detached. Asked only once it failed, so a
+    listing with a branch pays nothing for it."""
+    import os
+    import shutil
+
+    if not os.path.isdir(cwd):
+        # git is asked in the directory: one that is gone has no branch to read
+        return f"{cwd} {'is not a directory' if os.path.lexists(cwd) else 'does not exist'}"
+    if shutil.which("git") is None:
+        return "git is not installed (no git on PATH)"
+    if _git(cwd, "rev-parse", "--git-dir") is None:
+        return f"{cwd} is not in a git repository"
+    return f"{cwd} has a detached HEAD (no branch)"
+
+
 @_briefly
 def git_remote_repositories(cwd: str) -> tuple[tuple[str, str], ...]:
     """``(host, owner/repo)`` of every remote of the repository at ``cwd`` that names

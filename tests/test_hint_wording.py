@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from sessiondex.cli.main import cli
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, git
 
 PR = "https://github.com/acme/app/pull/5"
 
@@ -81,6 +81,45 @@ def test_current_branch_in_a_missing_directory_says_it_is_missing(
     )
     assert result.exit_code == 1, result.output
     assert result.stderr == f"Error: --current-branch: {missing} {says}\n"
+
+
+@pytest.mark.parametrize("command", [["list"], ["search", "numbatword"]], ids=["list", "search"])
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("no-git", "git is not installed (no git on PATH)"),
+        ("no-repo", "{cwd} is not in a git repository"),
+        ("detached", "{cwd} has a detached HEAD (no branch)"),
+    ],
+    ids=["git-not-installed", "outside-a-repository", "detached-head"],
+)
+def test_current_branch_says_why_there_is_no_branch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], where: str, says: str
+) -> None:
+    """``--current-branch`` with git not installed, outside a repository and on a
+    detached HEAD all said "<dir> is not on a git branch": one line, exit 1 (an expected
+    failure, spec/cli.md), but with no git on PATH it sent the user to look at a
+    repository that was fine. Each says its own reason, still one line, no traceback."""
+    tree = _tree(tmp_path, "plain")
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    if where == "detached":
+        git("init", "-q", "-b", "main", cwd=cwd)
+        git("commit", "-q", "--allow-empty", "-m", "x", cwd=cwd)
+        git("checkout", "-q", "--detach", cwd=cwd)
+    if where == "no-git":
+        git("init", "-q", "-b", "main", cwd=cwd)  # a repository: git alone is missing
+        no_git = tmp_path / "bin"
+        no_git.mkdir()
+        monkeypatch.setenv("PATH", str(no_git))
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), *command]
+        + ["--current-branch", "--cwd", str(cwd)],
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr == f"Error: --current-branch: {says.format(cwd=cwd)}\n"
 
 
 @pytest.mark.parametrize(

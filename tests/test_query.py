@@ -1677,4 +1677,4 @@ def test_current_branch_is_read_before_the_first_commit(
         assert result.exit_code == 0, result.output
         assert [r["session_id"] for r in json.loads(result.stdout)] == [s.session_id]
     else:
-        assert result.exit_code == 1 and "is not on a git branch" in result.stderr
+        assert result.exit_code == 1 and "has a detached HEAD (no branch)" in result.stderr
