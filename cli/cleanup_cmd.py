@@ -224,8 +224,7 @@ def _render_root(
                 "and leaves the originals)."
             )
     if plan["exempt"]:
-        others = sum(1 for e in plan["exempt"] if e.get("kind", SESSION) != SESSION)
-        exempt = sessions_and_files(len(plan["exempt"]) - others, others, of="desktop ")
+        exempt = sessions_and_files(totals["exempt"], totals["exempt_files"], of="desktop ")
         out.append(
             f"  Exempt: {exempt} past the cutoff; Claude Code's sweep keeps them (not counted)."
         )

@@ -199,9 +199,17 @@ class RootPlan:
 def _totals(
     delete: list[PlanEntry], protected: list[PlanEntry], exempt: list[PlanEntry]
 ) -> dict[str, int]:
-    """Sessions and files that are none counted apart (a file is no session)."""
-    sessions = [e for e in delete if e.kind == SESSION]
-    files = [e for e in delete if e.kind != SESSION]
+    """What each list of a plan holds, sessions and files that are none counted apart
+    (a file is no session): ``sessions``/``bytes`` and ``files``/``file_bytes`` of the
+    expired, ``protected``/``protected_bytes`` (sessions only: a file has no tag), and
+    ``exempt``/``exempt_bytes`` and ``exempt_files``/``exempt_file_bytes`` of the exempt.
+    Each total is its list's entries of one kind, so they add up to the lists."""
+
+    def split(entries: list[PlanEntry]) -> tuple[list[PlanEntry], list[PlanEntry]]:
+        return [e for e in entries if e.kind == SESSION], [e for e in entries if e.kind != SESSION]
+
+    sessions, files = split(delete)
+    exempt_sessions, exempt_files = split(exempt)
     return {
         "sessions": len(sessions),
         "bytes": sum(e.size for e in sessions),
@@ -209,7 +217,10 @@ def _totals(
         "file_bytes": sum(e.size for e in files),
         "protected": len(protected),
         "protected_bytes": sum(e.size for e in protected),
-        "exempt": len(exempt),
+        "exempt": len(exempt_sessions),
+        "exempt_bytes": sum(e.size for e in exempt_sessions),
+        "exempt_files": len(exempt_files),
+        "exempt_file_bytes": sum(e.size for e in exempt_files),
     }
 
 
@@ -409,8 +420,14 @@ def plan_root(
         if entry.claude_code_deletes:
             cc_deleted.add(entry.file_path)
             plan.count_deletion(entry)
-        if ours:
-            (plan.exempt if exempt else plan.expired).append(entry)
+        if ours and exempt:
+            # The sweep keeps it whatever its tag: ``protected`` names the expired
+            # sessions the keep tag alone saves (the ``protected`` list; ``tag`` still
+            # says it is tagged).
+            entry.protected = False
+            plan.exempt.append(entry)
+        elif ours:
+            plan.expired.append(entry)
 
     # Only the files old enough to be in the plan get an entry; their rows are read in
     # a few statements, not three per session.

@@ -394,3 +394,70 @@ def test_the_exempt_line_counts_a_desktop_file_as_no_session(world: dict[str, An
         "  Exempt: 1 other desktop file (not sessions) past the cutoff; Claude Code's"
         " sweep keeps them (not counted)." in text.output.splitlines()
     )
+
+
+#: The totals of a cleanup plan, and the list (and kinds) each one counts.
+TOTALS = {
+    "sessions": ("expired", True, "n"),
+    "bytes": ("expired", True, "size"),
+    "files": ("expired", False, "n"),
+    "file_bytes": ("expired", False, "size"),
+    "protected": ("protected", True, "n"),
+    "protected_bytes": ("protected", True, "size"),
+    "exempt": ("exempt", True, "n"),
+    "exempt_bytes": ("exempt", True, "size"),
+    "exempt_files": ("exempt", False, "n"),
+    "exempt_file_bytes": ("exempt", False, "size"),
+}
+
+
+def _totals_of(plans: list[dict[str, Any]]) -> dict[str, int]:
+    """Each total as the entries of its list (sessions, or files that are none) add up."""
+    out = {}
+    for name, (plan, sessions, what) in TOTALS.items():
+        entries = [e for root in plans for e in root[plan] if (e["kind"] == "session") is sessions]
+        out[name] = len(entries) if what == "n" else sum(e["size"] for e in entries)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("extra", "exempt_sessions", "protected"),
+    [
+        ([], 0, 0),
+        ([("claude-desktop", None)], 1, 0),
+        ([("claude-desktop", "keep"), ("claude-desktop-3p", None)], 2, 0),
+        ([("cli", "keep")], 0, 1),
+        ([("cli", "keep"), ("claude-desktop", "keep")], 1, 1),
+    ],
+    ids=["files-only", "desktop-session", "desktop-tagged-keep", "protected", "both"],
+)
+def test_json_totals_are_the_lists_counted_by_kind(
+    world: dict[str, Any], extra: list[tuple[str, str | None]], exempt_sessions: int, protected: int
+) -> None:
+    """``totals.exempt`` counted the exempt desktop sessions and the exempt files that
+    are no sessions together (``totals.sessions`` and ``totals.files`` count the expired
+    ones apart): a desktop session and a desktop ``agent-*.jsonl`` said "exempt": 2.
+    Every total is now its list's entries of one kind, in each config dir and overall.
+    A desktop session tagged keep is exempt (the sweep keeps it), not protected, and its
+    entry said ``"protected": true`` in the ``exempt`` list, which totals.protected left
+    out."""
+    now = time.time()
+    for i, (entrypoint, tag) in enumerate(extra):
+        s = world["tree"].session(cwd="/work/repo", entrypoint=entrypoint)
+        s.user(f"old pangolin notes {i}")
+        s.assistant("noted")
+        if tag is not None:
+            s.meta("tag", tag=tag, sessionId=s.session_id)
+        s.write(mtime=now - (41 + i) * DAY)
+    result = _run(world, "cleanup", "--json", "--cwd", str(world["tmp"]))
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    (root,) = plan["config_dirs"]
+    assert root["totals"] == _totals_of([root])
+    assert plan["totals"] == _totals_of(plan["config_dirs"])
+    # an entry's ``protected`` says which list it is in: the tag keeps it from --apply
+    for name in ("expired", "protected", "exempt"):
+        assert {e["protected"] for e in root[name]} <= {name == "protected"}, name
+    totals = root["totals"]
+    assert (totals["exempt"], totals["exempt_files"]) == (exempt_sessions, 1)
+    assert (totals["protected"], totals["sessions"], totals["files"]) == (protected, 1, 2)
