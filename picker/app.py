@@ -232,6 +232,9 @@ class PickerScreen(Screen[None]):
         def job(index: Index) -> Loaded | None:
             if generation != self.generation:
                 return None  # superseded while it waited: skip the query
+            # A newer sessiondex may have re-derived the index since the picker opened:
+            # its rows are not this code's to read (one small SELECT a load).
+            index.check_rules()
             return load_rows(
                 index,
                 generation,
@@ -256,7 +259,16 @@ class PickerScreen(Screen[None]):
                 self.start_load(keep)
             return
         except Exception as exc:  # noqa: BLE001 - a busy or damaged index: say so, stay up
-            self.error = clean(f"{type(exc).__name__}: {exc}")
+            from sessiondex.indexer.db import IndexFromNewer
+
+            if isinstance(exc, IndexFromNewer):
+                # The CLI's one line, and no rows: none can be read from it any more,
+                # and the ones on screen no longer answer what is typed.
+                self.error = clean(str(exc))
+                self.search_cache.clear()
+                self.session_list.set_rows([], 0)
+            else:
+                self.error = clean(f"{type(exc).__name__}: {exc}")
             self.is_loading = False
             self.update_chrome()
             self.release_paint()
@@ -342,7 +354,7 @@ class PickerScreen(Screen[None]):
                 parts.append("newest first")
         else:
             parts.append(counted(len(rows), "session"))
-        if not rows and not self.is_loading and self.scope != "all":
+        if not rows and not self.is_loading and not self.error and self.scope != "all":
             parts.append("^A: all projects")  # as search says where else it matches
         if rows:
             parts.append(f"{self.session_list.cursor + 1}/{len(rows)}")

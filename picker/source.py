@@ -144,6 +144,10 @@ def database_signature(db_path: Path) -> tuple[tuple[int, int] | None, ...]:
     return tuple(out)
 
 
+class _Newer(Exception):
+    """This round met a newer sessiondex's index (already said): nothing more to do."""
+
+
 class Freshness:
     """Calls ``on_change`` (from its own thread) whenever the index changed.
 
@@ -183,6 +187,8 @@ class Freshness:
             self._thread.join(timeout=5)  # a daemon: a long refresh may finish alone
 
     def _loop(self) -> None:
+        from sessiondex.indexer.db import IndexFromNewer
+
         index = self.source.open_index(refresh=self.refresh)
         # What the rows on screen were read from (Source.first_rows), else a look now.
         first = self.source.first_look
@@ -194,13 +200,23 @@ class Freshness:
             with contextlib.suppress(Exception):  # reported by the first round instead
                 stamp = index.listing_stamp()
         errors: set[str] = set()
+        newer = False  # the last look found a newer sessiondex's index
         try:
             while not self._stop.is_set():
                 changed = watching = False
                 try:
-                    # An upgrade while the picker stays open: a newer sessiondex's index
-                    # is said (once, as any failure here), with a watch running too.
-                    index.check_rules()
+                    # An upgrade while the picker stays open, with a watch running too:
+                    # the CLI's line, once, and a reload, which then shows that line in
+                    # place of rows; an index rebuilt by this version later is a reload.
+                    try:
+                        index.check_rules()
+                    except IndexFromNewer as exc:
+                        if not newer:
+                            newer = changed = True
+                            self.on_error(str(exc))
+                        raise _Newer() from None
+                    if newer:
+                        newer, changed = False, True
                     watching = index.watcher_alive()
                     if self.refresh and not watching:
                         # A refresh writes its bookkeeping even when no file changed:
@@ -224,6 +240,8 @@ class Freshness:
                     else:
                         now = database_signature(self.source.db_path)
                         changed, seen = now != seen, now
+                except _Newer:
+                    pass
                 except Exception as exc:  # noqa: BLE001 - reported, then retried
                     kind = type(exc).__name__
                     if kind not in errors:

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -415,6 +416,43 @@ def test_an_open_picker_says_so_once_and_writes_nothing(tmp_path: Path, watching
             lock.release()
     assert len(said) == 1 and "newer sessiondex" in said[0], said
     assert _messages(path) == before
+
+
+@pytest.mark.parametrize("noticed_by", ["typing", "live-thread"])
+def test_an_open_picker_shows_the_one_line_instead_of_rows(tmp_path: Path, noticed_by: str) -> None:
+    """A picker left open through the upgrade went on answering every keystroke from
+    the newer index by this code's rules ("1 match", rows read from tables it does not
+    know); its live thread said so only in a toast that faded ("could not refresh the
+    index: the index …"), and without the live thread nothing was said. Now the status
+    line says the CLI's line (no class name, no "could not refresh"), no row is shown,
+    and the index is left as the newer copy made it."""
+    pytest.importorskip("textual")
+    from tests.picker_world import PickerWorld, drive
+    from tests.test_picker import screen_text
+
+    world = PickerWorld(tmp_path)
+
+    async def run(app: Any, pilot: Any) -> Any:
+        assert app.picker.session_list.rows
+        _make_newer(world.db, "derivation")
+        before = _digest(world.db)
+        if noticed_by == "typing":
+            await pilot.press(*"coupon")
+        for _ in range(200):  # the live thread's round, then its reload (bounded)
+            if app.picker.error:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()  # the status line redrawn (no rows: nothing to paint)
+        status = next(x for x in screen_text(app).splitlines() if "sessiondex pick" in x)
+        return app.picker.error, status, list(app.picker.session_list.rows), before
+
+    _, (error, status, rows, before) = drive(
+        world, run, live_interval=None if noticed_by == "typing" else 0.05
+    )
+    assert error is not None and error.startswith(f"the index {world.db} was built by a newer")
+    assert "the index " in status and "IndexFromNewer" not in status, status
+    assert rows == []
+    assert _digest(world.db) == before
 
 
 # --------------------------------------------------------------------- the SDK's functions
