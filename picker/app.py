@@ -717,8 +717,20 @@ class PickerScreen(Screen[None]):
 
     @work(group="mutate")
     async def mutate(self, action: Callable[[Index], Any], path: str, done: str) -> None:
+        from sessiondex.actions.mutations import IndexNotUpdated
+
         try:
             result = await asyncio.wrap_future(self.source.submit(action))
+        except IndexNotUpdated as exc:
+            # Done (the transcript has it), the index behind: a note, not an error, and
+            # the live thread brings the session's row up to date (Source.behind).
+            self.notify(clean(str(exc)), severity="warning", markup=False)
+            for text in exc.result.warnings:
+                self.notify(clean(text), severity="warning", markup=False)
+            obj = self.session_list.objects.get(path)
+            if obj is not None:
+                self.source.note_behind(str(obj["session_id"]))
+            return
         except Exception as exc:  # noqa: BLE001 - NotFound, a refused name, a vanished file
             message = str(exc)
             if isinstance(exc, sqlite3.Error):  # the CLI's line: which index, what is wrong

@@ -66,6 +66,8 @@ class Source:
         self._interruptible = False
         self._interrupted = False  # interrupt() was called during the running job
         self.first_look: FirstLook | None = None
+        self._behind: set[str] = set()  # note_behind
+        self._behind_lock = threading.Lock()
 
     def first_rows(self, job: Callable[[Index], T]) -> Future[T]:
         """Run the first rows' ``job`` on the index thread, noting the index as it stands
@@ -109,6 +111,20 @@ class Source:
             raise
         finally:
             self._interruptible = False
+
+    def note_behind(self, session_id: str) -> None:
+        """The index could not take a change of this session the picker wrote
+        (``IndexNotUpdated``): :class:`Freshness` syncs it until it can."""
+        with self._behind_lock:
+            self._behind.add(session_id)
+
+    def behind(self) -> list[str]:
+        with self._behind_lock:
+            return sorted(self._behind)
+
+    def caught_up(self, session_id: str) -> None:
+        with self._behind_lock:
+            self._behind.discard(session_id)
 
     def interrupt(self) -> None:
         """Stop the running job if it is interruptible (called from the UI thread)."""
@@ -215,9 +231,15 @@ class Freshness:
                             newer = changed = True
                             self.on_error(str(exc))
                         raise _Newer() from None
-                    if newer:
-                        newer, changed = False, True
+                    reload = newer  # the newer copy's index is gone: rows again
+                    newer = False
                     watching = index.watcher_alive()
+                    if not watching:  # (a watch catches the transcripts up itself)
+                        # A change of the picker's own the index could not take (a full
+                        # disk): that session's row, as soon as the index takes it.
+                        for session_id in self.source.behind():
+                            reload = index.sync_session(session_id) or reload
+                            self.source.caught_up(session_id)
                     if self.refresh and not watching:
                         # A refresh writes its bookkeeping even when no file changed:
                         # what it read says whether sessions did. What another process
@@ -240,6 +262,7 @@ class Freshness:
                     else:
                         now = database_signature(self.source.db_path)
                         changed, seen = now != seen, now
+                    changed = changed or reload
                 except _Newer:
                     pass
                 except Exception as exc:  # noqa: BLE001 - reported, then retried

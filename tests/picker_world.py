@@ -155,6 +155,7 @@ def drive(
     live_interval: float | None = None,
     glyphs: Glyphs = UNICODE,
     refresh_first: bool = False,
+    refresh: bool = True,
 ) -> tuple[Any, Any]:
     """Run the picker headless on ``world``; (the app's return value, the driver's)."""
 
@@ -167,6 +168,7 @@ def drive(
             clock=lambda: NOW,
             live_interval=live_interval,
             glyphs=glyphs,
+            refresh=refresh,
             initial=prefetch(source, chosen_options),  # as run_picker starts it
         )
         try:

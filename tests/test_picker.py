@@ -520,6 +520,49 @@ def test_a_rename_on_a_read_only_index_says_which_index_and_why(tmp_path: Path) 
     assert world.paths["coupons"].read_bytes() == before
 
 
+@pytest.mark.parametrize("refresh", [True, False], ids=["refreshing", "no-refresh"])
+def test_a_rename_the_index_could_not_follow_is_a_note_and_shows_once_caught_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refresh: bool
+) -> None:
+    """Ctrl+R whose record landed but whose index update failed (a full disk for the
+    index alone, IndexNotUpdated) was notified as an error, as if nothing was renamed,
+    and a picker opened with ``--no-refresh`` never showed the new name, the index
+    being left behind until some other command refreshed it. Now it is a warning that
+    says what was done, and the next live round brings that session's row up to date
+    (``Index.sync_session``, refresh or not) once the index takes writes again."""
+    from tests.test_mutations import IndexFullAfterTheWrite
+
+    world = PickerWorld(tmp_path)
+
+    async def run(app: PickerApp, pilot: Any) -> Any:
+        notes: list[tuple[str, str]] = []
+        app.notify = lambda message, **k: notes.append((k.get("severity"), str(message)))  # type: ignore[method-assign]
+        full = pytest.MonkeyPatch()
+        IndexFullAfterTheWrite(full)
+        try:
+            await press(app, pilot, "ctrl+r")
+            app.screen.query_one("#prompt").value = ""
+            await press(app, pilot, *"Zed", "enter")
+            for _ in range(100):
+                if notes:
+                    break
+                await pilot.pause(0.02)
+        finally:
+            full.undo()  # the disk has room again
+        for _ in range(200):
+            if "Zed" in titles(app):
+                break
+            await pilot.pause(0.02)
+        await settle(app, pilot)
+        return notes, titles(app)
+
+    _, (notes, shown) = drive(world, run, live_interval=0.05, refresh=refresh)
+    assert [severity for severity, _ in notes] == ["warning"], notes
+    assert notes[0][1].startswith(f"renamed {world.ids['coupons']} to 'Zed'; "), notes
+    assert notes[0][1].endswith("it will catch up on the next refresh"), notes
+    assert shown[0] == "Zed", shown
+
+
 def test_drawn_rows_follow_their_sessions_across_loads(tmp_path: Path) -> None:
     """Rows drawn for one load are reused by the next only when they show the same:
     a rename or a tag redraws the row; a search that keeps a session keeps its row."""
