@@ -161,6 +161,11 @@ class App:
 
                 if isinstance(exc, TeamStoreReadOnly):  # it opened: this is what was asked
                     raise CliError(str(exc)) from None
+                if isinstance(exc, ImportError):  # no `team` extra: push's line, and how
+                    from sessiondex.store import INSTALL_HINT, MissingDriver
+
+                    line = str(exc) if isinstance(exc, MissingDriver) else f"{INSTALL_HINT} ({exc})"
+                    raise CliError(line) from None
 
                 why = error_line(exc, self.index.team_dsn)
                 raise CliError(f"cannot open the team store: {why}") from None

@@ -502,6 +502,36 @@ def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path) -
 @pytest.mark.parametrize(
     "args",
     [
+        ("list",),
+        ("search", "auth"),
+        ("from-pr", "12"),
+        ("resolve", "3f2a9c1e"),
+        ("show", "3f2a9c1e"),
+        ("export", "3f2a9c1e", "-o", "-"),
+    ],
+    ids=lambda args: args[0],
+)
+def test_a_team_store_read_without_psycopg_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    """Helper 608: in a venv without the ``team`` extra, ``--db postgresql://… list``
+    said ``cannot open the team store: No module named 'psycopg'``, where ``push`` and
+    ``store init`` name the extra to install; every read from the store says so too."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` now fails
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    dsn = "postgresql://ann:hunter2@127.0.0.1:1/team"
+    result = CliRunner().invoke(cli, ["--config-dir", str(tmp_path / "claude"), "--db", dsn, *args])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: the team store needs psycopg: ")
+    assert "pip install 'sessiondex[team]'" in result.output
+    assert result.output.count("\n") == 1 and "hunter2" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
         ("rename", "Auth refactor", "Renamed"),
         ("tag", "Auth refactor", "x"),
         ("untag", "Auth refactor"),
