@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from sessiondex.index import Index, prepare_connection
-    from sessiondex.indexer.db import NotAnIndex
+    from sessiondex.indexer.db import IndexFromNewer, NotAnIndex
     from sessiondex.query.resolve import Ambiguous, NotFound, Resolution
     from sessiondex.sdk import (
         ForkSessionResult,
@@ -45,6 +45,10 @@ _EXPORTS = {
     # ``Index(db=…)`` given a path that is no index (a directory, a transcript, another
     # program's database): a ValueError a caller may want to tell apart.
     "NotAnIndex": "sessiondex.indexer.db",
+    # An index a newer sessiondex derived or migrated (one line, a RuntimeError): the
+    # readers given it as ``db=`` raise it, ``Index`` on it too; the SDK functions on
+    # the default index answer from the transcripts instead.
+    "IndexFromNewer": "sessiondex.indexer.db",
     "NotFound": "sessiondex.query.resolve",
     "Ambiguous": "sessiondex.query.resolve",
     "Resolution": "sessiondex.query.resolve",
@@ -66,6 +70,7 @@ __all__ = [
     "Ambiguous",
     "ForkSessionResult",
     "Index",
+    "IndexFromNewer",
     "NotAnIndex",
     "NotFound",
     "Resolution",

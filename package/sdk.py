@@ -151,7 +151,8 @@ def _index(
     answer; so does a default index a newer sessiondex made (an old virtualenv's
     program after an upgrade), which this code neither reads nor writes. Another
     process writing the index (busy) is waited for as ever; a ``db`` the caller gives
-    is used as given."""
+    is used as given: its failures are raised, a newer sessiondex's index as
+    ``sessiondex.IndexFromNewer`` (one line), with ``refresh=False`` too."""
     import sqlite3
 
     from sessiondex.indexer.db import IndexFromNewer

@@ -491,6 +491,48 @@ def test_the_sdk_drop_ins_answer_from_the_transcripts_beside_a_newer_default_ind
     assert _digest(path) == before
 
 
+@pytest.mark.parametrize("refresh", [True, False], ids=["refresh", "no-refresh"])
+@pytest.mark.parametrize("given", ["path", "connection"])
+def test_an_sdk_reader_given_a_newer_index_raises_the_public_exception(
+    tmp_path: Path, given: str, refresh: bool
+) -> None:
+    """A ``db=`` the caller gives is used as given (README, the SDK functions): on a
+    newer sessiondex's index every reader raises ``sessiondex.IndexFromNewer``, one
+    line, whether the path or an open connection, with ``refresh=False`` too. Before,
+    that class could not be imported from ``sessiondex`` (AttributeError)."""
+    import sessiondex
+    import sessiondex.sdk as sdk_api
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/work/repo")
+    s.user("a question")
+    s.assistant("an answer")
+    s.write()
+    path = tmp_path / "index.db"
+    assert len(sdk_api.list_sessions(db=path, config_dir=tree.root)) == 1
+    _make_newer(path, "derivation")
+    before = _messages(path)
+    public = sessiondex.IndexFromNewer
+    assert "IndexFromNewer" in sessiondex.__all__
+    readers: list[Callable[..., object]] = [
+        lambda **kw: sdk_api.list_sessions(**kw),
+        lambda **kw: sdk_api.get_session_info(s.session_id, **kw),
+        lambda **kw: sdk_api.get_session_messages(s.session_id, **kw),
+        lambda **kw: sdk_api.list_subagents(s.session_id, **kw),
+    ]
+    for read in readers:
+        conn = sqlite3.connect(path) if given == "connection" else None
+        try:
+            with pytest.raises(public) as raised:
+                read(db=conn or path, config_dir=tree.root, refresh=refresh)
+        finally:
+            if conn is not None:
+                conn.close()
+        text = str(raised.value)
+        assert "\n" not in text and "was built by a newer sessiondex" in text, text
+    assert _messages(path) == before
+
+
 def test_an_sdk_drop_in_write_is_refused_as_an_oserror_before_the_transcript(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
