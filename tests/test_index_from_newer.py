@@ -209,6 +209,31 @@ def test_a_watch_started_on_a_newer_index_does_not_start(tmp_path: Path, how: st
     assert _digest(path) == before
 
 
+@pytest.mark.parametrize("how", sorted(NEWER))
+@pytest.mark.parametrize("shell", ["bash_complete", "zsh_complete"])
+def test_a_tab_on_a_newer_index_offers_nothing_and_says_nothing(
+    tmp_path: Path, how: str, shell: str
+) -> None:
+    """Shell completion of a session argument (``show <Tab>``) on a newer sessiondex's
+    index: nothing offered, nothing on stderr (no traceback in the user's command
+    line), exit 0, the file untouched (``indexer.db.open_if_current``)."""
+    root, path = _built(tmp_path)
+    words = f"sessiondex --config-dir {root} --db {path} show "
+    env = {
+        "_SESSIONDEX_COMPLETE": shell,
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split())),
+    }
+    offered = CliRunner().invoke(cli, [], env=env, prog_name="sessiondex")
+    assert offered.exit_code == 0 and offered.stdout.strip(), offered.output  # IDs, names
+    _make_newer(path, how)
+    before = _digest(path)
+    result = CliRunner().invoke(cli, [], env=env, prog_name="sessiondex")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "" and result.stderr == ""
+    assert _digest(path) == before
+
+
 # --------------------------------------------------------------------- every command
 def _tree_digest(root: Path) -> str:
     digest = hashlib.sha256()
