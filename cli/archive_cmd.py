@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from sessiondex.index import Index
 
 DEFAULT_WINDOW = "3d"
+# A run that archives many sessions (a first run on a long history) counts them on a
+# terminal once it has taken this long.
+ARCHIVE_PROGRESS_DELAY = 1.0
 
 
 def _window_seconds(text: str) -> int:
@@ -297,8 +300,17 @@ def archive(
     from sessiondex.transcripts.archive import ArchiveError
 
     state.fresh_db()
+    from sessiondex.cli.progress import progress_count
+
     try:
-        run = state.index.archive(archive_dir=directory, window=seconds, cwd=cwd, dry_run=dry_run)
+        with progress_count("Archiving", delay=ARCHIVE_PROGRESS_DELAY) as count:
+            run = state.index.archive(
+                archive_dir=directory,
+                window=seconds,
+                cwd=cwd,
+                dry_run=dry_run,
+                on_result=_counting(count) if count is not None else None,
+            )
     except ValueError as exc:
         raise UnsafeOutputPath(clean_line(str(exc))) from None
     except ArchiveError as exc:  # the dir cannot be locked, or another run holds it
@@ -365,6 +377,18 @@ def restore(session_id: str, fmt: str, as_json: bool) -> None:
         )
     if resume:
         click.echo(clean_line(f"resume: {resume}"))
+
+
+def _counting(count: Callable[[str], None]) -> Callable[[ArchiveResult], None]:
+    """An ``on_result`` for :meth:`Index.archive` that shows the sessions (and other
+    files) done so far on ``count``'s line."""
+    done = [0, 0]
+
+    def on_result(result: ArchiveResult) -> None:
+        done[0 if result.is_session else 1] += 1
+        count(sessions_and_files(done[0], done[1]))
+
+    return on_result
 
 
 def _default_dir_problem(directory: Path) -> tuple[str, str] | None:

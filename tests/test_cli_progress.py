@@ -56,3 +56,64 @@ def test_a_reading_commands_refresh_shows_progress_only_when_it_runs_long(
     assert again == first  # stdout stays the answer alone, bar or not
     if not bar:
         assert "Indexing" not in err
+
+
+def test_a_quick_pass_after_an_earlier_one_draws_no_bar(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Helper 608: one command may refresh several times (``archive`` refreshes before
+    its plan and again after writing 3,000 archives ten seconds later). The delay was
+    counted from the first pass, which ended without a bar, so the second pass, quick
+    as it was, drew an ``Indexing`` bar at once at the end of the run."""
+    from types import SimpleNamespace
+
+    clock = [100.0]
+    monkeypatch.setattr(progress_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    bar = progress_module.ProgressBar("Indexing", delay=1.0)
+    for start in (100.0, 110.0):  # two quick passes, ten seconds apart
+        clock[0] = start
+        bar(0, 3)
+        clock[0] = start + 0.2
+        bar(2, 3)
+        bar(3, 3)
+    assert "Indexing" not in capsys.readouterr().err
+    clock[0] = 120.0  # a pass that runs long still gets its bar
+    bar(0, 3)
+    clock[0] = 121.5
+    bar(1, 3)
+    bar(3, 3)
+    assert "Indexing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "no-terminal"])
+def test_archive_counts_what_it_archived_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tty: bool
+) -> None:
+    """Helper 608: ``archive`` of 3,000 expiring sessions ran ten silent seconds (its
+    library call plans and archives in one go, so no total is known ahead): on a
+    terminal it now counts on stderr, then clears the line before the report."""
+    import time
+
+    import sessiondex.cli.archive_cmd as archive_module
+
+    monkeypatch.setattr(progress_module, "stderr_is_terminal", lambda: tty)
+    monkeypatch.setattr(archive_module, "ARCHIVE_PROGRESS_DELAY", 0.0, raising=False)
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(3):  # 45 days old: past the default 30
+        s = tree.session(cwd=f"/work/p{n}")
+        s.user(f"an old question {n}")
+        s.assistant("an answer")
+        s.write(mtime=time.time() - 45 * 86400)
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+        + ["archive", "--to", str(tmp_path / "arch")],
+        env={"SESSIONDEX_MANAGED_SETTINGS": str(tmp_path / "none.json")},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Archive dir ") and "3 archived" in result.stdout
+    if tty:
+        assert result.stderr.startswith("\rArchiving: 1 session")
+        assert result.stderr.endswith("\r")  # cleared: the report starts on a clean line
+    else:
+        assert "Archiving" not in result.stderr
