@@ -263,6 +263,8 @@ class Freshness:
                         now = database_signature(self.source.db_path)
                         changed, seen = now != seen, now
                     changed = changed or reload
+                    # A round passed: the same failure later is news, said again.
+                    errors.clear()
                 except _Newer:
                     pass
                 except Exception as exc:  # noqa: BLE001 - reported, then retried

@@ -1247,6 +1247,45 @@ def _live_sees_a_change(source: Any, *, refresh: bool = True) -> bool:
         source.close()
 
 
+def test_a_refresh_failure_that_comes_back_is_said_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live thread says a failed refresh once, not every round; but once a round
+    has passed, the same kind of failure later (the disk full again an hour on) is news
+    and is said again. It was said only the first time: a set never emptied."""
+    import threading
+
+    from sessiondex.picker.source import Freshness, Source
+
+    _tree, _s, db, _argv = _one_indexed_session(tmp_path)
+    # Each round takes the next outcome; the last one stays.
+    outcomes = iter(["fail", "fail", "pass", "pass", "fail", "fail"])
+    last = ["pass"]
+    rounds = threading.Semaphore(0)
+    real_refresh = Index.refresh
+
+    def refresh(self: Index, *args: Any, **kwargs: Any) -> Any:
+        last[0] = next(outcomes, last[0])
+        rounds.release()
+        if last[0] == "fail":
+            raise OSError(28, "No space left on device")
+        return real_refresh(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "refresh", refresh)
+    said: list[str] = []
+    source = Source(db, [_tree.root])
+    live = Freshness(source, 0.02, lambda: None, said.append)
+    live.start()
+    try:
+        for _ in range(8):  # every outcome taken, and two more rounds
+            assert rounds.acquire(timeout=10)
+    finally:
+        live.stop()
+        source.close()
+    assert len(said) == 2, said
+    assert all("No space left on device" in line for line in said), said
+
+
 @pytest.mark.parametrize("refresh", [True, False], ids=["refreshing", "beside a watch"])
 def test_a_change_committed_while_the_picker_starts_is_shown(tmp_path: Path, refresh: bool) -> None:
     """The first rows are read before the UI starts (prefetch) and the live thread took
