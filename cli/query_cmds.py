@@ -193,9 +193,37 @@ def _no_sessions(db: Any, filters: Any) -> str:
             break
     else:
         tries = []
-    said = "No sessions in this scope" + (f" (try {' or '.join(tries)})." if tries else ".")
+    said = "No sessions in this scope" + _left_nothing(db, filters)
+    said += f" (try {' or '.join(tries)})." if tries else "."
     hint = hidden_hint(filters, lambda wider: list_sessions(db, replace(wider, limit=1)))
     return f"{said} {hint}" if hint else said
+
+
+def _left_nothing(db: Any, filters: Any) -> str:
+    """`` match --branch X --since 7d`` when the scope holds sessions and those filters
+    left none: "No sessions in this scope." alone read as an empty directory."""
+    import shlex
+    from dataclasses import replace
+
+    from sessiondex.query.listing import list_sessions
+
+    named = ["--current-branch"] if filters.current_branch else []
+    for flag, value in (
+        ("--branch", filters.branch),
+        ("--since", filters.since),
+        ("--user", filters.user),
+        ("--host", filters.host),
+    ):
+        if value:
+            named.append(f"{flag} {shlex.quote(value)}")
+    if not named:
+        return ""
+    unfiltered = replace(
+        filters, branch=None, current_branch=False, since=None, user=None, host=None, limit=1
+    )
+    if not list_sessions(db, unfiltered):
+        return ""  # the scope itself is empty: the filters are not what left nothing
+    return " match " + clean_line(" ".join(named))
 
 
 def hidden_hint(filters: Any, answers: Callable[[Any], Any], what: str = "match it") -> str | None:

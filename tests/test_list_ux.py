@@ -762,3 +762,41 @@ def test_an_id_width_reads_indexes_not_the_sessions_rows(tmp_path: Path) -> None
             ), (sql, plan)
     finally:
         db.close()
+
+
+@pytest.mark.parametrize(
+    ("filters", "says"),
+    [
+        (["--branch", "nosuch"], "No sessions in this scope match --branch nosuch.\n"),
+        (
+            ["--branch", "feat x", "--since", "1h"],
+            "No sessions in this scope match --branch 'feat x' --since 1h.\n",
+        ),
+        (["--since", "1h"], "No sessions in this scope match --since 1h (try --scope all).\n"),
+        # nothing here at all, filters or not: the scope is what is empty
+        (
+            ["--branch", "main", "--cwd", "/w/empty"],
+            "No sessions in this scope (try --scope all).\n",
+        ),
+    ],
+    ids=["branch", "quoted-branch-and-since", "since-and-wider", "empty-scope"],
+)
+def test_an_empty_list_names_the_filters_that_left_nothing(
+    tmp_path: Path, filters: list[str], says: str
+) -> None:
+    """Helper 608: ``list --branch nosuch`` in a directory with sessions said "No
+    sessions in this scope.", as if the directory had none; it names the filters that
+    left nothing when the scope holds sessions without them."""
+    tree = ConfigTree(tmp_path / "claude")
+    old = datetime.now(timezone.utc) - timedelta(days=3)
+    for cwd, start in (("/w/app", old), ("/w/other", datetime.now(timezone.utc))):
+        s = tree.session(cwd=cwd, git_branch="main", start=start.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+        s.user("a session")
+        s.write()
+    cwd = [] if "--cwd" in filters else ["--cwd", "/w/app"]
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")] + ["list", *cwd, *filters],
+    )
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == says
