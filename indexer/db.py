@@ -96,6 +96,7 @@ DATA_TABLES = (
     "pr_links",
     "branches",
     "sessions",
+    "session_aliases",
     "files",
     "text_dicts",  # last: deleting messages decodes their bodies (the FTS delete trigger)
 )

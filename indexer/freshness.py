@@ -7,7 +7,8 @@ loading, is most of a query process's start-up).
 (``indexer/shape.py`` ``stat_unchanged``): every transcript under the config dirs has a
 ``files`` row with the same size, mtime, inode and device, stat'ed long enough after
 its last write (not "racily" clean), each main one's ``archived.json`` (Claude Code's
-picker archive) is as last read, no row names a file that is gone, and no other
+picker archive) is as last read, each ``.session-aliases`` is as the refresh last read
+it (none added or gone), no row names a file that is gone, and no other
 config dir the index holds has been deleted (its rows would still weigh in every
 search's bm25 statistics). Anything
 else (a new, grown, vanished or racy file, archive dirs to sweep) answers False and the
@@ -22,10 +23,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sessiondex.indexer.shape import stat_settled
+from sessiondex.indexer.shape import alias_stamp, stat_settled
 from sessiondex.transcripts.discover import (
     MAIN_WITH_FOLDER,
     SUBAGENT,
+    AliasFiles,
     iter_stats,
     picker_archive_stamp,
 )
@@ -88,14 +90,20 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
             f" WHERE root NOT IN ({', '.join('?' for _ in texts) or 'NULL'})",
             texts,
         ).fetchall()
+        alias_rows = db.execute(
+            "SELECT path, size, mtime_ns, inode, ctime_ns FROM session_aliases"
+            f" WHERE root IN ({', '.join('?' for _ in texts) or 'NULL'})",
+            texts,
+        ).fetchall()
     except sqlite3.Error:
         return False
     if any(not os.path.isdir(root) for (root,) in others):
         return False  # a config dir of a shared index is gone: the refresh forgets it
     known = {row[0]: row for row in rows}
     seen = 0
+    aliases: AliasFiles = {}
     for root in roots:
-        for path, _, kind, _, st in iter_stats(root):
+        for path, _, kind, _, st in iter_stats(root, aliases):
             row = known.get(path)
             if row is None or not stat_settled(
                 row[1:7], st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev, st.st_ctime_ns
@@ -106,4 +114,6 @@ def nothing_changed(db: Any, roots: list[Path]) -> bool:
             ):
                 return False  # archived or brought back in Claude Code's picker
             seen += 1
-    return seen == len(known)
+    # each .session-aliases as the refresh last read it (indexer/refresh.py), none more
+    read = {row[0]: tuple(row[1:]) for row in alias_rows}
+    return seen == len(known) and read == {path: alias_stamp(st) for path, st in aliases.items()}

@@ -35,15 +35,17 @@ from sessiondex.indexer.ingest import (
 )
 from sessiondex.indexer.meta import get_meta, immediate, keep_setting, set_meta
 from sessiondex.indexer.prefetch import Prefetched, Prefetcher, may_start_parser, parse_new_file
-from sessiondex.indexer.shape import stat_settled
+from sessiondex.indexer.shape import alias_stamp, stat_settled
 from sessiondex.indexer.stats import NEW, UNCHANGED, ProgressCallback, RefreshStats
 from sessiondex.indexer.textstore import current_dictionary, store_dictionary, train
 from sessiondex.transcripts.discover import (
     MAIN,
+    AliasFiles,
     Found,
     describe_path,
     iter_found,
     picker_archive_stamp,
+    read_session_aliases,
     unseen_because,
 )
 
@@ -219,8 +221,11 @@ def refresh(
     tools = include_tools_setting(db)
     found_files: list[Found] = []
     unlisted: dict[str, str] = {}
+    aliases: AliasFiles = {}
     for root in roots:
-        found_files.extend(iter_found(root, skipped=stats.problems, unlisted=unlisted))
+        found_files.extend(
+            iter_found(root, skipped=stats.problems, unlisted=unlisted, aliases=aliases)
+        )
     seen = {found.path for found in found_files}
     kept = (
         "its sessions are left out of this rebuild until it can be read"
@@ -244,6 +249,7 @@ def refresh(
         if path not in seen and not path.startswith(unseen) and remove_path(db, path):
             stats.removed += 1
     forget_vanished_roots(db, roots, stats)
+    sync_session_aliases(db, roots, aliases, unseen, stats)
     group = CommitGroup(db)
     # Known files in discovery order, then the new ones oldest first (only they get new
     # rowids; sorting every file would tax each no-change refresh).
@@ -375,6 +381,62 @@ def forget_vanished_roots(db: Database, roots: list[Path], stats: RefreshStats) 
         for (path,) in paths:
             if remove_path(db, path):
                 stats.removed += 1
+
+
+def sync_session_aliases(
+    db: Database, roots: list[Path], seen: AliasFiles, unseen: tuple[str, ...], stats: RefreshStats
+) -> None:
+    """Bring ``session_aliases`` up to date with the ``.session-aliases`` files the walk
+    ``seen`` in ``roots``: each new or changed one read (a few lines), each gone one
+    forgotten (not one in a directory that cannot be listed: ``unseen``), and those of a
+    config dir that no longer exists (as :func:`forget_vanished_roots`). One that cannot
+    be read is kept with no alias and reported; it is read again once it changes."""
+    texts = [str(r) for r in roots]
+    marks = ", ".join("?" for _ in texts)
+    stored = {
+        str(path): (size, mtime_ns, inode, ctime_ns)
+        for path, size, mtime_ns, inode, ctime_ns in db.execute(
+            "SELECT path, size, mtime_ns, inode, ctime_ns FROM session_aliases"
+            f" WHERE root IN ({marks})",
+            texts,
+        ).fetchall()
+    }
+    gone = [p for p in stored if p not in seen and not p.startswith(unseen)]
+    gone_roots = [
+        root
+        for (root,) in db.execute(
+            f"SELECT DISTINCT root FROM session_aliases WHERE root NOT IN ({marks})", texts
+        ).fetchall()
+        if not os.path.isdir(root)
+    ]
+    changed = {p: st for p, st in seen.items() if stored.get(p) != alias_stamp(st)}
+    if not (gone or gone_roots or changed):
+        return
+    read: dict[str, list[str]] = {}
+    for path in changed:
+        try:
+            read[path] = read_session_aliases(path)
+        except (OSError, ValueError) as exc:
+            read[path] = []
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            stats.errors.append((path, f"cannot read it ({why}); no alias dir taken from it"))
+    with immediate(db):
+        for path in gone:
+            db.execute("DELETE FROM session_aliases WHERE path = ?", [path])
+        for root in gone_roots:
+            db.execute("DELETE FROM session_aliases WHERE root = ?", [root])
+        for path, st in changed.items():
+            root = next(t for t in texts if path.startswith(os.path.join(t, "projects", "")))
+            key = os.path.basename(os.path.dirname(path))
+            db.execute(
+                "INSERT INTO session_aliases"
+                " (path, root, project_key, size, mtime_ns, inode, ctime_ns, aliases)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET"
+                " root = excluded.root, project_key = excluded.project_key,"
+                " size = excluded.size, mtime_ns = excluded.mtime_ns, inode = excluded.inode,"
+                " ctime_ns = excluded.ctime_ns, aliases = excluded.aliases",
+                [path, root, key, *alias_stamp(st), "\n".join(read[path])],
+            )
 
 
 def oldest_first(files: list[Found]) -> list[Found]:

@@ -482,3 +482,27 @@ def m018_session_id_width_indexes(db: Database) -> None:
         "CREATE INDEX sessions_id_width ON sessions(session_id, raw_message_count, archived, root)"
     )
     db.execute(f"CREATE INDEX sessions_id_like_names ON sessions(id) WHERE {ID_LIKE_NAME_SQL}")
+
+
+@migrations()
+def m019_session_aliases(db: Database) -> None:
+    """``session_aliases``: each ``<config>/projects/<key>/.session-aliases`` the refresh
+    saw (its path, its stat to tell a change, and the project dirs its lines name, one
+    key a line in ``aliases``), so that a scope takes those dirs as Claude Code's picker
+    and ``--continue`` do (``query.scopes.scope_dirs``; docs/resolution.md#scopes)
+    without the query layer opening a file. Empty until the next refresh, which the
+    check before a reading command asks for when a file is there
+    (``indexer/freshness.py``)."""
+    db.execute("""
+        CREATE TABLE session_aliases (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            root TEXT NOT NULL,
+            project_key TEXT NOT NULL,       -- the dir holding the file
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            inode INTEGER NOT NULL,
+            ctime_ns INTEGER NOT NULL,
+            aliases TEXT NOT NULL            -- the project keys it names, one a line
+        )""")
+    db.execute("CREATE INDEX session_aliases_project ON session_aliases(project_key)")

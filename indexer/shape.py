@@ -124,6 +124,7 @@ MIGRATION_NAMES = (
     "m016_head_entrypoint",
     "m017_title_prefix_index",
     "m018_session_id_width_indexes",
+    "m019_session_aliases",
 )
 #: The fewest characters of a session ID that resolve as a prefix of one, and that a
 #: table shows (query/idprefix.py).
@@ -148,6 +149,7 @@ SCHEMA_OBJECTS = frozenset(
         "pr_links",
         "pr_mentions",
         "sessions",
+        "session_aliases",
         "text_dicts",
         "message_text",
         "session_search",
@@ -169,6 +171,13 @@ RACY_WINDOW_NS = 2_000_000_000
 # kept a skewed machine's times): a write now would move it back to now, which the next
 # look sees. Taken as quiet, or such a file was re-read by every reading command forever.
 FUTURE_SETTLED_NS = 3600 * 1_000_000_000
+
+
+def alias_stamp(st: Any) -> tuple[int, int, int, int]:
+    """What tells that a ``.session-aliases`` (an ``os.stat_result``) changed since the
+    refresh read it (``session_aliases``: the refresh and the freshness check compare
+    it). Its ctime too: a ``chmod`` that makes an unreadable one readable changes it."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def stat_settled(

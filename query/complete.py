@@ -13,7 +13,7 @@ from os import PathLike
 from typing import TYPE_CHECKING
 
 from sessiondex.query.filters import keys_sql, roots_sql, scope_sql
-from sessiondex.query.scopes import present_keys, resolve_cwd, worktree_keys
+from sessiondex.query.scopes import resolve_cwd, scope_dirs
 from sessiondex.query.sessions import (
     ACTIVITY_SQL,
     NOT_HIDDEN_TAG_SQL,
@@ -43,7 +43,7 @@ def complete_sessions(
     first) and names of the repository's sessions, each described by its title; only
     sessions of the config dirs ``roots`` (what ``resolve`` would accept)."""
     here = resolve_cwd(cwd)
-    where, params = keys_sql(present_keys(db, worktree_keys(here)))
+    where, params = keys_sql(scope_dirs(db, here, "repo") or [])
     # The names resolve takes: its scope, less a session of another directory with
     # the same project key (scope_sql).
     scoped = scope_sql(db, here, "repo")

@@ -383,11 +383,12 @@ class SqliteDialect:
     # -------------------------------------------------------------- scopes
     def scope_clause(self, db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
         """Which sessions a scope holds; None for every session. Locally a scope is a
-        set of project dirs: the cwd's own, or those of every worktree of its repo."""
-        from sessiondex.query.scopes import keys_sql, present_keys, scope_keys
+        set of project dirs: the cwd's own, or those of every worktree of its repo,
+        with their alias and Claude Code worktree dirs (``query.scopes.scope_dirs``)."""
+        from sessiondex.query.scopes import keys_sql, scope_dirs
 
-        keys = scope_keys(cwd, scope)
-        return None if keys is None else keys_sql(present_keys(db, keys))
+        keys = scope_dirs(db, cwd, scope)
+        return None if keys is None else keys_sql(keys)
 
 
 class PostgresDialect(SqliteDialect):

@@ -28,11 +28,12 @@ from sessiondex.query.idprefix import MIN_PREFIX as MIN_PREFIX  # re-exported
 from sessiondex.query.idprefix import is_id_prefix as is_id_prefix  # re-exported
 from sessiondex.query.idprefix import name_key
 from sessiondex.query.scopes import (
+    belongs_elsewhere,
+    continue_dirs,
     is_stranger,
     key_rank,
-    present_keys,
     resolve_cwd,
-    worktree_keys,
+    scope_dirs,
 )
 from sessiondex.query.sessions import (
     build_object,
@@ -468,7 +469,7 @@ def resolve(
         if rows:
             return Resolution(to_object(db, rows[0]), rows[0], MATCHED_PATH)
     if is_session_id(arg):
-        return _by_id(db, arg, present_keys(db, worktree_keys(here)), include_archived, roots)
+        return _by_id(db, arg, scope_dirs(db, here, "repo") or [], include_archived, roots)
     if arg.strip() != arg and is_session_id(arg.strip()):
         raise NotFound(f"Invalid session ID {arg!r}: remove the surrounding whitespace")
     # As for an ID, a file with no message (a title or tag alone) is nothing to resume.
@@ -499,7 +500,7 @@ def resolve(
             _matched(to_objects(db, named), MATCHED_NAME),
         )
     if is_id_prefix(arg):
-        keys = present_keys(db, worktree_keys(here))
+        keys = scope_dirs(db, here, "repo") or []
         repo_rows = _scope_rows(db, here, include_archived, roots)
         resolution = _by_prefix(db, arg.lower(), repo_rows, keys, include_archived, roots)
         if resolution is not None:
@@ -508,7 +509,7 @@ def resolve(
         # The team store holds any ID an SDK app stored ("my-custom-id"); its answers
         # name such a session by it (MCP's "more" footers), so it resolves as an ID.
         try:
-            keys = present_keys(db, worktree_keys(here))
+            keys = scope_dirs(db, here, "repo") or []
             return _by_id(db, arg.strip(), keys, include_archived, roots)
         except NotFound:
             pass
@@ -632,7 +633,9 @@ def continue_session(
     roots: list[Path] | None = None,
 ) -> dict[str, Any]:
     """The session ``claude --continue`` would open in ``cwd``: newest transcript mtime in
-    the cwd's own project dir (worktrees not searched) of ``roots``, skipping sidechains
+    the cwd's own project dir and the dirs its ``.session-aliases`` names
+    (:func:`~sessiondex.query.scopes.continue_dirs`; worktrees not searched) of
+    ``roots``, skipping sidechains
     and files without messages, and unless ``print_mode``, ``-p``/SDK and ``/loop``
     sessions. As Claude Code does, a session whose recorded cwd is another directory
     with the same project key (``/a/b-c`` and ``/a/b/c``) is skipped too, and so is one
@@ -641,7 +644,8 @@ def continue_session(
     from sessiondex.query.sessions import ALWAYS_HIDDEN_SQL, INTERACTIVE_SQL
 
     here = resolve_cwd(cwd)
-    where, params = keys_sql(present_keys(db, list(project_keys_for_directory(here))))
+    own = continue_dirs(db, here)
+    where, params = keys_sql(own)
     rooted, root_params = roots_sql(db, roots)
     where += f" AND {rooted}"
     params.extend(root_params)
@@ -656,12 +660,20 @@ def continue_session(
         columns="s.id, s.cwd, s.file_path, s.project_key",
     )
     same = {canonical_directory(here), unicodedata.normalize("NFC", here)}
+    # an alias dir's session is a slug twin's when recorded there, as in a listing
+    # (query.scopes.strangers_sql)
+    keys = set(project_keys_for_directory(here))
     archived = 0
     for candidate in candidates:
         recorded = candidate["cwd"]
-        if recorded is None or not is_stranger(
-            unicodedata.normalize("NFC", recorded), candidate["project_key"], same
-        ):
+        key = candidate["project_key"]
+        if recorded is None:
+            stranger = False
+        elif key in keys:
+            stranger = is_stranger(unicodedata.normalize("NFC", recorded), key, same)
+        else:
+            stranger = belongs_elsewhere(recorded, keys, same)
+        if not stranger:
             if archived_in_picker(candidate["file_path"]):
                 archived += 1
                 continue

@@ -1,11 +1,14 @@
 """Which project dirs a command looks at: the picker's scopes.
 
 ``worktree`` is the cwd's own project dir, ``repo`` adds every git worktree of the cwd's
-repository (``git worktree list --porcelain``), ``all`` is every project.
+repository (``git worktree list --porcelain``), ``all`` is every project. Both take, as
+Claude Code's picker does, the dirs a ``.session-aliases`` names and Claude Code's own
+worktree dirs (:func:`scope_dirs`, the one rule).
 """
 
 from __future__ import annotations
 
+import os
 import time
 import unicodedata
 from collections.abc import Callable
@@ -17,6 +20,7 @@ from sessiondex.transcripts.keys import (
     canonical_directory,
     project_dir_name_override,
     project_key,
+    project_key_for_canonical,
     project_keys_for_directory,
 )
 from sessiondex.transcripts.remotes import git as _git
@@ -142,6 +146,87 @@ def scope_keys(cwd: str, scope: str) -> list[str] | None:
     raise ValueError(f"unknown scope: {scope}")
 
 
+#: Claude Code's own worktrees (``claude --worktree``) live in ``<repo>/.claude/worktrees/
+#: <name>``: their project dirs are named ``<repo key>--claude-worktrees-<name>``.
+CLAUDE_WORKTREES = "--claude-worktrees-"
+
+
+def claude_worktree_keys(db: Any, keys: list[str]) -> list[str]:
+    """The project dirs the index holds named ``<key>--claude-worktrees-*`` for each of
+    ``keys``, by name (docs/resolution.md#scopes). A key over the length cap has
+    none: such a name would be hashed whole."""
+    found: list[str] = []
+    for key in keys:
+        if len(key) > MAX_SANITIZED_LENGTH:
+            continue
+        prefix = key + CLAUDE_WORKTREES
+        # the names from the prefix up to the next name that does not start with it
+        # ("-" + 1 is "."): a range the project index answers, case-sensitively
+        rows = db.execute(
+            "SELECT DISTINCT project_key FROM sessions WHERE project_key >= ?"
+            " AND project_key < ? ORDER BY project_key",
+            [prefix, prefix[:-1] + "."],
+        ).fetchall()
+        found.extend(str(k) for (k,) in rows if str(k) not in found)
+    return found
+
+
+def alias_keys(db: Any, keys: list[str]) -> list[str]:
+    """The project dirs the ``.session-aliases`` of ``keys``' dirs name, as the last
+    refresh read them (``session_aliases``; docs/resolution.md#scopes): the dirs of
+    sessions started in a symlinked spelling of the directory. One level: an alias
+    dir's own file is not followed."""
+    if not keys:
+        return []
+    rows = db.execute(
+        f"SELECT aliases FROM session_aliases WHERE project_key IN ({', '.join('?' for _ in keys)})"
+        " ORDER BY id",
+        list(keys),
+    ).fetchall()
+    found: list[str] = []
+    for (text,) in rows:
+        found.extend(k for k in str(text).split("\n") if k and k not in found)
+    return found
+
+
+def scope_dirs(db: Any, cwd: str, scope: str) -> list[str] | None:
+    """The project dirs of ``scope`` for ``cwd`` as the index holds them (None: every
+    one), the one rule of listings, search, names, ID prefixes and completion:
+
+    - ``worktree``: the cwd's project dir (:func:`present_keys`) and the dirs its
+      ``.session-aliases`` names (:func:`alias_keys`); when the cwd's repository has one
+      worktree (or there is none), also Claude Code's worktree dirs
+      ``<key>--claude-worktrees-*`` (:func:`claude_worktree_keys`), as the picker's
+      default scope takes them. With several worktrees the picker
+      shows the current worktree's rows by default, and a Claude Code worktree that
+      still exists is a worktree of its own: not taken.
+    - ``repo``: every worktree's project dir, with their Claude Code worktree dirs and
+      alias dirs (Ctrl+W; the picker takes every ``<worktree key>-*`` dir, which holds
+      those, while our repo scope matches worktree keys exactly).
+
+    Those dirs come with the project key, which a slug twin (``/a/b/c`` beside ``/a/b-c``)
+    shares: a session there recorded in the twin's directory is the twin's
+    (:func:`strangers_sql`, :func:`belongs_elsewhere`). On the team store (no
+    ``.session-aliases`` is pushed) the keys alone."""
+    keys = scope_keys(cwd, scope)
+    if keys is None:
+        return None
+    found = present_keys(db, keys)
+    if db is None or getattr(getattr(db, "dialect", None), "team", False):
+        return found  # (query.dialect.dialect_of, which imports this module)
+    several = scope == "worktree" and len(git_worktrees(canonical_directory(cwd))) > 1
+    extra = [] if several else claude_worktree_keys(db, found)
+    extra += alias_keys(db, found + extra)
+    return found + [k for k in dict.fromkeys(extra) if k not in found]
+
+
+def continue_dirs(db: Any, cwd: str) -> list[str]:
+    """Where ``continue`` looks: the cwd's own project dir and the dirs its
+    ``.session-aliases`` names, never a worktree's, as ``claude --continue`` does."""
+    found = present_keys(db, list(project_keys_for_directory(cwd)))
+    return found + [k for k in alias_keys(db, found) if k not in found]
+
+
 def is_stranger(recorded: str, key: str, here: set[str]) -> bool:
     """Whether a session recorded in project dir ``key`` with cwd ``recorded`` belongs to
     *another* directory of the same slug (``/a/b-c`` beside ``/a/b/c``), which Claude
@@ -153,6 +238,25 @@ def is_stranger(recorded: str, key: str, here: set[str]) -> bool:
         and project_key(recorded) == key
         and canonical_directory(recorded) not in here
     )
+
+
+def belongs_elsewhere(recorded: str, keys: set[str], here: set[str]) -> bool:
+    """Whether a session of an alias or Claude Code worktree dir (:func:`scope_dirs`),
+    recorded in ``recorded``, is another directory's that shares one of ``keys`` (a
+    slug twin's: ``/a/b/c/.claude/worktrees/x`` beside ``/a/b-c``): walking up from it
+    (as :func:`canonical_directory` gives it: a symlinked spelling is its target), the
+    first directory named with one of ``keys`` is not one of ``here``. A path that
+    meets neither (a symlink since removed) is taken with the dir."""
+    path = canonical_directory(recorded)
+    while True:
+        if path in here:
+            return False
+        if project_key_for_canonical(path) in keys:
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
 
 
 def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None:
@@ -183,11 +287,27 @@ def strangers_sql(db: Any, cwd: str, scope: str) -> tuple[str, list[Any]] | None
     ).fetchall()
     # A row is left out only in the key where its cwd is a stranger (a worktree's session
     # recorded in the main checkout's directory stays in the main checkout's own dir).
-    strangers = sorted(
+    strangers = [
         (key, where)
         for key, where in set(recorded)
         if where and is_stranger(where, key, allowed[key])
-    )
+    ]
+    # The alias and Claude Code worktree dirs come with the project key, which a slug
+    # twin shares: a session there recorded in the twin's directory (or below it) is
+    # the twin's.
+    extra = [k for k in scope_dirs(db, cwd, scope) or () if k not in allowed and k != override]
+    if extra:
+        here = set().union(*allowed.values())
+        keys = set(allowed)
+        rows = db.execute(
+            "SELECT DISTINCT s.project_key, s.cwd FROM sessions s"
+            f" WHERE s.project_key IN ({', '.join('?' for _ in extra)}) AND s.cwd IS NOT NULL",
+            extra,
+        ).fetchall()
+        strangers.extend(
+            (key, where) for key, where in rows if where and belongs_elsewhere(where, keys, here)
+        )
+    strangers.sort()
     if not strangers:
         return None
     pairs = " OR ".join("(s.project_key = ? AND coalesce(s.cwd, '') = ?)" for _ in strangers)

@@ -40,6 +40,15 @@ MAX_PICKER_ARCHIVE_BYTES = 1 << 20
 # (optional "by"/"at"). Its picker reads the name from the tail record, else from this,
 # else from the head record (docs/session-fields.md); clearing the name deletes it.
 TITLE_SIDECAR_NAME = "custom-title.json"
+# <realpath project dir>/.session-aliases: one project-dir path a line, the dirs of
+# sessions started in a symlinked spelling of the directory (Claude Code writes it). What the
+# refresh keeps of it (indexer/refresh.py) puts those dirs in the directory's scopes.
+SESSION_ALIASES_NAME = ".session-aliases"
+# Claude Code appends a line a session: far less than this is its file.
+MAX_SESSION_ALIASES_BYTES = 1 << 20
+
+#: ``path → lstat`` of each regular ``.session-aliases`` a walk saw (its collector).
+AliasFiles = dict[str, os.stat_result]
 
 
 @dataclass(frozen=True)
@@ -314,10 +323,12 @@ def _scan_project(
     unlisted: dict[str, str] | None = None,
     *,
     ordered: bool = True,
+    aliases: AliasFiles | None = None,
 ) -> Iterator[tuple[str, str, str, str | None, os.stat_result]]:
     """(path, session id, kind, agent id, lstat) of one project dir's transcripts, in
     :func:`iter_project`'s order (unless not ``ordered``), without building a
-    :class:`TranscriptFile` each."""
+    :class:`TranscriptFile` each. A regular ``.session-aliases`` among the entries
+    goes to ``aliases`` (path → lstat), when given: no call for a dir without one."""
     entries = _entries(os.path.join(str(root), "projects", key), unlisted, ordered=ordered)
     # One pass over the entries: the names of transcripts (the length before the ID
     # pattern), and the real <id>/ folders from the entries' types (no extra system
@@ -339,6 +350,10 @@ def _scan_project(
                     linked.add(name)
             except OSError:
                 continue
+        elif aliases is not None and name == SESSION_ALIASES_NAME:
+            st = _regular_file_stat(entry.path)
+            if st is not None:  # a link is not followed, as for a transcript
+                aliases[entry.path] = st
     for entry in sessions:
         st = _regular_file_stat(entry.path, skipped, unlisted)
         if st is None:
@@ -404,29 +419,37 @@ class Found(NamedTuple):
 
 
 def iter_found(
-    root: Path, skipped: Counter[str] | None = None, unlisted: dict[str, str] | None = None
+    root: Path,
+    skipped: Counter[str] | None = None,
+    unlisted: dict[str, str] | None = None,
+    aliases: AliasFiles | None = None,
 ) -> Iterator[Found]:
     """Every transcript :func:`iter_transcripts` yields, in its order, without a ``Path``
     per file (building those was most of a no-change refresh): the refresh and the
     check before a reading command (``indexer/freshness.py``) compare stats first.
-    Directories that exist but cannot be listed go to ``unlisted`` (path → reason)."""
+    Directories that exist but cannot be listed go to ``unlisted`` (path → reason), the
+    ``.session-aliases`` files to ``aliases`` (path → lstat) when given."""
     for key in iter_project_keys(root, skipped, unlisted):
-        for path, sid, kind, agent, st in _scan_project(root, key, True, skipped, unlisted):
+        scanned = _scan_project(root, key, True, skipped, unlisted, aliases=aliases)
+        for path, sid, kind, agent, st in scanned:
             if kind == MAIN_WITH_FOLDER:  # only a session with a folder can have one
                 yield _found(path, root, key, sid, MAIN, agent, st, picker_archive_stamp(path))
             else:
                 yield _found(path, root, key, sid, kind, agent, st)
 
 
-def iter_stats(root: Path) -> Iterator[tuple[str, str, str, str | None, os.stat_result]]:
+def iter_stats(
+    root: Path, aliases: AliasFiles | None = None
+) -> Iterator[tuple[str, str, str, str | None, os.stat_result]]:
     """``(path, session id, kind, agent id, lstat)`` of every transcript
     :func:`iter_found` yields, in no set order and with no object per file: what the
     check before every reading command compares with the index
     (``indexer/freshness.py``): it needs neither :func:`iter_found`'s order nor a
     :class:`Found` for each of the 25,000 files of 20,000 sessions. ``kind`` is :data:`MAIN_WITH_FOLDER` for a main transcript
-    whose ``<id>/`` folder exists (only then can it hold ``archived.json``)."""
+    whose ``<id>/`` folder exists (only then can it hold ``archived.json``). The
+    ``.session-aliases`` files go to ``aliases`` when given (:func:`_scan_project`)."""
     for key in iter_project_keys(root, ordered=False):
-        yield from _scan_project(root, key, True, None, ordered=False)
+        yield from _scan_project(root, key, True, None, ordered=False, aliases=aliases)
 
 
 def iter_transcripts(
@@ -679,3 +702,21 @@ def describe_project_jsonl(path: Path, roots: list[Path]) -> ProjectJsonl | None
     if len(parts) != 2 or kind is None:
         return None
     return ProjectJsonl(Path(text), root, parts[0], kind, st.st_size, st.st_mtime_ns)
+
+
+def read_session_aliases(path: str | os.PathLike[str]) -> list[str]:
+    """The project dirs a ``.session-aliases`` names, as project keys (each line is a
+    project dir's full path: its last part), in order and once each; blank lines and
+    a line with no name (``/``) name none. Raises ``OSError`` when it cannot be read,
+    ``ValueError`` when it is too big to be Claude Code's."""
+    with open_regular(path) as stream:
+        data = stream.read(MAX_SESSION_ALIASES_BYTES + 1)
+    if len(data) > MAX_SESSION_ALIASES_BYTES:
+        raise ValueError(f"over {MAX_SESSION_ALIASES_BYTES} bytes")
+    keys: list[str] = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        # the last part, of a POSIX or a Windows path (``C:\\Users\\x\\…\\C--Users-x``)
+        key = line.strip().rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+        if key and key not in keys and _utf8_name(key):
+            keys.append(key)
+    return keys
