@@ -1107,11 +1107,11 @@ _MD_PUNCTUATION = frozenset("\\`*_[]<>&#|!~")
 
 
 def _longest_run(text: str, char: str) -> int:
-    longest = run = 0
-    for c in text:
-        run = run + 1 if c == char else 0
-        longest = max(longest, run)
-    return longest
+    """The longest run of ``char`` in ``text`` (0: none), found by the regex engine: a
+    loop over every character took seconds for a transcript of long lines."""
+    if char not in text:
+        return 0
+    return max(map(len, re.findall(re.escape(char) + "+", text)))
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -1188,6 +1188,11 @@ def _escapes_before(line: str, i: int) -> int:
     return i - j
 
 
+# What :func:`_inert_line` looks at: a backtick (inline code), "<", "{" and "]".
+_INERT_SPECIAL = re.compile(r"[`<{\]]")
+_BACKTICKS = re.compile("`+")
+
+
 def _inert_line(line: str) -> str:
     """``line`` with every ``<`` that could open raw HTML (a tag, comment, declaration
     or processing instruction), every ``{`` that could open attributes, and every ``]``
@@ -1197,9 +1202,19 @@ def _inert_line(line: str) -> str:
     out: list[str] = []
     i = 0
     while i < len(line):
+        # Only these characters change anything: the text up to the next one is copied
+        # as it is (a loop over every character took seconds on long lines).
+        special = _INERT_SPECIAL.search(line, i)
+        if special is None:
+            out.append(line[i:])
+            break
+        if special.start() > i:
+            out.append(line[i : special.start()])
+            i = special.start()
         c = line[i]
         if c == "`":
-            run = len(line[i:]) - len(line[i:].lstrip("`"))
+            ticks = _BACKTICKS.match(line, i)
+            run = ticks.end() - i if ticks else 1
             close = line.find("`" * run, i + run)
             while close != -1 and line[close + run : close + run + 1] == "`":
                 close = line.find("`" * run, close + run + 1)

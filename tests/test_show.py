@@ -724,6 +724,36 @@ def test_a_markdown_export_holds_no_link_that_runs_script(tmp_path: Path) -> Non
         assert 'href="https://example.com/a_(b)"' in html
 
 
+def test_markdown_of_a_long_line_is_not_made_one_character_at_a_time(tmp_path: Path) -> None:
+    """Helper 608: ``export --format md`` of a 50 MB transcript of 10 KB lines took
+    6.6 s (html: 0.6 s): the assistant's lines were made inert, and the prompts'
+    fences sized, by a Python loop over every character. Counted as the lines of
+    render/conversation.py run (no clock): they grow with the characters that matter
+    (``<``, ``{``, backticks, ``]``), not with the text around them."""
+    import sys
+
+    from sessiondex.render import conversation
+
+    prose = "lorem ipsum dolor sit amet " * 4000  # 108,000 characters, one line
+    runs = 0
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal runs
+        if frame.f_code.co_filename != conversation.__file__:
+            return None
+        runs += event == "line"
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        markdown = _markdown_of(tmp_path, prose + "<b>{x}`<i>`", then=prose + "``")
+    finally:
+        sys.settrace(None)
+    assert prose + "\\<b>\\{x}`<i>`" in markdown  # made inert as before
+    assert f"```text\n{prose}``\n```" in markdown  # a fence longer than the prompt's run
+    assert runs < 5_000, runs
+
+
 # Indented code in the assistant's Markdown is code: shown as written, no backslash.
 INDENTED_CODE = [
     (
