@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -138,6 +139,8 @@ def _cleaned_errors() -> Iterator[None]:
             if placed:  # not "Did you mean '--cwd'?" for ``list --db x.db``
                 exc.possibilities = None  # type: ignore[misc]  # Final only in the stubs
             exc.message += placed or _dash_hint(exc)  # type: ignore[misc]  # Final only in the stubs
+        elif isinstance(exc, click.UsageError):
+            exc.message += _quote_hint(exc)  # type: ignore[misc]  # Final only in the stubs
         exc.message = clean_line(exc.message)  # type: ignore[misc]  # Final only in the stubs
         raise
 
@@ -202,6 +205,36 @@ def _dash_hint(exc: click.NoSuchOption) -> str:
     return (
         f" To give text that starts with '-', put -- before it:"
         f" sessiondex {ctx.info_name}{before} -- {example}"
+    )
+
+
+# Arguments that take a session's name or other text with spaces (not a PR, an ID, a
+# DSN or a shell's name, which never hold one).
+_TEXT_ARGUMENTS = ("arg", "name", "tag")
+# click's line for arguments left over once a command's own are filled.
+_EXTRA_ARGUMENTS = re.compile(r"Got unexpected extra arguments? \((.*)\)\Z", re.DOTALL)
+
+
+def _quote_hint(exc: click.UsageError) -> str:
+    """For words given apart where a command takes one text (``resume Auth refactor``,
+    ``rename ID New name``; ``search`` alone joins its words): the last argument with
+    the words after it, quoted as one, as the shell would take it back. Empty for any
+    other usage error, or a command whose last argument takes no such text."""
+    extra = _EXTRA_ARGUMENTS.match(exc.message)
+    ctx = exc.ctx
+    if extra is None or ctx is None:
+        return ""
+    arguments = [p for p in ctx.command.params if isinstance(p, click.Argument)]
+    if not arguments or arguments[-1].name not in _TEXT_ARGUMENTS:
+        return ""
+    first = ctx.params.get(arguments[-1].name or "")
+    if not isinstance(first, str):
+        return ""
+    import shlex
+
+    return (
+        "; to give text with spaces as one argument, quote it:"
+        f" {shlex.quote(f'{first} {extra.group(1)}')}"
     )
 
 

@@ -150,3 +150,36 @@ def test_a_file_at_the_default_index_path_is_not_blamed_on_db(
     assert line.startswith(f"Error: {target} is not a sessiondex index ({what})"), line
     assert "default index path" in line and "move it away" in line, line
     assert target.read_bytes() == content  # left as it is
+
+
+@pytest.mark.parametrize(
+    ("args", "quoted"),
+    [
+        (["resolve", "Auth", "refactor"], "'Auth refactor'"),
+        (["resume", "--dry-run", "Auth", "refactor", "plan"], "'Auth refactor plan'"),
+        (["rename", "4045e6f8", "New", "name"], "'New name'"),
+        (["tag", "4045e6f8", "needs", "review"], "'needs review'"),
+        (["show", "it's", "mine"], "'it'\"'\"'s mine'"),  # shell-quoted as typed back
+        (["list", "extra"], None),  # no text argument to quote
+        (["from-pr", "12", "13"], None),  # a PR, an ID: never one with spaces
+        (["restore", "4045e6f8", "x"], None),
+    ],
+    ids=["resolve", "resume", "rename", "tag", "a-quote-inside", "list", "from-pr", "restore"],
+)
+def test_words_given_apart_to_a_name_say_to_quote_them(
+    tmp_path: Path, args: list[str], quoted: str | None
+) -> None:
+    """Helper 608: ``sessiondex resume Auth refactor`` (a name typed without quotes, as
+    ``search auth refactor`` takes it) said only "Got unexpected extra argument
+    (refactor)"; it now shows the name quoted as one argument."""
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    result = CliRunner().invoke(
+        cli, ["--config-dir", str(tmp_path / "claude"), "--db", str(tmp_path / "i.db"), *args]
+    )
+    assert result.exit_code == 2
+    error = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and "unexpected extra argument" in error[0], result.stderr
+    if quoted is None:
+        assert "quote" not in error[0]
+    else:
+        assert error[0].endswith(f"; to give text with spaces as one argument, quote it: {quoted}")
