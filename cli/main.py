@@ -107,6 +107,25 @@ class LazyGroup(click.Group):
         finally:
             sys.stdout = stdout
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with the closest command named when none has the name given
+        (``sessiondex lsit``): click looks for it among the commands already loaded
+        (none here, they load lazily), and before 8.4 not at all."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            named = getattr(exc, "possibilities", None)
+            if exc.message == f"No such command {name!r}." and not named:
+                import difflib
+
+                close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+                if close:
+                    exc.message += f" Did you mean {close[0]!r}?"  # type: ignore[misc]  # Final only in the stubs
+            raise
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:

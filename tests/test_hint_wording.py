@@ -183,3 +183,29 @@ def test_words_given_apart_to_a_name_say_to_quote_them(
         assert "quote" not in error[0]
     else:
         assert error[0].endswith(f"; to give text with spaces as one argument, quote it: {quoted}")
+
+
+@pytest.mark.parametrize(
+    ("command", "suggested"),
+    [
+        ("lsit", "'list'"),
+        ("serach", "'search'"),
+        ("ls", "'list'"),
+        ("restor", "'restore'"),
+        ("frompr", "'from-pr'"),
+        ("xyzzy", None),
+    ],
+)
+def test_a_mistyped_command_names_the_closest_commands(
+    tmp_path: Path, command: str, suggested: str | None
+) -> None:
+    """Helper 608: ``sessiondex lsit`` said "No such command 'lsit'." with no more, where
+    a mistyped option gets click's "Did you mean"."""
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "i.db"), command])
+    assert result.exit_code == 2
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith(f"Error: No such command '{command}'.")
+    if suggested is None:
+        assert "Did you mean" not in error
+    else:
+        assert error.endswith(f" Did you mean {suggested}?")
