@@ -309,7 +309,8 @@ def archive(
                 window=seconds,
                 cwd=cwd,
                 dry_run=dry_run,
-                on_result=_counting(count) if count is not None else None,
+                # A dry run writes nothing: not "Archiving" (and it plans in a moment).
+                on_result=_counting(count) if count is not None and not dry_run else None,
             )
     except ValueError as exc:
         raise UnsafeOutputPath(clean_line(str(exc))) from None

@@ -85,9 +85,13 @@ def test_a_quick_pass_after_an_earlier_one_draws_no_bar(
     assert "Indexing" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "no-terminal"])
+@pytest.mark.parametrize(
+    ("tty", "dry_run"),
+    [(True, False), (False, False), (True, True)],
+    ids=["terminal", "no-terminal", "dry-run"],
+)
 def test_archive_counts_what_it_archived_on_a_terminal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tty: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tty: bool, dry_run: bool
 ) -> None:
     """Helper 608: ``archive`` of 3,000 expiring sessions ran ten silent seconds (its
     library call plans and archives in one go, so no total is known ahead): on a
@@ -107,12 +111,14 @@ def test_archive_counts_what_it_archived_on_a_terminal(
     result = CliRunner().invoke(
         cli,
         ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
-        + ["archive", "--to", str(tmp_path / "arch")],
+        + ["archive", "--to", str(tmp_path / "arch")]
+        + (["--dry-run"] if dry_run else []),
         env={"SESSIONDEX_MANAGED_SETTINGS": str(tmp_path / "none.json")},
     )
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("Archive dir ") and "3 archived" in result.stdout
-    if tty:
+    done = "3 would be archived" if dry_run else "3 archived"
+    assert result.stdout.startswith("Archive dir ") and done in result.stdout
+    if tty and not dry_run:
         assert result.stderr.startswith("\rArchiving: 1 session")
         assert result.stderr.endswith("\r")  # cleared: the report starts on a clean line
     else:
