@@ -53,7 +53,7 @@ def check_config_dirs(explicit: Sequence[str], *, notes: bool = True) -> None:
         try:
             mode = (root / "projects").stat().st_mode
         except FileNotFoundError:
-            warn(f"{root} has no projects/ folder; nothing to index there")
+            warn(f"{root} has no projects/ folder; nothing to index there{_meant(root)}")
             continue
         except OSError as exc:  # a dir that cannot be entered: Path.is_dir() raises
             warn(
@@ -64,6 +64,15 @@ def check_config_dirs(explicit: Sequence[str], *, notes: bool = True) -> None:
             # A file (or FIFO) there reads as no history (no_history), whose empty
             # answers then say nothing, counting on this line: it must be said too.
             warn(f"{root}/projects is not a folder; nothing to index there")
+
+
+def _meant(root: Path) -> str:
+    """For a folder inside a config dir named in its place (``~/.claude/projects``, or
+    one project's folder in it, where the transcripts are seen): the config dir."""
+    for folder in (root, root.parent):
+        if folder.name == "projects" and _has_projects(folder.parent):
+            return f" (name the config dir: --config-dir {folder.parent})"
+    return ""
 
 
 def _has_projects(root: Path) -> bool:

@@ -708,3 +708,34 @@ def test_a_projects_entry_that_is_no_folder_is_said(
     lines = [line for line in result.stderr.splitlines() if str(root) in line]
     assert len(lines) == 1 and said in lines[0], result.stderr
     assert "nothing to index there" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("claude/projects", "claude"),  # the projects/ folder itself
+        ("claude/projects/-w-app", "claude"),  # one project's folder
+        ("elsewhere", None),  # an empty dir: nothing to point at
+    ],
+    ids=["projects-folder", "project-folder", "unrelated"],
+)
+def test_a_folder_inside_a_config_dir_names_the_config_dir(
+    tmp_path: Path, given: str, meant: str | None
+) -> None:
+    """Helper 608: ``--config-dir ~/.claude/projects`` (the folder the transcripts are
+    in, as a new user may name it) said "has no projects/ folder; nothing to index
+    there" and listed nothing, without the dir that was meant."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/app")
+    s.user("a question")
+    s.write()
+    (tmp_path / "elsewhere").mkdir()
+    result = _run(tmp_path, ["--config-dir", str(tmp_path / given), "list", "--scope", "all"])
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stderr.splitlines() if "nothing to index there" in line]
+    if meant is None:
+        assert line.endswith("nothing to index there")
+    else:
+        assert line.endswith(
+            f"nothing to index there (name the config dir: --config-dir {tmp_path / meant})"
+        )
