@@ -28,11 +28,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, overload
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import Resource, Tool, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from sessiondex.mcp_server.service import MAX_OFFSET, SessionService, Settings, UserError, cut
+from sessiondex.mcp_server.service import (
+    MAX_OFFSET,
+    NoSuchSession,
+    SessionService,
+    Settings,
+    UserError,
+    cut,
+)
 from sessiondex.query.limits import MAX_QUERY_CHARS
 from sessiondex.render.terminal import neutralize
 
@@ -509,6 +516,10 @@ def build_server(open_index: Callable[[], Index], settings: Settings) -> Session
     async def session_resource(session_id: str) -> str:
         try:
             return await runner.run(lambda: service.session_markdown(session_id))
+        except NoSuchSession as exc:
+            # The SDK's "resource not found" (its code, the URI in the error's data), as
+            # for a URI no resource takes: not -32603, which says the server failed.
+            raise ResourceNotFoundError(shown(exc, cap)) from None
         except UserError as exc:
             raise ResourceError(shown(exc, cap)) from None
 

@@ -120,6 +120,11 @@ class UserError(Exception):
     """A bad argument or a question with no answer: one sentence for the caller."""
 
 
+class NoSuchSession(UserError):
+    """The reference names no session (or names nothing: empty, a NUL): the
+    ``session://`` resource answers it as the SDK's resource-not-found error."""
+
+
 @dataclass
 class Settings:
     """How the server answers: the directory questions are asked from (the project Claude
@@ -199,7 +204,7 @@ class SessionService:
                 if exc.suggestions and not named
                 else ""
             )
-            raise UserError(text + hint) from None
+            raise NoSuchSession(text + hint) from None
         except sqlite3.Error as exc:
             from sessiondex.indexer.faults import CANTOPEN, FULL, IO, READONLY, classify, describe
 
@@ -269,9 +274,9 @@ class SessionService:
         """A session reference as ``resolve`` takes it; a path must lie in a config dir."""
         text = ref.strip()
         if not text:
-            raise UserError("ref is empty: give a session ID, an ID prefix, a name or a path")
+            raise NoSuchSession("ref is empty: give a session ID, an ID prefix, a name or a path")
         if "\x00" in text:
-            raise UserError("ref cannot contain a NUL character")
+            raise NoSuchSession("ref cannot contain a NUL character")
         # A path is what ``resolve`` reads as one (``….jsonl``, query.resolve._by_path);
         # anything else is a name or an ID, even when a file of that name happens to exist
         # where the server runs (Claude Code starts it in the project: "tests", "docs").

@@ -948,3 +948,55 @@ def test_search_takes_the_query_length_the_web_view_takes() -> None:
         server.runner.shutdown()
     assert schemas["search_sessions"]["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
     assert f"{MAX_QUERY_CHARS}" in str(raised.value)
+
+
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+# (the URI read, what the error's message says): every one is the SDK's "resource not
+# found" (ResourceNotFoundError), with the URI in the error's data
+NOT_FOUND_URIS = [
+    (f"session://{UNKNOWN}", f"No conversation found with session ID: {UNKNOWN}"),
+    ("session://abcdef12", "No session matches 'abcdef12'"),
+    ("session://%20", "ref is empty"),  # malformed: no ID
+    ("session://", "ref is empty"),
+    ("session://a/b", "Unknown resource: session://a/b"),  # the SDK's own answer
+    ("nope://x", "Unknown resource: nope://x"),
+]
+
+
+@pytest.mark.parametrize(("uri", "says"), NOT_FOUND_URIS)
+def test_a_missing_or_malformed_resource_is_the_sdks_not_found_error(
+    tmp_path: Path, uri: str, says: str
+) -> None:
+    """Reading ``session://<an ID no session has>`` (or one naming no ID) was JSON-RPC
+    -32603, "internal error", as if the server had failed; a client could not tell it
+    from a crash. It is now the SDK's resource-not-found error (ResourceNotFoundError:
+    -32602 in this SDK, SEP-2164), one line naming what was asked, as for a URI no
+    resource takes; a session that is there is still read."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    from sessiondex.mcp_server.server import build_server
+    from sessiondex.mcp_server.service import Settings
+
+    tree = ConfigTree(tmp_path / "claude")
+    there = tree.session(cwd="/w/shop")
+    there.user("hello")
+    there.assistant("hi")
+    there.write()
+    server = build_server(lambda: Index(tmp_path / "index.db", [tree.root]), Settings(cwd="/w"))
+
+    async def scenario() -> None:
+        async with Client(server, mode="legacy") as client:
+            with pytest.raises(MCPError) as raised:
+                await client.read_resource(uri)
+            contents = (await client.read_resource(f"session://{there.session_id}")).contents
+            assert "hello" in contents[0].text  # type: ignore[union-attr]
+        error = raised.value
+        assert (error.code, error.data) == (INVALID_PARAMS, {"uri": uri}), error.error
+        assert says in error.message and "\n" not in error.message, error.message
+
+    try:
+        run(scenario)
+    finally:
+        server.runner.shutdown()
