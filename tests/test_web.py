@@ -1473,3 +1473,27 @@ def test_a_long_text_cut_says_how_many_lines(text: str, note: str | None) -> Non
     from sessiondex.web.conversation import clip
 
     assert clip(text)[1] == note
+
+
+def test_a_503_is_said_on_the_servers_stderr_one_line_each(
+    fresh_web: Web, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newer sessiondex took the index while ``serve`` ran: the browser got a 503 page
+    and the terminal running ``serve`` said nothing, so its user saw no reason. Each
+    503 is now one line there (no traceback): the method, the path, and why."""
+    from tests.test_index_from_newer import _make_newer
+
+    web = fresh_web
+    web.get("/")
+    capsys.readouterr()
+    _make_newer(web.db, "derivation")
+    pages = ["/", "/search?q=hello", "/sessiondex/sessions"]
+    for page in pages:
+        web.clock.now += 1.5
+        assert web.request(page).status_code == 503
+    err = capsys.readouterr().err
+    lines = _serve_lines(err)
+    assert len(lines) == len(pages) and "Traceback" not in err, err
+    for line, page in zip(lines, pages, strict=True):
+        assert f"503 for GET {page.split('?')[0]}:" in line, line
+        assert "newer sessiondex" in line and str(web.db) in line, line

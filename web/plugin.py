@@ -265,6 +265,7 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
                     try:
                         await state.fresh()
                     except IndexFromNewer as exc:  # an upgrade while serving: restart it
+                        _say_unavailable(scope, str(exc))
                         await _refuse(send, 503, f"{exc}\n".encode())
                         return
                 await app(scope, receive, send_with_headers)
@@ -279,6 +280,25 @@ def asgi_wrapper(datasette: Any) -> Callable[[ASGIApp], ASGIApp]:
         return wrapped
 
     return wrap
+
+
+#: The path of a request said on the server's stderr is at most this long.
+_PATH_SAID_MAX = 200
+
+
+def _say_unavailable(scope: Scope, why: str) -> None:
+    """One line on the server's stderr, where ``serve`` says what goes wrong (see
+    ``web/state.py``), for a 503: the browser shows the page, the person who ran
+    ``serve`` saw nothing. The path without its query (search words stay out of
+    logs), made visible and cut; ``why``'s first line."""
+    import sys
+
+    path = neutralize(str(scope.get("path", "")), single_line=True)
+    if len(path) > _PATH_SAID_MAX:
+        path = path[: _PATH_SAID_MAX - 1] + "…"
+    method = neutralize(str(scope.get("method", "GET")), single_line=True)[:20]
+    reason = why.strip().splitlines()[0] if why.strip() else "unavailable"
+    print(f"sessiondex serve: 503 for {method} {path}: {reason}", file=sys.stderr)
 
 
 def inline_script_hashes(templates: Iterable[str]) -> list[str]:
