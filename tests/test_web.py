@@ -1497,3 +1497,37 @@ def test_a_503_is_said_on_the_servers_stderr_one_line_each(
     for line, page in zip(lines, pages, strict=True):
         assert f"503 for GET {page.split('?')[0]}:" in line, line
         assert "newer sessiondex" in line and str(web.db) in line, line
+
+
+# (SQL that would run or grow without end, what Datasette's JSON error says)
+RUNAWAY_SQL = [
+    # cut by the time limit (sql_time_limit_ms): SQLite's progress handler
+    (
+        "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c",
+        "SQL query took too long",
+    ),
+    # one step that no progress handler sees: a 200 MB string (1.2 GB of memory and
+    # 2 s before), refused by the length limit on Datasette's connections
+    ("select length(hex(zeroblob(100000000)))", "string or blob too big"),
+]
+
+
+@pytest.mark.parametrize(("sql", "says"), RUNAWAY_SQL)
+def test_arbitrary_sql_that_would_run_away_ends_with_datasettes_error(
+    web: Web, sql: str, says: str
+) -> None:
+    """``?sql=`` runs anything on the index: a query that would run forever is cut off
+    with Datasette's time-limit error, even when ``?_timelimit=`` asks for more, and
+    one statement that builds a huge value fails at once; the pages still answer,
+    a message's text still reads."""
+    from sessiondex.web.app import SQL_TIME_LIMIT_MS
+
+    assert web.datasette.setting("sql_time_limit_ms") == SQL_TIME_LIMIT_MS
+    for extra in ("", f"&_timelimit={SQL_TIME_LIMIT_MS * 100}"):
+        response = web.request(f"/sessiondex.json?sql={quote(sql)}{extra}")
+        assert response.status_code == 400, response.text[:300]
+        assert says in response.json()["error"], response.text[:300]
+    rows = json.loads(
+        web.get("/sessiondex.json?_shape=array&sql=" + quote("select text from message_text"))
+    )
+    assert rows and any(row["text"] for row in rows)

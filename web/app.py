@@ -37,6 +37,23 @@ METADATA: dict[str, Any] = {
 }
 
 
+#: Datasette's bounds on SQL run through it (``?sql=``, its table pages, the canned
+#: queries): anything it runs is cut off after this long with its "SQL query took too
+#: long" error (``?_timelimit=`` may ask for less, never more). Three times Datasette's
+#: default: a full-text query over a large index can take over a second, and serve is
+#: one person's, on loopback by default. One statement step no time limit sees (one
+#: huge value built at once) is bounded by the length limit on Datasette's connections
+#: (``web/plugin.py`` ``prepare_connection``).
+SQL_TIME_LIMIT_MS = 3000
+#: At most this many rows from one query (Datasette's default, said here).
+MAX_RETURNED_ROWS = 1000
+SETTINGS: dict[str, Any] = {
+    "default_page_size": 50,
+    "sql_time_limit_ms": SQL_TIME_LIMIT_MS,
+    "max_returned_rows": MAX_RETURNED_ROWS,
+}
+
+
 def metadata_for(roots: Sequence[str | PathLike[str]]) -> dict[str, Any]:
     """:data:`METADATA` with the saved queries (``query.saved``) answering for these
     config dirs only. (Datasette's raw tables still show every row of the file.)"""
@@ -88,7 +105,7 @@ def build(state: WebIndex, db_path: Path) -> Any:
     datasette = SessiondexDatasette(
         metadata=metadata_for(state.index.roots),
         template_dir=str(TEMPLATE_DIR),
-        settings={"default_page_size": 50, "sql_time_limit_ms": 3000},
+        settings=SETTINGS,
         memory=False,
     )
 

@@ -27,6 +27,7 @@ from markupsafe import Markup
 
 from sessiondex.indexer.db import IndexFromNewer
 from sessiondex.render.terminal import neutralize
+from sessiondex.transcripts.reader import MAX_LINE_BYTES
 from sessiondex.web import pages
 from sessiondex.web.conversation import esc, pygments_css
 from sessiondex.web.hosts import host_of, is_loopback
@@ -173,6 +174,12 @@ def _get_only(view: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitab
 
 
 # ----------------------------------------------------------------- hooks
+#: The longest string or blob Datasette's connections make or read: twice the longest
+#: transcript line read (``transcripts.reader.MAX_LINE_BYTES``), so every value the
+#: index holds, a message's decompressed text too, still fits.
+MAX_VALUE_BYTES = 2 * MAX_LINE_BYTES
+
+
 @hookimpl
 def prepare_connection(conn: Any, database: str, datasette: Any) -> None:
     """Datasette's own connections to the index (its table pages and canned queries)
@@ -183,6 +190,13 @@ def prepare_connection(conn: Any, database: str, datasette: Any) -> None:
     from sessiondex.index import prepare_connection as prepare
 
     prepare(conn)
+    # One statement step that builds a huge value (``hex(zeroblob(4e8))``: 1.2 GB and
+    # 2 s in one step) is not cut by the time limit, which SQLite's progress handler
+    # checks between steps: no value here is longer than one transcript line can give.
+    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+
+    length = getattr(sqlite3, "SQLITE_LIMIT_LENGTH", None)
+    if setlimit is not None and length is not None:
+        setlimit(length, MAX_VALUE_BYTES)
 
 
 def _visible(value: Any) -> Any:
