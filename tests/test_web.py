@@ -949,6 +949,8 @@ def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web
     web = fresh_web
     before = _session_links(web.get("/"))
     assert before
+    for _ in range(4):  # Datasette's query threads (3) each open their connection
+        web.get("/sessiondex.json?sql=select+count(*)+from+sessions")
     for suffix in ("", "-wal", "-shm"):
         path = web.db.with_name(web.db.name + suffix)
         if path.exists():
@@ -960,6 +962,21 @@ def test_an_index_deleted_or_replaced_under_serve_is_opened_again(fresh_web: Web
     assert web.db.is_file()  # at the path again
     rows = json.loads(web.get("/sessiondex/sessions.json?_shape=array&_size=max"))
     assert len(rows) >= len(before)
+    # Datasette's query threads read the new file too, not the one they had opened
+    with web.tree.auth_path.open("ab") as fh:
+        record = {
+            "type": "user",
+            "message": {"role": "user", "content": "a replacedword arrives"},
+            "uuid": "11111111-2222-4333-8444-555555555559",
+            "timestamp": "2026-11-29T10:00:00.000Z",
+            "sessionId": web.tree.auth_id,
+        }
+        fh.write(json.dumps(record).encode() + b"\n")
+    web.clock.now += 1.5
+    web.get("/")
+    sql = "select count(*) as n from messages_fts where messages_fts match 'replacedword'"
+    for _ in range(4):  # every query thread (Datasette has 3)
+        assert json.loads(web.get("/sessiondex.json?_shape=array&sql=" + quote(sql))) == [{"n": 1}]
 
 
 def test_an_index_in_a_read_only_folder_is_served_by_datasette_too(tmp_path: Path) -> None:
@@ -1531,3 +1548,52 @@ def test_arbitrary_sql_that_would_run_away_ends_with_datasettes_error(
         web.get("/sessiondex.json?_shape=array&sql=" + quote("select text from message_text"))
     )
     assert rows and any(row["text"] for row in rows)
+
+
+def test_an_index_whose_folder_becomes_writable_is_followed_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve`` started on an index in a folder it cannot write reads the file as an
+    immutable one (no ``-shm`` can be made there), and so does Datasette. Once the
+    folder can be written (a mount remounted read-write, ``chattr -i``), the next
+    refresh writes the index again, but both kept reading it immutable: no new
+    message ever showed, for as long as serve ran. The next request after that
+    refresh reads the file as it is now, on sessiondex's pages and Datasette's."""
+    from contextlib import ExitStack
+
+    from tests.test_reliability_faults import read_only
+
+    base = tmp_path / "cache"
+    base.mkdir()
+    db = base / "index.db"
+    tree = build_web_tree(tmp_path, db)
+    with ExitStack() as unwritable, ExitStack() as serving:
+        unwritable.enter_context(read_only(base))
+        web = serving.enter_context(_served(db, tree.tree.root, tree))
+        assert web.state.read_immutable
+        for _ in range(2):
+            web.clock.now += 1.5
+            assert tree.auth_id in _session_links(web.get("/"))
+        unwritable.close()
+        with tree.auth_path.open("ab") as fh:
+            record = {
+                "type": "user",
+                "message": {"role": "user", "content": "a folderword arrives"},
+                "uuid": "11111111-2222-4333-8444-555555555557",
+                "timestamp": "2026-11-29T10:00:00.000Z",
+                "sessionId": tree.auth_id,
+            }
+            fh.write(json.dumps(record).encode() + b"\n")
+        web.clock.now += 1.5
+        assert "<mark>folderword</mark>" in web.get("/search?q=folderword")
+        assert not web.state.read_immutable
+        sql = "select count(*) as n from messages_fts where messages_fts match 'folderword'"
+        rows = json.loads(web.get("/sessiondex.json?_shape=array&sql=" + quote(sql)))
+        assert rows == [{"n": 1}]
+        # and it stays followed: the next append shows too
+        with tree.auth_path.open("ab") as fh:
+            record["uuid"] = "11111111-2222-4333-8444-555555555558"
+            record["message"] = {"role": "user", "content": "then a laterword"}
+            fh.write(json.dumps(record).encode() + b"\n")
+        web.clock.now += 1.5
+        assert "<mark>laterword</mark>" in web.get("/search?q=laterword")

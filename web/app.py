@@ -11,6 +11,7 @@ there is neither here, and our own pages answer GET only.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Sequence
 from os import PathLike
@@ -87,10 +88,45 @@ def _no_rich_tracebacks() -> None:
     default_handler.rich = None
 
 
+def _index_database() -> Any:
+    """Datasette's ``Database`` whose query threads drop a connection another
+    ``Database`` of the same name opened: the one attached before (``build``'s
+    ``attach``: the file was replaced, or its folder became writable and it is read
+    ``mode=ro`` now instead of ``immutable=1``).
+
+    Datasette keeps one connection per query thread and database *name*
+    (``datasette.database.connections``), so after the re-attach its tables, SQL and
+    canned queries went on reading the old file, or the file as it was at the start
+    through an immutable handle, until serve was restarted. The stale connection is
+    closed on its own thread, where no query can be running on it then."""
+    from datasette.database import Database, connections
+
+    class IndexDatabase(Database):  # type: ignore[misc]  # untyped base
+        async def execute_fn(self, fn: Any) -> Any:
+            if self.ds.executor is None:  # not threaded: one connection, ours
+                return await super().execute_fn(fn)
+
+            def in_thread() -> Any:
+                conn = getattr(connections, self.name, None)
+                if conn is not None and not any(c is conn for c in self._all_file_connections):
+                    conn.close()
+                    conn = None
+                if conn is None:
+                    conn = self.connect()
+                    self.ds._prepare_connection(conn, self.name)
+                    setattr(connections, self.name, conn)
+                return fn(conn)
+
+            return await asyncio.get_running_loop().run_in_executor(self.ds.executor, in_thread)
+
+    return IndexDatabase
+
+
 def build(state: WebIndex, db_path: Path) -> Any:
     """A Datasette over ``db_path`` with the sessiondex pages (answered by ``state``)."""
     from datasette.app import Datasette
-    from datasette.database import Database
+
+    index_database = _index_database()
 
     class SessiondexDatasette(Datasette):  # type: ignore[misc]  # untyped base
         """A Datasette whose plugin hooks find the WebIndex (``web_index``): it is set
@@ -115,7 +151,7 @@ def build(state: WebIndex, db_path: Path) -> Any:
         # mode=ro, so each refresh shows; where the Index reads the file as immutable
         # (a read-only folder: mode=ro cannot open it there), immutable=1 as well.
         datasette.add_database(
-            Database(datasette, path=str(db_path), is_mutable=not state.read_immutable),
+            index_database(datasette, path=str(db_path), is_mutable=not state.read_immutable),
             DATABASE_NAME,
         )
 
