@@ -1659,3 +1659,42 @@ def test_a_failing_step_rolls_back_alone_at_every_depth(tmp_path: Path) -> None:
         db.execute("INSERT INTO steps VALUES ('last')")
     assert not db.conn.in_transaction
     assert names() == ["outer", "kept", "after", "last"]
+
+
+_ABSENT = object()
+_TITLE_VALUES = [_ABSENT, "", "  ", "x"]
+
+
+@pytest.mark.parametrize("summary", [None, "legacy summary"])
+@pytest.mark.parametrize("ai", _TITLE_VALUES, ids=["ai-absent", "ai-empty", "ai-blank", "ai-x"])
+@pytest.mark.parametrize(
+    "custom", _TITLE_VALUES, ids=["custom-absent", "custom-empty", "custom-blank", "custom-x"]
+)
+def test_title_precedence_with_empty_and_blank_titles(
+    tmp_path: Path, custom: object, ai: object, summary: str | None
+) -> None:
+    """semantics: an empty (or blank) custom or AI title is no title, so the shown title
+    falls through to the next one, down to the summary and the first prompt; Claude Code's
+    JS ``customTitle ?? aiTitle`` would keep "" but the spec says "" clears."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session()
+    s.user("the first prompt")
+    s.assistant("reply")
+    if summary is not None:
+        s.meta("summary", summary=summary, sessionId=None)
+    # an earlier real name, so "" must clear it rather than be skipped over
+    s.meta("custom-title", customTitle="old name")
+    s.meta("ai-title", aiTitle="old ai")
+    if custom is not _ABSENT:
+        s.meta("custom-title", customTitle=custom)
+    if ai is not _ABSENT:
+        s.meta("ai-title", aiTitle=ai)
+    s.write()
+    db = open_db(tmp_path / "i.db")
+    refresh(db, [tree.root])
+    row = select_rows(db)[0]
+    expected_custom = {_ABSENT: "old name", "": None, "  ": None, "x": "x"}[custom]  # type: ignore[index]
+    expected_ai = {_ABSENT: "old ai", "": None, "  ": None, "x": "x"}[ai]  # type: ignore[index]
+    assert (row["custom_title"], row["ai_title"]) == (expected_custom, expected_ai)
+    shown = expected_custom or expected_ai or summary or "the first prompt"
+    assert to_object(db, row)["title"] == shown
