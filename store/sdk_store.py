@@ -29,6 +29,29 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 
+class UnstorableKey(ValueError):
+    """A session key the store cannot hold: PostgreSQL text has no NUL character.
+    Mapped to a stand-in it would be another key's (``a\\0b`` and ``a\\ufffdb`` one
+    session), so writing one is this error, and reading one answers as for a key never
+    written (none can have been)."""
+
+
+def _storable(key: Any) -> Key:
+    """``key`` as :class:`Key`, or :class:`UnstorableKey` naming the field with a NUL."""
+    for field in ("project_key", "session_id", "subpath"):
+        value = key.get(field)
+        if isinstance(value, str) and "\x00" in value:
+            raise UnstorableKey(
+                f"session key {field} {value!r} holds a NUL character, which PostgreSQL"
+                " text cannot store"
+            )
+    return Key.from_sdk(key)
+
+
+def _has_nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
 def _summary_fold() -> Any:
     """The SDK's ``fold_session_summary`` when the SDK is installed (it is, for an app
     that uses this store); without it no summaries are kept, and the SDK's
@@ -112,14 +135,19 @@ class PostgresSessionStore:
         local transcript (the deleted lines) out (:mod:`.tombstones`)."""
         if not entries:
             return
+        k = _storable(key)
         prepared = [Entry.from_value(e) for e in entries]
         pool = await self._pool()
         async with pool.connection() as conn, conn.transaction():
-            await append(conn, Key.from_sdk(key), prepared, self._writer, fold_summary=self._fold)
+            await append(conn, k, prepared, self._writer, fold_summary=self._fold)
 
     async def load(self, key: Any) -> list[Any] | None:
-        """Every entry of ``key`` in append order; None if it was never written."""
-        k = Key.from_sdk(key)
+        """Every entry of ``key`` in append order; None if it was never written (as a
+        key holding a NUL never was: :class:`UnstorableKey`)."""
+        try:
+            k = _storable(key)
+        except UnstorableKey:
+            return None
         pool = await self._pool()
         async with pool.connection() as conn:
             cur = await conn.execute(
@@ -138,6 +166,8 @@ class PostgresSessionStore:
 
     async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
         """Main transcripts of ``project_key`` with their mtimes (epoch ms)."""
+        if _has_nul(project_key):  # no such project can be stored
+            return []
         pool = await self._pool()
         async with pool.connection() as conn:
             cur = await conn.execute(
@@ -153,6 +183,8 @@ class PostgresSessionStore:
 
         A session last written by ``push`` has none, or an older one: the SDK sees it
         as missing or stale (its mtime is below ``list_sessions``') and loads it."""
+        if _has_nul(project_key):
+            return []
         pool = await self._pool()
         async with pool.connection() as conn:
             cur = await conn.execute(
@@ -176,9 +208,16 @@ class PostgresSessionStore:
         not after a failure half way.
 
         The sessions' locks are taken in one order (sorted keys), so two of these, or
-        one and a push (one session per transaction), cannot wait on each other."""
+        one and a push (one session per transaction), cannot wait on each other.
+        A key holding a NUL was never stored: nothing to delete."""
+        storable = []
+        for key in keys:
+            try:
+                storable.append(_storable(key))
+            except UnstorableKey:
+                continue
         chosen = sorted(
-            {Key.from_sdk(key) for key in keys},
+            set(storable),
             key=lambda k: (k.project_key, k.session_id, k.subpath),
         )
         if not chosen:
@@ -190,6 +229,8 @@ class PostgresSessionStore:
 
     async def list_subkeys(self, key: Any) -> list[str]:
         """Subpaths stored under a session (subagent transcripts), sorted."""
+        if _has_nul(key["project_key"]) or _has_nul(key["session_id"]):
+            return []
         pool = await self._pool()
         async with pool.connection() as conn:
             cur = await conn.execute(

@@ -558,3 +558,42 @@ def test_a_delete_leaves_a_tombstone_and_a_later_append_starts_afresh(pg_dsn: st
         (KEY["project_key"], sid, "", True),
         (KEY["project_key"], sid, "subagents/agent-x", True),
     ]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        pytest.param({"project_key": "-home\x00x", "session_id": KEY["session_id"]}, id="project"),
+        pytest.param({"project_key": "-home-x", "session_id": "ab\x00cd"}, id="session"),
+        pytest.param({**KEY, "subpath": "subagents/agent-\x00a"}, id="subpath"),
+    ],
+)
+def test_a_key_holding_nul_is_a_clear_error_to_write_and_never_stored_to_read(
+    pg_dsn: str, key: dict[str, str]
+) -> None:
+    """PostgreSQL text holds no NUL: every method failed with psycopg's DataError
+    ("PostgreSQL text fields cannot contain NUL (0x00) bytes"). No such key can be
+    stored, so a read answers as for a key never written, a delete has nothing to do,
+    and an append is a ValueError naming the field (mapping the NUL to a stand-in would
+    make two keys one)."""
+    from sessiondex.store.sdk_store import UnstorableKey
+
+    truncate(pg_dsn)
+    entry = {"type": "user", "uuid": "3f2a9c1e-0000-4000-8000-0000000000aa"}
+
+    async def body(store: PostgresSessionStore) -> Any:
+        with pytest.raises(UnstorableKey, match="NUL") as raised:
+            await store.append(key, [entry])
+        assert isinstance(raised.value, ValueError)
+        field = next(name for name, value in key.items() if "\x00" in value)
+        assert f"{field} " in str(raised.value)
+        return (
+            await store.load(key),
+            await store.list_sessions(key["project_key"]),
+            await store.list_session_summaries(key["project_key"]),
+            await store.list_subkeys(key),
+            await store.delete(key),
+            await store.delete_all([key, KEY]),
+        )
+
+    assert run(pg_dsn, body) == (None, [], [], [], None, None)
