@@ -785,6 +785,35 @@ def test_snippets_are_cut_where_fts5_cuts_them(tmp_path: Path, store: str) -> No
         assert got[1] == got[0], query
 
 
+@pytest.mark.parametrize("where", [150_000, 299_000])
+def test_a_match_deep_in_a_300_kb_message_is_shown_bounded(
+    tmp_path: Path, store: str, where: int
+) -> None:
+    """A message over FTS5_WINDOW_CHARS (100,000 characters) with its only match far
+    past that: the store's snippet shows the match, a window of words around it (not
+    the text's first words, not the whole text), as the local index's does. (The two
+    windows are not cut alike: over 100,000 characters the store cuts by
+    bounded_snippet, FTS5 by its own window.)"""
+    filler = "lorem ipsum dolor sit amet consectetur "
+    head = (filler * (where // len(filler) + 1))[:where]
+    text = head + " the deepmatchword is here " + filler * ((300_000 - where) // len(filler))
+    assert len(text) > 300_000
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/srv/app")
+    s.user("short question")
+    s.assistant(text)
+    s.write()
+    pushed = CliRunner().invoke(cli, ["--config-dir", str(tree.root), "push", "--to", store])
+    assert pushed.exit_code == 0, pushed.output
+    got = []
+    for db in (str(tmp_path / "index.db"), store):
+        result = run(tree.root, db, "search", "deepmatchword", "--scope", "all", "--json")
+        [row] = json.loads(result.stdout)
+        got.append(row["snippet"])
+    for snippet in got:
+        assert "deepmatchword" in snippet and len(snippet) < 400, snippet[:500]
+
+
 @pytest.mark.parametrize(
     ("title", "prompt", "query"),
     [
