@@ -358,7 +358,9 @@ def _squeeze(widths: list[int], floors: Mapping[int, int], over: int) -> int:
 def _csv_value(value: Any) -> Any:
     """CSV is read by people too (a terminal, a spreadsheet): strings are cleaned, with
     their line breaks kept (CSV quotes them). Lists, objects and booleans are written as
-    JSON writes them (``true``, not Python's ``True``), so one cell reads like the other."""
+    JSON writes them (``true``, not Python's ``True``), so one cell reads like the other.
+    A leading ``=``, ``+``, ``-`` or ``@`` is kept, not neutralized with a quote: CSV is
+    data a script reads back exactly; README says how to open it in a spreadsheet."""
     if isinstance(value, (list, dict, bool)):
         return dumps(value)
     if value is None:

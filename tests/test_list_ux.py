@@ -413,6 +413,29 @@ def test_every_format_carries_exactly_the_contracts_keys(tmp_path: Path, fmt: st
     assert len(rows) == 2 and all(list(r) == CONTRACT_KEYS for r in rows)
 
 
+# README "CSV and spreadsheets": cells are the values, a leading = + - @ included; no
+# quote or apostrophe is added, so a script reading the CSV gets the title back.
+@pytest.mark.parametrize(
+    "title",
+    ['=HYPERLINK("https://example.com/?x","click")', "+1+2", "-fix the parser", "@SUM(A1:A2)"],
+)
+def test_csv_cells_that_look_like_formulas_are_written_as_they_are(
+    tmp_path: Path, title: str
+) -> None:
+    import csv
+    import io
+
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd="/w/one")
+    s.user(title)
+    s.meta("custom-title", customTitle=title)
+    s.write()
+    base = ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db")]
+    out = CliRunner().invoke(cli, [*base, "list", "--scope", "all", "--format", "csv"]).stdout
+    (row,) = csv.DictReader(io.StringIO(out))
+    assert (row["title"], row["custom_title"], row["first_prompt"]) == (title, title, title)
+
+
 def test_a_session_of_another_directory_with_the_same_project_key_is_not_listed(
     tmp_path: Path,
 ) -> None:
