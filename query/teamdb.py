@@ -93,7 +93,7 @@ class NotATeamStore(RuntimeError):
 #: The store schema the queries read (store/schema.py SCHEMA_VERSION; query/ and store/
 #: may not import each other, and tests/test_team_query.py checks they agree). A store
 #: below it lacks columns the queries name: it is upgraded by a push or `store init`.
-READ_SCHEMA_VERSION = 8
+READ_SCHEMA_VERSION = 9
 
 
 @lru_cache(maxsize=256)

@@ -648,6 +648,43 @@ def test_a_version_5_store_gets_the_tokenizer_s_own_words(pg_dsn: str, tmp_path:
         assert [r["matched_by"] for r in rows] in (["text"], ["title"]), (word, result.output)
 
 
+def test_a_version_8_store_gets_words_without_invisible_characters(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    """Since b0696f2 an invisible character inside a word (a soft hyphen, a zero width
+    space) is no part of it: the local index was rebuilt (DERIVATION_VERSION 39), but a
+    store written before kept "data" "base" for data\u200bbase, so ``search database
+    --db`` missed what the local index found. Migration 9 makes the vectors again from
+    the stored text."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = build_session(tree, "/home/dev/shop", "Connec\u00adtion pool")
+    s.user("the data\u200bbase migration")
+    s.write()
+    push(tree.root, pg_dsn)
+    # Back to version 8: the words cut at the invisible characters.
+    query(
+        pg_dsn,
+        "UPDATE messages SET tsv = setweight(to_tsvector('simple', 'the data base migration'),"
+        " 'D') WHERE text LIKE '%%migration%%';"
+        " UPDATE sessions SET search = setweight(to_tsvector('simple', 'connec tion pool'), 'A');"
+        " DELETE FROM sessiondex_migrations WHERE version >= 9",
+    )
+    url = database_url(pg_dsn)
+
+    def found(word: str) -> list[str]:
+        result = CliRunner().invoke(
+            cli, ["--config-dir", str(tree.root), "--db", url, "search", word, "--scope", "all",
+                  "--json"],
+        )  # fmt: skip
+        return [r["matched_by"] for r in json.loads(result.stdout or "[]")]
+
+    assert query(pg_dsn, "SELECT count(*) FROM messages WHERE tsv @@ 'database'") == [(0,)]
+    result = CliRunner().invoke(cli, ["store", "init", url])
+    assert result.exit_code == 0 and "applied 009" in result.output, result.output
+    assert found("database") == ["text"]
+    assert found("connection") == ["title"]
+
+
 def test_a_version_3_store_s_www_forge_hosts_become_the_forge_s_own(
     pg_dsn: str, tmp_path: Path
 ) -> None:
