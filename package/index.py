@@ -1175,6 +1175,20 @@ class Index:
             if probe is not None:
                 probe.close()
 
+    def reopen_if_writable(self) -> bool:
+        """Close the handles when answers come from the file read as an immutable one
+        (its folder could not be written when it was opened) and the folder can be
+        written now (one ``access``, only while immutable): True when closed, and the
+        next answer opens the file as it is. An immutable handle sees no change to the
+        file however long it is kept, so a long-lived front end (``mcp``, ``serve``)
+        answered from the index as it was at its start, refreshes written or not,
+        until it was restarted."""
+        path = self._path
+        if not self.read_immutable or path is None or not os.access(path.parent, os.W_OK):
+            return False
+        self._close_handles()
+        return True
+
     def renew(self) -> None:
         """Apply the refresh rule again now, keeping the open handles.
 
@@ -1193,6 +1207,7 @@ class Index:
         that took the index meanwhile is :meth:`check_rules`' error, every time."""
         if self.close_if_replaced():
             self.say(f"note: the index at {self._path} was deleted or replaced; reading it anew")
+        self.reopen_if_writable()
         self.check_rules()
         changes = self._changes
         if changes is not None:

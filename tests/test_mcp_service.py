@@ -753,6 +753,45 @@ def test_renew_checks_every_time_without_the_observer(
         assert json.loads(answers.search_sessions("zanzibar"))["count"] == 1
 
 
+@pytest.mark.parametrize("observer", [True, False], ids=["dirty-bit", "no-observer"])
+def test_an_index_whose_folder_becomes_writable_is_answered_from_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, observer: bool
+) -> None:
+    """Started where its index's folder could not be written, the server reads the file
+    as an immutable one (no -shm can be made). Once the folder can be written (remounted
+    read-write, ``chattr -i``), its refreshes write the index again, but every answer
+    still came from the immutable handle, which sees no change: nothing appended since
+    was ever found, until the server was restarted. Found by helper h603 (serve had
+    the same, fixed in web/state.py); the rule is now the Index's."""
+    from tests.test_reliability_faults import read_only
+
+    if not observer:
+        monkeypatch.setattr(DirtyBit, "start", lambda self: False)
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd=CWD)
+    session.user("first words")
+    session.write()
+    base = tmp_path / "cache"
+    base.mkdir()
+    db = base / "index.db"
+    with Index(db, [tree.root]) as builder:
+        builder.refresh()
+    with read_only(base), Index(db, [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        assert json.loads(answers.search_sessions("first"))["count"] == 1
+        assert index.read_immutable
+    # the same server, the folder writable again (a new Index would not show the bug)
+    with Index(db, [tree.root]) as index:
+        answers = service(index, cwd=CWD)
+        with read_only(base):
+            assert json.loads(answers.search_sessions("first"))["count"] == 1
+            assert index.read_immutable
+        session.user("zanzibar appears")
+        session.append()
+        assert eventually(lambda: json.loads(answers.search_sessions("zanzibar"))["count"] == 1)
+        assert not index.read_immutable
+
+
 @pytest.mark.parametrize("link", ["config-dir", "projects-dir"])
 def test_appends_under_a_linked_config_dir_are_ingested(tmp_path: Path, link: str) -> None:
     """A config dir (dotfiles) or its projects/ may be a link: the watch is on the real

@@ -16,7 +16,6 @@ a refresh worked (which is said too). It was said on every request a second apar
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -119,22 +118,12 @@ class WebIndex:
                 index.reader()
                 self.read_immutable = index.read_immutable
                 return replaced
-        if not replaced and self._folder_writable_again(index):
+        if not replaced and index.reopen_if_writable():
             # Read as it is now (mode=ro, the WAL too); Datasette attaches it so again.
-            index.close()
             index.reader()
             self.read_immutable = index.read_immutable
             return True
         return replaced
-
-    def _folder_writable_again(self, index: Index) -> bool:
-        """Whether the index is read as an immutable file (its folder could not be
-        written when it was opened) and its folder can be written now (one
-        ``access``, at most once a refresh interval): an immutable handle sees no
-        change to the file however long it is kept, so serve, and Datasette with it,
-        answered from the index as it was at the start for as long as it ran."""
-        path = index.db_path
-        return self.read_immutable and path is not None and os.access(path.parent, os.W_OK)
 
     def _failed(self, index: Index, exc: Exception) -> None:
         """Say why the refresh failed, unless that was said last."""
