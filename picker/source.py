@@ -98,6 +98,11 @@ class Source:
     def _run(self, job: Callable[[Index], T], interruptible: bool) -> T:
         if self._index is None:
             self._index = self.open_index(refresh=self._refresh_first)
+        else:
+            # Opened immutable (its folder could not be written), the handle sees no
+            # change however long the picker stays open: once the folder can be written
+            # again, the next query opens the file as it is (one access(), only then).
+            self._index.reopen_if_writable()
         self._interrupted = False
         self._interruptible = interruptible
         try:
