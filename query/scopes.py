@@ -87,7 +87,7 @@ def git_current_branch(cwd: str) -> str | None:
 def no_branch_reason(cwd: str) -> str:
     """Why :func:`git_current_branch` found no branch at ``cwd``, as the end of one line
     (``--current-branch: <reason>``): the directory is missing, git is not installed, the
-    directory is in no repository, or HEAD is detached. Asked only once it failed, so a
+    directory is in no repository (or in one git does not trust), or HEAD is detached. Asked only once it failed, so a
     listing with a branch pays nothing for it."""
     import os
     import shutil
@@ -97,7 +97,29 @@ def no_branch_reason(cwd: str) -> str:
         return f"{cwd} {'is not a directory' if os.path.lexists(cwd) else 'does not exist'}"
     if shutil.which("git") is None:
         return "git is not installed (no git on PATH)"
-    if _git(cwd, "rev-parse", "--git-dir") is None:
+    import subprocess
+
+    from sessiondex.transcripts.remotes import GIT_TIMEOUT_SECONDS
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--git-dir"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return f"git could not be run in {cwd}"
+    if done.returncode != 0:
+        if "dubious ownership" in done.stderr:
+            # a repository owned by another user (a mounted volume, a container run
+            # as root): git refuses it, and it is no less a repository
+            return (
+                f"git does not trust the repository at {cwd}: it is owned by another"
+                " user (git config --global --add safe.directory <dir>)"
+            )
         return f"{cwd} is not in a git repository"
     return f"{cwd} has a detached HEAD (no branch)"
 
