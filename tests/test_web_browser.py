@@ -36,10 +36,13 @@ def _browser_or_skip() -> Any:
     return sync_playwright
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, WebTree]]:
-    """``sessiondex serve --port 0`` running on a tree; yields its URL."""
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, WebTree]]:
+    """``sessiondex serve --port 0`` running on a tree; yields its URL. One server for
+    the module (a tree and a process start, ~1.5 s each): the tests only read, and the
+    browser test checks that no transcript byte or mtime changed."""
     pytest.importorskip("datasette", reason="the web extra is not installed")
+    tmp_path = tmp_path_factory.mktemp("served")
     db = tmp_path / "index.db"
     tree = build_web_tree(tmp_path, db)
     exe = Path(sys.executable).with_name("sessiondex")
