@@ -90,6 +90,7 @@ from sessiondex.indexer.watch import (
     NativeRetry,
     OverflowTrap,
     may_pass,
+    names_session_aliases,
     observer_name,
     relevant_paths,
     room_for_deep_trees,
@@ -124,7 +125,7 @@ class _Handler(FileSystemEventHandler):
         files, dirs = relevant_paths(event)
         if files and not dirs and event.event_type in _WRITES:
             self._bit.written([self._configured_path(f) for f in files])
-        elif files or dirs:
+        elif files or dirs or names_session_aliases(event):  # (the whole check reads it)
             self._bit.mark()
 
     def _configured_path(self, path: str) -> str:

@@ -69,6 +69,7 @@ from sessiondex.indexer.stats import NEW, REWRITTEN, RefreshStats
 from sessiondex.transcripts.discover import (
     MAIN,
     PICKER_ARCHIVE_NAME,
+    SESSION_ALIASES_NAME,
     describe_path,
     iter_subagent_files,
     storable,
@@ -393,6 +394,20 @@ def relevant_paths(event: FileSystemEvent) -> tuple[list[str], list[str]]:
     return files, []
 
 
+def names_session_aliases(event: FileSystemEvent) -> bool:
+    """Whether an event says a ``.session-aliases`` was created, written, moved or
+    deleted. What the index keeps of it (the alias dirs a scope takes) is brought up to
+    date by a whole refresh only (``indexer.refresh.sync_session_aliases``), and while a
+    ``watch`` runs a reading command does not refresh itself: the watcher (and the MCP
+    server's dirty bit) ask for that refresh, or a session started in a symlinked
+    spelling of a directory stayed out of its list until the periodic rescan. Claude Code
+    writes one a line per such session: rare."""
+    if event.is_directory or event.event_type not in _FILE_EVENTS:
+        return False
+    paths = [event.src_path] + ([event.dest_path] if event.event_type == "moved" else [])
+    return any(os.path.basename(os.fsdecode(p)) == SESSION_ALIASES_NAME for p in paths)
+
+
 class _Handler(FileSystemEventHandler):
     """Runs on the observer's thread: classify the event, enqueue, return.
 
@@ -411,6 +426,9 @@ class _Handler(FileSystemEventHandler):
         return self._configured + path[len(self._watched) :]
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if names_session_aliases(event):
+            self._pending.request_rescan()
+            return
         files, dirs = relevant_paths(event)
         walk = self._pending.add_scan if event.event_type == "attrib" else self._pending.add_dir
         for path in dirs:
