@@ -50,7 +50,9 @@ from typing import Any
 # 38: a recorded cwd that is no absolute path gets no cd in resume_command (objects.absolute_cwd)
 # 39: an invisible character inside a word (soft hyphen, zero width space) is dropped (text.py)
 # 40: only those in the BMP (text.py _INVISIBLE): a tag or a supplement selector stays
-DERIVATION_VERSION = 40
+# 41: every metadata record glued onto a bad line is read, N as two, spaced JSON too
+# (reader._glued_chain), not only the last one
+DERIVATION_VERSION = 41
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

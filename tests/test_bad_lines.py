@@ -234,3 +234,35 @@ def test_an_append_after_a_whole_unterminated_record_equals_a_rebuild(
         file.write((b"\n" if how == "ended first" else b"") + record + b"\n")
     refresh(db, [tree.root])
     assert index_snapshot(db) == rebuilt_snapshot([tree.root], tmp_path / "rebuilt.db")
+
+
+@pytest.mark.parametrize("between", [b"", b" ", b"\t", b"  \t "])
+def test_three_records_glued_on_a_line_are_read_as_two_are(tmp_path: Path, between: bytes) -> None:
+    """A crash and a resume each glued a record onto a line that had lost its newline:
+    the title between them is the session's, as the SDK's and the picker's string search
+    of the tail finds it; only the last glued record was read, so the session was listed
+    under its last prompt."""
+    tree = ConfigTree(tmp_path / "claude")
+    s = tree.session(cwd=CWD)
+    s.user("a good first prompt")
+    sid = s.session_id
+
+    def meta(kind: str, sep: tuple[str, str], **fields: str) -> bytes:
+        return json.dumps({"type": kind, **fields, "sessionId": sid}, separators=sep).encode()
+
+    compact, spaced = (",", ":"), (", ", ": ")
+    s.raw(
+        b'{"type":"user","message":{"role":"us'
+        + meta("custom-title", compact, customTitle="Old")
+        + between
+        + meta("custom-title", spaced, customTitle="Glued Title")
+        + between
+        + meta("last-prompt", compact, lastPrompt="the last prompt")
+        + b"\n"
+    )
+    s.write()
+    assert _title(tree, tmp_path / "i.db") == "Glued Title"
+    titles = [
+        e.get("customTitle") for e in load_entries(s.path, glued=True)[0] if e.get("customTitle")
+    ]
+    assert titles == ["Old", "Glued Title"]

@@ -416,3 +416,70 @@ def test_a_long_malformed_line_is_judged_in_memory_linear_in_it(line: bytes) -> 
     # orjson's own refusal allocates ~12x the line (its value pool, mostly never
     # touched); the slow path adds copies of the text, not a multiple per byte
     assert classify_peak < 20 * len(line), classify_peak
+
+
+SPACED_TITLE = b'{"type": "custom-title", "customTitle": "S", "sessionId": "' + SID.encode() + b'"}'
+
+
+@pytest.mark.parametrize(
+    ("line", "records"),
+    [
+        # N records glued on one line: each is read, as for two (the SDK's string
+        # search finds the middle one's title as well as the last one's)
+        (
+            _meta("custom-title", customTitle="A")
+            + _meta("custom-title", customTitle="B")
+            + _meta("last-prompt", lastPrompt="C"),
+            [
+                ("custom-title", "customTitle", "A"),
+                ("custom-title", "customTitle", "B"),
+                ("last-prompt", "lastPrompt", "C"),
+            ],
+        ),
+        (
+            b'{"type":"user","message":{"role":"us'
+            + _meta("custom-title", customTitle="A")
+            + _meta("last-prompt", lastPrompt="C"),
+            [("custom-title", "customTitle", "A"), ("last-prompt", "lastPrompt", "C")],
+        ),
+        (
+            b"garbage" + TITLE + TITLE.replace(b'"T"', b'"U"') + _meta("pr-link", prNumber=1),
+            [
+                ("custom-title", "customTitle", "T"),
+                ("custom-title", "customTitle", "U"),
+                ("pr-link", "prNumber", 1),
+            ],
+        ),
+        # whitespace between glued records, and spaced JSON
+        (
+            _meta("custom-title", customTitle="A") + b" \t" + _meta("last-prompt", lastPrompt="C"),
+            [("custom-title", "customTitle", "A"), ("last-prompt", "lastPrompt", "C")],
+        ),
+        (b"garbage" + SPACED_TITLE, [("custom-title", "customTitle", "S")]),
+        (
+            b"garbage " + SPACED_TITLE + b"\t" + TITLE,
+            [("custom-title", "customTitle", "S"), ("custom-title", "customTitle", "T")],
+        ),
+        (
+            SPACED_TITLE + b" " + TITLE,
+            [("custom-title", "customTitle", "S"), ("custom-title", "customTitle", "T")],
+        ),
+        # a middle record that is no whole record: what comes after it still counts
+        (
+            b"garbage" + TITLE[:-1] + b"x" + TITLE.replace(b'"T"', b'"U"'),
+            [("custom-title", "customTitle", "U")],
+        ),
+        # "}{" and "} {" inside a string split nothing
+        (b'garbage{"type":"user","t":"a} {\\"type\\": \\"custom-title\\"}{b"}', []),
+        (
+            b"garbage" + _meta("custom-title", customTitle='x"} {"type": "last-prompt"'),
+            [("custom-title", "customTitle", 'x"} {"type": "last-prompt"')],
+        ),
+    ],
+)
+def test_n_glued_records(line: bytes, records: list[tuple[str, str, object]]) -> None:
+    """Whatever is read of two records glued on a line is read of N, whatever the
+    whitespace around them or inside them."""
+    found = glued_records(line)
+    assert [r["type"] for r in found] == [kind for kind, _, _ in records]
+    assert [r[key] for r, (_, key, _) in zip(found, records)] == [v for _, _, v in records]

@@ -327,7 +327,12 @@ TAG_LINE_START = b'{"type":"tag"'
 #: :data:`GLUED_FIELDS`, which the picker's and the SDK's string search still find
 #: there, and a tag, since the line starts with it (:data:`TAG_LINE_START`).
 HEAD_FIELDS: dict[str, tuple[str, ...]] = {**GLUED_FIELDS, "tag": ("tag",)}
-_GLUED_START = b'{"type":"'
+#: Where a record may start on a bad line: ``{"type":"`` with any JSON whitespace
+#: around its colon (a spaced or pretty-printed writer's too). Inside a JSON string
+#: the quotes of that opening would be escaped, so it can only begin a record or a
+#: nested object (which never ends where a record must: see :func:`_glued_chain`).
+_RECORD_START = re.compile(rb'\{[ \t\r\n]*"type"[ \t\r\n]*:[ \t\r\n]*"')
+_JSON_SPACE = b" \t\r\n"
 
 
 def _kept(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
@@ -338,76 +343,93 @@ def _kept(value: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
     return kept
 
 
-def _glued_at(line: bytes, start: int, kinds: dict[str, tuple[str, ...]]) -> dict[str, Any] | None:
-    """The record from ``start`` to the end of ``line``, if it is one of a type in
-    ``kinds`` with a ``sessionId`` (as both writers write it), cut to its fields."""
-    try:
-        value = orjson.loads(line[start:])
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
-        return None
-    kind = value.get("type")
-    fields = kinds.get(kind) if isinstance(kind, str) else None
-    return None if fields is None else _kept(value, fields)
+def _glued_chain(
+    line: bytes, first: int, kinds: dict[str, tuple[str, ...]]
+) -> list[dict[str, Any]]:
+    """The records glued onto a bad ``line`` from byte ``first`` on, in line order, each
+    cut to its type's fields: a record is a JSON object that starts with a ``type``
+    (:data:`_RECORD_START`), of a type in ``kinds``, with a ``sessionId`` (as both
+    writers write it), that ends, after JSON whitespace, at the line's end or where the
+    next such record starts. Read from the end, so one glued record or N are one rule;
+    a record that is not whole breaks no record after it."""
+    # Only a start of a type in ``kinds`` is decoded (a long bad line holds thousands
+    # of nested ``{"type":"text"`` blocks), through a view: no copy of the line each.
+    starts = [
+        m.start()
+        for m in _RECORD_START.finditer(line, first)
+        if m.start() > 0
+        and line[m.end() : line.find(b'"', m.end())].decode("ascii", "replace") in kinds
+    ]
+    view = memoryview(line)
+    found: list[dict[str, Any]] = []
+    end = len(line.rstrip(_JSON_SPACE))
+    for start in reversed(starts):
+        try:
+            value = orjson.loads(view[start:end])
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+            continue
+        kind = value.get("type")
+        fields = kinds.get(kind) if isinstance(kind, str) else None
+        if fields is None:
+            continue
+        found.append(_kept(value, fields))
+        end = len(line[:start].rstrip(_JSON_SPACE))
+    found.reverse()
+    return found
 
 
 def glued_record(line: bytes) -> dict[str, Any] | None:
-    """The metadata record glued onto the end of a bad ``line``, or None: a JSON object
-    from the last ``{"type":"`` to the line's end, of a :data:`GLUED_TYPES` type, with
-    a ``sessionId`` (as both writers write it), cut to its type's :data:`GLUED_FIELDS`.
-    Inside a JSON string the quotes of that opening would be escaped, so it can only
-    begin a record (or a nested object, which does not reach the line's end alone)."""
-    start = line.rfind(_GLUED_START)
-    if start <= 0:
-        return None
-    return _glued_at(line, start, GLUED_FIELDS)
+    """The last metadata record glued onto a bad ``line`` (:func:`_glued_chain` with
+    :data:`GLUED_FIELDS`), or None."""
+    chain = _glued_chain(line, 0, GLUED_FIELDS)
+    return chain[-1] if chain else None
 
 
-def _head_record(line: bytes) -> dict[str, Any] | None:
+def _head_record(line: bytes) -> tuple[dict[str, Any] | None, int]:
     """The whole metadata record (:data:`HEAD_FIELDS`) a bad ``line`` starts with,
-    followed by more bytes, cut to its type's fields; None when the line starts with
-    anything else. Both writers put ``type`` first, so only a line that starts with
-    such a type is decoded (with the standard library's ``raw_decode``, which says
-    where the first value ends; orjson reads whole documents only)."""
-    if not line.startswith(_GLUED_START):
-        return None
-    kind_end = line.find(b'"', len(_GLUED_START))
-    kind = line[len(_GLUED_START) : kind_end].decode("ascii", "replace")
+    followed by more bytes, cut to its type's fields, and the byte where it ends; None
+    and 0 when the line starts with anything else. Both writers put ``type`` first, so
+    only a line that starts with such a type is decoded (with the standard library's
+    ``raw_decode``, which says where the first value ends; orjson reads whole
+    documents only)."""
+    match = _RECORD_START.match(line)
+    if match is None:
+        return None, 0
+    kind_end = line.find(b'"', match.end())
+    kind = line[match.end() : kind_end].decode("ascii", "replace")
     fields = HEAD_FIELDS.get(kind)
     if fields is None:
-        return None
+        return None, 0
     import json  # here only: a rare path (a bad line that starts with metadata)
 
     try:
         text = line.decode("utf-8")
         value, end = json.JSONDecoder().raw_decode(text)
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return None
+        return None, 0
     if not isinstance(value, dict) or value.get("type") != kind or not text[end:].strip():
-        return None
+        return None, 0
     kept: dict[str, Any] = without_lone_surrogates(_kept(value, fields))
-    return kept
+    return kept, len(text[:end].encode("utf-8"))
 
 
 def glued_records(line: bytes) -> list[dict[str, Any]]:
-    """What other readers take from a bad ``line`` onto which a writer glued its record,
+    """What other readers take from a bad ``line`` onto which writers glued records,
     in line order: the whole metadata record the line starts with (:func:`_head_record`:
     the line had lost its newline, and Claude Code's last record is most often one of
-    its metadata block), then the record glued on (:func:`glued_record`; a tag too
-    when the line starts with a tag, as the SDK reads a tag line)."""
+    its metadata block), then every record glued on after it (:func:`_glued_chain`;
+    a tag too when the line starts with a tag, as the SDK reads a tag line). Two
+    records glued or N, with or without whitespace between them: one rule."""
     records: list[dict[str, Any]] = []
     if b"\x00" in line:  # a nul-byte line, which no reader takes anything from
         return records
-    head = _head_record(line)
+    head, head_end = _head_record(line)
     if head is not None:
         records.append(head)
-    start = line.rfind(_GLUED_START)
-    if start > 0:
-        kinds = HEAD_FIELDS if line.startswith(TAG_LINE_START) else GLUED_FIELDS
-        glued = _glued_at(line, start, kinds)
-        if glued is not None:
-            records.append(glued)
+    kinds = HEAD_FIELDS if line.startswith(TAG_LINE_START) else GLUED_FIELDS
+    records.extend(_glued_chain(line, head_end, kinds))
     return records
 
 
