@@ -1419,3 +1419,26 @@ def test_the_list_warning_reads_the_settings_of_the_cwd_given(
     assert "1 listed session will be deleted" in warned.stderr
     quiet = _run(["list", "--scope", "all"], tree.root, db)  # from elsewhere: 30 days
     assert "will be deleted" not in quiet.stderr
+
+
+def test_a_session_stamped_in_the_future_expires_by_its_mtime(tmp_path: Path) -> None:
+    """A clock that ran ahead wrote year-2099 timestamps: Claude Code's sweep keys on
+    the file's mtime only (cli-sessions §5), so the session expires when its file is
+    old, whatever its last timestamp; its last activity (semantics: the last
+    timestamp) is what the plan reports, and it exempts nothing."""
+    tree = ConfigTree(tmp_path / "claude")
+    skewed = tree.session(cwd="/work/repo", start="2099-01-01T00:00:00.000Z")
+    skewed.user("written by a skewed clock")
+    skewed.assistant("an answer from the future")
+    skewed.write(mtime=NOW - 40 * DAY)
+    recent = _session(tree, "recent work", NOW - 40 * DAY + 1)
+    young = _session(tree, "young work", NOW - DAY)
+    db = open_db(tmp_path / "index.db")
+    refresh(db, [tree.root])
+    plan = act.fresh_plan(db, [tree.root], cwd=str(tmp_path), now=NOW, managed=None)
+    (root,) = plan.roots
+    assert _ids(root.to_delete) == {skewed.session_id, recent.session_id}
+    assert young.session_id not in _ids(root.expired)
+    (entry,) = [e for e in root.to_delete if e.session_id == skewed.session_id]
+    assert entry.last_activity is not None and entry.last_activity.startswith("2099-")
+    assert entry.claude_code_deletes
