@@ -68,6 +68,22 @@ def _index_problems(tmp_path: Path, tree: ConfigTree) -> Counter[str]:
         ([b"", b"   ", b"\r"], b"", {}),
         ([], b'{"type":"last-prompt","lastPrompt":"done"}', {}),  # whole, just no \n yet
         ([], UNFINISHED, {}),
+        # the whole class of lines that are not one clean record (h602): a UTF-8 BOM
+        # (not whitespace to Python's json nor to JSON.parse), CRLF (stripped), a record
+        # then garbage, N records glued with or without whitespace, spaced JSON glued,
+        # a NUL-padded line (a preallocated file), an empty line
+        ([b'\xef\xbb\xbf{"type":"x"}'], b"", {"malformed-json": 1}),
+        ([b'{"type":"x"}\r', b"\r"], b"", {}),
+        ([b'{"type":"x"}garbage'], b"", {"malformed-json": 1}),
+        ([b'{"type":"x"}{"type":"y"}{"type":"z"}'], b"", {"malformed-json": 1}),
+        (
+            [b'{"type": "x"} {"type": "y"}', b'{"type":"x"}\t{"type":"y"}'],
+            b"",
+            {"malformed-json": 2},
+        ),
+        ([b'{"type":"x"}\x00\x00\x00'], b"", {"nul-byte": 1}),
+        ([b"\x00" * 64], b"", {"nul-byte": 1}),
+        ([b""], b"", {}),
     ],
 )
 def test_index_and_show_count_the_same_bad_lines(
