@@ -52,7 +52,8 @@ from typing import Any
 # 40: only those in the BMP (text.py _INVISIBLE): a tag or a supplement selector stays
 # 41: every metadata record glued onto a bad line is read, N as two, spaced JSON too
 # (reader._glued_chain), not only the last one
-DERIVATION_VERSION = 41
+# 42: a zero width non-joiner stays a word boundary (text.py _INVISIBLE: Persian spelling)
+DERIVATION_VERSION = 42
 
 FTS_TOKENIZER = "unicode61 remove_diacritics 2"
 

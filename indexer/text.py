@@ -164,20 +164,21 @@ def without_nul(text: str) -> str:
 # width space where a long word may wrap), and unicode61 cuts a word at most of them:
 # "data\u200bbase" was the two words "data" and "base". In order: soft hyphen, combining
 # grapheme joiner, Arabic letter mark, the Mongolian variation selectors and vowel
-# separator, zero width space, non-joiner and joiner, the left-to-right and
+# separator, zero width space, zero width joiner, the left-to-right and
 # right-to-left marks, the bidi embeddings and overrides, word joiner, invisible
 # operators, bidi isolates and the deprecated format characters, variation selectors
 # and the zero width no-break space (a byte order mark). Left out of the property's
-# list: the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), letters of a jamo sequence
+# list: the zero width non-joiner (U+200C), which Persian and other Arabic-script and
+# Indic writing spell with between the parts of a word written together (``می\u200cخواهم``,
+# "I want"), where unicode61 cuts it: each part, typed alone or with a space between,
+# finds it, as before; the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), letters of a jamo sequence
 # to the tokenizer; the Khmer inherent vowels (U+17B4, U+17B5), as Khmer is one token
 # per character anyway (_CJK); U+FFF0-U+FFF8, unassigned; and those beyond the BMP
 # (tags, which stand between emoji in a flag's sequence, the ideographic variation
 # selectors, after an ideograph that is a token of its own, shorthand and musical
 # format controls, among symbols): never inside a word, and a class beyond the BMP made
 # the look for them in every text that is not ASCII ~4 times slower (13 µs a KB, not 3).
-_INVISIBLE = (
-    "\u00ad\u034f\u061c\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff"
-)
+_INVISIBLE = "\u00ad\u034f\u061c\u180b-\u180f\u200b\u200d-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff"
 
 
 @cache
@@ -203,7 +204,7 @@ def without_invisible(text: str) -> str:
     spaces first) dropping one changes no word, and it stays: a snippet shows the
     family emoji's joiners, a heart's presentation selector and Thai's word breaks as
     written. Dropped inside a word, a joiner or a selector that changed how letters are
-    drawn (Persian's non-joiner, a Mongolian variation selector) shows plain letters."""
+    drawn (a zero width joiner, a Mongolian variation selector) shows plain letters."""
     if text.isascii():
         return text
     first = _invisible().search(text)

@@ -14,6 +14,7 @@ import pytest
 from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
 from sessiondex.indexer.text import fts_text, without_invisible, word_text
+from sessiondex.indexer.unicode61 import separators_as_spaces
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import FUZZY, run_search
 from sessiondex.query.typos import typo_words
@@ -53,6 +54,21 @@ def test_invisible_characters_inside_a_word_are_dropped(text: str, expected: str
     # The index's form and the team store's words follow the same rule.
     assert word_text(text) == word_text(expected)
     assert fts_text(text) == fts_text(expected)
+
+
+def test_a_zero_width_non_joiner_stays_a_word_boundary() -> None:
+    """U+200C is spelling in Persian (and other Arabic-script and Indic writing): it
+    stands between the parts of a word written together, ``می\u200cخواهم`` ("I
+    want"), where unicode61 cuts it. Dropped as an invisible stray, the parts became one
+    word that none of the ways a Persian reader types it found (the verb alone, or the
+    parts with a space between them). Helper h611 found the regression of b0696f2."""
+    persian = "من می\u200cخواهم"
+    assert without_invisible(persian) == persian
+    # the words as FTS5's tokenizer cuts them
+    words = separators_as_spaces(fts_text(persian)).split()
+    assert "خواهم" in words and "می" in words, words
+    # a zero width space between the same letters is still no part of a word
+    assert separators_as_spaces(fts_text("می\u200bخواهم")).split() == ["میخواهم"]
 
 
 def test_cjk_and_thai_keep_their_zero_width_spaces() -> None:
