@@ -483,3 +483,28 @@ def test_n_glued_records(line: bytes, records: list[tuple[str, str, object]]) ->
     found = glued_records(line)
     assert [r["type"] for r in found] == [kind for kind, _, _ in records]
     assert [r[key] for r, (_, key, _) in zip(found, records)] == [v for _, _, v in records]
+
+
+def test_nested_metadata_objects_on_a_bad_line_are_not_each_decoded_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bad line holding many objects of a metadata type nested (a tool input, say):
+    none ends where a record must, and none is handed to orjson, which reads (checks
+    the UTF-8 of) all it is given: the line's length once per object."""
+    import sessiondex.transcripts.reader as module
+
+    calls: list[int] = []
+    real = module.orjson.loads
+
+    def counting(data: bytes) -> object:
+        calls.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(module.orjson, "loads", counting)
+    inner = b",".join(_meta("custom-title", customTitle=f"n{i}") for i in range(2000))
+    assert glued_records(b"garbage[" + inner + b"]") == []
+    assert calls == []
+    assert glued_records(b"garbage[" + inner + b"]" + TITLE) == [
+        {"type": "custom-title", "sessionId": SID, "customTitle": "T"}
+    ]
+    assert calls == [len(TITLE)]

@@ -353,17 +353,32 @@ def _glued_chain(
     next such record starts. Read from the end, so one glued record or N are one rule;
     a record that is not whole breaks no record after it."""
     # Only a start of a type in ``kinds`` is decoded (a long bad line holds thousands
-    # of nested ``{"type":"text"`` blocks), through a view: no copy of the line each.
+    # of nested ``{"type":"text"`` blocks); where its object ends is found first by
+    # ``raw_decode`` over the line read as Latin-1 (a character per byte, so its offsets
+    # are the bytes'), which reads that object only: orjson checks the UTF-8 of all it
+    # is given, and a line holding many such objects nested cost its length each.
     starts = [
         m.start()
         for m in _RECORD_START.finditer(line, first)
         if m.start() > 0
         and line[m.end() : line.find(b'"', m.end())].decode("ascii", "replace") in kinds
     ]
+    if not starts:
+        return []
+    import json  # here only: a rare path (a bad line with a metadata type on it)
+
+    scan = json.JSONDecoder(strict=False).raw_decode
+    latin = line.decode("latin-1")
     view = memoryview(line)
     found: list[dict[str, Any]] = []
     end = len(line.rstrip(_JSON_SPACE))
     for start in reversed(starts):
+        try:
+            stop = scan(latin, start)[1]
+        except (ValueError, RecursionError):
+            continue
+        if stop != end:
+            continue
         try:
             value = orjson.loads(view[start:end])
         except orjson.JSONDecodeError:
