@@ -209,3 +209,29 @@ def test_a_mistyped_command_names_the_closest_commands(
         assert "Did you mean" not in error
     else:
         assert error.endswith(f" Did you mean {suggested}?")
+
+
+def test_current_branch_in_a_repository_git_does_not_trust_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found reviewing ab32893 (--current-branch says why there is no branch): in a
+    repository owned by another user (a mounted volume, a container run as root),
+    git refuses every command ("detected dubious ownership"), and the line said
+    '<dir> is not in a git repository', sending the user away from a repository that
+    is there. git's own knob stands in for the other owner."""
+    tree = ConfigTree(tmp_path / "claude")
+    tree.projects_dir.mkdir(parents=True, exist_ok=True)
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    git("init", "-q", "-b", "main", cwd=cwd)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    result = CliRunner().invoke(
+        cli,
+        ["--config-dir", str(tree.root), "--db", str(tmp_path / "i.db"), "list"]
+        + ["--current-branch", "--cwd", str(cwd)],
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"Error: --current-branch: git does not trust the repository at {cwd}: it is"
+        " owned by another user (git config --global --add safe.directory <dir>)\n"
+    )

@@ -1539,3 +1539,40 @@ def test_paging_down_a_search_ranks_it_once(
     assert cursor == count - 1
     # the rows on screen have their objects, as the search gives them (marked snippets)
     assert all(obj is not None and MARKERS[0] in obj["snippet"] for obj in last)
+
+
+def test_the_pickers_rows_are_read_anew_once_the_index_folder_can_be_written(
+    tmp_path: Path,
+) -> None:
+    """A picker opened where its index's folder could not be written reads the file as
+    an immutable one (no -shm can be made). Once the folder can be written again, its
+    Freshness thread's refresh writes the index, but the rows' queries still came from
+    the immutable handle, which sees no change: a reload showed the picker's first rows
+    until it was closed. Found by helper h611 reviewing 14f5e6e."""
+    from sessiondex.picker.source import Source
+    from tests.test_reliability_faults import read_only
+
+    tree = ConfigTree(tmp_path / "claude")
+    session = tree.session(cwd="/w/app")
+    session.user("first words")
+    session.write()
+    base = tmp_path / "cache"
+    base.mkdir()
+    db = base / "index.db"
+    with Index(db, [tree.root]) as builder:
+        builder.refresh()
+    source = Source(db, [tree.root])
+    try:
+        with read_only(base):
+            found = source.submit(lambda index: index.search("first", scope="all")).result()
+            assert len(found) == 1
+            assert source.submit(lambda index: index.read_immutable).result()
+        session.user("zanzibar appears")
+        session.append()
+        with Index(db, [tree.root]) as refresher:  # what Freshness does, on its own Index
+            assert refresher.refresh().grown == 1
+        found = source.submit(lambda index: index.search("zanzibar", scope="all")).result()
+        assert len(found) == 1
+        assert not source.submit(lambda index: index.read_immutable).result()
+    finally:
+        source.close()

@@ -216,3 +216,65 @@ def test_the_slug_twin_rule_still_holds_beside_them(tmp_path: Path) -> None:
     assert one_session(result.stdout)["session_id"] == twin.session_id
     result = world.run("continue", "--cwd", str(world.real), "--json")
     assert one_session(result.stdout)["session_id"] == world.ids["alias"]
+
+
+def test_a_session_aliases_file_written_while_watch_runs_puts_its_dir_in_scope(
+    tmp_path: Path,
+) -> None:
+    """Found reviewing d083c0a (the alias dirs of ``.session-aliases`` in scopes, read by
+    the refresh): with ``watch`` running a reading command skips its own refresh, and
+    the watcher acted only on ``.jsonl`` and directory events. A session started in a
+    symlinked spelling of the directory (its transcript in its own project dir, its dir
+    appended to the real dir's ``.session-aliases``) was indexed at once but stayed out
+    of the directory's list until the periodic rescan (5 minutes; never with none)."""
+    import signal
+
+    from sessiondex.index import Index
+    from tests.test_watch import WatchProcess
+
+    tree = ConfigTree(tmp_path / "claude")
+    real = tmp_path / "my-app"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    home = tree.session(cwd=canonical_directory(real))
+    home.user("the quokka ledger at home")
+    home.write()
+    db = tmp_path / "index.db"
+    with Index(db, [tree.root]) as builder:
+        builder.refresh()
+    watcher = WatchProcess(tree.root, db, "--no-archive")
+    try:
+        watcher.wait_for_line("watching")
+        _link_session_and_alias(tree, real, link, db, home.session_id)
+    finally:
+        assert watcher.finish(signal.SIGTERM) == 0
+
+
+def _link_session_and_alias(tree: ConfigTree, real: Path, link: Path, db: Path, home: str) -> None:
+    from sessiondex.index import Index
+    from tests.test_watch import wait_for
+
+    via_link = tree.session(cwd=str(link), project_key=sanitize_path(str(link)))
+    via_link.user("the quokka ledger through the link")
+    via_link.write()
+    aliases = tree.projects_dir / project_key(canonical_directory(real)) / ".session-aliases"
+    aliases.write_text(f"{tree.projects_dir / sanitize_path(str(link))}\n", encoding="utf-8")
+
+    def listed(scope: str) -> set[str]:
+        result = CliRunner().invoke(
+            cli,
+            ["--config-dir", str(tree.root), "--db", str(db), "list", "--json"]
+            + ["--scope", scope, "--cwd", str(real)],
+        )
+        assert result.exit_code == 0, result.output
+        return {row["session_id"] for row in json.loads(result.output)}
+
+    wait_for(lambda: via_link.session_id in listed("all"), "the linked session indexed")
+    with Index(db, [tree.root]) as index:
+        assert index.watcher_alive()  # so the list below does not refresh itself
+    wait_for(
+        lambda: listed("worktree") == {home, via_link.session_id},
+        "the alias dir in the directory's scope",
+        deadline=5.0,
+    )
