@@ -1472,7 +1472,9 @@ def _rank(
         rows = fuzzy_search(db, text, filters)
         ranking = Ranking(FUZZY if rows else NONE, words, markers, rows=rows, limit=limit)
     if elsewhere and terms:
-        ranking.elsewhere = _elsewhere(db, terms, filters)
+        # Through the syntax-error rule: a scope with no session answered before FTS5
+        # read a --raw query, so this may be the first statement that parses it.
+        ranking.elsewhere = _fts(db, lambda: _elsewhere(db, terms, filters), raw, text)
     elif elsewhere and not raw:  # a query of symbols: where they are as typed
         ranking.elsewhere = _symbol_elsewhere(db, text, filters)
     return ranking
@@ -1657,7 +1659,6 @@ def _elsewhere(db: Database, terms: list[str], filters: Filters) -> dict[str, in
     """Wider scope → how many sessions match every term there (this scope has none)."""
     wider = {"worktree": ("repo", "all"), "repo": ("all",)}.get(filters.scope, ())
     wheres = [replace(filters, scope=scope, limit=None).where(db) for scope in wider]
-    # The query already ran in this scope, so FTS5 can parse it.
     if dialect_of(db).name == "sqlite":
         return dict(zip(wider, _count_holders(db, terms, wheres)))
     return {

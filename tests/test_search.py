@@ -193,6 +193,25 @@ def test_raw_syntax_error_is_exit_1_with_a_hint(tmp_path: Path) -> None:
     assert ok.exit_code == 0 and len(json.loads(ok.stdout)) >= 2
 
 
+@pytest.mark.parametrize("query", ['"', "auth AND (", "bogus:cookie"])
+@pytest.mark.parametrize("scope", ["worktree", "repo"])
+def test_raw_syntax_error_in_a_scope_with_no_sessions_has_the_hint(
+    tmp_path: Path, query: str, scope: str
+) -> None:
+    """A scope with no session answers before FTS5 reads the query; the count of matches
+    in the wider scopes then ran it outside the syntax-error rule, and the user read
+    "the index at … failed: unterminated string" with no word of --raw (h608)."""
+    root = copy_fixtures(tmp_path)
+    empty = tmp_path / "no-sessions-here"
+    empty.mkdir()
+    base = ["--config-dir", str(root), "--db", str(tmp_path / "i.db")]
+    result = CliRunner().invoke(
+        cli, [*base, "search", "--raw", query, "--scope", scope, "--cwd", str(empty)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "drop --raw" in result.stderr and "failed" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize(
     ("query", "term"),
     [
