@@ -328,6 +328,7 @@ class Index:
         from sessiondex.indexer.bulk import BULK_LOCK
         from sessiondex.indexer.lock import lock_path, watcher_alive, watcher_pid
         from sessiondex.indexer.meta import EMPTIED_FOR_RULES, get_meta
+        from sessiondex.render.counts import counted
 
         ever_filled = _ever_filled(handle)
         if self._path is not None and watcher_alive(self._path, BULK_LOCK):
@@ -352,6 +353,13 @@ class Index:
                 f"note: the index at {self._path} was emptied to be rebuilt by this"
                 f" sessiondex's rules (an older sessiondex built it, by rules {rules});"
                 " run `sessiondex index` (or drop --no-refresh)"
+            )
+        elif not ever_filled and (held := _sessions_held(handle)):
+            # A first build stopped part way (killed, Ctrl-C): rows, no refresh ended.
+            self.say(
+                f"note: a build of the index at {self._path} did not finish"
+                f" ({counted(held, 'session')} in it so far, text search may miss some);"
+                " run `sessiondex index` to complete it (or drop --no-refresh)"
             )
         elif not ever_filled:
             self.say(
@@ -1468,6 +1476,14 @@ def _config_dir_text(value: str | bytes | os.PathLike[str]) -> str:
     except UnicodeEncodeError:
         raise ValueError(f"config dir {raw!r} is not valid UTF-8") from None
     return raw
+
+
+def _sessions_held(db: Database) -> int:
+    """How many sessions the index holds (0 when its tables are not there yet)."""
+    try:
+        return int(db.execute("SELECT count(*) FROM sessions").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
 
 
 def _ever_filled(db: Database) -> bool:

@@ -703,6 +703,34 @@ def test_a_read_that_refreshes_waits_for_another_processs_cold_build(tmp_path: P
     assert any("waiting for another sessiondex process" in n for n in notes), notes
 
 
+def test_a_read_after_a_build_that_did_not_finish_says_so(tmp_path: Path) -> None:
+    """A first build stopped part way (``watch`` killed during its catch-up, Ctrl-C on
+    ``index``) leaves sessions in the index and no completed refresh: ``--no-refresh
+    list`` answered 920 sessions beside "has never been built" (h608). The note now
+    says the build did not finish and how many sessions it holds."""
+    import sessiondex
+    from sessiondex.indexer.db import open_db
+
+    tree = ConfigTree(tmp_path / "claude")
+    for n in range(3):
+        s = tree.session(cwd="/srv/half")
+        s.user(f"session number {n}")
+        s.write()
+    db_path = tmp_path / "index.db"
+    with sessiondex.Index(db_path, tree.root) as builder:
+        builder.refresh()
+    db = open_db(db_path)
+    db.execute("DELETE FROM meta WHERE key = 'last_refresh'")  # as a build cut short
+    db.conn.commit()
+    db.close()
+    notes: list[str] = []
+    with sessiondex.Index(db_path, tree.root, refresh=False, notice=notes.append) as index:
+        assert len(index.list(scope="all")) == 3
+    assert len(notes) == 1, notes
+    assert "never been built" not in notes[0], notes
+    assert "did not finish" in notes[0] and "3 sessions" in notes[0], notes
+
+
 def test_a_read_that_does_not_refresh_says_another_build_is_under_way(tmp_path: Path) -> None:
     """Helper 92: ``search --no-refresh`` during another process's ``index --rebuild``
     said the index "has never been built" (it had; it was being built again) while
