@@ -97,20 +97,10 @@ def no_branch_reason(cwd: str) -> str:
         return f"{cwd} {'is not a directory' if os.path.lexists(cwd) else 'does not exist'}"
     if shutil.which("git") is None:
         return "git is not installed (no git on PATH)"
-    import subprocess
+    from sessiondex.transcripts.remotes import git_run
 
-    from sessiondex.transcripts.remotes import GIT_TIMEOUT_SECONDS
-
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--git-dir"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    done = git_run(cwd, "rev-parse", "--git-dir")
+    if done is None:
         return f"git could not be run in {cwd}"
     if done.returncode != 0:
         if "dubious ownership" in done.stderr:

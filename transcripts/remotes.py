@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from sessiondex.transcripts.pr_urls import canonical_host
+
+if TYPE_CHECKING:
+    import subprocess
 
 # git answers these in milliseconds; a hung git (a network filesystem) must not hang us.
 GIT_TIMEOUT_SECONDS = 5
 
 
-def git(cwd: str, *args: str) -> str | None:
-    """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
+def git_run(cwd: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """``git ARGS`` run in ``cwd`` (its output captured as text, at most
+    :data:`GIT_TIMEOUT_SECONDS`), or None when git could not be run or hung."""
     import subprocess  # here: most commands never run git, and the import is ~7 ms
 
     try:
-        result = subprocess.run(
+        return subprocess.run(
             ["git", *args],
             cwd=cwd,
             capture_output=True,
@@ -34,7 +39,12 @@ def git(cwd: str, *args: str) -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return result.stdout if result.returncode == 0 else None
+
+
+def git(cwd: str, *args: str) -> str | None:
+    """stdout of ``git ARGS`` in ``cwd``, or None when git is missing, fails or hangs."""
+    result = git_run(cwd, *args)
+    return result.stdout if result is not None and result.returncode == 0 else None
 
 
 def origin_of(cwd: str) -> str | None:
