@@ -713,6 +713,20 @@ def one_session(stdout: str) -> dict[str, Any]:
     return session
 
 
+def session_holding(tree: ConfigTree, cwd: str, where: str, text: str) -> SessionWriter:
+    """A written session whose ``text`` is in one place: ``prompt`` (the user's
+    message), ``reply`` (the assistant's, after a plain prompt) or ``title`` (a
+    custom-title record): for tests of what search finds in each."""
+    s = tree.session(cwd=cwd)
+    s.user(text if where == "prompt" else "what is in the log?")
+    if where == "reply":
+        s.assistant(text)
+    if where == "title":
+        s.meta("custom-title", customTitle=text)
+    s.write()
+    return s
+
+
 def git_repo_with_worktree(base: Path) -> tuple[Path, Path]:
     """A git repository ``base/app`` with one commit and a linked worktree
     ``base/app-wt`` (branch ``feature``): the ``repo`` scope's two directories."""

@@ -18,7 +18,7 @@ from sessiondex.indexer.unicode61 import separators_as_spaces
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import FUZZY, run_search
 from sessiondex.query.typos import typo_words
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, session_holding
 
 ALL = Filters(scope="all")
 
@@ -86,13 +86,7 @@ def test_typo_words_read_a_word_with_a_soft_hyphen_as_one() -> None:
 def _index(tmp_path: Path, texts: list[tuple[str, str]]) -> object:
     tree = ConfigTree(tmp_path / "claude")
     for i, (where, text) in enumerate(texts):
-        s = tree.session(cwd=f"/w/p{i}")
-        s.user(text if where == "prompt" else "what is in the log?")
-        if where == "reply":
-            s.assistant(text)
-        if where == "title":
-            s.meta("custom-title", customTitle=text)
-        s.write()
+        session_holding(tree, f"/w/p{i}", where, text)
     db = open_db(tmp_path / "i.db")
     refresh(db, [tree.root])
     return db

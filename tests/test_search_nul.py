@@ -12,7 +12,7 @@ from sessiondex.indexer.db import open_db
 from sessiondex.indexer.refresh import refresh
 from sessiondex.query.filters import Filters
 from sessiondex.query.search import search
-from tests.builders import ConfigTree
+from tests.builders import ConfigTree, session_holding
 
 ALL = Filters(scope="all")
 
@@ -51,13 +51,7 @@ def test_a_nul_loses_no_text_around_a_match(
     tmp_path: Path, where: str, text: str, query: str, snippet: str
 ) -> None:
     tree = ConfigTree(tmp_path / "claude")
-    s = tree.session(cwd="/w/a")
-    s.user(text if where == "prompt" else "what is in the log?")
-    if where == "reply":
-        s.assistant(text)
-    if where == "title":
-        s.meta("custom-title", customTitle=text)
-    s.write()
+    session_holding(tree, "/w/a", where, text)
     db = open_db(tmp_path / "i.db")
     try:
         refresh(db, [tree.root])
